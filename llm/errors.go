@@ -1,0 +1,168 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Sentinel errors that an [APIError] matches with [errors.Is], so callers can
+// test for a class of failure without knowing the provider.
+var (
+	// ErrRateLimited: the provider asked to slow down (HTTP 429).
+	ErrRateLimited = errors.New("rate limited")
+	// ErrAuth: the key is missing, wrong or lacks permission (HTTP 401, 403).
+	ErrAuth = errors.New("authentication failed")
+	// ErrContextLength: the request does not fit the model's context window.
+	ErrContextLength = errors.New("context length exceeded")
+	// ErrOverloaded: the provider is overloaded or failing (HTTP 5xx, 529,
+	// or an overloaded or server error inside a stream).
+	ErrOverloaded = errors.New("provider overloaded")
+	// ErrBadRequest: the provider rejected the request as malformed (HTTP
+	// 400, 404, 422 other than a context length error).
+	ErrBadRequest = errors.New("bad request")
+	// ErrUnsupported: the request uses a feature this provider or endpoint
+	// does not support. Providers return it before sending anything.
+	ErrUnsupported = errors.New("unsupported feature")
+)
+
+// An APIError is an error reported by a provider, either as an HTTP status or
+// as an error event inside a stream (StatusCode 0 then).
+type APIError struct {
+	// Provider names the provider, such as "openai" or "anthropic".
+	Provider string
+	// StatusCode is the HTTP status, or 0 for an error inside a stream.
+	StatusCode int
+	// Type and Code are the provider's error type and code, if any.
+	Type, Code string
+	// Message is the provider's human-readable message.
+	Message string
+	// RetryAfter is the wait the provider asked for (Retry-After or its
+	// own headers), or 0.
+	RetryAfter time.Duration
+	// RequestID is the provider's request ID, for support tickets.
+	RequestID string
+}
+
+func (e *APIError) Error() string {
+	s := e.Provider
+	if s == "" {
+		s = "llm"
+	}
+	if e.StatusCode != 0 {
+		s += fmt.Sprintf(": HTTP %d", e.StatusCode)
+	} else {
+		s += ": stream error"
+	}
+	if e.Type != "" {
+		s += " " + e.Type
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// Is reports whether e belongs to the class named by a sentinel of this
+// package.
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case ErrRateLimited:
+		return e.StatusCode == http.StatusTooManyRequests || e.Type == "rate_limit_error" || e.Code == "rate_limit_exceeded"
+	case ErrAuth:
+		return e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden ||
+			e.Type == "authentication_error" || e.Type == "permission_error"
+	case ErrContextLength:
+		return e.Code == "context_length_exceeded" || e.Code == "string_above_max_length"
+	case ErrOverloaded:
+		return e.StatusCode >= 500 || e.Type == "overloaded_error" || e.Type == "server_error" || e.Type == "api_error"
+	case ErrBadRequest:
+		return (e.StatusCode == http.StatusBadRequest || e.StatusCode == http.StatusNotFound ||
+			e.StatusCode == http.StatusUnprocessableEntity) && !e.Is(ErrContextLength)
+	}
+	return false
+}
+
+// Retryable reports whether sending the same request again may succeed.
+func (e *APIError) Retryable() bool {
+	switch {
+	case e.StatusCode == http.StatusRequestTimeout, e.StatusCode == http.StatusConflict,
+		e.StatusCode == http.StatusTooManyRequests, e.StatusCode >= 500:
+		return true
+	case e.StatusCode == 0:
+		return e.Is(ErrOverloaded) || e.Is(ErrRateLimited)
+	}
+	return false
+}
+
+// IsRetryable reports whether err is a transient failure worth retrying:
+// a retryable [APIError] (429, 408, 409, 5xx, 529, overloaded or server errors
+// in a stream), a timeout, or a connection that was refused, reset or dropped
+// mid-response. Cancellation of the caller's context is never retryable.
+func IsRetryable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	if apiErr, ok := errors.AsType[*APIError](err); ok {
+		return apiErr.Retryable()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		// A per-attempt timeout; the caller's own deadline is checked by
+		// the retrier before it waits.
+		return true
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) {
+		return true
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return true
+	}
+	if _, ok := errors.AsType[*net.OpError](err); ok {
+		return true
+	}
+	return false
+}
+
+// RetryAfter returns the wait a provider asked for in err, or 0.
+func RetryAfter(err error) time.Duration {
+	if apiErr, ok := errors.AsType[*APIError](err); ok {
+		return apiErr.RetryAfter
+	}
+	return 0
+}
+
+// ParseRetryAfter reads the wait a response asks for: the standard
+// Retry-After header (seconds or an HTTP date), or the retry-after-ms header
+// some providers send. It returns 0 when there is none. now is used for HTTP
+// dates.
+func ParseRetryAfter(h http.Header, now time.Time) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}

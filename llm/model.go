@@ -1,0 +1,196 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+)
+
+// Model is a chat model behind some provider's API.
+//
+// Stream sends req and returns the model's answer as it arrives. The
+// iterator yields chunks in order and ends after the single [ChunkDone] chunk,
+// or after the first non-nil error, whichever comes first; nothing is yielded
+// after an error. Breaking out of the loop early closes the underlying
+// connection. Cancelling ctx stops the stream with ctx's error.
+//
+// Stream must not keep or modify req or anything it points to after the
+// iterator returns. Implementations are safe for concurrent use.
+type Model interface {
+	Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, error]
+}
+
+// ModelLister is implemented by providers that can list the models their
+// endpoint serves.
+type ModelLister interface {
+	ListModels(ctx context.Context) ([]ModelInfo, error)
+}
+
+// ModelInfo describes one model an endpoint serves.
+type ModelInfo struct {
+	ID      string `json:"id"`
+	OwnedBy string `json:"owned_by,omitempty"`
+	Created int64  `json:"created,omitempty"`
+}
+
+// A Request is one call to a model.
+type Request struct {
+	// Model names the model; empty means the provider's default.
+	Model string
+	// Messages is the conversation so far. System messages may appear
+	// anywhere; providers that take one system prompt join them.
+	Messages []Message
+	// Tools are offered to the model, in this order.
+	Tools []ToolSpec
+	// ToolChoice constrains tool use; the zero value lets the model decide.
+	ToolChoice ToolChoice
+	// MaxTokens caps the output tokens of this response; 0 means the
+	// provider's default.
+	MaxTokens int
+	// Temperature, when non-nil, sets the sampling temperature.
+	Temperature *float64
+	// StopSequences end generation when produced.
+	StopSequences []string
+	// ParallelToolCalls, when non-nil, tells providers that support it
+	// whether the model may make several tool calls in one message.
+	ParallelToolCalls *bool
+}
+
+// ToolChoiceMode is how a model may use the offered tools.
+type ToolChoiceMode string
+
+// Tool choice modes.
+const (
+	ToolChoiceAuto     ToolChoiceMode = ""         // the model decides
+	ToolChoiceNone     ToolChoiceMode = "none"     // no tool calls
+	ToolChoiceRequired ToolChoiceMode = "required" // at least one tool call
+	ToolChoiceTool     ToolChoiceMode = "tool"     // call the tool named in ToolChoice.Name
+)
+
+// ToolChoice constrains tool use for one request.
+type ToolChoice struct {
+	Mode ToolChoiceMode
+	// Name is the tool to call when Mode is ToolChoiceTool.
+	Name string
+}
+
+// A ToolSpec is what a model is told about one tool. Each provider renders it
+// into its own wire format.
+type ToolSpec struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// InputSchema is the JSON Schema of the argument object. It is always
+	// an object schema.
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// ChunkKind says what a [Chunk] carries.
+type ChunkKind uint8
+
+// The kinds of stream chunks.
+const (
+	// ChunkText carries a delta of the answer's text in Text.
+	ChunkText ChunkKind = iota + 1
+	// ChunkReasoning carries a delta of the model's reasoning in Text.
+	ChunkReasoning
+	// ChunkToolCallStart announces a tool call: Index, ID and Name are set.
+	ChunkToolCallStart
+	// ChunkToolCallDelta carries a fragment of the arguments of the call at
+	// Index in Text.
+	ChunkToolCallDelta
+	// ChunkDone ends the stream; Response holds the assembled answer.
+	ChunkDone
+)
+
+var chunkKindNames = [...]string{"", "text", "reasoning", "tool_call_start", "tool_call_delta", "done"}
+
+func (k ChunkKind) String() string {
+	if int(k) < len(chunkKindNames) {
+		return chunkKindNames[k]
+	}
+	return "unknown"
+}
+
+// A Chunk is one step of a streamed response.
+type Chunk struct {
+	Kind ChunkKind
+	// Text is the delta for text, reasoning and argument chunks.
+	Text string
+	// Index is the position of the tool call among this response's calls.
+	Index int
+	// ID and Name identify a tool call on ChunkToolCallStart.
+	ID, Name string
+	// Response is the complete answer, on ChunkDone only.
+	Response *Response
+}
+
+// A Response is a model's complete answer to one [Request].
+type Response struct {
+	// ID is the provider's response ID, if it gave one.
+	ID string
+	// Model is the model that answered, as the provider named it.
+	Model string
+	// Message is the assistant message: reasoning, text and tool calls, in
+	// the order the model produced them.
+	Message Message
+	// Usage counts the tokens of this request and response.
+	Usage Usage
+	// FinishReason says why the model stopped.
+	FinishReason FinishReason
+}
+
+// FinishReason says why a model stopped producing output.
+type FinishReason string
+
+// Finish reasons, normalized across providers.
+const (
+	FinishStop          FinishReason = "stop"           // a natural end or a stop sequence
+	FinishToolCalls     FinishReason = "tool_calls"     // the model called tools
+	FinishLength        FinishReason = "length"         // the output token limit was hit
+	FinishContentFilter FinishReason = "content_filter" // the provider withheld content
+	FinishOther         FinishReason = "other"          // anything else the provider said
+)
+
+// Usage counts tokens.
+type Usage struct {
+	// InputTokens counts all prompt tokens, cached ones included.
+	InputTokens int64 `json:"input_tokens"`
+	// OutputTokens counts generated tokens, reasoning included.
+	OutputTokens int64 `json:"output_tokens"`
+	// CacheReadTokens counts the input tokens served from a prompt cache.
+	CacheReadTokens int64 `json:"cache_read_tokens,omitempty"`
+	// CacheWriteTokens counts the input tokens written to a prompt cache.
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	// ReasoningTokens counts the output tokens spent on reasoning.
+	ReasoningTokens int64 `json:"reasoning_tokens,omitempty"`
+}
+
+// Add adds o to u.
+func (u *Usage) Add(o Usage) {
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CacheReadTokens += o.CacheReadTokens
+	u.CacheWriteTokens += o.CacheWriteTokens
+	u.ReasoningTokens += o.ReasoningTokens
+}
+
+// TotalTokens returns input plus output tokens.
+func (u Usage) TotalTokens() int64 { return u.InputTokens + u.OutputTokens }
+
+// ErrNoResponse is returned by [Collect] when a stream ended without a
+// [ChunkDone] chunk and without an error.
+var ErrNoResponse = errors.New("llm: stream ended without a response")
+
+// Collect drains a stream and returns its final response.
+func Collect(stream iter.Seq2[Chunk, error]) (*Response, error) {
+	for c, err := range stream {
+		if err != nil {
+			return nil, err
+		}
+		if c.Kind == ChunkDone {
+			return c.Response, nil
+		}
+	}
+	return nil, ErrNoResponse
+}
