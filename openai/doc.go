@@ -1,0 +1,62 @@
+// Package openai is the provider for OpenAI-compatible Chat Completions
+// endpoints: OpenAI itself and the many servers that speak its wire format,
+// such as Ollama, vLLM, the llama.cpp server, OpenRouter and DeepSeek.
+//
+// A [Client] implements [llm.Model] and [llm.ModelLister]. Its zero value
+// talks to OpenAI; set BaseURL to use another server:
+//
+//	c := &openai.Client{BaseURL: "http://localhost:11434/v1", Model: "qwen3"}
+//	resp, err := llm.Collect(c.Stream(ctx, &llm.Request{
+//		Messages: []llm.Message{llm.UserMessage("Say hi")},
+//	}))
+//
+// # Requests
+//
+// Every request streams (stream: true) and asks for a final usage chunk
+// (stream_options.include_usage). Messages are rendered as Chat Completions
+// expects them:
+//
+//   - System messages become role "system" messages.
+//   - User text becomes a content string; a user message with images or
+//     documents becomes an array of content parts. Images are sent inline as
+//     data URLs (or by URL); documents as "file" parts with inline file_data.
+//   - Assistant messages carry their text and tool_calls. Reasoning parts are
+//     not sent back: Chat Completions has no field for them.
+//   - Each tool result becomes one role "tool" message. Chat Completions
+//     takes only text there, so a tool result holding an image or a document
+//     is rejected with an error wrapping [llm.ErrUnsupported] rather than
+//     silently dropped.
+//
+// The output cap is sent as max_tokens, which every compatible server
+// understands. OpenAI's reasoning models accept only max_completion_tokens;
+// set [Client.UseMaxCompletionTokens] for them.
+//
+// # Responses
+//
+// The reply is read as server-sent events. Text arrives as [llm.ChunkText]
+// (a refusal is reported as text too, so it is never lost), reasoning as
+// [llm.ChunkReasoning] (from delta.reasoning_content, as DeepSeek and vLLM
+// send it, or delta.reasoning, as OpenRouter and Ollama do), and tool calls
+// as [llm.ChunkToolCallStart] followed by [llm.ChunkToolCallDelta] chunks.
+// The final [llm.ChunkDone] carries the assembled [llm.Response]: reasoning,
+// then text, then tool calls.
+//
+// Tool-call deltas are accumulated robustly against the quirks of compatible
+// servers: a missing index, an index reused for several calls with distinct
+// ids, ids and names only on a call's first delta, complete arguments in one
+// delta, and empty ids. Calls without an id get a generated one ("call_0",
+// "call_1", ...), and ids are unique within a response.
+//
+// A stream that ends after a finish_reason but without "data: [DONE]" is
+// accepted; one that ends before either is reported as an error wrapping
+// [io.ErrUnexpectedEOF], which [llm.IsRetryable] treats as transient. A
+// server that ignores stream: true and answers with a single JSON completion
+// is understood too.
+//
+// # Errors
+//
+// HTTP failures and error objects inside the stream are returned as
+// *[llm.APIError] with Provider "openai", so callers can test them with
+// [errors.Is] against [llm.ErrRateLimited], [llm.ErrContextLength] and the
+// other sentinels, and retry with [llm.IsRetryable] and [llm.RetryAfter].
+package openai

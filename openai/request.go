@@ -1,0 +1,440 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// chatRequest is the body of POST /chat/completions. Fields are in the order
+// they appear on the wire.
+type chatRequest struct {
+	Model               string          `json:"model"`
+	Messages            []wireMessage   `json:"messages"`
+	Tools               []wireTool      `json:"tools,omitempty"`
+	ToolChoice          *wireToolChoice `json:"tool_choice,omitempty"`
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls,omitempty"`
+	MaxTokens           int             `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64        `json:"temperature,omitempty"`
+	Stop                []string        `json:"stop,omitempty"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// wireMessage is one entry of "messages".
+type wireMessage struct {
+	Role       string         `json:"role"`
+	Content    wireContent    `json:"content"`
+	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+// wireContent is a message's content: a string, an array of parts, or null.
+type wireContent struct {
+	text  string
+	parts []wirePart
+	kind  contentKind
+}
+
+type contentKind uint8
+
+const (
+	contentString contentKind = iota
+	contentParts
+	contentNull
+)
+
+// MarshalJSON renders the content in its one wire shape.
+func (c wireContent) MarshalJSON() ([]byte, error) {
+	switch c.kind {
+	case contentParts:
+		return json.Marshal(c.parts)
+	case contentNull:
+		return []byte("null"), nil
+	}
+	return json.Marshal(c.text)
+}
+
+// wirePart is one element of an array content.
+type wirePart struct {
+	Type     string        `json:"type"`
+	Text     string        `json:"text,omitempty"`
+	ImageURL *wireImageURL `json:"image_url,omitempty"`
+	File     *wireFile     `json:"file,omitempty"`
+}
+
+type wireImageURL struct {
+	URL string `json:"url"`
+}
+
+type wireFile struct {
+	Filename string `json:"filename"`
+	FileData string `json:"file_data"`
+}
+
+// wireToolCall is a tool call of an assistant message.
+type wireToolCall struct {
+	ID       string           `json:"id"`
+	Type     string           `json:"type"`
+	Function wireFunctionCall `json:"function"`
+}
+
+type wireFunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// wireTool is one entry of "tools".
+type wireTool struct {
+	Type     string       `json:"type"`
+	Function wireFunction `json:"function"`
+}
+
+type wireFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// wireToolChoice is "none", "required", or a named function.
+type wireToolChoice struct {
+	mode string // "none" or "required"; empty for a named function
+	name string
+}
+
+// MarshalJSON renders the choice as a string or a function object.
+func (t *wireToolChoice) MarshalJSON() ([]byte, error) {
+	if t.mode != "" {
+		return json.Marshal(t.mode)
+	}
+	type function struct {
+		Name string `json:"name"`
+	}
+	return json.Marshal(struct {
+		Type     string   `json:"type"`
+		Function function `json:"function"`
+	}{"function", function{t.name}})
+}
+
+// emptySchema is sent for a tool without an input schema.
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// marshalRequest renders req as the JSON body of a streaming request.
+func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
+	w, err := c.buildRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return nil, fmt.Errorf("openai: encoding request: %w", err)
+	}
+	return b, nil
+}
+
+// buildRequest translates req into its wire form.
+func (c *Client) buildRequest(req *llm.Request) (*chatRequest, error) {
+	if req == nil {
+		return nil, errNilRequest
+	}
+	w := &chatRequest{
+		Model:         req.Model,
+		Temperature:   req.Temperature,
+		Stop:          req.StopSequences,
+		Stream:        true,
+		StreamOptions: &streamOptions{IncludeUsage: true},
+	}
+	if w.Model == "" {
+		w.Model = c.Model
+	}
+	if w.Model == "" {
+		return nil, errors.New("openai: no model: set Request.Model or Client.Model")
+	}
+	if req.MaxTokens < 0 {
+		return nil, fmt.Errorf("openai: negative MaxTokens %d", req.MaxTokens)
+	}
+	if c.UseMaxCompletionTokens {
+		w.MaxCompletionTokens = req.MaxTokens
+	} else {
+		w.MaxTokens = req.MaxTokens
+	}
+
+	var err error
+	if w.Messages, err = renderMessages(req.Messages); err != nil {
+		return nil, err
+	}
+	if w.Tools, err = renderTools(req.Tools); err != nil {
+		return nil, err
+	}
+	// OpenAI rejects tool_choice and parallel_tool_calls without tools.
+	if len(w.Tools) > 0 {
+		if w.ToolChoice, err = renderToolChoice(req.ToolChoice); err != nil {
+			return nil, err
+		}
+		w.ParallelToolCalls = req.ParallelToolCalls
+	}
+	return w, nil
+}
+
+// renderTools renders tool specs in their given order.
+func renderTools(tools []llm.ToolSpec) ([]wireTool, error) {
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	out := make([]wireTool, len(tools))
+	for i, t := range tools {
+		if t.Name == "" {
+			return nil, fmt.Errorf("openai: tool %d has no name", i)
+		}
+		schema := t.InputSchema
+		if len(bytes.TrimSpace(schema)) == 0 {
+			schema = emptySchema
+		} else if !json.Valid(schema) {
+			return nil, fmt.Errorf("openai: tool %q: input schema is not valid JSON", t.Name)
+		}
+		out[i] = wireTool{Type: "function", Function: wireFunction{
+			Name: t.Name, Description: t.Description, Parameters: schema,
+		}}
+	}
+	return out, nil
+}
+
+// renderToolChoice renders a tool choice; auto is the default and omitted.
+func renderToolChoice(tc llm.ToolChoice) (*wireToolChoice, error) {
+	switch tc.Mode {
+	case llm.ToolChoiceAuto:
+		return nil, nil
+	case llm.ToolChoiceNone, llm.ToolChoiceRequired:
+		return &wireToolChoice{mode: string(tc.Mode)}, nil
+	case llm.ToolChoiceTool:
+		if tc.Name == "" {
+			return nil, errors.New("openai: tool choice \"tool\" without a tool name")
+		}
+		return &wireToolChoice{name: tc.Name}, nil
+	}
+	return nil, fmt.Errorf("openai: unknown tool choice mode %q", tc.Mode)
+}
+
+// renderMessages renders a conversation. Tool messages expand to one wire
+// message per tool result.
+func renderMessages(msgs []llm.Message) ([]wireMessage, error) {
+	out := make([]wireMessage, 0, len(msgs))
+	for i, m := range msgs {
+		var err error
+		switch m.Role {
+		case llm.RoleSystem:
+			var text string
+			if text, err = textOnly(m.Parts); err == nil {
+				out = append(out, wireMessage{Role: "system", Content: wireContent{text: text}})
+			}
+		case llm.RoleUser:
+			var content wireContent
+			if content, err = userContent(m.Parts); err == nil {
+				out = append(out, wireMessage{Role: "user", Content: content})
+			}
+		case llm.RoleAssistant:
+			var wm wireMessage
+			if wm, err = assistantMessage(m.Parts); err == nil {
+				out = append(out, wm)
+			}
+		case llm.RoleTool:
+			out, err = appendToolMessages(out, m.Parts)
+		default:
+			err = fmt.Errorf("unknown role %q", m.Role)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("openai: message %d (%s): %w", i, m.Role, err)
+		}
+	}
+	return out, nil
+}
+
+// unsupported returns an error wrapping llm.ErrUnsupported for content
+// Chat Completions cannot express. what is plural, such as "images in tool
+// results".
+func unsupported(what string) error {
+	return fmt.Errorf("%s are not supported by Chat Completions: %w", what, llm.ErrUnsupported)
+}
+
+// textOnly joins the text parts of a message that may hold nothing else.
+func textOnly(parts []llm.Part) (string, error) {
+	for _, p := range parts {
+		if p.Kind != llm.PartText {
+			return "", unsupported(string(p.Kind) + " parts in system messages")
+		}
+	}
+	return llm.Message{Parts: parts}.Text(), nil
+}
+
+// userContent renders a user message: a string when it holds only text, an
+// array of parts otherwise.
+func userContent(parts []llm.Part) (wireContent, error) {
+	onlyText := true
+	for _, p := range parts {
+		if p.Kind != llm.PartText {
+			onlyText = false
+			break
+		}
+	}
+	if onlyText {
+		return wireContent{text: llm.Message{Parts: parts}.Text()}, nil
+	}
+	out := make([]wirePart, 0, len(parts))
+	for _, p := range parts {
+		switch p.Kind {
+		case llm.PartText:
+			if p.Text != "" {
+				out = append(out, wirePart{Type: "text", Text: p.Text})
+			}
+		case llm.PartImage:
+			u, err := imageURL(p.Media)
+			if err != nil {
+				return wireContent{}, err
+			}
+			out = append(out, wirePart{Type: "image_url", ImageURL: &wireImageURL{URL: u}})
+		case llm.PartDocument:
+			f, err := fileData(p.Media)
+			if err != nil {
+				return wireContent{}, err
+			}
+			out = append(out, wirePart{Type: "file", File: f})
+		default:
+			return wireContent{}, unsupported(string(p.Kind) + " parts in user messages")
+		}
+	}
+	return wireContent{parts: out, kind: contentParts}, nil
+}
+
+// imageURL returns an image's URL, or its bytes as a data URL.
+func imageURL(m *llm.Media) (string, error) {
+	switch {
+	case m == nil:
+		return "", errors.New("image part without media")
+	case len(m.Data) > 0:
+		mime := m.MIMEType
+		if mime == "" {
+			mime = http.DetectContentType(m.Data)
+		}
+		return dataURL(mime, m.Data), nil
+	case m.URL != "":
+		return m.URL, nil
+	}
+	return "", errors.New("image part with neither data nor URL")
+}
+
+// fileData renders an inline document as a file part.
+func fileData(m *llm.Media) (*wireFile, error) {
+	switch {
+	case m == nil:
+		return nil, errors.New("document part without media")
+	case len(m.Data) == 0 && m.URL != "":
+		return nil, unsupported("documents by URL")
+	case len(m.Data) == 0:
+		return nil, errors.New("document part without data")
+	}
+	mime := m.MIMEType
+	if mime == "" {
+		mime = "application/pdf"
+	}
+	name := m.Name
+	if name == "" {
+		name = "document.pdf"
+		if mime != "application/pdf" {
+			name = "document"
+		}
+	}
+	return &wireFile{Filename: name, FileData: dataURL(mime, m.Data)}, nil
+}
+
+// dataURL encodes data as a base64 data URL.
+func dataURL(mime string, data []byte) string {
+	const sep = ";base64,"
+	var b strings.Builder
+	b.Grow(len("data:") + len(mime) + len(sep) + base64.StdEncoding.EncodedLen(len(data)))
+	b.WriteString("data:")
+	b.WriteString(mime)
+	b.WriteString(sep)
+	enc := base64.NewEncoder(base64.StdEncoding, &b)
+	enc.Write(data)
+	enc.Close()
+	return b.String()
+}
+
+// assistantMessage renders an assistant message: text and tool calls.
+// Reasoning is left out; Chat Completions has no field for it.
+func assistantMessage(parts []llm.Part) (wireMessage, error) {
+	wm := wireMessage{Role: "assistant"}
+	var text strings.Builder
+	for _, p := range parts {
+		switch p.Kind {
+		case llm.PartText:
+			text.WriteString(p.Text)
+		case llm.PartReasoning:
+			// Not representable; the model does not need it back.
+		case llm.PartToolCall:
+			tc := p.ToolCall
+			if tc == nil {
+				return wireMessage{}, errors.New("tool call part without a call")
+			}
+			args := string(bytes.TrimSpace(tc.Arguments))
+			if args == "" {
+				args = "{}"
+			}
+			wm.ToolCalls = append(wm.ToolCalls, wireToolCall{
+				ID: tc.ID, Type: "function",
+				Function: wireFunctionCall{Name: tc.Name, Arguments: args},
+			})
+		default:
+			return wireMessage{}, unsupported(string(p.Kind) + " parts in assistant messages")
+		}
+	}
+	wm.Content = wireContent{text: text.String()}
+	if wm.Content.text == "" && len(wm.ToolCalls) > 0 {
+		// Content is optional with tool_calls; null is what OpenAI's own
+		// clients send.
+		wm.Content.kind = contentNull
+	}
+	return wm, nil
+}
+
+// appendToolMessages renders each tool result of a tool message as its own
+// role "tool" message.
+func appendToolMessages(out []wireMessage, parts []llm.Part) ([]wireMessage, error) {
+	for _, p := range parts {
+		if p.Kind != llm.PartToolResult {
+			return nil, fmt.Errorf("%s part in a tool message; tool messages hold tool results only", p.Kind)
+		}
+		r := p.ToolResult
+		if r == nil {
+			return nil, errors.New("tool result part without a result")
+		}
+		for _, c := range r.Content {
+			switch c.Kind {
+			case llm.PartText:
+			case llm.PartImage:
+				return nil, unsupported("images in tool results")
+			case llm.PartDocument:
+				return nil, unsupported("documents in tool results")
+			default:
+				return nil, unsupported(string(c.Kind) + " parts in tool results")
+			}
+		}
+		out = append(out, wireMessage{
+			Role:       "tool",
+			Content:    wireContent{text: r.Text()},
+			ToolCallID: r.CallID,
+		})
+	}
+	return out, nil
+}

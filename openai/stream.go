@@ -1,0 +1,488 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// maxLineSize bounds one line of an event stream, and the body of a
+// non-streamed answer. A longer line fails the stream with an error wrapping
+// [bufio.ErrTooLong].
+const maxLineSize = 16 << 20
+
+// sseReader splits a server-sent event stream into the data of its events.
+//
+// It follows the WHATWG event stream format: lines end in LF, CRLF or CR;
+// a blank line ends an event; "data" lines are joined with "\n"; lines
+// starting with ":" are comments; "event", "id", "retry" and unknown fields
+// are ignored; a single space after the colon is dropped; a leading byte
+// order mark is skipped. Unlike the standard, an event still open when the
+// input ends is returned rather than discarded, since some servers end the
+// stream without a final blank line.
+type sseReader struct {
+	sc   *bufio.Scanner
+	data []byte
+	// started is set once the first line (and any byte order mark on it)
+	// has been seen.
+	started bool
+	// unterminated is set when the event last returned was cut by the end
+	// of the input rather than ended by a blank line.
+	unterminated bool
+}
+
+// init makes r read from rd.
+func (r *sseReader) init(rd io.Reader) {
+	r.sc = bufio.NewScanner(rd)
+	r.sc.Buffer(make([]byte, 0, 8<<10), maxLineSize)
+	r.sc.Split(scanLines)
+	r.data = r.data[:0]
+	r.started = false
+	r.unterminated = false
+}
+
+// next returns the data of the next event that has a data field. The slice
+// is valid until the following call. It returns io.EOF at the end of the
+// input, or the error that stopped reading it.
+func (r *sseReader) next() ([]byte, error) {
+	r.data = r.data[:0]
+	hasData := false
+	for r.sc.Scan() {
+		line := r.sc.Bytes()
+		if !r.started {
+			r.started = true
+			line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
+		}
+		if len(line) == 0 {
+			if hasData {
+				return r.data, nil
+			}
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		if string(field) != "data" {
+			continue
+		}
+		if hasData {
+			r.data = append(r.data, '\n')
+		}
+		r.data = append(r.data, value...)
+		hasData = true
+	}
+	if err := r.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("event stream line longer than %d bytes: %w", maxLineSize, err)
+		}
+		return nil, err
+	}
+	if hasData {
+		r.unterminated = true
+		return r.data, nil
+	}
+	return nil, io.EOF
+}
+
+// scanLines is a [bufio.SplitFunc] for event stream lines, which end in
+// LF, CRLF or a lone CR. The terminator is not part of the token.
+func scanLines(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	if atEOF && len(data) == 0 {
+		return 0, nil, nil
+	}
+	lf := bytes.IndexByte(data, '\n')
+	end := lf
+	if end < 0 {
+		end = len(data)
+	}
+	if cr := bytes.IndexByte(data[:end], '\r'); cr >= 0 {
+		switch {
+		case cr+1 < len(data) && data[cr+1] == '\n':
+			return cr + 2, data[:cr], nil
+		case cr+1 < len(data) || atEOF:
+			return cr + 1, data[:cr], nil
+		}
+		// A CR at the end of the buffer: an LF may follow.
+		return 0, nil, nil
+	}
+	if lf >= 0 {
+		return lf + 1, data[:lf], nil
+	}
+	if atEOF {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}
+
+// chunkWire is one streamed chat.completion.chunk, or a whole
+// chat.completion when a server does not stream. It is reused from event to
+// event: the fields that repeat on every chunk are raw so that decoding them
+// reuses their buffers.
+type chunkWire struct {
+	ID      json.RawMessage `json:"id"`
+	Model   json.RawMessage `json:"model"`
+	Object  json.RawMessage `json:"object"`
+	Choices []choiceWire    `json:"choices"`
+	Usage   *usageWire      `json:"usage"`
+	Error   *errorWire      `json:"error"`
+
+	// Message, Type and Code hold an error sent as a top-level object with
+	// "object": "error", as some vLLM versions do.
+	Message string     `json:"message"`
+	Type    string     `json:"type"`
+	Code    flexString `json:"code"`
+}
+
+// reset clears w for the next event, keeping its buffers.
+func (w *chunkWire) reset() {
+	choices := w.Choices[:cap(w.Choices)]
+	// encoding/json decodes into reused slice elements without zeroing them.
+	clear(choices)
+	*w = chunkWire{ID: w.ID[:0], Model: w.Model[:0], Object: w.Object[:0], Choices: choices[:0]}
+}
+
+type choiceWire struct {
+	Index int       `json:"index"`
+	Delta deltaWire `json:"delta"`
+	// Message replaces Delta in a non-streamed completion.
+	Message      *deltaWire `json:"message"`
+	FinishReason string     `json:"finish_reason"`
+}
+
+type deltaWire struct {
+	Content string `json:"content"`
+	Refusal string `json:"refusal"`
+	// Reasoning is where OpenRouter, Ollama and newer vLLM put reasoning;
+	// ReasoningContent is where DeepSeek and older vLLM do.
+	Reasoning        string          `json:"reasoning"`
+	ReasoningContent string          `json:"reasoning_content"`
+	ToolCalls        []toolCallDelta `json:"tool_calls"`
+}
+
+// toolCallDelta is one fragment of a streamed tool call.
+type toolCallDelta struct {
+	Index    optInt            `json:"index"`
+	ID       string            `json:"id"`
+	Function functionCallDelta `json:"function"`
+}
+
+type functionCallDelta struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// usageWire is the usage object. Counts in the details objects and
+// DeepSeek's prompt_cache_hit_tokens are parts of the top-level counts.
+type usageWire struct {
+	PromptTokens         int64 `json:"prompt_tokens"`
+	CompletionTokens     int64 `json:"completion_tokens"`
+	PromptCacheHitTokens int64 `json:"prompt_cache_hit_tokens"`
+	PromptTokensDetails  struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+func (u *usageWire) usage() llm.Usage {
+	cached := u.PromptTokensDetails.CachedTokens
+	if cached == 0 {
+		cached = u.PromptCacheHitTokens
+	}
+	return llm.Usage{
+		InputTokens:     u.PromptTokens,
+		OutputTokens:    u.CompletionTokens,
+		CacheReadTokens: cached,
+		ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens,
+	}
+}
+
+// optInt is a JSON integer that may be absent or null.
+type optInt struct {
+	v  int
+	ok bool
+}
+
+// UnmarshalJSON reads a small integer or null.
+func (o *optInt) UnmarshalJSON(b []byte) error {
+	*o = optInt{}
+	if string(b) == "null" {
+		return nil
+	}
+	s, neg := b, false
+	if len(s) > 0 && s[0] == '-' {
+		s, neg = s[1:], true
+	}
+	if len(s) == 0 || len(s) > 9 {
+		return fmt.Errorf("openai: tool call index %.20s out of range", b)
+	}
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return fmt.Errorf("openai: tool call index %.20s is not an integer", b)
+		}
+		n = n*10 + int(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	*o = optInt{v: n, ok: true}
+	return nil
+}
+
+// flexString is a JSON string that some servers send as a number.
+type flexString string
+
+// UnmarshalJSON reads a string, or keeps any other scalar's literal text.
+func (f *flexString) UnmarshalJSON(b []byte) error {
+	switch {
+	case string(b) == "null":
+		*f = ""
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*f = flexString(s)
+	default:
+		*f = flexString(b)
+	}
+	return nil
+}
+
+// rawString returns the string held by a raw JSON value, or "" if it holds
+// none.
+func rawString(b json.RawMessage) string {
+	if len(b) < 2 || b[0] != '"' {
+		return ""
+	}
+	if bytes.IndexByte(b, '\\') < 0 {
+		return string(b[1 : len(b)-1])
+	}
+	var s string
+	if json.Unmarshal(b, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// doneData is the data of the event that ends an OpenAI stream.
+var doneData = []byte("[DONE]")
+
+// decoder turns an event stream, or a non-streamed JSON answer, into chunks.
+type decoder struct {
+	sse  sseReader
+	body io.Reader
+	// jsonBody is set when the server answered with one JSON completion.
+	jsonBody  bool
+	requestID string
+
+	wire chunkWire
+	acc  accumulator
+
+	id, model    string
+	text         strings.Builder
+	reasoning    strings.Builder
+	finishReason string
+	sawFinish    bool
+	usage        llm.Usage
+
+	out  []llm.Chunk
+	done bool
+}
+
+// init makes d read the body of a response.
+func (d *decoder) init(body io.Reader, jsonBody bool) {
+	*d = decoder{body: body, jsonBody: jsonBody, out: d.out[:0], sse: d.sse, wire: d.wire}
+	if !jsonBody {
+		d.sse.init(body)
+	}
+}
+
+// next returns the chunks of the next event that has any. The last batch
+// ends with the ChunkDone chunk; after it next returns io.EOF. The slice is
+// valid until the following call.
+func (d *decoder) next() ([]llm.Chunk, error) {
+	if d.done {
+		return nil, io.EOF
+	}
+	d.out = d.out[:0]
+	if d.jsonBody {
+		return d.decodeJSONBody()
+	}
+	for len(d.out) == 0 {
+		data, err := d.sse.next()
+		switch {
+		case err == io.EOF:
+			if !d.sawFinish {
+				return nil, fmt.Errorf("openai: stream ended before the response was complete: %w", io.ErrUnexpectedEOF)
+			}
+			return d.finish(), nil
+		case err != nil:
+			return nil, fmt.Errorf("openai: reading stream: %w", err)
+		}
+		if bytes.Equal(bytes.TrimSpace(data), doneData) {
+			return d.finish(), nil
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			continue
+		}
+		if err := d.handle(data); err != nil {
+			return nil, err
+		}
+	}
+	return d.out, nil
+}
+
+// decodeJSONBody reads a whole non-streamed answer.
+func (d *decoder) decodeJSONBody() ([]llm.Chunk, error) {
+	data, err := io.ReadAll(io.LimitReader(d.body, maxLineSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("openai: reading response: %w", err)
+	}
+	if len(data) > maxLineSize {
+		return nil, fmt.Errorf("openai: response larger than %d bytes", maxLineSize)
+	}
+	if err := d.handle(data); err != nil {
+		return nil, err
+	}
+	return d.finish(), nil
+}
+
+// handle decodes the data of one event and appends its chunks to d.out.
+func (d *decoder) handle(data []byte) error {
+	w := &d.wire
+	w.reset()
+	if err := json.Unmarshal(data, w); err != nil {
+		if d.sse.unterminated {
+			return fmt.Errorf("openai: stream ended inside an event: %w", io.ErrUnexpectedEOF)
+		}
+		return fmt.Errorf("openai: decoding stream event %.200q: %w", data, err)
+	}
+	if w.Error != nil {
+		return d.streamError(w.Error)
+	}
+	if string(w.Object) == `"error"` {
+		return d.streamError(&errorWire{Message: w.Message, Type: w.Type, Code: string(w.Code)})
+	}
+	if d.id == "" && len(w.ID) > 0 {
+		d.id = rawString(w.ID)
+	}
+	if d.model == "" && len(w.Model) > 0 {
+		d.model = rawString(w.Model)
+	}
+	if w.Usage != nil {
+		d.usage = w.Usage.usage()
+	}
+	for i := range w.Choices {
+		// Only one choice is ever asked for; ignore others defensively.
+		if ch := &w.Choices[i]; ch.Index == 0 {
+			d.applyChoice(ch)
+		}
+	}
+	return nil
+}
+
+// applyChoice appends the chunks of one choice's delta.
+func (d *decoder) applyChoice(ch *choiceWire) {
+	delta := &ch.Delta
+	if ch.Message != nil {
+		delta = ch.Message
+	}
+	// Some servers send the same text in both fields; take one.
+	r := delta.ReasoningContent
+	if r == "" {
+		r = delta.Reasoning
+	}
+	if r != "" {
+		d.reasoning.WriteString(r)
+		d.out = append(d.out, llm.Chunk{Kind: llm.ChunkReasoning, Text: r})
+	}
+	for _, t := range [...]string{delta.Content, delta.Refusal} {
+		if t != "" {
+			d.text.WriteString(t)
+			d.out = append(d.out, llm.Chunk{Kind: llm.ChunkText, Text: t})
+		}
+	}
+	for i := range delta.ToolCalls {
+		d.out = d.acc.add(&delta.ToolCalls[i], d.out)
+	}
+	if ch.FinishReason != "" {
+		d.finishReason = ch.FinishReason
+		d.sawFinish = true
+	}
+}
+
+// streamError converts an error object sent inside the stream.
+func (d *decoder) streamError(e *errorWire) error {
+	apiErr := e.apiError(0)
+	apiErr.RequestID = d.requestID
+	return apiErr
+}
+
+// finish appends the ChunkDone chunk with the assembled response to d.out
+// and returns the final batch.
+func (d *decoder) finish() []llm.Chunk {
+	d.done = true
+	calls := d.acc.calls()
+	var parts []llm.Part
+	if n := len(calls) + d.reasoning.Len() + d.text.Len(); n > 0 {
+		parts = make([]llm.Part, 0, 2+len(calls))
+	}
+	if d.reasoning.Len() > 0 {
+		parts = append(parts, llm.Part{Kind: llm.PartReasoning, Reasoning: &llm.Reasoning{Text: d.reasoning.String()}})
+	}
+	if d.text.Len() > 0 {
+		parts = append(parts, llm.TextPart(d.text.String()))
+	}
+	for _, c := range calls {
+		parts = append(parts, llm.Part{Kind: llm.PartToolCall, ToolCall: c})
+	}
+	resp := &llm.Response{
+		ID:           d.id,
+		Model:        d.model,
+		Message:      llm.Message{Role: llm.RoleAssistant, Parts: parts},
+		Usage:        d.usage,
+		FinishReason: normalizeFinish(d.finishReason, len(calls) > 0),
+	}
+	d.out = append(d.out, llm.Chunk{Kind: llm.ChunkDone, Response: resp})
+	return d.out
+}
+
+// normalizeFinish maps a finish_reason to an [llm.FinishReason]. A response
+// with tool calls that the server says merely stopped (Gemini does this) is
+// reported as tool_calls. A missing reason on a stream that completed with
+// [DONE] is a normal stop.
+func normalizeFinish(reason string, hasCalls bool) llm.FinishReason {
+	var r llm.FinishReason
+	switch reason {
+	case "stop", "":
+		r = llm.FinishStop
+	case "tool_calls", "function_call":
+		r = llm.FinishToolCalls
+	case "length":
+		r = llm.FinishLength
+	case "content_filter":
+		r = llm.FinishContentFilter
+	default:
+		r = llm.FinishOther
+	}
+	if hasCalls && r == llm.FinishStop {
+		r = llm.FinishToolCalls
+	}
+	return r
+}
