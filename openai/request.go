@@ -15,17 +15,17 @@ import (
 // chatRequest is the body of POST /chat/completions. Fields are in the order
 // they appear on the wire.
 type chatRequest struct {
-	Model               string          `json:"model"`
-	Messages            []wireMessage   `json:"messages"`
-	Tools               []wireTool      `json:"tools,omitempty"`
-	ToolChoice          *wireToolChoice `json:"tool_choice,omitempty"`
-	ParallelToolCalls   *bool           `json:"parallel_tool_calls,omitempty"`
-	MaxTokens           int             `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
-	Temperature         *float64        `json:"temperature,omitempty"`
-	Stop                []string        `json:"stop,omitempty"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *streamOptions  `json:"stream_options,omitempty"`
+	Model               string         `json:"model"`
+	Messages            []wireMessage  `json:"messages"`
+	Tools               []wireTool     `json:"tools,omitempty"`
+	ToolChoice          any            `json:"tool_choice,omitempty"` // a string or a namedToolChoice
+	ParallelToolCalls   *bool          `json:"parallel_tool_calls,omitempty"`
+	MaxTokens           int            `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64       `json:"temperature,omitempty"`
+	Stop                []string       `json:"stop,omitempty"`
+	Stream              bool           `json:"stream"`
+	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
 }
 
 type streamOptions struct {
@@ -34,36 +34,11 @@ type streamOptions struct {
 
 // wireMessage is one entry of "messages".
 type wireMessage struct {
-	Role       string         `json:"role"`
-	Content    wireContent    `json:"content"`
+	Role string `json:"role"`
+	// Content is a string, a []wirePart, or nil for null.
+	Content    any            `json:"content"`
 	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
-}
-
-// wireContent is a message's content: a string, an array of parts, or null.
-type wireContent struct {
-	text  string
-	parts []wirePart
-	kind  contentKind
-}
-
-type contentKind uint8
-
-const (
-	contentString contentKind = iota
-	contentParts
-	contentNull
-)
-
-// MarshalJSON renders the content in its one wire shape.
-func (c wireContent) MarshalJSON() ([]byte, error) {
-	switch c.kind {
-	case contentParts:
-		return json.Marshal(c.parts)
-	case contentNull:
-		return []byte("null"), nil
-	}
-	return json.Marshal(c.text)
 }
 
 // wirePart is one element of an array content.
@@ -107,24 +82,14 @@ type wireFunction struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-// wireToolChoice is "none", "required", or a named function.
-type wireToolChoice struct {
-	mode string // "none" or "required"; empty for a named function
-	name string
+// namedToolChoice forces a call of one function.
+type namedToolChoice struct {
+	Type     string       `json:"type"`
+	Function functionName `json:"function"`
 }
 
-// MarshalJSON renders the choice as a string or a function object.
-func (t *wireToolChoice) MarshalJSON() ([]byte, error) {
-	if t.mode != "" {
-		return json.Marshal(t.mode)
-	}
-	type function struct {
-		Name string `json:"name"`
-	}
-	return json.Marshal(struct {
-		Type     string   `json:"type"`
-		Function function `json:"function"`
-	}{"function", function{t.name}})
+type functionName struct {
+	Name string `json:"name"`
 }
 
 // emptySchema is sent for a tool without an input schema.
@@ -136,11 +101,13 @@ func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(w)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // servers need no HTML escaping; keep text as written
+	if err := enc.Encode(w); err != nil {
 		return nil, fmt.Errorf("openai: encoding request: %w", err)
 	}
-	return b, nil
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // buildRequest translates req into its wire form.
@@ -211,17 +178,17 @@ func renderTools(tools []llm.ToolSpec) ([]wireTool, error) {
 }
 
 // renderToolChoice renders a tool choice; auto is the default and omitted.
-func renderToolChoice(tc llm.ToolChoice) (*wireToolChoice, error) {
+func renderToolChoice(tc llm.ToolChoice) (any, error) {
 	switch tc.Mode {
 	case llm.ToolChoiceAuto:
 		return nil, nil
 	case llm.ToolChoiceNone, llm.ToolChoiceRequired:
-		return &wireToolChoice{mode: string(tc.Mode)}, nil
+		return string(tc.Mode), nil
 	case llm.ToolChoiceTool:
 		if tc.Name == "" {
 			return nil, errors.New("openai: tool choice \"tool\" without a tool name")
 		}
-		return &wireToolChoice{name: tc.Name}, nil
+		return namedToolChoice{Type: "function", Function: functionName{Name: tc.Name}}, nil
 	}
 	return nil, fmt.Errorf("openai: unknown tool choice mode %q", tc.Mode)
 }
@@ -236,10 +203,10 @@ func renderMessages(msgs []llm.Message) ([]wireMessage, error) {
 		case llm.RoleSystem:
 			var text string
 			if text, err = textOnly(m.Parts); err == nil {
-				out = append(out, wireMessage{Role: "system", Content: wireContent{text: text}})
+				out = append(out, wireMessage{Role: "system", Content: text})
 			}
 		case llm.RoleUser:
-			var content wireContent
+			var content any
 			if content, err = userContent(m.Parts); err == nil {
 				out = append(out, wireMessage{Role: "user", Content: content})
 			}
@@ -279,7 +246,7 @@ func textOnly(parts []llm.Part) (string, error) {
 
 // userContent renders a user message: a string when it holds only text, an
 // array of parts otherwise.
-func userContent(parts []llm.Part) (wireContent, error) {
+func userContent(parts []llm.Part) (any, error) {
 	onlyText := true
 	for _, p := range parts {
 		if p.Kind != llm.PartText {
@@ -288,7 +255,7 @@ func userContent(parts []llm.Part) (wireContent, error) {
 		}
 	}
 	if onlyText {
-		return wireContent{text: llm.Message{Parts: parts}.Text()}, nil
+		return llm.Message{Parts: parts}.Text(), nil
 	}
 	out := make([]wirePart, 0, len(parts))
 	for _, p := range parts {
@@ -300,20 +267,20 @@ func userContent(parts []llm.Part) (wireContent, error) {
 		case llm.PartImage:
 			u, err := imageURL(p.Media)
 			if err != nil {
-				return wireContent{}, err
+				return nil, err
 			}
 			out = append(out, wirePart{Type: "image_url", ImageURL: &wireImageURL{URL: u}})
 		case llm.PartDocument:
 			f, err := fileData(p.Media)
 			if err != nil {
-				return wireContent{}, err
+				return nil, err
 			}
 			out = append(out, wirePart{Type: "file", File: f})
 		default:
-			return wireContent{}, unsupported(string(p.Kind) + " parts in user messages")
+			return nil, unsupported(string(p.Kind) + " parts in user messages")
 		}
 	}
-	return wireContent{parts: out, kind: contentParts}, nil
+	return out, nil
 }
 
 // imageURL returns an image's URL, or its bytes as a data URL.
@@ -399,11 +366,10 @@ func assistantMessage(parts []llm.Part) (wireMessage, error) {
 			return wireMessage{}, unsupported(string(p.Kind) + " parts in assistant messages")
 		}
 	}
-	wm.Content = wireContent{text: text.String()}
-	if wm.Content.text == "" && len(wm.ToolCalls) > 0 {
-		// Content is optional with tool_calls; null is what OpenAI's own
-		// clients send.
-		wm.Content.kind = contentNull
+	// Content is optional with tool_calls; null is what OpenAI's own
+	// clients send then.
+	if text.Len() > 0 || len(wm.ToolCalls) == 0 {
+		wm.Content = text.String()
 	}
 	return wm, nil
 }
@@ -432,7 +398,7 @@ func appendToolMessages(out []wireMessage, parts []llm.Part) ([]wireMessage, err
 		}
 		out = append(out, wireMessage{
 			Role:       "tool",
-			Content:    wireContent{text: r.Text()},
+			Content:    r.Text(),
 			ToolCallID: r.CallID,
 		})
 	}
