@@ -139,8 +139,11 @@ var contextLengthPhrases = [...]string{
 // markContextLength sets Code to "context_length_exceeded" on a request
 // error that says, in a server's own words, that the context window is too
 // small, so that errors.Is(err, llm.ErrContextLength) holds for every server.
+//
+// A code already set is kept, unless it only repeats the HTTP status (vLLM
+// and llama.cpp send "code": 400).
 func markContextLength(e *llm.APIError) {
-	if e.Code != "" && e.Code != "invalid_request_error" {
+	if e.Code != "" && !isDigits(e.Code) {
 		return
 	}
 	switch e.StatusCode {
@@ -159,6 +162,16 @@ func markContextLength(e *llm.APIError) {
 			return
 		}
 	}
+}
+
+// isDigits reports whether s is a non-empty run of ASCII digits.
+func isDigits(s string) bool {
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // truncate shortens s to at most n bytes without splitting a rune, marking

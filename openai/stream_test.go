@@ -476,7 +476,7 @@ func TestDecoder(t *testing.T) {
 		{
 			name:    "context length error in stream",
 			body:    `data: {"error":{"message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","code":400}}` + "\n\n",
-			wantErr: &llm.APIError{Provider: "openai", Type: "BadRequestError", Code: "400", Message: "This model's maximum context length is 4096 tokens."},
+			wantErr: &llm.APIError{Provider: "openai", Type: "BadRequestError", Code: "context_length_exceeded", Message: "This model's maximum context length is 4096 tokens."},
 		},
 		{
 			name: "null fields and extra choices",
