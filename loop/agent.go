@@ -1,0 +1,163 @@
+package loop
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// Errors that end a run. The [Result] of a failed run holds one of them, or
+// the provider's error (an *llm.APIError, for example), or the context's.
+var (
+	// ErrRetriesExhausted: the model kept failing with transient errors.
+	// It wraps the last one.
+	ErrRetriesExhausted = errors.New("model request retries exhausted")
+	// ErrCancelled: an Approver cancelled the run.
+	ErrCancelled = errors.New("run cancelled by approver")
+	// ErrUnknownCall: Resume was given a result or decision for a call
+	// that the suspension does not hold.
+	ErrUnknownCall = errors.New("unknown tool call id")
+)
+
+// An Agent runs a model with tools until the job is done. It holds no state
+// between runs and is safe for concurrent use: each call of [Agent.RunLoop]
+// is an independent run.
+type Agent struct {
+	model llm.Model
+	tools *Toolset
+	opts  Options
+}
+
+// Options configure an [Agent]. The zero value of each field picks the
+// documented default.
+type Options struct {
+	// Model names the model in requests; empty lets the provider choose.
+	Model string
+	// MaxTokens caps the output tokens of each model response; 0 leaves
+	// it to the provider.
+	MaxTokens int
+	// Temperature, when non-nil, sets the sampling temperature.
+	Temperature *float64
+
+	// MaxTurns bounds the model requests of a run; 0 means 50. The last
+	// allowed turn asks the model for a final answer without tools.
+	MaxTurns int
+	// MaxDuration bounds a run's wall time, checked before each turn;
+	// once spent, the next turn asks for a final answer without tools.
+	// 0 means no bound. Use the context's deadline for a hard stop.
+	MaxDuration time.Duration
+	// MaxOutputTokens bounds the output tokens summed over a run; once
+	// spent, the next turn asks for a final answer without tools. 0
+	// means no bound.
+	MaxOutputTokens int64
+	// FinalAnswerPrompt is the user message that asks for a final answer
+	// when a budget is spent; empty means a built-in one.
+	FinalAnswerPrompt string
+
+	// ToolTimeout bounds each tool call unless the tool sets its own
+	// Timeout; 0 means 5 minutes.
+	ToolTimeout time.Duration
+	// MaxParallel bounds the calls of one message running at once; 0
+	// means 8. Only tools marked Concurrent run in parallel.
+	MaxParallel int
+	// MaxToolOutput bounds the text of a tool result in bytes; a longer
+	// one keeps its head and tail and says how much was elided. 0 means
+	// 64 KiB; negative means no bound.
+	MaxToolOutput int
+
+	// Approver decides calls of tools that require approval. With none,
+	// such calls are refused and the model is told why.
+	Approver Approver
+	// ApprovalTimeout is the approval deadline; 0 means 5 minutes.
+	ApprovalTimeout time.Duration
+
+	// Retry configures retries of failed model requests.
+	Retry RetryPolicy
+
+	// Logger receives debug logs of the run; nil discards them.
+	Logger *slog.Logger
+}
+
+// RetryPolicy configures retries of model requests that fail with a
+// transient error (see [llm.IsRetryable]): exponential backoff with jitter,
+// or the provider's Retry-After when it gives one.
+type RetryPolicy struct {
+	// MaxAttempts bounds the attempts of one request, the first one
+	// included; 0 means 5, 1 disables retries.
+	MaxAttempts int
+	// BaseDelay is the backoff before the second attempt, doubled after
+	// each failure; 0 means 500ms.
+	BaseDelay time.Duration
+	// MaxDelay caps the backoff; 0 means 30s.
+	MaxDelay time.Duration
+	// MaxRetryAfter is the longest Retry-After the loop waits for; a
+	// provider asking for more fails the run at once. 0 means 2 minutes.
+	MaxRetryAfter time.Duration
+}
+
+const defaultFinalAnswerPrompt = "You have reached the limit of this run (%s). Do not call any more tools. " +
+	"Give your final answer now, based on what you have found so far."
+
+// New returns an agent that runs model with the tools of m, each exposed
+// under its key, offered in the order of the sorted names. It panics if a
+// tool is nil or declares invalid arguments, a programming error.
+func New(model llm.Model, m map[string]Tool) *Agent {
+	ts, err := ToolsetFromMap(m)
+	if err != nil {
+		panic("loop.New: " + err.Error())
+	}
+	return NewAgent(model, ts, nil)
+}
+
+// NewAgent returns an agent that runs model with tools. A nil tools means no
+// tools; a nil opts means the defaults.
+func NewAgent(model llm.Model, tools *Toolset, opts *Options) *Agent {
+	if model == nil {
+		panic("loop.NewAgent: nil model")
+	}
+	a := &Agent{model: model, tools: tools}
+	if opts != nil {
+		a.opts = *opts
+	}
+	o := &a.opts
+	if o.MaxTurns <= 0 {
+		o.MaxTurns = 50
+	}
+	if o.ToolTimeout <= 0 {
+		o.ToolTimeout = 5 * time.Minute
+	}
+	if o.MaxParallel <= 0 {
+		o.MaxParallel = 8
+	}
+	if o.MaxToolOutput == 0 {
+		o.MaxToolOutput = 64 << 10
+	}
+	if o.ApprovalTimeout <= 0 {
+		o.ApprovalTimeout = 5 * time.Minute
+	}
+	if o.FinalAnswerPrompt == "" {
+		o.FinalAnswerPrompt = defaultFinalAnswerPrompt
+	}
+	r := &o.Retry
+	if r.MaxAttempts <= 0 {
+		r.MaxAttempts = 5
+	}
+	if r.BaseDelay <= 0 {
+		r.BaseDelay = 500 * time.Millisecond
+	}
+	if r.MaxDelay <= 0 {
+		r.MaxDelay = 30 * time.Second
+	}
+	if r.MaxRetryAfter <= 0 {
+		r.MaxRetryAfter = 2 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return a
+}
+
+// Tools returns the agent's toolset.
+func (a *Agent) Tools() *Toolset { return a.tools }

@@ -1,0 +1,60 @@
+package loop
+
+import (
+	"context"
+	"time"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// An Approver decides whether calls of tools that require approval may run.
+//
+// Approve is called from the run's goroutine, one call at a time, before the
+// tool runs; ctx expires at the agent's approval deadline. An Approver that
+// does not answer by then is treated as a refusal: the deadline is a
+// watchdog, so a broken approver never leaves a run waiting forever. An
+// error is a refusal too. Approvals never enter the transcript sent to the
+// model; a refusal reaches it as a tool error.
+type Approver interface {
+	Approve(ctx context.Context, req *ApprovalRequest) (Decision, error)
+}
+
+// ApproverFunc adapts a function to [Approver].
+type ApproverFunc func(ctx context.Context, req *ApprovalRequest) (Decision, error)
+
+// Approve calls f.
+func (f ApproverFunc) Approve(ctx context.Context, req *ApprovalRequest) (Decision, error) {
+	return f(ctx, req)
+}
+
+// An ApprovalRequest describes a call waiting for approval.
+type ApprovalRequest struct {
+	Call llm.ToolCall
+	// Description is the tool's description.
+	Description string
+	// Deadline is when the request is refused if undecided.
+	Deadline time.Time
+}
+
+// Verdict is an approver's answer.
+type Verdict int
+
+// Verdicts.
+const (
+	// Approve lets the call run.
+	Approve Verdict = iota + 1
+	// Reject refuses the call; the model is told, with the reason.
+	Reject
+	// Defer suspends the call until a decision is given to
+	// [Agent.Resume], for approvals made by a person later.
+	Defer
+	// Cancel refuses the call and ends the run with [ErrCancelled].
+	Cancel
+)
+
+// A Decision is an approver's answer to one request.
+type Decision struct {
+	Verdict Verdict
+	// Reason is shown to the model when the call is rejected.
+	Reason string
+}

@@ -1,0 +1,106 @@
+package loop
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// ChunkType names what a [Chunk] reports. The names are stable: they are
+// the event types of CLI --json lines and of session events.
+type ChunkType string
+
+// The chunk types, in the order a run may produce them.
+const (
+	// ChunkTurnStart opens a turn: one request to the model.
+	ChunkTurnStart ChunkType = "turn_start"
+	// ChunkReasoning carries a delta of the model's reasoning in Content.
+	ChunkReasoning ChunkType = "reasoning"
+	// ChunkMessage carries a delta of the model's answer in Content.
+	ChunkMessage ChunkType = "message"
+	// ChunkToolCallDelta carries a fragment of a tool call's arguments in
+	// Content while the model writes them; ToolCall has its ID and Name.
+	ChunkToolCallDelta ChunkType = "tool_call_delta"
+	// ChunkRetry says the model request failed with a transient error and
+	// will be sent again after Retry.Delay. Deltas streamed since the
+	// turn started are void.
+	ChunkRetry ChunkType = "retry"
+	// ChunkTurnEnd closes the model's answer: Usage and FinishReason are
+	// set. The tool chunks of the turn follow.
+	ChunkTurnEnd ChunkType = "turn_end"
+	// ChunkApprovalRequest says a call waits for the Approver.
+	ChunkApprovalRequest ChunkType = "approval_request"
+	// ChunkToolCallStart says a call's arguments were parsed and
+	// validated and its tool is about to run.
+	ChunkToolCallStart ChunkType = "tool_call_start"
+	// ChunkToolCallResult carries a call's result.
+	ChunkToolCallResult ChunkType = "tool_call_result"
+	// ChunkToolCallError carries a failed call: unknown tool, bad
+	// arguments, an error, panic or timeout, or a refused approval. The
+	// model sees Content as the call's result; Error says the same.
+	ChunkToolCallError ChunkType = "tool_call_error"
+	// ChunkToolCallPending says a call waits for a result from outside
+	// (a client-side tool, or a deferred approval).
+	ChunkToolCallPending ChunkType = "tool_call_pending"
+	// ChunkError reports the error that ends the run.
+	ChunkError ChunkType = "error"
+	// ChunkEnd is the last chunk of every run; Result is set.
+	ChunkEnd ChunkType = "end"
+)
+
+// A Chunk is one step of a run, as [Agent.RunLoop] yields them.
+type Chunk struct {
+	Type ChunkType `json:"type"`
+	// Turn is the number of the model request the chunk belongs to,
+	// starting at 1.
+	Turn int `json:"turn"`
+	// Content is the text delta of message and reasoning chunks, the
+	// argument fragment of tool_call_delta, and the text the model sees
+	// for tool_call_result and tool_call_error.
+	Content string `json:"content,omitempty"`
+	// ToolCall identifies the call of tool chunks. Arguments are set
+	// from tool_call_start on.
+	ToolCall *ToolCallInfo `json:"tool_call,omitempty"`
+	// Usage is the turn's token usage, on turn_end.
+	Usage *llm.Usage `json:"usage,omitempty"`
+	// FinishReason is why the model stopped, on turn_end.
+	FinishReason llm.FinishReason `json:"finish_reason,omitempty"`
+	// Retry describes the wait before the next attempt, on retry.
+	Retry *RetryInfo `json:"retry,omitempty"`
+	// Err is the error of error and tool_call_error chunks, and the
+	// failure that caused a retry.
+	Err error `json:"-"`
+	// Result is the outcome of the run, on end.
+	Result *Result `json:"result,omitempty"`
+}
+
+// ToolCallInfo identifies a tool call in a [Chunk].
+type ToolCallInfo struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Duration is how long the tool ran, on results and errors.
+	Duration time.Duration `json:"duration_ns,omitempty"`
+}
+
+// RetryInfo describes a retry of a model request.
+type RetryInfo struct {
+	// Attempt is the number of the attempt that failed, from 1.
+	Attempt int `json:"attempt"`
+	// Delay is the wait before the next attempt.
+	Delay time.Duration `json:"delay_ns"`
+}
+
+// MarshalJSON writes the chunk with its error as a string field "error".
+func (c Chunk) MarshalJSON() ([]byte, error) {
+	type plain Chunk
+	var errText string
+	if c.Err != nil {
+		errText = c.Err.Error()
+	}
+	return json.Marshal(struct {
+		plain
+		Error string `json:"error,omitempty"`
+	}{plain(c), errText})
+}

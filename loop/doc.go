@@ -1,0 +1,69 @@
+// Package loop runs a model with tools until the job is done.
+//
+// The simple contract: a [Tool] has a description, flat arguments and a
+// string-in, string-out Call; tools are wired by name into an agent, and the
+// system prompt is the first message of the run.
+//
+//	tool := loop.NewSimpleTool(
+//		"Looks up a project name",
+//		[]loop.ToolArgument{{Name: "id", Type: "string"}},
+//		func(args map[string]any) string {
+//			id, _ := args["id"].(string)
+//			return "project-" + id
+//		},
+//	)
+//	agent := loop.New(client, map[string]loop.Tool{"lookup_project": tool})
+//	for chunk := range agent.RunLoop(ctx, []llm.Message{
+//		openai.SystemMessage("You are a helpful assistant."),
+//		openai.UserMessage("What is project 42?"),
+//	}) {
+//		if chunk.Type == loop.ChunkMessage {
+//			fmt.Print(chunk.Content)
+//		}
+//	}
+//
+// # Typed tools and toolsets
+//
+// [NewTool] builds a tool from a Go function: its JSON Schema is inferred
+// from the argument struct (descriptions, optional fields, enums, defaults,
+// nested objects and arrays), arguments are validated before the function
+// runs, and its result is returned to the model as text or JSON. A
+// [ToolDef] literal takes a raw JSON Schema instead. Tools are wired into a
+// [Toolset], which refuses a second tool of the same name and keeps the
+// order tools were added in, so the tools offered to the model are stable.
+// [NewAgent] takes a toolset and [Options].
+//
+// # The run
+//
+// [Agent.RunLoop] returns an iterator of [Chunk]s: turn boundaries, text and
+// reasoning deltas, tool-call argument deltas, retries, usage, and for each
+// call tool_call_start followed by tool_call_result or tool_call_error. The
+// last chunk is always [ChunkEnd] with the [Result]: the transcript, the
+// final answer, the usage summed over the turns, and the error that ended a
+// failed run.
+//
+// A tool never crashes a run: an unknown tool, arguments that are not JSON
+// or do not match the schema, an error, a panic, a timeout or a refused
+// approval all become a tool result the model reads, and a
+// tool_call_error chunk. Only a fatal error ends a run: the context's, an
+// error the provider will not recover from (such as a bad API key), or
+// transient errors that outlast the retries.
+//
+// # Budgets, parallel calls and retries
+//
+// [Options] bound the turns, wall time and output tokens of a run; when a
+// budget is spent the model is asked for a final answer without tools. Calls
+// of one message to tools marked Concurrent run in parallel; results are
+// always appended in call order. Failed model requests are retried with
+// exponential backoff and jitter, honouring the provider's Retry-After.
+//
+// # Suspension, client-side tools and approvals
+//
+// A handler may return [ErrPending]: the run then stops with status
+// [StatusSuspended] and a [Suspension], plain data that can be stored and
+// given to [Agent.Resume] with the missing results, in this process or
+// another. [NewClientTool] declares a tool that the caller runs this way. A
+// tool marked RequiresApproval runs only once the agent's [Approver]
+// approves it; the approver may also defer the decision, which suspends the
+// call until a decision is given to Resume.
+package loop

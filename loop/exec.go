@@ -1,0 +1,406 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// ToolErrorKind classifies a failed tool call.
+type ToolErrorKind string
+
+// Tool error kinds.
+const (
+	ToolUnknown     ToolErrorKind = "unknown_tool"
+	ToolBadArgs     ToolErrorKind = "invalid_arguments"
+	ToolFailed      ToolErrorKind = "failed"
+	ToolPanicked    ToolErrorKind = "panic"
+	ToolTimedOut    ToolErrorKind = "timeout"
+	ToolRefused     ToolErrorKind = "refused" // rejected, or approval timed out or failed
+	ToolInterrupted ToolErrorKind = "interrupted"
+)
+
+// A ToolError is the error of a tool_call_error chunk. Its message is what
+// the model reads as the call's result.
+type ToolError struct {
+	Kind   ToolErrorKind
+	CallID string
+	Tool   string
+	// Msg is the model-visible explanation.
+	Msg string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *ToolError) Error() string { return e.Msg }
+func (e *ToolError) Unwrap() error { return e.Err }
+
+// pcall is one call on its way through the executor.
+type pcall struct {
+	call     llm.ToolCall
+	tool     *wiredTool
+	parsed   *Call
+	approved bool // approval already given (on resume)
+	state    SuspendedCall
+	started  time.Time
+}
+
+// execute runs the calls of one assistant message and returns their states
+// in call order. Calls run sequentially, except that consecutive calls of
+// tools marked Concurrent run together. preapproved names calls whose
+// approval was given on resume. Only an approver's Cancel or the end of the
+// run returns an error: every tool failure becomes a result.
+func (r *run) execute(ctx context.Context, calls []llm.ToolCall, preapproved map[string]bool) ([]SuspendedCall, error) {
+	ps := make([]*pcall, len(calls))
+	for i, c := range calls {
+		p := &pcall{call: c, approved: preapproved[c.ID], state: SuspendedCall{Call: c}}
+		ps[i] = p
+		r.prepare(p)
+	}
+	// Approvals come first, one at a time, in call order.
+	for _, p := range ps {
+		if p.state.Result != nil || p.parsed == nil || !p.tool.def.RequiresApproval || p.approved {
+			continue
+		}
+		if err := r.approve(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	var batch []*pcall
+	flush := func() error {
+		err := r.runBatch(ctx, batch)
+		batch = batch[:0]
+		return err
+	}
+	for _, p := range ps {
+		if p.parsed == nil || p.state.Result != nil || p.state.Waiting != "" {
+			continue
+		}
+		batch = append(batch, p)
+		if !p.tool.def.Concurrent {
+			if len(batch) > 1 {
+				last := batch[len(batch)-1]
+				batch = batch[:len(batch)-1]
+				if err := flush(); err != nil {
+					return nil, err
+				}
+				batch = append(batch, last)
+			}
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	states := make([]SuspendedCall, len(ps))
+	for i, p := range ps {
+		states[i] = p.state
+	}
+	return states, nil
+}
+
+// prepare finds the call's tool and validates its arguments; a failure
+// becomes the call's result.
+func (r *run) prepare(p *pcall) {
+	name := p.call.Name
+	p.tool = r.a.tools.lookup(name)
+	if p.tool == nil {
+		avail := strings.Join(r.a.tools.Names(), ", ")
+		if avail == "" {
+			avail = "none"
+		}
+		r.failCall(p, &ToolError{Kind: ToolUnknown, Msg: fmt.Sprintf("unknown tool %q; available tools: %s", name, avail)})
+		return
+	}
+	args, m, err := p.tool.parseArgs(p.call.Arguments)
+	if err != nil {
+		r.failCall(p, &ToolError{Kind: ToolBadArgs, Msg: fmt.Sprintf("invalid arguments for tool %q: %v", name, err), Err: err})
+		return
+	}
+	p.parsed = &Call{ID: p.call.ID, Name: name, Arguments: args, Args: m}
+}
+
+// parseArgs decodes, fills in defaults and validates raw arguments.
+func (w *wiredTool) parseArgs(raw json.RawMessage) (json.RawMessage, map[string]any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("arguments must be a JSON object, not %s", jsonKind(v))
+	}
+	if bytes.Contains(w.def.InputSchema, []byte(`"default"`)) {
+		if err := w.schema.ApplyDefaults(&m); err != nil {
+			return nil, nil, err
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, nil, err
+		}
+		raw = b
+	}
+	if err := w.schema.Validate(m); err != nil {
+		return nil, nil, errors.New(cleanValidationError(err.Error()))
+	}
+	return raw, m, nil
+}
+
+// cleanValidationError drops jsonschema-go's prefix that names the schema's
+// internal path, keeping what tells the model which field is wrong.
+func cleanValidationError(s string) string {
+	s = strings.TrimPrefix(s, "validating root: ")
+	return strings.TrimPrefix(s, "validating /: ")
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "null"
+}
+
+// approve asks the approver about p. A refusal becomes p's result; Defer
+// makes p wait; Cancel ends the run.
+func (r *run) approve(ctx context.Context, p *pcall) error {
+	o := &r.a.opts
+	name := p.call.Name
+	if o.Approver == nil {
+		r.failCall(p, &ToolError{Kind: ToolRefused, Msg: fmt.Sprintf("tool %q requires approval and no approver is configured; the call was not run", name)})
+		return nil
+	}
+	if !r.emit(Chunk{Type: ChunkApprovalRequest, ToolCall: p.info()}) {
+		return context.Canceled
+	}
+	actx, cancel := context.WithTimeout(ctx, o.ApprovalTimeout)
+	defer cancel()
+	deadline, _ := actx.Deadline()
+	req := &ApprovalRequest{Call: p.call, Description: p.tool.def.Description, Deadline: deadline}
+	type answer struct {
+		d   Decision
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				done <- answer{err: fmt.Errorf("approver panicked: %v", v)}
+			}
+		}()
+		d, err := o.Approver.Approve(actx, req)
+		done <- answer{d, err}
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-actx.Done():
+		// The watchdog: an approver that ignores its context does not
+		// hold the run.
+		a = answer{err: actx.Err()}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	switch {
+	case errors.Is(a.err, context.DeadlineExceeded):
+		r.failCall(p, &ToolError{Kind: ToolRefused, Err: a.err, Msg: fmt.Sprintf("approval for tool %q timed out after %v; the call was not run", name, o.ApprovalTimeout)})
+	case a.err != nil:
+		r.failCall(p, &ToolError{Kind: ToolRefused, Err: a.err, Msg: fmt.Sprintf("approval for tool %q failed (%v); the call was not run", name, a.err)})
+	case a.d.Verdict == Approve:
+		p.approved = true
+	case a.d.Verdict == Defer:
+		p.state.Waiting = PendingApproval
+		r.emit(Chunk{Type: ChunkToolCallPending, ToolCall: p.info()})
+	case a.d.Verdict == Cancel:
+		return ErrCancelled
+	default:
+		r.failCall(p, &ToolError{Kind: ToolRefused, Msg: rejection(name, a.d.Reason)})
+	}
+	return nil
+}
+
+func rejection(name, reason string) string {
+	msg := fmt.Sprintf("the call to tool %q was rejected", name)
+	if reason != "" {
+		msg += ": " + reason
+	}
+	return msg
+}
+
+// runBatch runs calls at once (a batch of one runs alone) and records their
+// results, reporting each as it finishes.
+func (r *run) runBatch(ctx context.Context, batch []*pcall) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	type done struct {
+		p   *pcall
+		out *Output
+		err error
+	}
+	results := make(chan done, len(batch))
+	next, running := 0, 0
+	for next < len(batch) || running > 0 {
+		for running < r.a.opts.MaxParallel && next < len(batch) {
+			p := batch[next]
+			next++
+			if !r.emit(Chunk{Type: ChunkToolCallStart, ToolCall: p.info()}) {
+				return context.Canceled
+			}
+			p.started = time.Now()
+			running++
+			go func() {
+				out, err := r.invoke(ctx, p)
+				results <- done{p, out, err}
+			}()
+		}
+		d := <-results
+		running--
+		r.record(d.p, d.out, d.err)
+		if r.stopped {
+			// The consumer left: return now, so that the run's context
+			// is cancelled and the calls still running are told to stop.
+			return context.Canceled
+		}
+	}
+	if r.stopped {
+		return context.Canceled
+	}
+	return ctx.Err()
+}
+
+// invoke runs one handler with the call's timeout, turning panics into
+// errors. It returns when the handler does or when its context is done,
+// whichever is first: a handler that ignores its context is abandoned.
+func (r *run) invoke(ctx context.Context, p *pcall) (*Output, error) {
+	timeout := p.tool.def.Timeout
+	if timeout <= 0 {
+		timeout = r.a.opts.ToolTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	type answer struct {
+		out *Output
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				r.a.opts.Logger.Error("tool panicked", "tool", p.call.Name, "panic", v, "stack", string(debug.Stack()))
+				done <- answer{err: &ToolError{Kind: ToolPanicked, Msg: fmt.Sprintf("tool %q panicked: %v", p.call.Name, v)}}
+			}
+		}()
+		out, err := p.tool.def.Handler(cctx, p.parsed)
+		done <- answer{out, err}
+	}()
+	select {
+	case a := <-done:
+		if a.err != nil && cctx.Err() != nil && ctx.Err() == nil && errors.Is(a.err, context.DeadlineExceeded) {
+			return nil, timeoutError(p, timeout)
+		}
+		return a.out, a.err
+	case <-cctx.Done():
+		if ctx.Err() != nil {
+			return nil, &ToolError{Kind: ToolInterrupted, Msg: fmt.Sprintf("tool %q was interrupted: the run stopped", p.call.Name), Err: ctx.Err()}
+		}
+		return nil, timeoutError(p, timeout)
+	}
+}
+
+func timeoutError(p *pcall, d time.Duration) error {
+	return &ToolError{Kind: ToolTimedOut, Msg: fmt.Sprintf("tool %q timed out after %v", p.call.Name, d), Err: context.DeadlineExceeded}
+}
+
+// record turns a handler's answer into the call's result and reports it.
+func (r *run) record(p *pcall, out *Output, err error) {
+	elapsed := time.Since(p.started)
+	switch {
+	case errors.Is(err, ErrPending):
+		p.state.Waiting = PendingResult
+		r.emit(Chunk{Type: ChunkToolCallPending, ToolCall: p.info()})
+		return
+	case err != nil:
+		te, ok := errors.AsType[*ToolError](err)
+		if !ok {
+			te = &ToolError{Kind: ToolFailed, Msg: fmt.Sprintf("tool %q failed: %v", p.call.Name, err), Err: err}
+		}
+		r.failCallAfter(p, te, elapsed)
+		return
+	case out == nil:
+		out = TextOutput("")
+	}
+	res := &llm.ToolResult{CallID: p.call.ID, Name: p.call.Name, Content: r.bound(out.Content), IsError: out.IsError}
+	p.state.Result = res
+	info := p.info()
+	info.Duration = elapsed
+	c := Chunk{Type: ChunkToolCallResult, ToolCall: info, Content: res.Text()}
+	if out.IsError {
+		c.Type = ChunkToolCallError
+		c.Err = &ToolError{Kind: ToolFailed, CallID: p.call.ID, Tool: p.call.Name, Msg: c.Content}
+	}
+	r.emit(c)
+}
+
+// bound elides the text of content to the agent's MaxToolOutput.
+func (r *run) bound(content []llm.Part) []llm.Part {
+	max := r.a.opts.MaxToolOutput
+	if max < 0 {
+		return content
+	}
+	total := 0
+	for _, p := range content {
+		total += len(p.Text)
+	}
+	if total <= max {
+		return content
+	}
+	out := make([]llm.Part, 0, len(content))
+	var text strings.Builder
+	for _, p := range content {
+		if p.Kind == llm.PartText {
+			text.WriteString(p.Text)
+			continue
+		}
+		out = append(out, p)
+	}
+	return append([]llm.Part{llm.TextPart(elide(text.String(), max))}, out...)
+}
+
+func (r *run) failCall(p *pcall, te *ToolError) { r.failCallAfter(p, te, 0) }
+
+func (r *run) failCallAfter(p *pcall, te *ToolError, elapsed time.Duration) {
+	te.CallID, te.Tool = p.call.ID, p.call.Name
+	p.state.Result = &llm.ToolResult{CallID: p.call.ID, Name: p.call.Name, Content: []llm.Part{llm.TextPart(te.Msg)}, IsError: true}
+	info := p.info()
+	info.Duration = elapsed
+	r.emit(Chunk{Type: ChunkToolCallError, ToolCall: info, Content: te.Msg, Err: te})
+}
+
+func (p *pcall) info() *ToolCallInfo {
+	args := p.call.Arguments
+	if p.parsed != nil {
+		args = p.parsed.Arguments
+	}
+	return &ToolCallInfo{ID: p.call.ID, Name: p.call.Name, Arguments: args}
+}

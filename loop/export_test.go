@@ -1,0 +1,5 @@
+package loop_test
+
+import "io"
+
+var errUnexpectedEOF = io.ErrUnexpectedEOF

@@ -1,0 +1,133 @@
+package loop
+
+import (
+	"encoding/json"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// Status is how a run ended.
+type Status string
+
+// Run statuses.
+const (
+	// StatusCompleted: the model gave its final answer.
+	StatusCompleted Status = "completed"
+	// StatusSuspended: calls wait for results from outside; resume with
+	// [Agent.Resume].
+	StatusSuspended Status = "suspended"
+	// StatusFailed: a fatal error ended the run; Result.Err says which.
+	StatusFailed Status = "failed"
+)
+
+// A Result is the outcome of a run.
+type Result struct {
+	Status Status `json:"status"`
+	// Answer is the text of the model's last message.
+	Answer string `json:"answer"`
+	// Messages is the whole transcript: the input messages, then every
+	// message of the run, as sent to the model. It can be stored and
+	// given to a later run to continue the conversation.
+	Messages []llm.Message `json:"messages"`
+	// Usage sums the token usage of every turn.
+	Usage llm.Usage `json:"usage"`
+	// Turns has one entry per model request.
+	Turns []TurnInfo `json:"turns"`
+	// Budget names the budget that was spent ("max_turns", "max_duration"
+	// or "max_output_tokens"), if one was; the last turn then asked the
+	// model for a final answer without tools.
+	Budget string `json:"budget,omitempty"`
+	// Suspension is set when Status is StatusSuspended.
+	Suspension *Suspension `json:"suspension,omitempty"`
+	// Err is the error that ended a failed run.
+	Err error `json:"-"`
+}
+
+// MarshalJSON writes the result with its error as a string field "error".
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	var errText string
+	if r.Err != nil {
+		errText = r.Err.Error()
+	}
+	return json.Marshal(struct {
+		plain
+		Error string `json:"error,omitempty"`
+	}{plain(r), errText})
+}
+
+// TurnInfo describes one model request.
+type TurnInfo struct {
+	Usage        llm.Usage        `json:"usage"`
+	FinishReason llm.FinishReason `json:"finish_reason"`
+	// Retries counts the failed attempts before the one that answered.
+	Retries int `json:"retries,omitempty"`
+}
+
+// A Suspension is a run stopped while calls wait for results from outside.
+// It is plain data: store it as JSON and give it to [Agent.Resume], in this
+// process or another, to continue exactly where the run stopped.
+type Suspension struct {
+	// Messages is the transcript up to and including the assistant
+	// message that made the calls.
+	Messages []llm.Message `json:"messages"`
+	// Calls holds every call of that message, in order, with the result
+	// of those that finished.
+	Calls []SuspendedCall `json:"calls"`
+	// Turn is the number of the turn that made the calls.
+	Turn int `json:"turn"`
+	// Usage and Turns carry the accounting of the run so far.
+	Usage llm.Usage  `json:"usage"`
+	Turns []TurnInfo `json:"turns"`
+}
+
+// PendingReason says what a suspended call waits for.
+type PendingReason string
+
+// Pending reasons.
+const (
+	// PendingResult: the tool's result will be supplied by the caller.
+	PendingResult PendingReason = "result"
+	// PendingApproval: a person must approve the call before it runs.
+	PendingApproval PendingReason = "approval"
+)
+
+// A SuspendedCall is one call of a suspended turn.
+type SuspendedCall struct {
+	Call llm.ToolCall `json:"call"`
+	// Result is set once the call has finished.
+	Result *llm.ToolResult `json:"result,omitempty"`
+	// Waiting says what the call waits for while Result is nil.
+	Waiting PendingReason `json:"waiting,omitempty"`
+}
+
+// Pending returns the calls that still wait, in call order.
+func (s *Suspension) Pending() []SuspendedCall {
+	var out []SuspendedCall
+	for _, c := range s.Calls {
+		if c.Result == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ResumeInput is what [Agent.Resume] is given to continue a suspended run.
+type ResumeInput struct {
+	// Results answer calls that wait for a result, by CallID. A result
+	// for a call that waits for approval replaces the call.
+	Results []llm.ToolResult
+	// Approvals decide calls that wait for approval.
+	Approvals []ApprovalDecision
+	// Messages are appended after the tool results, before the next
+	// model request: for example a user message that steers the run.
+	Messages []llm.Message
+}
+
+// ApprovalDecision decides a call that waits for approval.
+type ApprovalDecision struct {
+	CallID   string `json:"call_id"`
+	Approved bool   `json:"approved"`
+	// Reason is shown to the model when the call is rejected.
+	Reason string `json:"reason,omitempty"`
+}

@@ -1,0 +1,84 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// resume applies in to the suspended calls of s; it reports whether the
+// loop goes on (false when the run ended: suspended again, or failed).
+func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
+	states := slices.Clone(s.Calls)
+	index := make(map[string]int, len(states))
+	for i, c := range states {
+		index[c.Call.ID] = i
+	}
+	find := func(id string) (int, bool) {
+		i, ok := index[id]
+		if !ok {
+			r.fail(fmt.Errorf("%w: %q", ErrUnknownCall, id))
+		}
+		return i, ok
+	}
+	for _, res := range in.Results {
+		i, ok := find(res.CallID)
+		if !ok {
+			return false
+		}
+		if states[i].Result != nil {
+			continue // delivered before: harmless
+		}
+		res.Name = states[i].Call.Name
+		res.Content = r.bound(res.Content)
+		states[i].Result, states[i].Waiting = &res, ""
+		c := Chunk{Type: ChunkToolCallResult, Content: res.Text(), ToolCall: &ToolCallInfo{ID: res.CallID, Name: res.Name, Arguments: states[i].Call.Arguments}}
+		if res.IsError {
+			c.Type = ChunkToolCallError
+			c.Err = &ToolError{Kind: ToolFailed, CallID: res.CallID, Tool: res.Name, Msg: c.Content}
+		}
+		if !r.emit(c) {
+			return false
+		}
+	}
+	var approved []llm.ToolCall
+	pre := make(map[string]bool)
+	for _, d := range in.Approvals {
+		i, ok := find(d.CallID)
+		if !ok {
+			return false
+		}
+		st := &states[i]
+		if st.Result != nil || st.Waiting != PendingApproval || pre[d.CallID] {
+			continue
+		}
+		if d.Approved {
+			pre[d.CallID] = true
+			approved = append(approved, st.Call)
+			continue
+		}
+		te := &ToolError{Kind: ToolRefused, CallID: st.Call.ID, Tool: st.Call.Name, Msg: rejection(st.Call.Name, d.Reason)}
+		st.Result = &llm.ToolResult{CallID: st.Call.ID, Name: st.Call.Name, Content: []llm.Part{llm.TextPart(te.Msg)}, IsError: true}
+		st.Waiting = ""
+		if !r.emit(Chunk{Type: ChunkToolCallError, Content: te.Msg, Err: te, ToolCall: &ToolCallInfo{ID: st.Call.ID, Name: st.Call.Name, Arguments: st.Call.Arguments}}) {
+			return false
+		}
+	}
+	if len(approved) > 0 {
+		ran, err := r.execute(ctx, approved, pre)
+		if err != nil {
+			r.fail(err)
+			return false
+		}
+		for _, st := range ran {
+			states[index[st.Call.ID]] = st
+		}
+	}
+	if !r.appendResults(states) {
+		return false
+	}
+	r.msgs = append(r.msgs, in.Messages...)
+	return true
+}

@@ -1,0 +1,330 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// RunLoop runs the agent on messages until the model gives its final answer,
+// a call suspends the run, or a fatal error stops it.
+//
+// Put the system prompt first in messages, as llm.SystemMessage or
+// openai.SystemMessage. Each turn streams a model response; each tool call
+// it makes is parsed and validated, announced with a tool_call_start chunk,
+// run, and its result appended to the conversation as a tool message; then
+// the next turn starts. See [ChunkType] for every chunk.
+//
+// The returned iterator runs the loop as it is ranged over. Every run ends
+// with exactly one [ChunkEnd] chunk whose Result says how it ended; a fatal
+// error is reported by a [ChunkError] chunk just before it. Breaking out of
+// the range stops the run: the model stream is closed and running tools'
+// contexts are cancelled. Cancelling ctx does the same, and the run ends
+// with ctx's error.
+func (a *Agent) RunLoop(ctx context.Context, messages []llm.Message) iter.Seq[Chunk] {
+	return func(yield func(Chunk) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		r := a.newRun(yield, slices.Clone(messages), 0, nil)
+		r.loop(ctx)
+	}
+}
+
+// Run runs the agent like [Agent.RunLoop] and returns its result, whose Err
+// is also returned.
+func (a *Agent) Run(ctx context.Context, messages []llm.Message) (*Result, error) {
+	return Drain(a.RunLoop(ctx, messages))
+}
+
+// Resume continues a suspended run with the results and decisions in in.
+// Calls approved in in run first; if calls still wait afterwards, the run
+// suspends again at once. Otherwise the tool results are appended in call
+// order, then in.Messages, and the loop goes on as [Agent.RunLoop] does.
+// A result or decision for a call the suspension does not hold ends the run
+// with [ErrUnknownCall]; a result for a call that already has one is
+// ignored, so delivering a result twice is harmless.
+func (a *Agent) Resume(ctx context.Context, s *Suspension, in *ResumeInput) iter.Seq[Chunk] {
+	return func(yield func(Chunk) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		r := a.newRun(yield, slices.Clone(s.Messages), s.Turn, s)
+		if in == nil {
+			in = &ResumeInput{}
+		}
+		if r.resume(ctx, s, in) {
+			r.loop(ctx)
+		}
+	}
+}
+
+// Drain consumes a run and returns its result, and its error if it failed.
+func Drain(run iter.Seq[Chunk]) (*Result, error) {
+	var res *Result
+	for c := range run {
+		if c.Type == ChunkEnd {
+			res = c.Result
+		}
+	}
+	if res == nil {
+		return nil, fmt.Errorf("loop: run ended without a result")
+	}
+	return res, res.Err
+}
+
+// run is the state of one run.
+type run struct {
+	a       *Agent
+	yield   func(Chunk) bool
+	stopped bool // the consumer broke out of the range
+	start   time.Time
+	msgs    []llm.Message
+	turn    int
+	res     Result
+}
+
+func (a *Agent) newRun(yield func(Chunk) bool, msgs []llm.Message, turn int, s *Suspension) *run {
+	r := &run{a: a, yield: yield, start: time.Now(), msgs: msgs, turn: turn}
+	if s != nil {
+		r.res.Usage = s.Usage
+		r.res.Turns = slices.Clone(s.Turns)
+	}
+	return r
+}
+
+// emit yields c unless the consumer has stopped; it reports whether the
+// run should go on.
+func (r *run) emit(c Chunk) bool {
+	if r.stopped {
+		return false
+	}
+	if c.Turn == 0 {
+		c.Turn = r.turn
+	}
+	if !r.yield(c) {
+		r.stopped = true
+	}
+	return !r.stopped
+}
+
+// loop runs turns until the run ends.
+func (r *run) loop(ctx context.Context) {
+	for {
+		budget := r.budgetSpent()
+		final := budget != ""
+		if final {
+			r.res.Budget = budget
+			r.msgs = append(r.msgs, llm.UserMessage(fmt.Sprintf(r.a.opts.FinalAnswerPrompt, budget)))
+		}
+		r.turn++
+		resp, err := r.callModel(ctx, final)
+		if err != nil {
+			r.fail(err)
+			return
+		}
+		msg := resp.Message
+		msg.Role = llm.RoleAssistant
+		if final {
+			msg.Parts = slices.DeleteFunc(slices.Clone(msg.Parts), func(p llm.Part) bool { return p.Kind == llm.PartToolCall })
+		}
+		normalizeCallIDs(&msg, r.turn)
+		r.msgs = append(r.msgs, msg)
+		calls := msg.ToolCalls()
+		if len(calls) == 0 {
+			r.res.Answer = msg.Text()
+			r.end(StatusCompleted)
+			return
+		}
+		states, err := r.execute(ctx, calls, nil)
+		if err != nil {
+			r.fail(err)
+			return
+		}
+		if !r.appendResults(states) {
+			return
+		}
+	}
+}
+
+// appendResults appends the tool message of a finished set of calls, or
+// suspends the run if some still wait; it reports whether the loop goes on.
+func (r *run) appendResults(states []SuspendedCall) bool {
+	for _, s := range states {
+		if s.Result == nil {
+			r.res.Suspension = &Suspension{
+				Messages: slices.Clone(r.msgs),
+				Calls:    states,
+				Turn:     r.turn,
+				Usage:    r.res.Usage,
+				Turns:    slices.Clone(r.res.Turns),
+			}
+			r.end(StatusSuspended)
+			return false
+		}
+	}
+	tm := llm.Message{Role: llm.RoleTool, Parts: make([]llm.Part, len(states))}
+	for i, s := range states {
+		tm.Parts[i] = llm.Part{Kind: llm.PartToolResult, ToolResult: s.Result}
+	}
+	r.msgs = append(r.msgs, tm)
+	return !r.stopped
+}
+
+// budgetSpent names the budget that makes the next turn the last, or "".
+func (r *run) budgetSpent() string {
+	o := &r.a.opts
+	switch {
+	case r.turn+1 >= o.MaxTurns:
+		return "max_turns"
+	case o.MaxDuration > 0 && time.Since(r.start) >= o.MaxDuration:
+		return "max_duration"
+	case o.MaxOutputTokens > 0 && r.res.Usage.OutputTokens >= o.MaxOutputTokens:
+		return "max_output_tokens"
+	}
+	return ""
+}
+
+// callModel sends the turn's request, retrying transient failures.
+func (r *run) callModel(ctx context.Context, final bool) (*llm.Response, error) {
+	o := &r.a.opts
+	req := &llm.Request{
+		Model:       o.Model,
+		Messages:    r.msgs,
+		Tools:       r.a.tools.Specs(),
+		MaxTokens:   o.MaxTokens,
+		Temperature: o.Temperature,
+	}
+	if final && len(req.Tools) > 0 {
+		// Tools stay declared (some providers require it when the
+		// transcript holds tool calls) but may not be called.
+		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
+	}
+	if !r.emit(Chunk{Type: ChunkTurnStart}) {
+		return nil, context.Canceled
+	}
+	for attempt := 1; ; attempt++ {
+		resp, err := r.stream(ctx, req)
+		if err == nil {
+			info := TurnInfo{Usage: resp.Usage, FinishReason: resp.FinishReason, Retries: attempt - 1}
+			r.res.Turns = append(r.res.Turns, info)
+			r.res.Usage.Add(resp.Usage)
+			usage := resp.Usage
+			if !r.emit(Chunk{Type: ChunkTurnEnd, Usage: &usage, FinishReason: resp.FinishReason}) {
+				return nil, context.Canceled
+			}
+			return resp, nil
+		}
+		if r.stopped {
+			return nil, context.Canceled
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !llm.IsRetryable(err) {
+			return nil, err
+		}
+		if attempt >= o.Retry.MaxAttempts {
+			return nil, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, attempt, err)
+		}
+		after := llm.RetryAfter(err)
+		if after > o.Retry.MaxRetryAfter {
+			return nil, fmt.Errorf("provider asked to retry after %v, more than the %v allowed: %w", after, o.Retry.MaxRetryAfter, err)
+		}
+		delay := o.Retry.backoff(attempt, after)
+		o.Logger.DebugContext(ctx, "retrying model request", "attempt", attempt, "delay", delay, "err", err)
+		if !r.emit(Chunk{Type: ChunkRetry, Retry: &RetryInfo{Attempt: attempt, Delay: delay}, Err: err}) {
+			return nil, context.Canceled
+		}
+		if err := sleep(ctx, delay); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// stream runs one attempt of a model request, relaying its deltas.
+func (r *run) stream(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	var calls []ToolCallInfo // by stream index, for delta chunks
+	for c, err := range r.a.model.Stream(ctx, req) {
+		if err != nil {
+			return nil, err
+		}
+		var out Chunk
+		switch c.Kind {
+		case llm.ChunkText:
+			out = Chunk{Type: ChunkMessage, Content: c.Text}
+		case llm.ChunkReasoning:
+			out = Chunk{Type: ChunkReasoning, Content: c.Text}
+		case llm.ChunkToolCallStart:
+			for len(calls) <= c.Index {
+				calls = append(calls, ToolCallInfo{})
+			}
+			calls[c.Index] = ToolCallInfo{ID: c.ID, Name: c.Name}
+			out = Chunk{Type: ChunkToolCallDelta, ToolCall: &ToolCallInfo{ID: c.ID, Name: c.Name}}
+		case llm.ChunkToolCallDelta:
+			info := ToolCallInfo{}
+			if c.Index < len(calls) {
+				info = calls[c.Index]
+			}
+			out = Chunk{Type: ChunkToolCallDelta, Content: c.Text, ToolCall: &info}
+		case llm.ChunkDone:
+			if c.Response == nil {
+				return nil, fmt.Errorf("model stream: done without a response: %w", io.ErrUnexpectedEOF)
+			}
+			return c.Response, nil
+		default:
+			continue
+		}
+		if !r.emit(out) {
+			return nil, context.Canceled
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("model stream ended without a response: %w", io.ErrUnexpectedEOF)
+}
+
+// normalizeCallIDs gives every call of msg a non-empty ID unique within the
+// message, so results and resumptions can be matched by ID.
+func normalizeCallIDs(msg *llm.Message, turn int) {
+	seen := make(map[string]bool)
+	for i, p := range msg.Parts {
+		if p.Kind != llm.PartToolCall || p.ToolCall == nil {
+			continue
+		}
+		if id := p.ToolCall.ID; id != "" && !seen[id] {
+			seen[id] = true
+			continue
+		}
+		c := *p.ToolCall
+		c.ID = "call_" + strconv.Itoa(turn) + "_" + strconv.Itoa(i)
+		for seen[c.ID] {
+			c.ID += "_"
+		}
+		seen[c.ID] = true
+		msg.Parts = slices.Clone(msg.Parts)
+		msg.Parts[i].ToolCall = &c
+	}
+}
+
+func (r *run) fail(err error) {
+	if r.stopped {
+		// The consumer is gone; nobody will read the chunks.
+		return
+	}
+	r.res.Err = err
+	r.emit(Chunk{Type: ChunkError, Err: err})
+	r.end(StatusFailed)
+}
+
+func (r *run) end(status Status) {
+	r.res.Status = status
+	r.res.Messages = r.msgs
+	res := r.res
+	r.emit(Chunk{Type: ChunkEnd, Result: &res})
+}

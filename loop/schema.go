@@ -1,0 +1,144 @@
+package loop
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// schemaFor infers the arguments schema of a typed tool from In.
+func schemaFor[In any]() (json.RawMessage, error) {
+	t := reflect.TypeFor[In]()
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct && !(t.Kind() == reflect.Map && t.Key().Kind() == reflect.String) {
+		return nil, fmt.Errorf("arguments type %v is not a struct: a tool takes an object", t)
+	}
+	s, err := jsonschema.ForType(t, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := refine(t, s); err != nil {
+		return nil, err
+	}
+	return json.Marshal(s)
+}
+
+// refine applies the `enum` and `default` tags of t's fields to s, the
+// schema inferred for t, and drops the "null" alternative that jsonschema-go
+// gives slices: a model asked for a list should send a list.
+func refine(t reflect.Type, s *jsonschema.Schema) error {
+	if s == nil {
+		return nil
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		if len(s.Types) == 2 && s.Types[0] == "null" && s.Types[1] == "array" {
+			s.Types, s.Type = nil, "array"
+		}
+		return refine(t.Elem(), s.Items)
+	case reflect.Map:
+		return refine(t.Elem(), s.AdditionalProperties)
+	case reflect.Struct:
+	default:
+		return nil
+	}
+	for _, f := range reflect.VisibleFields(t) {
+		if f.Anonymous || !f.IsExported() {
+			continue
+		}
+		name, skip := jsonName(f)
+		if skip {
+			continue
+		}
+		ps := s.Properties[name]
+		if ps == nil {
+			continue
+		}
+		if err := refine(f.Type, ps); err != nil {
+			return err
+		}
+		// An enum on a list field constrains its items.
+		target, ft := ps, f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if (ft.Kind() == reflect.Slice || ft.Kind() == reflect.Array) && ps.Items != nil {
+			target, ft = ps.Items, ft.Elem()
+		}
+		if tag, ok := f.Tag.Lookup("enum"); ok {
+			for _, word := range strings.Split(tag, ",") {
+				v, err := tagValue(ft, strings.TrimSpace(word))
+				if err != nil {
+					return fmt.Errorf("field %s: enum: %w", f.Name, err)
+				}
+				target.Enum = append(target.Enum, v)
+			}
+		}
+		if tag, ok := f.Tag.Lookup("default"); ok {
+			v, err := tagValue(f.Type, tag)
+			if err != nil {
+				return fmt.Errorf("field %s: default: %w", f.Name, err)
+			}
+			b, _ := json.Marshal(v)
+			ps.Default = b
+		}
+	}
+	return nil
+}
+
+// tagValue reads a value written in a struct tag: a bare word for a string
+// field, JSON otherwise.
+func tagValue(t reflect.Type, word string) (any, error) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.String {
+		return word, nil
+	}
+	var v any
+	if err := json.Unmarshal([]byte(word), &v); err != nil {
+		return nil, fmt.Errorf("%q is not a JSON value", word)
+	}
+	return v, nil
+}
+
+func jsonName(f reflect.StructField) (name string, skip bool) {
+	tag := f.Tag.Get("json")
+	if tag == "-" {
+		return "", true
+	}
+	name, _, _ = strings.Cut(tag, ",")
+	if name == "" {
+		name = f.Name
+	}
+	return name, false
+}
+
+// emptyObjectSchema is the schema of a tool without arguments.
+var emptyObjectSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// compileSchema checks that raw is a JSON Schema for an object and resolves
+// it for validation.
+func compileSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("input schema is not a JSON Schema: %w", err)
+	}
+	if s.Type != "object" && !(len(s.Types) > 0 && s.Types[0] == "object") {
+		return nil, errors.New(`input schema must have "type": "object"`)
+	}
+	r, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	return r, nil
+}

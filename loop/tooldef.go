@@ -1,0 +1,165 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// A ToolDef is a tool as the loop runs it: the spec the model sees, wired to
+// the handler that answers it. Build one with [NewTool] (typed), [FromTool]
+// (a simple [Tool]), [NewClientTool], or as a literal with a raw schema, then
+// add it to a [Toolset]. A ToolDef is copied when it is added: changing it
+// afterwards does not change the toolset.
+type ToolDef struct {
+	// Name is how the model calls the tool: 1 to 64 letters, digits, '_'
+	// or '-'.
+	Name string
+	// Description is what the model reads to decide when to call it.
+	Description string
+	// InputSchema is the JSON Schema of the arguments object. Nil means
+	// a tool without arguments. Arguments are validated against it
+	// before the handler runs, and its defaults are applied.
+	InputSchema json.RawMessage
+	// Handler answers calls.
+	Handler Handler
+	// Concurrent marks a tool that is safe to run at the same time as
+	// other calls of one model message. Tools are sequential by default.
+	Concurrent bool
+	// Timeout bounds one call; 0 means the agent's ToolTimeout.
+	Timeout time.Duration
+	// RequiresApproval makes every call wait for the agent's [Approver].
+	RequiresApproval bool
+}
+
+// A Handler answers one call of a tool. ctx is done when the call times out
+// or the run stops. A non-nil error is reported to the model as a tool error
+// (the run goes on), except [ErrPending], which suspends the call.
+type Handler func(ctx context.Context, call *Call) (*Output, error)
+
+// A Call is one validated tool call, as a handler receives it.
+type Call struct {
+	// ID is the call's ID, unique within the run.
+	ID string
+	// Name is the tool's name.
+	Name string
+	// Arguments is the arguments object, validated and with schema
+	// defaults applied.
+	Arguments json.RawMessage
+	// Args is Arguments decoded, for handlers that want a map.
+	Args map[string]any
+}
+
+// Output is what a tool returns to the model.
+type Output struct {
+	// Content is text, and images or documents where the provider
+	// supports them.
+	Content []llm.Part
+	// IsError marks a failure the model should see as one.
+	IsError bool
+}
+
+// TextOutput returns an output holding text.
+func TextOutput(text string) *Output {
+	return &Output{Content: []llm.Part{llm.TextPart(text)}}
+}
+
+// ErrorOutput returns an output that reports a failure to the model.
+func ErrorOutput(text string) *Output {
+	return &Output{Content: []llm.Part{llm.TextPart(text)}, IsError: true}
+}
+
+// ErrPending is returned by a handler whose result will be supplied later,
+// by the caller ([Agent.Resume]): a client-side tool, or work done out of
+// band. The run stops with a [Suspension] once the other calls of the same
+// message are done.
+var ErrPending = errors.New("tool call pending")
+
+// NewClientTool returns a tool that the caller runs: every call suspends the
+// run until its result is given to [Agent.Resume]. schema is the JSON Schema
+// of its arguments (nil for none).
+func NewClientTool(name, description string, schema json.RawMessage) *ToolDef {
+	return &ToolDef{
+		Name:        name,
+		Description: description,
+		InputSchema: schema,
+		Concurrent:  true,
+		Handler: func(context.Context, *Call) (*Output, error) {
+			return nil, ErrPending
+		},
+	}
+}
+
+// NewTool returns a tool that calls fn with its arguments decoded into In.
+//
+// The JSON Schema of the arguments is inferred from In, which must be a
+// struct (or a pointer to one):
+//   - properties are the exported fields, named by their json tags;
+//   - a field is optional when its json tag has omitempty or omitzero, and
+//     required otherwise;
+//   - the `jsonschema` tag is the field's description;
+//   - the `enum` tag lists allowed values separated by commas, and the
+//     `default` tag gives a default value (both written as JSON values, or
+//     bare words for strings), applied before fn sees the arguments;
+//   - nested structs, slices, maps with string keys and pointers become
+//     nested object, array and nullable schemas.
+//
+// fn's result becomes the tool's output: a string or []byte as text, an
+// *[Output] or [llm.Part] or []llm.Part as it is, anything else as JSON. An
+// error from fn is reported to the model as a tool error.
+//
+// NewTool panics if In's schema cannot be inferred: that is a programming
+// error, found the first time the code runs.
+func NewTool[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error)) *ToolDef {
+	schema, err := schemaFor[In]()
+	if err != nil {
+		panic(fmt.Sprintf("loop.NewTool(%q): %v", name, err))
+	}
+	return &ToolDef{
+		Name:        name,
+		Description: description,
+		InputSchema: schema,
+		Handler: func(ctx context.Context, call *Call) (*Output, error) {
+			var in In
+			if err := json.Unmarshal(call.Arguments, &in); err != nil {
+				return nil, fmt.Errorf("arguments do not fit the tool: %w", err)
+			}
+			out, err := fn(ctx, in)
+			if err != nil {
+				return nil, err
+			}
+			return toOutput(out)
+		},
+	}
+}
+
+func toOutput(v any) (*Output, error) {
+	switch v := v.(type) {
+	case string:
+		return TextOutput(v), nil
+	case []byte:
+		return TextOutput(string(v)), nil
+	case *Output:
+		if v == nil {
+			return TextOutput(""), nil
+		}
+		return v, nil
+	case Output:
+		return &v, nil
+	case llm.Part:
+		return &Output{Content: []llm.Part{v}}, nil
+	case []llm.Part:
+		return &Output{Content: v}, nil
+	case nil:
+		return TextOutput(""), nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the result: %w", err)
+	}
+	return TextOutput(string(b)), nil
+}
