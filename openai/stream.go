@@ -280,6 +280,28 @@ func rawString(b json.RawMessage) string {
 	return s
 }
 
+// eventReader serves the data of the current event to a json.Decoder. At
+// the end of the data it fails, so that a value cut short is an error
+// rather than a read of the next event.
+type eventReader struct {
+	data []byte
+	off  int
+}
+
+var (
+	errEventEnd     = errors.New("event ends inside a JSON value")
+	errTrailingData = errors.New("event holds data after its JSON value")
+)
+
+func (r *eventReader) Read(p []byte) (int, error) {
+	if r.off >= len(r.data) {
+		return 0, errEventEnd
+	}
+	n := copy(p, r.data[r.off:])
+	r.off += n
+	return n, nil
+}
+
 // doneData is the data of the event that ends an OpenAI stream.
 var doneData = []byte("[DONE]")
 
@@ -293,6 +315,11 @@ type decoder struct {
 
 	wire chunkWire
 	acc  accumulator
+	// dec decodes events one at a time from ev. Reusing one json.Decoder
+	// keeps its buffers, which json.Unmarshal would allocate per event.
+	dec    *json.Decoder
+	ev     eventReader
+	served int64 // bytes of event data given to dec so far
 
 	id, model    string
 	text         strings.Builder
@@ -307,7 +334,7 @@ type decoder struct {
 
 // init makes d read the body of a response.
 func (d *decoder) init(body io.Reader, jsonBody bool) {
-	*d = decoder{body: body, jsonBody: jsonBody, out: d.out[:0], sse: d.sse, wire: d.wire}
+	*d = decoder{body: body, jsonBody: jsonBody, out: d.out[:0], sse: d.sse, wire: d.wire, ev: d.ev}
 	if !jsonBody {
 		d.sse.init(body)
 	}
@@ -367,12 +394,40 @@ func (d *decoder) decodeJSONBody() ([]llm.Chunk, error) {
 func (d *decoder) handle(data []byte) error {
 	w := &d.wire
 	w.reset()
-	if err := json.Unmarshal(data, w); err != nil {
+	if err := d.decodeEvent(data, w); err != nil {
 		if d.sse.unterminated {
 			return fmt.Errorf("openai: stream ended inside an event: %w", io.ErrUnexpectedEOF)
 		}
 		return fmt.Errorf("openai: decoding stream event %.200q: %w", data, err)
 	}
+	return d.apply(w)
+}
+
+// decodeEvent decodes data, which must hold exactly one JSON value, into w.
+func (d *decoder) decodeEvent(data []byte, w *chunkWire) error {
+	if d.jsonBody {
+		return json.Unmarshal(data, w)
+	}
+	if d.dec == nil {
+		d.dec = json.NewDecoder(&d.ev)
+	}
+	d.ev.data, d.ev.off = data, 0
+	start := d.served
+	d.served += int64(len(data))
+	if err := d.dec.Decode(w); err != nil {
+		return err
+	}
+	// The decoder reads across events; check that this value was the
+	// whole event.
+	used := d.dec.InputOffset() - start
+	if used < 0 || used > int64(len(data)) || len(bytes.TrimSpace(data[used:])) > 0 {
+		return errTrailingData
+	}
+	return nil
+}
+
+// apply appends the chunks of a decoded event to d.out.
+func (d *decoder) apply(w *chunkWire) error {
 	if w.Error != nil {
 		return d.streamError(w.Error)
 	}
