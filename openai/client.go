@@ -129,8 +129,17 @@ func (c *Client) stream(ctx context.Context, body []byte, yield func(llm.Chunk, 
 	stop := context.AfterFunc(ctx, func() { resp.Body.Close() })
 	defer stop()
 
+	ct := resp.Header.Get("Content-Type")
+	if mediaType(ct) == "text/html" {
+		// A proxy, a login page or a wrong BaseURL: not worth a retry.
+		page, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorText+1))
+		yield(llm.Chunk{}, fmt.Errorf("openai: %s answered with an HTML page, not an event stream (is BaseURL right?): %s",
+			c.url("/chat/completions"), truncate(strings.TrimSpace(string(page)), maxErrorText)))
+		return
+	}
+
 	var d decoder
-	d.init(resp.Body, isJSON(resp.Header.Get("Content-Type")))
+	d.init(resp.Body, mediaType(ct) == "application/json")
 	d.requestID = requestID(resp.Header)
 	for {
 		chunks, err := d.next()
@@ -138,15 +147,16 @@ func (c *Client) stream(ctx context.Context, body []byte, yield func(llm.Chunk, 
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				err = ctxErr
 			}
-			if err != io.EOF {
-				yield(llm.Chunk{}, err)
-			}
+			yield(llm.Chunk{}, err)
 			return
 		}
 		for _, ch := range chunks {
 			if !yield(ch, nil) {
 				return
 			}
+		}
+		if d.done {
+			return
 		}
 	}
 }
@@ -215,10 +225,10 @@ func (c *Client) setHeaders(h http.Header, hasBody bool, accept string) {
 	}
 }
 
-// isJSON reports whether a Content-Type is JSON rather than an event stream.
-func isJSON(contentType string) bool {
+// mediaType returns the lower-case media type of a Content-Type header.
+func mediaType(contentType string) string {
 	mt, _, _ := strings.Cut(contentType, ";")
-	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
+	return strings.ToLower(strings.TrimSpace(mt))
 }
 
 // errNilRequest is returned by Stream for a nil request.

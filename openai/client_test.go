@@ -475,3 +475,39 @@ func TestListModelsErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestStreamHTMLPage(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte("<html><body>Please sign in</body></html>"))
+	}))
+	defer srv.Close()
+	_, err := collect(testClient(srv).Stream(context.Background(), userRequest("hi")))
+	if err == nil || !strings.Contains(err.Error(), "HTML page") || !strings.Contains(err.Error(), "Please sign in") {
+		t.Fatalf("err = %v, want an error quoting the HTML page", err)
+	}
+	if llm.IsRetryable(err) {
+		t.Error("an HTML page is reported as retryable")
+	}
+}
+
+func TestStreamNothingAfterDone(t *testing.T) {
+	t.Parallel()
+	srv := serveSSE(t, readTestdata(t, "text.sse"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var kinds []llm.ChunkKind
+	for c, err := range testClient(srv).Stream(ctx, userRequest("hi")) {
+		if err != nil {
+			t.Fatalf("error after %v: %v", kinds, err)
+		}
+		kinds = append(kinds, c.Kind)
+		if c.Kind == llm.ChunkDone {
+			cancel() // and keep ranging: nothing may follow Done
+		}
+	}
+	if kinds[len(kinds)-1] != llm.ChunkDone {
+		t.Errorf("last chunk %v, want done", kinds[len(kinds)-1])
+	}
+}

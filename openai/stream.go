@@ -228,12 +228,12 @@ func (o *optInt) UnmarshalJSON(b []byte) error {
 		s, neg = s[1:], true
 	}
 	if len(s) == 0 || len(s) > 9 {
-		return fmt.Errorf("openai: tool call index %.20s out of range", b)
+		return fmt.Errorf("tool call index %.20s out of range", b)
 	}
 	n := 0
 	for _, c := range s {
 		if c < '0' || c > '9' {
-			return fmt.Errorf("openai: tool call index %.20s is not an integer", b)
+			return fmt.Errorf("tool call index %.20s is not an integer", b)
 		}
 		n = n*10 + int(c-'0')
 	}
