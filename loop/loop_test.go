@@ -382,6 +382,7 @@ func TestCancellationStopsModelAndTools(t *testing.T) {
 		model := llmtest.NewModel(llmtest.Reply{Block: true})
 		agent := loop.NewAgent(model, nil, nil)
 		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
 		var res *loop.Result
 		for c := range agent.RunLoop(ctx, []llm.Message{llm.UserMessage("go")}) {
 			if c.Type == loop.ChunkTurnStart {
@@ -398,6 +399,7 @@ func TestCancellationStopsModelAndTools(t *testing.T) {
 	t.Run("during a tool", func(t *testing.T) {
 		toolCtxDone := make(chan struct{})
 		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
 		tool := &loop.ToolDef{Name: "wait", Handler: func(tctx context.Context, _ *loop.Call) (*loop.Output, error) {
 			cancel()
 			<-tctx.Done()
