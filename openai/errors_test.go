@@ -264,3 +264,30 @@ func TestTruncate(t *testing.T) {
 		}
 	}
 }
+
+func TestRateLimitReset(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		header map[string]string
+		want   time.Duration
+	}{
+		{map[string]string{}, 0},
+		{map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "1.5s"}, 1500 * time.Millisecond},
+		{map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "20"}, 20 * time.Second},
+		{map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "later"}, 0},
+		{map[string]string{"X-Ratelimit-Remaining-Requests": "3", "X-Ratelimit-Reset-Requests": "1m"}, 0},
+		{map[string]string{
+			"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "2s",
+			"X-Ratelimit-Remaining-Tokens": "0", "X-Ratelimit-Reset-Tokens": "1m30s",
+		}, 90 * time.Second},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		for k, v := range tt.header {
+			h.Set(k, v)
+		}
+		if got := rateLimitReset(h); got != tt.want {
+			t.Errorf("rateLimitReset(%v) = %v, want %v", h, got, tt.want)
+		}
+	}
+}

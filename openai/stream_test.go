@@ -598,3 +598,46 @@ func TestNormalizeFinish(t *testing.T) {
 		}
 	}
 }
+
+func TestRawString(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{`"abc"`, "abc"},
+		{`"a\"b\u00e9"`, `a"bé`},
+		{`""`, ""},
+		{`null`, ""},
+		{``, ""},
+		{`12`, ""},
+		{`"bad\x"`, ""},
+	}
+	for _, tt := range tests {
+		if got := rawString(json.RawMessage(tt.in)); got != tt.want {
+			t.Errorf("rawString(%s) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestOptInt(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in      string
+		want    optInt
+		wantErr bool
+	}{
+		{`0`, optInt{0, true}, false},
+		{`17`, optInt{17, true}, false},
+		{`-2`, optInt{-2, true}, false},
+		{`null`, optInt{}, false},
+		{`1.5`, optInt{}, true},
+		{`"1"`, optInt{}, true},
+		{`-`, optInt{}, true},
+		{`1234567890`, optInt{}, true},
+	}
+	for _, tt := range tests {
+		var got optInt
+		err := got.UnmarshalJSON([]byte(tt.in))
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("UnmarshalJSON(%s) = %+v, %v; want %+v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
