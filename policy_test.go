@@ -1,0 +1,107 @@
+// Package hrns_test enforces repository policy: every package is documented,
+// and dependencies point down the architecture's diagram.
+package hrns_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/hrns-dev/hrns"
+
+// allowed lists, for each package, the hrns packages its non-test code may
+// import. A package not listed may import anything but cmd.
+var allowed = map[string][]string{
+	"llm":               {},
+	"llm/llmtest":       {"llm"},
+	"openai":            {"llm"},
+	"openai/openaitest": {"llm"},
+	"anthropic":         {"llm"},
+	"loop":              {"llm"},
+}
+
+type pkg struct {
+	doc     bool
+	imports map[string]bool
+}
+
+func packages(t *testing.T) map[string]*pkg {
+	t.Helper()
+	pkgs := map[string]*pkg{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "bench") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly|parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		p := pkgs[dir]
+		if p == nil {
+			p = &pkg{imports: map[string]bool{}}
+			pkgs[dir] = p
+		}
+		if f.Doc != nil && strings.TrimSpace(f.Doc.Text()) != "" {
+			p.doc = true
+		}
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if rest, ok := strings.CutPrefix(path, module+"/"); ok {
+				p.imports[rest] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkgs
+}
+
+func TestEveryPackageIsDocumented(t *testing.T) {
+	for dir, p := range packages(t) {
+		if !p.doc {
+			t.Errorf("package %s has no package doc comment", dir)
+		}
+	}
+}
+
+func TestDependenciesPointDown(t *testing.T) {
+	for dir, p := range packages(t) {
+		for imp := range p.imports {
+			if strings.HasPrefix(imp, "cmd/") && !strings.HasPrefix(dir, "cmd/") {
+				t.Errorf("%s imports %s: nothing imports cmd", dir, imp)
+			}
+			ok, listed := allowed[dir]
+			if !listed {
+				continue
+			}
+			found := false
+			for _, a := range ok {
+				if imp == a {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s imports %s; it may import only %v", dir, imp, ok)
+			}
+		}
+	}
+}
