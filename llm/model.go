@@ -128,16 +128,45 @@ type Chunk struct {
 // A Response is a model's complete answer to one [Request].
 type Response struct {
 	// ID is the provider's response ID, if it gave one.
-	ID string
+	ID string `json:"id,omitempty"`
 	// Model is the model that answered, as the provider named it.
-	Model string
+	Model string `json:"model,omitempty"`
 	// Message is the assistant message: reasoning, text and tool calls, in
 	// the order the model produced them.
-	Message Message
+	Message Message `json:"message"`
 	// Usage counts the tokens of this request and response.
-	Usage Usage
+	Usage Usage `json:"usage"`
 	// FinishReason says why the model stopped.
-	FinishReason FinishReason
+	FinishReason FinishReason `json:"finish_reason"`
+}
+
+// ResponseChunks streams a complete response as a provider would: a
+// reasoning chunk, a text chunk, a start and an arguments chunk per tool
+// call, then the done chunk. Recorded and scripted models use it.
+func ResponseChunks(resp *Response) iter.Seq[Chunk] {
+	return func(yield func(Chunk) bool) {
+		index := 0
+		for _, p := range resp.Message.Parts {
+			var ok bool
+			switch p.Kind {
+			case PartReasoning:
+				ok = p.Reasoning == nil || p.Reasoning.Text == "" || yield(Chunk{Kind: ChunkReasoning, Text: p.Reasoning.Text})
+			case PartText:
+				ok = p.Text == "" || yield(Chunk{Kind: ChunkText, Text: p.Text})
+			case PartToolCall:
+				c := p.ToolCall
+				ok = yield(Chunk{Kind: ChunkToolCallStart, Index: index, ID: c.ID, Name: c.Name}) &&
+					(len(c.Arguments) == 0 || yield(Chunk{Kind: ChunkToolCallDelta, Index: index, Text: string(c.Arguments)}))
+				index++
+			default:
+				ok = true
+			}
+			if !ok {
+				return
+			}
+		}
+		yield(Chunk{Kind: ChunkDone, Response: resp})
+	}
 }
 
 // FinishReason says why a model stopped producing output.
