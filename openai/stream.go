@@ -148,9 +148,14 @@ type chunkWire struct {
 
 // reset clears w for the next event, keeping its buffers.
 func (w *chunkWire) reset() {
+	// encoding/json decodes into reused slice elements without zeroing
+	// them, so every element up to the capacity is cleared.
 	choices := w.Choices[:cap(w.Choices)]
-	// encoding/json decodes into reused slice elements without zeroing them.
-	clear(choices)
+	for i := range choices {
+		calls := choices[i].Delta.ToolCalls[:cap(choices[i].Delta.ToolCalls)]
+		clear(calls)
+		choices[i] = choiceWire{Delta: deltaWire{ToolCalls: calls[:0]}}
+	}
 	*w = chunkWire{ID: w.ID[:0], Model: w.Model[:0], Object: w.Object[:0], Choices: choices[:0]}
 }
 
