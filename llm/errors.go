@@ -74,14 +74,19 @@ func (e *APIError) Error() string {
 func (e *APIError) Is(target error) bool {
 	switch target {
 	case ErrRateLimited:
-		return e.StatusCode == http.StatusTooManyRequests || e.Type == "rate_limit_error" || e.Code == "rate_limit_exceeded"
+		return e.StatusCode == http.StatusTooManyRequests || e.Type == "rate_limit_error" || e.Code == "rate_limit_exceeded" ||
+			(e.StatusCode == 0 && e.numericCode() == http.StatusTooManyRequests)
 	case ErrAuth:
 		return e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden ||
 			e.Type == "authentication_error" || e.Type == "permission_error"
 	case ErrContextLength:
 		return e.Code == "context_length_exceeded" || e.Code == "string_above_max_length"
 	case ErrOverloaded:
-		return e.StatusCode >= 500 || e.Type == "overloaded_error" || e.Type == "server_error" || e.Type == "api_error"
+		if e.StatusCode != 0 {
+			return e.StatusCode >= 500
+		}
+		// Inside a stream only the error's type or code tells.
+		return e.Type == "overloaded_error" || e.Type == "server_error" || e.Type == "api_error" || e.numericCode() >= 500
 	case ErrBadRequest:
 		return (e.StatusCode == http.StatusBadRequest || e.StatusCode == http.StatusNotFound ||
 			e.StatusCode == http.StatusUnprocessableEntity) && !e.Is(ErrContextLength)
@@ -89,8 +94,23 @@ func (e *APIError) Is(target error) bool {
 	return false
 }
 
-// Retryable reports whether sending the same request again may succeed.
+// numericCode returns Code as an HTTP status, as some servers put one
+// there inside a stream, or 0.
+func (e *APIError) numericCode() int {
+	n, err := strconv.Atoi(e.Code)
+	if err != nil || n < 100 || n > 599 {
+		return 0
+	}
+	return n
+}
+
+// Retryable reports whether sending the same request again may succeed. An
+// exhausted quota (OpenAI's insufficient_quota, sent as a 429) is not: it
+// needs a person to act.
 func (e *APIError) Retryable() bool {
+	if e.Code == "insufficient_quota" || e.Type == "insufficient_quota" {
+		return false
+	}
 	switch {
 	case e.StatusCode == http.StatusRequestTimeout, e.StatusCode == http.StatusConflict,
 		e.StatusCode == http.StatusTooManyRequests, e.StatusCode >= 500:
@@ -121,6 +141,10 @@ func IsRetryable(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) {
 		return true
+	}
+	if dns, ok := errors.AsType[*net.DNSError](err); ok {
+		// A name that does not resolve is a wrong URL, not a blip.
+		return dns.IsTimeout || dns.IsTemporary
 	}
 	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 		return true

@@ -119,6 +119,11 @@ func TestAPIErrorRetryable(t *testing.T) {
 		{&llm.APIError{Type: "rate_limit_error"}, true},
 		{&llm.APIError{Type: "invalid_request_error"}, false},
 		{&llm.APIError{}, false},
+		{&llm.APIError{StatusCode: 429, Code: "insufficient_quota"}, false},
+		{&llm.APIError{Code: "502"}, true},
+		{&llm.APIError{Code: "429"}, true},
+		{&llm.APIError{Code: "400"}, false},
+		{&llm.APIError{StatusCode: 404, Type: "api_error"}, false},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Retryable(); got != tt.want {
@@ -183,6 +188,8 @@ func TestIsRetryable(t *testing.T) {
 		{"stream invalid_request_error", &llm.APIError{Type: "invalid_request_error"}, false},
 		{"unsupported", fmt.Errorf("openai: %w", llm.ErrUnsupported), false},
 		{"no response", llm.ErrNoResponse, false},
+		{"no such host", &url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "x", IsNotFound: true}}}, false},
+		{"DNS timeout", &net.DNSError{Err: "timeout", Name: "x", IsTimeout: true}, true},
 	}
 	for _, tt := range tests {
 		if got := llm.IsRetryable(tt.err); got != tt.want {
