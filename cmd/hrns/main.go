@@ -1,0 +1,24 @@
+// Command hrns gives an LLM tools and runs it until the job is done.
+//
+//	hrns run "Add a test for the parser"   # one task, streamed to stdout
+//	hrns tools                             # the built-in tools and their schemas
+//	hrns skills                            # the skills hrns can see
+//
+// Run "hrns help" for the flags, and see the README for configuration.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hrns-dev/hrns/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Run(ctx, os.Args[1:], &cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,137 @@
+// Package cli implements the hrns command. main calls [Run]; tests call it
+// in process or build the binary.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Exit codes.
+const (
+	ExitOK          = 0   // the task is done
+	ExitFailed      = 1   // the run failed
+	ExitUsage       = 2   // the command line or configuration is wrong
+	ExitInterrupted = 130 // Ctrl-C, as shells report SIGINT
+)
+
+// IO holds the command's standard streams and environment.
+type IO struct {
+	In       io.Reader
+	Out, Err io.Writer
+	// Getenv reads the environment; nil means os.Getenv.
+	Getenv func(string) string
+	// Interactive reports whether In is a terminal a person answers on;
+	// nil means: In is *os.File and a character device.
+	Interactive func() bool
+}
+
+func (s *IO) getenv(k string) string {
+	if s.Getenv != nil {
+		return s.Getenv(k)
+	}
+	return os.Getenv(k)
+}
+
+func (s *IO) interactive() bool {
+	if s.Interactive != nil {
+		return s.Interactive()
+	}
+	f, ok := s.In.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// usageError is a mistake on the command line or in the configuration.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+const usage = `hrns gives an LLM tools and runs it until the job is done.
+
+Usage:
+  hrns run [flags] "PROMPT"   run one task and stream the answer
+  hrns tools [--json]         list the built-in tools and their schemas
+  hrns skills [--json]        list the skills hrns discovers
+  hrns version                print the version
+
+Run "hrns run -h" for the flags of run.
+`
+
+// Version is the version the command reports.
+var Version = "dev"
+
+// Run runs the command with args (without the program name) and returns its
+// exit code.
+func Run(ctx context.Context, args []string, stdio *IO) int {
+	if len(args) == 0 {
+		fmt.Fprint(stdio.Err, usage)
+		return ExitUsage
+	}
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "run":
+		err = runCommand(ctx, rest, stdio)
+	case "tools":
+		err = toolsCommand(ctx, rest, stdio)
+	case "skills":
+		err = skillsCommand(ctx, rest, stdio)
+	case "version", "--version":
+		fmt.Fprintln(stdio.Out, "hrns", Version)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdio.Out, usage)
+	default:
+		err = usagef("unknown command %q\n\n%s", cmd, usage)
+	}
+	return exitCode(ctx, err, stdio)
+}
+
+func exitCode(ctx context.Context, err error, stdio *IO) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, flag.ErrHelp):
+		return ExitOK
+	case errors.As(err, &ue):
+		fmt.Fprintln(stdio.Err, "hrns:", strings.TrimRight(ue.msg, "\n"))
+		return ExitUsage
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		fmt.Fprintln(stdio.Err, "hrns: interrupted")
+		return ExitInterrupted
+	default:
+		fmt.Fprintln(stdio.Err, "hrns:", err)
+		return ExitFailed
+	}
+}
+
+// parseInterspersed parses flags that may come before, between or after the
+// positional arguments, which it returns.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// flag stops at "--": everything after it is positional.
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}

@@ -1,0 +1,369 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/hrns-dev/hrns/anthropic"
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/llm/replay"
+	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/openai"
+)
+
+// runOptions are the flags of "hrns run".
+type runOptions struct {
+	config    string
+	provider  string
+	model     string
+	baseURL   string
+	workdir   string
+	tools     string
+	system    string
+	agentFile string
+	maxTurns  int
+	timeout   time.Duration
+	json      bool
+	yes       bool
+	record    string
+	replay    string
+	skills    stringList
+	noSkills  bool
+	prompt    string
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+func (o *runOptions) flags(fs *flag.FlagSet) {
+	fs.StringVar(&o.config, "config", "", "config file (default ~/.config/hrns/config.toml or .yaml)")
+	fs.StringVar(&o.provider, "provider", "", "provider: openai, anthropic, or a name from the config file")
+	fs.StringVar(&o.model, "model", "", "model name (default from the provider's *_MODEL variable or the config)")
+	fs.StringVar(&o.baseURL, "base-url", "", "API base URL (default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL)")
+	fs.StringVar(&o.workdir, "workdir", ".", "root directory of the file and shell tools")
+	fs.StringVar(&o.tools, "tools", "", "comma-separated built-in tools, \"all\" or \"none\" (default "+strings.Join(defaultTools, ",")+")")
+	fs.StringVar(&o.system, "system", "", "system prompt")
+	fs.StringVar(&o.agentFile, "agent", "", "agent file: Markdown whose body is the system prompt, with optional front matter (model, tools, max_turns)")
+	fs.IntVar(&o.maxTurns, "max-turns", 0, "maximum model requests; the last asks for a final answer (default 50)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "stop the run after this long (default none)")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object per line for every event of the run")
+	fs.BoolVar(&o.yes, "yes", false, "approve every tool call without asking")
+	fs.StringVar(&o.record, "record", "", "record the model's responses to this file")
+	fs.StringVar(&o.replay, "replay", "", "replay the model's responses from this file instead of calling a model (tools still run)")
+	fs.Var(&o.skills, "skills", "a folder of skills to add (repeatable)")
+	fs.BoolVar(&o.noSkills, "no-skills", false, "do not discover skills")
+}
+
+// Validate checks the options that do not depend on the configuration.
+func (o *runOptions) Validate() error {
+	if strings.TrimSpace(o.prompt) == "" {
+		return usagef("run needs a prompt: hrns run \"what to do\"")
+	}
+	if o.maxTurns < 0 {
+		return usagef("--max-turns must be positive")
+	}
+	if o.record != "" && o.replay != "" {
+		return usagef("--record and --replay cannot be used together")
+	}
+	if o.system != "" && o.agentFile != "" {
+		return usagef("--system and --agent cannot be used together")
+	}
+	fi, err := os.Stat(o.workdir)
+	if err != nil || !fi.IsDir() {
+		return usagef("--workdir %s is not a directory", o.workdir)
+	}
+	return nil
+}
+
+func runCommand(ctx context.Context, args []string, stdio *IO) error {
+	var o runOptions
+	fs := flag.NewFlagSet("hrns run", flag.ContinueOnError)
+	fs.SetOutput(stdio.Err)
+	o.flags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stdio.Err, "Usage: hrns run [flags] \"PROMPT\"\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usagef("%v", err)
+	}
+	o.prompt = strings.Join(pos, " ")
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(o.config, stdio.getenv)
+	if err != nil {
+		return &usageError{err.Error()}
+	}
+	agentDef, err := o.loadAgent()
+	if err != nil {
+		return err
+	}
+
+	model, modelName, err := buildModel(&o, cfg, agentDef, stdio.getenv)
+	if err != nil {
+		return err
+	}
+	if o.replay != "" && !o.json {
+		fmt.Fprintf(stdio.Err, "(replay: the model's answers come from %s; the tools run for real)\n", o.replay)
+	}
+	if o.record != "" {
+		rec, err := replay.Create(o.record, model, modelName)
+		if err != nil {
+			return usagef("--record: %v", err)
+		}
+		defer rec.Close()
+		model = rec
+	}
+
+	names := toolNames(o.tools, agentDef.Tools, cfg.Tools)
+	tools, system, err := buildTools(names, &o, cfg, stdio)
+	if err != nil {
+		return err
+	}
+	if agentDef.System != "" {
+		system = joinPrompts(agentDef.System, system)
+	} else if o.system != "" {
+		system = joinPrompts(o.system, system)
+	}
+
+	maxTurns := firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
+	approver := newTermApprover(stdio, o.yes)
+	agent := loop.NewAgent(model, tools, &loop.Options{
+		Model:           modelName,
+		MaxTurns:        maxTurns,
+		Approver:        approver,
+		ApprovalTimeout: 30 * time.Minute, // a person at a terminal
+	})
+
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	var msgs []llm.Message
+	if system != "" {
+		msgs = append(msgs, llm.SystemMessage(system))
+	}
+	msgs = append(msgs, llm.UserMessage(o.prompt))
+
+	var out renderer
+	if o.json {
+		out = newJSONRenderer(stdio.Out)
+	} else {
+		out = newTextRenderer(stdio.Out, stdio.Err)
+	}
+	var res *loop.Result
+	for chunk := range agent.RunLoop(ctx, msgs) {
+		out.chunk(chunk)
+		if chunk.Type == loop.ChunkEnd {
+			res = chunk.Result
+		}
+	}
+	if err := out.close(); err != nil {
+		return err
+	}
+	if res.Err != nil {
+		return runError(res.Err, modelName)
+	}
+	return nil
+}
+
+// runError adds what to do next to the errors a person can fix.
+func runError(err error, model string) error {
+	switch {
+	case errors.Is(err, llm.ErrAuth):
+		return fmt.Errorf("%w\nThe API key was refused: check OPENAI_API_KEY (or ANTHROPIC_API_KEY, or the provider's api_key_env in the config)", err)
+	case errors.Is(err, llm.ErrBadRequest) && strings.Contains(strings.ToLower(err.Error()), "model"):
+		return fmt.Errorf("%w\nIs %q a model this endpoint serves? Pick one with --model", err, model)
+	case errors.Is(err, replay.ErrExhausted):
+		return fmt.Errorf("%w: the recording ended before the run did", err)
+	}
+	return err
+}
+
+// agentFile is an agent defined in a Markdown file.
+type agentFile struct {
+	Name        string    `yaml:"name"`
+	Description string    `yaml:"description"`
+	Model       string    `yaml:"model"`
+	Provider    string    `yaml:"provider"`
+	Tools       toolsList `yaml:"tools"`
+	MaxTurns    int       `yaml:"max_turns"`
+	System      string    `yaml:"-"`
+}
+
+// toolsList reads a YAML list of tool names, or one comma-separated string.
+type toolsList []string
+
+func (l *toolsList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*l = splitList(n.Value)
+		return nil
+	}
+	var s []string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	*l = s
+	return nil
+}
+
+func (o *runOptions) loadAgent() (*agentFile, error) {
+	a := &agentFile{}
+	if o.agentFile == "" {
+		return a, nil
+	}
+	data, err := os.ReadFile(o.agentFile)
+	if err != nil {
+		return nil, usagef("--agent: %v", err)
+	}
+	body := data
+	if rest, ok := bytes.CutPrefix(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")), []byte("---\n")); ok {
+		front, after, found := bytes.Cut(rest, []byte("\n---\n"))
+		if !found {
+			front, found = bytes.CutSuffix(rest, []byte("\n---"))
+			after = nil
+		}
+		if !found {
+			return nil, usagef("--agent %s: front matter opened with --- is never closed", o.agentFile)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(front))
+		dec.KnownFields(true)
+		if err := dec.Decode(a); err != nil && !errors.Is(err, io.EOF) {
+			return nil, usagef("--agent %s: front matter: %v", o.agentFile, err)
+		}
+		body = after
+	}
+	a.System = strings.TrimSpace(string(body))
+	return a, nil
+}
+
+// buildModel picks the provider and model from flags, environment, agent
+// file and config, in that order of precedence.
+func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) string) (llm.Model, string, error) {
+	if o.replay != "" {
+		p, err := replay.Open(o.replay)
+		if err != nil {
+			return nil, "", usagef("--replay: %v", err)
+		}
+		return p, firstString(o.model, p.Model), nil
+	}
+	name := firstString(o.provider, a.Provider, getenv("HRNS_PROVIDER"), cfg.Provider, "openai")
+	p, named := cfg.Providers[name]
+	if !named {
+		switch name {
+		case "openai", "anthropic":
+			p = Provider{Kind: name}
+		default:
+			return nil, "", usagef("unknown provider %q: use openai, anthropic, or a provider of the config file%s", name, cfg.where())
+		}
+	}
+	kind := firstString(p.Kind, "openai")
+	prefix := strings.ToUpper(kind) // OPENAI_ or ANTHROPIC_, for the built-in providers
+	envFor := func(k string) string {
+		if named {
+			return ""
+		}
+		return getenv(prefix + "_" + k)
+	}
+	key := firstString(envIf(getenv, p.APIKeyEnv), p.APIKey, envFor("API_KEY"))
+	baseURL := firstString(o.baseURL, envFor("BASE_URL"), p.BaseURL)
+	model := firstString(o.model, a.Model, envFor("MODEL"), getenv("HRNS_MODEL"), p.Model, cfg.Model)
+	headers := http.Header{}
+	for k, v := range p.Headers {
+		headers.Set(k, v)
+	}
+	if model == "" {
+		return nil, "", usagef("no model configured: pass --model NAME, set %s_MODEL, or set model in ~/.config/hrns/config.toml.\n"+
+			"Without a key, try the offline demo: hrns run --replay examples/tour.jsonl \"Tell me about this repository\"", prefix)
+	}
+	switch kind {
+	case "anthropic":
+		if key == "" && baseURL == "" {
+			return nil, "", usagef("no Anthropic API key: set ANTHROPIC_API_KEY (or api_key_env in the config)")
+		}
+		return &anthropic.Client{BaseURL: baseURL, APIKey: key, Model: model, Headers: headers}, model, nil
+	default:
+		if key == "" && baseURL == "" {
+			return nil, "", usagef("no OpenAI API key: set OPENAI_API_KEY, or point --base-url (or OPENAI_BASE_URL) at an OpenAI-compatible server such as Ollama (http://localhost:11434/v1)")
+		}
+		return &openai.Client{BaseURL: baseURL, APIKey: key, Model: model, Headers: headers}, model, nil
+	}
+}
+
+func (c *Config) where() string {
+	if c.path == "" {
+		return ""
+	}
+	return " (" + c.path + ")"
+}
+
+func envIf(getenv func(string) string, name string) string {
+	if name == "" {
+		return ""
+	}
+	return getenv(name)
+}
+
+func firstString(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func firstNonZero(n ...int) int {
+	for _, v := range n {
+		if v != 0 {
+			return v
+		}
+	}
+	return 0
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func joinPrompts(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "\n\n" + b
+}
+
+// absWorkdir returns the absolute working directory.
+func (o *runOptions) absWorkdir() string {
+	abs, err := filepath.Abs(o.workdir)
+	if err != nil {
+		return o.workdir
+	}
+	return abs
+}
