@@ -1,0 +1,563 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// messagesRequest is the body of POST /v1/messages. Fields are in the order
+// they appear on the wire.
+type messagesRequest struct {
+	Model         string        `json:"model"`
+	MaxTokens     int           `json:"max_tokens"`
+	System        []block       `json:"system,omitempty"`
+	Messages      []wireMessage `json:"messages"`
+	Tools         []wireTool    `json:"tools,omitempty"`
+	ToolChoice    *toolChoice   `json:"tool_choice,omitempty"`
+	Thinking      *thinkingWire `json:"thinking,omitempty"`
+	OutputConfig  *outputConfig `json:"output_config,omitempty"`
+	Temperature   *float64      `json:"temperature,omitempty"`
+	StopSequences []string      `json:"stop_sequences,omitempty"`
+	Stream        bool          `json:"stream"`
+}
+
+// wireMessage is one entry of "messages": a user or assistant turn.
+type wireMessage struct {
+	Role    string  `json:"role"`
+	Content []block `json:"content"`
+}
+
+// block is a content block. Type says which of the other fields are set.
+type block struct {
+	Type string `json:"type"`
+	// Text is the text of a text block.
+	Text string `json:"text,omitempty"`
+	// Source and Title describe an image or a document.
+	Source *source `json:"source,omitempty"`
+	Title  string  `json:"title,omitempty"`
+	// ID, Name and Input describe a tool_use block.
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// ToolUseID, Content and IsError describe a tool_result block.
+	ToolUseID string  `json:"tool_use_id,omitempty"`
+	Content   []block `json:"content,omitempty"`
+	IsError   bool    `json:"is_error,omitempty"`
+	// Thinking and Signature describe a thinking block; thinking is sent
+	// even when empty (display "omitted").
+	Thinking  *string `json:"thinking,omitempty"`
+	Signature string  `json:"signature,omitempty"`
+	// Data is the encrypted content of a redacted_thinking block.
+	Data string `json:"data,omitempty"`
+
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
+}
+
+// source is where an image or a document comes from: inline base64 bytes,
+// a URL, or inline plain text.
+type source struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// cacheControl is a prompt-caching breakpoint.
+type cacheControl struct {
+	Type string `json:"type"`
+	TTL  string `json:"ttl,omitempty"`
+}
+
+// wireTool is one entry of "tools".
+type wireTool struct {
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl *cacheControl   `json:"cache_control,omitempty"`
+}
+
+type toolChoice struct {
+	Type                   string `json:"type"`
+	Name                   string `json:"name,omitempty"`
+	DisableParallelToolUse bool   `json:"disable_parallel_tool_use,omitempty"`
+}
+
+type thinkingWire struct {
+	Type         ThinkingType `json:"type"`
+	BudgetTokens int          `json:"budget_tokens,omitempty"`
+	Display      string       `json:"display,omitempty"`
+}
+
+type outputConfig struct {
+	Effort string `json:"effort,omitempty"`
+}
+
+// Block types.
+const (
+	typeText             = "text"
+	typeImage            = "image"
+	typeDocument         = "document"
+	typeToolUse          = "tool_use"
+	typeToolResult       = "tool_result"
+	typeThinking         = "thinking"
+	typeRedactedThinking = "redacted_thinking"
+)
+
+// emptySchema is sent for a tool without an input schema.
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// emptyInput is sent for a tool call whose arguments are not a JSON object.
+var emptyInput = json.RawMessage(`{}`)
+
+// marshalRequest renders req as the JSON body of a streaming request.
+func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
+	w, err := c.buildRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // the API needs no HTML escaping; keep text as written
+	if err := enc.Encode(w); err != nil {
+		return nil, fmt.Errorf("anthropic: encoding request: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// buildRequest translates req into its wire form.
+func (c *Client) buildRequest(req *llm.Request) (*messagesRequest, error) {
+	if req == nil {
+		return nil, errNilRequest
+	}
+	w := &messagesRequest{
+		Model:         req.Model,
+		Temperature:   req.Temperature,
+		StopSequences: req.StopSequences,
+		Stream:        true,
+	}
+	if w.Model == "" {
+		w.Model = c.Model
+	}
+	if w.Model == "" {
+		return nil, errors.New("anthropic: no model: set Request.Model or Client.Model")
+	}
+	var err error
+	if w.MaxTokens, err = c.maxTokens(req.MaxTokens); err != nil {
+		return nil, err
+	}
+	if w.System, w.Messages, err = renderConversation(req.Messages); err != nil {
+		return nil, err
+	}
+	if w.Tools, err = renderTools(req.Tools); err != nil {
+		return nil, err
+	}
+	// The API rejects tool_choice without tools.
+	if len(w.Tools) > 0 {
+		if w.ToolChoice, err = renderToolChoice(req.ToolChoice, req.ParallelToolCalls); err != nil {
+			return nil, err
+		}
+	}
+	if th := c.Thinking; th != nil {
+		if th.Type == "" {
+			return nil, errors.New("anthropic: Client.Thinking has no Type")
+		}
+		w.Thinking = &thinkingWire{Type: th.Type, BudgetTokens: th.BudgetTokens, Display: th.Display}
+	}
+	if c.Effort != "" {
+		w.OutputConfig = &outputConfig{Effort: c.Effort}
+	}
+	policy := DefaultCache
+	if c.Cache != nil {
+		policy = *c.Cache
+	}
+	policy.mark(w)
+	return w, nil
+}
+
+// maxTokens returns the max_tokens of a request whose own cap is n.
+func (c *Client) maxTokens(n int) (int, error) {
+	switch {
+	case n < 0:
+		return 0, fmt.Errorf("anthropic: negative MaxTokens %d", n)
+	case n > 0:
+		return n, nil
+	case c.MaxTokens < 0:
+		return 0, fmt.Errorf("anthropic: negative Client.MaxTokens %d", c.MaxTokens)
+	case c.MaxTokens > 0:
+		return c.MaxTokens, nil
+	}
+	// The default must leave room for the answer after a thinking budget,
+	// which the API requires to be less than max_tokens.
+	if th := c.Thinking; th != nil && th.Type == ThinkingEnabled && th.BudgetTokens >= DefaultMaxTokens {
+		return th.BudgetTokens + DefaultMaxTokens, nil
+	}
+	return DefaultMaxTokens, nil
+}
+
+// mark puts the policy's cache breakpoints on w.
+func (p CachePolicy) mark(w *messagesRequest) {
+	cc := func() *cacheControl { return &cacheControl{Type: "ephemeral", TTL: p.TTL} }
+	if p.Tools && len(w.Tools) > 0 {
+		w.Tools[len(w.Tools)-1].CacheControl = cc()
+	}
+	if p.System && len(w.System) > 0 {
+		w.System[len(w.System)-1].CacheControl = cc()
+	}
+	if p.Conversation && len(w.Messages) > 0 {
+		content := w.Messages[len(w.Messages)-1].Content
+		// Thinking blocks cannot carry a breakpoint; the block before one
+		// caches the same prefix.
+		for i := len(content) - 1; i >= 0; i-- {
+			if t := content[i].Type; t != typeThinking && t != typeRedactedThinking {
+				content[i].CacheControl = cc()
+				break
+			}
+		}
+	}
+}
+
+// renderTools renders tool specs in their given order.
+func renderTools(tools []llm.ToolSpec) ([]wireTool, error) {
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	out := make([]wireTool, len(tools))
+	for i, t := range tools {
+		if t.Name == "" {
+			return nil, fmt.Errorf("anthropic: tool %d has no name", i)
+		}
+		schema := t.InputSchema
+		if len(bytes.TrimSpace(schema)) == 0 {
+			schema = emptySchema
+		} else if !json.Valid(schema) {
+			return nil, fmt.Errorf("anthropic: tool %q: input schema is not valid JSON", t.Name)
+		}
+		out[i] = wireTool{Name: t.Name, Description: t.Description, InputSchema: schema}
+	}
+	return out, nil
+}
+
+// renderToolChoice renders a tool choice. Auto is the API's default and is
+// sent only to disable parallel tool use.
+func renderToolChoice(tc llm.ToolChoice, parallel *bool) (*toolChoice, error) {
+	noParallel := parallel != nil && !*parallel
+	var w toolChoice
+	switch tc.Mode {
+	case llm.ToolChoiceAuto:
+		if !noParallel {
+			return nil, nil
+		}
+		w.Type = "auto"
+	case llm.ToolChoiceRequired:
+		w.Type = "any"
+	case llm.ToolChoiceTool:
+		if tc.Name == "" {
+			return nil, errors.New("anthropic: tool choice \"tool\" without a tool name")
+		}
+		w.Type, w.Name = "tool", tc.Name
+	case llm.ToolChoiceNone:
+		// No calls at all: parallelism is moot, and the API takes no flag.
+		return &toolChoice{Type: "none"}, nil
+	default:
+		return nil, fmt.Errorf("anthropic: unknown tool choice mode %q", tc.Mode)
+	}
+	w.DisableParallelToolUse = noParallel
+	return &w, nil
+}
+
+// renderConversation splits msgs into the system prompt and the user and
+// assistant turns. Tool messages become user turns, and consecutive turns of
+// the same role are merged, since the API wants them to alternate.
+func renderConversation(msgs []llm.Message) ([]block, []wireMessage, error) {
+	var system []block
+	out := make([]wireMessage, 0, len(msgs))
+	for i, m := range msgs {
+		var (
+			role   string
+			blocks []block
+			err    error
+		)
+		switch m.Role {
+		case llm.RoleSystem:
+			var text string
+			if text, err = systemText(m.Parts); err == nil && text != "" {
+				system = append(system, block{Type: typeText, Text: text})
+			}
+		case llm.RoleUser:
+			role = "user"
+			blocks, err = userBlocks(m.Parts)
+		case llm.RoleAssistant:
+			role = "assistant"
+			blocks, err = assistantBlocks(m.Parts)
+		case llm.RoleTool:
+			role = "user"
+			blocks, err = toolBlocks(m.Parts)
+		default:
+			err = fmt.Errorf("unknown role %q", m.Role)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("anthropic: message %d (%s): %w", i, m.Role, err)
+		}
+		if len(blocks) == 0 {
+			continue // the API rejects empty turns; an empty message says nothing
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Content = append(out[n-1].Content, blocks...)
+		} else {
+			out = append(out, wireMessage{Role: role, Content: blocks})
+		}
+	}
+	for i := range out {
+		orderBlocks(&out[i])
+	}
+	return system, out, nil
+}
+
+// orderBlocks puts the blocks of a turn in the order the API requires: in a
+// user turn, tool results before anything else; in an assistant turn that
+// holds thinking, thinking first. Blocks keep their order otherwise, so a
+// turn already in order, as the API returned it, is sent back unchanged.
+func orderBlocks(m *wireMessage) {
+	first := func(b block) bool { return b.Type == typeToolResult }
+	if m.Role == "assistant" {
+		first = func(b block) bool { return b.Type == typeThinking || b.Type == typeRedactedThinking }
+	}
+	if first(m.Content[0]) || !slices.ContainsFunc(m.Content, first) {
+		return
+	}
+	sorted := make([]block, 0, len(m.Content))
+	for _, b := range m.Content {
+		if first(b) {
+			sorted = append(sorted, b)
+		}
+	}
+	for _, b := range m.Content {
+		if !first(b) {
+			sorted = append(sorted, b)
+		}
+	}
+	m.Content = sorted
+}
+
+// unsupported returns an error wrapping llm.ErrUnsupported for content the
+// Messages API cannot take. what is plural, such as "audio/wav images".
+func unsupported(what string) error {
+	return fmt.Errorf("%s are not supported by the Anthropic Messages API: %w", what, llm.ErrUnsupported)
+}
+
+// systemText joins the text parts of a system message, which may hold
+// nothing else.
+func systemText(parts []llm.Part) (string, error) {
+	for _, p := range parts {
+		if p.Kind != llm.PartText {
+			return "", unsupported(string(p.Kind) + " parts in system messages")
+		}
+	}
+	return llm.Message{Parts: parts}.Text(), nil
+}
+
+// userBlocks renders a user message: text, images, documents, and tool
+// results (which the API carries in user turns).
+func userBlocks(parts []llm.Part) ([]block, error) {
+	out := make([]block, 0, len(parts))
+	for _, p := range parts {
+		if p.Kind == llm.PartToolResult {
+			b, err := toolResultBlock(p.ToolResult)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b)
+			continue
+		}
+		b, ok, err := contentBlock(p, "user messages")
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// contentBlock renders a text, image or document part; where names the
+// context for errors. It reports false for an empty text part, which the
+// API would reject and which says nothing.
+func contentBlock(p llm.Part, where string) (block, bool, error) {
+	switch p.Kind {
+	case llm.PartText:
+		return block{Type: typeText, Text: p.Text}, p.Text != "", nil
+	case llm.PartImage:
+		b, err := imageBlock(p.Media)
+		return b, err == nil, err
+	case llm.PartDocument:
+		b, err := documentBlock(p.Media)
+		return b, err == nil, err
+	}
+	return block{}, false, unsupported(string(p.Kind) + " parts in " + where)
+}
+
+// imageTypes are the image media types the API takes, by the names callers
+// may give them.
+var imageTypes = map[string]string{
+	"image/jpeg": "image/jpeg",
+	"image/jpg":  "image/jpeg",
+	"image/png":  "image/png",
+	"image/gif":  "image/gif",
+	"image/webp": "image/webp",
+}
+
+// mediaType returns the bare, lower-case media type of m, sniffed from its
+// bytes when it has none.
+func mediaType(m *llm.Media) string {
+	mt := m.MIMEType
+	if mt == "" && len(m.Data) > 0 {
+		mt = http.DetectContentType(m.Data)
+	}
+	mt, _, _ = strings.Cut(mt, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// imageBlock renders an image, inline or by URL.
+func imageBlock(m *llm.Media) (block, error) {
+	switch {
+	case m == nil:
+		return block{}, errors.New("image part without media")
+	case len(m.Data) > 0:
+		mt := mediaType(m)
+		wire, ok := imageTypes[mt]
+		if !ok {
+			return block{}, unsupported(fmt.Sprintf("%q images", mt))
+		}
+		return block{Type: typeImage, Source: &source{Type: "base64", MediaType: wire, Data: base64.StdEncoding.EncodeToString(m.Data)}}, nil
+	case m.URL != "":
+		if mt := mediaType(m); mt != "" && imageTypes[mt] == "" {
+			return block{}, unsupported(fmt.Sprintf("%q images", mt))
+		}
+		return block{Type: typeImage, Source: &source{Type: "url", URL: m.URL}}, nil
+	}
+	return block{}, errors.New("image part with neither data nor URL")
+}
+
+// documentBlock renders a document: a PDF inline or by URL, or plain text
+// inline. The media's name becomes the document's title.
+func documentBlock(m *llm.Media) (block, error) {
+	if m == nil {
+		return block{}, errors.New("document part without media")
+	}
+	b := block{Type: typeDocument, Title: m.Name}
+	mt := mediaType(m)
+	switch {
+	case len(m.Data) == 0 && m.URL == "":
+		return block{}, errors.New("document part with neither data nor URL")
+	case len(m.Data) == 0 && (mt == "application/pdf" || mt == ""):
+		b.Source = &source{Type: "url", URL: m.URL}
+	case len(m.Data) == 0:
+		return block{}, unsupported(fmt.Sprintf("%q documents by URL", mt))
+	case mt == "application/pdf":
+		b.Source = &source{Type: "base64", MediaType: mt, Data: base64.StdEncoding.EncodeToString(m.Data)}
+	case strings.HasPrefix(mt, "text/") && utf8.Valid(m.Data):
+		// Plain-text documents are the API's only other inline kind;
+		// any text format reads the same as plain text.
+		b.Source = &source{Type: "text", MediaType: "text/plain", Data: string(m.Data)}
+	default:
+		return block{}, unsupported(fmt.Sprintf("%q documents", mt))
+	}
+	return b, nil
+}
+
+// assistantBlocks renders an assistant message: thinking, text and tool
+// calls, in the order given.
+//
+// Reasoning is sent back as a thinking block when it carries a signature,
+// and as a redacted_thinking block when it is redacted. Reasoning with
+// neither came from another provider: the API would reject it, and the
+// model does not need it, so it is left out.
+func assistantBlocks(parts []llm.Part) ([]block, error) {
+	out := make([]block, 0, len(parts))
+	for _, p := range parts {
+		switch p.Kind {
+		case llm.PartText:
+			if p.Text != "" {
+				out = append(out, block{Type: typeText, Text: p.Text})
+			}
+		case llm.PartReasoning:
+			r := p.Reasoning
+			switch {
+			case r == nil:
+				return nil, errors.New("reasoning part without reasoning")
+			case r.Redacted != "":
+				out = append(out, block{Type: typeRedactedThinking, Data: r.Redacted})
+			case r.Signature != "":
+				text := r.Text
+				out = append(out, block{Type: typeThinking, Thinking: &text, Signature: r.Signature})
+			}
+		case llm.PartToolCall:
+			tc := p.ToolCall
+			if tc == nil {
+				return nil, errors.New("tool call part without a call")
+			}
+			out = append(out, block{Type: typeToolUse, ID: tc.ID, Name: tc.Name, Input: objectInput(tc.Arguments)})
+		default:
+			return nil, unsupported(string(p.Kind) + " parts in assistant messages")
+		}
+	}
+	return out, nil
+}
+
+// objectInput returns the arguments of a tool call as the API wants its
+// input: a JSON object. Arguments the model wrote that are not one (cut
+// short, malformed, or another kind of value) are sent as {}, so that a
+// transcript holding such a call can be sent back; the tool's error result
+// tells the model what was wrong.
+func objectInput(args json.RawMessage) json.RawMessage {
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 || args[0] != '{' || !json.Valid(args) {
+		return emptyInput
+	}
+	return args
+}
+
+// toolBlocks renders a tool message: one tool_result block per result.
+func toolBlocks(parts []llm.Part) ([]block, error) {
+	out := make([]block, 0, len(parts))
+	for _, p := range parts {
+		if p.Kind != llm.PartToolResult {
+			return nil, fmt.Errorf("%s part in a tool message; tool messages hold tool results only", p.Kind)
+		}
+		b, err := toolResultBlock(p.ToolResult)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// toolResultBlock renders a tool result with its text, images and
+// documents.
+func toolResultBlock(r *llm.ToolResult) (block, error) {
+	if r == nil {
+		return block{}, errors.New("tool result part without a result")
+	}
+	b := block{Type: typeToolResult, ToolUseID: r.CallID, IsError: r.IsError}
+	for _, p := range r.Content {
+		c, ok, err := contentBlock(p, "tool results")
+		if err != nil {
+			return block{}, err
+		}
+		if ok {
+			b.Content = append(b.Content, c)
+		}
+	}
+	return b, nil
+}
