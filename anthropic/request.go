@@ -465,9 +465,12 @@ func documentBlock(m *llm.Media) (block, error) {
 		return block{}, unsupported(fmt.Sprintf("%q documents by URL", mt))
 	case mt == "application/pdf":
 		b.Source = &source{Type: "base64", MediaType: mt, Data: base64.StdEncoding.EncodeToString(m.Data)}
-	case strings.HasPrefix(mt, "text/") && utf8.Valid(m.Data):
+	case strings.HasPrefix(mt, "text/"):
 		// Plain-text documents are the API's only other inline kind;
 		// any text format reads the same as plain text.
+		if !utf8.Valid(m.Data) {
+			return block{}, fmt.Errorf("%q document is not valid UTF-8", mt)
+		}
 		b.Source = &source{Type: "text", MediaType: "text/plain", Data: string(m.Data)}
 	default:
 		return block{}, unsupported(fmt.Sprintf("%q documents", mt))
