@@ -65,7 +65,7 @@ func fullRequest() *llm.Request {
 				toolResultPart("toolu_3", "get_weather", true, llm.TextPart(`invalid arguments: unexpected end of JSON input`)),
 			}},
 			UserMessage("Also, is it raining?"), // merged after the tool results
-			SystemMessage("Answer in French."),    // joined into system
+			SystemMessage("Answer in French."),  // joined into system
 			AssistantMessage("Paris : 18°C, pas de pluie."),
 			UserMessage("Merci !"),
 		},
