@@ -1,0 +1,54 @@
+// Package tools provides built-in tools for agents: reading, listing,
+// writing and editing files, running shell commands, and fetching web
+// pages. Every tool is opt-in: each constructor returns a small
+// [loop.Toolset] to join with the application's own tools.
+//
+//	files, err := tools.Files(".", nil) // read_file, list_files, write_file, edit_file
+//	if err != nil {
+//		return err
+//	}
+//	shell, err := tools.Shell(".", nil) // run_command
+//	if err != nil {
+//		return err
+//	}
+//	toolset, err := loop.Join(files, shell, tools.Web(nil)) // web_fetch
+//	if err != nil {
+//		return err
+//	}
+//	agent := loop.NewAgent(model, toolset, &loop.Options{Approver: approver})
+//
+// A command line selects tools by name with [ByName]:
+//
+//	toolset, err := tools.ByName(strings.Split(*toolsFlag, ","), &tools.Config{Dir: "."})
+//
+// # Confinement
+//
+// The file tools work inside one directory, opened as an [os.Root]: paths
+// are relative to it, absolute paths are accepted only inside it, and
+// neither `..` nor a symbolic link can lead out of it. run_command runs
+// with that directory as its working directory but is not confined: a
+// shell can reach anything the process can, which is why it asks for
+// approval.
+//
+// # Approval
+//
+// Tools that change things (write_file, edit_file, run_command) set
+// RequiresApproval, so each call waits for the agent's [loop.Approver];
+// their options can turn that off. Read-only tools (read_file, list_files,
+// web_fetch) are Concurrent and need no approval.
+//
+// # Failures
+//
+// A tool never panics on bad input: a missing file, a refused path or URL,
+// or a failing command reaches the model as a tool error it can read and
+// act on. A command that exits with a non-zero code returns its output and
+// exit code, marked as an error.
+//
+// # Web fetches
+//
+// web_fetch refuses, by default, to connect to addresses that are not on
+// the public internet (loopback, private, link-local, unspecified,
+// multicast, reserved and cloud metadata addresses). The check runs at
+// connect time, on the resolved address, so it covers redirects and DNS
+// answers that change; see [WebOptions.AllowPrivate].
+package tools

@@ -1,0 +1,87 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// confined resolves the paths the model gives against one directory, opened
+// as an [os.Root] so that no path, `..` or symbolic link can leave it.
+type confined struct {
+	root *os.Root
+	// bases are the absolute forms of the root's path (as given, and with
+	// symbolic links resolved), used to accept absolute paths inside it.
+	bases []string
+}
+
+func newConfined(root *os.Root) *confined {
+	c := &confined{root: root}
+	if abs, err := filepath.Abs(root.Name()); err == nil {
+		c.bases = append(c.bases, abs)
+		if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+			c.bases = append(c.bases, real)
+		}
+	}
+	return c
+}
+
+// rel turns the path the model gave into a clean path relative to the root.
+// An empty path is the root itself. Absolute paths are accepted when they
+// lie inside the root; `..` that climbs out of the root is refused here, and
+// symbolic links that leave it are refused by the os.Root when the path is
+// used.
+func (c *confined) rel(p string) (string, error) {
+	if p == "" {
+		return ".", nil
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("path %q contains a NUL byte", p)
+	}
+	if filepath.IsAbs(p) {
+		clean := filepath.Clean(p)
+		for _, base := range c.bases {
+			if r, err := filepath.Rel(base, clean); err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+				return filepath.ToSlash(r), nil
+			}
+		}
+		return "", fmt.Errorf("path %q is outside the working directory %s; use a path relative to it", p, c.display())
+	}
+	clean := filepath.Clean(p)
+	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("path %q is outside the working directory %s; use a path relative to it", p, c.display())
+	}
+	return filepath.ToSlash(clean), nil
+}
+
+func (c *confined) display() string {
+	if len(c.bases) > 0 {
+		return c.bases[0]
+	}
+	return c.root.Name()
+}
+
+// explain rewrites an error of the os.Root into a message the model can act
+// on, naming the path as the model gave it.
+func (c *confined) explain(p string, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "path escapes from parent"):
+		return fmt.Errorf("path %q leads outside the working directory %s (through `..`, a symbolic link that leaves it, or an absolute symbolic link); access refused", p, c.display())
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s does not exist", p)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("permission denied: %s", p)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %v", p, pe.Err)
+	}
+	return err
+}
