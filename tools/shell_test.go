@@ -1,0 +1,222 @@
+//go:build unix
+
+package tools_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/tools"
+)
+
+func newShell(t *testing.T, opts *tools.ShellOptions) (*loop.Toolset, string) {
+	t.Helper()
+	dir := t.TempDir()
+	ts, err := tools.Shell(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts, dir
+}
+
+func run(t *testing.T, ctx context.Context, ts *loop.Toolset, command string, timeout int) result {
+	t.Helper()
+	args := map[string]any{"command": command}
+	if timeout > 0 {
+		args["timeout_seconds"] = timeout
+	}
+	return callTool(t, ctx, ts, "run_command", args)
+}
+
+func TestRunCommand(t *testing.T) {
+	ts, dir := newShell(t, nil)
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		command string
+		want    string
+		isError bool
+	}{
+		{"success", "echo hello", "hello\n[exit code: 0]", false},
+		{"stderr is combined", "echo out; echo err >&2; echo out2", "out\nerr\nout2\n[exit code: 0]", false},
+		{"failure keeps its output", "echo 'it broke' >&2; exit 3", "it broke\n[exit code: 3]", true},
+		{"no output", "true", "(no output)\n[exit code: 0]", false},
+		{"no final newline", "printf abc", "abc\n[exit code: 0]", false},
+		{"working directory", "pwd", real + "\n[exit code: 0]", false},
+		{"no standard input", "cat; echo done", "done\n[exit code: 0]", false},
+		{"killed by a signal", "kill -TERM $$", "(no output)\n[exit code: 143 (killed by signal 15: terminated)]", true},
+		{"command not found", "no-such-command-hrns", "not found", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, t.Context(), ts, tt.command, 0)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if !strings.Contains(r.text, tt.want) || r.isError != tt.isError {
+				t.Errorf("got %q (error %v), want %q (error %v)", r.text, r.isError, tt.want, tt.isError)
+			}
+		})
+	}
+	if r := run(t, t.Context(), ts, "  ", 0); r.err == nil {
+		t.Errorf("an empty command ran: %v", r)
+	}
+}
+
+func TestRunCommandEnv(t *testing.T) {
+	t.Setenv("HRNS_TEST_SECRET", "s3cret")
+	ts, _ := newShell(t, nil)
+	r := run(t, t.Context(), ts, `echo "[$HRNS_TEST_SECRET]"; echo "$TERM"; command -v sh >/dev/null && echo has-path`, 0)
+	if r.failed() || r.text != "[]\ndumb\nhas-path\n[exit code: 0]" {
+		t.Errorf("default environment: %v", r)
+	}
+	ts, _ = newShell(t, &tools.ShellOptions{Env: []string{"FOO=bar", "PATH=" + os.Getenv("PATH")}})
+	r = run(t, t.Context(), ts, `echo "$FOO [$HRNS_TEST_SECRET] [$HOME]"`, 0)
+	if r.failed() || r.text != "bar [] []\n[exit code: 0]" {
+		t.Errorf("explicit environment: %v", r)
+	}
+}
+
+func TestRunCommandOutputCap(t *testing.T) {
+	ts, _ := newShell(t, &tools.ShellOptions{MaxOutput: 100})
+	// 1000 numbered lines; only the first and last few survive.
+	r := run(t, t.Context(), ts, `i=1; while [ $i -le 1000 ]; do echo "line $i"; i=$((i+1)); done; exit 2`, 0)
+	if r.err != nil || !r.isError {
+		t.Fatalf("got %v", r)
+	}
+	for _, want := range []string{"line 1\nline 2\n", "line 1000\n", "bytes of output omitted", "[... 8793 bytes of output omitted ...]", "[exit code: 2]"} {
+		if !strings.Contains(r.text, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.text)
+		}
+	}
+	if strings.Contains(r.text, "line 500\n") {
+		t.Errorf("the middle was kept:\n%s", r.text)
+	}
+}
+
+// alive reports whether the process pid exists and is not a zombie.
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !os.IsNotExist(err)
+	}
+	// The state follows the parenthesised command name.
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
+
+// waitGone waits for pid to disappear. SIGKILL is sent before the tool
+// returns; the process dies as soon as the kernel delivers it, so the wait
+// is short, but not instantaneous. The bound only keeps a broken kill from
+// hanging the test.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for range 1000 {
+		if !alive(pid) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	t.Fatalf("process %d is still running", pid)
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func TestRunCommandTimeoutKillsProcessGroup(t *testing.T) {
+	ts, dir := newShell(t, nil)
+	r := run(t, t.Context(), ts, `echo started; sleep 100 & echo $! > bg.pid; sleep 100`, 1)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !r.isError || !strings.Contains(r.text, "started\n") || !strings.Contains(r.text, "timed out after 1s and was killed with its process group") {
+		t.Errorf("got %q", r.text)
+	}
+	waitGone(t, readPID(t, filepath.Join(dir, "bg.pid")))
+}
+
+func TestRunCommandKillsLeftoverProcesses(t *testing.T) {
+	ts, dir := newShell(t, nil)
+	// The shell exits at once, leaving a child that does not hold the
+	// output open, and one that does.
+	r := run(t, t.Context(), ts, `sleep 100 >/dev/null 2>&1 & echo $! > quiet.pid; sleep 100 & echo $! > loud.pid; echo done`, 0)
+	if r.failed() || !strings.Contains(r.text, "done\n") || !strings.Contains(r.text, "[exit code: 0; background processes that kept the output open were killed]") {
+		t.Errorf("got %v", r)
+	}
+	waitGone(t, readPID(t, filepath.Join(dir, "quiet.pid")))
+	waitGone(t, readPID(t, filepath.Join(dir, "loud.pid")))
+}
+
+func TestRunCommandTimeoutCap(t *testing.T) {
+	ts, _ := newShell(t, &tools.ShellOptions{MaxTimeout: time.Second})
+	r := run(t, t.Context(), ts, `sleep 100`, 3600)
+	if r.err != nil || !strings.Contains(r.text, "timed out after 1s") {
+		t.Errorf("got %v", r)
+	}
+}
+
+func TestRunCommandCancelled(t *testing.T) {
+	ts, dir := newShell(t, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan result, 1)
+	go func() { done <- run(t, ctx, ts, `sleep 100 & echo $! > bg.pid; wait`, 0) }()
+	pidFile := filepath.Join(dir, "bg.pid")
+	for { // wait until the command has started its child
+		if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	r := <-done
+	if r.err != nil || !strings.Contains(r.text, "interrupted") {
+		t.Errorf("got %v", r)
+	}
+	waitGone(t, readPID(t, pidFile))
+}
+
+func TestShellFlags(t *testing.T) {
+	ts, _ := newShell(t, nil)
+	def, _ := ts.Lookup("run_command")
+	if !def.RequiresApproval || def.Concurrent {
+		t.Errorf("RequiresApproval %v Concurrent %v", def.RequiresApproval, def.Concurrent)
+	}
+	if def.Timeout <= 10*time.Minute {
+		t.Errorf("tool timeout %v does not leave room for the command's own", def.Timeout)
+	}
+	ts, _ = newShell(t, &tools.ShellOptions{SkipApproval: true})
+	if def, _ := ts.Lookup("run_command"); def.RequiresApproval {
+		t.Error("RequiresApproval with SkipApproval")
+	}
+	if _, err := tools.Shell(filepath.Join(t.TempDir(), "missing"), nil); err == nil {
+		t.Error("Shell on a missing directory succeeded")
+	}
+}
