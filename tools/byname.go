@@ -1,0 +1,95 @@
+package tools
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/hrns-dev/hrns/loop"
+)
+
+// Config configures the tools that [ByName] builds. A nil *Config means
+// the zero Config.
+type Config struct {
+	// Dir is the working directory of the file tools (their root) and of
+	// run_command. "" means the current directory.
+	Dir string
+	// Files, Shell and Web are the options of each family of tools; nil
+	// means the defaults.
+	Files *FilesOptions
+	Shell *ShellOptions
+	Web   *WebOptions
+}
+
+// toolFamily maps each built-in tool to its family.
+var toolFamily = map[string]string{
+	"read_file":   "files",
+	"list_files":  "files",
+	"write_file":  "files",
+	"edit_file":   "files",
+	"run_command": "shell",
+	"web_fetch":   "web",
+}
+
+// Names returns the names of the built-in tools.
+func Names() []string {
+	return []string{"read_file", "list_files", "write_file", "edit_file", "run_command", "web_fetch"}
+}
+
+// ByName returns a toolset holding the built-in tools named in names, in
+// that order, for a command line such as --tools read_file,list_files.
+// Names are trimmed of spaces; empty names and repeats are ignored, so the
+// result of strings.Split on a flag can be passed as it is. An unknown name
+// is an error that lists the known ones. The file tools share one
+// [os.Root] opened on cfg.Dir, which stays open for the life of the
+// program.
+func ByName(names []string, cfg *Config) (*loop.Toolset, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	dir := cfg.Dir
+	if dir == "" {
+		dir = "."
+	}
+	var want []string
+	families := map[string]bool{}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" || slices.Contains(want, n) {
+			continue
+		}
+		fam, ok := toolFamily[n]
+		if !ok {
+			return nil, fmt.Errorf("tools: unknown tool %q; the built-in tools are %s", n, strings.Join(Names(), ", "))
+		}
+		want = append(want, n)
+		families[fam] = true
+	}
+	built := map[string]*loop.Toolset{}
+	if families["files"] {
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return nil, fmt.Errorf("tools: opening the files root: %w", err)
+		}
+		built["files"] = FilesIn(root, cfg.Files)
+	}
+	if families["shell"] {
+		ts, err := Shell(dir, cfg.Shell)
+		if err != nil {
+			return nil, err
+		}
+		built["shell"] = ts
+	}
+	if families["web"] {
+		built["web"] = Web(cfg.Web)
+	}
+	out := &loop.Toolset{}
+	for _, n := range want {
+		def, _ := built[toolFamily[n]].Lookup(n)
+		if err := out.Add(&def); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

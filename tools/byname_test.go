@@ -1,0 +1,56 @@
+package tools_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hrns-dev/hrns/tools"
+)
+
+func TestByName(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		names   []string
+		want    string
+		wantErr string
+	}{
+		{names: strings.Split("read_file, list_files,,read_file", ","), want: "read_file,list_files"},
+		{names: []string{"web_fetch", "run_command", "edit_file"}, want: "web_fetch,run_command,edit_file"},
+		{names: tools.Names(), want: "read_file,list_files,write_file,edit_file,run_command,web_fetch"},
+		{names: nil, want: ""},
+		{names: []string{"read_file", "rm_rf"}, wantErr: `unknown tool "rm_rf"; the built-in tools are read_file, list_files, write_file, edit_file, run_command, web_fetch`},
+	}
+	for _, tt := range tests {
+		ts, err := tools.ByName(tt.names, &tools.Config{Dir: dir})
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%v: got %v, want error %q", tt.names, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%v: %v", tt.names, err)
+			continue
+		}
+		if got := strings.Join(ts.Names(), ","); got != tt.want {
+			t.Errorf("%v: got %s, want %s", tt.names, got, tt.want)
+		}
+	}
+	// Options reach the tools.
+	ts, err := tools.ByName([]string{"write_file", "run_command"}, &tools.Config{
+		Dir:   dir,
+		Files: &tools.FilesOptions{SkipApproval: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def, _ := ts.Lookup("write_file"); def.RequiresApproval {
+		t.Error("write_file requires approval despite SkipApproval")
+	}
+	if def, _ := ts.Lookup("run_command"); !def.RequiresApproval {
+		t.Error("run_command does not require approval")
+	}
+	if _, err := tools.ByName([]string{"read_file"}, &tools.Config{Dir: dir + "/missing"}); err == nil {
+		t.Error("a missing directory was accepted")
+	}
+}

@@ -1,0 +1,88 @@
+package tools_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/tools"
+)
+
+// Calling a tool's handler directly shows what the model reads; in an
+// application the agent's loop does this.
+func ExampleFiles() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello\nworld\n"), 0o644)
+
+	files, err := tools.Files(dir, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(files.Names())
+
+	read, _ := files.Lookup("read_file")
+	out, _ := read.Handler(context.Background(), &loop.Call{Arguments: json.RawMessage(`{"path":"hello.txt","offset":2}`)})
+	fmt.Println(out.Content[0].Text)
+
+	_, err = read.Handler(context.Background(), &loop.Call{Arguments: json.RawMessage(`{"path":"../etc/passwd"}`)})
+	fmt.Println(strings.Replace(err.Error(), dir, "DIR", 1))
+	// Output:
+	// [read_file list_files write_file edit_file]
+	//      2	world
+	//
+	// [showing lines 2-2 of 2: the end of the file]
+	// path "../etc/passwd" is outside the working directory DIR; use a path relative to it
+}
+
+func ExampleByName() {
+	// As a command line would: --tools read_file,list_files,web_fetch
+	flag := "read_file,list_files,web_fetch"
+	toolset, err := tools.ByName(strings.Split(flag, ","), &tools.Config{Dir: "."})
+	if err != nil {
+		panic(err)
+	}
+	for def := range toolset.All() {
+		fmt.Printf("%s concurrent=%v approval=%v\n", def.Name, def.Concurrent, def.RequiresApproval)
+	}
+	// Output:
+	// read_file concurrent=true approval=false
+	// list_files concurrent=true approval=false
+	// web_fetch concurrent=true approval=false
+}
+
+func ExampleNames() {
+	fmt.Println(strings.Join(tools.Names(), ","))
+	// Output:
+	// read_file,list_files,write_file,edit_file,run_command,web_fetch
+}
+
+func ExampleHTMLToMarkdown() {
+	base, _ := url.Parse("https://example.org/docs/")
+	title, md := tools.HTMLToMarkdown(`<html><head><title>Docs</title><script>track()</script></head>
+<body><nav><a href="/">Home</a></nav>
+<h1>Install</h1>
+<p>Get the <a href="cli.html">command line tool</a>:</p>
+<pre><code class="language-sh">go install example.org/cli@latest</code></pre>
+<ul><li>fast</li><li>small</li></ul>
+</body></html>`, base)
+	fmt.Println(title)
+	fmt.Println(md)
+	// Output:
+	// Docs
+	// # Install
+	//
+	// Get the [command line tool](https://example.org/docs/cli.html):
+	//
+	// ```sh
+	// go install example.org/cli@latest
+	// ```
+	//
+	// - fast
+	// - small
+}
