@@ -213,12 +213,18 @@ func TestWriteFile(t *testing.T) {
 	if got := readTestFile(t, filepath.Join(dir, "a/b/c.txt")); got != "hello\n" {
 		t.Errorf("file holds %q", got)
 	}
+	if err := os.Chmod(filepath.Join(dir, "a/b/c.txt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	r = callTool(t, t.Context(), ts, "write_file", map[string]any{"path": "a/b/c.txt", "content": "bye"})
 	if r.failed() || r.text != "overwrote a/b/c.txt (3 bytes)" {
 		t.Fatalf("got %v", r)
 	}
 	if got := readTestFile(t, filepath.Join(dir, "a/b/c.txt")); got != "bye" {
 		t.Errorf("file holds %q", got)
+	}
+	if info, err := os.Stat(filepath.Join(dir, "a/b/c.txt")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("overwriting changed the mode: %v %v", info.Mode(), err)
 	}
 	for _, p := range []string{"a/b", ".", ""} {
 		r = callTool(t, t.Context(), ts, "write_file", map[string]any{"path": p, "content": "x"})
