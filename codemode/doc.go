@@ -1,0 +1,60 @@
+// Package codemode offers a model one tool, run_code, that runs a program
+// the model writes: a Starlark program that can call the capabilities the
+// application granted, loop over their results and compute on them in one
+// step, without a model round trip per call.
+//
+//	files := loop.MustToolset(readFile, listDir) // ordinary loop tools
+//	runner, err := codemode.New(&codemode.Options{Capabilities: files})
+//	if err != nil { ... }
+//	agent := loop.NewAgent(model, runner.Toolset(), nil)
+//
+// # Tools and capabilities
+//
+// A tool is offered to the model; a capability is offered to the program
+// the model writes. Any loop tool can be granted as a capability: it becomes
+// a Starlark function of the same name ('-' written '_'), called with
+// keyword arguments, whose JSON result arrives as dicts and lists and whose
+// text result arrives as a str. A capability is not a tool unless the
+// application also puts it in the agent's toolset.
+//
+// # Checked before it runs
+//
+// A program is parsed and resolved against the granted capabilities before
+// anything runs. A name that is not defined (a capability that was not
+// granted, say), a call of a capability with an argument its schema does
+// not have, without a required one, with positional arguments, or with a
+// literal of the wrong JSON type, is refused with "line:col: message"
+// diagnostics ([KindSyntax], [KindCheck]). Calls the checker cannot see
+// (through a variable, or with **kwargs) are validated when made, against
+// the same schema the loop uses for model calls, with its defaults.
+//
+// # Running
+//
+// Programs are hermetic and deterministic: Starlark has no clock, no
+// randomness and no I/O, so a program reaches the world only through its
+// capabilities. A capability call runs the tool's handler with the tool's
+// timeout (or [Options.CapabilityTimeout]), recovers its panics, and asks
+// the [loop.Approver] first if the tool requires approval. The program is
+// bounded by steps, wall time, printed bytes and (approximately) heap
+// growth, and programs of one [Runner] run at most [Options.MaxConcurrent]
+// at a time. With [Options.RequireApproval], each program waits for the
+// approver, which sees its source, until [Options.ApprovalTimeout]; no
+// decision by then is a refusal.
+//
+// What the program prints comes back to the model, followed by
+// "result: " and the JSON of the global variable `result` if the program
+// set one, elided in the middle past [Options.MaxOutput]. A failure or
+// refusal is an *[Error] whose message gives the line and column, a
+// traceback through the program's functions, and what it printed first.
+//
+// # What it does not guarantee
+//
+// Memory is not bounded exactly: Starlark has no allocation accounting, so
+// [Options.MaxMemory] samples the whole process's heap while a program runs
+// and stops the program when it grew too much. One operation can allocate
+// a lot before the next sample (Starlark caps repetition such as "x" * n at
+// about 1 GiB), and other goroutines' allocations count too. Programs run
+// in the application's process, not in a separate one: the guarantees are
+// those of the Starlark interpreter and of the capabilities granted, which
+// do whatever their handlers do. See docs/codemode.md.
+package codemode

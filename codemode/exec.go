@@ -1,0 +1,231 @@
+package codemode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.starlark.net/starlark"
+)
+
+// grace is how long a stopped program's interpreter is waited for before
+// the program is reported stopped anyway. Starlark notices a cancellation
+// at its next step, so only one long built-in operation (sorting a huge
+// list, say) takes longer; its slot is freed when it does return.
+var grace = 2 * time.Second
+
+// memoryTick is how often the heap is sampled while a program runs.
+const memoryTick = 10 * time.Millisecond
+
+// An execution is one program running.
+type execution struct {
+	r      *Runner
+	id     string
+	ctx    context.Context // the program's: done at its time limit
+	parent context.Context // the caller's
+	calls  atomic.Int64    // capability calls so far
+	steps  atomic.Uint64
+	stop   atomic.Pointer[ErrorKind] // why the program was halted
+
+	mu  sync.Mutex // guards out
+	out strings.Builder
+}
+
+type outcome struct {
+	globals starlark.StringDict
+	err     error
+}
+
+// exec runs prog. The caller holds a slot of r.sem; exec frees it once the
+// interpreter has returned, even if that is after exec itself returned.
+func (x *execution) exec(parent context.Context, prog *starlark.Program) (*Result, error) {
+	o := &x.r.opts
+	ctx, cancel := context.WithTimeout(parent, o.Timeout)
+	defer cancel()
+	x.ctx, x.parent = ctx, parent
+	thread := &starlark.Thread{Name: x.id, Print: x.print}
+	thread.SetMaxExecutionSteps(o.MaxSteps)
+	thread.OnMaxSteps = func(t *starlark.Thread) { x.halt(t, KindStepLimit) }
+	predeclared := make(starlark.StringDict, len(x.r.caps))
+	for name, c := range x.r.caps {
+		predeclared[name] = c.builtin(x)
+	}
+
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() { <-x.r.sem }()
+		defer func() {
+			if v := recover(); v != nil {
+				done <- outcome{err: fmt.Errorf("internal error: %v", v)}
+			}
+		}()
+		globals, err := prog.Init(thread, predeclared)
+		x.steps.Store(thread.Steps)
+		done <- outcome{globals, err}
+	}()
+
+	var tick <-chan time.Time
+	var base int64
+	if o.MaxMemory > 0 {
+		base = heapBytes()
+		t := time.NewTicker(memoryTick)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case out := <-done:
+			return x.finish(out)
+		case <-tick:
+			if heapBytes()-base > o.MaxMemory {
+				x.halt(thread, KindMemoryLimit)
+			}
+		case <-ctx.Done():
+			kind := KindTimeLimit
+			if parent.Err() != nil {
+				kind = KindCancelled
+			}
+			x.halt(thread, kind)
+			timer := time.NewTimer(grace)
+			defer timer.Stop()
+			select {
+			case out := <-done:
+				return x.finish(out)
+			case <-timer.C:
+				return nil, x.failure(kind, nil)
+			}
+		}
+	}
+}
+
+// halt stops the program for the reason kind; the first reason wins.
+func (x *execution) halt(t *starlark.Thread, kind ErrorKind) {
+	x.stop.CompareAndSwap(nil, &kind)
+	t.Cancel(string(kind))
+}
+
+// print is the program's print: output is kept up to OutputLimit, and a
+// program that prints more is halted.
+func (x *execution) print(t *starlark.Thread, msg string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	limit := x.r.opts.OutputLimit
+	if x.out.Len()+len(msg)+1 > limit {
+		x.out.WriteString(msg[:min(len(msg), max(0, limit-x.out.Len()))])
+		x.halt(t, KindOutputLimit)
+		return
+	}
+	x.out.WriteString(msg)
+	x.out.WriteByte('\n')
+}
+
+func (x *execution) output() string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.out.String()
+}
+
+// finish turns the interpreter's outcome into the program's result.
+func (x *execution) finish(out outcome) (*Result, error) {
+	if out.err != nil {
+		kind := KindRuntime
+		if k := x.stop.Load(); k != nil {
+			kind = *k
+		} else if x.ctx.Err() != nil {
+			// A capability call saw the context end before the watchdog
+			// halted the program.
+			kind = KindTimeLimit
+			if x.parent.Err() != nil {
+				kind = KindCancelled
+			}
+		} else if _, ok := errors.AsType[*capError](out.err); ok {
+			kind = KindCapability
+		}
+		return nil, x.failure(kind, out.err)
+	}
+	res := &Result{Output: x.output(), Steps: x.steps.Load()}
+	if v, ok := out.globals[resultName]; ok {
+		b, err := toJSON(v)
+		if err != nil {
+			b, _ = toJSON(starlark.String(v.String()))
+		}
+		res.Value = b
+	}
+	var text strings.Builder
+	text.WriteString(res.Output)
+	if res.Value != nil {
+		text.WriteString("result: ")
+		text.Write(res.Value)
+	}
+	if text.Len() == 0 {
+		text.WriteString("(the program printed nothing and set no result)")
+	}
+	res.Text = elide(strings.TrimRight(text.String(), "\n"), x.r.opts.MaxOutput)
+	return res, nil
+}
+
+// failure builds the error of a program that failed or was stopped.
+func (x *execution) failure(kind ErrorKind, err error) *Error {
+	o := &x.r.opts
+	e := &Error{Kind: kind, Output: x.output(), Err: err}
+	if kind == KindCancelled || kind == KindTimeLimit {
+		e.Err = x.ctx.Err()
+	}
+	var stack starlark.CallStack
+	if ee, ok := errors.AsType[*starlark.EvalError](err); ok {
+		for _, fr := range ee.CallStack {
+			if fr.Pos.Filename() == filename {
+				stack = append(stack, fr)
+			}
+		}
+		if n := len(stack); n > 0 {
+			e.Line, e.Col = int(stack[n-1].Pos.Line), int(stack[n-1].Pos.Col)
+		}
+	}
+	where := ""
+	if e.Line > 0 {
+		where = fmt.Sprintf(" at %d:%d", e.Line, e.Col)
+	}
+	var what string
+	switch kind {
+	case KindRuntime, KindCapability:
+		what = "the program failed" + where + ": " + errMsg(err)
+	case KindStepLimit:
+		what = fmt.Sprintf("the program was stopped%s: it exceeded its limit of %d steps", where, o.MaxSteps)
+	case KindTimeLimit:
+		what = fmt.Sprintf("the program was stopped%s: it exceeded its time limit of %v", where, o.Timeout)
+	case KindOutputLimit:
+		what = fmt.Sprintf("the program was stopped%s: it printed more than its limit of %d bytes", where, o.OutputLimit)
+	case KindMemoryLimit:
+		what = fmt.Sprintf("the program was stopped%s: memory grew by more than its limit of %d bytes", where, o.MaxMemory)
+	case KindCancelled:
+		what = "the program was cancelled" + where + ": " + context.Cause(x.parent).Error()
+	}
+	var b strings.Builder
+	b.WriteString(what)
+	if len(stack) > 1 {
+		b.WriteString("\nTraceback (most recent call last):")
+		for _, fr := range stack {
+			fmt.Fprintf(&b, "\n  %d:%d: in %s", fr.Pos.Line, fr.Pos.Col, fr.Name)
+		}
+	}
+	if e.Output != "" {
+		b.WriteString("\nOutput before it stopped:\n")
+		b.WriteString(elide(strings.TrimRight(e.Output, "\n"), o.MaxOutput))
+	}
+	e.Msg = b.String()
+	return e
+}
+
+// errMsg is the message of an interpreter error without the interpreter's
+// own wrapping.
+func errMsg(err error) string {
+	if ee, ok := errors.AsType[*starlark.EvalError](err); ok {
+		return ee.Msg
+	}
+	return err.Error()
+}
