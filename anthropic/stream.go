@@ -113,18 +113,24 @@ func scanLines(data []byte, atEOF bool) (advance int, token []byte, err error) {
 	if atEOF && len(data) == 0 {
 		return 0, nil, nil
 	}
-	if i := bytes.IndexAny(data, "\r\n"); i >= 0 {
-		if data[i] == '\n' {
-			return i + 1, data[:i], nil
-		}
+	// Two vectorised searches beat one IndexAny: the scanner searches its
+	// whole buffer again after each read while a long line arrives.
+	end := bytes.IndexByte(data, '\n')
+	if end < 0 {
+		end = len(data)
+	}
+	if cr := bytes.IndexByte(data[:end], '\r'); cr >= 0 {
 		switch {
-		case i+1 < len(data) && data[i+1] == '\n':
-			return i + 2, data[:i], nil
-		case i+1 < len(data) || atEOF:
-			return i + 1, data[:i], nil
+		case cr+1 < len(data) && data[cr+1] == '\n':
+			return cr + 2, data[:cr], nil
+		case cr+1 < len(data) || atEOF:
+			return cr + 1, data[:cr], nil
 		}
 		// A CR at the end of the buffer: an LF may follow.
 		return 0, nil, nil
+	}
+	if end < len(data) {
+		return end + 1, data[:end], nil
 	}
 	if atEOF {
 		return len(data), data, nil
