@@ -107,7 +107,7 @@ func (t *skillTools) lookup(name string) (*Skill, error) {
 // list_skills
 
 func (t *skillTools) listSkills() *loop.ToolDef {
-	return loop.NewTool("list_skills",
+	def := loop.NewTool("list_skills",
 		"Lists the available skills: folders of instructions for particular tasks, each with a name and a "+
 			"description of when to use it. Load one with load_skill before doing a task it describes.",
 		func(ctx context.Context, _ struct{}) (string, error) {
@@ -120,6 +120,8 @@ func (t *skillTools) listSkills() *loop.ToolDef {
 			}
 			return strings.TrimSuffix(b.String(), "\n"), nil
 		})
+	def.InputSchema = nil // no arguments: the loop's empty object schema
+	return def
 }
 
 // load_skill

@@ -105,15 +105,15 @@ type fileTools struct {
 type readFileArgs struct {
 	Path   string `json:"path" jsonschema:"the file to read, relative to the working directory"`
 	Offset int    `json:"offset,omitempty" jsonschema:"the first line to read, counting from 1 (default 1)"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"how many lines to read (default 2000)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"how many lines to read (the tool's description gives the default)"`
 }
 
 func (f *fileTools) readFile() *loop.ToolDef {
 	desc := fmt.Sprintf("Reads a text file in the working directory. Each line of the output starts with its line number "+
 		"and a tab (like `cat -n`); the numbers are not part of the file. Reads up to %d lines from offset "+
-		"(the first line is 1), or limit lines; a read longer than %d bytes is cut, and the output then says "+
+		"(the first line is 1), or limit lines; a read longer than %s is cut, and the output then says "+
 		"which offset to read on from. Lines longer than %d bytes are cut. Binary files are refused.",
-		f.o.DefaultReadLines, f.o.MaxReadBytes, maxLineBytes)
+		f.o.DefaultReadLines, size(f.o.MaxReadBytes), maxLineBytes)
 	def := loop.NewTool("read_file", desc, func(ctx context.Context, in readFileArgs) (string, error) {
 		return f.read(in)
 	})

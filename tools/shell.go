@@ -117,15 +117,15 @@ type shell struct {
 
 type runCommandArgs struct {
 	Command        string `json:"command" jsonschema:"the command line, run with /bin/sh -c in the working directory"`
-	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"seconds after which the command and every process it started are killed (default 120)"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"seconds after which the command and every process it started are killed (the tool's description gives the default and the maximum)"`
 }
 
 func (s *shell) tool() *loop.ToolDef {
-	desc := fmt.Sprintf("Runs a shell command with /bin/sh -c in the working directory (%s) and returns its combined "+
+	desc := fmt.Sprintf("Runs a shell command with /bin/sh -c in the working directory and returns its combined "+
 		"stdout and stderr and its exit code. There is no standard input: do not run interactive commands. The command "+
 		"is killed, with every process it started, after timeout_seconds (default %d, at most %d). Processes left "+
-		"running in the background are killed when the command ends. Output longer than %d bytes keeps its start "+
-		"and its end.", s.dir, int(s.o.DefaultTimeout/time.Second), int(s.o.MaxTimeout/time.Second), s.o.MaxOutput)
+		"running in the background are killed when the command ends. Output longer than %s keeps its start "+
+		"and its end.", int(s.o.DefaultTimeout/time.Second), int(s.o.MaxTimeout/time.Second), size(s.o.MaxOutput))
 	def := loop.NewTool("run_command", desc, func(ctx context.Context, in runCommandArgs) (*loop.Output, error) {
 		return s.run(ctx, in)
 	})

@@ -100,3 +100,15 @@ func (w *headTail) String() string {
 	dropped = w.total - int64(len(head)) - int64(len(tail))
 	return fmt.Sprintf("%s\n\n[... %d bytes of output omitted ...]\n\n%s", head, dropped, tail)
 }
+
+// size writes a byte count for a tool description: "50 KiB", "1 MiB",
+// "300 bytes".
+func size(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

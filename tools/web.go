@@ -120,10 +120,14 @@ type webFetchArgs struct {
 }
 
 func (w *web) tool() *loop.ToolDef {
+	where := " on the public internet"
+	if w.o.AllowPrivate {
+		where = ""
+	}
 	desc := fmt.Sprintf("Fetches a web page or file with HTTP GET and returns the final URL, the status code and the "+
 		"content as text: HTML is converted to Markdown (links, headings, lists and code kept; scripts, styles and "+
-		"navigation dropped), other text is returned as it is, binary content is refused. Only http and https URLs "+
-		"on the public internet are fetched. The text is cut after %d bytes.", w.o.MaxTextBytes)
+		"navigation dropped), other text is returned as it is, binary content is refused. Only http and https URLs"+
+		"%s are fetched. The text is cut after %s.", where, size(w.o.MaxTextBytes))
 	def := loop.NewTool("web_fetch", desc, func(ctx context.Context, in webFetchArgs) (*loop.Output, error) {
 		return w.fetch(ctx, in.URL)
 	})
