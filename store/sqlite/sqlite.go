@@ -1,0 +1,610 @@
+// Package sqlite implements [store.Store] in one SQLite file, with the pure
+// Go driver modernc.org/sqlite (no C toolchain needed).
+//
+//	st, err := sqlite.Open("hrns.db", nil)
+//	if err != nil { ... }
+//	defer st.Close()
+//
+// # Connections and pragmas
+//
+// The store opens the file twice: one writer connection, through which
+// every write goes one at a time (so writers never contend for SQLite's
+// lock), and a pool of reader connections (Options.Readers) that WAL lets
+// read while the writer writes. Each connection runs:
+//
+//	journal_mode = WAL      readers do not block the writer nor it them
+//	synchronous  = FULL     a commit is on disk before it returns (NORMAL
+//	                        with Options.RelaxedSync: a power loss may
+//	                        then lose the last commits, a crash may not)
+//	busy_timeout = 10000    wait up to 10 s for a lock instead of failing
+//	foreign_keys = ON       events belong to their session
+//	temp_store   = MEMORY
+//
+// and the readers also run query_only = ON.
+//
+// # One process
+//
+// A SQLite store belongs to one process: Open takes an exclusive lock on
+// PATH.lock (on Unix) and fails if another process holds it. Leases left
+// in the file by a previous process are therefore void, and Open releases
+// them, so the sessions that process was running are claimed again at
+// once. Several server processes share a PostgreSQL store instead.
+//
+// Wake-ups ([store.Store.Subscribe]) are delivered in process, after each
+// commit.
+//
+// # Migrations
+//
+// The schema is created and upgraded by the SQL files embedded from
+// migrations/, applied in order; PRAGMA user_version records the last one.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/hrns-dev/hrns/store"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options configure a [Store]. A nil *Options means the defaults.
+type Options struct {
+	// Readers bounds the reader connections; 0 means 4.
+	Readers int
+	// RelaxedSync sets synchronous = NORMAL instead of FULL: faster
+	// commits, but a power loss (not a process crash) may undo the last
+	// ones.
+	RelaxedSync bool
+}
+
+// Store is a [store.Store] in a SQLite file.
+type Store struct {
+	// fixed at creation
+	w, r *sql.DB
+	lock interface{ Close() error }
+	hub  hub
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating it if needed) the store in the file at path and
+// brings its schema up to date.
+func Open(path string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Readers <= 0 {
+		o.Readers = 4
+	}
+	lock, err := lockFile(path + ".lock")
+	if err != nil {
+		return nil, err
+	}
+	sync := "FULL"
+	if o.RelaxedSync {
+		sync = "NORMAL"
+	}
+	dsn := func(readOnly bool) string {
+		q := url.Values{}
+		for _, p := range []string{"journal_mode(WAL)", "synchronous(" + sync + ")", "busy_timeout(10000)", "foreign_keys(ON)", "temp_store(MEMORY)"} {
+			q.Add("_pragma", p)
+		}
+		if readOnly {
+			q.Add("_pragma", "query_only(ON)")
+		} else {
+			q.Set("_txlock", "immediate")
+		}
+		return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	}
+	s := &Store{lock: lock}
+	s.hub.init()
+	fail := func(err error) (*Store, error) {
+		s.Close()
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	if s.w, err = sql.Open("sqlite", dsn(false)); err != nil {
+		return fail(err)
+	}
+	s.w.SetMaxOpenConns(1)
+	s.w.SetConnMaxLifetime(0)
+	s.w.SetConnMaxIdleTime(0)
+	ctx := context.Background()
+	if err := s.migrate(ctx); err != nil {
+		return fail(err)
+	}
+	if s.r, err = sql.Open("sqlite", dsn(true)); err != nil {
+		return fail(err)
+	}
+	s.r.SetMaxOpenConns(o.Readers)
+	s.r.SetMaxIdleConns(o.Readers)
+	// This process holds the lock: leases of earlier processes are void.
+	if _, err := s.w.ExecContext(ctx, `UPDATE sessions SET lease_owner = '', lease_until = 0 WHERE lease_owner != ''`); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	var version int
+	if err := s.w.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return err
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	for i, name := range names {
+		if i < version {
+			continue
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		tx, err := s.w.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, i+1)); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+	if version > len(names) {
+		return fmt.Errorf("schema version %d is newer than this program's %d", version, len(names))
+	}
+	return nil
+}
+
+// Close closes the database and releases the file lock.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		if s.r != nil {
+			errs = append(errs, s.r.Close())
+		}
+		if s.w != nil {
+			errs = append(errs, s.w.Close())
+		}
+		if s.lock != nil {
+			errs = append(errs, s.lock.Close())
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+const sessionColumns = `id, owner, idempotency_key, request_hash, status, agent, first_message, request, state, answer,
+	error, error_code, runnable, wake_at, lease_owner, lease_until, version, event_count,
+	created_at, started_at, finished_at, updated_at`
+
+type scanner interface{ Scan(...any) error }
+
+func scanSession(sc scanner) (*store.Session, error) {
+	var (
+		s                                                     store.Session
+		runnable                                              int
+		wake, leaseUntil, created, started, finished, updated int64
+		request, state, answer                                []byte
+	)
+	err := sc.Scan(&s.ID, &s.Owner, &s.IdempotencyKey, &s.RequestHash, &s.Status, &s.Agent, &s.FirstMessage,
+		&request, &state, &answer, &s.Error, &s.ErrorCode, &runnable, &wake, &s.LeaseOwner, &leaseUntil,
+		&s.Version, &s.EventCount, &created, &started, &finished, &updated)
+	if err != nil {
+		return nil, err
+	}
+	s.Request, s.State, s.Answer = request, state, answer
+	s.Runnable = runnable != 0
+	s.WakeAt, s.LeaseUntil = fromNanos(wake), fromNanos(leaseUntil)
+	s.CreatedAt, s.StartedAt, s.FinishedAt, s.UpdatedAt = fromNanos(created), fromNanos(started), fromNanos(finished), fromNanos(updated)
+	return &s, nil
+}
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// blob keeps nil documents NULL and copies the others, since the driver
+// may keep them until the statement is done.
+func blob(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return []byte(b)
+}
+
+// CreateSession implements [store.Store].
+func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events []store.Event) (*store.Session, bool, error) {
+	now := time.Now().UTC()
+	n := *sess
+	if n.CreatedAt.IsZero() {
+		n.CreatedAt = now
+	}
+	if n.UpdatedAt.IsZero() {
+		n.UpdatedAt = n.CreatedAt
+	}
+	n.Version = 1
+	n.EventCount = int64(len(events))
+	n.LeaseOwner, n.LeaseUntil = "", time.Time{}
+	var existing *store.Session
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if n.IdempotencyKey != "" {
+			row := tx.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE owner = ? AND idempotency_key = ?`, n.Owner, n.IdempotencyKey)
+			got, err := scanSession(row)
+			switch {
+			case err == nil:
+				existing = got
+				return nil
+			case !errors.Is(err, sql.ErrNoRows):
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			n.ID, n.Owner, n.IdempotencyKey, n.RequestHash, n.Status, n.Agent, n.FirstMessage,
+			blob(n.Request), blob(n.State), blob(n.Answer), n.Error, n.ErrorCode, boolInt(n.Runnable), nanos(n.WakeAt),
+			"", 0, n.Version, n.EventCount, nanos(n.CreatedAt), nanos(n.StartedAt), nanos(n.FinishedAt), nanos(n.UpdatedAt))
+		if err != nil {
+			return err
+		}
+		return insertEvents(ctx, tx, n.ID, 0, events, now)
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("create session: %w", err)
+	}
+	if existing != nil {
+		return existing, false, nil
+	}
+	s.hub.notify(n.ID)
+	if n.Runnable || !n.WakeAt.IsZero() {
+		s.hub.notify(store.WorkTopic)
+	}
+	return &n, true, nil
+}
+
+func insertEvents(ctx context.Context, tx *sql.Tx, id string, from int64, events []store.Event, now time.Time) error {
+	if len(events) == 0 {
+		return nil
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (session_id, idx, type, data, time) VALUES (?,?,?,?,?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for i := range events {
+		e := &events[i]
+		e.Index = from + int64(i)
+		if e.Time.IsZero() {
+			e.Time = now
+		}
+		data := e.Data
+		if data == nil {
+			data = []byte("null")
+		}
+		if _, err := stmt.ExecContext(ctx, id, e.Index, e.Type, []byte(data), nanos(e.Time)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write runs fn in a transaction on the writer connection.
+func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return s.wrap(err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return s.wrap(err)
+	}
+	return s.wrap(tx.Commit())
+}
+
+func (s *Store) wrap(err error) error {
+	if err != nil && strings.Contains(err.Error(), "database is closed") {
+		return fmt.Errorf("%w: %w", store.ErrClosed, err)
+	}
+	return err
+}
+
+// GetSession implements [store.Store].
+func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, error) {
+	got, err := scanSession(s.r.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get session: %w", s.wrap(err))
+	}
+	return got, nil
+}
+
+// ListSessions implements [store.Store].
+func (s *Store) ListSessions(ctx context.Context, p *store.ListParams) ([]*store.Session, int, error) {
+	where := `owner = ?`
+	args := []any{p.Owner}
+	if len(p.Statuses) > 0 {
+		where += ` AND status IN (` + strings.TrimSuffix(strings.Repeat("?,", len(p.Statuses)), ",") + `)`
+		for _, st := range p.Statuses {
+			args = append(args, st)
+		}
+	}
+	var total int
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("list sessions: %w", s.wrap(err))
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	order := "DESC"
+	if p.Ascending {
+		order = "ASC"
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE `+where+
+		` ORDER BY created_at `+order+`, id `+order+` LIMIT ? OFFSET ?`, append(args, limit, max(p.Offset, 0))...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list sessions: %w", s.wrap(err))
+	}
+	defer rows.Close()
+	var out []*store.Session
+	for rows.Next() {
+		got, err := scanSession(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("list sessions: %w", err)
+		}
+		out = append(out, got)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("list sessions: %w", err)
+	}
+	return out, total, nil
+}
+
+// UpdateSession implements [store.Store].
+func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events []store.Event, opts *store.UpdateOptions) error {
+	var o store.UpdateOptions
+	if opts != nil {
+		o = *opts
+	}
+	now := time.Now().UTC()
+	var count int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var version int64
+		var leaseOwner string
+		var leaseUntil int64
+		err := tx.QueryRowContext(ctx, `SELECT version, event_count, lease_owner, lease_until FROM sessions WHERE id = ?`, sess.ID).Scan(&version, &count, &leaseOwner, &leaseUntil)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if o.Lease != "" && (leaseOwner != o.Lease || leaseUntil <= now.UnixNano()) {
+			return store.ErrLeaseLost
+		}
+		if version != sess.Version {
+			return store.ErrConflict
+		}
+		lease := ""
+		if o.Release {
+			lease = `, lease_owner = '', lease_until = 0`
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE sessions SET status = ?, agent = ?, first_message = ?, state = ?, answer = ?,
+			error = ?, error_code = ?, runnable = ?, wake_at = ?, version = ?, event_count = ?,
+			started_at = ?, finished_at = ?, updated_at = ?`+lease+` WHERE id = ?`,
+			sess.Status, sess.Agent, sess.FirstMessage, blob(sess.State), blob(sess.Answer),
+			sess.Error, sess.ErrorCode, boolInt(sess.Runnable), nanos(sess.WakeAt), version+1, count+int64(len(events)),
+			nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now), sess.ID)
+		if err != nil {
+			return err
+		}
+		return insertEvents(ctx, tx, sess.ID, count, events, now)
+	})
+	if err != nil {
+		return fmt.Errorf("update session %s: %w", sess.ID, err)
+	}
+	sess.Version++
+	sess.EventCount = count + int64(len(events))
+	sess.UpdatedAt = now
+	if o.Release {
+		sess.LeaseOwner, sess.LeaseUntil = "", time.Time{}
+	}
+	s.hub.notify(sess.ID)
+	if sess.Runnable || !sess.WakeAt.IsZero() || o.Release {
+		s.hub.notify(store.WorkTopic)
+	}
+	return nil
+}
+
+// Events implements [store.Store].
+func (s *Store) Events(ctx context.Context, id string, from int64, limit int) ([]store.Event, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT idx, type, data, time FROM events WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ?`, id, from, limit)
+	if err != nil {
+		return nil, fmt.Errorf("events: %w", s.wrap(err))
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() {
+		var e store.Event
+		var data []byte
+		var t int64
+		if err := rows.Scan(&e.Index, &e.Type, &data, &t); err != nil {
+			return nil, fmt.Errorf("events: %w", err)
+		}
+		e.Data, e.Time = data, fromNanos(t)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("events: %w", err)
+	}
+	if len(out) == 0 {
+		var one int
+		err := s.r.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, store.ErrNotFound
+		}
+		if err != nil {
+			return nil, fmt.Errorf("events: %w", s.wrap(err))
+		}
+	}
+	return out, nil
+}
+
+// Claim implements [store.Store].
+func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
+	limit := max(p.Limit, 1)
+	now := nanos(p.Now)
+	until := nanos(p.Now.Add(p.TTL))
+	var out []*store.Session
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions
+			WHERE (runnable = 1 OR (wake_at != 0 AND wake_at <= ?)) AND (lease_owner = '' OR lease_until <= ?)
+			ORDER BY created_at, id LIMIT ?`, now, now, limit)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			got, err := scanSession(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			out = append(out, got)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, got := range out {
+			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_owner = ?, lease_until = ? WHERE id = ?`, p.Owner, until, got.ID); err != nil {
+				return err
+			}
+			got.LeaseOwner, got.LeaseUntil = p.Owner, fromNanos(until)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	return out, nil
+}
+
+// Renew implements [store.Store].
+func (s *Store) Renew(ctx context.Context, id, owner string, until time.Time) error {
+	now := time.Now().UnixNano()
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_until = ? WHERE id = ? AND lease_owner = ? AND lease_until > ?`, nanos(until), id, owner, now)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil
+		}
+		var one int
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		return store.ErrLeaseLost
+	})
+	if err != nil {
+		return fmt.Errorf("renew lease of %s: %w", id, err)
+	}
+	return nil
+}
+
+// Release implements [store.Store].
+func (s *Store) Release(ctx context.Context, id, owner string) error {
+	var released bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_owner = '', lease_until = 0 WHERE id = ? AND lease_owner = ?`, id, owner)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			released = true
+			return nil
+		}
+		var one int
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("release lease of %s: %w", id, err)
+	}
+	if released {
+		s.hub.notify(store.WorkTopic)
+	}
+	return nil
+}
+
+// NextWake implements [store.Store].
+func (s *Store) NextWake(ctx context.Context, now time.Time) (time.Time, error) {
+	n := nanos(now)
+	var next sql.NullInt64
+	err := s.r.QueryRowContext(ctx, `SELECT MIN(CASE
+			WHEN lease_owner != '' AND lease_until > ?1 THEN
+				CASE WHEN runnable = 0 AND wake_at > lease_until THEN wake_at ELSE lease_until END
+			ELSE wake_at END)
+		FROM sessions
+		WHERE (runnable = 1 OR wake_at != 0) AND NOT (runnable = 1 AND (lease_owner = '' OR lease_until <= ?1))`, n).Scan(&next)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("next wake: %w", s.wrap(err))
+	}
+	if !next.Valid {
+		return time.Time{}, nil
+	}
+	return fromNanos(next.Int64), nil
+}
+
+// Subscribe implements [store.Store].
+func (s *Store) Subscribe(topic string) (<-chan struct{}, func()) {
+	return s.hub.subscribe(topic)
+}

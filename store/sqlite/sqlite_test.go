@@ -1,0 +1,66 @@
+package sqlite_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hrns-dev/hrns/store"
+	"github.com/hrns-dev/hrns/store/sqlite"
+	"github.com/hrns-dev/hrns/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}
+
+func TestOneProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hrns.db")
+	st, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlite.Open(path, nil); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Errorf("second Open = %v, want an in-use error", err)
+	}
+	st.Close()
+	st2, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	st2.Close()
+}
+
+func TestReopenVoidsLeases(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hrns.db")
+	st, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, _, err := st.CreateSession(ctx, &store.Session{ID: "s", Owner: "o", Status: "running", Runnable: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Claim(ctx, &store.ClaimParams{Owner: "dead", Now: time.Now(), TTL: time.Hour})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Claim = %v, %v", got, err)
+	}
+	st.Close()
+	st, err = sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	got, err = st.Claim(ctx, &store.ClaimParams{Owner: "new", Now: time.Now(), TTL: time.Hour})
+	if err != nil || len(got) != 1 {
+		t.Errorf("Claim after reopen = %v, %v; want the session a dead process held", got, err)
+	}
+}

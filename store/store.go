@@ -1,0 +1,244 @@
+// Package store defines where the sessions of [hrns serve] live: the
+// [Store] interface, its data types, and the rules every implementation
+// follows. Package store/sqlite implements it in one embedded file; a
+// PostgreSQL implementation shared by several server processes can follow
+// without changing the interface (sessions are owned through leases, and
+// wake-ups go through [Store.Subscribe]).
+//
+// # What a store holds
+//
+// A [Session] is one row: its identity and owner, its status and the
+// fields the API lists, and two opaque JSON documents owned by package
+// session: the request as created, and the runtime state (the run's
+// checkpoint, undelivered messages, pending calls and posted results). A
+// session also has an append-only log of [Event]s, numbered from 0.
+//
+// Every change goes through [Store.UpdateSession], which checks the
+// version the caller read (optimistic concurrency), writes the session and
+// appends events with the next indexes, in one transaction. A change is
+// visible to readers, and announced to subscribers, only once committed,
+// so a client never sees an event that a crash could take back.
+//
+// # Work and leases
+//
+// A session that needs a worker is Runnable, or has a WakeAt time that has
+// come. [Store.Claim] hands such sessions to one worker at a time by
+// setting a lease (owner and expiry); the worker renews the lease while it
+// runs the session and releases it when the session waits again. A worker
+// that dies leaves a lease that expires, and the session is claimed again.
+//
+// # Conformance
+//
+// Package store/storetest holds the conformance suite every implementation
+// passes: storetest.Run(t, newStore).
+//
+// [hrns serve]: https://github.com/hrns-dev/hrns/blob/main/docs/serve.md
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Errors returned by stores. Implementations return these values (or wrap
+// them), so callers test with errors.Is.
+var (
+	// ErrNotFound: no session has the id. Returned by GetSession,
+	// UpdateSession, Events, Renew and Release.
+	ErrNotFound = errors.New("store: session not found")
+	// ErrConflict: UpdateSession was given a session whose Version is
+	// not the stored one; someone else changed it since it was read.
+	// Read it again and retry.
+	ErrConflict = errors.New("store: session changed since it was read")
+	// ErrLeaseLost: the caller no longer holds the session's lease
+	// (UpdateSession with UpdateOptions.Lease, Renew).
+	ErrLeaseLost = errors.New("store: lease lost")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store: closed")
+)
+
+// A Store keeps sessions and their event logs.
+//
+// All methods are safe for concurrent use. Sessions and events returned by
+// a store are the caller's to keep and modify; slices and documents given
+// to a store are not retained after the call returns.
+type Store interface {
+	// CreateSession inserts s with its first events (indexed from 0)
+	// and returns it as stored. Version becomes 1; CreatedAt and
+	// UpdatedAt are set to now when zero.
+	//
+	// When s.IdempotencyKey is set and the owner already has a session
+	// created with that key, nothing is written: the existing session is
+	// returned with created false, whatever its RequestHash (the caller
+	// compares). Two concurrent creations with one key create one
+	// session.
+	CreateSession(ctx context.Context, s *Session, events []Event) (stored *Session, created bool, err error)
+
+	// GetSession returns the session with the id, or ErrNotFound.
+	GetSession(ctx context.Context, id string) (*Session, error)
+
+	// ListSessions returns a page of the sessions matching p, newest
+	// first (or oldest first with p.Ascending), and the number of
+	// sessions that match in all.
+	ListSessions(ctx context.Context, p *ListParams) (page []*Session, total int, err error)
+
+	// UpdateSession writes the mutable fields of s (everything but ID,
+	// Owner, IdempotencyKey, RequestHash, Request, CreatedAt, the lease
+	// and EventCount) and appends events, in one transaction, if the
+	// stored version is s.Version; otherwise it returns ErrConflict and
+	// writes nothing.
+	//
+	// On success s.Version is incremented, s.EventCount and s.UpdatedAt
+	// are updated, and each event gets its Index (the next ones of the
+	// log, without gaps) and, when zero, its Time. Subscribers of the
+	// session are notified, and subscribers of [WorkTopic] too when the
+	// session is Runnable or has a WakeAt.
+	UpdateSession(ctx context.Context, s *Session, events []Event, opts *UpdateOptions) error
+
+	// Events returns the events of the session from index from, at most
+	// limit of them (all when limit <= 0), in order. It returns
+	// ErrNotFound for an unknown session and no error for a range past
+	// the end.
+	Events(ctx context.Context, id string, from int64, limit int) ([]Event, error)
+
+	// Claim leases sessions that need a worker: Runnable, or with a
+	// WakeAt at or before p.Now, whose lease is free or expired. Each is
+	// returned with LeaseOwner p.Owner and LeaseUntil p.Now+p.TTL, oldest
+	// first, at most p.Limit. Two concurrent claims never return the
+	// same session.
+	Claim(ctx context.Context, p *ClaimParams) ([]*Session, error)
+
+	// Renew extends the caller's lease to until. It returns ErrLeaseLost
+	// if owner does not hold the lease any more.
+	Renew(ctx context.Context, id, owner string, until time.Time) error
+
+	// Release gives up owner's lease on the session; releasing a lease
+	// one does not hold does nothing.
+	Release(ctx context.Context, id, owner string) error
+
+	// NextWake returns the earliest time after now at which Claim may
+	// return a session it would not return at now: a WakeAt to come, or
+	// the expiry of a lease held on a session that needs work. It returns
+	// the zero time when there is none. Workers sleep until then, or until
+	// notified on [WorkTopic]; a time at or before now means "claim again".
+	NextWake(ctx context.Context, now time.Time) (time.Time, error)
+
+	// Subscribe returns a channel that receives a value after each
+	// committed change of the session whose id is topic, or, for
+	// [WorkTopic], after each change that may give workers something to
+	// claim. Call cancel to unsubscribe; it is safe to call twice.
+	//
+	// Delivery: the channel has a buffer of one and the store never
+	// blocks on it, so notifications coalesce: a receiver learns that
+	// something changed since its last receive, not what or how often.
+	// Subscribe before reading the state the notification is about, and
+	// read it again after each receive; no change committed after
+	// Subscribe returns goes unannounced.
+	Subscribe(topic string) (ch <-chan struct{}, cancel func())
+
+	// Close releases the store's resources. Pending calls may fail with
+	// ErrClosed. Close is idempotent.
+	Close() error
+}
+
+// WorkTopic is the [Store.Subscribe] topic of changes that may give a
+// worker something to claim.
+const WorkTopic = "*work*"
+
+// A Session is one stored session.
+type Session struct {
+	// ID is unique in the store.
+	ID string
+	// Owner is who may see the session (an API key's identity).
+	Owner string
+	// IdempotencyKey and RequestHash record the key the session was
+	// created with, if any, and a hash of the request it came with.
+	IdempotencyKey string
+	RequestHash    string
+
+	// Status is the session's lifecycle state (package session defines
+	// them); the store only filters on it.
+	Status string
+	// Agent names the session's agent, for listings.
+	Agent string
+	// FirstMessage is the text of the first user message, for listings.
+	FirstMessage string
+	// Request is the request the session was created with (JSON).
+	Request json.RawMessage
+	// State is the runtime state owned by package session (JSON).
+	State json.RawMessage
+	// Answer is the latest answer (JSON), nil before the first.
+	Answer json.RawMessage
+	// Error and ErrorCode describe a failure.
+	Error     string
+	ErrorCode string
+
+	// Runnable marks a session that needs a worker now.
+	Runnable bool
+	// WakeAt, when not zero, is when a worker should look at the session
+	// again (a deadline or timeout), even if it is not Runnable.
+	WakeAt time.Time
+	// LeaseOwner holds the session until LeaseUntil. Set only by Claim,
+	// Renew and Release.
+	LeaseOwner string
+	LeaseUntil time.Time
+
+	// Version counts committed changes; see UpdateSession.
+	Version int64
+	// EventCount is the number of events in the session's log: the
+	// index the next event gets.
+	EventCount int64
+
+	CreatedAt  time.Time
+	StartedAt  time.Time // zero until the session first runs
+	FinishedAt time.Time // zero until it ends
+	UpdatedAt  time.Time // the last change: the latest activity
+}
+
+// An Event is one entry of a session's log.
+type Event struct {
+	// Index is the event's position in the log, from 0.
+	Index int64
+	// Type is the event type, such as "AgentEvent".
+	Type string
+	// Data is the event's payload (JSON).
+	Data json.RawMessage
+	// Time is when the event happened.
+	Time time.Time
+}
+
+// ListParams select sessions for [Store.ListSessions].
+type ListParams struct {
+	// Owner is required: only the owner's sessions are listed.
+	Owner string
+	// Statuses, when set, keeps sessions in one of these states.
+	Statuses []string
+	// Offset and Limit select the page; Limit <= 0 means 50.
+	Offset, Limit int
+	// Ascending lists oldest first.
+	Ascending bool
+}
+
+// UpdateOptions refine [Store.UpdateSession]. A nil *UpdateOptions means
+// the zero value.
+type UpdateOptions struct {
+	// Lease, when set, makes the update fail with ErrLeaseLost unless
+	// this owner holds the session's lease: a worker that lost its lease
+	// cannot write over the one that claimed the session after it.
+	Lease string
+	// Release gives up the lease (of Lease) in the same transaction.
+	Release bool
+}
+
+// ClaimParams configure [Store.Claim].
+type ClaimParams struct {
+	// Owner identifies the worker (a process or replica); required.
+	Owner string
+	// Now is the current time; TTL is how long the lease lasts.
+	Now time.Time
+	TTL time.Duration
+	// Limit bounds the sessions claimed; <= 0 means 1.
+	Limit int
+}

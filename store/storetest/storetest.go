@@ -1,0 +1,675 @@
+// Package storetest is the conformance suite of [store.Store]: every
+// implementation runs it from its own tests.
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) store.Store {
+//			st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), nil)
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			t.Cleanup(func() { st.Close() })
+//			return st
+//		})
+//	}
+//
+// Each subtest gets a new, empty store from newStore.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/hrns-dev/hrns/store"
+)
+
+// Run runs the conformance suite against the stores newStore returns.
+func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, st store.Store)
+	}{
+		{"CreateGet", testCreateGet},
+		{"NotFound", testNotFound},
+		{"Idempotency", testIdempotency},
+		{"IdempotencyConcurrent", testIdempotencyConcurrent},
+		{"UpdateVersion", testUpdateVersion},
+		{"EventsRange", testEventsRange},
+		{"ConcurrentAppends", testConcurrentAppends},
+		{"List", testList},
+		{"Claim", testClaim},
+		{"ClaimConcurrent", testClaimConcurrent},
+		{"Leases", testLeases},
+		{"NextWake", testNextWake},
+		{"Subscribe", testSubscribe},
+		{"Close", testClose},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.fn(t, newStore(t))
+		})
+	}
+}
+
+var base = time.Date(2026, 6, 1, 15, 14, 5, 0, time.UTC)
+
+func newSession(id, owner string) *store.Session {
+	return &store.Session{
+		ID:           id,
+		Owner:        owner,
+		Status:       "pending",
+		Agent:        "support-agent",
+		FirstMessage: "Check order 4242",
+		Request:      json.RawMessage(`{"agent":"support-agent"}`),
+		State:        json.RawMessage(`{"step":0}`),
+		CreatedAt:    base,
+	}
+}
+
+func ev(typ string, data string) store.Event {
+	return store.Event{Type: typ, Data: json.RawMessage(data)}
+}
+
+func mustCreate(t *testing.T, st store.Store, s *store.Session, events ...store.Event) *store.Session {
+	t.Helper()
+	got, created, err := st.CreateSession(t.Context(), s, events)
+	if err != nil || !created {
+		t.Fatalf("CreateSession(%s) = created %v, %v", s.ID, created, err)
+	}
+	return got
+}
+
+// cmpSession compares sessions with times at microsecond precision and
+// JSON documents by value.
+var cmpSession = cmp.Options{
+	cmpopts.EquateApproxTime(time.Microsecond),
+	cmp.Comparer(func(a, b json.RawMessage) bool {
+		if a == nil || b == nil {
+			return a == nil && b == nil
+		}
+		var x, y any
+		return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && cmp.Equal(x, y)
+	}),
+}
+
+func testCreateGet(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	in := newSession("s1", "alice")
+	in.IdempotencyKey, in.RequestHash = "k1", "h1"
+	in.Runnable = true
+	in.WakeAt = base.Add(time.Hour)
+	in.Answer = json.RawMessage(`"shipped"`)
+	got := mustCreate(t, st, in, ev("AgentEvent", `{"kind":"message_event"}`), ev("RequestStartEvent", `{}`))
+	want := *in
+	want.Version, want.EventCount, want.UpdatedAt = 1, 2, base
+	if diff := cmp.Diff(&want, got, cmpSession); diff != "" {
+		t.Errorf("CreateSession returned (-want +got):\n%s", diff)
+	}
+	read, err := st.GetSession(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&want, read, cmpSession); diff != "" {
+		t.Errorf("GetSession (-want +got):\n%s", diff)
+	}
+	events, err := st.Events(ctx, "s1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 2 || events[0].Index != 0 || events[1].Index != 1 || events[1].Type != "RequestStartEvent" || events[0].Time.IsZero() {
+		t.Errorf("Events = %+v, want the two created events indexed 0 and 1 with times", events)
+	}
+	// The returned session is the caller's: changing it changes nothing stored.
+	read.Status = "mutated"
+	again, _ := st.GetSession(ctx, "s1")
+	if again.Status != "pending" {
+		t.Errorf("store kept the caller's session: status %q", again.Status)
+	}
+}
+
+func testNotFound(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	if _, err := st.GetSession(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetSession(unknown) = %v, want ErrNotFound", err)
+	}
+	if _, err := st.Events(ctx, "nope", 0, 10); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Events(unknown) = %v, want ErrNotFound", err)
+	}
+	s := newSession("nope", "alice")
+	s.Version = 1
+	if err := st.UpdateSession(ctx, s, nil, nil); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("UpdateSession(unknown) = %v, want ErrNotFound", err)
+	}
+	if err := st.Renew(ctx, "nope", "w", base); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Renew(unknown) = %v, want ErrNotFound", err)
+	}
+	if err := st.Release(ctx, "nope", "w"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Release(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+func testIdempotency(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	a := newSession("a", "alice")
+	a.IdempotencyKey, a.RequestHash = "key", "h1"
+	mustCreate(t, st, a)
+	b := newSession("b", "alice")
+	b.IdempotencyKey, b.RequestHash = "key", "h2"
+	got, created, err := st.CreateSession(ctx, b, []store.Event{ev("X", `{}`)})
+	if err != nil || created || got.ID != "a" || got.RequestHash != "h1" {
+		t.Fatalf("second CreateSession with the key = %+v, created %v, %v; want session a, not created", got, created, err)
+	}
+	if _, err := st.GetSession(ctx, "b"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("session b was stored: %v", err)
+	}
+	// Keys are per owner.
+	c := newSession("c", "bob")
+	c.IdempotencyKey = "key"
+	mustCreate(t, st, c)
+	// No key: no deduplication.
+	mustCreate(t, st, newSession("d", "alice"))
+	mustCreate(t, st, newSession("e", "alice"))
+}
+
+func testIdempotencyConcurrent(t *testing.T, st store.Store) {
+	const n = 8
+	var wg sync.WaitGroup
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var mu sync.Mutex
+	createdCount := 0
+	for i := range n {
+		wg.Go(func() {
+			s := newSession(fmt.Sprintf("s%d", i), "alice")
+			s.IdempotencyKey = "same"
+			got, created, err := st.CreateSession(context.Background(), s, nil)
+			errs[i] = err
+			if err == nil {
+				ids[i] = got.ID
+				mu.Lock()
+				if created {
+					createdCount++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("create %d: %v", i, err)
+		}
+		if ids[i] != ids[0] {
+			t.Errorf("create %d returned session %s, create 0 returned %s", i, ids[i], ids[0])
+		}
+	}
+	if createdCount != 1 {
+		t.Errorf("%d sessions created with one key, want 1", createdCount)
+	}
+}
+
+func testUpdateVersion(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	mustCreate(t, st, newSession("s", "alice"), ev("A", `{"n":0}`))
+	s1, _ := st.GetSession(ctx, "s")
+	s2, _ := st.GetSession(ctx, "s")
+	s1.Status = "running"
+	s1.State = json.RawMessage(`{"step":1}`)
+	s1.StartedAt = base.Add(time.Second)
+	s1.Runnable = true
+	events := []store.Event{ev("B", `{"n":1}`), ev("C", `{"n":2}`)}
+	if err := st.UpdateSession(ctx, s1, events, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s1.Version != 2 || s1.EventCount != 3 {
+		t.Errorf("after update: version %d, event count %d; want 2, 3", s1.Version, s1.EventCount)
+	}
+	if events[0].Index != 1 || events[1].Index != 2 || events[0].Time.IsZero() {
+		t.Errorf("events after update = %+v, want indexes 1, 2 and times", events)
+	}
+	s2.Status = "stale"
+	if err := st.UpdateSession(ctx, s2, []store.Event{ev("D", `{}`)}, nil); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("update from a stale read = %v, want ErrConflict", err)
+	}
+	got, _ := st.GetSession(ctx, "s")
+	if got.Status != "running" || got.EventCount != 3 || got.Version != 2 || !got.Runnable || !got.StartedAt.Equal(base.Add(time.Second)) {
+		t.Errorf("stored after a conflict = %+v", got)
+	}
+	if diff := cmp.Diff(json.RawMessage(`{"step":1}`), got.State, cmpSession); diff != "" {
+		t.Errorf("state (-want +got):\n%s", diff)
+	}
+	all, _ := st.Events(ctx, "s", 0, 0)
+	if len(all) != 3 {
+		t.Errorf("%d events after a conflicting update, want 3", len(all))
+	}
+	// Identity fields are not written by updates.
+	got.Owner, got.Request = "mallory", json.RawMessage(`{}`)
+	if err := st.UpdateSession(ctx, got, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := st.GetSession(ctx, "s")
+	if again.Owner != "alice" || string(again.Request) != `{"agent":"support-agent"}` {
+		t.Errorf("update changed identity: owner %q request %s", again.Owner, again.Request)
+	}
+}
+
+func testEventsRange(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	var events []store.Event
+	for i := range 10 {
+		events = append(events, ev("E", fmt.Sprintf(`{"n":%d}`, i)))
+	}
+	mustCreate(t, st, newSession("s", "alice"), events...)
+	tests := []struct {
+		from  int64
+		limit int
+		want  []int64
+	}{
+		{0, 0, []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}},
+		{0, 3, []int64{0, 1, 2}},
+		{8, 5, []int64{8, 9}},
+		{10, 5, nil},
+		{42, 0, nil},
+	}
+	for _, tt := range tests {
+		got, err := st.Events(ctx, "s", tt.from, tt.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var idx []int64
+		for _, e := range got {
+			idx = append(idx, e.Index)
+			var d struct{ N int64 }
+			if json.Unmarshal(e.Data, &d); d.N != e.Index {
+				t.Errorf("event %d holds data %s", e.Index, e.Data)
+			}
+		}
+		if diff := cmp.Diff(tt.want, idx); diff != "" {
+			t.Errorf("Events(from %d, limit %d) indexes (-want +got):\n%s", tt.from, tt.limit, diff)
+		}
+	}
+}
+
+// testConcurrentAppends has writers append through read-modify-write with
+// retries: every event lands once, indexed without gaps.
+func testConcurrentAppends(t *testing.T, st store.Store) {
+	mustCreate(t, st, newSession("s", "alice"))
+	const writers, each = 4, 10
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				for {
+					s, err := st.GetSession(context.Background(), "s")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					err = st.UpdateSession(context.Background(), s, []store.Event{ev("E", fmt.Sprintf(`{"w":%d,"i":%d}`, w, i))}, nil)
+					if errors.Is(err, store.ErrConflict) {
+						continue
+					}
+					if err != nil {
+						t.Error(err)
+					}
+					break
+				}
+			}
+		})
+	}
+	wg.Wait()
+	events, err := st.Events(t.Context(), "s", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for i, e := range events {
+		if e.Index != int64(i) {
+			t.Errorf("event %d has index %d", i, e.Index)
+		}
+		if seen[string(e.Data)] {
+			t.Errorf("event %s appended twice", e.Data)
+		}
+		seen[string(e.Data)] = true
+	}
+	if len(events) != writers*each {
+		t.Errorf("%d events, want %d", len(events), writers*each)
+	}
+	s, _ := st.GetSession(t.Context(), "s")
+	if s.EventCount != writers*each || s.Version != writers*each+1 {
+		t.Errorf("event count %d version %d, want %d and %d", s.EventCount, s.Version, writers*each, writers*each+1)
+	}
+}
+
+func testList(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	for i := range 5 {
+		s := newSession(fmt.Sprintf("a%d", i), "alice")
+		s.CreatedAt = base.Add(time.Duration(i) * time.Minute)
+		if i%2 == 1 {
+			s.Status = "completed"
+		}
+		mustCreate(t, st, s)
+	}
+	mustCreate(t, st, newSession("b0", "bob"))
+	ids := func(ss []*store.Session) []string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.ID)
+		}
+		return out
+	}
+	tests := []struct {
+		name      string
+		p         store.ListParams
+		want      []string
+		wantTotal int
+	}{
+		{"newest first", store.ListParams{Owner: "alice"}, []string{"a4", "a3", "a2", "a1", "a0"}, 5},
+		{"page", store.ListParams{Owner: "alice", Offset: 1, Limit: 2}, []string{"a3", "a2"}, 5},
+		{"ascending", store.ListParams{Owner: "alice", Limit: 2, Ascending: true}, []string{"a0", "a1"}, 5},
+		{"status", store.ListParams{Owner: "alice", Statuses: []string{"completed"}}, []string{"a3", "a1"}, 2},
+		{"two statuses", store.ListParams{Owner: "alice", Statuses: []string{"completed", "pending"}, Limit: 1}, []string{"a4"}, 5},
+		{"other owner", store.ListParams{Owner: "bob"}, []string{"b0"}, 1},
+		{"no sessions", store.ListParams{Owner: "carol"}, nil, 0},
+		{"past the end", store.ListParams{Owner: "alice", Offset: 10}, nil, 5},
+	}
+	for _, tt := range tests {
+		page, total, err := st.ListSessions(ctx, &tt.p)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if diff := cmp.Diff(tt.want, ids(page)); diff != "" || total != tt.wantTotal {
+			t.Errorf("%s: total %d (want %d), ids (-want +got):\n%s", tt.name, total, tt.wantTotal, diff)
+		}
+	}
+}
+
+func testClaim(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	now := time.Now()
+	mk := func(id string, runnable bool, wake time.Time, age time.Duration) {
+		s := newSession(id, "alice")
+		s.Runnable, s.WakeAt, s.CreatedAt = runnable, wake, now.Add(-age)
+		mustCreate(t, st, s)
+	}
+	mk("run-old", true, time.Time{}, 3*time.Minute)
+	mk("run-new", true, time.Time{}, time.Minute)
+	mk("waiting", false, time.Time{}, 4*time.Minute)
+	mk("wake-due", false, now.Add(-time.Second), 2*time.Minute)
+	mk("wake-later", false, now.Add(time.Hour), 5*time.Minute)
+
+	claim := func(owner string, at time.Time, limit int) []string {
+		t.Helper()
+		got, err := st.Claim(ctx, &store.ClaimParams{Owner: owner, Now: at, TTL: time.Minute, Limit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, s := range got {
+			ids = append(ids, s.ID)
+			if s.LeaseOwner != owner || s.LeaseUntil.Sub(at.Add(time.Minute)).Abs() > time.Microsecond {
+				t.Errorf("claimed %s with lease %q until %v", s.ID, s.LeaseOwner, s.LeaseUntil)
+			}
+		}
+		return ids
+	}
+	if diff := cmp.Diff([]string{"run-old", "wake-due"}, claim("w1", now, 2)); diff != "" {
+		t.Errorf("first claim (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"run-new"}, claim("w2", now, 10)); diff != "" {
+		t.Errorf("second claim (-want +got):\n%s", diff)
+	}
+	if got := claim("w2", now, 10); got != nil {
+		t.Errorf("third claim = %v, want none", got)
+	}
+	// Leases expire.
+	if diff := cmp.Diff([]string{"run-old", "wake-due", "run-new"}, claim("w3", now.Add(2*time.Minute), 10)); diff != "" {
+		t.Errorf("claim after expiry (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"wake-later", "run-old", "wake-due", "run-new"}, claim("w4", now.Add(2*time.Hour), 10)); diff != "" {
+		t.Errorf("claim in two hours (-want +got):\n%s", diff)
+	}
+}
+
+func testClaimConcurrent(t *testing.T, st store.Store) {
+	const n = 20
+	for i := range n {
+		s := newSession(fmt.Sprintf("s%02d", i), "alice")
+		s.Runnable = true
+		mustCreate(t, st, s)
+	}
+	var mu sync.Mutex
+	claimed := map[string]string{}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			owner := fmt.Sprintf("w%d", w)
+			for {
+				got, err := st.Claim(context.Background(), &store.ClaimParams{Owner: owner, Now: time.Now(), TTL: time.Hour, Limit: 3})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, s := range got {
+					if prev, dup := claimed[s.ID]; dup {
+						t.Errorf("%s claimed by %s and %s", s.ID, prev, owner)
+					}
+					claimed[s.ID] = owner
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(claimed) != n {
+		t.Errorf("%d sessions claimed, want %d", len(claimed), n)
+	}
+}
+
+func testLeases(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	s := newSession("s", "alice")
+	s.Runnable = true
+	mustCreate(t, st, s)
+	now := time.Now()
+	got, err := st.Claim(ctx, &store.ClaimParams{Owner: "w1", Now: now, TTL: time.Hour})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Claim = %v, %v", got, err)
+	}
+	if err := st.Renew(ctx, "s", "w1", now.Add(2*time.Hour)); err != nil {
+		t.Errorf("Renew by the holder: %v", err)
+	}
+	if err := st.Renew(ctx, "s", "w2", now.Add(2*time.Hour)); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("Renew by another = %v, want ErrLeaseLost", err)
+	}
+	cur, _ := st.GetSession(ctx, "s")
+	if cur.LeaseOwner != "w1" || cur.LeaseUntil.Sub(now.Add(2*time.Hour)).Abs() > time.Millisecond {
+		t.Errorf("lease = %q until %v", cur.LeaseOwner, cur.LeaseUntil)
+	}
+	// Writes that require the lease.
+	cur.Status = "running"
+	if err := st.UpdateSession(ctx, cur, nil, &store.UpdateOptions{Lease: "w2"}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("update with another's lease = %v, want ErrLeaseLost", err)
+	}
+	// Plain updates keep the lease.
+	if err := st.UpdateSession(ctx, cur, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ = st.GetSession(ctx, "s")
+	if cur.LeaseOwner != "w1" {
+		t.Errorf("plain update changed the lease to %q", cur.LeaseOwner)
+	}
+	cur.Runnable = false
+	if err := st.UpdateSession(ctx, cur, nil, &store.UpdateOptions{Lease: "w1", Release: true}); err != nil {
+		t.Fatalf("update with release: %v", err)
+	}
+	cur, _ = st.GetSession(ctx, "s")
+	if cur.LeaseOwner != "" || !cur.LeaseUntil.IsZero() {
+		t.Errorf("after release: lease %q until %v", cur.LeaseOwner, cur.LeaseUntil)
+	}
+	if err := st.Renew(ctx, "s", "w1", now.Add(time.Hour)); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("Renew after release = %v, want ErrLeaseLost", err)
+	}
+	// Release by a non-holder does nothing.
+	cur.Runnable = true
+	if err := st.UpdateSession(ctx, cur, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Claim(ctx, &store.ClaimParams{Owner: "w3", Now: now, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Release(ctx, "s", "w1"); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ = st.GetSession(ctx, "s")
+	if cur.LeaseOwner != "w3" {
+		t.Errorf("release by a non-holder changed the lease to %q", cur.LeaseOwner)
+	}
+	if err := st.Release(ctx, "s", "w3"); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ = st.GetSession(ctx, "s")
+	if cur.LeaseOwner != "" {
+		t.Errorf("release by the holder left the lease to %q", cur.LeaseOwner)
+	}
+	// An expired lease is lost.
+	if _, err := st.Claim(ctx, &store.ClaimParams{Owner: "w4", Now: now.Add(-2 * time.Hour), TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Renew(ctx, "s", "w4", now.Add(time.Hour)); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("Renew of an expired lease = %v, want ErrLeaseLost", err)
+	}
+}
+
+func testNextWake(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	now := time.Now().UTC()
+	next := func() time.Time {
+		t.Helper()
+		w, err := st.NextWake(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	if w := next(); !w.IsZero() {
+		t.Errorf("NextWake of an empty store = %v, want zero", w)
+	}
+	s := newSession("later", "alice")
+	s.WakeAt = now.Add(time.Hour)
+	mustCreate(t, st, s)
+	s = newSession("sooner", "alice")
+	s.WakeAt = now.Add(time.Minute)
+	mustCreate(t, st, s)
+	s = newSession("idle", "alice")
+	mustCreate(t, st, s)
+	if w := next(); w.Sub(now.Add(time.Minute)).Abs() > time.Millisecond {
+		t.Errorf("NextWake = %v, want in a minute", w)
+	}
+	// A runnable session held by a worker is due when its lease expires.
+	s = newSession("held", "alice")
+	s.Runnable = true
+	mustCreate(t, st, s)
+	if _, err := st.Claim(ctx, &store.ClaimParams{Owner: "w", Now: now, TTL: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if w := next(); w.Sub(now.Add(10*time.Second)).Abs() > time.Millisecond {
+		t.Errorf("NextWake with a held session = %v, want at its lease expiry", w)
+	}
+}
+
+func testSubscribe(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	mustCreate(t, st, newSession("s", "alice"))
+	mustCreate(t, st, newSession("other", "alice"))
+	ch, cancel := st.Subscribe("s")
+	defer cancel()
+	work, cancelWork := st.Subscribe(store.WorkTopic)
+	defer cancelWork()
+	received := func(c <-chan struct{}) bool {
+		select {
+		case <-c:
+			return true
+		case <-time.After(5 * time.Second):
+			return false
+		}
+	}
+	empty := func(c <-chan struct{}) bool {
+		select {
+		case <-c:
+			return false
+		default:
+			return true
+		}
+	}
+	other, _ := st.GetSession(ctx, "other")
+	if err := st.UpdateSession(ctx, other, []store.Event{ev("E", `{}`)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !empty(ch) {
+		t.Error("notified of another session's change")
+	}
+	// Several changes coalesce into one pending notification.
+	for range 3 {
+		s, _ := st.GetSession(ctx, "s")
+		if err := st.UpdateSession(ctx, s, []store.Event{ev("E", `{}`)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !received(ch) {
+		t.Fatal("no notification after updates")
+	}
+	if !empty(ch) {
+		t.Error("more than one pending notification")
+	}
+	// Becoming runnable wakes workers.
+	for len(work) > 0 {
+		<-work
+	}
+	s, _ := st.GetSession(ctx, "s")
+	s.Runnable = true
+	if err := st.UpdateSession(ctx, s, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !received(work) {
+		t.Error("no work notification for a runnable session")
+	}
+	if !received(ch) {
+		t.Error("no session notification")
+	}
+	// After cancel, nothing more arrives; cancel twice is fine.
+	cancel()
+	cancel()
+	s, _ = st.GetSession(ctx, "s")
+	if err := st.UpdateSession(ctx, s, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !empty(ch) {
+		t.Error("notified after cancel")
+	}
+}
+
+func testClose(t *testing.T, st store.Store) {
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+	if _, err := st.GetSession(context.Background(), "s"); err == nil {
+		t.Error("GetSession after Close succeeded")
+	}
+}
