@@ -38,12 +38,17 @@ type Skill struct {
 	// to [Discover], or Dir itself for a path naming a single skill.
 	Root string
 
-	// License, Compatibility, AllowedTools and Metadata are the optional
-	// fields of the front matter, as written.
-	License       string
+	// License is the optional license field of the front matter.
+	License string
+	// Compatibility is the optional compatibility field: what the skill
+	// needs of its environment.
 	Compatibility string
-	AllowedTools  string
-	Metadata      map[string]string
+	// AllowedTools is the optional allowed-tools field, as written (a
+	// space-separated list). It is informational: the skill tools do not
+	// enforce it.
+	AllowedTools string
+	// Metadata is the optional metadata map of the front matter.
+	Metadata map[string]string
 }
 
 // Path returns the path of the skill's SKILL.md.
@@ -71,6 +76,7 @@ type Problem struct {
 	Err error
 }
 
+// Error returns the path and what is wrong with it.
 func (p Problem) Error() string { return p.Path + ": " + p.Err.Error() }
 
 // Unwrap returns p.Err.

@@ -15,11 +15,13 @@ type Config struct {
 	// Dir is the working directory of the file tools (their root) and of
 	// run_command. "" means the current directory.
 	Dir string
-	// Files, Shell and Web are the options of each family of tools; nil
-	// means the defaults.
+	// Files are the options of read_file, list_files, write_file and
+	// edit_file; nil means the defaults.
 	Files *FilesOptions
+	// Shell are the options of run_command; nil means the defaults.
 	Shell *ShellOptions
-	Web   *WebOptions
+	// Web are the options of web_fetch; nil means the defaults.
+	Web *WebOptions
 }
 
 // toolFamily maps each built-in tool to its family.
