@@ -319,3 +319,38 @@ func TestRecordThenReplay(t *testing.T) {
 		t.Errorf("replay did not run the tool for real or lost the answer:\n%s", r.stdout)
 	}
 }
+
+func TestSkills(t *testing.T) {
+	dir := workdir(t)
+	skill := filepath.Join(dir, ".agents", "skills", "release-notes")
+	os.MkdirAll(skill, 0o755)
+	os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte("---\nname: release-notes\ndescription: Writes release notes from the changelog.\n---\nGroup the changes by kind.\n"), 0o644)
+	bad := filepath.Join(dir, ".agents", "skills", "broken")
+	os.MkdirAll(bad, 0o755)
+	os.WriteFile(filepath.Join(bad, "SKILL.md"), []byte("---\nname: [unclosed\n---\n"), 0o644)
+
+	r := hrns(t, dir, nil, "skills")
+	if r.code != 0 || !strings.Contains(r.stdout, "release-notes") || !strings.Contains(r.stderr, "broken") {
+		t.Fatalf("hrns skills: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+
+	srv := openaitest.NewServer(
+		openaitest.Reply{ToolCalls: []llm.ToolCall{call("c1", "load_skill", `{"name":"release-notes"}`)}},
+		openaitest.Reply{Text: "Grouped."},
+	)
+	defer srv.Close()
+	r = hrns(t, dir, srv, "run", "write the release notes")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "broken") {
+		t.Errorf("the malformed skill is not reported:\n%s", r.stderr)
+	}
+	reqs := srv.Requests()
+	if !strings.Contains(string(reqs[0].Body), "Writes release notes from the changelog.") {
+		t.Errorf("the system prompt does not introduce the skill")
+	}
+	if got := toolResults(t, reqs[1].Body)[0]; !strings.Contains(got, "Group the changes by kind.") {
+		t.Errorf("load_skill result: %q", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hrns-dev/hrns/anthropic"
 	"github.com/hrns-dev/hrns/openai"
+	"github.com/hrns-dev/hrns/tools"
 )
 
 func writeFile(t *testing.T, name, content string, mode os.FileMode) string {
@@ -196,7 +197,7 @@ func TestToolSelection(t *testing.T) {
 	if diff := cmp.Diff(defaultTools, toolNames("", nil, nil)); diff != "" {
 		t.Error(diff)
 	}
-	if diff := cmp.Diff(builtinTools, toolNames("all", nil, nil)); diff != "" {
+	if diff := cmp.Diff(tools.Names(), toolNames("all", nil, nil)); diff != "" {
 		t.Error(diff)
 	}
 	if got := toolNames("none", nil, nil); len(got) != 0 {

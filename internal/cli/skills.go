@@ -2,16 +2,87 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"text/tabwriter"
 
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/skills"
 )
+
+// discoverSkills finds the skills of the config, the extra paths, and the
+// default roots (./.agents/skills under workdir, ~/.agents/skills).
+func discoverSkills(extra []string, cfg *Config, workdir string, getenv func(string) string) ([]*skills.Skill, []skills.Problem) {
+	paths := append(append([]string(nil), cfg.Skills...), extra...)
+	return skills.Discover(paths, &skills.Options{WorkDir: workdir, Home: getenv("HOME")})
+}
 
 // loadSkills discovers skills and returns their tools and the text that
 // introduces them in the system prompt; nil tools when there are none.
+// Skipped skills are reported on stderr and do not stop the run.
 func loadSkills(o *runOptions, cfg *Config, stdio *IO) (*loop.Toolset, string, error) {
-	return nil, "", nil
+	if o.noSkills {
+		return nil, "", nil
+	}
+	found, problems := discoverSkills(o.skills, cfg, o.workdir, stdio.getenv)
+	for _, p := range problems {
+		fmt.Fprintf(stdio.Err, "hrns: skill skipped: %v\n", p)
+	}
+	if len(found) == 0 {
+		return nil, "", nil
+	}
+	return skills.Tools(found, nil), skills.PromptSection(found), nil
 }
 
+// skillsCommand lists the skills hrns discovers.
 func skillsCommand(_ context.Context, args []string, stdio *IO) error {
-	return usagef("skills: not built yet")
+	fs := flag.NewFlagSet("hrns skills", flag.ContinueOnError)
+	fs.SetOutput(stdio.Err)
+	asJSON := fs.Bool("json", false, "print the skills as JSON")
+	workdir := fs.String("workdir", ".", "the project whose ./.agents/skills to search")
+	config := fs.String("config", "", "config file")
+	var extra stringList
+	fs.Var(&extra, "skills", "a folder of skills to add (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return usagef("%v", err)
+	}
+	cfg, err := loadConfig(*config, stdio.getenv)
+	if err != nil {
+		return &usageError{err.Error()}
+	}
+	found, problems := discoverSkills(extra, cfg, *workdir, stdio.getenv)
+	if *asJSON {
+		type problem struct {
+			Path  string `json:"path"`
+			Error string `json:"error"`
+		}
+		out := struct {
+			Skills   []*skills.Skill `json:"skills"`
+			Problems []problem       `json:"problems"`
+		}{Skills: found, Problems: []problem{}}
+		if out.Skills == nil {
+			out.Skills = []*skills.Skill{}
+		}
+		for _, p := range problems {
+			out.Problems = append(out.Problems, problem{p.Path, p.Err.Error()})
+		}
+		enc := json.NewEncoder(stdio.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if len(found) == 0 {
+		fmt.Fprintln(stdio.Out, "No skills found. hrns looks in ./.agents/skills, ~/.agents/skills, the config's skills and --skills folders;\na skill is a folder holding a SKILL.md with name and description in its front matter.")
+	} else {
+		tw := tabwriter.NewWriter(stdio.Out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SKILL\tDESCRIPTION\tFOLDER")
+		for _, s := range found {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, clip(s.Description, 70), s.Dir)
+		}
+		tw.Flush()
+	}
+	for _, p := range problems {
+		fmt.Fprintf(stdio.Err, "skipped: %v\n", p)
+	}
+	return nil
 }

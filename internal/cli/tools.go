@@ -13,9 +13,6 @@ import (
 	"github.com/hrns-dev/hrns/tools"
 )
 
-// builtinTools lists the built-in tools in the order they are offered.
-var builtinTools = []string{"read_file", "list_files", "write_file", "edit_file", "run_command", "web_fetch"}
-
 // defaultTools are offered when neither a flag, an agent file nor the
 // config names tools: what working in a code repository needs. web_fetch
 // is left out: reaching the network is opted into.
@@ -37,7 +34,7 @@ func toolNames(flagValue string, agent, cfg []string) []string {
 	}
 	switch {
 	case len(names) == 1 && names[0] == "all":
-		return builtinTools
+		return tools.Names()
 	case len(names) == 1 && names[0] == "none":
 		return []string{}
 	}
@@ -46,45 +43,15 @@ func toolNames(flagValue string, agent, cfg []string) []string {
 
 // builtinToolset builds every built-in tool, confined to workdir.
 func builtinToolset(workdir string) (*loop.Toolset, error) {
-	files, err := tools.Files(workdir, nil)
-	if err != nil {
-		return nil, err
-	}
-	shell, err := tools.Shell(workdir, nil)
-	if err != nil {
-		return nil, err
-	}
-	return loop.Join(files, shell, tools.Web(nil))
-}
-
-// selectTools returns the tools of all named in names, in the order of all.
-func selectTools(all *loop.Toolset, names []string) (*loop.Toolset, error) {
-	for _, n := range names {
-		if _, ok := all.Lookup(n); !ok {
-			return nil, usagef("unknown tool %q: the built-in tools are %s", n, strings.Join(all.Names(), ", "))
-		}
-	}
-	out := &loop.Toolset{}
-	for def := range all.All() {
-		if slices.Contains(names, def.Name) {
-			if err := out.Add(&def); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return out, nil
+	return tools.ByName(tools.Names(), &tools.Config{Dir: workdir})
 }
 
 // buildTools builds the run's toolset, and the text it adds to the system
 // prompt.
 func buildTools(names []string, o *runOptions, cfg *Config, stdio *IO) (*loop.Toolset, string, error) {
-	all, err := builtinToolset(o.workdir)
+	ts, err := tools.ByName(names, &tools.Config{Dir: o.workdir})
 	if err != nil {
-		return nil, "", err
-	}
-	ts, err := selectTools(all, names)
-	if err != nil {
-		return nil, "", err
+		return nil, "", usagef("%v", err)
 	}
 	system := ""
 	if ts.Len() > 0 {
