@@ -71,14 +71,17 @@ type Client struct {
 // CachePolicy says which parts of a request carry a prompt-caching
 // breakpoint (cache_control {"type": "ephemeral"}). A breakpoint caches the
 // whole prefix of the request up to it: tools, then system, then messages.
+// The full policy uses all four breakpoints the API allows.
 type CachePolicy struct {
 	// System marks the last block of the system prompt.
 	System bool
 	// Tools marks the last tool definition.
 	Tools bool
 	// Conversation marks the last content block of the last message, so
-	// the next turn of an agent loop reads the whole conversation so far
-	// from the cache.
+	// that the next turn of an agent loop reads the whole conversation so
+	// far from the cache; and the last block of the user turn before the
+	// last assistant turn, where the previous request ended, so that this
+	// request reads what that one wrote, however long the model's turn.
 	Conversation bool
 	// TTL is the cache lifetime, "5m" or "1h"; empty means the API's
 	// default (5 minutes).

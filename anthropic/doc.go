@@ -45,10 +45,12 @@
 //
 // The API caches the prefix of a request up to each cache_control
 // breakpoint. By default ([DefaultCache]) a client puts one on the last
-// system block, one on the last tool, and one on the last content block of
-// the conversation, so that each turn of an agent loop reads everything
-// before it from the cache. [Client.Cache] selects the breakpoints and their
-// TTL; &CachePolicy{} turns caching off.
+// tool, one on the last system block, one on the last content block of the
+// conversation, and one where the previous request of an agent loop ended
+// (the user turn before the last assistant turn). Each turn then reads what
+// the previous one wrote, even when the model's turn added more blocks than
+// the API looks back over, and writes only what is new. [Client.Cache]
+// selects the breakpoints and their TTL; &CachePolicy{} turns caching off.
 //
 // # Thinking
 //

@@ -44,8 +44,9 @@ func wireResult(id string, isError bool, text string) obj {
 	return b
 }
 
-// cached marks a block with the cache breakpoint the default client puts
-// on the last block of the conversation.
+// cached marks a block with a cache breakpoint, which the default client
+// puts on the last block of the conversation and on the last block of the
+// user turn where the previous request ended.
 func cached(b obj) obj {
 	b["cache_control"] = obj{"type": "ephemeral"}
 	return b
@@ -108,7 +109,7 @@ func TestLoopEndToEnd(t *testing.T) {
 			requests: [][]obj{
 				{userCached},
 				{
-					user,
+					userCached,
 					wireMsg("assistant",
 						wireRedacted("EmwKAhgBEgy3va3p"),
 						wireThinking("The user wants the weather; call the tool.", "EqQBCgIYAhIM1gbcDa9GJwZA"),
@@ -131,7 +132,7 @@ func TestLoopEndToEnd(t *testing.T) {
 			requests: [][]obj{
 				{userCached},
 				{
-					user,
+					userCached,
 					wireMsg("assistant",
 						wireToolUse("toolu_a", "get_weather", obj{"city": "Paris"}),
 						wireToolUse("toolu_b", "get_weather", obj{"city": "Rome"})),
@@ -153,7 +154,7 @@ func TestLoopEndToEnd(t *testing.T) {
 			requests: [][]obj{
 				{userCached},
 				{
-					user,
+					userCached,
 					// The malformed input goes back as an empty object.
 					wireMsg("assistant", wireToolUse("toolu_x", "get_weather", obj{})),
 					wireMsg("user", cached(wireResult("toolu_x", true, "~not valid JSON"))),
@@ -161,7 +162,7 @@ func TestLoopEndToEnd(t *testing.T) {
 				{
 					user,
 					wireMsg("assistant", wireToolUse("toolu_x", "get_weather", obj{})),
-					wireMsg("user", wireResult("toolu_x", true, "~not valid JSON")),
+					wireMsg("user", cached(wireResult("toolu_x", true, "~not valid JSON"))),
 					wireMsg("assistant", wireToolUse("toolu_y", "get_weather", obj{"town": "Paris"})),
 					wireMsg("user", cached(wireResult("toolu_y", true, "~town"))),
 				},
@@ -170,7 +171,7 @@ func TestLoopEndToEnd(t *testing.T) {
 					wireMsg("assistant", wireToolUse("toolu_x", "get_weather", obj{})),
 					wireMsg("user", wireResult("toolu_x", true, "~not valid JSON")),
 					wireMsg("assistant", wireToolUse("toolu_y", "get_weather", obj{"town": "Paris"})),
-					wireMsg("user", wireResult("toolu_y", true, "~town")),
+					wireMsg("user", cached(wireResult("toolu_y", true, "~town"))),
 					wireMsg("assistant", wireToolUse("toolu_z", "get_weather", obj{"city": "Paris"})),
 					wireMsg("user", cached(wireResult("toolu_z", false, "18°C in Paris"))),
 				},
@@ -186,7 +187,7 @@ func TestLoopEndToEnd(t *testing.T) {
 			requests: [][]obj{
 				{userCached},
 				{
-					user,
+					userCached,
 					wireMsg("assistant", wireText("Forecasting."), wireToolUse("toolu_u", "get_forecast", obj{"city": "Paris"})),
 					wireMsg("user", cached(wireResult("toolu_u", true, `~unknown tool "get_forecast"`))),
 				},

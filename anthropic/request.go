@@ -212,15 +212,31 @@ func (p CachePolicy) mark(w *messagesRequest) {
 	if p.System && len(w.System) > 0 {
 		w.System[len(w.System)-1].CacheControl = cc()
 	}
-	if p.Conversation && len(w.Messages) > 0 {
-		content := w.Messages[len(w.Messages)-1].Content
-		// Thinking blocks cannot carry a breakpoint; the block before one
-		// caches the same prefix.
-		for i := len(content) - 1; i >= 0; i-- {
-			if t := content[i].Type; t != typeThinking && t != typeRedactedThinking {
-				content[i].CacheControl = cc()
-				break
-			}
+	if !p.Conversation || len(w.Messages) == 0 {
+		return
+	}
+	last := len(w.Messages) - 1
+	markLastBlock(w.Messages[last].Content, cc())
+	// The API looks for an earlier cache entry only about 20 blocks back
+	// from a breakpoint. The previous request of an agent loop ended with
+	// the last user turn before the model's last turn: a breakpoint there
+	// reads what that request wrote, however many blocks the model's turn
+	// and its tool results added since.
+	for i := last - 1; i >= 0; i-- {
+		if w.Messages[i].Role == "user" {
+			markLastBlock(w.Messages[i].Content, cc())
+			break
+		}
+	}
+}
+
+// markLastBlock puts cc on the last block of content that can carry it.
+// Thinking blocks cannot; the block before one caches the same prefix.
+func markLastBlock(content []block, cc *cacheControl) {
+	for i := len(content) - 1; i >= 0; i-- {
+		if t := content[i].Type; t != typeThinking && t != typeRedactedThinking {
+			content[i].CacheControl = cc
+			return
 		}
 	}
 }

@@ -287,31 +287,35 @@ func TestRenderCaching(t *testing.T) {
 		Tools: []llm.ToolSpec{{Name: "f"}, {Name: "g"}},
 	}
 	const (
-		sys1  = `{"type":"text","text":"one"}`
-		sys2  = `{"type":"text","text":"two"}`
-		sys2c = `{"type":"text","text":"two","cache_control":{"type":"ephemeral"}}`
-		toolF = `{"name":"f","input_schema":{"type":"object","properties":{}}}`
-		toolG = `{"name":"g","input_schema":{"type":"object","properties":{}}}`
-		res   = `{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"result"}]}`
+		sys1     = `{"type":"text","text":"one"}`
+		sys2     = `{"type":"text","text":"two"}`
+		sys2c    = `{"type":"text","text":"two","cache_control":{"type":"ephemeral"}}`
+		toolF    = `{"name":"f","input_schema":{"type":"object","properties":{}}}`
+		toolG    = `{"name":"g","input_schema":{"type":"object","properties":{}}}`
+		res      = `{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"result"}]}`
+		hi       = `[{"type":"text","text":"hi"}]`
+		hiCached = `[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]`
 	)
 	tests := []struct {
 		name   string
 		policy *CachePolicy
 		system string
 		tools  string
+		first  string // the first message's content: where the previous request ended
 		last   string // the last message's content
 	}{
 		{"default", nil, `[` + sys1 + `,` + sys2c + `]`,
 			`[` + toolF + `,{"name":"g","input_schema":{"type":"object","properties":{}},"cache_control":{"type":"ephemeral"}}]`,
+			hiCached,
 			`[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"result"}],"cache_control":{"type":"ephemeral"}}]`},
-		{"off", &CachePolicy{}, `[` + sys1 + `,` + sys2 + `]`, `[` + toolF + `,` + toolG + `]`, `[` + res + `]`},
+		{"off", &CachePolicy{}, `[` + sys1 + `,` + sys2 + `]`, `[` + toolF + `,` + toolG + `]`, hi, `[` + res + `]`},
 		{"system only, one hour", &CachePolicy{System: true, TTL: "1h"},
 			`[` + sys1 + `,{"type":"text","text":"two","cache_control":{"type":"ephemeral","ttl":"1h"}}]`,
-			`[` + toolF + `,` + toolG + `]`, `[` + res + `]`},
+			`[` + toolF + `,` + toolG + `]`, hi, `[` + res + `]`},
 		{"tools only", &CachePolicy{Tools: true}, `[` + sys1 + `,` + sys2 + `]`,
 			`[` + toolF + `,{"name":"g","input_schema":{"type":"object","properties":{}},"cache_control":{"type":"ephemeral"}}]`,
-			`[` + res + `]`},
-		{"conversation only", &CachePolicy{Conversation: true}, `[` + sys1 + `,` + sys2 + `]`, `[` + toolF + `,` + toolG + `]`,
+			hi, `[` + res + `]`},
+		{"conversation only", &CachePolicy{Conversation: true}, `[` + sys1 + `,` + sys2 + `]`, `[` + toolF + `,` + toolG + `]`, hiCached,
 			`[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"result"}],"cache_control":{"type":"ephemeral"}}]`},
 	}
 	for _, tt := range tests {
@@ -327,6 +331,9 @@ func TestRenderCaching(t *testing.T) {
 			}
 			var msgs []struct{ Content json.RawMessage }
 			json.Unmarshal(w["messages"], &msgs)
+			if diff := cmp.Diff(tt.first, string(msgs[0].Content)); diff != "" {
+				t.Errorf("first message mismatch (-want +got):\n%s", diff)
+			}
 			if diff := cmp.Diff(tt.last, string(msgs[len(msgs)-1].Content)); diff != "" {
 				t.Errorf("last message mismatch (-want +got):\n%s", diff)
 			}
@@ -344,15 +351,16 @@ func TestRenderCachingSkipsThinking(t *testing.T) {
 		assistant(thinkingPart("a", "s1"), llm.TextPart("so"), redactedPart("r")),
 	}}
 	w := renderWire(t, c, req)
-	want := `[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":[` +
+	want := `[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]},{"role":"assistant","content":[` +
 		`{"type":"thinking","thinking":"a","signature":"s1"},{"type":"text","text":"so","cache_control":{"type":"ephemeral"}},{"type":"redacted_thinking","data":"r"}]}]`
 	if diff := cmp.Diff(want, string(w["messages"])); diff != "" {
 		t.Errorf("messages mismatch (-want +got):\n%s", diff)
 	}
-	// A turn of thinking alone gets no breakpoint at all.
+	// A turn of thinking alone gets no breakpoint; the user turn before
+	// it still does.
 	req.Messages[1] = assistant(thinkingPart("", "s1"))
 	w = renderWire(t, c, req)
-	want = `[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":[{"type":"thinking","thinking":"","signature":"s1"}]}]`
+	want = `[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]},{"role":"assistant","content":[{"type":"thinking","thinking":"","signature":"s1"}]}]`
 	if diff := cmp.Diff(want, string(w["messages"])); diff != "" {
 		t.Errorf("messages mismatch (-want +got):\n%s", diff)
 	}
