@@ -119,47 +119,78 @@ func FuzzEvents(f *testing.F) {
 	})
 }
 
-// FuzzStreamEvents feeds lines of JSON, one event's data per line, through
-// the decoder and checks the stream contract.
-func FuzzStreamEvents(f *testing.F) {
-	seeds := []string{
-		evStart + "\n" + evTextStart + "\n" +
-			`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}` + "\n" + evStop + "\n" + evEnd,
-		evStart + "\n" +
-			`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}` + "\n" +
-			`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}` + "\n" +
-			`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2ln"}}` + "\n" +
-			`{"type":"content_block_stop","index":0}` + "\n" +
-			`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t1","name":"f","input":{}}}` + "\n" +
-			`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}` + "\n" +
-			`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"1}"}}` + "\n" +
-			`{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"t2","name":"g","input":{"x":[1]}}}` + "\n" +
-			`{"type":"content_block_stop","index":2}` + "\n" +
-			`{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}`,
-		evStart + "\n" +
-			`{"type":"content_block_start","index":3,"content_block":{"type":"redacted_thinking","data":"abc"}}` + "\n" +
-			`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","name":"h","input":{}}}` + "\n" +
-			`{"type":"content_block_start","index":-2,"content_block":{"type":"server_tool_use","id":"s","name":"web_search","input":{}}}` + "\n" +
-			`{"type":"content_block_delta","index":-2,"delta":{"type":"input_json_delta","partial_json":"{}"}}` + "\n" +
-			`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
-		`{"type":"message_delta","delta":{"stop_reason":"max_tokens"}}` + "\n" + `{"type":"ping"}`,
+// FuzzDecoder interprets its input as a program of Messages events, three
+// bytes an event (which event, which block index, which fragment of
+// content), so that every input is a stream of well-formed events in some
+// order, and checks that decoding it keeps the stream contract.
+func FuzzDecoder(f *testing.F) {
+	for _, prog := range [][]byte{
+		{0, 0, 0, 1, 0, 0, 6, 0, 1, 6, 0, 4, 11, 0, 0, 12, 0, 0, 13, 0, 0},                                      // text
+		{0, 0, 0, 2, 0, 0, 7, 0, 1, 8, 0, 3, 11, 0, 0, 4, 1, 1, 9, 1, 2, 9, 1, 3, 11, 1, 0, 12, 1, 0, 13, 0, 0}, // thinking, tool call
+		{0, 0, 0, 4, 0, 1, 4, 1, 1, 4, 2, 0, 9, 1, 7, 11, 2, 0, 12, 1, 0},                                       // parallel calls, no message_stop
+		{0, 0, 0, 3, 0, 2, 5, 1, 0, 9, 1, 7, 10, 1, 0, 15, 0, 0},                                                // redacted, server tool, error
+		{1, 2, 0, 6, 2, 1, 9, 2, 2, 4, 2, 0, 12, 3, 0},                                                          // protocol errors
+	} {
+		f.Add(prog)
 	}
-	for _, s := range seeds {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		var body bytes.Buffer
-		for line := range bytes.Lines(in) {
-			var compact bytes.Buffer
-			if json.Compact(&compact, line) != nil {
-				continue
-			}
-			fmt.Fprintf(&body, "data: %s\n\n", compact.Bytes())
-		}
+	f.Fuzz(func(t *testing.T, prog []byte) {
 		var d decoder
-		chunks, err := decodeAll(&d, &body, false)
+		chunks, err := decodeAll(&d, bytes.NewReader(programStream(prog)), false)
 		checkContract(t, chunks, err)
 	})
+}
+
+// programStream renders a FuzzDecoder program as an event stream.
+func programStream(prog []byte) []byte {
+	frags := [...]string{"", "x", `{"a":`, "1}", "é—😀", `\"`, " ", "{}", `"`, "\n"}
+	reasons := [...]string{"end_turn", "tool_use", "max_tokens", "refusal"}
+	errTypes := [...]string{"overloaded_error", "api_error", "rate_limit_error", "invalid_request_error"}
+	var b bytes.Buffer
+	for i := 0; i+2 < len(prog); i += 3 {
+		idx := int(prog[i+1] % 4)
+		q, _ := json.Marshal(frags[int(prog[i+2])%len(frags)])
+		var ev string
+		switch prog[i] % 16 {
+		case 0:
+			ev = `{"type":"message_start","message":{"id":"msg_f","model":"m","usage":{"input_tokens":3,"cache_read_input_tokens":2}}}`
+		case 1:
+			ev = fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"text","text":%s}}`, idx, q)
+		case 2:
+			ev = fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"thinking","thinking":%s,"signature":""}}`, idx, q)
+		case 3:
+			ev = fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"redacted_thinking","data":%s}}`, idx, q)
+		case 4:
+			input := "{}"
+			if prog[i+2]%2 == 1 {
+				input = `{"k":[1,"v"]}`
+			}
+			ev = fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":"toolu_%d","name":"f%d","input":%s}}`, idx, prog[i+2]%3, idx, input)
+		case 5:
+			ev = fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"server_tool_use","id":"srv","name":"web_search","input":{}}}`, idx)
+		case 6:
+			ev = fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%s}}`, idx, q)
+		case 7:
+			ev = fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":%s}}`, idx, q)
+		case 8:
+			ev = fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"signature_delta","signature":%s}}`, idx, q)
+		case 9:
+			ev = fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%s}}`, idx, q)
+		case 10:
+			ev = fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"citations_delta","citation":{"cited_text":%s}}}`, idx, q)
+		case 11:
+			ev = fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, idx)
+		case 12:
+			ev = fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q},"usage":{"output_tokens":%d}}`, reasons[idx], prog[i+2])
+		case 13:
+			ev = `{"type":"message_stop"}`
+		case 14:
+			ev = `{"type":"ping"}`
+		case 15:
+			ev = fmt.Sprintf(`{"type":"error","error":{"type":%q,"message":"m"}}`, errTypes[idx])
+		}
+		fmt.Fprintf(&b, "data: %s\n\n", ev)
+	}
+	return b.Bytes()
 }
 
 // checkContract checks that chunks, and the error that ended them, keep the

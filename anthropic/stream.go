@@ -478,8 +478,13 @@ func (d *decoder) startBlock(i int, cb *blockWire) error {
 	case typeToolUse:
 		b.typ = typeToolUse
 		b.id, b.name, b.call = cb.ID, cb.Name, d.calls
-		if b.id == "" {
+		if b.id == "" || d.usedID(b, b.id) {
+			// The API always gives distinct ids; the results of the calls
+			// are matched by them, so make sure.
 			b.id = "call_" + strconv.Itoa(b.call)
+			for d.usedID(b, b.id) {
+				b.id += "_"
+			}
 		}
 		d.calls++
 		if in := bytes.TrimSpace(cb.Input); len(in) > 0 && !isEmptyObject(in) {
@@ -490,6 +495,17 @@ func (d *decoder) startBlock(i int, cb *blockWire) error {
 		// Server tool blocks and others this package does not keep.
 	}
 	return nil
+}
+
+// usedID reports whether a tool call of the response other than self has
+// id.
+func (d *decoder) usedID(self *blockState, id string) bool {
+	for _, b := range d.blocks {
+		if b != self && b.typ == typeToolUse && b.id == id {
+			return true
+		}
+	}
+	return false
 }
 
 // applyDelta applies a content_block_delta to the block with index i.

@@ -376,6 +376,28 @@ func TestStreamToolInputEdgeCases(t *testing.T) {
 	}
 }
 
+func TestStreamDuplicateToolIDs(t *testing.T) {
+	t.Parallel()
+	// Results are matched to calls by id: ids repeated by a server are
+	// replaced, so that those of a response are distinct.
+	start := func(i int, id string) string {
+		return fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":%q,"name":"f","input":{}}}`, i, id)
+	}
+	stream := sse(evStart, start(0, "call_1"), start(1, "call_1"), start(2, "toolu_a"), start(3, "toolu_a"), start(4, ""), evEnd)
+	var d decoder
+	chunks, err := decodeAll(&d, strings.NewReader(stream), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []llm.Chunk{
+		startChunk(0, "call_1", "f"), startChunk(1, "call_1_", "f"), startChunk(2, "toolu_a", "f"),
+		startChunk(3, "call_3", "f"), startChunk(4, "call_4", "f"),
+	}
+	if diff := cmp.Diff(want, chunks[:len(chunks)-1]); diff != "" {
+		t.Errorf("chunks mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestStreamBlocksOutOfOrder(t *testing.T) {
 	t.Parallel()
 	// Blocks are assembled in index order, whatever order they arrive in.
