@@ -206,8 +206,17 @@ func (c *Client) stream(ctx context.Context, body []byte, yield func(llm.Chunk, 
 	stop := context.AfterFunc(ctx, func() { resp.Body.Close() })
 	defer stop()
 
+	ct := resp.Header.Get("Content-Type")
+	if mediaTypeOf(ct) == "text/html" {
+		// A web page, not the API: a wrong BaseURL, or a proxy's login
+		// page. Sending the request again will not help.
+		page, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorText))
+		yield(llm.Chunk{}, fmt.Errorf("anthropic: %s answered with an HTML page, not an event stream (is BaseURL right?): %q",
+			c.url("/v1/messages"), truncate(strings.TrimSpace(string(page)), 200)))
+		return
+	}
 	var d decoder
-	d.init(resp.Body, isJSON(resp.Header.Get("Content-Type")))
+	d.init(resp.Body, mediaTypeOf(ct) == "application/json")
 	d.requestID = requestID(resp.Header)
 	for {
 		chunks, err := d.next()
@@ -257,6 +266,9 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, acc
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
+		if base := strings.TrimRight(c.BaseURL, "/"); resp.StatusCode == http.StatusNotFound && strings.HasSuffix(base, "/v1") {
+			return nil, fmt.Errorf("anthropic: BaseURL %q ends in /v1, which the client adds itself: %w", c.BaseURL, apiErr)
+		}
 		return nil, apiErr
 	}
 	return resp, nil
@@ -290,10 +302,10 @@ func (c *Client) setHeaders(h http.Header, hasBody bool, accept string) {
 	}
 }
 
-// isJSON reports whether a Content-Type is JSON rather than an event stream.
-func isJSON(contentType string) bool {
+// mediaTypeOf returns the bare, lower-case media type of a Content-Type.
+func mediaTypeOf(contentType string) string {
 	mt, _, _ := strings.Cut(contentType, ";")
-	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
+	return strings.ToLower(strings.TrimSpace(mt))
 }
 
 // errNilRequest is returned by Stream for a nil request.

@@ -387,6 +387,42 @@ func TestStreamLineTooLong(t *testing.T) {
 	}
 }
 
+func TestStreamHTMLPage(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte("<!doctype html>\n<html><title>Sign in to the proxy</title></html>"))
+	}))
+	defer srv.Close()
+	_, err := collect(testClient(srv).Stream(context.Background(), userRequest("hi")))
+	if err == nil || !strings.Contains(err.Error(), "answered with an HTML page") || !strings.Contains(err.Error(), "Sign in to the proxy") {
+		t.Fatalf("err = %v, want one saying an HTML page came back, quoting it", err)
+	}
+	if llm.IsRetryable(err) {
+		t.Errorf("IsRetryable(%v) = true, want false", err)
+	}
+}
+
+func TestBaseURLWithVersion(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"type":"error","error":{"type":"not_found_error","message":"Not Found"}}`))
+	}))
+	defer srv.Close()
+	c := &Client{BaseURL: srv.URL + "/v1/", Model: "m", HTTPClient: srv.Client()}
+	_, err := collect(c.Stream(context.Background(), userRequest("hi")))
+	if err == nil || !strings.Contains(err.Error(), "ends in /v1, which the client adds itself") {
+		t.Fatalf("err = %v, want a hint about /v1", err)
+	}
+	if apiErr, ok := errors.AsType[*llm.APIError](err); !ok || apiErr.StatusCode != 404 {
+		t.Errorf("err = %v does not wrap the 404 APIError", err)
+	}
+	if !errors.Is(err, llm.ErrBadRequest) {
+		t.Errorf("errors.Is(err, llm.ErrBadRequest) = false")
+	}
+}
+
 func TestStreamConcurrentUse(t *testing.T) {
 	t.Parallel()
 	srv := serveSSE(t, readTestdata(t, "parallel_tool_use.sse"))
