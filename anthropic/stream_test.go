@@ -465,6 +465,19 @@ func TestStreamJSONErrorWithStatus200(t *testing.T) {
 	}
 }
 
+func TestStreamJSONMalformed(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"msg_json","content":[{"type":"text","text":`))
+	}))
+	defer srv.Close()
+	_, err := collect(testClient(srv).Stream(context.Background(), userRequest("hi")))
+	if err == nil || !strings.Contains(err.Error(), "anthropic: decoding response") {
+		t.Fatalf("err = %v, want a decoding error", err)
+	}
+}
+
 func TestNormalizeFinish(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
