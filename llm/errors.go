@@ -105,10 +105,15 @@ func (e *APIError) numericCode() int {
 }
 
 // Retryable reports whether sending the same request again may succeed. An
-// exhausted quota (OpenAI's insufficient_quota, sent as a 429) is not: it
-// needs a person to act.
+// exhausted quota or spend limit (OpenAI's insufficient_quota, Anthropic's
+// enforced_spend_limit_reached, both sent as a 429) is not: it needs a
+// person to act.
 func (e *APIError) Retryable() bool {
-	if e.Code == "insufficient_quota" || e.Type == "insufficient_quota" {
+	switch "insufficient_quota" {
+	case e.Code, e.Type:
+		return false
+	}
+	if e.Code == "enforced_spend_limit_reached" {
 		return false
 	}
 	switch {

@@ -120,6 +120,7 @@ func TestAPIErrorRetryable(t *testing.T) {
 		{&llm.APIError{Type: "invalid_request_error"}, false},
 		{&llm.APIError{}, false},
 		{&llm.APIError{StatusCode: 429, Code: "insufficient_quota"}, false},
+		{&llm.APIError{StatusCode: 429, Code: "enforced_spend_limit_reached"}, false},
 		{&llm.APIError{Code: "502"}, true},
 		{&llm.APIError{Code: "429"}, true},
 		{&llm.APIError{Code: "400"}, false},
