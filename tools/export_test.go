@@ -14,3 +14,6 @@ func WebExempt(opts *WebOptions, exempt func(netip.AddrPort) bool) *loop.Toolset
 	o.exempt = exempt
 	return loop.MustToolset(newWeb(o).tool())
 }
+
+// WebPSize reads a WebP image's size from its header.
+var WebPSize = webpSize
