@@ -109,11 +109,7 @@ func (e *APIError) numericCode() int {
 // enforced_spend_limit_reached, both sent as a 429) is not: it needs a
 // person to act.
 func (e *APIError) Retryable() bool {
-	switch "insufficient_quota" {
-	case e.Code, e.Type:
-		return false
-	}
-	if e.Code == "enforced_spend_limit_reached" {
+	if e.Code == "insufficient_quota" || e.Type == "insufficient_quota" || e.Code == "enforced_spend_limit_reached" {
 		return false
 	}
 	switch {
