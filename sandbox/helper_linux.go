@@ -183,6 +183,9 @@ func restrict(cfg *helperConfig) error {
 	for _, p := range cfg.ReadWrite {
 		fi, err := os.Stat(p)
 		if err != nil {
+			if strings.HasPrefix(p, "/dev/") {
+				continue // a device this machine lacks
+			}
 			return fmt.Errorf("read-write path: %w", err)
 		}
 		if fi.IsDir() {

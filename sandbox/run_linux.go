@@ -19,7 +19,8 @@ import (
 // (shadow, ssh host keys, credentials) stays hidden.
 var systemReadOnly = []string{
 	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-	"/proc", "/dev", "/sys/devices/system/cpu", "/sys/fs/cgroup",
+	"/proc", "/sys/devices/system/cpu", "/sys/fs/cgroup",
+	"/dev/random", "/dev/urandom",
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
 	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/host.conf",
 	"/etc/resolv.conf", "/etc/gai.conf", "/etc/localtime", "/etc/timezone",
@@ -28,8 +29,10 @@ var systemReadOnly = []string{
 	"/etc/ca-certificates.conf", "/etc/inputrc", "/etc/bash.bashrc", "/etc/profile",
 }
 
-// systemReadWrite are the device files every command may write.
-var systemReadWrite = []string{"/dev/null", "/dev/zero", "/dev/full"}
+// systemReadWrite are the device files every command may write. The rest of
+// /dev is out of reach: root owns the disks, and without a capability it
+// could still read them if /dev were granted.
+var systemReadWrite = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}
 
 // noNetns turns network namespaces off, for tests of Landlock's TCP rules
 // alone.

@@ -103,7 +103,8 @@ func TestWrites(t *testing.T) {
 }
 
 // TestReads: a file in a directory that was not granted cannot be read,
-// nor can /etc/shadow or a parent directory's listing; granted files can.
+// nor /etc/shadow, /dev or a disk; granted files and the usual system files
+// can.
 func TestReads(t *testing.T) {
 	needLandlock(t, 1)
 	secretDir, shared := t.TempDir(), t.TempDir()
@@ -111,12 +112,26 @@ func TestReads(t *testing.T) {
 	public := filepath.Join(shared, "public.txt")
 	os.WriteFile(secret, []byte("TOP-SECRET"), 0o644)
 	os.WriteFile(public, []byte("PUBLIC"), 0o644)
-	res := run(t, &sandbox.Spec{
-		Shell:    fmt.Sprintf("cat %s; cat %s; cat /etc/shadow; ls %s; echo; cat /etc/passwd | head -c 4", secret, public, secretDir),
-		ReadOnly: []string{public},
-	})
-	want := fmt.Sprintf("cat: %s: Permission denied\nPUBLICcat: /etc/shadow: Permission denied\nls: cannot open directory '%s': Permission denied\n\nroot",
+	// A block device, which root could read without a capability if
+	// /dev were granted.
+	disk := ""
+	for _, d := range []string{"/dev/loop0", "/dev/sda", "/dev/vda", "/dev/nvme0n1"} {
+		if _, err := os.Stat(d); err == nil {
+			disk = d
+			break
+		}
+	}
+	sh := fmt.Sprintf("cat %s; cat %s; cat /etc/shadow; ls %s; echo; cat /etc/passwd | head -c 4; echo; "+
+		"head -c 4 /dev/urandom | wc -c; ls /dev", secret, public, secretDir)
+	want := fmt.Sprintf("cat: %s: Permission denied\nPUBLICcat: /etc/shadow: Permission denied\n"+
+		"ls: cannot open directory '%s': Permission denied\n\nroot\n4\n"+
+		"ls: cannot open directory '/dev': Permission denied\n",
 		secret, secretDir)
+	if disk != "" {
+		sh += "; head -c 1 " + disk
+		want += "head: cannot open '" + disk + "' for reading: Permission denied\n"
+	}
+	res := run(t, &sandbox.Spec{Shell: sh, ReadOnly: []string{public}})
 	if diff := cmp.Diff(want, res.Output); diff != "" {
 		t.Errorf("output (-want +got):\n%s", diff)
 	}
