@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hrns-dev/hrns/anthropic/anthropictest"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/openai/openaitest"
 )
@@ -352,5 +353,31 @@ func TestSkills(t *testing.T) {
 	}
 	if got := toolResults(t, reqs[1].Body)[0]; !strings.Contains(got, "Group the changes by kind.") {
 		t.Errorf("load_skill result: %q", got)
+	}
+}
+
+func TestAnthropicProvider(t *testing.T) {
+	srv := anthropictest.NewServer(
+		anthropictest.Reply{Thinking: "Read it first.", ToolCalls: []llm.ToolCall{anthropictest.ToolCall("toolu_1", "read_file", `{"path":"hello.txt"}`)}},
+		anthropictest.Reply{Text: "It greets you."},
+	)
+	defer srv.Close()
+	cmd := exec.CommandContext(t.Context(), hrnsBin, "run", "--provider", "anthropic", "--model", "claude-test", "what does hello.txt say?")
+	cmd.Dir = workdir(t)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "ANTHROPIC_API_KEY=sk-ant-test", "ANTHROPIC_BASE_URL=" + srv.URL()}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if stdout.String() != "It greets you.\n" || !strings.Contains(stderr.String(), "thinking: Read it first.") {
+		t.Errorf("stdout %q\nstderr %s", stdout.String(), stderr.String())
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[0].Header.Get("X-Api-Key") != "sk-ant-test" {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if body := string(reqs[1].Body); !strings.Contains(body, `"tool_result"`) || !strings.Contains(body, "hello from the file") {
+		t.Errorf("the tool result did not reach Anthropic: %s", body)
 	}
 }
