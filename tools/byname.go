@@ -22,30 +22,35 @@ type Config struct {
 	Shell *ShellOptions
 	// Web are the options of web_fetch; nil means the defaults.
 	Web *WebOptions
+	// Media are the options of upload_media, which reads from Dir; nil
+	// means the defaults.
+	Media *MediaOptions
 }
 
 // toolFamily maps each built-in tool to its family.
 var toolFamily = map[string]string{
-	"read_file":   "files",
-	"list_files":  "files",
-	"write_file":  "files",
-	"edit_file":   "files",
-	"run_command": "shell",
-	"web_fetch":   "web",
+	"read_file":    "files",
+	"list_files":   "files",
+	"write_file":   "files",
+	"edit_file":    "files",
+	"run_command":  "shell",
+	"web_fetch":    "web",
+	"upload_media": "media",
 }
 
 // Names returns the names of the built-in tools.
 func Names() []string {
-	return []string{"read_file", "list_files", "write_file", "edit_file", "run_command", "web_fetch"}
+	return []string{"read_file", "list_files", "write_file", "edit_file", "run_command", "web_fetch", "upload_media"}
 }
 
 // ByName returns a toolset holding the built-in tools named in names, in
 // that order, for a command line such as --tools read_file,list_files.
 // Names are trimmed of spaces; empty names and repeats are ignored, so the
 // result of strings.Split on a flag can be passed as it is. An unknown name
-// is an error that lists the known ones. The file tools share one
-// [os.Root] opened on cfg.Dir, which stays open for the life of the
-// program.
+// is an error that lists the known ones. The file tools and upload_media
+// share one [os.Root] opened on cfg.Dir, which stays open for the life of
+// the program, so that the paths list_files gives can be passed to
+// upload_media as they are.
 func ByName(names []string, cfg *Config) (*loop.Toolset, error) {
 	if cfg == nil {
 		cfg = &Config{}
@@ -69,12 +74,17 @@ func ByName(names []string, cfg *Config) (*loop.Toolset, error) {
 		families[fam] = true
 	}
 	built := map[string]*loop.Toolset{}
-	if families["files"] {
+	if families["files"] || families["media"] {
 		root, err := os.OpenRoot(dir)
 		if err != nil {
 			return nil, fmt.Errorf("tools: opening the files root: %w", err)
 		}
-		built["files"] = FilesIn(root, cfg.Files)
+		if families["files"] {
+			built["files"] = FilesIn(root, cfg.Files)
+		}
+		if families["media"] {
+			built["media"] = MediaIn(root, cfg.Media)
+		}
 	}
 	if families["shell"] {
 		ts, err := Shell(dir, cfg.Shell)

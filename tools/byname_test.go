@@ -16,9 +16,10 @@ func TestByName(t *testing.T) {
 	}{
 		{names: strings.Split("read_file, list_files,,read_file", ","), want: "read_file,list_files"},
 		{names: []string{"web_fetch", "run_command", "edit_file"}, want: "web_fetch,run_command,edit_file"},
-		{names: tools.Names(), want: "read_file,list_files,write_file,edit_file,run_command,web_fetch"},
+		{names: tools.Names(), want: "read_file,list_files,write_file,edit_file,run_command,web_fetch,upload_media"},
+		{names: []string{"upload_media"}, want: "upload_media"},
 		{names: nil, want: ""},
-		{names: []string{"read_file", "rm_rf"}, wantErr: `unknown tool "rm_rf"; the built-in tools are read_file, list_files, write_file, edit_file, run_command, web_fetch`},
+		{names: []string{"read_file", "rm_rf"}, wantErr: `unknown tool "rm_rf"; the built-in tools are read_file, list_files, write_file, edit_file, run_command, web_fetch, upload_media`},
 	}
 	for _, tt := range tests {
 		ts, err := tools.ByName(tt.names, &tools.Config{Dir: dir})
@@ -50,7 +51,21 @@ func TestByName(t *testing.T) {
 	if def, _ := ts.Lookup("run_command"); !def.RequiresApproval {
 		t.Error("run_command does not require approval")
 	}
-	if _, err := tools.ByName([]string{"read_file"}, &tools.Config{Dir: dir + "/missing"}); err == nil {
-		t.Error("a missing directory was accepted")
+	for _, name := range []string{"read_file", "upload_media"} {
+		if _, err := tools.ByName([]string{name}, &tools.Config{Dir: dir + "/missing"}); err == nil {
+			t.Errorf("%s: a missing directory was accepted", name)
+		}
+	}
+	// upload_media reads from Dir, with its options.
+	writeBytes(t, dir, "chart.png", pngBytes(t, 20, 10))
+	ts, err = tools.ByName([]string{"upload_media"}, &tools.Config{Dir: dir, Media: &tools.MediaOptions{MaxImageSide: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := upload(t, ts, "chart.png"); err == nil || !strings.Contains(err.Error(), "chart.png is 20x10 pixels") {
+		t.Errorf("upload_media through ByName: %v", err)
+	}
+	if def, _ := ts.Lookup("upload_media"); !def.Concurrent || def.RequiresApproval {
+		t.Error("upload_media is not a concurrent tool without approval")
 	}
 }

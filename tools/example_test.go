@@ -1,9 +1,12 @@
 package tools_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	pngenc "image/png"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -59,7 +62,35 @@ func ExampleByName() {
 func ExampleNames() {
 	fmt.Println(strings.Join(tools.Names(), ","))
 	// Output:
-	// read_file,list_files,write_file,edit_file,run_command,web_fetch
+	// read_file,list_files,write_file,edit_file,run_command,web_fetch,upload_media
+}
+
+// upload_media returns the file itself, after a line that describes it; a
+// file of another type is refused, whatever its name.
+func ExampleMedia() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	var png bytes.Buffer
+	_ = pngenc.Encode(&png, image.NewGray(image.Rect(0, 0, 640, 480)))
+	os.WriteFile(filepath.Join(dir, "chart.png"), png.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, "notes.png"), []byte("not a picture\n"), 0o644)
+
+	media, err := tools.Media(dir, nil)
+	if err != nil {
+		panic(err)
+	}
+	upload, _ := media.Lookup("upload_media")
+	out, _ := upload.Handler(context.Background(), &loop.Call{Arguments: json.RawMessage(`{"path":"chart.png"}`)})
+	desc, _, _ := strings.Cut(out.Content[0].Text, " pixels, ") // then the size in KiB
+	fmt.Println(desc)
+	fmt.Println(out.Content[1].Kind, out.Content[1].Media.MIMEType, len(out.Content[1].Media.Data) == png.Len())
+
+	_, err = upload.Handler(context.Background(), &loop.Call{Arguments: json.RawMessage(`{"path":"notes.png"}`)})
+	fmt.Println(err)
+	// Output:
+	// chart.png: PNG image, 640x480
+	// image image/png true
+	// notes.png holds text (text/plain; charset=utf-8), not a PNG image as its name suggests (the content counts, not the name); upload_media accepts only PNG, JPEG, GIF and WebP images and PDF documents
 }
 
 func ExampleHTMLToMarkdown() {
