@@ -154,8 +154,8 @@ func TestHTTPErrors(t *testing.T) {
 			body:   `{"type":"error","error":{"type":"rate_limit_error","message":"You have reached your specified API usage limits.","details":{"error_code":"enforced_spend_limit_reached"}}}`,
 			want:   llm.APIError{Type: "rate_limit_error", Code: "enforced_spend_limit_reached", Message: "You have reached your specified API usage limits."},
 			is:     []string{"ErrRateLimited"},
-			// The contract retries every 429; see the package's report.
-			retryable: true,
+			// A spend limit needs a person: retrying cannot help.
+			retryable: false,
 		},
 		{
 			name:      "429 with retry-after-ms",
