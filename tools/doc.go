@@ -1,7 +1,8 @@
 // Package tools provides built-in tools for agents: reading, listing,
-// writing and editing files, running shell commands, and fetching web
-// pages. Every tool is opt-in: each constructor returns a small
-// [loop.Toolset] to join with the application's own tools.
+// writing and editing files, running shell commands, fetching web pages,
+// and showing the model images and PDFs. Every tool is opt-in: each
+// constructor returns a small [loop.Toolset] to join with the application's
+// own tools.
 //
 //	files, err := tools.Files(".", nil) // read_file, list_files, write_file, edit_file
 //	if err != nil {
@@ -11,7 +12,11 @@
 //	if err != nil {
 //		return err
 //	}
-//	toolset, err := loop.Join(files, shell, tools.Web(nil)) // web_fetch
+//	media, err := tools.Media("data", nil) // upload_media
+//	if err != nil {
+//		return err
+//	}
+//	toolset, err := loop.Join(files, shell, media, tools.Web(nil)) // web_fetch
 //	if err != nil {
 //		return err
 //	}
@@ -23,19 +28,19 @@
 //
 // # Confinement
 //
-// The file tools work inside one directory, opened as an [os.Root]: paths
-// are relative to it, absolute paths are accepted only inside it, and
-// neither `..` nor a symbolic link can lead out of it. run_command runs
-// with that directory as its working directory but is not confined: a
-// shell can reach anything the process can, which is why it asks for
-// approval.
+// The file tools and upload_media each work inside one directory, opened
+// as an [os.Root]: paths are relative to it, absolute paths are accepted
+// only inside it, and neither `..` nor a symbolic link can lead out of it.
+// run_command runs with that directory as its working directory but is not
+// confined: a shell can reach anything the process can, which is why it
+// asks for approval.
 //
 // # Approval
 //
 // Tools that change things (write_file, edit_file, run_command) set
 // RequiresApproval, so each call waits for the agent's [loop.Approver];
 // their options can turn that off. Read-only tools (read_file, list_files,
-// web_fetch) are Concurrent and need no approval.
+// web_fetch, upload_media) are Concurrent and need no approval.
 //
 // # Failures
 //
@@ -43,6 +48,18 @@
 // or a failing command reaches the model as a tool error it can read and
 // act on. A command that exits with a non-zero code returns its output and
 // exit code, marked as an error.
+//
+// # Media
+//
+// upload_media returns an image (PNG, JPEG, GIF, WebP) or a PDF as an
+// [llm.ImagePart] or [llm.DocumentPart] in its output, after a text part
+// naming the file, its type and size. The type is judged from the content,
+// not the name; other types are refused, and sizes are capped (see
+// [MediaOptions]). The Anthropic provider sends the attachment in the tool
+// result. OpenAI Chat Completions cannot hold images or files in a tool
+// message: the OpenAI provider either moves them to a user message or
+// refuses the request with an error wrapping [llm.ErrUnsupported]; either
+// way the attachment is not dropped silently.
 //
 // # Web fetches
 //
