@@ -136,20 +136,26 @@ func (f *fileTools) read(in readFileArgs) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// Look before opening: opening a FIFO would block until a writer
+	// comes, whatever the context says. Look again after, in case the
+	// file was replaced.
+	info, err := f.c.root.Stat(rel)
+	if err != nil {
+		return "", f.c.explain(in.Path, err)
+	}
+	if err := readable(in.Path, info); err != nil {
+		return "", err
+	}
 	file, err := f.c.root.Open(rel)
 	if err != nil {
 		return "", f.c.explain(in.Path, err)
 	}
 	defer file.Close()
-	info, err := file.Stat()
-	if err != nil {
+	if info, err = file.Stat(); err != nil {
 		return "", f.c.explain(in.Path, err)
 	}
-	if info.IsDir() {
-		return "", fmt.Errorf("%s is a directory; use list_files to see what it holds", in.Path)
-	}
-	if !info.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", in.Path)
+	if err := readable(in.Path, info); err != nil {
+		return "", err
 	}
 	br := bufio.NewReaderSize(file, 64<<10)
 	head, err := br.Peek(sniffLen)
@@ -230,6 +236,18 @@ func (f *fileTools) read(in readFileArgs) (string, error) {
 		fmt.Fprintf(&out, "\n[showing lines %d-%d%s; call read_file with offset=%d to read on]", first, last, of, last+1)
 	}
 	return out.String(), nil
+}
+
+// readable refuses what read_file cannot read: a directory, or anything
+// that is not a regular file (a FIFO, a device, a socket).
+func readable(name string, info os.FileInfo) error {
+	if info.IsDir() {
+		return fmt.Errorf("%s is a directory; use list_files to see what it holds", name)
+	}
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", name)
+	}
+	return nil
 }
 
 // nextLine reads one line from br without its line ending. It keeps at most
@@ -474,6 +492,10 @@ func (f *fileTools) write(in writeFileArgs) (string, error) {
 		if info.IsDir() {
 			return "", fmt.Errorf("%s is a directory", in.Path)
 		}
+		if !info.Mode().IsRegular() {
+			// Opening a FIFO to write would block until a reader comes.
+			return "", fmt.Errorf("%s is not a regular file", in.Path)
+		}
 		verb = "overwrote"
 	}
 	if err := f.c.root.WriteFile(rel, []byte(in.Content), 0o644); err != nil {
@@ -524,6 +546,9 @@ func (f *fileTools) edit(in editFileArgs) (string, error) {
 	}
 	if info.IsDir() {
 		return "", fmt.Errorf("%s is a directory", in.Path)
+	}
+	if !info.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", in.Path)
 	}
 	if info.Size() > f.o.MaxEditBytes {
 		return "", fmt.Errorf("%s is %d bytes, more than edit_file changes (%d); use run_command or write_file", in.Path, info.Size(), f.o.MaxEditBytes)

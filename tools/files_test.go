@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/tools"
@@ -460,5 +461,38 @@ func TestFilesOpensDir(t *testing.T) {
 	}
 	if _, err := tools.Files(filepath.Join(dir, "missing"), nil); err == nil {
 		t.Error("Files on a missing directory succeeded")
+	}
+}
+
+// TestFilesFIFO checks that no file tool blocks on a FIFO: opening one
+// waits for the other end, whatever the context says.
+func TestFilesFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := mkfifo(filepath.Join(dir, "pipe")); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	ts, err := tools.Files(dir, &tools.FilesOptions{SkipApproval: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"read_file", map[string]any{"path": "pipe"}},
+		{"write_file", map[string]any{"path": "pipe", "content": "x"}},
+		{"edit_file", map[string]any{"path": "pipe", "old_string": "a", "new_string": "b"}},
+	}
+	for _, c := range calls {
+		done := make(chan result, 1)
+		go func() { done <- callTool(t, t.Context(), ts, c.tool, c.args) }()
+		select {
+		case r := <-done:
+			if !r.failed() || !strings.Contains(r.String(), "pipe is not a regular file") {
+				t.Errorf("%s: got %s", c.tool, r)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s blocked on a FIFO", c.tool)
+		}
 	}
 }

@@ -8,9 +8,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -323,11 +321,8 @@ func TestUploadMediaBigFile(t *testing.T) {
 }
 
 func TestUploadMediaFIFO(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("no FIFOs")
-	}
 	dir := t.TempDir()
-	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.png"), 0o644); err != nil {
+	if err := mkfifo(filepath.Join(dir, "pipe.png")); err != nil {
 		t.Skip("mkfifo:", err)
 	}
 	ts := mediaTools(t, dir, nil)
