@@ -236,12 +236,23 @@ func (m *Mounted) endError(c *conn, err error) error {
 	return fmt.Errorf("stopped answering: %w%s", err, c.stderr.quote())
 }
 
+// codeRejected is the JSON-RPC error code by which the SDK reports a
+// request that did not reach a Streamable HTTP server.
+const codeRejected = -32005
+
 // close closes the session and, for a stdio server, waits for the process.
+// Its error is the process's: ending an HTTP session is best effort.
 func (c *conn) close() error {
+	ended := false
+	select {
+	case <-c.done:
+		ended = true
+	default:
+	}
 	err := c.session.Close()
 	<-c.done
-	if err != nil && c.cmd != nil && c.cmd.ProcessState != nil && !c.cmd.ProcessState.Success() {
-		// Closing a process that already died reports how it died, which
+	if c.cmd == nil || ended {
+		// Closing a process that had died reports how it died, which
 		// is no failure of Close.
 		return nil
 	}
@@ -334,13 +345,19 @@ func (m *Mounted) call(ctx context.Context, name string, call *loop.Call) (*loop
 	if err == nil {
 		return fromResult(res), nil
 	}
+	if ctx.Err() != nil {
+		return nil, err
+	}
 	if werr, ok := errors.AsType[*jsonrpc.Error](err); ok {
+		if werr.Code == codeRejected {
+			// A Streamable HTTP request that failed, which the SDK
+			// reports without ending the session: the next call may
+			// go through.
+			return nil, fmt.Errorf("mcp server %q: %w", m.spec.Name, err)
+		}
 		// The server answered, with a protocol error rather than a
 		// tool error: an unknown tool, or arguments it refuses.
 		return nil, fmt.Errorf("mcp server %q: %s", m.spec.Name, werr.Message)
-	}
-	if ctx.Err() != nil {
-		return nil, err
 	}
 	// The connection broke. Wait until the session is over, to say why.
 	m.drop(c)
