@@ -197,11 +197,12 @@ func (m *Mounted) connect(ctx context.Context) (*conn, error) {
 		return nil, m.connectError(c, err)
 	}
 	c.session = s
-	m.wg.Go(func() {
+	// The watcher ends with the session, which conn.close waits for.
+	go func() {
 		err := s.Wait()
 		c.err = m.endError(c, err)
 		close(c.done)
-	})
+	}()
 	return c, nil
 }
 
@@ -308,8 +309,18 @@ func (m *Mounted) drop(c *conn) {
 	if m.conn == c {
 		m.conn = nil
 	}
+	if m.closed {
+		// Close may be waiting for the goroutines already.
+		m.mu.Unlock()
+		c.close()
+		return
+	}
+	m.wg.Add(1)
 	m.mu.Unlock()
-	m.wg.Go(func() { c.close() })
+	go func() {
+		defer m.wg.Done()
+		c.close()
+	}()
 }
 
 // lostError is the tool error of a call that found the server gone.
