@@ -23,9 +23,10 @@
 //   - Assistant messages carry their text and tool_calls. Reasoning parts are
 //     not sent back: Chat Completions has no field for them.
 //   - Each tool result becomes one role "tool" message. Chat Completions
-//     takes only text there, so a tool result holding an image or a document
-//     is rejected with an error wrapping [llm.ErrUnsupported] rather than
-//     silently dropped.
+//     takes only text there, so the images and documents of tool results
+//     follow the turn's tool messages in one role "user" message, each
+//     after a line "Attached by tool call <id> (<tool>):"; the tool message
+//     says that its attachments follow.
 //
 // The output cap is sent as max_tokens, which every compatible server
 // understands. OpenAI's reasoning models accept only max_completion_tokens;

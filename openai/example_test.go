@@ -122,7 +122,7 @@ func ExampleClient_Stream_errors() {
 		Messages: []llm.Message{{Role: llm.RoleTool, Parts: []llm.Part{{
 			Kind: llm.PartToolResult,
 			ToolResult: &llm.ToolResult{CallID: "call_1", Content: []llm.Part{
-				llm.ImagePart("image/png", []byte("\x89PNG")),
+				{Kind: llm.PartDocument, Media: &llm.Media{URL: "https://example.org/report.pdf"}},
 			}},
 		}}}},
 	}))

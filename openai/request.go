@@ -194,10 +194,16 @@ func renderToolChoice(tc llm.ToolChoice) (any, error) {
 }
 
 // renderMessages renders a conversation. Tool messages expand to one wire
-// message per tool result.
+// message per tool result; images and documents of tool results, which
+// tool messages cannot hold, follow them in one user message.
 func renderMessages(msgs []llm.Message) ([]wireMessage, error) {
 	out := make([]wireMessage, 0, len(msgs))
+	var attached []wirePart // media of the tool messages just rendered
 	for i, m := range msgs {
+		if m.Role != llm.RoleTool && len(attached) > 0 {
+			out = append(out, wireMessage{Role: "user", Content: attached})
+			attached = nil
+		}
 		var err error
 		switch m.Role {
 		case llm.RoleSystem:
@@ -216,13 +222,16 @@ func renderMessages(msgs []llm.Message) ([]wireMessage, error) {
 				out = append(out, wm)
 			}
 		case llm.RoleTool:
-			out, err = appendToolMessages(out, m.Parts)
+			out, attached, err = appendToolMessages(out, attached, m.Parts)
 		default:
 			err = fmt.Errorf("unknown role %q", m.Role)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("openai: message %d (%s): %w", i, m.Role, err)
 		}
+	}
+	if len(attached) > 0 {
+		out = append(out, wireMessage{Role: "user", Content: attached})
 	}
 	return out, nil
 }
@@ -375,32 +384,54 @@ func assistantMessage(parts []llm.Part) (wireMessage, error) {
 }
 
 // appendToolMessages renders each tool result of a tool message as its own
-// role "tool" message.
-func appendToolMessages(out []wireMessage, parts []llm.Part) ([]wireMessage, error) {
+// role "tool" message. Chat Completions takes only text in tool messages,
+// so the images and documents of a result are appended to attached, after
+// a line naming the call, for the user message that follows the tool
+// messages; the tool message says they follow.
+func appendToolMessages(out []wireMessage, attached []wirePart, parts []llm.Part) ([]wireMessage, []wirePart, error) {
 	for _, p := range parts {
 		if p.Kind != llm.PartToolResult {
-			return nil, fmt.Errorf("%s part in a tool message; tool messages hold tool results only", p.Kind)
+			return nil, nil, fmt.Errorf("%s part in a tool message; tool messages hold tool results only", p.Kind)
 		}
 		r := p.ToolResult
 		if r == nil {
-			return nil, errors.New("tool result part without a result")
+			return nil, nil, errors.New("tool result part without a result")
 		}
+		var media []wirePart
 		for _, c := range r.Content {
 			switch c.Kind {
 			case llm.PartText:
 			case llm.PartImage:
-				return nil, unsupported("images in tool results")
+				u, err := imageURL(c.Media)
+				if err != nil {
+					return nil, nil, err
+				}
+				media = append(media, wirePart{Type: "image_url", ImageURL: &wireImageURL{URL: u}})
 			case llm.PartDocument:
-				return nil, unsupported("documents in tool results")
+				f, err := fileData(c.Media)
+				if err != nil {
+					return nil, nil, err
+				}
+				media = append(media, wirePart{Type: "file", File: f})
 			default:
-				return nil, unsupported(string(c.Kind) + " parts in tool results")
+				return nil, nil, unsupported(string(c.Kind) + " parts in tool results")
 			}
 		}
-		out = append(out, wireMessage{
-			Role:       "tool",
-			Content:    r.Text(),
-			ToolCallID: r.CallID,
-		})
+		text := r.Text()
+		if len(media) > 0 {
+			call := r.CallID
+			if r.Name != "" {
+				call += " (" + r.Name + ")"
+			}
+			note := fmt.Sprintf("[%d attachment(s) of this result follow in a user message: tool messages cannot hold them]", len(media))
+			if text != "" {
+				note = "\n" + note
+			}
+			text += note
+			attached = append(attached, wirePart{Type: "text", Text: "Attached by tool call " + call + ":"})
+			attached = append(attached, media...)
+		}
+		out = append(out, wireMessage{Role: "tool", Content: text, ToolCallID: r.CallID})
 	}
-	return out, nil
+	return out, attached, nil
 }

@@ -215,6 +215,32 @@ func TestRenderRequest(t *testing.T) {
 			want: `{"model":"m","messages":[{"role":"tool","content":"","tool_call_id":"c"}],` + stream + `}`,
 		},
 		{
+			// Tool messages hold text only: images and documents follow
+			// the tool messages of the turn in one user message.
+			name:   "media in tool results",
+			client: Client{Model: "m"},
+			req: &llm.Request{Messages: []llm.Message{
+				{Role: llm.RoleTool, Parts: []llm.Part{
+					{Kind: llm.PartToolResult, ToolResult: &llm.ToolResult{CallID: "c1", Name: "upload_media", Content: []llm.Part{
+						llm.TextPart("a.png: PNG image"), llm.ImagePart("image/png", []byte("PNG")),
+					}}},
+					{Kind: llm.PartToolResult, ToolResult: &llm.ToolResult{CallID: "c2", Content: []llm.Part{llm.TextPart("plain")}}},
+					{Kind: llm.PartToolResult, ToolResult: &llm.ToolResult{CallID: "c3", Content: []llm.Part{
+						llm.DocumentPart("application/pdf", "r.pdf", []byte("%PDF")),
+					}}},
+				}},
+				llm.UserMessage("next"),
+			}},
+			want: `{"model":"m","messages":[` +
+				`{"role":"tool","content":"a.png: PNG image\n[1 attachment(s) of this result follow in a user message: tool messages cannot hold them]","tool_call_id":"c1"},` +
+				`{"role":"tool","content":"plain","tool_call_id":"c2"},` +
+				`{"role":"tool","content":"[1 attachment(s) of this result follow in a user message: tool messages cannot hold them]","tool_call_id":"c3"},` +
+				`{"role":"user","content":[` +
+				`{"type":"text","text":"Attached by tool call c1 (upload_media):"},{"type":"image_url","image_url":{"url":"data:image/png;base64,UE5H"}},` +
+				`{"type":"text","text":"Attached by tool call c3:"},{"type":"file","file":{"filename":"r.pdf","file_data":"data:application/pdf;base64,JVBERg=="}}]},` +
+				`{"role":"user","content":"next"}],` + stream + `}`,
+		},
+		{
 			name:   "document without name or type",
 			client: Client{Model: "m"},
 			req: &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{
@@ -260,12 +286,12 @@ func TestRenderRequestErrors(t *testing.T) {
 		{name: "nil request", req: nil, contains: []string{"openai: nil request"}},
 		{name: "no model", req: userRequest("hi"), contains: []string{"no model"}},
 		{
-			name: "image in tool result", req: msgs(UserMessage("hi"), toolMsg(llm.TextPart("see"), llm.ImagePart("image/png", pngBytes))),
-			unsupported: true, contains: []string{"openai: message 1 (tool)", "images in tool results", "Chat Completions"},
+			name: "reasoning in tool result", req: msgs(UserMessage("hi"), toolMsg(llm.TextPart("see"), reasoningPart("hmm"))),
+			unsupported: true, contains: []string{"openai: message 1 (tool)", "reasoning parts in tool results", "Chat Completions"},
 		},
 		{
-			name: "document in tool result", req: msgs(toolMsg(llm.DocumentPart("application/pdf", "a.pdf", []byte("%PDF")))),
-			unsupported: true, contains: []string{"documents in tool results"},
+			name: "document by URL in tool result", req: msgs(toolMsg(llm.Part{Kind: llm.PartDocument, Media: &llm.Media{URL: "https://x/a.pdf"}})),
+			unsupported: true, contains: []string{"openai: message 0 (tool)", "documents by URL"},
 		},
 		{
 			name: "document by URL", req: msgs(user(llm.Part{Kind: llm.PartDocument, Media: &llm.Media{URL: "https://x/a.pdf"}})),
