@@ -40,7 +40,7 @@ type Mounted struct {
 	log       *slog.Logger
 	bg        context.Context // background work: refreshes; done at Close
 	stop      context.CancelFunc
-	wg        sync.WaitGroup // background goroutines
+	wg        sync.WaitGroup // refreshes and background closes; added to only while not closed
 	connMu    sync.Mutex     // held while (re)connecting, so one call does it
 	refreshMu sync.Mutex     // held while listing and replacing the tools
 
@@ -437,7 +437,7 @@ func (m *Mounted) onListChanged(context.Context, *sdk.ToolListChangedRequest) {
 			m.mu.Unlock()
 			if c != nil {
 				ctx, cancel := context.WithTimeout(m.bg, refreshTimeout)
-				if err := m.refresh(ctx, c); err != nil {
+				if err := m.refresh(ctx, c); err != nil && m.bg.Err() == nil {
 					m.log.Warn("listing changed tools failed", "err", err)
 				}
 				cancel()

@@ -297,15 +297,7 @@ func deriveName(s *MCPServer) string {
 			word = a
 			break
 		}
-		if i := strings.LastIndex(word, "@"); i > 0 {
-			word = word[:i] // a version
-		}
-		word = path.Base(strings.ReplaceAll(word, `\`, "/"))
-		for _, ext := range []string{".js", ".mjs", ".ts", ".py", ".exe"} {
-			word = strings.TrimSuffix(word, ext)
-		}
-		// docker images: ghcr.io/github/github-mcp-server:latest
-		word, _, _ = strings.Cut(word, ":")
+		word = programName(word)
 	}
 	word = strings.ToLower(word)
 	for _, p := range []string{"mcp-server-", "server-", "mcp-"} {
@@ -331,6 +323,33 @@ func deriveName(s *MCPServer) string {
 		name = "mcp"
 	}
 	return name
+}
+
+// genericNames are path elements that do not tell a server apart.
+var genericNames = map[string]bool{
+	"index": true, "main": true, "server": true, "cli": true, "dist": true, "build": true,
+	"lib": true, "bin": true, "src": true, "out": true, "": true, ".": true,
+}
+
+// programName returns the name of the package or program that word
+// designates: the last path element that is not generic, without version
+// (name@1.2), tag (image:latest) or extension.
+func programName(word string) string {
+	elems := strings.Split(strings.ReplaceAll(word, `\`, "/"), "/")
+	for i := len(elems) - 1; i >= 0; i-- {
+		e := elems[i]
+		if j := strings.LastIndex(e, "@"); j > 0 {
+			e = e[:j] // a version
+		}
+		e, _, _ = strings.Cut(e, ":") // an image's tag
+		for _, ext := range []string{".js", ".mjs", ".cjs", ".ts", ".py", ".exe"} {
+			e = strings.TrimSuffix(e, ext)
+		}
+		if !genericNames[strings.ToLower(e)] {
+			return e
+		}
+	}
+	return ""
 }
 
 // uniqueName returns name, or name2, name3... if it is taken.

@@ -59,6 +59,7 @@ func TestParseMCPFlag(t *testing.T) {
 		{"docker run -i --rm ghcr.io/github/github-mcp-server:latest", "", &MCPServer{Command: "docker", Args: []string{"run", "-i", "--rm", "ghcr.io/github/github-mcp-server:latest"}}, "github"},
 		{"npx @playwright/mcp@latest", "", &MCPServer{Command: "npx", Args: []string{"@playwright/mcp@latest"}}, "mcp"},
 		{"node ./servers/weather.js", "", &MCPServer{Command: "node", Args: []string{"./servers/weather.js"}}, "weather"},
+		{"node /x/node_modules/@modelcontextprotocol/server-everything/dist/index.js", "", &MCPServer{Command: "node", Args: []string{"/x/node_modules/@modelcontextprotocol/server-everything/dist/index.js"}}, "everything"},
 		{"https://api.githubcopilot.com/mcp/", "", &MCPServer{URL: "https://api.githubcopilot.com/mcp/"}, "githubcopilot"},
 		{"gh=https://api.githubcopilot.com/mcp/", "gh", &MCPServer{URL: "https://api.githubcopilot.com/mcp/"}, "githubcopilot"},
 		{"/usr/local/bin/my-mcp-server --port 0", "", &MCPServer{Command: "/usr/local/bin/my-mcp-server", Args: []string{"--port", "0"}}, "my"},
