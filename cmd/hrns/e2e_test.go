@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -379,5 +381,40 @@ func TestAnthropicProvider(t *testing.T) {
 	}
 	if body := string(reqs[1].Body); !strings.Contains(body, `"tool_result"`) || !strings.Contains(body, "hello from the file") {
 		t.Errorf("the tool result did not reach Anthropic: %s", body)
+	}
+}
+
+func TestInterruptStopsCleanly(t *testing.T) {
+	// A model that never answers: the run waits until hrns is interrupted.
+	reached := make(chan struct{}, 1)
+	gone := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // so the server notices when the client goes
+		reached <- struct{}{}
+		<-r.Context().Done() // hrns closed the stream
+		close(gone)
+	}))
+	defer srv.Close()
+	cmd := exec.CommandContext(t.Context(), hrnsBin, "run", "--model", "m", "--base-url", srv.URL, "hi")
+	cmd.Dir = t.TempDir()
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-reached:
+	case err := <-exited:
+		t.Fatalf("hrns exited before reaching the model: %v\n%s", err, stderr.String())
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := <-exited
+	<-gone
+	ee, ok := errors.AsType[*exec.ExitError](err)
+	if !ok || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "interrupted") {
+		t.Fatalf("err %v, stderr %q", err, stderr.String())
 	}
 }
