@@ -418,3 +418,25 @@ func TestInterruptStopsCleanly(t *testing.T) {
 		t.Fatalf("err %v, stderr %q", err, stderr.String())
 	}
 }
+
+func TestMCPServerTools(t *testing.T) {
+	script, _ := filepath.Abs(filepath.Join("..", "..", "mcp", "testdata", "servers", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"))
+	if _, err := os.Stat(script); err != nil {
+		t.Skipf("the MCP test servers are not installed (%s is missing): run .ci/setup-mcp", script)
+	}
+	srv := openaitest.NewServer(
+		openaitest.Reply{ToolCalls: []llm.ToolCall{call("c1", "everything__echo", `{"message":"over MCP"}`)}},
+		openaitest.Reply{Text: "Echoed."},
+	)
+	defer srv.Close()
+	r := hrns(t, workdir(t), srv, "run", "--tools", "none", "--mcp", "everything=node "+script, "echo something")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(string(srv.Requests()[0].Body), `"everything__echo"`) {
+		t.Errorf("the MCP server's tools were not offered")
+	}
+	if got := toolResults(t, srv.Requests()[1].Body)[0]; !strings.Contains(got, "over MCP") {
+		t.Errorf("echo result: %q", got)
+	}
+}

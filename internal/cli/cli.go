@@ -63,6 +63,8 @@ Usage:
   hrns run [flags] "PROMPT"   run one task and stream the answer
   hrns tools [--json]         list the built-in tools and their schemas
   hrns skills [--json]        list the skills hrns discovers
+  hrns mcp serve [flags]      serve hrns tools to MCP clients (stdio, or HTTP with --addr)
+  hrns mcp tools [--mcp ...]  list the tools of the configured MCP servers
   hrns version                print the version
 
 Run "hrns run -h" for the flags of run.
@@ -86,6 +88,8 @@ func Run(ctx context.Context, args []string, stdio *IO) int {
 		err = toolsCommand(ctx, rest, stdio)
 	case "skills":
 		err = skillsCommand(ctx, rest, stdio)
+	case "mcp":
+		err = mcpCommand(ctx, rest, stdio)
 	case "version", "--version":
 		fmt.Fprintln(stdio.Out, "hrns", Version)
 	case "help", "-h", "--help":

@@ -36,6 +36,7 @@ type Config struct {
 	MaxTurns  int                 `toml:"max_turns" yaml:"max_turns"`
 	Skills    []string            `toml:"skills" yaml:"skills"`
 	Providers map[string]Provider `toml:"providers" yaml:"providers"`
+	MCP       MCPConfig           `toml:"mcp" yaml:"mcp"`
 
 	path string // where it was read from, for messages
 }

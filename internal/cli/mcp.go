@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"path"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -619,7 +618,7 @@ func mcpTools(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return &usageError{err.Error()}
 	}
-	mc := mcpConfigOf(cfg)
+	mc := &cfg.MCP
 	ts, closeAll, err := mountMCP(ctx, flags, mc, stdio)
 	if err != nil {
 		return err
@@ -642,19 +641,3 @@ func mcpTools(ctx context.Context, args []string, stdio *IO) error {
 	return tw.Flush()
 }
 
-// mcpConfigOf returns the [mcp] table of cfg, or nil when Config has no
-// field for it.
-//
-// It looks the field up by type so that this file builds both before and
-// after Config gains its MCP field (config.go is edited separately); once
-// it has, this is simply &cfg.MCP.
-func mcpConfigOf(cfg *Config) *MCPConfig {
-	v := reflect.ValueOf(cfg).Elem()
-	for i := range v.NumField() {
-		if f := v.Field(i); f.CanInterface() && f.Type() == reflect.TypeFor[MCPConfig]() {
-			c := f.Interface().(MCPConfig)
-			return &c
-		}
-	}
-	return nil
-}

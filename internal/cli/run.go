@@ -40,6 +40,7 @@ type runOptions struct {
 	replay    string
 	skills    stringList
 	noSkills  bool
+	mcp       stringList
 	prompt    string
 }
 
@@ -66,6 +67,7 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.replay, "replay", "", "replay the model's responses from this file instead of calling a model (tools still run)")
 	fs.Var(&o.skills, "skills", "a folder of skills to add (repeatable)")
 	fs.BoolVar(&o.noSkills, "no-skills", false, "do not discover skills")
+	fs.Var(&o.mcp, "mcp", "an MCP server whose tools to add: '[NAME=]COMMAND ARGS', '[NAME=]URL', or the NAME of one in the config (repeatable)")
 }
 
 // Validate checks the options that do not depend on the configuration.
@@ -138,6 +140,14 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	tools, system, err := buildTools(names, &o, cfg, stdio)
 	if err != nil {
 		return err
+	}
+	mcpTools, closeMCP, err := mountMCP(ctx, o.mcp, &cfg.MCP, stdio)
+	if err != nil {
+		return err
+	}
+	defer closeMCP()
+	if tools, err = loop.Join(tools, mcpTools); err != nil {
+		return usagef("%v (name the MCP server, or set its prefix, so that its tools do not clash)", err)
 	}
 	if agentDef.System != "" {
 		system = joinPrompts(agentDef.System, system)
