@@ -640,4 +640,3 @@ func mcpTools(ctx context.Context, args []string, stdio *IO) error {
 	}
 	return tw.Flush()
 }
-
