@@ -1,0 +1,77 @@
+// Package session is the durable runtime behind hrns serve: it keeps
+// sessions (an agent, its conversation and an append-only event log) in a
+// [store.Store], applies callers' input to them, and runs them with the
+// agent loop of package loop.
+//
+//	m := session.New(st, model, &session.Options{Environments: map[string]*loop.Toolset{"web": tools.Web(nil)}})
+//	if err := m.Start(); err != nil { ... }
+//	defer m.Stop(context.Background())
+//	v, _, err := m.Create(ctx, &session.CreateParams{Owner: "alice", Request: req, Raw: body})
+//
+// # States
+//
+// A session is created pending, runs (running), and may then wait:
+// awaiting_tool_results while calls of client-side tools (declared by the
+// caller, run by the caller) or calls needing approval are unanswered,
+// idle after an answer when idle_timeout_s keeps it open for another
+// message, paused when its caller paused it. It ends completed, failed,
+// timed_out (max_time_s) or interrupted (cancelled). queued is never
+// used. [Status] names them.
+//
+// # Durability
+//
+// Every change of a session is committed to the store together with the
+// events that report it, before anyone is told: a long-poll sees an
+// event only once it is on disk. The run commits a checkpoint at each
+// step: after the model answers (the transcript and the calls it made,
+// before they run) and after each call finishes. A crash loses only the
+// step in progress: the model request in flight is sent again, and server
+// tools whose results were not committed run again (at least once). A
+// waiting session holds no goroutine; its checkpoint is in the store and
+// a worker of any [Manager] on that store continues it when it can run
+// again. Workers own the sessions they run through leases, which they
+// renew, so a dead worker's sessions are claimed again once its leases
+// expire.
+//
+// # Events
+//
+// The event log uses the API's vocabulary. Each event has a type and a
+// data payload:
+//
+//	AgentEvent / message_event   a user message (caller_id "user")
+//	AgentStartedEvent            a worker started the session
+//	ActiveStateChangeEvent       running, idle, or awaiting_tool_results
+//	                             with pending_tool_calls (and the hrns
+//	                             addition pending_approvals); published
+//	                             again with the calls left as calls settle
+//	AgentEvent / policy_event    one model step: text, reasoning, tool_reqs
+//	MetricsUpdateEvent           steps and token usage after each step
+//	AgentEvent / tool_result     a call's result (server-side, or posted)
+//	AgentEvent / error_event     a failed call (origin "tool", "approval",
+//	                             the caller's origin for posted errors,
+//	                             "hrns" for calls abandoned at a deadline),
+//	                             or a model request retried (origin "model")
+//	AgentEvent / flow_event      pause, resume, force_answer, approve, reject
+//	AgentRunStatusChangeEvent    paused, running
+//	AgentEvent / answer_event    the agent's answer
+//	AgentCompletionEvent         finished, stopped or timed_out
+//	AgentErrorEvent              the error that failed the session
+//
+// The loop's chunks map onto them: turn_end to policy_event and
+// MetricsUpdateEvent, tool_call_result to tool_result, tool_call_error to
+// error_event, retry to error_event (origin "model"), error to
+// AgentErrorEvent, and the end of a run to answer_event,
+// ActiveStateChangeEvent or AgentCompletionEvent. Deltas (text,
+// reasoning, argument fragments) are not logged.
+//
+// # Client-side tools and approvals
+//
+// Tools declared in the request become [loop.NewClientTool]s: when the
+// model calls them the run suspends, and the session waits in
+// awaiting_tool_results until [Manager.PostToolResults] has a result for
+// each. A server-side tool that requires approval waits the same way for
+// [Manager.Decide], unless Options.AutoApprove is set. Calls still
+// unanswered when the run must end (max_time_s, force_answer) are
+// answered with an error the model reads, before it is asked for its
+// final answer.
+package session

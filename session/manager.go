@@ -1,0 +1,794 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/store"
+)
+
+// Options configure a [Manager]. The zero value of each field means the
+// documented default.
+type Options struct {
+	// Agents are the named agents callers may use.
+	Agents map[string]*AgentConfig
+	// Environments are the toolsets a caller may give an inline agent,
+	// by environment kind (for example "web"). A kind not listed is
+	// refused.
+	Environments map[string]*loop.Toolset
+	// Toolsets are further toolsets only named agents may use (for
+	// example files or shell): a caller cannot grant them to itself.
+	Toolsets map[string]*loop.Toolset
+	// DefaultModel is the model of agents that name none.
+	DefaultModel string
+	// MaxSteps is the step budget of sessions that set none; 0 means 100.
+	MaxSteps int
+	// Workers bounds the sessions run at once by this process; 0 means
+	// 64. Sessions beyond it wait, pending or running, for a worker.
+	Workers int
+	// LeaseTTL is how long a worker's claim on a session lasts without
+	// renewal; 0 means 15 seconds. A worker renews it every third of it.
+	LeaseTTL time.Duration
+	// TimeoutGrace is how long the final answer asked for at max_time_s
+	// may take before the run is cut; 0 means 30 seconds.
+	TimeoutGrace time.Duration
+	// AutoApprove runs calls of tools that require approval without
+	// asking. By default they wait for a decision through the API.
+	AutoApprove bool
+	// ToolTimeout bounds each server-side tool call; 0 means the loop's
+	// default (5 minutes).
+	ToolTimeout time.Duration
+	// Logger receives the manager's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// A Manager runs sessions stored in a [store.Store]: it creates them,
+// applies callers' input to them, and runs them with its workers.
+//
+// Every method that changes a session commits the change and the events
+// that report it in one store transaction before it returns, so what a
+// caller is told is durable. A session that waits (for tool results, an
+// approval, a message or its resume) holds no goroutine: any Manager on
+// the same store picks it up when it can run again.
+type Manager struct {
+	// fixed at creation
+	st    store.Store
+	model llm.Model
+	opts  Options
+	owner string // this process's lease owner id
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	inflight map[string]bool // owner + idempotency key being created
+	cancel   context.CancelCauseFunc
+	done     chan struct{}
+	running  map[string]context.CancelCauseFunc
+	freed    chan struct{}
+}
+
+// New returns a manager of the sessions in st that runs them with model.
+// A nil opts means the defaults. Call [Manager.Start] to run sessions.
+func New(st store.Store, model llm.Model, opts *Options) *Manager {
+	if st == nil || model == nil {
+		panic("session.New: nil store or model")
+	}
+	m := &Manager{st: st, model: model, inflight: map[string]bool{}, running: map[string]context.CancelCauseFunc{}, freed: make(chan struct{}, 1)}
+	if opts != nil {
+		m.opts = *opts
+	}
+	o := &m.opts
+	o.Agents = maps.Clone(o.Agents)
+	o.Environments = maps.Clone(o.Environments)
+	o.Toolsets = maps.Clone(o.Toolsets)
+	if o.MaxSteps <= 0 {
+		o.MaxSteps = 100
+	}
+	if o.Workers <= 0 {
+		o.Workers = 64
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 15 * time.Second
+	}
+	if o.TimeoutGrace <= 0 {
+		o.TimeoutGrace = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	m.log = o.Logger
+	m.owner = "worker-" + randomHex(8)
+	return m
+}
+
+// CreateParams are the arguments of [Manager.Create].
+type CreateParams struct {
+	// Owner is who may see the session.
+	Owner string
+	// Request is the decoded request; Raw is its body as received,
+	// echoed by [View] and compared for idempotency.
+	Request *Request
+	Raw     json.RawMessage
+	// IdempotencyKey, when set, makes a retry of the same request return
+	// the session the first one created.
+	IdempotencyKey string
+}
+
+// Create validates a request and stores a new pending session; a worker
+// starts it. It returns the session and whether it was created now (false
+// when the idempotency key returned the session of an earlier request).
+//
+// Errors: a *[ValidationError] for an invalid request,
+// [ErrIdempotencyMismatch] when the key came with another request, and
+// [ErrInFlight] while another request with the key is being created.
+func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, error) {
+	hash := requestHash(p.Raw)
+	if p.IdempotencyKey != "" {
+		k := p.Owner + "\x00" + p.IdempotencyKey
+		m.mu.Lock()
+		busy := m.inflight[k]
+		m.inflight[k] = true
+		m.mu.Unlock()
+		if busy {
+			return nil, false, ErrInFlight
+		}
+		defer func() {
+			m.mu.Lock()
+			delete(m.inflight, k)
+			m.mu.Unlock()
+		}()
+	}
+	sp, msgs, err := m.resolve(p.Request)
+	if err != nil {
+		return nil, false, err
+	}
+	st := &state{Spec: sp, Phase: phaseNew}
+	if sp.System != "" {
+		st.Checkpoint.Messages = []llm.Message{llm.SystemMessage(sp.System)}
+	}
+	var events []store.Event
+	for _, msg := range msgs {
+		st.NextInID++
+		st.Inbox = append(st.Inbox, inboxMessage{ID: st.NextInID, Message: msg})
+		events = append(events, messageEvent(msg))
+	}
+	first := ""
+	if len(p.Request.Messages) > 0 {
+		first = p.Request.Messages[0].Message
+	}
+	s := &store.Session{
+		ID:             newID(),
+		Owner:          p.Owner,
+		IdempotencyKey: p.IdempotencyKey,
+		RequestHash:    hash,
+		Agent:          sp.Agent,
+		FirstMessage:   first,
+		Request:        p.Raw,
+		CreatedAt:      time.Now().UTC(),
+	}
+	derive(s, st)
+	if s.State, err = json.Marshal(st); err != nil {
+		return nil, false, err
+	}
+	got, created, err := m.st.CreateSession(ctx, s, events)
+	if err != nil {
+		return nil, false, err
+	}
+	if !created && got.RequestHash != hash {
+		return nil, false, ErrIdempotencyMismatch
+	}
+	v, err := view(got)
+	return v, created, err
+}
+
+// requestHash hashes the canonical form of a JSON body, so that the same
+// request written with other spacing or key order matches.
+func requestHash(raw json.RawMessage) string {
+	var v any
+	b := []byte(raw)
+	if json.Unmarshal(raw, &v) == nil {
+		b, _ = json.Marshal(v)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Get returns the session.
+func (m *Manager) Get(ctx context.Context, owner, id string) (*View, error) {
+	s, err := m.get(ctx, owner, id)
+	if err != nil {
+		return nil, err
+	}
+	return view(s)
+}
+
+// Status returns the session's live status.
+func (m *Manager) Status(ctx context.Context, owner, id string) (*StatusView, error) {
+	v, err := m.Get(ctx, owner, id)
+	if err != nil {
+		return nil, err
+	}
+	return &v.Status, nil
+}
+
+func (m *Manager) get(ctx context.Context, owner, id string) (*store.Session, error) {
+	s, err := m.st.GetSession(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && s.Owner != owner {
+		return nil, ErrNotFound
+	}
+	return s, err
+}
+
+// ListParams select sessions for [Manager.List].
+type ListParams struct {
+	Statuses []Status
+	// Page counts from 1; Size is at most 100.
+	Page, Size int
+	Ascending  bool
+}
+
+// List returns a page of the owner's sessions, newest first.
+func (m *Manager) List(ctx context.Context, owner string, p *ListParams) (*Page[Summary], error) {
+	lp := &store.ListParams{Owner: owner, Offset: (p.Page - 1) * p.Size, Limit: p.Size, Ascending: p.Ascending}
+	for _, s := range p.Statuses {
+		lp.Statuses = append(lp.Statuses, string(s))
+	}
+	ss, total, err := m.st.ListSessions(ctx, lp)
+	if err != nil {
+		return nil, err
+	}
+	page := &Page[Summary]{Items: []Summary{}, Total: total, Page: p.Page}
+	for _, s := range ss {
+		sum := Summary{ID: s.ID, Status: Status(s.Status), CreatedAt: s.CreatedAt, StartedAt: timePtr(s.StartedAt), FinishedAt: timePtr(s.FinishedAt), LastActivityAt: timePtr(s.UpdatedAt)}
+		if s.Agent != "" {
+			sum.Agent = &s.Agent
+		}
+		if s.FirstMessage != "" {
+			sum.FirstMessage = &UserMessage{Type: "user_message", Message: s.FirstMessage, CallerID: "user"}
+		}
+		page.Items = append(page.Items, sum)
+	}
+	return page, nil
+}
+
+// ChangesParams are the arguments of [Manager.Changes].
+type ChangesParams struct {
+	// From is the cursor: the number of events already seen.
+	From int64
+	// Limit bounds the events returned; 0 means all.
+	Limit int
+	// NoEvents leaves the events out (the status fields still come).
+	NoEvents bool
+	// Wait is how long to wait for an event when there is none yet.
+	Wait time.Duration
+}
+
+// Changes returns the session's events from p.From, waiting up to p.Wait
+// for one if there are none yet. It returns a nil *Changes when nothing
+// came by then, and the session's event count (the next cursor) either
+// way. An event wakes a waiting call at once: it is announced by the
+// store when committed.
+func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParams) (*Changes, int64, error) {
+	notify, unsubscribe := m.st.Subscribe(id)
+	defer unsubscribe()
+	var timeout <-chan time.Time
+	if p.Wait > 0 {
+		t := time.NewTimer(p.Wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		s, err := m.get(ctx, owner, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if p.From < 0 || p.From > s.EventCount {
+			return nil, s.EventCount, invalid(fmt.Sprintf("from_index %d is not between 0 and the session's %d events", p.From, s.EventCount), "query", "from_index")
+		}
+		if s.EventCount > p.From {
+			return m.changes(ctx, s, p)
+		}
+		if timeout == nil {
+			return nil, s.EventCount, nil
+		}
+		select {
+		case <-notify:
+		case <-timeout:
+			return nil, s.EventCount, nil
+		case <-ctx.Done():
+			return nil, s.EventCount, ctx.Err()
+		}
+	}
+}
+
+func (m *Manager) changes(ctx context.Context, s *store.Session, p *ChangesParams) (*Changes, int64, error) {
+	st, err := decodeState(s)
+	if err != nil {
+		return nil, 0, err
+	}
+	c := &Changes{
+		Status:     Status(s.Status),
+		StartedAt:  timePtr(s.StartedAt),
+		FinishedAt: timePtr(s.FinishedAt),
+		Error:      strPtr(s.Error),
+		ErrorCode:  strPtr(s.ErrorCode),
+		NewEvents:  []Event{},
+		Answer:     s.Answer,
+		Metrics:    st.metrics(),
+	}
+	if !p.NoEvents {
+		// Only the events the session had when read: the status fields
+		// then describe the session as of the last event returned.
+		limit := int(s.EventCount - p.From)
+		if p.Limit > 0 {
+			limit = min(limit, p.Limit)
+		}
+		events, err := m.st.Events(ctx, s.ID, p.From, limit)
+		if err != nil {
+			return nil, 0, err
+		}
+		c.NewEvents = apiEvents(events)
+	}
+	return c, s.EventCount, nil
+}
+
+// EventsParams select a page of events for [Manager.Events].
+type EventsParams struct {
+	// Page counts from 1.
+	Page, Size int
+	// Descending lists newest first.
+	Descending bool
+	// Type keeps events of this type only.
+	Type string
+}
+
+// Events returns a page of the session's event history.
+func (m *Manager) Events(ctx context.Context, owner, id string, p *EventsParams) (*Page[Event], error) {
+	s, err := m.get(ctx, owner, id)
+	if err != nil {
+		return nil, err
+	}
+	page := &Page[Event]{Items: []Event{}, Page: p.Page}
+	if p.Type == "" {
+		total := s.EventCount
+		page.Total = int(total)
+		from := int64((p.Page - 1) * p.Size)
+		limit := int64(p.Size)
+		if p.Descending {
+			from = total - int64(p.Page*p.Size)
+			if from < 0 {
+				limit += from
+				from = 0
+			}
+		}
+		if limit <= 0 || from >= total {
+			return page, nil
+		}
+		events, err := m.st.Events(ctx, id, from, int(limit))
+		if err != nil {
+			return nil, err
+		}
+		page.Items = apiEvents(events)
+		if p.Descending {
+			slices.Reverse(page.Items)
+		}
+		return page, nil
+	}
+	events, err := m.st.Events(ctx, id, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	all := slices.DeleteFunc(apiEvents(events), func(e Event) bool { return e.Type != p.Type })
+	if p.Descending {
+		slices.Reverse(all)
+	}
+	page.Total = len(all)
+	lo := min((p.Page-1)*p.Size, len(all))
+	page.Items = all[lo:min(lo+p.Size, len(all))]
+	return page, nil
+}
+
+func apiEvents(events []store.Event) []Event {
+	out := make([]Event, len(events))
+	for i, e := range events {
+		out[i] = Event{Index: e.Index, Type: e.Type, Data: e.Data, Timestamp: e.Time}
+	}
+	return out
+}
+
+func view(s *store.Session) (*View, error) {
+	st, err := decodeState(s)
+	if err != nil {
+		return nil, err
+	}
+	v := &View{
+		ID:           s.ID,
+		Request:      s.Request,
+		LatestAnswer: s.Answer,
+		CreatedAt:    s.CreatedAt,
+		StartedAt:    timePtr(s.StartedAt),
+		FinishedAt:   timePtr(s.FinishedAt),
+		Status: StatusView{
+			Status:             Status(s.Status),
+			Error:              strPtr(s.Error),
+			ErrorCode:          strPtr(s.ErrorCode),
+			Steps:              st.Steps,
+			UsagePerModel:      st.usage(),
+			SubagentSessionIDs: []string{},
+		},
+	}
+	if v.Request == nil {
+		v.Request = json.RawMessage("{}")
+	}
+	return v, nil
+}
+
+// errNoChange makes update return without writing.
+var errNoChange = errors.New("no change")
+
+// update applies fn to the session as stored and commits the result with
+// the events fn returns, retrying from a fresh read when someone else
+// committed in between. fn must have no effect but on its arguments.
+func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptions, fn func(s *store.Session, st *state) ([]store.Event, error)) (*store.Session, *state, error) {
+	for {
+		s, err := m.st.GetSession(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		st, err := decodeState(s)
+		if err != nil {
+			return nil, nil, err
+		}
+		events, err := fn(s, st)
+		if errors.Is(err, errNoChange) {
+			return s, st, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		derive(s, st)
+		if s.State, err = json.Marshal(st); err != nil {
+			return nil, nil, err
+		}
+		err = m.st.UpdateSession(ctx, s, events, opts)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, st, nil
+	}
+}
+
+// mutate is update for callers' input: the session must be the owner's,
+// and not finished.
+func (m *Manager) mutate(ctx context.Context, owner, id string, fn func(s *store.Session, st *state) ([]store.Event, error)) error {
+	_, _, err := m.update(ctx, id, nil, func(s *store.Session, st *state) ([]store.Event, error) {
+		if s.Owner != owner {
+			return nil, ErrNotFound
+		}
+		if st.Phase == phaseDone {
+			return nil, fmt.Errorf("%w: it is %s", ErrFinished, s.Status)
+		}
+		return fn(s, st)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// PostToolResults records results of pending client-side calls. A result
+// for a call that already has one is ignored, so posting twice is
+// harmless. When no call waits any more, the session runs again.
+//
+// Errors: [ErrNotFound], [ErrFinished] once the session has ended, and a
+// *[ValidationError] for a result whose call the session does not have
+// or that waits for approval instead; then nothing is recorded.
+func (m *Manager) PostToolResults(ctx context.Context, owner, id string, results []ToolResult) error {
+	return m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
+		var events []store.Event
+		var v validation
+		changed := false
+		for i, r := range results {
+			idx := slices.IndexFunc(st.Checkpoint.Calls, func(c callState) bool { return c.Call.ID == r.ToolReq.ID })
+			if idx < 0 {
+				if answeredBefore(st.Checkpoint.Messages, r.ToolReq.ID) {
+					continue // a retry of a result the run has used
+				}
+				v.add(fmt.Sprintf("the session has no pending tool call %q", r.ToolReq.ID), "body", "results", i, "tool_req", "id")
+				continue
+			}
+			c := &st.Checkpoint.Calls[idx]
+			if c.Result != nil {
+				continue
+			}
+			if !c.Client {
+				v.add(fmt.Sprintf("tool call %q is a call of the server's tool %q: approve or reject it with POST /api/v2/sessions/{id}/approvals", c.Call.ID, c.Call.Name), "body", "results", i, "tool_req", "id")
+				continue
+			}
+			res := &llm.ToolResult{CallID: c.Call.ID, Name: c.Call.Name}
+			req := toolRequest(c.Call)
+			if r.Kind == KindError {
+				res.IsError = true
+				res.Content = []llm.Part{llm.TextPart(r.Error)}
+				events = append(events, agentEvent(AgentEventData{Kind: KindError, Error: r.Error, Origin: r.Origin, ToolReq: &req}))
+			} else {
+				res.Content = []llm.Part{llm.TextPart(resultText(r.Result))}
+				events = append(events, agentEvent(AgentEventData{Kind: KindToolResult, ToolReq: &req, Result: orNull(r.Result)}))
+			}
+			c.Result, c.Waiting = res, ""
+			changed = true
+		}
+		if err := v.err(); err != nil {
+			return nil, err
+		}
+		if !changed {
+			return nil, errNoChange
+		}
+		return append(events, m.settle(st)...), nil
+	})
+}
+
+// settle republishes the pending calls of a waiting session after some
+// were answered, and sets it running when none waits any more.
+func (m *Manager) settle(st *state) []store.Event {
+	if st.Phase != phaseWait {
+		return nil
+	}
+	if st.settled() {
+		st.Phase = phaseRun
+		return []store.Event{activeStateEvent(st, "running")}
+	}
+	return []store.Event{activeStateEvent(st, string(StatusAwaitingToolResults))}
+}
+
+// answeredBefore reports whether the transcript holds a result for the
+// call with the id.
+func answeredBefore(msgs []llm.Message, id string) bool {
+	for _, msg := range msgs {
+		for _, p := range msg.Parts {
+			if p.Kind == llm.PartToolResult && p.ToolResult != nil && p.ToolResult.CallID == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// resultText is what the model reads for a posted result: a string as it
+// is, other JSON as JSON.
+func resultText(r json.RawMessage) string {
+	var s string
+	if json.Unmarshal(r, &s) == nil {
+		return s
+	}
+	if len(r) == 0 || string(r) == "null" {
+		return ""
+	}
+	return string(r)
+}
+
+func orNull(r json.RawMessage) json.RawMessage {
+	if len(r) == 0 {
+		return json.RawMessage("null")
+	}
+	return r
+}
+
+// Decide approves or rejects calls that wait for approval. When no call
+// waits any more, the session runs again: approved calls run, rejected
+// ones are reported to the model with the reason.
+//
+// Errors: as [Manager.PostToolResults].
+func (m *Manager) Decide(ctx context.Context, owner, id string, decisions []Decision) error {
+	return m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
+		var events []store.Event
+		var v validation
+		changed := false
+		for i, d := range decisions {
+			idx := slices.IndexFunc(st.Checkpoint.Calls, func(c callState) bool { return c.Call.ID == d.ID })
+			if idx < 0 || st.Checkpoint.Calls[idx].Waiting != waitApproval && st.Checkpoint.Calls[idx].Decision == nil {
+				if idx >= 0 && st.Checkpoint.Calls[idx].Result != nil || answeredBefore(st.Checkpoint.Messages, d.ID) {
+					continue
+				}
+				v.add(fmt.Sprintf("no tool call %q waits for approval", d.ID), "body", "decisions", i, "id")
+				continue
+			}
+			c := &st.Checkpoint.Calls[idx]
+			if c.Decision != nil || c.Result != nil {
+				continue
+			}
+			c.Decision = &loop.ApprovalDecision{CallID: d.ID, Approved: d.Approved, Reason: d.Reason}
+			req := toolRequest(c.Call)
+			flow := "reject"
+			if d.Approved {
+				flow = "approve"
+			}
+			events = append(events, agentEvent(AgentEventData{Kind: KindFlow, Flow: flow, Origin: "user", ToolReq: &req}))
+			changed = true
+		}
+		if err := v.err(); err != nil {
+			return nil, err
+		}
+		if !changed {
+			return nil, errNoChange
+		}
+		return append(events, m.settle(st)...), nil
+	})
+}
+
+// SendMessages gives the agent user messages: a running agent reads them
+// before its next step, an idle one wakes up, a waiting one reads them
+// with the tool results it waits for.
+func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []UserMessage) error {
+	converted, verr := userMessages(msgs, "body", "messages")
+	if verr != nil {
+		return verr
+	}
+	if len(converted) == 0 {
+		return invalid("no message", "body", "messages")
+	}
+	return m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
+		var events []store.Event
+		for _, msg := range converted {
+			st.NextInID++
+			st.Inbox = append(st.Inbox, inboxMessage{ID: st.NextInID, Message: msg})
+			events = append(events, messageEvent(msg))
+		}
+		if st.Phase == phaseIdle {
+			st.Phase, st.IdleUntil = phaseRun, time.Time{}
+			events = append(events, activeStateEvent(st, "running"))
+		}
+		return events, nil
+	})
+}
+
+// Pause pauses the session: a running agent stops before its next step,
+// and a waiting session does not run again until it is resumed. Pausing a
+// paused session does nothing.
+func (m *Manager) Pause(ctx context.Context, owner, id string) error {
+	return m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
+		if st.Paused || st.PauseRequested {
+			return nil, errNoChange
+		}
+		events := []store.Event{flowEvent("pause")}
+		if st.Phase == phaseRun {
+			st.PauseRequested = true
+			return events, nil
+		}
+		st.Paused = true
+		return append(events, event(EventRunStatusChange, map[string]string{"status": "paused"})), nil
+	})
+}
+
+// Resume undoes [Manager.Pause].
+func (m *Manager) Resume(ctx context.Context, owner, id string) error {
+	return m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
+		if !st.Paused && !st.PauseRequested {
+			return nil, errNoChange
+		}
+		events := []store.Event{flowEvent("resume")}
+		if st.Paused {
+			events = append(events, event(EventRunStatusChange, map[string]string{"status": "running"}))
+		}
+		st.Paused, st.PauseRequested = false, false
+		return events, nil
+	})
+}
+
+// ForceAnswer asks the agent for its final answer at its next step, without
+// tools. Calls it waits for are answered with an error saying so. An idle
+// session, which has answered, is left as it is.
+func (m *Manager) ForceAnswer(ctx context.Context, owner, id string) error {
+	return m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
+		if st.Final != "" || st.Phase == phaseIdle {
+			return nil, errNoChange
+		}
+		st.Final = "force_answer"
+		events := []store.Event{flowEvent("force_answer")}
+		if st.Phase == phaseWait {
+			events = append(events, abandonPending(st, "the user asked for a final answer before this call got a result")...)
+			st.Phase = phaseRun
+			events = append(events, activeStateEvent(st, "running"))
+		}
+		return events, nil
+	})
+}
+
+// abandonPending answers every call that still waits with an error the
+// model reads.
+func abandonPending(st *state, why string) []store.Event {
+	var events []store.Event
+	for i := range st.Checkpoint.Calls {
+		c := &st.Checkpoint.Calls[i]
+		if c.Result != nil || c.Waiting == waitRun || c.Decision != nil {
+			continue
+		}
+		msg := fmt.Sprintf("tool %q was not run: %s", c.Call.Name, why)
+		if c.Waiting == waitApproval {
+			c.Decision = &loop.ApprovalDecision{CallID: c.Call.ID, Reason: why}
+			continue // the run reports the rejection
+		}
+		c.Result = &llm.ToolResult{CallID: c.Call.ID, Name: c.Call.Name, Content: []llm.Part{llm.TextPart(msg)}, IsError: true}
+		c.Waiting = ""
+		req := toolRequest(c.Call)
+		events = append(events, agentEvent(AgentEventData{Kind: KindError, Error: msg, Origin: "hrns", ToolReq: &req}))
+	}
+	return events
+}
+
+// Cancel ends the session as interrupted, stopping a running agent at
+// once. Cancelling an ended session does nothing.
+func (m *Manager) Cancel(ctx context.Context, owner, id string) error {
+	_, _, err := m.update(ctx, id, nil, func(s *store.Session, st *state) ([]store.Event, error) {
+		if s.Owner != owner {
+			return nil, ErrNotFound
+		}
+		if st.Phase == phaseDone {
+			return nil, errNoChange
+		}
+		finish(s, st, StatusInterrupted, "", "")
+		return []store.Event{event(EventAgentCompletion, map[string]string{"reason": "stopped"})}, nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// finish ends the session with status.
+func finish(s *store.Session, st *state, status Status, errText, code string) {
+	st.Phase = phaseDone
+	s.Status = string(status)
+	s.Error, s.ErrorCode = errText, code
+	s.FinishedAt = time.Now().UTC()
+	if s.StartedAt.IsZero() {
+		s.StartedAt = s.FinishedAt
+	}
+}
+
+func newID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,213 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/store"
+)
+
+// phase is where a session is in its life; with the pause flags it
+// determines the status (see derive).
+type phase string
+
+const (
+	phaseNew  phase = "new"  // created, not started
+	phaseRun  phase = "run"  // needs or has a worker running the loop
+	phaseWait phase = "wait" // calls wait for results or approvals
+	phaseIdle phase = "idle" // answered; waits for a message
+	phaseDone phase = "done" // ended; the status says how
+)
+
+// state is the runtime state of a session, stored as JSON in
+// store.Session.State. Every change to it is committed together with the
+// events that report it.
+type state struct {
+	Spec  *spec `json:"spec"`
+	Phase phase `json:"phase"`
+	// Checkpoint is where a run continues from.
+	Checkpoint checkpoint `json:"checkpoint"`
+	// Inbox holds user messages not yet delivered to the model.
+	Inbox    []inboxMessage `json:"inbox,omitempty"`
+	NextInID int64          `json:"next_inbox_id,omitempty"`
+
+	// PauseRequested asks a running session to pause at the next step;
+	// Paused is set once it has.
+	PauseRequested bool `json:"pause_requested,omitempty"`
+	Paused         bool `json:"paused,omitempty"`
+	// Final makes the next model request ask for a final answer without
+	// tools: "force_answer" or "timeout".
+	Final string `json:"final,omitempty"`
+
+	Steps int                  `json:"steps"`
+	Usage map[string]llm.Usage `json:"usage,omitempty"`
+	// Deadline is the end of max_time_s, set when the session starts.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// IdleUntil is when an idle session completes.
+	IdleUntil time.Time `json:"idle_until,omitzero"`
+}
+
+// checkpoint is the conversation a run continues from. Without Calls,
+// Messages ends between turns and the next run starts a turn. With Calls,
+// the last message of Messages is the assistant message that made them,
+// and each call has its result or says what it waits for.
+type checkpoint struct {
+	Messages []llm.Message `json:"messages"`
+	Calls    []callState   `json:"calls,omitempty"`
+}
+
+// Why a call has no result yet.
+const (
+	waitResult   = "result"   // a client-side tool: the caller posts it
+	waitApproval = "approval" // a decision is needed before it runs
+	waitRun      = "run"      // a server-side tool that has not finished
+)
+
+type callState struct {
+	Call   llm.ToolCall    `json:"call"`
+	Client bool            `json:"client,omitempty"`
+	Result *llm.ToolResult `json:"result,omitempty"`
+	// Waiting says why Result is nil.
+	Waiting string `json:"waiting,omitempty"`
+	// Decision is an approval decision not yet applied by a run.
+	Decision *loop.ApprovalDecision `json:"decision,omitempty"`
+}
+
+type inboxMessage struct {
+	ID      int64       `json:"id"`
+	Message llm.Message `json:"message"`
+}
+
+func decodeState(s *store.Session) (*state, error) {
+	st := &state{}
+	if err := json.Unmarshal(s.State, st); err != nil {
+		return nil, fmt.Errorf("session %s: corrupt state: %w", s.ID, err)
+	}
+	if st.Spec == nil {
+		return nil, fmt.Errorf("session %s: state has no agent", s.ID)
+	}
+	return st, nil
+}
+
+// settled reports whether no call waits for the caller: the run can go on.
+func (st *state) settled() bool {
+	for _, c := range st.Checkpoint.Calls {
+		if c.Result == nil && (c.Waiting == waitResult || c.Waiting == waitApproval && c.Decision == nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// pending lists the calls that wait for a result and for a decision.
+func (st *state) pending() (results, approvals []ToolRequest) {
+	results, approvals = []ToolRequest{}, nil
+	for _, c := range st.Checkpoint.Calls {
+		if c.Result != nil {
+			continue
+		}
+		switch {
+		case c.Waiting == waitResult:
+			results = append(results, toolRequest(c.Call))
+		case c.Waiting == waitApproval && c.Decision == nil:
+			approvals = append(approvals, toolRequest(c.Call))
+		}
+	}
+	return results, approvals
+}
+
+// derive sets the stored fields that follow from the state: the status,
+// whether a worker is needed, and when to look at the session again.
+func derive(s *store.Session, st *state) {
+	if st.Phase == phaseDone {
+		s.Runnable, s.WakeAt = false, time.Time{}
+		return
+	}
+	switch {
+	case st.Paused:
+		s.Status = string(StatusPaused)
+	case st.Phase == phaseNew:
+		s.Status = string(StatusPending)
+	case st.Phase == phaseRun:
+		s.Status = string(StatusRunning)
+	case st.Phase == phaseWait:
+		s.Status = string(StatusAwaitingToolResults)
+	case st.Phase == phaseIdle:
+		s.Status = string(StatusIdle)
+	}
+	s.Runnable = !st.Paused && (st.Phase == phaseNew || st.Phase == phaseRun)
+	s.WakeAt = st.Deadline
+	if st.Phase == phaseIdle && !st.IdleUntil.IsZero() && (s.WakeAt.IsZero() || st.IdleUntil.Before(s.WakeAt)) {
+		s.WakeAt = st.IdleUntil
+	}
+}
+
+func toolRequest(c llm.ToolCall) ToolRequest {
+	args := c.Arguments
+	var obj map[string]json.RawMessage
+	if len(args) == 0 || json.Unmarshal(args, &obj) != nil || obj == nil {
+		args = json.RawMessage("{}")
+	}
+	return ToolRequest{ToolName: c.Name, Args: args, ID: c.ID}
+}
+
+// event builds a log event.
+func event(typ string, data any) store.Event {
+	b, err := json.Marshal(data)
+	if err != nil {
+		panic(fmt.Sprintf("session: event %s: %v", typ, err))
+	}
+	return store.Event{Type: typ, Data: b}
+}
+
+func agentEvent(d AgentEventData) store.Event { return event(EventAgent, d) }
+
+func activeStateEvent(st *state, name string) store.Event {
+	results, approvals := st.pending()
+	return event(EventActiveState, ActiveState{State: name, PendingToolCalls: results, PendingApprovals: approvals})
+}
+
+func flowEvent(flow string) store.Event {
+	return agentEvent(AgentEventData{Kind: KindFlow, Flow: flow, Origin: "user"})
+}
+
+func messageEvent(m llm.Message) store.Event {
+	var content []any
+	for _, p := range m.Parts {
+		switch p.Kind {
+		case llm.PartText:
+			content = append(content, p.Text)
+		case llm.PartImage:
+			if p.Media != nil {
+				content = append(content, map[string]any{"type": "base64", "source": p.Media.Data, "media_type": p.Media.MIMEType})
+			}
+		}
+	}
+	return agentEvent(AgentEventData{Kind: KindMessage, CallerID: "user", MessageContent: content})
+}
+
+// resultJSON renders a tool result's text as the API's opaque result.
+func resultJSON(text string) json.RawMessage {
+	b, _ := json.Marshal(text)
+	return b
+}
+
+func (st *state) metrics() Metrics {
+	m := Metrics{Steps: st.Steps, CostPerModel: []ModelCost{}}
+	for _, u := range st.usage() {
+		m.CostPerModel = append(m.CostPerModel, ModelCost{ModelUsage: u})
+	}
+	return m
+}
+
+func (st *state) usage() []ModelUsage {
+	out := []ModelUsage{}
+	for _, name := range sortedKeys(st.Usage) {
+		u := st.Usage[name]
+		out = append(out, ModelUsage{Name: name, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ReasoningTokens: u.ReasoningTokens})
+	}
+	return out
+}

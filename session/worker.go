@@ -1,0 +1,804 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/store"
+)
+
+// Why a worker stops running a session before it waits or ends.
+var (
+	errShutdown     = errors.New("session manager stopped")
+	errStopped      = errors.New("session ended")
+	errLeaseLost    = errors.New("lease on the session lost")
+	errHardDeadline = errors.New("max_time_s reached and the final answer took too long")
+	// errYield is returned by the model wrapper to end a run between
+	// steps, so that the worker applies the caller's input (messages,
+	// pause, force_answer) and goes on from the last checkpoint.
+	errYield = errors.New("yield to the caller's input")
+)
+
+// Start starts the workers: from now until [Manager.Stop], they claim the
+// sessions that need running (those a stopped or crashed process left
+// running included) and run them. Start returns an error if the manager
+// was started before.
+func (m *Manager) Start() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done != nil {
+		return errors.New("session: manager already started")
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	m.cancel = cancel
+	m.done = make(chan struct{})
+	go m.dispatch(ctx)
+	return nil
+}
+
+// Stop stops the workers and waits for them until ctx is done. A running
+// session stops where it is and stays runnable: its last checkpoint is in
+// the store, and the next manager to start resumes it (a model request in
+// flight is sent again). Stop is idempotent.
+func (m *Manager) Stop(ctx context.Context) error {
+	m.mu.Lock()
+	cancel, done := m.cancel, m.done
+	m.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel(errShutdown)
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// dispatch claims sessions and runs each in a worker goroutine. It sleeps
+// until the store announces work, a wake-up time comes, or a worker frees
+// up: no polling loop.
+func (m *Manager) dispatch(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer close(m.done)
+	defer wg.Wait()
+	work, unsubscribe := m.st.Subscribe(store.WorkTopic)
+	defer unsubscribe()
+	for ctx.Err() == nil {
+		m.mu.Lock()
+		free := m.opts.Workers - len(m.running)
+		m.mu.Unlock()
+		var wake <-chan time.Time
+		if free > 0 {
+			claimed, err := m.st.Claim(ctx, &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, Limit: free})
+			if err != nil {
+				if ctx.Err() == nil {
+					m.log.Error("claiming sessions", "err", err)
+					sleep(ctx, time.Second)
+				}
+				continue
+			}
+			for _, s := range claimed {
+				wctx, cancel := context.WithCancelCause(ctx)
+				m.mu.Lock()
+				m.running[s.ID] = cancel
+				m.mu.Unlock()
+				wg.Go(func() { m.work(wctx, cancel, s.ID) })
+			}
+			if len(claimed) == free {
+				continue // there may be more
+			}
+			next, err := m.st.NextWake(ctx, time.Now())
+			if err != nil && ctx.Err() == nil {
+				m.log.Error("reading wake-up times", "err", err)
+				next = time.Now().Add(time.Second)
+			}
+			if !next.IsZero() {
+				t := time.NewTimer(max(time.Until(next), time.Millisecond))
+				defer t.Stop()
+				wake = t.C
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-work:
+		case <-wake:
+		case <-m.freed:
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// work runs one claimed session until it waits or ends, renewing the lease
+// meanwhile, then releases it.
+func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, id string) {
+	defer func() {
+		m.mu.Lock()
+		delete(m.running, id)
+		m.mu.Unlock()
+		select {
+		case m.freed <- struct{}{}:
+		default:
+		}
+	}()
+	var wg sync.WaitGroup
+	wg.Go(func() { m.watch(ctx, cancel, id) })
+	if err := m.runSession(ctx, id); err != nil && ctx.Err() == nil {
+		m.log.Error("running session", "session", id, "err", err)
+	}
+	cancel(nil)
+	wg.Wait()
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer rcancel()
+	if err := m.st.Release(rctx, id, m.owner); err != nil && !errors.Is(err, store.ErrNotFound) {
+		m.log.Warn("releasing session", "session", id, "err", err)
+	}
+}
+
+// watch renews the lease of a running session and stops the run when the
+// session ends (cancelled by its caller) or the lease is lost.
+func (m *Manager) watch(ctx context.Context, cancel context.CancelCauseFunc, id string) {
+	notify, unsubscribe := m.st.Subscribe(id)
+	defer unsubscribe()
+	tick := time.NewTicker(m.opts.LeaseTTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			err := m.st.Renew(ctx, id, m.owner, time.Now().Add(m.opts.LeaseTTL))
+			if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) {
+				cancel(errLeaseLost)
+				return
+			}
+		case <-notify:
+			s, err := m.st.GetSession(ctx, id)
+			if err == nil && Status(s.Status).Terminal() {
+				cancel(errStopped)
+				return
+			}
+		}
+	}
+}
+
+// leased is the update option of a worker's writes.
+func (m *Manager) leased() *store.UpdateOptions { return &store.UpdateOptions{Lease: m.owner} }
+
+// runSession does what the session needs until it waits or ends.
+func (m *Manager) runSession(ctx context.Context, id string) error {
+	for ctx.Err() == nil {
+		s, err := m.st.GetSession(ctx, id)
+		if err != nil {
+			return err
+		}
+		st, err := decodeState(s)
+		if err != nil {
+			return err
+		}
+		if st.Phase == phaseDone {
+			return nil
+		}
+		now := time.Now()
+		switch {
+		case !st.Deadline.IsZero() && !now.Before(st.Deadline.Add(m.opts.TimeoutGrace)):
+			// The final answer asked for at the deadline never came.
+			_, _, err := m.update(ctx, id, m.leased(), func(s *store.Session, st *state) ([]store.Event, error) {
+				if st.Phase == phaseDone {
+					return nil, errNoChange
+				}
+				finish(s, st, StatusTimedOut, "max_time_s reached", CodeTimeout)
+				return []store.Event{event(EventAgentCompletion, map[string]string{"reason": "timed_out"})}, nil
+			})
+			return err
+		case !st.Deadline.IsZero() && !now.Before(st.Deadline) && st.Final != "timeout":
+			if err := m.timeUp(ctx, id); err != nil {
+				return err
+			}
+			continue
+		}
+		switch st.Phase {
+		case phaseNew:
+			err = m.start(ctx, id)
+		case phaseIdle:
+			if st.IdleUntil.IsZero() || now.Before(st.IdleUntil) {
+				return nil
+			}
+			_, _, err = m.update(ctx, id, m.leased(), func(s *store.Session, st *state) ([]store.Event, error) {
+				if st.Phase != phaseIdle || time.Now().Before(st.IdleUntil) {
+					return nil, errNoChange
+				}
+				finish(s, st, StatusCompleted, "", "")
+				return []store.Event{event(EventAgentCompletion, map[string]string{"reason": "finished"})}, nil
+			})
+			if err == nil {
+				return nil
+			}
+		case phaseWait:
+			return nil
+		case phaseRun:
+			switch {
+			case st.Paused:
+				return nil
+			case st.PauseRequested:
+				_, _, err = m.update(ctx, id, m.leased(), func(s *store.Session, st *state) ([]store.Event, error) {
+					if !st.PauseRequested {
+						return nil, errNoChange
+					}
+					st.PauseRequested, st.Paused = false, true
+					return []store.Event{event(EventRunStatusChange, map[string]string{"status": "paused"})}, nil
+				})
+				if err == nil {
+					return nil
+				}
+			default:
+				err = m.runSegment(ctx, s, st)
+				if errors.Is(err, errYield) {
+					err = nil
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start moves a new session to running, or to idle when it has no task.
+func (m *Manager) start(ctx context.Context, id string) error {
+	_, _, err := m.update(ctx, id, m.leased(), func(s *store.Session, st *state) ([]store.Event, error) {
+		if st.Phase != phaseNew {
+			return nil, errNoChange
+		}
+		now := time.Now().UTC()
+		s.StartedAt = now
+		if st.Spec.MaxTime > 0 {
+			st.Deadline = now.Add(st.Spec.MaxTime)
+		}
+		events := []store.Event{event(EventAgentStarted, struct{}{})}
+		if len(st.Inbox) == 0 {
+			st.Phase, st.IdleUntil = phaseIdle, now.Add(st.Spec.IdleTimeout)
+			return append(events, activeStateEvent(st, "idle")), nil
+		}
+		st.Phase = phaseRun
+		return append(events, activeStateEvent(st, "running")), nil
+	})
+	return err
+}
+
+// timeUp handles max_time_s: calls still waiting are answered with an
+// error the model reads, and the model is asked for its final answer.
+func (m *Manager) timeUp(ctx context.Context, id string) error {
+	_, _, err := m.update(ctx, id, m.leased(), func(s *store.Session, st *state) ([]store.Event, error) {
+		if st.Phase == phaseDone || st.Final == "timeout" {
+			return nil, errNoChange
+		}
+		switch {
+		case st.Phase == phaseIdle:
+			finish(s, st, StatusCompleted, "", "")
+			return []store.Event{event(EventAgentCompletion, map[string]string{"reason": "finished"})}, nil
+		case st.Paused || st.Phase == phaseNew:
+			finish(s, st, StatusTimedOut, "max_time_s reached", CodeTimeout)
+			return []store.Event{event(EventAgentCompletion, map[string]string{"reason": "timed_out"})}, nil
+		}
+		st.Final = "timeout"
+		st.PauseRequested = false
+		events := abandonPending(st, "the session's time limit (max_time_s) was reached before this call got a result")
+		if st.Phase == phaseWait {
+			st.Phase = phaseRun
+			events = append(events, activeStateEvent(st, "running"))
+		}
+		return events, nil
+	})
+	return err
+}
+
+// Final-answer prompts. They start alike so that a final request can be
+// recognized when the agent has no tools (see segment.Stream).
+const (
+	finalPrefix       = "Stop here: "
+	finalPromptBudget = finalPrefix + "this session's limit is reached (%s). Do not call any more tools; give your final answer now, based on what you have found so far."
+	finalPromptForced = finalPrefix + "the user asks for your final answer now.%.0s Do not call any more tools; give your final answer based on what you have found so far."
+	finalPromptTime   = finalPrefix + "this session's time limit is reached.%.0s Do not call any more tools; give your final answer now, based on what you have found so far."
+)
+
+// A segment is one run of the loop for a session, from its checkpoint to
+// the next wait, end or yield. It is also the model of that run: it
+// records each request and response, so that each step is committed with
+// the exact transcript it continues from.
+type segment struct {
+	m   *Manager
+	id  string
+	ctx context.Context
+	sp  *spec
+
+	delivered []int64 // inbox messages given to this run
+	noTools   bool
+	calls     int // model requests made
+
+	// the current step, set by Stream
+	req   []llm.Message
+	resp  *llm.Response
+	final bool
+
+	tools *loop.Toolset
+	// answer holds the state change and events of a step that made no
+	// call: they are committed with the end of the run.
+	answer       func(s *store.Session, st *state)
+	answerEvents []store.Event
+}
+
+// runSegment runs the loop from the session's checkpoint.
+func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) error {
+	sp := st.Spec
+	if !st.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ctx, st.Deadline.Add(m.opts.TimeoutGrace), errHardDeadline)
+		defer cancel()
+	}
+	server, err := m.toolsets(sp.Toolsets)
+	if err != nil {
+		return g0(m, ctx, s.ID).fail(fmt.Errorf("the session's agent cannot run here: %w", err))
+	}
+	client := &loop.Toolset{}
+	for _, t := range sp.ClientTools {
+		if err := client.Add(loop.NewClientTool(t.Name, t.Description, t.InputSchema)); err != nil {
+			return g0(m, ctx, s.ID).fail(err)
+		}
+	}
+	tools, err := loop.Join(server, client)
+	if err != nil {
+		return g0(m, ctx, s.ID).fail(err)
+	}
+	g := &segment{m: m, id: s.ID, ctx: ctx, sp: sp, tools: tools, noTools: tools.Len() == 0}
+	var msgs []llm.Message
+	for _, in := range st.Inbox {
+		g.delivered = append(g.delivered, in.ID)
+		msgs = append(msgs, in.Message)
+	}
+	cp := st.Checkpoint
+	opts := loop.Options{
+		Model:             sp.Model,
+		FinalAnswerPrompt: finalPromptBudget,
+		ToolTimeout:       m.opts.ToolTimeout,
+		Logger:            m.log,
+		Approver: loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
+			if m.opts.AutoApprove {
+				return loop.Decision{Verdict: loop.Approve}, nil
+			}
+			return loop.Decision{Verdict: loop.Defer}, nil
+		}),
+	}
+	switch st.Final {
+	case "force_answer":
+		opts.FinalAnswerPrompt = finalPromptForced
+	case "timeout":
+		opts.FinalAnswerPrompt = finalPromptTime
+	}
+	if !st.Deadline.IsZero() && st.Final == "" {
+		opts.MaxDuration = max(time.Until(st.Deadline), time.Nanosecond)
+	}
+	var run iter.Seq[loop.Chunk]
+	if len(cp.Calls) == 0 {
+		if len(msgs) == 0 && st.Final == "" {
+			// Nothing new to say: the agent's last answer stands.
+			return g.answered(cp.Messages, "", "")
+		}
+		opts.MaxTurns = max(sp.MaxSteps-st.Steps, 1)
+		if st.Final != "" {
+			opts.MaxTurns = 1
+		}
+		agent := loop.NewAgent(g, tools, &opts)
+		run = agent.RunLoop(ctx, append(slices.Clone(cp.Messages), msgs...))
+	} else {
+		susp, in := resumeInput(&cp, st.Steps)
+		in.Messages = msgs
+		opts.MaxTurns = max(sp.MaxSteps, st.Steps+1)
+		if st.Final != "" {
+			opts.MaxTurns = st.Steps + 1
+		}
+		agent := loop.NewAgent(g, tools, &opts)
+		run = agent.Resume(ctx, susp, in)
+	}
+	for c := range run {
+		var err error
+		switch c.Type {
+		case loop.ChunkRetry:
+			ev := agentEvent(AgentEventData{Kind: KindError, Origin: "model",
+				Error: fmt.Sprintf("model request failed (attempt %d), retrying in %v: %v", c.Retry.Attempt, c.Retry.Delay.Round(time.Millisecond), c.Err)})
+			err = g.commit(func(*store.Session, *state) []store.Event { return []store.Event{ev} })
+		case loop.ChunkTurnEnd:
+			err = g.turnEnd(c)
+		case loop.ChunkToolCallResult, loop.ChunkToolCallError:
+			err = g.toolDone(c)
+		case loop.ChunkEnd:
+			return g.end(c.Result)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return context.Cause(ctx)
+}
+
+// resumeInput turns a checkpoint with calls into the loop's suspension
+// and the input that continues it: posted results are in the suspension,
+// decided approvals and server calls that had not finished (cut by a
+// crash or a shutdown) are approved or rejected in the input.
+func resumeInput(cp *checkpoint, steps int) (*loop.Suspension, *loop.ResumeInput) {
+	s := &loop.Suspension{Messages: cp.Messages, Turn: steps}
+	in := &loop.ResumeInput{}
+	for _, c := range cp.Calls {
+		sc := loop.SuspendedCall{Call: c.Call, Result: c.Result}
+		if c.Result == nil {
+			sc.Waiting = loop.PendingApproval
+			if c.Waiting == waitResult {
+				sc.Waiting = loop.PendingResult
+			}
+			switch {
+			case c.Decision != nil:
+				in.Approvals = append(in.Approvals, *c.Decision)
+			case c.Waiting == waitRun:
+				in.Approvals = append(in.Approvals, loop.ApprovalDecision{CallID: c.Call.ID, Approved: true})
+			}
+		}
+		s.Calls = append(s.Calls, sc)
+	}
+	return s, in
+}
+
+// Stream implements [llm.Model] for the run: between steps it yields to
+// the caller's input; it gives every call of a response an id unique in
+// the session; and it records the request and response of the step.
+func (g *segment) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		if g.calls > 0 {
+			if err := g.control(ctx); err != nil {
+				yield(llm.Chunk{}, err)
+				return
+			}
+		}
+		g.calls++
+		g.req = slices.Clone(req.Messages)
+		g.resp = nil
+		g.final = req.ToolChoice.Mode == llm.ToolChoiceNone || g.noTools && endsWithFinalPrompt(req.Messages)
+		for c, err := range g.m.model.Stream(ctx, req) {
+			if err != nil {
+				yield(c, err)
+				return
+			}
+			if c.Kind == llm.ChunkDone && c.Response != nil {
+				resp := *c.Response
+				resp.Message = uniqueCallIDs(resp.Message, req.Messages)
+				c.Response = &resp
+				g.resp = &resp
+			}
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+}
+
+func endsWithFinalPrompt(msgs []llm.Message) bool {
+	if len(msgs) == 0 {
+		return false
+	}
+	last := msgs[len(msgs)-1]
+	return last.Role == llm.RoleUser && strings.HasPrefix(last.Text(), finalPrefix)
+}
+
+// control reports errYield when the caller's input should be applied
+// before the next step: a message, a pause or a final-answer request.
+func (g *segment) control(ctx context.Context) error {
+	s, err := g.m.st.GetSession(ctx, g.id)
+	if err != nil {
+		return err
+	}
+	st, err := decodeState(s)
+	if err != nil {
+		return err
+	}
+	if st.Phase == phaseDone {
+		return errStopped
+	}
+	if st.PauseRequested || st.Paused || st.Final != "" && !g.final {
+		return errYield
+	}
+	for _, in := range st.Inbox {
+		if !slices.Contains(g.delivered, in.ID) {
+			return errYield
+		}
+	}
+	return nil
+}
+
+// uniqueCallIDs gives every call of msg an id that no earlier call of the
+// transcript has, so that a late or repeated result can never answer the
+// wrong call. Providers' own ids are kept when they are unique.
+func uniqueCallIDs(msg llm.Message, transcript []llm.Message) llm.Message {
+	used := map[string]bool{}
+	for _, m := range transcript {
+		for _, c := range m.ToolCalls() {
+			used[c.ID] = true
+		}
+	}
+	parts := msg.Parts
+	cloned := false
+	for i, p := range parts {
+		if p.Kind != llm.PartToolCall || p.ToolCall == nil {
+			continue
+		}
+		id := p.ToolCall.ID
+		if id == "" || used[id] {
+			if !cloned {
+				parts, cloned = slices.Clone(parts), true
+			}
+			c := *p.ToolCall
+			for id == "" || used[id] {
+				id = "call_" + randomHex(8)
+			}
+			c.ID = id
+			parts[i].ToolCall = &c
+		}
+		used[id] = true
+	}
+	msg.Parts = parts
+	return msg
+}
+
+// g0 is a segment for reporting a failure before the run starts.
+func g0(m *Manager, ctx context.Context, id string) *segment {
+	return &segment{m: m, id: id, ctx: ctx}
+}
+
+// commit applies fn under the lease and commits the events it returns.
+func (g *segment) commit(fn func(s *store.Session, st *state) []store.Event) error {
+	_, _, err := g.m.update(g.ctx, g.id, g.m.leased(), func(s *store.Session, st *state) ([]store.Event, error) {
+		if st.Phase == phaseDone {
+			return nil, errStopped
+		}
+		return fn(s, st), nil
+	})
+	if errors.Is(err, store.ErrLeaseLost) {
+		return errLeaseLost
+	}
+	return err
+}
+
+func (g *segment) requiresApproval(name string) bool {
+	def, ok := g.tools.Lookup(name)
+	return ok && def.RequiresApproval && !g.m.opts.AutoApprove
+}
+
+// turnEnd reports the model's step. A step that made calls is committed
+// at once, with the checkpoint that holds them, before any call runs; a
+// step that answered is committed with the end of the run, so that no
+// checkpoint ends on an answer the session has not reported.
+func (g *segment) turnEnd(c loop.Chunk) error {
+	if g.resp == nil {
+		return errors.New("session: step ended without a response")
+	}
+	msg := g.resp.Message
+	msg.Role = llm.RoleAssistant
+	if g.final {
+		msg.Parts = slices.DeleteFunc(slices.Clone(msg.Parts), func(p llm.Part) bool { return p.Kind == llm.PartToolCall })
+	}
+	var usage llm.Usage
+	if c.Usage != nil {
+		usage = *c.Usage
+	}
+	model := firstNonEmpty(g.sp.Model, g.resp.Model, "default")
+	policy := AgentEventData{Kind: KindPolicy, ToolReqs: []ToolRequest{}}
+	if t := msg.Text(); t != "" {
+		policy.Content = &t
+	}
+	var reasoning strings.Builder
+	for _, p := range msg.Parts {
+		if p.Kind == llm.PartReasoning && p.Reasoning != nil {
+			reasoning.WriteString(p.Reasoning.Text)
+		}
+	}
+	if r := reasoning.String(); r != "" {
+		policy.ReasoningContent = &r
+	}
+	calls := msg.ToolCalls()
+	client := map[string]bool{}
+	for _, t := range g.sp.ClientTools {
+		client[t.Name] = true
+	}
+	var cs []callState
+	for _, call := range calls {
+		policy.ToolReqs = append(policy.ToolReqs, toolRequest(call))
+		w := waitRun
+		switch {
+		case client[call.Name]:
+			w = waitResult
+		case g.requiresApproval(call.Name):
+			w = waitApproval
+		}
+		cs = append(cs, callState{Call: call, Client: client[call.Name], Waiting: w})
+	}
+	transcript := append(slices.Clone(g.req), msg)
+	delivered := g.delivered
+	apply := func(s *store.Session, st *state) {
+		st.Steps++
+		if st.Usage == nil {
+			st.Usage = map[string]llm.Usage{}
+		}
+		u := st.Usage[model]
+		u.Add(usage)
+		st.Usage[model] = u
+		st.Inbox = slices.DeleteFunc(st.Inbox, func(in inboxMessage) bool { return slices.Contains(delivered, in.ID) })
+		if len(cs) > 0 {
+			st.Checkpoint = checkpoint{Messages: transcript, Calls: cs}
+		}
+	}
+	if len(calls) == 0 {
+		g.answer = apply
+		g.answerEvents = []store.Event{agentEvent(policy)}
+		return nil
+	}
+	return g.commit(func(s *store.Session, st *state) []store.Event {
+		apply(s, st)
+		return []store.Event{agentEvent(policy), metricsEvent(st)}
+	})
+}
+
+func metricsEvent(st *state) store.Event {
+	return event(EventMetricsUpdate, map[string]any{"metrics": st.metrics()})
+}
+
+// toolDone commits the result of a server-side call (or a call refused
+// before it ran) with the checkpoint that records it: after a crash, only
+// the calls without a result run again.
+func (g *segment) toolDone(c loop.Chunk) error {
+	info := c.ToolCall
+	if info == nil {
+		return nil
+	}
+	req := toolRequest(llm.ToolCall{ID: info.ID, Name: info.Name, Arguments: info.Arguments})
+	res := &llm.ToolResult{CallID: info.ID, Name: info.Name, Content: []llm.Part{llm.TextPart(c.Content)}}
+	var ev store.Event
+	if c.Type == loop.ChunkToolCallResult {
+		ev = agentEvent(AgentEventData{Kind: KindToolResult, ToolReq: &req, Result: resultJSON(c.Content)})
+	} else {
+		res.IsError = true
+		origin := "tool"
+		if te, ok := errors.AsType[*loop.ToolError](c.Err); ok && te.Kind == loop.ToolRefused {
+			origin = "approval"
+		}
+		ev = agentEvent(AgentEventData{Kind: KindError, Error: c.Content, Origin: origin, ToolReq: &req})
+	}
+	return g.commit(func(s *store.Session, st *state) []store.Event {
+		for i := range st.Checkpoint.Calls {
+			if cs := &st.Checkpoint.Calls[i]; cs.Call.ID == info.ID && cs.Result == nil {
+				cs.Result, cs.Waiting = res, ""
+			}
+		}
+		return []store.Event{ev}
+	})
+}
+
+// end commits how the run ended.
+func (g *segment) end(res *loop.Result) error {
+	switch res.Status {
+	case loop.StatusCompleted:
+		return g.answered(res.Messages, res.Answer, res.Budget)
+	case loop.StatusSuspended:
+		return g.suspended(res.Suspension)
+	}
+	cause := context.Cause(g.ctx)
+	switch {
+	case errors.Is(res.Err, errYield):
+		return errYield
+	case errors.Is(res.Err, errStopped):
+		return errStopped
+	case errors.Is(cause, errHardDeadline):
+		return g.commit(func(s *store.Session, st *state) []store.Event {
+			finish(s, st, StatusTimedOut, "max_time_s reached", CodeTimeout)
+			return []store.Event{event(EventAgentCompletion, map[string]string{"reason": "timed_out"})}
+		})
+	case g.ctx.Err() != nil:
+		return cause // shutdown, cancelled, lease lost: nothing to report
+	}
+	return g.fail(res.Err)
+}
+
+// answered commits the agent's answer (if the run gave one) and what
+// follows: the end of the session, a wait for the next message, or a run
+// with messages that came meanwhile.
+func (g *segment) answered(transcript []llm.Message, answer, budget string) error {
+	return g.commit(func(s *store.Session, st *state) []store.Event {
+		var events []store.Event
+		if g.answer != nil {
+			g.answer(s, st)
+			events = append(events, g.answerEvents...)
+			events = append(events, metricsEvent(st))
+			b, _ := json.Marshal(answer)
+			s.Answer = b
+			events = append(events, agentEvent(AgentEventData{Kind: KindAnswer, Answer: b}))
+		}
+		st.Checkpoint = checkpoint{Messages: transcript}
+		final := st.Final
+		st.Final = ""
+		switch {
+		case final == "timeout" || budget == "max_duration":
+			finish(s, st, StatusTimedOut, "max_time_s reached", CodeTimeout)
+			events = append(events, event(EventAgentCompletion, map[string]string{"reason": "timed_out"}))
+		case len(st.Inbox) > 0:
+			st.Phase = phaseRun // messages came while the agent answered
+		case st.Spec.IdleTimeout > 0:
+			st.Phase, st.IdleUntil = phaseIdle, time.Now().Add(st.Spec.IdleTimeout)
+			events = append(events, activeStateEvent(st, "idle"))
+		default:
+			finish(s, st, StatusCompleted, "", "")
+			events = append(events, event(EventAgentCompletion, map[string]string{"reason": "finished"}))
+		}
+		return events
+	})
+}
+
+// suspended commits the calls the run waits for, keeping results the
+// caller posted while it ran.
+func (g *segment) suspended(susp *loop.Suspension) error {
+	client := map[string]bool{}
+	for _, t := range g.sp.ClientTools {
+		client[t.Name] = true
+	}
+	return g.commit(func(s *store.Session, st *state) []store.Event {
+		old := st.Checkpoint.Calls
+		var cs []callState
+		for _, sc := range susp.Calls {
+			c := callState{Call: sc.Call, Client: client[sc.Call.Name], Result: sc.Result}
+			if sc.Result == nil {
+				c.Waiting = waitApproval
+				if sc.Waiting == loop.PendingResult {
+					c.Waiting = waitResult
+				}
+				if i := slices.IndexFunc(old, func(o callState) bool { return o.Call.ID == sc.Call.ID }); i >= 0 {
+					if old[i].Result != nil {
+						c.Result, c.Waiting = old[i].Result, ""
+					} else if c.Waiting == waitApproval {
+						c.Decision = old[i].Decision
+					}
+				}
+			}
+			cs = append(cs, c)
+		}
+		st.Checkpoint = checkpoint{Messages: susp.Messages, Calls: cs}
+		if st.settled() {
+			st.Phase = phaseRun // everything was answered while the run went on
+			return nil
+		}
+		st.Phase = phaseWait
+		return []store.Event{activeStateEvent(st, string(StatusAwaitingToolResults))}
+	})
+}
+
+// fail ends the session as failed.
+func (g *segment) fail(err error) error {
+	return g.commit(func(s *store.Session, st *state) []store.Event {
+		finish(s, st, StatusFailed, err.Error(), CodeInternal)
+		return []store.Event{event(EventAgentError, map[string]string{"error": err.Error()})}
+	})
+}
