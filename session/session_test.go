@@ -343,7 +343,7 @@ func TestSteering(t *testing.T) {
 		llmtest.Text("second answer"),
 	)
 	m := startManager(t, openStore(t), model, &session.Options{
-		Agents: map[string]*session.AgentConfig{"worker": {Description: "works", Toolsets: []string{"slow"}}},
+		Agents:   map[string]*session.AgentConfig{"worker": {Description: "works", Toolsets: []string{"slow"}}},
 		Toolsets: map[string]*loop.Toolset{"slow": loop.MustToolset(slow)},
 	})
 	v := create(t, m, `{"agent":"worker","messages":"start","idle_timeout_s":60}`)
@@ -377,7 +377,9 @@ func TestSteering(t *testing.T) {
 	if err := m.SendMessages(ctx, owner, v.ID, []session.UserMessage{{Message: "more"}}); err != nil {
 		t.Fatal(err)
 	}
-	c := f.until(func(c *session.Changes) bool { return string(c.Answer) == `"second answer"` && c.Status == session.StatusIdle })
+	c := f.until(func(c *session.Changes) bool {
+		return string(c.Answer) == `"second answer"` && c.Status == session.StatusIdle
+	})
 	if c.Metrics.Steps != 3 {
 		t.Errorf("steps = %d, want 3", c.Metrics.Steps)
 	}
