@@ -1,0 +1,111 @@
+package mock_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hrns-dev/hrns/bench/internal/mock"
+	"github.com/hrns-dev/hrns/bench/internal/raw"
+	"github.com/hrns-dev/hrns/bench/internal/task"
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/openai"
+)
+
+func TestStreamsDecode(t *testing.T) {
+	call := mock.ToolCallStream("call_1", task.ToolName, `{"path":"notes/turn-1.txt"}`, 8)
+	if got := call.Chunks(); got != 12 {
+		t.Errorf("tool call stream has %d chunks, want 12 (role, header, 8 deltas, finish, usage)", got)
+	}
+	var acc raw.Accumulator
+	if err := raw.ReadStream(strings.NewReader(string(call.Whole)), acc.Add); err != nil {
+		t.Fatal(err)
+	}
+	acc.Finish()
+	if len(acc.Calls) != 1 || acc.Calls[0].Function.Arguments != `{"path":"notes/turn-1.txt"}` || acc.Chunks != 12 {
+		t.Errorf("decoded %d chunks and calls %+v", acc.Chunks, acc.Calls)
+	}
+
+	deltas := mock.FinalText(100)
+	text := mock.TextStream(deltas)
+	acc = raw.Accumulator{}
+	if err := raw.ReadStream(strings.NewReader(string(text.Whole)), acc.Add); err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Join(deltas, ""); acc.Text.String() != want || acc.Chunks != 103 {
+		t.Errorf("decoded %d chunks, text %q, want 103 and %q", acc.Chunks, acc.Text.String(), want)
+	}
+}
+
+// TestClientsDoTheTask runs the raw baseline and the hrns loop against the
+// mock and checks the mock's counts, as the driver does.
+func TestClientsDoTheTask(t *testing.T) {
+	srv := mock.New(&mock.Options{ToolCalls: 3, TextChunks: 20})
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	base := ts.URL + "/v1"
+
+	read := loop.NewTool(task.ToolName, task.Description, func(_ context.Context, in task.Args) (string, error) {
+		return task.Read(in.Path), nil
+	})
+	agent := loop.NewAgent(&openai.Client{BaseURL: base, Model: "bench-model"}, loop.MustToolset(read), nil)
+	clients := map[string]func(context.Context) (string, error){
+		"raw": (&raw.Client{BaseURL: base, Model: "bench-model"}).Run,
+		"hrns": func(ctx context.Context) (string, error) {
+			res, err := agent.Run(ctx, []llm.Message{llm.SystemMessage(task.System), llm.UserMessage(task.Prompt)})
+			if err != nil {
+				return "", err
+			}
+			return res.Answer, nil
+		},
+	}
+	for name, run := range clients {
+		t.Run(name, func(t *testing.T) {
+			before := srv.Stats()
+			for range 2 {
+				answer, err := run(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(answer) != before.AnswerBytes {
+					t.Errorf("answer of %d bytes, want %d", len(answer), before.AnswerBytes)
+				}
+			}
+			after := srv.Stats()
+			if got := after.Requests - before.Requests; got != 8 {
+				t.Errorf("%d requests, want 8", got)
+			}
+			if got := after.ToolResults - before.ToolResults; got != 6 {
+				t.Errorf("%d tool results, want 6", got)
+			}
+			if got := after.Events - before.Events; got != int64(2*after.EventsPerRun) {
+				t.Errorf("%d events, want %d", got, 2*after.EventsPerRun)
+			}
+		})
+	}
+	if s := srv.Stats(); s.Rejected != 0 {
+		t.Errorf("%d requests rejected", s.Rejected)
+	}
+}
+
+func TestRejects(t *testing.T) {
+	srv := mock.New(nil)
+	for name, body := range map[string]string{
+		"not JSON":            `{`,
+		"not streaming":       `{"tools":[{}],"messages":[]}`,
+		"no tools":            `{"stream":true,"messages":[]}`,
+		"result without call": `{"stream":true,"tools":[{}],"messages":[{"role":"tool","content":"x"}]}`,
+	} {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)))
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("%s: status %d, want 400", name, rec.Code)
+		}
+	}
+	if s := srv.Stats(); s.Rejected != 4 || s.Requests != 0 {
+		t.Errorf("stats %+v, want 4 rejected and no request", s)
+	}
+}
