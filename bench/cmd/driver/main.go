@@ -1,0 +1,176 @@
+// Command driver runs hrns's benchmarks and writes their results into
+// docs/performance.md. From the bench folder, after ./setup.sh:
+//
+//	go run ./cmd/driver
+//
+// It builds every client, starts the mock model pinned to one CPU, then runs
+// each client pinned to another CPU, in an order rotated from one repetition
+// to the next, and takes the median of each measure over the repetitions:
+// CPU time (user + system, from the child's rusage) per turn and per
+// streamed chunk, wall time per run, peak RSS, and the ratio of CPU per turn
+// to the raw baseline's in the same run. Then it runs the micro-benchmarks
+// of package micro, pinned the same way, and writes both tables, the machine
+// and the date between the markers of docs/performance.md.
+//
+// Nothing is downloaded: the builds run with GOPROXY=off, and a client whose
+// dependencies are missing is reported as not run, with the error, rather
+// than left out. Flags choose the clients, repetitions, runs and the shape of
+// the task; see -help.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "driver:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the driver's flags.
+type options struct {
+	benchDir   string
+	out        string
+	write      bool
+	clients    string
+	reps       int
+	runs       int
+	toolCalls  int
+	argChunks  int
+	textChunks int
+	micro      bool
+	microCount int
+	microTime  string
+	mockCPU    int
+	clientCPU  int
+}
+
+func (o *options) flags(fs *flag.FlagSet) {
+	fs.StringVar(&o.benchDir, "bench-dir", ".", "the bench folder (its module is github.com/hrns-dev/hrns/bench)")
+	fs.StringVar(&o.out, "out", "", "the Markdown file to write the results into (default ../docs/performance.md)")
+	fs.BoolVar(&o.write, "write", true, "write the results into -out; false only prints them")
+	fs.StringVar(&o.clients, "clients", "", "comma-separated clients to run (default all: "+strings.Join(clientNames(), ",")+")")
+	fs.IntVar(&o.reps, "reps", 5, "repetitions; each measure is the median over them")
+	fs.IntVar(&o.runs, "runs", 50, "runs (conversations) per client process; hrns-run does one per process")
+	fs.IntVar(&o.toolCalls, "tool-calls", 5, "tool calls per run, before the final answer")
+	fs.IntVar(&o.argChunks, "arg-chunks", 8, "deltas each call's arguments are split over")
+	fs.IntVar(&o.textChunks, "text-chunks", 100, "content chunks of the final answer")
+	fs.BoolVar(&o.micro, "micro", true, "also run the micro-benchmarks")
+	fs.IntVar(&o.microCount, "micro-count", 5, "go test -count for the micro-benchmarks")
+	fs.StringVar(&o.microTime, "micro-benchtime", "100ms", "go test -benchtime for the micro-benchmarks")
+	fs.IntVar(&o.mockCPU, "mock-cpu", 0, "CPU the mock is pinned to")
+	fs.IntVar(&o.clientCPU, "client-cpu", 1, "CPU the clients and micro-benchmarks are pinned to")
+}
+
+// Validate checks the flags.
+func (o *options) Validate() error {
+	if o.reps < 1 || o.runs < 1 {
+		return fmt.Errorf("-reps and -runs must be at least 1")
+	}
+	if o.toolCalls < 1 || o.argChunks < 1 || o.textChunks < 1 {
+		return fmt.Errorf("-tool-calls, -arg-chunks and -text-chunks must be at least 1")
+	}
+	if o.mockCPU == o.clientCPU {
+		return fmt.Errorf("-mock-cpu and -client-cpu must differ")
+	}
+	if _, err := selectClients(o.clients); err != nil {
+		return err
+	}
+	return nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o options
+	fs := flag.NewFlagSet("driver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o.flags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	benchDir, err := findBenchDir(o.benchDir)
+	if err != nil {
+		return err
+	}
+	if o.out == "" {
+		o.out = filepath.Join(benchDir, "..", "docs", "performance.md")
+	}
+	clients, _ := selectClients(o.clients)
+
+	tmp, err := os.MkdirTemp("", "hrns-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	e := &env{
+		benchDir: benchDir,
+		rootDir:  filepath.Dir(benchDir),
+		bin:      filepath.Join(tmp, "bin"),
+		work:     filepath.Join(tmp, "work"),
+		home:     filepath.Join(tmp, "home"),
+		log:      stderr,
+	}
+	e.pin = pinning(o.mockCPU, o.clientCPU)
+	started := time.Now()
+	rep := &report{
+		date:    started.UTC(),
+		machine: describeMachine(ctx),
+		opts:    o,
+		pin:     e.pin,
+	}
+
+	logf(stderr, "building the clients")
+	if err := e.buildCommon(ctx); err != nil {
+		return err
+	}
+	if err := e.writeNotes(o.toolCalls); err != nil {
+		return err
+	}
+	m, err := e.startMock(ctx, o.mockCPU, o.toolCalls, o.argChunks, o.textChunks)
+	if err != nil {
+		return err
+	}
+	defer m.stop()
+	rep.task = m.config
+
+	results := measureClients(ctx, e, m, clients, &o)
+	rep.clients = results
+	rep.sessions = measureSessions(ctx, e)
+
+	if o.micro {
+		logf(stderr, "running the micro-benchmarks")
+		rep.micro, rep.microErr = runMicro(ctx, e, &o)
+	}
+	rep.elapsed = time.Since(started)
+	rep.loadAfter = loadAverage()
+
+	text := rep.markdown()
+	fmt.Fprintln(stdout, text)
+	if o.write {
+		if err := writeBetweenMarkers(o.out, text); err != nil {
+			return err
+		}
+		logf(stderr, "wrote %s", o.out)
+	}
+	return nil
+}
+
+func logf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
