@@ -121,7 +121,12 @@ func NewAgent(model llm.Model, tools *Toolset, opts *Options) *Agent {
 	if opts != nil {
 		a.opts = *opts
 	}
-	o := &a.opts
+	a.opts.fill()
+	return a
+}
+
+// fill sets the documented defaults of the fields left at zero.
+func (o *Options) fill() {
 	if o.MaxTurns <= 0 {
 		o.MaxTurns = 50
 	}
@@ -156,7 +161,6 @@ func NewAgent(model llm.Model, tools *Toolset, opts *Options) *Agent {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return a
 }
 
 // Tools returns the agent's toolset.

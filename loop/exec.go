@@ -42,6 +42,18 @@ type ToolError struct {
 func (e *ToolError) Error() string { return e.Msg }
 func (e *ToolError) Unwrap() error { return e.Err }
 
+// An executor runs the tool calls of one assistant message: it validates
+// arguments, asks for approvals, runs handlers with timeouts and recovers
+// their panics, and reports each step through emit.
+type executor struct {
+	tools *Toolset
+	opts  *Options
+	// emit reports a chunk; it returns false once nobody listens.
+	emit func(Chunk) bool
+	// stopped reports whether the listener has gone.
+	stopped func() bool
+}
+
 // pcall is one call on its way through the executor.
 type pcall struct {
 	call     llm.ToolCall
@@ -49,6 +61,7 @@ type pcall struct {
 	parsed   *Call
 	approved bool // approval already given (on resume)
 	state    SuspendedCall
+	failure  *ToolError // why the call failed, when the harness failed it
 	started  time.Time
 }
 
@@ -57,25 +70,25 @@ type pcall struct {
 // tools marked Concurrent run together. preapproved names calls whose
 // approval was given on resume. Only an approver's Cancel or the end of the
 // run returns an error: every tool failure becomes a result.
-func (r *run) execute(ctx context.Context, calls []llm.ToolCall, preapproved map[string]bool) ([]SuspendedCall, error) {
+func (x *executor) execute(ctx context.Context, calls []llm.ToolCall, preapproved map[string]bool) ([]SuspendedCall, error) {
 	ps := make([]*pcall, len(calls))
 	for i, c := range calls {
 		p := &pcall{call: c, approved: preapproved[c.ID], state: SuspendedCall{Call: c}}
 		ps[i] = p
-		r.prepare(p)
+		x.prepare(p)
 	}
 	// Approvals come first, one at a time, in call order.
 	for _, p := range ps {
 		if p.state.Result != nil || p.parsed == nil || !p.tool.def.RequiresApproval || p.approved {
 			continue
 		}
-		if err := r.approve(ctx, p); err != nil {
+		if err := x.approve(ctx, p); err != nil {
 			return nil, err
 		}
 	}
 	var batch []*pcall
 	flush := func() error {
-		err := r.runBatch(ctx, batch)
+		err := x.runBatch(ctx, batch)
 		batch = batch[:0]
 		return err
 	}
@@ -110,20 +123,20 @@ func (r *run) execute(ctx context.Context, calls []llm.ToolCall, preapproved map
 
 // prepare finds the call's tool and validates its arguments; a failure
 // becomes the call's result.
-func (r *run) prepare(p *pcall) {
+func (x *executor) prepare(p *pcall) {
 	name := p.call.Name
-	p.tool = r.a.tools.lookup(name)
+	p.tool = x.tools.lookup(name)
 	if p.tool == nil {
-		avail := strings.Join(r.a.tools.Names(), ", ")
+		avail := strings.Join(x.tools.Names(), ", ")
 		if avail == "" {
 			avail = "none"
 		}
-		r.failCall(p, &ToolError{Kind: ToolUnknown, Msg: fmt.Sprintf("unknown tool %q; available tools: %s", name, avail)})
+		x.failCall(p, &ToolError{Kind: ToolUnknown, Msg: fmt.Sprintf("unknown tool %q; available tools: %s", name, avail)})
 		return
 	}
 	args, m, err := p.tool.parseArgs(p.call.Arguments)
 	if err != nil {
-		r.failCall(p, &ToolError{Kind: ToolBadArgs, Msg: fmt.Sprintf("invalid arguments for tool %q: %v", name, err), Err: err})
+		x.failCall(p, &ToolError{Kind: ToolBadArgs, Msg: fmt.Sprintf("invalid arguments for tool %q: %v", name, err), Err: err})
 		return
 	}
 	p.parsed = &Call{ID: p.call.ID, Name: name, Arguments: args, Args: m}
@@ -182,14 +195,14 @@ func jsonKind(v any) string {
 
 // approve asks the approver about p. A refusal becomes p's result; Defer
 // makes p wait; Cancel ends the run.
-func (r *run) approve(ctx context.Context, p *pcall) error {
-	o := &r.a.opts
+func (x *executor) approve(ctx context.Context, p *pcall) error {
+	o := x.opts
 	name := p.call.Name
 	if o.Approver == nil {
-		r.failCall(p, &ToolError{Kind: ToolRefused, Msg: fmt.Sprintf("tool %q requires approval and no approver is configured; the call was not run", name)})
+		x.failCall(p, &ToolError{Kind: ToolRefused, Msg: fmt.Sprintf("tool %q requires approval and no approver is configured; the call was not run", name)})
 		return nil
 	}
-	if !r.emit(Chunk{Type: ChunkApprovalRequest, ToolCall: p.info()}) {
+	if !x.emit(Chunk{Type: ChunkApprovalRequest, ToolCall: p.info()}) {
 		return context.Canceled
 	}
 	actx, cancel := context.WithTimeout(ctx, o.ApprovalTimeout)
@@ -223,18 +236,18 @@ func (r *run) approve(ctx context.Context, p *pcall) error {
 	}
 	switch {
 	case errors.Is(a.err, context.DeadlineExceeded):
-		r.failCall(p, &ToolError{Kind: ToolRefused, Err: a.err, Msg: fmt.Sprintf("approval for tool %q timed out after %v; the call was not run", name, o.ApprovalTimeout)})
+		x.failCall(p, &ToolError{Kind: ToolRefused, Err: a.err, Msg: fmt.Sprintf("approval for tool %q timed out after %v; the call was not run", name, o.ApprovalTimeout)})
 	case a.err != nil:
-		r.failCall(p, &ToolError{Kind: ToolRefused, Err: a.err, Msg: fmt.Sprintf("approval for tool %q failed (%v); the call was not run", name, a.err)})
+		x.failCall(p, &ToolError{Kind: ToolRefused, Err: a.err, Msg: fmt.Sprintf("approval for tool %q failed (%v); the call was not run", name, a.err)})
 	case a.d.Verdict == Approve:
 		p.approved = true
 	case a.d.Verdict == Defer:
 		p.state.Waiting = PendingApproval
-		r.emit(Chunk{Type: ChunkToolCallPending, ToolCall: p.info()})
+		x.emit(Chunk{Type: ChunkToolCallPending, ToolCall: p.info()})
 	case a.d.Verdict == Cancel:
 		return ErrCancelled
 	default:
-		r.failCall(p, &ToolError{Kind: ToolRefused, Msg: rejection(name, a.d.Reason)})
+		x.failCall(p, &ToolError{Kind: ToolRefused, Msg: rejection(name, a.d.Reason)})
 	}
 	return nil
 }
@@ -249,7 +262,7 @@ func rejection(name, reason string) string {
 
 // runBatch runs calls at once (a batch of one runs alone) and records their
 // results, reporting each as it finishes.
-func (r *run) runBatch(ctx context.Context, batch []*pcall) error {
+func (x *executor) runBatch(ctx context.Context, batch []*pcall) error {
 	if len(batch) == 0 {
 		return nil
 	}
@@ -261,29 +274,29 @@ func (r *run) runBatch(ctx context.Context, batch []*pcall) error {
 	results := make(chan done, len(batch))
 	next, running := 0, 0
 	for next < len(batch) || running > 0 {
-		for running < r.a.opts.MaxParallel && next < len(batch) {
+		for running < x.opts.MaxParallel && next < len(batch) {
 			p := batch[next]
 			next++
-			if !r.emit(Chunk{Type: ChunkToolCallStart, ToolCall: p.info()}) {
+			if !x.emit(Chunk{Type: ChunkToolCallStart, ToolCall: p.info()}) {
 				return context.Canceled
 			}
 			p.started = time.Now()
 			running++
 			go func() {
-				out, err := r.invoke(ctx, p)
+				out, err := x.invoke(ctx, p)
 				results <- done{p, out, err}
 			}()
 		}
 		d := <-results
 		running--
-		r.record(d.p, d.out, d.err)
-		if r.stopped {
+		x.record(d.p, d.out, d.err)
+		if x.stopped() {
 			// The consumer left: return now, so that the run's context
 			// is cancelled and the calls still running are told to stop.
 			return context.Canceled
 		}
 	}
-	if r.stopped {
+	if x.stopped() {
 		return context.Canceled
 	}
 	return ctx.Err()
@@ -292,10 +305,10 @@ func (r *run) runBatch(ctx context.Context, batch []*pcall) error {
 // invoke runs one handler with the call's timeout, turning panics into
 // errors. It returns when the handler does or when its context is done,
 // whichever is first: a handler that ignores its context is abandoned.
-func (r *run) invoke(ctx context.Context, p *pcall) (*Output, error) {
+func (x *executor) invoke(ctx context.Context, p *pcall) (*Output, error) {
 	timeout := p.tool.def.Timeout
 	if timeout <= 0 {
-		timeout = r.a.opts.ToolTimeout
+		timeout = x.opts.ToolTimeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -307,7 +320,7 @@ func (r *run) invoke(ctx context.Context, p *pcall) (*Output, error) {
 	go func() {
 		defer func() {
 			if v := recover(); v != nil {
-				r.a.opts.Logger.Error("tool panicked", "tool", p.call.Name, "panic", v, "stack", string(debug.Stack()))
+				x.opts.Logger.Error("tool panicked", "tool", p.call.Name, "panic", v, "stack", string(debug.Stack()))
 				done <- answer{err: &ToolError{Kind: ToolPanicked, Msg: fmt.Sprintf("tool %q panicked: %v", p.call.Name, v)}}
 			}
 		}()
@@ -333,24 +346,24 @@ func timeoutError(p *pcall, d time.Duration) error {
 }
 
 // record turns a handler's answer into the call's result and reports it.
-func (r *run) record(p *pcall, out *Output, err error) {
+func (x *executor) record(p *pcall, out *Output, err error) {
 	elapsed := time.Since(p.started)
 	switch {
 	case errors.Is(err, ErrPending):
 		p.state.Waiting = PendingResult
-		r.emit(Chunk{Type: ChunkToolCallPending, ToolCall: p.info()})
+		x.emit(Chunk{Type: ChunkToolCallPending, ToolCall: p.info()})
 		return
 	case err != nil:
 		te, ok := errors.AsType[*ToolError](err)
 		if !ok {
 			te = &ToolError{Kind: ToolFailed, Msg: fmt.Sprintf("tool %q failed: %v", p.call.Name, err), Err: err}
 		}
-		r.failCallAfter(p, te, elapsed)
+		x.failCallAfter(p, te, elapsed)
 		return
 	case out == nil:
 		out = TextOutput("")
 	}
-	res := &llm.ToolResult{CallID: p.call.ID, Name: p.call.Name, Content: r.bound(out.Content), IsError: out.IsError}
+	res := &llm.ToolResult{CallID: p.call.ID, Name: p.call.Name, Content: x.bound(out.Content), IsError: out.IsError}
 	p.state.Result = res
 	info := p.info()
 	info.Duration = elapsed
@@ -359,12 +372,12 @@ func (r *run) record(p *pcall, out *Output, err error) {
 		c.Type = ChunkToolCallError
 		c.Err = &ToolError{Kind: ToolFailed, CallID: p.call.ID, Tool: p.call.Name, Msg: c.Content}
 	}
-	r.emit(c)
+	x.emit(c)
 }
 
 // bound elides the text of content to the agent's MaxToolOutput.
-func (r *run) bound(content []llm.Part) []llm.Part {
-	max := r.a.opts.MaxToolOutput
+func (x *executor) bound(content []llm.Part) []llm.Part {
+	max := x.opts.MaxToolOutput
 	if max < 0 {
 		return content
 	}
@@ -387,14 +400,15 @@ func (r *run) bound(content []llm.Part) []llm.Part {
 	return append([]llm.Part{llm.TextPart(elide(text.String(), max))}, out...)
 }
 
-func (r *run) failCall(p *pcall, te *ToolError) { r.failCallAfter(p, te, 0) }
+func (x *executor) failCall(p *pcall, te *ToolError) { x.failCallAfter(p, te, 0) }
 
-func (r *run) failCallAfter(p *pcall, te *ToolError, elapsed time.Duration) {
+func (x *executor) failCallAfter(p *pcall, te *ToolError, elapsed time.Duration) {
 	te.CallID, te.Tool = p.call.ID, p.call.Name
+	p.failure = te
 	p.state.Result = &llm.ToolResult{CallID: p.call.ID, Name: p.call.Name, Content: []llm.Part{llm.TextPart(te.Msg)}, IsError: true}
 	info := p.info()
 	info.Duration = elapsed
-	r.emit(Chunk{Type: ChunkToolCallError, ToolCall: info, Content: te.Msg, Err: te})
+	x.emit(Chunk{Type: ChunkToolCallError, ToolCall: info, Content: te.Msg, Err: te})
 }
 
 func (p *pcall) info() *ToolCallInfo {

@@ -32,7 +32,7 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 			continue // delivered before: harmless
 		}
 		res.Name = states[i].Call.Name
-		res.Content = r.bound(res.Content)
+		res.Content = r.exec.bound(res.Content)
 		states[i].Result, states[i].Waiting = &res, ""
 		c := Chunk{Type: ChunkToolCallResult, Content: res.Text(), ToolCall: &ToolCallInfo{ID: res.CallID, Name: res.Name, Arguments: states[i].Call.Arguments}}
 		if res.IsError {
@@ -67,7 +67,7 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 		}
 	}
 	if len(approved) > 0 {
-		ran, err := r.execute(ctx, approved, pre)
+		ran, err := r.exec.execute(ctx, approved, pre)
 		if err != nil {
 			r.fail(err)
 			return false

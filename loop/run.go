@@ -80,6 +80,7 @@ func Drain(run iter.Seq[Chunk]) (*Result, error) {
 // run is the state of one run.
 type run struct {
 	a       *Agent
+	exec    executor
 	yield   func(Chunk) bool
 	stopped bool // the consumer broke out of the range
 	start   time.Time
@@ -90,6 +91,7 @@ type run struct {
 
 func (a *Agent) newRun(yield func(Chunk) bool, msgs []llm.Message, turn int, s *Suspension) *run {
 	r := &run{a: a, yield: yield, start: time.Now(), msgs: msgs, turn: turn}
+	r.exec = executor{tools: a.tools, opts: &a.opts, emit: r.emit, stopped: func() bool { return r.stopped }}
 	if s != nil {
 		r.res.Usage = s.Usage
 		r.res.Turns = slices.Clone(s.Turns)
@@ -140,7 +142,7 @@ func (r *run) loop(ctx context.Context) {
 			r.end(StatusCompleted)
 			return
 		}
-		states, err := r.execute(ctx, calls, nil)
+		states, err := r.exec.execute(ctx, calls, nil)
 		if err != nil {
 			r.fail(err)
 			return

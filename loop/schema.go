@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -90,6 +91,8 @@ func refine(t reflect.Type, s *jsonschema.Schema) error {
 			}
 			b, _ := json.Marshal(v)
 			ps.Default = b
+			// A field with a default may be left out: the default fills it.
+			s.Required = slices.DeleteFunc(s.Required, func(r string) bool { return r == name })
 		}
 	}
 	return nil

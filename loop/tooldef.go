@@ -104,7 +104,8 @@ func NewClientTool(name, description string, schema json.RawMessage) *ToolDef {
 //   - the `jsonschema` tag is the field's description;
 //   - the `enum` tag lists allowed values separated by commas, and the
 //     `default` tag gives a default value (both written as JSON values, or
-//     bare words for strings), applied before fn sees the arguments;
+//     bare words for strings), applied before fn sees the arguments; a
+//     field with a default is optional;
 //   - nested structs, slices, maps with string keys and pointers become
 //     nested object, array and nullable schemas.
 //
