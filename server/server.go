@@ -1,0 +1,657 @@
+// Package server serves the hrns sessions API over HTTP: the /api/v2
+// sessions endpoints of the public Agents API (same paths, bodies, states,
+// event types and status codes), on top of a [session.Manager].
+//
+//	m := session.New(st, model, nil)
+//	m.Start()
+//	srv := &http.Server{Addr: ":8080", Handler: server.New(m, &server.Options{APIKeys: keys})}
+//	srv.ListenAndServe()
+//
+// # Routes
+//
+//	GET    /healthz
+//	POST   /api/v2/sessions                      create (201; Idempotency-Key)
+//	GET    /api/v2/sessions                      list (paged)
+//	GET    /api/v2/sessions/{id}                 the session
+//	DELETE /api/v2/sessions/{id}                 cancel (204)
+//	GET    /api/v2/sessions/{id}/status          live status
+//	GET    /api/v2/sessions/{id}/changes         long-poll (200, or 204 + ETag)
+//	GET    /api/v2/sessions/{id}/events          history (paged), or a
+//	                                             Server-Sent Events stream
+//	                                             with Accept: text/event-stream
+//	POST   /api/v2/sessions/{id}/messages        202
+//	POST   /api/v2/sessions/{id}/tool_results    202; 409 once finished
+//	POST   /api/v2/sessions/{id}/approvals       202 (hrns addition)
+//	POST   /api/v2/sessions/{id}/pause           202
+//	POST   /api/v2/sessions/{id}/resume          202
+//	POST   /api/v2/sessions/{id}/force_answer    202
+//
+// # Conventions
+//
+// Requests carry an API key as "Authorization: Bearer KEY"; a key sees
+// only the sessions created with it, and another key's session is 404.
+// Bodies are limited to 5 MB (413 beyond). Errors are JSON objects
+// {"detail": ...}: a string, or for 422 a list of {"loc", "msg", "type"}.
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hrns-dev/hrns/session"
+)
+
+// Options configure a [Server]. A nil *Options means the defaults.
+type Options struct {
+	// APIKeys are the accepted bearer keys. Each key is its own owner:
+	// it sees the sessions created with it and no others. Empty means no
+	// authentication: every request owns every session (for a server
+	// only its own machine can reach).
+	APIKeys []string
+	// MaxBodyBytes bounds request bodies; 0 means 5 MB.
+	MaxBodyBytes int64
+	// Logger receives request errors; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is the sessions API as an [http.Handler].
+type Server struct {
+	// fixed at creation
+	m    *session.Manager
+	opts Options
+	keys map[[32]byte]string // sha256 of a key -> owner
+	mux  *http.ServeMux
+	log  *slog.Logger
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// New returns the API of the sessions of m.
+func New(m *session.Manager, opts *Options) *Server {
+	if m == nil {
+		panic("server.New: nil manager")
+	}
+	s := &Server{m: m, keys: map[[32]byte]string{}, mux: http.NewServeMux()}
+	if opts != nil {
+		s.opts = *opts
+	}
+	if s.opts.MaxBodyBytes <= 0 {
+		s.opts.MaxBodyBytes = 5 << 20
+	}
+	if s.opts.Logger == nil {
+		s.opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s.log = s.opts.Logger
+	for _, k := range s.opts.APIKeys {
+		sum := sha256.Sum256([]byte(k))
+		s.keys[sum] = "key:" + hex.EncodeToString(sum[:8])
+	}
+	for _, r := range []struct {
+		pattern string
+		h       func(w http.ResponseWriter, r *http.Request, owner string) error
+	}{
+		{"POST /api/v2/sessions", s.create},
+		{"GET /api/v2/sessions", s.list},
+		{"GET /api/v2/sessions/{id}", s.get},
+		{"DELETE /api/v2/sessions/{id}", s.cancel},
+		{"GET /api/v2/sessions/{id}/status", s.status},
+		{"GET /api/v2/sessions/{id}/changes", s.changes},
+		{"GET /api/v2/sessions/{id}/events", s.events},
+		{"POST /api/v2/sessions/{id}/messages", s.messages},
+		{"POST /api/v2/sessions/{id}/tool_results", s.toolResults},
+		{"POST /api/v2/sessions/{id}/approvals", s.approvals},
+		{"POST /api/v2/sessions/{id}/pause", s.control((*session.Manager).Pause)},
+		{"POST /api/v2/sessions/{id}/resume", s.control((*session.Manager).Resume)},
+		{"POST /api/v2/sessions/{id}/force_answer", s.control((*session.Manager).ForceAnswer)},
+	} {
+		s.mux.Handle(r.pattern, s.api(r.h))
+	}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	return s
+}
+
+// ServeHTTP implements [http.Handler]. Unknown paths and methods get JSON
+// errors too.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		rec := &statusRecorder{header: http.Header{}}
+		s.mux.ServeHTTP(rec, r)
+		if allow := rec.header.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		writeError(w, rec.status, http.StatusText(rec.status))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// statusRecorder captures the status ServeMux gives an unrouted request.
+type statusRecorder struct {
+	header http.Header
+	status int
+}
+
+func (r *statusRecorder) Header() http.Header         { return r.header }
+func (r *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (r *statusRecorder) WriteHeader(code int)        { r.status = code }
+
+// api wraps a handler with authentication, the body limit and error
+// mapping.
+func (s *Server) api(h func(w http.ResponseWriter, r *http.Request, owner string) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		owner, ok := s.authenticate(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="hrns"`)
+			writeError(w, http.StatusUnauthorized, "Not authenticated: send Authorization: Bearer <API key>")
+			return
+		}
+		if id := r.PathValue("id"); id != "" && !uuidRE.MatchString(id) {
+			writeError(w, http.StatusUnprocessableEntity, []session.FieldError{{Loc: []any{"path", "id"}, Msg: "Input should be a valid UUID", Type: "uuid_parsing", Input: id}})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+		if err := h(w, r, owner); err != nil {
+			s.writeErr(w, r, err)
+		}
+	})
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$`)
+
+func (s *Server) authenticate(r *http.Request) (string, bool) {
+	if len(s.keys) == 0 {
+		return "", true
+	}
+	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	owner, ok := s.keys[sha256.Sum256([]byte(strings.TrimSpace(key)))]
+	return owner, ok
+}
+
+// errBodyTooLarge wraps a body over the limit.
+var errBodyTooLarge = errors.New("request body too large")
+
+func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	var ve *session.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		writeError(w, http.StatusUnprocessableEntity, ve.Fields)
+	case errors.Is(err, errBodyTooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body too large (limit %d bytes)", s.opts.MaxBodyBytes))
+	case errors.Is(err, session.ErrNotFound):
+		writeError(w, http.StatusNotFound, "Session not found")
+	case errors.Is(err, session.ErrFinished):
+		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, session.ErrInFlight):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, session.ErrIdempotencyMismatch):
+		writeError(w, http.StatusUnprocessableEntity, []session.FieldError{{Loc: []any{"header", "Idempotency-Key"}, Msg: err.Error(), Type: "value_error"}})
+	case r.Context().Err() != nil:
+		// The client went away; nobody reads the answer.
+	default:
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, "internal error")
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, detail any) {
+	writeJSON(w, status, map[string]any{"detail": detail})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// decode reads the JSON body into v.
+func decode(r *http.Request, v any) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return errBodyTooLarge
+		}
+		return err
+	}
+	return decodeBytes(body, v)
+}
+
+func decodeBytes(body []byte, v any) error {
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"body"}, Msg: "Field required", Type: "missing"}}}
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		loc := []any{"body"}
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+			for _, f := range strings.Split(te.Field, ".") {
+				loc = append(loc, f)
+			}
+			return &session.ValidationError{Fields: []session.FieldError{{Loc: loc, Msg: fmt.Sprintf("Input should be of type %s", te.Type), Type: "type_error"}}}
+		}
+		return &session.ValidationError{Fields: []session.FieldError{{Loc: loc, Msg: "JSON decode error: " + err.Error(), Type: "json_invalid"}}}
+	}
+	return nil
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, owner string) error {
+	key := r.Header.Get("Idempotency-Key")
+	if _, set := r.Header["Idempotency-Key"]; set && (key == "" || len(key) > 255) {
+		return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"header", "Idempotency-Key"}, Msg: "String should have 1 to 255 characters", Type: "string_type"}}}
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return errBodyTooLarge
+		}
+		return err
+	}
+	var req session.Request
+	if err := decodeBytes(body, &req); err != nil {
+		return err
+	}
+	v, created, err := s.m.Create(r.Context(), &session.CreateParams{Owner: owner, Request: &req, Raw: body, IdempotencyKey: key})
+	if err != nil {
+		return err
+	}
+	if !created {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.Header().Set("Location", "/api/v2/sessions/"+v.ID)
+	writeJSON(w, http.StatusCreated, v)
+	return nil
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request, owner string) error {
+	v, err := s.m.Get(r.Context(), owner, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request, owner string) error {
+	v, err := s.m.Status(r.Context(), owner, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request, owner string) error {
+	if err := s.m.Cancel(r.Context(), owner, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// query reads typed query parameters, collecting errors.
+type query struct {
+	r      *http.Request
+	errors []session.FieldError
+}
+
+func (q *query) int(name string, def, lo, hi int) int {
+	raw := q.r.URL.Query().Get(name)
+	if raw == "" {
+		return def
+	}
+	n, err := strconv.Atoi(raw)
+	switch {
+	case err != nil:
+		q.add(name, "Input should be a valid integer", raw)
+	case n < lo:
+		q.add(name, fmt.Sprintf("Input should be greater than or equal to %d", lo), raw)
+	case n > hi:
+		q.add(name, fmt.Sprintf("Input should be less than or equal to %d", hi), raw)
+	}
+	return n
+}
+
+func (q *query) bool(name string, def bool) bool {
+	raw := q.r.URL.Query().Get(name)
+	if raw == "" {
+		return def
+	}
+	switch strings.ToLower(raw) {
+	case "true", "1", "yes", "on":
+		return true
+	case "false", "0", "no", "off":
+		return false
+	}
+	q.add(name, "Input should be a valid boolean", raw)
+	return def
+}
+
+func (q *query) add(name, msg string, input any) {
+	q.errors = append(q.errors, session.FieldError{Loc: []any{"query", name}, Msg: msg, Type: "value_error", Input: input})
+}
+
+func (q *query) err() error {
+	if len(q.errors) == 0 {
+		return nil
+	}
+	return &session.ValidationError{Fields: q.errors}
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, owner string) error {
+	q := &query{r: r}
+	p := &session.ListParams{Page: q.int("page", 1, 1, 1<<30), Size: q.int("size", 10, 1, 100)}
+	for _, st := range r.URL.Query()["status"] {
+		for _, one := range strings.Split(st, ",") {
+			status := session.Status(one)
+			switch status {
+			case session.StatusQueued, session.StatusPending, session.StatusRunning, session.StatusPaused, session.StatusIdle,
+				session.StatusAwaitingToolResults, session.StatusCompleted, session.StatusFailed, session.StatusTimedOut, session.StatusInterrupted:
+				p.Statuses = append(p.Statuses, status)
+			default:
+				q.add("status", fmt.Sprintf("Input should be a session state, not %q", one), one)
+			}
+		}
+	}
+	for _, sort := range r.URL.Query()["sort"] {
+		switch sort {
+		case "created_at":
+			p.Ascending = true
+		case "-created_at":
+		default:
+			q.add("sort", "Input should be 'created_at' or '-created_at'", sort)
+		}
+	}
+	if err := q.err(); err != nil {
+		return err
+	}
+	page, err := s.m.List(r.Context(), owner, p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+func (s *Server) changes(w http.ResponseWriter, r *http.Request, owner string) error {
+	q := &query{r: r}
+	p := &session.ChangesParams{
+		From:     int64(q.int("from_index", 0, 0, 1<<62)),
+		Limit:    q.int("limit", 0, 0, 1<<30),
+		NoEvents: !q.bool("include_events", true),
+		Wait:     time.Duration(q.int("wait_for_seconds", 0, 0, 25)) * time.Second,
+	}
+	if err := q.err(); err != nil {
+		return err
+	}
+	c, count, err := s.m.Changes(r.Context(), owner, r.PathValue("id"), p)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", fmt.Sprintf(`"%d"`, count))
+	if c == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request, owner string) error {
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		return s.stream(w, r, owner)
+	}
+	q := &query{r: r}
+	p := &session.EventsParams{Page: q.int("page", 1, 1, 1<<30), Size: q.int("size", 50, 1, 200), Type: r.URL.Query().Get("type")}
+	for _, sort := range r.URL.Query()["sort"] {
+		switch sort {
+		case "timestamp":
+		case "-timestamp":
+			p.Descending = true
+		default:
+			q.add("sort", "Input should be 'timestamp' or '-timestamp'", sort)
+		}
+	}
+	if err := q.err(); err != nil {
+		return err
+	}
+	page, err := s.m.Events(r.Context(), owner, r.PathValue("id"), p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// stream sends the session's events as Server-Sent Events, from
+// from_index (or after the Last-Event-ID a reconnecting browser sends),
+// until the session has ended and every event was sent.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, owner string) error {
+	q := &query{r: r}
+	from := int64(q.int("from_index", 0, 0, 1<<62))
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		if n, err := strconv.ParseInt(last, 10, 64); err == nil && n >= 0 {
+			from = n + 1
+		}
+	}
+	if err := q.err(); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	if _, err := s.m.Status(r.Context(), owner, id); err != nil {
+		return err
+	}
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc.Flush()
+	for {
+		c, count, err := s.m.Changes(r.Context(), owner, id, &session.ChangesParams{From: from, Wait: 15 * time.Second})
+		if err != nil {
+			if r.Context().Err() == nil {
+				fmt.Fprintf(w, "event: error\ndata: %s\n\n", mustJSON(map[string]string{"detail": err.Error()}))
+				rc.Flush()
+			}
+			return nil
+		}
+		status := session.Status("")
+		if c == nil {
+			fmt.Fprint(w, ": keep-alive\n\n")
+			if st, err := s.m.Status(r.Context(), owner, id); err == nil {
+				status = st.Status
+			}
+		} else {
+			for _, e := range c.NewEvents {
+				fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Index, e.Type, mustJSON(e))
+			}
+			from += int64(len(c.NewEvents))
+			status = c.Status
+		}
+		if err := rc.Flush(); err != nil {
+			return nil
+		}
+		if status.Terminal() && from >= count {
+			fmt.Fprintf(w, "event: end\ndata: %s\n\n", mustJSON(map[string]any{"status": status}))
+			rc.Flush()
+			return nil
+		}
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func (s *Server) messages(w http.ResponseWriter, r *http.Request, owner string) error {
+	var body struct {
+		Type     string                `json:"type"`
+		Messages []session.UserMessage `json:"messages"`
+		session.UserMessage
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	msgs := body.Messages
+	if body.Type != "batch" {
+		body.UserMessage.Type = body.Type
+		msgs = []session.UserMessage{body.UserMessage}
+	} else if len(msgs) == 0 {
+		return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"body", "messages"}, Msg: "List should have at least 1 item", Type: "too_short"}}}
+	}
+	if err := s.m.SendMessages(r.Context(), owner, r.PathValue("id"), msgs); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// resultInput is a tool_result or error_event body, or a batch of them.
+type resultInput struct {
+	Type    string            `json:"type"`
+	Results []json.RawMessage `json:"results"`
+}
+
+func (s *Server) toolResults(w http.ResponseWriter, r *http.Request, owner string) error {
+	var body json.RawMessage
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	var in resultInput
+	if err := decodeBytes(body, &in); err != nil {
+		return err
+	}
+	items := []json.RawMessage{body}
+	batch := in.Type == "batch"
+	if batch {
+		items = in.Results
+		if len(items) == 0 {
+			return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"body", "results"}, Msg: "List should have at least 1 item", Type: "too_short"}}}
+		}
+	}
+	var results []session.ToolResult
+	var fields []session.FieldError
+	for i, raw := range items {
+		loc := []any{"body"}
+		if batch {
+			loc = append(loc, "results", i)
+		}
+		res, errs := parseResult(raw, loc)
+		fields = append(fields, errs...)
+		results = append(results, res)
+	}
+	if len(fields) > 0 {
+		return &session.ValidationError{Fields: fields}
+	}
+	if err := s.m.PostToolResults(r.Context(), owner, r.PathValue("id"), results); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// parseResult reads one result, telling the kinds apart as the API does:
+// by "kind", else by its fields.
+func parseResult(raw json.RawMessage, loc []any) (session.ToolResult, []session.FieldError) {
+	var res session.ToolResult
+	var probe struct {
+		Kind    string           `json:"kind"`
+		ToolReq *json.RawMessage `json:"tool_req"`
+		Error   *string          `json:"error"`
+		Origin  *string          `json:"origin"`
+	}
+	at := func(f ...any) []any { return append(append([]any{}, loc...), f...) }
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return res, []session.FieldError{{Loc: loc, Msg: "Input should be a tool_result or error_event object", Type: "model_type"}}
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return res, []session.FieldError{{Loc: loc, Msg: err.Error(), Type: "value_error"}}
+	}
+	if res.Kind == "" {
+		res.Kind = session.KindToolResult
+		if probe.ToolReq == nil && probe.Error != nil || probe.Error != nil && probe.Origin != nil {
+			res.Kind = session.KindError
+		}
+	}
+	var errs []session.FieldError
+	switch res.Kind {
+	case session.KindToolResult:
+	case session.KindError:
+		if probe.Error == nil {
+			errs = append(errs, session.FieldError{Loc: at("error"), Msg: "Field required", Type: "missing"})
+		}
+		if probe.Origin == nil {
+			errs = append(errs, session.FieldError{Loc: at("origin"), Msg: "Field required", Type: "missing"})
+		}
+	default:
+		errs = append(errs, session.FieldError{Loc: at("kind"), Msg: "Input should be 'tool_result' or 'error_event'", Type: "literal_error", Input: res.Kind})
+	}
+	if probe.ToolReq == nil || res.ToolReq.ID == "" {
+		errs = append(errs, session.FieldError{Loc: at("tool_req", "id"), Msg: "Field required: the id of the pending call", Type: "missing"})
+	}
+	return res, errs
+}
+
+func (s *Server) approvals(w http.ResponseWriter, r *http.Request, owner string) error {
+	var body struct {
+		Type      string             `json:"type"`
+		Decisions []session.Decision `json:"decisions"`
+		session.Decision
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	ds := body.Decisions
+	if body.Type != "batch" {
+		ds = []session.Decision{body.Decision}
+	}
+	var fields []session.FieldError
+	for i, d := range ds {
+		if d.ID == "" {
+			loc := []any{"body", "id"}
+			if body.Type == "batch" {
+				loc = []any{"body", "decisions", i, "id"}
+			}
+			fields = append(fields, session.FieldError{Loc: loc, Msg: "Field required", Type: "missing"})
+		}
+	}
+	if len(ds) == 0 {
+		fields = append(fields, session.FieldError{Loc: []any{"body", "decisions"}, Msg: "List should have at least 1 item", Type: "too_short"})
+	}
+	if len(fields) > 0 {
+		return &session.ValidationError{Fields: fields}
+	}
+	if err := s.m.Decide(r.Context(), owner, r.PathValue("id"), ds); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+func (s *Server) control(op func(m *session.Manager, ctx context.Context, owner, id string) error) func(http.ResponseWriter, *http.Request, string) error {
+	return func(w http.ResponseWriter, r *http.Request, owner string) error {
+		if err := op(s.m, r.Context(), owner, r.PathValue("id")); err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
+}
