@@ -202,12 +202,14 @@ type usage struct {
 	cpu    time.Duration // user + system
 	wall   time.Duration
 	maxRSS int64 // bytes, the largest of the processes
+	conns  int64 // connections the mock accepted
 }
 
 func (u *usage) add(v usage) {
 	u.cpu += v.cpu
 	u.wall += v.wall
 	u.maxRSS = max(u.maxRSS, v.maxRSS)
+	u.conns += v.conns
 }
 
 // runProcess runs argv pinned to the client CPU and returns its usage and

@@ -130,7 +130,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	started := time.Now()
 	rep := &report{
 		date:    started.UTC(),
-		machine: describeMachine(ctx),
+		machine: describeMachine(ctx, filepath.Dir(benchDir)),
 		opts:    o,
 		pin:     e.pin,
 	}

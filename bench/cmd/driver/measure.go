@@ -22,6 +22,7 @@ type clientResult struct {
 	cpuPerChunk time.Duration
 	wallPerRun  time.Duration
 	maxRSS      int64
+	conns       int64         // connections opened for the runs
 	startup     time.Duration // CPU of a process doing no run; 0 if not measured
 	// spread is (max-min)/median of the CPU per turn over repetitions.
 	spread float64
@@ -92,6 +93,7 @@ func measureClients(ctx context.Context, e *env, m *mockProc, cs []*client, o *o
 		r.cpuPerChunk = median(us, func(u usage) time.Duration { return (u.cpu - startup) / time.Duration(r.chunks) })
 		r.wallPerRun = median(us, func(u usage) time.Duration { return u.wall / time.Duration(r.runs) })
 		r.maxRSS = int64(median(us, func(u usage) time.Duration { return time.Duration(u.maxRSS) }))
+		r.conns = int64(median(us, func(u usage) time.Duration { return time.Duration(u.conns) }))
 		lo, hi := minMax(us, perTurn)
 		if r.cpuPerTurn > 0 {
 			r.spread = float64(hi-lo) / float64(r.cpuPerTurn)
@@ -161,6 +163,7 @@ func measureOnce(ctx context.Context, e *env, m *mockProc, c *client, runs int) 
 	if err := checkCounts(before, after, runs); err != nil {
 		return usage{}, fmt.Errorf("%s: %w", c.name, err)
 	}
+	total.conns = after.Connections - before.Connections
 	return total, nil
 }
 

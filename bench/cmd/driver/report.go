@@ -40,6 +40,14 @@ func (r *report) markdown() string {
 	m := r.machine
 	p("### Run of %s\n\n", r.date.Format("2006-01-02 15:04 MST"))
 	p("- Machine: %d × %s, %s, %s; %s; Node %s.\n", m.cpus, m.cpuModel, m.memory, m.kernel, m.goVersion, m.node)
+	switch {
+	case m.hrns == "":
+		p("- hrns: the working tree (not a git checkout).\n")
+	case len(m.dirty) == 0:
+		p("- hrns: commit %s, unmodified.\n", m.hrns)
+	default:
+		p("- hrns: commit %s, with uncommitted changes to %s (the clients are built from the working tree).\n", m.hrns, strings.Join(m.dirty, ", "))
+	}
 	p("- Load average (1, 5, 15 min) %s at the start, %s at the end; the driver took %s.\n",
 		m.loadStart, r.loadAfter, r.elapsed.Round(time.Second))
 	if r.pin.taskset != "" {
@@ -54,8 +62,8 @@ func (r *report) markdown() string {
 		t.ToolCallsPerRun, r.opts.argChunks, r.opts.textChunks, t.ToolCallsPerRun+1, t.EventsPerRun,
 		r.opts.runs, r.opts.runs, r.opts.reps)
 
-	p("| client | library | CPU / turn | × raw | CPU / chunk | spread | wall / run | peak RSS | startup CPU |\n")
-	p("|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	p("| client | library | CPU / turn | × raw | CPU / chunk | spread | wall / run | peak RSS | startup CPU | connections |\n")
+	p("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	var failed []*clientResult
 	for _, c := range r.clients {
 		if c.err != nil {
@@ -75,12 +83,13 @@ func (r *report) markdown() string {
 			name += " ¹"
 			startup = "included ¹"
 		}
-		p("| %s | %s | %s | %.2f | %s | ±%.0f%% | %s | %.1f MiB | %s |\n", name, lib, fmtDur(c.cpuPerTurn), c.ratio,
-			fmtDur(c.cpuPerChunk), 50*c.spread, fmtDur(c.wallPerRun), float64(c.maxRSS)/(1<<20), startup)
+		p("| %s | %s | %s | %.2f | %s | ±%.0f%% | %s | %.1f MiB | %s | %d / %d |\n", name, lib, fmtDur(c.cpuPerTurn), c.ratio,
+			fmtDur(c.cpuPerChunk), 50*c.spread, fmtDur(c.wallPerRun), float64(c.maxRSS)/(1<<20), startup, c.conns, c.turns)
 	}
 	p("\nCPU is user + system time from the rusage of the client process; CPU / turn and CPU / chunk are net of the startup CPU " +
 		"(a process of the same client doing no run), so they are the steady cost. Spread is half the range of CPU / turn over the repetitions, " +
-		"relative to the median. Wall / run includes waiting for the mock. Peak RSS is the rusage maxrss.\n\n")
+		"relative to the median. Wall / run includes waiting for the mock. Peak RSS is the rusage maxrss. " +
+		"Connections are those the mock accepted for the client's requests (connections / requests): 1 means the client kept one connection alive.\n\n")
 	p("¹ `hrns run` is a whole process per run: its CPU / turn includes starting the process, reading the flags and the environment, " +
 		"the built-in tool reading a real file, and writing every event as a JSON line to a pipe.\n\n")
 	for _, c := range r.clients {

@@ -51,7 +51,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mock.New(&o)}
+	m := mock.New(&o)
+	srv := &http.Server{Handler: m, ConnState: m.ConnState}
 	fmt.Fprintf(stdout, "http://%s/v1\n", ln.Addr())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()

@@ -36,6 +36,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -77,6 +78,10 @@ type Stats struct {
 	// Rejected is the number of requests refused: not streaming, no
 	// tools, or a conversation the mock did not script.
 	Rejected int64 `json:"rejected"`
+	// Connections is the number of connections accepted, when the
+	// http.Server reports them to [Server.ConnState]. A client that
+	// keeps its connection alive opens one.
+	Connections int64 `json:"connections"`
 
 	// ToolCallsPerRun, EventsPerRun and AnswerBytes describe one run as
 	// configured: a client that did R runs made R*(ToolCallsPerRun+1)
@@ -97,7 +102,7 @@ type Server struct {
 	answer int // bytes of the final text
 	mux    *http.ServeMux
 
-	requests, toolTurns, finalTurns, events, toolResults, rejected atomic.Int64
+	requests, toolTurns, finalTurns, events, toolResults, rejected, conns atomic.Int64
 }
 
 // New returns a server; a nil opts means the defaults.
@@ -137,6 +142,13 @@ func New(opts *Options) *Server {
 	return s
 }
 
+// ConnState counts new connections; set it as the http.Server's ConnState.
+func (s *Server) ConnState(_ net.Conn, state http.ConnState) {
+	if state == http.StateNew {
+		s.conns.Add(1)
+	}
+}
+
 // ServeHTTP serves the endpoint.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
@@ -153,6 +165,7 @@ func (s *Server) Stats() Stats {
 		Events:          s.events.Load(),
 		ToolResults:     s.toolResults.Load(),
 		Rejected:        s.rejected.Load(),
+		Connections:     s.conns.Load(),
 		ToolCallsPerRun: s.opts.ToolCalls,
 		EventsPerRun:    perRun,
 		AnswerBytes:     s.answer,

@@ -44,7 +44,9 @@ func TestStreamsDecode(t *testing.T) {
 // mock and checks the mock's counts, as the driver does.
 func TestClientsDoTheTask(t *testing.T) {
 	srv := mock.New(&mock.Options{ToolCalls: 3, TextChunks: 20})
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Config.ConnState = srv.ConnState
+	ts.Start()
 	defer ts.Close()
 	base := ts.URL + "/v1"
 
@@ -75,6 +77,11 @@ func TestClientsDoTheTask(t *testing.T) {
 				}
 			}
 			after := srv.Stats()
+			conns := after.Connections - before.Connections
+			if name == "raw" && conns != 1 {
+				t.Errorf("the baseline opened %d connections, want 1: it must keep its connection alive", conns)
+			}
+			t.Logf("%d connections for 8 requests", conns)
 			if got := after.Requests - before.Requests; got != 8 {
 				t.Errorf("%d requests, want 8", got)
 			}

@@ -3,7 +3,8 @@
 // plainly with the standard library.
 //
 // Each turn it marshals the conversation with encoding/json, posts it over a
-// keep-alive connection, reads the event stream line by line with a
+// keep-alive connection (reading each body to its end so that the connection
+// is reused), reads the event stream line by line with a
 // [bufio.Reader], decodes every chunk with [json.Unmarshal] into a fresh
 // value, concatenates the text and each call's argument fragments, runs the
 // tool as a local function, appends the assistant message and the tool
@@ -156,6 +157,10 @@ func (c *Client) Turn(ctx context.Context, msgs []Message) (*Accumulator, error)
 	if err := ReadStream(resp.Body, acc.Add); err != nil {
 		return nil, err
 	}
+	// Read the end of the body (the chunked encoding's last chunk) so
+	// that the connection goes back to the pool: a body closed unread
+	// closes its connection, and the next turn dials a new one.
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	acc.Finish()
 	return acc, nil
 }

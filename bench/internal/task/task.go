@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 )
@@ -85,11 +86,14 @@ type Flags struct {
 	Runs int
 	// Timeout bounds the whole program.
 	Timeout time.Duration
+	// CPUProfile, when set, is a file to write a CPU profile of the runs
+	// to (not of the setup).
+	CPUProfile string
 }
 
 // ParseFlags reads the flags of a client program: --base-url (default
-// $OPENAI_BASE_URL), --model (default $OPENAI_MODEL or "bench-model") and
-// --runs.
+// $OPENAI_BASE_URL), --model (default $OPENAI_MODEL or "bench-model"),
+// --runs, --timeout and --cpuprofile.
 func ParseFlags(name string, args []string) (*Flags, error) {
 	f := &Flags{}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -97,6 +101,7 @@ func ParseFlags(name string, args []string) (*Flags, error) {
 	fs.StringVar(&f.Model, "model", envOr("OPENAI_MODEL", "bench-model"), "model name")
 	fs.IntVar(&f.Runs, "runs", 1, "runs to do, one after the other")
 	fs.DurationVar(&f.Timeout, "timeout", 2*time.Minute, "bound on the whole program")
+	fs.StringVar(&f.CPUProfile, "cpuprofile", "", "write a CPU profile of the runs to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -143,6 +148,19 @@ func Main(name string, args []string, stdout, stderr io.Writer, setup func(*Flag
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
+	}
+	if f.CPUProfile != "" {
+		pf, err := os.Create(f.CPUProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return 1
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var s Summary
 	for range f.Runs {
