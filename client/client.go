@@ -1,0 +1,349 @@
+// Package client is the Go SDK of the hrns sessions API (hrns serve, or any
+// server of the same API).
+//
+//	c := client.New("http://localhost:8080", os.Getenv("HRNS_API_KEY"), nil)
+//	lookup := loop.NewTool("get_order_status", "Look up the status of an order.",
+//		func(ctx context.Context, in struct {
+//			OrderID string `json:"order_id"`
+//		}) (string, error) {
+//			return db.Status(ctx, in.OrderID)
+//		})
+//	res, err := c.RunSession(ctx, &client.SessionRequest{
+//		Agent:    client.AgentRef{Inline: &client.Agent{Name: "support-agent"}},
+//		Messages: client.Text("Check order 4242."),
+//	}, lookup)
+//	fmt.Println(res.Status, res.Answer)
+//
+// # Tools run in your process
+//
+// The tools given to [Client.RunSession] (and to [Handle.WaitForCompletion])
+// are ordinary hrns tools: [loop.NewTool] for typed functions, or
+// [loop.FromTool] / [Tool] for a [loop.Tool]. They are declared on the
+// session's agent; when the agent calls one, the session waits in
+// awaiting_tool_results, and the SDK, which long-polls the session, runs
+// the calls in this process and posts their results. Calls run
+// concurrently, each once per wait (deduplicated by call id), with the
+// loop's argument validation, timeouts and panic recovery: a tool's error
+// or panic is posted as an error_event and never crashes the caller, and a
+// call to a tool the SDK was not given is answered with an error_event
+// saying so.
+//
+// Tools run only while someone waits: RunSession, or a [Handle]'s
+// WaitForCompletion with the same tools. A waiter that joins a session
+// midway reads its history and finds the calls still pending.
+//
+// # At-least-once
+//
+// Execution is at least once: if a result cannot be posted (the network
+// fails, the process dies) and another wait runs the call again, the tool
+// runs twice. Make tools with side effects idempotent, for example keyed
+// by the call id. Requests are retried with exponential backoff on
+// network errors, 429 and 5xx; a 409 when posting results means the
+// session has already finished, and the wait returns its final status.
+package client
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hrns-dev/hrns/session"
+)
+
+// Types of the API, shared with the server.
+type (
+	// SessionRequest is the body that creates a session.
+	SessionRequest = session.Request
+	// AgentRef names a server's agent or defines one inline.
+	AgentRef = session.AgentRef
+	// Agent is an inline agent definition.
+	Agent = session.Agent
+	// Environment names an environment of an agent, such as "web".
+	Environment = session.Environment
+	// ToolDefinition declares a client-side tool.
+	ToolDefinition = session.ToolDefinition
+	// UserMessage is a message to the agent.
+	UserMessage = session.UserMessage
+	// Messages is a list of user messages.
+	Messages = session.Messages
+	// Session is a session as the API shows it.
+	Session = session.View
+	// SessionStatus is a session's live status.
+	SessionStatus = session.StatusView
+	// Status is a session's lifecycle state.
+	Status = session.Status
+	// Changes is the answer of a long-poll.
+	Changes = session.Changes
+	// Event is one entry of a session's log.
+	Event = session.Event
+	// ToolRequest is a pending tool call.
+	ToolRequest = session.ToolRequest
+	// ToolResult answers a pending call.
+	ToolResult = session.ToolResult
+	// Summary is a session in a listing.
+	Summary = session.Summary
+)
+
+// Text returns the messages of a task given as text.
+func Text(s string) Messages { return Messages{{Type: "user_message", Message: s}} }
+
+// Options configure a [Client]. A nil *Options means the defaults.
+type Options struct {
+	// HTTPClient sends the requests; nil means http.DefaultClient.
+	HTTPClient *http.Client
+	// PollWait is how long a long-poll waits for news, at most 25
+	// seconds; 0 means 25 seconds.
+	PollWait time.Duration
+	// MaxAttempts bounds the attempts of a request that fails with a
+	// network error, 429 or 5xx; 0 means 8, 1 disables retries.
+	MaxAttempts int
+	// RetryDelay is the first backoff, doubled after each failure up to
+	// 10 seconds; 0 means 200ms.
+	RetryDelay time.Duration
+	// MaxParallel bounds the tool calls run at once; 0 means 8.
+	MaxParallel int
+	// ToolTimeout bounds each tool call; 0 means 5 minutes.
+	ToolTimeout time.Duration
+}
+
+// A Client talks to one sessions API with one API key. It is safe for
+// concurrent use.
+type Client struct {
+	// fixed at creation
+	base string
+	key  string
+	opts Options
+	http *http.Client
+}
+
+// New returns a client of the API at baseURL (for example
+// "http://localhost:8080"), authenticating with apiKey (none when empty).
+func New(baseURL, apiKey string, opts *Options) *Client {
+	c := &Client{base: strings.TrimRight(baseURL, "/"), key: apiKey}
+	if opts != nil {
+		c.opts = *opts
+	}
+	o := &c.opts
+	if o.PollWait <= 0 || o.PollWait > 25*time.Second {
+		o.PollWait = 25 * time.Second
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 8
+	}
+	if o.RetryDelay <= 0 {
+		o.RetryDelay = 200 * time.Millisecond
+	}
+	if o.MaxParallel <= 0 {
+		o.MaxParallel = 8
+	}
+	if o.ToolTimeout <= 0 {
+		o.ToolTimeout = 5 * time.Minute
+	}
+	c.http = o.HTTPClient
+	if c.http == nil {
+		c.http = http.DefaultClient
+	}
+	return c
+}
+
+// Errors an [APIError] matches with errors.Is.
+var (
+	ErrNotFound = errors.New("not found")       // 404
+	ErrConflict = errors.New("conflict")        // 409: the session has finished, or a request is in flight
+	ErrInvalid  = errors.New("invalid request") // 422
+)
+
+// An APIError is an answer of the API with an error status.
+type APIError struct {
+	StatusCode int
+	// Detail is the error's "detail": a string, or the list of invalid
+	// fields of a 422.
+	Detail json.RawMessage
+	// RetryAfter is the wait the server asked for, if any.
+	RetryAfter time.Duration
+}
+
+func (e *APIError) Error() string {
+	detail := string(e.Detail)
+	var s string
+	if json.Unmarshal(e.Detail, &s) == nil {
+		detail = s
+	}
+	return fmt.Sprintf("hrns API: %d %s: %s", e.StatusCode, http.StatusText(e.StatusCode), detail)
+}
+
+// Is matches [ErrNotFound], [ErrConflict] and [ErrInvalid].
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case ErrNotFound:
+		return e.StatusCode == http.StatusNotFound
+	case ErrConflict:
+		return e.StatusCode == http.StatusConflict
+	case ErrInvalid:
+		return e.StatusCode == http.StatusUnprocessableEntity
+	}
+	return false
+}
+
+func (e *APIError) retryable() bool {
+	return e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500 ||
+		e.StatusCode == http.StatusConflict && e.RetryAfter > 0 // an idempotency key in flight
+}
+
+// call sends a request and decodes a JSON answer into out (when not nil).
+// Idempotent requests are retried; it returns the status.
+func (c *Client) call(ctx context.Context, method, path string, header http.Header, body, out any, retry bool) (int, http.Header, error) {
+	var payload []byte
+	if body != nil {
+		var err error
+		if payload, err = json.Marshal(body); err != nil {
+			return 0, nil, err
+		}
+	}
+	attempts := c.opts.MaxAttempts
+	if !retry {
+		attempts = 1
+	}
+	for attempt := 1; ; attempt++ {
+		status, h, err := c.once(ctx, method, path, header, payload, out)
+		if err == nil || attempt >= attempts || ctx.Err() != nil {
+			return status, h, err
+		}
+		var ae *APIError
+		wait := c.backoff(attempt)
+		if errors.As(err, &ae) {
+			if !ae.retryable() {
+				return status, h, err
+			}
+			wait = max(wait, ae.RetryAfter)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Client) backoff(attempt int) time.Duration {
+	d := c.opts.RetryDelay << min(attempt-1, 10)
+	d = min(d, 10*time.Second)
+	return d/2 + rand.N(d/2+1)
+}
+
+func (c *Client) once(ctx context.Context, method, path string, header http.Header, payload []byte, out any) (int, http.Header, error) {
+	var rd io.Reader
+	if payload != nil {
+		rd = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return resp.StatusCode, resp.Header, err
+	}
+	if resp.StatusCode >= 400 {
+		ae := &APIError{StatusCode: resp.StatusCode, Detail: json.RawMessage(strconv.Quote(strings.TrimSpace(string(b))))}
+		var e struct{ Detail json.RawMessage }
+		if json.Unmarshal(b, &e) == nil && e.Detail != nil {
+			ae.Detail = e.Detail
+		}
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+			ae.RetryAfter = time.Duration(s) * time.Second
+		}
+		return resp.StatusCode, resp.Header, ae
+	}
+	if out != nil && resp.StatusCode != http.StatusNoContent && len(b) > 0 {
+		if err := json.Unmarshal(b, out); err != nil {
+			return resp.StatusCode, resp.Header, fmt.Errorf("hrns API: decoding %s %s: %w", method, path, err)
+		}
+	}
+	return resp.StatusCode, resp.Header, nil
+}
+
+// CreateOptions refine [Client.CreateSession].
+type CreateOptions struct {
+	// IdempotencyKey makes retries of the creation return the session
+	// the first attempt created. Empty means a random key, so that the
+	// SDK's own retries are safe.
+	IdempotencyKey string
+}
+
+// CreateSession creates a session as req says and returns it. The session
+// starts at once on the server; use [Client.Session] for its handle.
+func (c *Client) CreateSession(ctx context.Context, req *SessionRequest, opts *CreateOptions) (*Session, error) {
+	key := ""
+	if opts != nil {
+		key = opts.IdempotencyKey
+	}
+	if key == "" {
+		key = randomKey()
+	}
+	var s Session
+	_, _, err := c.call(ctx, "POST", "/api/v2/sessions", http.Header{"Idempotency-Key": {key}}, req, &s, true)
+	if err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func randomKey() string {
+	b := make([]byte, 16)
+	crand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ListOptions select sessions for [Client.ListSessions].
+type ListOptions struct {
+	Statuses   []Status
+	Page, Size int
+}
+
+// ListSessions returns a page of the key's sessions, newest first.
+func (c *Client) ListSessions(ctx context.Context, opts *ListOptions) (*session.Page[Summary], error) {
+	q := url.Values{}
+	if opts != nil {
+		for _, s := range opts.Statuses {
+			q.Add("status", string(s))
+		}
+		if opts.Page > 0 {
+			q.Set("page", strconv.Itoa(opts.Page))
+		}
+		if opts.Size > 0 {
+			q.Set("size", strconv.Itoa(opts.Size))
+		}
+	}
+	var page session.Page[Summary]
+	_, _, err := c.call(ctx, "GET", "/api/v2/sessions?"+q.Encode(), nil, nil, &page, true)
+	return &page, err
+}

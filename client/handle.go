@@ -1,0 +1,425 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/session"
+)
+
+// A Handle is a session of the API. Its methods are safe for concurrent
+// use.
+type Handle struct {
+	c  *Client
+	id string
+}
+
+// Session returns the handle of the session with the id.
+func (c *Client) Session(id string) *Handle { return &Handle{c: c, id: id} }
+
+// ID returns the session's id.
+func (h *Handle) ID() string { return h.id }
+
+// Tool wires a simple [loop.Tool] under name, for [Client.RunSession]. It
+// panics if t declares invalid arguments, a programming error.
+func Tool(name string, t loop.Tool) *loop.ToolDef {
+	def, err := loop.FromTool(name, t)
+	if err != nil {
+		panic("client.Tool: " + err.Error())
+	}
+	return def
+}
+
+// StartSession creates a session as req says, with tools declared as its
+// client-side tools, and returns its handle. The tools run only while
+// someone waits with them: see [Handle.WaitForCompletion].
+func (c *Client) StartSession(ctx context.Context, req *SessionRequest, tools ...*loop.ToolDef) (*Handle, error) {
+	s, err := c.CreateSession(ctx, declare(req, tools), nil)
+	if err != nil {
+		return nil, err
+	}
+	return c.Session(s.ID), nil
+}
+
+// RunSession creates a session as req says, runs the agent's calls of
+// tools in this process until the session ends, and returns how it
+// ended. See the package documentation for how tools run.
+func (c *Client) RunSession(ctx context.Context, req *SessionRequest, tools ...*loop.ToolDef) (*Result, error) {
+	h, err := c.StartSession(ctx, req, tools...)
+	if err != nil {
+		return nil, err
+	}
+	return h.WaitForCompletion(ctx, tools...)
+}
+
+// declare returns req with tools declared on its agent: on an inline
+// agent, or through the agent.tools override for a named one. Tools the
+// request already declares are left as they are.
+func declare(req *SessionRequest, tools []*loop.ToolDef) *SessionRequest {
+	if len(tools) == 0 {
+		return req
+	}
+	out := *req
+	var defs []ToolDefinition
+	have := map[string]bool{}
+	if out.Agent.Inline != nil {
+		for _, t := range out.Agent.Inline.Tools {
+			have[t.Name] = true
+		}
+	}
+	for _, t := range tools {
+		if t == nil || have[t.Name] {
+			continue
+		}
+		have[t.Name] = true
+		defs = append(defs, ToolDefinition{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+	}
+	if out.Agent.Inline != nil {
+		agent := *out.Agent.Inline
+		agent.Tools = append(slices.Clone(agent.Tools), defs...)
+		out.Agent.Inline = &agent
+		return &out
+	}
+	out.Overrides = maps.Clone(out.Overrides)
+	if out.Overrides == nil {
+		out.Overrides = map[string]json.RawMessage{}
+	}
+	var existing []ToolDefinition
+	json.Unmarshal(out.Overrides["agent.tools"], &existing)
+	b, _ := json.Marshal(append(existing, defs...))
+	out.Overrides["agent.tools"] = b
+	return &out
+}
+
+// Get returns the session.
+func (h *Handle) Get(ctx context.Context) (*Session, error) {
+	var s Session
+	_, _, err := h.c.call(ctx, "GET", "/api/v2/sessions/"+h.id, nil, nil, &s, true)
+	if err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Status returns the session's live status.
+func (h *Handle) Status(ctx context.Context) (*SessionStatus, error) {
+	var s SessionStatus
+	_, _, err := h.c.call(ctx, "GET", "/api/v2/sessions/"+h.id+"/status", nil, nil, &s, true)
+	if err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// ChangesOptions are the parameters of [Handle.Changes].
+type ChangesOptions struct {
+	// FromIndex is the cursor: the number of events already seen.
+	FromIndex int64
+	// Limit bounds the events returned; 0 means all.
+	Limit int
+	// Wait is how long the server waits for an event (whole seconds, at
+	// most 25).
+	Wait time.Duration
+	// ExcludeEvents asks for the status fields only.
+	ExcludeEvents bool
+}
+
+// Changes long-polls the session's events from the cursor. It returns nil
+// and no error when nothing came by the deadline (204).
+func (h *Handle) Changes(ctx context.Context, opts *ChangesOptions) (*Changes, error) {
+	if opts == nil {
+		opts = &ChangesOptions{}
+	}
+	q := url.Values{}
+	q.Set("from_index", strconv.FormatInt(opts.FromIndex, 10))
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.ExcludeEvents {
+		q.Set("include_events", "false")
+	}
+	if s := int(opts.Wait.Seconds()); s > 0 {
+		q.Set("wait_for_seconds", strconv.Itoa(min(s, 25)))
+	}
+	var c Changes
+	status, _, err := h.c.call(ctx, "GET", "/api/v2/sessions/"+h.id+"/changes?"+q.Encode(), nil, nil, &c, true)
+	if err != nil || status == 204 {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// SendMessage sends the agent a message. It is not retried: a message
+// sent twice would reach the agent twice.
+func (h *Handle) SendMessage(ctx context.Context, text string) error {
+	_, _, err := h.c.call(ctx, "POST", "/api/v2/sessions/"+h.id+"/messages", nil, UserMessage{Type: "user_message", Message: text}, nil, false)
+	return err
+}
+
+// Pause pauses the session.
+func (h *Handle) Pause(ctx context.Context) error { return h.post(ctx, "/pause", nil) }
+
+// Resume resumes a paused session.
+func (h *Handle) Resume(ctx context.Context) error { return h.post(ctx, "/resume", nil) }
+
+// ForceAnswer asks the agent for its final answer at its next step.
+func (h *Handle) ForceAnswer(ctx context.Context) error { return h.post(ctx, "/force_answer", nil) }
+
+// Cancel ends the session as interrupted.
+func (h *Handle) Cancel(ctx context.Context) error {
+	_, _, err := h.c.call(ctx, "DELETE", "/api/v2/sessions/"+h.id, nil, nil, nil, true)
+	return err
+}
+
+// PostToolResults posts results of pending calls (as a batch when there
+// are several). Posting a result twice is harmless; once the session has
+// finished the error matches [ErrConflict].
+func (h *Handle) PostToolResults(ctx context.Context, results ...ToolResult) error {
+	switch len(results) {
+	case 0:
+		return nil
+	case 1:
+		return h.post(ctx, "/tool_results", results[0])
+	}
+	return h.post(ctx, "/tool_results", map[string]any{"type": "batch", "results": results})
+}
+
+// Approve approves or rejects a call of a server tool that waits for
+// approval (an hrns addition to the API).
+func (h *Handle) Approve(ctx context.Context, callID string, approved bool, reason string) error {
+	return h.post(ctx, "/approvals", session.Decision{ID: callID, Approved: approved, Reason: reason})
+}
+
+func (h *Handle) post(ctx context.Context, path string, body any) error {
+	_, _, err := h.c.call(ctx, "POST", "/api/v2/sessions/"+h.id+path, nil, body, nil, true)
+	return err
+}
+
+// Result is how a session ended.
+type Result struct {
+	SessionID string
+	Status    Status
+	// Answer is the agent's latest answer: its text, or the JSON of a
+	// structured answer.
+	Answer    string
+	Error     string
+	ErrorCode string
+	Steps     int
+}
+
+func result(id string, c *Changes) *Result {
+	r := &Result{SessionID: id, Status: c.Status, Steps: c.Metrics.Steps}
+	if len(c.Answer) > 0 && string(c.Answer) != "null" {
+		if json.Unmarshal(c.Answer, &r.Answer) != nil {
+			r.Answer = string(c.Answer)
+		}
+	}
+	if c.Error != nil {
+		r.Error = *c.Error
+	}
+	if c.ErrorCode != nil {
+		r.ErrorCode = *c.ErrorCode
+	}
+	return r
+}
+
+// WaitForCompletion follows the session until it ends (completed, failed,
+// timed_out or interrupted) and returns how it ended, running the calls of
+// tools meanwhile (see the package documentation). An idle session has
+// not ended: it waits for a message.
+func (h *Handle) WaitForCompletion(ctx context.Context, tools ...*loop.ToolDef) (*Result, error) {
+	x, err := newExecutor(h.c, tools)
+	if err != nil {
+		return nil, err
+	}
+	posted := map[string]ToolResult{} // results this wait posted, by call id
+	var cursor int64
+	var pending []ToolRequest
+	for {
+		c, err := h.Changes(ctx, &ChangesOptions{FromIndex: cursor, Wait: h.c.opts.PollWait})
+		if err != nil {
+			return nil, err
+		}
+		if c == nil {
+			continue
+		}
+		for _, e := range c.NewEvents {
+			if e.Type == session.EventActiveState {
+				var as session.ActiveState
+				if json.Unmarshal(e.Data, &as) == nil {
+					pending = as.PendingToolCalls
+				}
+			}
+		}
+		cursor += int64(len(c.NewEvents))
+		if c.Status.Terminal() {
+			return result(h.id, c), nil
+		}
+		if c.Status != session.StatusAwaitingToolResults || len(pending) == 0 {
+			continue
+		}
+		var todo []ToolRequest
+		var again []ToolResult
+		for _, p := range pending {
+			if r, ok := posted[p.ID]; ok {
+				again = append(again, r) // posted, yet still pending: post it again
+			} else {
+				todo = append(todo, p)
+			}
+		}
+		results := append(again, x.run(ctx, todo)...)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		err = h.PostToolResults(ctx, results...)
+		switch {
+		case errors.Is(err, ErrConflict):
+			// The session finished meanwhile; the next poll says how.
+		case errors.Is(err, ErrInvalid):
+			// A call is no longer pending (answered by another waiter,
+			// or abandoned by force_answer): go on from the log.
+		case err != nil:
+			return nil, err
+		}
+		for _, r := range results {
+			posted[r.ToolReq.ID] = r
+		}
+		pending = nil
+	}
+}
+
+// Stream yields the session's events from the first, as they come, and
+// ends after the last event of an ended session. It only reads: tools are
+// not run. After an error it yields the error and ends.
+func (h *Handle) Stream(ctx context.Context) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		var cursor int64
+		for {
+			c, err := h.Changes(ctx, &ChangesOptions{FromIndex: cursor, Wait: h.c.opts.PollWait})
+			if err != nil {
+				yield(Event{}, err)
+				return
+			}
+			if c == nil {
+				continue
+			}
+			for _, e := range c.NewEvents {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			cursor += int64(len(c.NewEvents))
+			if c.Status.Terminal() {
+				return
+			}
+		}
+	}
+}
+
+// executor runs pending calls with the loop's tool semantics: argument
+// validation, timeouts, panic recovery, and an error result for an
+// unknown tool.
+type executor struct {
+	tools *loop.Toolset
+	opts  *Options
+}
+
+func newExecutor(c *Client, tools []*loop.ToolDef) (*executor, error) {
+	ts := &loop.Toolset{}
+	for _, t := range tools {
+		if t == nil {
+			continue
+		}
+		def := *t
+		def.Concurrent = true // the calls of one wait run together
+		if err := ts.Add(&def); err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
+	}
+	return &executor{tools: ts, opts: &c.opts}, nil
+}
+
+// run runs the calls and returns their results in call order. It runs
+// them through a one-step agent whose model makes exactly these calls,
+// so that each call goes through the loop's executor.
+func (x *executor) run(ctx context.Context, calls []ToolRequest) []ToolResult {
+	if len(calls) == 0 {
+		return nil
+	}
+	msg := llm.Message{Role: llm.RoleAssistant}
+	for _, c := range calls {
+		args := c.Args
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		msg.Parts = append(msg.Parts, llm.Part{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: c.ID, Name: c.ToolName, Arguments: args}})
+	}
+	agent := loop.NewAgent(&callsModel{msg: msg}, x.tools, &loop.Options{
+		MaxTurns:      2,
+		MaxParallel:   x.opts.MaxParallel,
+		ToolTimeout:   x.opts.ToolTimeout,
+		MaxToolOutput: -1,
+	})
+	res, _ := loop.Drain(agent.RunLoop(ctx, []llm.Message{llm.UserMessage("run the calls")}))
+	byID := map[string]*llm.ToolResult{}
+	if res != nil {
+		for _, m := range res.Messages {
+			for _, p := range m.Parts {
+				if p.Kind == llm.PartToolResult && p.ToolResult != nil {
+					byID[p.ToolResult.CallID] = p.ToolResult
+				}
+			}
+		}
+	}
+	out := make([]ToolResult, len(calls))
+	for i, c := range calls {
+		r := byID[c.ID]
+		switch {
+		case r == nil:
+			out[i] = ToolResult{Kind: session.KindError, ToolReq: c, Error: "the call did not run: " + runError(ctx, res), Origin: "custom_tools"}
+		case r.IsError:
+			out[i] = ToolResult{Kind: session.KindError, ToolReq: c, Error: r.Text(), Origin: "custom_tools"}
+		default:
+			b, _ := json.Marshal(r.Text())
+			out[i] = ToolResult{Kind: session.KindToolResult, ToolReq: c, Result: b}
+		}
+	}
+	return out
+}
+
+func runError(ctx context.Context, res *loop.Result) string {
+	if ctx.Err() != nil {
+		return ctx.Err().Error()
+	}
+	if res != nil && res.Err != nil {
+		return res.Err.Error()
+	}
+	return "unknown error"
+}
+
+// callsModel makes the calls of msg, then answers with nothing.
+type callsModel struct {
+	msg  llm.Message
+	done bool
+}
+
+func (m *callsModel) Stream(_ context.Context, _ *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		resp := &llm.Response{Message: llm.Message{Role: llm.RoleAssistant}, FinishReason: llm.FinishStop}
+		if !m.done {
+			m.done = true
+			resp.Message, resp.FinishReason = m.msg, llm.FinishToolCalls
+		}
+		yield(llm.Chunk{Kind: llm.ChunkDone, Response: resp}, nil)
+	}
+}
