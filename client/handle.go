@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hrns-dev/hrns/llm"
@@ -326,9 +327,9 @@ func (h *Handle) Stream(ctx context.Context) iter.Seq2[Event, error] {
 	}
 }
 
-// executor runs pending calls with the loop's tool semantics: argument
-// validation, timeouts, panic recovery, and an error result for an
-// unknown tool.
+// executor runs pending calls with the loop's tool rules
+// ([loop.Toolset.Invoke]): argument validation, timeouts, panic recovery,
+// and an error for an unknown tool.
 type executor struct {
 	tools *loop.Toolset
 	opts  *Options
@@ -340,86 +341,46 @@ func newExecutor(c *Client, tools []*loop.ToolDef) (*executor, error) {
 		if t == nil {
 			continue
 		}
-		def := *t
-		def.Concurrent = true // the calls of one wait run together
-		if err := ts.Add(&def); err != nil {
+		if err := ts.Add(t); err != nil {
 			return nil, fmt.Errorf("client: %w", err)
 		}
 	}
 	return &executor{tools: ts, opts: &c.opts}, nil
 }
 
-// run runs the calls and returns their results in call order. It runs
-// them through a one-step agent whose model makes exactly these calls,
-// so that each call goes through the loop's executor.
+// run runs the calls concurrently and returns their results in call
+// order.
 func (x *executor) run(ctx context.Context, calls []ToolRequest) []ToolResult {
-	if len(calls) == 0 {
-		return nil
-	}
-	msg := llm.Message{Role: llm.RoleAssistant}
-	for _, c := range calls {
-		args := c.Args
-		if len(args) == 0 {
-			args = json.RawMessage("{}")
-		}
-		msg.Parts = append(msg.Parts, llm.Part{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: c.ID, Name: c.ToolName, Arguments: args}})
-	}
-	agent := loop.NewAgent(&callsModel{msg: msg}, x.tools, &loop.Options{
-		MaxTurns:      2,
-		MaxParallel:   x.opts.MaxParallel,
-		ToolTimeout:   x.opts.ToolTimeout,
-		MaxToolOutput: -1,
-	})
-	res, _ := loop.Drain(agent.RunLoop(ctx, []llm.Message{llm.UserMessage("run the calls")}))
-	byID := map[string]*llm.ToolResult{}
-	if res != nil {
-		for _, m := range res.Messages {
-			for _, p := range m.Parts {
-				if p.Kind == llm.PartToolResult && p.ToolResult != nil {
-					byID[p.ToolResult.CallID] = p.ToolResult
-				}
-			}
-		}
-	}
 	out := make([]ToolResult, len(calls))
+	sem := make(chan struct{}, x.opts.MaxParallel)
+	var wg sync.WaitGroup
 	for i, c := range calls {
-		r := byID[c.ID]
-		switch {
-		case r == nil:
-			out[i] = ToolResult{Kind: session.KindError, ToolReq: c, Error: "the call did not run: " + runError(ctx, res), Origin: "custom_tools"}
-		case r.IsError:
-			out[i] = ToolResult{Kind: session.KindError, ToolReq: c, Error: r.Text(), Origin: "custom_tools"}
-		default:
-			b, _ := json.Marshal(r.Text())
-			out[i] = ToolResult{Kind: session.KindToolResult, ToolReq: c, Result: b}
-		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i] = x.one(ctx, c)
+		})
 	}
+	wg.Wait()
 	return out
 }
 
-func runError(ctx context.Context, res *loop.Result) string {
-	if ctx.Err() != nil {
-		return ctx.Err().Error()
+func (x *executor) one(ctx context.Context, c ToolRequest) ToolResult {
+	args := c.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
 	}
-	if res != nil && res.Err != nil {
-		return res.Err.Error()
+	o, err := x.tools.Invoke(ctx, llm.ToolCall{ID: c.ID, Name: c.ToolName, Arguments: args}, &loop.InvokeOptions{Timeout: x.opts.ToolTimeout})
+	switch {
+	case err != nil:
+		return ToolResult{Kind: session.KindError, ToolReq: c, Error: err.Error(), Origin: "custom_tools"}
+	case o == nil:
+		return ToolResult{Kind: session.KindToolResult, ToolReq: c, Result: json.RawMessage(`""`)}
 	}
-	return "unknown error"
-}
-
-// callsModel makes the calls of msg, then answers with nothing.
-type callsModel struct {
-	msg  llm.Message
-	done bool
-}
-
-func (m *callsModel) Stream(_ context.Context, _ *llm.Request) iter.Seq2[llm.Chunk, error] {
-	return func(yield func(llm.Chunk, error) bool) {
-		resp := &llm.Response{Message: llm.Message{Role: llm.RoleAssistant}, FinishReason: llm.FinishStop}
-		if !m.done {
-			m.done = true
-			resp.Message, resp.FinishReason = m.msg, llm.FinishToolCalls
-		}
-		yield(llm.Chunk{Kind: llm.ChunkDone, Response: resp}, nil)
+	text := llm.Message{Parts: o.Content}.Text()
+	if o.IsError {
+		return ToolResult{Kind: session.KindError, ToolReq: c, Error: text, Origin: "custom_tools"}
 	}
+	b, _ := json.Marshal(text)
+	return ToolResult{Kind: session.KindToolResult, ToolReq: c, Result: b}
 }
