@@ -1,6 +1,9 @@
 package codemode_test
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -81,5 +84,37 @@ func TestToolDescription(t *testing.T) {
 		"line:col and nothing runs. Limits: 1000 steps, 1m0s, 1048576 bytes of printed output."
 	if diff := cmp.Diff(want, r.Tool().Description); diff != "" {
 		t.Errorf("description (-want +got):\n%s", diff)
+	}
+}
+
+// TestAgentCapabilityFailure: when a capability fails inside a program,
+// the model reads the program's error (position, output), not the
+// capability's own tool error, which the loop would find if it were in the
+// chain of run_code's error.
+func TestAgentCapabilityFailure(t *testing.T) {
+	explode := funcTool("explode", func(context.Context) (string, error) { return "", errors.New("disk on fire") })
+	runner := newRunner(t, nil, explode)
+	model := llmtest.NewModel(
+		llmtest.Call("c1", "run_code", `{"code":"print('before')\nexplode()"}`),
+		llmtest.Text("It failed."),
+	)
+	res, err := loop.NewAgent(model, runner.Toolset(), nil).Run(t.Context(), []llm.Message{llm.UserMessage("go")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *llm.ToolResult
+	for _, m := range res.Messages {
+		for _, p := range m.Parts {
+			if p.ToolResult != nil {
+				got = p.ToolResult
+			}
+		}
+	}
+	want := "tool \"run_code\" failed: the program failed at 2:8: tool \"explode\" failed: disk on fire\nOutput before it stopped:\nbefore"
+	if got == nil || !got.IsError || got.Text() != want {
+		t.Errorf("result = %+v, want error %q", got, want)
+	}
+	if strings.Count(got.Text(), "disk on fire") != 1 {
+		t.Errorf("the cause is repeated: %q", got.Text())
 	}
 }

@@ -30,22 +30,22 @@ func TestProgramApproval(t *testing.T) {
 	}, {
 		name:     "rejected",
 		approver: verdict(loop.Decision{Verdict: loop.Reject, Reason: "no arithmetic on Sundays"}, nil),
-		msg:      "the program was not run: it was rejected: no arithmetic on Sundays",
+		msg:      `the program was not run: the call to tool "run_code" was rejected: no arithmetic on Sundays`,
 	}, {
 		name:     "approver error",
 		approver: verdict(loop.Decision{}, errors.New("approval service down")),
-		msg:      "the program was not run: approval failed: approval service down",
+		msg:      `the program was not run: approval for tool "run_code" failed (approval service down); the call was not run`,
 	}, {
 		name:     "deferred",
 		approver: verdict(loop.Decision{Verdict: loop.Defer}, nil),
-		msg:      "the program was not run: approval was deferred, and a program cannot wait for a later decision",
+		msg:      `the program was not run: the call to tool "run_code" was rejected: approval was deferred, and a program cannot wait for a later decision`,
 	}, {
 		name:     "approver panics",
 		approver: loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) { panic("oops") }),
-		msg:      "the program was not run: approval failed: approver panicked: oops",
+		msg:      `the program was not run: approval for tool "run_code" failed (approver panicked: oops); the call was not run`,
 	}, {
 		name: "no approver",
-		msg:  "the program was not run: it requires approval and no approver is configured",
+		msg:  `the program was not run: tool "run_code" requires approval and no approver is configured; the call was not run`,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,7 +114,7 @@ func TestApprovalDeadline(t *testing.T) {
 		start := time.Now()
 		_, err := r.Run(t.Context(), "result = add(a=1, b=2)")
 		e := asError(t, err)
-		want := "the program was not run: no approval arrived within 1m30s: context deadline exceeded"
+		want := `the program was not run: approval for tool "run_code" timed out after 1m30s; the call was not run`
 		if e.Kind != codemode.KindRefused || e.Error() != want {
 			t.Errorf("error = %q (%s), want %q", e, e.Kind, want)
 		}
@@ -154,7 +154,7 @@ func TestCapabilityApproval(t *testing.T) {
 	r := newRunner(t, &codemode.Options{Approver: approver}, remove.def)
 	_, err := r.Run(t.Context(), "for name in ['apple', 'cherry', 'banana']:\n    print(remove(name=name))\n")
 	e := asError(t, err)
-	want := "the program failed at 2:17: remove was not run: it was rejected: cherries stay\nOutput before it stopped:\nremoved apple"
+	want := "the program failed at 2:17: the call to tool \"remove\" was rejected: cherries stay\nOutput before it stopped:\nremoved apple"
 	if e.Kind != codemode.KindCapability || e.Error() != want {
 		t.Errorf("error = %q (%s), want %q", e, e.Kind, want)
 	}
@@ -168,4 +168,29 @@ func TestCapabilityApproval(t *testing.T) {
 
 func verdict(d loop.Decision, err error) loop.Approver {
 	return loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) { return d, err })
+}
+
+// TestCapabilityApprovalVerdicts: a program cannot be suspended, so an
+// approver's Defer or Cancel on a capability call is a rejection of that
+// call, and the agent's run goes on.
+func TestCapabilityApprovalVerdicts(t *testing.T) {
+	tests := []struct {
+		verdict loop.Verdict
+		msg     string
+	}{
+		{loop.Defer, `the program failed at 1:7: the call to tool "remove" was rejected: approval was deferred, and a program cannot wait for a later decision`},
+		{loop.Cancel, `the program failed at 1:7: the call to tool "remove" was rejected: not now`},
+	}
+	for _, tt := range tests {
+		remove := count(funcTool("remove", func(context.Context) (string, error) { return "removed", nil }))
+		remove.def.RequiresApproval = true
+		r := newRunner(t, &codemode.Options{Approver: verdict(loop.Decision{Verdict: tt.verdict, Reason: "not now"}, nil)}, remove.def)
+		_, err := r.Run(t.Context(), "remove()")
+		if e := asError(t, err); e.Kind != codemode.KindCapability || e.Error() != tt.msg {
+			t.Errorf("verdict %v: error = %q (%s), want %q", tt.verdict, e, e.Kind, tt.msg)
+		}
+		if remove.calls.Load() != 0 {
+			t.Errorf("verdict %v: remove ran", tt.verdict)
+		}
+	}
 }

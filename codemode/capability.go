@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -20,12 +19,10 @@ import (
 type capability struct {
 	name     string // the Starlark name: the tool's, with '-' as '_'
 	def      loop.ToolDef
-	schema   *jsonschema.Resolved
 	props    map[string]*jsonschema.Schema
 	names    []string // property names, in schema order where known
 	required []string
 	open     bool // the schema admits properties it does not list
-	defaults bool // some property has a default
 }
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -38,7 +35,9 @@ var keywords = []string{
 	"nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
 }
 
-// newCapability prepares def to be called from programs.
+// newCapability prepares def to be called from programs. Its schema is
+// read for the static check and the tool's description; the toolset has
+// already resolved it, and validates calls against it.
 func newCapability(def loop.ToolDef) (*capability, error) {
 	name := strings.ReplaceAll(def.Name, "-", "_")
 	switch {
@@ -59,24 +58,14 @@ func newCapability(def loop.ToolDef) (*capability, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, fmt.Errorf("capability %q: input schema: %w", def.Name, err)
 	}
-	resolved, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
-	if err != nil {
-		return nil, fmt.Errorf("capability %q: input schema: %w", def.Name, err)
-	}
 	c := &capability{
 		name:     name,
 		def:      def,
-		schema:   resolved,
 		props:    s.Properties,
 		required: s.Required,
 		open:     s.AdditionalProperties == nil || s.AdditionalProperties.Not == nil,
 	}
 	c.names = propertyOrder(raw, s.Properties)
-	for _, p := range s.Properties {
-		if p.Default != nil {
-			c.defaults = true
-		}
-	}
 	return c, nil
 }
 
@@ -151,7 +140,11 @@ func (c *capability) example() string {
 	return c.name + "(" + c.names[0] + "=...)"
 }
 
-// capError is a capability's failure inside a program.
+// capError is a capability's failure inside a program. err is the cause
+// (the handler's error, the approver's, the context's), never the loop's
+// *loop.ToolError itself: the run_code handler's error reaches the loop,
+// which would report a ToolError found in its chain instead of the
+// program's error.
 type capError struct {
 	name string
 	msg  string
@@ -161,37 +154,33 @@ type capError struct {
 func (e *capError) Error() string { return e.msg }
 func (e *capError) Unwrap() error { return e.err }
 
-// builtin returns the Starlark function that calls c within run x.
+// builtin returns the Starlark function that calls c within run x. The
+// call itself is the loop's ([loop.Toolset.Invoke]): arguments validated
+// against the schema with its defaults, approval with its deadline, the
+// handler's timeout, panic recovery. What is codemode's is the conversion
+// of Starlark values to and from JSON, and the messages a program reads.
 func (c *capability) builtin(x *execution) *starlark.Builtin {
 	return starlark.NewBuiltin(c.name, func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-		fail := func(format string, a ...any) error {
-			return &capError{name: c.name, msg: fmt.Sprintf(format, a...)}
-		}
 		if len(args) > 0 {
-			return nil, fail("%s takes keyword arguments only, as in %s; %s", c.name, c.example(), c.signature())
+			return nil, &capError{name: c.name, msg: fmt.Sprintf("%s takes keyword arguments only, as in %s; %s", c.name, c.example(), c.signature())}
 		}
-		m := make(map[string]any, len(kwargs))
+		m := make(map[string]json.RawMessage, len(kwargs))
 		for _, kv := range kwargs {
 			k := string(kv[0].(starlark.String))
 			raw, err := toJSON(kv[1])
 			if err != nil {
-				return nil, fail("%s: argument %q: %v", c.name, k, err)
+				return nil, &capError{name: c.name, msg: fmt.Sprintf("%s: argument %q: %v", c.name, k, err)}
 			}
-			m[k] = json.RawMessage(raw)
+			m[k] = raw
 		}
-		rawArgs, parsed, err := c.parseArgs(m)
+		raw, err := json.Marshal(m)
 		if err != nil {
-			return nil, fail("%s: invalid arguments: %v; %s", c.name, err, c.signature())
+			return nil, &capError{name: c.name, msg: fmt.Sprintf("%s: arguments: %v", c.name, err), err: err}
 		}
-		call := &loop.Call{ID: fmt.Sprintf("%s/%d", x.id, x.calls.Add(1)), Name: c.def.Name, Arguments: rawArgs, Args: parsed}
-		if c.def.RequiresApproval {
-			if err := x.r.approveCall(x.ctx, call, c.def.Description); err != nil {
-				return nil, &capError{name: c.name, msg: fmt.Sprintf("%s was not run: %v", c.name, err), err: err}
-			}
-		}
-		out, err := c.invoke(x.ctx, call, x.r)
+		call := llm.ToolCall{ID: fmt.Sprintf("%s/%d", x.id, x.calls.Add(1)), Name: c.def.Name, Arguments: raw}
+		out, err := x.r.opts.Capabilities.Invoke(x.ctx, call, x.r.invokeOpts)
 		if err != nil {
-			return nil, &capError{name: c.name, msg: fmt.Sprintf("%s failed: %v", c.name, err), err: err}
+			return nil, c.failure(x.ctx, err)
 		}
 		text := outputText(out)
 		if out.IsError {
@@ -201,81 +190,25 @@ func (c *capability) builtin(x *execution) *starlark.Builtin {
 	})
 }
 
-// parseArgs applies the schema's defaults to the arguments and validates
-// them, as the loop does with a model's call.
-func (c *capability) parseArgs(m map[string]any) (json.RawMessage, map[string]any, error) {
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return nil, nil, err
-	}
-	var args map[string]any
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return nil, nil, err
-	}
-	if c.defaults {
-		if err := c.schema.ApplyDefaults(&args); err != nil {
-			return nil, nil, err
+// failure turns an error of Invoke into the program's error.
+func (c *capability) failure(ctx context.Context, err error) *capError {
+	if te, ok := errors.AsType[*loop.ToolError](err); ok {
+		if te.Kind == loop.ToolBadArgs {
+			// The signature helps a program that computed its
+			// arguments, which the static check could not see.
+			return &capError{name: c.name, msg: fmt.Sprintf("%s: invalid arguments: %v; %s", c.name, te.Err, c.signature()), err: te.Err}
 		}
-		if raw, err = json.Marshal(args); err != nil {
-			return nil, nil, err
-		}
-	}
-	if err := c.schema.Validate(args); err != nil {
-		msg := strings.TrimPrefix(err.Error(), "validating root: ")
-		return nil, nil, errors.New(strings.TrimPrefix(msg, "validating /: "))
-	}
-	return raw, args, nil
-}
-
-// invoke runs the handler with the call's timeout, turning panics into
-// errors. Like the loop, it returns when the handler does or when its
-// context is done, whichever is first: a handler that ignores its context
-// is abandoned, not waited for.
-func (c *capability) invoke(ctx context.Context, call *loop.Call, r *Runner) (*loop.Output, error) {
-	timeout := c.def.Timeout
-	if timeout <= 0 {
-		timeout = r.opts.CapabilityTimeout
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	type answer struct {
-		out *loop.Output
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				r.logger.Error("capability panicked", "capability", c.def.Name, "panic", v, "stack", string(debug.Stack()))
-				done <- answer{err: &panicError{v}}
-			}
-		}()
-		out, err := c.def.Handler(cctx, call)
-		done <- answer{out, err}
-	}()
-	var a answer
-	select {
-	case a = <-done:
-	case <-cctx.Done():
-		select {
-		case a = <-done: // it finished as time ran out: keep its answer
-		default:
-			a = answer{err: cctx.Err()}
-		}
+		return &capError{name: c.name, msg: te.Msg, err: te.Err}
 	}
 	switch {
-	case a.err != nil && ctx.Err() != nil:
-		return nil, fmt.Errorf("interrupted: %w", ctx.Err())
-	case a.err != nil && cctx.Err() != nil && errors.Is(a.err, context.DeadlineExceeded):
-		return nil, fmt.Errorf("timed out after %v: %w", timeout, context.DeadlineExceeded)
-	case errors.Is(a.err, loop.ErrPending):
-		return nil, errors.New("its result would come later, and a program cannot wait for it")
-	case a.err != nil:
-		return nil, a.err
-	case a.out == nil:
-		return loop.TextOutput(""), nil
+	case ctx.Err() != nil:
+		// The program's time is up or its caller left: the program
+		// reports that, not this call.
+		return &capError{name: c.name, msg: fmt.Sprintf("%s was interrupted: %v", c.name, err), err: err}
+	case errors.Is(err, loop.ErrPending):
+		return &capError{name: c.name, msg: c.name + " failed: its result would come later, and a program cannot wait for it", err: err}
 	}
-	return a.out, nil
+	return &capError{name: c.name, msg: fmt.Sprintf("%s failed: %v", c.name, err), err: err}
 }
 
 // outputText joins the text of an output; images and documents are not
@@ -289,7 +222,3 @@ func outputText(out *loop.Output) string {
 	}
 	return b.String()
 }
-
-type panicError struct{ v any }
-
-func (e *panicError) Error() string { return fmt.Sprintf("panicked: %v", e.v) }

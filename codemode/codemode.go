@@ -97,6 +97,14 @@ type Runner struct {
 	order  []string // capability names, in grant order
 	sem    chan struct{}
 	ids    atomic.Int64
+	// invokeOpts are the loop's rules for capability calls and for the
+	// approval of programs.
+	invokeOpts *loop.InvokeOptions
+	// gate is a toolset holding only run_code with a handler that does
+	// nothing: the approval of a program is asked through it, exactly
+	// as the loop asks about a call of run_code. Nil unless
+	// RequireApproval.
+	gate *loop.Toolset
 
 	logMu sync.Mutex // guards writes to opts.Log
 }
@@ -104,7 +112,8 @@ type Runner struct {
 // New returns a runner granting opts.Capabilities to programs. It fails if a
 // capability's name cannot be a Starlark name (a keyword, a built-in such as
 // len or print, or "result"), if two names clash once '-' is written '_',
-// or if a schema does not resolve.
+// if a schema cannot be read, or, with RequireApproval, if Name cannot be a
+// tool's name.
 func New(opts *Options) (*Runner, error) {
 	r := &Runner{caps: map[string]*capability{}}
 	if opts != nil {
@@ -143,6 +152,15 @@ func New(opts *Options) (*Runner, error) {
 		r.logger = slog.New(slog.DiscardHandler)
 	}
 	r.sem = make(chan struct{}, o.MaxConcurrent)
+	r.invokeOpts = &loop.InvokeOptions{
+		Timeout:         o.CapabilityTimeout,
+		Approver:        programApprover(o.Approver),
+		ApprovalTimeout: o.ApprovalTimeout,
+		// A program computes on whole results; what it returns to the
+		// model is bounded by MaxOutput.
+		MaxOutput: -1,
+		Logger:    r.logger,
+	}
 	for def := range o.Capabilities.All() {
 		c, err := newCapability(def)
 		if err != nil {
@@ -153,6 +171,19 @@ func New(opts *Options) (*Runner, error) {
 		}
 		r.caps[c.name] = c
 		r.order = append(r.order, c.name)
+	}
+	if o.RequireApproval {
+		gate, err := loop.NewToolset(&loop.ToolDef{
+			Name:             o.Name,
+			Description:      "Runs this program: " + r.grantedList() + ".",
+			InputSchema:      codeSchema,
+			RequiresApproval: true,
+			Handler:          func(context.Context, *loop.Call) (*loop.Output, error) { return nil, nil },
+		})
+		if err != nil {
+			return nil, fmt.Errorf("codemode: %w", err)
+		}
+		r.gate = gate
 	}
 	return r, nil
 }
@@ -170,7 +201,7 @@ func (r *Runner) Tool() *loop.ToolDef {
 	return &loop.ToolDef{
 		Name:        r.opts.Name,
 		Description: r.description(),
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"The Starlark program to run."}},"required":["code"],"additionalProperties":false}`),
+		InputSchema: codeSchema,
 		Handler: func(ctx context.Context, call *loop.Call) (*loop.Output, error) {
 			code, _ := call.Args["code"].(string)
 			res, err := r.run(ctx, call.ID, code)
@@ -192,6 +223,9 @@ func (r *Runner) toolTimeout() time.Duration {
 	}
 	return d
 }
+
+// codeSchema is the input schema of run_code.
+var codeSchema = json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"The Starlark program to run."}},"required":["code"],"additionalProperties":false}`)
 
 // Toolset returns a toolset holding only [Runner.Tool].
 func (r *Runner) Toolset() *loop.Toolset { return loop.MustToolset(r.Tool()) }
@@ -271,14 +305,9 @@ func (r *Runner) run(ctx context.Context, id, code string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.opts.RequireApproval {
-		args, _ := json.Marshal(map[string]string{"code": code})
-		call := &loop.Call{ID: id, Name: r.opts.Name, Arguments: args}
-		if err := r.approve(ctx, call, "Runs this program: "+r.grantedList()+"."); err != nil {
-			if ctx.Err() != nil {
-				return nil, cancelled(ctx, "")
-			}
-			return nil, refused(err.Error(), err)
+	if r.gate != nil {
+		if err := r.approveProgram(ctx, id, code); err != nil {
+			return nil, err
 		}
 	}
 	select {
@@ -296,64 +325,45 @@ func cancelled(ctx context.Context, output string) *Error {
 	return &Error{Kind: KindCancelled, Msg: "the program was cancelled: " + context.Cause(ctx).Error(), Output: output, Err: ctx.Err()}
 }
 
-// approveCall asks the approver about a capability call.
-func (r *Runner) approveCall(ctx context.Context, call *loop.Call, desc string) error {
-	return r.approve(ctx, call, desc)
+// approveProgram asks the approver about a program that passed its checks,
+// through the loop's approval of a run_code call: the request carries the
+// source as the "code" argument and the deadline is a watchdog. A nil error
+// means approved; otherwise it is an *Error.
+func (r *Runner) approveProgram(ctx context.Context, id, code string) error {
+	args, _ := json.Marshal(map[string]string{"code": code})
+	call := llm.ToolCall{ID: id, Name: r.opts.Name, Arguments: args}
+	_, err := r.gate.Invoke(ctx, call, r.invokeOpts)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return cancelled(ctx, "")
+	}
+	if te, ok := errors.AsType[*loop.ToolError](err); ok {
+		return refused(te.Msg, te.Err)
+	}
+	return refused(err.Error(), err)
 }
 
-// approve asks the approver and waits at most ApprovalTimeout. A nil
-// error means approved.
-func (r *Runner) approve(ctx context.Context, call *loop.Call, desc string) error {
-	if r.opts.Approver == nil {
-		return errors.New("it requires approval and no approver is configured")
-	}
-	actx, cancel := context.WithTimeout(ctx, r.opts.ApprovalTimeout)
-	defer cancel()
-	deadline, _ := actx.Deadline()
-	req := &loop.ApprovalRequest{
-		Call:        llm.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments},
-		Description: desc,
-		Deadline:    deadline,
-	}
-	type answer struct {
-		d   loop.Decision
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				done <- answer{err: fmt.Errorf("approver panicked: %v", v)}
-			}
-		}()
-		d, err := r.opts.Approver.Approve(actx, req)
-		done <- answer{d, err}
-	}()
-	var a answer
-	select {
-	case a = <-done:
-	case <-actx.Done():
-		// The watchdog: an approver that ignores its context does not
-		// hold the program.
-		a = answer{err: actx.Err()}
-	}
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.Is(a.err, context.DeadlineExceeded):
-		return fmt.Errorf("no approval arrived within %v: %w", r.opts.ApprovalTimeout, a.err)
-	case a.err != nil:
-		return fmt.Errorf("approval failed: %w", a.err)
-	case a.d.Verdict == loop.Approve:
+// programApprover adapts the application's approver to programs, which
+// cannot be suspended: a Defer is a rejection that says so, and a Cancel a
+// rejection too (it ends a program's call, not the agent's run). Nil stays
+// nil, so that the loop says no approver is configured.
+func programApprover(a loop.Approver) loop.Approver {
+	if a == nil {
 		return nil
-	case a.d.Verdict == loop.Defer:
-		return errors.New("approval was deferred, and a program cannot wait for a later decision")
 	}
-	msg := "it was rejected"
-	if a.d.Reason != "" {
-		msg += ": " + a.d.Reason
-	}
-	return errors.New(msg)
+	return loop.ApproverFunc(func(ctx context.Context, req *loop.ApprovalRequest) (loop.Decision, error) {
+		d, err := a.Approve(ctx, req)
+		switch {
+		case err != nil:
+		case d.Verdict == loop.Defer:
+			d = loop.Decision{Verdict: loop.Reject, Reason: "approval was deferred, and a program cannot wait for a later decision"}
+		case d.Verdict == loop.Cancel:
+			d.Verdict = loop.Reject
+		}
+		return d, err
+	})
 }
 
 // record logs a finished program.

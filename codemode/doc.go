@@ -32,14 +32,19 @@
 //
 // Programs are hermetic and deterministic: Starlark has no clock, no
 // randomness and no I/O, so a program reaches the world only through its
-// capabilities. A capability call runs the tool's handler with the tool's
-// timeout (or [Options.CapabilityTimeout]), recovers its panics, and asks
-// the [loop.Approver] first if the tool requires approval. The program is
+// capabilities. A capability call is made by [loop.Toolset.Invoke], with
+// the rules of a model's call: the arguments are validated against the
+// schema (defaults applied), the [loop.Approver] is asked first if the tool
+// requires approval, the handler runs with the tool's timeout (or
+// [Options.CapabilityTimeout]) and its panics are recovered; a failure
+// stops the program with the loop's message. Unlike a model's call, the
+// result is not bounded: the program gets all of it. The program is
 // bounded by steps, wall time, printed bytes and (approximately) heap
 // growth, and programs of one [Runner] run at most [Options.MaxConcurrent]
 // at a time. With [Options.RequireApproval], each program waits for the
 // approver, which sees its source, until [Options.ApprovalTimeout]; no
-// decision by then is a refusal.
+// decision by then is a refusal. That approval too is the loop's, of a
+// call of run_code.
 //
 // What the program prints comes back to the model, followed by
 // "result: " and the JSON of the global variable `result` if the program

@@ -92,7 +92,7 @@ func TestRunErrors(t *testing.T) {
 		name: "capability error",
 		code: "print('before')\nexplode()\nprint('after')",
 		kind: codemode.KindCapability,
-		msg:  "the program failed at 2:8: explode failed: disk on fire\nOutput before it stopped:\nbefore",
+		msg:  "the program failed at 2:8: tool \"explode\" failed: disk on fire\nOutput before it stopped:\nbefore",
 	}, {
 		name: "capability error result",
 		code: "soft_fail()",
@@ -102,7 +102,7 @@ func TestRunErrors(t *testing.T) {
 		name: "capability panic",
 		code: "boom()",
 		kind: codemode.KindCapability,
-		msg:  "the program failed at 1:5: boom failed: panicked: kaboom",
+		msg:  `the program failed at 1:5: tool "boom" panicked: kaboom`,
 	}, {
 		name: "client tool",
 		code: "ask_user()",
@@ -118,7 +118,7 @@ func TestRunErrors(t *testing.T) {
 		name: "unknown capability failure",
 		code: "get_item(name='durian')",
 		kind: codemode.KindCapability,
-		msg:  "the program failed at 1:9: get_item failed: no item named durian",
+		msg:  `the program failed at 1:9: tool "get_item" failed: no item named durian`,
 	}, {
 		name: "step limit",
 		opts: codemode.Options{MaxSteps: 10_000},
@@ -174,7 +174,7 @@ func TestCapabilityTimeout(t *testing.T) {
 		r := newRunner(t, nil, hang)
 		_, err := r.Run(t.Context(), "print('start')\nhang()")
 		e := asError(t, err)
-		want := "the program failed at 2:5: hang failed: timed out after 3s: context deadline exceeded\nOutput before it stopped:\nstart"
+		want := "the program failed at 2:5: tool \"hang\" timed out after 3s\nOutput before it stopped:\nstart"
 		if e.Kind != codemode.KindCapability || e.Error() != want {
 			t.Errorf("error = %q (%s), want %q", e, e.Kind, want)
 		}
@@ -362,4 +362,38 @@ func TestLog(t *testing.T) {
 	if diff := cmp.Diff(want, log.String()); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)
 	}
+}
+
+// TestCapabilityCalls: a capability call follows the loop's rules
+// (loop.Toolset.Invoke): schema defaults reach the handler, a timeout
+// wraps context.DeadlineExceeded, and a result is not bounded like a tool
+// result for the model: the program gets all of it.
+func TestCapabilityCalls(t *testing.T) {
+	big := loop.NewTool("big", "Returns many numbers.", func(context.Context, noArgs) ([]int, error) {
+		return make([]int, 100_000), nil // 200 KB of JSON
+	})
+	r := newRunner(t, nil, getTool(), big)
+	res, err := r.Run(t.Context(), "result = [get_item(name='apple')['unit'], len(big())]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `result: ["g",100000]`; res.Text != want {
+		t.Errorf("text = %q, want %q", res.Text, want)
+	}
+
+	synctest.Test(t, func(t *testing.T) {
+		slow := funcTool("slow", func(ctx context.Context) (string, error) {
+			<-ctx.Done()
+			return "", ctx.Err()
+		})
+		r := newRunner(t, &codemode.Options{CapabilityTimeout: 2 * time.Second}, slow)
+		_, err := r.Run(t.Context(), "slow()")
+		e := asError(t, err)
+		if want := `the program failed at 1:5: tool "slow" timed out after 2s`; e.Kind != codemode.KindCapability || e.Error() != want {
+			t.Errorf("error = %q (%s), want %q", e, e.Kind, want)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Error("error does not wrap context.DeadlineExceeded")
+		}
+	})
 }
