@@ -60,10 +60,13 @@
 // # Serving hrns tools
 //
 // [NewServer] exposes a toolset to MCP clients, over stdio with
-// [Server.Run] or over Streamable HTTP with [Server.Handler]. Calls are
-// validated against each tool's schema, run with the tool's timeout, and
-// their output maps back to MCP content. A tool that requires approval runs
-// only if [ServerOptions.Approver] approves it; with no approver it is
-// refused with an error result, never silently run. [ElicitApprover] asks
-// the MCP client's user, for clients that support elicitation.
+// [Server.Run] or over Streamable HTTP with [Server.Handler]. Each call runs
+// through [loop.Toolset.Invoke], with the rules of an agent's run: it is
+// validated against the tool's schema, run with the tool's timeout and its
+// output bounded; its output maps back to MCP content, and a failure to an
+// error result with the text a model would read. A tool that requires
+// approval runs only if [ServerOptions.Approver] approves it, or with
+// [ServerOptions.AskClient] if the MCP client's user does (for clients that
+// support elicitation); with neither it is refused with an error result,
+// never silently run.
 package mcp

@@ -65,7 +65,7 @@ func TestMountHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(&loop.Output{Content: []llm.Part{llm.TextPart("boom")}, IsError: true}, out); diff != "" {
+	if diff := cmp.Diff(&loop.Output{Content: []llm.Part{llm.TextPart(`tool "fail" failed: boom`)}, IsError: true}, out); diff != "" {
 		t.Errorf("fail (-want +got):\n%s", diff)
 	}
 

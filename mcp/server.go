@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hrns-dev/hrns/llm"
@@ -34,13 +32,17 @@ type ServerOptions struct {
 	Instructions string
 
 	// Approver decides calls of tools that require approval, as an
-	// agent's approver does. A Defer or Cancel verdict refuses the call:
-	// an MCP call cannot wait for a decision given later.
+	// agent's approver does, with ApprovalTimeout as its deadline. A
+	// Defer or Cancel verdict refuses the call: an MCP call cannot wait
+	// for a decision given later, and there is no run to cancel.
 	Approver loop.Approver
 	// AskClient, when Approver is nil, asks the client's user to approve
 	// each such call through an MCP elicitation. A client that does not
 	// support elicitation has its calls refused. Note that the client
 	// gives the answer: AskClient trusts the client to ask its user.
+	//
+	// With neither Approver nor AskClient, calls of tools that require
+	// approval are refused with an error result, never silently run.
 	AskClient bool
 	// ApprovalTimeout bounds the wait for an approval; 0 means 5
 	// minutes.
@@ -49,18 +51,26 @@ type ServerOptions struct {
 	// ToolTimeout bounds each call unless the tool sets its own
 	// Timeout; 0 means 5 minutes.
 	ToolTimeout time.Duration
+	// MaxOutput bounds the text of a result in bytes, as an agent's
+	// MaxToolOutput does: a longer one keeps its head and tail and says
+	// how much was elided. 0 means 64 KiB; negative means no bound.
+	MaxOutput int
 
-	// Logger receives debug logs; nil discards them.
+	// Logger receives debug logs, and the stack of a tool that panics;
+	// nil discards them.
 	Logger *slog.Logger
 }
 
 // A Server serves the tools of a [loop.Toolset] to MCP clients, over stdio
-// ([Server.Run]) or Streamable HTTP ([Server.Handler]). Calls run as an
-// agent would run them: arguments are validated against the tool's schema
-// (with its defaults applied), tools that require approval ask the
-// approver, tools not marked Concurrent run one at a time, and a call is
-// cancelled at its timeout. A tool's failure is an error result for the
-// client's model, never a protocol error.
+// ([Server.Run]) or Streamable HTTP ([Server.Handler]).
+//
+// Each call runs through [loop.Toolset.Invoke], exactly as an agent runs a
+// model's call: arguments are validated against the tool's schema (with its
+// defaults applied), tools that require approval ask the approver (see
+// [ServerOptions.Approver] and [ServerOptions.AskClient]), a call is
+// cancelled at its timeout, a panic is recovered and the output is bounded.
+// Tools not marked Concurrent run one at a time. A tool's failure is an
+// error result for the client's model, never a protocol error.
 type Server struct {
 	// fixed at creation
 	opts  ServerOptions
@@ -114,18 +124,20 @@ func NewServer(tools *loop.Toolset, opts *ServerOptions) *Server {
 // the list changed. Calls already running finish with the tool they
 // started with.
 func (s *Server) SetTools(tools *loop.Toolset) {
+	// A copy of the list, so that the calls of the tools served now run
+	// them, whatever is added to tools later. Joining one set cannot
+	// clash.
+	ts, _ := loop.Join(tools)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var names []string
-	for def := range tools.All() {
-		schema, err := resolveSchema(def.InputSchema)
-		if err != nil {
-			// A toolset has checked its schemas already.
-			s.log.Warn("not serving a tool whose schema does not resolve", "tool", def.Name, "err", err)
-			continue
+	for def := range ts.All() {
+		t := &sdk.Tool{
+			Name:        def.Name,
+			Description: def.Description,
+			InputSchema: json.RawMessage(def.InputSchema),
 		}
-		t := &sdk.Tool{Name: def.Name, Description: def.Description, InputSchema: json.RawMessage(def.InputSchema)}
-		s.srv.AddTool(t, s.handler(def, schema))
+		s.srv.AddTool(t, s.handler(ts, def.Name, def.Concurrent))
 		names = append(names, def.Name)
 	}
 	var gone []string
@@ -154,209 +166,156 @@ func (s *Server) Handler() http.Handler {
 	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, &sdk.StreamableHTTPOptions{Logger: s.log})
 }
 
-var emptyObject = json.RawMessage(`{"type":"object"}`)
-
-func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
-	if len(raw) == 0 {
-		raw = emptyObject
-	}
-	var js jsonschema.Schema
-	if err := json.Unmarshal(raw, &js); err != nil {
-		return nil, err
-	}
-	return js.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
-}
-
-// approvalInput is the ID of the elicitation that asks for an approval.
-const approvalInput = "hrns_approval"
-
-// handler returns the MCP handler that runs def.
-func (s *Server) handler(def loop.ToolDef, schema *jsonschema.Resolved) sdk.ToolHandler {
+// handler returns the MCP handler that runs the tool name of ts.
+func (s *Server) handler(ts *loop.Toolset, name string, concurrent bool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		args, m, err := checkArgs(schema, def.InputSchema, req.Params.Arguments)
-		if err != nil {
-			return errorResult(fmt.Sprintf("invalid arguments for tool %q: %v", def.Name, err)), nil
-		}
-		call := &loop.Call{ID: "mcp-" + strconv.FormatInt(s.calls.Add(1), 10), Name: def.Name, Arguments: args, Args: m}
-		if def.RequiresApproval {
-			res, ok := s.approve(ctx, req, &def, call)
-			if !ok {
-				return res, nil
-			}
-		}
-		if def.Concurrent {
+		// The lock is held for the whole call, approval included:
+		// Invoke has no step between the approval and the handler.
+		if concurrent {
 			s.run.RLock()
 			defer s.run.RUnlock()
 		} else {
 			s.run.Lock()
 			defer s.run.Unlock()
 		}
-		return s.invoke(ctx, &def, call), nil
-	}
-}
-
-// checkArgs validates raw against the schema, applying its defaults, as the
-// loop does before a handler runs.
-func checkArgs(schema *jsonschema.Resolved, rawSchema, raw json.RawMessage) (json.RawMessage, map[string]any, error) {
-	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		raw = json.RawMessage("{}")
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return nil, nil, errors.New("arguments must be a JSON object")
-	}
-	if bytes.Contains(rawSchema, []byte(`"default"`)) {
-		if err := schema.ApplyDefaults(&m); err != nil {
-			return nil, nil, err
+		var ap *callApproval
+		opts := &loop.InvokeOptions{
+			Timeout:         s.opts.ToolTimeout,
+			ApprovalTimeout: s.opts.ApprovalTimeout,
+			MaxOutput:       s.opts.MaxOutput,
+			Logger:          s.log,
 		}
-		b, err := json.Marshal(m)
-		if err != nil {
-			return nil, nil, err
+		if s.opts.Approver != nil || s.opts.AskClient {
+			ap = &callApproval{approver: s.opts.Approver, req: req}
+			opts.Approver = ap
 		}
-		raw = b
+		call := llm.ToolCall{ID: "mcp-" + strconv.FormatInt(s.calls.Add(1), 10), Name: name, Arguments: req.Params.Arguments}
+		out, err := ts.Invoke(ctx, call, opts)
+		return result(name, out, err, ap), nil
 	}
-	if err := schema.Validate(m); err != nil {
-		msg := strings.TrimPrefix(err.Error(), "validating root: ")
-		return nil, nil, errors.New(strings.TrimPrefix(msg, "validating /: "))
-	}
-	return raw, m, nil
 }
 
-// approve decides whether call may run. When it may not, it returns the
-// result to send instead: a refusal, or a request for the client's input.
-func (s *Server) approve(ctx context.Context, req *sdk.CallToolRequest, def *loop.ToolDef, call *loop.Call) (*sdk.CallToolResult, bool) {
-	name := def.Name
-	switch {
-	case s.opts.Approver != nil:
-		return s.askApprover(ctx, def, call)
-	case s.opts.AskClient:
-		return s.askClient(req, def, call)
+// result maps what Invoke returned to the MCP result: an output as
+// content, a failure as an error result with the text a model would read,
+// and, with AskClient, an approval to ask as the client's input request.
+func result(name string, out *loop.Output, err error, ap *callApproval) *sdk.CallToolResult {
+	if err == nil {
+		return toResult(out)
 	}
-	return errorResult(fmt.Sprintf("tool %q requires approval and this MCP server has no approver; the call was not run", name)), false
-}
-
-func (s *Server) askApprover(ctx context.Context, def *loop.ToolDef, call *loop.Call) (*sdk.CallToolResult, bool) {
-	actx, cancel := context.WithTimeout(ctx, s.opts.ApprovalTimeout)
-	defer cancel()
-	deadline, _ := actx.Deadline()
-	ar := &loop.ApprovalRequest{
-		Call:        llm.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments},
-		Description: def.Description,
-		Deadline:    deadline,
-	}
-	type answer struct {
-		d   loop.Decision
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				done <- answer{err: fmt.Errorf("approver panicked: %v", v)}
-			}
-		}()
-		d, err := s.opts.Approver.Approve(actx, ar)
-		done <- answer{d, err}
-	}()
-	var a answer
-	select {
-	case a = <-done:
-	case <-actx.Done():
-		// An approver that ignores its context does not hold the call.
-		a = answer{err: actx.Err()}
+	if te, ok := errors.AsType[*loop.ToolError](err); ok {
+		return errorResult(te.Msg)
 	}
 	switch {
-	case errors.Is(a.err, context.DeadlineExceeded):
-		return errorResult(fmt.Sprintf("approval for tool %q timed out after %v; the call was not run", def.Name, s.opts.ApprovalTimeout)), false
-	case a.err != nil:
-		return errorResult(fmt.Sprintf("approval for tool %q failed (%v); the call was not run", def.Name, a.err)), false
-	case a.d.Verdict == loop.Approve:
-		return nil, true
-	case a.d.Verdict == loop.Defer:
-		return errorResult(fmt.Sprintf("approval for tool %q was deferred, and an MCP call cannot wait for it; the call was not run", def.Name)), false
+	case errors.Is(err, loop.ErrPending):
+		deferred, ask := ap.outcome()
+		switch {
+		case ask != nil:
+			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{approvalInput: ask}}
+		case deferred:
+			return errorResult(fmt.Sprintf("approval for tool %q was deferred, and an MCP call cannot wait for it; the call was not run", name))
+		}
+		return errorResult(fmt.Sprintf("tool %q is run by the application that embeds hrns and cannot be called over MCP", name))
+	case errors.Is(err, loop.ErrCancelled):
+		// callApproval turns a Cancel into a Reject; this is in case
+		// Invoke cancels for another reason.
+		return errorResult(fmt.Sprintf("the call to tool %q was cancelled; it was not run", name))
 	}
-	msg := fmt.Sprintf("the call to tool %q was rejected", def.Name)
-	if a.d.Reason != "" {
-		msg += ": " + a.d.Reason
-	}
-	return errorResult(msg), false
+	// The client went away or cancelled the call.
+	return errorResult(fmt.Sprintf("tool %q was interrupted: %v", name, err))
 }
 
-// askClient asks the client's user through an elicitation: the first
-// invocation returns the request, and the SDK calls the handler again with
-// the client's answer (multi round-trip requests, or a server-to-client
-// request for clients of older protocol versions).
-func (s *Server) askClient(req *sdk.CallToolRequest, def *loop.ToolDef, call *loop.Call) (*sdk.CallToolResult, bool) {
-	if resp, ok := req.Params.InputResponses[approvalInput]; ok {
+// approvalInput is the ID of the elicitation that asks for an approval.
+const approvalInput = "hrns_approval"
+
+// A callApproval is the [loop.Approver] of one call: the server's approver,
+// or with AskClient the client's user, asked through an elicitation. It
+// remembers a deferral, so that the server can tell it from a handler
+// that suspends, and with AskClient the question to send.
+//
+// Asking the client takes two invocations of the tool's handler: the first
+// defers the approval and the server returns the question as an input
+// request; the SDK then calls the handler again with the answer (multi
+// round-trip requests, or a server-to-client request for clients of older
+// protocol versions), and the approval reads it.
+type callApproval struct {
+	approver loop.Approver // nil: ask the client
+	req      *sdk.CallToolRequest
+
+	mu       sync.Mutex
+	deferred bool
+	ask      *sdk.ElicitParams
+}
+
+// Approve implements [loop.Approver].
+func (a *callApproval) Approve(ctx context.Context, ar *loop.ApprovalRequest) (loop.Decision, error) {
+	if a.approver == nil {
+		return a.askClient(ar)
+	}
+	d, err := a.approver.Approve(ctx, ar)
+	if err != nil {
+		return d, err
+	}
+	switch d.Verdict {
+	case loop.Defer:
+		a.setDeferred(nil)
+	case loop.Cancel:
+		// There is no run to end: the call is refused.
+		d.Verdict = loop.Reject
+	}
+	return d, nil
+}
+
+// askClient decides from the user's answer when the client gives one, and
+// defers with the question otherwise.
+func (a *callApproval) askClient(ar *loop.ApprovalRequest) (loop.Decision, error) {
+	if resp, ok := a.req.Params.InputResponses[approvalInput]; ok {
 		er, _ := resp.(*sdk.ElicitResult)
 		if er != nil && er.Action == "accept" && er.Content["approve"] == true {
-			return nil, true
+			return loop.Decision{Verdict: loop.Approve}, nil
 		}
-		return errorResult(fmt.Sprintf("the user did not approve the call to tool %q; it was not run", def.Name)), false
+		return loop.Decision{Verdict: loop.Reject, Reason: "the user did not approve it"}, nil
 	}
-	if ss := req.Session; ss != nil {
+	if ss := a.req.Session; ss != nil {
 		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation == nil {
-			return errorResult(fmt.Sprintf("tool %q requires approval, and this MCP client cannot ask its user (it does not support elicitation); the call was not run", def.Name)), false
+			return loop.Decision{}, errors.New("this MCP client cannot ask its user: it does not support elicitation")
 		}
 	}
-	args := string(call.Arguments)
+	name := ar.Call.Name
+	args := strings.TrimSpace(string(ar.Call.Arguments))
+	if args == "" || args == "null" {
+		args = "{}"
+	}
 	if len(args) > 2000 {
 		args = args[:2000] + "…"
 	}
-	return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{
-		approvalInput: &sdk.ElicitParams{
-			Message: fmt.Sprintf("Allow the tool %s to run with these arguments?\n%s", def.Name, args),
-			RequestedSchema: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"approve": map[string]any{"type": "boolean", "title": "Run " + def.Name},
-				},
-				"required": []string{"approve"},
+	a.setDeferred(&sdk.ElicitParams{
+		Message: fmt.Sprintf("Allow the tool %s to run with these arguments?\n%s", name, args),
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"approve": map[string]any{"type": "boolean", "title": "Run " + name},
 			},
+			"required": []string{"approve"},
 		},
-	}}, false
+	})
+	return loop.Decision{Verdict: loop.Defer}, nil
 }
 
-// invoke runs the tool's handler with its timeout, turning panics and
-// errors into error results. It returns when the handler does or when the
-// call's context is done, whichever is first: a handler that ignores its
-// context is abandoned.
-func (s *Server) invoke(ctx context.Context, def *loop.ToolDef, call *loop.Call) *sdk.CallToolResult {
-	timeout := def.Timeout
-	if timeout <= 0 {
-		timeout = s.opts.ToolTimeout
+func (a *callApproval) setDeferred(ask *sdk.ElicitParams) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.deferred, a.ask = true, ask
+}
+
+// outcome reports whether the approval was deferred, and the question for
+// the client's user if there is one. A nil a was never asked.
+func (a *callApproval) outcome() (deferred bool, ask *sdk.ElicitParams) {
+	if a == nil {
+		return false, nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	type done struct {
-		out *loop.Output
-		err error
-	}
-	ch := make(chan done, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				ch <- done{err: fmt.Errorf("tool panicked: %v", v)}
-			}
-		}()
-		out, err := def.Handler(cctx, call)
-		ch <- done{out, err}
-	}()
-	var d done
-	select {
-	case d = <-ch:
-	case <-cctx.Done():
-		d = done{err: cctx.Err()}
-	}
-	switch {
-	case errors.Is(d.err, loop.ErrPending):
-		return errorResult(fmt.Sprintf("tool %q is run by the application that embeds hrns and cannot be called over MCP", def.Name))
-	case cctx.Err() != nil && ctx.Err() == nil && errors.Is(d.err, context.DeadlineExceeded):
-		return errorResult(fmt.Sprintf("tool %q timed out after %v", def.Name, timeout))
-	case d.err != nil:
-		return errorResult(d.err.Error())
-	}
-	return toResult(d.out)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.deferred, a.ask
 }
 
 func errorResult(msg string) *sdk.CallToolResult {

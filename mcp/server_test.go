@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -166,12 +168,13 @@ func TestServerTools(t *testing.T) {
 				{"echo", `{"text":"hi","times":3}`, []string{"text: hihihi"}},
 				{"echo", `{"times":3}`, []string{"isError", `text: invalid arguments for tool "echo": required: missing properties: ["text"]`}},
 				{"echo", `{"text":"hi","color":"red"}`, []string{"isError", `text: invalid arguments for tool "echo": unexpected additional properties ["color"]`}},
+				{"echo", `["hi"]`, []string{"isError", `text: invalid arguments for tool "echo": arguments must be a JSON object, not an array`}},
 				{"image", `{}`, []string{"text: a dot:", `image: image/png "PNGDATA"`}},
-				{"fail", `{}`, []string{"isError", "text: boom"}},
-				{"panics", `{}`, []string{"isError", "text: tool panicked: oops"}},
+				{"fail", `{}`, []string{"isError", `text: tool "fail" failed: boom`}},
+				{"panics", `{}`, []string{"isError", `text: tool "panics" panicked: oops`}},
 				{"slow", `{}`, []string{"isError", `text: tool "slow" timed out after 1ns`}},
 				{"pick", `{}`, []string{"isError", `text: tool "pick" is run by the application that embeds hrns and cannot be called over MCP`}},
-				{"write", `{}`, []string{"isError", `text: tool "write" requires approval and this MCP server has no approver; the call was not run`}},
+				{"write", `{}`, []string{"isError", `text: tool "write" requires approval and no approver is configured; the call was not run`}},
 			}
 			for _, tt := range tests {
 				got := render(callTool(t, cs, tt.tool, tt.args))
@@ -198,6 +201,8 @@ func TestServerApprover(t *testing.T) {
 		{"reject", loop.Decision{Verdict: loop.Reject, Reason: "not today"}, nil, []string{"isError", `text: the call to tool "write" was rejected: not today`}, 0},
 		{"defer", loop.Decision{Verdict: loop.Defer}, nil, []string{"isError", `text: approval for tool "write" was deferred, and an MCP call cannot wait for it; the call was not run`}, 0},
 		{"error", loop.Decision{}, errors.New("no terminal"), []string{"isError", `text: approval for tool "write" failed (no terminal); the call was not run`}, 0},
+		// There is no run to end: Cancel refuses the call as Reject does.
+		{"cancel", loop.Decision{Verdict: loop.Cancel, Reason: "stop"}, nil, []string{"isError", `text: the call to tool "write" was rejected: stop`}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -227,6 +232,99 @@ func TestServerApprover(t *testing.T) {
 	}
 }
 
+// A call that cannot finish now is refused, and the result says why: an
+// approval deferred, or a handler that suspends (after its approval).
+func TestServerPending(t *testing.T) {
+	later := loop.NewClientTool("later", "Run by the application, once approved", nil)
+	later.RequiresApproval = true
+	tests := []struct {
+		verdict loop.Verdict
+		want    []string
+	}{
+		{loop.Defer, []string{"isError", `text: approval for tool "later" was deferred, and an MCP call cannot wait for it; the call was not run`}},
+		{loop.Approve, []string{"isError", `text: tool "later" is run by the application that embeds hrns and cannot be called over MCP`}},
+	}
+	for _, tt := range tests {
+		approver := loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
+			return loop.Decision{Verdict: tt.verdict}, nil
+		})
+		srv := mcp.NewServer(loop.MustToolset(later), &mcp.ServerOptions{Approver: approver})
+		cs := connectInMemory(t, srv, nil)
+		if diff := cmp.Diff(tt.want, render(callTool(t, cs, "later", `{}`))); diff != "" {
+			t.Errorf("verdict %v (-want +got):\n%s", tt.verdict, diff)
+		}
+	}
+}
+
+// An approver that does not answer by the deadline does not hold the call.
+func TestServerApprovalTimeout(t *testing.T) {
+	var writes atomic.Int64
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	approver := loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
+		<-release // ignores its context
+		return loop.Decision{Verdict: loop.Approve}, nil
+	})
+	srv := mcp.NewServer(testTools(&writes), &mcp.ServerOptions{Approver: approver, ApprovalTimeout: 10 * time.Millisecond})
+	cs := connectInMemory(t, srv, nil)
+	want := []string{"isError", `text: approval for tool "write" timed out after 10ms; the call was not run`}
+	if diff := cmp.Diff(want, render(callTool(t, cs, "write", `{}`))); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if n := writes.Load(); n != 0 {
+		t.Errorf("write ran %d times", n)
+	}
+}
+
+func TestServerMaxOutput(t *testing.T) {
+	long := loop.NewTool("long", "Says a lot", func(context.Context, struct{}) (string, error) {
+		return strings.Repeat("a", 500) + strings.Repeat("z", 500), nil
+	})
+	for _, tt := range []struct {
+		max     int
+		wantLen int // 0: shorter than the output
+	}{{0, 1000}, {-1, 1000}, {100, 0}} {
+		srv := mcp.NewServer(loop.MustToolset(long), &mcp.ServerOptions{MaxOutput: tt.max})
+		cs := connectInMemory(t, srv, nil)
+		res := callTool(t, cs, "long", `{}`)
+		text := res.Content[0].(*sdk.TextContent).Text
+		switch {
+		case tt.wantLen > 0 && len(text) != tt.wantLen:
+			t.Errorf("MaxOutput %d: %d bytes, want %d", tt.max, len(text), tt.wantLen)
+		case tt.wantLen == 0 && (len(text) > tt.max || !strings.Contains(text, "elided") || !strings.HasPrefix(text, "a") || !strings.HasSuffix(text, "z")):
+			t.Errorf("MaxOutput %d: got %q", tt.max, text)
+		}
+	}
+}
+
+// Tools not marked Concurrent run one at a time, whatever the client
+// sends at once.
+func TestServerSequential(t *testing.T) {
+	var running, most atomic.Int64
+	step := loop.NewTool("step", "Changes things", func(context.Context, struct{}) (string, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+		return "done", nil
+	})
+	srv := mcp.NewServer(loop.MustToolset(step), nil)
+	cs := connectInMemory(t, srv, nil)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { callTool(t, cs, "step", `{}`) })
+	}
+	wg.Wait()
+	if n := most.Load(); n != 1 {
+		t.Errorf("%d calls of a sequential tool ran at once", n)
+	}
+}
+
 func TestServerAskClient(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -235,9 +333,9 @@ func TestServerAskClient(t *testing.T) {
 		wantWrite int64
 	}{
 		{"accept", &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, []string{"text: written"}, 1},
-		{"unticked", &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": false}}, []string{"isError", `text: the user did not approve the call to tool "write"; it was not run`}, 0},
-		{"decline", &sdk.ElicitResult{Action: "decline"}, []string{"isError", `text: the user did not approve the call to tool "write"; it was not run`}, 0},
-		{"no elicitation", nil, []string{"isError", `text: tool "write" requires approval, and this MCP client cannot ask its user (it does not support elicitation); the call was not run`}, 0},
+		{"unticked", &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": false}}, []string{"isError", `text: the call to tool "write" was rejected: the user did not approve it`}, 0},
+		{"decline", &sdk.ElicitResult{Action: "decline"}, []string{"isError", `text: the call to tool "write" was rejected: the user did not approve it`}, 0},
+		{"no elicitation", nil, []string{"isError", `text: approval for tool "write" failed (this MCP client cannot ask its user: it does not support elicitation); the call was not run`}, 0},
 	}
 	for _, tr := range transports {
 		for _, tt := range tests {
