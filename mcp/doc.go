@@ -69,4 +69,9 @@
 // [ServerOptions.AskClient] if the MCP client's user does (for clients that
 // support elicitation); with neither it is refused with an error result,
 // never silently run.
+//
+// Each served tool is announced with MCP hints, so that a client asks its
+// user only where hrns would: read-only (readOnlyHint) when it is
+// Concurrent and does not require approval, destructive (destructiveHint)
+// when it requires approval.
 package mcp

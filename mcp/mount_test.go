@@ -140,8 +140,10 @@ func TestMountOptions(t *testing.T) {
 		want          []string
 		wantApprovals []bool
 	}{
-		{"prefix", mcp.Spec{Prefix: "x_", Tools: []string{"echo", "write"}}, []string{"x_echo", "x_write"}, []bool{true, true}},
-		{"no prefix", mcp.Spec{NoPrefix: true, Tools: []string{"echo", "write", "nope"}}, []string{"echo", "write"}, []bool{true, true}},
+		// The server announces echo read-only (Concurrent, no approval), so
+		// the default policy does not ask before it.
+		{"prefix", mcp.Spec{Prefix: "x_", Tools: []string{"echo", "write"}}, []string{"x_echo", "x_write"}, []bool{false, true}},
+		{"no prefix", mcp.Spec{NoPrefix: true, Tools: []string{"echo", "write", "nope"}}, []string{"echo", "write"}, []bool{false, true}},
 		{"ask never", mcp.Spec{Approval: mcp.AskNever, Tools: []string{"echo", "write"}}, []string{"h__echo", "h__write"}, []bool{false, false}},
 		{"ask always", mcp.Spec{Approval: mcp.AskAlways, Tools: []string{"echo"}}, []string{"h__echo"}, []bool{true}},
 	}

@@ -71,6 +71,17 @@ type ServerOptions struct {
 // cancelled at its timeout, a panic is recovered and the output is bounded.
 // Tools not marked Concurrent run one at a time. A tool's failure is an
 // error result for the client's model, never a protocol error.
+//
+// Each tool is announced with the hints MCP clients read to decide whether
+// to ask their user before a call (its annotations). The rule: a tool that
+// is Concurrent and does not require approval is read-only (readOnlyHint);
+// a tool that requires approval is destructive (destructiveHint); other
+// tools carry no hint, which clients read as possibly destructive. It holds
+// for the tools of hrns, where a tool that may run alongside others without
+// asking is one that changes nothing (reading or listing files, fetching a
+// page, showing an image, loading a skill, a mounted tool its server marks
+// read-only). A served toolset with a Concurrent tool that does change
+// things should mark it RequiresApproval.
 type Server struct {
 	// fixed at creation
 	opts  ServerOptions
@@ -136,6 +147,7 @@ func (s *Server) SetTools(tools *loop.Toolset) {
 			Name:        def.Name,
 			Description: def.Description,
 			InputSchema: json.RawMessage(def.InputSchema),
+			Annotations: annotations(&def),
 		}
 		s.srv.AddTool(t, s.handler(ts, def.Name, def.Concurrent))
 		names = append(names, def.Name)
@@ -150,6 +162,18 @@ func (s *Server) SetTools(tools *loop.Toolset) {
 		s.srv.RemoveTools(gone...)
 	}
 	s.names = names
+}
+
+// annotations returns the hints announced with def (see [Server]).
+func annotations(def *loop.ToolDef) *sdk.ToolAnnotations {
+	switch {
+	case def.RequiresApproval:
+		destructive := true
+		return &sdk.ToolAnnotations{DestructiveHint: &destructive}
+	case def.Concurrent:
+		return &sdk.ToolAnnotations{ReadOnlyHint: true}
+	}
+	return nil
 }
 
 // Run serves one client over the transport t until the client disconnects

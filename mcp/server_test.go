@@ -135,6 +135,7 @@ func TestServerTools(t *testing.T) {
 
 			var names []string
 			var echoSchema any
+			hints := map[string]string{}
 			for tool, err := range cs.Tools(t.Context(), nil) {
 				if err != nil {
 					t.Fatal(err)
@@ -143,9 +144,25 @@ func TestServerTools(t *testing.T) {
 				if tool.Name == "echo" {
 					echoSchema = tool.InputSchema
 				}
+				if a := tool.Annotations; a != nil {
+					switch {
+					case a.ReadOnlyHint && a.DestructiveHint == nil:
+						hints[tool.Name] = "read-only"
+					case !a.ReadOnlyHint && a.DestructiveHint != nil && *a.DestructiveHint:
+						hints[tool.Name] = "destructive"
+					default:
+						hints[tool.Name] = fmt.Sprintf("%+v", *a)
+					}
+				}
 			}
 			if diff := cmp.Diff([]string{"echo", "fail", "image", "panics", "pick", "slow", "write"}, names); diff != "" {
 				t.Errorf("tools (-want +got):\n%s", diff)
+			}
+			// Concurrent without approval is read-only; requiring approval
+			// is destructive; the others have no hints.
+			wantHints := map[string]string{"echo": "read-only", "pick": "read-only", "write": "destructive"}
+			if diff := cmp.Diff(wantHints, hints); diff != "" {
+				t.Errorf("annotations (-want +got):\n%s", diff)
 			}
 			wantSchema := map[string]any{
 				"type":                 "object",
