@@ -84,6 +84,8 @@ func Run(ctx context.Context, args []string, stdio *IO) int {
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "run":
 		err = runCommand(ctx, rest, stdio)
+	case "serve":
+		err = serveCommand(ctx, rest, stdio)
 	case "tools":
 		err = toolsCommand(ctx, rest, stdio)
 	case "skills":

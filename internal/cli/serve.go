@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/server"
+	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/store/sqlite"
+	"github.com/hrns-dev/hrns/tools"
+)
+
+// serveOptions are the flags of "hrns serve".
+type serveOptions struct {
+	addr      string
+	db        string
+	apiKeys   stringList
+	config    string
+	provider  string
+	model     string
+	baseURL   string
+	agentsDir string
+	workdir   string
+	yes       bool
+	workers   int
+	maxSteps  int
+	drain     time.Duration
+}
+
+func (o *serveOptions) flags(fs *flag.FlagSet) {
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on")
+	fs.StringVar(&o.db, "db", "sqlite:hrns.db", "where sessions are stored: sqlite:PATH")
+	fs.Var(&o.apiKeys, "api-key", "an accepted API key (repeatable; also HRNS_API_KEYS, comma-separated)")
+	fs.StringVar(&o.config, "config", "", "config file (default ~/.config/hrns/config.toml or .yaml)")
+	fs.StringVar(&o.provider, "provider", "", "provider: openai, anthropic, or a name from the config file")
+	fs.StringVar(&o.model, "model", "", "default model of the agents")
+	fs.StringVar(&o.baseURL, "base-url", "", "API base URL of the model (default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL)")
+	fs.StringVar(&o.agentsDir, "agents", "", "a folder of agent files (Markdown, as hrns run --agent takes) that callers may name")
+	fs.StringVar(&o.workdir, "workdir", "", "root directory of the file and shell tools named agents may use (default: none)")
+	fs.BoolVar(&o.yes, "yes", false, "run calls of tools that require approval without waiting for a decision")
+	fs.IntVar(&o.workers, "workers", 0, "sessions run at once (default 64)")
+	fs.IntVar(&o.maxSteps, "max-steps", 0, "step budget of sessions that set none (default 100)")
+	fs.DurationVar(&o.drain, "shutdown-timeout", 10*time.Second, "how long to wait for requests and runs to stop on SIGTERM")
+}
+
+// Validate checks the options that do not depend on the environment.
+func (o *serveOptions) Validate() error {
+	if _, _, err := net.SplitHostPort(o.addr); err != nil {
+		return usagef("--addr %q: %v", o.addr, err)
+	}
+	if _, err := o.sqlitePath(); err != nil {
+		return err
+	}
+	if o.workers < 0 || o.maxSteps < 0 {
+		return usagef("--workers and --max-steps must be positive")
+	}
+	return nil
+}
+
+func (o *serveOptions) sqlitePath() (string, error) {
+	scheme, rest, found := strings.Cut(o.db, ":")
+	switch {
+	case !found:
+		return o.db, nil
+	case scheme == "sqlite" && rest != "":
+		return rest, nil
+	case scheme == "postgres" || scheme == "postgresql":
+		return "", usagef("--db %s: PostgreSQL is not supported yet; use sqlite:PATH", o.db)
+	}
+	return "", usagef("--db %q: want sqlite:PATH", o.db)
+}
+
+func serveCommand(ctx context.Context, args []string, stdio *IO) error {
+	var o serveOptions
+	fs := flag.NewFlagSet("hrns serve", flag.ContinueOnError)
+	fs.SetOutput(stdio.Err)
+	o.flags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stdio.Err, "Usage: hrns serve [flags]\n\nServes the sessions API (/api/v2/sessions) with sessions stored in one SQLite file.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usagef("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("serve takes no arguments, got %q", fs.Args())
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	keys := slices.Clone([]string(o.apiKeys))
+	keys = append(keys, splitList(stdio.getenv("HRNS_API_KEYS"))...)
+	if len(keys) == 0 && !loopback(o.addr) {
+		return usagef("no API keys: pass --api-key KEY or set HRNS_API_KEYS to serve on %s (without keys, hrns serve listens on loopback only)", o.addr)
+	}
+	cfg, err := loadConfig(o.config, stdio.getenv)
+	if err != nil {
+		return &usageError{err.Error()}
+	}
+	model, modelName, err := buildModel(&runOptions{config: o.config, provider: o.provider, model: o.model, baseURL: o.baseURL}, cfg, &agentFile{}, stdio.getenv)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stdio.Err, nil))
+	opts := &session.Options{
+		Environments: map[string]*loop.Toolset{"web": tools.Web(nil)},
+		Toolsets:     map[string]*loop.Toolset{},
+		Agents:       map[string]*session.AgentConfig{},
+		DefaultModel: modelName,
+		MaxSteps:     o.maxSteps,
+		Workers:      o.workers,
+		AutoApprove:  o.yes,
+		Logger:       log,
+	}
+	if o.agentsDir != "" {
+		if err := o.loadAgents(opts); err != nil {
+			return err
+		}
+	}
+	path, _ := o.sqlitePath()
+	st, err := sqlite.Open(path, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	m := session.New(st, model, opts)
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	if err := m.Start(); err != nil {
+		ln.Close()
+		return err
+	}
+	// Long-polls and event streams end when the server stops, instead of
+	// holding the shutdown for their whole wait.
+	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
+	srv := &http.Server{
+		Handler:           server.New(m, &server.Options{APIKeys: keys, Logger: log}),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return base },
+	}
+	if len(keys) == 0 {
+		fmt.Fprintln(stdio.Err, "hrns serve: no API keys: anyone who can reach this machine's loopback can use the API")
+	}
+	fmt.Fprintf(stdio.Err, "hrns serve: listening on http://%s (sessions in %s, model %s)\n", ln.Addr(), path, modelName)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(stdio.Err, "hrns serve: stopping; running sessions stay resumable")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.drain)
+	defer cancel()
+	cancelRequests()
+	shutdownErr := srv.Shutdown(sctx)
+	stopErr := m.Stop(sctx)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return errors.Join(err, shutdownErr, stopErr)
+}
+
+// loadAgents reads the agent files of --agents: each names its agent (or
+// the file does), its instructions (the body), model, step budget and
+// tools. web_fetch (or "web") comes from the web environment; the other
+// built-in tools work in --workdir and only named agents may have them.
+func (o *serveOptions) loadAgents(opts *session.Options) error {
+	files, err := filepath.Glob(filepath.Join(o.agentsDir, "*.md"))
+	if err != nil {
+		return usagef("--agents: %v", err)
+	}
+	if len(files) == 0 {
+		return usagef("--agents %s: no agent files (*.md)", o.agentsDir)
+	}
+	for _, f := range files {
+		a, err := (&runOptions{agentFile: f}).loadAgent()
+		if err != nil {
+			return err
+		}
+		name := firstString(a.Name, strings.TrimSuffix(filepath.Base(f), ".md"))
+		cfg := &session.AgentConfig{Description: a.Description, Instructions: a.System, Model: a.Model, MaxSteps: a.MaxTurns}
+		var builtin []string
+		for _, t := range a.Tools {
+			switch t {
+			case "web", "web_fetch":
+				cfg.Toolsets = append(cfg.Toolsets, "web")
+			default:
+				builtin = append(builtin, t)
+			}
+		}
+		if len(builtin) > 0 {
+			if o.workdir == "" {
+				return usagef("agent %s (%s) uses %s: start hrns serve with --workdir DIR for file and shell tools", name, f, strings.Join(builtin, ", "))
+			}
+			ts, err := tools.ByName(builtin, &tools.Config{Dir: o.workdir})
+			if err != nil {
+				return usagef("agent %s (%s): %v", name, f, err)
+			}
+			opts.Toolsets["agent:"+name] = ts
+			cfg.Toolsets = append(cfg.Toolsets, "agent:"+name)
+		}
+		if _, dup := opts.Agents[name]; dup {
+			return usagef("--agents: two files define agent %q", name)
+		}
+		opts.Agents[name] = cfg
+	}
+	return nil
+}
+
+// loopback reports whether addr listens on a loopback address only.
+func loopback(addr string) bool {
+	host, _, _ := net.SplitHostPort(addr)
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,258 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hrns-dev/hrns/client"
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/session"
+)
+
+func TestServeOptions(t *testing.T) {
+	agents := t.TempDir()
+	os.WriteFile(filepath.Join(agents, "coder.md"), []byte("---\ndescription: Edits code.\ntools: [read_file, web]\n---\nYou edit code.\n"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"bad addr", []string{"--addr", "nowhere"}, nil, "--addr"},
+		{"postgres", []string{"--db", "postgres://x"}, nil, "PostgreSQL is not supported yet"},
+		{"bad db", []string{"--db", "mysql:x"}, nil, "want sqlite:PATH"},
+		{"no keys off loopback", []string{"--addr", "0.0.0.0:0"}, nil, "no API keys"},
+		{"no model", []string{"--addr", "127.0.0.1:0"}, map[string]string{"OPENAI_API_KEY": "k"}, "no model configured"},
+		{"file tools need a workdir", []string{"--addr", "127.0.0.1:0", "--model", "m", "--agents", agents}, map[string]string{"OPENAI_API_KEY": "k"}, "--workdir"},
+		{"arguments", []string{"extra"}, nil, "no arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			env := map[string]string{"HOME": t.TempDir()}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			code := Run(t.Context(), append([]string{"serve"}, tt.args...), &IO{Out: &bytes.Buffer{}, Err: &stderr, Getenv: func(k string) string { return env[k] }})
+			if code != ExitUsage || !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr.String(), ExitUsage, tt.want)
+			}
+		})
+	}
+}
+
+// syncBuffer collects a process's output.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServeCrashRestart runs hrns serve as a real process, kills it with
+// SIGKILL while sessions run, starts it again on the same database, and
+// checks that every session completes with its log intact: no event lost
+// or duplicated, and the cursors clients held before the crash still
+// valid after it.
+func TestServeCrashRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the hrns binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "hrns")
+	build := exec.Command("go", "build", "-o", bin, "github.com/hrns-dev/hrns/cmd/hrns")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	// The model: each request takes a while, so that the kill finds
+	// model calls in flight. It asks for the order's status, then
+	// answers with what the tool said.
+	orderRE := regexp.MustCompile(`Check order (\d+)`)
+	resultRE := regexp.MustCompile(`status-\d+`)
+	step := func(body []byte) openaitest.Reply {
+		time.Sleep(150 * time.Millisecond)
+		order := orderRE.FindSubmatch(body)
+		if order == nil {
+			return openaitest.Reply{Text: "no order"}
+		}
+		if res := resultRE.Find(body); res != nil && bytes.Contains(body, []byte(`"role":"tool"`)) {
+			return openaitest.Reply{Text: fmt.Sprintf("order %s: %s", order[1], res)}
+		}
+		return openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("call_"+string(order[1]), "get_order_status", fmt.Sprintf(`{"order_id":%q}`, order[1]))}}
+	}
+	model := openaitest.NewServer()
+	defer model.Close()
+	for range 500 {
+		model.Push(openaitest.Reply{Func: step})
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	home := t.TempDir()
+	db := filepath.Join(dir, "sessions.db")
+	var logs syncBuffer
+	start := func() *exec.Cmd {
+		t.Helper()
+		cmd := exec.Command(bin, "serve", "--addr", addr, "--db", "sqlite:"+db, "--api-key", "sk-crash", "--model", "test-model")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test"}
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for range 500 {
+			if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+				resp.Body.Close()
+				return cmd
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cmd.Process.Kill()
+		t.Fatalf("hrns serve did not start:\n%s", logs.String())
+		return nil
+	}
+	first := start()
+	defer func() {
+		if t.Failed() {
+			t.Logf("server logs:\n%s", logs.String())
+		}
+	}()
+
+	const n = 6
+	c := client.New("http://"+addr, "sk-crash", &client.Options{RetryDelay: 50 * time.Millisecond, MaxAttempts: 30, PollWait: 5 * time.Second})
+	tool := loop.NewTool("get_order_status", "Look up the status of an order.", func(_ context.Context, in struct {
+		OrderID string `json:"order_id"`
+	}) (string, error) {
+		return "status-" + in.OrderID, nil
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	type outcome struct {
+		res      *client.Result
+		err      error
+		followed []session.Event // read across the crash
+	}
+	outcomes := make([]outcome, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			h, err := c.StartSession(ctx, &client.SessionRequest{
+				Agent:    client.AgentRef{Inline: &client.Agent{Name: "support-agent"}},
+				Messages: client.Text(fmt.Sprintf("Check order %d.", 4240+i)),
+			}, tool)
+			if err != nil {
+				outcomes[i].err = err
+				return
+			}
+			var fw sync.WaitGroup
+			fw.Go(func() {
+				for e, err := range h.Stream(ctx) {
+					if err != nil {
+						outcomes[i].err = fmt.Errorf("stream: %w", err)
+						return
+					}
+					outcomes[i].followed = append(outcomes[i].followed, e)
+				}
+			})
+			outcomes[i].res, err = h.WaitForCompletion(ctx, tool)
+			if err != nil {
+				outcomes[i].err = err
+			}
+			fw.Wait()
+		})
+	}
+	// Kill the server once the runs are under way.
+	for len(model.Requests()) < n+2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+	killedAt := len(model.Requests())
+	second := start()
+	wg.Wait()
+
+	want := []string{
+		"AgentEvent/message_event", "AgentStartedEvent", "ActiveStateChangeEvent/running",
+		"AgentEvent/policy_event", "MetricsUpdateEvent", "ActiveStateChangeEvent/awaiting_tool_results",
+		"AgentEvent/tool_result", "ActiveStateChangeEvent/running",
+		"AgentEvent/policy_event", "MetricsUpdateEvent", "AgentEvent/answer_event", "AgentCompletionEvent",
+	}
+	for i, o := range outcomes {
+		if o.err != nil {
+			t.Errorf("session %d: %v", i, o.err)
+			continue
+		}
+		wantAnswer := fmt.Sprintf("order %d: status-%d", 4240+i, 4240+i)
+		if o.res.Status != session.StatusCompleted || o.res.Answer != wantAnswer {
+			t.Errorf("session %d ended %s with %q, want completed with %q", i, o.res.Status, o.res.Answer, wantAnswer)
+		}
+		var history []session.Event
+		for e, err := range c.Session(o.res.SessionID).Stream(ctx) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			history = append(history, e)
+		}
+		if diff := cmp.Diff(o.followed, history); diff != "" {
+			t.Errorf("session %d: events read across the crash differ from the log (-followed +log):\n%s", i, diff)
+		}
+		var got []string
+		for j, e := range history {
+			if e.Index != int64(j) {
+				t.Errorf("session %d: event %d has index %d", i, j, e.Index)
+			}
+			k := e.Type
+			var d struct{ Kind, State string }
+			json.Unmarshal(e.Data, &d)
+			for _, s := range []string{d.Kind, d.State} {
+				if s != "" {
+					k += "/" + s
+				}
+			}
+			got = append(got, k)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("session %d events (-want +got):\n%s", i, diff)
+		}
+	}
+	t.Logf("killed after %d model requests; %d in all", killedAt, len(model.Requests()))
+
+	// SIGTERM stops the server cleanly.
+	second.Process.Signal(syscall.SIGTERM)
+	if err := second.Wait(); err != nil {
+		t.Errorf("hrns serve after SIGTERM: %v", err)
+	}
+}
