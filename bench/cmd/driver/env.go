@@ -46,6 +46,29 @@ func findBenchDir(dir string) (string, error) {
 	return abs, nil
 }
 
+// exportHead writes the last commit of the repository at root into dst,
+// and links the Node peers' installed packages into it.
+func exportHead(ctx context.Context, root, benchDir, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	tar := dst + ".tar"
+	if out, err := exec.CommandContext(ctx, "git", "-C", root, "archive", "-o", tar, "HEAD").CombinedOutput(); err != nil {
+		return fmt.Errorf("git archive HEAD (use -tree=working outside a git checkout): %w: %s", err, out)
+	}
+	if out, err := exec.CommandContext(ctx, "tar", "-xf", tar, "-C", dst).CombinedOutput(); err != nil {
+		return fmt.Errorf("tar: %w: %s", err, out)
+	}
+	os.Remove(tar)
+	modules := filepath.Join(benchDir, "node", "node_modules")
+	if _, err := os.Stat(modules); err == nil {
+		if err := os.Symlink(modules, filepath.Join(dst, "bench", "node", "node_modules")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // goEnv is the environment of go build and go test: nothing may be
 // downloaded, and the local toolchain is used.
 func goEnv() []string {

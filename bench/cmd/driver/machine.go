@@ -19,18 +19,23 @@ type machine struct {
 	goVersion string
 	node      string
 	loadStart string
-	// hrns is the commit of the hrns tree measured, and the files of it
+	// hrns is the commit of the hrns tree measured; with working set,
+	// the working tree was measured, and dirty lists the files of it
 	// that differ from the commit.
-	hrns  string
-	dirty []string
+	hrns    string
+	working bool
+	dirty   []string
 }
 
-func describeMachine(ctx context.Context, rootDir string) machine {
-	m := machine{cpus: onlineCPUs(), loadStart: loadAverage()}
+func describeMachine(ctx context.Context, rootDir string, working bool) machine {
+	m := machine{cpus: onlineCPUs(), loadStart: loadAverage(), working: working}
 	m.hrns = commandOutput(ctx, "git", "-C", rootDir, "rev-parse", "--short", "HEAD")
+	if !working {
+		return m
+	}
 	// The clients build from the working tree: say what in it is not the
-	// commit (bench itself and docs aside).
-	status := commandOutput(ctx, "git", "-C", rootDir, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench", ":!docs")
+	// commit (docs aside).
+	status := commandOutput(ctx, "git", "-C", rootDir, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs")
 	for _, line := range strings.Split(status, "\n") {
 		if f := strings.Fields(line); len(f) >= 2 {
 			m.dirty = append(m.dirty, f[len(f)-1])

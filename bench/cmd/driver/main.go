@@ -57,6 +57,7 @@ type options struct {
 	microTime  string
 	mockCPU    int
 	clientCPU  int
+	tree       string
 }
 
 func (o *options) flags(fs *flag.FlagSet) {
@@ -64,7 +65,7 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.out, "out", "", "the Markdown file to write the results into (default ../docs/performance.md)")
 	fs.BoolVar(&o.write, "write", true, "write the results into -out; false only prints them")
 	fs.StringVar(&o.clients, "clients", "", "comma-separated clients to run (default all: "+strings.Join(clientNames(), ",")+")")
-	fs.IntVar(&o.reps, "reps", 5, "repetitions; each measure is the median over them")
+	fs.IntVar(&o.reps, "reps", 7, "repetitions; each measure is the median over them")
 	fs.IntVar(&o.runs, "runs", 50, "runs (conversations) per client process; hrns-run does one per process")
 	fs.IntVar(&o.toolCalls, "tool-calls", 5, "tool calls per run, before the final answer")
 	fs.IntVar(&o.argChunks, "arg-chunks", 8, "deltas each call's arguments are split over")
@@ -74,6 +75,7 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.microTime, "micro-benchtime", "100ms", "go test -benchtime for the micro-benchmarks")
 	fs.IntVar(&o.mockCPU, "mock-cpu", 0, "CPU the mock is pinned to")
 	fs.IntVar(&o.clientCPU, "client-cpu", 1, "CPU the clients and micro-benchmarks are pinned to")
+	fs.StringVar(&o.tree, "tree", "head", "what to build: \"head\", the last commit (exported with git archive), or \"working\", the working tree as it is")
 }
 
 // Validate checks the flags.
@@ -83,6 +85,9 @@ func (o *options) Validate() error {
 	}
 	if o.toolCalls < 1 || o.argChunks < 1 || o.textChunks < 1 {
 		return fmt.Errorf("-tool-calls, -arg-chunks and -text-chunks must be at least 1")
+	}
+	if o.tree != "head" && o.tree != "working" {
+		return fmt.Errorf("-tree must be head or working")
 	}
 	if o.mockCPU == o.clientCPU {
 		return fmt.Errorf("-mock-cpu and -client-cpu must differ")
@@ -130,9 +135,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	started := time.Now()
 	rep := &report{
 		date:    started.UTC(),
-		machine: describeMachine(ctx, filepath.Dir(benchDir)),
+		machine: describeMachine(ctx, e.rootDir, o.tree == "working"),
 		opts:    o,
 		pin:     e.pin,
+	}
+	if o.tree == "head" {
+		// Build from the last commit, so that the numbers belong to a
+		// commit and edits in progress neither change nor break them.
+		src := filepath.Join(tmp, "src")
+		if err := exportHead(ctx, e.rootDir, e.benchDir, src); err != nil {
+			return err
+		}
+		e.rootDir, e.benchDir = src, filepath.Join(src, "bench")
 	}
 
 	logf(stderr, "building the clients")

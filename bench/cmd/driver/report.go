@@ -41,12 +41,14 @@ func (r *report) markdown() string {
 	p("### Run of %s\n\n", r.date.Format("2006-01-02 15:04 MST"))
 	p("- Machine: %d × %s, %s, %s; %s; Node %s.\n", m.cpus, m.cpuModel, m.memory, m.kernel, m.goVersion, m.node)
 	switch {
+	case !m.working:
+		p("- hrns: commit %s, exported with git archive and built from that (-tree=head).\n", m.hrns)
 	case m.hrns == "":
-		p("- hrns: the working tree (not a git checkout).\n")
+		p("- hrns: the working tree, not a git checkout (-tree=working).\n")
 	case len(m.dirty) == 0:
-		p("- hrns: commit %s, unmodified.\n", m.hrns)
+		p("- hrns: the working tree of commit %s, unmodified (-tree=working).\n", m.hrns)
 	default:
-		p("- hrns: commit %s, with uncommitted changes to %s (the clients are built from the working tree).\n", m.hrns, strings.Join(m.dirty, ", "))
+		p("- hrns: the working tree of commit %s, with uncommitted changes to %s (-tree=working).\n", m.hrns, strings.Join(m.dirty, ", "))
 	}
 	p("- Load average (1, 5, 15 min) %s at the start, %s at the end; the driver took %s.\n",
 		m.loadStart, r.loadAfter, r.elapsed.Round(time.Second))
