@@ -102,7 +102,10 @@ func BenchmarkStream(b *testing.B) {
 // spread thin; ns/chunk is ns/op divided by 1000. "raw-unmarshal" is the
 // baseline's encoding/json decode of one chunk alone (its ns/chunk is its
 // ns/op); "raw-stream" adds its line reading and accumulation; "hrns" is
-// hrns's provider doing all of that through Client.Stream. "content" chunks
+// hrns's provider doing all of that through Client.Stream; "scan-sketch"
+// is the baseline's line reading with a hand-written decoder that skips
+// what it does not need (scan_test.go), a lower bound rather than a
+// contender. "content" chunks
 // carry text deltas, "args" chunks tool-call argument deltas.
 func BenchmarkDecodeChunk(b *testing.B) {
 	const n = 1000
@@ -140,6 +143,18 @@ func BenchmarkDecodeChunk(b *testing.B) {
 					b.Fatal(err)
 				}
 				acc.Finish()
+			}
+			m.report(n, "chunk")
+		})
+		b.Run(k.name+"/scan-sketch", func(b *testing.B) {
+			r := bytes.NewReader(body)
+			m := startMeter(b)
+			for b.Loop() {
+				r.Reset(body)
+				var acc scanAcc
+				if err := raw.ReadStream(r, func(data []byte) error { return scanChunk(data, &acc) }); err != nil {
+					b.Fatal(err)
+				}
 			}
 			m.report(n, "chunk")
 		})
