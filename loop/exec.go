@@ -208,7 +208,11 @@ func (x *executor) approve(ctx context.Context, p *pcall) error {
 	actx, cancel := context.WithTimeout(ctx, o.ApprovalTimeout)
 	defer cancel()
 	deadline, _ := actx.Deadline()
-	req := &ApprovalRequest{Call: p.call, Description: p.tool.def.Description, Deadline: deadline}
+	// The approver sees the arguments the tool will get: validated, with
+	// defaults applied.
+	call := p.call
+	call.Arguments = p.parsed.Arguments
+	req := &ApprovalRequest{Call: call, Description: p.tool.def.Description, Deadline: deadline}
 	type answer struct {
 		d   Decision
 		err error

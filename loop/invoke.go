@@ -10,6 +10,10 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 )
 
+// ErrPendingApproval is returned by [Toolset.Invoke] when the approver
+// defers its decision. It wraps [ErrPending].
+var ErrPendingApproval = fmt.Errorf("%w: waiting for approval", ErrPending)
+
 // InvokeOptions configure [Toolset.Invoke]. The zero value of each field
 // means the default of the [Options] field of the same role.
 type InvokeOptions struct {
@@ -39,7 +43,8 @@ type InvokeOptions struct {
 // timeout, refused or failed approval) is returned as a *[ToolError] whose
 // message is what a model would read. An output the tool itself marked
 // IsError is returned as an output, with a nil error. [ErrPending] is
-// returned when the handler suspends the call or the approver defers it;
+// returned when the handler suspends the call, [ErrPendingApproval] when
+// the approver defers it;
 // [ErrCancelled] when the approver cancels; ctx's error when ctx is done.
 func (ts *Toolset) Invoke(ctx context.Context, call llm.ToolCall, opts *InvokeOptions) (*Output, error) {
 	o := &Options{MaxParallel: 1}
@@ -65,7 +70,7 @@ func (ts *Toolset) Invoke(ctx context.Context, call llm.ToolCall, opts *InvokeOp
 			return nil, p.failure
 		}
 		if p.state.Waiting != "" {
-			return nil, fmt.Errorf("%w: waiting for approval", ErrPending)
+			return nil, ErrPendingApproval
 		}
 	}
 	p.started = time.Now()

@@ -44,6 +44,9 @@ func TestInvoke(t *testing.T) {
 		{name: "approval refused without approver", tool: "delete_file", args: `{"path":"x"}`, kind: loop.ToolRefused},
 		{name: "approved", tool: "delete_file", args: `{"path":"x"}`, opts: &loop.InvokeOptions{Approver: approve}, want: "deleted x"},
 		{name: "client tool pends", tool: "remote", args: `{}`, sentinel: loop.ErrPending},
+		{name: "deferred approval", tool: "delete_file", args: `{"path":"x"}`, opts: &loop.InvokeOptions{Approver: loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
+			return loop.Decision{Verdict: loop.Defer}, nil
+		})}, sentinel: loop.ErrPendingApproval},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
