@@ -35,7 +35,7 @@ const (
 // env is a real server on loopback: SQLite in a temporary file, the
 // scripted OpenAI-compatible model server, the sessions API over HTTP.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	model *openaitest.Server
 	url   string
 	st    store.Store

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,6 +12,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -155,7 +157,7 @@ func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, err
 	}
 	st := &state{Spec: sp, Phase: phaseNew}
 	if sp.System != "" {
-		st.Checkpoint.Messages = []llm.Message{llm.SystemMessage(sp.System)}
+		st.Checkpoint.Messages = encodeTranscript([]llm.Message{llm.SystemMessage(sp.System)})
 	}
 	var events []store.Event
 	for _, msg := range msgs {
@@ -557,7 +559,11 @@ func (m *Manager) settle(st *state) []store.Event {
 
 // answeredBefore reports whether the transcript holds a result for the
 // call with the id.
-func answeredBefore(msgs []llm.Message, id string) bool {
+func answeredBefore(t transcript, id string) bool {
+	if !bytes.Contains(t, []byte(strconv.Quote(id))) {
+		return false
+	}
+	msgs, _ := t.decode()
 	for _, msg := range msgs {
 		for _, p := range msg.Parts {
 			if p.Kind == llm.PartToolResult && p.ToolResult != nil && p.ToolResult.CallID == id {

@@ -54,9 +54,49 @@ type state struct {
 // Messages ends between turns and the next run starts a turn. With Calls,
 // the last message of Messages is the assistant message that made them,
 // and each call has its result or says what it waits for.
+//
+// Messages stays encoded until a run needs it: the transcript is most of
+// a session's state, and callers' input (posting a result, a message)
+// must not pay for decoding it.
 type checkpoint struct {
-	Messages []llm.Message `json:"messages"`
-	Calls    []callState   `json:"calls,omitempty"`
+	Messages transcript  `json:"messages"`
+	Calls    []callState `json:"calls,omitempty"`
+}
+
+// transcript is an encoded []llm.Message.
+type transcript json.RawMessage
+
+func encodeTranscript(msgs []llm.Message) transcript {
+	b, err := json.Marshal(msgs)
+	if err != nil {
+		panic(fmt.Sprintf("session: encoding a transcript: %v", err))
+	}
+	return b
+}
+
+func (t transcript) decode() ([]llm.Message, error) {
+	var msgs []llm.Message
+	if len(t) == 0 {
+		return nil, nil
+	}
+	if err := json.Unmarshal(t, &msgs); err != nil {
+		return nil, fmt.Errorf("session: corrupt transcript: %w", err)
+	}
+	return msgs, nil
+}
+
+// MarshalJSON writes the encoded messages as they are.
+func (t transcript) MarshalJSON() ([]byte, error) {
+	if len(t) == 0 {
+		return []byte("[]"), nil
+	}
+	return t, nil
+}
+
+// UnmarshalJSON keeps the encoded messages.
+func (t *transcript) UnmarshalJSON(b []byte) error {
+	*t = append((*t)[:0], b...)
+	return nil
 }
 
 // Why a call has no result yet.

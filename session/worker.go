@@ -401,16 +401,27 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 	if len(cp.Calls) == 0 {
 		if len(msgs) == 0 && st.Final == "" {
 			// Nothing new to say: the agent's last answer stands.
-			return g.answered(cp.Messages, "", "")
+			msgs, err := cp.Messages.decode()
+			if err != nil {
+				return g.fail(err)
+			}
+			return g.answered(msgs, "", "")
 		}
 		opts.MaxTurns = max(sp.MaxSteps-st.Steps, 1)
 		if st.Final != "" {
 			opts.MaxTurns = 1
 		}
 		agent := loop.NewAgent(g, tools, &opts)
-		run = agent.RunLoop(ctx, append(slices.Clone(cp.Messages), msgs...))
+		history, err := cp.Messages.decode()
+		if err != nil {
+			return g.fail(err)
+		}
+		run = agent.RunLoop(ctx, append(history, msgs...))
 	} else {
-		susp, in := resumeInput(&cp, st.Steps)
+		susp, in, err := resumeInput(&cp, st.Steps)
+		if err != nil {
+			return g.fail(err)
+		}
 		in.Messages = msgs
 		opts.MaxTurns = max(sp.MaxSteps, st.Steps+1)
 		if st.Final != "" {
@@ -444,8 +455,12 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 // and the input that continues it: posted results are in the suspension,
 // decided approvals and server calls that had not finished (cut by a
 // crash or a shutdown) are approved or rejected in the input.
-func resumeInput(cp *checkpoint, steps int) (*loop.Suspension, *loop.ResumeInput) {
-	s := &loop.Suspension{Messages: cp.Messages, Turn: steps}
+func resumeInput(cp *checkpoint, steps int) (*loop.Suspension, *loop.ResumeInput, error) {
+	msgs, err := cp.Messages.decode()
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &loop.Suspension{Messages: msgs, Turn: steps}
 	in := &loop.ResumeInput{}
 	for _, c := range cp.Calls {
 		sc := loop.SuspendedCall{Call: c.Call, Result: c.Result}
@@ -463,7 +478,7 @@ func resumeInput(cp *checkpoint, steps int) (*loop.Suspension, *loop.ResumeInput
 		}
 		s.Calls = append(s.Calls, sc)
 	}
-	return s, in
+	return s, in, nil
 }
 
 // Stream implements [llm.Model] for the run: between steps it yields to
@@ -638,7 +653,7 @@ func (g *segment) turnEnd(c loop.Chunk) error {
 		}
 		cs = append(cs, callState{Call: call, Client: client[call.Name], Waiting: w})
 	}
-	transcript := append(slices.Clone(g.req), msg)
+	encoded := encodeTranscript(append(slices.Clone(g.req), msg))
 	delivered := g.delivered
 	apply := func(s *store.Session, st *state) {
 		st.Steps++
@@ -650,7 +665,7 @@ func (g *segment) turnEnd(c loop.Chunk) error {
 		st.Usage[model] = u
 		st.Inbox = slices.DeleteFunc(st.Inbox, func(in inboxMessage) bool { return slices.Contains(delivered, in.ID) })
 		if len(cs) > 0 {
-			st.Checkpoint = checkpoint{Messages: transcript, Calls: cs}
+			st.Checkpoint = checkpoint{Messages: encoded, Calls: cs}
 		}
 	}
 	if len(calls) == 0 {
@@ -727,7 +742,8 @@ func (g *segment) end(res *loop.Result) error {
 // answered commits the agent's answer (if the run gave one) and what
 // follows: the end of the session, a wait for the next message, or a run
 // with messages that came meanwhile.
-func (g *segment) answered(transcript []llm.Message, answer, budget string) error {
+func (g *segment) answered(msgs []llm.Message, answer, budget string) error {
+	encoded := encodeTranscript(msgs)
 	return g.commit(func(s *store.Session, st *state) []store.Event {
 		var events []store.Event
 		if g.answer != nil {
@@ -738,7 +754,7 @@ func (g *segment) answered(transcript []llm.Message, answer, budget string) erro
 			s.Answer = b
 			events = append(events, agentEvent(AgentEventData{Kind: KindAnswer, Answer: b}))
 		}
-		st.Checkpoint = checkpoint{Messages: transcript}
+		st.Checkpoint = checkpoint{Messages: encoded}
 		final := st.Final
 		st.Final = ""
 		switch {
@@ -765,6 +781,7 @@ func (g *segment) suspended(susp *loop.Suspension) error {
 	for _, t := range g.sp.ClientTools {
 		client[t.Name] = true
 	}
+	encoded := encodeTranscript(susp.Messages)
 	return g.commit(func(s *store.Session, st *state) []store.Event {
 		old := st.Checkpoint.Calls
 		var cs []callState
@@ -785,7 +802,7 @@ func (g *segment) suspended(susp *loop.Suspension) error {
 			}
 			cs = append(cs, c)
 		}
-		st.Checkpoint = checkpoint{Messages: susp.Messages, Calls: cs}
+		st.Checkpoint = checkpoint{Messages: encoded, Calls: cs}
 		if st.settled() {
 			st.Phase = phaseRun // everything was answered while the run went on
 			return nil

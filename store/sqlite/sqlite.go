@@ -76,6 +76,10 @@ type Store struct {
 	w, r *sql.DB
 	lock interface{ Close() error }
 	hub  hub
+	// prepared statements of the hot paths
+	getStmt, eventsStmt     *sql.Stmt // on the readers
+	versionStmt, updateStmt *sql.Stmt // on the writer
+	insertEventStmt         *sql.Stmt
 
 	closeOnce sync.Once
 	closeErr  error
@@ -134,12 +138,44 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	s.r.SetMaxOpenConns(o.Readers)
 	s.r.SetMaxIdleConns(o.Readers)
+	if err := s.prepare(ctx); err != nil {
+		return fail(err)
+	}
 	// This process holds the lock: leases of earlier processes are void.
 	if _, err := s.w.ExecContext(ctx, `UPDATE sessions SET lease_owner = '', lease_until = 0 WHERE lease_owner != ''`); err != nil {
 		return fail(err)
 	}
 	return s, nil
 }
+
+// prepare prepares the statements every operation uses: SQLite parses
+// them once per connection instead of once per call.
+func (s *Store) prepare(ctx context.Context) error {
+	var err error
+	for _, p := range []struct {
+		db   *sql.DB
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{s.r, &s.getStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE id = ?`},
+		{s.r, &s.eventsStmt, `SELECT idx, type, data, time FROM events WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ?`},
+		{s.w, &s.versionStmt, `SELECT version, event_count, lease_owner, lease_until FROM sessions WHERE id = ?`},
+		{s.w, &s.updateStmt, updateSQL},
+		{s.w, &s.insertEventStmt, `INSERT INTO events (session_id, idx, type, data, time) VALUES (?,?,?,?,?)`},
+	} {
+		if *p.stmt, err = p.db.PrepareContext(ctx, p.sql); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const updateSQL = `UPDATE sessions SET status = ?, agent = ?, first_message = ?, state = ?, answer = ?,
+	error = ?, error_code = ?, runnable = ?, wake_at = ?, version = ?, event_count = ?,
+	started_at = ?, finished_at = ?, updated_at = ?,
+	lease_owner = CASE WHEN ? THEN '' ELSE lease_owner END,
+	lease_until = CASE WHEN ? THEN 0 ELSE lease_until END
+	WHERE id = ?`
 
 func (s *Store) migrate(ctx context.Context) error {
 	var version int
@@ -185,6 +221,11 @@ func (s *Store) migrate(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
+		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.versionStmt, s.updateStmt, s.insertEventStmt} {
+			if st != nil {
+				errs = append(errs, st.Close())
+			}
+		}
 		if s.r != nil {
 			errs = append(errs, s.r.Close())
 		}
@@ -288,7 +329,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 		if err != nil {
 			return err
 		}
-		return insertEvents(ctx, tx, n.ID, 0, events, now)
+		return s.insertEvents(ctx, tx, n.ID, 0, events, now)
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("create session: %w", err)
@@ -303,15 +344,11 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	return &n, true, nil
 }
 
-func insertEvents(ctx context.Context, tx *sql.Tx, id string, from int64, events []store.Event, now time.Time) error {
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, id string, from int64, events []store.Event, now time.Time) error {
 	if len(events) == 0 {
 		return nil
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (session_id, idx, type, data, time) VALUES (?,?,?,?,?)`)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
+	stmt := tx.StmtContext(ctx, s.insertEventStmt)
 	for i := range events {
 		e := &events[i]
 		e.Index = from + int64(i)
@@ -351,7 +388,7 @@ func (s *Store) wrap(err error) error {
 
 // GetSession implements [store.Store].
 func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, error) {
-	got, err := scanSession(s.r.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
+	got, err := scanSession(s.getStmt.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -415,7 +452,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		var version int64
 		var leaseOwner string
 		var leaseUntil int64
-		err := tx.QueryRowContext(ctx, `SELECT version, event_count, lease_owner, lease_until FROM sessions WHERE id = ?`, sess.ID).Scan(&version, &count, &leaseOwner, &leaseUntil)
+		err := tx.StmtContext(ctx, s.versionStmt).QueryRowContext(ctx, sess.ID).Scan(&version, &count, &leaseOwner, &leaseUntil)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -428,20 +465,14 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		if version != sess.Version {
 			return store.ErrConflict
 		}
-		lease := ""
-		if o.Release {
-			lease = `, lease_owner = '', lease_until = 0`
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE sessions SET status = ?, agent = ?, first_message = ?, state = ?, answer = ?,
-			error = ?, error_code = ?, runnable = ?, wake_at = ?, version = ?, event_count = ?,
-			started_at = ?, finished_at = ?, updated_at = ?`+lease+` WHERE id = ?`,
+		_, err = tx.StmtContext(ctx, s.updateStmt).ExecContext(ctx,
 			sess.Status, sess.Agent, sess.FirstMessage, blob(sess.State), blob(sess.Answer),
 			sess.Error, sess.ErrorCode, boolInt(sess.Runnable), nanos(sess.WakeAt), version+1, count+int64(len(events)),
-			nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now), sess.ID)
+			nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now), o.Release, o.Release, sess.ID)
 		if err != nil {
 			return err
 		}
-		return insertEvents(ctx, tx, sess.ID, count, events, now)
+		return s.insertEvents(ctx, tx, sess.ID, count, events, now)
 	})
 	if err != nil {
 		return fmt.Errorf("update session %s: %w", sess.ID, err)
@@ -464,7 +495,7 @@ func (s *Store) Events(ctx context.Context, id string, from int64, limit int) ([
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT idx, type, data, time FROM events WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ?`, id, from, limit)
+	rows, err := s.eventsStmt.QueryContext(ctx, id, from, limit)
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", s.wrap(err))
 	}
