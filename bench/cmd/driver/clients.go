@@ -26,8 +26,10 @@ type client struct {
 	dir string
 	// perProcess is set for hrns run: each run is a process of its own.
 	perProcess bool
-	// baseline marks the raw baseline, hrns marks hrns's clients.
-	baseline, hrns bool
+	// baseline marks the raw baseline, hrns marks hrns's clients, and
+	// experiment a variant measuring a proposed change, which no target
+	// verdict uses.
+	baseline, hrns, experiment bool
 
 	// build builds the client into e.bin; nil for scripts.
 	build func(ctx context.Context, e *env) error
@@ -69,6 +71,11 @@ func clients() []*client {
 			argv: binArgv("raw")},
 		{name: "hrns-loop", desc: "hrns loop library: openai.Client, one loop.NewTool tool, Agent.Run", hrns: true,
 			argv: binArgv("hrnsloop")},
+		{name: "hrns-loop-drain", desc: "hrns-loop with a transport that reads each body to its end before closing it: the change proposed for openai.Client, not hrns code",
+			experiment: true,
+			argv: func(e *env, runs int) []string {
+				return append(binArgv("hrnsloop")(e, runs), "--variant", "drain")
+			}},
 		{name: "hrns-run", desc: "`hrns run --json --tools read_file`, one process per run, the tool reading real files", hrns: true,
 			perProcess: true,
 			build: func(ctx context.Context, e *env) error {

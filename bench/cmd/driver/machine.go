@@ -29,18 +29,6 @@ type machine struct {
 
 func describeMachine(ctx context.Context, rootDir string, working bool) machine {
 	m := machine{cpus: onlineCPUs(), loadStart: loadAverage(), working: working}
-	m.hrns = commandOutput(ctx, "git", "-C", rootDir, "rev-parse", "--short", "HEAD")
-	if !working {
-		return m
-	}
-	// The clients build from the working tree: say what in it is not the
-	// commit (docs aside).
-	status := commandOutput(ctx, "git", "-C", rootDir, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs")
-	for _, line := range strings.Split(status, "\n") {
-		if f := strings.Fields(line); len(f) >= 2 {
-			m.dirty = append(m.dirty, f[len(f)-1])
-		}
-	}
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
@@ -71,7 +59,24 @@ func describeMachine(ctx context.Context, rootDir string, working bool) machine 
 	if m.node == "" {
 		m.node = "not installed"
 	}
+	m.hrns, m.dirty = gitState(ctx, rootDir, working)
 	return m
+}
+
+// gitState returns the commit of the repository at rootDir and, if the
+// working tree is measured, the files that differ from it (docs aside).
+func gitState(ctx context.Context, rootDir string, working bool) (commit string, dirty []string) {
+	commit = commandOutput(ctx, "git", "-C", rootDir, "rev-parse", "--short", "HEAD")
+	if !working {
+		return commit, nil
+	}
+	status := commandOutput(ctx, "git", "-C", rootDir, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs")
+	for _, line := range strings.Split(status, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 {
+			dirty = append(dirty, f[len(f)-1])
+		}
+	}
+	return commit, dirty
 }
 
 func commandOutput(ctx context.Context, name string, args ...string) string {

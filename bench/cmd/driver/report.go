@@ -81,6 +81,9 @@ func (r *report) markdown() string {
 			startup = fmtDur(c.startup)
 		}
 		name := c.c.name
+		if c.c.experiment {
+			name = "*" + name + "* ²"
+		}
 		if c.c.perProcess {
 			name += " ¹"
 			startup = "included ¹"
@@ -94,6 +97,7 @@ func (r *report) markdown() string {
 		"Connections are those the mock accepted for the client's requests (connections / requests): 1 means the client kept one connection alive.\n\n")
 	p("¹ `hrns run` is a whole process per run: its CPU / turn includes starting the process, reading the flags and the environment, " +
 		"the built-in tool reading a real file, and writing every event as a JSON line to a pipe.\n\n")
+	p("² An experiment, not hrns as it is: the measured effect of a proposed change (see Findings).\n\n")
 	for _, c := range r.clients {
 		p("%s: %s.", c.c.name, c.c.desc)
 		p(" ")
@@ -165,7 +169,7 @@ func (r *report) verdicts() []string {
 		var above []string
 		peers := 0
 		for _, c := range r.clients {
-			if c.c.baseline || c.c.hrns || c.err != nil {
+			if c.c.baseline || c.c.hrns || c.c.experiment || c.err != nil {
 				continue
 			}
 			peers++

@@ -89,11 +89,14 @@ type Flags struct {
 	// CPUProfile, when set, is a file to write a CPU profile of the runs
 	// to (not of the setup).
 	CPUProfile string
+	// Variant names a variant of the client, for the clients that have
+	// some; empty is the plain client.
+	Variant string
 }
 
 // ParseFlags reads the flags of a client program: --base-url (default
 // $OPENAI_BASE_URL), --model (default $OPENAI_MODEL or "bench-model"),
-// --runs, --timeout and --cpuprofile.
+// --runs, --timeout, --cpuprofile and --variant.
 func ParseFlags(name string, args []string) (*Flags, error) {
 	f := &Flags{}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -102,6 +105,7 @@ func ParseFlags(name string, args []string) (*Flags, error) {
 	fs.IntVar(&f.Runs, "runs", 1, "runs to do, one after the other")
 	fs.DurationVar(&f.Timeout, "timeout", 2*time.Minute, "bound on the whole program")
 	fs.StringVar(&f.CPUProfile, "cpuprofile", "", "write a CPU profile of the runs to this file")
+	fs.StringVar(&f.Variant, "variant", "", "a variant of the client, if it has some")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
