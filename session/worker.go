@@ -79,6 +79,7 @@ func (m *Manager) dispatch(ctx context.Context) {
 		free := m.opts.Workers - len(m.running)
 		m.mu.Unlock()
 		var wake <-chan time.Time
+		var timer *time.Timer
 		if free > 0 {
 			claimed, err := m.st.Claim(ctx, &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, Limit: free})
 			if err != nil {
@@ -104,9 +105,8 @@ func (m *Manager) dispatch(ctx context.Context) {
 				next = time.Now().Add(time.Second)
 			}
 			if !next.IsZero() {
-				t := time.NewTimer(max(time.Until(next), time.Millisecond))
-				defer t.Stop()
-				wake = t.C
+				timer = time.NewTimer(max(time.Until(next), time.Millisecond))
+				wake = timer.C
 			}
 		}
 		select {
@@ -114,6 +114,9 @@ func (m *Manager) dispatch(ctx context.Context) {
 		case <-work:
 		case <-wake:
 		case <-m.freed:
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
 }
