@@ -174,6 +174,7 @@ type APIError struct {
 	RetryAfter time.Duration
 }
 
+// Error says the status and the detail.
 func (e *APIError) Error() string {
 	detail := string(e.Detail)
 	var s string

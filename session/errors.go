@@ -37,6 +37,7 @@ type FieldError struct {
 	Input any    `json:"input,omitempty"`
 }
 
+// Error lists the fields and what is wrong with each.
 func (e *ValidationError) Error() string {
 	var b strings.Builder
 	for i, f := range e.Fields {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -493,4 +494,66 @@ func TestRestartResumes(t *testing.T) {
 	if diff := cmp.Diff(want, kinds(f.events)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
+}
+
+// TestRestartMidTool stops the manager while a server tool runs: the next
+// manager runs the call again (at least once) and the log holds its
+// result once.
+func TestRestartMidTool(t *testing.T) {
+	st := openStore(t)
+	var runs atomic.Int32
+	started := make(chan struct{}, 4)
+	slow := loop.NewTool("slow", "Works.", func(ctx context.Context, _ struct{}) (string, error) {
+		if runs.Add(1) == 1 {
+			started <- struct{}{}
+			<-ctx.Done() // the first run is cut by the stop
+			return "", ctx.Err()
+		}
+		return "worked", nil
+	})
+	opts := func() *session.Options {
+		return &session.Options{
+			Agents:   map[string]*session.AgentConfig{"w": {Toolsets: []string{"slow"}}},
+			Toolsets: map[string]*loop.Toolset{"slow": loop.MustToolset(slow)},
+		}
+	}
+	m1 := session.New(st, llmtest.NewModel(llmtest.Call("c1", "slow", `{}`)), opts())
+	m1.Start()
+	v := create(t, m1, `{"agent":"w","messages":"go"}`)
+	<-started
+	if err := m1.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	m2 := startManager(t, st, llmtest.NewModel(llmtest.Text("all done")), opts())
+	f := &follower{t: t, m: m2, id: v.ID}
+	f.status(session.StatusCompleted)
+	if runs.Load() != 2 {
+		t.Errorf("the tool ran %d times, want 2 (cut once, then again)", runs.Load())
+	}
+	want := []string{"AgentEvent/message_event", "AgentStartedEvent", "ActiveStateChangeEvent/running",
+		"AgentEvent/policy_event", "MetricsUpdateEvent", "AgentEvent/tool_result",
+		"AgentEvent/policy_event", "MetricsUpdateEvent", "AgentEvent/answer_event", "AgentCompletionEvent"}
+	if diff := cmp.Diff(want, kinds(f.events)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	checkIndexes(t, f.events)
+}
+
+// TestHardDeadline: a model that never answers is cut at max_time_s plus
+// the grace period, and the session ends timed_out.
+func TestHardDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := startManager(t, openStore(t), llmtest.NewModel(llmtest.Reply{Block: true}), &session.Options{TimeoutGrace: 5 * time.Second})
+		v := create(t, m, `{"agent":{"name":"a"},"messages":"go","max_time_s":10}`)
+		f := &follower{t: t, m: m, id: v.ID}
+		f.status(session.StatusRunning)
+		start := time.Now()
+		c := f.status(session.StatusTimedOut)
+		if waited := time.Since(start); waited != 15*time.Second {
+			t.Errorf("cut after %v of fake time, want 15s", waited)
+		}
+		if c.ErrorCode == nil || *c.ErrorCode != session.CodeTimeout {
+			t.Errorf("error code = %v", c.ErrorCode)
+		}
+	})
 }

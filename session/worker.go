@@ -732,6 +732,10 @@ func (g *segment) end(res *loop.Result) error {
 	case errors.Is(res.Err, errStopped):
 		return errStopped
 	case errors.Is(cause, errHardDeadline):
+		// The run's context is done; reporting why is not.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(g.ctx), 10*time.Second)
+		defer cancel()
+		g.ctx = ctx
 		return g.commit(func(s *store.Session, st *state) []store.Event {
 			finish(s, st, StatusTimedOut, "max_time_s reached", CodeTimeout)
 			return []store.Event{event(EventAgentCompletion, map[string]string{"reason": "timed_out"})}
