@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"fmt"
+	"io"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -75,4 +77,29 @@ func trimPartialRune(b []byte) []byte {
 		}
 	}
 	return b
+}
+
+// counter passes writes on to w, counting them.
+type counter struct {
+	w io.Writer
+	n atomic.Int64
+}
+
+func (c *counter) Write(p []byte) (int, error) {
+	c.n.Add(int64(len(p)))
+	// A failing writer must not stop the copy, which would leave the
+	// command blocked on a full pipe: its errors are ignored.
+	_, _ = c.w.Write(p)
+	return len(p), nil
+}
+
+// output returns where the command's output goes and how to read, once it
+// is done, what was kept and how much was written.
+func output(spec *Spec, max int) (io.Writer, func() (string, int64)) {
+	if spec.Output != nil {
+		c := &counter{w: spec.Output}
+		return c, func() (string, int64) { return "", c.n.Load() }
+	}
+	c := newCapture(max)
+	return c, func() (string, int64) { return c.String(), c.Total() }
 }

@@ -178,7 +178,7 @@ func (p *prepared) run(ctx context.Context, cg *pidsCgroup) (*Result, error) {
 		pipes.status.Close()
 		statusDone <- b
 	}()
-	out := newCapture(p.max)
+	out, kept := output(p.spec, p.max)
 	outDone := make(chan struct{})
 	go func() {
 		io.Copy(out, pipes.output)
@@ -189,9 +189,22 @@ func (p *prepared) run(ctx context.Context, cg *pidsCgroup) (*Result, error) {
 
 	tctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	timedOut := false
+	timedOut, held := false, false
 	select {
 	case <-waitDone:
+		if d := p.spec.WaitDelay; d > 0 {
+			// Background processes holding the output may still
+			// write for a while.
+			t := time.NewTimer(d)
+			select {
+			case <-outDone:
+			case <-t.C:
+				held = true
+			case <-tctx.Done():
+				held = true
+			}
+			t.Stop()
+		}
 	case <-tctx.Done():
 		timedOut = true
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
@@ -232,15 +245,15 @@ func (p *prepared) run(ctx context.Context, cg *pidsCgroup) (*Result, error) {
 		conf.Notes = append(conf.Notes, "the process count is not bounded: no writable pids cgroup, and RLIMIT_NPROC does not bind root")
 	}
 	res := &Result{
-		Output:      out.String(),
-		OutputBytes: out.Total(),
 		TimedOut:    timedOut,
+		OutputHeld:  held,
 		Confinement: *conf,
 		Duration:    duration,
 	}
+	res.Output, res.OutputBytes = kept()
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if ws.Signaled() {
-		res.ExitCode, res.Signal = -1, ws.Signal().String()
+		res.ExitCode, res.Signal, res.SignalNumber = -1, ws.Signal().String(), int(ws.Signal())
 	} else {
 		res.ExitCode = ws.ExitStatus()
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -60,27 +61,38 @@ func Run(ctx context.Context, spec *Spec) (*Result, error) {
 	cmd.Dir = spec.Dir
 	cmd.Env = environ(spec.Env, scratch)
 	cmd.Stdin = spec.Stdin
-	out := newCapture(max)
+	out, kept := output(spec, max)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = time.Second
+	if spec.WaitDelay > 0 {
+		cmd.WaitDelay = spec.WaitDelay
+	}
 	start := time.Now()
 	err := cmd.Run()
 	res := &Result{
-		Output:      out.String(),
-		OutputBytes: out.Total(),
 		TimedOut:    tctx.Err() != nil,
+		OutputHeld:  spec.WaitDelay > 0 && errors.Is(err, exec.ErrWaitDelay),
 		Duration:    time.Since(start),
 		Confinement: Confinement{Network: "none", Notes: []string{"the sandbox confines only on Linux"}},
 	}
+	res.Output, res.OutputBytes = kept()
 	if spec.AllowNetwork {
 		res.Confinement.Network = "allowed"
 	}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		res.ExitCode = ee.ExitCode()
-	case err != nil && !res.TimedOut:
-		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	ps := cmd.ProcessState
+	if ps == nil {
+		if err != nil && !res.TimedOut {
+			return nil, fmt.Errorf("%w: %w", ErrStart, err)
+		}
+		return res, nil
+	}
+	res.ExitCode = ps.ExitCode()
+	type signaled interface {
+		Signaled() bool
+		Signal() syscall.Signal
+	}
+	if ws, ok := ps.Sys().(signaled); ok && ws.Signaled() {
+		res.ExitCode, res.Signal, res.SignalNumber = -1, ws.Signal().String(), int(ws.Signal())
 	}
 	return res, nil
 }

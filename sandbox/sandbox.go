@@ -61,6 +61,16 @@ type Spec struct {
 	// MaxOutput bounds the combined output kept, in bytes: past it the
 	// head and tail are kept, and the middle is elided. 0 means 64 KiB.
 	MaxOutput int
+	// Output, if set, receives the combined output as it comes, in place
+	// of the capture: Result.Output is then empty and MaxOutput unused.
+	// It is written from one goroutine, and not after Run returns; its
+	// errors are ignored.
+	Output io.Writer
+	// WaitDelay is how long the output is still read after the command
+	// exits, while processes it left in the background hold it open;
+	// then they are killed and Result.OutputHeld is set. 0 means they
+	// are killed at once (and OutputHeld is not reported).
+	WaitDelay time.Duration
 
 	// Unconfined runs the command without Landlock or a network
 	// namespace, on purpose. Limits, the scrubbed environment, the
@@ -108,6 +118,8 @@ type Result struct {
 	// Signal names the signal that ended the command ("killed", "CPU time
 	// limit exceeded"...); empty if it exited.
 	Signal string
+	// SignalNumber is the number of that signal; 0 if it exited.
+	SignalNumber int
 	// TimedOut is set when the timeout or the context ended the command.
 	TimedOut bool
 	// Output is the combined standard output and error, capped at
@@ -115,6 +127,10 @@ type Result struct {
 	Output string
 	// OutputBytes is how many bytes the command wrote in all.
 	OutputBytes int64
+	// OutputHeld is set when processes the command left in the
+	// background still held its output open WaitDelay after it exited,
+	// and were killed.
+	OutputHeld bool
 	// Confinement says what confined the command.
 	Confinement Confinement
 	// Duration is the wall time from start to exit.

@@ -441,3 +441,44 @@ func TestSupported(t *testing.T) {
 	}
 	t.Logf("Landlock ABI %d; %s", abi, res.Confinement.Summary())
 }
+
+// TestOutputWriter: with Output set, the output goes there as it comes,
+// and is counted.
+func TestOutputWriter(t *testing.T) {
+	var b strings.Builder
+	res := run(t, &sandbox.Spec{Shell: "echo one; echo two >&2", Output: &b, MaxOutput: 3})
+	if b.String() != "one\ntwo\n" || res.Output != "" || res.OutputBytes != 8 {
+		t.Errorf("written %q, Output %q, OutputBytes %d", b.String(), res.Output, res.OutputBytes)
+	}
+}
+
+// TestWaitDelay: after the command exits, a background process holding the
+// output may still write for WaitDelay; then it is killed, and the result
+// says so. One that finishes in time is not reported.
+func TestWaitDelay(t *testing.T) {
+	res := run(t, &sandbox.Spec{Shell: "(sleep 0.1; echo late) & echo now", WaitDelay: 5 * time.Second})
+	if res.Output != "now\nlate\n" || res.OutputHeld || res.ExitCode != 0 {
+		t.Errorf("output %q, held %v, exit %d; want the late line", res.Output, res.OutputHeld, res.ExitCode)
+	}
+	start := time.Now()
+	res = run(t, &sandbox.Spec{Shell: "sleep 1000 & echo now", WaitDelay: 200 * time.Millisecond})
+	if res.Output != "now\n" || !res.OutputHeld || res.ExitCode != 0 {
+		t.Errorf("output %q, held %v, exit %d; want the holder killed", res.Output, res.OutputHeld, res.ExitCode)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+	res = run(t, &sandbox.Spec{Shell: "sleep 1000 >/dev/null 2>&1 & echo now", WaitDelay: 5 * time.Second})
+	if res.OutputHeld || res.Duration > 4*time.Second {
+		t.Errorf("held %v after %v for a background process that does not hold the output", res.OutputHeld, res.Duration)
+	}
+}
+
+// TestSignalNumber: a command killed by a signal reports its name and
+// number.
+func TestSignalNumber(t *testing.T) {
+	res := run(t, &sandbox.Spec{Shell: "kill -TERM $$"})
+	if res.ExitCode != -1 || res.Signal != "terminated" || res.SignalNumber != 15 {
+		t.Errorf("exit %d, signal %q (%d); want SIGTERM", res.ExitCode, res.Signal, res.SignalNumber)
+	}
+}
