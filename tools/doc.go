@@ -31,9 +31,14 @@
 // The file tools and upload_media each work inside one directory, opened
 // as an [os.Root]: paths are relative to it, absolute paths are accepted
 // only inside it, and neither `..` nor a symbolic link can lead out of it.
-// run_command runs with that directory as its working directory but is not
-// confined: a shell can reach anything the process can, which is why it
-// asks for approval.
+// run_command runs with that directory as its working directory. Where the
+// kernel can confine it (Linux with Landlock), each command runs through
+// [sandbox.Run]: it may write only that directory and a scratch directory
+// (its TMPDIR), read little besides the system's directories, and see only
+// its environment; the network is allowed unless [ShellOptions.DenyNetwork],
+// and [sandbox.DefaultLimits] apply. Elsewhere, or with
+// [ShellOptions.Unconfined], a command can reach anything the process can,
+// and the first result says so. It asks for approval either way.
 //
 // # Approval
 //

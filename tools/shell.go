@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/sandbox"
 )
 
 // ShellOptions configure run_command, the tool of [Shell]. A nil
@@ -22,7 +25,9 @@ type ShellOptions struct {
 	// USER, LOGNAME, SHELL, LANG, LC_ALL, LC_CTYPE, TMPDIR and TZ where
 	// set, and TERM=dumb; API keys and other secrets of this process are
 	// not passed on. Give os.Environ() to pass everything. An empty,
-	// non-nil slice means an empty environment.
+	// non-nil slice means an empty environment. A sandboxed command's
+	// TMPDIR is its scratch directory unless Env sets TMPDIR (the default
+	// environment then leaves this process's out).
 	Env []string
 	// DefaultTimeout bounds a command for which the model gives no
 	// timeout_seconds. 0 means 120 seconds.
@@ -37,6 +42,24 @@ type ShellOptions struct {
 	// SkipApproval lets run_command run without asking the agent's
 	// [loop.Approver]. By default it requires approval.
 	SkipApproval bool
+
+	// Unconfined runs commands without the sandbox, as a process of
+	// this program's user that can reach everything the user can. By
+	// default commands run through [sandbox.Run] where the kernel can
+	// confine them (Linux with Landlock), and unconfined elsewhere, which
+	// the first result of the toolset says.
+	Unconfined bool
+	// DenyNetwork denies confined commands the network. By default they
+	// may use it.
+	DenyNetwork bool
+	// Limits bound the resources of a confined command; nil means
+	// [sandbox.DefaultLimits], and a zero Limits bounds none.
+	Limits *sandbox.Limits
+	// ReadOnly lists more files and directories a confined command may
+	// read; ReadWrite, more it may also write. Besides these, it may
+	// read the system's directories and write only the working directory
+	// and a scratch directory, its TMPDIR, emptied after each command.
+	ReadOnly, ReadWrite []string
 }
 
 func (o *ShellOptions) withDefaults() ShellOptions {
@@ -92,6 +115,13 @@ const waitDelay = 2 * time.Second
 // code; a command that fails (non-zero exit, or killed) is returned the same
 // way, marked as an error, so the model sees its output.
 //
+// Where the kernel can confine commands, they run through [sandbox.Run]:
+// they may write only dir and a scratch directory (their TMPDIR), read
+// little besides the system's directories, and are bounded by
+// opts.Limits. Elsewhere, or with opts.Unconfined, they run unconfined, and
+// the first result of the toolset says so in a line
+// "note: commands are not sandboxed here: <reason>".
+//
 // run_command requires approval unless opts.SkipApproval is set. Shell
 // fails if dir is not a directory.
 func Shell(dir string, opts *ShellOptions) (*loop.Toolset, error) {
@@ -107,12 +137,36 @@ func Shell(dir string, opts *ShellOptions) (*loop.Toolset, error) {
 		return nil, fmt.Errorf("tools: shell directory %s is not a directory", abs)
 	}
 	s := &shell{dir: abs, o: opts.withDefaults()}
+	s.confined, s.why = confinement(&s.o)
+	if s.confined && (opts == nil || opts.Env == nil) {
+		// The scratch directory is the default environment's TMPDIR:
+		// this process's is not writable in the sandbox.
+		s.o.Env = slices.DeleteFunc(s.o.Env, func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") })
+	}
 	return loop.MustToolset(s.tool()), nil
 }
 
 type shell struct {
 	dir string
 	o   ShellOptions
+	// confined is set when commands go through the sandbox; why says
+	// otherwise why not.
+	confined bool
+	why      string
+	// noted is set once a result has said that commands are not
+	// sandboxed.
+	noted atomic.Bool
+}
+
+// confinement reports whether commands can be confined, and why not.
+func confinement(o *ShellOptions) (bool, string) {
+	if o.Unconfined {
+		return false, "confinement was turned off (ShellOptions.Unconfined)"
+	}
+	if _, err := sandbox.Supported(); err != nil {
+		return false, err.Error()
+	}
+	return true, ""
 }
 
 type runCommandArgs struct {
@@ -126,6 +180,17 @@ func (s *shell) tool() *loop.ToolDef {
 		"is killed, with every process it started, after timeout_seconds (default %d, at most %d). Processes left "+
 		"running in the background are killed when the command ends. Output longer than %s keeps its start "+
 		"and its end.", int(s.o.DefaultTimeout/time.Second), int(s.o.MaxTimeout/time.Second), size(s.o.MaxOutput))
+	if !s.o.Unconfined {
+		// From the options only: the description does not depend on
+		// the machine.
+		desc += " Where the system allows it, the command runs in a sandbox: it can write only in the working " +
+			"directory and in $TMPDIR (emptied after each command), and read little besides the working directory " +
+			"and the system's directories"
+		if s.o.DenyNetwork {
+			desc += "; it has no network access"
+		}
+		desc += ". A result says when commands are not sandboxed."
+	}
 	def := loop.NewTool("run_command", desc, func(ctx context.Context, in runCommandArgs) (*loop.Output, error) {
 		return s.run(ctx, in)
 	})
@@ -147,11 +212,121 @@ func (s *shell) run(ctx context.Context, in runCommandArgs) (*loop.Output, error
 	if in.TimeoutSeconds > 0 {
 		timeout = min(time.Duration(in.TimeoutSeconds)*time.Second, s.o.MaxTimeout)
 	}
+	var e *ended
+	var err error
+	if s.confined {
+		e, err = s.runConfined(ctx, in.Command, timeout)
+	} else {
+		e, err = s.runUnconfined(ctx, in.Command, timeout)
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	var b strings.Builder
+	b.WriteString(e.output)
+	if e.output != "" && !strings.HasSuffix(e.output, "\n") {
+		b.WriteByte('\n')
+	}
+	if e.output == "" {
+		b.WriteString("(no output)\n")
+	}
+	timedOut := e.timedOut && ctx.Err() == nil
+	switch {
+	case timedOut:
+		fmt.Fprintf(&b, "[exit code: %d; the command timed out after %v and was killed with its process group]", e.code, timeout)
+	case ctx.Err() != nil:
+		fmt.Fprintf(&b, "[exit code: %d; the command was interrupted: the run stopped]", e.code)
+	case e.held:
+		fmt.Fprintf(&b, "[exit code: %d; background processes that kept the output open were killed]", e.code)
+	default:
+		fmt.Fprintf(&b, "[exit code: %d%s]", e.code, e.signal)
+	}
+	if why := s.unconfinedBecause(e); why != "" && s.noted.CompareAndSwap(false, true) {
+		b.WriteString("\nnote: commands are not sandboxed here: " + why)
+	}
+	res := loop.TextOutput(b.String())
+	res.IsError = e.code != 0 || timedOut
+	return res, nil
+}
+
+// ended is how a command ended.
+type ended struct {
+	output   string // capped: head and tail
+	code     int    // the exit code; 128 plus the signal for a killed command
+	signal   string // " (killed by signal N: name)", or ""
+	timedOut bool   // the timeout or the end of the run stopped it
+	held     bool   // background processes held the output open and were killed
+	conf     *sandbox.Confinement
+}
+
+// unconfinedBecause says why the command of e was not sandboxed, or "" if
+// it was.
+func (s *shell) unconfinedBecause(e *ended) string {
+	var why string
+	switch {
+	case !s.confined:
+		why = s.why
+	case !e.conf.Confined:
+		why = strings.Join(e.conf.Notes, "; ")
+		if why == "" {
+			why = e.conf.Summary()
+		}
+	case s.o.DenyNetwork && e.conf.Network == "none":
+		return "the network could not be denied"
+	default:
+		return ""
+	}
+	if s.o.DenyNetwork {
+		why += "; the network is not denied either"
+	}
+	return why
+}
+
+// runConfined runs command through the sandbox.
+func (s *shell) runConfined(ctx context.Context, command string, timeout time.Duration) (*ended, error) {
+	scratch, err := os.MkdirTemp("", "hrns-command-")
+	if err != nil {
+		return nil, fmt.Errorf("making the command's scratch directory: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	limits := sandbox.DefaultLimits
+	if s.o.Limits != nil {
+		limits = *s.o.Limits
+	}
+	out := newHeadTail(s.o.MaxOutput)
+	res, err := sandbox.Run(ctx, &sandbox.Spec{
+		Shell:        command,
+		Dir:          s.dir,
+		Scratch:      scratch,
+		ReadOnly:     s.o.ReadOnly,
+		ReadWrite:    s.o.ReadWrite,
+		Env:          s.o.Env,
+		AllowNetwork: !s.o.DenyNetwork,
+		Limits:       limits,
+		Timeout:      timeout,
+		WaitDelay:    waitDelay,
+		Output:       out,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("running the command in the sandbox: %w", err)
+	}
+	e := &ended{output: out.String(), code: res.ExitCode, timedOut: res.TimedOut, held: res.OutputHeld, conf: &res.Confinement}
+	if res.Signal != "" {
+		e.code = 128 + res.SignalNumber
+		e.signal = fmt.Sprintf(" (killed by signal %d: %s)", res.SignalNumber, res.Signal)
+	}
+	return e, nil
+}
+
+// runUnconfined runs command as a plain child process in its own process
+// group.
+func (s *shell) runUnconfined(ctx context.Context, command string, timeout time.Duration) (*ended, error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	out := newHeadTail(s.o.MaxOutput)
-	cmd := exec.CommandContext(cctx, "/bin/sh", "-c", in.Command)
+	cmd := exec.CommandContext(cctx, "/bin/sh", "-c", command)
 	cmd.Dir = s.dir
 	cmd.Env = s.o.Env
 	cmd.Stdin = nil // /dev/null
@@ -168,31 +343,15 @@ func (s *shell) run(ctx context.Context, in runCommandArgs) (*loop.Output, error
 	// Whatever the command left behind in its group goes with it.
 	_ = killProcessGroup(cmd)
 
-	var b strings.Builder
-	text := out.String()
-	b.WriteString(text)
-	if text != "" && !strings.HasSuffix(text, "\n") {
-		b.WriteByte('\n')
+	e := &ended{
+		output:   out.String(),
+		code:     -1,
+		timedOut: errors.Is(cctx.Err(), context.DeadlineExceeded),
+		held:     errors.Is(waitErr, exec.ErrWaitDelay),
 	}
-	if text == "" {
-		b.WriteString("(no output)\n")
-	}
-	code := -1
 	if cmd.ProcessState != nil {
-		code = exitCode(cmd.ProcessState)
+		e.code = exitCode(cmd.ProcessState)
+		e.signal = signalNote(cmd.ProcessState)
 	}
-	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
-	switch {
-	case timedOut:
-		fmt.Fprintf(&b, "[exit code: %d; the command timed out after %v and was killed with its process group]", code, timeout)
-	case ctx.Err() != nil:
-		fmt.Fprintf(&b, "[exit code: %d; the command was interrupted: the run stopped]", code)
-	case errors.Is(waitErr, exec.ErrWaitDelay):
-		fmt.Fprintf(&b, "[exit code: %d; background processes that kept the output open were killed]", code)
-	default:
-		fmt.Fprintf(&b, "[exit code: %d%s]", code, signalNote(cmd.ProcessState))
-	}
-	res := loop.TextOutput(b.String())
-	res.IsError = code != 0 || timedOut
-	return res, nil
+	return e, nil
 }

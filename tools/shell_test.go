@@ -27,13 +27,21 @@ func newShell(t *testing.T, opts *tools.ShellOptions) (*loop.Toolset, string) {
 	return ts, dir
 }
 
+// run runs command with run_command. Where commands cannot be sandboxed
+// (not Linux, no Landlock), the first result of a toolset ends with a note
+// saying so; run drops it, so that what the tests compare is the same
+// everywhere (TestUnconfinedNote checks the note).
 func run(t *testing.T, ctx context.Context, ts *loop.Toolset, command string, timeout int) result {
 	t.Helper()
 	args := map[string]any{"command": command}
 	if timeout > 0 {
 		args["timeout_seconds"] = timeout
 	}
-	return callTool(t, ctx, ts, "run_command", args)
+	r := callTool(t, ctx, ts, "run_command", args)
+	if i := strings.LastIndex(r.text, "\nnote: commands are not sandboxed here: "); i >= 0 {
+		r.text = r.text[:i]
+	}
+	return r
 }
 
 func TestRunCommand(t *testing.T) {
@@ -218,5 +226,44 @@ func TestShellFlags(t *testing.T) {
 	}
 	if _, err := tools.Shell(filepath.Join(t.TempDir(), "missing"), nil); err == nil {
 		t.Error("Shell on a missing directory succeeded")
+	}
+}
+
+// TestUnconfinedNote: with Unconfined, commands run as plain processes,
+// and the first result of the toolset, only the first, says so; the
+// description does not promise a sandbox.
+func TestUnconfinedNote(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	ts, err := tools.Shell(dir, &tools.ShellOptions{Unconfined: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(other, "written")
+	first := callTool(t, t.Context(), ts, "run_command", map[string]any{"command": "echo hi > " + outside + "; echo done"})
+	want := "done\n[exit code: 0]\nnote: commands are not sandboxed here: confinement was turned off (ShellOptions.Unconfined)"
+	if first.failed() || first.text != want {
+		t.Errorf("first result %q, want %q", first, want)
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Errorf("an unconfined command could not write outside the root: %v", err)
+	}
+	second := callTool(t, t.Context(), ts, "run_command", map[string]any{"command": "echo again"})
+	if second.failed() || second.text != "again\n[exit code: 0]" {
+		t.Errorf("second result %q: the note is given once", second)
+	}
+	def, _ := ts.Lookup("run_command")
+	if strings.Contains(def.Description, "sandbox") {
+		t.Errorf("the description of an unconfined run_command mentions a sandbox: %s", def.Description)
+	}
+}
+
+// TestSandboxDescription: unless Unconfined, the description says what a
+// command may reach where it is sandboxed (whether this machine can
+// sandbox or not: descriptions do not depend on the machine).
+func TestSandboxDescription(t *testing.T) {
+	ts, _ := newShell(t, nil)
+	def, _ := ts.Lookup("run_command")
+	if !strings.Contains(def.Description, "it can write only in the working directory and in $TMPDIR") {
+		t.Errorf("description: %s", def.Description)
 	}
 }

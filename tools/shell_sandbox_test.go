@@ -1,0 +1,188 @@
+//go:build linux
+
+package tools_test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/sandbox"
+	"github.com/hrns-dev/hrns/tools"
+)
+
+// TestMain lets the test binary serve as a network client inside the
+// sandbox. (The sandbox's helper needs nothing here: the sandbox package's
+// init handles it.)
+func TestMain(m *testing.M) {
+	if addr := os.Getenv("TOOLS_TEST_DIAL"); addr != "" {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			fmt.Println("dial:", err)
+			os.Exit(3)
+		}
+		conn.Close()
+		fmt.Println("connected")
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// needLandlock skips a test of a rule only Landlock enforces.
+func needLandlock(t *testing.T) {
+	t.Helper()
+	if _, err := sandbox.Supported(); err != nil {
+		t.Skipf("the kernel cannot confine: %v", err)
+	}
+}
+
+// sandboxed returns a run_command toolset on a new root, failing if its
+// commands are not sandboxed.
+func sandboxed(t *testing.T, opts *tools.ShellOptions) (*loop.Toolset, string) {
+	t.Helper()
+	needLandlock(t)
+	ts, dir := newShell(t, opts)
+	r := callTool(t, t.Context(), ts, "run_command", map[string]any{"command": "true"})
+	if r.failed() || strings.Contains(r.text, "not sandboxed") {
+		t.Fatalf("commands are not sandboxed: %v", r)
+	}
+	return ts, dir
+}
+
+// TestSandboxWrites: a command writes its root (new directories too) and
+// its TMPDIR, not this process's, and nothing outside them: not another
+// temporary directory, not /tmp.
+func TestSandboxWrites(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir()) // the default environment passes it on
+	ts, dir := sandboxed(t, nil)
+	other := t.TempDir()
+	outside := filepath.Join(other, "outside")
+	inTmp := "/tmp/hrns-tools-test-" + fmt.Sprint(os.Getpid())
+	r := run(t, t.Context(), ts, "mkdir -p sub && echo in > sub/in.txt && echo ok-root; "+
+		"echo tmp > \"$TMPDIR/t\" && echo ok-tmpdir; echo \"TMPDIR=$TMPDIR\"; "+
+		"echo out > "+outside+" || echo refused-other; echo out > "+inTmp+" || echo refused-tmp", 0)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	for _, want := range []string{"ok-root\n", "ok-tmpdir\n", "refused-other\n", "refused-tmp\n", "cannot create " + outside + ": Permission denied"} {
+		if !strings.Contains(r.text, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.text)
+		}
+	}
+	if got := readTestFile(t, filepath.Join(dir, "sub", "in.txt")); got != "in\n" {
+		t.Errorf("sub/in.txt = %q", got)
+	}
+	for _, p := range []string{outside, inTmp} {
+		if _, err := os.Stat(p); err == nil {
+			os.Remove(p)
+			t.Errorf("%s was written", p)
+		}
+	}
+	// TMPDIR is a scratch directory of the command, gone after it.
+	_, tmpdir, _ := strings.Cut(r.text, "TMPDIR=")
+	tmpdir, _, _ = strings.Cut(tmpdir, "\n")
+	if tmpdir == "" || tmpdir == os.Getenv("TMPDIR") || strings.HasPrefix(tmpdir, dir) {
+		t.Errorf("TMPDIR = %q", tmpdir)
+	} else if _, err := os.Stat(tmpdir); err == nil {
+		t.Errorf("the scratch directory %s outlived the command", tmpdir)
+	}
+}
+
+// TestSandboxReads: a command cannot read a file in another temporary
+// directory, nor list it; with ReadOnly it can read it but not write it.
+func TestSandboxReads(t *testing.T) {
+	other := t.TempDir()
+	secret := filepath.Join(other, "secret.txt")
+	if err := os.WriteFile(secret, []byte("TOP-SECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := sandboxed(t, nil)
+	r := run(t, t.Context(), ts, "cat "+secret+"; ls "+other, 0)
+	if r.err != nil || !r.isError || strings.Contains(r.text, "TOP-SECRET") || strings.Contains(r.text, "secret.txt\n") {
+		t.Errorf("the other directory was readable: %v", r)
+	}
+	if want := "cat: " + secret + ": Permission denied"; !strings.Contains(r.text, want) {
+		t.Errorf("output lacks %q:\n%s", want, r.text)
+	}
+
+	ts, _ = sandboxed(t, &tools.ShellOptions{ReadOnly: []string{other}})
+	r = run(t, t.Context(), ts, "cat "+secret+"; echo x >> "+secret+" || echo refused", 0)
+	if r.err != nil || r.text != "TOP-SECRET\n/bin/sh: 1: cannot create "+secret+": Permission denied\nrefused\n[exit code: 0]" {
+		t.Errorf("with ReadOnly: %v", r)
+	}
+}
+
+// TestSandboxEnvironment: a secret in this process's environment reaches a
+// command neither through its environment nor through the /proc files of
+// this process, its parent.
+func TestSandboxEnvironment(t *testing.T) {
+	t.Setenv("HRNS_TEST_SECRET", "s3cret-value")
+	for _, opts := range []*tools.ShellOptions{nil, {Env: []string{"PATH=" + os.Getenv("PATH")}}} {
+		ts, _ := sandboxed(t, opts)
+		r := run(t, t.Context(), ts, `echo "[$HRNS_TEST_SECRET]"; env; tr '\0' '\n' < /proc/$PPID/environ; cat /proc/$PPID/cmdline >/dev/null && echo cmdline-readable`, 0)
+		if r.err != nil || strings.Contains(r.text, "s3cret-value") {
+			t.Fatalf("the secret leaked: %v", r)
+		}
+		if !strings.Contains(r.text, "[]\n") || !strings.Contains(r.text, "environ: Permission denied") {
+			t.Errorf("output:\n%s", r.text)
+		}
+	}
+}
+
+// TestSandboxNetwork: the network is allowed by default, and denied with
+// DenyNetwork: a connection to a listener of this process fails.
+func TestSandboxNetwork(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := "TOOLS_TEST_DIAL=" + ln.Addr().String() + " " + exe
+	t.Run("allowed", func(t *testing.T) {
+		ts, _ := sandboxed(t, &tools.ShellOptions{ReadOnly: []string{exe}})
+		if r := run(t, t.Context(), ts, dial, 0); r.failed() || r.text != "connected\n[exit code: 0]" {
+			t.Errorf("got %v", r)
+		}
+	})
+	t.Run("denied", func(t *testing.T) {
+		ts, _ := sandboxed(t, &tools.ShellOptions{ReadOnly: []string{exe}, DenyNetwork: true})
+		if r := run(t, t.Context(), ts, dial, 0); r.err != nil || !r.isError || !strings.HasPrefix(r.text, "dial: ") || !strings.HasSuffix(r.text, "[exit code: 3]") {
+			t.Errorf("got %v", r)
+		}
+		def, _ := ts.Lookup("run_command")
+		if !strings.Contains(def.Description, "no network access") {
+			t.Errorf("the description does not say the network is denied: %s", def.Description)
+		}
+	})
+}
+
+// TestSandboxLimits: Limits replace the default ones; a command killed by
+// one reports the signal as a shell would.
+func TestSandboxLimits(t *testing.T) {
+	ts, dir := sandboxed(t, &tools.ShellOptions{Limits: &sandbox.Limits{FileSize: 1 << 20}})
+	r := run(t, t.Context(), ts, "exec dd if=/dev/zero of=big bs=1024 count=2048 2>/dev/null", 0)
+	if want := "(no output)\n[exit code: 153 (killed by signal 25: file size limit exceeded)]"; r.err != nil || !r.isError || r.text != want {
+		t.Errorf("got %v, want %q", r, want)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "big")); err != nil || fi.Size() > 1<<20 {
+		t.Errorf("big: %v, %v", fi, err)
+	}
+}
