@@ -26,7 +26,10 @@ type clientResult struct {
 	startup     time.Duration // CPU of a process doing no run; 0 if not measured
 	// spread is (max-min)/median of the CPU per turn over repetitions.
 	spread float64
-	ratio  float64 // cpuPerTurn / the baseline's
+	// ratio is the median over the repetitions of the CPU per turn
+	// divided by the baseline's in the same repetition: pairs measured
+	// seconds apart, so that a drifting load on the machine cancels out.
+	ratio float64
 }
 
 // measureClients builds, warms up and measures every client, and computes
@@ -105,9 +108,27 @@ func measureClients(ctx context.Context, e *env, m *mockProc, cs []*client, o *o
 			base = r
 		}
 	}
+	if base == nil {
+		return all
+	}
+	baseStartup := median(startups[base], func(u usage) time.Duration { return u.cpu })
 	for _, r := range all {
-		if base != nil && r.err == nil && base.cpuPerTurn > 0 {
-			r.ratio = float64(r.cpuPerTurn) / float64(base.cpuPerTurn)
+		if r.err != nil || len(samples[r]) != len(samples[base]) {
+			continue
+		}
+		var startup time.Duration
+		if !r.c.perProcess {
+			startup = median(startups[r], func(u usage) time.Duration { return u.cpu })
+		}
+		ratios := make([]float64, len(samples[r]))
+		for i, u := range samples[r] {
+			b := samples[base][i]
+			ratios[i] = float64(u.cpu-startup) / float64(r.turns) / (float64(b.cpu-baseStartup) / float64(base.turns))
+		}
+		slices.Sort(ratios)
+		r.ratio = ratios[len(ratios)/2]
+		if len(ratios)%2 == 0 {
+			r.ratio = (ratios[len(ratios)/2-1] + ratios[len(ratios)/2]) / 2
 		}
 	}
 	return all

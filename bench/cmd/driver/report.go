@@ -92,7 +92,8 @@ func (r *report) markdown() string {
 			fmtDur(c.cpuPerChunk), 50*c.spread, fmtDur(c.wallPerRun), float64(c.maxRSS)/(1<<20), startup, c.conns, c.turns)
 	}
 	p("\nCPU is user + system time from the rusage of the client process; CPU / turn and CPU / chunk are net of the startup CPU " +
-		"(a process of the same client doing no run), so they are the steady cost. Spread is half the range of CPU / turn over the repetitions, " +
+		"(a process of the same client doing no run), so they are the steady cost. × raw is the median, over the repetitions, of the client's CPU / turn " +
+		"divided by the baseline's in the same repetition (so it is not exactly the quotient of the two medians). Spread is half the range of CPU / turn over the repetitions, " +
 		"relative to the median. Wall / run includes waiting for the mock. Peak RSS is the rusage maxrss. " +
 		"Connections are those the mock accepted for the client's requests (connections / requests): 1 means the client kept one connection alive.\n\n")
 	p("¹ `hrns run` is a whole process per run: its CPU / turn includes starting the process, reading the flags and the environment, " +
@@ -164,7 +165,7 @@ func (r *report) verdicts() []string {
 	if loop == nil || raw == nil {
 		out = append(out, "hrns loop against the baseline: not measured in this run.")
 	} else {
-		out = append(out, fmt.Sprintf("hrns loop CPU per turn within 1.3× of the raw baseline: **%s** (%.2f×: %s against %s).",
+		out = append(out, fmt.Sprintf("hrns loop CPU per turn within 1.3× of the raw baseline: **%s** (%.2f×; medians %s against %s).",
 			metOrMissed(loop.ratio <= 1.3), loop.ratio, fmtDur(loop.cpuPerTurn), fmtDur(raw.cpuPerTurn)))
 		var above []string
 		peers := 0
