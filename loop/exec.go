@@ -358,7 +358,10 @@ func (x *executor) record(p *pcall, out *Output, err error) {
 		x.emit(Chunk{Type: ChunkToolCallPending, ToolCall: p.info()})
 		return
 	case err != nil:
-		te, ok := errors.AsType[*ToolError](err)
+		// Only a ToolError returned as such is taken as the call's
+		// failure: one wrapped deeper belongs to another call (a handler
+		// that invokes tools itself) and must not replace this one.
+		te, ok := err.(*ToolError)
 		if !ok {
 			te = &ToolError{Kind: ToolFailed, Msg: fmt.Sprintf("tool %q failed: %v", p.call.Name, err), Err: err}
 		}

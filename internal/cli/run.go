@@ -41,6 +41,8 @@ type runOptions struct {
 	skills    stringList
 	noSkills  bool
 	mcp       stringList
+	noSandbox bool
+	noNetwork bool
 	prompt    string
 }
 
@@ -67,6 +69,8 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.replay, "replay", "", "replay the model's responses from this file instead of calling a model (tools still run)")
 	fs.Var(&o.skills, "skills", "a folder of skills to add (repeatable)")
 	fs.BoolVar(&o.noSkills, "no-skills", false, "do not discover skills")
+	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "run commands without confinement (by default run_command is confined to --workdir with Landlock where the kernel supports it)")
+	fs.BoolVar(&o.noNetwork, "deny-network", false, "deny network access to commands run by run_command")
 	fs.Var(&o.mcp, "mcp", "an MCP server whose tools to add: '[NAME=]COMMAND ARGS', '[NAME=]URL', or the NAME of one in the config (repeatable)")
 }
 
