@@ -23,6 +23,12 @@ var allowed = map[string][]string{
 	"openai/openaitest": {"llm"},
 	"anthropic":         {"llm"},
 	"loop":              {"llm"},
+	"store":             {},
+	"store/sqlite":      {"store"},
+	"store/storetest":   {"store"},
+	"session":           {"llm", "loop", "store"},
+	"server":            {"session"},
+	"client":            {"llm", "loop", "session"},
 }
 
 type pkg struct {

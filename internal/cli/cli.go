@@ -63,6 +63,7 @@ Usage:
   hrns run [flags] "PROMPT"   run one task and stream the answer
   hrns tools [--json]         list the built-in tools and their schemas
   hrns skills [--json]        list the skills hrns discovers
+  hrns serve [flags]          serve the sessions API (/api/v2) over a SQLite file
   hrns mcp serve [flags]      serve hrns tools to MCP clients (stdio, or HTTP with --addr)
   hrns mcp tools [--mcp ...]  list the tools of the configured MCP servers
   hrns version                print the version

@@ -37,8 +37,29 @@ type Config struct {
 	Skills    []string            `toml:"skills" yaml:"skills"`
 	Providers map[string]Provider `toml:"providers" yaml:"providers"`
 	MCP       MCPConfig           `toml:"mcp" yaml:"mcp"`
+	// APIKeys are the keys hrns serve accepts, besides --api-key and
+	// HRNS_API_KEYS. A file holding them must have mode 0600.
+	APIKeys []string `toml:"api_keys" yaml:"api_keys"`
+	// Agents are the agents hrns serve offers by name.
+	Agents map[string]AgentConfig `toml:"agents" yaml:"agents"`
 
 	path string // where it was read from, for messages
+}
+
+// AgentConfig defines an agent that callers of hrns serve can name.
+//
+//	[agents.reviewer]
+//	description = "Reviews a diff"
+//	instructions = "You review Go code. Be terse."
+//	model = "gpt-4.1"
+//	tools = ["read_file", "list_files", "web_fetch"]
+//	max_steps = 20
+type AgentConfig struct {
+	Description  string   `toml:"description" yaml:"description"`
+	Instructions string   `toml:"instructions" yaml:"instructions"`
+	Model        string   `toml:"model" yaml:"model"`
+	Tools        []string `toml:"tools" yaml:"tools"`
+	MaxSteps     int      `toml:"max_steps" yaml:"max_steps"`
 }
 
 // Provider configures one model endpoint.
@@ -127,7 +148,7 @@ func parseConfig(path string, data []byte) (*Config, error) {
 
 // checkMode refuses a file holding a key that others can read.
 func (c *Config) checkMode() error {
-	hasKey := false
+	hasKey := len(c.APIKeys) > 0
 	for _, p := range c.Providers {
 		hasKey = hasKey || p.APIKey != ""
 	}
@@ -139,7 +160,7 @@ func (c *Config) checkMode() error {
 		return fmt.Errorf("config: %w", err)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("config %s holds an api_key but is readable by others (mode %v): run chmod 600 %s, or use api_key_env", c.path, fi.Mode().Perm(), c.path)
+		return fmt.Errorf("config %s holds keys but is readable by others (mode %v): run chmod 600 %s, or use api_key_env", c.path, fi.Mode().Perm(), c.path)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -101,14 +102,15 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	keys := slices.Clone([]string(o.apiKeys))
-	keys = append(keys, splitList(stdio.getenv("HRNS_API_KEYS"))...)
-	if len(keys) == 0 && !loopback(o.addr) {
-		return usagef("no API keys: pass --api-key KEY or set HRNS_API_KEYS to serve on %s (without keys, hrns serve listens on loopback only)", o.addr)
-	}
 	cfg, err := loadConfig(o.config, stdio.getenv)
 	if err != nil {
 		return &usageError{err.Error()}
+	}
+	keys := slices.Clone([]string(o.apiKeys))
+	keys = append(keys, splitList(stdio.getenv("HRNS_API_KEYS"))...)
+	keys = append(keys, cfg.APIKeys...)
+	if len(keys) == 0 && !loopback(o.addr) {
+		return usagef("no API keys: pass --api-key KEY, set HRNS_API_KEYS or api_keys in the config to serve on %s (without keys, hrns serve listens on loopback only)", o.addr)
 	}
 	model, modelName, err := buildModel(&runOptions{config: o.config, provider: o.provider, model: o.model, baseURL: o.baseURL}, cfg, &agentFile{}, stdio.getenv)
 	if err != nil {
@@ -124,6 +126,13 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		Workers:      o.workers,
 		AutoApprove:  o.yes,
 		Logger:       log,
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
+		a := cfg.Agents[name]
+		ac := &session.AgentConfig{Description: a.Description, Instructions: a.Instructions, Model: a.Model, MaxSteps: a.MaxSteps}
+		if err := o.addAgent(opts, name, ac, a.Tools, "config"+cfg.where()); err != nil {
+			return err
+		}
 	}
 	if o.agentsDir != "" {
 		if err := o.loadAgents(opts); err != nil {
@@ -195,31 +204,42 @@ func (o *serveOptions) loadAgents(opts *session.Options) error {
 		}
 		name := firstString(a.Name, strings.TrimSuffix(filepath.Base(f), ".md"))
 		cfg := &session.AgentConfig{Description: a.Description, Instructions: a.System, Model: a.Model, MaxSteps: a.MaxTurns}
-		var builtin []string
-		for _, t := range a.Tools {
-			switch t {
-			case "web", "web_fetch":
-				cfg.Toolsets = append(cfg.Toolsets, "web")
-			default:
-				builtin = append(builtin, t)
-			}
+		if err := o.addAgent(opts, name, cfg, a.Tools, f); err != nil {
+			return err
 		}
-		if len(builtin) > 0 {
-			if o.workdir == "" {
-				return usagef("agent %s (%s) uses %s: start hrns serve with --workdir DIR for file and shell tools", name, f, strings.Join(builtin, ", "))
-			}
-			ts, err := tools.ByName(builtin, &tools.Config{Dir: o.workdir})
-			if err != nil {
-				return usagef("agent %s (%s): %v", name, f, err)
-			}
-			opts.Toolsets["agent:"+name] = ts
-			cfg.Toolsets = append(cfg.Toolsets, "agent:"+name)
-		}
-		if _, dup := opts.Agents[name]; dup {
-			return usagef("--agents: two files define agent %q", name)
-		}
-		opts.Agents[name] = cfg
 	}
+	return nil
+}
+
+// addAgent offers an agent by name, with its tools: web_fetch (or "web")
+// comes from the web environment; the other built-in tools work in
+// --workdir, and only named agents may have them. source names where the
+// agent was defined, for errors.
+func (o *serveOptions) addAgent(opts *session.Options, name string, cfg *session.AgentConfig, toolNames []string, source string) error {
+	if _, dup := opts.Agents[name]; dup {
+		return usagef("agent %q is defined twice (again in %s)", name, source)
+	}
+	var builtin []string
+	for _, t := range toolNames {
+		switch t {
+		case "web", "web_fetch":
+			cfg.Toolsets = append(cfg.Toolsets, "web")
+		default:
+			builtin = append(builtin, t)
+		}
+	}
+	if len(builtin) > 0 {
+		if o.workdir == "" {
+			return usagef("agent %s (%s) uses %s: start hrns serve with --workdir DIR for file and shell tools", name, source, strings.Join(builtin, ", "))
+		}
+		ts, err := tools.ByName(builtin, &tools.Config{Dir: o.workdir})
+		if err != nil {
+			return usagef("agent %s (%s): %v", name, source, err)
+		}
+		opts.Toolsets["agent:"+name] = ts
+		cfg.Toolsets = append(cfg.Toolsets, "agent:"+name)
+	}
+	opts.Agents[name] = cfg
 	return nil
 }
 

@@ -29,12 +29,18 @@ import (
 func TestServeOptions(t *testing.T) {
 	agents := t.TempDir()
 	os.WriteFile(filepath.Join(agents, "coder.md"), []byte("---\ndescription: Edits code.\ntools: [read_file, web]\n---\nYou edit code.\n"), 0o644)
+	cfgAgent := filepath.Join(t.TempDir(), "config.toml")
+	os.WriteFile(cfgAgent, []byte("api_keys = [\"sk-1\"]\n[agents.reviewer]\ninstructions = \"Review.\"\ntools = [\"read_file\"]\n"), 0o600)
+	cfgOpen := filepath.Join(t.TempDir(), "config.toml")
+	os.WriteFile(cfgOpen, []byte("api_keys = [\"sk-1\"]\n"), 0o644)
 	tests := []struct {
 		name string
 		args []string
 		env  map[string]string
 		want string
 	}{
+		{"config agent with file tools needs a workdir", []string{"--addr", "0.0.0.0:0", "--model", "m", "--config", cfgAgent}, map[string]string{"OPENAI_API_KEY": "k"}, "agent reviewer (config (" + cfgAgent + ")) uses read_file"},
+		{"config keys readable by others", []string{"--config", cfgOpen}, nil, "chmod 600"},
 		{"bad addr", []string{"--addr", "nowhere"}, nil, "--addr"},
 		{"postgres", []string{"--db", "postgres://x"}, nil, "PostgreSQL is not supported yet"},
 		{"bad db", []string{"--db", "mysql:x"}, nil, "want sqlite:PATH"},
