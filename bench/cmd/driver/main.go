@@ -71,7 +71,7 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.argChunks, "arg-chunks", 8, "deltas each call's arguments are split over")
 	fs.IntVar(&o.textChunks, "text-chunks", 100, "content chunks of the final answer")
 	fs.BoolVar(&o.micro, "micro", true, "also run the micro-benchmarks")
-	fs.IntVar(&o.microCount, "micro-count", 5, "go test -count for the micro-benchmarks")
+	fs.IntVar(&o.microCount, "micro-count", 7, "go test -count for the micro-benchmarks")
 	fs.StringVar(&o.microTime, "micro-benchtime", "100ms", "go test -benchtime for the micro-benchmarks")
 	fs.IntVar(&o.mockCPU, "mock-cpu", 0, "CPU the mock is pinned to")
 	fs.IntVar(&o.clientCPU, "client-cpu", 1, "CPU the clients and micro-benchmarks are pinned to")

@@ -13,8 +13,36 @@ import (
 
 // microResult is the median of one benchmark's measures over -count runs.
 type microResult struct {
-	name   string             // without the Benchmark prefix and -N suffix
-	values map[string]float64 // unit -> median
+	name    string               // without the Benchmark prefix and -N suffix
+	values  map[string]float64   // unit -> median
+	samples map[string][]float64 // unit -> the values, in the order of -count
+}
+
+// ratioTo returns the median over the -count rounds of mr's CPU per unit
+// divided by ref's in the same round: the variants of a benchmark function
+// run one after the other in each round, so pairs cancel a drifting load.
+func (mr *microResult) ratioTo(ref *microResult) float64 {
+	_, unit := cpuMetric(mr)
+	a, b := mr.samples["cpu-ns/"+unit], ref.samples["cpu-ns/"+unit]
+	if len(a) == 0 || len(a) != len(b) {
+		x, _ := cpuMetric(ref)
+		y, _ := cpuMetric(mr)
+		return y / x
+	}
+	r := make([]float64, len(a))
+	for i := range a {
+		r[i] = a[i] / b[i]
+	}
+	return medianFloat(r)
+}
+
+func medianFloat(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
 // group is the benchmark's name without its last element: the variants
@@ -77,14 +105,9 @@ func parseBench(out []byte) []*microResult {
 	}
 	var res []*microResult
 	for _, name := range order {
-		r := &microResult{name: name, values: map[string]float64{}}
+		r := &microResult{name: name, values: map[string]float64{}, samples: samples[name]}
 		for unit, vs := range samples[name] {
-			slices.Sort(vs)
-			m := vs[len(vs)/2]
-			if len(vs)%2 == 0 {
-				m = (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
-			}
-			r.values[unit] = m
+			r.values[unit] = medianFloat(vs)
 		}
 		res = append(res, r)
 	}

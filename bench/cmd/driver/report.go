@@ -132,7 +132,7 @@ func (r *report) markdown() string {
 		p("Not run (-micro=false).\n")
 	} else {
 		p("`go test -bench . -benchmem -count %d -benchtime %s ./micro`, pinned to CPU %d; medians over the count. "+
-			"CPU is the process's CPU time per unit, wall the elapsed time; × ref is the CPU ratio to the reference variant of the same group (marked ref).\n\n",
+			"CPU is the process's CPU time per unit, wall the elapsed time; × ref is the median over the rounds of the CPU ratio to the reference variant of the same group (marked ref), measured in the same round.\n\n",
 			r.opts.microCount, r.opts.microTime, r.pin.clientCPU)
 		p("| benchmark | variant | CPU / unit | wall / unit | B/op | allocs/op | × ref |\n|---|---|--:|--:|--:|--:|--:|\n")
 		for _, mr := range r.micro {
@@ -140,8 +140,7 @@ func (r *report) markdown() string {
 			ref := r.reference(mr)
 			ratio := "ref"
 			if ref != mr {
-				refCPU, _ := cpuMetric(ref)
-				ratio = fmt.Sprintf("%.2f", cpu/refCPU)
+				ratio = fmt.Sprintf("%.2f", mr.ratioTo(ref))
 			}
 			p("| %s | %s | %s ns/%s | %s ns | %.0f | %.0f | %s |\n", mr.group(), mr.variant(), fmtNum(cpu), unit,
 				fmtNum(mr.values["ns/"+unit]), mr.values["B/op"], mr.values["allocs/op"], ratio)
@@ -193,9 +192,9 @@ func (r *report) verdicts() []string {
 			out = append(out, fmt.Sprintf("chunk decoding (%s chunks): not measured in this run.", kind))
 			continue
 		}
-		hc, bc := h.values["cpu-ns/chunk"], base.values["cpu-ns/chunk"]
-		out = append(out, fmt.Sprintf("chunk decoding at or below the baseline's CPU per chunk, %s chunks (line reading, decoding and accumulation on both sides): **%s** (hrns %s ns, baseline %s ns: %.2f×).",
-			kind, metOrMissed(hc <= bc), fmtNum(hc), fmtNum(bc), hc/bc))
+		hc, bc, ratio := h.values["cpu-ns/chunk"], base.values["cpu-ns/chunk"], h.ratioTo(base)
+		out = append(out, fmt.Sprintf("chunk decoding at or below the baseline's CPU per chunk, %s chunks (line reading, decoding and accumulation on both sides): **%s** (%.2f×; medians hrns %s ns, baseline %s ns).",
+			kind, metOrMissed(ratio <= 1), ratio, fmtNum(hc), fmtNum(bc)))
 	}
 	return out
 }
