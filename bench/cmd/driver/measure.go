@@ -236,4 +236,4 @@ func minMax[T any](xs []T, f func(T) time.Duration) (lo, hi time.Duration) {
 }
 
 // errSessionsPending says the sessions server is not measured yet.
-var errSessionsPending = errors.New("not measured yet: the sessions server is being built")
+var errSessionsPending = errors.New("the sessions server is being built")
