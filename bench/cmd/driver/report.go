@@ -121,7 +121,9 @@ func (r *report) markdown() string {
 		p("- %s\n", line)
 	}
 	p("\n#### Sessions server\n\n")
-	if r.sessions == nil || r.sessions.err != nil {
+	if r.sessions == nil {
+		p("Not measured.\n\n")
+	} else if r.sessions.err != nil {
 		p("Not measured: %v. The driver's hook for it is `measureSessions` in bench/cmd/driver/sessions.go.\n\n", r.sessions.err)
 	}
 
