@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.starlark.net/starlark"
+
+	"github.com/hrns-dev/hrns/loop"
 )
 
 // grace is how long a stopped program's interpreter is waited for before
@@ -164,7 +166,7 @@ func (x *execution) finish(out outcome) (*Result, error) {
 	if text.Len() == 0 {
 		text.WriteString("(the program printed nothing and set no result)")
 	}
-	res.Text = elide(strings.TrimRight(text.String(), "\n"), x.r.opts.MaxOutput)
+	res.Text = loop.Elide(strings.TrimRight(text.String(), "\n"), x.r.opts.MaxOutput)
 	return res, nil
 }
 
@@ -215,7 +217,7 @@ func (x *execution) failure(kind ErrorKind, err error) *Error {
 	}
 	if e.Output != "" {
 		b.WriteString("\nOutput before it stopped:\n")
-		b.WriteString(elide(strings.TrimRight(e.Output, "\n"), o.MaxOutput))
+		b.WriteString(loop.Elide(strings.TrimRight(e.Output, "\n"), o.MaxOutput))
 	}
 	e.Msg = b.String()
 	return e

@@ -5,9 +5,10 @@ import (
 	"unicode/utf8"
 )
 
-// elide bounds s to about max bytes by cutting its middle: the head and tail
-// are kept, on rune boundaries, with a marker saying how much was dropped.
-func elide(s string, max int) string {
+// Elide bounds s to about max bytes by cutting its middle: the head and tail
+// are kept, on rune boundaries, with a marker saying how much was dropped,
+// as the loop does with long tool results. A negative max means no bound.
+func Elide(s string, max int) string {
 	if max < 0 || len(s) <= max {
 		return s
 	}

@@ -404,7 +404,7 @@ func (x *executor) bound(content []llm.Part) []llm.Part {
 		}
 		out = append(out, p)
 	}
-	return append([]llm.Part{llm.TextPart(elide(text.String(), max))}, out...)
+	return append([]llm.Part{llm.TextPart(Elide(text.String(), max))}, out...)
 }
 
 func (x *executor) failCall(p *pcall, te *ToolError) { x.failCallAfter(p, te, 0) }

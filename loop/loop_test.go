@@ -661,3 +661,25 @@ func TestChunkJSON(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}
 }
+
+func TestElide(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"unbounded text", -1, "unbounded text"},
+		{strings.Repeat("a", 50) + strings.Repeat("z", 50), 40, "aaaaa\n\n[... 90 bytes elided ...]\n\nzzzzz"},
+		{strings.Repeat("é", 40), 36, "é\n\n[... 74 bytes elided ...]\n\néé"}, // cut on rune boundaries
+	}
+	for _, tt := range tests {
+		got := loop.Elide(tt.in, tt.max)
+		if tt.max >= 0 && len(got) > tt.max {
+			t.Errorf("Elide(…, %d) is %d bytes long", tt.max, len(got))
+		}
+		if got != tt.want {
+			t.Errorf("Elide(%.10q…, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+	}
+}
