@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -99,8 +100,20 @@ func (c Chunk) MarshalJSON() ([]byte, error) {
 	if c.Err != nil {
 		errText = c.Err.Error()
 	}
-	return json.Marshal(struct {
+	return marshalNoEscape(struct {
 		plain
 		Error string `json:"error,omitempty"`
 	}{plain(c), errText})
+}
+
+// marshalNoEscape encodes v as JSON without escaping <, > and &: events
+// carry code and shell commands, which must read as they are.
+func marshalNoEscape(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

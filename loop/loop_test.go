@@ -650,13 +650,17 @@ func TestCallIDsAreMadeUnique(t *testing.T) {
 }
 
 func TestChunkJSON(t *testing.T) {
-	c := loop.Chunk{Type: loop.ChunkToolCallError, Turn: 2, Content: "bad", Err: errors.New("bad"),
+	c := loop.Chunk{Type: loop.ChunkToolCallError, Turn: 2, Content: "bad <&>", Err: errors.New("bad"),
 		ToolCall: &loop.ToolCallInfo{ID: "c1", Name: "x", Arguments: json.RawMessage(`{"a":1}`)}}
-	b, err := json.Marshal(c)
-	if err != nil {
+	// As the CLI writes --json lines: code and commands stay readable.
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(c); err != nil {
 		t.Fatal(err)
 	}
-	want := `{"type":"tool_call_error","turn":2,"content":"bad","tool_call":{"id":"c1","name":"x","arguments":{"a":1}},"error":"bad"}`
+	b := strings.TrimSuffix(buf.String(), "\n")
+	want := `{"type":"tool_call_error","turn":2,"content":"bad <&>","tool_call":{"id":"c1","name":"x","arguments":{"a":1}},"error":"bad"}`
 	if string(b) != want {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}

@@ -1,8 +1,6 @@
 package loop
 
 import (
-	"encoding/json"
-
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -50,7 +48,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	if r.Err != nil {
 		errText = r.Err.Error()
 	}
-	return json.Marshal(struct {
+	return marshalNoEscape(struct {
 		plain
 		Error string `json:"error,omitempty"`
 	}{plain(r), errText})
