@@ -5,7 +5,8 @@
 //
 // It prints the API root to give clients, such as
 // http://127.0.0.1:40123/v1, as its first line on stdout. GET /stats on the
-// same host serves the counts.
+// same host serves the counts, and GET /arrivals?from=N the arrival times of
+// the requests with --record-arrivals.
 package main
 
 import (
@@ -44,6 +45,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&o.ArgChunks, "arg-chunks", 0, "deltas a call's arguments are split over (default 8)")
 	fs.IntVar(&o.TextChunks, "text-chunks", 0, "content chunks of the final answer (default 100)")
 	fs.BoolVar(&o.FlushEachEvent, "flush-each-event", false, "flush after every event instead of writing each body at once")
+	fs.BoolVar(&o.RecordArrivals, "record-arrivals", false, "note when each chat completion request arrives (GET /arrivals?from=N)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

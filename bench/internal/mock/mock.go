@@ -29,6 +29,15 @@
 // The server counts requests, the events it sent and the tool results it
 // received (see [Stats]), so a benchmark can check that a client did the
 // whole job. GET /stats serves the counts as JSON.
+//
+// # Arrivals
+//
+// With Options.RecordArrivals, the server also notes the wall-clock time
+// (Unix nanoseconds, CLOCK_REALTIME, which every process of the machine
+// shares) at which each chat completion request reached its handler, in
+// the order they came; GET /arrivals?from=N serves them from the N-th (see
+// [Arrivals]). A benchmark on the same machine compares them with times it
+// took itself, such as when it posted what caused the request.
 package mock
 
 import (
@@ -38,8 +47,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hrns-dev/hrns/bench/internal/task"
 )
@@ -59,6 +71,18 @@ type Options struct {
 	// FlushEachEvent flushes the response after every event, instead of
 	// writing the whole body at once.
 	FlushEachEvent bool
+	// RecordArrivals notes the arrival time of every chat completion
+	// request (see [Server.Arrivals]).
+	RecordArrivals bool
+}
+
+// Arrivals is the body of GET /arrivals: the arrival times of the chat
+// completion requests from the From-th (counting from 0), as Unix
+// nanoseconds. Total counts every request recorded so far.
+type Arrivals struct {
+	From     int     `json:"from"`
+	Total    int     `json:"total"`
+	UnixNano []int64 `json:"unix_nano"`
 }
 
 // Stats are the counts of a [Server] since it started.
@@ -103,6 +127,9 @@ type Server struct {
 	mux    *http.ServeMux
 
 	requests, toolTurns, finalTurns, events, toolResults, rejected, conns atomic.Int64
+
+	mu       sync.Mutex
+	arrivals []int64 // with opts.RecordArrivals
 }
 
 // New returns a server; a nil opts means the defaults.
@@ -139,7 +166,21 @@ func New(opts *Options) *Server {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(s.Stats())
 	})
+	s.mux.HandleFunc("GET /arrivals", func(w http.ResponseWriter, r *http.Request) {
+		from, _ := strconv.Atoi(r.URL.Query().Get("from"))
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(s.Arrivals(from))
+	})
 	return s
+}
+
+// Arrivals returns the arrival times recorded from the from-th request on;
+// none without Options.RecordArrivals.
+func (s *Server) Arrivals(from int) Arrivals {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	from = min(max(from, 0), len(s.arrivals))
+	return Arrivals{From: from, Total: len(s.arrivals), UnixNano: append([]int64{}, s.arrivals[from:]...)}
 }
 
 // ConnState counts new connections; set it as the http.Server's ConnState.
@@ -184,6 +225,12 @@ type chatRequest struct {
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	if s.opts.RecordArrivals {
+		t := time.Now().UnixNano()
+		s.mu.Lock()
+		s.arrivals = append(s.arrivals, t)
+		s.mu.Unlock()
+	}
 	var req chatRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		s.reject(w, "request body is not JSON: "+err.Error())

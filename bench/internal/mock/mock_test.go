@@ -2,6 +2,7 @@ package mock_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -55,7 +56,9 @@ func TestClientsDoTheTask(t *testing.T) {
 	})
 	agent := loop.NewAgent(&openai.Client{BaseURL: base, Model: "bench-model"}, loop.MustToolset(read), nil)
 	clients := map[string]func(context.Context) (string, error){
-		"raw": (&raw.Client{BaseURL: base, Model: "bench-model"}).Run,
+		// Its own transport: on the default one, it could reuse a
+		// connection the hrns client left idle and open none.
+		"raw": (&raw.Client{BaseURL: base, Model: "bench-model", HTTPClient: &http.Client{Transport: &http.Transport{}}}).Run,
 		"hrns": func(ctx context.Context) (string, error) {
 			res, err := agent.Run(ctx, []llm.Message{llm.SystemMessage(task.System), llm.UserMessage(task.Prompt)})
 			if err != nil {
@@ -114,5 +117,42 @@ func TestRejects(t *testing.T) {
 	}
 	if s := srv.Stats(); s.Rejected != 4 || s.Requests != 0 {
 		t.Errorf("stats %+v, want 4 rejected and no request", s)
+	}
+}
+
+func TestArrivals(t *testing.T) {
+	body := `{"stream":true,"tools":[{}],"messages":[{"role":"user","content":"x"}]}`
+	post := func(srv *mock.Server) {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	}
+	off := mock.New(nil)
+	post(off)
+	if a := off.Arrivals(0); a.Total != 0 || len(a.UnixNano) != 0 {
+		t.Errorf("recorded %+v without RecordArrivals", a)
+	}
+
+	srv := mock.New(&mock.Options{RecordArrivals: true})
+	for range 3 {
+		post(srv)
+	}
+	all := srv.Arrivals(0)
+	if all.Total != 3 || len(all.UnixNano) != 3 || all.UnixNano[0] > all.UnixNano[2] {
+		t.Errorf("arrivals %+v, want 3 in order", all)
+	}
+	if a := srv.Arrivals(2); a.From != 2 || len(a.UnixNano) != 1 || a.UnixNano[0] != all.UnixNano[2] {
+		t.Errorf("arrivals from 2: %+v", a)
+	}
+	if a := srv.Arrivals(9); a.From != 3 || len(a.UnixNano) != 0 {
+		t.Errorf("arrivals from beyond the end: %+v", a)
+	}
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/arrivals?from=1", nil))
+	var got mock.Arrivals
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || got.Total != 3 || len(got.UnixNano) != 2 {
+		t.Errorf("GET /arrivals?from=1: %s (%v)", rec.Body, err)
 	}
 }
