@@ -17,23 +17,26 @@ const module = "github.com/hrns-dev/hrns"
 // allowed lists, for each package, the hrns packages its non-test code may
 // import. A package not listed may import anything but cmd.
 var allowed = map[string][]string{
-	"llm":               {},
-	"llm/llmtest":       {"llm"},
-	"openai":            {"llm"},
-	"openai/openaitest": {"llm"},
-	"anthropic":         {"llm"},
-	"loop":              {"llm"},
-	"store":             {},
-	"store/sqlite":      {"store"},
-	"store/storetest":   {"store"},
-	"session":           {"llm", "loop", "store"},
-	"server":            {"session"},
-	"client":            {"llm", "loop", "session"},
+	"llm":                         {},
+	"llm/llmtest":                 {"llm"},
+	"openai":                      {"llm"},
+	"openai/openaitest":           {"llm"},
+	"anthropic":                   {"llm"},
+	"loop":                        {"llm"},
+	"store":                       {},
+	"store/sqlite":                {"store"},
+	"store/postgres":              {"store"},
+	"store/postgres/postgrestest": {},
+	"store/storetest":             {"store"},
+	"session":                     {"llm", "loop", "store"},
+	"server":                      {"session"},
+	"client":                      {"llm", "loop", "session"},
 }
 
 type pkg struct {
 	doc     bool
-	imports map[string]bool
+	imports map[string]bool // hrns packages, without the module path
+	all     map[string]bool // every import path
 }
 
 func packages(t *testing.T) map[string]*pkg {
@@ -61,7 +64,7 @@ func packages(t *testing.T) map[string]*pkg {
 		dir := filepath.ToSlash(filepath.Dir(path))
 		p := pkgs[dir]
 		if p == nil {
-			p = &pkg{imports: map[string]bool{}}
+			p = &pkg{imports: map[string]bool{}, all: map[string]bool{}}
 			pkgs[dir] = p
 		}
 		if f.Doc != nil && strings.TrimSpace(f.Doc.Text()) != "" {
@@ -69,6 +72,7 @@ func packages(t *testing.T) map[string]*pkg {
 		}
 		for _, imp := range f.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
+			p.all[path] = true
 			if rest, ok := strings.CutPrefix(path, module+"/"); ok {
 				p.imports[rest] = true
 			}
@@ -107,6 +111,21 @@ func TestDependenciesPointDown(t *testing.T) {
 			}
 			if !found {
 				t.Errorf("%s imports %s; it may import only %v", dir, imp, ok)
+			}
+		}
+	}
+}
+
+// TestOnlyStorePostgresImportsPgx keeps the PostgreSQL driver out of the
+// library: only store/postgres and its test helper use it.
+func TestOnlyStorePostgresImportsPgx(t *testing.T) {
+	for dir, p := range packages(t) {
+		if dir == "store/postgres" || strings.HasPrefix(dir, "store/postgres/") {
+			continue
+		}
+		for imp := range p.all {
+			if strings.HasPrefix(imp, "github.com/jackc/") {
+				t.Errorf("%s imports %s: only store/postgres may use pgx", dir, imp)
 			}
 		}
 	}
