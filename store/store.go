@@ -27,6 +27,12 @@
 // runs the session and releases it when the session waits again. A worker
 // that dies leaves a lease that expires, and the session is claimed again.
 //
+// # Replicas
+//
+// A store that several server processes share may also implement
+// [Replicas]: each process records a heartbeat, so that operators see
+// which processes are alive and how many sessions each holds.
+//
 // # Conformance
 //
 // Package store/storetest holds the conformance suite every implementation
@@ -146,6 +152,48 @@ type Store interface {
 // WorkTopic is the [Store.Subscribe] topic of changes that may give a
 // worker something to claim.
 const WorkTopic = "*work*"
+
+// Replicas is an optional capability of a [Store] shared by several server
+// processes (package store/postgres implements it). Each process, a
+// replica, records a heartbeat; operators list them to see which are
+// alive. A replica's ID is the owner it claims sessions with
+// ([ClaimParams.Owner]).
+//
+// The methods are safe for concurrent use; a *Replica given to Beat is not
+// retained.
+type Replicas interface {
+	// Beat records r, replacing the record with the same ID. Records
+	// not beaten for an hour are forgotten.
+	Beat(ctx context.Context, r *Replica) error
+	// Replicas lists the recorded replicas by ID, each with Leases set:
+	// the sessions whose lease it holds at now.
+	Replicas(ctx context.Context, now time.Time) ([]*Replica, error)
+	// Leave removes the record of the replica with the id (a clean
+	// shutdown); leaving twice does nothing.
+	Leave(ctx context.Context, id string) error
+}
+
+// A Replica is the record of one server process sharing a store.
+type Replica struct {
+	// ID is the replica's lease owner name, unique among live replicas.
+	ID string
+	// Host and PID say where the process runs.
+	Host string
+	PID  int
+	// StartedAt is when the process started; SeenAt its last heartbeat.
+	StartedAt time.Time
+	SeenAt    time.Time
+	// ExpiresAt is when the replica counts as dead unless it beats
+	// again (its lease TTL after SeenAt).
+	ExpiresAt time.Time
+	// Workers is how many sessions it may run at once; Running how many
+	// it ran at SeenAt.
+	Workers int
+	Running int
+	// Leases is set by [Replicas.Replicas]: the number of sessions whose
+	// unexpired lease the replica holds.
+	Leases int
+}
 
 // A Session is one stored session.
 type Session struct {

@@ -12,7 +12,8 @@
 //		})
 //	}
 //
-// Each subtest gets a new, empty store from newStore.
+// Each subtest gets a new, empty store from newStore. The Replicas subtest
+// runs only against stores that implement [store.Replicas].
 package storetest
 
 import (
@@ -49,6 +50,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Leases", testLeases},
 		{"NextWake", testNextWake},
 		{"Subscribe", testSubscribe},
+		{"Replicas", testReplicas},
 		{"Close", testClose},
 	}
 	for _, tt := range tests {
@@ -659,6 +661,83 @@ func testSubscribe(t *testing.T, st store.Store) {
 	}
 	if !empty(ch) {
 		t.Error("notified after cancel")
+	}
+}
+
+func testReplicas(t *testing.T, st store.Store) {
+	rs, ok := st.(store.Replicas)
+	if !ok {
+		t.Skip("the store does not implement store.Replicas")
+	}
+	ctx := t.Context()
+	now := time.Now().UTC()
+	list := func(at time.Time) []*store.Replica {
+		t.Helper()
+		got, err := rs.Replicas(ctx, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := list(now); len(got) != 0 {
+		t.Errorf("Replicas of a new store = %v, want none", got)
+	}
+	a := &store.Replica{ID: "a", Host: "host-1", PID: 42, StartedAt: now.Add(-time.Minute), SeenAt: now, ExpiresAt: now.Add(15 * time.Second), Workers: 64, Running: 1}
+	b := &store.Replica{ID: "b", Host: "host-2", PID: 7, StartedAt: now, SeenAt: now, ExpiresAt: now.Add(15 * time.Second), Workers: 8}
+	for _, r := range []*store.Replica{a, b} {
+		if err := rs.Beat(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Leases count the sessions a replica holds, not expired ones.
+	for i, owner := range []string{"a", "a", "b"} {
+		s := newSession(fmt.Sprint("s", i), "alice")
+		s.Runnable = true
+		s.CreatedAt = base.Add(time.Duration(i) * time.Second)
+		mustCreate(t, st, s)
+		ttl := time.Hour
+		if i == 2 {
+			ttl = time.Second
+		}
+		if got, err := st.Claim(ctx, &store.ClaimParams{Owner: owner, Now: now, TTL: ttl}); err != nil || len(got) != 1 {
+			t.Fatalf("Claim by %s = %v, %v", owner, got, err)
+		}
+	}
+	wantA, wantB := *a, *b
+	wantA.Leases, wantB.Leases = 2, 1
+	if diff := cmp.Diff([]*store.Replica{&wantA, &wantB}, list(now), cmpSession); diff != "" {
+		t.Errorf("Replicas (-want +got):\n%s", diff)
+	}
+	wantB.Leases = 0
+	if diff := cmp.Diff([]*store.Replica{&wantA, &wantB}, list(now.Add(time.Minute)), cmpSession); diff != "" {
+		t.Errorf("Replicas after b's lease expired (-want +got):\n%s", diff)
+	}
+	// A beat replaces the record.
+	a2 := *a
+	a2.SeenAt, a2.ExpiresAt, a2.Running = now.Add(5*time.Second), now.Add(20*time.Second), 2
+	if err := rs.Beat(ctx, &a2); err != nil {
+		t.Fatal(err)
+	}
+	got := list(now)
+	if len(got) != 2 || got[0].SeenAt.Sub(a2.SeenAt).Abs() > time.Microsecond || got[0].Running != 2 {
+		t.Errorf("after a second beat of a: %+v", *got[0])
+	}
+	// Leaving removes the record; leaving twice is fine.
+	for range 2 {
+		if err := rs.Leave(ctx, "b"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := list(now); len(got) != 1 || got[0].ID != "a" {
+		t.Errorf("after b left: %d replicas, want a only", len(got))
+	}
+	// Records not beaten for an hour are forgotten at the next beat.
+	c := &store.Replica{ID: "c", StartedAt: now.Add(2 * time.Hour), SeenAt: now.Add(2 * time.Hour), ExpiresAt: now.Add(2*time.Hour + time.Minute)}
+	if err := rs.Beat(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(now); len(got) != 1 || got[0].ID != "c" {
+		t.Errorf("after an hour without a's beat: %d replicas, want c only", len(got))
 	}
 }
 

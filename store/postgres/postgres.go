@@ -1,0 +1,705 @@
+// Package postgres implements [store.Store] in a PostgreSQL database with
+// pgx v5, for several hrns serve processes (replicas) sharing one database.
+//
+//	st, err := postgres.Open(ctx, "postgres://hrns@db:5432/hrns?search_path=hrns", nil)
+//	if err != nil { ... }
+//	defer st.Close()
+//
+// # Schema and migrations
+//
+// The store's tables (hrns_sessions, hrns_events, hrns_replicas and
+// hrns_migrations) live in the first schema of the connection's
+// search_path: set it with the DSN's search_path parameter (default: the
+// server's, usually public). Open creates that schema if it is missing,
+// then applies the SQL files embedded from migrations/ that the database
+// has not seen, each in its own transaction, all while holding a
+// PostgreSQL advisory lock (pg_advisory_lock): when several replicas start
+// at once, one migrates and the others wait, then find nothing to do. A
+// database migrated by a newer program is refused.
+//
+// # Leases and clocks
+//
+// Replicas own sessions through leases ([store.Store.Claim], Renew,
+// Release) whose times come from the replicas' clocks, as the interface
+// passes them: keep the clocks in sync (NTP) to well under the lease TTL.
+// Claim locks the rows it takes (SELECT ... FOR UPDATE) and waits for a
+// concurrent claim of the same rows instead of skipping them: a replica
+// that claims nothing then sees the other's lease when it asks
+// [store.Store.NextWake], and wakes up when that lease expires.
+//
+// # Wake-ups across replicas
+//
+// Every commit that changes a session sends a notification (pg_notify, in
+// the same statement, so it is delivered only once committed) on the
+// store's channel, hrns_ followed by the schema name. Each Store holds one
+// dedicated connection that LISTENs on that channel and fans the
+// notifications out to the subscribers of its process
+// ([store.Store.Subscribe]): a long-poll held by one replica wakes up as
+// soon as another commits, with no polling. Notifications of changes made
+// by the same process take the same path.
+//
+// The payload is the session's id, marked when the change may give
+// workers something to claim (the session is runnable or has a wake-up
+// time, and no live lease holds it; or a lease was released): only those
+// wake the workers of every replica. When the listening connection is
+// lost, the store reconnects and then notifies every subscriber of the
+// process, since changes committed meanwhile went unannounced; a quiet
+// connection is pinged every minute to find one that died silently.
+//
+// # Connections
+//
+// A Store holds a pgxpool pool (its size: the DSN's pool_max_conns, or
+// Options.MaxConns, else pgxpool's default, the larger of 4 and the CPU
+// count) and one more connection, the listener. Statements are prepared
+// and cached per connection (pgx's default), and LISTEN needs a session
+// of its own: connect to PostgreSQL directly or through a pooler in
+// session mode, not transaction mode.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hrns-dev/hrns/store"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options configure a [Store]. A nil *Options means the defaults.
+type Options struct {
+	// MaxConns bounds the pool's connections; 0 means the DSN's
+	// pool_max_conns, or pgxpool's default. The listening connection
+	// comes on top.
+	MaxConns int32
+	// Logger receives the listener's reconnections; nil discards them.
+	Logger *slog.Logger
+}
+
+// Store is a [store.Store] in a PostgreSQL database, and a
+// [store.Replicas].
+type Store struct {
+	// fixed at creation
+	pool       *pgxpool.Pool
+	connConfig *pgx.ConnConfig // of the listening connection
+	schema     string
+	channel    string
+	log        *slog.Logger
+	hub        *hub
+	pingEvery  time.Duration
+	stopListen context.CancelFunc
+	listenDone chan struct{}
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Replicas = (*Store)(nil)
+)
+
+// Open connects to the database of the DSN (a postgres:// URL or a
+// key=value string, as pgx reads it), brings its schema up to date and
+// starts listening for changes. It returns once the listener listens, so
+// that no change committed after a [Store.Subscribe] goes unannounced.
+func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: %w", err)
+	}
+	if o.MaxConns > 0 {
+		cfg.MaxConns = o.MaxConns
+	}
+	s := &Store{connConfig: cfg.ConnConfig.Copy(), log: o.Logger, hub: newHub(), pingEvery: pingEvery, listenDone: make(chan struct{})}
+	fail := func(err error) (*Store, error) {
+		if s.pool != nil {
+			s.pool.Close()
+		}
+		return nil, fmt.Errorf("postgres store: %w", err)
+	}
+	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		return fail(err)
+	}
+	if s.schema, err = s.migrate(ctx, cfg.ConnConfig.RuntimeParams["search_path"]); err != nil {
+		return fail(err)
+	}
+	s.channel = channelName(s.schema)
+	conn, err := s.connectListener(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("listen: %w", err))
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	s.stopListen = cancel
+	go s.listen(lctx, conn)
+	return s, nil
+}
+
+// Schema returns the schema the store's tables are in.
+func (s *Store) Schema() string { return s.schema }
+
+// Close stops listening and closes the connections, after the calls in
+// progress end. Close is idempotent.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.stopListen()
+		<-s.listenDone
+		s.pool.Close()
+	})
+	return nil
+}
+
+// migrate creates the schema the search path names first if it is
+// missing, applies the migrations the database has not seen, and returns
+// the schema the tables are in. It holds an advisory lock while it works,
+// so that replicas starting at once migrate one after the other.
+func (s *Store) migrate(ctx context.Context, searchPath string) (schema string, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Release()
+	key := lockKey(searchPath)
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+		return "", fmt.Errorf("lock for migrations: %w", err)
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, uerr := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, key); uerr != nil {
+			// The lock dies with the connection.
+			conn.Conn().Close(uctx)
+		}
+	}()
+	if name := firstSchema(searchPath); name != "" {
+		var exists bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, name).Scan(&exists); err != nil {
+			return "", err
+		}
+		if !exists {
+			if _, err := conn.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{name}.Sanitize()); err != nil {
+				return "", fmt.Errorf("create schema %s: %w", name, err)
+			}
+		}
+	}
+	var current *string
+	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&current); err != nil {
+		return "", err
+	}
+	if current == nil {
+		return "", fmt.Errorf("no schema to create the tables in: search_path %q names none that exists", searchPath)
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS hrns_migrations (
+		version    integer PRIMARY KEY,
+		name       text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return "", fmt.Errorf("create hrns_migrations: %w", err)
+	}
+	var version int
+	if err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM hrns_migrations`).Scan(&version); err != nil {
+		return "", err
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return "", err
+	}
+	slices.Sort(names)
+	if version > len(names) {
+		return "", fmt.Errorf("schema %s is at version %d, newer than this program's %d", *current, version, len(names))
+	}
+	for i, name := range names[version:] {
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return "", err
+		}
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, string(body)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO hrns_migrations (version, name) VALUES ($1, $2)`, version+i+1, strings.TrimPrefix(name, "migrations/"))
+			return err
+		})
+		if err != nil {
+			return "", fmt.Errorf("migration %s: %w", name, err)
+		}
+	}
+	return *current, nil
+}
+
+// lockKey is the advisory lock of the migrations of the schema the search
+// path selects.
+func lockKey(searchPath string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("hrns migrations\x00" + searchPath))
+	return int64(h.Sum64())
+}
+
+// firstSchema returns the first schema a search_path setting names, or ""
+// when it names none explicitly ("$user", or no setting).
+func firstSchema(searchPath string) string {
+	first, _, _ := strings.Cut(searchPath, ",")
+	first = strings.TrimSpace(first)
+	if strings.HasPrefix(first, `"`) && strings.HasSuffix(first, `"`) && len(first) >= 2 {
+		first = strings.ReplaceAll(first[1:len(first)-1], `""`, `"`)
+	}
+	if first == "$user" {
+		return ""
+	}
+	return first
+}
+
+// The SQL of the store, in one place.
+const (
+	sessionColumns = `id, owner, idempotency_key, request_hash, status, agent, first_message, request, state, answer,
+		error, error_code, runnable, wake_at, lease_owner, lease_until, version, event_count,
+		created_at, started_at, finished_at, updated_at`
+
+	// insertEvents appends the events given as arrays ($E+0 types, $E+1
+	// data, $E+2 times) after index base to the session of the CTE row.
+	insertEventsSQL = `INSERT INTO hrns_events (session_id, idx, type, data, time)
+		SELECT w.id, w.base + u.ord - 1, u.type, u.data, u.time
+		FROM w, unnest($%d::text[], $%d::bytea[], $%d::timestamptz[]) WITH ORDINALITY AS u(type, data, time, ord)`
+
+	// The notification of a commit: the id, marked when it may give
+	// workers something to claim.
+	notifySQL = `pg_notify($%d, CASE WHEN w.work THEN '!' ELSE '' END || w.id) IS NULL`
+
+	createSQL = `WITH w AS (
+		INSERT INTO hrns_sessions (` + sessionColumns + `)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, '', NULL, 1, $15, $16, $17, $18, $19)
+		ON CONFLICT (owner, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
+		RETURNING id, 0::bigint AS base, runnable OR wake_at IS NOT NULL AS work
+	), e AS (` + insertEventsSQL + `)
+	SELECT ` + notifySQL + ` FROM w`
+
+	updateSQL = `WITH w AS (
+		UPDATE hrns_sessions SET status = $2, agent = $3, first_message = $4, state = $5, answer = $6,
+			error = $7, error_code = $8, runnable = $9, wake_at = $10,
+			version = version + 1, event_count = event_count + $11,
+			started_at = $12, finished_at = $13, updated_at = $14,
+			lease_owner = CASE WHEN $15::boolean THEN '' ELSE lease_owner END,
+			lease_until = CASE WHEN $15::boolean THEN NULL ELSE lease_until END
+		WHERE id = $1 AND version = $16 AND ($17::text = '' OR (lease_owner = $17 AND lease_until > $14))
+		RETURNING id, event_count - $11 AS base,
+			(runnable OR wake_at IS NOT NULL) AND (lease_owner = '' OR lease_until <= $14) AS work
+	), e AS (` + insertEventsSQL + `)
+	SELECT w.base, ` + notifySQL + ` FROM w`
+
+	getSQL = `SELECT ` + sessionColumns + ` FROM hrns_sessions WHERE id = $1`
+
+	existsSQL = `SELECT EXISTS (SELECT 1 FROM hrns_sessions WHERE id = $1)`
+
+	eventsSQL = `SELECT idx, type, data, time FROM hrns_events WHERE session_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3`
+
+	claimSQL = `WITH c AS (
+		SELECT id FROM hrns_sessions
+		WHERE (runnable OR wake_at <= $1) AND (lease_owner = '' OR lease_until <= $1)
+		ORDER BY created_at, id
+		LIMIT $2
+		FOR UPDATE
+	)
+	UPDATE hrns_sessions SET lease_owner = $3, lease_until = $4
+	WHERE id IN (SELECT id FROM c)
+	RETURNING ` + sessionColumns
+
+	renewSQL = `UPDATE hrns_sessions SET lease_until = $4 WHERE id = $1 AND lease_owner = $2 AND lease_until > $3`
+
+	releaseSQL = `WITH w AS (
+		UPDATE hrns_sessions SET lease_owner = '', lease_until = NULL
+		WHERE id = $1 AND lease_owner = $2
+		RETURNING id, true AS work
+	)
+	SELECT ` + notifySQL + ` FROM w`
+
+	// nextWakeSQL: a session held by a live lease is due when the lease
+	// expires (or at its wake-up time, if later, when it does not need a
+	// worker now); a free one at its wake-up time. Runnable free sessions
+	// are Claim's now, not a time to come.
+	nextWakeSQL = `SELECT min(CASE
+			WHEN lease_owner <> '' AND lease_until > $1 THEN
+				CASE WHEN NOT runnable AND wake_at > lease_until THEN wake_at ELSE lease_until END
+			ELSE wake_at END)
+		FROM hrns_sessions
+		WHERE (runnable OR wake_at IS NOT NULL) AND NOT (runnable AND (lease_owner = '' OR lease_until <= $1))`
+)
+
+// The statements with their parameter numbers filled in.
+var (
+	createStmt  = fmt.Sprintf(createSQL, 20, 21, 22, 23)
+	updateStmt  = fmt.Sprintf(updateSQL, 18, 19, 20, 21)
+	releaseStmt = fmt.Sprintf(releaseSQL, 3)
+)
+
+type scanner interface{ Scan(...any) error }
+
+func scanSession(sc scanner) (*store.Session, error) {
+	var (
+		s                                                     store.Session
+		wake, leaseUntil, created, started, finished, updated pgtype.Timestamptz
+		request, state, answer                                []byte
+	)
+	err := sc.Scan(&s.ID, &s.Owner, &s.IdempotencyKey, &s.RequestHash, &s.Status, &s.Agent, &s.FirstMessage,
+		&request, &state, &answer, &s.Error, &s.ErrorCode, &s.Runnable, &wake, &s.LeaseOwner, &leaseUntil,
+		&s.Version, &s.EventCount, &created, &started, &finished, &updated)
+	if err != nil {
+		return nil, err
+	}
+	s.Request, s.State, s.Answer = request, state, answer
+	s.WakeAt, s.LeaseUntil = fromTS(wake), fromTS(leaseUntil)
+	s.CreatedAt, s.StartedAt, s.FinishedAt, s.UpdatedAt = fromTS(created), fromTS(started), fromTS(finished), fromTS(updated)
+	return &s, nil
+}
+
+// ts is a time as a parameter: NULL for the zero time.
+func ts(t time.Time) pgtype.Timestamptz {
+	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
+}
+
+func fromTS(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
+// doc passes a JSON document as bytea; nil is NULL.
+func doc(b []byte) []byte { return b }
+
+// eventArrays returns the events as the arrays insertEventsSQL takes,
+// numbering them from base and timing them at now when they have no time.
+func eventArrays(events []store.Event, base int64, now time.Time) (types []string, data [][]byte, times []time.Time) {
+	types = make([]string, len(events))
+	data = make([][]byte, len(events))
+	times = make([]time.Time, len(events))
+	for i := range events {
+		e := &events[i]
+		e.Index = base + int64(i)
+		if e.Time.IsZero() {
+			e.Time = now
+		}
+		types[i], data[i], times[i] = e.Type, e.Data, e.Time
+		if data[i] == nil {
+			data[i] = []byte("null")
+		}
+	}
+	return types, data, times
+}
+
+// wrap reports errors after Close as store.ErrClosed.
+func (s *Store) wrap(err error) error {
+	if err != nil && s.closed.Load() {
+		return fmt.Errorf("%w: %w", store.ErrClosed, err)
+	}
+	return err
+}
+
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return nil
+}
+
+// CreateSession implements [store.Store].
+func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events []store.Event) (*store.Session, bool, error) {
+	if err := s.check(); err != nil {
+		return nil, false, err
+	}
+	now := time.Now().UTC()
+	n := *sess
+	if n.CreatedAt.IsZero() {
+		n.CreatedAt = now
+	}
+	if n.UpdatedAt.IsZero() {
+		n.UpdatedAt = n.CreatedAt
+	}
+	n.Version = 1
+	n.EventCount = int64(len(events))
+	n.LeaseOwner, n.LeaseUntil = "", time.Time{}
+	types, data, times := eventArrays(events, 0, now)
+	rows, err := s.pool.Query(ctx, createStmt,
+		n.ID, n.Owner, n.IdempotencyKey, n.RequestHash, n.Status, n.Agent, n.FirstMessage,
+		doc(n.Request), doc(n.State), doc(n.Answer), n.Error, n.ErrorCode, n.Runnable, ts(n.WakeAt),
+		n.EventCount, ts(n.CreatedAt), ts(n.StartedAt), ts(n.FinishedAt), ts(n.UpdatedAt),
+		types, data, times, s.channel)
+	if err != nil {
+		return nil, false, fmt.Errorf("create session: %w", s.wrap(err))
+	}
+	created := 0
+	for rows.Next() {
+		created++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("create session: %w", s.wrap(err))
+	}
+	if created == 1 {
+		return &n, true, nil
+	}
+	// The owner has a session with this idempotency key.
+	existing, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM hrns_sessions WHERE owner = $1 AND idempotency_key = $2`, n.Owner, n.IdempotencyKey))
+	if err != nil {
+		return nil, false, fmt.Errorf("create session: read the session of idempotency key: %w", s.wrap(err))
+	}
+	return existing, false, nil
+}
+
+// GetSession implements [store.Store].
+func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	got, err := scanSession(s.pool.QueryRow(ctx, getSQL, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get session: %w", s.wrap(err))
+	}
+	return got, nil
+}
+
+// ListSessions implements [store.Store].
+func (s *Store) ListSessions(ctx context.Context, p *store.ListParams) ([]*store.Session, int, error) {
+	if err := s.check(); err != nil {
+		return nil, 0, err
+	}
+	where := `owner = $1`
+	args := []any{p.Owner}
+	if len(p.Statuses) > 0 {
+		where += ` AND status = ANY($2)`
+		args = append(args, p.Statuses)
+	}
+	var total int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM hrns_sessions WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("list sessions: %w", s.wrap(err))
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	order := "DESC"
+	if p.Ascending {
+		order = "ASC"
+	}
+	n := len(args)
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT %s FROM hrns_sessions WHERE %s ORDER BY created_at %s, id %s LIMIT $%d OFFSET $%d`,
+		sessionColumns, where, order, order, n+1, n+2), append(args, limit, max(p.Offset, 0))...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list sessions: %w", s.wrap(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.Session, error) { return scanSession(r) })
+	if err != nil {
+		return nil, 0, fmt.Errorf("list sessions: %w", s.wrap(err))
+	}
+	return out, total, nil
+}
+
+// UpdateSession implements [store.Store].
+func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events []store.Event, opts *store.UpdateOptions) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	var o store.UpdateOptions
+	if opts != nil {
+		o = *opts
+	}
+	now := time.Now().UTC()
+	// The indexes are known once the statement has read the count; the
+	// arrays carry the events in order and the statement numbers them.
+	types, data, times := eventArrays(events, 0, now)
+	var base int64
+	var notified bool
+	err := s.pool.QueryRow(ctx, updateStmt,
+		sess.ID, sess.Status, sess.Agent, sess.FirstMessage, doc(sess.State), doc(sess.Answer),
+		sess.Error, sess.ErrorCode, sess.Runnable, ts(sess.WakeAt), int64(len(events)),
+		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease,
+		types, data, times, s.channel).Scan(&base, &notified)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = s.whyNotUpdated(ctx, sess, &o, now)
+	}
+	if err != nil {
+		return fmt.Errorf("update session %s: %w", sess.ID, s.wrap(err))
+	}
+	for i := range events {
+		events[i].Index = base + int64(i)
+	}
+	sess.Version++
+	sess.EventCount = base + int64(len(events))
+	sess.UpdatedAt = now
+	if o.Release {
+		sess.LeaseOwner, sess.LeaseUntil = "", time.Time{}
+	}
+	return nil
+}
+
+// whyNotUpdated tells why an update wrote nothing: the session does not
+// exist, the caller lost its lease, or someone committed since it read.
+func (s *Store) whyNotUpdated(ctx context.Context, sess *store.Session, o *store.UpdateOptions, now time.Time) error {
+	var version int64
+	var owner string
+	var until pgtype.Timestamptz
+	err := s.pool.QueryRow(ctx, `SELECT version, lease_owner, lease_until FROM hrns_sessions WHERE id = $1`, sess.ID).Scan(&version, &owner, &until)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return store.ErrNotFound
+	case err != nil:
+		return err
+	case o.Lease != "" && (owner != o.Lease || !fromTS(until).After(now)):
+		return store.ErrLeaseLost
+	}
+	return store.ErrConflict
+}
+
+// Events implements [store.Store].
+func (s *Store) Events(ctx context.Context, id string, from int64, limit int) ([]store.Event, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	var lim *int64
+	if limit > 0 {
+		l := int64(limit)
+		lim = &l
+	}
+	rows, err := s.pool.Query(ctx, eventsSQL, id, from, lim)
+	if err != nil {
+		return nil, fmt.Errorf("events: %w", s.wrap(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
+		var e store.Event
+		var data []byte
+		var t time.Time
+		err := r.Scan(&e.Index, &e.Type, &data, &t)
+		e.Data, e.Time = data, t.UTC()
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("events: %w", s.wrap(err))
+	}
+	if len(out) == 0 {
+		if err := s.mustExist(ctx, id); err != nil {
+			return nil, fmt.Errorf("events: %w", err)
+		}
+		return nil, nil
+	}
+	return out, nil
+}
+
+// mustExist returns store.ErrNotFound when no session has the id.
+func (s *Store) mustExist(ctx context.Context, id string) error {
+	var exists bool
+	if err := s.pool.QueryRow(ctx, existsSQL, id).Scan(&exists); err != nil {
+		return s.wrap(err)
+	}
+	if !exists {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// Claim implements [store.Store].
+func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, claimSQL, ts(p.Now), max(p.Limit, 1), p.Owner, ts(p.Now.Add(p.TTL)))
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", s.wrap(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.Session, error) { return scanSession(r) })
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", s.wrap(err))
+	}
+	slices.SortFunc(out, func(a, b *store.Session) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	// The lease as the caller asked for it, not rounded to microseconds.
+	for _, got := range out {
+		got.LeaseUntil = p.Now.Add(p.TTL)
+	}
+	return out, nil
+}
+
+// Renew implements [store.Store].
+func (s *Store) Renew(ctx context.Context, id, owner string, until time.Time) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, renewSQL, id, owner, ts(time.Now()), ts(until))
+	if err != nil {
+		return fmt.Errorf("renew lease of %s: %w", id, s.wrap(err))
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	if err := s.mustExist(ctx, id); err != nil {
+		return fmt.Errorf("renew lease of %s: %w", id, err)
+	}
+	return fmt.Errorf("renew lease of %s: %w", id, store.ErrLeaseLost)
+}
+
+// Release implements [store.Store].
+func (s *Store) Release(ctx context.Context, id, owner string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	rows, err := s.pool.Query(ctx, releaseStmt, id, owner, s.channel)
+	if err != nil {
+		return fmt.Errorf("release lease of %s: %w", id, s.wrap(err))
+	}
+	released := 0
+	for rows.Next() {
+		released++
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("release lease of %s: %w", id, s.wrap(err))
+	}
+	if released == 0 {
+		if err := s.mustExist(ctx, id); err != nil {
+			return fmt.Errorf("release lease of %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// NextWake implements [store.Store].
+func (s *Store) NextWake(ctx context.Context, now time.Time) (time.Time, error) {
+	if err := s.check(); err != nil {
+		return time.Time{}, err
+	}
+	var next pgtype.Timestamptz
+	if err := s.pool.QueryRow(ctx, nextWakeSQL, ts(now)).Scan(&next); err != nil {
+		return time.Time{}, fmt.Errorf("next wake: %w", s.wrap(err))
+	}
+	return fromTS(next), nil
+}
+
+// Subscribe implements [store.Store]. Notifications come from the
+// listening connection, for changes committed by any process.
+func (s *Store) Subscribe(topic string) (<-chan struct{}, func()) {
+	return s.hub.subscribe(topic)
+}
