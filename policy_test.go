@@ -19,9 +19,10 @@ const module = "github.com/hrns-dev/hrns"
 var allowed = map[string][]string{
 	"llm":                         {},
 	"llm/llmtest":                 {"llm"},
-	"openai":                      {"llm"},
+	"internal/sse":                {},
+	"openai":                      {"llm", "internal/sse"},
 	"openai/openaitest":           {"llm"},
-	"anthropic":                   {"llm"},
+	"anthropic":                   {"llm", "internal/sse"},
 	"loop":                        {"llm"},
 	"store":                       {},
 	"store/sqlite":                {"store"},

@@ -294,7 +294,7 @@ func TestStreamErrorEventTypes(t *testing.T) {
 		{`{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}`, nil, false},
 	}
 	for _, tt := range tests {
-		srv := serveSSE(t, []byte(sse(evStart, tt.event)))
+		srv := serveSSE(t, []byte(eventStream(evStart, tt.event)))
 		_, err := collect(testClient(srv).Stream(context.Background(), userRequest("hi")))
 		if _, ok := errors.AsType[*llm.APIError](err); !ok {
 			t.Fatalf("%s: error %v is not an *llm.APIError", tt.event, err)

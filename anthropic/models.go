@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/hrns-dev/hrns/internal/sse"
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -67,7 +68,7 @@ func (c *Client) modelsPage(ctx context.Context, path string) (*modelList, error
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxLineSize))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, sse.MaxLineSize))
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -11,132 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hrns-dev/hrns/internal/sse"
 	"github.com/hrns-dev/hrns/llm"
 )
-
-// maxLineSize bounds one line of an event stream, and the body of a
-// non-streamed answer. A longer line fails the stream with an error wrapping
-// [bufio.ErrTooLong].
-const maxLineSize = 16 << 20
-
-// sseReader splits a server-sent event stream into events: the name from
-// the "event" field and the data.
-//
-// It follows the WHATWG event stream format: lines end in LF, CRLF or CR;
-// a blank line ends an event; "data" lines are joined with "\n"; lines
-// starting with ":" are comments; the last "event" line names the event;
-// "id", "retry" and unknown fields are ignored; a single space after the
-// colon is dropped; a leading byte order mark is skipped; an event without
-// data is not dispatched. Unlike the standard, an event still open when the
-// input ends is returned rather than discarded, so that a stream cut short
-// is reported as such rather than as a stream that merely stopped early.
-type sseReader struct {
-	sc    *bufio.Scanner
-	data  []byte
-	event []byte
-	// started is set once the first line (and any byte order mark on it)
-	// has been seen.
-	started bool
-	// unterminated is set when the event last returned was cut by the end
-	// of the input rather than ended by a blank line.
-	unterminated bool
-}
-
-// init makes r read from rd.
-func (r *sseReader) init(rd io.Reader) {
-	r.sc = bufio.NewScanner(rd)
-	r.sc.Buffer(make([]byte, 0, 8<<10), maxLineSize)
-	r.sc.Split(scanLines)
-	r.data = r.data[:0]
-	r.event = r.event[:0]
-	r.started = false
-	r.unterminated = false
-}
-
-// next returns the name and data of the next event that has a data field.
-// The slices are valid until the following call. It returns io.EOF at the
-// end of the input, or the error that stopped reading it.
-func (r *sseReader) next() (event, data []byte, err error) {
-	r.data = r.data[:0]
-	r.event = r.event[:0]
-	hasData := false
-	for r.sc.Scan() {
-		line := r.sc.Bytes()
-		if !r.started {
-			r.started = true
-			line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
-		}
-		if len(line) == 0 {
-			if hasData {
-				return r.event, r.data, nil
-			}
-			r.event = r.event[:0]
-			continue
-		}
-		if line[0] == ':' {
-			continue
-		}
-		field, value := line, []byte(nil)
-		if i := bytes.IndexByte(line, ':'); i >= 0 {
-			field, value = line[:i], line[i+1:]
-			if len(value) > 0 && value[0] == ' ' {
-				value = value[1:]
-			}
-		}
-		switch string(field) {
-		case "data":
-			if hasData {
-				r.data = append(r.data, '\n')
-			}
-			r.data = append(r.data, value...)
-			hasData = true
-		case "event":
-			r.event = append(r.event[:0], value...)
-		}
-	}
-	if err := r.sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, nil, fmt.Errorf("event stream line longer than %d bytes: %w", maxLineSize, err)
-		}
-		return nil, nil, err
-	}
-	if hasData {
-		r.unterminated = true
-		return r.event, r.data, nil
-	}
-	return nil, nil, io.EOF
-}
-
-// scanLines is a [bufio.SplitFunc] for event stream lines, which end in
-// LF, CRLF or a lone CR. The terminator is not part of the token.
-func scanLines(data []byte, atEOF bool) (advance int, token []byte, err error) {
-	if atEOF && len(data) == 0 {
-		return 0, nil, nil
-	}
-	// Two vectorised searches beat one IndexAny: the scanner searches its
-	// whole buffer again after each read while a long line arrives.
-	end := bytes.IndexByte(data, '\n')
-	if end < 0 {
-		end = len(data)
-	}
-	if cr := bytes.IndexByte(data[:end], '\r'); cr >= 0 {
-		switch {
-		case cr+1 < len(data) && data[cr+1] == '\n':
-			return cr + 2, data[:cr], nil
-		case cr+1 < len(data) || atEOF:
-			return cr + 1, data[:cr], nil
-		}
-		// A CR at the end of the buffer: an LF may follow.
-		return 0, nil, nil
-	}
-	if end < len(data) {
-		return end + 1, data[:end], nil
-	}
-	if atEOF {
-		return len(data), data, nil
-	}
-	return 0, nil, nil
-}
 
 // eventWire is one event of a Messages stream. It is reused from event to
 // event: the type fields, which every event repeats, are raw so that
@@ -267,7 +143,7 @@ type blockState struct {
 // decoder turns a Messages event stream, or a non-streamed JSON message,
 // into chunks.
 type decoder struct {
-	sse  sseReader
+	sse  sse.Reader
 	body io.Reader
 	// jsonBody is set when the server answered with one JSON message.
 	jsonBody  bool
@@ -295,7 +171,7 @@ type decoder struct {
 func (d *decoder) init(body io.Reader, jsonBody bool) {
 	*d = decoder{body: body, jsonBody: jsonBody, out: d.out[:0], sse: d.sse, wire: d.wire, ev: d.ev}
 	if !jsonBody {
-		d.sse.init(body)
+		d.sse.Init(body)
 	}
 }
 
@@ -311,7 +187,7 @@ func (d *decoder) next() ([]llm.Chunk, error) {
 		return d.decodeJSONBody()
 	}
 	for len(d.out) == 0 && !d.done {
-		event, data, err := d.sse.next()
+		event, data, err := d.sse.Next()
 		switch {
 		case err == io.EOF:
 			if !d.sawStop {
@@ -332,12 +208,12 @@ func (d *decoder) next() ([]llm.Chunk, error) {
 
 // decodeJSONBody reads a whole non-streamed message.
 func (d *decoder) decodeJSONBody() ([]llm.Chunk, error) {
-	data, err := io.ReadAll(io.LimitReader(d.body, maxLineSize+1))
+	data, err := io.ReadAll(io.LimitReader(d.body, sse.MaxLineSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: reading response: %w", err)
 	}
-	if len(data) > maxLineSize {
-		return nil, fmt.Errorf("anthropic: response larger than %d bytes", maxLineSize)
+	if len(data) > sse.MaxLineSize {
+		return nil, fmt.Errorf("anthropic: response larger than %d bytes", sse.MaxLineSize)
 	}
 	var m messageWire
 	if err := json.Unmarshal(data, &m); err != nil {
@@ -366,7 +242,7 @@ func (d *decoder) handle(event, data []byte) error {
 	w := &d.wire
 	w.reset()
 	if err := d.decodeEvent(data, w); err != nil {
-		if d.sse.unterminated {
+		if d.sse.Unterminated() {
 			return fmt.Errorf("anthropic: stream ended inside an event: %w", io.ErrUnexpectedEOF)
 		}
 		return fmt.Errorf("anthropic: decoding stream event %.200q: %w", data, err)

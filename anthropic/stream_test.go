@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hrns-dev/hrns/llm"
@@ -255,9 +254,9 @@ func TestStreamErrorEvent(t *testing.T) {
 	}
 }
 
-// sse renders events as an Anthropic event stream: each event is the JSON
-// of its data, and its type names the event.
-func sse(events ...string) string {
+// eventStream renders events as an Anthropic event stream: each event is
+// the JSON of its data, and its type names the event.
+func eventStream(events ...string) string {
 	var b strings.Builder
 	for _, ev := range events {
 		typ := ev
@@ -284,13 +283,13 @@ func TestStreamProtocolErrors(t *testing.T) {
 		stream string
 		want   string // in the error
 	}{
-		{"delta before start", sse(evStart, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`), "content block 0, which was not started"},
-		{"stop before start", sse(evStart, `{"type":"content_block_stop","index":3}`), "content block 3 stopped, but was not started"},
-		{"started twice", sse(evStart, evTextStart, evTextStart), "content block 0 started twice"},
-		{"delta of the wrong type", sse(evStart, evTextStart, `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}`), "input_json_delta for content block 0 of type text"},
+		{"delta before start", eventStream(evStart, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`), "content block 0, which was not started"},
+		{"stop before start", eventStream(evStart, `{"type":"content_block_stop","index":3}`), "content block 3 stopped, but was not started"},
+		{"started twice", eventStream(evStart, evTextStart, evTextStart), "content block 0 started twice"},
+		{"delta of the wrong type", eventStream(evStart, evTextStart, `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}`), "input_json_delta for content block 0 of type text"},
 		{"not JSON", "event: ping\ndata: {not json}\n\n", "decoding stream event"},
 		{"two values", "data: {\"type\":\"ping\"} {}\n\n", "data after its JSON value"},
-		{"error event without error", sse(`{"type":"error"}`), "error event without an error object"},
+		{"error event without error", eventStream(`{"type":"error"}`), "error event without an error object"},
 		{"empty stream", "", "stream ended before the response was complete"},
 	}
 	for _, tt := range tests {
@@ -360,7 +359,7 @@ func TestStreamToolInputEdgeCases(t *testing.T) {
 			}
 			events = append(events, `{"type":"content_block_stop","index":0}`, evStop, evEnd)
 			var d decoder
-			chunks, err := decodeAll(&d, strings.NewReader(sse(events...)), false)
+			chunks, err := decodeAll(&d, strings.NewReader(eventStream(events...)), false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -383,7 +382,7 @@ func TestStreamDuplicateToolIDs(t *testing.T) {
 	start := func(i int, id string) string {
 		return fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":%q,"name":"f","input":{}}}`, i, id)
 	}
-	stream := sse(evStart, start(0, "call_1"), start(1, "call_1"), start(2, "toolu_a"), start(3, "toolu_a"), start(4, ""), evEnd)
+	stream := eventStream(evStart, start(0, "call_1"), start(1, "call_1"), start(2, "toolu_a"), start(3, "toolu_a"), start(4, ""), evEnd)
 	var d decoder
 	chunks, err := decodeAll(&d, strings.NewReader(stream), false)
 	if err != nil {
@@ -401,7 +400,7 @@ func TestStreamDuplicateToolIDs(t *testing.T) {
 func TestStreamBlocksOutOfOrder(t *testing.T) {
 	t.Parallel()
 	// Blocks are assembled in index order, whatever order they arrive in.
-	stream := sse(evStart,
+	stream := eventStream(evStart,
 		`{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`,
 		`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
 		`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"answer"}}`,
@@ -500,63 +499,6 @@ func TestNormalizeFinish(t *testing.T) {
 	for _, tt := range tests {
 		if got := normalizeFinish(tt.reason, tt.hasCalls); got != tt.want {
 			t.Errorf("normalizeFinish(%q, %v) = %q, want %q", tt.reason, tt.hasCalls, got, tt.want)
-		}
-	}
-}
-
-// sseEvent is an event as the sseReader returns it.
-type sseEvent struct{ Event, Data string }
-
-// readEvents reads all events of an event stream.
-func readEvents(r io.Reader) ([]sseEvent, error) {
-	var sr sseReader
-	sr.init(r)
-	var out []sseEvent
-	for {
-		ev, data, err := sr.next()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return out, err
-		}
-		out = append(out, sseEvent{string(ev), string(data)})
-	}
-}
-
-func TestSSEReader(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		in   string
-		want []sseEvent
-	}{
-		{"one event", "event: ping\ndata: {}\n\n", []sseEvent{{"ping", "{}"}}},
-		{"no event name", "data: x\n\n", []sseEvent{{"", "x"}}},
-		{"name does not leak into the next event", "event: a\ndata: 1\n\ndata: 2\n\n", []sseEvent{{"a", "1"}, {"", "2"}}},
-		{"event without data is dropped with its name", "event: ping\n\ndata: 2\n\n", []sseEvent{{"", "2"}}},
-		{"last name wins", "event: a\nevent: b\ndata: x\n\n", []sseEvent{{"b", "x"}}},
-		{"multi-line data", "data: a\ndata: b\n\n", []sseEvent{{"", "a\nb"}}},
-		{"CRLF and CR", "event: e\r\ndata: a\r\n\r\ndata: b\r\r", []sseEvent{{"e", "a"}, {"", "b"}}},
-		{"comments and other fields", ": hi\nid: 1\nretry: 5\ndata: a\n\n", []sseEvent{{"", "a"}}},
-		{"no space after colon, extra spaces kept", "data:a\ndata:  b\n\n", []sseEvent{{"", "a\n b"}}},
-		{"field without colon", "data\n\n", []sseEvent{{"", ""}}},
-		{"byte order mark", "\xEF\xBB\xBFdata: a\n\n", []sseEvent{{"", "a"}}},
-		{"unterminated last event", "data: a\n\ndata: b", []sseEvent{{"", "a"}, {"", "b"}}},
-		{"blank lines only", "\n\n\r\n", nil},
-	}
-	for _, tt := range tests {
-		for name, r := range map[string]io.Reader{
-			"whole":    strings.NewReader(tt.in),
-			"one byte": iotest.OneByteReader(strings.NewReader(tt.in)),
-		} {
-			got, err := readEvents(r)
-			if err != nil {
-				t.Fatalf("%s (%s): %v", tt.name, name, err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("%s (%s): events mismatch (-want +got):\n%s", tt.name, name, diff)
-			}
 		}
 	}
 }

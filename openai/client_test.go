@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hrns-dev/hrns/internal/sse"
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -352,7 +353,7 @@ func TestStreamLineTooLong(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Write([]byte("data: "))
-		w.Write([]byte(strings.Repeat("x", maxLineSize+1)))
+		w.Write([]byte(strings.Repeat("x", sse.MaxLineSize+1)))
 	}))
 	defer srv.Close()
 	_, err := collect(testClient(srv).Stream(context.Background(), userRequest("hi")))

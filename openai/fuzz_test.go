@@ -4,93 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
-	"testing/iotest"
 
 	"github.com/hrns-dev/hrns/llm"
 )
-
-// refEvents is a direct, whole-input reading of the event stream format,
-// against which FuzzSSE checks the incremental reader.
-func refEvents(in string) []string {
-	in = strings.TrimPrefix(in, "\uFEFF")
-	var lines []string
-	for in != "" {
-		i := strings.IndexAny(in, "\r\n")
-		if i < 0 {
-			lines = append(lines, in)
-			break
-		}
-		lines = append(lines, in[:i])
-		if strings.HasPrefix(in[i:], "\r\n") {
-			in = in[i+2:]
-		} else {
-			in = in[i+1:]
-		}
-	}
-	var events, data []string
-	flush := func() {
-		if data != nil {
-			events = append(events, strings.Join(data, "\n"))
-		}
-		data = nil
-	}
-	for _, l := range lines {
-		switch {
-		case l == "":
-			flush()
-		case l[0] == ':':
-		default:
-			field, value, found := strings.Cut(l, ":")
-			if found {
-				value = strings.TrimPrefix(value, " ")
-			}
-			if field == "data" {
-				data = append(data, value)
-			}
-		}
-	}
-	flush()
-	return events
-}
-
-func FuzzSSE(f *testing.F) {
-	for _, name := range []string{"text.sse", "sse_format.sse", "reasoning_openrouter.sse"} {
-		f.Add(readTestdata(f, name))
-	}
-	for _, s := range []string{
-		"data: a\r\rdata: b\r\n\r\ndata:c\n\n",
-		"\xEF\xBB\xBFdata: x\ndata:  y\n\n: c\nevent: e\n\ndata",
-		"data: a\r",
-		"data\n\ndata:\n\n\r\n",
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		want := refEvents(string(in))
-		readers := map[string]io.Reader{
-			"whole":    bytes.NewReader(in),
-			"one byte": iotest.OneByteReader(bytes.NewReader(in)),
-			"halves":   iotest.HalfReader(bytes.NewReader(in)),
-		}
-		for name, r := range readers {
-			got, err := readEvents(r)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
-				t.Fatalf("%s: events %q, want %q", name, got, want)
-			}
-			for _, ev := range got {
-				if strings.ContainsRune(ev, '\r') {
-					t.Fatalf("%s: event %q holds a CR", name, ev)
-				}
-			}
-		}
-	})
-}
 
 // FuzzAccumulate feeds lines of tool_calls JSON, one array of deltas per
 // line, through the decoder and checks the tool calls it assembles.

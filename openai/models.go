@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/hrns-dev/hrns/internal/sse"
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -23,7 +24,7 @@ func (c *Client) ListModels(ctx context.Context) ([]llm.ModelInfo, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxLineSize))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, sse.MaxLineSize))
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr

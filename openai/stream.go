@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -9,123 +8,9 @@ import (
 	"io"
 	"strings"
 
+	"github.com/hrns-dev/hrns/internal/sse"
 	"github.com/hrns-dev/hrns/llm"
 )
-
-// maxLineSize bounds one line of an event stream, and the body of a
-// non-streamed answer. A longer line fails the stream with an error wrapping
-// [bufio.ErrTooLong].
-const maxLineSize = 16 << 20
-
-// sseReader splits a server-sent event stream into the data of its events.
-//
-// It follows the WHATWG event stream format: lines end in LF, CRLF or CR;
-// a blank line ends an event; "data" lines are joined with "\n"; lines
-// starting with ":" are comments; "event", "id", "retry" and unknown fields
-// are ignored; a single space after the colon is dropped; a leading byte
-// order mark is skipped. Unlike the standard, an event still open when the
-// input ends is returned rather than discarded, since some servers end the
-// stream without a final blank line.
-type sseReader struct {
-	sc   *bufio.Scanner
-	data []byte
-	// started is set once the first line (and any byte order mark on it)
-	// has been seen.
-	started bool
-	// unterminated is set when the event last returned was cut by the end
-	// of the input rather than ended by a blank line.
-	unterminated bool
-}
-
-// init makes r read from rd.
-func (r *sseReader) init(rd io.Reader) {
-	r.sc = bufio.NewScanner(rd)
-	r.sc.Buffer(make([]byte, 0, 8<<10), maxLineSize)
-	r.sc.Split(scanLines)
-	r.data = r.data[:0]
-	r.started = false
-	r.unterminated = false
-}
-
-// next returns the data of the next event that has a data field. The slice
-// is valid until the following call. It returns io.EOF at the end of the
-// input, or the error that stopped reading it.
-func (r *sseReader) next() ([]byte, error) {
-	r.data = r.data[:0]
-	hasData := false
-	for r.sc.Scan() {
-		line := r.sc.Bytes()
-		if !r.started {
-			r.started = true
-			line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
-		}
-		if len(line) == 0 {
-			if hasData {
-				return r.data, nil
-			}
-			continue
-		}
-		if line[0] == ':' {
-			continue
-		}
-		field, value := line, []byte(nil)
-		if i := bytes.IndexByte(line, ':'); i >= 0 {
-			field, value = line[:i], line[i+1:]
-			if len(value) > 0 && value[0] == ' ' {
-				value = value[1:]
-			}
-		}
-		if string(field) != "data" {
-			continue
-		}
-		if hasData {
-			r.data = append(r.data, '\n')
-		}
-		r.data = append(r.data, value...)
-		hasData = true
-	}
-	if err := r.sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("event stream line longer than %d bytes: %w", maxLineSize, err)
-		}
-		return nil, err
-	}
-	if hasData {
-		r.unterminated = true
-		return r.data, nil
-	}
-	return nil, io.EOF
-}
-
-// scanLines is a [bufio.SplitFunc] for event stream lines, which end in
-// LF, CRLF or a lone CR. The terminator is not part of the token.
-func scanLines(data []byte, atEOF bool) (advance int, token []byte, err error) {
-	if atEOF && len(data) == 0 {
-		return 0, nil, nil
-	}
-	lf := bytes.IndexByte(data, '\n')
-	end := lf
-	if end < 0 {
-		end = len(data)
-	}
-	if cr := bytes.IndexByte(data[:end], '\r'); cr >= 0 {
-		switch {
-		case cr+1 < len(data) && data[cr+1] == '\n':
-			return cr + 2, data[:cr], nil
-		case cr+1 < len(data) || atEOF:
-			return cr + 1, data[:cr], nil
-		}
-		// A CR at the end of the buffer: an LF may follow.
-		return 0, nil, nil
-	}
-	if lf >= 0 {
-		return lf + 1, data[:lf], nil
-	}
-	if atEOF {
-		return len(data), data, nil
-	}
-	return 0, nil, nil
-}
 
 // chunkWire is one streamed chat.completion.chunk, or a whole
 // chat.completion when a server does not stream. It is reused from event to
@@ -312,7 +197,7 @@ var doneData = []byte("[DONE]")
 
 // decoder turns an event stream, or a non-streamed JSON answer, into chunks.
 type decoder struct {
-	sse  sseReader
+	sse  sse.Reader
 	body io.Reader
 	// jsonBody is set when the server answered with one JSON completion.
 	jsonBody  bool
@@ -341,7 +226,7 @@ type decoder struct {
 func (d *decoder) init(body io.Reader, jsonBody bool) {
 	*d = decoder{body: body, jsonBody: jsonBody, out: d.out[:0], sse: d.sse, wire: d.wire, ev: d.ev}
 	if !jsonBody {
-		d.sse.init(body)
+		d.sse.Init(body)
 	}
 }
 
@@ -357,7 +242,7 @@ func (d *decoder) next() ([]llm.Chunk, error) {
 		return d.decodeJSONBody()
 	}
 	for len(d.out) == 0 {
-		data, err := d.sse.next()
+		_, data, err := d.sse.Next()
 		switch {
 		case err == io.EOF:
 			if !d.sawFinish {
@@ -382,12 +267,12 @@ func (d *decoder) next() ([]llm.Chunk, error) {
 
 // decodeJSONBody reads a whole non-streamed answer.
 func (d *decoder) decodeJSONBody() ([]llm.Chunk, error) {
-	data, err := io.ReadAll(io.LimitReader(d.body, maxLineSize+1))
+	data, err := io.ReadAll(io.LimitReader(d.body, sse.MaxLineSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("openai: reading response: %w", err)
 	}
-	if len(data) > maxLineSize {
-		return nil, fmt.Errorf("openai: response larger than %d bytes", maxLineSize)
+	if len(data) > sse.MaxLineSize {
+		return nil, fmt.Errorf("openai: response larger than %d bytes", sse.MaxLineSize)
 	}
 	if err := d.handle(data); err != nil {
 		return nil, err
@@ -400,7 +285,7 @@ func (d *decoder) handle(data []byte) error {
 	w := &d.wire
 	w.reset()
 	if err := d.decodeEvent(data, w); err != nil {
-		if d.sse.unterminated {
+		if d.sse.Unterminated() {
 			return fmt.Errorf("openai: stream ended inside an event: %w", io.ErrUnexpectedEOF)
 		}
 		return fmt.Errorf("openai: decoding stream event %.200q: %w", data, err)

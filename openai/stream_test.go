@@ -1,14 +1,12 @@
 package openai
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"strings"
 	"testing"
-	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hrns-dev/hrns/llm"
@@ -310,99 +308,6 @@ func TestStreamLongText(t *testing.T) {
 	}
 	if diff := cmp.Diff(llm.Usage{InputTokens: 40, OutputTokens: 196}, resp.Usage); diff != "" {
 		t.Errorf("usage mismatch (-want +got):\n%s", diff)
-	}
-}
-
-// readEvents returns the data of every event in an event stream.
-func readEvents(r io.Reader) ([]string, error) {
-	var sr sseReader
-	sr.init(r)
-	var out []string
-	for {
-		data, err := sr.next()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return out, err
-		}
-		out = append(out, string(data))
-	}
-}
-
-func TestSSEReader(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name, in string
-		want     []string
-	}{
-		{"lf", "data: a\n\ndata: b\n\n", []string{"a", "b"}},
-		{"crlf", "data: a\r\n\r\ndata: b\r\n\r\n", []string{"a", "b"}},
-		{"cr", "data: a\r\rdata: b\r\r", []string{"a", "b"}},
-		{"mixed terminators", "data: a\r\n\ndata: b\r\r\ndata: c\n\r", []string{"a", "b", "c"}},
-		{"no space", "data:a\n\n", []string{"a"}},
-		{"only one space dropped", "data:  a \n\n", []string{" a "}},
-		{"multi-line", "data: {\"a\":\ndata: 1}\n\n", []string{"{\"a\":\n1}"}},
-		{"empty data line", "data\n\ndata:\n\n", []string{"", ""}},
-		{"comments", ": hi\n:\ndata: a\n: mid\n\n", []string{"a"}},
-		{"other fields", "event: message\nid: 7\nretry: 10\nfoo: bar\ndata: a\n\n", []string{"a"}},
-		{"event without data", "event: ping\n\n: keep-alive\n\ndata: a\n\n", []string{"a"}},
-		{"extra blank lines", "\n\n\ndata: a\n\n\n\n", []string{"a"}},
-		{"bom", "\xEF\xBB\xBFdata: a\n\n", []string{"a"}},
-		{"bom only at start", "data: \xEF\xBB\xBFa\n\n", []string{"\xEF\xBB\xBFa"}},
-		{"unterminated event", "data: a\n\ndata: [DONE]", []string{"a", "[DONE]"}},
-		{"unterminated after lf", "data: a\n", []string{"a"}},
-		{"colon in value", "data: a: b\n\n", []string{"a: b"}},
-		{"field case matters", "Data: a\n\n", nil},
-		{"empty", "", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := readEvents(strings.NewReader(tt.in))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("events mismatch (-want +got):\n%s", diff)
-			}
-			// Any split of the input into reads gives the same events.
-			got, err = readEvents(iotest.OneByteReader(strings.NewReader(tt.in)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("events read byte by byte mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestSSEReaderLongLines(t *testing.T) {
-	t.Parallel()
-	long := strings.Repeat("x", 1<<20)
-	got, err := readEvents(strings.NewReader("data: " + long + "\n\n"))
-	if err != nil || len(got) != 1 || got[0] != long {
-		t.Fatalf("1 MiB line: got %d events, err %v", len(got), err)
-	}
-
-	tooLong := strings.NewReader("data: " + strings.Repeat("x", maxLineSize) + "\n\n")
-	_, err = readEvents(tooLong)
-	if !errors.Is(err, bufio.ErrTooLong) {
-		t.Fatalf("line over the limit: err = %v, want bufio.ErrTooLong", err)
-	}
-}
-
-func TestSSEReaderReadError(t *testing.T) {
-	t.Parallel()
-	boom := errors.New("boom")
-	r := io.MultiReader(strings.NewReader("data: a\n\ndata: {\"cut"), iotest.ErrReader(boom))
-	got, err := readEvents(r)
-	if !errors.Is(err, boom) {
-		t.Fatalf("err = %v, want %v", err, boom)
-	}
-	if diff := cmp.Diff([]string{"a"}, got); diff != "" {
-		t.Errorf("events mismatch (-want +got):\n%s", diff)
 	}
 }
 
