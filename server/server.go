@@ -9,7 +9,9 @@
 //
 // # Routes
 //
-//	GET    /healthz
+//	GET    /healthz                              this replica's health (200 or 503)
+//	GET    /api/v2/replicas                      the replicas sharing the store
+//	                                             (hrns addition)
 //	POST   /api/v2/sessions                      create (201; Idempotency-Key)
 //	GET    /api/v2/sessions                      list (paged)
 //	GET    /api/v2/sessions/{id}                 the session
@@ -114,12 +116,11 @@ func New(m *session.Manager, opts *Options) *Server {
 		{"POST /api/v2/sessions/{id}/pause", s.control((*session.Manager).Pause)},
 		{"POST /api/v2/sessions/{id}/resume", s.control((*session.Manager).Resume)},
 		{"POST /api/v2/sessions/{id}/force_answer", s.control((*session.Manager).ForceAnswer)},
+		{"GET /api/v2/replicas", s.replicas},
 	} {
 		s.mux.Handle(r.pattern, s.api(r.h))
 	}
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	s.mux.HandleFunc("GET /healthz", s.health)
 	return s
 }
 
@@ -276,6 +277,25 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, owner string) er
 	}
 	w.Header().Set("Location", "/api/v2/sessions/"+v.ID)
 	writeJSON(w, http.StatusCreated, v)
+	return nil
+}
+
+// health answers a load balancer: 200 while this replica works, 503 when
+// it cannot reach the store (other replicas take its sessions over).
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	if err := s.m.Health(); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unhealthy", "replica": s.m.ReplicaID(), "detail": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "replica": s.m.ReplicaID()})
+}
+
+func (s *Server) replicas(w http.ResponseWriter, r *http.Request, _ string) error {
+	rs, err := s.m.Replicas(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": rs})
 	return nil
 }
 

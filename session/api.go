@@ -382,6 +382,45 @@ type View struct {
 	CreatedAt    time.Time       `json:"created_at"`
 	StartedAt    *time.Time      `json:"started_at"`
 	FinishedAt   *time.Time      `json:"finished_at"`
+	// Lease names the replica that drives the session, while one does
+	// (an hrns addition, for operators).
+	Lease *Lease `json:"lease,omitempty"`
+}
+
+// A Lease is a replica's hold on a session: that replica alone runs it
+// until Until, and renews the lease while it does. A lease whose Until
+// has passed belongs to a replica that stopped renewing it (it died or
+// lost the database): another replica takes the session over and goes on
+// from its last checkpoint.
+type Lease struct {
+	Replica string    `json:"replica"`
+	Until   time.Time `json:"until"`
+}
+
+// A Replica is one server process sharing the store, as GET
+// /api/v2/replicas shows it (an hrns addition).
+type Replica struct {
+	// ID is the replica's name in leases ([Options.ReplicaID]).
+	ID string `json:"id"`
+	// Host and PID say where it runs.
+	Host string `json:"host,omitempty"`
+	PID  int    `json:"pid,omitempty"`
+	// Self marks the replica that answered.
+	Self bool `json:"self"`
+	// Healthy says that its last heartbeat is recent: less than its
+	// lease TTL old. A replica that stopped beating died, or cannot
+	// reach the database.
+	Healthy    bool      `json:"healthy"`
+	StartedAt  time.Time `json:"started_at"`
+	LastSeenAt time.Time `json:"last_seen_at"`
+	// Workers is how many sessions it runs at most at once, Running how
+	// many it ran at its last heartbeat.
+	Workers int `json:"workers"`
+	Running int `json:"running"`
+	// Leases is how many sessions it holds now; those of a replica
+	// that is not healthy wait for their leases to expire, and are then
+	// taken over.
+	Leases int `json:"leases"`
 }
 
 // Summary is a session in a listing.

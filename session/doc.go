@@ -33,6 +33,23 @@
 // renew, so a dead worker's sessions are claimed again once its leases
 // expire.
 //
+// # Replicas
+//
+// Several managers, in several processes (replicas), may share one store
+// (store/postgres): any of them accepts any call for any session, since
+// every change goes through the store and wakes the waiters of every
+// replica ([store.Store.Subscribe]). One worker at a time runs a session,
+// the one that holds its lease. A replica that dies leaves leases that
+// expire after [Options.LeaseTTL]; the dispatchers of the others sleep
+// until then and take the sessions over, continuing each from its last
+// checkpoint, as after a restart: the model request in flight is sent
+// again and server tools without a committed result run again (at least
+// once). A worker that loses its lease (it stalled past its TTL) can no
+// longer commit: it stops, and no step is committed twice. With a store
+// that implements [store.Replicas], each manager records a heartbeat;
+// [Manager.Replicas] lists them and [Manager.Health] says whether this
+// one still reaches the store.
+//
 // # Events
 //
 // The event log uses the API's vocabulary. Each event has a type and a

@@ -42,7 +42,15 @@ type Options struct {
 	Workers int
 	// LeaseTTL is how long a worker's claim on a session lasts without
 	// renewal; 0 means 15 seconds. A worker renews it every third of it.
+	// When several processes share the store, it is also how long the
+	// sessions of a process that died wait before another takes them
+	// over, and a process that has not recorded its heartbeat for that
+	// long counts as unhealthy.
 	LeaseTTL time.Duration
+	// ReplicaID names this process in the leases it takes and in the
+	// list of replicas; it must be unique among the processes sharing
+	// the store. Empty means the host name followed by a random suffix.
+	ReplicaID string
 	// TimeoutGrace is how long the final answer asked for at max_time_s
 	// may take before the run is cut; 0 means 30 seconds.
 	TimeoutGrace time.Duration
@@ -72,12 +80,15 @@ type Manager struct {
 	owner string // this process's lease owner id
 	log   *slog.Logger
 
+	started time.Time
+
 	mu       sync.Mutex
 	inflight map[string]bool // owner + idempotency key being created
 	cancel   context.CancelCauseFunc
 	done     chan struct{}
 	running  map[string]context.CancelCauseFunc
 	freed    chan struct{}
+	lastBeat time.Time // the last heartbeat recorded in the store
 }
 
 // New returns a manager of the sessions in st that runs them with model.
@@ -110,7 +121,11 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	m.log = o.Logger
-	m.owner = "worker-" + randomHex(8)
+	m.owner = o.ReplicaID
+	if m.owner == "" {
+		m.owner = defaultReplicaID()
+	}
+	m.started = time.Now().UTC()
 	return m
 }
 
@@ -432,6 +447,9 @@ func view(s *store.Session) (*View, error) {
 	}
 	if v.Request == nil {
 		v.Request = json.RawMessage("{}")
+	}
+	if s.LeaseOwner != "" {
+		v.Lease = &Lease{Replica: s.LeaseOwner, Until: s.LeaseUntil}
 	}
 	return v, nil
 }

@@ -67,11 +67,17 @@ func (m *Manager) Stop(ctx context.Context) error {
 
 // dispatch claims sessions and runs each in a worker goroutine. It sleeps
 // until the store announces work, a wake-up time comes, or a worker frees
-// up: no polling loop.
+// up: no polling loop. Wake-up times include the expiry of leases other
+// replicas hold on sessions that need a worker, so that a replica that
+// dies has its sessions taken over once their leases expire. With a store
+// that keeps replicas, it also records this replica's heartbeat.
 func (m *Manager) dispatch(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer close(m.done)
 	defer wg.Wait()
+	if rs, ok := m.st.(store.Replicas); ok {
+		wg.Go(func() { m.heartbeat(ctx, rs) })
+	}
 	work, unsubscribe := m.st.Subscribe(store.WorkTopic)
 	defer unsubscribe()
 	for ctx.Err() == nil {
