@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/store"
+	"github.com/hrns-dev/hrns/store/postgres"
 	"github.com/hrns-dev/hrns/store/sqlite"
 	"github.com/hrns-dev/hrns/tools"
 )
@@ -40,7 +43,7 @@ type serveOptions struct {
 
 func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on")
-	fs.StringVar(&o.db, "db", "sqlite:hrns.db", "where sessions are stored: sqlite:PATH")
+	fs.StringVar(&o.db, "db", "sqlite:hrns.db", "where sessions are stored: sqlite:PATH, or postgres://... for replicas sharing one database")
 	fs.Var(&o.apiKeys, "api-key", "an accepted API key (repeatable; also HRNS_API_KEYS, comma-separated)")
 	fs.StringVar(&o.config, "config", "", "config file (default ~/.config/hrns/config.toml or .yaml)")
 	fs.StringVar(&o.provider, "provider", "", "provider: openai, anthropic, or a name from the config file")
@@ -59,7 +62,7 @@ func (o *serveOptions) Validate() error {
 	if _, _, err := net.SplitHostPort(o.addr); err != nil {
 		return usagef("--addr %q: %v", o.addr, err)
 	}
-	if _, err := o.sqlitePath(); err != nil {
+	if _, _, err := o.store(); err != nil {
 		return err
 	}
 	if o.workers < 0 || o.maxSteps < 0 {
@@ -68,17 +71,49 @@ func (o *serveOptions) Validate() error {
 	return nil
 }
 
-func (o *serveOptions) sqlitePath() (string, error) {
+// store splits --db into the kind of store ("sqlite" or "postgres") and
+// where it is (a path, or the DSN).
+func (o *serveOptions) store() (kind, where string, err error) {
 	scheme, rest, found := strings.Cut(o.db, ":")
 	switch {
 	case !found:
-		return o.db, nil
+		return "sqlite", o.db, nil
 	case scheme == "sqlite" && rest != "":
-		return rest, nil
+		return "sqlite", rest, nil
 	case scheme == "postgres" || scheme == "postgresql":
-		return "", usagef("--db %s: PostgreSQL is not supported yet; use sqlite:PATH", o.db)
+		if _, err := url.Parse(o.db); err != nil {
+			return "", "", usagef("--db: %v", err)
+		}
+		return "postgres", o.db, nil
 	}
-	return "", usagef("--db %q: want sqlite:PATH", o.db)
+	return "", "", usagef("--db %q: want sqlite:PATH or postgres://USER@HOST:PORT/DATABASE", o.db)
+}
+
+// openStore opens the store of --db and returns it with a description of
+// where it is, for the log. PostgreSQL is for several replicas sharing
+// one database: HRNS_LEASE_TTL (a Go duration) sets how long the sessions
+// of a replica that died wait before another takes them over.
+func (o *serveOptions) openStore(ctx context.Context, getenv func(string) string, opts *session.Options) (store.Store, string, error) {
+	kind, where, _ := o.store()
+	if kind == "sqlite" {
+		st, err := sqlite.Open(where, nil)
+		return st, where, err
+	}
+	if v := getenv("HRNS_LEASE_TTL"); v != "" {
+		ttl, err := time.ParseDuration(v)
+		if err != nil || ttl <= 0 {
+			return nil, "", usagef("HRNS_LEASE_TTL=%q: want a positive duration such as 15s", v)
+		}
+		opts.LeaseTTL = ttl
+	}
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := postgres.Open(octx, where, &postgres.Options{Logger: opts.Logger})
+	if err != nil {
+		return nil, "", err
+	}
+	u, _ := url.Parse(where)
+	return st, u.Redacted(), nil
 }
 
 func serveCommand(ctx context.Context, args []string, stdio *IO) error {
@@ -87,7 +122,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	fs.SetOutput(stdio.Err)
 	o.flags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stdio.Err, "Usage: hrns serve [flags]\n\nServes the sessions API (/api/v2/sessions) with sessions stored in one SQLite file.\n\nFlags:")
+		fmt.Fprintln(stdio.Err, "Usage: hrns serve [flags]\n\nServes the sessions API (/api/v2/sessions) with sessions stored in one SQLite file, or in a PostgreSQL database that several replicas share.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -139,13 +174,15 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 			return err
 		}
 	}
-	path, _ := o.sqlitePath()
-	st, err := sqlite.Open(path, nil)
+	st, where, err := o.openStore(ctx, stdio.getenv, opts)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	m := session.New(st, model, opts)
+	if _, shared := st.(store.Replicas); shared {
+		where += ", replica " + m.ReplicaID()
+	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
@@ -166,7 +203,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if len(keys) == 0 {
 		fmt.Fprintln(stdio.Err, "hrns serve: no API keys: anyone who can reach this machine's loopback can use the API")
 	}
-	fmt.Fprintf(stdio.Err, "hrns serve: listening on http://%s (sessions in %s, model %s)\n", ln.Addr(), path, modelName)
+	fmt.Fprintf(stdio.Err, "hrns serve: listening on http://%s (sessions in %s, model %s)\n", ln.Addr(), where, modelName)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

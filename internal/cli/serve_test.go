@@ -42,7 +42,7 @@ func TestServeOptions(t *testing.T) {
 		{"config agent with file tools needs a workdir", []string{"--addr", "0.0.0.0:0", "--model", "m", "--config", cfgAgent}, map[string]string{"OPENAI_API_KEY": "k"}, "agent reviewer (config (" + cfgAgent + ")) uses read_file"},
 		{"config keys readable by others", []string{"--config", cfgOpen}, nil, "chmod 600"},
 		{"bad addr", []string{"--addr", "nowhere"}, nil, "--addr"},
-		{"postgres", []string{"--db", "postgres://x"}, nil, "PostgreSQL is not supported yet"},
+		{"postgres lease TTL", []string{"--db", "postgres://x", "--addr", "127.0.0.1:0", "--model", "m"}, map[string]string{"OPENAI_API_KEY": "k", "HRNS_LEASE_TTL": "soon"}, "HRNS_LEASE_TTL"},
 		{"bad db", []string{"--db", "mysql:x"}, nil, "want sqlite:PATH"},
 		{"no keys off loopback", []string{"--addr", "0.0.0.0:0"}, nil, "no API keys"},
 		{"no model", []string{"--addr", "127.0.0.1:0"}, map[string]string{"OPENAI_API_KEY": "k"}, "no model configured"},
