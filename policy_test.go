@@ -20,6 +20,7 @@ var allowed = map[string][]string{
 	"llm":                         {},
 	"llm/llmtest":                 {"llm"},
 	"internal/sse":                {},
+	"internal/httpapi":            {"llm"},
 	"openai":                      {"llm", "internal/sse"},
 	"openai/openaitest":           {"llm"},
 	"anthropic":                   {"llm", "internal/sse"},

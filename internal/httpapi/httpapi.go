@@ -1,0 +1,215 @@
+// Package httpapi is the HTTP plumbing the model providers share: sending a
+// request and turning an error status into the provider's error, closing a
+// streamed body when the context ends, recognising a web page where an API
+// answer was expected, and the parts of an error response that every API
+// reports the same way (Retry-After, a body that is not the API's JSON).
+//
+// What is particular to an API stays in its provider: the paths, the
+// authentication and version headers, the format of error bodies and the
+// header that carries the request ID.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// MaxBody bounds a body read whole: a JSON answer such as a model list or a
+// non-streamed completion. It is the longest line of an event stream, so
+// that an answer may be as large unstreamed as streamed.
+const MaxBody = 16 << 20
+
+// maxErrorBody bounds how much of an error response is read.
+const maxErrorBody = 1 << 20
+
+// MaxErrorText bounds the text of a non-JSON error body kept as the message.
+const MaxErrorText = 512
+
+// A Client sends the requests of one provider's API client. A provider
+// builds one per call from its own client's fields.
+type Client struct {
+	// Provider begins the text of the errors the Client makes, as in
+	// "openai: ...".
+	Provider string
+	// HTTP sends the requests. Nil means [http.DefaultClient].
+	HTTP *http.Client
+	// UserAgent is sent as the User-Agent header.
+	UserAgent string
+	// Header, if not nil, sets the API's own headers on every request:
+	// authentication, version.
+	Header func(h http.Header)
+	// Extra holds the caller's headers, set last: each replaces any header
+	// of the same name set before, including those of Header.
+	Extra http.Header
+	// StatusError returns the error for a response with an HTTP status of
+	// 400 or more. It may read the body, which Send closes.
+	StatusError func(resp *http.Response) error
+}
+
+// Send performs one HTTP request to url, with body as its JSON body unless
+// body is nil, asking for the media type accept. It returns a response of
+// a successful status for the caller to read and close. For a status of 400
+// or more it returns the error of c.StatusError. When ctx has ended, it
+// returns ctx's error instead of any other.
+func (c *Client) Send(ctx context.Context, method, url string, body []byte, accept string) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Provider, err)
+	}
+	c.setHeaders(req.Header, body != nil, accept)
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		return nil, fmt.Errorf("%s: %w", c.Provider, err)
+	}
+	if resp.StatusCode >= http.StatusBadRequest {
+		defer resp.Body.Close()
+		statusErr := c.StatusError(resp)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		return nil, statusErr
+	}
+	return resp, nil
+}
+
+// setHeaders sets the headers of every request, then the API's, then the
+// caller's own.
+func (c *Client) setHeaders(h http.Header, hasBody bool, accept string) {
+	if hasBody {
+		h.Set("Content-Type", "application/json")
+	}
+	h.Set("Accept", accept)
+	h.Set("User-Agent", c.UserAgent)
+	if c.Header != nil {
+		c.Header(h)
+	}
+	for k, vs := range c.Extra {
+		h.Del(k)
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+}
+
+// Stream POSTs body to url asking for an event stream, as [Client.Send]
+// does, and arranges for the response body to be closed as soon as ctx
+// ends: the standard transport aborts reads then, but a caller-supplied
+// RoundTripper may not, and closing the body unblocks any reader. Closing
+// the body, which the caller must do, ends the arrangement.
+func (c *Client) Stream(ctx context.Context, url string, body []byte) (*http.Response, error) {
+	resp, err := c.Send(ctx, http.MethodPost, url, body, "text/event-stream")
+	if err != nil {
+		return nil, err
+	}
+	rc := resp.Body
+	resp.Body = &ctxBody{ReadCloser: rc, stop: context.AfterFunc(ctx, func() { rc.Close() })}
+	return resp, nil
+}
+
+// ctxBody is a response body that ctx closes when it ends.
+type ctxBody struct {
+	io.ReadCloser
+	stop func() bool // stops ctx closing the body
+}
+
+// Close stops ctx closing the body, then closes it.
+func (b *ctxBody) Close() error {
+	b.stop()
+	return b.ReadCloser.Close()
+}
+
+// GetJSON GETs url and decodes its JSON answer, of at most [MaxBody] bytes,
+// into v. what names the answer in errors: "model list" gives
+// "openai: decoding model list: ...".
+func (c *Client) GetJSON(ctx context.Context, url, what string, v any) error {
+	resp, err := c.Send(ctx, http.MethodGet, url, nil, "application/json")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody))
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		return fmt.Errorf("%s: reading %s: %w", c.Provider, what, err)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%s: decoding %s: %w", c.Provider, what, err)
+	}
+	return nil
+}
+
+// MediaType returns the bare, lower-case media type of a Content-Type.
+func MediaType(contentType string) string {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// HTMLPage reports whether resp is a web page rather than an API's answer
+// (a wrong base URL, or a proxy's login page: sending the request again
+// will not help), and if so returns at most the first n bytes of its body.
+func HTMLPage(resp *http.Response, n int64) (page []byte, ok bool) {
+	if MediaType(resp.Header.Get("Content-Type")) != "text/html" {
+		return nil, false
+	}
+	page, _ = io.ReadAll(io.LimitReader(resp.Body, n))
+	return page, true
+}
+
+// ErrorBody reads the body of an error response, or as much of it as is
+// worth keeping. It does not close the body.
+func ErrorBody(resp *http.Response) []byte {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return body
+}
+
+// Excerpt returns b as text to quote in an error: without surrounding
+// white space, and at most n bytes of it (see [Truncate]).
+func Excerpt(b []byte, n int) string {
+	return Truncate(strings.TrimSpace(string(b)), n)
+}
+
+// Truncate shortens s to at most n bytes without splitting a rune, marking
+// the cut with "...".
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// RetryAfter returns how long an error response asks the client to wait:
+// its Retry-After header, or for a 429 without one, what reset reads from
+// the API's own rate-limit headers.
+func RetryAfter(resp *http.Response, reset func(http.Header) time.Duration) time.Duration {
+	wait := llm.ParseRetryAfter(resp.Header, time.Now())
+	if wait == 0 && resp.StatusCode == http.StatusTooManyRequests {
+		wait = reset(resp.Header)
+	}
+	return wait
+}
