@@ -244,9 +244,9 @@ func replicaModel(body []byte) openaitest.Reply {
 }
 
 var (
-	oneOrderRE  = regexp.MustCompile(`Check order (\d+)\.`)
+	oneOrderRE    = regexp.MustCompile(`Check order (\d+)\.`)
 	threeOrdersRE = regexp.MustCompile(`Check orders (\d+), (\d+) and (\d+) at once\.`)
-	statusRE = regexp.MustCompile(`status-\d+`)
+	statusRE      = regexp.MustCompile(`status-\d+`)
 )
 
 var orderTool = loop.NewTool("get_order_status", "Look up the status of an order.", func(_ context.Context, in struct {
