@@ -21,7 +21,7 @@ var allowed = map[string][]string{
 	"llm/llmtest":                 {"llm"},
 	"internal/sse":                {},
 	"internal/httpapi":            {"llm"},
-	"openai":                      {"llm", "internal/sse"},
+	"openai":                      {"llm", "internal/httpapi", "internal/sse"},
 	"openai/openaitest":           {"llm"},
 	"anthropic":                   {"llm", "internal/sse"},
 	"loop":                        {"llm"},

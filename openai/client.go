@@ -1,16 +1,15 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"net/http"
 	"os"
 	"strings"
 
+	"github.com/hrns-dev/hrns/internal/httpapi"
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -118,28 +117,22 @@ func (c *Client) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chu
 
 // stream sends one rendered request and yields its chunks.
 func (c *Client) stream(ctx context.Context, body []byte, yield func(llm.Chunk, error) bool) {
-	resp, err := c.send(ctx, http.MethodPost, "/chat/completions", body, "text/event-stream")
+	resp, err := c.api().Stream(ctx, c.url("/chat/completions"), body)
 	if err != nil {
 		yield(llm.Chunk{}, err)
 		return
 	}
 	defer resp.Body.Close()
-	// The transport aborts reads when ctx ends, but a caller-supplied
-	// RoundTripper may not: closing the body unblocks any reader.
-	stop := context.AfterFunc(ctx, func() { resp.Body.Close() })
-	defer stop()
 
-	ct := resp.Header.Get("Content-Type")
-	if mediaType(ct) == "text/html" {
+	if page, ok := httpapi.HTMLPage(resp, httpapi.MaxErrorText+1); ok {
 		// A proxy, a login page or a wrong BaseURL: not worth a retry.
-		page, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorText+1))
 		yield(llm.Chunk{}, fmt.Errorf("openai: %s answered with an HTML page, not an event stream (is BaseURL right?): %s",
-			c.url("/chat/completions"), truncate(strings.TrimSpace(string(page)), maxErrorText)))
+			c.url("/chat/completions"), httpapi.Excerpt(page, httpapi.MaxErrorText)))
 		return
 	}
 
 	var d decoder
-	d.init(resp.Body, mediaType(ct) == "application/json")
+	d.init(resp.Body, httpapi.MediaType(resp.Header.Get("Content-Type")) == "application/json")
 	d.requestID = requestID(resp.Header)
 	for {
 		chunks, err := d.next()
@@ -161,38 +154,16 @@ func (c *Client) stream(ctx context.Context, body []byte, yield func(llm.Chunk, 
 	}
 }
 
-// send performs one HTTP request. It returns an *llm.APIError for an HTTP
-// status of 400 or more, and ctx's error if ctx ended.
-func (c *Client) send(ctx context.Context, method, path string, body []byte, accept string) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+// api returns the sender of c's HTTP requests.
+func (c *Client) api() *httpapi.Client {
+	return &httpapi.Client{
+		Provider:    providerName,
+		HTTP:        c.HTTPClient,
+		UserAgent:   userAgent,
+		Header:      c.setHeaders,
+		Extra:       c.Headers,
+		StatusError: func(resp *http.Response) error { return errorFromResponse(resp) },
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.url(path), rd)
-	if err != nil {
-		return nil, fmt.Errorf("openai: %w", err)
-	}
-	c.setHeaders(req.Header, body != nil, accept)
-	hc := c.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, ctxErr
-		}
-		return nil, fmt.Errorf("openai: %w", err)
-	}
-	if resp.StatusCode >= http.StatusBadRequest {
-		defer resp.Body.Close()
-		apiErr := errorFromResponse(resp)
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, ctxErr
-		}
-		return nil, apiErr
-	}
-	return resp, nil
 }
 
 // url joins the base URL and an endpoint path.
@@ -204,31 +175,14 @@ func (c *Client) url(path string) string {
 	return strings.TrimRight(base, "/") + path
 }
 
-// setHeaders sets the headers of every request, then the caller's own.
-func (c *Client) setHeaders(h http.Header, hasBody bool, accept string) {
-	if hasBody {
-		h.Set("Content-Type", "application/json")
-	}
-	h.Set("Accept", accept)
-	h.Set("User-Agent", userAgent)
+// setHeaders sets the authentication headers of every request.
+func (c *Client) setHeaders(h http.Header) {
 	if c.APIKey != "" {
 		h.Set("Authorization", "Bearer "+c.APIKey)
 	}
 	if c.Organization != "" {
 		h.Set("OpenAI-Organization", c.Organization)
 	}
-	for k, vs := range c.Headers {
-		h.Del(k)
-		for _, v := range vs {
-			h.Add(k, v)
-		}
-	}
-}
-
-// mediaType returns the lower-case media type of a Content-Type header.
-func mediaType(contentType string) string {
-	mt, _, _ := strings.Cut(contentType, ";")
-	return strings.ToLower(strings.TrimSpace(mt))
 }
 
 // errNilRequest is returned by Stream for a nil request.

@@ -2,21 +2,14 @@ package openai
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/hrns-dev/hrns/internal/httpapi"
 	"github.com/hrns-dev/hrns/llm"
 )
-
-// maxErrorBody bounds how much of an error response is read.
-const maxErrorBody = 1 << 20
-
-// maxErrorText bounds the text of a non-JSON error body kept as the message.
-const maxErrorText = 512
 
 // errorWire is an error object: {"message", "type", "code", "param"}, or a
 // bare string as some servers send.
@@ -39,7 +32,7 @@ func (e *errorWire) UnmarshalJSON(b []byte) error {
 	case json.Unmarshal(b, &obj) == nil:
 		*e = errorWire{Message: string(obj.Message), Type: string(obj.Type), Code: string(obj.Code)}
 	default:
-		*e = errorWire{Message: truncate(string(b), maxErrorText)}
+		*e = errorWire{Message: httpapi.Truncate(string(b), httpapi.MaxErrorText)}
 	}
 	return nil
 }
@@ -71,7 +64,7 @@ type errorBody struct {
 // errorFromResponse builds the error for an HTTP status of 400 or more. It
 // reads (part of) the body but does not close it.
 func errorFromResponse(resp *http.Response) *llm.APIError {
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	body := httpapi.ErrorBody(resp)
 	var e errorWire
 	var eb errorBody
 	if json.Unmarshal(body, &eb) == nil {
@@ -85,17 +78,14 @@ func errorFromResponse(resp *http.Response) *llm.APIError {
 		}
 	}
 	if e.Message == "" {
-		e.Message = truncate(strings.TrimSpace(string(body)), maxErrorText)
+		e.Message = httpapi.Excerpt(body, httpapi.MaxErrorText)
 	}
 	if e.Message == "" {
 		e.Message = http.StatusText(resp.StatusCode)
 	}
 	a := e.apiError(resp.StatusCode)
 	a.RequestID = requestID(resp.Header)
-	a.RetryAfter = llm.ParseRetryAfter(resp.Header, time.Now())
-	if a.RetryAfter == 0 && resp.StatusCode == http.StatusTooManyRequests {
-		a.RetryAfter = rateLimitReset(resp.Header)
-	}
+	a.RetryAfter = httpapi.RetryAfter(resp, rateLimitReset)
 	return a
 }
 
@@ -172,17 +162,4 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-// truncate shortens s to at most n bytes without splitting a rune, marking
-// the cut with "...".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }

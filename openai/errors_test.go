@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hrns-dev/hrns/internal/httpapi"
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -149,7 +150,7 @@ func TestHTTPErrors(t *testing.T) {
 			name:      "long non-JSON body is truncated",
 			status:    503,
 			body:      longBody,
-			want:      llm.APIError{Message: longBody[:maxErrorText] + "..."},
+			want:      llm.APIError{Message: longBody[:httpapi.MaxErrorText] + "..."},
 			is:        []string{"ErrOverloaded"},
 			retryable: true,
 		},
@@ -241,26 +242,6 @@ func TestMarkContextLength(t *testing.T) {
 		markContextLength(&e)
 		if e.Code != tt.wantCode {
 			t.Errorf("markContextLength(%+v): Code = %q, want %q", tt.in, e.Code, tt.wantCode)
-		}
-	}
-}
-
-func TestTruncate(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		s    string
-		n    int
-		want string
-	}{
-		{"short", 10, "short"},
-		{"exactly10!", 10, "exactly10!"},
-		{"abcdefghijk", 5, "abcde..."},
-		{"ééé", 3, "é..."}, // not "é\xc3..."
-		{"ééé", 1, "..."},
-	}
-	for _, tt := range tests {
-		if got := truncate(tt.s, tt.n); got != tt.want {
-			t.Errorf("truncate(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
 		}
 	}
 }

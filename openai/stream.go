@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/hrns-dev/hrns/internal/httpapi"
 	"github.com/hrns-dev/hrns/internal/sse"
 	"github.com/hrns-dev/hrns/llm"
 )
@@ -267,12 +268,12 @@ func (d *decoder) next() ([]llm.Chunk, error) {
 
 // decodeJSONBody reads a whole non-streamed answer.
 func (d *decoder) decodeJSONBody() ([]llm.Chunk, error) {
-	data, err := io.ReadAll(io.LimitReader(d.body, sse.MaxLineSize+1))
+	data, err := io.ReadAll(io.LimitReader(d.body, httpapi.MaxBody+1))
 	if err != nil {
 		return nil, fmt.Errorf("openai: reading response: %w", err)
 	}
-	if len(data) > sse.MaxLineSize {
-		return nil, fmt.Errorf("openai: response larger than %d bytes", sse.MaxLineSize)
+	if len(data) > httpapi.MaxBody {
+		return nil, fmt.Errorf("openai: response larger than %d bytes", httpapi.MaxBody)
 	}
 	if err := d.handle(data); err != nil {
 		return nil, err
