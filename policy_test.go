@@ -23,7 +23,7 @@ var allowed = map[string][]string{
 	"internal/httpapi":            {"llm"},
 	"openai":                      {"llm", "internal/httpapi", "internal/sse"},
 	"openai/openaitest":           {"llm"},
-	"anthropic":                   {"llm", "internal/sse"},
+	"anthropic":                   {"llm", "internal/httpapi", "internal/sse"},
 	"loop":                        {"llm"},
 	"store":                       {},
 	"store/sqlite":                {"store"},

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/hrns-dev/hrns/internal/httpapi"
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -195,28 +195,22 @@ func (c *Client) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chu
 
 // stream sends one rendered request and yields its chunks.
 func (c *Client) stream(ctx context.Context, body []byte, yield func(llm.Chunk, error) bool) {
-	resp, err := c.send(ctx, http.MethodPost, "/v1/messages", body, "text/event-stream")
+	resp, err := c.api().Stream(ctx, c.url("/v1/messages"), body)
 	if err != nil {
 		yield(llm.Chunk{}, err)
 		return
 	}
 	defer resp.Body.Close()
-	// The transport aborts reads when ctx ends, but a caller-supplied
-	// RoundTripper may not: closing the body unblocks any reader.
-	stop := context.AfterFunc(ctx, func() { resp.Body.Close() })
-	defer stop()
 
-	ct := resp.Header.Get("Content-Type")
-	if mediaTypeOf(ct) == "text/html" {
+	if page, ok := httpapi.HTMLPage(resp, httpapi.MaxErrorText); ok {
 		// A web page, not the API: a wrong BaseURL, or a proxy's login
 		// page. Sending the request again will not help.
-		page, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorText))
 		yield(llm.Chunk{}, fmt.Errorf("anthropic: %s answered with an HTML page, not an event stream (is BaseURL right?): %q",
-			c.url("/v1/messages"), truncate(strings.TrimSpace(string(page)), 200)))
+			c.url("/v1/messages"), httpapi.Excerpt(page, 200)))
 		return
 	}
 	var d decoder
-	d.init(resp.Body, mediaTypeOf(ct) == "application/json")
+	d.init(resp.Body, httpapi.MediaType(resp.Header.Get("Content-Type")) == "application/json")
 	d.requestID = requestID(resp.Header)
 	for {
 		chunks, err := d.next()
@@ -237,41 +231,26 @@ func (c *Client) stream(ctx context.Context, body []byte, yield func(llm.Chunk, 
 	}
 }
 
-// send performs one HTTP request. It returns an *llm.APIError for an HTTP
-// status of 400 or more, and ctx's error if ctx ended.
-func (c *Client) send(ctx context.Context, method, path string, body []byte, accept string) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+// api returns the sender of c's HTTP requests.
+func (c *Client) api() *httpapi.Client {
+	return &httpapi.Client{
+		Provider:    providerName,
+		HTTP:        c.HTTPClient,
+		UserAgent:   userAgent,
+		Header:      c.setHeaders,
+		Extra:       c.Headers,
+		StatusError: c.statusError,
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.url(path), rd)
-	if err != nil {
-		return nil, fmt.Errorf("anthropic: %w", err)
+}
+
+// statusError builds the error for an HTTP status of 400 or more, with a
+// hint when BaseURL holds the version the client adds itself.
+func (c *Client) statusError(resp *http.Response) error {
+	apiErr := errorFromResponse(resp)
+	if base := strings.TrimRight(c.BaseURL, "/"); resp.StatusCode == http.StatusNotFound && strings.HasSuffix(base, "/v1") {
+		return fmt.Errorf("anthropic: BaseURL %q ends in /v1, which the client adds itself: %w", c.BaseURL, apiErr)
 	}
-	c.setHeaders(req.Header, body != nil, accept)
-	hc := c.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, ctxErr
-		}
-		return nil, fmt.Errorf("anthropic: %w", err)
-	}
-	if resp.StatusCode >= http.StatusBadRequest {
-		defer resp.Body.Close()
-		apiErr := errorFromResponse(resp)
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, ctxErr
-		}
-		if base := strings.TrimRight(c.BaseURL, "/"); resp.StatusCode == http.StatusNotFound && strings.HasSuffix(base, "/v1") {
-			return nil, fmt.Errorf("anthropic: BaseURL %q ends in /v1, which the client adds itself: %w", c.BaseURL, apiErr)
-		}
-		return nil, apiErr
-	}
-	return resp, nil
+	return apiErr
 }
 
 // url joins the base URL and an endpoint path.
@@ -283,29 +262,12 @@ func (c *Client) url(path string) string {
 	return strings.TrimRight(base, "/") + path
 }
 
-// setHeaders sets the headers of every request, then the caller's own.
-func (c *Client) setHeaders(h http.Header, hasBody bool, accept string) {
-	if hasBody {
-		h.Set("Content-Type", "application/json")
-	}
-	h.Set("Accept", accept)
-	h.Set("User-Agent", userAgent)
+// setHeaders sets the version and authentication headers of every request.
+func (c *Client) setHeaders(h http.Header) {
 	h.Set("Anthropic-Version", APIVersion)
 	if c.APIKey != "" {
 		h.Set("X-Api-Key", c.APIKey)
 	}
-	for k, vs := range c.Headers {
-		h.Del(k)
-		for _, v := range vs {
-			h.Add(k, v)
-		}
-	}
-}
-
-// mediaTypeOf returns the bare, lower-case media type of a Content-Type.
-func mediaTypeOf(contentType string) string {
-	mt, _, _ := strings.Cut(contentType, ";")
-	return strings.ToLower(strings.TrimSpace(mt))
 }
 
 // errNilRequest is returned by Stream for a nil request.

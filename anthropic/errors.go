@@ -2,20 +2,13 @@ package anthropic
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/hrns-dev/hrns/internal/httpapi"
 	"github.com/hrns-dev/hrns/llm"
 )
-
-// maxErrorBody bounds how much of an error response is read.
-const maxErrorBody = 1 << 20
-
-// maxErrorText bounds the text of a non-JSON error body kept as the message.
-const maxErrorText = 512
 
 // errorWire is the error object of an error response or an error event:
 // {"type": "overloaded_error", "message": "Overloaded"}, with details on
@@ -53,14 +46,14 @@ type errorBody struct {
 // errorFromResponse builds the error for an HTTP status of 400 or more. It
 // reads (part of) the body but does not close it.
 func errorFromResponse(resp *http.Response) *llm.APIError {
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	body := httpapi.ErrorBody(resp)
 	var eb errorBody
 	var e errorWire
 	if json.Unmarshal(body, &eb) == nil && eb.Error != nil {
 		e = *eb.Error
 	}
 	if e.Message == "" && e.Type == "" {
-		e.Message = truncate(strings.TrimSpace(string(body)), maxErrorText)
+		e.Message = httpapi.Excerpt(body, httpapi.MaxErrorText)
 	}
 	if e.Message == "" {
 		e.Message = http.StatusText(resp.StatusCode)
@@ -70,10 +63,7 @@ func errorFromResponse(resp *http.Response) *llm.APIError {
 	if a.RequestID == "" {
 		a.RequestID = eb.RequestID
 	}
-	a.RetryAfter = llm.ParseRetryAfter(resp.Header, time.Now())
-	if a.RetryAfter == 0 && resp.StatusCode == http.StatusTooManyRequests {
-		a.RetryAfter = rateLimitReset(resp.Header, time.Now())
-	}
+	a.RetryAfter = httpapi.RetryAfter(resp, func(h http.Header) time.Duration { return rateLimitReset(h, time.Now()) })
 	return a
 }
 
@@ -133,17 +123,4 @@ func markContextLength(e *llm.APIError) {
 			return
 		}
 	}
-}
-
-// truncate shortens s to at most n bytes without splitting a rune, marking
-// the cut with "...".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }

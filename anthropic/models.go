@@ -2,14 +2,10 @@ package anthropic
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"time"
 
-	"github.com/hrns-dev/hrns/internal/sse"
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -63,21 +59,9 @@ func (c *Client) ListModels(ctx context.Context) ([]llm.ModelInfo, error) {
 
 // modelsPage fetches and decodes one page of the model list.
 func (c *Client) modelsPage(ctx context.Context, path string) (*modelList, error) {
-	resp, err := c.send(ctx, http.MethodGet, path, nil, "application/json")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, sse.MaxLineSize))
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, ctxErr
-		}
-		return nil, fmt.Errorf("anthropic: reading model list: %w", err)
-	}
 	var list modelList
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("anthropic: decoding model list: %w", err)
+	if err := c.api().GetJSON(ctx, c.url(path), "model list", &list); err != nil {
+		return nil, err
 	}
 	return &list, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hrns-dev/hrns/internal/httpapi"
 	"github.com/hrns-dev/hrns/internal/sse"
 	"github.com/hrns-dev/hrns/llm"
 )
@@ -208,12 +209,12 @@ func (d *decoder) next() ([]llm.Chunk, error) {
 
 // decodeJSONBody reads a whole non-streamed message.
 func (d *decoder) decodeJSONBody() ([]llm.Chunk, error) {
-	data, err := io.ReadAll(io.LimitReader(d.body, sse.MaxLineSize+1))
+	data, err := io.ReadAll(io.LimitReader(d.body, httpapi.MaxBody+1))
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: reading response: %w", err)
 	}
-	if len(data) > sse.MaxLineSize {
-		return nil, fmt.Errorf("anthropic: response larger than %d bytes", sse.MaxLineSize)
+	if len(data) > httpapi.MaxBody {
+		return nil, fmt.Errorf("anthropic: response larger than %d bytes", httpapi.MaxBody)
 	}
 	var m messageWire
 	if err := json.Unmarshal(data, &m); err != nil {
