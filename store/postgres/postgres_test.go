@@ -258,3 +258,22 @@ func TestClosedStore(t *testing.T) {
 		t.Errorf("CreateSession after Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestPoolSettingsInDSN checks that pgxpool's settings in the DSN size the
+// pool and reach neither the server nor the listening connection.
+func TestPoolSettingsInDSN(t *testing.T) {
+	dsn := postgrestest.DSN(t) + "&pool_max_conns=3&pool_max_conn_idle_time=1m"
+	st, err := postgres.Open(t.Context(), dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ch, cancel := st.Subscribe("s")
+	defer cancel()
+	if _, _, err := st.CreateSession(t.Context(), &store.Session{ID: "s", Owner: "o", Status: "pending"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !received(ch) {
+		t.Error("no notification")
+	}
+}
