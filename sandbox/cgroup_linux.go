@@ -128,17 +128,3 @@ func (cg *pidsCgroup) remove() error {
 	}
 	return err
 }
-
-// pidsMaxHit reports whether a fork was refused by the cgroup's limit.
-func (cg *pidsCgroup) pidsMaxHit() bool {
-	b, err := os.ReadFile(filepath.Join(cg.dir, "pids.events"))
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "max" && f[1] != "0" {
-			return true
-		}
-	}
-	return false
-}

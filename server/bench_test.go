@@ -50,12 +50,6 @@ func benchEnv(b *testing.B, start bool) (*env, chan struct{}) {
 	return &env{t: b, model: model, url: srv.URL, st: st}, requests
 }
 
-func jsonID(r *response) string {
-	var v struct{ ID string }
-	r.json(&v)
-	return v.ID
-}
-
 // BenchmarkCreateSession measures POST /api/v2/sessions: validation, one
 // SQLite transaction (synchronous = FULL), the JSON answer. No worker runs.
 func BenchmarkCreateSession(b *testing.B) {

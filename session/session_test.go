@@ -55,12 +55,6 @@ func startManager(t *testing.T, st store.Store, model llm.Model, opts *session.O
 	return m
 }
 
-var orderTool = session.ToolDefinition{
-	Name:        "get_order_status",
-	Description: "Look up the status of an order in our system.",
-	InputSchema: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
-}
-
 func create(t *testing.T, m *session.Manager, body string) *session.View {
 	t.Helper()
 	var req session.Request

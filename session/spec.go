@@ -216,7 +216,7 @@ func parseDataURI(s string) (string, []byte, error) {
 	meta, payload, ok2 := strings.Cut(rest, ",")
 	mime, isB64 := strings.CutSuffix(meta, ";base64")
 	if !ok || !ok2 || !isB64 || !strings.HasPrefix(mime, "image/") {
-		return "", nil, fmt.Errorf("image must be a base64 data URI such as data:image/png;base64,...")
+		return "", nil, fmt.Errorf("image must be a base64 data URI: data:image/png;base64,<data>")
 	}
 	data, err := base64.StdEncoding.DecodeString(payload)
 	if err != nil {
