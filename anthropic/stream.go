@@ -3,7 +3,6 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -101,28 +100,6 @@ func (u *usageWire) usage() llm.Usage {
 	}
 }
 
-// eventReader serves the data of the current event to a json.Decoder. At
-// the end of the data it fails, so that a value cut short is an error
-// rather than a read of the next event.
-type eventReader struct {
-	data []byte
-	off  int
-}
-
-var (
-	errEventEnd     = errors.New("event ends inside a JSON value")
-	errTrailingData = errors.New("event holds data after its JSON value")
-)
-
-func (r *eventReader) Read(p []byte) (int, error) {
-	if r.off >= len(r.data) {
-		return 0, errEventEnd
-	}
-	n := copy(p, r.data[r.off:])
-	r.off += n
-	return n, nil
-}
-
 // blockState accumulates one content block of the response.
 type blockState struct {
 	index int    // the block's index in the API's numbering
@@ -151,11 +128,7 @@ type decoder struct {
 	requestID string
 
 	wire eventWire
-	// dec decodes events one at a time from ev. Reusing one json.Decoder
-	// keeps its buffers, which json.Unmarshal would allocate per event.
-	dec    *json.Decoder
-	ev     eventReader
-	served int64 // bytes of event data given to dec so far
+	dec  sse.JSONDecoder // decodes the data of events
 
 	id, model  string
 	blocks     []*blockState // in the order they started
@@ -170,7 +143,7 @@ type decoder struct {
 
 // init makes d read the body of a response.
 func (d *decoder) init(body io.Reader, jsonBody bool) {
-	*d = decoder{body: body, jsonBody: jsonBody, out: d.out[:0], sse: d.sse, wire: d.wire, ev: d.ev}
+	*d = decoder{body: body, jsonBody: jsonBody, out: d.out[:0], sse: d.sse, wire: d.wire}
 	if !jsonBody {
 		d.sse.Init(body)
 	}
@@ -257,23 +230,10 @@ func (d *decoder) handle(event, data []byte) error {
 
 // decodeEvent decodes data, which must hold exactly one JSON value, into w.
 func (d *decoder) decodeEvent(data []byte, w *eventWire) error {
-	if d.dec == nil {
-		d.dec = json.NewDecoder(&d.ev)
-	}
-	d.ev.data, d.ev.off = data, 0
-	start := d.served
-	d.served += int64(len(data))
-	if err := d.dec.Decode(w); err != nil {
+	if err := d.dec.Decode(data, w); err != nil {
 		// The decoder may hold part of this event: start afresh.
-		d.dec, d.served = nil, 0
+		d.dec.Reset()
 		return err
-	}
-	// The decoder reads across events; check that this value was the
-	// whole event.
-	used := d.dec.InputOffset() - start
-	if used < 0 || used > int64(len(data)) || len(bytes.TrimSpace(data[used:])) > 0 {
-		d.dec, d.served = nil, 0
-		return errTrailingData
 	}
 	return nil
 }

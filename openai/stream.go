@@ -3,7 +3,6 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -171,28 +170,6 @@ func rawString(b json.RawMessage) string {
 	return s
 }
 
-// eventReader serves the data of the current event to a json.Decoder. At
-// the end of the data it fails, so that a value cut short is an error
-// rather than a read of the next event.
-type eventReader struct {
-	data []byte
-	off  int
-}
-
-var (
-	errEventEnd     = errors.New("event ends inside a JSON value")
-	errTrailingData = errors.New("event holds data after its JSON value")
-)
-
-func (r *eventReader) Read(p []byte) (int, error) {
-	if r.off >= len(r.data) {
-		return 0, errEventEnd
-	}
-	n := copy(p, r.data[r.off:])
-	r.off += n
-	return n, nil
-}
-
 // doneData is the data of the event that ends an OpenAI stream.
 var doneData = []byte("[DONE]")
 
@@ -206,11 +183,7 @@ type decoder struct {
 
 	wire chunkWire
 	acc  accumulator
-	// dec decodes events one at a time from ev. Reusing one json.Decoder
-	// keeps its buffers, which json.Unmarshal would allocate per event.
-	dec    *json.Decoder
-	ev     eventReader
-	served int64 // bytes of event data given to dec so far
+	dec  sse.JSONDecoder // decodes the data of events
 
 	id, model    string
 	text         strings.Builder
@@ -225,7 +198,7 @@ type decoder struct {
 
 // init makes d read the body of a response.
 func (d *decoder) init(body io.Reader, jsonBody bool) {
-	*d = decoder{body: body, jsonBody: jsonBody, out: d.out[:0], sse: d.sse, wire: d.wire, ev: d.ev}
+	*d = decoder{body: body, jsonBody: jsonBody, out: d.out[:0], sse: d.sse, wire: d.wire}
 	if !jsonBody {
 		d.sse.Init(body)
 	}
@@ -299,22 +272,7 @@ func (d *decoder) decodeEvent(data []byte, w *chunkWire) error {
 	if d.jsonBody {
 		return json.Unmarshal(data, w)
 	}
-	if d.dec == nil {
-		d.dec = json.NewDecoder(&d.ev)
-	}
-	d.ev.data, d.ev.off = data, 0
-	start := d.served
-	d.served += int64(len(data))
-	if err := d.dec.Decode(w); err != nil {
-		return err
-	}
-	// The decoder reads across events; check that this value was the
-	// whole event.
-	used := d.dec.InputOffset() - start
-	if used < 0 || used > int64(len(data)) || len(bytes.TrimSpace(data[used:])) > 0 {
-		return errTrailingData
-	}
-	return nil
+	return d.dec.Decode(data, w)
 }
 
 // apply appends the chunks of a decoded event to d.out.

@@ -1,5 +1,7 @@
 // Package sse reads server-sent event streams, the framing that the model
-// providers stream their answers in.
+// providers stream their answers in: [Reader] splits a stream into events,
+// and [JSONDecoder] decodes the data of events that each hold one JSON
+// value.
 //
 // [Reader] follows the WHATWG event stream format
 // (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation):

@@ -1,0 +1,84 @@
+package sse
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestJSONDecoder(t *testing.T) {
+	t.Parallel()
+	type value struct {
+		A int    `json:"a"`
+		B string `json:"b"`
+	}
+	tests := []struct {
+		name string
+		data string
+		want value
+		err  error // nil, or the sentinel the error must match
+	}{
+		{"object", `{"a":1,"b":"x"}`, value{A: 1, B: "x"}, nil},
+		{"white space around", " \t{\"a\":2}\n ", value{A: 2}, nil},
+		{"another object", `{"b":"y"}`, value{B: "y"}, nil},
+		{"cut short", `{"a":`, value{}, errEventEnd},
+	}
+	var d JSONDecoder
+	for _, tt := range tests {
+		var v value
+		err := d.Decode([]byte(tt.data), &v)
+		if !errors.Is(err, tt.err) {
+			t.Fatalf("%s: err = %v, want %v", tt.name, err, tt.err)
+		}
+		if err == nil {
+			if diff := cmp.Diff(tt.want, v); diff != "" {
+				t.Errorf("%s: value mismatch (-want +got):\n%s", tt.name, diff)
+			}
+		}
+	}
+}
+
+func TestJSONDecoderTrailingData(t *testing.T) {
+	t.Parallel()
+	for _, data := range []string{`{"a":1} x`, `{"a":1}{"a":2}`, `[1] 2`} {
+		var d JSONDecoder
+		var v any
+		if err := d.Decode([]byte(data), &v); !errors.Is(err, errTrailingData) {
+			t.Errorf("%q: err = %v, want %v", data, err, errTrailingData)
+		}
+	}
+}
+
+func TestJSONDecoderReset(t *testing.T) {
+	t.Parallel()
+	var d JSONDecoder
+	var v map[string]int
+	if err := d.Decode([]byte(`{"a":1} {"a"`), &v); err == nil {
+		t.Fatal("trailing data decoded")
+	}
+	// Without a reset the decoder would read on from what it holds of the
+	// failed event.
+	d.Reset()
+	v = nil
+	if err := d.Decode([]byte(`{"b":2}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int{"b": 2}, v); diff != "" {
+		t.Errorf("value after Reset mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestJSONDecoderScalars(t *testing.T) {
+	t.Parallel()
+	// A scalar is complete only when white space follows it in the event.
+	var d JSONDecoder
+	var n int
+	if err := d.Decode([]byte("12 "), &n); err != nil || n != 12 {
+		t.Errorf("\"12 \": %d, %v; want 12, nil", n, err)
+	}
+	d.Reset()
+	if err := d.Decode([]byte("12"), &n); !errors.Is(err, errEventEnd) {
+		t.Errorf("\"12\": err = %v, want %v", err, errEventEnd)
+	}
+}
