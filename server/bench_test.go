@@ -14,12 +14,45 @@ import (
 	"github.com/hrns-dev/hrns/openai/openaitest"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/store"
+	"github.com/hrns-dev/hrns/store/postgres"
+	"github.com/hrns-dev/hrns/store/postgres/postgrestest"
 	"github.com/hrns-dev/hrns/store/sqlite"
 )
 
+// openStore opens a benchmark's store, closed when it ends.
+type openStore func(b *testing.B) store.Store
+
+// benchStores runs fn on SQLite (synchronous = FULL), then on PostgreSQL
+// (in a schema of its own on the test server; skipped when it is
+// unreachable, see package postgrestest), so that the two compare side by
+// side.
+func benchStores(b *testing.B, fn func(b *testing.B, open openStore)) {
+	b.Run("store=sqlite", func(b *testing.B) {
+		fn(b, func(b *testing.B) store.Store {
+			st, err := sqlite.Open(filepath.Join(b.TempDir(), "hrns.db"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			return st
+		})
+	})
+	b.Run("store=postgres", func(b *testing.B) {
+		fn(b, func(b *testing.B) store.Store {
+			st, err := postgres.Open(b.Context(), postgrestest.DSN(b), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			return st
+		})
+	})
+}
+
 // benchEnv is newEnv for benchmarks: the real HTTP server and store, and a
 // model that calls the client tool at every step, signalling each request.
-func benchEnv(b *testing.B, start bool) (*env, chan struct{}) {
+func benchEnv(b *testing.B, open openStore, start bool) (*env, chan struct{}) {
 	b.Helper()
 	requests := make(chan struct{}, 1<<16)
 	model := openaitest.NewServer()
@@ -31,10 +64,7 @@ func benchEnv(b *testing.B, start bool) (*env, chan struct{}) {
 	for range 1 << 15 {
 		model.Push(reply)
 	}
-	st, err := sqlite.Open(filepath.Join(b.TempDir(), "hrns.db"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := open(b)
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{MaxSteps: 1 << 20})
 	if start {
 		if err := m.Start(); err != nil {
@@ -45,7 +75,6 @@ func benchEnv(b *testing.B, start bool) (*env, chan struct{}) {
 	b.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())
-		st.Close()
 	})
 	return &env{t: b, model: model, url: srv.URL, st: st}, requests
 }
@@ -53,77 +82,85 @@ func benchEnv(b *testing.B, start bool) (*env, chan struct{}) {
 // BenchmarkCreateSession measures POST /api/v2/sessions: validation, one
 // SQLite transaction (synchronous = FULL), the JSON answer. No worker runs.
 func BenchmarkCreateSession(b *testing.B) {
-	e, _ := benchEnv(b, false)
-	start := time.Now()
-	for b.Loop() {
-		e.expect(e.do("POST", "/api/v2/sessions", keyAlice, orderAgent), http.StatusCreated)
-	}
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "sessions/s")
+	benchStores(b, func(b *testing.B, open openStore) {
+		e, _ := benchEnv(b, open, false)
+		start := time.Now()
+		for b.Loop() {
+			e.expect(e.do("POST", "/api/v2/sessions", keyAlice, orderAgent), http.StatusCreated)
+		}
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "sessions/s")
+	})
 }
 
 // BenchmarkToolResultRoundTrip measures a client tool step: from posting
 // the result to the next model request reaching the model server (commit,
 // wake-up, claim, resume, request).
 func BenchmarkToolResultRoundTrip(b *testing.B) {
-	e, requests := benchEnv(b, true)
-	f := e.follow(keyAlice, e.create(keyAlice, orderAgent))
-	<-requests
-	f.status(session.StatusAwaitingToolResults)
-	for b.Loop() {
-		body := `{"kind":"tool_result","tool_req":{"tool_name":"get_order_status","id":"` + f.pending()[0].ID + `"},"result":"ok"}`
-		e.expect(e.do("POST", "/api/v2/sessions/"+f.id+"/tool_results", keyAlice, body), http.StatusAccepted)
+	benchStores(b, func(b *testing.B, open openStore) {
+		e, requests := benchEnv(b, open, true)
+		f := e.follow(keyAlice, e.create(keyAlice, orderAgent))
 		<-requests
-		b.StopTimer()
 		f.status(session.StatusAwaitingToolResults)
-		b.StartTimer()
-	}
+		for b.Loop() {
+			body := `{"kind":"tool_result","tool_req":{"tool_name":"get_order_status","id":"` + f.pending()[0].ID + `"},"result":"ok"}`
+			e.expect(e.do("POST", "/api/v2/sessions/"+f.id+"/tool_results", keyAlice, body), http.StatusAccepted)
+			<-requests
+			b.StopTimer()
+			f.status(session.StatusAwaitingToolResults)
+			b.StartTimer()
+		}
+	})
 }
 
 // BenchmarkLongPollWakeUp measures from sending a message to a paused
 // session until a long-poll waiting on it returns with the event.
 func BenchmarkLongPollWakeUp(b *testing.B) {
-	e, requests := benchEnv(b, true)
-	f := e.follow(keyAlice, e.create(keyAlice, orderAgent))
-	<-requests
-	f.status(session.StatusAwaitingToolResults)
-	e.expect(e.do("POST", "/api/v2/sessions/"+f.id+"/pause", keyAlice, nil), http.StatusAccepted)
-	f.status(session.StatusPaused)
-	var total time.Duration
-	for b.Loop() {
-		b.StopTimer()
-		done := make(chan time.Time)
-		go func() {
-			f.poll(25)
-			done <- time.Now()
-		}()
-		time.Sleep(time.Millisecond) // let the poll wait
-		b.StartTimer()
-		sent := time.Now()
-		e.expect(e.do("POST", "/api/v2/sessions/"+f.id+"/messages", keyAlice, `{"message":"ping"}`), http.StatusAccepted)
-		total += (<-done).Sub(sent)
-	}
-	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/wakeup")
+	benchStores(b, func(b *testing.B, open openStore) {
+		e, requests := benchEnv(b, open, true)
+		f := e.follow(keyAlice, e.create(keyAlice, orderAgent))
+		<-requests
+		f.status(session.StatusAwaitingToolResults)
+		e.expect(e.do("POST", "/api/v2/sessions/"+f.id+"/pause", keyAlice, nil), http.StatusAccepted)
+		f.status(session.StatusPaused)
+		var total time.Duration
+		for b.Loop() {
+			b.StopTimer()
+			done := make(chan time.Time)
+			go func() {
+				f.poll(25)
+				done <- time.Now()
+			}()
+			time.Sleep(time.Millisecond) // let the poll wait
+			b.StartTimer()
+			sent := time.Now()
+			e.expect(e.do("POST", "/api/v2/sessions/"+f.id+"/messages", keyAlice, `{"message":"ping"}`), http.StatusAccepted)
+			total += (<-done).Sub(sent)
+		}
+		b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/wakeup")
+	})
 }
 
 // BenchmarkParkedSession measures what a session waiting for a tool result
 // costs the server: heap and goroutines per parked session (the design
 // says: no goroutine, its state in the store).
 func BenchmarkParkedSession(b *testing.B) {
-	e, requests := benchEnv(b, true)
-	n := 0
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	goroutines := runtime.NumGoroutine()
-	for b.Loop() {
-		f := e.follow(keyAlice, e.create(keyAlice, orderAgent))
-		<-requests
-		f.status(session.StatusAwaitingToolResults)
-		n++
-	}
-	time.Sleep(100 * time.Millisecond) // workers release their sessions
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/float64(n), "heap-bytes/session")
-	b.ReportMetric(float64(runtime.NumGoroutine()-goroutines)/float64(n), "goroutines/session")
+	benchStores(b, func(b *testing.B, open openStore) {
+		e, requests := benchEnv(b, open, true)
+		n := 0
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		goroutines := runtime.NumGoroutine()
+		for b.Loop() {
+			f := e.follow(keyAlice, e.create(keyAlice, orderAgent))
+			<-requests
+			f.status(session.StatusAwaitingToolResults)
+			n++
+		}
+		time.Sleep(100 * time.Millisecond) // workers release their sessions
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/float64(n), "heap-bytes/session")
+		b.ReportMetric(float64(runtime.NumGoroutine()-goroutines)/float64(n), "goroutines/session")
+	})
 }
