@@ -40,7 +40,7 @@ const replicaLeaseTTL = "2s"
 // cluster is several hrns serve processes on loopback sharing one
 // PostgreSQL schema, behind a round-robin load balancer.
 type cluster struct {
-	t        *testing.T
+	t        testing.TB
 	replicas []*replica
 	lb       *balancer
 	lbURL    string
@@ -55,8 +55,9 @@ type replica struct {
 }
 
 // startCluster builds hrns and starts n replicas of hrns serve on the
-// schema of dsn with model as their model.
-func startCluster(t *testing.T, n int, dsn string, model *openaitest.Server) *cluster {
+// schema of dsn with model as their model; each runs at most workers
+// sessions at once.
+func startCluster(t testing.TB, n, workers int, dsn string, model *openaitest.Server) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "hrns")
@@ -74,7 +75,7 @@ func startCluster(t *testing.T, n int, dsn string, model *openaitest.Server) *cl
 		addr := ln.Addr().String()
 		ln.Close()
 		r := &replica{url: "http://" + addr}
-		r.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", dsn, "--api-key", c.key, "--model", "test-model", "--workers", "2")
+		r.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", dsn, "--api-key", c.key, "--model", "test-model", "--workers", fmt.Sprint(workers))
 		r.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home,
 			"OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test", "HRNS_LEASE_TTL=" + replicaLeaseTTL}
 		r.cmd.Stdout, r.cmd.Stderr = &r.logs, &r.logs
@@ -336,7 +337,7 @@ func TestServeReplicas(t *testing.T) {
 	for range 1000 {
 		model.Push(openaitest.Reply{Func: replicaModel})
 	}
-	c := startCluster(t, 3, dsn, model)
+	c := startCluster(t, 3, 2, dsn, model)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 
@@ -556,5 +557,63 @@ func TestServeReplicas(t *testing.T) {
 	t.Logf("requests answered by each replica: %v", served)
 	if len(served) != len(c.replicas) {
 		t.Errorf("requests reached %d replicas, want all %d: %v", len(served), len(c.replicas), served)
+	}
+}
+
+// BenchmarkServeReplicas measures the throughput of 1, 2 and 3 replicas
+// on one PostgreSQL schema behind the balancer, and of one on SQLite: sessions completed per
+// second, each with one client-tool round trip (two model requests), 32
+// at a time, the model answering at once. All processes share this
+// machine's cores, the database's included: on one machine it measures
+// what sharing the work costs, not what more machines add.
+func BenchmarkServeReplicas(b *testing.B) {
+	for _, n := range []int{0, 1, 2, 3} {
+		name := fmt.Sprintf("postgres/replicas=%d", n)
+		if n == 0 {
+			name = "sqlite/replicas=1"
+		}
+		b.Run(name, func(b *testing.B) {
+			var dsn string
+			if n == 0 {
+				n, dsn = 1, "sqlite:"+filepath.Join(b.TempDir(), "hrns.db")
+			} else {
+				dsn = postgrestest.DSN(b)
+			}
+			model := openaitest.NewServer()
+			defer model.Close()
+			step := func(body []byte) openaitest.Reply {
+				m := oneOrderRE.FindSubmatch(body)
+				if m == nil {
+					return openaitest.Reply{Text: "no order"}
+				}
+				if res := statusRE.Find(body); res != nil && bytes.Contains(body, []byte(`"role":"tool"`)) {
+					return openaitest.Reply{Text: fmt.Sprintf("order %s: %s", m[1], res)}
+				}
+				return openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("call_"+string(m[1]), "get_order_status", fmt.Sprintf(`{"order_id":%q}`, m[1]))}}
+			}
+			for range 1 << 16 {
+				model.Push(openaitest.Reply{Func: step})
+			}
+			c := startCluster(b, n, 64, dsn, model)
+			cl := c.client(-1)
+			ctx := b.Context()
+			sem := make(chan struct{}, 32)
+			var wg sync.WaitGroup
+			i := 0
+			start := time.Now()
+			for b.Loop() {
+				i++
+				sem <- struct{}{}
+				wg.Go(func() {
+					defer func() { <-sem }()
+					res, err := cl.RunSession(ctx, inlineAgent(fmt.Sprintf("Check order %d.", i)), orderTool)
+					if err != nil || res.Status != session.StatusCompleted {
+						b.Errorf("session %d: %v, %+v", i, err, res)
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "sessions/s")
+		})
 	}
 }
