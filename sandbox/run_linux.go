@@ -187,6 +187,29 @@ func (p *prepared) run(ctx context.Context, cg *pidsCgroup) (*Result, error) {
 	waitDone := make(chan error, 1)
 	go func() { waitDone <- cmd.Wait() }()
 
+	// The status pipe closes when the helper execs the command (it is
+	// close-on-exec) or exits. The timeout is the command's: it starts
+	// then, so a helper slow to set up (a loaded machine) never has its
+	// report cut off by the command's deadline.
+	var status []byte
+	setup := time.NewTimer(max(p.timeout, helperSetupTimeout))
+	select {
+	case status = <-statusDone:
+	case <-ctx.Done():
+	case <-setup.C:
+	}
+	setup.Stop()
+	if status == nil {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-waitDone
+		pipes.output.Close()
+		<-outDone
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: the sandbox helper did not finish setting up in %v", ErrStart, max(p.timeout, helperSetupTimeout))
+	}
+
 	tctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	timedOut, held := false, false
@@ -236,7 +259,7 @@ func (p *prepared) run(ctx context.Context, cg *pidsCgroup) (*Result, error) {
 	drain.Stop()
 	pipes.output.Close()
 
-	conf, err := parseStatus(<-statusDone)
+	conf, err := parseStatus(status)
 	if err != nil {
 		return nil, err
 	}
@@ -329,6 +352,10 @@ func (p *prepared) start(netns bool) (*exec.Cmd, *helperPipes, error) {
 	outW.Close()
 	return cmd, &helperPipes{config: cfgW, status: statR, output: outR}, nil
 }
+
+// helperSetupTimeout bounds the helper's setup (re-executing the binary,
+// rlimits, cgroup, Landlock) when the command's own timeout is shorter.
+const helperSetupTimeout = 30 * time.Second
 
 // parseStatus reads the helper's report.
 func parseStatus(b []byte) (*Confinement, error) {
