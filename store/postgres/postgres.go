@@ -384,9 +384,6 @@ func fromTS(t pgtype.Timestamptz) time.Time {
 	return t.Time.UTC()
 }
 
-// doc passes a JSON document as bytea; nil is NULL.
-func doc(b []byte) []byte { return b }
-
 // eventArrays returns the events as the arrays insertEventsSQL takes,
 // numbering them from base and timing them at now when they have no time.
 func eventArrays(events []store.Event, base int64, now time.Time) (types []string, data [][]byte, times []time.Time) {
@@ -441,7 +438,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	types, data, times := eventArrays(events, 0, now)
 	rows, err := s.pool.Query(ctx, createStmt,
 		n.ID, n.Owner, n.IdempotencyKey, n.RequestHash, n.Status, n.Agent, n.FirstMessage,
-		doc(n.Request), doc(n.State), doc(n.Answer), n.Error, n.ErrorCode, n.Runnable, ts(n.WakeAt),
+		[]byte(n.Request), []byte(n.State), []byte(n.Answer), n.Error, n.ErrorCode, n.Runnable, ts(n.WakeAt),
 		n.EventCount, ts(n.CreatedAt), ts(n.StartedAt), ts(n.FinishedAt), ts(n.UpdatedAt),
 		types, data, times, s.channel)
 	if err != nil {
@@ -532,7 +529,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	var base int64
 	var notified bool
 	err := s.pool.QueryRow(ctx, updateStmt,
-		sess.ID, sess.Status, sess.Agent, sess.FirstMessage, doc(sess.State), doc(sess.Answer),
+		sess.ID, sess.Status, sess.Agent, sess.FirstMessage, []byte(sess.State), []byte(sess.Answer),
 		sess.Error, sess.ErrorCode, sess.Runnable, ts(sess.WakeAt), int64(len(events)),
 		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease,
 		types, data, times, s.channel).Scan(&base, &notified)
