@@ -224,7 +224,9 @@ func (c *Client) stream(ctx context.Context, body []byte, yield func(llm.Chunk, 
 			return
 		}
 		for _, ch := range chunks {
-			if !yield(ch, nil) {
+			if !yield(ch, nil) || ch.Kind == llm.ChunkDone {
+				// Nothing follows the done chunk, not even an
+				// error of a context cancelled after it.
 				return
 			}
 		}

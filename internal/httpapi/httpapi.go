@@ -132,11 +132,27 @@ type ctxBody struct {
 	stop func() bool // stops ctx closing the body
 }
 
-// Close stops ctx closing the body, then closes it.
+// Close stops ctx closing the body, then closes it. It first reads what is
+// left of the body, up to [drainBytes] and for at most [drainTime]: the end
+// of a chunked response (after the stream's last event) is usually already
+// there, and reading it lets the connection go back to the pool instead of
+// being torn down, which would cost the next request a new connection (and
+// a TLS handshake).
 func (b *ctxBody) Close() error {
-	b.stop()
+	if b.stop() {
+		// ctx had not closed the body: it may still hold a tail.
+		t := time.AfterFunc(drainTime, func() { b.ReadCloser.Close() })
+		io.CopyN(io.Discard, b.ReadCloser, drainBytes)
+		t.Stop()
+	}
 	return b.ReadCloser.Close()
 }
+
+// The bounds of the read before a stream's body is closed.
+const (
+	drainBytes = 4 << 10
+	drainTime  = 50 * time.Millisecond
+)
 
 // GetJSON GETs url and decodes its JSON answer, of at most [MaxBody] bytes,
 // into v. what names the answer in errors: "model list" gives
