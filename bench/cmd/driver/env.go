@@ -28,6 +28,7 @@ type env struct {
 	bin      string // built binaries
 	work     string // the workdir of hrns run, holding the notes
 	home     string // HOME of every client
+	tmp      string // the driver's temporary folder
 	pin      pin
 	log      io.Writer
 }
@@ -167,9 +168,10 @@ type mockProc struct {
 
 // startMock builds nothing: it starts the mock built by buildCommon, pinned,
 // and reads its URL.
-func (e *env) startMock(ctx context.Context, cpu, toolCalls, argChunks, textChunks int) (*mockProc, error) {
-	argv := e.pin.command(cpu, []string{filepath.Join(e.bin, "mock"), "--addr", "127.0.0.1:0",
-		"--tool-calls", strconv.Itoa(toolCalls), "--arg-chunks", strconv.Itoa(argChunks), "--text-chunks", strconv.Itoa(textChunks)})
+// Extra arguments go to the mock.
+func (e *env) startMock(ctx context.Context, cpu, toolCalls, argChunks, textChunks int, extra ...string) (*mockProc, error) {
+	argv := e.pin.command(cpu, append([]string{filepath.Join(e.bin, "mock"), "--addr", "127.0.0.1:0",
+		"--tool-calls", strconv.Itoa(toolCalls), "--arg-chunks", strconv.Itoa(argChunks), "--text-chunks", strconv.Itoa(textChunks)}, extra...))
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stderr = e.log
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
@@ -238,7 +240,13 @@ func (u *usage) add(v usage) {
 // runProcess runs argv pinned to the client CPU and returns its usage and
 // standard output.
 func (e *env) runProcess(ctx context.Context, dir string, argv []string, environ []string) (usage, []byte, error) {
-	argv = e.pin.command(e.pin.clientCPU, argv)
+	return e.runPinned(ctx, e.pin.clientCPU, dir, argv, environ)
+}
+
+// runPinned runs argv pinned to cpu and returns its usage and standard
+// output.
+func (e *env) runPinned(ctx context.Context, cpu int, dir string, argv []string, environ []string) (usage, []byte, error) {
+	argv = e.pin.command(cpu, argv)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)

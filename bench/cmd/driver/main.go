@@ -58,6 +58,7 @@ type options struct {
 	mockCPU    int
 	clientCPU  int
 	tree       string
+	sessions   sessionsOptions
 }
 
 func (o *options) flags(fs *flag.FlagSet) {
@@ -75,6 +76,7 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.microTime, "micro-benchtime", "100ms", "go test -benchtime for the micro-benchmarks")
 	fs.IntVar(&o.mockCPU, "mock-cpu", 0, "CPU the mock is pinned to")
 	fs.IntVar(&o.clientCPU, "client-cpu", 1, "CPU the clients and micro-benchmarks are pinned to")
+	o.sessions.flags(fs)
 	fs.StringVar(&o.tree, "tree", "head", "what to build: \"head\", the last commit (exported with git archive), or \"working\", the working tree as it is")
 }
 
@@ -95,7 +97,7 @@ func (o *options) Validate() error {
 	if _, err := selectClients(o.clients); err != nil {
 		return err
 	}
-	return nil
+	return o.sessions.Validate()
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -129,6 +131,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		bin:      filepath.Join(tmp, "bin"),
 		work:     filepath.Join(tmp, "work"),
 		home:     filepath.Join(tmp, "home"),
+		tmp:      tmp,
 		log:      stderr,
 	}
 	e.pin = pinning(o.mockCPU, o.clientCPU)
@@ -165,7 +168,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	results := measureClients(ctx, e, m, clients, &o)
 	rep.clients = results
-	rep.sessions = measureSessions(ctx, e)
+	rep.sessions = measureSessions(ctx, e, &o)
 
 	if o.micro {
 		logf(stderr, "running the micro-benchmarks")

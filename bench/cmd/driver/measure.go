@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -234,6 +233,3 @@ func minMax[T any](xs []T, f func(T) time.Duration) (lo, hi time.Duration) {
 	}
 	return lo, hi
 }
-
-// errSessionsPending says the sessions server is not measured yet.
-var errSessionsPending = errors.New("the sessions server is being built")

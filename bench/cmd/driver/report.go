@@ -121,11 +121,7 @@ func (r *report) markdown() string {
 		p("- %s\n", line)
 	}
 	p("\n#### Sessions server\n\n")
-	if r.sessions == nil {
-		p("Not measured.\n\n")
-	} else if r.sessions.err != nil {
-		p("Not measured: %v. The driver's hook for it is `measureSessions` in bench/cmd/driver/sessions.go.\n\n", r.sessions.err)
-	}
+	b.WriteString(r.sessions.markdown(r.pin))
 
 	p("#### Micro-benchmarks\n\n")
 	if r.microErr != nil {
@@ -198,7 +194,7 @@ func (r *report) verdicts() []string {
 		out = append(out, fmt.Sprintf("chunk decoding at or below the baseline's CPU per chunk, %s chunks (line reading, decoding and accumulation on both sides): **%s** (%.2f×; medians hrns %s ns, baseline %s ns).",
 			kind, metOrMissed(ratio <= 1), ratio, fmtNum(hc), fmtNum(bc)))
 	}
-	return out
+	return append(out, r.sessions.verdicts()...)
 }
 
 func metOrMissed(ok bool) string {

@@ -1,0 +1,53 @@
+//go:build ignore
+
+// This file is not part of the driver: the driver adds it to package main
+// of hrns's cmd/hrns (with go build -overlay, its build constraint
+// removed, the hrns tree untouched) to build the hrns serve it measures.
+// The binary is then hrns itself plus this init function, which does
+// nothing unless HRNS_BENCH_PROBE names an address: then it serves, on
+// that address, GET /memory (the Go heap after a collection, and the
+// goroutines, which only the process can see) and the net/http/pprof
+// handlers, for the profiles of docs/performance.md.
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"runtime"
+)
+
+func init() {
+	addr := os.Getenv("HRNS_BENCH_PROBE")
+	if addr == "" {
+		return
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hrns-bench-probe:", err)
+		os.Exit(2)
+	}
+	fmt.Fprintf(os.Stderr, "hrns-bench-probe: http://%s\n", ln.Addr())
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /memory", func(w http.ResponseWriter, _ *http.Request) {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"heap_alloc":  ms.HeapAlloc,
+			"heap_inuse":  ms.HeapInuse,
+			"stack_inuse": ms.StackInuse,
+			"sys":         ms.Sys,
+			"goroutines":  runtime.NumGoroutine(),
+		})
+	})
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	go http.Serve(ln, mux)
+}
