@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hrns-dev/hrns/bench/internal/mock"
 )
@@ -85,5 +88,114 @@ func TestSelectClients(t *testing.T) {
 	}
 	if _, err := selectClients("nope"); err == nil {
 		t.Error("no error for an unknown client")
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var xs []time.Duration
+	for i := 100; i >= 1; i-- {
+		xs = append(xs, time.Duration(i))
+	}
+	for p, want := range map[float64]time.Duration{50: 50, 99: 99, 100: 100, 1: 1} {
+		if got := percentile(xs, p); got != want {
+			t.Errorf("p%v = %v, want %v", p, got, want)
+		}
+	}
+	if xs[0] != 100 {
+		t.Error("percentile sorted its argument")
+	}
+	if percentile(nil, 50) != 0 {
+		t.Error("percentile of nothing is not 0")
+	}
+}
+
+func TestProcReadings(t *testing.T) {
+	rss, err := vmRSS(os.Getpid())
+	if err != nil || rss <= 0 {
+		t.Errorf("vmRSS = %d, %v", rss, err)
+	}
+	if _, err := procCPU(os.Getpid()); err != nil {
+		t.Errorf("procCPU: %v", err)
+	}
+}
+
+func TestSessionsOptions(t *testing.T) {
+	o := sessionsOptions{run: true, reps: 1, concurrency: 1, rtSessions: 1, wakeups: 1, tpSessions: 1, tpConcurrency: 1,
+		parked: "1000, 10000", stores: "sqlite,postgres", replicas: "1,2,3"}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := o.counts(); !slices.Equal(c, []int{1000, 10000}) {
+		t.Errorf("counts %v", c)
+	}
+	for _, bad := range []func(*sessionsOptions){
+		func(o *sessionsOptions) { o.parked = "10000,1000" },
+		func(o *sessionsOptions) { o.stores = "mysql" },
+		func(o *sessionsOptions) { o.replicas = "0" },
+	} {
+		o2 := o
+		bad(&o2)
+		if o2.Validate() == nil {
+			t.Errorf("%+v is valid", o2)
+		}
+	}
+	if u, _ := withSearchPath("postgres://u:secret@h:5432/db?sslmode=disable", "s1"); !strings.Contains(u, "search_path=s1") || !strings.Contains(u, "sslmode=disable") {
+		t.Errorf("withSearchPath: %s", u)
+	}
+	if r := redactDSN("postgres://u:secret@h:5432/db?sslmode=disable"); strings.Contains(r, "secret") {
+		t.Errorf("redactDSN kept the password: %s", r)
+	}
+}
+
+// TestSessionsReport renders made-up figures: every row, the per-session
+// arithmetic and the verdicts.
+func TestSessionsReport(t *testing.T) {
+	ms := time.Millisecond
+	base := memReading{rss: 30 << 20, heap: 1 << 20, goroutines: 12}
+	at := func(parked int, perRSS, perHeap int64) memReading {
+		return memReading{rss: base.rss + int64(parked)*perRSS, heap: base.heap + int64(parked)*perHeap, goroutines: 12}
+	}
+	rep := func(full bool) *sessionsRep {
+		r := &sessionsRep{roundTrip: []time.Duration{4 * ms, 5 * ms}, wakeUp: []time.Duration{2 * ms}, base: base,
+			fills: []*fill{{parked: 1000, n: 1000, key: true, create: 4 * time.Second, park: 8 * time.Second, latency: []time.Duration{10 * ms}, cpu: 5 * time.Second, mem: at(1000, 4<<10, 500)}}}
+		if full {
+			r.fills = append(r.fills, &fill{parked: 10000, n: 9000, create: 90 * time.Second, park: 100 * time.Second, cpu: 50 * time.Second, mem: at(10000, 3<<10, 500)})
+			r.roundTripFull, r.wakeUpFull = []time.Duration{6 * ms}, []time.Duration{3 * ms}
+			r.extra = &fill{parked: 10200, n: 200, key: true, create: 10 * time.Second, latency: []time.Duration{50 * ms}}
+		}
+		return r
+	}
+	res := &sessionsResult{opts: sessionsOptions{reps: 3, fullReps: 1, concurrency: 8, extraSessions: 200, tpConcurrency: 16, tpSessions: 200},
+		counts: []int{1000, 10000}, toolCalls: 5,
+		stores: []*storeResult{
+			{name: "SQLite", where: "a file on ext4", reps: []*sessionsRep{rep(true), rep(false), rep(false)}},
+			{name: "PostgreSQL", err: errors.New("connection refused")},
+		},
+		throughput: []*throughputResult{{store: "sqlite", replicas: 1, rates: []float64{20, 19, 21}, cpu: []time.Duration{40 * ms}}},
+	}
+	md := res.markdown(pin{taskset: "/usr/bin/taskset", mockCPU: 0, clientCPU: 1})
+	for _, want := range []string{
+		"| sessions created / s, SDK (Idempotency-Key), 8 at once, 0 → 1,000 | 250 /s (250–250) |",
+		"| … sessions parked / s (created, first model request answered, waiting in awaiting_tool_results) | 125 /s (125–125) |",
+		"| … server CPU per session, created to parked | 5.00 ms |",
+		"| sessions created / s without a key, 1,000 → 10,000 parked | 100 /s |",
+		"| sessions created / s, SDK (Idempotency-Key), 200 more at 10,000 parked | 20 /s |",
+		"| tool-result round trip p50 / p99: post → next model request at the mock | 4.00 ms / 5.00 ms (n = 6) |",
+		"| per parked session at 1,000, minus idle: VmRSS / live heap / goroutines | 4.0 KiB / 500 B / 0.0000 |",
+		"| per parked session at 10,000, minus idle: VmRSS / live heap / goroutines | 3.0 KiB / 500 B / 0.0000 |",
+		"| per parked session from 1,000 to 10,000: VmRSS / live heap | 2.9 KiB / 500 B |",
+		"**PostgreSQL: not measured**",
+		"| SQLite | 1 | 20.0 (19.0–21.0) | 40 ms |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in:\n%s", want, md)
+		}
+	}
+	v := res.verdicts()
+	if len(v) != 2 || !strings.Contains(v[0], "**met**") || !strings.Contains(v[1], "not measured") {
+		t.Errorf("verdicts %q", v)
+	}
+	if md := (&sessionsResult{err: errSessionsSkipped}).markdown(pin{}); !strings.Contains(md, "Not measured") {
+		t.Errorf("skipped: %s", md)
 	}
 }
