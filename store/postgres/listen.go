@@ -40,9 +40,9 @@ func channelName(schema string) string {
 // change may give workers something to claim.
 func (s *Store) dispatch(payload string) {
 	id, work := strings.CutPrefix(payload, "!")
-	s.hub.notify(id)
+	s.hub.Notify(id)
 	if work {
-		s.hub.notify(store.WorkTopic)
+		s.hub.Notify(store.WorkTopic)
 	}
 }
 
@@ -88,7 +88,7 @@ func (s *Store) listen(ctx context.Context, conn *pgx.Conn) {
 			}
 			delay = reconnectFirst
 			s.log.Info("postgres store: listening again")
-			s.hub.notifyAll()
+			s.hub.NotifyAll()
 		}
 		err := s.receive(ctx, conn)
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
@@ -99,7 +99,7 @@ func (s *Store) listen(ctx context.Context, conn *pgx.Conn) {
 			return
 		}
 		s.log.Warn("postgres store: listening connection lost", "err", err)
-		s.hub.notifyAll()
+		s.hub.NotifyAll()
 	}
 }
 

@@ -75,6 +75,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hrns-dev/hrns/store"
+	"github.com/hrns-dev/hrns/store/internal/wake"
 )
 
 //go:embed migrations/*.sql
@@ -99,7 +100,7 @@ type Store struct {
 	schema     string
 	channel    string
 	log        *slog.Logger
-	hub        *hub
+	hub        wake.Hub
 	pingEvery  time.Duration
 	stopListen context.CancelFunc
 	listenDone chan struct{}
@@ -132,7 +133,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
-	s := &Store{connConfig: cfg.ConnConfig.Copy(), log: o.Logger, hub: newHub(), pingEvery: pingEvery, listenDone: make(chan struct{})}
+	s := &Store{connConfig: cfg.ConnConfig.Copy(), log: o.Logger, pingEvery: pingEvery, listenDone: make(chan struct{})}
 	fail := func(err error) (*Store, error) {
 		if s.pool != nil {
 			s.pool.Close()
@@ -698,5 +699,5 @@ func (s *Store) NextWake(ctx context.Context, now time.Time) (time.Time, error) 
 // Subscribe implements [store.Store]. Notifications come from the
 // listening connection, for changes committed by any process.
 func (s *Store) Subscribe(topic string) (<-chan struct{}, func()) {
-	return s.hub.subscribe(topic)
+	return s.hub.Subscribe(topic)
 }

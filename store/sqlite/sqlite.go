@@ -55,6 +55,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/hrns-dev/hrns/store"
+	"github.com/hrns-dev/hrns/store/internal/wake"
 )
 
 //go:embed migrations/*.sql
@@ -75,7 +76,7 @@ type Store struct {
 	// fixed at creation
 	w, r *sql.DB
 	lock interface{ Close() error }
-	hub  hub
+	hub  wake.Hub
 	// prepared statements of the hot paths
 	getStmt, eventsStmt     *sql.Stmt // on the readers
 	versionStmt, updateStmt *sql.Stmt // on the writer
@@ -118,7 +119,6 @@ func Open(path string, opts *Options) (*Store, error) {
 		return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 	}
 	s := &Store{lock: lock}
-	s.hub.init()
 	fail := func(err error) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
@@ -337,9 +337,9 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	if existing != nil {
 		return existing, false, nil
 	}
-	s.hub.notify(n.ID)
+	s.hub.Notify(n.ID)
 	if n.Runnable || !n.WakeAt.IsZero() {
-		s.hub.notify(store.WorkTopic)
+		s.hub.Notify(store.WorkTopic)
 	}
 	return &n, true, nil
 }
@@ -483,9 +483,9 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	if o.Release {
 		sess.LeaseOwner, sess.LeaseUntil = "", time.Time{}
 	}
-	s.hub.notify(sess.ID)
+	s.hub.Notify(sess.ID)
 	if sess.Runnable || !sess.WakeAt.IsZero() || o.Release {
-		s.hub.notify(store.WorkTopic)
+		s.hub.Notify(store.WorkTopic)
 	}
 	return nil
 }
@@ -611,7 +611,7 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 		return fmt.Errorf("release lease of %s: %w", id, err)
 	}
 	if released {
-		s.hub.notify(store.WorkTopic)
+		s.hub.Notify(store.WorkTopic)
 	}
 	return nil
 }
@@ -637,5 +637,5 @@ func (s *Store) NextWake(ctx context.Context, now time.Time) (time.Time, error) 
 
 // Subscribe implements [store.Store].
 func (s *Store) Subscribe(topic string) (<-chan struct{}, func()) {
-	return s.hub.subscribe(topic)
+	return s.hub.Subscribe(topic)
 }
