@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 )
@@ -141,4 +142,45 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// commandFlags returns the flag set of a subcommand; usage heads its help.
+func commandFlags(name, usage string, stdio *IO) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stdio.Err)
+	fs.Usage = func() {
+		fmt.Fprintln(stdio.Err, usage+"\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlagsOnly parses the flags of a subcommand that takes no other
+// arguments.
+func parseFlagsOnly(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usagef("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s takes no arguments, got %q", strings.TrimPrefix(fs.Name(), "hrns "), fs.Args())
+	}
+	return nil
+}
+
+// loopback reports whether addr (host:port) listens on loopback only.
+func loopback(addr string) bool {
+	host, _, _ := net.SplitHostPort(addr)
+	return loopbackHost(host)
+}
+
+// loopbackHost reports whether host is a loopback name or address.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

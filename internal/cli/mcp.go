@@ -490,38 +490,19 @@ func (o *mcpServeOptions) Validate() error {
 	if err != nil {
 		return usagef("--addr %s: %v", o.addr, err)
 	}
-	if !o.allowRemote && !isLoopback(host) {
+	if !o.allowRemote && !loopbackHost(host) {
 		return usagef("--addr %s can be reached from other machines, and MCP clients are not authenticated: "+
 			"use 127.0.0.1:PORT, or pass --allow-remote to accept that risk", o.addr)
 	}
 	return nil
 }
 
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 func mcpServe(ctx context.Context, args []string, stdio *IO) error {
 	var o mcpServeOptions
-	fs := flag.NewFlagSet("hrns mcp serve", flag.ContinueOnError)
-	fs.SetOutput(stdio.Err)
+	fs := commandFlags("hrns mcp serve", "Usage: hrns mcp serve [flags]\n\nServes hrns tools to MCP clients over stdio, or over Streamable HTTP with --addr.\nWithout --yes, calls of tools that require approval ask the client's user\n(MCP elicitation) and are refused by clients that cannot ask.", stdio)
 	o.flags(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stdio.Err, "Usage: hrns mcp serve [flags]\n\nServes hrns tools to MCP clients over stdio, or over Streamable HTTP with --addr.\nWithout --yes, calls of tools that require approval ask the client's user\n(MCP elicitation) and are refused by clients that cannot ask.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usagef("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("mcp serve takes no arguments, got %q", fs.Arg(0))
+	if err := parseFlagsOnly(fs, args); err != nil {
+		return err
 	}
 	if err := o.Validate(); err != nil {
 		return err

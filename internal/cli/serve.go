@@ -118,21 +118,10 @@ func (o *serveOptions) openStore(ctx context.Context, getenv func(string) string
 
 func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	var o serveOptions
-	fs := flag.NewFlagSet("hrns serve", flag.ContinueOnError)
-	fs.SetOutput(stdio.Err)
+	fs := commandFlags("hrns serve", "Usage: hrns serve [flags]\n\nServes the sessions API (/api/v2/sessions) with sessions stored in one SQLite file, or in a PostgreSQL database that several replicas share.", stdio)
 	o.flags(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stdio.Err, "Usage: hrns serve [flags]\n\nServes the sessions API (/api/v2/sessions) with sessions stored in one SQLite file, or in a PostgreSQL database that several replicas share.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usagef("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("serve takes no arguments, got %q", fs.Args())
+	if err := parseFlagsOnly(fs, args); err != nil {
+		return err
 	}
 	if err := o.Validate(); err != nil {
 		return err
@@ -278,14 +267,4 @@ func (o *serveOptions) addAgent(opts *session.Options, name string, cfg *session
 	}
 	opts.Agents[name] = cfg
 	return nil
-}
-
-// loopback reports whether addr listens on a loopback address only.
-func loopback(addr string) bool {
-	host, _, _ := net.SplitHostPort(addr)
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
