@@ -20,12 +20,13 @@ import (
 	"time"
 )
 
-// The sessions server's benchmark (issue 8): hrns serve, built from the
+// The sessions server's benchmark (issue 8). hrns serve, built from the
 // hrns tree with the probe of hrnsprobe.go, runs as a process of its own
 // pinned to the client CPU, against a mock of its own (recording when each
-// model request arrives) pinned to the mock CPU, and a fresh store in each
-// repetition. bench/cmd/sessload, pinned to the mock CPU, drives it through
-// the Go SDK, one job per process:
+// model request arrives) pinned to the mock CPU, on a fresh store in each
+// repetition: a SQLite file in the driver's temporary folder, or a schema
+// of its own on a PostgreSQL server. bench/cmd/sessload, pinned to the mock
+// CPU, drives it through the Go SDK, one job per process:
 //
 //  1. warmup: sessions run to their end, the tool running in sessload;
 //  2. roundtrip: sessions one at a time, each tool result posted by hand:
@@ -45,7 +46,12 @@ import (
 // every create, as its users do; the larger fill posts the same body
 // without one, so that it measures the store filling up rather than the
 // key lookup (see docs/performance.md, findings), which the last few
-// creations measure at the largest count.
+// creations measure at the largest count. On a PostgreSQL server whose
+// autovacuum is off, the driver vacuums the schema after each fill.
+//
+// Then the throughput: sessions run to their end through one SQLite server
+// and through 1, 2 and 3 replicas sharing a PostgreSQL schema, all pinned
+// to the client CPU.
 
 //go:embed hrnsprobe.go
 var probeSource string
@@ -82,11 +88,11 @@ func (o *sessionsOptions) flags(fs interface {
 	fs.StringVar(&o.parked, "sessions-parked", "1000,10000", "counts of parked sessions at which memory is read, ascending")
 	fs.IntVar(&o.concurrency, "sessions-concurrency", 8, "sessions created at once")
 	fs.IntVar(&o.rtSessions, "sessions-roundtrips", 40, "sessions whose tool results are timed per repetition (each has -tool-calls)")
-	fs.IntVar(&o.wakeups, "sessions-wakeups", 200, "long-poll wake-ups timed per repetition")
+	fs.IntVar(&o.wakeups, "sessions-wakeups", 150, "long-poll wake-ups timed per repetition")
 	fs.IntVar(&o.extraSessions, "sessions-extra", 200, "sessions created with an Idempotency-Key at the largest count")
 	fs.StringVar(&o.stores, "sessions-stores", "sqlite,postgres", "stores to measure: sqlite, postgres")
 	fs.StringVar(&o.replicas, "sessions-replicas", "1,2,3", "replica counts whose throughput is measured on PostgreSQL (empty: none)")
-	fs.IntVar(&o.tpSessions, "sessions-throughput", 200, "sessions run to their end for each throughput figure")
+	fs.IntVar(&o.tpSessions, "sessions-throughput", 120, "sessions run to their end for each throughput figure")
 	fs.IntVar(&o.tpConcurrency, "sessions-throughput-concurrency", 16, "sessions run at once for the throughput figures")
 	fs.StringVar(&o.postgres, "sessions-postgres", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable",
 		"PostgreSQL server for the postgres store; each repetition uses a schema of its own, dropped after (with psql)")
@@ -167,6 +173,7 @@ type throughputResult struct {
 type storeResult struct {
 	name  string // SQLite, PostgreSQL
 	where string // where its data lived
+	note  string // what the driver did to it, if anything
 	err   error  // why it was not measured, or failed
 	reps  []*sessionsRep
 }
@@ -275,12 +282,16 @@ func (e *env) measureThroughput(ctx context.Context, m *mockProc, o *options) []
 // and runs -sessions-throughput sessions through them.
 func (e *env) throughputOnce(ctx context.Context, m *mockProc, t *throughputResult, id int, o *options) (float64, time.Duration, error) {
 	so := &o.sessions
-	_, newDB := e.storeFor(t.store, so)
-	db, drop, err := newDB(ctx, id)
+	sr, newDB := e.storeFor(ctx, t.store, so)
+	if sr.err != nil {
+		return 0, 0, sr.err
+	}
+	rdb, err := newDB(ctx, id)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer drop()
+	defer rdb.drop()
+	db := rdb.db
 	var srvs []*serveProc
 	defer func() {
 		for _, s := range srvs {
@@ -307,7 +318,7 @@ func (e *env) throughputOnce(ctx context.Context, m *mockProc, t *throughputResu
 		return e.sessload(ctx, "throughput", "--url", strings.Join(urls, ","), "--key", sessionsKey,
 			"--sessions", strconv.Itoa(n), "--concurrency", strconv.Itoa(so.tpConcurrency))
 	}
-	if _, err := load(2 * so.tpConcurrency); err != nil {
+	if _, err := load(so.tpConcurrency); err != nil {
 		return fail(err)
 	}
 	var before time.Duration
@@ -355,35 +366,72 @@ func (e *env) buildServe(ctx context.Context) error {
 	return e.goBuild(ctx, e.benchDir, "-o", e.bin+"/", "./cmd/sessload")
 }
 
-// storeDB gives each repetition a fresh store: its --db and how to drop it.
-type storeDB func(ctx context.Context, rep int) (db string, drop func(), err error)
+// repDB is the store of one repetition.
+type repDB struct {
+	db   string // --db
+	drop func()
+	// afterFill runs after each fill, before the readings.
+	afterFill func(ctx context.Context) error
+}
 
-func (e *env) storeFor(name string, so *sessionsOptions) (*storeResult, storeDB) {
+// storeDB gives each repetition a fresh store.
+type storeDB func(ctx context.Context, rep int) (*repDB, error)
+
+func (e *env) storeFor(ctx context.Context, name string, so *sessionsOptions) (*storeResult, storeDB) {
 	switch name {
 	case "postgres":
 		sr := &storeResult{name: "PostgreSQL", where: redactDSN(so.postgres)}
-		return sr, func(ctx context.Context, rep int) (string, func(), error) {
+		psql := func(ctx context.Context, args ...string) (string, error) {
+			out, err := exec.CommandContext(ctx, "psql", append([]string{so.postgres, "-X", "-q", "-t", "-A"}, args...)...).CombinedOutput()
+			if err != nil {
+				return "", fmt.Errorf("psql %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+			}
+			return strings.TrimSpace(string(out)), nil
+		}
+		if _, err := exec.LookPath("psql"); err != nil {
+			sr.err = errors.New("psql is not installed: the driver needs it to give each repetition a schema of its own and drop it")
+			return sr, nil
+		}
+		version, err := psql(ctx, "-c", "SHOW server_version")
+		if err != nil {
+			sr.err = fmt.Errorf("the PostgreSQL server of -sessions-postgres does not answer: %w", err)
+			return sr, nil
+		}
+		sr.where = fmt.Sprintf("server %s on this machine, unpinned (%s)", strings.Fields(version + " ?")[0], sr.where)
+		autovacuum, _ := psql(ctx, "-c", "SHOW autovacuum")
+		return sr, func(ctx context.Context, rep int) (*repDB, error) {
 			schema := fmt.Sprintf("hrns_bench_%d_%d", os.Getpid(), rep)
 			db, err := withSearchPath(so.postgres, schema)
 			if err != nil {
-				return "", nil, err
+				return nil, err
 			}
-			drop := func() {
-				if out, err := exec.Command("psql", so.postgres, "-q", "-c", "DROP SCHEMA IF EXISTS "+schema+" CASCADE").CombinedOutput(); err != nil {
-					logf(e.log, "sessions: dropping schema %s: %v: %s", schema, err, bytes.TrimSpace(out))
+			r := &repDB{db: db, drop: func() {
+				if _, err := psql(context.WithoutCancel(ctx), "-c", "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+					logf(e.log, "sessions: %v", err)
+				}
+			}}
+			if autovacuum == "off" {
+				// What autovacuum would do on a server where it is on
+				// (the default): without it, the planner keeps the
+				// statistics of an empty table and the claim queries
+				// read every dead row version (see performance.md).
+				sr.note = "autovacuum is off on this server: the driver runs VACUUM (ANALYZE) on the schema after each fill, as autovacuum would"
+				r.afterFill = func(ctx context.Context) error {
+					_, err := psql(ctx, "-c", fmt.Sprintf("VACUUM (ANALYZE) %s.hrns_sessions, %s.hrns_events", schema, schema))
+					return err
 				}
 			}
-			return db, drop, nil
+			return r, nil
 		}
 	default:
 		dir := filepath.Join(e.tmp, "sessions")
 		sr := &storeResult{name: "SQLite", where: "a file on " + fsType(e.tmp)}
-		return sr, func(_ context.Context, rep int) (string, func(), error) {
+		return sr, func(_ context.Context, rep int) (*repDB, error) {
 			d := filepath.Join(dir, fmt.Sprintf("rep-%d", rep))
 			if err := os.MkdirAll(d, 0o755); err != nil {
-				return "", nil, err
+				return nil, err
 			}
-			return "sqlite:" + filepath.Join(d, "hrns.db"), func() { os.RemoveAll(d) }, nil
+			return &repDB{db: "sqlite:" + filepath.Join(d, "hrns.db"), drop: func() { os.RemoveAll(d) }}, nil
 		}
 	}
 }
@@ -391,17 +439,20 @@ func (e *env) storeFor(name string, so *sessionsOptions) (*storeResult, storeDB)
 // measureStore runs the repetitions on one store.
 func (e *env) measureStore(ctx context.Context, m *mockProc, name string, counts []int, o *options) *storeResult {
 	so := &o.sessions
-	sr, newDB := e.storeFor(name, so)
+	sr, newDB := e.storeFor(ctx, name, so)
+	if sr.err != nil {
+		return sr
+	}
 	for rep := range so.reps {
 		full := rep < so.fullReps
 		logf(e.log, "sessions: %s, repetition %d of %d", sr.name, rep+1, so.reps)
-		db, drop, err := newDB(ctx, rep)
+		db, err := newDB(ctx, rep)
 		if err != nil {
 			sr.err = err
 			return sr
 		}
 		r, err := e.sessionsRep(ctx, m, db, filepath.Join(e.tmp, fmt.Sprintf("serve-%s-%d.log", name, rep)), counts, full, o)
-		drop()
+		db.drop()
 		if err != nil {
 			sr.err = err
 			return sr
@@ -412,15 +463,15 @@ func (e *env) measureStore(ctx context.Context, m *mockProc, name string, counts
 }
 
 // sessionsRep starts a server on db and measures it.
-func (e *env) sessionsRep(ctx context.Context, m *mockProc, db, logPath string, counts []int, full bool, o *options) (*sessionsRep, error) {
+func (e *env) sessionsRep(ctx context.Context, m *mockProc, db *repDB, logPath string, counts []int, full bool, o *options) (*sessionsRep, error) {
 	so := &o.sessions
-	srv, err := e.startServe(ctx, db, m.baseURL, logPath)
+	srv, err := e.startServe(ctx, db.db, m.baseURL, logPath)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.stop()
 	fail := func(err error) (*sessionsRep, error) {
-		return nil, fmt.Errorf("%w\nhrns serve's log (%s) ends with:\n%s", err, db, srv.logTail())
+		return nil, fmt.Errorf("%w\nhrns serve's log (%s) ends with:\n%s", err, db.db, srv.logTail())
 	}
 	load := func(job string, args ...string) (*sessload, error) {
 		return e.sessload(ctx, job, append([]string{"--url", srv.url, "--key", sessionsKey, "--mock", strings.TrimSuffix(m.baseURL, "/v1")}, args...)...)
@@ -446,7 +497,7 @@ func (e *env) sessionsRep(ctx context.Context, m *mockProc, db, logPath string, 
 		if i > 0 && !full {
 			break
 		}
-		f, err := e.park(ctx, srv, load, c-parked, c, i == 0, so.concurrency)
+		f, err := e.park(ctx, srv, db, load, c-parked, c, i == 0, so.concurrency)
 		if err != nil {
 			return fail(err)
 		}
@@ -464,7 +515,7 @@ func (e *env) sessionsRep(ctx context.Context, m *mockProc, db, logPath string, 
 		}
 		r.roundTripFull, r.wakeUpFull = rt.samples(), wu.samples()
 		if so.extraSessions > 0 {
-			if r.extra, err = e.park(ctx, srv, load, so.extraSessions, parked+so.extraSessions, true, so.concurrency); err != nil {
+			if r.extra, err = e.park(ctx, srv, db, load, so.extraSessions, parked+so.extraSessions, true, so.concurrency); err != nil {
 				return fail(err)
 			}
 		}
@@ -474,7 +525,7 @@ func (e *env) sessionsRep(ctx context.Context, m *mockProc, db, logPath string, 
 
 // park creates n sessions and waits until expect are parked, then reads
 // the server.
-func (e *env) park(ctx context.Context, srv *serveProc, load func(string, ...string) (*sessload, error), n, expect int, key bool, concurrency int) (*fill, error) {
+func (e *env) park(ctx context.Context, srv *serveProc, db *repDB, load func(string, ...string) (*sessload, error), n, expect int, key bool, concurrency int) (*fill, error) {
 	before, err := srv.cpu()
 	if err != nil {
 		return nil, err
@@ -487,6 +538,11 @@ func (e *env) park(ctx context.Context, srv *serveProc, load func(string, ...str
 	after, err := srv.cpu()
 	if err != nil {
 		return nil, err
+	}
+	if db.afterFill != nil {
+		if err := db.afterFill(ctx); err != nil {
+			return nil, err
+		}
 	}
 	f := &fill{parked: expect, n: n, key: key, create: time.Duration(p.CreateNS), park: time.Duration(p.ParkNS), cpu: after - before}
 	for _, v := range p.CreateLatencyNS {

@@ -251,6 +251,9 @@ func (r *sessionsResult) markdown(p pin) string {
 				w("; ")
 			}
 			w("%s, %s", f.sr.name, f.sr.where)
+			if f.sr.note != "" {
+				w(" (%s)", f.sr.note)
+			}
 		}
 		w(". Rates are medians over the repetitions (range in brackets); percentiles are over the samples of every repetition, pooled. " +
 			"Per parked session: what the server grew by since its idle reading, divided by the sessions parked; from one count to the next: the growth between the two readings, divided by the sessions added.\n\n")
