@@ -9,16 +9,15 @@ import (
 
 // storeFigures are one store's figures, aggregated over its repetitions.
 type storeFigures struct {
-	sr                  *storeResult
-	reps, fullReps      int
-	roundTrip, wakeUp   []time.Duration // pooled
-	roundTripFull       []time.Duration
-	wakeUpFull          []time.Duration
-	fills               [][]*fill // by count, over the repetitions that reached it
-	extras              []*fill
-	base                []memReading
-	counts              []int
-	createdPerS, parkPS [][]float64 // by count
+	sr                *storeResult
+	reps, fullReps    int
+	roundTrip, wakeUp []time.Duration // pooled
+	roundTripFull     []time.Duration
+	wakeUpFull        []time.Duration
+	fills             [][]*fill // by count, over the repetitions that reached it
+	extras            []*fill
+	base              []memReading
+	counts            []int
 }
 
 func (sr *storeResult) figures(counts []int) *storeFigures {
