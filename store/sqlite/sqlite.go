@@ -312,7 +312,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	var existing *store.Session
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if n.IdempotencyKey != "" {
-			row := tx.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE owner = ? AND idempotency_key = ?`, n.Owner, n.IdempotencyKey)
+			row := tx.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE owner = ? AND idempotency_key = ? AND idempotency_key != ''`, n.Owner, n.IdempotencyKey)
 			got, err := scanSession(row)
 			switch {
 			case err == nil:
@@ -534,9 +534,15 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 	until := nanos(p.Now.Add(p.TTL))
 	var out []*store.Session
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions
-			WHERE (runnable = 1 OR (wake_at != 0 AND wake_at <= ?)) AND (lease_owner = '' OR lease_until <= ?)
-			ORDER BY created_at, id LIMIT ?`, now, now, limit)
+		// Two halves, each on its partial index: with an OR, SQLite
+		// scans every session ever stored.
+		rows, err := tx.QueryContext(ctx, `SELECT `+sessionColumns+` FROM (
+				SELECT `+sessionColumns+` FROM sessions
+				WHERE runnable = 1 AND (lease_owner = '' OR lease_until <= ?1)
+				UNION
+				SELECT `+sessionColumns+` FROM sessions
+				WHERE wake_at != 0 AND wake_at <= ?1 AND (lease_owner = '' OR lease_until <= ?1))
+			ORDER BY created_at, id LIMIT ?2`, now, limit)
 		if err != nil {
 			return err
 		}
@@ -620,12 +626,17 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 func (s *Store) NextWake(ctx context.Context, now time.Time) (time.Time, error) {
 	n := nanos(now)
 	var next sql.NullInt64
-	err := s.r.QueryRowContext(ctx, `SELECT MIN(CASE
-			WHEN lease_owner != '' AND lease_until > ?1 THEN
-				CASE WHEN runnable = 0 AND wake_at > lease_until THEN wake_at ELSE lease_until END
-			ELSE wake_at END)
-		FROM sessions
-		WHERE (runnable = 1 OR wake_at != 0) AND NOT (runnable = 1 AND (lease_owner = '' OR lease_until <= ?1))`, n).Scan(&next)
+	// The next moment a session becomes claimable: a leased runnable
+	// session when its lease ends; a waiting one at its wake time, or
+	// when its lease ends if that is later. Two halves, each on its
+	// partial index (an OR would scan every session).
+	err := s.r.QueryRowContext(ctx, `SELECT MIN(t) FROM (
+			SELECT lease_until AS t FROM sessions
+			WHERE runnable = 1 AND lease_owner != '' AND lease_until > ?1
+			UNION ALL
+			SELECT CASE WHEN lease_owner != '' AND lease_until > ?1 AND lease_until > wake_at THEN lease_until ELSE wake_at END
+			FROM sessions
+			WHERE wake_at != 0 AND runnable = 0)`, n).Scan(&next)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next wake: %w", s.wrap(err))
 	}
