@@ -432,35 +432,11 @@ func TestServeReplicas(t *testing.T) {
 	t.Run("KillOneReplica", func(t *testing.T) {
 		const n = 8
 		lbClient := c.client(-1)
-		type outcome struct {
-			res      *client.Result
-			err      error
-			followed []session.Event // read across the kill
-		}
-		outcomes := make([]outcome, n)
+		outcomes := make([]followedRun, n) // each read across the kill
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				h, err := lbClient.StartSession(ctx, inlineAgent(fmt.Sprintf("Check order %d.", 4240+i)), orderTool)
-				if err != nil {
-					outcomes[i].err = err
-					return
-				}
-				var fw sync.WaitGroup
-				fw.Go(func() {
-					for e, err := range h.Stream(ctx) {
-						if err != nil {
-							outcomes[i].err = fmt.Errorf("stream: %w", err)
-							return
-						}
-						outcomes[i].followed = append(outcomes[i].followed, e)
-					}
-				})
-				outcomes[i].res, err = h.WaitForCompletion(ctx, orderTool)
-				if err != nil {
-					outcomes[i].err = err
-				}
-				fw.Wait()
+				outcomes[i] = runFollowed(ctx, lbClient, inlineAgent(fmt.Sprintf("Check order %d.", 4240+i)), orderTool)
 			})
 		}
 		// Once the runs are under way, kill the replica that holds the

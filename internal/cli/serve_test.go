@@ -164,38 +164,14 @@ func TestServeCrashRestart(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	type outcome struct {
-		res      *client.Result
-		err      error
-		followed []session.Event // read across the crash
-	}
-	outcomes := make([]outcome, n)
+	outcomes := make([]followedRun, n) // each read across the crash
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			h, err := c.StartSession(ctx, &client.SessionRequest{
+			outcomes[i] = runFollowed(ctx, c, &client.SessionRequest{
 				Agent:    client.AgentRef{Inline: &client.Agent{Name: "support-agent"}},
 				Messages: client.Text(fmt.Sprintf("Check order %d.", 4240+i)),
 			}, tool)
-			if err != nil {
-				outcomes[i].err = err
-				return
-			}
-			var fw sync.WaitGroup
-			fw.Go(func() {
-				for e, err := range h.Stream(ctx) {
-					if err != nil {
-						outcomes[i].err = fmt.Errorf("stream: %w", err)
-						return
-					}
-					outcomes[i].followed = append(outcomes[i].followed, e)
-				}
-			})
-			outcomes[i].res, err = h.WaitForCompletion(ctx, tool)
-			if err != nil {
-				outcomes[i].err = err
-			}
-			fw.Wait()
 		})
 	}
 	// Kill the server once the runs are under way.
