@@ -525,25 +525,12 @@ func assistantBlocks(parts []llm.Part) ([]block, error) {
 			if tc == nil {
 				return nil, errors.New("tool call part without a call")
 			}
-			out = append(out, block{Type: typeToolUse, ID: tc.ID, Name: tc.Name, Input: objectInput(tc.Arguments)})
+			out = append(out, block{Type: typeToolUse, ID: tc.ID, Name: tc.Name, Input: tc.Arguments.Object()})
 		default:
 			return nil, unsupported(string(p.Kind) + " parts in assistant messages")
 		}
 	}
 	return out, nil
-}
-
-// objectInput returns the arguments of a tool call as the API wants its
-// input: a JSON object. Arguments the model wrote that are not one (cut
-// short, malformed, or another kind of value) are sent as {}, so that a
-// transcript holding such a call can be sent back; the tool's error result
-// tells the model what was wrong.
-func objectInput(args json.RawMessage) json.RawMessage {
-	args = bytes.TrimSpace(args)
-	if len(args) == 0 || args[0] != '{' || !json.Valid(args) {
-		return emptyInput
-	}
-	return args
 }
 
 // toolBlocks renders a tool message: one tool_result block per result.

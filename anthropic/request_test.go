@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -475,8 +476,8 @@ func TestObjectInput(t *testing.T) {
 		{`{}`, `{}`},
 	}
 	for _, tt := range tests {
-		if got := string(objectInput(json.RawMessage(tt.in))); got != tt.want {
-			t.Errorf("objectInput(%q) = %s, want %s", tt.in, got, tt.want)
+		if got := string(llm.Arguments(tt.in).Object()); got != tt.want {
+			t.Errorf("Object(%q) = %s, want %s", tt.in, got, tt.want)
 		}
 	}
 }

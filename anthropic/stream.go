@@ -461,9 +461,9 @@ func (d *decoder) finish() {
 				parts = append(parts, llm.Part{Kind: llm.PartReasoning, Reasoning: &llm.Reasoning{Redacted: b.data}})
 			}
 		case typeToolUse:
-			args := json.RawMessage(b.text.String())
+			args := llm.Arguments(b.text.String())
 			if len(args) == 0 {
-				args = json.RawMessage("{}")
+				args = llm.Arguments("{}")
 			}
 			parts = append(parts, llm.Part{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: b.id, Name: b.name, Arguments: args}})
 		}

@@ -370,7 +370,7 @@ func (x *executor) one(ctx context.Context, c ToolRequest) ToolResult {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	o, err := x.tools.Invoke(ctx, llm.ToolCall{ID: c.ID, Name: c.ToolName, Arguments: args}, &loop.InvokeOptions{Timeout: x.opts.ToolTimeout})
+	o, err := x.tools.Invoke(ctx, llm.ToolCall{ID: c.ID, Name: c.ToolName, Arguments: llm.Arguments(args)}, &loop.InvokeOptions{Timeout: x.opts.ToolTimeout})
 	switch {
 	case err != nil:
 		return ToolResult{Kind: session.KindError, ToolReq: c, Error: err.Error(), Origin: "custom_tools"}

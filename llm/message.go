@@ -1,8 +1,10 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 )
 
 // Role says who wrote a [Message].
@@ -70,9 +72,88 @@ type ToolCall struct {
 	ID string `json:"id"`
 	// Name is the tool's name as the model gave it.
 	Name string `json:"name"`
-	// Arguments is the argument object as the model wrote it. It may be
-	// malformed: the loop validates it before any tool sees it.
-	Arguments json.RawMessage `json:"arguments"`
+	// Arguments is what the model wrote as the call's arguments, byte for
+	// byte. It may be anything (not JSON, not an object, empty): the loop
+	// validates it before any tool sees it, and every serialisation
+	// carries it unchanged.
+	Arguments Arguments `json:"arguments"`
+}
+
+// Arguments are the bytes a model wrote as a tool call's arguments. A model
+// usually writes a JSON object, but small models, truncated streams and
+// hostile output give anything at all, and those bytes must still be kept:
+// sent back to the provider as written, stored, recorded and shown.
+//
+// In JSON, Arguments encode as a string holding the bytes (as the Chat
+// Completions wire format does), so a transcript with malformed arguments
+// encodes and decodes back to the same bytes. Decoding also accepts any
+// other JSON value (transcripts written before this encoding held the
+// object itself) and keeps its bytes. JSON strings hold UTF-8 only: the loop
+// replaces invalid UTF-8 in arguments when it receives them (see
+// [Arguments.Sanitize]), so what it holds is what every encoding carries.
+//
+// Use [Arguments.JSON] to show arguments to a person or a client.
+type Arguments []byte
+
+// MarshalJSON encodes a as a JSON string holding its bytes.
+func (a Arguments) MarshalJSON() ([]byte, error) {
+	return json.Marshal(string(a))
+}
+
+// UnmarshalJSON decodes a JSON string into its bytes; null gives nil; any
+// other JSON value is kept as its own bytes.
+func (a *Arguments) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*a = Arguments(s)
+	case string(b) == "null":
+		*a = nil
+	default:
+		*a = append((*a)[:0:0], b...)
+	}
+	return nil
+}
+
+// Valid reports whether a is one valid JSON value.
+func (a Arguments) Valid() bool { return json.Valid(a) }
+
+// JSON returns a valid JSON value standing for a, to show it to a person or
+// a client: a itself when it is valid JSON, otherwise a JSON string holding
+// what the model wrote. Unlike [Arguments.MarshalJSON] this does not round
+// trip (a model that wrote the JSON string "x" and one that wrote x look
+// the same); it is for display and events, never for transcripts.
+func (a Arguments) JSON() json.RawMessage {
+	if json.Valid(a) {
+		return json.RawMessage(a)
+	}
+	b, _ := json.Marshal(string(a))
+	return b
+}
+
+// Object returns a, without surrounding white space, when it is one valid
+// JSON object, and {} otherwise. Providers whose wire format (or whose
+// compatible servers) require an object send this back in later requests,
+// so that a transcript holding malformed arguments is not refused; the
+// call's error result is what tells the model what was wrong.
+func (a Arguments) Object() json.RawMessage {
+	t := bytes.TrimSpace(a)
+	if len(t) == 0 || t[0] != '{' || !json.Valid(t) {
+		return json.RawMessage("{}")
+	}
+	return json.RawMessage(t)
+}
+
+// Sanitize returns a with invalid UTF-8 replaced by U+FFFD, so that it
+// survives JSON unchanged; a is returned as it is when it is valid UTF-8.
+func (a Arguments) Sanitize() Arguments {
+	if utf8.Valid(a) {
+		return a
+	}
+	return Arguments(strings.ToValidUTF8(string(a), "\uFFFD"))
 }
 
 // A ToolResult answers one [ToolCall].

@@ -19,6 +19,11 @@ var (
 	// ErrUnknownCall: Resume was given a result or decision for a call
 	// that the suspension does not hold.
 	ErrUnknownCall = errors.New("unknown tool call id")
+	// ErrNoAnswer: a budget was spent and the model, asked for a final
+	// answer without tools, gave none (it called tools anyway, which were
+	// dropped, or wrote nothing). The run fails; Result.Budget names the
+	// budget and Result.Messages holds the transcript.
+	ErrNoAnswer = errors.New("no final answer")
 )
 
 // An Agent runs a model with tools until the job is done. It holds no state
@@ -46,14 +51,18 @@ type Options struct {
 	MaxTurns int
 	// MaxDuration bounds a run's wall time, checked before each turn;
 	// once spent, the next turn asks for a final answer without tools.
-	// 0 means no bound. Use the context's deadline for a hard stop.
+	// 0 means no bound. Use the context's deadline for a hard stop. The
+	// time adds up across [Agent.Resume] (see [Suspension.Elapsed]); the
+	// time spent suspended does not count.
 	MaxDuration time.Duration
 	// MaxOutputTokens bounds the output tokens summed over a run; once
 	// spent, the next turn asks for a final answer without tools. 0
 	// means no bound.
 	MaxOutputTokens int64
 	// FinalAnswerPrompt is the user message that asks for a final answer
-	// when a budget is spent; empty means a built-in one.
+	// when a budget is spent; empty means a built-in one. It is sent as
+	// written, except that each "{budget}" in it is replaced by the name
+	// of the budget that was spent (see [Result.Budget]).
 	FinalAnswerPrompt string
 
 	// ToolTimeout bounds each tool call unless the tool sets its own
@@ -97,7 +106,7 @@ type RetryPolicy struct {
 	MaxRetryAfter time.Duration
 }
 
-const defaultFinalAnswerPrompt = "You have reached the limit of this run (%s). Do not call any more tools. " +
+const defaultFinalAnswerPrompt = "You have reached the limit of this run ({budget}). Do not call any more tools. " +
 	"Give your final answer now, based on what you have found so far."
 
 // New returns an agent that runs model with the tools of m, each exposed

@@ -24,8 +24,13 @@ const (
 	// Content while the model writes them; ToolCall has its ID and Name.
 	ChunkToolCallDelta ChunkType = "tool_call_delta"
 	// ChunkRetry says the model request failed with a transient error and
-	// will be sent again after Retry.Delay. Deltas streamed since the
-	// turn started are void.
+	// will be sent again after Retry.Delay. The message, reasoning and
+	// tool_call_delta chunks streamed since the turn started (or since the
+	// previous retry) belong to the failed attempt and are void: the next
+	// attempt streams its answer from the start. A consumer that prints
+	// deltas must discard or mark what it printed (see the example of
+	// [Agent.RunLoop]); Result.Answer and the transcript hold only the
+	// attempt that succeeded.
 	ChunkRetry ChunkType = "retry"
 	// ChunkTurnEnd closes the model's answer: Usage and FinishReason are
 	// set. The tool chunks of the turn follow.
@@ -78,8 +83,12 @@ type Chunk struct {
 
 // ToolCallInfo identifies a tool call in a [Chunk].
 type ToolCallInfo struct {
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments is always valid JSON: the validated arguments (with
+	// defaults applied) once the call has been parsed; before that, or
+	// when parsing failed, what the model wrote ([llm.Arguments.JSON]: a
+	// JSON string when it was not JSON).
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Duration is how long the tool ran, on results and errors.
 	Duration time.Duration `json:"duration_ns,omitempty"`

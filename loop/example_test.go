@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/llmtest"
@@ -146,4 +148,36 @@ func ExampleApproverFunc() {
 	}
 	// Output:
 	// the call to tool "delete_file" was rejected: go.mod must stay
+}
+
+// Streaming an answer as it is written: a retry chunk voids the deltas of
+// the failed attempt, so a consumer that collects them starts over, and the
+// answer appears exactly once.
+func ExampleAgent_RunLoop_retry() {
+	overloaded := &llm.APIError{StatusCode: 529, Message: "overloaded"}
+	model := llmtest.NewModel(
+		// The first attempt streams part of its answer, then fails.
+		llmtest.Reply{Text: "The answer is forty", Err: overloaded, FailAfter: 2},
+		llmtest.Text("The answer is forty-two."),
+	)
+	agent := loop.NewAgent(model, nil, &loop.Options{Retry: loop.RetryPolicy{BaseDelay: time.Millisecond}})
+	var answer strings.Builder
+	for chunk := range agent.RunLoop(context.Background(), []llm.Message{llm.UserMessage("What is the answer?")}) {
+		switch chunk.Type {
+		case loop.ChunkMessage:
+			answer.WriteString(chunk.Content)
+		case loop.ChunkRetry:
+			fmt.Printf("retrying after: %v\n", chunk.Err)
+			answer.Reset() // the failed attempt's text is void
+		case loop.ChunkEnd:
+			if err := chunk.Result.Err; err != nil {
+				fmt.Println("failed:", err)
+				return
+			}
+		}
+	}
+	fmt.Println(answer.String())
+	// Output:
+	// retrying after: llm: HTTP 529: overloaded
+	// The answer is forty-two.
 }

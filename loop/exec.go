@@ -136,21 +136,27 @@ func (x *executor) prepare(p *pcall) {
 	}
 	args, m, err := p.tool.parseArgs(p.call.Arguments)
 	if err != nil {
-		x.failCall(p, &ToolError{Kind: ToolBadArgs, Msg: fmt.Sprintf("invalid arguments for tool %q: %v", name, err), Err: err})
+		msg := fmt.Sprintf("invalid arguments for tool %q: %v", name, err)
+		if errors.Is(err, errNotJSON) {
+			// The model may not see its own words again (providers
+			// that need an object are sent {}), so quote them.
+			msg += "; the arguments were: " + Elide(string(p.call.Arguments), 300) + "; call the tool again with a JSON object"
+		}
+		x.failCall(p, &ToolError{Kind: ToolBadArgs, Msg: msg, Err: err})
 		return
 	}
 	p.parsed = &Call{ID: p.call.ID, Name: name, Arguments: args, Args: m}
 }
 
 // parseArgs decodes, fills in defaults and validates raw arguments.
-func (w *wiredTool) parseArgs(raw json.RawMessage) (json.RawMessage, map[string]any, error) {
-	raw = bytes.TrimSpace(raw)
+func (w *wiredTool) parseArgs(args llm.Arguments) (json.RawMessage, map[string]any, error) {
+	raw := json.RawMessage(bytes.TrimSpace(args))
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
 	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, nil, fmt.Errorf("not valid JSON: %v", err)
+		return nil, nil, fmt.Errorf("%w (%v)", errNotJSON, err)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -211,7 +217,7 @@ func (x *executor) approve(ctx context.Context, p *pcall) error {
 	// The approver sees the arguments the tool will get: validated, with
 	// defaults applied.
 	call := p.call
-	call.Arguments = p.parsed.Arguments
+	call.Arguments = llm.Arguments(p.parsed.Arguments)
 	req := &ApprovalRequest{Call: call, Description: p.tool.def.Description, Deadline: deadline}
 	type answer struct {
 		d   Decision
@@ -419,9 +425,16 @@ func (x *executor) failCallAfter(p *pcall, te *ToolError, elapsed time.Duration)
 }
 
 func (p *pcall) info() *ToolCallInfo {
-	args := p.call.Arguments
 	if p.parsed != nil {
-		args = p.parsed.Arguments
+		return &ToolCallInfo{ID: p.call.ID, Name: p.call.Name, Arguments: p.parsed.Arguments}
 	}
-	return &ToolCallInfo{ID: p.call.ID, Name: p.call.Name, Arguments: args}
+	return callInfo(p.call)
 }
+
+// callInfo describes a call for chunks, its arguments as valid JSON.
+func callInfo(c llm.ToolCall) *ToolCallInfo {
+	return &ToolCallInfo{ID: c.ID, Name: c.Name, Arguments: c.Arguments.JSON()}
+}
+
+// errNotJSON marks arguments that are not JSON at all.
+var errNotJSON = errors.New("not valid JSON")

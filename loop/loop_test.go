@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/llmtest"
 	"github.com/hrns-dev/hrns/loop"
@@ -264,8 +265,8 @@ func TestParallelCallsRunTogetherAndKeepCallOrder(t *testing.T) {
 			}}
 		model := llmtest.NewModel(
 			llmtest.Calls(
-				llm.ToolCall{ID: "a", Name: "fetch", Arguments: json.RawMessage(`{"n":1}`)},
-				llm.ToolCall{ID: "b", Name: "fetch", Arguments: json.RawMessage(`{"n":2}`)},
+				llm.ToolCall{ID: "a", Name: "fetch", Arguments: llm.Arguments(`{"n":1}`)},
+				llm.ToolCall{ID: "b", Name: "fetch", Arguments: llm.Arguments(`{"n":2}`)},
 			),
 			llmtest.Text("both fetched"),
 		)
@@ -338,7 +339,7 @@ func TestSequentialToolsNeverOverlap(t *testing.T) {
 	}}
 	var calls []llm.ToolCall
 	for i := range 4 {
-		calls = append(calls, llm.ToolCall{ID: fmt.Sprint("c", i), Name: "write", Arguments: json.RawMessage(`{}`)})
+		calls = append(calls, llm.ToolCall{ID: fmt.Sprint("c", i), Name: "write", Arguments: llm.Arguments(`{}`)})
 	}
 	model := llmtest.NewModel(llmtest.Calls(calls...), llmtest.Text("done"))
 	agent := loop.NewAgent(model, loop.MustToolset(seq), nil)
@@ -425,8 +426,8 @@ func TestCancellationStopsModelAndTools(t *testing.T) {
 			return loop.TextOutput("done"), nil
 		}}
 		model := llmtest.NewModel(llmtest.Calls(
-			llm.ToolCall{ID: "s", Name: "wait", Arguments: json.RawMessage(`{}`)},
-			llm.ToolCall{ID: "q", Name: "quick", Arguments: json.RawMessage(`{}`)},
+			llm.ToolCall{ID: "s", Name: "wait", Arguments: llm.Arguments(`{}`)},
+			llm.ToolCall{ID: "q", Name: "quick", Arguments: llm.Arguments(`{}`)},
 		))
 		agent := loop.NewAgent(model, loop.MustToolset(slow, quick), nil)
 		for c := range agent.RunLoop(t.Context(), []llm.Message{llm.UserMessage("go")}) {
@@ -442,7 +443,7 @@ func TestBudgetsAskForAFinalAnswer(t *testing.T) {
 	loopForever := func(req *llm.Request) llmtest.Reply {
 		if req.ToolChoice.Mode == llm.ToolChoiceNone {
 			// A model that ignores tool_choice: its calls are dropped.
-			return llmtest.Reply{Text: "final answer", ToolCalls: []llm.ToolCall{{ID: "x", Name: "echo", Arguments: json.RawMessage(`{"text":"again"}`)}}}
+			return llmtest.Reply{Text: "final answer", ToolCalls: []llm.ToolCall{{ID: "x", Name: "echo", Arguments: llm.Arguments(`{"text":"again"}`)}}}
 		}
 		return llmtest.Call("", "echo", `{"text":"again"}`)
 	}
@@ -505,7 +506,7 @@ func TestBudgetsAskForAFinalAnswer(t *testing.T) {
 
 func TestUsageAndFinishReasonPerTurn(t *testing.T) {
 	model := llmtest.NewModel(
-		llmtest.Reply{ToolCalls: []llm.ToolCall{{ID: "c", Name: "echo", Arguments: json.RawMessage(`{"text":"x"}`)}},
+		llmtest.Reply{ToolCalls: []llm.ToolCall{{ID: "c", Name: "echo", Arguments: llm.Arguments(`{"text":"x"}`)}},
 			Usage: llm.Usage{InputTokens: 100, OutputTokens: 10, CacheReadTokens: 80}},
 		llmtest.Reply{Text: "cut", Finish: llm.FinishLength, Usage: llm.Usage{InputTokens: 130, OutputTokens: 20}},
 	)
@@ -628,9 +629,9 @@ func TestOutputIsElided(t *testing.T) {
 func TestCallIDsAreMadeUnique(t *testing.T) {
 	model := llmtest.NewModel(
 		llmtest.Calls(
-			llm.ToolCall{ID: "", Name: "echo", Arguments: json.RawMessage(`{"text":"1"}`)},
-			llm.ToolCall{ID: "dup", Name: "echo", Arguments: json.RawMessage(`{"text":"2"}`)},
-			llm.ToolCall{ID: "dup", Name: "echo", Arguments: json.RawMessage(`{"text":"3"}`)},
+			llm.ToolCall{ID: "", Name: "echo", Arguments: llm.Arguments(`{"text":"1"}`)},
+			llm.ToolCall{ID: "dup", Name: "echo", Arguments: llm.Arguments(`{"text":"2"}`)},
+			llm.ToolCall{ID: "dup", Name: "echo", Arguments: llm.Arguments(`{"text":"3"}`)},
 		),
 		llmtest.Text("ok"),
 	)
@@ -676,6 +677,9 @@ func TestElide(t *testing.T) {
 		{"unbounded text", -1, "unbounded text"},
 		{strings.Repeat("a", 50) + strings.Repeat("z", 50), 40, "aaaaa\n\n[... 90 bytes elided ...]\n\nzzzzz"},
 		{strings.Repeat("é", 40), 36, "é\n\n[... 74 bytes elided ...]\n\néé"}, // cut on rune boundaries
+		{"0123456789abcdefghij", 10, "0123456789"},                            // no room for the marker
+		{strings.Repeat("é", 10), 5, "éé"},
+		{"abc", 0, ""},
 	}
 	for _, tt := range tests {
 		got := loop.Elide(tt.in, tt.max)

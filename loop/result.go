@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"time"
+
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -77,6 +79,10 @@ type Suspension struct {
 	// Usage and Turns carry the accounting of the run so far.
 	Usage llm.Usage  `json:"usage"`
 	Turns []TurnInfo `json:"turns"`
+	// Elapsed is the time the run has been running, summed over its
+	// segments (the time spent suspended does not count), so that
+	// MaxDuration bounds the whole run across resumptions.
+	Elapsed time.Duration `json:"elapsed_ns,omitempty"`
 }
 
 // PendingReason says what a suspended call waits for.

@@ -16,11 +16,22 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 	for i, c := range states {
 		index[c.Call.ID] = i
 	}
+	// Check every ID before applying anything, so that bad input leaves
+	// the suspension as it was.
+	for _, res := range in.Results {
+		if _, ok := index[res.CallID]; !ok {
+			r.refuseResume(s, fmt.Errorf("%w: %q", ErrUnknownCall, res.CallID))
+			return false
+		}
+	}
+	for _, d := range in.Approvals {
+		if _, ok := index[d.CallID]; !ok {
+			r.refuseResume(s, fmt.Errorf("%w: %q", ErrUnknownCall, d.CallID))
+			return false
+		}
+	}
 	find := func(id string) (int, bool) {
 		i, ok := index[id]
-		if !ok {
-			r.fail(fmt.Errorf("%w: %q", ErrUnknownCall, id))
-		}
 		return i, ok
 	}
 	for _, res := range in.Results {
@@ -34,7 +45,7 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 		res.Name = states[i].Call.Name
 		res.Content = r.exec.bound(res.Content)
 		states[i].Result, states[i].Waiting = &res, ""
-		c := Chunk{Type: ChunkToolCallResult, Content: res.Text(), ToolCall: &ToolCallInfo{ID: res.CallID, Name: res.Name, Arguments: states[i].Call.Arguments}}
+		c := Chunk{Type: ChunkToolCallResult, Content: res.Text(), ToolCall: callInfo(states[i].Call)}
 		if res.IsError {
 			c.Type = ChunkToolCallError
 			c.Err = &ToolError{Kind: ToolFailed, CallID: res.CallID, Tool: res.Name, Msg: c.Content}
@@ -62,7 +73,7 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 		te := &ToolError{Kind: ToolRefused, CallID: st.Call.ID, Tool: st.Call.Name, Msg: rejection(st.Call.Name, d.Reason)}
 		st.Result = &llm.ToolResult{CallID: st.Call.ID, Name: st.Call.Name, Content: []llm.Part{llm.TextPart(te.Msg)}, IsError: true}
 		st.Waiting = ""
-		if !r.emit(Chunk{Type: ChunkToolCallError, Content: te.Msg, Err: te, ToolCall: &ToolCallInfo{ID: st.Call.ID, Name: st.Call.Name, Arguments: st.Call.Arguments}}) {
+		if !r.emit(Chunk{Type: ChunkToolCallError, Content: te.Msg, Err: te, ToolCall: callInfo(st.Call)}) {
 			return false
 		}
 	}
@@ -81,4 +92,14 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 	}
 	r.msgs = append(r.msgs, in.Messages...)
 	return true
+}
+
+// refuseResume ends a resumption whose input names a call the suspension
+// does not hold: nothing was applied, the run is still suspended at s, and
+// the result carries the error.
+func (r *run) refuseResume(s *Suspension, err error) {
+	r.res.Err = err
+	r.res.Suspension = s
+	r.emit(Chunk{Type: ChunkError, Err: err})
+	r.end(StatusSuspended)
 }

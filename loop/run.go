@@ -7,7 +7,9 @@ import (
 	"iter"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hrns-dev/hrns/llm"
 )
@@ -46,9 +48,13 @@ func (a *Agent) Run(ctx context.Context, messages []llm.Message) (*Result, error
 // Calls approved in in run first; if calls still wait afterwards, the run
 // suspends again at once. Otherwise the tool results are appended in call
 // order, then in.Messages, and the loop goes on as [Agent.RunLoop] does.
-// A result or decision for a call the suspension does not hold ends the run
-// with [ErrUnknownCall]; a result for a call that already has one is
-// ignored, so delivering a result twice is harmless.
+// Input that names a call the suspension does not hold is refused whole
+// before anything is applied: the run ends at once, still suspended
+// (Result.Status is [StatusSuspended] and Result.Suspension is s), with
+// Result.Err wrapping [ErrUnknownCall], so s can be resumed again with
+// corrected input. A result for a call that already has one is ignored,
+// so delivering a result twice is harmless. Budgets carry over from s:
+// turns, tokens and the run's elapsed time ([Suspension.Elapsed]).
 func (a *Agent) Resume(ctx context.Context, s *Suspension, in *ResumeInput) iter.Seq[Chunk] {
 	return func(yield func(Chunk) bool) {
 		ctx, cancel := context.WithCancel(ctx)
@@ -93,6 +99,7 @@ func (a *Agent) newRun(yield func(Chunk) bool, msgs []llm.Message, turn int, s *
 	r := &run{a: a, yield: yield, start: time.Now(), msgs: msgs, turn: turn}
 	r.exec = executor{tools: a.tools, opts: &a.opts, emit: r.emit, stopped: func() bool { return r.stopped }}
 	if s != nil {
+		r.start = r.start.Add(-s.Elapsed)
 		r.res.Usage = s.Usage
 		r.res.Turns = slices.Clone(s.Turns)
 	}
@@ -121,7 +128,7 @@ func (r *run) loop(ctx context.Context) {
 		final := budget != ""
 		if final {
 			r.res.Budget = budget
-			r.msgs = append(r.msgs, llm.UserMessage(fmt.Sprintf(r.a.opts.FinalAnswerPrompt, budget)))
+			r.msgs = append(r.msgs, llm.UserMessage(strings.ReplaceAll(r.a.opts.FinalAnswerPrompt, "{budget}", budget)))
 		}
 		r.turn++
 		resp, err := r.callModel(ctx, final)
@@ -134,11 +141,17 @@ func (r *run) loop(ctx context.Context) {
 		if final {
 			msg.Parts = slices.DeleteFunc(slices.Clone(msg.Parts), func(p llm.Part) bool { return p.Kind == llm.PartToolCall })
 		}
-		normalizeCallIDs(&msg, r.turn)
+		normalizeCalls(&msg, r.turn)
 		r.msgs = append(r.msgs, msg)
 		calls := msg.ToolCalls()
 		if len(calls) == 0 {
 			r.res.Answer = msg.Text()
+			if final && strings.TrimSpace(r.res.Answer) == "" {
+				// The model ignored the request for an answer (it
+				// called tools anyway, or said nothing): no success.
+				r.fail(fmt.Errorf("%w: %s was reached and the model gave no final answer", ErrNoAnswer, budget))
+				return
+			}
 			r.end(StatusCompleted)
 			return
 		}
@@ -164,6 +177,7 @@ func (r *run) appendResults(states []SuspendedCall) bool {
 				Turn:     r.turn,
 				Usage:    r.res.Usage,
 				Turns:    slices.Clone(r.res.Turns),
+				Elapsed:  time.Since(r.start),
 			}
 			r.end(StatusSuspended)
 			return false
@@ -250,7 +264,7 @@ func (r *run) callModel(ctx context.Context, final bool) (*llm.Response, error) 
 
 // stream runs one attempt of a model request, relaying its deltas.
 func (r *run) stream(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	var calls []ToolCallInfo // by stream index, for delta chunks
+	var calls streamCalls // by stream index, for delta chunks
 	for c, err := range r.a.model.Stream(ctx, req) {
 		if err != nil {
 			return nil, err
@@ -262,16 +276,10 @@ func (r *run) stream(ctx context.Context, req *llm.Request) (*llm.Response, erro
 		case llm.ChunkReasoning:
 			out = Chunk{Type: ChunkReasoning, Content: c.Text}
 		case llm.ChunkToolCallStart:
-			for len(calls) <= c.Index {
-				calls = append(calls, ToolCallInfo{})
-			}
-			calls[c.Index] = ToolCallInfo{ID: c.ID, Name: c.Name}
+			calls.set(c.Index, ToolCallInfo{ID: c.ID, Name: c.Name})
 			out = Chunk{Type: ChunkToolCallDelta, ToolCall: &ToolCallInfo{ID: c.ID, Name: c.Name}}
 		case llm.ChunkToolCallDelta:
-			info := ToolCallInfo{}
-			if c.Index < len(calls) {
-				info = calls[c.Index]
-			}
+			info := calls.get(c.Index)
 			out = Chunk{Type: ChunkToolCallDelta, Content: c.Text, ToolCall: &info}
 		case llm.ChunkDone:
 			if c.Response == nil {
@@ -291,25 +299,72 @@ func (r *run) stream(ctx context.Context, req *llm.Request) (*llm.Response, erro
 	return nil, fmt.Errorf("model stream ended without a response: %w", io.ErrUnexpectedEOF)
 }
 
-// normalizeCallIDs gives every call of msg a non-empty ID unique within the
-// message, so results and resumptions can be matched by ID.
-func normalizeCallIDs(msg *llm.Message, turn int) {
+// streamCalls names the calls of a stream by the index the model stream
+// gave them. Indices come from the model: a negative or huge one must not
+// panic or allocate, so those live in a map.
+type streamCalls struct {
+	low  []ToolCallInfo
+	high map[int]ToolCallInfo
+}
+
+// maxDenseIndex bounds the indices kept in a slice; models number their
+// calls from 0, so real indices stay far below it.
+const maxDenseIndex = 256
+
+func (s *streamCalls) set(i int, c ToolCallInfo) {
+	if i < 0 || i >= maxDenseIndex {
+		if s.high == nil {
+			s.high = make(map[int]ToolCallInfo)
+		}
+		if len(s.high) < maxDenseIndex {
+			s.high[i] = c
+		}
+		return
+	}
+	for len(s.low) <= i {
+		s.low = append(s.low, ToolCallInfo{})
+	}
+	s.low[i] = c
+}
+
+func (s *streamCalls) get(i int) ToolCallInfo {
+	if i >= 0 && i < len(s.low) {
+		return s.low[i]
+	}
+	return s.high[i]
+}
+
+// normalizeCalls makes the calls of msg safe to keep: every call gets a
+// non-empty ID unique within the message, so results and resumptions can be
+// matched by ID, and invalid UTF-8 in IDs, names and arguments is replaced,
+// so what the run holds is what every JSON encoding of it carries (a stored
+// call then matches its result after a round trip).
+func normalizeCalls(msg *llm.Message, turn int) {
 	seen := make(map[string]bool)
+	cloned := false
 	for i, p := range msg.Parts {
 		if p.Kind != llm.PartToolCall || p.ToolCall == nil {
 			continue
 		}
-		if id := p.ToolCall.ID; id != "" && !seen[id] {
-			seen[id] = true
+		tc := p.ToolCall
+		valid := utf8.ValidString(tc.ID) && utf8.ValidString(tc.Name) && utf8.Valid(tc.Arguments)
+		if valid && tc.ID != "" && !seen[tc.ID] {
+			seen[tc.ID] = true
 			continue
 		}
-		c := *p.ToolCall
-		c.ID = "call_" + strconv.Itoa(turn) + "_" + strconv.Itoa(i)
-		for seen[c.ID] {
-			c.ID += "_"
+		c := *tc
+		c.ID, c.Name = strings.ToValidUTF8(c.ID, "\uFFFD"), strings.ToValidUTF8(c.Name, "\uFFFD")
+		c.Arguments = c.Arguments.Sanitize()
+		if c.ID == "" || seen[c.ID] {
+			c.ID = "call_" + strconv.Itoa(turn) + "_" + strconv.Itoa(i)
+			for seen[c.ID] {
+				c.ID += "_"
+			}
 		}
 		seen[c.ID] = true
-		msg.Parts = slices.Clone(msg.Parts)
+		if !cloned {
+			msg.Parts, cloned = slices.Clone(msg.Parts), true
+		}
 		msg.Parts[i].ToolCall = &c
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/llmtest"
 	"github.com/hrns-dev/hrns/loop"
@@ -34,9 +35,9 @@ func TestClientToolSuspendsAndResumes(t *testing.T) {
 	client := loop.NewClientTool("get_order_status", "Order status.", json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`))
 	model := llmtest.NewModel(
 		llmtest.Calls(
-			llm.ToolCall{ID: "c1", Name: "get_order_status", Arguments: json.RawMessage(`{"order_id":"4242"}`)},
-			llm.ToolCall{ID: "c2", Name: "echo", Arguments: json.RawMessage(`{"text":"local"}`)},
-			llm.ToolCall{ID: "c3", Name: "get_order_status", Arguments: json.RawMessage(`{"order_id":"7"}`)},
+			llm.ToolCall{ID: "c1", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"4242"}`)},
+			llm.ToolCall{ID: "c2", Name: "echo", Arguments: llm.Arguments(`{"text":"local"}`)},
+			llm.ToolCall{ID: "c3", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"7"}`)},
 		),
 		llmtest.Text("4242 shipped, 7 is lost"),
 	)
@@ -208,8 +209,8 @@ func TestDeferredApprovalResumes(t *testing.T) {
 	tool, runs := guarded()
 	model := llmtest.NewModel(
 		llmtest.Calls(
-			llm.ToolCall{ID: "c1", Name: "delete_file", Arguments: json.RawMessage(`{"path":"a.txt"}`)},
-			llm.ToolCall{ID: "c2", Name: "delete_file", Arguments: json.RawMessage(`{"path":"b.txt"}`)},
+			llm.ToolCall{ID: "c1", Name: "delete_file", Arguments: llm.Arguments(`{"path":"a.txt"}`)},
+			llm.ToolCall{ID: "c2", Name: "delete_file", Arguments: llm.Arguments(`{"path":"b.txt"}`)},
 		),
 		llmtest.Text("done"),
 	)

@@ -213,7 +213,7 @@ func (s *Server) handler(ts *loop.Toolset, name string, concurrent bool) sdk.Too
 			ap = &callApproval{approver: s.opts.Approver, req: req}
 			opts.Approver = ap
 		}
-		call := llm.ToolCall{ID: "mcp-" + strconv.FormatInt(s.calls.Add(1), 10), Name: name, Arguments: req.Params.Arguments}
+		call := llm.ToolCall{ID: "mcp-" + strconv.FormatInt(s.calls.Add(1), 10), Name: name, Arguments: llm.Arguments(req.Params.Arguments)}
 		out, err := ts.Invoke(ctx, call, opts)
 		return result(name, out, err, ap), nil
 	}

@@ -5,7 +5,6 @@ package mcp_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http/httptest"
@@ -119,7 +118,7 @@ func render(res *sdk.CallToolResult) []string {
 
 func callTool(t *testing.T, cs *sdk.ClientSession, name, args string) *sdk.CallToolResult {
 	t.Helper()
-	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: name, Arguments: llm.Arguments(args)})
 	if err != nil {
 		t.Fatalf("CallTool(%s): %v", name, err)
 	}

@@ -152,9 +152,9 @@ func (a *accumulator) calls() []*llm.ToolCall {
 	out := make([]*llm.ToolCall, len(a.started))
 	for pos, i := range a.started {
 		c := &a.all[i]
-		args := json.RawMessage(c.args)
+		args := llm.Arguments(c.args)
 		if len(args) == 0 {
-			args = json.RawMessage("{}")
+			args = llm.Arguments("{}")
 		}
 		out[pos] = &llm.ToolCall{ID: c.id, Name: c.name, Arguments: args}
 	}

@@ -363,10 +363,9 @@ func assistantMessage(parts []llm.Part) (wireMessage, error) {
 			if tc == nil {
 				return wireMessage{}, errors.New("tool call part without a call")
 			}
-			args := string(bytes.TrimSpace(tc.Arguments))
-			if args == "" {
-				args = "{}"
-			}
+			// Compatible servers (Ollama, llama.cpp) parse the arguments
+			// and refuse the request when they are not an object.
+			args := string(tc.Arguments.Object())
 			wm.ToolCalls = append(wm.ToolCalls, wireToolCall{
 				ID: tc.ID, Type: "function",
 				Function: wireFunctionCall{Name: tc.Name, Arguments: args},

@@ -153,6 +153,19 @@ func TestRenderRequest(t *testing.T) {
 			want:   `{"model":"m","messages":[],"temperature":0,` + stream + `}`,
 		},
 		{
+			// Compatible servers (Ollama, llama.cpp) parse the arguments
+			// and refuse a request whose arguments are not an object.
+			name:   "malformed arguments are sent back as an empty object",
+			client: Client{Model: "m"},
+			req: &llm.Request{Messages: []llm.Message{{Role: llm.RoleAssistant, Parts: []llm.Part{
+				{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "c1", Name: "f", Arguments: llm.Arguments(`{"path": "notes.txt"`)}},
+				{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "c2", Name: "f", Arguments: llm.Arguments(` {"a": 1} `)}},
+			}}}},
+			want: `{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[` +
+				`{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},` +
+				`{"id":"c2","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}}]}],` + stream + `}`,
+		},
+		{
 			name:   "max_completion_tokens",
 			client: Client{Model: "m", UseMaxCompletionTokens: true},
 			req:    &llm.Request{MaxTokens: 50},

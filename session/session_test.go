@@ -148,8 +148,8 @@ func checkIndexes(t *testing.T, events []session.Event) {
 func TestClientToolRoundTrip(t *testing.T) {
 	model := llmtest.NewModel(
 		llmtest.Calls(
-			llm.ToolCall{ID: "call_1", Name: "get_order_status", Arguments: json.RawMessage(`{"order_id":"4242"}`)},
-			llm.ToolCall{ID: "call_2", Name: "get_order_status", Arguments: json.RawMessage(`{"order_id":"4243"}`)},
+			llm.ToolCall{ID: "call_1", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"4242"}`)},
+			llm.ToolCall{ID: "call_2", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"4243"}`)},
 		),
 		llmtest.Text("Order 4242 shipped; 4243 was not found."),
 	)

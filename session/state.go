@@ -185,8 +185,11 @@ func derive(s *store.Session, st *state) {
 	}
 }
 
+// toolRequest describes a call for events. The reference gives args as an
+// object, so arguments that are not one (the model's mistake, which the
+// call's error result quotes) are shown as {}.
 func toolRequest(c llm.ToolCall) ToolRequest {
-	args := c.Arguments
+	args := json.RawMessage(c.Arguments)
 	var obj map[string]json.RawMessage
 	if len(args) == 0 || json.Unmarshal(args, &obj) != nil || obj == nil {
 		args = json.RawMessage("{}")

@@ -325,9 +325,9 @@ func (m *Manager) timeUp(ctx context.Context, id string) error {
 // recognized when the agent has no tools (see segment.Stream).
 const (
 	finalPrefix       = "Stop here: "
-	finalPromptBudget = finalPrefix + "this session's limit is reached (%s). Do not call any more tools; give your final answer now, based on what you have found so far."
-	finalPromptForced = finalPrefix + "the user asks for your final answer now.%.0s Do not call any more tools; give your final answer based on what you have found so far."
-	finalPromptTime   = finalPrefix + "this session's time limit is reached.%.0s Do not call any more tools; give your final answer now, based on what you have found so far."
+	finalPromptBudget = finalPrefix + "this session's limit is reached ({budget}). Do not call any more tools; give your final answer now, based on what you have found so far."
+	finalPromptForced = finalPrefix + "the user asks for your final answer now. Do not call any more tools; give your final answer based on what you have found so far."
+	finalPromptTime   = finalPrefix + "this session's time limit is reached. Do not call any more tools; give your final answer now, based on what you have found so far."
 )
 
 // A segment is one run of the loop for a session, from its checkpoint to
@@ -700,7 +700,7 @@ func (g *segment) toolDone(c loop.Chunk) error {
 	if info == nil {
 		return nil
 	}
-	req := toolRequest(llm.ToolCall{ID: info.ID, Name: info.Name, Arguments: info.Arguments})
+	req := toolRequest(llm.ToolCall{ID: info.ID, Name: info.Name, Arguments: llm.Arguments(info.Arguments)})
 	res := &llm.ToolResult{CallID: info.ID, Name: info.Name, Content: []llm.Part{llm.TextPart(c.Content)}}
 	var ev store.Event
 	if c.Type == loop.ChunkToolCallResult {
@@ -748,8 +748,27 @@ func (g *segment) end(res *loop.Result) error {
 		})
 	case g.ctx.Err() != nil:
 		return cause // shutdown, cancelled, lease lost: nothing to report
+	case errors.Is(res.Err, loop.ErrNoAnswer):
+		return g.noAnswer(res)
 	}
 	return g.fail(res.Err)
+}
+
+// noAnswer ends a session whose model gave no answer when asked for its
+// final one: timed out when time was the limit, else failed (no_answer).
+func (g *segment) noAnswer(res *loop.Result) error {
+	encoded := encodeTranscript(res.Messages)
+	return g.commit(func(s *store.Session, st *state) []store.Event {
+		st.Checkpoint = checkpoint{Messages: encoded}
+		if st.Final == "timeout" || res.Budget == "max_duration" {
+			st.Final = ""
+			finish(s, st, StatusTimedOut, "max_time_s reached", CodeTimeout)
+			return []store.Event{event(EventAgentCompletion, map[string]string{"reason": "timed_out"})}
+		}
+		st.Final = ""
+		finish(s, st, StatusFailed, res.Err.Error(), CodeNoAnswer)
+		return []store.Event{event(EventAgentError, map[string]string{"error": res.Err.Error()})}
+	})
 }
 
 // answered commits the agent's answer (if the run gave one) and what

@@ -2,7 +2,6 @@ package tools_test
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -35,7 +34,7 @@ func toolResults(t *testing.T, model *llmtest.Model) map[string]llm.ToolResult {
 }
 
 func call(id, name, args string) llm.ToolCall {
-	return llm.ToolCall{ID: id, Name: name, Arguments: json.RawMessage(args)}
+	return llm.ToolCall{ID: id, Name: name, Arguments: llm.Arguments(args)}
 }
 
 // TestAgentRun drives the built-in tools through a real agent run with a

@@ -247,7 +247,7 @@ func split(s string) []string {
 
 // ToolCall is a shorthand for an llm.ToolCall with JSON arguments.
 func ToolCall(id, name, args string) llm.ToolCall {
-	return llm.ToolCall{ID: id, Name: name, Arguments: json.RawMessage(args)}
+	return llm.ToolCall{ID: id, Name: name, Arguments: llm.Arguments(args)}
 }
 
 // ErrorBody returns an Anthropic error body:

@@ -2,12 +2,12 @@ package anthropictest_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/hrns-dev/hrns/anthropic"
 	"github.com/hrns-dev/hrns/anthropic/anthropictest"
 	"github.com/hrns-dev/hrns/llm"
@@ -45,7 +45,7 @@ func TestRoundTrip(t *testing.T) {
 			{Kind: llm.PartReasoning, Reasoning: &llm.Reasoning{Text: "Two files to look at, é—😀 and more.", Signature: "c2lnbmF0dXJl"}},
 			llm.TextPart("Reading <both> & listing."),
 			{Kind: llm.PartToolCall, ToolCall: &calls[0]},
-			{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "toolu_2", Name: "list", Arguments: json.RawMessage("{}")}},
+			{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "toolu_2", Name: "list", Arguments: llm.Arguments("{}")}},
 		}},
 		Usage:        llm.Usage{InputTokens: 1000, OutputTokens: 50, CacheReadTokens: 900, CacheWriteTokens: 60},
 		FinishReason: llm.FinishToolCalls,

@@ -45,7 +45,7 @@ func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (
 			"(the user can rerun with --yes to allow such calls)"}, nil
 	}
 	w := a.stdio.Err
-	fmt.Fprintf(w, "\n%s wants to run:\n%s\n", req.Call.Name, describeCall(req.Call.Name, req.Call.Arguments))
+	fmt.Fprintf(w, "\n%s wants to run:\n%s\n", req.Call.Name, describeCall(req.Call.Name, json.RawMessage(req.Call.Arguments)))
 	for {
 		fmt.Fprintf(w, "Allow? [y]es, [n]o, [a]lways allow %s: ", req.Call.Name)
 		line, err := a.readLine(ctx)

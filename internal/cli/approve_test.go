@@ -12,7 +12,7 @@ import (
 )
 
 func approvalReq(name, args string) *loop.ApprovalRequest {
-	return &loop.ApprovalRequest{Call: llm.ToolCall{ID: "c", Name: name, Arguments: json.RawMessage(args)}}
+	return &loop.ApprovalRequest{Call: llm.ToolCall{ID: "c", Name: name, Arguments: llm.Arguments(args)}}
 }
 
 func TestTerminalApprover(t *testing.T) {

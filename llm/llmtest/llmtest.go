@@ -18,7 +18,6 @@ package llmtest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -61,7 +60,7 @@ func Text(text string) Reply { return Reply{Text: text} }
 
 // Call returns a reply that makes one tool call.
 func Call(id, name, args string) Reply {
-	return Reply{ToolCalls: []llm.ToolCall{{ID: id, Name: name, Arguments: json.RawMessage(args)}}}
+	return Reply{ToolCalls: []llm.ToolCall{{ID: id, Name: name, Arguments: llm.Arguments(args)}}}
 }
 
 // Calls returns a reply that makes several tool calls in one message.

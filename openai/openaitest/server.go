@@ -4,7 +4,7 @@
 // chunks, a finish chunk, a usage chunk with no choices, then [DONE].
 //
 //	srv := openaitest.NewServer(
-//		openaitest.Reply{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"id":"42"}`)}}},
+//		openaitest.Reply{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "lookup", Arguments: llm.Arguments(`{"id":"42"}`)}}},
 //		openaitest.Reply{Text: "Project 42 is hrns."},
 //	)
 //	defer srv.Close()
@@ -216,7 +216,7 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // ToolCall is a shorthand for an llm.ToolCall with JSON arguments.
 func ToolCall(id, name, args string) llm.ToolCall {
-	return llm.ToolCall{ID: id, Name: name, Arguments: json.RawMessage(args)}
+	return llm.ToolCall{ID: id, Name: name, Arguments: llm.Arguments(args)}
 }
 
 // ErrorBody returns an OpenAI-style error body.
