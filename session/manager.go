@@ -60,6 +60,9 @@ type Options struct {
 	// ToolTimeout bounds each server-side tool call; 0 means the loop's
 	// default (5 minutes).
 	ToolTimeout time.Duration
+	// Retry configures retries of failed model requests; the zero value
+	// means the loop's defaults.
+	Retry loop.RetryPolicy
 	// Logger receives the manager's logs; nil discards them.
 	Logger *slog.Logger
 }

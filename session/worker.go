@@ -389,6 +389,7 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 		Model:             sp.Model,
 		FinalAnswerPrompt: finalPromptBudget,
 		ToolTimeout:       m.opts.ToolTimeout,
+		Retry:             m.opts.Retry,
 		Logger:            m.log,
 		Approver: loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
 			if m.opts.AutoApprove {
