@@ -25,16 +25,35 @@ import (
 )
 
 // The whole stack under whatever a model sends: a fuzzed response body in
-// a provider's wire format is decoded by the real provider client, run by
-// the loop, shown by both of the CLI's renderers, and driven through a
-// session (worker, SQLite store, HTTP API). Nothing may panic, every event
-// and stored document must be valid JSON, and every session must end or
-// wait with a consistent list of pending calls.
+// a provider's wire format is decoded by the real provider client and run
+// by the loop, then shown by both of the CLI's renderers
+// (FuzzModelOutputLoop), or driven through a session: worker, SQLite store
+// and HTTP API (FuzzModelOutputSession, slower per input). Nothing may
+// panic, every line, event and stored document must be valid JSON, the
+// transcript must round-trip, every request sent back to the model must be
+// valid JSON, and every session must end or wait with a consistent list of
+// pending calls.
 //
 // Seeds are the providers' recorded streams, hostile streams written here,
-// and what the fuzzer found (testdata/fuzz/FuzzModelOutput). CI runs it for
-// a few seconds: go test -run='^$' -fuzz=FuzzModelOutput -fuzztime=10s.
-func FuzzModelOutput(f *testing.F) {
+// and what the fuzzer found (testdata/fuzz). .ci/run fuzzes each for a few
+// seconds; for longer: go test -run='^$' -fuzz=FuzzModelOutputLoop ./internal/cli
+func FuzzModelOutputLoop(f *testing.F) {
+	addModelSeeds(f)
+	stack := newFuzzStack(f)
+	f.Fuzz(func(t *testing.T, provider byte, body []byte) {
+		stack.runLoop(t, fuzzKinds[int(provider)%len(fuzzKinds)], body)
+	})
+}
+
+func FuzzModelOutputSession(f *testing.F) {
+	addModelSeeds(f)
+	stack := newFuzzStack(f)
+	f.Fuzz(func(t *testing.T, provider byte, body []byte) {
+		stack.runSession(t, fuzzKinds[int(provider)%len(fuzzKinds)], body)
+	})
+}
+
+func addModelSeeds(f *testing.F) {
 	for _, dir := range []struct {
 		provider byte
 		glob     string
@@ -54,12 +73,6 @@ func FuzzModelOutput(f *testing.F) {
 	for _, s := range hostileAnthropicStreams {
 		f.Add(byte(1), []byte(s))
 	}
-	stack := newFuzzStack(f)
-	f.Fuzz(func(t *testing.T, provider byte, body []byte) {
-		kind := fuzzKinds[int(provider)%len(fuzzKinds)]
-		stack.runLoop(t, kind, body)
-		stack.runSession(t, kind, body)
-	})
 }
 
 var fuzzKinds = []string{"openai", "anthropic"}
