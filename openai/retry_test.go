@@ -70,4 +70,3 @@ func TestRetryAfterTooLong(t *testing.T) {
 		})
 	}
 }
-
