@@ -2,8 +2,10 @@ package openai
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,6 +33,20 @@ func FuzzAccumulate(f *testing.F) {
 		`[{"index":0,"id":"","function":{"arguments":"{}"}}]
 [{"index":0,"id":"late","function":{"name":"f"}}]
 [{"index":-1,"function":{"name":"h","arguments":"[]"}}]`,
+		// Interleaved calls on one index, ids on every delta.
+		`[{"index":0,"id":"a","function":{"name":"f","arguments":"{"}}]
+[{"index":0,"id":"b","function":{"name":"g","arguments":"["}}]
+[{"index":0,"id":"a","function":{"arguments":"}"}}]
+[{"index":0,"id":"b","function":{"arguments":"]"}}]`,
+		// Indexes out of order, negative and huge.
+		`[{"index":999999999,"id":"z","function":{"name":"f","arguments":"1"}},{"index":-999999999,"id":"y","function":{"name":"g","arguments":"2"}}]
+[{"index":1,"function":{"name":"h","arguments":"3"}},{"index":0,"function":{"name":"i","arguments":"4"}}]`,
+		// An id shared by calls of two indexes, interleaved with a third.
+		`[{"index":0,"id":"x","function":{"name":"f","arguments":"a"}},{"index":1,"id":"x","function":{"name":"g","arguments":"b"}}]
+[{"index":0,"id":"y","function":{"name":"h","arguments":"c"}}]
+[{"index":0,"id":"x","function":{"arguments":"d"}}]`,
+		// NUL, invalid UTF-8 and escapes in names, ids and arguments.
+		"[{\"index\":0,\"id\":\"\\u0000\\ud800\",\"function\":{\"name\":\"f\\u0000\",\"arguments\":\"\\u0000\xff\xfe\"}}]",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -38,6 +54,7 @@ func FuzzAccumulate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var body bytes.Buffer
 		var inputArgs strings.Builder
+		var inputs []toolCallDelta // every delta, in order
 		for line := range bytes.Lines(in) {
 			var deltas []toolCallDelta
 			if json.Unmarshal(line, &deltas) != nil {
@@ -46,6 +63,7 @@ func FuzzAccumulate(f *testing.F) {
 			for _, d := range deltas {
 				inputArgs.WriteString(d.Function.Arguments)
 			}
+			inputs = append(inputs, deltas...)
 			var compact bytes.Buffer
 			if json.Compact(&compact, line) != nil {
 				t.Fatalf("valid JSON %q does not compact", line)
@@ -60,9 +78,9 @@ func FuzzAccumulate(f *testing.F) {
 		}
 		var (
 			starts    []llm.Chunk
-			args      []strings.Builder
+			args      []*strings.Builder
 			outArgs   strings.Builder
-			ids       = map[string]bool{}
+			announced = map[string]int{} // id → position
 			responses []*llm.Response
 		)
 		for _, c := range chunks {
@@ -71,12 +89,12 @@ func FuzzAccumulate(f *testing.F) {
 				if c.Index != len(starts) {
 					t.Fatalf("start %+v: index %d, want %d", c, c.Index, len(starts))
 				}
-				if c.ID == "" || ids[c.ID] {
+				if _, dup := announced[c.ID]; c.ID == "" || dup {
 					t.Fatalf("start %+v: empty or duplicate id", c)
 				}
-				ids[c.ID] = true
+				announced[c.ID] = len(starts)
 				starts = append(starts, c)
-				args = append(args, strings.Builder{})
+				args = append(args, new(strings.Builder))
 			case llm.ChunkToolCallDelta:
 				if c.Index < 0 || c.Index >= len(starts) {
 					t.Fatalf("delta %+v for a call not announced", c)
@@ -103,19 +121,52 @@ func FuzzAccumulate(f *testing.F) {
 		if len(calls) != len(starts) {
 			t.Fatalf("response has %d calls, %d were announced", len(calls), len(starts))
 		}
+		if len(calls) > len(inputs) {
+			t.Fatalf("%d calls from %d deltas", len(calls), len(inputs))
+		}
+		// The calls of the response are the announced ones, maybe in
+		// another order, each with the arguments streamed for it. An id
+		// that came late replaces the announced one.
+		ids := map[string]bool{}
+		var gotArgs, wantArgs []string
 		for i, call := range calls {
-			if call.ID != starts[i].ID {
-				t.Errorf("call %d: id %q, announced %q", i, call.ID, starts[i].ID)
+			if call.ID == "" || ids[call.ID] {
+				t.Fatalf("call %d: empty or duplicate id %q", i, call.ID)
 			}
-			if starts[i].Name != "" && call.Name != starts[i].Name {
-				t.Errorf("call %d: name %q, announced %q", i, call.Name, starts[i].Name)
+			ids[call.ID] = true
+			gotArgs = append(gotArgs, string(call.Arguments))
+			if pos, ok := announced[call.ID]; ok {
+				want := args[pos].String()
+				if want == "" {
+					want = "{}"
+				}
+				if string(call.Arguments) != want {
+					t.Errorf("call %d (%s): arguments %q, want the concatenated deltas %q", i, call.ID, call.Arguments, want)
+				}
+				if n := starts[pos].Name; n != "" && call.Name != n {
+					t.Errorf("call %d: name %q, announced %q", i, call.Name, n)
+				}
 			}
-			want := args[i].String()
-			if want == "" {
-				want = "{}"
+		}
+		for _, a := range args {
+			w := a.String()
+			if w == "" {
+				w = "{}"
 			}
-			if string(call.Arguments) != want {
-				t.Errorf("call %d: arguments %q, want the concatenated deltas %q", i, call.Arguments, want)
+			wantArgs = append(wantArgs, w)
+		}
+		slices.Sort(gotArgs)
+		slices.Sort(wantArgs)
+		if !slices.Equal(gotArgs, wantArgs) {
+			t.Errorf("arguments of the calls %q, want those streamed %q", gotArgs, wantArgs)
+		}
+		if want := refCalls(inputs); want != nil {
+			var got []refCall
+			for _, c := range calls {
+				got = append(got, refCall{name: c.Name, args: string(c.Arguments)})
+			}
+			if !slices.Equal(want, got) {
+				t.Errorf("calls %+v, want %+v", got, want)
 			}
 		}
 		wantFinish := llm.FinishStop
@@ -126,4 +177,53 @@ func FuzzAccumulate(f *testing.F) {
 			t.Errorf("finish reason %q, want %q", got, wantFinish)
 		}
 	})
+}
+
+// refCall is a call as refCalls assembles it.
+type refCall struct {
+	index      int
+	name, args string
+}
+
+// refCalls assembles deltas that all carry an id and an index, as the
+// accumulator must: one call per id and index, named by its first name,
+// with its arguments concatenated, in the order of the indexes (then of
+// arrival), without the calls that got neither a name nor arguments. It
+// returns nil for other deltas.
+func refCalls(deltas []toolCallDelta) []refCall {
+	if len(deltas) == 0 {
+		return nil
+	}
+	var calls []*refCall
+	byKey := map[idIndex]*refCall{}
+	for _, d := range deltas {
+		if d.ID == "" || !d.Index.ok {
+			return nil
+		}
+		k := idIndex{d.ID, d.Index.v}
+		c := byKey[k]
+		if c == nil {
+			c = &refCall{index: d.Index.v}
+			byKey[k] = c
+			calls = append(calls, c)
+		}
+		if c.name == "" {
+			c.name = d.Function.Name
+		}
+		c.args += d.Function.Arguments
+	}
+	var out []refCall
+	for _, c := range calls {
+		if c.name != "" || c.args != "" {
+			if c.args == "" {
+				c.args = "{}"
+			}
+			out = append(out, *c)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b refCall) int { return cmp.Compare(a.index, b.index) })
+	for i := range out {
+		out[i].index = 0 // compared by position
+	}
+	return out
 }
