@@ -58,14 +58,14 @@ func FuzzEvents(f *testing.F) {
 // NUL, invalid UTF-8 and a lone surrogate.
 func FuzzDecoder(f *testing.F) {
 	for _, prog := range [][]byte{
-		{0, 0, 0, 1, 0, 0, 6, 0, 1, 6, 0, 4, 11, 0, 0, 12, 0, 0, 13, 0, 0},                                      // text
-		{0, 0, 0, 2, 0, 0, 7, 0, 1, 8, 0, 3, 11, 0, 0, 4, 1, 1, 9, 1, 2, 9, 1, 3, 11, 1, 0, 12, 1, 0, 13, 0, 0}, // thinking, tool call
-		{0, 0, 0, 4, 0, 1, 4, 1, 1, 4, 2, 0, 9, 1, 7, 11, 2, 0, 12, 1, 0},                                       // parallel calls, no message_stop
-		{0, 0, 0, 3, 0, 2, 5, 1, 0, 9, 1, 7, 10, 1, 0, 15, 0, 0},                                                // redacted, server tool, error
-		{1, 2, 0, 6, 2, 1, 9, 2, 2, 4, 2, 0, 12, 3, 0},                                                          // protocol errors
-		{0, 0, 0, 4, 6, 1, 1, 5, 10, 6, 5, 11, 4, 4, 0, 9, 6, 2, 9, 4, 12, 9, 6, 3, 12, 1, 0, 13, 0, 0, 6, 5, 1},   // odd indexes, text after the stop
+		{0, 0, 0, 1, 0, 0, 6, 0, 1, 6, 0, 4, 11, 0, 0, 12, 0, 0, 13, 0, 0},                                       // text
+		{0, 0, 0, 2, 0, 0, 7, 0, 1, 8, 0, 3, 11, 0, 0, 4, 1, 1, 9, 1, 2, 9, 1, 3, 11, 1, 0, 12, 1, 0, 13, 0, 0},  // thinking, tool call
+		{0, 0, 0, 4, 0, 1, 4, 1, 1, 4, 2, 0, 9, 1, 7, 11, 2, 0, 12, 1, 0},                                        // parallel calls, no message_stop
+		{0, 0, 0, 3, 0, 2, 5, 1, 0, 9, 1, 7, 10, 1, 0, 15, 0, 0},                                                 // redacted, server tool, error
+		{1, 2, 0, 6, 2, 1, 9, 2, 2, 4, 2, 0, 12, 3, 0},                                                           // protocol errors
+		{0, 0, 0, 4, 6, 1, 1, 5, 10, 6, 5, 11, 4, 4, 0, 9, 6, 2, 9, 4, 12, 9, 6, 3, 12, 1, 0, 13, 0, 0, 6, 5, 1}, // odd indexes, text after the stop
 		{0, 0, 0, 4, 7, 0, 9, 7, 2, 13, 0, 0},                                                                    // an index beyond int64
-		{0, 0, 0, 4, 0, 1, 9, 0, 2, 9, 3, 3, 9, 0, 3},                                                           // a delta for a block never started, truncated
+		{0, 0, 0, 4, 0, 1, 9, 0, 2, 9, 3, 3, 9, 0, 3},                                                            // a delta for a block never started, truncated
 	} {
 		f.Add(prog)
 	}
