@@ -39,8 +39,8 @@ import (
 // index in the order they arrived; a call without an index keeps its place
 // after the call that arrived before it. This is the announcement order
 // unless a server sends a lower index after a higher one. An id that comes
-// late is the call's id in the response, though its chunks were announced
-// under the generated one.
+// late is the call's id in the response (made unique among all the ids
+// announced), though its chunks were announced under the generated one.
 //
 // The server's numbers are only compared and used as map keys, never to size
 // or index anything, so a negative or huge index costs nothing.
@@ -195,21 +195,16 @@ func (a *accumulator) calls() []*llm.ToolCall {
 	}
 	slices.SortStableFunc(order, func(x, y entry) int { return cmp.Compare(x.key, y.key) })
 
-	// A late id replaces the generated one, made unique among the ids that
-	// stay and the late ids given before it.
-	ids := a.ids
-	for _, c := range a.all {
-		if c.lateID {
-			delete(ids, c.id)
-		}
-	}
+	// A late id replaces the generated one, made unique among every id
+	// announced and the late ids given before it: an id of the response
+	// that was announced is always the same call's.
 	for _, c := range a.all {
 		if c.lateID {
 			c.id = c.providerID
-			for n := 2; ids[c.id]; n++ {
+			for n := 2; a.ids[c.id]; n++ {
 				c.id = c.providerID + "_" + strconv.Itoa(n)
 			}
-			ids[c.id] = true
+			a.ids[c.id] = true
 			c.lateID = false
 		}
 	}

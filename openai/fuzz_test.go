@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/hrns-dev/hrns/llm"
 )
@@ -226,4 +231,90 @@ func refCalls(deltas []toolCallDelta) []refCall {
 		out[i].index = 0 // compared by position
 	}
 	return out
+}
+
+// FuzzEvents decodes any bytes as an event stream, whatever the sizes of
+// the reads, and checks the stream contract: no panic; a done chunk ends
+// every stream that did not fail, and comes last; calls are announced in
+// order with distinct ids before their deltas, and the response holds them,
+// each with the arguments its deltas add up to.
+func FuzzEvents(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.sse"))
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no recorded streams: %v", err)
+	}
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":-5,\"id\":\"\\u0000\",\"function\":{\"name\":\"\\xff\",\"arguments\":\"{\"}}]}}]}\n\ndata: [DONE]\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"after\"}}]}\n\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var d decoder
+		d.init(iotest.HalfReader(bytes.NewReader(in)), false)
+		var chunks []llm.Chunk
+		for {
+			batch, err := d.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				if _, ok := errors.AsType[*llm.APIError](err); !ok && !strings.HasPrefix(err.Error(), "openai: ") {
+					t.Fatalf("error %q does not name the provider", err)
+				}
+				for _, c := range append(chunks, batch...) {
+					if c.Kind == llm.ChunkDone {
+						t.Fatalf("error %v after the done chunk", err)
+					}
+				}
+				return
+			}
+			chunks = append(chunks, batch...)
+		}
+		if len(chunks) == 0 || chunks[len(chunks)-1].Kind != llm.ChunkDone {
+			t.Fatal("stream ended without a done chunk or an error")
+		}
+		var args []*strings.Builder
+		announced := map[string]int{}
+		for _, c := range chunks[:len(chunks)-1] {
+			switch c.Kind {
+			case llm.ChunkText, llm.ChunkReasoning:
+			case llm.ChunkToolCallStart:
+				if _, dup := announced[c.ID]; c.Index != len(args) || c.ID == "" || dup {
+					t.Fatalf("start %+v: want index %d and a new id", c, len(args))
+				}
+				announced[c.ID] = len(args)
+				args = append(args, new(strings.Builder))
+			case llm.ChunkToolCallDelta:
+				if c.Index < 0 || c.Index >= len(args) || c.Text == "" {
+					t.Fatalf("delta %+v: empty or for a call not announced", c)
+				}
+				args[c.Index].WriteString(c.Text)
+			default:
+				t.Fatalf("unexpected chunk %+v", c)
+			}
+		}
+		calls := chunks[len(chunks)-1].Response.Message.ToolCalls()
+		if len(calls) != len(args) {
+			t.Fatalf("response has %d calls, %d were announced", len(calls), len(args))
+		}
+		ids := map[string]bool{}
+		for _, c := range calls {
+			if c.ID == "" || ids[c.ID] {
+				t.Fatalf("call %+v: empty or duplicate id", c)
+			}
+			ids[c.ID] = true
+			if pos, ok := announced[c.ID]; ok {
+				want := args[pos].String()
+				if want == "" {
+					want = "{}"
+				}
+				if string(c.Arguments) != want {
+					t.Errorf("call %s: arguments %q, want %q", c.ID, c.Arguments, want)
+				}
+			}
+		}
+	})
 }

@@ -239,8 +239,8 @@ func TestStreamRecorded(t *testing.T) {
 		},
 		{
 			// Ids that come after a call was announced are the calls' ids
-			// in the response; the second takes the generated id the first
-			// gave up.
+			// in the response; the second is not given the id announced
+			// for the first.
 			file: "quirk_late_id.sse",
 			want: []llm.Chunk{
 				startChunk(0, "call_0", "search"), argsChunk(0, `{"q":`), argsChunk(0, `"go"}`),
@@ -249,7 +249,7 @@ func TestStreamRecorded(t *testing.T) {
 					ID: "cmpl-late", Model: "local-model",
 					Message: assistant(
 						callPart("call_late_7", "search", `{"q":"go"}`),
-						callPart("call_0", "search", `{"q":"rust"}`),
+						callPart("call_0_2", "search", `{"q":"rust"}`),
 					),
 					FinishReason: llm.FinishToolCalls,
 				}),
