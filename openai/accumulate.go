@@ -38,7 +38,8 @@ import (
 // The response lists the calls by the server's index, calls of the same
 // index in the order they arrived; a call without an index keeps its place
 // after the call that arrived before it. This is the announcement order
-// unless a server sends a lower index after a higher one. An id that comes
+// unless a server sends a lower index after a higher one (or a call's name
+// and arguments come after those of a call that arrived later). An id that comes
 // late is the call's id in the response (made unique among all the ids
 // announced), though its chunks were announced under the generated one.
 //
