@@ -39,9 +39,9 @@ import (
 // index in the order they arrived; a call without an index keeps its place
 // after the call that arrived before it. This is the announcement order
 // unless a server sends a lower index after a higher one (or a call's name
-// and arguments come after those of a call that arrived later). An id that comes
-// late is the call's id in the response (made unique among all the ids
-// announced), though its chunks were announced under the generated one.
+// and arguments come after those of a call that arrived later). An id that
+// comes late is the call's id in the response (made unique among all the
+// ids announced), though its chunks were announced under the generated one.
 //
 // The server's numbers are only compared and used as map keys, never to size
 // or index anything, so a negative or huge index costs nothing.
