@@ -67,11 +67,14 @@
 //
 // The reply is read as server-sent events. Text arrives as [llm.ChunkText],
 // thinking as [llm.ChunkReasoning], and each tool_use block as an
-// [llm.ChunkToolCallStart] (Index is the call's position among the
-// response's calls) followed by [llm.ChunkToolCallDelta] chunks with the
+// [llm.ChunkToolCallStart] (Index numbers the calls in the order their
+// blocks start) followed by [llm.ChunkToolCallDelta] chunks with the
 // partial JSON of its input. The final [llm.ChunkDone] carries the
-// assembled [llm.Response], its parts in block order. A tool call without
-// input deltas has the arguments "{}".
+// assembled [llm.Response], its parts in the order of the blocks' indexes,
+// which is the order of the chunks unless blocks start out of order. A tool
+// call without input deltas has the arguments "{}". Events after
+// message_stop are ignored; a block started twice, or a delta or stop for a
+// block never started, is an error.
 //
 // stop_reason maps to [llm.FinishReason]: end_turn and stop_sequence to
 // stop, tool_use to tool_calls, max_tokens and model_context_window_exceeded

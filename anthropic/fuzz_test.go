@@ -52,15 +52,20 @@ func FuzzEvents(f *testing.F) {
 
 // FuzzDecoder interprets its input as a program of Messages events, three
 // bytes an event (which event, which block index, which fragment of
-// content), so that every input is a stream of well-formed events in some
-// order, and checks that decoding it keeps the stream contract.
+// content), so that every input is a stream of events in some order, and
+// checks that decoding it keeps the stream contract. Block indexes include
+// negative ones, both ends of int64 and one beyond it; fragments include
+// NUL, invalid UTF-8 and a lone surrogate.
 func FuzzDecoder(f *testing.F) {
 	for _, prog := range [][]byte{
-		{0, 0, 0, 1, 0, 0, 6, 0, 1, 6, 0, 4, 11, 0, 0, 12, 0, 0, 13, 0, 0},                                      // text
-		{0, 0, 0, 2, 0, 0, 7, 0, 1, 8, 0, 3, 11, 0, 0, 4, 1, 1, 9, 1, 2, 9, 1, 3, 11, 1, 0, 12, 1, 0, 13, 0, 0}, // thinking, tool call
-		{0, 0, 0, 4, 0, 1, 4, 1, 1, 4, 2, 0, 9, 1, 7, 11, 2, 0, 12, 1, 0},                                       // parallel calls, no message_stop
-		{0, 0, 0, 3, 0, 2, 5, 1, 0, 9, 1, 7, 10, 1, 0, 15, 0, 0},                                                // redacted, server tool, error
-		{1, 2, 0, 6, 2, 1, 9, 2, 2, 4, 2, 0, 12, 3, 0},                                                          // protocol errors
+		{0, 0, 0, 1, 0, 0, 6, 0, 1, 6, 0, 4, 11, 0, 0, 12, 0, 0, 13, 0, 0},                                       // text
+		{0, 0, 0, 2, 0, 0, 7, 0, 1, 8, 0, 3, 11, 0, 0, 4, 1, 1, 9, 1, 2, 9, 1, 3, 11, 1, 0, 12, 1, 0, 13, 0, 0},  // thinking, tool call
+		{0, 0, 0, 4, 0, 1, 4, 1, 1, 4, 2, 0, 9, 1, 7, 11, 2, 0, 12, 1, 0},                                        // parallel calls, no message_stop
+		{0, 0, 0, 3, 0, 2, 5, 1, 0, 9, 1, 7, 10, 1, 0, 15, 0, 0},                                                 // redacted, server tool, error
+		{1, 2, 0, 6, 2, 1, 9, 2, 2, 4, 2, 0, 12, 3, 0},                                                           // protocol errors
+		{0, 0, 0, 4, 6, 1, 1, 5, 10, 6, 5, 11, 4, 4, 0, 9, 6, 2, 9, 4, 12, 9, 6, 3, 12, 1, 0, 13, 0, 0, 6, 5, 1}, // odd indexes, text after the stop
+		{0, 0, 0, 4, 7, 0, 9, 7, 2, 13, 0, 0},                                                                    // an index beyond int64
+		{0, 0, 0, 4, 0, 1, 9, 0, 2, 9, 3, 3, 9, 0, 3},                                                            // a delta for a block never started, truncated
 	} {
 		f.Add(prog)
 	}
@@ -73,43 +78,48 @@ func FuzzDecoder(f *testing.F) {
 
 // programStream renders a FuzzDecoder program as an event stream.
 func programStream(prog []byte) []byte {
-	frags := [...]string{"", "x", `{"a":`, "1}", "é—😀", `\"`, " ", "{}", `"`, "\n"}
+	frags := [...]string{"", "x", `{"a":`, "1}", "é—😀", `\"`, " ", "{}", `"`, "\n", "\x00", "\xff\xfe"}
+	indexes := [...]string{"0", "1", "2", "3", "-1", "-9223372036854775808", "9223372036854775807", "18446744073709551616"}
 	reasons := [...]string{"end_turn", "tool_use", "max_tokens", "refusal"}
 	errTypes := [...]string{"overloaded_error", "api_error", "rate_limit_error", "invalid_request_error"}
 	var b bytes.Buffer
 	for i := 0; i+2 < len(prog); i += 3 {
 		idx := int(prog[i+1] % 4)
+		index := indexes[int(prog[i+1])%len(indexes)]
 		q, _ := json.Marshal(frags[int(prog[i+2])%len(frags)])
+		if prog[i+2]%16 == 15 {
+			q = []byte("\"\xff\\ud800\"") // raw invalid UTF-8, an escaped lone surrogate
+		}
 		var ev string
 		switch prog[i] % 16 {
 		case 0:
 			ev = `{"type":"message_start","message":{"id":"msg_f","model":"m","usage":{"input_tokens":3,"cache_read_input_tokens":2}}}`
 		case 1:
-			ev = fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"text","text":%s}}`, idx, q)
+			ev = fmt.Sprintf(`{"type":"content_block_start","index":%s,"content_block":{"type":"text","text":%s}}`, index, q)
 		case 2:
-			ev = fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"thinking","thinking":%s,"signature":""}}`, idx, q)
+			ev = fmt.Sprintf(`{"type":"content_block_start","index":%s,"content_block":{"type":"thinking","thinking":%s,"signature":""}}`, index, q)
 		case 3:
-			ev = fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"redacted_thinking","data":%s}}`, idx, q)
+			ev = fmt.Sprintf(`{"type":"content_block_start","index":%s,"content_block":{"type":"redacted_thinking","data":%s}}`, index, q)
 		case 4:
 			input := "{}"
 			if prog[i+2]%2 == 1 {
 				input = `{"k":[1,"v"]}`
 			}
-			ev = fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":"toolu_%d","name":"f%d","input":%s}}`, idx, prog[i+2]%3, idx, input)
+			ev = fmt.Sprintf(`{"type":"content_block_start","index":%s,"content_block":{"type":"tool_use","id":"toolu_%d","name":"f%d","input":%s}}`, index, prog[i+2]%3, idx, input)
 		case 5:
-			ev = fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"server_tool_use","id":"srv","name":"web_search","input":{}}}`, idx)
+			ev = fmt.Sprintf(`{"type":"content_block_start","index":%s,"content_block":{"type":"server_tool_use","id":"srv","name":"web_search","input":{}}}`, index)
 		case 6:
-			ev = fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%s}}`, idx, q)
+			ev = fmt.Sprintf(`{"type":"content_block_delta","index":%s,"delta":{"type":"text_delta","text":%s}}`, index, q)
 		case 7:
-			ev = fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":%s}}`, idx, q)
+			ev = fmt.Sprintf(`{"type":"content_block_delta","index":%s,"delta":{"type":"thinking_delta","thinking":%s}}`, index, q)
 		case 8:
-			ev = fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"signature_delta","signature":%s}}`, idx, q)
+			ev = fmt.Sprintf(`{"type":"content_block_delta","index":%s,"delta":{"type":"signature_delta","signature":%s}}`, index, q)
 		case 9:
-			ev = fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%s}}`, idx, q)
+			ev = fmt.Sprintf(`{"type":"content_block_delta","index":%s,"delta":{"type":"input_json_delta","partial_json":%s}}`, index, q)
 		case 10:
-			ev = fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"citations_delta","citation":{"cited_text":%s}}}`, idx, q)
+			ev = fmt.Sprintf(`{"type":"content_block_delta","index":%s,"delta":{"type":"citations_delta","citation":{"cited_text":%s}}}`, index, q)
 		case 11:
-			ev = fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, idx)
+			ev = fmt.Sprintf(`{"type":"content_block_stop","index":%s}`, index)
 		case 12:
 			ev = fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q},"usage":{"output_tokens":%d}}`, reasons[idx], prog[i+2])
 		case 13:
@@ -127,13 +137,16 @@ func programStream(prog []byte) []byte {
 // checkContract checks that chunks, and the error that ended them, keep the
 // stream contract of llm.Model: a done chunk ends every stream that did not
 // fail, and comes last; tool calls are announced in order with distinct IDs
-// before their deltas; the deltas of each call add up to its arguments; and
-// the response holds the text and reasoning that were streamed.
+// before their deltas; the response holds the announced calls (in the order
+// of their blocks, which may not be the order they were announced in), the
+// deltas of each adding up to its arguments; and it holds the text and
+// reasoning that were streamed.
 func checkContract(t *testing.T, chunks []llm.Chunk, err error) {
 	t.Helper()
 	var (
 		starts         []llm.Chunk
-		args           []strings.Builder
+		args           []*strings.Builder
+		announced      = map[string]int{} // id → position
 		text, thinking int
 		resp           *llm.Response
 		ids            = map[string]bool{}
@@ -155,8 +168,9 @@ func checkContract(t *testing.T, chunks []llm.Chunk, err error) {
 				t.Fatalf("start %+v: empty or duplicate id", c)
 			}
 			ids[c.ID] = true
+			announced[c.ID] = len(starts)
 			starts = append(starts, c)
-			args = append(args, strings.Builder{})
+			args = append(args, new(strings.Builder))
 		case llm.ChunkToolCallDelta:
 			if c.Index < 0 || c.Index >= len(starts) {
 				t.Fatalf("delta %+v for a call not announced", c)
@@ -191,10 +205,15 @@ func checkContract(t *testing.T, chunks []llm.Chunk, err error) {
 		t.Fatalf("response has %d calls, %d were announced", len(calls), len(starts))
 	}
 	for i, call := range calls {
-		if call.ID != starts[i].ID || call.Name != starts[i].Name {
-			t.Errorf("call %d is %s %s, announced as %s %s", i, call.ID, call.Name, starts[i].ID, starts[i].Name)
+		pos, ok := announced[call.ID]
+		if !ok {
+			t.Fatalf("call %d (%s) was not announced", i, call.ID)
 		}
-		want := args[i].String()
+		delete(announced, call.ID)
+		if call.Name != starts[pos].Name {
+			t.Errorf("call %d is %s %s, announced as %s %s", i, call.ID, call.Name, starts[pos].ID, starts[pos].Name)
+		}
+		want := args[pos].String()
 		if want == "" {
 			want = "{}"
 		}

@@ -103,7 +103,7 @@ func argsChunk(i int, s string) llm.Chunk {
 func doneChunk(r llm.Response) llm.Chunk { return llm.Chunk{Kind: llm.ChunkDone, Response: &r} }
 
 func callPart(id, name, args string) llm.Part {
-	return llm.Part{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: id, Name: name, Arguments: llm.Arguments(args)}}
+	return llm.Part{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: id, Name: name, Arguments: []byte(args)}}
 }
 func thinkingPart(text, signature string) llm.Part {
 	return llm.Part{Kind: llm.PartReasoning, Reasoning: &llm.Reasoning{Text: text, Signature: signature}}

@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -130,8 +131,12 @@ type decoder struct {
 	wire eventWire
 	dec  sse.JSONDecoder // decodes the data of events
 
-	id, model  string
-	blocks     []*blockState // in the order they started
+	id, model string
+	blocks    []*blockState // in the order they started
+	// byIndex and callIDs find blocks by the API's index and tool calls by
+	// id without a scan per event: a stream may hold any number of blocks.
+	byIndex    map[int]*blockState
+	callIDs    map[string]bool
 	calls      int
 	stopReason string
 	sawStop    bool // a message_delta gave the stop reason
@@ -143,7 +148,12 @@ type decoder struct {
 
 // init makes d read the body of a response.
 func (d *decoder) init(body io.Reader, jsonBody bool) {
-	*d = decoder{body: body, jsonBody: jsonBody, out: d.out[:0], sse: d.sse, wire: d.wire}
+	clear(d.byIndex)
+	clear(d.callIDs)
+	*d = decoder{
+		body: body, jsonBody: jsonBody, out: d.out[:0], sse: d.sse, wire: d.wire,
+		byIndex: d.byIndex, callIDs: d.callIDs,
+	}
 	if !jsonBody {
 		d.sse.Init(body)
 	}
@@ -284,14 +294,11 @@ func (d *decoder) apply(typ []byte, w *eventWire) error {
 	return nil
 }
 
-// block returns the block with the API index i, or nil.
+// block returns the block with the API index i, or nil. The index is the
+// API's (or the model's) number: a map key only, never the size or index of
+// a slice, so a negative or huge one costs nothing.
 func (d *decoder) block(i int) *blockState {
-	for j := len(d.blocks) - 1; j >= 0; j-- {
-		if d.blocks[j].index == i {
-			return d.blocks[j]
-		}
-	}
-	return nil
+	return d.byIndex[i]
 }
 
 // startBlock opens the block with index i.
@@ -301,6 +308,11 @@ func (d *decoder) startBlock(i int, cb *blockWire) error {
 	}
 	b := &blockState{index: i}
 	d.blocks = append(d.blocks, b)
+	if d.byIndex == nil {
+		d.byIndex = make(map[int]*blockState)
+		d.callIDs = make(map[string]bool)
+	}
+	d.byIndex[i] = b
 	switch cb.Type {
 	case typeText:
 		b.typ = typeText
@@ -315,14 +327,15 @@ func (d *decoder) startBlock(i int, cb *blockWire) error {
 	case typeToolUse:
 		b.typ = typeToolUse
 		b.id, b.name, b.call = cb.ID, cb.Name, d.calls
-		if b.id == "" || d.usedID(b, b.id) {
+		if b.id == "" || d.callIDs[b.id] {
 			// The API always gives distinct ids; the results of the calls
 			// are matched by them, so make sure.
 			b.id = "call_" + strconv.Itoa(b.call)
-			for d.usedID(b, b.id) {
+			for d.callIDs[b.id] {
 				b.id += "_"
 			}
 		}
+		d.callIDs[b.id] = true
 		d.calls++
 		if in := bytes.TrimSpace(cb.Input); len(in) > 0 && !isEmptyObject(in) {
 			b.input = append(json.RawMessage(nil), in...)
@@ -332,17 +345,6 @@ func (d *decoder) startBlock(i int, cb *blockWire) error {
 		// Server tool blocks and others this package does not keep.
 	}
 	return nil
-}
-
-// usedID reports whether a tool call of the response other than self has
-// id.
-func (d *decoder) usedID(self *blockState, id string) bool {
-	for _, b := range d.blocks {
-		if b != self && b.typ == typeToolUse && b.id == id {
-			return true
-		}
-	}
-	return false
 }
 
 // applyDelta applies a content_block_delta to the block with index i.
@@ -443,7 +445,9 @@ func (d *decoder) streamError(e *errorWire) error {
 func (d *decoder) finish() {
 	d.done = true
 	blocks := slices.Clone(d.blocks)
-	slices.SortStableFunc(blocks, func(a, b *blockState) int { return a.index - b.index })
+	// Compare, not subtract: the indexes are the stream's, and may be far
+	// apart enough to overflow.
+	slices.SortStableFunc(blocks, func(a, b *blockState) int { return cmp.Compare(a.index, b.index) })
 	var parts []llm.Part
 	for _, b := range blocks {
 		d.flushInput(b)
@@ -461,9 +465,9 @@ func (d *decoder) finish() {
 				parts = append(parts, llm.Part{Kind: llm.PartReasoning, Reasoning: &llm.Reasoning{Redacted: b.data}})
 			}
 		case typeToolUse:
-			args := llm.Arguments(b.text.String())
+			args := []byte(b.text.String())
 			if len(args) == 0 {
-				args = llm.Arguments("{}")
+				args = []byte("{}")
 			}
 			parts = append(parts, llm.Part{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: b.id, Name: b.name, Arguments: args}})
 		}

@@ -211,6 +211,28 @@ func TestStreamRecorded(t *testing.T) {
 			want:    []llm.Chunk{textChunk("Half"), textChunk(" an answ")},
 			wantErr: io.ErrUnexpectedEOF,
 		},
+		{
+			// Indexes at both ends of int64, out of order, and events after
+			// message_stop (ignored): the chunks number calls as they start,
+			// the response orders blocks by index.
+			file: "odd_indexes.sse",
+			want: []llm.Chunk{
+				startChunk(0, "toolu_big", "read_file"),
+				textChunk("Reading."),
+				startChunk(1, "toolu_neg", "list_dir"),
+				argsChunk(0, `{"path":`), argsChunk(1, `{"dir":"."}`), argsChunk(0, `"a.txt"}`),
+				doneChunk(llm.Response{
+					ID: "msg_odd", Model: "gateway-model",
+					Message: assistant(
+						llm.TextPart("Reading."),
+						callPart("toolu_neg", "list_dir", `{"dir":"."}`),
+						callPart("toolu_big", "read_file", `{"path":"a.txt"}`),
+					),
+					Usage:        llm.Usage{InputTokens: 10, OutputTokens: 30},
+					FinishReason: llm.FinishToolCalls,
+				}),
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(strings.TrimSuffix(tt.file, ".sse"), func(t *testing.T) {
@@ -541,5 +563,120 @@ func decodeAll(d *decoder, body io.Reader, jsonBody bool) ([]llm.Chunk, error) {
 			return out, err
 		}
 		out = append(out, chunks...)
+	}
+}
+
+// TestStreamAdversarial decodes streams that no API sends but a gateway or a
+// broken server might: each ends in a clear error or a best-effort
+// response, never a panic.
+func TestStreamAdversarial(t *testing.T) {
+	t.Parallel()
+	toolStart := func(i, id string) string {
+		return `{"type":"content_block_start","index":` + i + `,"content_block":{"type":"tool_use","id":"` + id + `","name":"f","input":{}}}`
+	}
+	inputDelta := func(i, frag string) string {
+		return `{"type":"content_block_delta","index":` + i + `,"delta":{"type":"input_json_delta","partial_json":"` + frag + `"}}`
+	}
+	textDelta := func(i, text string) string {
+		return `{"type":"content_block_delta","index":` + i + `,"delta":{"type":"text_delta","text":"` + text + `"}}`
+	}
+	tests := []struct {
+		name    string
+		stream  string
+		want    []llm.Part // the response's parts, when it succeeds
+		wantErr string     // in the error, when it fails
+		eof     bool       // the error wraps io.ErrUnexpectedEOF
+	}{
+		{
+			name:   "indexes beyond int64",
+			stream: eventStream(evStart, toolStart("99999999999999999999", "t"), evStop, evEnd),
+			// The event is not the API's: its index does not decode.
+			wantErr: "decoding stream event",
+		},
+		{
+			name:    "fractional index",
+			stream:  eventStream(evStart, toolStart("1.5", "t"), evStop, evEnd),
+			wantErr: "decoding stream event",
+		},
+		{
+			name:    "input_json_delta for a block never started",
+			stream:  eventStream(evStart, toolStart("0", "t"), inputDelta("1", "{}"), evStop, evEnd),
+			wantErr: "content block 1, which was not started",
+		},
+		{
+			name:    "index repeated",
+			stream:  eventStream(evStart, toolStart("-1", "a"), toolStart("-1", "b"), evStop, evEnd),
+			wantErr: "content block -1 started twice",
+		},
+		{
+			name:   "indexes far apart",
+			stream: eventStream(evStart, toolStart("9223372036854775807", "max"), toolStart("-9223372036854775808", "min"), toolStart("0", "zero"), evStop, evEnd),
+			want:   []llm.Part{callPart("min", "f", "{}"), callPart("zero", "f", "{}"), callPart("max", "f", "{}")},
+		},
+		{
+			name:   "text and an error after message_stop are ignored",
+			stream: eventStream(evStart, evTextStart, textDelta("0", "a"), evStop, evEnd, textDelta("0", "b"), `{"type":"error","error":{"type":"api_error","message":"late"}}`),
+			want:   []llm.Part{llm.TextPart("a")},
+		},
+		{
+			name:   "deltas after content_block_stop are kept",
+			stream: eventStream(evStart, toolStart("0", "t"), inputDelta("0", "{"), `{"type":"content_block_stop","index":0}`, inputDelta("0", "}"), evStop, evEnd),
+			want:   []llm.Part{callPart("t", "f", "{}")},
+		},
+		{
+			name:    "truncated inside a tool call",
+			stream:  eventStream(evStart, toolStart("0", "t"), inputDelta("0", `{\"a\":`)),
+			wantErr: "stream ended before the response was complete",
+			eof:     true,
+		},
+		{
+			name:    "truncated inside an event",
+			stream:  strings.TrimSuffix(eventStream(evStart, toolStart("0", "t")), "}}}\n\n"),
+			wantErr: "stream ended inside an event",
+			eof:     true,
+		},
+		{
+			name:   "truncated after the stop reason",
+			stream: eventStream(evStart, toolStart("0", "t"), inputDelta("0", `{\"a\":1}`), evStop),
+			want:   []llm.Part{callPart("t", "f", `{"a":1}`)},
+		},
+		{
+			name: "NUL and control characters are kept",
+			stream: eventStream(evStart, `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t\u0000","name":"f\u0000\u0001","input":{}}}`,
+				inputDelta("0", `{\"a\":\"\\u0000\"}\u0000`), evStop, evEnd),
+			want: []llm.Part{callPart("t\x00", "f\x00\x01", "{\"a\":\"\\u0000\"}\x00")},
+		},
+		{
+			// encoding/json decodes invalid UTF-8 in a string, and escaped
+			// lone surrogates, as U+FFFD: the bytes are replaced, not kept.
+			name: "invalid UTF-8 becomes U+FFFD",
+			stream: eventStream(evStart, "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\xff\",\"name\":\"f\\ud800\",\"input\":{}}}",
+				inputDelta("0", "\xfe{}"), evStop, evEnd),
+			want: []llm.Part{callPart("t\uFFFD", "f\uFFFD", "\uFFFD{}")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var d decoder
+			chunks, err := decodeAll(&d, strings.NewReader(tt.stream), false)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				if got := errors.Is(err, io.ErrUnexpectedEOF); got != tt.eof {
+					t.Errorf("errors.Is(%v, io.ErrUnexpectedEOF) = %v, want %v", err, got, tt.eof)
+				}
+				checkContract(t, chunks, err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkContract(t, chunks, err)
+			if diff := cmp.Diff(tt.want, chunks[len(chunks)-1].Response.Message.Parts); diff != "" {
+				t.Errorf("parts mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

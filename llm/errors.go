@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -164,30 +166,57 @@ func RetryAfter(err error) time.Duration {
 	return 0
 }
 
+// RetryAfterLimit is the longest wait [ParseRetryAfter] returns. A provider
+// that asks for longer (or for a wait too long to represent, such as
+// "Retry-After: 99999999999") gets this limit, which is more than any retry
+// policy should accept: the caller then refuses the wait as too long
+// instead of retrying at once.
+const RetryAfterLimit = 24 * time.Hour
+
 // ParseRetryAfter reads the wait a response asks for: the standard
 // Retry-After header (seconds or an HTTP date), or the retry-after-ms header
-// some providers send. It returns 0 when there is none. now is used for HTTP
-// dates.
+// some providers send, which wins when valid. now is used for HTTP dates.
+//
+// The result is never negative and never more than [RetryAfterLimit]; longer
+// waits are clamped to it. It is 0 when there is no valid wait: a header that
+// is absent, not a number or a date, zero, negative, NaN or infinite, or a
+// date in the past.
 func ParseRetryAfter(h http.Header, now time.Time) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
+	if d, _ := parseDelay(h.Get("Retry-After-Ms"), float64(time.Millisecond)); d > 0 {
+		return d
 	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if d, ok := parseDelay(v, float64(time.Second)); ok {
+		return d
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
+		// Sub saturates instead of overflowing.
+		return min(max(t.Sub(now), 0), RetryAfterLimit)
 	}
 	return 0
+}
+
+// parseDelay reads v as a number of units (of unit nanoseconds each),
+// bounded to [0, RetryAfterLimit]: 0 for anything but a positive number.
+// ok reports whether v is a number at all. A number too large for a float64
+// ("1e400") is a very long wait; "Inf" and "NaN" are not waits.
+func parseDelay(v string, unit float64) (d time.Duration, ok bool) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if numErr, isNum := err.(*strconv.NumError); isNum && numErr.Err == strconv.ErrRange {
+		err = nil // f is ±Inf for an overflow, ±0 for an underflow
+	} else if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		return 0, true
+	}
+	if err != nil {
+		return 0, false
+	}
+	if f <= 0 {
+		return 0, true
+	}
+	// Compare in floating point: converting a float beyond the range of a
+	// Duration to one gives an implementation-defined, often negative, value.
+	if ns := f * unit; ns < float64(RetryAfterLimit) {
+		return time.Duration(ns), true
+	}
+	return RetryAfterLimit, true
 }

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -244,6 +247,33 @@ func TestParseRetryAfter(t *testing.T) {
 		{"zero milliseconds fall back", map[string]string{"Retry-After-Ms": "0", "Retry-After": "3"}, 3 * time.Second},
 		{"bad milliseconds fall back", map[string]string{"Retry-After-Ms": "x", "Retry-After": "3"}, 3 * time.Second},
 		{"lowercase names", map[string]string{"retry-after-ms": "10"}, 10 * time.Millisecond},
+		{"surrounding space", map[string]string{"Retry-After": " 7 "}, 7 * time.Second},
+
+		// Waits too long for a Duration are clamped, not overflowed into a
+		// negative one (which was retried at once).
+		{"huge seconds", map[string]string{"Retry-After": "99999999999"}, llm.RetryAfterLimit},
+		{"1e300 seconds", map[string]string{"Retry-After": "1e300"}, llm.RetryAfterLimit},
+		{"seconds beyond float64", map[string]string{"Retry-After": "1e400"}, llm.RetryAfterLimit},
+		{"just over the limit", map[string]string{"Retry-After": "86401"}, llm.RetryAfterLimit},
+		{"at the limit", map[string]string{"Retry-After": "86400"}, llm.RetryAfterLimit},
+		{"under the limit", map[string]string{"Retry-After": "86399"}, llm.RetryAfterLimit - time.Second},
+		{"huge milliseconds", map[string]string{"Retry-After-Ms": "1e30"}, llm.RetryAfterLimit},
+		{"huge milliseconds win", map[string]string{"Retry-After-Ms": "1e30", "Retry-After": "3"}, llm.RetryAfterLimit},
+		{"far date", map[string]string{"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"}, llm.RetryAfterLimit},
+		{"far past date", map[string]string{"Retry-After": "Mon, 01 Jan 0001 00:00:00 GMT"}, 0},
+
+		// Not numbers of seconds: absent.
+		{"Inf", map[string]string{"Retry-After": "Inf"}, 0},
+		{"+Inf", map[string]string{"Retry-After": "+Inf"}, 0},
+		{"-Inf", map[string]string{"Retry-After": "-Inf"}, 0},
+		{"infinity", map[string]string{"Retry-After": "infinity"}, 0},
+		{"NaN", map[string]string{"Retry-After": "NaN"}, 0},
+		{"minus one", map[string]string{"Retry-After": "-1"}, 0},
+		{"huge negative", map[string]string{"Retry-After": "-1e400"}, 0},
+		{"underflow", map[string]string{"Retry-After": "1e-400"}, 0},
+		{"NaN milliseconds fall back", map[string]string{"Retry-After-Ms": "NaN", "Retry-After": "3"}, 3 * time.Second},
+		{"Inf milliseconds fall back", map[string]string{"Retry-After-Ms": "Inf", "Retry-After": "3"}, 3 * time.Second},
+		{"negative milliseconds fall back", map[string]string{"Retry-After-Ms": "-1", "Retry-After": "3"}, 3 * time.Second},
 	}
 	for _, tt := range tests {
 		h := http.Header{}
@@ -254,4 +284,43 @@ func TestParseRetryAfter(t *testing.T) {
 			t.Errorf("%s: ParseRetryAfter(%v) = %v, want %v", tt.name, h, got, tt.want)
 		}
 	}
+}
+
+// FuzzParseRetryAfter checks that any header values give a wait in
+// [0, RetryAfterLimit], without panicking, and that the wait grows with the
+// number of seconds asked for.
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, s := range [][2]string{
+		{"20", ""}, {"1.5", ""}, {"-1", ""}, {"99999999999", "1"}, {"1e300", "1e301"},
+		{"1e400", "1e300"}, {"Inf", "1"}, {"NaN", "0"}, {"0x1p-2", "86400"},
+		{"Fri, 31 Dec 9999 23:59:59 GMT", "1"}, {"Sun, 01 Jun 2025 12:00:30 GMT", "30"},
+	} {
+		f.Add(s[0], s[1], "")
+		f.Add(s[0], s[1], "1e30")
+	}
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	parse := func(name, v string) time.Duration {
+		return llm.ParseRetryAfter(http.Header{name: {v}}, now)
+	}
+	f.Fuzz(func(t *testing.T, a, b, ms string) {
+		for _, name := range []string{"Retry-After", "Retry-After-Ms"} {
+			for _, v := range []string{a, b} {
+				if d := parse(name, v); d < 0 || d > llm.RetryAfterLimit {
+					t.Fatalf("%s: %q gives %v, outside [0, %v]", name, v, d, llm.RetryAfterLimit)
+				}
+			}
+			// Monotone: more seconds never mean a shorter wait.
+			x, errA := strconv.ParseFloat(strings.TrimSpace(a), 64)
+			y, errB := strconv.ParseFloat(strings.TrimSpace(b), 64)
+			if errA == nil && errB == nil && !math.IsInf(x, 0) && !math.IsInf(y, 0) && x <= y {
+				if da, db := parse(name, a), parse(name, b); da > db {
+					t.Fatalf("%s: %q gives %v, more than %v for %q", name, a, da, db, b)
+				}
+			}
+		}
+		h := http.Header{"Retry-After": {a}, "Retry-After-Ms": {ms}}
+		if d := llm.ParseRetryAfter(h, now); d < 0 || d > llm.RetryAfterLimit {
+			t.Fatalf("%v gives %v, outside [0, %v]", h, d, llm.RetryAfterLimit)
+		}
+	})
 }

@@ -117,7 +117,10 @@ type Chunk struct {
 	Kind ChunkKind
 	// Text is the delta for text, reasoning and argument chunks.
 	Text string
-	// Index is the position of the tool call among this response's calls.
+	// Index numbers the tool calls of this response, from 0, in the order
+	// they were announced; it ties a ChunkToolCallDelta to its call. The
+	// Response may list the calls in another order (the provider's, such
+	// as the indexes of the wire format) when they were announced out of it.
 	Index int
 	// ID and Name identify a tool call on ChunkToolCallStart.
 	ID, Name string

@@ -44,9 +44,15 @@
 //
 // Tool-call deltas are accumulated robustly against the quirks of compatible
 // servers: a missing index, an index reused for several calls with distinct
-// ids, ids and names only on a call's first delta, complete arguments in one
-// delta, and empty ids. Calls without an id get a generated one ("call_0",
-// "call_1", ...), and ids are unique within a response.
+// ids (even when their deltas interleave), ids and names only on a call's
+// first delta, an id that comes after it, complete arguments in one delta,
+// and empty ids. A delta with an id belongs to the call with that id. Calls
+// without an id get a generated one ("call_0", "call_1", ...), and ids are
+// unique within a response. The response lists the calls in the order of
+// their indexes; the Index of the chunks numbers them in the order they were
+// announced, which differs only when a server sends a lower index after a
+// higher one. An id that comes after a call was announced is the call's id
+// in the response, not in its chunks.
 //
 // A stream that ends after a finish_reason but without "data: [DONE]" is
 // accepted; one that ends before either is reported as an error wrapping

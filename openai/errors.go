@@ -3,7 +3,6 @@ package openai
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -105,11 +104,7 @@ func rateLimitReset(h http.Header) time.Duration {
 		v := strings.TrimSpace(h.Get("X-Ratelimit-Reset-" + kind))
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			s, ferr := strconv.ParseFloat(v, 64)
-			if ferr != nil {
-				continue
-			}
-			d = time.Duration(s * float64(time.Second))
+			d = httpapi.Seconds(v) // bounded: "1e300" must not overflow
 		}
 		wait = max(wait, d)
 	}

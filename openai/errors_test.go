@@ -257,6 +257,13 @@ func TestRateLimitReset(t *testing.T) {
 		{map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "20"}, 20 * time.Second},
 		{map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "later"}, 0},
 		{map[string]string{"X-Ratelimit-Remaining-Requests": "3", "X-Ratelimit-Reset-Requests": "1m"}, 0},
+		// Bounded like Retry-After: no overflow into a negative wait.
+		{map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "1e300"}, llm.RetryAfterLimit},
+		{map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "99999999999"}, llm.RetryAfterLimit},
+		{map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "NaN"}, 0},
+		{map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "Inf"}, 0},
+		{map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "-1"}, 0},
+		{map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "Sun, 01 Jun 2025 12:00:00 GMT"}, 0},
 		{map[string]string{
 			"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "2s",
 			"X-Ratelimit-Remaining-Tokens": "0", "X-Ratelimit-Reset-Tokens": "1m30s",

@@ -204,6 +204,58 @@ func TestStreamRecorded(t *testing.T) {
 			},
 		},
 		{
+			// Calls interleaved on index 0, told apart by the id on every
+			// delta: two calls, not four.
+			file: "quirk_interleaved_ids.sse",
+			want: []llm.Chunk{
+				startChunk(0, "call_A", "read_file"), startChunk(1, "call_B", "list_dir"),
+				argsChunk(0, `{"path":`), argsChunk(1, `{"dir":`), argsChunk(0, `"a.txt"}`), argsChunk(1, `"src"}`),
+				doneChunk(llm.Response{
+					ID: "cmpl-inter", Model: "proxy-model",
+					Message: assistant(
+						callPart("call_A", "read_file", `{"path":"a.txt"}`),
+						callPart("call_B", "list_dir", `{"dir":"src"}`),
+					),
+					FinishReason: llm.FinishToolCalls,
+				}),
+			},
+		},
+		{
+			// Index 1 arrives first: the chunks number calls as they are
+			// announced, the response orders them by index.
+			file: "quirk_index_order.sse",
+			want: []llm.Chunk{
+				startChunk(0, "call_second", "get_time"), argsChunk(0, `{"tz":"UTC"}`),
+				startChunk(1, "call_first", "get_weather"), argsChunk(1, `{"city":`), argsChunk(1, `"Oslo"}`),
+				doneChunk(llm.Response{
+					ID: "cmpl-order", Model: "local-model",
+					Message: assistant(
+						callPart("call_first", "get_weather", `{"city":"Oslo"}`),
+						callPart("call_second", "get_time", `{"tz":"UTC"}`),
+					),
+					FinishReason: llm.FinishToolCalls,
+				}),
+			},
+		},
+		{
+			// Ids that come after a call was announced are the calls' ids
+			// in the response; the second is not given the id announced
+			// for the first.
+			file: "quirk_late_id.sse",
+			want: []llm.Chunk{
+				startChunk(0, "call_0", "search"), argsChunk(0, `{"q":`), argsChunk(0, `"go"}`),
+				startChunk(1, "call_1", "search"), argsChunk(1, `{"q":"rust"}`),
+				doneChunk(llm.Response{
+					ID: "cmpl-late", Model: "local-model",
+					Message: assistant(
+						callPart("call_late_7", "search", `{"q":"go"}`),
+						callPart("call_0_2", "search", `{"q":"rust"}`),
+					),
+					FinishReason: llm.FinishToolCalls,
+				}),
+			},
+		},
+		{
 			file: "quirk_full_args.sse",
 			want: []llm.Chunk{
 				startChunk(0, "call_r2k3z9xa", "get_weather"), argsChunk(0, `{"city":"Toronto"}`),

@@ -13,9 +13,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -221,11 +223,24 @@ func Truncate(s string, n int) string {
 
 // RetryAfter returns how long an error response asks the client to wait:
 // its Retry-After header, or for a 429 without one, what reset reads from
-// the API's own rate-limit headers.
+// the API's own rate-limit headers. As with [llm.ParseRetryAfter], the wait
+// is never negative nor longer than [llm.RetryAfterLimit].
 func RetryAfter(resp *http.Response, reset func(http.Header) time.Duration) time.Duration {
 	wait := llm.ParseRetryAfter(resp.Header, time.Now())
 	if wait == 0 && resp.StatusCode == http.StatusTooManyRequests {
-		wait = reset(resp.Header)
+		wait = min(max(reset(resp.Header), 0), llm.RetryAfterLimit)
 	}
 	return wait
+}
+
+// Seconds reads v, a number of seconds such as an API's rate-limit reset
+// header may hold, as [llm.ParseRetryAfter] reads Retry-After: 0 for
+// anything but a positive number (NaN and infinities included), and at
+// most [llm.RetryAfterLimit].
+func Seconds(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if _, err := strconv.ParseFloat(v, 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0 // not a number: do not let Retry-After's date form read it
+	}
+	return llm.ParseRetryAfter(http.Header{"Retry-After": {v}}, time.Time{})
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/hrns-dev/hrns/llm"
 )
 
 // roundTripFunc is an http.RoundTripper.
@@ -368,10 +370,40 @@ func TestRetryAfter(t *testing.T) {
 		{"rate-limit headers on a 429", 429, http.Header{"X-Reset": {"3s"}}, 3 * time.Second},
 		{"rate-limit headers only on a 429", 503, http.Header{"X-Reset": {"3s"}}, 0},
 		{"nothing", 429, http.Header{}, 0},
+		{"huge retry-after", 429, http.Header{"Retry-After": {"99999999999"}}, llm.RetryAfterLimit},
+		{"NaN retry-after falls back", 429, http.Header{"Retry-After": {"NaN"}, "X-Reset": {"3s"}}, 3 * time.Second},
+		{"negative reset", 429, http.Header{"X-Reset": {"-3s"}}, 0},
+		{"reset beyond the limit", 429, http.Header{"X-Reset": {"100000h"}}, llm.RetryAfterLimit},
 	}
 	for _, tt := range tests {
 		if got := RetryAfter(&http.Response{StatusCode: tt.status, Header: tt.header}, reset); got != tt.want {
 			t.Errorf("%s: RetryAfter = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestSeconds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", 0},
+		{"20", 20 * time.Second},
+		{" 1.5 ", 1500 * time.Millisecond},
+		{"0", 0},
+		{"-1", 0},
+		{"NaN", 0},
+		{"Inf", 0},
+		{"1e300", llm.RetryAfterLimit},
+		{"1e400", llm.RetryAfterLimit},
+		{"99999999999", llm.RetryAfterLimit},
+		{"Sun, 01 Jun 2025 12:00:00 GMT", 0}, // a date is not a number of seconds
+		{"soon", 0},
+	}
+	for _, tt := range tests {
+		if got := Seconds(tt.in); got != tt.want {
+			t.Errorf("Seconds(%q) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }

@@ -82,3 +82,40 @@ func TestJSONDecoderScalars(t *testing.T) {
 		t.Errorf("\"12\": err = %v, want %v", err, errEventEnd)
 	}
 }
+
+// TestJSONDecoderBytes records what becomes of bytes that are not plain
+// text in the strings of an event: escaped NUL and control characters are
+// kept, invalid UTF-8 and escaped lone surrogates become U+FFFD (as
+// encoding/json decodes them), and a raw control character is a syntax
+// error, as JSON requires. The reader itself passes any bytes through.
+func TestJSONDecoderBytes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, data string
+		want       string
+		wantErr    bool
+	}{
+		{"escaped NUL", `{"s":"a\u0000b"}`, "a\x00b", false},
+		{"escaped control", `{"s":"\u0001\u001f"}`, "\x01\x1f", false},
+		{"invalid UTF-8", "{\"s\":\"a\xffb\xc3\"}", "a\uFFFDb\uFFFD", false},
+		{"lone surrogate", `{"s":"\ud800x"}`, "\uFFFDx", false},
+		{"surrogate pair", `{"s":"\ud83d\ude00"}`, "😀", false},
+		{"raw NUL", "{\"s\":\"a\x00b\"}", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var d JSONDecoder
+			var v struct {
+				S string `json:"s"`
+			}
+			err := d.Decode([]byte(tt.data), &v)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want an error: %v", err, tt.wantErr)
+			}
+			if v.S != tt.want {
+				t.Errorf("decoded %q, want %q", v.S, tt.want)
+			}
+		})
+	}
+}

@@ -64,6 +64,7 @@ func TestReaderData(t *testing.T) {
 		{"unterminated event", "data: a\n\ndata: [DONE]", []string{"a", "[DONE]"}},
 		{"unterminated after lf", "data: a\n", []string{"a"}},
 		{"colon in value", "data: a: b\n\n", []string{"a: b"}},
+		{"NUL and invalid UTF-8 are data", "data: a\x00b\xff\xfe\n\nevent: \x00\ndata: \xc3\n\n", []string{"a\x00b\xff\xfe", "\xc3"}},
 		{"field case matters", "Data: a\n\n", nil},
 		{"empty", "", nil},
 	}

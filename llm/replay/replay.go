@@ -5,12 +5,13 @@
 // next recorded response, streamed again as chunks, whatever the request
 // says: tools still really run, so a recorded session replays against the
 // files and commands of the machine it runs on. Record a session once
-// against a real model, then replay it offline for demos and tests:
+// against a real model, then replay it offline for demos and tests (the
+// package's Example runs this):
 //
-//	rec, err := replay.Create("session.jsonl", model)
-//	... run the agent with rec, then rec.Close()
+//	rec, err := replay.Create("session.jsonl", model, "claude-sonnet-4-5")
+//	... run the agent with rec as its model, then rec.Close()
 //	player, err := replay.Open("session.jsonl")
-//	... run the same agent with player
+//	... run the same agent with player as its model
 //
 // The file holds a header line, then one line per response:
 //
