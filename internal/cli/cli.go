@@ -28,8 +28,13 @@ type IO struct {
 	// Getenv reads the environment; nil means os.Getenv.
 	Getenv func(string) string
 	// Interactive reports whether In is a terminal a person answers on;
-	// nil means: In is *os.File and a character device.
+	// nil means: In is an *os.File that is a terminal (not /dev/null, a
+	// pipe or a file).
 	Interactive func() bool
+	// OutTerminal reports whether Out is a terminal a person reads; nil
+	// means: Out is an *os.File that is a terminal. Redirected, stdout
+	// gets the answer exactly, written once a model request succeeds.
+	OutTerminal func() bool
 }
 
 func (s *IO) getenv(k string) string {
@@ -44,11 +49,15 @@ func (s *IO) interactive() bool {
 		return s.Interactive()
 	}
 	f, ok := s.In.(*os.File)
-	if !ok {
-		return false
+	return ok && isTerminal(f.Fd())
+}
+
+func (s *IO) outTerminal() bool {
+	if s.OutTerminal != nil {
+		return s.OutTerminal()
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	f, ok := s.Out.(*os.File)
+	return ok && isTerminal(f.Fd())
 }
 
 // usageError is a mistake on the command line or in the configuration.

@@ -61,10 +61,17 @@ const DefaultWidth = 120
 
 // Escape returns s on one line with every character that is not plainly
 // visible escaped, newlines and tabs included.
-func Escape(s string) string {
+func Escape(s string) string { return EscapeMarked(s, nil) }
+
+// EscapeMarked is [Escape] with each escape wrapped by mark, as
+// [Options.Mark] does. A nil mark leaves escapes unmarked.
+func EscapeMarked(s string, mark func(escape string) string) string {
 	var e escaper
 	var b strings.Builder
 	e.each(s, func(text string, escaped bool) {
+		if escaped && mark != nil {
+			text = mark(text)
+		}
 		b.WriteString(text)
 	})
 	return b.String()
@@ -77,7 +84,7 @@ func EscapeText(s string) string {
 	var e escaper
 	e.keepNewlines, e.keepTabs = true, true
 	var b strings.Builder
-	e.each(s, func(text string, escaped bool) {
+	e.each(s, func(text string, _ bool) {
 		b.WriteString(text)
 	})
 	return b.String()

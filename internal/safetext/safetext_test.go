@@ -194,6 +194,9 @@ func FuzzRender(f *testing.F) {
 		}
 		esc := Escape(in)
 		checkOutput(t, esc)
+		if got := decodeMarked(t, EscapeMarked(in, func(e string) string { return open + e + closing })); got != in {
+			t.Fatalf("EscapeMarked does not stand for the input:\n got %q\nwant %q", got, in)
+		}
 		if Unsafe(in) != (esc != in) {
 			t.Fatalf("Unsafe(%q) = %v but Escape gives %q", in, Unsafe(in), esc)
 		}
