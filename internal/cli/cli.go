@@ -11,6 +11,8 @@ import (
 	"net"
 	"os"
 	"strings"
+
+	"github.com/hrns-dev/hrns/internal/safetext"
 )
 
 // Exit codes.
@@ -127,7 +129,8 @@ func exitCode(ctx context.Context, err error, stdio *IO) int {
 		fmt.Fprintln(stdio.Err, "hrns: interrupted")
 		return ExitInterrupted
 	default:
-		fmt.Fprintln(stdio.Err, "hrns:", err)
+		// A run's error can quote a provider's or a tool's words.
+		fmt.Fprintln(stdio.Err, "hrns:", safetext.EscapeText(err.Error()))
 		return ExitFailed
 	}
 }

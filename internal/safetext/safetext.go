@@ -78,11 +78,12 @@ func EscapeMarked(s string, mark func(escape string) string) string {
 }
 
 // EscapeText is [Escape] for flowing text, such as a model's answer shown
-// on a terminal: newlines and tabs pass through, everything else that
-// Escape escapes is escaped.
+// on a terminal: newlines and tabs pass through, and so do combining
+// marks, since such text arrives in pieces that may start with a mark;
+// everything else that Escape escapes is escaped.
 func EscapeText(s string) string {
 	var e escaper
-	e.keepNewlines, e.keepTabs = true, true
+	e.keepNewlines, e.keepTabs, e.keepMarks = true, true, true
 	var b strings.Builder
 	e.each(s, func(text string, _ bool) {
 		b.WriteString(text)
@@ -171,7 +172,7 @@ func Unsafe(s string) bool {
 // escaper walks a string unit by unit: a rune shown as it is, an escape,
 // or (with expandTabs) the spaces that stand for a tab.
 type escaper struct {
-	keepNewlines, keepTabs, expandTabs bool
+	keepNewlines, keepTabs, keepMarks, expandTabs bool
 
 	marks int  // combining marks since the last visible base
 	base  bool // the last unit was a visible rune that marks may join
@@ -200,7 +201,7 @@ func (e *escaper) each(s string, emit func(text string, escaped bool)) {
 			e.base = false
 			emit(strings.Repeat(" ", tabWidth), false)
 		case unicode.In(r, unicode.Mn, unicode.Me) && !hidden(r):
-			if e.base && e.marks < maxMarks {
+			if e.keepMarks || e.base && e.marks < maxMarks {
 				e.marks++
 				emit(string(r), false)
 			} else {

@@ -51,8 +51,8 @@ func TestEscape(t *testing.T) {
 }
 
 func TestEscapeText(t *testing.T) {
-	in := "The answer:\n\tforty-two\r\x1b[2Kfake prompt\u202e"
-	want := "The answer:\n\tforty-two\\r\\x1b[2Kfake prompt\\u202e"
+	in := "The answer:\n\tforty-two\r\x1b[2Kfake prompt\u202e \u0901"
+	want := "The answer:\n\tforty-two\\r\\x1b[2Kfake prompt\\u202e \u0901"
 	if got := EscapeText(in); got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
