@@ -29,7 +29,8 @@
 //   - every space but U+0020, so that a no-break space cannot pass for a
 //     word separator;
 //   - combining marks that have no visible base, or that follow two marks
-//     already, so that stacked marks cannot draw over neighbouring lines;
+//     already, so that stacked marks cannot draw over neighbouring lines
+//     (not in [EscapeText], whose text arrives in pieces);
 //   - bytes that are not UTF-8, as `\xff`.
 //
 // Runes below U+0080 are escaped as `\xHH` (with the usual short forms
