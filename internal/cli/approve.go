@@ -95,13 +95,13 @@ func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (
 			fmt.Fprintln(w)
 			return loop.Decision{}, err
 		}
-		switch strings.ToLower(strings.TrimSpace(line)) {
+		switch answer := strings.ToLower(strings.TrimSpace(line)); answer {
 		case "y", "yes", "a", "always":
 			if hidden > 0 {
 				fmt.Fprintf(w, "  %d lines are not shown yet: answer v to see them before allowing the call, or n to refuse it\n", hidden)
 				continue
 			}
-			if l := strings.ToLower(strings.TrimSpace(line)); l == "a" || l == "always" {
+			if answer == "a" || answer == "always" {
 				a.mu.Lock()
 				a.always[req.Call.Name] = true
 				a.mu.Unlock()
