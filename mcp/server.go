@@ -16,6 +16,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 )
@@ -313,7 +314,7 @@ func (a *callApproval) askClient(ar *loop.ApprovalRequest) (loop.Decision, error
 		args = args[:2000] + "…"
 	}
 	a.setDeferred(&sdk.ElicitParams{
-		Message: fmt.Sprintf("Allow the tool %s to run with these arguments?\n%s", name, args),
+		Message: fmt.Sprintf("Allow the tool %s to run with these arguments?\n%s", safetext.Escape(name), safetext.Escape(args)),
 		RequestedSchema: map[string]any{
 			"type": "object",
 			"properties": map[string]any{

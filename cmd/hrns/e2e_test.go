@@ -440,3 +440,57 @@ func TestMCPServerTools(t *testing.T) {
 		t.Errorf("echo result: %q", got)
 	}
 }
+
+// A stream cut after part of the answer is retried; stdout, redirected,
+// holds the answer exactly once.
+func TestRetryAfterPartialAnswer(t *testing.T) {
+	partial := "data: " + `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"The full answer is forty"},"finish_reason":null}]}` + "\n\n"
+	srv := openaitest.NewServer(
+		openaitest.Reply{Raw: partial}, // no finish, no [DONE]: a retryable failure
+		openaitest.Reply{Text: "The full answer is forty-two."},
+	)
+	defer srv.Close()
+	r := hrns(t, workdir(t), srv, "run", "what is it?")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if r.stdout != "The full answer is forty-two.\n" {
+		t.Errorf("stdout = %q, want the answer exactly once", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "retrying in") {
+		t.Errorf("the retry is not told:\n%s", r.stderr)
+	}
+}
+
+// Standard input that is /dev/null (CI, cron, systemd, docker run without
+// -i) is not a terminal: no prompt, and the model is told about --yes.
+func TestApprovalWithStdinDevNull(t *testing.T) {
+	srv := openaitest.NewServer(
+		openaitest.Reply{ToolCalls: []llm.ToolCall{call("c1", "run_command", `{"command":"echo made > out.txt"}`)}},
+		openaitest.Reply{Text: "Done."},
+	)
+	defer srv.Close()
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	dir := workdir(t)
+	cmd := exec.CommandContext(t.Context(), hrnsBin, "run", "make out.txt")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "OPENAI_BASE_URL=" + srv.URL(), "OPENAI_API_KEY=sk-test", "OPENAI_MODEL=test-model"}
+	var stderr bytes.Buffer
+	cmd.Stdin, cmd.Stderr = devNull, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "Allow?") || !strings.Contains(stderr.String(), "rerun with --yes") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	if got := toolResults(t, srv.Requests()[1].Body)[0]; !strings.Contains(got, "--yes") {
+		t.Errorf("the model is not told how to allow it: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the command ran without approval")
+	}
+}

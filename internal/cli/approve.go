@@ -6,19 +6,36 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 
+	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/loop"
+)
+
+// A call's preview is shown whole up to previewLines display lines; a
+// longer one shows its first headLines and says how many are hidden, and
+// the call can be allowed only once the person asked to see them all.
+const (
+	previewLines = 40
+	headLines    = 20
 )
 
 // termApprover asks the person at the terminal about calls that need
 // approval. Without a terminal it refuses them, so a script never hangs
 // waiting for an answer nobody will type.
+//
+// Everything it shows comes from the model or a tool server, so all of it
+// (the tool's name, the command, the diff, the content to write) is
+// rendered with [safetext]: a control character or an escape sequence
+// cannot hide or rewrite what the person approves.
 type termApprover struct {
 	stdio *IO
 	yes   bool
+	// mark highlights escapes; nil when stderr is not a terminal.
+	mark func(string) string
 
 	mu     sync.Mutex
 	always map[string]bool
@@ -26,8 +43,15 @@ type termApprover struct {
 }
 
 func newTermApprover(stdio *IO, yes bool) *termApprover {
-	return &termApprover{stdio: stdio, yes: yes, always: map[string]bool{}}
+	a := &termApprover{stdio: stdio, yes: yes, always: map[string]bool{}}
+	if stdio.errTerminal() && stdio.getenv("NO_COLOR") == "" {
+		a.mark = reverseVideo
+	}
+	return a
 }
+
+// reverseVideo highlights an escape on a terminal.
+func reverseVideo(s string) string { return "\x1b[7m" + s + "\x1b[27m" }
 
 func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (loop.Decision, error) {
 	if a.yes {
@@ -39,28 +63,54 @@ func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (
 	if always {
 		return loop.Decision{Verdict: loop.Approve}, nil
 	}
+	w := a.stdio.Err
 	if !a.stdio.interactive() {
-		fmt.Fprintf(a.stdio.Err, "  ✗ %s needs approval and there is no terminal to ask: rerun with --yes to allow it\n", req.Call.Name)
+		fmt.Fprintf(w, "  ✗ %s needs approval and there is no terminal to ask: rerun with --yes to allow it\n", safetext.Escape(req.Call.Name))
 		return loop.Decision{Verdict: loop.Reject, Reason: "it needs approval and hrns is not running in a terminal where a person can approve it " +
 			"(the user can rerun with --yes to allow such calls)"}, nil
 	}
-	w := a.stdio.Err
-	fmt.Fprintf(w, "\n%s wants to run:\n%s\n", req.Call.Name, describeCall(req.Call.Name, json.RawMessage(req.Call.Arguments)))
+	opts := &safetext.Options{Mark: a.mark}
+	name := a.inline(req.Call.Name)
+	p := describeCall(req.Call.Name, req.Call.Arguments, opts)
+	fmt.Fprintf(w, "\n%s wants to run:\n", name)
+	if p.escaped > 0 {
+		fmt.Fprintf(w, "  ⚠ %d characters that are invisible or that a terminal would interpret are shown escaped (\\r, \\x1b, \\u202e...)\n", p.escaped)
+	}
+	hidden := 0
+	if len(p.lines) > previewLines {
+		hidden = len(p.lines) - headLines
+		writeLines(w, p.lines[:headLines])
+		fmt.Fprintf(w, "  … %d more lines are not shown (%d in all): answer v to see them all\n", hidden, len(p.lines))
+	} else {
+		writeLines(w, p.lines)
+	}
 	for {
-		fmt.Fprintf(w, "Allow? [y]es, [n]o, [a]lways allow %s: ", req.Call.Name)
+		if hidden > 0 {
+			fmt.Fprintf(w, "Allow? [v]iew all %d lines, [n]o: ", len(p.lines))
+		} else {
+			fmt.Fprintf(w, "Allow? [y]es, [n]o, [a]lways allow %s: ", name)
+		}
 		line, err := a.readLine(ctx)
 		if err != nil {
 			fmt.Fprintln(w)
 			return loop.Decision{}, err
 		}
-		switch strings.ToLower(strings.TrimSpace(line)) {
-		case "y", "yes":
+		switch answer := strings.ToLower(strings.TrimSpace(line)); answer {
+		case "y", "yes", "a", "always":
+			if hidden > 0 {
+				fmt.Fprintf(w, "  %d lines are not shown yet: answer v to see them before allowing the call, or n to refuse it\n", hidden)
+				continue
+			}
+			if answer == "a" || answer == "always" {
+				a.mu.Lock()
+				a.always[req.Call.Name] = true
+				a.mu.Unlock()
+			}
 			return loop.Decision{Verdict: loop.Approve}, nil
-		case "a", "always":
-			a.mu.Lock()
-			a.always[req.Call.Name] = true
-			a.mu.Unlock()
-			return loop.Decision{Verdict: loop.Approve}, nil
+		case "v", "view":
+			fmt.Fprintf(w, "\n%s wants to run (all %d lines):\n", name, len(p.lines))
+			writeLines(w, p.lines)
+			hidden = 0
 		case "n", "no":
 			fmt.Fprint(w, "Tell the model why (optional): ")
 			reason, _ := a.readLine(ctx)
@@ -70,6 +120,15 @@ func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (
 			}
 			return loop.Decision{Verdict: loop.Reject, Reason: reason}, nil
 		}
+	}
+}
+
+// inline renders s on one line, escapes marked.
+func (a *termApprover) inline(s string) string { return safetext.EscapeMarked(s, a.mark) }
+
+func writeLines(w io.Writer, lines []string) {
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
 	}
 }
 
@@ -101,48 +160,103 @@ func (a *termApprover) readLine(ctx context.Context) (string, error) {
 	}
 }
 
+// preview is what a person is shown of a call before approving it: display
+// lines, ready to print, and how many characters in them are escaped.
+type preview struct {
+	opts    *safetext.Options
+	lines   []string
+	escaped int
+}
+
+// text adds s, rendered line by line: its first line after first, its
+// other lines after next, and the parts of lines too long for one display
+// line after cont.
+func (p *preview) text(first, next, cont, s string) {
+	blk := safetext.Render(s, p.opts)
+	p.escaped += blk.Escaped
+	for i, l := range blk.Lines {
+		prefix := next
+		switch {
+		case l.Continued:
+			prefix = cont
+		case i == 0:
+			prefix = first
+		}
+		p.lines = append(p.lines, prefix+l.Text)
+	}
+}
+
 // describeCall shows what a call will do: the command, the edit as a diff,
-// the file to write.
-func describeCall(name string, raw json.RawMessage) string {
-	var args map[string]any
-	json.Unmarshal(raw, &args)
-	str := func(k string) string { s, _ := args[k].(string); return s }
-	var b strings.Builder
+// the file to write, every line of them; and any other argument as JSON.
+// The tools decode their arguments with encoding/json into structs, so the
+// values shown are decoded the same way: what is shown is what runs.
+func describeCall(name string, raw []byte, opts *safetext.Options) *preview {
+	p := &preview{opts: opts}
+	var args map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &args); err != nil {
+		p.text("  arguments: ", "  ", "  ↪ ", string(raw))
+		return p
+	}
+	shown := map[string]bool{}
 	switch name {
 	case "run_command":
-		fmt.Fprintf(&b, "  $ %s\n", str("command"))
+		var a struct {
+			Command string `json:"command"`
+		}
+		json.Unmarshal(raw, &a)
+		p.text("  $ ", "  > ", "  ↪ ", a.Command)
+		shown["command"] = true
 	case "edit_file":
-		fmt.Fprintf(&b, "  --- %s\n  +++ %s\n", str("path"), str("path"))
-		for _, l := range strings.Split(str("old_string"), "\n") {
-			fmt.Fprintf(&b, "  -%s\n", l)
+		var a struct {
+			Path       string `json:"path"`
+			OldString  string `json:"old_string"`
+			NewString  string `json:"new_string"`
+			ReplaceAll bool   `json:"replace_all"`
 		}
-		for _, l := range strings.Split(str("new_string"), "\n") {
-			fmt.Fprintf(&b, "  +%s\n", l)
+		json.Unmarshal(raw, &a)
+		p.text("  --- ", "  --- ", "  ↪ ", a.Path)
+		p.text("  +++ ", "  +++ ", "  ↪ ", a.Path)
+		p.text("  -", "  -", "  -↪ ", a.OldString)
+		p.text("  +", "  +", "  +↪ ", a.NewString)
+		if a.ReplaceAll {
+			p.lines = append(p.lines, "  (every occurrence)")
 		}
-		if args["replace_all"] == true {
-			b.WriteString("  (every occurrence)\n")
-		}
+		shown["path"], shown["old_string"], shown["new_string"], shown["replace_all"] = true, true, true, true
 	case "write_file":
-		content := str("content")
-		fmt.Fprintf(&b, "  write %s (%d bytes)\n", str("path"), len(content))
-		lines := strings.Split(content, "\n")
-		for i, l := range lines {
-			if i == 12 {
-				fmt.Fprintf(&b, "  … %d more lines\n", len(lines)-12)
-				break
-			}
-			fmt.Fprintf(&b, "  +%s\n", l)
+		var a struct {
+			Path    string `json:"path"`
+			Content string `json:"content"`
 		}
-	default:
-		keys := make([]string, 0, len(args))
-		for k := range args {
+		json.Unmarshal(raw, &a)
+		lines := strings.Count(a.Content, "\n")
+		if a.Content != "" && !strings.HasSuffix(a.Content, "\n") {
+			lines++
+		}
+		p.text("  write ", "  ", "  ↪ ", fmt.Sprintf("%s (%d bytes, %d lines)", a.Path, len(a.Content), lines))
+		if a.Content != "" {
+			p.text("  +", "  +", "  +↪ ", strings.TrimSuffix(a.Content, "\n"))
+			if !strings.HasSuffix(a.Content, "\n") {
+				p.lines = append(p.lines, "  (no newline at the end)")
+			}
+		}
+		shown["path"], shown["content"] = true, true
+	}
+	// Every other argument, so that nothing the tool gets is left out.
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		if !shown[k] {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			v, _ := json.Marshal(args[k])
-			fmt.Fprintf(&b, "  %s: %s\n", k, clip(string(v), 300))
-		}
 	}
-	return strings.TrimRight(b.String(), "\n")
+	slices.Sort(keys)
+	for _, k := range keys {
+		p.text("  ", "  ", "  ↪ ", k+": "+string(args[k]))
+	}
+	return p
+}
+
+// errTerminal reports whether stderr is a terminal.
+func (s *IO) errTerminal() bool {
+	f, ok := s.Err.(*os.File)
+	return ok && isTerminal(f.Fd())
 }

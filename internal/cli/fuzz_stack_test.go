@@ -239,12 +239,15 @@ func (s *fuzzStack) runLoop(t *testing.T, kind string, body []byte) {
 	s.wire.reset(kind, body)
 	s.model.set(kind)
 	agent := loop.NewAgent(s.model, s.tools, &loop.Options{Retry: fastRetry, MaxTurns: 4})
-	var jsonOut, textOut, textLog bytes.Buffer
-	js, text := newJSONRenderer(&jsonOut), newTextRenderer(&textOut, &textLog)
+	var jsonOut, textOut, textLog, ttyOut, ttyLog bytes.Buffer
+	// Both text modes: redirected (each attempt's text written once) and
+	// a terminal (streamed).
+	js, text, tty := newJSONRenderer(&jsonOut), newTextRenderer(&textOut, &textLog, false), newTextRenderer(&ttyOut, &ttyLog, true)
 	var res *loop.Result
 	for c := range agent.RunLoop(t.Context(), []llm.Message{llm.UserMessage("go")}) {
 		js.chunk(c)
 		text.chunk(c)
+		tty.chunk(c)
 		if c.Type == loop.ChunkEnd {
 			res = c.Result
 		}
@@ -254,6 +257,9 @@ func (s *fuzzStack) runLoop(t *testing.T, kind string, body []byte) {
 	}
 	if err := text.close(); err != nil {
 		t.Fatalf("text renderer: %v", err)
+	}
+	if err := tty.close(); err != nil {
+		t.Fatalf("terminal renderer: %v", err)
 	}
 	if res == nil {
 		t.Fatal("the run ended without a result")

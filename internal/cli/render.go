@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/loop"
 )
 
@@ -50,54 +51,94 @@ func (r *jsonRenderer) chunk(c loop.Chunk) {
 
 func (r *jsonRenderer) close() error { return r.err }
 
-// textRenderer streams the answer to out and narrates the rest on log.
+// textRenderer writes the answer to out and narrates the rest on log.
+//
+// The answer appears exactly once on out. A request that fails after part
+// of its answer was streamed is retried, and the new attempt streams the
+// answer from its start. When out is not a terminal (a file, a pipe), the
+// text of each attempt is therefore held until the model's response is
+// complete and written once, so that "hrns run ... > answer.md" keeps the
+// answer alone. On a terminal the text streams as it comes (escaped with
+// [safetext.EscapeText], since a model's text could otherwise drive the
+// terminal); on a retry the cut-off text stays on the screen, its line is
+// ended, and log says the answer starts again.
+//
+// Everything narrated on log (reasoning, tool names, arguments, results,
+// errors) is escaped the same way.
 type textRenderer struct {
-	out, log  io.Writer
+	out, log io.Writer
+	stream   bool            // out is a terminal: write the answer as it comes
+	attempt  strings.Builder // the current attempt's text, when not streaming
+	streamed bool            // text of the current attempt was streamed
+
 	atLineEnd bool // out's last byte was a newline (or nothing written)
 	wrote     bool
 	thinking  bool
 }
 
-func newTextRenderer(out, log io.Writer) *textRenderer {
-	return &textRenderer{out: out, log: log, atLineEnd: true}
+func newTextRenderer(out, log io.Writer, stream bool) *textRenderer {
+	return &textRenderer{out: out, log: log, stream: stream, atLineEnd: true}
 }
 
 func (r *textRenderer) chunk(c loop.Chunk) {
 	switch c.Type {
+	case loop.ChunkTurnStart:
+		r.attempt.Reset()
+		r.streamed = false
 	case loop.ChunkMessage:
 		r.endThinking()
-		io.WriteString(r.out, c.Content)
-		r.wrote = true
-		r.atLineEnd = strings.HasSuffix(c.Content, "\n")
+		if r.stream {
+			r.write(safetext.EscapeText(c.Content))
+			r.streamed = r.streamed || c.Content != ""
+		} else {
+			r.attempt.WriteString(c.Content)
+		}
 	case loop.ChunkReasoning:
 		if !r.thinking {
 			io.WriteString(r.log, "thinking: ")
 			r.thinking = true
 		}
-		io.WriteString(r.log, c.Content)
+		io.WriteString(r.log, safetext.EscapeText(c.Content))
 	case loop.ChunkTurnEnd:
 		r.endThinking()
+		r.flushAttempt()
 	case loop.ChunkRetry:
 		r.endThinking()
-		fmt.Fprintf(r.log, "retrying in %v (attempt %d failed: %v)\n", c.Retry.Delay.Round(1e6), c.Retry.Attempt, c.Err)
+		if r.streamed {
+			r.newline()
+			io.WriteString(r.log, "(the answer above was cut off by a failed request: it starts again below)\n")
+		}
+		r.attempt.Reset()
+		r.streamed = false
+		fmt.Fprintf(r.log, "retrying in %v (attempt %d failed: %s)\n", c.Retry.Delay.Round(1e6), c.Retry.Attempt, clip(fmt.Sprint(c.Err), 500))
 	case loop.ChunkToolCallStart:
 		r.newline()
-		fmt.Fprintf(r.log, "→ %s %s\n", c.ToolCall.Name, clip(string(c.ToolCall.Arguments), 200))
+		fmt.Fprintf(r.log, "→ %s %s\n", safetext.Escape(c.ToolCall.Name), clip(string(c.ToolCall.Arguments), 200))
 	case loop.ChunkToolCallResult:
 		fmt.Fprintf(r.log, "  ✓ %s\n", summary(c.Content))
 	case loop.ChunkToolCallError:
 		r.newline()
 		name := ""
 		if c.ToolCall != nil {
-			name = c.ToolCall.Name + ": "
+			name = safetext.Escape(c.ToolCall.Name) + ": "
 		}
 		fmt.Fprintf(r.log, "  ✗ %s%s\n", name, clip(c.Content, 300))
 	case loop.ChunkToolCallPending:
-		fmt.Fprintf(r.log, "  … %s waits\n", c.ToolCall.Name)
+		fmt.Fprintf(r.log, "  … %s waits\n", safetext.Escape(c.ToolCall.Name))
 	case loop.ChunkEnd:
 		r.endThinking()
-		r.newline()
 		res := c.Result
+		if r.attempt.Len() > 0 {
+			if res.Err == nil {
+				r.flushAttempt()
+			} else {
+				// The stream failed and was not retried: its text
+				// is not an answer.
+				r.attempt.Reset()
+				io.WriteString(r.log, "(the unfinished answer of the failed request is not written to stdout)\n")
+			}
+		}
+		r.newline()
 		if res.Budget != "" {
 			fmt.Fprintf(r.log, "(the %s budget was spent: the answer was asked for early)\n", res.Budget)
 		}
@@ -105,6 +146,24 @@ func (r *textRenderer) chunk(c loop.Chunk) {
 			fmt.Fprintf(r.log, "— %s in %d turns, %d input + %d output tokens\n", res.Status, len(res.Turns), res.Usage.InputTokens, res.Usage.OutputTokens)
 		}
 	}
+}
+
+// flushAttempt writes the held text of a completed response.
+func (r *textRenderer) flushAttempt() {
+	if r.attempt.Len() > 0 {
+		r.write(r.attempt.String())
+		r.attempt.Reset()
+	}
+}
+
+// write writes answer text to out.
+func (r *textRenderer) write(s string) {
+	if s == "" {
+		return
+	}
+	io.WriteString(r.out, s)
+	r.wrote = true
+	r.atLineEnd = strings.HasSuffix(s, "\n")
 }
 
 func (r *textRenderer) endThinking() {
@@ -134,14 +193,18 @@ func summary(s string) string {
 	return clip(first, 160)
 }
 
+// clip shows s on one line, escaped, cut to about n bytes of s.
 func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", "⏎")
-	if len(s) <= n {
-		return s
+	cut := len(s) > n
+	if cut {
+		for n > 0 && s[n]&0xC0 == 0x80 {
+			n--
+		}
+		s = s[:n]
 	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
+	s = safetext.Escape(strings.ReplaceAll(s, "\n", "⏎"))
+	if cut {
+		s += "…"
 	}
-	return s[:cut] + "…"
+	return s
 }

@@ -183,7 +183,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	if o.json {
 		out = newJSONRenderer(stdio.Out)
 	} else {
-		out = newTextRenderer(stdio.Out, stdio.Err)
+		out = newTextRenderer(stdio.Out, stdio.Err, stdio.outTerminal())
 	}
 	var res *loop.Result
 	for chunk := range agent.RunLoop(ctx, msgs) {

@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/openai/openaitest"
+)
+
+// retriedAnswer is a run whose first request fails after part of the
+// answer was streamed, and whose second attempt streams it whole.
+func retriedAnswer() []loop.Chunk {
+	return []loop.Chunk{
+		{Type: loop.ChunkTurnStart, Turn: 1},
+		{Type: loop.ChunkMessage, Turn: 1, Content: "The full answer "},
+		{Type: loop.ChunkMessage, Turn: 1, Content: "is forty"},
+		{Type: loop.ChunkRetry, Turn: 1, Retry: &loop.RetryInfo{Attempt: 1, Delay: time.Millisecond}, Err: errors.New("stream cut")},
+		{Type: loop.ChunkMessage, Turn: 1, Content: "The full answer "},
+		{Type: loop.ChunkMessage, Turn: 1, Content: "is forty-two."},
+		{Type: loop.ChunkTurnEnd, Turn: 1, Usage: &llm.Usage{}, FinishReason: llm.FinishStop},
+		{Type: loop.ChunkEnd, Result: &loop.Result{Status: loop.StatusCompleted, Answer: "The full answer is forty-two."}},
+	}
+}
+
+func render(stream bool, chunks []loop.Chunk) (out, log string) {
+	var o, l bytes.Buffer
+	r := newTextRenderer(&o, &l, stream)
+	for _, c := range chunks {
+		r.chunk(c)
+	}
+	return o.String(), l.String()
+}
+
+func TestAnswerOnceAfterARetry(t *testing.T) {
+	t.Run("redirected", func(t *testing.T) {
+		out, log := render(false, retriedAnswer())
+		if out != "The full answer is forty-two.\n" {
+			t.Errorf("stdout = %q, want the answer once", out)
+		}
+		if !strings.Contains(log, "retrying in") {
+			t.Errorf("the retry is not told:\n%s", log)
+		}
+	})
+	t.Run("terminal", func(t *testing.T) {
+		out, log := render(true, retriedAnswer())
+		if out != "The full answer is forty\nThe full answer is forty-two.\n" {
+			t.Errorf("stdout = %q", out)
+		}
+		if !strings.Contains(log, "cut off") || !strings.Contains(log, "retrying in") {
+			t.Errorf("the retry is not shown:\n%s", log)
+		}
+	})
+	t.Run("failed stream is not an answer", func(t *testing.T) {
+		chunks := retriedAnswer()[:3]
+		chunks = append(chunks, loop.Chunk{Type: loop.ChunkEnd, Result: &loop.Result{Status: loop.StatusFailed, Err: errors.New("gone")}})
+		out, log := render(false, chunks)
+		if out != "" || !strings.Contains(log, "not written to stdout") {
+			t.Errorf("stdout %q\nstderr %s", out, log)
+		}
+	})
+}
+
+func TestTerminalOutputIsEscaped(t *testing.T) {
+	out, log := render(true, []loop.Chunk{
+		{Type: loop.ChunkTurnStart, Turn: 1},
+		{Type: loop.ChunkReasoning, Turn: 1, Content: "think\x1b]0;owned\x07"},
+		{Type: loop.ChunkMessage, Turn: 1, Content: "line one\n\tline two\r\x1b[2KAllow? [y]es"},
+		{Type: loop.ChunkTurnEnd, Turn: 1, Usage: &llm.Usage{}},
+		{Type: loop.ChunkToolCallStart, ToolCall: &loop.ToolCallInfo{Name: "evil\x1b[2K", Arguments: []byte(`{"a":"\u202e"}`)}},
+		{Type: loop.ChunkToolCallResult, ToolCall: &loop.ToolCallInfo{Name: "evil\x1b[2K"}, Content: "ok\r\x1b[1A"},
+		{Type: loop.ChunkEnd, Result: &loop.Result{Status: loop.StatusCompleted}},
+	})
+	if want := "line one\n\tline two\\r\\x1b[2KAllow? [y]es\n"; out != want {
+		t.Errorf("stdout = %q, want %q", out, want)
+	}
+	if strings.ContainsAny(log, "\x1b\r\x07\u202e") {
+		t.Errorf("stderr holds controls: %q", log)
+	}
+	for _, want := range []string{`think\x1b]0;owned\a`, `→ evil\x1b[2K {"a":"\u202e"}`, `✓ ok\r\x1b[1A`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, log)
+		}
+	}
+}
+
+// A stream cut after part of the answer, then the whole answer, through the
+// real command and the OpenAI wire format: redirected stdout holds the
+// answer once.
+func TestRunRetryAfterPartialAnswer(t *testing.T) {
+	partial := "data: " + `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"The full answer is forty"},"finish_reason":null}]}` + "\n\n"
+	srv := openaitest.NewServer(
+		openaitest.Reply{Raw: partial}, // the stream ends without [DONE]: retried
+		openaitest.Reply{Text: "The full answer is forty-two."},
+	)
+	defer srv.Close()
+	var out, errOut bytes.Buffer
+	code := Run(t.Context(), []string{"run", "--base-url", srv.URL(), "--model", "m", "--tools", "none", "--no-skills", "--workdir", t.TempDir(), "what is it?"},
+		&IO{In: strings.NewReader(""), Out: &out, Err: &errOut, Getenv: func(string) string { return "" }})
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, errOut.String())
+	}
+	if got := out.String(); got != "The full answer is forty-two.\n" {
+		t.Errorf("stdout = %q, want the answer exactly once", got)
+	}
+	if len(srv.Requests()) != 2 || !strings.Contains(errOut.String(), "retrying in") {
+		t.Errorf("%d requests; stderr:\n%s", len(srv.Requests()), errOut.String())
+	}
+}
