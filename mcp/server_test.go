@@ -5,6 +5,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http/httptest"
@@ -118,7 +119,7 @@ func render(res *sdk.CallToolResult) []string {
 
 func callTool(t *testing.T, cs *sdk.ClientSession, name, args string) *sdk.CallToolResult {
 	t.Helper()
-	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: name, Arguments: llm.Arguments(args)})
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
 	if err != nil {
 		t.Fatalf("CallTool(%s): %v", name, err)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -16,7 +17,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/mcp"
 )
 
@@ -257,7 +257,7 @@ func serve(t *testing.T, opts *sdk.ClientOptions, args ...string) (*sdk.ClientSe
 
 func toolText(t *testing.T, cs *sdk.ClientSession, name, args string) (string, bool) {
 	t.Helper()
-	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: name, Arguments: llm.Arguments(args)})
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
