@@ -404,4 +404,3 @@ func (s *fuzzStack) call(t *testing.T, method, path, body string) (int, []byte) 
 	s.handler.ServeHTTP(w, r)
 	return w.Code, w.Body.Bytes()
 }
-
