@@ -17,8 +17,15 @@
 //		openai.SystemMessage("You are a helpful assistant."),
 //		openai.UserMessage("What is project 42?"),
 //	}) {
-//		if chunk.Type == loop.ChunkMessage {
+//		switch chunk.Type {
+//		case loop.ChunkMessage: // a delta of the answer
 //			fmt.Print(chunk.Content)
+//		case loop.ChunkRetry: // the attempt failed: what it printed is void
+//			fmt.Println("\n[retrying; the answer starts again]")
+//		case loop.ChunkEnd:
+//			if err := chunk.Result.Err; err != nil {
+//				fmt.Println("\nerror:", err)
+//			}
 //		}
 //	}
 //

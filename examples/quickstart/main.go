@@ -88,6 +88,9 @@ func run(ctx context.Context) error {
 			fmt.Print(chunk.Content)
 		case loop.ChunkMessage:
 			fmt.Print(chunk.Content)
+		case loop.ChunkRetry:
+			// The failed attempt's deltas are void; the next one starts over.
+			fmt.Printf("\n[retrying after: %v; the answer starts again]\n", chunk.Err)
 		case loop.ChunkToolCallStart:
 			fmt.Printf("\n→ %s %s\n", chunk.ToolCall.Name, chunk.ToolCall.Arguments)
 		case loop.ChunkToolCallResult, loop.ChunkToolCallError:
