@@ -91,8 +91,8 @@ type Store interface {
 	ListSessions(ctx context.Context, p *ListParams) (page []*Session, total int, err error)
 
 	// UpdateSession writes the mutable fields of s (everything but ID,
-	// Owner, IdempotencyKey, RequestHash, Request, CreatedAt, the lease
-	// and EventCount) and appends events, in one transaction, if the
+	// Owner, IdempotencyKey, RequestHash, Request, CreatedAt, the lease,
+	// Attempts and EventCount) and appends events, in one transaction, if the
 	// stored version is s.Version; otherwise it returns ErrConflict and
 	// writes nothing.
 	//
@@ -114,6 +114,10 @@ type Store interface {
 	// returned with LeaseOwner p.Owner and LeaseUntil p.Now+p.TTL, oldest
 	// first, at most p.Limit. Two concurrent claims never return the
 	// same session.
+	//
+	// Claim also increments each claimed session's Attempts, in the same
+	// transaction: a worker that dies while it works on the session has
+	// its attempt counted.
 	Claim(ctx context.Context, p *ClaimParams) ([]*Session, error)
 
 	// Renew extends the caller's lease to until. It returns ErrLeaseLost
@@ -232,6 +236,13 @@ type Session struct {
 	// Renew and Release.
 	LeaseOwner string
 	LeaseUntil time.Time
+	// Attempts counts the claims of the session since a worker last
+	// reported progress: Claim increments it, UpdateSession with
+	// [UpdateOptions.ResetAttempts] sets it to 0. A session that is
+	// claimed again and again without progress (its worker crashes or
+	// fails each time) shows a growing count, which package session
+	// bounds. Set only by Claim and UpdateSession; 0 at creation.
+	Attempts int
 
 	// Version counts committed changes; see UpdateSession.
 	Version int64
@@ -278,6 +289,9 @@ type UpdateOptions struct {
 	Lease string
 	// Release gives up the lease (of Lease) in the same transaction.
 	Release bool
+	// ResetAttempts sets the session's Attempts to 0 in the same
+	// transaction: the worker made progress.
+	ResetAttempts bool
 }
 
 // ClaimParams configure [Store.Claim].

@@ -174,7 +174,8 @@ const updateSQL = `UPDATE sessions SET status = ?, agent = ?, first_message = ?,
 	error = ?, error_code = ?, runnable = ?, wake_at = ?, version = ?, event_count = ?,
 	started_at = ?, finished_at = ?, updated_at = ?,
 	lease_owner = CASE WHEN ? THEN '' ELSE lease_owner END,
-	lease_until = CASE WHEN ? THEN 0 ELSE lease_until END
+	lease_until = CASE WHEN ? THEN 0 ELSE lease_until END,
+	attempts = CASE WHEN ? THEN 0 ELSE attempts END
 	WHERE id = ?`
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -241,7 +242,7 @@ func (s *Store) Close() error {
 }
 
 const sessionColumns = `id, owner, idempotency_key, request_hash, status, agent, first_message, request, state, answer,
-	error, error_code, runnable, wake_at, lease_owner, lease_until, version, event_count,
+	error, error_code, runnable, wake_at, lease_owner, lease_until, attempts, version, event_count,
 	created_at, started_at, finished_at, updated_at`
 
 type scanner interface{ Scan(...any) error }
@@ -255,7 +256,7 @@ func scanSession(sc scanner) (*store.Session, error) {
 	)
 	err := sc.Scan(&s.ID, &s.Owner, &s.IdempotencyKey, &s.RequestHash, &s.Status, &s.Agent, &s.FirstMessage,
 		&request, &state, &answer, &s.Error, &s.ErrorCode, &runnable, &wake, &s.LeaseOwner, &leaseUntil,
-		&s.Version, &s.EventCount, &created, &started, &finished, &updated)
+		&s.Attempts, &s.Version, &s.EventCount, &created, &started, &finished, &updated)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +309,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	}
 	n.Version = 1
 	n.EventCount = int64(len(events))
-	n.LeaseOwner, n.LeaseUntil = "", time.Time{}
+	n.LeaseOwner, n.LeaseUntil, n.Attempts = "", time.Time{}, 0
 	var existing *store.Session
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if n.IdempotencyKey != "" {
@@ -322,10 +323,10 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			n.ID, n.Owner, n.IdempotencyKey, n.RequestHash, n.Status, n.Agent, n.FirstMessage,
 			blob(n.Request), blob(n.State), blob(n.Answer), n.Error, n.ErrorCode, boolInt(n.Runnable), nanos(n.WakeAt),
-			"", 0, n.Version, n.EventCount, nanos(n.CreatedAt), nanos(n.StartedAt), nanos(n.FinishedAt), nanos(n.UpdatedAt))
+			"", 0, 0, n.Version, n.EventCount, nanos(n.CreatedAt), nanos(n.StartedAt), nanos(n.FinishedAt), nanos(n.UpdatedAt))
 		if err != nil {
 			return err
 		}
@@ -468,7 +469,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		_, err = tx.StmtContext(ctx, s.updateStmt).ExecContext(ctx,
 			sess.Status, sess.Agent, sess.FirstMessage, blob(sess.State), blob(sess.Answer),
 			sess.Error, sess.ErrorCode, boolInt(sess.Runnable), nanos(sess.WakeAt), version+1, count+int64(len(events)),
-			nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now), o.Release, o.Release, sess.ID)
+			nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now), o.Release, o.Release, o.ResetAttempts, sess.ID)
 		if err != nil {
 			return err
 		}
@@ -482,6 +483,9 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	sess.UpdatedAt = now
 	if o.Release {
 		sess.LeaseOwner, sess.LeaseUntil = "", time.Time{}
+	}
+	if o.ResetAttempts {
+		sess.Attempts = 0
 	}
 	s.hub.Notify(sess.ID)
 	if sess.Runnable || !sess.WakeAt.IsZero() || o.Release {
@@ -559,10 +563,11 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 			return err
 		}
 		for _, got := range out {
-			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_owner = ?, lease_until = ? WHERE id = ?`, p.Owner, until, got.ID); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_owner = ?, lease_until = ?, attempts = attempts + 1 WHERE id = ?`, p.Owner, until, got.ID); err != nil {
 				return err
 			}
 			got.LeaseOwner, got.LeaseUntil = p.Owner, fromNanos(until)
+			got.Attempts++
 		}
 		return nil
 	})
