@@ -124,8 +124,10 @@ type Store interface {
 	// if owner does not hold the lease any more.
 	Renew(ctx context.Context, id, owner string, until time.Time) error
 
-	// Release gives up owner's lease on the session; releasing a lease
-	// one does not hold does nothing.
+	// Release gives up owner's lease on the session, and resets its
+	// Attempts to 0: the worker stopped cleanly (the session waits or
+	// ended, or the worker shuts down). Releasing a lease one does not
+	// hold does nothing.
 	Release(ctx context.Context, id, owner string) error
 
 	// NextWake returns the earliest time after now at which Claim may
@@ -237,11 +239,11 @@ type Session struct {
 	LeaseOwner string
 	LeaseUntil time.Time
 	// Attempts counts the claims of the session since a worker last
-	// reported progress: Claim increments it, UpdateSession with
-	// [UpdateOptions.ResetAttempts] sets it to 0. A session that is
-	// claimed again and again without progress (its worker crashes or
-	// fails each time) shows a growing count, which package session
-	// bounds. Set only by Claim and UpdateSession; 0 at creation.
+	// made progress or stopped cleanly: Claim increments it; Release,
+	// and UpdateSession with [UpdateOptions.ResetAttempts] or Release,
+	// set it to 0. A session claimed again and again without either
+	// (its worker dies or fails each time) shows a growing count, which
+	// package session bounds. 0 at creation.
 	Attempts int
 
 	// Version counts committed changes; see UpdateSession.
@@ -287,7 +289,8 @@ type UpdateOptions struct {
 	// this owner holds the session's lease: a worker that lost its lease
 	// cannot write over the one that claimed the session after it.
 	Lease string
-	// Release gives up the lease (of Lease) in the same transaction.
+	// Release gives up the lease (of Lease) in the same transaction,
+	// resetting Attempts as [Store.Release] does.
 	Release bool
 	// ResetAttempts sets the session's Attempts to 0 in the same
 	// transaction: the worker made progress.

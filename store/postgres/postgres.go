@@ -329,7 +329,7 @@ const (
 	renewSQL = `UPDATE hrns_sessions SET lease_until = $4 WHERE id = $1 AND lease_owner = $2 AND lease_until > $3`
 
 	releaseSQL = `WITH w AS (
-		UPDATE hrns_sessions SET lease_owner = '', lease_until = NULL
+		UPDATE hrns_sessions SET lease_owner = '', lease_until = NULL, attempts = 0
 		WHERE id = $1 AND lease_owner = $2
 		RETURNING id, true AS work
 	)
@@ -533,7 +533,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	err := s.pool.QueryRow(ctx, updateStmt,
 		sess.ID, sess.Status, sess.Agent, sess.FirstMessage, []byte(sess.State), []byte(sess.Answer),
 		sess.Error, sess.ErrorCode, sess.Runnable, ts(sess.WakeAt), int64(len(events)),
-		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease, o.ResetAttempts,
+		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease, o.Release || o.ResetAttempts,
 		types, data, times, s.channel).Scan(&base, &notified)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = s.whyNotUpdated(ctx, sess, &o, now)
@@ -550,7 +550,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	if o.Release {
 		sess.LeaseOwner, sess.LeaseUntil = "", time.Time{}
 	}
-	if o.ResetAttempts {
+	if o.Release || o.ResetAttempts {
 		sess.Attempts = 0
 	}
 	return nil

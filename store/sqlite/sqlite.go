@@ -142,6 +142,8 @@ func Open(path string, opts *Options) (*Store, error) {
 		return fail(err)
 	}
 	// This process holds the lock: leases of earlier processes are void.
+	// Their sessions' attempts stay counted: a process that died holding
+	// them did not stop cleanly.
 	if _, err := s.w.ExecContext(ctx, `UPDATE sessions SET lease_owner = '', lease_until = 0 WHERE lease_owner != ''`); err != nil {
 		return fail(err)
 	}
@@ -469,7 +471,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		_, err = tx.StmtContext(ctx, s.updateStmt).ExecContext(ctx,
 			sess.Status, sess.Agent, sess.FirstMessage, blob(sess.State), blob(sess.Answer),
 			sess.Error, sess.ErrorCode, boolInt(sess.Runnable), nanos(sess.WakeAt), version+1, count+int64(len(events)),
-			nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now), o.Release, o.Release, o.ResetAttempts, sess.ID)
+			nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now), o.Release, o.Release, o.Release || o.ResetAttempts, sess.ID)
 		if err != nil {
 			return err
 		}
@@ -484,7 +486,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	if o.Release {
 		sess.LeaseOwner, sess.LeaseUntil = "", time.Time{}
 	}
-	if o.ResetAttempts {
+	if o.Release || o.ResetAttempts {
 		sess.Attempts = 0
 	}
 	s.hub.Notify(sess.ID)
@@ -604,7 +606,7 @@ func (s *Store) Renew(ctx context.Context, id, owner string, until time.Time) er
 func (s *Store) Release(ctx context.Context, id, owner string) error {
 	var released bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_owner = '', lease_until = 0 WHERE id = ? AND lease_owner = ?`, id, owner)
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_owner = '', lease_until = 0, attempts = 0 WHERE id = ? AND lease_owner = ?`, id, owner)
 		if err != nil {
 			return err
 		}

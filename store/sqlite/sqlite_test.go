@@ -63,7 +63,11 @@ func TestReopenVoidsLeases(t *testing.T) {
 	defer st.Close()
 	got, err = st.Claim(ctx, &store.ClaimParams{Owner: "new", Now: time.Now(), TTL: time.Hour})
 	if err != nil || len(got) != 1 {
-		t.Errorf("Claim after reopen = %v, %v; want the session a dead process held", got, err)
+		t.Fatalf("Claim after reopen = %v, %v; want the session a dead process held", got, err)
+	}
+	// The dead process's attempt counts.
+	if got[0].Attempts != 2 {
+		t.Errorf("Claim after reopen: Attempts %d, want 2", got[0].Attempts)
 	}
 }
 

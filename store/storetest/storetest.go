@@ -558,7 +558,7 @@ func testLeases(t *testing.T, st store.Store) {
 }
 
 // testAttempts: Claim counts the claims of a session, committed with the
-// lease, and only UpdateSession with ResetAttempts resets the count.
+// lease; a worker that made progress or stopped cleanly resets the count.
 func testAttempts(t *testing.T, st store.Store) {
 	ctx := t.Context()
 	in := newSession("s", "alice")
@@ -591,33 +591,31 @@ func testAttempts(t *testing.T, st store.Store) {
 	if got := claim("w2", now.Add(2*time.Minute)); got.Attempts != 2 || stored() != 2 {
 		t.Errorf("after a claim of the expired lease: returned %d, stored %d; want 2", got.Attempts, stored())
 	}
-	// Updates leave the count alone, whatever the session given says.
+	// Updates without the options leave the count alone, whatever the
+	// session given says.
 	cur, _ := st.GetSession(ctx, "s")
 	cur.Attempts = 0
-	if err := st.UpdateSession(ctx, cur, []store.Event{ev("E", `{}`)}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if cur.Attempts != 0 || stored() != 2 {
-		t.Errorf("after a plain update: stored %d, want 2", stored())
-	}
-	// Releasing the lease is no progress either.
-	if err := st.Release(ctx, "s", "w2"); err != nil {
+	if err := st.UpdateSession(ctx, cur, []store.Event{ev("E", `{}`)}, &store.UpdateOptions{Lease: "w2"}); err != nil {
 		t.Fatal(err)
 	}
 	if stored() != 2 {
-		t.Errorf("after Release: stored %d, want 2", stored())
+		t.Errorf("after a plain update: stored %d, want 2", stored())
 	}
-	cur = claim("w3", now.Add(3*time.Minute))
-	if cur.Attempts != 3 {
-		t.Errorf("third claim returned %d, want 3", cur.Attempts)
+	// A release by a former holder is no release.
+	if err := st.Release(ctx, "s", "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if stored() != 2 {
+		t.Errorf("after a release by a former holder: stored %d, want 2", stored())
 	}
 	// A reset from a worker that lost its lease writes nothing.
+	cur = claim("w3", now.Add(4*time.Minute))
 	stale, _ := st.GetSession(ctx, "s")
 	if err := st.UpdateSession(ctx, stale, nil, &store.UpdateOptions{Lease: "w2", ResetAttempts: true}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("reset by a former holder = %v, want ErrLeaseLost", err)
 	}
-	if stored() != 3 {
-		t.Errorf("after a refused reset: stored %d, want 3", stored())
+	if cur.Attempts != 3 || stored() != 3 {
+		t.Errorf("third claim: returned %d, stored %d; want 3", cur.Attempts, stored())
 	}
 	// Progress under the lease resets it, in the same transaction.
 	cur, _ = st.GetSession(ctx, "s")
@@ -627,20 +625,28 @@ func testAttempts(t *testing.T, st store.Store) {
 	if cur.Attempts != 0 || stored() != 0 {
 		t.Errorf("after a reset: returned %d, stored %d; want 0", cur.Attempts, stored())
 	}
-	if got := claim("w4", now.Add(5*time.Minute)); got.Attempts != 1 {
-		t.Errorf("claim after a reset returned %d, want 1", got.Attempts)
+	if cur.LeaseOwner != "w3" {
+		t.Errorf("a reset gave up the lease: %q", cur.LeaseOwner)
 	}
-	// A session no worker claims keeps its count.
-	cur, _ = st.GetSession(ctx, "s")
-	cur.Runnable = false
-	if err := st.UpdateSession(ctx, cur, nil, &store.UpdateOptions{Lease: "w4", Release: true}); err != nil {
+	// So does a clean release, by either way.
+	claim("w4", now.Add(6*time.Minute))
+	if got := claim("w5", now.Add(8*time.Minute)); got.Attempts != 2 {
+		t.Errorf("claim returned %d, want 2", got.Attempts)
+	}
+	if err := st.Release(ctx, "s", "w5"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := st.Claim(ctx, &store.ClaimParams{Owner: "w5", Now: now.Add(time.Hour), TTL: time.Minute}); err != nil || len(got) != 0 {
-		t.Errorf("Claim of a session that needs no worker = %v, %v", got, err)
+	if stored() != 0 {
+		t.Errorf("after Release: stored %d, want 0", stored())
 	}
-	if stored() != 1 {
-		t.Errorf("stored %d, want 1", stored())
+	claim("w6", now.Add(10*time.Minute))
+	cur, _ = st.GetSession(ctx, "s")
+	cur.Runnable = false
+	if err := st.UpdateSession(ctx, cur, nil, &store.UpdateOptions{Lease: "w6", Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	if cur.Attempts != 0 || stored() != 0 {
+		t.Errorf("after an update with Release: returned %d, stored %d; want 0", cur.Attempts, stored())
 	}
 }
 
