@@ -60,6 +60,13 @@ type Options struct {
 	// ToolTimeout bounds each server-side tool call; 0 means the loop's
 	// default (5 minutes).
 	ToolTimeout time.Duration
+	// MaxAttempts bounds how many times in a row a worker may start
+	// running a session without making progress (committing a step)
+	// before the session is failed (error_code internal) instead of run
+	// again: each time, the process running it died (a crash, kill -9)
+	// or the store failed. 0 means 3. A panic or an internal error while
+	// running a session fails it at once.
+	MaxAttempts int
 	// Logger receives the manager's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -81,6 +88,9 @@ type Manager struct {
 	log   *slog.Logger
 
 	started time.Time
+	// beforeRun, set by tests only, is called where a worker starts
+	// running a session.
+	beforeRun func(id string)
 
 	mu       sync.Mutex
 	inflight map[string]bool // owner + idempotency key being created
@@ -116,6 +126,9 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	}
 	if o.TimeoutGrace <= 0 {
 		o.TimeoutGrace = 30 * time.Second
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 3
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -330,10 +343,7 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 }
 
 func (m *Manager) changes(ctx context.Context, s *store.Session, p *ChangesParams) (*Changes, int64, error) {
-	st, err := decodeState(s)
-	if err != nil {
-		return nil, 0, err
-	}
+	st := viewState(s)
 	c := &Changes{
 		Status:     Status(s.Status),
 		StartedAt:  timePtr(s.StartedAt),
@@ -425,10 +435,7 @@ func apiEvents(events []store.Event) []Event {
 }
 
 func view(s *store.Session) (*View, error) {
-	st, err := decodeState(s)
-	if err != nil {
-		return nil, err
-	}
+	st := viewState(s)
 	v := &View{
 		ID:           s.ID,
 		Request:      s.Request,
@@ -462,11 +469,7 @@ var errNoChange = errors.New("no change")
 // committed in between. fn must have no effect but on its arguments.
 func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptions, fn func(s *store.Session, st *state) ([]store.Event, error)) (*store.Session, *state, error) {
 	for {
-		s, err := m.st.GetSession(ctx, id)
-		if err != nil {
-			return nil, nil, err
-		}
-		st, err := decodeState(s)
+		s, st, err := m.read(ctx, id)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -486,7 +489,7 @@ func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptio
 			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, &storeError{err}
 		}
 		return s, st, nil
 	}

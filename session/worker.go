@@ -76,7 +76,16 @@ func (m *Manager) dispatch(ctx context.Context) {
 	defer close(m.done)
 	defer wg.Wait()
 	if rs, ok := m.st.(store.Replicas); ok {
-		wg.Go(func() { m.heartbeat(ctx, rs) })
+		wg.Go(func() {
+			for {
+				p := protect(func() { m.heartbeat(ctx, rs) })
+				if p == nil || ctx.Err() != nil {
+					return
+				}
+				m.log.Error("replica heartbeat panicked; restarting it", "panic", fmt.Sprint(p.value), "stack", string(p.stack))
+				sleep(ctx, m.opts.LeaseTTL/3)
+			}
+		})
 	}
 	work, unsubscribe := m.st.Subscribe(store.WorkTopic)
 	defer unsubscribe()
@@ -100,7 +109,7 @@ func (m *Manager) dispatch(ctx context.Context) {
 				m.mu.Lock()
 				m.running[s.ID] = cancel
 				m.mu.Unlock()
-				wg.Go(func() { m.work(wctx, cancel, s.ID) })
+				wg.Go(func() { m.work(wctx, cancel, s) })
 			}
 			if len(claimed) == free {
 				continue // there may be more
@@ -137,8 +146,9 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // work runs one claimed session until it waits or ends, renewing the lease
-// meanwhile, then releases it.
-func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, id string) {
+// meanwhile (see drive), then releases it.
+func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session) {
+	id := s.ID
 	defer func() {
 		m.mu.Lock()
 		delete(m.running, id)
@@ -148,13 +158,16 @@ func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, id s
 		default:
 		}
 	}()
-	var wg sync.WaitGroup
-	wg.Go(func() { m.watch(ctx, cancel, id) })
-	if err := m.runSession(ctx, id); err != nil && ctx.Err() == nil {
-		m.log.Error("running session", "session", id, "err", err)
+	release := false
+	if p := protect(func() { release = m.drive(ctx, cancel, s) }); p != nil {
+		// drive recovers the run's panics; this one is its own. The
+		// lease expires, and the attempts bound the retries.
+		m.log.Error("session worker panicked", "session", id, "panic", fmt.Sprint(p.value), "stack", string(p.stack))
 	}
 	cancel(nil)
-	wg.Wait()
+	if !release {
+		return
+	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer rcancel()
 	if err := m.st.Release(rctx, id, m.owner); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -189,17 +202,16 @@ func (m *Manager) watch(ctx context.Context, cancel context.CancelCauseFunc, id 
 	}
 }
 
-// leased is the update option of a worker's writes.
-func (m *Manager) leased() *store.UpdateOptions { return &store.UpdateOptions{Lease: m.owner} }
+// leased is the update option of a worker's writes. Each is progress, and
+// resets the count of attempts to run the session.
+func (m *Manager) leased() *store.UpdateOptions {
+	return &store.UpdateOptions{Lease: m.owner, ResetAttempts: true}
+}
 
 // runSession does what the session needs until it waits or ends.
 func (m *Manager) runSession(ctx context.Context, id string) error {
 	for ctx.Err() == nil {
-		s, err := m.st.GetSession(ctx, id)
-		if err != nil {
-			return err
-		}
-		st, err := decodeState(s)
+		s, st, err := m.read(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -445,7 +457,8 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 		case loop.ChunkRetry:
 			ev := agentEvent(AgentEventData{Kind: KindError, Origin: "model",
 				Error: fmt.Sprintf("model request failed (attempt %d), retrying in %v: %v", c.Retry.Attempt, c.Retry.Delay.Round(time.Millisecond), c.Err)})
-			err = g.commit(func(*store.Session, *state) []store.Event { return []store.Event{ev} })
+			// A retry is no progress: the attempts stay counted.
+			err = g.commitWith(&store.UpdateOptions{Lease: g.m.owner}, func(*store.Session, *state) []store.Event { return []store.Event{ev} })
 		case loop.ChunkTurnEnd:
 			err = g.turnEnd(c)
 		case loop.ChunkToolCallResult, loop.ChunkToolCallError:
@@ -534,11 +547,7 @@ func endsWithFinalPrompt(msgs []llm.Message) bool {
 // control reports errYield when the caller's input should be applied
 // before the next step: a message, a pause or a final-answer request.
 func (g *segment) control(ctx context.Context) error {
-	s, err := g.m.st.GetSession(ctx, g.id)
-	if err != nil {
-		return err
-	}
-	st, err := decodeState(s)
+	_, st, err := g.m.read(ctx, g.id)
 	if err != nil {
 		return err
 	}
@@ -597,7 +606,11 @@ func g0(m *Manager, ctx context.Context, id string) *segment {
 
 // commit applies fn under the lease and commits the events it returns.
 func (g *segment) commit(fn func(s *store.Session, st *state) []store.Event) error {
-	_, _, err := g.m.update(g.ctx, g.id, g.m.leased(), func(s *store.Session, st *state) ([]store.Event, error) {
+	return g.commitWith(g.m.leased(), fn)
+}
+
+func (g *segment) commitWith(opts *store.UpdateOptions, fn func(s *store.Session, st *state) []store.Event) error {
+	_, _, err := g.m.update(g.ctx, g.id, opts, func(s *store.Session, st *state) ([]store.Event, error) {
 		if st.Phase == phaseDone {
 			return nil, errStopped
 		}
@@ -748,6 +761,8 @@ func (g *segment) end(res *loop.Result) error {
 		})
 	case g.ctx.Err() != nil:
 		return cause // shutdown, cancelled, lease lost: nothing to report
+	case errors.As(res.Err, new(*storeError)):
+		return res.Err // reading the caller's input failed: retried (see drive)
 	}
 	return g.fail(res.Err)
 }
