@@ -314,7 +314,8 @@ func TestStoreErrorsRetried(t *testing.T) {
 			var failures atomic.Int32
 			failures.Store(2)
 			st := &flakyStore{Store: openStore(t), fail: func() bool { return failures.Add(-1) >= 0 }}
-			m, log := newLogged(t, st, llmtest.NewModel(llmtest.Text("fine")), nil)
+			model := llmtest.NewModel(llmtest.Text("fine"), llmtest.Text("fine"), llmtest.Text("fine"))
+			m, log := newLogged(t, st, model, nil)
 			start(t, m)
 			began := time.Now()
 			v := create(t, m, `{"agent":{"name":"a"},"messages":"hi"}`)
@@ -325,6 +326,9 @@ func TestStoreErrorsRetried(t *testing.T) {
 			if took := time.Since(began); took < 30*time.Second || took > 31*time.Second {
 				t.Errorf("completed after %v of fake time, want two lease TTLs (30s)", took)
 			}
+			if n := len(model.Requests()); n != 3 {
+				t.Errorf("%d model requests, want 3 (the step was lost twice)", n)
+			}
 			if !strings.Contains(log.String(), "disk I/O error") {
 				t.Errorf("the store's errors were not logged:\n%s", log)
 			}
@@ -333,14 +337,14 @@ func TestStoreErrorsRetried(t *testing.T) {
 	t.Run("lasting", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			st := &flakyStore{Store: openStore(t), fail: func() bool { return true }}
-			model := llmtest.NewModel(llmtest.Text("fine"))
+			model := llmtest.NewModel(llmtest.Text("fine"), llmtest.Text("fine"), llmtest.Text("fine"), llmtest.Text("fine"))
 			m, _ := newLogged(t, st, model, nil)
 			start(t, m)
 			v := create(t, m, `{"agent":{"name":"a"},"messages":"hi"}`)
 			f, c := ended(t, m, v.ID)
 			checkInternal(t, f, c, "failed 3 times in a row")
-			if n := len(model.Requests()); n != 0 {
-				t.Errorf("%d model requests, want 0 (the session never started)", n)
+			if n := len(model.Requests()); n != 3 {
+				t.Errorf("%d model requests, want 3 (one per attempt)", n)
 			}
 		})
 	})

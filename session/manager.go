@@ -60,12 +60,13 @@ type Options struct {
 	// ToolTimeout bounds each server-side tool call; 0 means the loop's
 	// default (5 minutes).
 	ToolTimeout time.Duration
-	// MaxAttempts bounds how many times in a row a worker may start
-	// running a session without making progress (committing a step)
-	// before the session is failed (error_code internal) instead of run
-	// again: each time, the process running it died (a crash, kill -9)
-	// or the store failed. 0 means 3. A panic or an internal error while
-	// running a session fails it at once.
+	// MaxAttempts bounds how many times in a row workers may start
+	// running a session without committing a step of its run (a model
+	// answer, a tool result) or stopping cleanly, before the session is
+	// failed (error_code internal) instead of run again: each time, the
+	// process running it died (a crash, kill -9) or the store failed.
+	// 0 means 3. A panic or an internal error while running a session
+	// fails it at once.
 	MaxAttempts int
 	// Logger receives the manager's logs; nil discards them.
 	Logger *slog.Logger

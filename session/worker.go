@@ -202,11 +202,8 @@ func (m *Manager) watch(ctx context.Context, cancel context.CancelCauseFunc, id 
 	}
 }
 
-// leased is the update option of a worker's writes. Each is progress, and
-// resets the count of attempts to run the session.
-func (m *Manager) leased() *store.UpdateOptions {
-	return &store.UpdateOptions{Lease: m.owner, ResetAttempts: true}
-}
+// leased is the update option of a worker's writes.
+func (m *Manager) leased() *store.UpdateOptions { return &store.UpdateOptions{Lease: m.owner} }
 
 // runSession does what the session needs until it waits or ends.
 func (m *Manager) runSession(ctx context.Context, id string) error {
@@ -457,8 +454,8 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 		case loop.ChunkRetry:
 			ev := agentEvent(AgentEventData{Kind: KindError, Origin: "model",
 				Error: fmt.Sprintf("model request failed (attempt %d), retrying in %v: %v", c.Retry.Attempt, c.Retry.Delay.Round(time.Millisecond), c.Err)})
-			// A retry is no progress: the attempts stay counted.
-			err = g.commitWith(&store.UpdateOptions{Lease: g.m.owner}, func(*store.Session, *state) []store.Event { return []store.Event{ev} })
+			// A retry is no step: the attempts stay counted.
+			err = g.commitWith(g.m.leased(), func(*store.Session, *state) []store.Event { return []store.Event{ev} })
 		case loop.ChunkTurnEnd:
 			err = g.turnEnd(c)
 		case loop.ChunkToolCallResult, loop.ChunkToolCallError:
@@ -605,8 +602,10 @@ func g0(m *Manager, ctx context.Context, id string) *segment {
 }
 
 // commit applies fn under the lease and commits the events it returns.
+// Each is a step of the run (or its end), which resets the count of
+// attempts to run the session.
 func (g *segment) commit(fn func(s *store.Session, st *state) []store.Event) error {
-	return g.commitWith(g.m.leased(), fn)
+	return g.commitWith(&store.UpdateOptions{Lease: g.m.owner, ResetAttempts: true}, fn)
 }
 
 func (g *segment) commitWith(opts *store.UpdateOptions, fn func(s *store.Session, st *state) []store.Event) error {
