@@ -306,4 +306,8 @@ type ClaimParams struct {
 	TTL time.Duration
 	// Limit bounds the sessions claimed; <= 0 means 1.
 	Limit int
+	// BelowAttempts, when > 0, leaves out sessions whose Attempts is
+	// at least BelowAttempts: those claimed that often without progress
+	// (a worker claims them one at a time instead).
+	BelowAttempts int
 }

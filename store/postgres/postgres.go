@@ -317,7 +317,7 @@ const (
 
 	claimSQL = `WITH c AS (
 		SELECT id FROM hrns_sessions
-		WHERE (runnable OR wake_at <= $1) AND (lease_owner = '' OR lease_until <= $1)
+		WHERE (runnable OR wake_at <= $1) AND (lease_owner = '' OR lease_until <= $1) AND ($5 <= 0 OR attempts < $5)
 		ORDER BY created_at, id
 		LIMIT $2
 		FOR UPDATE
@@ -625,7 +625,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, claimSQL, ts(p.Now), max(p.Limit, 1), p.Owner, ts(p.Now.Add(p.TTL)))
+	rows, err := s.pool.Query(ctx, claimSQL, ts(p.Now), max(p.Limit, 1), p.Owner, ts(p.Now.Add(p.TTL)), p.BelowAttempts)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", s.wrap(err))
 	}

@@ -544,11 +544,11 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 		// scans every session ever stored.
 		rows, err := tx.QueryContext(ctx, `SELECT `+sessionColumns+` FROM (
 				SELECT `+sessionColumns+` FROM sessions
-				WHERE runnable = 1 AND (lease_owner = '' OR lease_until <= ?1)
+				WHERE runnable = 1 AND (lease_owner = '' OR lease_until <= ?1) AND (?3 <= 0 OR attempts < ?3)
 				UNION
 				SELECT `+sessionColumns+` FROM sessions
-				WHERE wake_at != 0 AND wake_at <= ?1 AND (lease_owner = '' OR lease_until <= ?1))
-			ORDER BY created_at, id LIMIT ?2`, now, limit)
+				WHERE wake_at != 0 AND wake_at <= ?1 AND (lease_owner = '' OR lease_until <= ?1) AND (?3 <= 0 OR attempts < ?3))
+			ORDER BY created_at, id LIMIT ?2`, now, limit, p.BelowAttempts)
 		if err != nil {
 			return err
 		}

@@ -617,6 +617,16 @@ func testAttempts(t *testing.T, st store.Store) {
 	if cur.Attempts != 3 || stored() != 3 {
 		t.Errorf("third claim: returned %d, stored %d; want 3", cur.Attempts, stored())
 	}
+	// Claims may leave out the sessions claimed that often.
+	for _, below := range []int{1, 3} {
+		got, err := st.Claim(ctx, &store.ClaimParams{Owner: "w", Now: now.Add(time.Hour), TTL: time.Minute, BelowAttempts: below})
+		if err != nil || len(got) != 0 {
+			t.Errorf("Claim below %d attempts = %v, %v; want none", below, got, err)
+		}
+	}
+	if stored() != 3 {
+		t.Errorf("after claims that left it out: stored %d, want 3", stored())
+	}
 	// Progress under the lease resets it, in the same transaction.
 	cur, _ = st.GetSession(ctx, "s")
 	if err := st.UpdateSession(ctx, cur, []store.Event{ev("E", `{}`)}, &store.UpdateOptions{Lease: "w3", ResetAttempts: true}); err != nil {
@@ -629,7 +639,9 @@ func testAttempts(t *testing.T, st store.Store) {
 		t.Errorf("a reset gave up the lease: %q", cur.LeaseOwner)
 	}
 	// So does a clean release, by either way.
-	claim("w4", now.Add(6*time.Minute))
+	if got, err := st.Claim(ctx, &store.ClaimParams{Owner: "w4", Now: now.Add(6 * time.Minute), TTL: time.Minute, BelowAttempts: 1}); err != nil || len(got) != 1 {
+		t.Fatalf("Claim below 1 attempt after a reset = %v, %v; want the session", got, err)
+	}
 	if got := claim("w5", now.Add(8*time.Minute)); got.Attempts != 2 {
 		t.Errorf("claim returned %d, want 2", got.Attempts)
 	}
