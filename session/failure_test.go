@@ -211,15 +211,15 @@ func TestCorruptStateFailsSessionAlone(t *testing.T) {
 	}
 }
 
-// claimAndDie claims the session n times as a worker that dies at once
+// claimAndDie claims the sessions n times as a worker that dies at once
 // would, each claim after the last one's lease expired.
-func claimAndDie(t *testing.T, st store.Store, n int) {
+func claimAndDie(t *testing.T, st store.Store, n, sessions int) {
 	t.Helper()
 	at := time.Now().Add(-time.Hour)
 	for i := range n {
-		got, err := st.Claim(t.Context(), &store.ClaimParams{Owner: fmt.Sprint("dead-", i), Now: at.Add(time.Duration(i) * time.Minute), TTL: time.Second})
-		if err != nil || len(got) != 1 {
-			t.Fatalf("claim %d = %v, %v", i, got, err)
+		got, err := st.Claim(t.Context(), &store.ClaimParams{Owner: fmt.Sprint("dead-", i), Now: at.Add(time.Duration(i) * time.Minute), TTL: time.Second, Limit: sessions})
+		if err != nil || len(got) != sessions {
+			t.Fatalf("claim %d = %v, %v; want %d sessions", i, got, err, sessions)
 		}
 	}
 }
@@ -244,7 +244,7 @@ func TestAttemptsBound(t *testing.T) {
 			model := llmtest.NewModel(llmtest.Text("fine"))
 			m, _ := newLogged(t, st, model, &session.Options{MaxAttempts: tt.max})
 			v := create(t, m, `{"agent":{"name":"a"},"messages":"hi"}`)
-			claimAndDie(t, st, tt.died)
+			claimAndDie(t, st, tt.died, 1)
 			start(t, m)
 			f, c := ended(t, m, v.ID)
 			if tt.wantFailure != "" {
@@ -348,4 +348,42 @@ func TestStoreErrorsRetried(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestSuspectsOneAtATime: sessions that were running when their worker
+// died twice in a row run one at a time, so that the one that takes the
+// process down cannot take the others with it again.
+func TestSuspectsOneAtATime(t *testing.T) {
+	st := openStore(t)
+	var running, most atomic.Int32
+	model := llmtest.NewModel()
+	for range 4 {
+		model.Push(llmtest.Reply{Func: func(*llm.Request) llmtest.Reply {
+			n := running.Add(1)
+			defer running.Add(-1)
+			for {
+				m := most.Load()
+				if n <= m || most.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+			return llmtest.Text("fine")
+		}})
+	}
+	m, _ := newLogged(t, st, model, nil)
+	var ids []string
+	for i := range 4 {
+		ids = append(ids, create(t, m, fmt.Sprintf(`{"agent":{"name":"a"},"messages":"hello %d"}`, i)).ID)
+	}
+	claimAndDie(t, st, 2, 4)
+	start(t, m)
+	for _, id := range ids {
+		if f, c := ended(t, m, id); c.Status != session.StatusCompleted {
+			t.Errorf("session %s ended %s (%v), want completed; events:\n%s", id, c.Status, c.Error, f.dump())
+		}
+	}
+	if n := most.Load(); n != 1 {
+		t.Errorf("%d suspects ran at once, want 1", n)
+	}
 }

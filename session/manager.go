@@ -98,6 +98,7 @@ type Manager struct {
 	cancel   context.CancelCauseFunc
 	done     chan struct{}
 	running  map[string]context.CancelCauseFunc
+	suspect  string // the session claimed often without progress running here, if any
 	freed    chan struct{}
 	lastBeat time.Time // the last heartbeat recorded in the store
 }

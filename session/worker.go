@@ -96,7 +96,7 @@ func (m *Manager) dispatch(ctx context.Context) {
 		var wake <-chan time.Time
 		var timer *time.Timer
 		if free > 0 {
-			claimed, err := m.st.Claim(ctx, &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, Limit: free})
+			claimed, err := m.claim(ctx, free)
 			if err != nil {
 				if ctx.Err() == nil {
 					m.log.Error("claiming sessions", "err", err)
@@ -108,6 +108,9 @@ func (m *Manager) dispatch(ctx context.Context) {
 				wctx, cancel := context.WithCancelCause(ctx)
 				m.mu.Lock()
 				m.running[s.ID] = cancel
+				if s.Attempts > suspectAfter {
+					m.suspect = s.ID
+				}
 				m.mu.Unlock()
 				wg.Go(func() { m.work(wctx, cancel, s) })
 			}
@@ -136,6 +139,40 @@ func (m *Manager) dispatch(ctx context.Context) {
 	}
 }
 
+// suspectAfter is the number of claims without progress after which a
+// session is a suspect: it was running when its worker died or failed,
+// twice in a row. A replica runs one suspect at a time, so that a session
+// that takes the process down (each time, the attempts of the sessions
+// running with it count too) brings down few others: they progress, run
+// alone or with sessions that are not suspects, and are suspects no more.
+const suspectAfter = 2
+
+// claim claims up to free sessions: those claimed fewer than suspectAfter
+// times without progress, and one more, the oldest, when no suspect runs
+// here.
+func (m *Manager) claim(ctx context.Context, free int) ([]*store.Session, error) {
+	p := &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, Limit: free, BelowAttempts: suspectAfter}
+	claimed, err := m.st.Claim(ctx, p)
+	if err != nil || len(claimed) == free {
+		return claimed, err
+	}
+	m.mu.Lock()
+	busy := m.suspect != ""
+	m.mu.Unlock()
+	if busy {
+		return claimed, nil
+	}
+	p.Now, p.Limit, p.BelowAttempts = time.Now(), 1, 0
+	more, err := m.st.Claim(ctx, p)
+	if err != nil {
+		if len(claimed) == 0 {
+			return nil, err
+		}
+		m.log.Error("claiming sessions", "err", err) // the others run
+	}
+	return append(claimed, more...), nil
+}
+
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -152,6 +189,9 @@ func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *s
 	defer func() {
 		m.mu.Lock()
 		delete(m.running, id)
+		if m.suspect == id {
+			m.suspect = ""
+		}
 		m.mu.Unlock()
 		select {
 		case m.freed <- struct{}{}:
