@@ -26,6 +26,9 @@
 // setting a lease (owner and expiry); the worker renews the lease while it
 // runs the session and releases it when the session waits again. A worker
 // that dies leaves a lease that expires, and the session is claimed again.
+// Each claim counts an attempt (Session.Attempts) until the worker makes
+// progress or releases the session, so that a session whose workers keep
+// dying shows it.
 //
 // # Replicas
 //
