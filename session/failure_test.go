@@ -387,3 +387,31 @@ func TestSuspectsOneAtATime(t *testing.T) {
 		t.Errorf("%d suspects ran at once, want 1", n)
 	}
 }
+
+// panickyStore panics in its first Claim, as a store with a bug would.
+type panickyStore struct {
+	store.Store
+	claims atomic.Int32
+}
+
+func (p *panickyStore) Claim(ctx context.Context, cp *store.ClaimParams) ([]*store.Session, error) {
+	if p.claims.Add(1) == 1 {
+		panic("claim exploded")
+	}
+	return p.Store.Claim(ctx, cp)
+}
+
+// TestDispatcherPanic: a panic where the manager claims sessions is logged
+// and the manager goes on.
+func TestDispatcherPanic(t *testing.T) {
+	st := &panickyStore{Store: openStore(t)}
+	m, log := newLogged(t, st, llmtest.NewModel(llmtest.Text("fine")), nil)
+	v := create(t, m, `{"agent":{"name":"a"},"messages":"hi"}`)
+	start(t, m)
+	if _, c := ended(t, m, v.ID); c.Status != session.StatusCompleted {
+		t.Errorf("ended %s, want completed", c.Status)
+	}
+	if !strings.Contains(log.String(), "claim exploded") {
+		t.Errorf("the panic was not logged:\n%s", log)
+	}
+}

@@ -90,52 +90,58 @@ func (m *Manager) dispatch(ctx context.Context) {
 	work, unsubscribe := m.st.Subscribe(store.WorkTopic)
 	defer unsubscribe()
 	for ctx.Err() == nil {
-		m.mu.Lock()
-		free := m.opts.Workers - len(m.running)
-		m.mu.Unlock()
-		var wake <-chan time.Time
-		var timer *time.Timer
-		if free > 0 {
-			claimed, err := m.claim(ctx, free)
-			if err != nil {
-				if ctx.Err() == nil {
-					m.log.Error("claiming sessions", "err", err)
-					sleep(ctx, time.Second)
-				}
-				continue
-			}
-			for _, s := range claimed {
-				wctx, cancel := context.WithCancelCause(ctx)
-				m.mu.Lock()
-				m.running[s.ID] = cancel
-				if s.Attempts > suspectAfter {
-					m.suspect = s.ID
-				}
-				m.mu.Unlock()
-				wg.Go(func() { m.work(wctx, cancel, s) })
-			}
-			if len(claimed) == free {
-				continue // there may be more
-			}
-			next, err := m.st.NextWake(ctx, time.Now())
-			if err != nil && ctx.Err() == nil {
-				m.log.Error("reading wake-up times", "err", err)
-				next = time.Now().Add(time.Second)
-			}
-			if !next.IsZero() {
-				timer = time.NewTimer(max(time.Until(next), time.Millisecond))
-				wake = timer.C
-			}
+		if p := protect(func() { m.dispatchOnce(ctx, &wg, work) }); p != nil {
+			m.log.Error("session dispatcher panicked; going on", "panic", fmt.Sprint(p.value), "stack", string(p.stack))
+			sleep(ctx, time.Second)
 		}
-		select {
-		case <-ctx.Done():
-		case <-work:
-		case <-wake:
-		case <-m.freed:
+	}
+}
+
+// dispatchOnce claims the sessions it can run and starts their workers in
+// wg, then sleeps until there may be more.
+func (m *Manager) dispatchOnce(ctx context.Context, wg *sync.WaitGroup, work <-chan struct{}) {
+	m.mu.Lock()
+	free := m.opts.Workers - len(m.running)
+	m.mu.Unlock()
+	var wake <-chan time.Time
+	if free > 0 {
+		claimed, err := m.claim(ctx, free)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.log.Error("claiming sessions", "err", err)
+				sleep(ctx, time.Second)
+			}
+			return
 		}
-		if timer != nil {
-			timer.Stop()
+		for _, s := range claimed {
+			wctx, cancel := context.WithCancelCause(ctx)
+			m.mu.Lock()
+			m.running[s.ID] = cancel
+			if s.Attempts > suspectAfter {
+				m.suspect = s.ID
+			}
+			m.mu.Unlock()
+			wg.Go(func() { m.work(wctx, cancel, s) })
 		}
+		if len(claimed) == free {
+			return // there may be more
+		}
+		next, err := m.st.NextWake(ctx, time.Now())
+		if err != nil && ctx.Err() == nil {
+			m.log.Error("reading wake-up times", "err", err)
+			next = time.Now().Add(time.Second)
+		}
+		if !next.IsZero() {
+			timer := time.NewTimer(max(time.Until(next), time.Millisecond))
+			defer timer.Stop()
+			wake = timer.C
+		}
+	}
+	select {
+	case <-ctx.Done():
+	case <-work:
+	case <-wake:
+	case <-m.freed:
 	}
 }
 
