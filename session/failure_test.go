@@ -154,7 +154,7 @@ func TestModelPanicFailsSessionAlone(t *testing.T) {
 }
 
 // TestPanicAtBoundaryFailsSessionAlone: a panic anywhere in the work of a
-// worker on one session (here a nil map written where the run starts)
+// worker on one session (here a nil pointer where the run starts)
 // fails that session alone.
 func TestPanicAtBoundaryFailsSessionAlone(t *testing.T) {
 	st := openStore(t)
@@ -163,13 +163,13 @@ func TestPanicAtBoundaryFailsSessionAlone(t *testing.T) {
 	other := create(t, m, `{"agent":{"name":"a"},"messages":"two"}`)
 	session.SetBeforeRun(m, func(id string) {
 		if id == poison.ID {
-			var broken map[string]int
-			broken[id]++
+			views := map[string]*session.View{}
+			_ = views[id].ID
 		}
 	})
 	start(t, m)
 	f, c := ended(t, m, poison.ID)
-	checkInternal(t, f, c, "assignment to entry in nil map")
+	checkInternal(t, f, c, "nil pointer dereference")
 	if _, c := ended(t, m, other.ID); c.Status != session.StatusCompleted {
 		t.Errorf("the other session ended %s, want completed", c.Status)
 	}
