@@ -20,15 +20,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hrns-dev/hrns/client"
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai/openaitest"
 	"github.com/hrns-dev/hrns/session"
 )
 
-// TestServePoisonSessions runs hrns serve as a real process with two
-// poison sessions among healthy ones: one whose stored state is corrupted
-// in the database file, and one whose run takes the process down (here
-// kill -9, as a fatal error or the OOM killer would) every time it is
-// tried. Each fails alone with error_code internal: the corrupt one at
+// TestServePoisonSessions runs hrns serve as a real process with poison
+// sessions among healthy ones: one whose stored state is corrupted in the
+// database file, one whose run takes the process down (here kill -9, as a
+// fatal error or the OOM killer would) every time it is tried, and one
+// whose model writes malformed tool-call arguments (which made the server
+// panic). Each fails alone with error_code internal: the corrupt one at
 // once, the other once it was tried the manager's bound of times (3). The
 // sessions created along with them complete, the process that gives up
 // on the poison stays up, and after a restart neither is tried again.
@@ -49,6 +52,10 @@ func TestServePoisonSessions(t *testing.T) {
 	stop := make(chan struct{})
 	asked := make(chan string, 100)
 	step := func(body []byte) openaitest.Reply {
+		if bytes.Contains(body, []byte("poison-args")) && !bytes.Contains(body, []byte(`"role":"tool"`)) {
+			// Arguments cut short, as small models write them.
+			return openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("call_1", "get_order_status", `{"order_id": "4242"`)}}
+		}
 		for _, poison := range []string{"poison-corrupt", "poison-crash"} {
 			if bytes.Contains(body, []byte(poison)) {
 				asked <- poison
@@ -113,11 +120,16 @@ func TestServePoisonSessions(t *testing.T) {
 	defer cancel()
 	c := client.New("http://"+addr, "sk-poison", &client.Options{RetryDelay: 50 * time.Millisecond, MaxAttempts: 40, PollWait: 5 * time.Second})
 	var wg sync.WaitGroup
+	tool := loop.NewTool("get_order_status", "Look up the status of an order.", func(_ context.Context, in struct {
+		OrderID string `json:"order_id"`
+	}) (string, error) {
+		return "shipped", nil
+	})
 	run := func(text string) (*followedRun, <-chan struct{}) {
 		out, done := &followedRun{}, make(chan struct{})
 		wg.Go(func() {
 			defer close(done)
-			*out = runFollowed(ctx, c, &client.SessionRequest{Agent: client.AgentRef{Inline: &client.Agent{Name: "a"}}, Messages: client.Text(text)}, nil)
+			*out = runFollowed(ctx, c, &client.SessionRequest{Agent: client.AgentRef{Inline: &client.Agent{Name: "a"}}, Messages: client.Text(text)}, tool)
 		})
 		return out, done
 	}
@@ -136,6 +148,10 @@ func TestServePoisonSessions(t *testing.T) {
 	srv := start()
 	corrupt, corruptEnded := run("Check poison-corrupt.")
 	crash, crashed := run("Check poison-crash.")
+	// The model's malformed arguments made hrns serve panic and exit
+	// (issue 12): such a session fails alone, or completes once they are
+	// carried as written.
+	args, _ := run("Check poison-args.")
 	healthy := []*followedRun{}
 	h, _ := run("hello 0")
 	healthy = append(healthy, h)
@@ -247,6 +263,12 @@ func TestServePoisonSessions(t *testing.T) {
 		if err != nil || st.Status != session.StatusFailed {
 			t.Errorf("%s session after the restart: %+v, %v", p.name, st, err)
 		}
+	}
+	if o := args; o.err != nil || !(o.res.Status == session.StatusCompleted ||
+		o.res.Status == session.StatusFailed && o.res.ErrorCode == session.CodeInternal && strings.Contains(o.res.Error, "panicked")) {
+		t.Errorf("session with malformed arguments: %+v, %v; want completed, or failed with an internal error", o.res, o.err)
+	} else {
+		t.Logf("the session with malformed arguments ended %s %s", o.res.Status, o.res.Error)
 	}
 	for i, o := range healthy {
 		if o.err != nil || o.res.Status != session.StatusCompleted || o.res.Answer != "fine" {
