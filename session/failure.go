@@ -19,7 +19,10 @@ import (
 // process instead (a fatal runtime error, the OOM killer, kill -9) cannot
 // be caught: the store counts the claims of a session since its last
 // progress (store.Session.Attempts), and drive fails a session claimed
-// more than Options.MaxAttempts times in a row instead of running it.
+// more than Options.MaxAttempts times in a row instead of running it. The
+// dispatcher runs one session claimed often without progress at a time
+// (see suspectAfter), so that the sessions running with a poison one are
+// not failed with it.
 
 // A panicError is a panic recovered at the session boundary.
 type panicError struct {
@@ -90,7 +93,7 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		m.log.Error("running a session panicked", "session", s.ID, "panic", fmt.Sprint(p.value), "stack", string(p.stack))
 		m.failInternal(ctx, s.ID, fmt.Sprintf("internal error: running the session panicked: %v", p.value))
 	case stopped || errors.Is(err, errStopped) || errors.Is(err, errLeaseLost) || errors.Is(err, store.ErrLeaseLost):
-		// Someone else ended the session or holds it now.
+		// A shutdown, or someone else ended the session or holds it now.
 	case errors.As(err, new(*storeError)):
 		m.log.Error("running a session: the store failed; the session is retried when its lease expires", "session", s.ID, "err", err, "attempt", s.Attempts)
 		return false
