@@ -62,7 +62,11 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 	if s.Attempts > m.opts.MaxAttempts {
 		n := s.Attempts - 1
 		m.log.Error("giving up on a session: every attempt to run it failed", "session", s.ID, "attempts", n)
-		m.failInternal(ctx, s.ID, fmt.Sprintf("internal error: running the session failed %d times in a row (the server crashed or hit an internal error each time); it is not retried", n))
+		times := "once (the server crashed or hit an internal error)"
+		if n != 1 {
+			times = fmt.Sprintf("%d times in a row (the server crashed or hit an internal error each time)", n)
+		}
+		m.failInternal(ctx, s.ID, "internal error: running the session failed "+times+"; it is not retried")
 		return true
 	}
 	var wg sync.WaitGroup
