@@ -33,6 +33,23 @@
 // renew, so a dead worker's sessions are claimed again once its leases
 // expire.
 //
+// # Failures
+//
+// What goes wrong while a worker runs a session stays with that session.
+// A panic of the run (a model, a bug; tools' panics are the loop's tool
+// errors) or an internal error (a stored state that does not decode)
+// fails the session at once, with error_code internal and an
+// AgentErrorEvent that says what happened; the stack goes to the log,
+// with the session's id. A crash of the process cannot be caught: the
+// store counts the claims of each session since its last committed step
+// or clean stop (store.Session.Attempts), and a session claimed more than
+// [Options.MaxAttempts] times in a row is failed instead of run. An error
+// of the store is no reason to fail a session: its lease is left to
+// expire and it runs again then, the attempt counted. Sessions claimed
+// twice in a row without progress run one at a time per manager, so that
+// the one that brings the process down does not bring the same others
+// down each time.
+//
 // # Replicas
 //
 // Several managers, in several processes (replicas), may share one store

@@ -63,6 +63,14 @@ type Options struct {
 	// Retry configures retries of failed model requests; the zero value
 	// means the loop's defaults.
 	Retry loop.RetryPolicy
+	// MaxAttempts bounds how many times in a row workers may start
+	// running a session without committing a step of its run (a model
+	// answer, a tool result) or stopping cleanly, before the session is
+	// failed (error_code internal) instead of run again: each time, the
+	// process running it died (a crash, kill -9) or the store failed.
+	// 0 means 3. A panic or an internal error while running a session
+	// fails it at once.
+	MaxAttempts int
 	// Logger receives the manager's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -84,12 +92,16 @@ type Manager struct {
 	log   *slog.Logger
 
 	started time.Time
+	// beforeRun, set by tests only, is called where a worker starts
+	// running a session.
+	beforeRun func(id string)
 
 	mu       sync.Mutex
 	inflight map[string]bool // owner + idempotency key being created
 	cancel   context.CancelCauseFunc
 	done     chan struct{}
 	running  map[string]context.CancelCauseFunc
+	suspect  string // the session claimed often without progress running here, if any
 	freed    chan struct{}
 	lastBeat time.Time // the last heartbeat recorded in the store
 }
@@ -119,6 +131,9 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	}
 	if o.TimeoutGrace <= 0 {
 		o.TimeoutGrace = 30 * time.Second
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 3
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -333,10 +348,7 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 }
 
 func (m *Manager) changes(ctx context.Context, s *store.Session, p *ChangesParams) (*Changes, int64, error) {
-	st, err := decodeState(s)
-	if err != nil {
-		return nil, 0, err
-	}
+	st := viewState(s)
 	c := &Changes{
 		Status:     Status(s.Status),
 		StartedAt:  timePtr(s.StartedAt),
@@ -428,10 +440,7 @@ func apiEvents(events []store.Event) []Event {
 }
 
 func view(s *store.Session) (*View, error) {
-	st, err := decodeState(s)
-	if err != nil {
-		return nil, err
-	}
+	st := viewState(s)
 	v := &View{
 		ID:           s.ID,
 		Request:      s.Request,
@@ -465,11 +474,7 @@ var errNoChange = errors.New("no change")
 // committed in between. fn must have no effect but on its arguments.
 func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptions, fn func(s *store.Session, st *state) ([]store.Event, error)) (*store.Session, *state, error) {
 	for {
-		s, err := m.st.GetSession(ctx, id)
-		if err != nil {
-			return nil, nil, err
-		}
-		st, err := decodeState(s)
+		s, st, err := m.read(ctx, id)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -489,7 +494,7 @@ func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptio
 			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, &storeError{err}
 		}
 		return s, st, nil
 	}

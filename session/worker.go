@@ -76,55 +76,107 @@ func (m *Manager) dispatch(ctx context.Context) {
 	defer close(m.done)
 	defer wg.Wait()
 	if rs, ok := m.st.(store.Replicas); ok {
-		wg.Go(func() { m.heartbeat(ctx, rs) })
+		wg.Go(func() {
+			for {
+				p := protect(func() { m.heartbeat(ctx, rs) })
+				if p == nil || ctx.Err() != nil {
+					return
+				}
+				m.log.Error("replica heartbeat panicked; restarting it", "panic", fmt.Sprint(p.value), "stack", string(p.stack))
+				sleep(ctx, m.opts.LeaseTTL/3)
+			}
+		})
 	}
 	work, unsubscribe := m.st.Subscribe(store.WorkTopic)
 	defer unsubscribe()
 	for ctx.Err() == nil {
-		m.mu.Lock()
-		free := m.opts.Workers - len(m.running)
-		m.mu.Unlock()
-		var wake <-chan time.Time
-		var timer *time.Timer
-		if free > 0 {
-			claimed, err := m.st.Claim(ctx, &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, Limit: free})
-			if err != nil {
-				if ctx.Err() == nil {
-					m.log.Error("claiming sessions", "err", err)
-					sleep(ctx, time.Second)
-				}
-				continue
-			}
-			for _, s := range claimed {
-				wctx, cancel := context.WithCancelCause(ctx)
-				m.mu.Lock()
-				m.running[s.ID] = cancel
-				m.mu.Unlock()
-				wg.Go(func() { m.work(wctx, cancel, s.ID) })
-			}
-			if len(claimed) == free {
-				continue // there may be more
-			}
-			next, err := m.st.NextWake(ctx, time.Now())
-			if err != nil && ctx.Err() == nil {
-				m.log.Error("reading wake-up times", "err", err)
-				next = time.Now().Add(time.Second)
-			}
-			if !next.IsZero() {
-				timer = time.NewTimer(max(time.Until(next), time.Millisecond))
-				wake = timer.C
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-work:
-		case <-wake:
-		case <-m.freed:
-		}
-		if timer != nil {
-			timer.Stop()
+		if p := protect(func() { m.dispatchOnce(ctx, &wg, work) }); p != nil {
+			m.log.Error("session dispatcher panicked; going on", "panic", fmt.Sprint(p.value), "stack", string(p.stack))
+			sleep(ctx, time.Second)
 		}
 	}
+}
+
+// dispatchOnce claims the sessions it can run and starts their workers in
+// wg, then sleeps until there may be more.
+func (m *Manager) dispatchOnce(ctx context.Context, wg *sync.WaitGroup, work <-chan struct{}) {
+	m.mu.Lock()
+	free := m.opts.Workers - len(m.running)
+	m.mu.Unlock()
+	var wake <-chan time.Time
+	if free > 0 {
+		claimed, err := m.claim(ctx, free)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.log.Error("claiming sessions", "err", err)
+				sleep(ctx, time.Second)
+			}
+			return
+		}
+		for _, s := range claimed {
+			wctx, cancel := context.WithCancelCause(ctx)
+			m.mu.Lock()
+			m.running[s.ID] = cancel
+			if s.Attempts > suspectAfter {
+				m.suspect = s.ID
+			}
+			m.mu.Unlock()
+			wg.Go(func() { m.work(wctx, cancel, s) })
+		}
+		if len(claimed) == free {
+			return // there may be more
+		}
+		next, err := m.st.NextWake(ctx, time.Now())
+		if err != nil && ctx.Err() == nil {
+			m.log.Error("reading wake-up times", "err", err)
+			next = time.Now().Add(time.Second)
+		}
+		if !next.IsZero() {
+			timer := time.NewTimer(max(time.Until(next), time.Millisecond))
+			defer timer.Stop()
+			wake = timer.C
+		}
+	}
+	select {
+	case <-ctx.Done():
+	case <-work:
+	case <-wake:
+	case <-m.freed:
+	}
+}
+
+// suspectAfter is the number of claims without progress after which a
+// session is a suspect: it was running when its worker died or failed,
+// twice in a row. A replica runs one suspect at a time, so that a session
+// that takes the process down (each time, the attempts of the sessions
+// running with it count too) brings down few others: they progress, run
+// alone or with sessions that are not suspects, and are suspects no more.
+const suspectAfter = 2
+
+// claim claims up to free sessions: those claimed fewer than suspectAfter
+// times without progress, and one more, the oldest, when no suspect runs
+// here.
+func (m *Manager) claim(ctx context.Context, free int) ([]*store.Session, error) {
+	p := &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, Limit: free, BelowAttempts: suspectAfter}
+	claimed, err := m.st.Claim(ctx, p)
+	if err != nil || len(claimed) == free {
+		return claimed, err
+	}
+	m.mu.Lock()
+	busy := m.suspect != ""
+	m.mu.Unlock()
+	if busy {
+		return claimed, nil
+	}
+	p.Now, p.Limit, p.BelowAttempts = time.Now(), 1, 0
+	more, err := m.st.Claim(ctx, p)
+	if err != nil {
+		if len(claimed) == 0 {
+			return nil, err
+		}
+		m.log.Error("claiming sessions", "err", err) // the others run
+	}
+	return append(claimed, more...), nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -137,24 +189,31 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // work runs one claimed session until it waits or ends, renewing the lease
-// meanwhile, then releases it.
-func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, id string) {
+// meanwhile (see drive), then releases it.
+func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session) {
+	id := s.ID
 	defer func() {
 		m.mu.Lock()
 		delete(m.running, id)
+		if m.suspect == id {
+			m.suspect = ""
+		}
 		m.mu.Unlock()
 		select {
 		case m.freed <- struct{}{}:
 		default:
 		}
 	}()
-	var wg sync.WaitGroup
-	wg.Go(func() { m.watch(ctx, cancel, id) })
-	if err := m.runSession(ctx, id); err != nil && ctx.Err() == nil {
-		m.log.Error("running session", "session", id, "err", err)
+	release := false
+	if p := protect(func() { release = m.drive(ctx, cancel, s) }); p != nil {
+		// drive recovers the run's panics; this one is its own. The
+		// lease expires, and the attempts bound the retries.
+		m.log.Error("session worker panicked", "session", id, "panic", fmt.Sprint(p.value), "stack", string(p.stack))
 	}
 	cancel(nil)
-	wg.Wait()
+	if !release {
+		return
+	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer rcancel()
 	if err := m.st.Release(rctx, id, m.owner); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -195,11 +254,7 @@ func (m *Manager) leased() *store.UpdateOptions { return &store.UpdateOptions{Le
 // runSession does what the session needs until it waits or ends.
 func (m *Manager) runSession(ctx context.Context, id string) error {
 	for ctx.Err() == nil {
-		s, err := m.st.GetSession(ctx, id)
-		if err != nil {
-			return err
-		}
-		st, err := decodeState(s)
+		s, st, err := m.read(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -446,7 +501,8 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 		case loop.ChunkRetry:
 			ev := agentEvent(AgentEventData{Kind: KindError, Origin: "model",
 				Error: fmt.Sprintf("model request failed (attempt %d), retrying in %v: %v", c.Retry.Attempt, c.Retry.Delay.Round(time.Millisecond), c.Err)})
-			err = g.commit(func(*store.Session, *state) []store.Event { return []store.Event{ev} })
+			// A retry is no step: the attempts stay counted.
+			err = g.commitWith(g.m.leased(), func(*store.Session, *state) []store.Event { return []store.Event{ev} })
 		case loop.ChunkTurnEnd:
 			err = g.turnEnd(c)
 		case loop.ChunkToolCallResult, loop.ChunkToolCallError:
@@ -535,11 +591,7 @@ func endsWithFinalPrompt(msgs []llm.Message) bool {
 // control reports errYield when the caller's input should be applied
 // before the next step: a message, a pause or a final-answer request.
 func (g *segment) control(ctx context.Context) error {
-	s, err := g.m.st.GetSession(ctx, g.id)
-	if err != nil {
-		return err
-	}
-	st, err := decodeState(s)
+	_, st, err := g.m.read(ctx, g.id)
 	if err != nil {
 		return err
 	}
@@ -597,8 +649,14 @@ func g0(m *Manager, ctx context.Context, id string) *segment {
 }
 
 // commit applies fn under the lease and commits the events it returns.
+// Each is a step of the run (or its end), which resets the count of
+// attempts to run the session.
 func (g *segment) commit(fn func(s *store.Session, st *state) []store.Event) error {
-	_, _, err := g.m.update(g.ctx, g.id, g.m.leased(), func(s *store.Session, st *state) ([]store.Event, error) {
+	return g.commitWith(&store.UpdateOptions{Lease: g.m.owner, ResetAttempts: true}, fn)
+}
+
+func (g *segment) commitWith(opts *store.UpdateOptions, fn func(s *store.Session, st *state) []store.Event) error {
+	_, _, err := g.m.update(g.ctx, g.id, opts, func(s *store.Session, st *state) ([]store.Event, error) {
 		if st.Phase == phaseDone {
 			return nil, errStopped
 		}
@@ -749,6 +807,8 @@ func (g *segment) end(res *loop.Result) error {
 		})
 	case g.ctx.Err() != nil:
 		return cause // shutdown, cancelled, lease lost: nothing to report
+	case errors.As(res.Err, new(*storeError)):
+		return res.Err // reading the caller's input failed: retried (see drive)
 	case errors.Is(res.Err, loop.ErrNoAnswer):
 		return g.noAnswer(res)
 	}

@@ -26,6 +26,9 @@
 // setting a lease (owner and expiry); the worker renews the lease while it
 // runs the session and releases it when the session waits again. A worker
 // that dies leaves a lease that expires, and the session is claimed again.
+// Each claim counts an attempt (Session.Attempts) until the worker makes
+// progress or releases the session, so that a session whose workers keep
+// dying shows it.
 //
 // # Replicas
 //
@@ -91,8 +94,8 @@ type Store interface {
 	ListSessions(ctx context.Context, p *ListParams) (page []*Session, total int, err error)
 
 	// UpdateSession writes the mutable fields of s (everything but ID,
-	// Owner, IdempotencyKey, RequestHash, Request, CreatedAt, the lease
-	// and EventCount) and appends events, in one transaction, if the
+	// Owner, IdempotencyKey, RequestHash, Request, CreatedAt, the lease,
+	// Attempts and EventCount) and appends events, in one transaction, if the
 	// stored version is s.Version; otherwise it returns ErrConflict and
 	// writes nothing.
 	//
@@ -114,14 +117,20 @@ type Store interface {
 	// returned with LeaseOwner p.Owner and LeaseUntil p.Now+p.TTL, oldest
 	// first, at most p.Limit. Two concurrent claims never return the
 	// same session.
+	//
+	// Claim also increments each claimed session's Attempts, in the same
+	// transaction: a worker that dies while it works on the session has
+	// its attempt counted.
 	Claim(ctx context.Context, p *ClaimParams) ([]*Session, error)
 
 	// Renew extends the caller's lease to until. It returns ErrLeaseLost
 	// if owner does not hold the lease any more.
 	Renew(ctx context.Context, id, owner string, until time.Time) error
 
-	// Release gives up owner's lease on the session; releasing a lease
-	// one does not hold does nothing.
+	// Release gives up owner's lease on the session, and resets its
+	// Attempts to 0: the worker stopped cleanly (the session waits or
+	// ended, or the worker shuts down). Releasing a lease one does not
+	// hold does nothing.
 	Release(ctx context.Context, id, owner string) error
 
 	// NextWake returns the earliest time after now at which Claim may
@@ -232,6 +241,13 @@ type Session struct {
 	// Renew and Release.
 	LeaseOwner string
 	LeaseUntil time.Time
+	// Attempts counts the claims of the session since a worker last
+	// made progress or stopped cleanly: Claim increments it; Release,
+	// and UpdateSession with [UpdateOptions.ResetAttempts] or Release,
+	// set it to 0. A session claimed again and again without either
+	// (its worker dies or fails each time) shows a growing count, which
+	// package session bounds. 0 at creation.
+	Attempts int
 
 	// Version counts committed changes; see UpdateSession.
 	Version int64
@@ -276,8 +292,12 @@ type UpdateOptions struct {
 	// this owner holds the session's lease: a worker that lost its lease
 	// cannot write over the one that claimed the session after it.
 	Lease string
-	// Release gives up the lease (of Lease) in the same transaction.
+	// Release gives up the lease (of Lease) in the same transaction,
+	// resetting Attempts as [Store.Release] does.
 	Release bool
+	// ResetAttempts sets the session's Attempts to 0 in the same
+	// transaction: the worker made progress.
+	ResetAttempts bool
 }
 
 // ClaimParams configure [Store.Claim].
@@ -289,4 +309,8 @@ type ClaimParams struct {
 	TTL time.Duration
 	// Limit bounds the sessions claimed; <= 0 means 1.
 	Limit int
+	// BelowAttempts, when > 0, leaves out sessions whose Attempts is
+	// at least BelowAttempts: those claimed that often without progress
+	// (a worker claims them one at a time instead).
+	BelowAttempts int
 }

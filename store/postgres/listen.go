@@ -40,10 +40,12 @@ func channelName(schema string) string {
 // change may give workers something to claim.
 func (s *Store) dispatch(payload string) {
 	id, work := strings.CutPrefix(payload, "!")
-	s.hub.Notify(id)
+	// Workers first: a subscriber of the session that wakes up finds the
+	// work announced too.
 	if work {
 		s.hub.Notify(store.WorkTopic)
 	}
+	s.hub.Notify(id)
 }
 
 // connectListener opens the dedicated connection that listens on the

@@ -274,7 +274,7 @@ func firstSchema(searchPath string) string {
 // The SQL of the store, in one place.
 const (
 	sessionColumns = `id, owner, idempotency_key, request_hash, status, agent, first_message, request, state, answer,
-		error, error_code, runnable, wake_at, lease_owner, lease_until, version, event_count,
+		error, error_code, runnable, wake_at, lease_owner, lease_until, attempts, version, event_count,
 		created_at, started_at, finished_at, updated_at`
 
 	// insertEvents appends the events given as arrays ($E+0 types, $E+1
@@ -289,7 +289,7 @@ const (
 
 	createSQL = `WITH w AS (
 		INSERT INTO hrns_sessions (` + sessionColumns + `)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, '', NULL, 1, $15, $16, $17, $18, $19)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, '', NULL, 0, 1, $15, $16, $17, $18, $19)
 		ON CONFLICT (owner, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
 		RETURNING id, 0::bigint AS base, runnable OR wake_at IS NOT NULL AS work
 	), e AS (` + insertEventsSQL + `)
@@ -301,7 +301,8 @@ const (
 			version = version + 1, event_count = event_count + $11,
 			started_at = $12, finished_at = $13, updated_at = $14,
 			lease_owner = CASE WHEN $15::boolean THEN '' ELSE lease_owner END,
-			lease_until = CASE WHEN $15::boolean THEN NULL ELSE lease_until END
+			lease_until = CASE WHEN $15::boolean THEN NULL ELSE lease_until END,
+			attempts = CASE WHEN $18::boolean THEN 0 ELSE attempts END
 		WHERE id = $1 AND version = $16 AND ($17::text = '' OR (lease_owner = $17 AND lease_until > $14))
 		RETURNING id, event_count - $11 AS base,
 			(runnable OR wake_at IS NOT NULL) AND (lease_owner = '' OR lease_until <= $14) AS work
@@ -316,19 +317,19 @@ const (
 
 	claimSQL = `WITH c AS (
 		SELECT id FROM hrns_sessions
-		WHERE (runnable OR wake_at <= $1) AND (lease_owner = '' OR lease_until <= $1)
+		WHERE (runnable OR wake_at <= $1) AND (lease_owner = '' OR lease_until <= $1) AND ($5 <= 0 OR attempts < $5)
 		ORDER BY created_at, id
 		LIMIT $2
 		FOR UPDATE
 	)
-	UPDATE hrns_sessions SET lease_owner = $3, lease_until = $4
+	UPDATE hrns_sessions SET lease_owner = $3, lease_until = $4, attempts = attempts + 1
 	WHERE id IN (SELECT id FROM c)
 	RETURNING ` + sessionColumns
 
 	renewSQL = `UPDATE hrns_sessions SET lease_until = $4 WHERE id = $1 AND lease_owner = $2 AND lease_until > $3`
 
 	releaseSQL = `WITH w AS (
-		UPDATE hrns_sessions SET lease_owner = '', lease_until = NULL
+		UPDATE hrns_sessions SET lease_owner = '', lease_until = NULL, attempts = 0
 		WHERE id = $1 AND lease_owner = $2
 		RETURNING id, true AS work
 	)
@@ -349,7 +350,7 @@ const (
 // The statements with their parameter numbers filled in.
 var (
 	createStmt  = fmt.Sprintf(createSQL, 20, 21, 22, 23)
-	updateStmt  = fmt.Sprintf(updateSQL, 18, 19, 20, 21)
+	updateStmt  = fmt.Sprintf(updateSQL, 19, 20, 21, 22)
 	releaseStmt = fmt.Sprintf(releaseSQL, 3)
 )
 
@@ -363,7 +364,7 @@ func scanSession(sc scanner) (*store.Session, error) {
 	)
 	err := sc.Scan(&s.ID, &s.Owner, &s.IdempotencyKey, &s.RequestHash, &s.Status, &s.Agent, &s.FirstMessage,
 		&request, &state, &answer, &s.Error, &s.ErrorCode, &s.Runnable, &wake, &s.LeaseOwner, &leaseUntil,
-		&s.Version, &s.EventCount, &created, &started, &finished, &updated)
+		&s.Attempts, &s.Version, &s.EventCount, &created, &started, &finished, &updated)
 	if err != nil {
 		return nil, err
 	}
@@ -435,7 +436,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	}
 	n.Version = 1
 	n.EventCount = int64(len(events))
-	n.LeaseOwner, n.LeaseUntil = "", time.Time{}
+	n.LeaseOwner, n.LeaseUntil, n.Attempts = "", time.Time{}, 0
 	types, data, times := eventArrays(events, 0, now)
 	rows, err := s.pool.Query(ctx, createStmt,
 		n.ID, n.Owner, n.IdempotencyKey, n.RequestHash, n.Status, n.Agent, n.FirstMessage,
@@ -532,7 +533,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	err := s.pool.QueryRow(ctx, updateStmt,
 		sess.ID, sess.Status, sess.Agent, sess.FirstMessage, []byte(sess.State), []byte(sess.Answer),
 		sess.Error, sess.ErrorCode, sess.Runnable, ts(sess.WakeAt), int64(len(events)),
-		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease,
+		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease, o.Release || o.ResetAttempts,
 		types, data, times, s.channel).Scan(&base, &notified)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = s.whyNotUpdated(ctx, sess, &o, now)
@@ -548,6 +549,9 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	sess.UpdatedAt = now
 	if o.Release {
 		sess.LeaseOwner, sess.LeaseUntil = "", time.Time{}
+	}
+	if o.Release || o.ResetAttempts {
+		sess.Attempts = 0
 	}
 	return nil
 }
@@ -621,7 +625,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, claimSQL, ts(p.Now), max(p.Limit, 1), p.Owner, ts(p.Now.Add(p.TTL)))
+	rows, err := s.pool.Query(ctx, claimSQL, ts(p.Now), max(p.Limit, 1), p.Owner, ts(p.Now.Add(p.TTL)), p.BelowAttempts)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", s.wrap(err))
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -136,12 +138,13 @@ func TestConcurrentOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	var applied int
-	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM hrns_migrations`).Scan(&applied); err != nil {
+	var applied, versions int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*), count(DISTINCT version) FROM hrns_migrations`).Scan(&applied, &versions); err != nil {
 		t.Fatal(err)
 	}
-	if applied != 1 {
-		t.Errorf("%d migrations recorded, want 1", applied)
+	files, _ := filepath.Glob("migrations/*.sql")
+	if applied != len(files) || versions != len(files) {
+		t.Errorf("%d migrations recorded (%d versions), want %d, each once", applied, versions, len(files))
 	}
 	for i, st := range stores {
 		if _, _, err := st.CreateSession(t.Context(), &store.Session{ID: fmt.Sprint("s", i), Owner: "o", Status: "pending"}, nil); err != nil {
@@ -275,5 +278,39 @@ func TestPoolSettingsInDSN(t *testing.T) {
 	}
 	if !received(ch) {
 		t.Error("no notification")
+	}
+}
+
+// TestMigrateAttempts opens a schema of the first version, with a session
+// in it: the upgrade gives the session an attempt count of 0, which
+// claims then increment.
+func TestMigrateAttempts(t *testing.T) {
+	dsn := postgrestest.DSN(t)
+	schema, err := os.ReadFile("migrations/001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{string(schema),
+		`CREATE TABLE hrns_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+		`INSERT INTO hrns_migrations (version, name) VALUES (1, '001_init.sql')`,
+		`INSERT INTO hrns_sessions (id, owner, status, runnable, version, created_at, updated_at) VALUES ('s', 'o', 'running', true, 3, now(), now())`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close(ctx)
+	st := open(t, dsn)
+	s, err := st.GetSession(ctx, "s")
+	if err != nil || s.Attempts != 0 || s.Version != 3 {
+		t.Fatalf("GetSession after the upgrade = %+v, %v; want version 3, 0 attempts", s, err)
+	}
+	got, err := st.Claim(ctx, &store.ClaimParams{Owner: "w", Now: time.Now(), TTL: time.Hour})
+	if err != nil || len(got) != 1 || got[0].Attempts != 1 {
+		t.Fatalf("Claim after the upgrade = %v, %v; want the session with 1 attempt", got, err)
 	}
 }

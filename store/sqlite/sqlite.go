@@ -142,6 +142,8 @@ func Open(path string, opts *Options) (*Store, error) {
 		return fail(err)
 	}
 	// This process holds the lock: leases of earlier processes are void.
+	// Their sessions' attempts stay counted: a process that died holding
+	// them did not stop cleanly.
 	if _, err := s.w.ExecContext(ctx, `UPDATE sessions SET lease_owner = '', lease_until = 0 WHERE lease_owner != ''`); err != nil {
 		return fail(err)
 	}
@@ -174,7 +176,8 @@ const updateSQL = `UPDATE sessions SET status = ?, agent = ?, first_message = ?,
 	error = ?, error_code = ?, runnable = ?, wake_at = ?, version = ?, event_count = ?,
 	started_at = ?, finished_at = ?, updated_at = ?,
 	lease_owner = CASE WHEN ? THEN '' ELSE lease_owner END,
-	lease_until = CASE WHEN ? THEN 0 ELSE lease_until END
+	lease_until = CASE WHEN ? THEN 0 ELSE lease_until END,
+	attempts = CASE WHEN ? THEN 0 ELSE attempts END
 	WHERE id = ?`
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -241,7 +244,7 @@ func (s *Store) Close() error {
 }
 
 const sessionColumns = `id, owner, idempotency_key, request_hash, status, agent, first_message, request, state, answer,
-	error, error_code, runnable, wake_at, lease_owner, lease_until, version, event_count,
+	error, error_code, runnable, wake_at, lease_owner, lease_until, attempts, version, event_count,
 	created_at, started_at, finished_at, updated_at`
 
 type scanner interface{ Scan(...any) error }
@@ -255,7 +258,7 @@ func scanSession(sc scanner) (*store.Session, error) {
 	)
 	err := sc.Scan(&s.ID, &s.Owner, &s.IdempotencyKey, &s.RequestHash, &s.Status, &s.Agent, &s.FirstMessage,
 		&request, &state, &answer, &s.Error, &s.ErrorCode, &runnable, &wake, &s.LeaseOwner, &leaseUntil,
-		&s.Version, &s.EventCount, &created, &started, &finished, &updated)
+		&s.Attempts, &s.Version, &s.EventCount, &created, &started, &finished, &updated)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +311,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	}
 	n.Version = 1
 	n.EventCount = int64(len(events))
-	n.LeaseOwner, n.LeaseUntil = "", time.Time{}
+	n.LeaseOwner, n.LeaseUntil, n.Attempts = "", time.Time{}, 0
 	var existing *store.Session
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if n.IdempotencyKey != "" {
@@ -322,10 +325,10 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			n.ID, n.Owner, n.IdempotencyKey, n.RequestHash, n.Status, n.Agent, n.FirstMessage,
 			blob(n.Request), blob(n.State), blob(n.Answer), n.Error, n.ErrorCode, boolInt(n.Runnable), nanos(n.WakeAt),
-			"", 0, n.Version, n.EventCount, nanos(n.CreatedAt), nanos(n.StartedAt), nanos(n.FinishedAt), nanos(n.UpdatedAt))
+			"", 0, 0, n.Version, n.EventCount, nanos(n.CreatedAt), nanos(n.StartedAt), nanos(n.FinishedAt), nanos(n.UpdatedAt))
 		if err != nil {
 			return err
 		}
@@ -468,7 +471,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		_, err = tx.StmtContext(ctx, s.updateStmt).ExecContext(ctx,
 			sess.Status, sess.Agent, sess.FirstMessage, blob(sess.State), blob(sess.Answer),
 			sess.Error, sess.ErrorCode, boolInt(sess.Runnable), nanos(sess.WakeAt), version+1, count+int64(len(events)),
-			nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now), o.Release, o.Release, sess.ID)
+			nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now), o.Release, o.Release, o.Release || o.ResetAttempts, sess.ID)
 		if err != nil {
 			return err
 		}
@@ -482,6 +485,9 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	sess.UpdatedAt = now
 	if o.Release {
 		sess.LeaseOwner, sess.LeaseUntil = "", time.Time{}
+	}
+	if o.Release || o.ResetAttempts {
+		sess.Attempts = 0
 	}
 	s.hub.Notify(sess.ID)
 	if sess.Runnable || !sess.WakeAt.IsZero() || o.Release {
@@ -538,11 +544,11 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 		// scans every session ever stored.
 		rows, err := tx.QueryContext(ctx, `SELECT `+sessionColumns+` FROM (
 				SELECT `+sessionColumns+` FROM sessions
-				WHERE runnable = 1 AND (lease_owner = '' OR lease_until <= ?1)
+				WHERE runnable = 1 AND (lease_owner = '' OR lease_until <= ?1) AND (?3 <= 0 OR attempts < ?3)
 				UNION
 				SELECT `+sessionColumns+` FROM sessions
-				WHERE wake_at != 0 AND wake_at <= ?1 AND (lease_owner = '' OR lease_until <= ?1))
-			ORDER BY created_at, id LIMIT ?2`, now, limit)
+				WHERE wake_at != 0 AND wake_at <= ?1 AND (lease_owner = '' OR lease_until <= ?1) AND (?3 <= 0 OR attempts < ?3))
+			ORDER BY created_at, id LIMIT ?2`, now, limit, p.BelowAttempts)
 		if err != nil {
 			return err
 		}
@@ -559,10 +565,11 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 			return err
 		}
 		for _, got := range out {
-			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_owner = ?, lease_until = ? WHERE id = ?`, p.Owner, until, got.ID); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_owner = ?, lease_until = ?, attempts = attempts + 1 WHERE id = ?`, p.Owner, until, got.ID); err != nil {
 				return err
 			}
 			got.LeaseOwner, got.LeaseUntil = p.Owner, fromNanos(until)
+			got.Attempts++
 		}
 		return nil
 	})
@@ -599,7 +606,7 @@ func (s *Store) Renew(ctx context.Context, id, owner string, until time.Time) er
 func (s *Store) Release(ctx context.Context, id, owner string) error {
 	var released bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_owner = '', lease_until = 0 WHERE id = ? AND lease_owner = ?`, id, owner)
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_owner = '', lease_until = 0, attempts = 0 WHERE id = ? AND lease_owner = ?`, id, owner)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,8 @@
 package sqlite_test
 
 import (
+	"database/sql"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,6 +63,46 @@ func TestReopenVoidsLeases(t *testing.T) {
 	defer st.Close()
 	got, err = st.Claim(ctx, &store.ClaimParams{Owner: "new", Now: time.Now(), TTL: time.Hour})
 	if err != nil || len(got) != 1 {
-		t.Errorf("Claim after reopen = %v, %v; want the session a dead process held", got, err)
+		t.Fatalf("Claim after reopen = %v, %v; want the session a dead process held", got, err)
+	}
+	// The dead process's attempt counts.
+	if got[0].Attempts != 2 {
+		t.Errorf("Claim after reopen: Attempts %d, want 2", got[0].Attempts)
+	}
+}
+
+// TestMigrateAttempts opens a file of the first schema, with a session in
+// it: the upgrade gives the session an attempt count of 0, which claims
+// then increment.
+func TestMigrateAttempts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hrns.db")
+	schema, err := os.ReadFile("migrations/001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{string(schema), `PRAGMA user_version = 1`,
+		`INSERT INTO sessions (id, owner, status, runnable, version, created_at, updated_at) VALUES ('s', 'o', 'running', 1, 3, 1, 1)`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	st, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := t.Context()
+	s, err := st.GetSession(ctx, "s")
+	if err != nil || s.Attempts != 0 || s.Version != 3 {
+		t.Fatalf("GetSession after the upgrade = %+v, %v; want version 3, 0 attempts", s, err)
+	}
+	got, err := st.Claim(ctx, &store.ClaimParams{Owner: "w", Now: time.Now(), TTL: time.Hour})
+	if err != nil || len(got) != 1 || got[0].Attempts != 1 {
+		t.Fatalf("Claim after the upgrade = %v, %v; want the session with 1 attempt", got, err)
 	}
 }

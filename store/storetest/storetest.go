@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Claim", testClaim},
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"Leases", testLeases},
+		{"Attempts", testAttempts},
 		{"NextWake", testNextWake},
 		{"Subscribe", testSubscribe},
 		{"Replicas", testReplicas},
@@ -553,6 +554,111 @@ func testLeases(t *testing.T, st store.Store) {
 	}
 	if err := st.Renew(ctx, "s", "w4", now.Add(time.Hour)); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("Renew of an expired lease = %v, want ErrLeaseLost", err)
+	}
+}
+
+// testAttempts: Claim counts the claims of a session, committed with the
+// lease; a worker that made progress or stopped cleanly resets the count.
+func testAttempts(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	in := newSession("s", "alice")
+	in.Runnable = true
+	in.Attempts = 7 // not the caller's to set
+	if got := mustCreate(t, st, in); got.Attempts != 0 {
+		t.Errorf("created with Attempts %d, want 0", got.Attempts)
+	}
+	now := time.Now()
+	stored := func() int {
+		t.Helper()
+		s, err := st.GetSession(ctx, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Attempts
+	}
+	claim := func(owner string, at time.Time) *store.Session {
+		t.Helper()
+		got, err := st.Claim(ctx, &store.ClaimParams{Owner: owner, Now: at, TTL: time.Minute})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("Claim by %s = %v, %v; want the session", owner, got, err)
+		}
+		return got[0]
+	}
+	if got := claim("w1", now); got.Attempts != 1 || stored() != 1 {
+		t.Errorf("after a first claim: returned %d, stored %d; want 1", got.Attempts, stored())
+	}
+	// The worker dies: its lease expires, another claims the session.
+	if got := claim("w2", now.Add(2*time.Minute)); got.Attempts != 2 || stored() != 2 {
+		t.Errorf("after a claim of the expired lease: returned %d, stored %d; want 2", got.Attempts, stored())
+	}
+	// Updates without the options leave the count alone, whatever the
+	// session given says.
+	cur, _ := st.GetSession(ctx, "s")
+	cur.Attempts = 0
+	if err := st.UpdateSession(ctx, cur, []store.Event{ev("E", `{}`)}, &store.UpdateOptions{Lease: "w2"}); err != nil {
+		t.Fatal(err)
+	}
+	if stored() != 2 {
+		t.Errorf("after a plain update: stored %d, want 2", stored())
+	}
+	// A release by a former holder is no release.
+	if err := st.Release(ctx, "s", "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if stored() != 2 {
+		t.Errorf("after a release by a former holder: stored %d, want 2", stored())
+	}
+	// A reset from a worker that lost its lease writes nothing.
+	cur = claim("w3", now.Add(4*time.Minute))
+	stale, _ := st.GetSession(ctx, "s")
+	if err := st.UpdateSession(ctx, stale, nil, &store.UpdateOptions{Lease: "w2", ResetAttempts: true}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("reset by a former holder = %v, want ErrLeaseLost", err)
+	}
+	if cur.Attempts != 3 || stored() != 3 {
+		t.Errorf("third claim: returned %d, stored %d; want 3", cur.Attempts, stored())
+	}
+	// Claims may leave out the sessions claimed that often.
+	for _, below := range []int{1, 3} {
+		got, err := st.Claim(ctx, &store.ClaimParams{Owner: "w", Now: now.Add(time.Hour), TTL: time.Minute, BelowAttempts: below})
+		if err != nil || len(got) != 0 {
+			t.Errorf("Claim below %d attempts = %v, %v; want none", below, got, err)
+		}
+	}
+	if stored() != 3 {
+		t.Errorf("after claims that left it out: stored %d, want 3", stored())
+	}
+	// Progress under the lease resets it, in the same transaction.
+	cur, _ = st.GetSession(ctx, "s")
+	if err := st.UpdateSession(ctx, cur, []store.Event{ev("E", `{}`)}, &store.UpdateOptions{Lease: "w3", ResetAttempts: true}); err != nil {
+		t.Fatal(err)
+	}
+	if cur.Attempts != 0 || stored() != 0 {
+		t.Errorf("after a reset: returned %d, stored %d; want 0", cur.Attempts, stored())
+	}
+	if cur.LeaseOwner != "w3" {
+		t.Errorf("a reset gave up the lease: %q", cur.LeaseOwner)
+	}
+	// So does a clean release, by either way.
+	if got, err := st.Claim(ctx, &store.ClaimParams{Owner: "w4", Now: now.Add(6 * time.Minute), TTL: time.Minute, BelowAttempts: 1}); err != nil || len(got) != 1 {
+		t.Fatalf("Claim below 1 attempt after a reset = %v, %v; want the session", got, err)
+	}
+	if got := claim("w5", now.Add(8*time.Minute)); got.Attempts != 2 {
+		t.Errorf("claim returned %d, want 2", got.Attempts)
+	}
+	if err := st.Release(ctx, "s", "w5"); err != nil {
+		t.Fatal(err)
+	}
+	if stored() != 0 {
+		t.Errorf("after Release: stored %d, want 0", stored())
+	}
+	claim("w6", now.Add(10*time.Minute))
+	cur, _ = st.GetSession(ctx, "s")
+	cur.Runnable = false
+	if err := st.UpdateSession(ctx, cur, nil, &store.UpdateOptions{Lease: "w6", Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	if cur.Attempts != 0 || stored() != 0 {
+		t.Errorf("after an update with Release: returned %d, stored %d; want 0", cur.Attempts, stored())
 	}
 }
 

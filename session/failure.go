@@ -1,0 +1,185 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/hrns-dev/hrns/store"
+)
+
+// What goes wrong while a worker runs a session stays with that session.
+// The worker runs it through drive, which recovers a panic of the run (or
+// of the goroutine that renews its lease) and fails the session alone;
+// the other sessions, and the process, go on. A failure that kills the
+// process instead (a fatal runtime error, the OOM killer, kill -9) cannot
+// be caught: the store counts the claims of a session since its last
+// progress (store.Session.Attempts), and drive fails a session claimed
+// more than Options.MaxAttempts times in a row instead of running it. The
+// dispatcher runs one session claimed often without progress at a time
+// (see suspectAfter), so that the sessions running with a poison one are
+// not failed with it.
+
+// A panicError is a panic recovered at the session boundary.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
+
+// protect runs fn and returns the panic it raised, if any.
+func protect(fn func()) (p *panicError) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = &panicError{value: v, stack: debug.Stack()}
+		}
+	}()
+	fn()
+	return nil
+}
+
+// A storeError is an error of the store while reading or committing a
+// session: the database may be unreachable for a moment, and the session
+// itself may be fine.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
+
+// drive runs a claimed session until it waits or ends, and fails it when
+// it was claimed too often without progress, when running it panics, or
+// when it fails with an error that is not the store's. It reports whether
+// the worker stopped cleanly and releases the lease (resetting the
+// attempts); after an error of the store it keeps the lease, which
+// expires: the session is claimed again a lease TTL later, its attempt
+// counted.
+func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session) (release bool) {
+	if s.Attempts > m.opts.MaxAttempts {
+		n := s.Attempts - 1
+		m.log.Error("giving up on a session: every attempt to run it failed", "session", s.ID, "attempts", n)
+		times := "once (the server crashed or hit an internal error)"
+		if n != 1 {
+			times = fmt.Sprintf("%d times in a row (the server crashed or hit an internal error each time)", n)
+		}
+		m.failInternal(ctx, s.ID, "internal error: running the session failed "+times+"; it is not retried")
+		return true
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if p := protect(func() { m.watch(ctx, cancel, s.ID) }); p != nil {
+			cancel(p)
+		}
+	})
+	var err error
+	if p := protect(func() {
+		if m.beforeRun != nil {
+			m.beforeRun(s.ID)
+		}
+		err = m.runSession(ctx, s.ID)
+	}); p != nil {
+		err = p
+	}
+	stopped := ctx.Err() != nil // shutdown, lease lost, cancelled by the caller
+	cancel(nil)
+	wg.Wait()
+	if p, ok := errors.AsType[*panicError](context.Cause(ctx)); ok {
+		err = p
+	}
+	var p *panicError
+	switch {
+	case err == nil:
+	case errors.As(err, &p):
+		m.log.Error("running a session panicked", "session", s.ID, "panic", fmt.Sprint(p.value), "stack", string(p.stack))
+		m.failInternal(ctx, s.ID, fmt.Sprintf("internal error: running the session panicked: %v", p.value))
+	case stopped || errors.Is(err, errStopped) || errors.Is(err, errLeaseLost) || errors.Is(err, store.ErrLeaseLost):
+		// A shutdown, or someone else ended the session or holds it now.
+	case errors.As(err, new(*storeError)):
+		m.log.Error("running a session: the store failed; the session is retried when its lease expires", "session", s.ID, "err", err, "attempt", s.Attempts)
+		return false
+	default:
+		m.log.Error("running a session failed", "session", s.ID, "err", err)
+		m.failInternal(ctx, s.ID, "internal error: "+err.Error())
+	}
+	return true
+}
+
+// failInternal ends the session failed with error_code internal and an
+// AgentErrorEvent saying why, and releases its lease, if the worker still
+// holds it. The session's state need not decode: a session whose stored
+// state is corrupt fails too, and then reads as one without steps.
+func (m *Manager) failInternal(ctx context.Context, id, msg string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for {
+		s, err := m.st.GetSession(ctx, id)
+		if err != nil {
+			m.log.Error("recording the failure of a session", "session", id, "err", err)
+			return
+		}
+		if Status(s.Status).Terminal() {
+			return
+		}
+		st, err := decodeState(s)
+		keep := err == nil
+		if !keep {
+			st = &state{}
+		}
+		finish(s, st, StatusFailed, msg, CodeInternal)
+		derive(s, st)
+		if keep {
+			if b, err := json.Marshal(st); err == nil {
+				s.State = b
+			}
+		}
+		err = m.st.UpdateSession(ctx, s, []store.Event{event(EventAgentError, map[string]string{"error": msg})}, &store.UpdateOptions{Lease: m.owner, Release: true})
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+			m.log.Error("recording the failure of a session", "session", id, "err", err)
+		}
+		return
+	}
+}
+
+// read returns the session as stored and its state. An error of the store
+// is a *storeError. An ended session whose state does not decode (it
+// failed for that) reads as one without steps; the state of an ended
+// session is always in phaseDone.
+func (m *Manager) read(ctx context.Context, id string) (*store.Session, *state, error) {
+	s, err := m.st.GetSession(ctx, id)
+	if err != nil {
+		return nil, nil, &storeError{err}
+	}
+	st, err := stateOf(s)
+	return s, st, err
+}
+
+// viewState decodes the state of s for a reader (a view, a long-poll),
+// who needs the stored fields more than the steps and usage that the
+// state holds: a state that does not decode reads as one without them.
+func viewState(s *store.Session) *state {
+	st, err := decodeState(s)
+	if err != nil {
+		return &state{}
+	}
+	return st
+}
+
+// stateOf decodes the state of s, as [Manager.read] does.
+func stateOf(s *store.Session) (*state, error) {
+	st, err := decodeState(s)
+	if !Status(s.Status).Terminal() {
+		return st, err
+	}
+	if err != nil {
+		st = &state{}
+	}
+	st.Phase = phaseDone
+	return st, nil
+}
