@@ -98,7 +98,7 @@ func TestWebFetch(t *testing.T) {
 	}{
 		{name: "html", path: "/docs/guide.html",
 			want: "Status: 200 OK\nContent-Type: text/html; charset=utf-8\nTitle: The hrns Guide\n\n# Getting started\n\nhrns is a **small**",
-			has:  []string{"[introduction](" + srv.URL + "/docs/intro.html)", "```sh\ngo install", "- Toolsets with\n  - stable order"}},
+			has:  []string{"[introduction](" + srv.URL + "/docs/intro.html)", "```sh\ngo install", "- Toolsets with\n  \n  - stable order"}},
 		{name: "plain text as it is", path: "/plain.txt", want: "Status: 200 OK\nContent-Type: text/plain\n\njust <b>text</b>"},
 		{name: "json", path: "/data.json", want: "Status: 200 OK\nContent-Type: application/json\n\n{\"ok\":true}"},
 		{name: "sniffed html", path: "/untyped", want: "Status: 200 OK\n\n# Sniffed"},
