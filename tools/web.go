@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hrns-dev/hrns/internal/netpolicy"
 	"github.com/hrns-dev/hrns/loop"
 )
 
@@ -258,8 +259,8 @@ func isTextType(mt string) bool {
 // explainFetchError unwraps the errors of the HTTP client to what the
 // model needs: a refused address, a timeout, or the cause.
 func explainFetchError(err error) error {
-	if be, ok := errors.AsType[*blockedAddrError](err); ok {
-		return be
+	if be, ok := errors.AsType[*netpolicy.BlockedError](err); ok {
+		return blockedError(be)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
