@@ -17,3 +17,10 @@ func WebExempt(opts *WebOptions, exempt func(netip.AddrPort) bool) *loop.Toolset
 
 // WebPSize reads a WebP image's size from its header.
 var WebPSize = webpSize
+
+// SetBeforeOpen makes the file tools call hook between looking at a path
+// and opening it, until the test ends.
+func SetBeforeOpen(t interface{ Cleanup(func()) }, hook func(rel string)) {
+	beforeOpen = hook
+	t.Cleanup(func() { beforeOpen = nil })
+}
