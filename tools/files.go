@@ -420,6 +420,9 @@ func (f *fileTools) list(ctx context.Context, in listFilesArgs) (string, error) 
 		return "", fmt.Errorf("%s is a file, not a directory; use read_file to read it", shown)
 	}
 	fsys := f.c.root.FS()
+	// The state of the pattern at each directory walked into, so that an
+	// entry is matched from its parent's state in one step.
+	states := map[string]globState{rel: g.start()}
 	var entries []string
 	visited, cut, walkCut := 0, false, false
 	errStop := errors.New("stop")
@@ -435,11 +438,6 @@ func (f *fileTools) list(ctx context.Context, in listFilesArgs) (string, error) 
 			walkCut = true
 			return errStop
 		}
-		sub := p
-		if rel != "." {
-			sub = p[len(rel)+1:]
-		}
-		segs := strings.Split(sub, "/")
 		if d.IsDir() && d.Name() == ".git" {
 			return fs.SkipDir
 		}
@@ -454,7 +452,12 @@ func (f *fileTools) list(ctx context.Context, in listFilesArgs) (string, error) 
 				isDir = true
 			}
 		}
-		if g.match(segs) {
+		parent, ok := states[path.Dir(p)]
+		if !ok {
+			return nil // not under a directory walked into (cannot happen)
+		}
+		st := g.step(parent, d.Name())
+		if g.matched(st) {
 			if len(entries) == f.o.MaxListEntries {
 				cut = true
 				return errStop
@@ -465,11 +468,17 @@ func (f *fileTools) list(ctx context.Context, in listFilesArgs) (string, error) 
 			}
 			entries = append(entries, name)
 		}
-		if d.IsDir() && !g.couldMatchBelow(segs) {
-			return fs.SkipDir
+		if d.IsDir() {
+			if !g.more(st) {
+				return fs.SkipDir
+			}
+			states[p] = st
 		}
 		return nil
 	})
+	if listWork != nil {
+		listWork(g.work)
+	}
 	if err != nil && err != errStop {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
@@ -491,6 +500,10 @@ func (f *fileTools) list(ctx context.Context, in listFilesArgs) (string, error) 
 	}
 	return out, nil
 }
+
+// listWork, when set, is told the pattern matching work of each
+// list_files call: the number of path.Match calls (tests only).
+var listWork func(int)
 
 // write_file
 

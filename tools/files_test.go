@@ -1,6 +1,7 @@
 package tools_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -616,5 +617,88 @@ func TestFilesHardLinks(t *testing.T) {
 	}
 	if got := readTestFile(t, secret); got != "changed\n" {
 		t.Errorf("with AllowHardLinks, the edit went elsewhere: %q", got)
+	}
+}
+
+// TestListFilesGlobWork runs the red team's pattern, (**/*) fourteen
+// times, over a tree 30 directories deep. Matching used to backtrack over
+// every way to share the path among the **: with a last segment that
+// matches nothing, 767 million path.Match calls (32 s of CPU) for the
+// paths 28 deep, four times more every two levels, and the context was not
+// looked at meanwhile. The work is now at most one path.Match per pattern
+// segment and entry walked.
+func TestListFilesGlobWork(t *testing.T) {
+	dir := t.TempDir()
+	deep := dir
+	for i := range 30 {
+		deep = filepath.Join(deep, "d")
+		if err := os.Mkdir(deep, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(deep, fmt.Sprintf("f%d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts, err := tools.Files(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stars := strings.Repeat("**/*/", 14)
+	for _, tt := range []struct {
+		pattern string
+		want    string // in the listing
+	}{
+		{stars + "nomatch", "(nothing in . matches"},
+		{strings.TrimSuffix(stars, "/"), strings.Repeat("d/", 29) + "f29"},
+	} {
+		work := -1
+		tools.SetListWork(t, func(n int) { work = n })
+		r := callTool(t, t.Context(), ts, "list_files", map[string]any{"pattern": tt.pattern})
+		if r.failed() || !strings.Contains(r.text, tt.want) {
+			t.Errorf("%s: got %s", tt.pattern, r)
+		}
+		// 60 entries, at most 29 segments each: at most 1740 calls.
+		const maxWork = 60 * 29
+		t.Logf("pattern %s: %d path.Match calls", tt.pattern, work)
+		if work < 0 || work > maxWork {
+			t.Errorf("%s: %d path.Match calls, want at most %d", tt.pattern, work, maxWork)
+		}
+	}
+
+	// Cancelled, the listing stops with the context's error.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if r := callTool(t, ctx, ts, "list_files", map[string]any{"pattern": stars + "nomatch"}); !r.failed() || !strings.Contains(r.String(), "context canceled") {
+		t.Errorf("cancelled: %s", r)
+	}
+}
+
+// TestGlobMatches checks the step-by-step matcher against the patterns
+// list_files documents.
+func TestGlobMatches(t *testing.T) {
+	for _, tt := range []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"*", "a.go", true},
+		{"*", "a/b.go", false},
+		{"**", "a/b/c", true},
+		{"**/*.go", "a.go", true},
+		{"**/*.go", "x/y/a.go", true},
+		{"**/*.go", "x/y/a.md", false},
+		{"cmd/**/*.md", "cmd/a.md", true},
+		{"cmd/**/*.md", "cmd/x/y/a.md", true},
+		{"cmd/**/*.md", "docs/a.md", false},
+		{"**/*/**/*", "a", false},
+		{"**/*/**/*", "a/b", true},
+		{"**/*/**/*", "a/b/c/d", true},
+		{"a/**/b/**/c", "a/b/c", true},
+		{"a/**/b/**/c", "a/x/b/y/z/c", true},
+		{"a/**/b/**/c", "a/x/y/c", false},
+		{"[a-c]?/**", "bx/q", true},
+	} {
+		if got := tools.GlobMatch(tt.pattern, tt.name); got != tt.want {
+			t.Errorf("%s ~ %s: %v, want %v", tt.pattern, tt.name, got, tt.want)
+		}
 	}
 }
