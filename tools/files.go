@@ -93,7 +93,10 @@ func Files(dir string, opts *FilesOptions) (*loop.Toolset, error) {
 // accepted when it lies inside root (compared with the absolute form of
 // root.Name()). Paths that leave root, by `..`, by an absolute path, or
 // through a symbolic link that points outside it (or is absolute), are
-// refused with an error the model reads.
+// refused with an error the model reads. Only regular files are read and
+// written, judged on the opened file (opened non-blocking, so a FIFO
+// cannot hold a call); a file with more than one hard link, which may be
+// a file outside root, is refused unless opts.AllowHardLinks is set.
 //
 // read_file and list_files are Concurrent; write_file and edit_file require
 // approval unless opts.SkipApproval is set.

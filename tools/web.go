@@ -27,7 +27,9 @@ type WebOptions struct {
 	MaxBodyBytes int64
 	// MaxTextBytes caps the text returned to the model, after HTML is
 	// converted to Markdown; a longer text is cut, and the result says
-	// so. 0 means 64 KiB.
+	// so. It also bounds the conversion: an HTML page is cut once the
+	// Markdown it would give passes about twice as much (see
+	// [HTMLToMarkdown]). 0 means 64 KiB.
 	MaxTextBytes int
 	// MaxRedirects caps the redirects followed. 0 means 5; a negative
 	// value follows none.
