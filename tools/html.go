@@ -47,6 +47,11 @@ const (
 	// maxIndentWidth bounds the width one level of indentation adds: "> "
 	// or a list marker as long as "9999. ".
 	maxIndentWidth = 6
+	// maxFormatting bounds the formatting elements (b, i, a, font...)
+	// open at once. The parser reopens those a block closed in every
+	// block that follows: with many open, each short paragraph of the
+	// page would become as many elements (320 KB of HTML, 630 MiB).
+	maxFormatting = 4
 	// maxTitleBytes bounds the title returned.
 	maxTitleBytes = 1 << 10
 )
@@ -221,6 +226,15 @@ var voidElements = map[atom.Atom]bool{
 	atom.Wbr: true, atom.Param: true, atom.Keygen: true,
 }
 
+// formattingElements are those the parser reopens after a block that
+// closed them (the HTML standard's "active formatting elements").
+var formattingElements = map[atom.Atom]bool{
+	atom.A: true, atom.B: true, atom.Big: true, atom.Code: true, atom.Em: true,
+	atom.Font: true, atom.I: true, atom.Nobr: true, atom.S: true,
+	atom.Small: true, atom.Strike: true, atom.Strong: true, atom.Tt: true,
+	atom.U: true,
+}
+
 // rawTextElements hold text the tokenizer does not read as markup.
 var rawTextElements = map[atom.Atom]bool{
 	atom.Script: true, atom.Style: true, atom.Textarea: true, atom.Title: true,
@@ -231,8 +245,10 @@ var rawTextElements = map[atom.Atom]bool{
 // flattenHTML returns doc without the start and end tags that open
 // elements nested deeper than maxDepth, judged from the tags alone (an end
 // tag closes up to the element it names, as the parser does). Their text
-// stays, in their parent. It keeps at most maxTokens tokens outside raw
-// text (script, style...), and reports whether it left some out. It reads
+// stays, in their parent. Formatting elements beyond maxFormatting open
+// at once (start tags not yet matched by an end tag) are dropped too. It
+// keeps about maxTokens tokens (with the formatting elements the parser
+// may reopen for them), and reports whether it left some out. It reads
 // doc once, and stops when ctx ends.
 func flattenHTML(ctx context.Context, doc string, maxDepth, maxTokens int) (_ string, cut bool, _ error) {
 	z := html.NewTokenizer(strings.NewReader(doc))
@@ -240,6 +256,8 @@ func flattenHTML(ctx context.Context, doc string, maxDepth, maxTokens int) (_ st
 		out     strings.Builder
 		stack   []string
 		skipRaw bool // inside a raw-text element that was dropped
+		fmtOpen int  // formatting elements opened and not yet ended
+		tokens  int  // the nodes the parser may make of what was kept
 	)
 	out.Grow(len(doc))
 	for i := 0; ; i++ {
@@ -255,8 +273,14 @@ func flattenHTML(ctx context.Context, doc string, maxDepth, maxTokens int) (_ st
 			}
 			return "", false, z.Err()
 		}
-		if i >= maxTokens && tt != html.EndTagToken {
+		if tokens >= maxTokens && tt != html.EndTagToken {
 			return out.String(), true, nil
+		}
+		// A start tag may make the parser reopen every formatting
+		// element open: count those nodes too.
+		tokens++
+		if tt == html.StartTagToken {
+			tokens += fmtOpen
 		}
 		raw := z.Raw()
 		switch tt {
@@ -266,24 +290,36 @@ func flattenHTML(ctx context.Context, doc string, maxDepth, maxTokens int) (_ st
 			if voidElements[a] {
 				break
 			}
-			if len(stack) >= maxDepth {
+			if len(stack) >= maxDepth || (formattingElements[a] && fmtOpen >= maxFormatting) {
 				skipRaw = rawTextElements[a]
 				continue
+			}
+			if formattingElements[a] {
+				fmtOpen++
 			}
 			stack = append(stack, string(name))
 		case html.EndTagToken:
 			name, _ := z.TagName()
-			if voidElements[atom.Lookup(name)] {
+			a := atom.Lookup(name)
+			if voidElements[a] {
 				break
 			}
 			k := len(stack) - 1
 			for k >= 0 && stack[k] != string(name) {
 				k--
 			}
-			if k < 0 {
+			switch {
+			case k >= 0:
+				stack = stack[:k]
+			case formattingElements[a] && fmtOpen > 0:
+				// Closed by a block already, but still reopened by the
+				// parser until this end tag.
+			default:
 				continue // closes nothing that was kept
 			}
-			stack = stack[:k]
+			if formattingElements[a] && fmtOpen > 0 {
+				fmtOpen--
+			}
 		case html.TextToken:
 			if skipRaw {
 				skipRaw = false // the raw text of a dropped element
