@@ -119,15 +119,25 @@ func (c *countdownCtx) Err() error {
 }
 
 // TestHTMLToMarkdownStopsWithContext cancels the conversion of a large
-// page at each stage: it must return the context's error.
+// page at points spread over all its stages (tokenizing, parsing, pruning,
+// rendering: each looks at the context): it must return the context's
+// error.
 func TestHTMLToMarkdownStopsWithContext(t *testing.T) {
 	page := strings.Repeat("<p>para <b>bold</b> <a href=x>link</a></p>\n", 20_000)
-	for _, after := range []int64{0, 1, 5, 40, 100, 200} {
+	// Count the looks at the context of a whole conversion.
+	ctx := &countdownCtx{Context: context.Background()}
+	ctx.left.Store(1 << 62)
+	if _, err := tools.HTMLToMarkdown(ctx, page, nil, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	total := 1<<62 - ctx.left.Load()
+	t.Logf("%d looks at the context", total)
+	for _, frac := range []float64{0, 0.01, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99} {
 		ctx := &countdownCtx{Context: context.Background()}
-		ctx.left.Store(after)
+		ctx.left.Store(int64(frac * float64(total)))
 		_, err := tools.HTMLToMarkdown(ctx, page, nil, 1<<20)
 		if !errors.Is(err, context.Canceled) {
-			t.Errorf("cancelled after %d checks: %v, want context.Canceled", after, err)
+			t.Errorf("cancelled after %.0f%% of the looks: %v, want context.Canceled", frac*100, err)
 		}
 	}
 }
