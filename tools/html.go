@@ -72,9 +72,13 @@ const (
 // most maxBytes long (0 or less means 64 KiB); the document is cut once
 // the Markdown it would give passes about twice that, before the
 // conversion proper; elements nested deeper than 128 are flattened into
-// their parent, and block quotes and lists nested deeper than 8 are
-// rendered as plain paragraphs. Cut says when anything was left out for
-// these bounds. The conversion stops when ctx ends, with ctx's error.
+// their parent, at most 4 unclosed formatting elements (b, i, a...) are
+// kept open at once, block quotes and lists nested deeper than 8 are
+// rendered as plain paragraphs, and tables lose their cell spans (and
+// become paragraphs when their grid does not fit the budget). Cut says
+// when anything was left out for these bounds. The conversion stops when
+// ctx ends (it is checked while tokenizing, parsing, pruning and
+// rendering), with ctx's error.
 func HTMLToMarkdown(ctx context.Context, doc string, base *url.URL, maxBytes int) (Markdown, error) {
 	if maxBytes <= 0 {
 		maxBytes = 64 << 10
