@@ -95,15 +95,18 @@ func ExampleMedia() {
 
 func ExampleHTMLToMarkdown() {
 	base, _ := url.Parse("https://example.org/docs/")
-	title, md := tools.HTMLToMarkdown(`<html><head><title>Docs</title><script>track()</script></head>
+	md, err := tools.HTMLToMarkdown(context.Background(), `<html><head><title>Docs</title><script>track()</script></head>
 <body><nav><a href="/">Home</a></nav>
 <h1>Install</h1>
 <p>Get the <a href="cli.html">command line tool</a>:</p>
 <pre><code class="language-sh">go install example.org/cli@latest</code></pre>
 <ul><li>fast</li><li>small</li></ul>
-</body></html>`, base)
-	fmt.Println(title)
-	fmt.Println(md)
+</body></html>`, base, 0)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(md.Title)
+	fmt.Println(md.Text)
 	// Output:
 	// Docs
 	// # Install

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"net/netip"
+	"strings"
 
 	"github.com/hrns-dev/hrns/loop"
 )
@@ -17,3 +18,27 @@ func WebExempt(opts *WebOptions, exempt func(netip.AddrPort) bool) *loop.Toolset
 
 // WebPSize reads a WebP image's size from its header.
 var WebPSize = webpSize
+
+// SetBeforeOpen makes the file tools call hook between looking at a path
+// and opening it, until the test ends.
+func SetBeforeOpen(t interface{ Cleanup(func()) }, hook func(rel string)) {
+	beforeOpen = hook
+	t.Cleanup(func() { beforeOpen = nil })
+}
+
+// SetListWork makes list_files report the pattern matching work of each
+// call (its path.Match calls) to hook, until the test ends.
+func SetListWork(t interface{ Cleanup(func()) }, hook func(int)) {
+	listWork = hook
+	t.Cleanup(func() { listWork = nil })
+}
+
+// GlobMatch reports whether the slash path name matches the list_files
+// pattern.
+func GlobMatch(pattern, name string) bool {
+	g, err := compileGlob(pattern)
+	if err != nil {
+		panic(err)
+	}
+	return g.match(strings.Split(name, "/"))
+}

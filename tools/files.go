@@ -35,6 +35,13 @@ type FilesOptions struct {
 	// SkipApproval lets write_file and edit_file run without asking the
 	// agent's [loop.Approver]. By default both require approval.
 	SkipApproval bool
+	// AllowHardLinks lets the file tools read and write regular files
+	// that have more than one hard link. By default they refuse them: a
+	// hard link already in the directory may be the same file as one
+	// outside it (a key, a configuration), which os.Root cannot see.
+	// Set it when the directory is known to hold no such links, for
+	// example a checkout that uses hard links to share objects.
+	AllowHardLinks bool
 }
 
 func (o *FilesOptions) withDefaults() FilesOptions {
@@ -86,7 +93,10 @@ func Files(dir string, opts *FilesOptions) (*loop.Toolset, error) {
 // accepted when it lies inside root (compared with the absolute form of
 // root.Name()). Paths that leave root, by `..`, by an absolute path, or
 // through a symbolic link that points outside it (or is absolute), are
-// refused with an error the model reads.
+// refused with an error the model reads. Only regular files are read and
+// written, judged on the opened file (opened non-blocking, so a FIFO
+// cannot hold a call); a file with more than one hard link, which may be
+// a file outside root, is refused unless opts.AllowHardLinks is set.
 //
 // read_file and list_files are Concurrent; write_file and edit_file require
 // approval unless opts.SkipApproval is set.
@@ -136,27 +146,11 @@ func (f *fileTools) read(in readFileArgs) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// Look before opening: opening a FIFO would block until a writer
-	// comes, whatever the context says. Look again after, in case the
-	// file was replaced.
-	info, err := f.c.root.Stat(rel)
+	file, info, err := f.open(in.Path, rel, os.O_RDONLY)
 	if err != nil {
-		return "", f.c.explain(in.Path, err)
-	}
-	if err := readable(in.Path, info); err != nil {
 		return "", err
-	}
-	file, err := f.c.root.Open(rel)
-	if err != nil {
-		return "", f.c.explain(in.Path, err)
 	}
 	defer file.Close()
-	if info, err = file.Stat(); err != nil {
-		return "", f.c.explain(in.Path, err)
-	}
-	if err := readable(in.Path, info); err != nil {
-		return "", err
-	}
 	br := bufio.NewReaderSize(file, 64<<10)
 	head, err := br.Peek(sniffLen)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
@@ -238,14 +232,62 @@ func (f *fileTools) read(in readFileArgs) (string, error) {
 	return out.String(), nil
 }
 
-// readable refuses what read_file cannot read: a directory, or anything
-// that is not a regular file (a FIFO, a device, a socket).
-func readable(name string, info os.FileInfo) error {
+// beforeOpen, when set, runs between the look at a path and its opening
+// (tests only: it swaps a FIFO in).
+var beforeOpen func(rel string)
+
+// open opens the regular file at rel (name is the path as the model gave
+// it) with flag, and returns it with its information, read from the open
+// handle.
+//
+// A directory, anything that is not a regular file (a FIFO, a device, a
+// socket) and, unless AllowHardLinks is set, a file with more than one
+// hard link are refused. The path is looked at first, so that a device is
+// not opened at all; but what counts is the open file, since the path can
+// change in between: it is opened non-blocking, so that a FIFO put there
+// meanwhile is not waited on, and then checked.
+func (f *fileTools) open(name, rel string, flag int) (*os.File, os.FileInfo, error) {
+	info, err := f.c.root.Stat(rel)
+	if err != nil && (flag&os.O_CREATE == 0 || !errors.Is(err, fs.ErrNotExist)) {
+		return nil, nil, f.c.explain(name, err)
+	}
+	if err == nil {
+		if err := f.usable(name, info); err != nil {
+			return nil, nil, err
+		}
+	}
+	if beforeOpen != nil {
+		beforeOpen(rel)
+	}
+	file, err := f.c.root.OpenFile(rel, flag|openNonblock, 0o644)
+	if err != nil {
+		if isNoReader(err) {
+			return nil, nil, fmt.Errorf("%s is not a regular file", name)
+		}
+		return nil, nil, f.c.explain(name, err)
+	}
+	if info, err = file.Stat(); err != nil {
+		file.Close()
+		return nil, nil, f.c.explain(name, err)
+	}
+	if err := f.usable(name, info); err != nil {
+		file.Close()
+		return nil, nil, err
+	}
+	return file, info, nil
+}
+
+// usable refuses what the file tools do not read or write: a directory,
+// anything that is not a regular file, and a file with other hard links.
+func (f *fileTools) usable(name string, info os.FileInfo) error {
 	if info.IsDir() {
 		return fmt.Errorf("%s is a directory; use list_files to see what it holds", name)
 	}
 	if !info.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", name)
+	}
+	if n := linkCount(info); n > 1 && !f.o.AllowHardLinks {
+		return fmt.Errorf("%s has %d hard links: it may be the same file as one outside the working directory, so the file tools refuse it (the operator can allow hard links with FilesOptions.AllowHardLinks)", name, n)
 	}
 	return nil
 }
@@ -381,6 +423,9 @@ func (f *fileTools) list(ctx context.Context, in listFilesArgs) (string, error) 
 		return "", fmt.Errorf("%s is a file, not a directory; use read_file to read it", shown)
 	}
 	fsys := f.c.root.FS()
+	// The state of the pattern at each directory walked into, so that an
+	// entry is matched from its parent's state in one step.
+	states := map[string]globState{rel: g.start()}
 	var entries []string
 	visited, cut, walkCut := 0, false, false
 	errStop := errors.New("stop")
@@ -396,11 +441,6 @@ func (f *fileTools) list(ctx context.Context, in listFilesArgs) (string, error) 
 			walkCut = true
 			return errStop
 		}
-		sub := p
-		if rel != "." {
-			sub = p[len(rel)+1:]
-		}
-		segs := strings.Split(sub, "/")
 		if d.IsDir() && d.Name() == ".git" {
 			return fs.SkipDir
 		}
@@ -415,7 +455,12 @@ func (f *fileTools) list(ctx context.Context, in listFilesArgs) (string, error) 
 				isDir = true
 			}
 		}
-		if g.match(segs) {
+		parent, ok := states[path.Dir(p)]
+		if !ok {
+			return nil // not under a directory walked into (cannot happen)
+		}
+		st := g.step(parent, d.Name())
+		if g.matched(st) {
 			if len(entries) == f.o.MaxListEntries {
 				cut = true
 				return errStop
@@ -426,11 +471,17 @@ func (f *fileTools) list(ctx context.Context, in listFilesArgs) (string, error) 
 			}
 			entries = append(entries, name)
 		}
-		if d.IsDir() && !g.couldMatchBelow(segs) {
-			return fs.SkipDir
+		if d.IsDir() {
+			if !g.more(st) {
+				return fs.SkipDir
+			}
+			states[p] = st
 		}
 		return nil
 	})
+	if listWork != nil {
+		listWork(g.work)
+	}
 	if err != nil && err != errStop {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
@@ -452,6 +503,10 @@ func (f *fileTools) list(ctx context.Context, in listFilesArgs) (string, error) 
 	}
 	return out, nil
 }
+
+// listWork, when set, is told the pattern matching work of each
+// list_files call: the number of path.Match calls (tests only).
+var listWork func(int)
 
 // write_file
 
@@ -488,20 +543,33 @@ func (f *fileTools) write(in writeFileArgs) (string, error) {
 		}
 	}
 	verb := "created"
-	if info, err := f.c.root.Stat(rel); err == nil {
-		if info.IsDir() {
-			return "", fmt.Errorf("%s is a directory", in.Path)
-		}
-		if !info.Mode().IsRegular() {
-			// Opening a FIFO to write would block until a reader comes.
-			return "", fmt.Errorf("%s is not a regular file", in.Path)
-		}
+	if _, err := f.c.root.Lstat(rel); err == nil {
 		verb = "overwrote"
 	}
-	if err := f.c.root.WriteFile(rel, []byte(in.Content), 0o644); err != nil {
+	// Truncate only once the open file is known to be a regular file with
+	// one link: O_TRUNC would empty a hard-linked file before the check.
+	w, _, err := f.open(in.Path, rel, os.O_WRONLY|os.O_CREATE)
+	if err != nil {
+		return "", err
+	}
+	if err := rewrite(w, in.Content); err != nil {
 		return "", f.c.explain(in.Path, err)
 	}
 	return fmt.Sprintf("%s %s (%d bytes)", verb, in.Path, len(in.Content)), nil
+}
+
+// rewrite replaces the whole content of the open file w with content, and
+// closes w.
+func rewrite(w *os.File, content string) (err error) {
+	defer func() { err = errors.Join(err, w.Close()) }()
+	if err := w.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := w.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, content)
+	return err
 }
 
 // edit_file
@@ -540,22 +608,22 @@ func (f *fileTools) edit(in editFileArgs) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	info, err := f.c.root.Stat(rel)
+	// Read and rewrite through one handle: the file changed is the file
+	// checked and read.
+	file, info, err := f.open(in.Path, rel, os.O_RDWR)
 	if err != nil {
-		return "", f.c.explain(in.Path, err)
+		return "", err
 	}
-	if info.IsDir() {
-		return "", fmt.Errorf("%s is a directory", in.Path)
-	}
-	if !info.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", in.Path)
-	}
+	defer file.Close()
 	if info.Size() > f.o.MaxEditBytes {
 		return "", fmt.Errorf("%s is %d bytes, more than edit_file changes (%d); use run_command or write_file", in.Path, info.Size(), f.o.MaxEditBytes)
 	}
-	data, err := f.c.root.ReadFile(rel)
+	data, err := io.ReadAll(io.LimitReader(file, f.o.MaxEditBytes+1))
 	if err != nil {
 		return "", f.c.explain(in.Path, err)
+	}
+	if int64(len(data)) > f.o.MaxEditBytes {
+		return "", fmt.Errorf("%s is more than %d bytes, more than edit_file changes; use run_command or write_file", in.Path, f.o.MaxEditBytes)
 	}
 	if looksBinary(data[:min(len(data), sniffLen)], len(data) > sniffLen) {
 		return "", fmt.Errorf("%s looks like a binary file; edit_file only changes text", in.Path)
@@ -582,15 +650,7 @@ func (f *fileTools) edit(in editFileArgs) (string, error) {
 		text = strings.Replace(text, oldS, newS, 1)
 	}
 	// Rewrite in place, keeping the file's mode.
-	w, err := f.c.root.OpenFile(rel, os.O_WRONLY|os.O_TRUNC, 0)
-	if err != nil {
-		return "", f.c.explain(in.Path, err)
-	}
-	if _, err := io.WriteString(w, text); err != nil {
-		w.Close()
-		return "", f.c.explain(in.Path, err)
-	}
-	if err := w.Close(); err != nil {
+	if err := rewrite(file, text); err != nil {
 		return "", f.c.explain(in.Path, err)
 	}
 	if n == 1 {

@@ -1,6 +1,7 @@
 package tools_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -493,6 +494,211 @@ func TestFilesFIFO(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s blocked on a FIFO", c.tool)
+		}
+	}
+}
+
+// TestFilesFIFOSwappedIn swaps a FIFO in for a regular file between the
+// look at the path and its opening: read_file, write_file and edit_file
+// must refuse it without waiting for the other end of the pipe (which
+// would hold the call until its timeout, and an OS thread for ever).
+func TestFilesFIFOSwappedIn(t *testing.T) {
+	dir := t.TempDir()
+	if err := mkfifo(filepath.Join(dir, "probe")); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	ts, err := tools.Files(dir, &tools.FilesOptions{SkipApproval: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"read_file", map[string]any{"path": "file"}},
+		{"write_file", map[string]any{"path": "file", "content": "x"}},
+		{"edit_file", map[string]any{"path": "file", "old_string": "a", "new_string": "b"}},
+	}
+	for _, c := range calls {
+		t.Run(c.tool, func(t *testing.T) {
+			path := filepath.Join(dir, "file")
+			os.Remove(path)
+			writeTree(t, dir, map[string]string{"file": "a\n"})
+			swapped := false
+			tools.SetBeforeOpen(t, func(rel string) {
+				if rel != "file" || swapped {
+					return
+				}
+				swapped = true
+				if err := os.Remove(path); err != nil {
+					t.Error(err)
+				}
+				if err := mkfifo(path); err != nil {
+					t.Error(err)
+				}
+			})
+			done := make(chan result, 1)
+			go func() { done <- callTool(t, t.Context(), ts, c.tool, c.args) }()
+			select {
+			case r := <-done:
+				if !swapped {
+					t.Fatal("the FIFO was not swapped in")
+				}
+				if !r.failed() || !strings.Contains(r.String(), "file is not a regular file") {
+					t.Errorf("got %s", r)
+				}
+			case <-time.After(20 * time.Second):
+				// A watchdog, not a measure: on the old code the call
+				// waits for a writer for ever. Give it one, so that the
+				// goroutine ends.
+				unblockFIFO(path)
+				t.Fatalf("%s blocked on a FIFO swapped in after the check", c.tool)
+			}
+		})
+	}
+}
+
+// unblockFIFO opens the other end of the FIFO at path, for both
+// directions, and closes it.
+func unblockFIFO(path string) {
+	if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
+		f.Close()
+	}
+}
+
+// TestFilesHardLinks plants a hard link to a file outside the working
+// directory: the file tools must neither read it nor write through it,
+// unless the operator allows hard links.
+func TestFilesHardLinks(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	if err := os.WriteFile(secret, []byte("the key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(secret, filepath.Join(dir, "innocent.txt")); err != nil {
+		t.Skip("link:", err)
+	}
+	ts, err := tools.Files(dir, &tools.FilesOptions{SkipApproval: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	calls := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"read_file", map[string]any{"path": "innocent.txt"}},
+		{"write_file", map[string]any{"path": "innocent.txt", "content": "overwritten\n"}},
+		{"edit_file", map[string]any{"path": "innocent.txt", "old_string": "the key", "new_string": "changed"}},
+	}
+	for _, c := range calls {
+		r := callTool(t, ctx, ts, c.tool, c.args)
+		if !r.failed() || !strings.Contains(r.String(), "innocent.txt has 2 hard links") || strings.Contains(r.String(), "the key") {
+			t.Errorf("%s: got %s", c.tool, r)
+		}
+	}
+	if got := readTestFile(t, secret); got != "the key\n" {
+		t.Errorf("the file outside was changed: %q", got)
+	}
+	r := callTool(t, ctx, ts, "list_files", map[string]any{})
+	if r.failed() || !strings.Contains(r.text, "innocent.txt") {
+		t.Errorf("list_files: %s", r) // listing names a link, reads nothing
+	}
+
+	allowed, err := tools.Files(dir, &tools.FilesOptions{SkipApproval: true, AllowHardLinks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := callTool(t, ctx, allowed, "read_file", map[string]any{"path": "innocent.txt"}); r.failed() || !strings.Contains(r.text, "the key") {
+		t.Errorf("read with AllowHardLinks: %s", r)
+	}
+	if r := callTool(t, ctx, allowed, "edit_file", calls[2].args); r.failed() {
+		t.Errorf("edit with AllowHardLinks: %s", r)
+	}
+	if got := readTestFile(t, secret); got != "changed\n" {
+		t.Errorf("with AllowHardLinks, the edit went elsewhere: %q", got)
+	}
+}
+
+// TestListFilesGlobWork runs the red team's pattern, (**/*) fourteen
+// times, over a tree 30 directories deep. Matching used to backtrack over
+// every way to share the path among the **: with a last segment that
+// matches nothing, 767 million path.Match calls (32 s of CPU) for the
+// paths 28 deep, four times more every two levels, and the context was not
+// looked at meanwhile. The work is now at most one path.Match per pattern
+// segment and entry walked.
+func TestListFilesGlobWork(t *testing.T) {
+	dir := t.TempDir()
+	deep := dir
+	for i := range 30 {
+		deep = filepath.Join(deep, "d")
+		if err := os.Mkdir(deep, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(deep, fmt.Sprintf("f%d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts, err := tools.Files(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stars := strings.Repeat("**/*/", 14)
+	for _, tt := range []struct {
+		pattern string
+		want    string // in the listing
+	}{
+		{stars + "nomatch", "(nothing in . matches"},
+		{strings.TrimSuffix(stars, "/"), strings.Repeat("d/", 29) + "f29"},
+	} {
+		work := -1
+		tools.SetListWork(t, func(n int) { work = n })
+		r := callTool(t, t.Context(), ts, "list_files", map[string]any{"pattern": tt.pattern})
+		if r.failed() || !strings.Contains(r.text, tt.want) {
+			t.Errorf("%s: got %s", tt.pattern, r)
+		}
+		// 60 entries, at most 29 segments each: at most 1740 calls.
+		const maxWork = 60 * 29
+		t.Logf("pattern %s: %d path.Match calls", tt.pattern, work)
+		if work < 0 || work > maxWork {
+			t.Errorf("%s: %d path.Match calls, want at most %d", tt.pattern, work, maxWork)
+		}
+	}
+
+	// Cancelled, the listing stops with the context's error.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if r := callTool(t, ctx, ts, "list_files", map[string]any{"pattern": stars + "nomatch"}); !r.failed() || !strings.Contains(r.String(), "context canceled") {
+		t.Errorf("cancelled: %s", r)
+	}
+}
+
+// TestGlobMatches checks the step-by-step matcher against the patterns
+// list_files documents.
+func TestGlobMatches(t *testing.T) {
+	for _, tt := range []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"*", "a.go", true},
+		{"*", "a/b.go", false},
+		{"**", "a/b/c", true},
+		{"**/*.go", "a.go", true},
+		{"**/*.go", "x/y/a.go", true},
+		{"**/*.go", "x/y/a.md", false},
+		{"cmd/**/*.md", "cmd/a.md", true},
+		{"cmd/**/*.md", "cmd/x/y/a.md", true},
+		{"cmd/**/*.md", "docs/a.md", false},
+		{"**/*/**/*", "a", false},
+		{"**/*/**/*", "a/b", true},
+		{"**/*/**/*", "a/b/c/d", true},
+		{"a/**/b/**/c", "a/b/c", true},
+		{"a/**/b/**/c", "a/x/b/y/z/c", true},
+		{"a/**/b/**/c", "a/x/y/c", false},
+		{"[a-c]?/**", "bx/q", true},
+	} {
+		if got := tools.GlobMatch(tt.pattern, tt.name); got != tt.want {
+			t.Errorf("%s ~ %s: %v, want %v", tt.pattern, tt.name, got, tt.want)
 		}
 	}
 }

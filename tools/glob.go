@@ -6,16 +6,32 @@ import (
 	"strings"
 )
 
+// The bounds of a list_files pattern.
+const (
+	maxGlobBytes    = 1024
+	maxGlobSegments = 64
+)
+
 // glob is a compiled list_files pattern: slash-separated segments, each a
 // path.Match pattern or "**", which matches any number of segments (none
 // included).
+//
+// It is matched one path segment at a time, as the walk goes down, by
+// keeping the set of pattern positions the path so far can have reached
+// (a state), so that each entry costs at most one path.Match per pattern
+// segment, whatever the pattern: no backtracking, however many ** it
+// holds. work counts the path.Match calls, for the tests.
 type glob struct {
 	segs []string
+	work int
 }
 
 func compileGlob(pattern string) (*glob, error) {
 	if strings.HasPrefix(pattern, "/") {
 		return nil, fmt.Errorf("pattern %q must be relative to path", pattern)
+	}
+	if len(pattern) > maxGlobBytes {
+		return nil, fmt.Errorf("the pattern is %d bytes long; list_files takes patterns of at most %d", len(pattern), maxGlobBytes)
 	}
 	var segs []string
 	for _, s := range strings.Split(pattern, "/") {
@@ -38,52 +54,74 @@ func compileGlob(pattern string) (*glob, error) {
 	if len(segs) == 0 {
 		segs = []string{"*"}
 	}
+	if len(segs) > maxGlobSegments {
+		return nil, fmt.Errorf("the pattern has %d segments; list_files takes patterns of at most %d", len(segs), maxGlobSegments)
+	}
 	return &glob{segs: segs}, nil
 }
 
-// match reports whether the path made of name segments matches the pattern.
-func (g *glob) match(name []string) bool { return matchSegs(g.segs, name) }
+// A globState is the set of pattern positions a path can have reached:
+// position i means segs[:i] matched it. Position len(segs) is a match.
+type globState []bool
 
-// couldMatchBelow reports whether a path under the directory made of dir
-// segments could match: whether walking into it is useful.
-func (g *glob) couldMatchBelow(dir []string) bool { return prefixSegs(g.segs, dir) }
-
-func matchSegs(pat, name []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			rest := pat[1:]
-			for i := 0; i <= len(name); i++ {
-				if matchSegs(rest, name[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(name) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], name[0]); !ok {
-			return false
-		}
-		pat, name = pat[1:], name[1:]
-	}
-	return len(name) == 0
+// start returns the state of the empty path.
+func (g *glob) start() globState {
+	s := make(globState, len(g.segs)+1)
+	s[0] = true
+	g.close(s)
+	return s
 }
 
-// prefixSegs reports whether some path that extends dir by at least one
-// segment could match pat.
-func prefixSegs(pat, dir []string) bool {
-	for len(dir) > 0 {
-		if len(pat) == 0 {
-			return false
+// close adds to s the positions reachable without a segment: past a **,
+// which may match none.
+func (g *glob) close(s globState) {
+	for i, seg := range g.segs {
+		if s[i] && seg == "**" {
+			s[i+1] = true
 		}
-		if pat[0] == "**" {
+	}
+}
+
+// step returns the state after the path of state s is extended by the
+// segment name.
+func (g *glob) step(s globState, name string) globState {
+	next := make(globState, len(s))
+	for i, seg := range g.segs {
+		if !s[i] {
+			continue
+		}
+		if seg == "**" {
+			next[i] = true // ** takes this segment too, and may take more
+			continue
+		}
+		g.work++
+		if ok, _ := path.Match(seg, name); ok {
+			next[i+1] = true
+		}
+	}
+	g.close(next)
+	return next
+}
+
+// matched reports whether the path of state s matches the pattern.
+func (g *glob) matched(s globState) bool { return s[len(g.segs)] }
+
+// more reports whether a path that extends the one of state s by at least
+// one segment could match: whether walking into a directory is useful.
+func (g *glob) more(s globState) bool {
+	for i := range g.segs {
+		if s[i] {
 			return true
 		}
-		if ok, _ := path.Match(pat[0], dir[0]); !ok {
-			return false
-		}
-		pat, dir = pat[1:], dir[1:]
 	}
-	return len(pat) > 0
+	return false
+}
+
+// match reports whether the path made of name segments matches the pattern.
+func (g *glob) match(name []string) bool {
+	s := g.start()
+	for _, n := range name {
+		s = g.step(s, n)
+	}
+	return g.matched(s)
 }

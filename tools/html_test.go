@@ -18,10 +18,14 @@ func TestHTMLToMarkdownGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, _ := url.Parse("https://hrns.example/docs/guide.html")
-	title, md := tools.HTMLToMarkdown(string(in), base)
-	if title != "The hrns Guide" {
-		t.Errorf("title %q", title)
+	res, err := tools.HTMLToMarkdown(t.Context(), string(in), base, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if res.Title != "The hrns Guide" || res.Cut {
+		t.Errorf("title %q, cut %v", res.Title, res.Cut)
+	}
+	md := res.Text
 	golden := filepath.Join("testdata", "page.md")
 	if *update {
 		if err := os.WriteFile(golden, []byte(md+"\n"), 0o644); err != nil {
@@ -44,7 +48,8 @@ func TestHTMLToMarkdownCases(t *testing.T) {
 		{"inline spacing", "<p>a <b>bold</b>, <i>it</i> <a href='https://x.test/'>link</a>.</p>", "a **bold**, *it* [link](https://x.test/)."},
 		{"link without base", "<a href='/rel'>r</a>", "[r](/rel)"},
 		{"empty link", "<a href='/x'></a>", ""},
-		{"nested list", "<ul><li>a<ul><li>b<ol><li>c</li></ol></li></ul></li><li>d</li></ul>", "- a\n  - b\n    1. c\n- d"},
+		{"script link", "<a href='javascript:go()'>go</a> <a href='#top'>top</a>", "go top"},
+		{"nested list", "<ul><li>a<ul><li>b<ol><li>c</li></ol></li></ul></li><li>d</li></ul>", "- a\n  \n  - b\n    \n    1. c\n- d"},
 		{"heading levels", "<h4>four</h4><h6>six</h6>", "#### four\n\n###### six"},
 		{"pre keeps whitespace", "<pre>  x\n    y\n</pre>", "```\n  x\n    y\n```"},
 		{"pre with fence inside", "<pre>```\ncode\n```</pre>", "````\n```\ncode\n```\n````"},
@@ -53,14 +58,18 @@ func TestHTMLToMarkdownCases(t *testing.T) {
 		{"pre in quote", "<blockquote><pre>a\n\nb</pre></blockquote>", "> ```\n> a\n>\n> b\n> ```"},
 		{"hidden", "<p>a</p><div hidden>secret</div><span aria-hidden='true'>icon</span><p>b</p>", "a\n\nb"},
 		{"svg dropped", "<p>x<svg><title>t</title><text>y</text></svg></p>", "x"},
-		{"data image", "<img src='data:image/png;base64,AAAA' alt='dot'>", "[image: dot]"},
-		{"table without header", "<table><tr><td>a</td><td>b</td></tr><tr><td>c</td></tr></table>", "| a | b |\n| --- | --- |\n| c |  |"},
-		{"definition list", "<dl><dt>term</dt><dd>meaning</dd></dl>", "term\n  meaning"},
-		{"entities", "<p>a &amp; b &lt; c &nbsp;d</p>", "a & b < c d"},
+		{"data image", "<img src='data:image/png;base64,AAAA' alt='dot'>", "(image: dot)"},
+		{"table without header", "<table><tr><td>a</td><td>b</td></tr><tr><td>c</td></tr></table>", "| a | b |\n|---|---|\n| c |  |"},
+		{"definition list", "<dl><dt>term</dt><dd>meaning</dd></dl>", "term\n\nmeaning"},
+		{"entities", "<p>a &amp; b &lt; c &nbsp;d</p>", "a & b &lt; c \u00a0d"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, got := tools.HTMLToMarkdown(tt.html, nil)
+			res, err := tools.HTMLToMarkdown(t.Context(), tt.html, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := res.Text
 			if got != tt.want {
 				t.Errorf("got\n%q\nwant\n%q", got, tt.want)
 			}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hrns-dev/hrns/internal/netpolicy"
 	"github.com/hrns-dev/hrns/loop"
 )
 
@@ -26,7 +27,9 @@ type WebOptions struct {
 	MaxBodyBytes int64
 	// MaxTextBytes caps the text returned to the model, after HTML is
 	// converted to Markdown; a longer text is cut, and the result says
-	// so. 0 means 64 KiB.
+	// so. It also bounds the conversion: an HTML page is cut once the
+	// Markdown it would give passes about twice as much (see
+	// [HTMLToMarkdown]). 0 means 64 KiB.
 	MaxTextBytes int
 	// MaxRedirects caps the redirects followed. 0 means 5; a negative
 	// value follows none.
@@ -192,14 +195,20 @@ func (w *web) fetch(ctx context.Context, raw string) (*loop.Output, error) {
 	if mediatype == "" {
 		mediatype = strings.ToLower(strings.TrimSpace(strings.Split(http.DetectContentType(body), ";")[0]))
 	}
-	var text string
+	var (
+		text    string
+		textCut bool // the HTML converter stopped at MaxTextBytes
+	)
 	switch {
 	case mediatype == "text/html" || mediatype == "application/xhtml+xml":
-		title, md := HTMLToMarkdown(string(body), resp.Request.URL)
-		if title != "" {
-			fmt.Fprintf(&b, "Title: %s\n", title)
+		md, err := HTMLToMarkdown(ctx, string(body), resp.Request.URL, w.o.MaxTextBytes)
+		if err != nil {
+			return nil, fmt.Errorf("converting %s to Markdown: %w", resp.Request.URL, err)
 		}
-		text = md
+		if md.Title != "" {
+			fmt.Fprintf(&b, "Title: %s\n", md.Title)
+		}
+		text, textCut = md.Text, md.Cut
 	case isTextType(mediatype):
 		if looksBinary(body[:min(len(body), sniffLen)], len(body) > sniffLen) {
 			return w.result(resp, &b, "[the body is not valid UTF-8 text; it was not returned]\n"), nil
@@ -210,11 +219,15 @@ func (w *web) fetch(ctx context.Context, raw string) (*loop.Output, error) {
 		return w.result(resp, &b, ""), nil
 	}
 	b.WriteByte('\n')
-	if len(text) > w.o.MaxTextBytes {
+	switch {
+	case len(text) > w.o.MaxTextBytes:
 		cut := cutString(text, w.o.MaxTextBytes)
 		b.WriteString(cut)
 		fmt.Fprintf(&b, "\n\n[text cut at %d of %d bytes]", len(cut), len(text))
-	} else {
+	case textCut:
+		b.WriteString(text)
+		fmt.Fprintf(&b, "\n\n[text cut at %d bytes; the page holds more]", len(text))
+	default:
 		b.WriteString(text)
 	}
 	if bodyCut {
@@ -248,8 +261,8 @@ func isTextType(mt string) bool {
 // explainFetchError unwraps the errors of the HTTP client to what the
 // model needs: a refused address, a timeout, or the cause.
 func explainFetchError(err error) error {
-	if be, ok := errors.AsType[*blockedAddrError](err); ok {
-		return be
+	if be, ok := errors.AsType[*netpolicy.BlockedError](err); ok {
+		return blockedError(be)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

@@ -98,7 +98,7 @@ func TestWebFetch(t *testing.T) {
 	}{
 		{name: "html", path: "/docs/guide.html",
 			want: "Status: 200 OK\nContent-Type: text/html; charset=utf-8\nTitle: The hrns Guide\n\n# Getting started\n\nhrns is a **small**",
-			has:  []string{"[introduction](" + srv.URL + "/docs/intro.html)", "```sh\ngo install", "- Toolsets with\n  - stable order"}},
+			has:  []string{"[introduction](" + srv.URL + "/docs/intro.html)", "```sh\ngo install", "- Toolsets with\n  \n  - stable order"}},
 		{name: "plain text as it is", path: "/plain.txt", want: "Status: 200 OK\nContent-Type: text/plain\n\njust <b>text</b>"},
 		{name: "json", path: "/data.json", want: "Status: 200 OK\nContent-Type: application/json\n\n{\"ok\":true}"},
 		{name: "sniffed html", path: "/untyped", want: "Status: 200 OK\n\n# Sniffed"},
@@ -213,6 +213,12 @@ func TestWebFetchRefusesNonPublic(t *testing.T) {
 		{"http://224.0.0.1/", "a multicast address"},
 		{"http://100.64.0.1/", "a reserved address"},
 		{"http://[64:ff9b::7f00:1]/", "a loopback address (inside a NAT64 address)"},
+		// Every IPv4-embedding form of a refused address (issue 13).
+		{"http://[::127.0.0.1]/", "refuses to connect to ::7f00:1: a loopback address (inside an IPv4-compatible address)"},
+		{"http://[::ffff:0:127.0.0.1]/", "refuses to connect to ::ffff:0:7f00:1: a loopback address (inside an IPv4-translated address)"},
+		{"http://[64:ff9b:1::7f00:1]/", "a local-use NAT64 address"},
+		{"http://[2002:7f00:1::1]/", "a loopback address (inside a 6to4 address)"},
+		{"http://[2001:0:a9fe:a9fe::1]/", "a cloud metadata address (inside a Teredo address (its server))"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
