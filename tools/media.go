@@ -34,6 +34,11 @@ type MediaOptions struct {
 	// MaxImageSide is the largest width or height of an image, in pixels.
 	// 0 means 8000, the most the Anthropic Messages API takes.
 	MaxImageSide int
+	// AllowHardLinks lets upload_media send a file that has other hard
+	// links, as FilesOptions.AllowHardLinks does for the file tools. By
+	// default such a file is refused: it may be the same file as one
+	// outside the directory.
+	AllowHardLinks bool
 }
 
 func (o *MediaOptions) withDefaults() MediaOptions {
@@ -136,8 +141,10 @@ func (m *mediaTool) upload(ctx context.Context, in uploadMediaArgs) (*loop.Outpu
 	if err != nil {
 		return nil, err
 	}
-	// Stat before opening: opening a FIFO would block until a writer
-	// comes.
+	// Look before opening, so a device is not opened at all; but what
+	// counts is the open file, since the path can change in between: it
+	// is opened non-blocking, so a FIFO put there meanwhile is not waited
+	// on, and checked again through the handle.
 	info, err := m.c.root.Stat(rel)
 	if err != nil {
 		return nil, m.c.explain(in.Path, err)
@@ -145,7 +152,10 @@ func (m *mediaTool) upload(ctx context.Context, in uploadMediaArgs) (*loop.Outpu
 	if err := m.checkFile(in.Path, info); err != nil {
 		return nil, err
 	}
-	file, err := m.c.root.Open(rel)
+	if beforeOpen != nil {
+		beforeOpen(rel)
+	}
+	file, err := m.c.root.OpenFile(rel, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
 		return nil, m.c.explain(in.Path, err)
 	}
@@ -223,6 +233,8 @@ func (m *mediaTool) checkFile(name string, info os.FileInfo) error {
 		return fmt.Errorf("%s is not a regular file", name)
 	case info.Size() == 0:
 		return fmt.Errorf("%s is empty", name)
+	case linkCount(info) > 1 && !m.o.AllowHardLinks:
+		return fmt.Errorf("%s has %d hard links: it may be the same file as one outside the directory, so upload_media refuses it (the operator can allow hard links with MediaOptions.AllowHardLinks)", name, linkCount(info))
 	}
 	return nil
 }

@@ -387,3 +387,58 @@ func TestWebPHeaders(t *testing.T) {
 		t.Errorf("VP8L without signature: %v", err)
 	}
 }
+
+// upload_media judges the file it opened, not the path it looked at: a FIFO
+// swapped in meanwhile is refused at once instead of waited on, and a file
+// with another hard link (perhaps to one outside the directory) is refused.
+func TestUploadMediaSwapsAndHardLinks(t *testing.T) {
+	dir := t.TempDir()
+	if err := mkfifo(filepath.Join(dir, "probe")); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	ts := mediaTools(t, dir, nil)
+	path := filepath.Join(dir, "chart.png")
+	writeBytes(t, dir, "chart.png", pngBytes(t, 4, 4))
+	swapped := false
+	tools.SetBeforeOpen(t, func(rel string) {
+		if rel != "chart.png" || swapped {
+			return
+		}
+		swapped = true
+		os.Remove(path)
+		if err := mkfifo(path); err != nil {
+			t.Error(err)
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := upload(t, ts, "chart.png")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !swapped || err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("swapped %v, err %v", swapped, err)
+		}
+	case <-time.After(20 * time.Second):
+		// A watchdog, not a measure: on the old code the open waits for
+		// a writer for ever.
+		unblockFIFO(path)
+		t.Fatal("upload_media blocked on a FIFO swapped in after the check")
+	}
+
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.png")
+	if err := os.WriteFile(secret, pngBytes(t, 4, 4), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(secret, filepath.Join(dir, "innocent.png")); err != nil {
+		t.Skip("link:", err)
+	}
+	if _, err := upload(t, ts, "innocent.png"); err == nil || !strings.Contains(err.Error(), "innocent.png has 2 hard links") {
+		t.Errorf("a hard-linked file was sent: %v", err)
+	}
+	if _, err := upload(t, mediaTools(t, dir, &tools.MediaOptions{AllowHardLinks: true}), "innocent.png"); err != nil {
+		t.Errorf("allowed hard link refused: %v", err)
+	}
+}
