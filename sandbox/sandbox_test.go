@@ -21,6 +21,7 @@ import (
 // sandbox. (The sandbox helper needs nothing here: the package's init
 // handles it.)
 func TestMain(m *testing.M) {
+	isolationHelper()
 	if addr := os.Getenv("SANDBOX_TEST_DIAL"); addr != "" {
 		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {
