@@ -57,9 +57,20 @@ type ShellOptions struct {
 	Limits *sandbox.Limits
 	// ReadOnly lists more files and directories a confined command may
 	// read; ReadWrite, more it may also write. Besides these, it may
-	// read the system's directories and write only the working directory
-	// and a scratch directory, its TMPDIR, emptied after each command.
+	// read the system's directories and write only the working directory,
+	// its home (see Home) and a scratch directory, its TMPDIR, emptied
+	// after each command.
 	ReadOnly, ReadWrite []string
+	// Home is the HOME of confined commands run with the default
+	// environment (Env nil): a directory created if missing, where their
+	// toolchains keep their caches and configuration, in place of the
+	// user's home, which they cannot read. "" means a directory private
+	// to the working directory under the user's cache directory
+	// (os.UserCacheDir()/hrns/sandbox/<hash of the workdir>/home), kept
+	// from one command to the next. See docs/tools.md for what else the
+	// default environment offers: the user's Go module and npm caches
+	// read-only, rustup's toolchains, git's user name and address.
+	Home string
 }
 
 func (o *ShellOptions) withDefaults() ShellOptions {
@@ -142,6 +153,11 @@ func Shell(dir string, opts *ShellOptions) (*loop.Toolset, error) {
 		// The scratch directory is the default environment's TMPDIR:
 		// this process's is not writable in the sandbox.
 		s.o.Env = slices.DeleteFunc(s.o.Env, func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") })
+		// Copies: commandHome appends to them.
+		s.o.ReadOnly, s.o.ReadWrite = slices.Clone(s.o.ReadOnly), slices.Clone(s.o.ReadWrite)
+		if err := commandHome(&s.o, abs); err != nil {
+			return nil, fmt.Errorf("tools: shell: %w", err)
+		}
 	}
 	return loop.MustToolset(s.tool()), nil
 }
