@@ -20,6 +20,7 @@ import (
 // sandbox. (The sandbox's helper needs nothing here: the sandbox package's
 // init handles it.)
 func TestMain(m *testing.M) {
+	ttyHelper()
 	if addr := os.Getenv("TOOLS_TEST_DIAL"); addr != "" {
 		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {
