@@ -170,8 +170,19 @@ type shell struct {
 	confined bool
 	why      string
 	// noted is set once a result has said that commands are not
-	// sandboxed.
-	noted atomic.Bool
+	// sandboxed; notedIsolation, that they are not isolated (no PID and
+	// mount namespaces: other processes and sockets are in reach).
+	noted, notedIsolation atomic.Bool
+}
+
+// notIsolatedBecause picks the confinement's note on isolation.
+func notIsolatedBecause(c *sandbox.Confinement) string {
+	for _, n := range c.Notes {
+		if strings.HasPrefix(n, "not isolated") {
+			return n
+		}
+	}
+	return "no PID and mount namespaces"
 }
 
 // confinement reports whether commands can be confined, and why not.
@@ -260,6 +271,8 @@ func (s *shell) run(ctx context.Context, in runCommandArgs) (*loop.Output, error
 	}
 	if why := s.unconfinedBecause(e); why != "" && s.noted.CompareAndSwap(false, true) {
 		b.WriteString("\nnote: commands are not sandboxed here: " + why)
+	} else if why == "" && e.conf != nil && !e.conf.Isolated && s.notedIsolation.CompareAndSwap(false, true) {
+		b.WriteString("\nnote: commands are sandboxed but not isolated here: " + notIsolatedBecause(e.conf))
 	}
 	res := loop.TextOutput(b.String())
 	res.IsError = e.code != 0 || timedOut

@@ -34,6 +34,7 @@ func TestSandboxHome(t *testing.T) {
 	}
 	// The user's home, with credentials and shared caches in it.
 	home := t.TempDir()
+	t.Cleanup(func() { makeWritable(home) }) // before TempDir's removal
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CACHE_HOME", "")
 	t.Setenv("GOMODCACHE", gomodcache) // shared: read-only in the sandbox

@@ -31,7 +31,29 @@ func TestMain(m *testing.M) {
 		fmt.Println("connected")
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// Sandboxed commands get a home under the user's cache directory:
+	// the tests' go to a temporary one.
+	cache, err := os.MkdirTemp("", "tools-test-cache-")
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CACHE_HOME", cache)
+	code := m.Run()
+	makeWritable(cache)
+	os.RemoveAll(cache)
+	os.Exit(code)
+}
+
+// makeWritable makes the tree at root writable by its owner, so that it can
+// be removed: the Go module cache's files are read-only.
+func makeWritable(root string) {
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o755)
+		}
+		return nil
+	})
 }
 
 // needLandlock skips a test of a rule only Landlock enforces.

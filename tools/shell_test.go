@@ -29,8 +29,8 @@ func newShell(t *testing.T, opts *tools.ShellOptions) (*loop.Toolset, string) {
 }
 
 // run runs command with run_command. Where commands cannot be sandboxed
-// (not Linux, no Landlock), the first result of a toolset ends with a note
-// saying so; run drops it, so that what the tests compare is the same
+// (not Linux, no Landlock), or not isolated (no PID and mount namespaces),
+// the first result of a toolset ends with a note saying so; run drops it, so that what the tests compare is the same
 // everywhere (TestUnconfinedNote checks the note).
 func run(t *testing.T, ctx context.Context, ts *loop.Toolset, command string, timeout int) result {
 	t.Helper()
@@ -39,8 +39,10 @@ func run(t *testing.T, ctx context.Context, ts *loop.Toolset, command string, ti
 		args["timeout_seconds"] = timeout
 	}
 	r := callTool(t, ctx, ts, "run_command", args)
-	if i := strings.LastIndex(r.text, "\nnote: commands are not sandboxed here: "); i >= 0 {
-		r.text = r.text[:i]
+	for _, note := range []string{"\nnote: commands are not sandboxed here: ", "\nnote: commands are sandboxed but not isolated here: "} {
+		if i := strings.LastIndex(r.text, note); i >= 0 {
+			r.text = r.text[:i]
+		}
 	}
 	return r
 }
