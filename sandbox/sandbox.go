@@ -72,12 +72,14 @@ type Spec struct {
 	// are killed at once (and OutputHeld is not reported).
 	WaitDelay time.Duration
 
-	// Unconfined runs the command without Landlock or a network
-	// namespace, on purpose. Limits, the scrubbed environment, the
-	// timeout and the group kill still apply.
+	// Unconfined runs the command without Landlock or namespaces (PID,
+	// mount, network), on purpose. Limits, the scrubbed environment, the
+	// session without a terminal, the timeout and the group kill still
+	// apply.
 	Unconfined bool
 	// RequireConfinement makes Run fail with ErrNotConfined instead of
-	// running a command it cannot confine with Landlock.
+	// running a command it cannot confine with Landlock. It does not
+	// require the namespaces: see [Confinement.Isolated].
 	RequireConfinement bool
 }
 
