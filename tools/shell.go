@@ -27,7 +27,10 @@ type ShellOptions struct {
 	// not passed on. Give os.Environ() to pass everything. An empty,
 	// non-nil slice means an empty environment. A sandboxed command's
 	// TMPDIR is its scratch directory unless Env sets TMPDIR (the default
-	// environment then leaves this process's out).
+	// environment then leaves this process's out). With the default
+	// environment, a sandboxed command's HOME is its own (see Home), with
+	// a few variables pointing its toolchains at the user's shared caches,
+	// read-only (see docs/tools.md).
 	Env []string
 	// DefaultTimeout bounds a command for which the model gives no
 	// timeout_seconds. 0 means 120 seconds.
@@ -127,8 +130,9 @@ const waitDelay = 2 * time.Second
 // way, marked as an error, so the model sees its output.
 //
 // Where the kernel can confine commands, they run through [sandbox.Run]:
-// they may write only dir and a scratch directory (their TMPDIR), read
-// little besides the system's directories, and are bounded by
+// they may write only dir, their home (see [ShellOptions.Home]) and a
+// scratch directory (their TMPDIR), read little besides the system's
+// directories, see only their own processes, and are bounded by
 // opts.Limits. Elsewhere, or with opts.Unconfined, they run unconfined, and
 // the first result of the toolset says so in a line
 // "note: commands are not sandboxed here: <reason>".
@@ -211,8 +215,9 @@ func (s *shell) tool() *loop.ToolDef {
 		// From the options only: the description does not depend on
 		// the machine.
 		desc += " Where the system allows it, the command runs in a sandbox: it can write only in the working " +
-			"directory and in $TMPDIR (emptied after each command), and read little besides the working directory " +
-			"and the system's directories"
+			"directory, in $HOME (a home of this working directory's own, where toolchain caches live) and in " +
+			"$TMPDIR (emptied after each command), read little besides these and the system's directories, and " +
+			"sees only its own processes"
 		if s.o.DenyNetwork {
 			desc += "; it has no network access"
 		}

@@ -328,7 +328,7 @@ func TestUnconfinedNote(t *testing.T) {
 func TestSandboxDescription(t *testing.T) {
 	ts, _ := newShell(t, nil)
 	def, _ := ts.Lookup("run_command")
-	if !strings.Contains(def.Description, "it can write only in the working directory and in $TMPDIR") {
+	if !strings.Contains(def.Description, "it can write only in the working directory, in $HOME (a home of this working directory's own, where toolchain caches live) and in $TMPDIR") {
 		t.Errorf("description: %s", def.Description)
 	}
 }
