@@ -53,6 +53,10 @@ type helperConfig struct {
 	// Set by the parent: the namespaces the helper was started in.
 	NetNS    bool `json:"netns,omitempty"`
 	Isolated bool `json:"isolated,omitempty"` // PID, mount and IPC namespaces
+	// Set by the parent for a user other than root, whose first stage is
+	// root in a user namespace: the user to be again in the second.
+	UID int `json:"uid,omitempty"`
+	GID int `json:"gid,omitempty"`
 	// Set by the first stage for the second: the root was built.
 	Rooted bool `json:"rooted,omitempty"`
 	// Set by the parent when an isolated start failed: why.
@@ -145,11 +149,19 @@ func runInit() {
 	// This process's standard files become the command's; it gives its
 	// own up once the command has them, so that the output ends when
 	// the command's processes are gone.
-	child, err := os.StartProcess("/proc/self/exe", []string{"hrns-sandbox"}, &os.ProcAttr{
+	attr := &os.ProcAttr{
 		Dir:   cfg.Dir,
 		Env:   []string{helperEnv + "=" + execMark},
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, cfgR, status},
-	})
+	}
+	if cfg.UID != 0 {
+		attr.Sys = &syscall.SysProcAttr{
+			Cloneflags:  syscall.CLONE_NEWUSER,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: cfg.UID, HostID: 0, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: cfg.GID, HostID: 0, Size: 1}},
+		}
+	}
+	child, err := os.StartProcess("/proc/self/exe", []string{"hrns-sandbox"}, attr)
 	if err != nil {
 		fail(helperStatus{Error: "starting the sandbox's second stage: " + err.Error()})
 	}

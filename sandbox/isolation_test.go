@@ -57,11 +57,26 @@ func isolationHelper() bool {
 	return false
 }
 
+// needIsolation skips a test of what only the namespaces enforce where
+// the kernel refuses them to a user other than root (user namespaces off or
+// restricted). As root they are expected: the test runs, and fails if the
+// command is not isolated.
+func needIsolation(t *testing.T) {
+	t.Helper()
+	needLandlock(t, 1)
+	if os.Geteuid() == 0 {
+		return
+	}
+	if res := run(t, &sandbox.Spec{Shell: "true"}); !res.Confinement.Isolated {
+		t.Skipf("the kernel does not isolate commands for this user: %s", res.Confinement.Summary())
+	}
+}
+
 // TestProcessesHidden (issue 13, break 3): a command cannot list the
 // host's processes nor read their command lines or environments: a
 // server started with --api-key K showed K in /proc/<pid>/cmdline.
 func TestProcessesHidden(t *testing.T) {
-	needLandlock(t, 1)
+	needIsolation(t)
 	const secret = "sk-DECOY-0123456789"
 	decoy := exec.Command("/bin/sh", "-c", "sleep 100", "hrns-serve", "--api-key", secret)
 	decoy.Env = []string{"HRNS_API_KEY=" + secret}
@@ -102,7 +117,7 @@ func TestProcessesHidden(t *testing.T) {
 // allowed, and /proc/net/unix does not list it; a socket in the workdir
 // still works.
 func TestUnixSocketOutside(t *testing.T) {
-	needLandlock(t, 1)
+	needIsolation(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -264,5 +279,17 @@ func TestNotIsolatedSaysSo(t *testing.T) {
 	}
 	if s := res.Confinement.Summary(); !strings.Contains(s, "not isolated") {
 		t.Errorf("the summary does not say the command was not isolated: %s", s)
+	}
+}
+
+// TestSameUser: the command runs as the caller's user and group, with no
+// capabilities, whether or not it is root (a user other than root builds
+// the isolated root as root of a user namespace, then becomes itself again
+// in a nested one).
+func TestSameUser(t *testing.T) {
+	res := run(t, &sandbox.Spec{Shell: "id -u; id -g; grep CapEff /proc/self/status"})
+	want := fmt.Sprintf("%d\n%d\nCapEff:\t0000000000000000\n", os.Geteuid(), os.Getegid())
+	if res.Output != want {
+		t.Errorf("output %q, want %q (%s)", res.Output, want, res.Confinement.Summary())
 	}
 }

@@ -271,22 +271,23 @@ func (p *prepared) wait(ctx context.Context, h *helper, cg *pidsCgroup) (res *Re
 	// so a helper slow to set up (a loaded machine) never has its report
 	// cut off by the command's deadline.
 	var status []byte
-	reported := false
+	slow := false
 	setup := time.NewTimer(max(p.timeout, helperSetupTimeout))
 	select {
-	case status, reported = <-first:
+	case status = <-first: // nil if the helper ended without a report
 	case <-ctx.Done():
 	case <-setup.C:
+		slow = true
 	}
 	setup.Stop()
 	if status == nil {
 		kill()
 		pipes.output.Close()
 		<-outDone
-		if err := ctx.Err(); err != nil {
-			return nil, "", err
-		}
-		if reported {
+		switch {
+		case ctx.Err() != nil:
+			return nil, "", ctx.Err()
+		case slow:
 			return nil, "", fmt.Errorf("%w: the sandbox helper did not finish setting up in %v", ErrStart, max(p.timeout, helperSetupTimeout))
 		}
 		return nil, "", fmt.Errorf("%w: the sandbox helper did not report (is this binary able to re-execute itself?)", ErrStart)
@@ -437,14 +438,23 @@ func (p *prepared) start(mode nsMode, cfg *helperConfig) (*helper, error) {
 	case nsNet:
 		flags = syscall.CLONE_NEWNET
 	}
-	if flags != 0 {
-		if os.Geteuid() == 0 {
-			cmd.SysProcAttr.Cloneflags = flags
-		} else {
-			cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER | flags
-			cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
-			cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
-		}
+	switch {
+	case flags == 0:
+	case os.Geteuid() == 0:
+		cmd.SysProcAttr.Cloneflags = flags
+	case mode == nsIsolated:
+		// A user other than root gets a user namespace in which it
+		// is root, to build the command's root; the first stage then
+		// starts the second in a nested one where it is its own user
+		// again, without capabilities.
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER | flags
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+		cfg.UID, cfg.GID = os.Geteuid(), os.Getegid()
+	default:
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER | flags
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
 	}
 	if err := cmd.Start(); err != nil {
 		closeAll()
