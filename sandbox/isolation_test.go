@@ -114,8 +114,9 @@ func TestProcessesHidden(t *testing.T) {
 
 // TestUnixSocketOutside (issue 13, break 6): a pathname Unix socket
 // outside the command's paths cannot be reached, with the network denied or
-// allowed, and /proc/net/unix does not list it; a socket in the workdir
-// still works.
+// allowed, nor an abstract socket of the host, and /proc/net/unix does not
+// list them when the network is denied; a socket in the workdir still
+// works.
 func TestUnixSocketOutside(t *testing.T) {
 	needIsolation(t)
 	exe, err := os.Executable()
@@ -143,6 +144,8 @@ func TestUnixSocketOutside(t *testing.T) {
 	}
 	outside := filepath.Join(t.TempDir(), "agent.sock")
 	accepted := listen(t, outside)
+	abstract := fmt.Sprintf("@hrns-sandbox-test-%d", os.Getpid())
+	acceptedAbstract := listen(t, abstract)
 	for _, allow := range []bool{false, true} {
 		t.Run(fmt.Sprintf("network=%v", allow), func(t *testing.T) {
 			dir := t.TempDir()
@@ -173,6 +176,25 @@ func TestUnixSocketOutside(t *testing.T) {
 				}
 			}
 
+			// An abstract socket of the host: another network
+			// namespace's, or scoped out by Landlock (ABI 6).
+			if abi, _ := sandbox.Supported(); abi >= 6 || !allow {
+				res := run(t, &sandbox.Spec{
+					Command:      []string{exe},
+					Env:          []string{"SANDBOX_TEST_DIAL_UNIX=" + abstract},
+					ReadOnly:     []string{exe},
+					AllowNetwork: allow,
+				})
+				if res.ExitCode != 3 || !strings.HasPrefix(res.Output, "dial: ") {
+					t.Errorf("abstract socket: exit %d, output %q; want a refused dial", res.ExitCode, res.Output)
+				}
+				select {
+				case <-acceptedAbstract:
+					t.Errorf("the abstract listener accepted a connection from the sandbox")
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+
 			// The control: a socket in the workdir is reachable.
 			inside := filepath.Join(dir, "own.sock")
 			acceptedInside := listen(t, inside)
@@ -196,7 +218,7 @@ func TestUnixSocketOutside(t *testing.T) {
 	// The socket table: with the network denied, the command's network
 	// namespace lists none of the host's sockets.
 	res := run(t, &sandbox.Spec{Shell: "cat /proc/net/unix"})
-	if strings.Contains(res.Output, outside) {
+	if strings.Contains(res.Output, outside) || strings.Contains(res.Output, abstract) {
 		t.Errorf("/proc/net/unix lists the host's socket:\n%s", res.Output)
 	}
 }
