@@ -99,13 +99,25 @@ func TestProcessesHidden(t *testing.T) {
 	if strings.Contains(res.Output, "hrns-serve") || strings.Contains(res.Output, "sleep 100") {
 		t.Errorf("the command saw the decoy process:\n%s", res.Output)
 	}
-	// Only its own tree: the sandbox's init, the shell, ps and cat.
+	// Only its own tree, in ls /proc and in ps: the sandbox's init, the
+	// shell (and its subshells), tr and ps.
+	own := regexp.MustCompile(`^(hrns-sandbox|/bin/sh -c |tr |ps )`)
+	listed := 0
 	for _, l := range strings.Split(res.Output, "\n") {
-		if m := regexp.MustCompile(`^/proc/(\d+) (.*)$`).FindStringSubmatch(l); m != nil {
-			if !regexp.MustCompile(`^(hrns-sandbox|/bin/sh -c |tr )`).MatchString(m[2]) && m[2] != "" {
-				t.Errorf("the command sees process %s: %q", m[1], m[2])
-			}
+		m := regexp.MustCompile(`^/proc/(\d+) (.*)$`).FindStringSubmatch(l)
+		if m == nil {
+			m = regexp.MustCompile(`^\s+(\d+) (.*)$`).FindStringSubmatch(l)
 		}
+		if m == nil || m[2] == "" {
+			continue
+		}
+		listed++
+		if !own.MatchString(m[2]) {
+			t.Errorf("the command sees process %s: %q", m[1], m[2])
+		}
+	}
+	if listed < 4 {
+		t.Errorf("only %d processes listed: the listing did not work", listed)
 	}
 	if !res.Confinement.Isolated {
 		t.Errorf("not isolated: %s", res.Confinement.Summary())
