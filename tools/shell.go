@@ -69,8 +69,9 @@ type ShellOptions struct {
 	// toolchains keep their caches and configuration, in place of the
 	// user's home, which they cannot read. "" means a directory private
 	// to the working directory under the user's cache directory
-	// (os.UserCacheDir()/hrns/sandbox/<hash of the workdir>/home), kept
-	// from one command to the next. See docs/tools.md for what else the
+	// (os.UserCacheDir()/hrns/sandbox/<hash of the workdir>/home; where
+	// there is none, .hrns/home in the working directory), kept from one
+	// command to the next. See docs/tools.md for what else the
 	// default environment offers: the user's Go module and npm caches
 	// read-only, rustup's toolchains, git's user name and address.
 	Home string

@@ -25,7 +25,8 @@ import (
 // environment.
 //
 // The home is private to one workdir: under the user's cache directory,
-// named after a hash of the workdir, unless ShellOptions.Home says where.
+// named after a hash of the workdir (in the workdir, .hrns/home, where this
+// process has no cache directory), unless ShellOptions.Home says where.
 // Nothing but the sandboxed commands of that workdir writes it, and
 // nothing outside the sandbox reads it, so what a command leaves there
 // (a poisoned module or build cache) can reach only later commands of the
@@ -34,12 +35,14 @@ import (
 func commandHome(o *ShellOptions, workdir string) error {
 	home := o.Home
 	if home == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return fmt.Errorf("no user cache directory for the commands' home (set ShellOptions.Home): %w", err)
+		if cache, err := os.UserCacheDir(); err == nil {
+			sum := sha256.Sum256([]byte(workdir))
+			home = filepath.Join(cache, "hrns", "sandbox", hex.EncodeToString(sum[:8]), "home")
+		} else {
+			// No home and no XDG_CACHE_HOME (a service): in the
+			// workdir, which its commands write anyway.
+			home = filepath.Join(workdir, ".hrns", "home")
 		}
-		sum := sha256.Sum256([]byte(workdir))
-		home = filepath.Join(cache, "hrns", "sandbox", hex.EncodeToString(sum[:8]), "home")
 	}
 	home, err := filepath.Abs(home)
 	if err != nil {

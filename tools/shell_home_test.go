@@ -191,3 +191,17 @@ func npmLock(integrity string) string {
 		`"node_modules/hrns-fixture":{"version":"1.0.0","resolved":"https://registry.npmjs.org/hrns-fixture/-/hrns-fixture-1.0.0.tgz","integrity":"` +
 		integrity + `"}}}`
 }
+
+// TestSandboxHomeWithoutUserCache: a process with no user cache directory
+// (a service without HOME) gives its commands a home in the workdir.
+func TestSandboxHomeWithoutUserCache(t *testing.T) {
+	needLandlock(t)
+	t.Setenv("HOME", "")
+	t.Setenv("XDG_CACHE_HOME", "")
+	ts, dir := sandboxed(t, nil)
+	r := run(t, t.Context(), ts, "echo $HOME; touch ~/written && echo ok", 0)
+	want := filepath.Join(dir, ".hrns", "home")
+	if r.text != want+"\nok\n[exit code: 0]" {
+		t.Errorf("got %q, want the home %s", r.text, want)
+	}
+}
