@@ -327,3 +327,37 @@ func TestSameUser(t *testing.T) {
 		t.Errorf("output %q, want %q (%s)", res.Output, want, res.Confinement.Summary())
 	}
 }
+
+// TestRootMountsReadOnly: in the command's root, every mount is read-only
+// but those of the paths it may write and /proc (whose kernel settings,
+// /proc/sys, are read-only): without Landlock too, the root confines
+// writes, including to submounts brought along by a recursive bind.
+func TestRootMountsReadOnly(t *testing.T) {
+	needIsolation(t)
+	dir, extra := t.TempDir(), t.TempDir()
+	scratch := filepath.Join(t.TempDir(), "scratch")
+	res := run(t, &sandbox.Spec{Shell: "cat /proc/self/mountinfo", Dir: dir, Scratch: scratch, ReadWrite: []string{extra}})
+	writable := map[string]bool{dir: true, scratch: true, extra: true, "/proc": true,
+		"/dev/null": true, "/dev/zero": true, "/dev/full": true, "/dev/tty": true}
+	seen := 0
+	for _, line := range strings.Split(res.Output, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			continue
+		}
+		seen++
+		mp, opts := f[4], strings.Split(f[5], ",")
+		ro := len(opts) > 0 && opts[0] == "ro"
+		if writable[mp] == ro && !(mp == "/proc" && ro) {
+			t.Errorf("%s is mounted %s", mp, f[5])
+		}
+	}
+	if seen < 10 {
+		t.Fatalf("only %d mounts in the root:\n%s", seen, res.Output)
+	}
+	for _, p := range []string{"/proc/sys", "/usr"} {
+		if !strings.Contains(res.Output, " "+p+" ") {
+			t.Errorf("%s is not a mount of the root:\n%s", p, res.Output)
+		}
+	}
+}

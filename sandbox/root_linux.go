@@ -104,7 +104,7 @@ func buildRoot(cfg *helperConfig) (err error) {
 			return fmt.Errorf("binding %s: %w", b.real, err)
 		}
 		if !b.rw {
-			if err := remountReadOnly(target); err != nil {
+			if err := remountTreeReadOnly(target); err != nil {
 				return fmt.Errorf("making %s read-only: %w", b.real, err)
 			}
 		}
@@ -129,6 +129,20 @@ func buildRoot(cfg *helperConfig) (err error) {
 	}
 	if err := unix.Mount("/proc", rootStaging+"/proc", "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("binding /proc: %w", err)
+	}
+	// The kernel's settings in /proc stay read-only, whatever Landlock
+	// offers: uid 0 may write most of /proc/sys without a capability.
+	for _, p := range []string{"sys", "sysrq-trigger", "irq", "bus", "fs"} {
+		target := rootStaging + "/proc/" + p
+		if _, err := os.Lstat(target); err != nil {
+			continue
+		}
+		if err := unix.Mount(target, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("binding /proc/%s: %w", p, err)
+		}
+		if err := remountTreeReadOnly(target); err != nil {
+			return fmt.Errorf("making /proc/%s read-only: %w", p, err)
+		}
 	}
 
 	if err := os.Chdir(rootStaging); err != nil {
@@ -169,6 +183,61 @@ func mountPoint(p string, dir bool) error {
 		return err
 	}
 	return f.Close()
+}
+
+// remountTreeReadOnly makes the mount at p, and every mount below it,
+// read-only: a recursive bind brings the submounts along writable.
+func remountTreeReadOnly(p string) error {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	points := []string{p}
+	for _, line := range strings.Split(string(b), "\n") {
+		// id parent major:minor root mount-point options...
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		if mp := unescapeMountinfo(f[4]); mp != p && within(mp, p) {
+			points = append(points, mp)
+		}
+	}
+	for _, mp := range points {
+		if err := remountReadOnly(mp); err != nil {
+			return fmt.Errorf("%s: %w", mp, err)
+		}
+	}
+	return nil
+}
+
+// unescapeMountinfo undoes the octal escapes (\040 for a space...) of a
+// path in /proc/self/mountinfo.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var c byte
+			ok := true
+			for _, d := range s[i+1 : i+4] {
+				if d < '0' || d > '7' {
+					ok = false
+					break
+				}
+				c = c*8 + byte(d-'0')
+			}
+			if ok {
+				b.WriteByte(c)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // remountReadOnly makes the mount at p read-only, keeping the flags that a
