@@ -281,6 +281,9 @@ func (p *prepared) wait(ctx context.Context, h *helper, cg *pidsCgroup) (res *Re
 	}
 	setup.Stop()
 	if status == nil {
+		if pipes.stdin != nil {
+			pipes.stdin.Close()
+		}
 		kill()
 		pipes.output.Close()
 		<-outDone
@@ -294,10 +297,22 @@ func (p *prepared) wait(ctx context.Context, h *helper, cg *pidsCgroup) (res *Re
 	}
 	conf, why, err := parseStatus(status)
 	if err != nil || why != "" {
+		if pipes.stdin != nil {
+			pipes.stdin.Close()
+		}
 		kill()
 		pipes.output.Close()
 		<-outDone
 		return nil, why, err
+	}
+	if pipes.stdin != nil {
+		// Writes fail (EPIPE) once every process of the command is
+		// gone; a Reader that blocks keeps this goroutine, as it would
+		// keep os/exec's.
+		go func() {
+			io.Copy(pipes.stdin, p.spec.Stdin)
+			pipes.stdin.Close()
+		}()
 	}
 	start := time.Now()
 
@@ -376,6 +391,7 @@ func (p *prepared) wait(ctx context.Context, h *helper, cg *pidsCgroup) (res *Re
 
 type helperPipes struct {
 	config, status, output *os.File
+	stdin                  *os.File // to copy Spec.Stdin to, or nil
 }
 
 // start starts the helper with its pipes, in the namespaces of mode, and
@@ -408,12 +424,24 @@ func (p *prepared) start(mode nsMode, cfg *helperConfig) (*helper, error) {
 		closeAll()
 		return nil, err
 	}
+	// Standard input other than a file is copied only once the command
+	// has started (see wait): a helper that fails to set up, and is
+	// retried, must not have consumed any of it.
+	var stdin io.Reader = p.spec.Stdin
+	var stdinR, stdinW *os.File
+	if _, isFile := p.spec.Stdin.(*os.File); p.spec.Stdin != nil && !isFile {
+		if stdinR, stdinW, err = pipe(); err != nil {
+			closeAll()
+			return nil, err
+		}
+		stdin = stdinR
+	}
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{"hrns-sandbox"},
 		Env:        []string{helperEnv + "=" + helperMark},
 		Dir:        p.dir,
-		Stdin:      p.spec.Stdin,
+		Stdin:      stdin,
 		Stdout:     outW,
 		Stderr:     outW,
 		ExtraFiles: []*os.File{cfgR, statW},
@@ -424,8 +452,8 @@ func (p *prepared) start(mode nsMode, cfg *helperConfig) (*helper, error) {
 			Setsid:    true,
 			Pdeathsig: syscall.SIGKILL,
 		},
-		// Stdin copying, if any, must not hold Wait once the command
-		// is gone.
+		// Nothing is copied by os/exec (the standard files are
+		// files); this only bounds Wait should that change.
 		WaitDelay: time.Second,
 	}
 	var flags uintptr
@@ -463,11 +491,14 @@ func (p *prepared) start(mode nsMode, cfg *helperConfig) (*helper, error) {
 	cfgR.Close()
 	statW.Close()
 	outW.Close()
+	if stdinR != nil {
+		stdinR.Close()
+	}
 	go func() {
 		json.NewEncoder(cfgW).Encode(cfg)
 		cfgW.Close()
 	}()
-	return &helper{cmd: cmd, pipes: &helperPipes{config: cfgW, status: statR, output: outR}}, nil
+	return &helper{cmd: cmd, pipes: &helperPipes{config: cfgW, status: statR, output: outR, stdin: stdinW}}, nil
 }
 
 // helperSetupTimeout bounds the helper's setup (re-executing the binary,
