@@ -45,8 +45,8 @@ func isolationHelper() bool {
 			tty.Close()
 		}
 		dir, _ := os.MkdirTemp("", "tty-test-")
-		defer os.RemoveAll(dir)
 		res, err := sandbox.Run(context.Background(), &sandbox.Spec{Shell: sh, Dir: dir})
+		os.RemoveAll(dir)
 		if err != nil {
 			fmt.Println("run:", err)
 			os.Exit(1)

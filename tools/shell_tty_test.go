@@ -35,9 +35,9 @@ func ttyHelper() {
 		tty.Close()
 	}
 	dir, _ := os.MkdirTemp("", "tty-test-")
-	defer os.RemoveAll(dir)
 	ts, err := tools.Shell(dir, &tools.ShellOptions{Unconfined: os.Getenv("TOOLS_TEST_TTY_UNCONFINED") != "", Home: dir + "/.home"})
 	if err != nil {
+		os.RemoveAll(dir)
 		fmt.Println(err)
 		os.Exit(1)
 	}
@@ -46,6 +46,7 @@ func ttyHelper() {
 	var args map[string]any
 	_ = json.Unmarshal(raw, &args)
 	out, err := def.Handler(context.Background(), &loop.Call{ID: "c1", Name: "run_command", Arguments: raw, Args: args})
+	os.RemoveAll(dir)
 	if err != nil {
 		fmt.Println(err)
 		os.Exit(1)
