@@ -19,32 +19,43 @@
 // Landlock restricts the thread that asks and what it executes, so the
 // sandbox applies it in a child: [Run] re-executes the current binary
 // (/proc/self/exe) in a helper mode, marked by an environment variable. The
-// helper joins a pids cgroup, drops root's capabilities, sets the rlimits,
-// applies Landlock and then execs the command, which keeps the confinement
-// for itself and every process it starts. The helper mode is entered from
-// this package's init function, so any binary that imports the package
-// (the hrns command, a test binary) can serve as the helper without calling
-// anything: there is no Main to forget.
+// helper mode is entered from this package's init function, so any binary
+// that imports the package (the hrns command, a test binary) can serve as
+// the helper without calling anything: there is no Main to forget.
+//
+// The helper's first stage is started in a session of its own (the command
+// has no controlling terminal) and in new PID, mount and IPC namespaces
+// (and a network namespace unless [Spec.AllowNetwork]). It is the
+// command's init: it joins a pids cgroup, builds the command's root (a
+// read-only tmpfs holding only the paths the command may access, bound at
+// their own paths, and a /proc of the new PID namespace), drops root's
+// capabilities, starts the second stage, and reaps. The second stage sets
+// the rlimits, applies Landlock and execs the command, which keeps the
+// confinement for itself and every process it starts.
 //
 // The command may read the system directories (/usr, /bin, /lib…, a list of
-// harmless files in /etc, /proc and /dev) and [Spec.ReadOnly]; it may write
-// only [Spec.Dir], [Spec.Scratch] and [Spec.ReadWrite]. Unless
-// [Spec.AllowNetwork], it runs in a new network namespace (no interfaces but
-// a down loopback) where the kernel allows one, and Landlock denies TCP bind
-// and connect (ABI 4 and later). Landlock's scoping (ABI 6) keeps it from
+// harmless files in /etc, its own /proc and a few devices) and
+// [Spec.ReadOnly]; it may write only [Spec.Dir], [Spec.Scratch] and
+// [Spec.ReadWrite]. Nothing else is in its root: not the files of the host,
+// not its pathname Unix sockets, not its other processes, which it can
+// neither list nor read. Unless [Spec.AllowNetwork], its network namespace
+// has no interfaces but a down loopback, and Landlock denies TCP bind and
+// connect (ABI 4 and later). Landlock's scoping (ABI 6) keeps it from
 // signalling processes outside the sandbox or reaching their abstract Unix
-// sockets, and from reading their /proc files (environ, mem).
+// sockets.
 //
 // # What it does not guarantee
 //
 // See [Confinement] for what a run actually got, and docs/codemode.md. In
-// short: without Landlock (a kernel before 5.13, or Landlock off) nothing
-// confines the filesystem, and [Run] says so unless [Spec.RequireConfinement]
-// makes it refuse; without a network namespace and with Landlock before ABI
-// 10, UDP is not denied; the process count is enforced only by a pids
-// cgroup (which needs a writable cgroup file system, as for root here) or,
-// for other users, by RLIMIT_NPROC, which counts every process of the user;
-// a process that leaves the process group (setsid) and is not in a cgroup
-// escapes the final kill; and memory is bounded by address space, not
-// resident size.
+// short: where the kernel refuses the namespaces, the command runs
+// without them (Confinement.Isolated is false, and a note says so): it can
+// then see the host's processes and reach pathname Unix sockets anywhere;
+// without Landlock (a kernel before 5.13, or Landlock off) nothing but the
+// root confines the filesystem, and [Run] says so unless
+// [Spec.RequireConfinement] makes it refuse; without a network namespace
+// and with Landlock before ABI 10, UDP is not denied; the process count is
+// enforced only by a pids cgroup (which needs a writable cgroup file
+// system, as for root here) or, for other users, by RLIMIT_NPROC, which
+// counts every process of the user; and memory is bounded by address
+// space, not resident size.
 package sandbox

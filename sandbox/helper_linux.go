@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
@@ -14,10 +15,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// helperEnv marks the re-executed binary as the sandbox helper.
+// helperEnv marks the re-executed binary as the sandbox helper; its value
+// says which of the helper's two stages it is.
 const helperEnv = "HRNS_SANDBOX_HELPER"
 
-const helperMark = "v1"
+const (
+	// helperMark is the first stage, the command's init: it sets up the
+	// namespaces and the root, starts the second stage and reaps.
+	helperMark = "v2"
+	// execMark is the second stage: it applies Landlock and the limits,
+	// and execs the command.
+	execMark = "v2-exec"
+)
 
 // The helper's file descriptors: the config to read, the status to write.
 const (
@@ -29,6 +38,7 @@ const (
 type helperConfig struct {
 	Argv       []string `json:"argv"`
 	Env        []string `json:"env"`
+	Dir        string   `json:"dir"`
 	ReadOnly   []string `json:"ro"`
 	ReadWrite  []string `json:"rw"`
 	DenyNet    bool     `json:"deny_net"`
@@ -39,57 +49,185 @@ type helperConfig struct {
 	AS         uint64   `json:"as,omitempty"`
 	FSize      uint64   `json:"fsize,omitempty"`
 	NProc      uint64   `json:"nproc,omitempty"`
+
+	// Set by the parent: the namespaces the helper was started in.
+	NetNS    bool `json:"netns,omitempty"`
+	Isolated bool `json:"isolated,omitempty"` // PID, mount and IPC namespaces
+	// Set by the parent for a user other than root, whose first stage is
+	// root in a user namespace: the user to be again in the second.
+	UID int `json:"uid,omitempty"`
+	GID int `json:"gid,omitempty"`
+	// Set by the first stage for the second: the root was built.
+	Rooted bool `json:"rooted,omitempty"`
+	// Set by the parent when an isolated start failed: why.
+	NotIsolated string `json:"not_isolated,omitempty"`
 }
 
 // helperStatus is what the helper tells the parent, one JSON object per
-// line: the confinement before exec, then an error if exec failed.
+// line: the confinement before exec (or an error), then, from the first
+// stage, how the command ended.
 type helperStatus struct {
 	Confinement *Confinement `json:"confinement,omitempty"`
 	Error       string       `json:"error,omitempty"`
 	NotConfined bool         `json:"not_confined,omitempty"`
+	// IsolationFailed: the namespaces were made but the root could not
+	// be built; the parent retries without them.
+	IsolationFailed string `json:"isolation_failed,omitempty"`
+	// Exited carries the command's wait status once it has ended.
+	Exited *int `json:"exited,omitempty"`
 }
 
 func init() {
-	if os.Getenv(helperEnv) != helperMark {
-		return
+	switch os.Getenv(helperEnv) {
+	case helperMark:
+		runInit() // does not return
+	case execMark:
+		runExec() // does not return
 	}
-	runHelper() // does not return
 }
 
-// runHelper confines this process and execs the command. It never returns:
-// on failure it reports on the status pipe and exits with 127.
-func runHelper() {
-	// Landlock, no_new_privs and the capability bounding set are
-	// per-thread until exec: do everything on the thread that execs.
-	runtime.LockOSThread()
-	status := os.NewFile(statusFD, "status")
-	syscall.CloseOnExec(statusFD)
-	fail := func(st helperStatus) {
-		b, _ := json.Marshal(st)
-		status.Write(append(b, '\n'))
-		os.Exit(127)
-	}
+func writeStatus(f *os.File, st helperStatus) {
+	b, _ := json.Marshal(st)
+	f.Write(append(b, '\n'))
+}
+
+// readConfig reads the helper's config from its descriptor.
+func readConfig(status *os.File) helperConfig {
 	cfgFile := os.NewFile(configFD, "config")
 	var cfg helperConfig
 	if err := json.NewDecoder(cfgFile).Decode(&cfg); err != nil {
-		fail(helperStatus{Error: "reading the sandbox config: " + err.Error()})
+		writeStatus(status, helperStatus{Error: "reading the sandbox config: " + err.Error()})
+		os.Exit(127)
 	}
 	cfgFile.Close()
+	return cfg
+}
 
-	conf := Confinement{ABI: landlockABI(), Network: "allowed"}
+// runInit is the first stage. Started by the parent in new namespaces (when
+// the kernel allows), it is the command's init (PID 1): it joins the pids
+// cgroup, builds the command's root, drops root's capabilities and starts
+// the second stage, then reaps every process of the namespace and reports
+// how the command ended. It never returns.
+func runInit() {
+	runtime.LockOSThread()
+	status := os.NewFile(statusFD, "status")
+	fail := func(st helperStatus) {
+		writeStatus(status, st)
+		os.Exit(127)
+	}
+	cfg := readConfig(status)
 	if cfg.Cgroup != "" {
+		// Before the root is built: the cgroup file system is read-only
+		// there. The pid is this namespace's: the kernel translates it.
 		if err := os.WriteFile(cfg.Cgroup, []byte(fmt.Sprint(os.Getpid())), 0); err != nil {
 			fail(helperStatus{Error: "joining the pids cgroup: " + err.Error()})
 		}
 	}
+	if cfg.Isolated {
+		if err := buildRoot(&cfg); err != nil {
+			fail(helperStatus{IsolationFailed: err.Error()})
+		}
+		cfg.Rooted = true
+	} else {
+		// Orphans come to this process rather than to the host's
+		// init, so that it reaps them.
+		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	}
 	if os.Geteuid() == 0 {
-		if err := dropCapabilities(); err != nil {
-			conf.Notes = append(conf.Notes, "root's capabilities could not be dropped: "+err.Error())
+		// A failure shows in the second stage, which reports it.
+		_ = dropCapabilities()
+	}
+
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		fail(helperStatus{Error: "config pipe: " + err.Error()})
+	}
+	go func() {
+		json.NewEncoder(cfgW).Encode(cfg)
+		cfgW.Close()
+	}()
+	// This process's standard files become the command's; it gives its
+	// own up once the command has them, so that the output ends when
+	// the command's processes are gone.
+	attr := &os.ProcAttr{
+		Dir:   cfg.Dir,
+		Env:   []string{helperEnv + "=" + execMark},
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, cfgR, status},
+	}
+	if cfg.UID != 0 {
+		attr.Sys = &syscall.SysProcAttr{
+			Cloneflags:  syscall.CLONE_NEWUSER,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: cfg.UID, HostID: 0, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: cfg.GID, HostID: 0, Size: 1}},
 		}
 	}
-	netns := false
-	if cfg.DenyNet {
-		netns = inNewNetns()
+	child, err := os.StartProcess("/proc/self/exe", []string{"hrns-sandbox"}, attr)
+	if err != nil {
+		fail(helperStatus{Error: "starting the sandbox's second stage: " + err.Error()})
+	}
+	cfgR.Close()
+	if null, err := os.OpenFile("/dev/null", os.O_RDWR, 0); err == nil {
+		for fd := range 3 {
+			_ = unix.Dup2(int(null.Fd()), fd)
+		}
+		null.Close()
+	}
+
+	// Signals from the parent (the timeout's SIGTERM) reach every
+	// process of the namespace, even one that left the process group.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		for s := range sigs {
+			if cfg.Isolated {
+				_ = syscall.Kill(-1, s.(syscall.Signal))
+			} else {
+				_ = syscall.Kill(child.Pid, s.(syscall.Signal))
+			}
+		}
+	}()
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			// No children left.
+			os.Exit(0)
+		}
+		if pid == child.Pid {
+			w := int(ws)
+			writeStatus(status, helperStatus{Exited: &w})
+		}
+	}
+}
+
+// runExec is the second stage: it applies Landlock and the limits, reports
+// the confinement and execs the command. It never returns: on failure it
+// reports on the status pipe and exits with 127.
+func runExec() {
+	// Landlock and no_new_privs are per-thread until exec: do everything
+	// on the thread that execs.
+	runtime.LockOSThread()
+	status := os.NewFile(statusFD, "status")
+	syscall.CloseOnExec(statusFD)
+	fail := func(st helperStatus) {
+		writeStatus(status, st)
+		os.Exit(127)
+	}
+	cfg := readConfig(status)
+
+	conf := Confinement{ABI: landlockABI(), Network: "allowed", Isolated: cfg.Rooted}
+	if os.Geteuid() == 0 && hasCapabilities() {
+		conf.Notes = append(conf.Notes, "root's capabilities could not be dropped")
+	}
+	if !cfg.Rooted && !cfg.Unconfined {
+		why := cfg.NotIsolated
+		if why == "" {
+			why = "no PID and mount namespaces"
+		}
+		conf.Notes = append(conf.Notes, "not isolated ("+why+"): the command can see other processes and reach Unix sockets outside its paths")
 	}
 	if !cfg.Unconfined && conf.ABI > 0 {
 		if err := restrict(&cfg); err != nil {
@@ -106,7 +244,7 @@ func runHelper() {
 	}
 	if cfg.DenyNet {
 		var how []string
-		if netns {
+		if cfg.NetNS {
 			how = append(how, "namespace")
 		}
 		if conf.Confined && conf.ABI >= 4 {
@@ -116,7 +254,7 @@ func runHelper() {
 		if conf.Network == "" {
 			conf.Network = "none"
 			conf.Notes = append(conf.Notes, "network access could not be denied")
-		} else if !netns && conf.ABI < 10 {
+		} else if !cfg.NetNS && conf.ABI < 10 {
 			conf.Notes = append(conf.Notes, "UDP is not denied (no network namespace, Landlock before ABI 10)")
 		}
 	}
@@ -133,8 +271,7 @@ func runHelper() {
 	if err != nil {
 		fail(helperStatus{Confinement: &conf, Error: err.Error()})
 	}
-	b, _ := json.Marshal(helperStatus{Confinement: &conf})
-	status.Write(append(b, '\n'))
+	writeStatus(status, helperStatus{Confinement: &conf})
 
 	// The limits come last: the address-space limit could starve the Go
 	// runtime of this helper.
@@ -151,14 +288,6 @@ func setLimit(resource int, soft, hard uint64) {
 		return
 	}
 	_ = unix.Setrlimit(resource, &unix.Rlimit{Cur: soft, Max: hard})
-}
-
-// inNewNetns reports whether this process has a network namespace of its
-// own, which the parent asked for with CLONE_NEWNET.
-func inNewNetns() bool {
-	self, err1 := os.Readlink("/proc/self/ns/net")
-	parent, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", os.Getppid()))
-	return err1 == nil && err2 == nil && self != parent
 }
 
 // restrict applies Landlock: read-only and read-write paths, TCP denied
@@ -219,6 +348,13 @@ func dropCapabilities() error {
 	}
 	data[0].Inheritable, data[1].Inheritable = 0, 0
 	return unix.Capset(&hdr, &data[0])
+}
+
+// hasCapabilities reports whether the bounding set still holds a
+// capability (CAP_SYS_ADMIN stands for all): the first stage dropped them.
+func hasCapabilities() bool {
+	ok, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, unix.CAP_SYS_ADMIN, 0, 0, 0)
+	return err == nil && ok == 1
 }
 
 // lookPath finds the program in the PATH of env, as the command will see

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,8 +34,9 @@ var systemReadOnly = []string{
 var systemReadWrite = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}
 
 // noNetns turns network namespaces off, for tests of Landlock's TCP rules
-// alone.
-var noNetns bool
+// alone; noIsolation turns the PID and mount namespaces off, for tests of
+// the fallback.
+var noNetns, noIsolation bool
 
 // drainTimeout bounds the wait for output once every process of the
 // command was killed; only a process that escaped both the process group
@@ -111,6 +111,7 @@ func prepare(spec *Spec) (*prepared, error) {
 	if fi, err := os.Stat(p.dir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%w: Dir %s is not a directory", ErrInvalidSpec, spec.Dir)
 	}
+	p.cfg.Dir = p.dir
 	p.cfg.ReadWrite = append(p.cfg.ReadWrite, p.dir)
 	scratch := ""
 	if spec.Scratch != "" {
@@ -153,30 +154,95 @@ func prepare(spec *Spec) (*prepared, error) {
 	return p, nil
 }
 
-// run starts the helper, waits for the command, and cleans up.
+// A nsMode is the set of namespaces the helper is started in.
+type nsMode int
+
+const (
+	nsNone     nsMode = iota
+	nsNet             // a network namespace
+	nsIsolated        // PID, mount and IPC namespaces, and network if denied
+)
+
+// run starts the helper, waits for the command, and cleans up. It tries
+// the most isolating namespaces first and falls back, with a note in the
+// result, where the kernel refuses them.
 func (p *prepared) run(ctx context.Context, cg *pidsCgroup) (*Result, error) {
 	netns := p.cfg.DenyNet && !p.cfg.Unconfined && !noNetns
-	cmd, pipes, err := p.start(netns)
-	if err != nil && netns {
-		// No network namespace here (no privilege, user namespaces
-		// off): Landlock alone denies TCP.
-		cmd, pipes, err = p.start(false)
+	var modes []nsMode
+	if !p.cfg.Unconfined && !noIsolation {
+		modes = append(modes, nsIsolated)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	if netns {
+		modes = append(modes, nsNet)
 	}
-	start := time.Now()
+	modes = append(modes, nsNone)
+	var err error
+	for _, mode := range modes {
+		cfg := p.cfg
+		cfg.Isolated = mode == nsIsolated
+		cfg.NetNS = netns && mode != nsNone
+		var h *helper
+		if h, err = p.start(mode, &cfg); err != nil {
+			if mode == nsIsolated {
+				p.cfg.NotIsolated = "no PID and mount namespaces: " + err.Error()
+			}
+			continue
+		}
+		res, retry, err := p.wait(ctx, h, cg)
+		if retry != "" {
+			p.cfg.NotIsolated = "the command's root could not be built: " + retry
+			continue
+		}
+		return res, err
+	}
+	return nil, fmt.Errorf("%w: %w", ErrStart, err)
+}
+
+// A helper is a started sandbox helper.
+type helper struct {
+	cmd   *exec.Cmd
+	pipes *helperPipes
+}
+
+// wait waits for the command run by h and cleans up. It returns a non-empty
+// retry, and no result, when the helper could not build the isolated root.
+func (p *prepared) wait(ctx context.Context, h *helper, cg *pidsCgroup) (res *Result, retry string, err error) {
+	cmd, pipes := h.cmd, h.pipes
 	pgid := cmd.Process.Pid
 
+	// The status: the first line when the command starts (or the helper
+	// failed), then the command's wait status when it ends.
+	first := make(chan []byte, 1)
+	exited := make(chan syscall.WaitStatus, 1)
+	statusEOF := make(chan struct{})
+	var exitStatus *syscall.WaitStatus
 	go func() {
-		json.NewEncoder(pipes.config).Encode(p.cfg)
-		pipes.config.Close()
-	}()
-	statusDone := make(chan []byte, 1)
-	go func() {
-		b, _ := io.ReadAll(pipes.status)
-		pipes.status.Close()
-		statusDone <- b
+		defer close(statusEOF)
+		defer pipes.status.Close()
+		r := bufio.NewReader(pipes.status)
+		n := 0
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(line) > 0 {
+				if n == 0 {
+					first <- line
+				} else {
+					var st helperStatus
+					if json.Unmarshal(line, &st) == nil && st.Exited != nil {
+						ws := syscall.WaitStatus(*st.Exited)
+						exitStatus = &ws
+						exited <- ws
+					}
+				}
+				n++
+			}
+			if err != nil {
+				if n == 0 {
+					close(first)
+				}
+				return
+			}
+		}
 	}()
 	out, kept := output(p.spec, p.max)
 	outDone := make(chan struct{})
@@ -184,37 +250,77 @@ func (p *prepared) run(ctx context.Context, cg *pidsCgroup) (*Result, error) {
 		io.Copy(out, pipes.output)
 		close(outDone)
 	}()
-	waitDone := make(chan error, 1)
-	go func() { waitDone <- cmd.Wait() }()
+	helperDone := make(chan error, 1)
+	go func() { helperDone <- cmd.Wait() }()
+	// kill ends the helper and, with it, every process of the command:
+	// the process group, the PID namespace of which the helper is init,
+	// and the cgroup.
+	helperGone := false
+	kill := func() {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		if cg != nil {
+			cg.killAll()
+		}
+		if !helperGone {
+			<-helperDone
+			helperGone = true
+		}
+	}
 
-	// The status pipe closes when the helper execs the command (it is
-	// close-on-exec) or exits. The timeout is the command's: it starts
-	// then, so a helper slow to set up (a loaded machine) never has its
-	// report cut off by the command's deadline.
+	// The timeout is the command's: it starts when the helper reports,
+	// so a helper slow to set up (a loaded machine) never has its report
+	// cut off by the command's deadline.
 	var status []byte
+	slow := false
 	setup := time.NewTimer(max(p.timeout, helperSetupTimeout))
 	select {
-	case status = <-statusDone:
+	case status = <-first: // nil if the helper ended without a report
 	case <-ctx.Done():
 	case <-setup.C:
+		slow = true
 	}
 	setup.Stop()
 	if status == nil {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-waitDone
+		if pipes.stdin != nil {
+			pipes.stdin.Close()
+		}
+		kill()
 		pipes.output.Close()
 		<-outDone
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		switch {
+		case ctx.Err() != nil:
+			return nil, "", ctx.Err()
+		case slow:
+			return nil, "", fmt.Errorf("%w: the sandbox helper did not finish setting up in %v", ErrStart, max(p.timeout, helperSetupTimeout))
 		}
-		return nil, fmt.Errorf("%w: the sandbox helper did not finish setting up in %v", ErrStart, max(p.timeout, helperSetupTimeout))
+		return nil, "", fmt.Errorf("%w: the sandbox helper did not report (is this binary able to re-execute itself?)", ErrStart)
 	}
+	conf, why, err := parseStatus(status)
+	if err != nil || why != "" {
+		if pipes.stdin != nil {
+			pipes.stdin.Close()
+		}
+		kill()
+		pipes.output.Close()
+		<-outDone
+		return nil, why, err
+	}
+	if pipes.stdin != nil {
+		// Writes fail (EPIPE) once every process of the command is
+		// gone; a Reader that blocks keeps this goroutine, as it would
+		// keep os/exec's.
+		go func() {
+			io.Copy(pipes.stdin, p.spec.Stdin)
+			pipes.stdin.Close()
+		}()
+	}
+	start := time.Now()
 
 	tctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	timedOut, held := false, false
 	select {
-	case <-waitDone:
+	case <-exited:
 		if d := p.spec.WaitDelay; d > 0 {
 			// Background processes holding the output may still
 			// write for a while.
@@ -228,27 +334,25 @@ func (p *prepared) run(ctx context.Context, cg *pidsCgroup) (*Result, error) {
 			}
 			t.Stop()
 		}
+	case <-helperDone:
+		helperGone = true
 	case <-tctx.Done():
 		timedOut = true
+		// The helper passes the signal on to every process of its
+		// namespace.
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		grace := time.NewTimer(p.grace)
 		select {
-		case <-waitDone:
+		case <-exited:
+		case <-helperDone:
+			helperGone = true
 		case <-grace.C:
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			if cg != nil {
-				cg.killAll()
-			}
-			<-waitDone
 		}
 		grace.Stop()
 	}
 	duration := time.Since(start)
 	// Nothing the command started outlives it.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	if cg != nil {
-		cg.killAll()
-	}
+	kill()
 	drain := time.NewTimer(drainTimeout)
 	select {
 	case <-outDone:
@@ -258,38 +362,41 @@ func (p *prepared) run(ctx context.Context, cg *pidsCgroup) (*Result, error) {
 	}
 	drain.Stop()
 	pipes.output.Close()
+	<-statusEOF
 
-	conf, err := parseStatus(status)
-	if err != nil {
-		return nil, err
-	}
 	if p.spec.Limits.Processes > 0 && conf.Processes == "" {
 		conf.Processes = "none"
 		conf.Notes = append(conf.Notes, "the process count is not bounded: no writable pids cgroup, and RLIMIT_NPROC does not bind root")
 	}
-	res := &Result{
+	res = &Result{
 		TimedOut:    timedOut,
 		OutputHeld:  held,
 		Confinement: *conf,
 		Duration:    duration,
 	}
 	res.Output, res.OutputBytes = kept()
+	// The command's status if the helper reported it, else the helper's
+	// own (killed with the command at the timeout).
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if exitStatus != nil {
+		ws = *exitStatus
+	}
 	if ws.Signaled() {
 		res.ExitCode, res.Signal, res.SignalNumber = -1, ws.Signal().String(), int(ws.Signal())
 	} else {
 		res.ExitCode = ws.ExitStatus()
 	}
-	return res, nil
+	return res, "", nil
 }
 
 type helperPipes struct {
 	config, status, output *os.File
+	stdin                  *os.File // to copy Spec.Stdin to, or nil
 }
 
-// start starts the helper with its pipes, in a new network namespace if
-// netns is set.
-func (p *prepared) start(netns bool) (*exec.Cmd, *helperPipes, error) {
+// start starts the helper with its pipes, in the namespaces of mode, and
+// sends it cfg.
+func (p *prepared) start(mode nsMode, cfg *helperConfig) (*helper, error) {
 	var files []*os.File
 	closeAll := func() {
 		for _, f := range files {
@@ -305,79 +412,115 @@ func (p *prepared) start(netns bool) (*exec.Cmd, *helperPipes, error) {
 	}
 	cfgR, cfgW, err := pipe()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	statR, statW, err := pipe()
 	if err != nil {
 		closeAll()
-		return nil, nil, err
+		return nil, err
 	}
 	outR, outW, err := pipe()
 	if err != nil {
 		closeAll()
-		return nil, nil, err
+		return nil, err
+	}
+	// Standard input other than a file is copied only once the command
+	// has started (see wait): a helper that fails to set up, and is
+	// retried, must not have consumed any of it.
+	var stdin io.Reader = p.spec.Stdin
+	var stdinR, stdinW *os.File
+	if _, isFile := p.spec.Stdin.(*os.File); p.spec.Stdin != nil && !isFile {
+		if stdinR, stdinW, err = pipe(); err != nil {
+			closeAll()
+			return nil, err
+		}
+		stdin = stdinR
 	}
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{"hrns-sandbox"},
 		Env:        []string{helperEnv + "=" + helperMark},
 		Dir:        p.dir,
-		Stdin:      p.spec.Stdin,
+		Stdin:      stdin,
 		Stdout:     outW,
 		Stderr:     outW,
 		ExtraFiles: []*os.File{cfgR, statW},
 		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid:   true,
+			// A session of its own: the command has no controlling
+			// terminal (it cannot open /dev/tty), and its process
+			// group is the session's.
+			Setsid:    true,
 			Pdeathsig: syscall.SIGKILL,
 		},
-		// Stdin copying, if any, must not hold Wait once the command
-		// is gone.
+		// Nothing is copied by os/exec (the standard files are
+		// files); this only bounds Wait should that change.
 		WaitDelay: time.Second,
 	}
-	if netns {
-		if os.Geteuid() == 0 {
-			cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET
-		} else {
-			cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
-			cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
-			cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
+	var flags uintptr
+	switch mode {
+	case nsIsolated:
+		flags = syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC
+		if cfg.NetNS {
+			flags |= syscall.CLONE_NEWNET
 		}
+	case nsNet:
+		flags = syscall.CLONE_NEWNET
+	}
+	switch {
+	case flags == 0:
+	case os.Geteuid() == 0:
+		cmd.SysProcAttr.Cloneflags = flags
+	case mode == nsIsolated:
+		// A user other than root gets a user namespace in which it
+		// is root, to build the command's root; the first stage then
+		// starts the second in a nested one where it is its own user
+		// again, without capabilities.
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER | flags
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+		cfg.UID, cfg.GID = os.Geteuid(), os.Getegid()
+	default:
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER | flags
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
 	}
 	if err := cmd.Start(); err != nil {
 		closeAll()
-		return nil, nil, err
+		return nil, err
 	}
 	cfgR.Close()
 	statW.Close()
 	outW.Close()
-	return cmd, &helperPipes{config: cfgW, status: statR, output: outR}, nil
+	if stdinR != nil {
+		stdinR.Close()
+	}
+	go func() {
+		json.NewEncoder(cfgW).Encode(cfg)
+		cfgW.Close()
+	}()
+	return &helper{cmd: cmd, pipes: &helperPipes{config: cfgW, status: statR, output: outR, stdin: stdinW}}, nil
 }
 
 // helperSetupTimeout bounds the helper's setup (re-executing the binary,
 // rlimits, cgroup, Landlock) when the command's own timeout is shorter.
 const helperSetupTimeout = 30 * time.Second
 
-// parseStatus reads the helper's report.
-func parseStatus(b []byte) (*Confinement, error) {
-	var conf *Confinement
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		var st helperStatus
-		if err := json.Unmarshal(sc.Bytes(), &st); err != nil {
-			return nil, fmt.Errorf("%w: bad report from the sandbox helper: %q", ErrStart, sc.Text())
-		}
-		if st.Confinement != nil {
-			conf = st.Confinement
-		}
-		switch {
-		case st.NotConfined:
-			return nil, fmt.Errorf("%w: %s", ErrNotConfined, st.Error)
-		case st.Error != "":
-			return nil, fmt.Errorf("%w: %s", ErrStart, st.Error)
-		}
+// parseStatus reads the helper's first report: the confinement, an error,
+// or why the isolated root could not be built.
+func parseStatus(b []byte) (conf *Confinement, isolationFailed string, err error) {
+	var st helperStatus
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, "", fmt.Errorf("%w: bad report from the sandbox helper: %q", ErrStart, b)
 	}
-	if conf == nil {
-		return nil, fmt.Errorf("%w: the sandbox helper did not report (is this binary able to re-execute itself?)", ErrStart)
+	switch {
+	case st.IsolationFailed != "":
+		return nil, st.IsolationFailed, nil
+	case st.NotConfined:
+		return nil, "", fmt.Errorf("%w: %s", ErrNotConfined, st.Error)
+	case st.Error != "":
+		return nil, "", fmt.Errorf("%w: %s", ErrStart, st.Error)
+	case st.Confinement == nil:
+		return nil, "", fmt.Errorf("%w: the sandbox helper did not report its confinement", ErrStart)
 	}
-	return conf, nil
+	return st.Confinement, "", nil
 }

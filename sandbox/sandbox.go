@@ -72,12 +72,14 @@ type Spec struct {
 	// are killed at once (and OutputHeld is not reported).
 	WaitDelay time.Duration
 
-	// Unconfined runs the command without Landlock or a network
-	// namespace, on purpose. Limits, the scrubbed environment, the
-	// timeout and the group kill still apply.
+	// Unconfined runs the command without Landlock or namespaces (PID,
+	// mount, network), on purpose. Limits, the scrubbed environment, the
+	// session without a terminal, the timeout and the group kill still
+	// apply.
 	Unconfined bool
 	// RequireConfinement makes Run fail with ErrNotConfined instead of
-	// running a command it cannot confine with Landlock.
+	// running a command it cannot confine with Landlock. It does not
+	// require the namespaces: see [Confinement.Isolated].
 	RequireConfinement bool
 }
 
@@ -145,6 +147,12 @@ type Confinement struct {
 	Confined bool
 	// ABI is the Landlock ABI version the kernel supports; 0 if none.
 	ABI int
+	// Isolated is set when the command ran in PID, mount and IPC
+	// namespaces of its own, under a root holding only the paths it may
+	// access and a /proc of its own: it cannot see or read the host's
+	// other processes, and cannot reach files or pathname Unix sockets
+	// outside its paths, whatever Landlock offers.
+	Isolated bool
 	// Network is how the network was denied: "namespace", "landlock-tcp",
 	// both joined by "+", "allowed" when the spec allowed it, or "none"
 	// when it was denied but nothing could enforce it.
@@ -165,6 +173,9 @@ func (c Confinement) Summary() string {
 		fmt.Fprintf(&b, "confined with Landlock ABI %d", c.ABI)
 	} else {
 		b.WriteString("NOT confined: the command could read and write anything its user can")
+	}
+	if c.Isolated {
+		b.WriteString("; isolated: own root, /proc and PID namespace")
 	}
 	if c.Network != "" {
 		fmt.Fprintf(&b, "; network: %s", c.Network)

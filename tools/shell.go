@@ -27,7 +27,10 @@ type ShellOptions struct {
 	// not passed on. Give os.Environ() to pass everything. An empty,
 	// non-nil slice means an empty environment. A sandboxed command's
 	// TMPDIR is its scratch directory unless Env sets TMPDIR (the default
-	// environment then leaves this process's out).
+	// environment then leaves this process's out). With the default
+	// environment, a sandboxed command's HOME is its own (see Home), with
+	// a few variables pointing its toolchains at the user's shared caches,
+	// read-only (see docs/tools.md).
 	Env []string
 	// DefaultTimeout bounds a command for which the model gives no
 	// timeout_seconds. 0 means 120 seconds.
@@ -57,9 +60,21 @@ type ShellOptions struct {
 	Limits *sandbox.Limits
 	// ReadOnly lists more files and directories a confined command may
 	// read; ReadWrite, more it may also write. Besides these, it may
-	// read the system's directories and write only the working directory
-	// and a scratch directory, its TMPDIR, emptied after each command.
+	// read the system's directories and write only the working directory,
+	// its home (see Home) and a scratch directory, its TMPDIR, emptied
+	// after each command.
 	ReadOnly, ReadWrite []string
+	// Home is the HOME of confined commands run with the default
+	// environment (Env nil): a directory created if missing, where their
+	// toolchains keep their caches and configuration, in place of the
+	// user's home, which they cannot read. "" means a directory private
+	// to the working directory under the user's cache directory
+	// (os.UserCacheDir()/hrns/sandbox/<hash of the workdir>/home; where
+	// there is none, .hrns/home in the working directory), kept from one
+	// command to the next. See docs/tools.md for what else the
+	// default environment offers: the user's Go module and npm caches
+	// read-only, rustup's toolchains, git's user name and address.
+	Home string
 }
 
 func (o *ShellOptions) withDefaults() ShellOptions {
@@ -116,8 +131,9 @@ const waitDelay = 2 * time.Second
 // way, marked as an error, so the model sees its output.
 //
 // Where the kernel can confine commands, they run through [sandbox.Run]:
-// they may write only dir and a scratch directory (their TMPDIR), read
-// little besides the system's directories, and are bounded by
+// they may write only dir, their home (see [ShellOptions.Home]) and a
+// scratch directory (their TMPDIR), read little besides the system's
+// directories, see only their own processes, and are bounded by
 // opts.Limits. Elsewhere, or with opts.Unconfined, they run unconfined, and
 // the first result of the toolset says so in a line
 // "note: commands are not sandboxed here: <reason>".
@@ -142,6 +158,11 @@ func Shell(dir string, opts *ShellOptions) (*loop.Toolset, error) {
 		// The scratch directory is the default environment's TMPDIR:
 		// this process's is not writable in the sandbox.
 		s.o.Env = slices.DeleteFunc(s.o.Env, func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") })
+		// Copies: commandHome appends to them.
+		s.o.ReadOnly, s.o.ReadWrite = slices.Clone(s.o.ReadOnly), slices.Clone(s.o.ReadWrite)
+		if err := commandHome(&s.o, abs); err != nil {
+			return nil, fmt.Errorf("tools: shell: %w", err)
+		}
 	}
 	return loop.MustToolset(s.tool()), nil
 }
@@ -154,8 +175,19 @@ type shell struct {
 	confined bool
 	why      string
 	// noted is set once a result has said that commands are not
-	// sandboxed.
-	noted atomic.Bool
+	// sandboxed; notedIsolation, that they are not isolated (no PID and
+	// mount namespaces: other processes and sockets are in reach).
+	noted, notedIsolation atomic.Bool
+}
+
+// notIsolatedBecause picks the confinement's note on isolation.
+func notIsolatedBecause(c *sandbox.Confinement) string {
+	for _, n := range c.Notes {
+		if strings.HasPrefix(n, "not isolated") {
+			return n
+		}
+	}
+	return "no PID and mount namespaces"
 }
 
 // confinement reports whether commands can be confined, and why not.
@@ -184,8 +216,9 @@ func (s *shell) tool() *loop.ToolDef {
 		// From the options only: the description does not depend on
 		// the machine.
 		desc += " Where the system allows it, the command runs in a sandbox: it can write only in the working " +
-			"directory and in $TMPDIR (emptied after each command), and read little besides the working directory " +
-			"and the system's directories"
+			"directory, in $HOME (a home of this working directory's own, where toolchain caches live) and in " +
+			"$TMPDIR (emptied after each command), read little besides these and the system's directories, and " +
+			"sees only its own processes"
 		if s.o.DenyNetwork {
 			desc += "; it has no network access"
 		}
@@ -244,6 +277,8 @@ func (s *shell) run(ctx context.Context, in runCommandArgs) (*loop.Output, error
 	}
 	if why := s.unconfinedBecause(e); why != "" && s.noted.CompareAndSwap(false, true) {
 		b.WriteString("\nnote: commands are not sandboxed here: " + why)
+	} else if why == "" && e.conf != nil && !e.conf.Isolated && s.notedIsolation.CompareAndSwap(false, true) {
+		b.WriteString("\nnote: commands are sandboxed but not isolated here: " + notIsolatedBecause(e.conf))
 	}
 	res := loop.TextOutput(b.String())
 	res.IsError = e.code != 0 || timedOut

@@ -5,6 +5,7 @@ package tools_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,8 +29,8 @@ func newShell(t *testing.T, opts *tools.ShellOptions) (*loop.Toolset, string) {
 }
 
 // run runs command with run_command. Where commands cannot be sandboxed
-// (not Linux, no Landlock), the first result of a toolset ends with a note
-// saying so; run drops it, so that what the tests compare is the same
+// (not Linux, no Landlock), or not isolated (no PID and mount namespaces),
+// the first result of a toolset ends with a note saying so; run drops it, so that what the tests compare is the same
 // everywhere (TestUnconfinedNote checks the note).
 func run(t *testing.T, ctx context.Context, ts *loop.Toolset, command string, timeout int) result {
 	t.Helper()
@@ -38,8 +39,10 @@ func run(t *testing.T, ctx context.Context, ts *loop.Toolset, command string, ti
 		args["timeout_seconds"] = timeout
 	}
 	r := callTool(t, ctx, ts, "run_command", args)
-	if i := strings.LastIndex(r.text, "\nnote: commands are not sandboxed here: "); i >= 0 {
-		r.text = r.text[:i]
+	for _, note := range []string{"\nnote: commands are not sandboxed here: ", "\nnote: commands are sandboxed but not isolated here: "} {
+		if i := strings.LastIndex(r.text, note); i >= 0 {
+			r.text = r.text[:i]
+		}
 	}
 	return r
 }
@@ -159,28 +162,88 @@ func readPID(t *testing.T, path string) int {
 	return pid
 }
 
+// A sleeper is a background process a test's command starts, found from
+// outside by its unique command line: the pid the command sees is not its
+// pid here when the command runs in a PID namespace.
+type sleeper struct {
+	arg   string // the argument of sleep: unique
+	found chan int
+	stop  chan struct{}
+}
+
+// watchSleeper starts looking for the process of the command "sleep
+// s.arg", which the command under test starts. Where there is no /proc to
+// search, pidFile (in the workdir) is read instead.
+func watchSleeper(t *testing.T) *sleeper {
+	t.Helper()
+	s := &sleeper{
+		arg:   fmt.Sprintf("%d.%06d", 100+os.Getpid()%100, time.Now().UnixNano()%1000000),
+		found: make(chan int, 1),
+		stop:  make(chan struct{}),
+	}
+	want := "sleep\x00" + s.arg + "\x00"
+	go func() {
+		for {
+			entries, _ := os.ReadDir("/proc")
+			for _, e := range entries {
+				if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == want {
+					if pid, err := strconv.Atoi(e.Name()); err == nil {
+						s.found <- pid
+						return
+					}
+				}
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(s.stop) })
+	return s
+}
+
+// pid returns the process found while the command ran; the pid file,
+// where there is no /proc.
+func (s *sleeper) pid(t *testing.T, pidFile string) int {
+	t.Helper()
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		return readPID(t, pidFile)
+	}
+	select {
+	case pid := <-s.found:
+		return pid
+	case <-time.After(time.Second):
+		t.Fatalf("the process of sleep %s was not seen while the command ran", s.arg)
+		return 0
+	}
+}
+
 func TestRunCommandTimeoutKillsProcessGroup(t *testing.T) {
 	ts, dir := newShell(t, nil)
-	r := run(t, t.Context(), ts, `echo started; sleep 100 & echo $! > bg.pid; sleep 100`, 1)
+	bg := watchSleeper(t)
+	r := run(t, t.Context(), ts, `echo started; sleep `+bg.arg+` & echo $! > bg.pid; sleep 100`, 1)
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
 	if !r.isError || !strings.Contains(r.text, "started\n") || !strings.Contains(r.text, "timed out after 1s and was killed with its process group") {
 		t.Errorf("got %q", r.text)
 	}
-	waitGone(t, readPID(t, filepath.Join(dir, "bg.pid")))
+	waitGone(t, bg.pid(t, filepath.Join(dir, "bg.pid")))
 }
 
 func TestRunCommandKillsLeftoverProcesses(t *testing.T) {
 	ts, dir := newShell(t, nil)
-	// The shell exits at once, leaving a child that does not hold the
+	quiet, loud := watchSleeper(t), watchSleeper(t)
+	// The shell exits (soon), leaving a child that does not hold the
 	// output open, and one that does.
-	r := run(t, t.Context(), ts, `sleep 100 >/dev/null 2>&1 & echo $! > quiet.pid; sleep 100 & echo $! > loud.pid; echo done`, 0)
+	r := run(t, t.Context(), ts, `sleep `+quiet.arg+` >/dev/null 2>&1 & echo $! > quiet.pid; sleep `+loud.arg+` & echo $! > loud.pid; sleep 0.3; echo done`, 0)
 	if r.failed() || !strings.Contains(r.text, "done\n") || !strings.Contains(r.text, "[exit code: 0; background processes that kept the output open were killed]") {
 		t.Errorf("got %v", r)
 	}
-	waitGone(t, readPID(t, filepath.Join(dir, "quiet.pid")))
-	waitGone(t, readPID(t, filepath.Join(dir, "loud.pid")))
+	waitGone(t, quiet.pid(t, filepath.Join(dir, "quiet.pid")))
+	waitGone(t, loud.pid(t, filepath.Join(dir, "loud.pid")))
 }
 
 func TestRunCommandTimeoutCap(t *testing.T) {
@@ -193,9 +256,10 @@ func TestRunCommandTimeoutCap(t *testing.T) {
 
 func TestRunCommandCancelled(t *testing.T) {
 	ts, dir := newShell(t, nil)
+	bg := watchSleeper(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan result, 1)
-	go func() { done <- run(t, ctx, ts, `sleep 100 & echo $! > bg.pid; wait`, 0) }()
+	go func() { done <- run(t, ctx, ts, `sleep `+bg.arg+` & echo $! > bg.pid; wait`, 0) }()
 	pidFile := filepath.Join(dir, "bg.pid")
 	for { // wait until the command has started its child
 		if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
@@ -203,12 +267,13 @@ func TestRunCommandCancelled(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	pid := bg.pid(t, pidFile)
 	cancel()
 	r := <-done
 	if r.err != nil || !strings.Contains(r.text, "interrupted") {
 		t.Errorf("got %v", r)
 	}
-	waitGone(t, readPID(t, pidFile))
+	waitGone(t, pid)
 }
 
 func TestShellFlags(t *testing.T) {
@@ -263,7 +328,7 @@ func TestUnconfinedNote(t *testing.T) {
 func TestSandboxDescription(t *testing.T) {
 	ts, _ := newShell(t, nil)
 	def, _ := ts.Lookup("run_command")
-	if !strings.Contains(def.Description, "it can write only in the working directory and in $TMPDIR") {
+	if !strings.Contains(def.Description, "it can write only in the working directory, in $HOME (a home of this working directory's own, where toolchain caches live) and in $TMPDIR") {
 		t.Errorf("description: %s", def.Description)
 	}
 }

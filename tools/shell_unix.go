@@ -9,10 +9,12 @@ import (
 	"syscall"
 )
 
-// setProcessGroup makes the command the leader of a new process group, so
-// that it can be killed with every process it starts.
+// setProcessGroup makes the command the leader of a new session, and so of
+// a new process group, so that it can be killed with every process it
+// starts, and has no controlling terminal: it cannot write to /dev/tty
+// past the output capture.
 func setProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 }
 
 // killProcessGroup kills the command's process group.

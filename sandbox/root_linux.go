@@ -1,0 +1,264 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// rootStaging is where the command's root is assembled before it becomes
+// the root. Any directory would do: the paths bound into it are opened
+// first, so hiding the host's /tmp under the new file system does not
+// matter.
+const rootStaging = "/tmp"
+
+// A rootBind is one path of the command's root.
+type rootBind struct {
+	path string // as granted
+	real string // with symbolic links resolved: where it is bound
+	rw   bool
+	fd   int // an O_PATH descriptor of real, opened before staging
+	dir  bool
+}
+
+// buildRoot makes the command's root, in the first stage, in new PID and
+// mount namespaces, before capabilities are dropped: a read-only tmpfs that
+// holds only the paths the command may access, each bound at its own path
+// (the read-only ones read-only), and a /proc of the command's PID
+// namespace. Nothing else of the host's file system is reachable: not its
+// files, not its pathname Unix sockets, not the /proc entries of its other
+// processes.
+func buildRoot(cfg *helperConfig) (err error) {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making the mounts private: %w", err)
+	}
+	// The /proc of this PID namespace is mounted first, while the host's
+	// is fully visible (a user namespace may mount one only then); the
+	// binds below go through its /proc/self/fd.
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mounting /proc: %w", err)
+	}
+	var binds []rootBind
+	defer func() {
+		for _, b := range binds {
+			unix.Close(b.fd)
+		}
+	}()
+	add := func(p string, rw bool) error {
+		if p == "/proc" || strings.HasPrefix(p, "/proc/") {
+			return nil // this namespace's own
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			if !rw || strings.HasPrefix(p, "/dev/") {
+				return nil // a system path this machine lacks
+			}
+			return err
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return err
+		}
+		if real == "/" {
+			return errors.New("the whole file system is granted")
+		}
+		fd, err := unix.Open(real, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("opening %s: %w", real, err)
+		}
+		binds = append(binds, rootBind{path: p, real: real, rw: rw, fd: fd, dir: fi.IsDir()})
+		return nil
+	}
+	for _, p := range cfg.ReadOnly {
+		if err := add(p, false); err != nil {
+			return err
+		}
+	}
+	for _, p := range cfg.ReadWrite {
+		if err := add(p, true); err != nil {
+			return err
+		}
+	}
+	// Parents before children: a path inside another is bound on top of
+	// it, unless the outer bind already gives as much.
+	slices.SortStableFunc(binds, func(a, b rootBind) int { return strings.Compare(a.real, b.real) })
+
+	if err := unix.Mount("tmpfs", rootStaging, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+		return fmt.Errorf("mounting the root's tmpfs: %w", err)
+	}
+	var done []rootBind
+	for _, b := range binds {
+		if slices.ContainsFunc(done, func(d rootBind) bool { return within(b.real, d.real) && (d.rw || !b.rw) }) {
+			continue
+		}
+		target := rootStaging + b.real
+		if err := mountPoint(target, b.dir); err != nil {
+			return fmt.Errorf("making the mount point of %s: %w", b.real, err)
+		}
+		if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", b.fd), target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("binding %s: %w", b.real, err)
+		}
+		if !b.rw {
+			if err := remountTreeReadOnly(target); err != nil {
+				return fmt.Errorf("making %s read-only: %w", b.real, err)
+			}
+		}
+		done = append(done, b)
+	}
+	// A granted path reached through a symbolic link (/bin on a merged
+	// /usr, /etc/resolv.conf into /run) is a link to where it was bound.
+	for _, b := range binds {
+		if b.path == b.real {
+			continue
+		}
+		link := rootStaging + b.path
+		if _, err := os.Lstat(link); err == nil {
+			continue
+		}
+		if os.MkdirAll(filepath.Dir(link), 0o755) == nil {
+			_ = os.Symlink(b.real, link)
+		}
+	}
+	if err := mountPoint(rootStaging+"/proc", true); err != nil {
+		return err
+	}
+	if err := unix.Mount("/proc", rootStaging+"/proc", "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("binding /proc: %w", err)
+	}
+	// The kernel's settings in /proc stay read-only, whatever Landlock
+	// offers: uid 0 may write most of /proc/sys without a capability.
+	for _, p := range []string{"sys", "sysrq-trigger", "irq", "bus", "fs"} {
+		target := rootStaging + "/proc/" + p
+		if _, err := os.Lstat(target); err != nil {
+			continue
+		}
+		if err := unix.Mount(target, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("binding /proc/%s: %w", p, err)
+		}
+		if err := remountTreeReadOnly(target); err != nil {
+			return fmt.Errorf("making /proc/%s read-only: %w", p, err)
+		}
+	}
+
+	if err := os.Chdir(rootStaging); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	// The old root is stacked on the new one: detach it.
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detaching the host's root: %w", err)
+	}
+	if err := remountReadOnly("/"); err != nil {
+		return fmt.Errorf("making the root read-only: %w", err)
+	}
+	return os.Chdir(cfg.Dir)
+}
+
+// within reports whether p is dir or inside it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// mountPoint makes a directory, or an empty file, to mount on; one that
+// exists (inside a bind made before) is used as it is.
+func mountPoint(p string, dir bool) error {
+	if _, err := os.Lstat(p); err == nil {
+		return nil
+	}
+	if dir {
+		return os.MkdirAll(p, 0o755)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// remountTreeReadOnly makes the mount at p, and every mount below it,
+// read-only: a recursive bind brings the submounts along writable.
+func remountTreeReadOnly(p string) error {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	points := []string{p}
+	for _, line := range strings.Split(string(b), "\n") {
+		// id parent major:minor root mount-point options...
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		if mp := unescapeMountinfo(f[4]); mp != p && within(mp, p) {
+			points = append(points, mp)
+		}
+	}
+	for _, mp := range points {
+		if err := remountReadOnly(mp); err != nil {
+			return fmt.Errorf("%s: %w", mp, err)
+		}
+	}
+	return nil
+}
+
+// unescapeMountinfo undoes the octal escapes (\040 for a space...) of a
+// path in /proc/self/mountinfo.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var c byte
+			ok := true
+			for _, d := range s[i+1 : i+4] {
+				if d < '0' || d > '7' {
+					ok = false
+					break
+				}
+				c = c*8 + byte(d-'0')
+			}
+			if ok {
+				b.WriteByte(c)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// remountReadOnly makes the mount at p read-only, keeping the flags that a
+// user namespace may not clear.
+func remountReadOnly(p string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(p, &st); err != nil {
+		return err
+	}
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
+	for _, f := range []struct{ st, ms int64 }{
+		{unix.ST_NOSUID, unix.MS_NOSUID},
+		{unix.ST_NODEV, unix.MS_NODEV},
+		{unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME},
+		{unix.ST_NODIRATIME, unix.MS_NODIRATIME},
+		{unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if st.Flags&f.st != 0 {
+			flags |= uintptr(f.ms)
+		}
+	}
+	return unix.Mount("", p, "", flags, "")
+}
