@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -110,39 +108,9 @@ func toolsCommand(_ context.Context, args []string, stdio *IO) error {
 	return nil
 }
 
-// shellOptions configures run_command for working in a code repository:
-// confined to the working directory, but with the caches of the usual
-// toolchains writable (a go build or npm install needs them) and the git
-// configuration readable. Secrets in the home directory (keys, tokens) stay
-// out of reach.
+// shellOptions confines commands to the workdir: no part of the user's home
+// is granted (package tools gives each workdir a private home for caches and
+// offers the shared module caches read-only; see docs/tools.md).
 func shellOptions(o *runOptions) *tools.ShellOptions {
-	opts := &tools.ShellOptions{Unconfined: o.noSandbox, DenyNetwork: o.noNetwork}
-	if o.noSandbox {
-		return opts
-	}
-	if dir, err := os.UserCacheDir(); err == nil {
-		if os.MkdirAll(dir, 0o755) == nil {
-			opts.ReadWrite = append(opts.ReadWrite, dir) // GOCACHE, pip, npm's _cacache, ...
-		}
-	}
-	home, _ := os.UserHomeDir()
-	for _, rel := range []string{"go/pkg/mod", ".npm", ".cargo/registry"} {
-		if home == "" {
-			break
-		}
-		if p := filepath.Join(home, rel); isDir(p) {
-			opts.ReadWrite = append(opts.ReadWrite, p)
-		}
-	}
-	for _, p := range []string{filepath.Join(home, ".gitconfig"), "/etc/gitconfig"} {
-		if _, err := os.Stat(p); err == nil && home != "" {
-			opts.ReadOnly = append(opts.ReadOnly, p)
-		}
-	}
-	return opts
-}
-
-func isDir(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
+	return &tools.ShellOptions{Unconfined: o.noSandbox, DenyNetwork: o.noNetwork}
 }
