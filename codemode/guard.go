@@ -33,7 +33,7 @@ var tokens = func() map[string]syntax.Token {
 
 // wrapped are the built-ins of the Universe that code mode replaces with a
 // guarded version.
-var wrapped = []string{"str", "repr", "print", "fail", "list", "tuple", "sorted", "reversed", "enumerate", "zip", "dict", "set", "bytes", "getattr"}
+var wrapped = []string{"str", "repr", "print", "fail", "list", "tuple", "sorted", "reversed", "enumerate", "zip", "dict", "set", "bytes", "getattr", "int"}
 
 // isGuard reports whether name is predeclared by code mode itself.
 func isGuard(name string) bool {
@@ -60,6 +60,13 @@ func (x *execution) guards() starlark.StringDict {
 	for _, name := range wrapped {
 		real := starlark.Universe[name].(*starlark.Builtin)
 		d[name] = starlark.NewBuiltin(name, func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			if name == "int" && len(args) > 0 {
+				// Reading a decimal integer of millions of digits is one
+				// step that takes time quadratic in its length.
+				if digits, ok := args[0].(starlark.String); ok && len(digits) > maxIntBits/3 {
+					return nil, fmt.Errorf("int: a string of %d characters is longer than an integer of %d bits may be written", len(digits), maxIntBits)
+				}
+			}
 			if name == "getattr" {
 				v, err := real.CallInternal(thread, args, kwargs)
 				if err != nil {

@@ -171,6 +171,7 @@ func TestMemoryErrorsKeepTheirPosition(t *testing.T) {
 		// Multiplying integers of millions of bits is one step that
 		// could take minutes.
 		{"n = 3\nfor i in range(40):\n    n = n * n", `the program failed at 3:11: int * int: the result would have about 1661954 bits, more than the 1048576 an integer may have`},
+		{"n = int('9' * 1000000)", `the program failed at 1:8: int: a string of 1000000 characters is longer than an integer of 1048576 bits may be written`},
 	}
 	for _, tt := range tests {
 		r := newRunner(t, nil)
