@@ -62,9 +62,10 @@ type Options struct {
 	// estimated from above and refused before it allocates if it would
 	// not fit; the heap, measured after a garbage collection, decides
 	// when the estimates add up to the limit. The small allocations of
-	// single steps are not weighed one by one: the heap is sampled every
-	// 4096 steps and every 10 ms, so a program may pass the limit by what
-	// a few thousand steps allocate before it is stopped. The heap is the
+	// single steps (under 1 KiB) are not weighed one by one: the heap is
+	// sampled every 4096 steps and every 10 ms, so a program may pass the
+	// limit by what a few thousand steps allocate before it is stopped.
+	// The heap is the
 	// whole process's: allocations of other goroutines count too, so
 	// leave headroom. 0 means 512 MiB; negative disables the check.
 	MaxMemory int64

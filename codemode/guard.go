@@ -19,26 +19,14 @@ import (
 // operation that does not fit stops the program with KindMemoryLimit
 // before anything is allocated.
 
-// tokens maps an operator's text, as the rewriter writes it, to its token.
-var tokens = func() map[string]syntax.Token {
-	m := map[string]syntax.Token{}
-	for op := range guardedOps {
-		m[op.String()] = op
-	}
-	for aug, op := range augmented {
-		m[op.String()+"="] = aug
-	}
-	return m
-}()
-
 // wrapped are the built-ins of the Universe that code mode replaces with a
 // guarded version.
 var wrapped = []string{"str", "repr", "print", "fail", "list", "tuple", "sorted", "reversed", "enumerate", "zip", "dict", "set", "bytes", "getattr", "int"}
 
 // isGuard reports whether name is predeclared by code mode itself.
 func isGuard(name string) bool {
-	switch name {
-	case opName, inplaceName, sliceName, attrName:
+	switch {
+	case name == sliceName, name == attrName, strings.HasPrefix(name, opName), strings.HasPrefix(name, inplaceName):
 		return true
 	}
 	for _, w := range wrapped {
@@ -52,10 +40,18 @@ func isGuard(name string) bool {
 // guards returns the predeclared guards of run x.
 func (x *execution) guards() starlark.StringDict {
 	d := starlark.StringDict{
-		opName:      starlark.NewBuiltin(opName, x.binop),
-		inplaceName: starlark.NewBuiltin(inplaceName, x.inplace),
-		sliceName:   starlark.NewBuiltin(sliceName, x.slice),
-		attrName:    starlark.NewBuiltin(attrName, x.attr),
+		sliceName: starlark.NewBuiltin(sliceName, x.slice),
+		attrName:  starlark.NewBuiltin(attrName, x.attr),
+	}
+	for op := range guardedOps {
+		d[opName+op.String()] = starlark.NewBuiltin(opName, func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+			return x.binary(thread, op, op, args[0], args[1])
+		})
+	}
+	for aug, op := range augmented {
+		d[inplaceName+aug.String()] = starlark.NewBuiltin(inplaceName, func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+			return x.inplace(thread, aug, op, args[0], args[1])
+		})
 	}
 	for _, name := range wrapped {
 		real := starlark.Universe[name].(*starlark.Builtin)
@@ -83,8 +79,16 @@ func (x *execution) guards() starlark.StringDict {
 	return d
 }
 
+// smallAlloc is the size below which an operation is not charged: what
+// it allocates is like what any step does, which the samples of the heap
+// see, and charging it would cost more than the operation.
+const smallAlloc = 1 << 10
+
 // charge charges n bytes for what, or halts the program.
 func (x *execution) charge(thread *starlark.Thread, n int64, what string) error {
+	if n < smallAlloc {
+		return nil
+	}
 	if err := x.meter.charge(n); err != nil {
 		x.halt(thread, KindMemoryLimit)
 		return &memoryError{what: what, need: n}
@@ -102,25 +106,10 @@ func (e *memoryError) Error() string {
 	return fmt.Sprintf("%s would allocate about %d bytes", e.what, e.need)
 }
 
-// binop is op·(op, x, y).
-func (x *execution) binop(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
-	op := tokens[string(args[0].(starlark.String))]
-	l, r := args[1], args[2]
-	return x.binary(thread, op, l, r, fmt.Sprintf("%s %s %s", l.Type(), op, r.Type()))
-}
-
-// inplace is inplace·(op=, x, y): x op= y, where a list's += and a dict's
-// |= change it in place, as the interpreter does.
-func (x *execution) inplace(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
-	aug := tokens[string(args[0].(starlark.String))]
-	var op syntax.Token
-	for a, o := range augmented {
-		if a == aug {
-			op = o
-		}
-	}
-	l, r := args[1], args[2]
-	what := fmt.Sprintf("%s %s %s", l.Type(), aug, r.Type())
+// inplace is l aug r (aug is op=), where a list's += and a dict's |=
+// change it in place, as the interpreter does.
+func (x *execution) inplace(thread *starlark.Thread, aug, op syntax.Token, l, r starlark.Value) (starlark.Value, error) {
+	what := func() string { return l.Type() + " " + aug.String() + " " + r.Type() }
 	switch l := l.(type) {
 	case *starlark.List:
 		if op != syntax.PLUS {
@@ -131,7 +120,7 @@ func (x *execution) inplace(thread *starlark.Thread, _ *starlark.Builtin, args s
 			break
 		}
 		// Twice the slots: the list's array grows by doubling.
-		if err := x.charge(thread, mul(x.count(r), elemSize(r, 2*valueSize)), what); err != nil {
+		if err := x.charge(thread, mul(x.count(r), elemSize(r, 2*valueSize)), what()); err != nil {
 			return nil, err
 		}
 		if r == starlark.Value(l) {
@@ -158,7 +147,7 @@ func (x *execution) inplace(thread *starlark.Thread, _ *starlark.Builtin, args s
 		if op != syntax.PIPE || !ok {
 			break
 		}
-		if err := x.charge(thread, mul(int64(r.Len()), entrySize), what); err != nil {
+		if err := x.charge(thread, mul(int64(r.Len()), entrySize), what()); err != nil {
 			return nil, err
 		}
 		for _, kv := range r.Items() {
@@ -168,16 +157,21 @@ func (x *execution) inplace(thread *starlark.Thread, _ *starlark.Builtin, args s
 		}
 		return l, nil
 	}
-	return x.binary(thread, op, l, r, what)
+	return x.binary(thread, op, aug, l, r)
 }
 
-// binary charges l op r, then computes it.
-func (x *execution) binary(thread *starlark.Thread, op syntax.Token, l, r starlark.Value, what string) (starlark.Value, error) {
+// binary charges l op r, then computes it. The operation is named in
+// errors with shown, the operator as written (op, or op= for an
+// augmented assignment).
+func (x *execution) binary(thread *starlark.Thread, op, shown syntax.Token, l, r starlark.Value) (starlark.Value, error) {
+	name := func() string { return l.Type() + " " + shown.String() + " " + r.Type() }
 	if bits := intResultBits(op, l, r); bits > maxIntBits {
-		return nil, fmt.Errorf("%s: the result would have about %d bits, more than the %d an integer may have", what, bits, maxIntBits)
+		return nil, fmt.Errorf("%s: the result would have about %d bits, more than the %d an integer may have", name(), bits, maxIntBits)
 	}
-	if err := x.charge(thread, x.binarySize(op, l, r), what); err != nil {
-		return nil, err
+	if n := x.binarySize(op, l, r); n >= smallAlloc {
+		if err := x.charge(thread, n, name()); err != nil {
+			return nil, err
+		}
 	}
 	return starlark.Binary(op, l, r)
 }

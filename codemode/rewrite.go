@@ -11,9 +11,9 @@ import (
 // the program is rewritten, once parsed and before it is resolved, to go
 // through built-ins of code mode that weigh each one first (see guard.go):
 //
-//	x * y          op·("*", x, y)
-//	x += y         x = inplace·("+=", x, y)
-//	a[i] += y      t·1 = a; t·2 = i; t·1[t·2] = inplace·("+=", t·1[t·2], y)
+//	x * y          op·*(x, y)
+//	x += y         x = inplace·+=(x, y)
+//	a[i] += y      t·1 = a; t·2 = i; t·1[t·2] = inplace·+=(t·1[t·2], y)
 //	x[lo:hi:st]    slice·(x, lo, hi, st)
 //	x.name         attr·(x, "name")
 //
@@ -23,7 +23,8 @@ import (
 // augmented assignment's target is evaluated once, into temporaries, as
 // the interpreter does.
 
-// Names of the guard built-ins the rewritten program calls.
+// Names of the guard built-ins the rewritten program calls; those of
+// operators are followed by the operator, one built-in each.
 const (
 	opName      = "op·"
 	inplaceName = "inplace·"
@@ -137,8 +138,7 @@ func (w *rewriter) augmented(s *syntax.AssignStmt) []syntax.Stmt {
 		}
 		read = &syntax.Ident{NamePos: id.NamePos, Name: id.Name}
 	}
-	op := augmented[s.Op]
-	call := guardCall(inplaceName, s.OpPos, opLiteral(op.String()+"=", s.OpPos), read, w.expr(s.RHS))
+	call := guardCall(inplaceName+s.Op.String(), s.OpPos, read, w.expr(s.RHS))
 	return append(pre, &syntax.AssignStmt{OpPos: s.OpPos, Op: syntax.EQ, LHS: target, RHS: call})
 }
 
@@ -194,7 +194,7 @@ func (w *rewriter) expr(e syntax.Expr) syntax.Expr {
 		e.X = w.expr(e.X)
 		e.Y = w.expr(e.Y)
 		if guardedOps[e.Op] {
-			return guardCall(opName, e.OpPos, opLiteral(e.Op.String(), e.OpPos), e.X, e.Y)
+			return guardCall(opName+e.Op.String(), e.OpPos, e.X, e.Y)
 		}
 	case *syntax.UnaryExpr:
 		if e.X != nil {

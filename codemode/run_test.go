@@ -124,9 +124,7 @@ func TestRunErrors(t *testing.T) {
 		opts: codemode.Options{MaxSteps: 10_000},
 		code: "n = 0\nfor i in range(1000000000):\n    n += i\n",
 		kind: codemode.KindStepLimit,
-		// Where the limit falls depends on the instructions of the loop,
-		// among them the call of the guard of +=.
-		msg: "the program was stopped at 3:10: it exceeded its limit of 10000 steps",
+		msg:  "the program was stopped at 2:1: it exceeded its limit of 10000 steps",
 	}, {
 		name: "while true",
 		opts: codemode.Options{MaxSteps: 10_000},
