@@ -21,9 +21,13 @@ import (
 // approvalInput is the ID of the elicitation that asks for an approval.
 const approvalInput = "hrns_approval"
 
-// maxQuestions bounds the approvals a server waits to have answered, so
-// that a client cannot grow the table by calling without answering.
-const maxQuestions = 1024
+// maxQuestions bounds the approvals a server waits to have answered, and
+// maxSessionQuestions those of one session, so that a client cannot grow
+// the table, or fill it for the others, by calling without answering.
+const (
+	maxQuestions        = 1024
+	maxSessionQuestions = 64
+)
 
 // errForgedAnswer is the reason a call is refused when it carries answers
 // (inputResponses, requestState) to no question the server is waiting on.
@@ -82,7 +86,7 @@ func (a *callApproval) Approve(ctx context.Context, ar *loop.ApprovalRequest) (l
 func (a *callApproval) askClient(ar *loop.ApprovalRequest) (loop.Decision, error) {
 	p := a.req.Params
 	if p.RequestState != "" || len(p.InputResponses) > 0 {
-		if !a.questions.answer(p.RequestState, &ar.Call, time.Now()) {
+		if !a.questions.answer(p.RequestState, a.req.Session, &ar.Call, time.Now()) {
 			return loop.Decision{Verdict: loop.Reject, Reason: errForgedAnswer}, nil
 		}
 		er, _ := p.InputResponses[approvalInput].(*sdk.ElicitResult)
@@ -94,7 +98,7 @@ func (a *callApproval) askClient(ar *loop.ApprovalRequest) (loop.Decision, error
 	if !canElicit(a.req.Session) {
 		return loop.Decision{}, errors.New("this MCP client cannot ask its user: it does not support elicitation")
 	}
-	state, err := a.questions.ask(&ar.Call, time.Now().Add(a.ttl))
+	state, err := a.questions.ask(a.req.Session, &ar.Call, time.Now().Add(a.ttl))
 	if err != nil {
 		return loop.Decision{}, err
 	}
@@ -150,8 +154,8 @@ func (a *callApproval) outcome() (deferred bool, ask *sdk.ElicitParams, state st
 // waiting to have answered. Each is named by a random token, sent to the
 // client as the request state of the question and echoed back with the
 // answer; the token is the only way to answer, it answers only a call of
-// the same tool with the same arguments, only once, and only until its
-// deadline.
+// the same tool with the same arguments in the same session, only once,
+// and only until its deadline.
 type questions struct {
 	mu sync.Mutex
 	m  map[string]question // by token
@@ -159,13 +163,14 @@ type questions struct {
 
 // A question is what one token may answer.
 type question struct {
+	session  *sdk.ServerSession
 	call     [sha256.Size]byte // see callDigest
 	deadline time.Time
 }
 
-// ask records a question about call, answerable until deadline, and
-// returns its token.
-func (q *questions) ask(call *llm.ToolCall, deadline time.Time) (string, error) {
+// ask records a question about call in session ss, answerable until
+// deadline, and returns its token.
+func (q *questions) ask(ss *sdk.ServerSession, call *llm.ToolCall, deadline time.Time) (string, error) {
 	var b [32]byte
 	rand.Read(b[:]) // never fails (crypto/rand)
 	token := base64.RawURLEncoding.EncodeToString(b[:])
@@ -174,25 +179,27 @@ func (q *questions) ask(call *llm.ToolCall, deadline time.Time) (string, error) 
 	if q.m == nil {
 		q.m = map[string]question{}
 	}
-	if len(q.m) >= maxQuestions {
-		now := time.Now()
-		for t, qu := range q.m {
-			if now.After(qu.deadline) {
-				delete(q.m, t)
-			}
-		}
-		if len(q.m) >= maxQuestions {
-			return "", fmt.Errorf("%d approvals are already waiting for an answer", len(q.m))
+	now, mine := time.Now(), 0
+	for t, qu := range q.m {
+		switch {
+		case now.After(qu.deadline):
+			delete(q.m, t)
+		case qu.session == ss:
+			mine++
 		}
 	}
-	q.m[token] = question{call: callDigest(call), deadline: deadline}
+	if mine >= maxSessionQuestions || len(q.m) >= maxQuestions {
+		return "", fmt.Errorf("too many approvals are already waiting for an answer (%d of this client's, %d in all)", mine, len(q.m))
+	}
+	q.m[token] = question{session: ss, call: callDigest(call), deadline: deadline}
 	return token, nil
 }
 
-// answer reports whether token names a question about call that is still
-// open at now, and closes it: a token answers once. A token presented for
-// another call is closed too, so that it cannot be tried again.
-func (q *questions) answer(token string, call *llm.ToolCall, now time.Time) bool {
+// answer reports whether token names a question about call in session ss
+// that is still open at now, and closes it: a token answers once. A token
+// presented for another call is closed too, so that it cannot be tried
+// again.
+func (q *questions) answer(token string, ss *sdk.ServerSession, call *llm.ToolCall, now time.Time) bool {
 	if token == "" {
 		return false
 	}
@@ -200,7 +207,7 @@ func (q *questions) answer(token string, call *llm.ToolCall, now time.Time) bool
 	qu, ok := q.m[token]
 	delete(q.m, token)
 	q.mu.Unlock()
-	if !ok || now.After(qu.deadline) {
+	if !ok || now.After(qu.deadline) || qu.session != ss {
 		return false
 	}
 	d := callDigest(call)

@@ -346,3 +346,52 @@ func TestServerElicitationRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// An answer counts only in the session that was asked, and a client that
+// asks without answering fills only its own share of the questions.
+func TestServerApprovalSessions(t *testing.T) {
+	var writes atomic.Int64
+	srv := mcp.NewServer(testTools(&writes), &mcp.ServerOptions{AskClient: true})
+	elicit := map[string]any{"elicitation": map[string]any{}}
+	a := serveRaw(t, srv, "2026-07-28", elicit)
+	b := serveRaw(t, srv, "2026-07-28", elicit)
+	ask := func(c *rawClient) (string, string) {
+		t.Helper()
+		reply := c.call("tools/call", map[string]any{"name": "write", "arguments": map[string]any{}}, nil)
+		res, _ := reply["result"].(map[string]any)
+		state, _ := res["requestState"].(string)
+		text, _ := toolResult(t, reply)
+		return state, text
+	}
+
+	state, _ := ask(a)
+	if state == "" {
+		t.Fatal("no question asked")
+	}
+	p := forgedCall(state)
+	if text, isErr := toolResult(t, b.call("tools/call", p, nil)); !isErr || !strings.Contains(text, "did not ask") {
+		t.Errorf("another session's answer: %q (isError %v)", text, isErr)
+	}
+	if n := writes.Load(); n != 0 {
+		t.Fatalf("write ran %d times", n)
+	}
+
+	// a asks and never answers, until its share is full.
+	for i := 1; ; i++ {
+		state, text := ask(a)
+		if state == "" {
+			if !strings.Contains(text, "too many approvals are already waiting") {
+				t.Errorf("question %d: %q", i, text)
+			}
+			break
+		}
+		if i > 1000 {
+			t.Fatal("a client can make the server wait on any number of questions")
+		}
+	}
+	// b is still asked, and its answer counts.
+	state, _ = ask(b)
+	if text, isErr := toolResult(t, b.call("tools/call", forgedCall(state), nil)); isErr || text != "written" {
+		t.Errorf("b's answer to its question: %q (isError %v)", text, isErr)
+	}
+}

@@ -40,7 +40,8 @@ type ServerOptions struct {
 	// support elicitation has its calls refused. Only the answer to a
 	// question the server asked counts: a call that carries answers
 	// (inputResponses) to no question the server is waiting on, about
-	// another call, given twice or after ApprovalTimeout, is refused.
+	// another call, from another session, given twice or after
+	// ApprovalTimeout, is refused.
 	// Note that the client relays the answer: AskClient trusts the
 	// client to ask its user.
 	//
