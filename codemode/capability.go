@@ -164,6 +164,14 @@ func (c *capability) builtin(x *execution) *starlark.Builtin {
 		if len(args) > 0 {
 			return nil, &capError{name: c.name, msg: fmt.Sprintf("%s takes keyword arguments only, as in %s; %s", c.name, c.example(), c.signature())}
 		}
+		var size int64
+		for _, kv := range kwargs {
+			size = add(size, jsonSize(kv[1], x.meter.limit))
+		}
+		// The arguments are encoded, then copied into the call.
+		if err := x.charge(thread, mul(size, 2), "encoding the arguments of "+c.name); err != nil {
+			return nil, err
+		}
 		m := make(map[string]json.RawMessage, len(kwargs))
 		for _, kv := range kwargs {
 			k := string(kv[0].(starlark.String))

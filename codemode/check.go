@@ -51,7 +51,8 @@ func (r *Runner) compile(src string) (*starlark.Program, error) {
 	if len(diags) > 0 {
 		return nil, notRun(KindCheck, diags)
 	}
-	prog, err := starlark.FileProgram(f, r.isCapability)
+	rewrite(f)
+	prog, err := starlark.FileProgram(f, func(name string) bool { return r.isCapability(name) || isGuard(name) })
 	if err != nil {
 		var list resolve.ErrorList
 		if !errors.As(err, &list) {

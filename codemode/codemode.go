@@ -54,11 +54,20 @@ type Options struct {
 	// OutputLimit bounds what one program may print, in bytes; a program
 	// that prints more is stopped. 0 means 1 MiB.
 	OutputLimit int
-	// MaxMemory bounds, approximately, how much the Go heap may grow
-	// while a program runs; a program is stopped soon after it is
-	// exceeded. The heap is the whole process's: allocations of other
-	// goroutines count too, so leave headroom. 0 means 512 MiB; negative
-	// disables the check.
+	// MaxMemory bounds how much the Go heap may grow while a program
+	// runs. Every operation of a program that builds a value in
+	// proportion to its operands (repetition, concatenation, join,
+	// formatting, slices, list and dict growth, str and repr, list of a
+	// range, the result's JSON, a capability's arguments...) is
+	// estimated from above and refused before it allocates if it would
+	// not fit; the heap, measured after a garbage collection, decides
+	// when the estimates add up to the limit. The small allocations of
+	// single steps (under 1 KiB) are not weighed one by one: the heap is
+	// sampled every 4096 steps and every 10 ms, so a program may pass the
+	// limit by what a few thousand steps allocate before it is stopped.
+	// The heap is the
+	// whole process's: allocations of other goroutines count too, so
+	// leave headroom. 0 means 512 MiB; negative disables the check.
 	MaxMemory int64
 	// MaxConcurrent bounds the programs running at once across every
 	// agent using this runner; further programs wait for a slot. 0

@@ -39,8 +39,9 @@
 // [Options.CapabilityTimeout]) and its panics are recovered; a failure
 // stops the program with the loop's message. Unlike a model's call, the
 // result is not bounded: the program gets all of it. The program is
-// bounded by steps, wall time, printed bytes and (approximately) heap
-// growth, and programs of one [Runner] run at most [Options.MaxConcurrent]
+// bounded by steps, wall time, printed bytes and memory (every operation
+// that builds a value is weighed before it runs; see [Options.MaxMemory]),
+// and programs of one [Runner] run at most [Options.MaxConcurrent]
 // at a time. With [Options.RequireApproval], each program waits for the
 // approver, which sees its source, until [Options.ApprovalTimeout]; no
 // decision by then is a refusal. That approval too is the loop's, of a
@@ -54,11 +55,11 @@
 //
 // # What it does not guarantee
 //
-// Memory is not bounded exactly: Starlark has no allocation accounting, so
-// [Options.MaxMemory] samples the whole process's heap while a program runs
-// and stops the program when it grew too much. One operation can allocate
-// a lot before the next sample (Starlark caps repetition such as "x" * n at
-// about 1 GiB), and other goroutines' allocations count too. Programs run
+// Memory is bounded by estimates, not exactly: an operation's allocation
+// is estimated from above before it runs, the small allocations of single
+// steps are caught by sampling the heap every few thousand steps, and the
+// heap measured is the whole process's, so other goroutines' allocations
+// count too. Programs run
 // in the application's process, not in a separate one: the guarantees are
 // those of the Starlark interpreter and of the capabilities granted, which
 // do whatever their handlers do. See docs/codemode.md.

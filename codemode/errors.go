@@ -34,8 +34,9 @@ const (
 	KindTimeLimit ErrorKind = "time_limit"
 	// KindOutputLimit: the program printed more than allowed.
 	KindOutputLimit ErrorKind = "output_limit"
-	// KindMemoryLimit: the heap grew more than allowed while the program
-	// ran (an approximate, process-wide measure; see [Options.MaxMemory]).
+	// KindMemoryLimit: an operation of the program would have made the
+	// heap grow past the limit, and was refused before it allocated; or
+	// the heap was found to have grown past it (see [Options.MaxMemory]).
 	KindMemoryLimit ErrorKind = "memory_limit"
 	// KindCancelled: the caller's context ended before the program did.
 	KindCancelled ErrorKind = "cancelled"

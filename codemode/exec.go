@@ -20,8 +20,13 @@ import (
 // list, say) takes longer; its slot is freed when it does return.
 var grace = 2 * time.Second
 
-// memoryTick is how often the heap is sampled while a program runs.
-const memoryTick = 10 * time.Millisecond
+// memoryTick is how often the heap is sampled while a program runs, in
+// case one operation the guards do not weigh allocates a lot; checkStride
+// is how many steps run between two samples taken by the interpreter.
+const (
+	memoryTick  = 10 * time.Millisecond
+	checkStride = 4096
+)
 
 // An execution is one program running.
 type execution struct {
@@ -32,6 +37,7 @@ type execution struct {
 	calls  atomic.Int64    // capability calls so far
 	steps  atomic.Uint64
 	stop   atomic.Pointer[ErrorKind] // why the program was halted
+	meter  *meter
 
 	mu  sync.Mutex // guards out
 	out strings.Builder
@@ -49,10 +55,22 @@ func (x *execution) exec(parent context.Context, prog *starlark.Program) (*Resul
 	ctx, cancel := context.WithTimeout(parent, o.Timeout)
 	defer cancel()
 	x.ctx, x.parent = ctx, parent
+	x.meter = newMeter(o.MaxMemory)
 	thread := &starlark.Thread{Name: x.id, Print: x.print}
-	thread.SetMaxExecutionSteps(o.MaxSteps)
-	thread.OnMaxSteps = func(t *starlark.Thread) { x.halt(t, KindStepLimit) }
-	predeclared := make(starlark.StringDict, len(x.r.caps))
+	// The step limit is reached in stretches of checkStride steps, and
+	// the heap is sampled at the end of each.
+	thread.SetMaxExecutionSteps(min(o.MaxSteps, checkStride))
+	thread.OnMaxSteps = func(t *starlark.Thread) {
+		if t.Steps >= o.MaxSteps {
+			x.halt(t, KindStepLimit)
+			return
+		}
+		t.SetMaxExecutionSteps(min(o.MaxSteps, t.Steps+checkStride))
+		if x.meter.over() {
+			x.halt(t, KindMemoryLimit)
+		}
+	}
+	predeclared := x.guards()
 	for name, c := range x.r.caps {
 		predeclared[name] = c.builtin(x)
 	}
@@ -71,9 +89,7 @@ func (x *execution) exec(parent context.Context, prog *starlark.Program) (*Resul
 	}()
 
 	var tick <-chan time.Time
-	var base int64
 	if o.MaxMemory > 0 {
-		base = heapBytes()
 		t := time.NewTicker(memoryTick)
 		defer t.Stop()
 		tick = t.C
@@ -83,7 +99,7 @@ func (x *execution) exec(parent context.Context, prog *starlark.Program) (*Resul
 		case out := <-done:
 			return x.finish(out)
 		case <-tick:
-			if heapBytes()-base > o.MaxMemory {
+			if x.meter.over() {
 				x.halt(thread, KindMemoryLimit)
 			}
 		case <-ctx.Done():
@@ -151,6 +167,9 @@ func (x *execution) finish(out outcome) (*Result, error) {
 	}
 	res := &Result{Output: x.output(), Steps: x.steps.Load()}
 	if v, ok := out.globals[resultName]; ok {
+		if n := jsonSize(v, x.meter.limit); x.meter.limit > 0 && n > x.meter.limit {
+			return nil, x.failure(KindMemoryLimit, &memoryError{what: "encoding the result as JSON", need: n})
+		}
 		b, err := toJSON(v)
 		if err != nil {
 			b, _ = toJSON(starlark.String(v.String()))
@@ -203,7 +222,11 @@ func (x *execution) failure(kind ErrorKind, err error) *Error {
 	case KindOutputLimit:
 		what = fmt.Sprintf("the program was stopped%s: it printed more than its limit of %d bytes", where, o.OutputLimit)
 	case KindMemoryLimit:
-		what = fmt.Sprintf("the program was stopped%s: memory grew by more than its limit of %d bytes", where, o.MaxMemory)
+		if me, ok := errors.AsType[*memoryError](err); ok {
+			what = fmt.Sprintf("the program was stopped%s: it exceeded its memory limit of %d bytes (%s)", where, o.MaxMemory, me)
+		} else {
+			what = fmt.Sprintf("the program was stopped%s: memory grew by more than its limit of %d bytes", where, o.MaxMemory)
+		}
 	case KindCancelled:
 		what = "the program was cancelled" + where + ": " + context.Cause(x.parent).Error()
 	}

@@ -9,14 +9,12 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 )
@@ -39,8 +37,13 @@ type ServerOptions struct {
 	Approver loop.Approver
 	// AskClient, when Approver is nil, asks the client's user to approve
 	// each such call through an MCP elicitation. A client that does not
-	// support elicitation has its calls refused. Note that the client
-	// gives the answer: AskClient trusts the client to ask its user.
+	// support elicitation has its calls refused. Only the answer to a
+	// question the server asked counts: a call that carries answers
+	// (inputResponses) to no question the server is waiting on, about
+	// another call, from another session, given twice or after
+	// ApprovalTimeout, is refused.
+	// Note that the client relays the answer: AskClient trusts the
+	// client to ask its user.
 	//
 	// With neither Approver nor AskClient, calls of tools that require
 	// approval are refused with an error result, never silently run.
@@ -89,6 +92,9 @@ type Server struct {
 	log   *slog.Logger
 	srv   *sdk.Server
 	calls atomic.Int64 // numbers call IDs
+
+	// asked holds the approvals asked of clients and not yet answered.
+	asked questions
 
 	// run is held shared by concurrent tools, exclusively by the others.
 	run sync.RWMutex
@@ -211,10 +217,10 @@ func (s *Server) handler(ts *loop.Toolset, name string, concurrent bool) sdk.Too
 			Logger:          s.log,
 		}
 		if s.opts.Approver != nil || s.opts.AskClient {
-			ap = &callApproval{approver: s.opts.Approver, req: req}
+			ap = &callApproval{approver: s.opts.Approver, questions: &s.asked, ttl: s.opts.ApprovalTimeout, req: req}
 			opts.Approver = ap
 		}
-		call := llm.ToolCall{ID: "mcp-" + strconv.FormatInt(s.calls.Add(1), 10), Name: name, Arguments: llm.Arguments(req.Params.Arguments)}
+		call := llm.ToolCall{ID: "mcp-" + strconv.FormatInt(s.calls.Add(1), 10), Name: name, Arguments: []byte(req.Params.Arguments)}
 		out, err := ts.Invoke(ctx, call, opts)
 		return result(name, out, err, ap), nil
 	}
@@ -232,10 +238,10 @@ func result(name string, out *loop.Output, err error, ap *callApproval) *sdk.Cal
 	}
 	switch {
 	case errors.Is(err, loop.ErrPending):
-		deferred, ask := ap.outcome()
+		deferred, ask, state := ap.outcome()
 		switch {
 		case ask != nil:
-			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{approvalInput: ask}}
+			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{approvalInput: ask}, RequestState: state}
 		case deferred:
 			return errorResult(fmt.Sprintf("approval for tool %q was deferred, and an MCP call cannot wait for it; the call was not run", name))
 		}
@@ -247,100 +253,6 @@ func result(name string, out *loop.Output, err error, ap *callApproval) *sdk.Cal
 	}
 	// The client went away or cancelled the call.
 	return errorResult(fmt.Sprintf("tool %q was interrupted: %v", name, err))
-}
-
-// approvalInput is the ID of the elicitation that asks for an approval.
-const approvalInput = "hrns_approval"
-
-// A callApproval is the [loop.Approver] of one call: the server's approver,
-// or with AskClient the client's user, asked through an elicitation. It
-// remembers a deferral, so that the server can tell it from a handler
-// that suspends, and with AskClient the question to send.
-//
-// Asking the client takes two invocations of the tool's handler: the first
-// defers the approval and the server returns the question as an input
-// request; the SDK then calls the handler again with the answer (multi
-// round-trip requests, or a server-to-client request for clients of older
-// protocol versions), and the approval reads it.
-type callApproval struct {
-	approver loop.Approver // nil: ask the client
-	req      *sdk.CallToolRequest
-
-	mu       sync.Mutex
-	deferred bool
-	ask      *sdk.ElicitParams
-}
-
-// Approve implements [loop.Approver].
-func (a *callApproval) Approve(ctx context.Context, ar *loop.ApprovalRequest) (loop.Decision, error) {
-	if a.approver == nil {
-		return a.askClient(ar)
-	}
-	d, err := a.approver.Approve(ctx, ar)
-	if err != nil {
-		return d, err
-	}
-	switch d.Verdict {
-	case loop.Defer:
-		a.setDeferred(nil)
-	case loop.Cancel:
-		// There is no run to end: the call is refused.
-		d.Verdict = loop.Reject
-	}
-	return d, nil
-}
-
-// askClient decides from the user's answer when the client gives one, and
-// defers with the question otherwise.
-func (a *callApproval) askClient(ar *loop.ApprovalRequest) (loop.Decision, error) {
-	if resp, ok := a.req.Params.InputResponses[approvalInput]; ok {
-		er, _ := resp.(*sdk.ElicitResult)
-		if er != nil && er.Action == "accept" && er.Content["approve"] == true {
-			return loop.Decision{Verdict: loop.Approve}, nil
-		}
-		return loop.Decision{Verdict: loop.Reject, Reason: "the user did not approve it"}, nil
-	}
-	if ss := a.req.Session; ss != nil {
-		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation == nil {
-			return loop.Decision{}, errors.New("this MCP client cannot ask its user: it does not support elicitation")
-		}
-	}
-	name := ar.Call.Name
-	args := strings.TrimSpace(string(ar.Call.Arguments))
-	if args == "" || args == "null" {
-		args = "{}"
-	}
-	if len(args) > 2000 {
-		args = args[:2000] + "…"
-	}
-	a.setDeferred(&sdk.ElicitParams{
-		Message: fmt.Sprintf("Allow the tool %s to run with these arguments?\n%s", safetext.Escape(name), safetext.Escape(args)),
-		RequestedSchema: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"approve": map[string]any{"type": "boolean", "title": "Run " + name},
-			},
-			"required": []string{"approve"},
-		},
-	})
-	return loop.Decision{Verdict: loop.Defer}, nil
-}
-
-func (a *callApproval) setDeferred(ask *sdk.ElicitParams) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.deferred, a.ask = true, ask
-}
-
-// outcome reports whether the approval was deferred, and the question for
-// the client's user if there is one. A nil a was never asked.
-func (a *callApproval) outcome() (deferred bool, ask *sdk.ElicitParams) {
-	if a == nil {
-		return false, nil
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.deferred, a.ask
 }
 
 func errorResult(msg string) *sdk.CallToolResult {
