@@ -32,8 +32,17 @@
 //
 // Requests carry an API key as "Authorization: Bearer KEY"; a key sees
 // only the sessions created with it, and another key's session is 404.
-// Bodies are limited to 5 MB (413 beyond). Errors are JSON objects
-// {"detail": ...}: a string, or for 422 a list of {"loc", "msg", "type"}.
+// Bodies are declared "Content-Type: application/json" (415 otherwise) and
+// limited to 5 MB (413 beyond). Errors are JSON objects {"detail": ...}: a
+// string, or for 422 a list of {"loc", "msg", "type"}.
+//
+// # Browsers
+//
+// A web page the user visits must not drive a server on their machine.
+// Requests whose Host is not one of [Options.AllowedHosts] (when set) are
+// refused, which defeats DNS rebinding; requests from another origin are
+// refused unless [Options.CORSOrigins] lists it; and bodies must be
+// declared JSON, which no plain form or simple cross-site request can do.
 package server
 
 import (
@@ -61,6 +70,21 @@ type Options struct {
 	// authentication: every request owns every session (for a server
 	// only its own machine can reach).
 	APIKeys []string
+	// AllowedHosts are the Host headers the API answers: "host" (any
+	// port) or "host:port", names or IP addresses ("[::1]:8080"). A
+	// request naming another host is refused with 403, which defeats DNS
+	// rebinding. Empty means any Host: a handler does not know the
+	// addresses it is reached at, so whoever listens sets them (hrns
+	// serve does). GET /healthz answers any Host, for health checks
+	// that address replicas by IP.
+	AllowedHosts []string
+	// CORSOrigins are the origins ("https://app.example.com") whose web
+	// pages may call the API: preflight requests from them are answered
+	// and their responses carry Access-Control-Allow-Origin. A request
+	// with any other Origin that is not this server's own (the scheme's
+	// host and port equal to the Host header) is refused with 403. Empty
+	// means no cross-origin access.
+	CORSOrigins []string
 	// MaxBodyBytes bounds request bodies; 0 means 5 MB.
 	MaxBodyBytes int64
 	// Logger receives request errors; nil discards them.
@@ -75,6 +99,7 @@ type Server struct {
 	keys map[[32]byte]string // sha256 of a key -> owner
 	mux  *http.ServeMux
 	log  *slog.Logger
+	g    *guard
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -95,38 +120,53 @@ func New(m *session.Manager, opts *Options) *Server {
 		s.opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s.log = s.opts.Logger
+	s.g = newGuard(&s.opts)
 	for _, k := range s.opts.APIKeys {
 		sum := sha256.Sum256([]byte(k))
 		s.keys[sum] = "key:" + hex.EncodeToString(sum[:8])
 	}
 	for _, r := range []struct {
 		pattern string
+		body    body
 		h       func(w http.ResponseWriter, r *http.Request, owner string) error
 	}{
-		{"POST /api/v2/sessions", s.create},
-		{"GET /api/v2/sessions", s.list},
-		{"GET /api/v2/sessions/{id}", s.get},
-		{"DELETE /api/v2/sessions/{id}", s.cancel},
-		{"GET /api/v2/sessions/{id}/status", s.status},
-		{"GET /api/v2/sessions/{id}/changes", s.changes},
-		{"GET /api/v2/sessions/{id}/events", s.events},
-		{"POST /api/v2/sessions/{id}/messages", s.messages},
-		{"POST /api/v2/sessions/{id}/tool_results", s.toolResults},
-		{"POST /api/v2/sessions/{id}/approvals", s.approvals},
-		{"POST /api/v2/sessions/{id}/pause", s.control((*session.Manager).Pause)},
-		{"POST /api/v2/sessions/{id}/resume", s.control((*session.Manager).Resume)},
-		{"POST /api/v2/sessions/{id}/force_answer", s.control((*session.Manager).ForceAnswer)},
-		{"GET /api/v2/replicas", s.replicas},
+		{"POST /api/v2/sessions", bodyJSON, s.create},
+		{"GET /api/v2/sessions", bodyNone, s.list},
+		{"GET /api/v2/sessions/{id}", bodyNone, s.get},
+		{"DELETE /api/v2/sessions/{id}", bodyNone, s.cancel},
+		{"GET /api/v2/sessions/{id}/status", bodyNone, s.status},
+		{"GET /api/v2/sessions/{id}/changes", bodyNone, s.changes},
+		{"GET /api/v2/sessions/{id}/events", bodyNone, s.events},
+		{"POST /api/v2/sessions/{id}/messages", bodyJSON, s.messages},
+		{"POST /api/v2/sessions/{id}/tool_results", bodyJSON, s.toolResults},
+		{"POST /api/v2/sessions/{id}/approvals", bodyJSON, s.approvals},
+		{"POST /api/v2/sessions/{id}/pause", bodyIgnored, s.control((*session.Manager).Pause)},
+		{"POST /api/v2/sessions/{id}/resume", bodyIgnored, s.control((*session.Manager).Resume)},
+		{"POST /api/v2/sessions/{id}/force_answer", bodyIgnored, s.control((*session.Manager).ForceAnswer)},
+		{"GET /api/v2/replicas", bodyNone, s.replicas},
 	} {
-		s.mux.Handle(r.pattern, s.api(r.h))
+		s.mux.Handle(r.pattern, s.api(r.body, r.h))
 	}
 	s.mux.HandleFunc("GET /healthz", s.health)
 	return s
 }
 
+// body says what a route does with a request body.
+type body int
+
+const (
+	bodyNone    body = iota // a GET or DELETE: not read
+	bodyJSON                // read: must be declared application/json
+	bodyIgnored             // a POST without input: none, or declared JSON
+)
+
 // ServeHTTP implements [http.Handler]. Unknown paths and methods get JSON
-// errors too.
+// errors too. Every request but GET /healthz passes the Host and Origin
+// rules first (see [Options.AllowedHosts] and [Options.CORSOrigins]).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/healthz" && !s.g.check(w, r) {
+		return
+	}
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		rec := &statusRecorder{header: http.Header{}}
 		s.mux.ServeHTTP(rec, r)
@@ -149,14 +189,17 @@ func (r *statusRecorder) Header() http.Header         { return r.header }
 func (r *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
 func (r *statusRecorder) WriteHeader(code int)        { r.status = code }
 
-// api wraps a handler with authentication, the body limit and error
-// mapping.
-func (s *Server) api(h func(w http.ResponseWriter, r *http.Request, owner string) error) http.Handler {
+// api wraps a handler with authentication, the Content-Type rule, the
+// body limit and error mapping.
+func (s *Server) api(b body, h func(w http.ResponseWriter, r *http.Request, owner string) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		owner, ok := s.authenticate(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hrns"`)
 			writeError(w, http.StatusUnauthorized, "Not authenticated: send Authorization: Bearer <API key>")
+			return
+		}
+		if b != bodyNone && !checkJSON(w, r, b == bodyIgnored) {
 			return
 		}
 		if id := r.PathValue("id"); id != "" && !uuidRE.MatchString(id) {
