@@ -25,6 +25,15 @@ type AgentConfig struct {
 	Toolsets []string
 	// MaxSteps is the agent's default step budget; 0 means the server's.
 	MaxSteps int
+	// Workspace, when set, gives each session of the agent tools of its
+	// own besides Toolsets, typically file and shell tools rooted in a
+	// directory of the session's, so that no two sessions share files.
+	// It is called with a name unique to the session, chosen when the
+	// session is created and stored with it, so that the session gets
+	// the same name each time it runs, after a restart or on another
+	// replica; the name is 32 lower-case hex digits. It is called each
+	// time the session runs, and may be called concurrently.
+	Workspace func(name string) (*loop.Toolset, error)
 }
 
 // spec is a session's resolved agent and budgets. It is stored in the
@@ -35,7 +44,9 @@ type spec struct {
 	System      string           `json:"system,omitempty"`
 	Model       string           `json:"model,omitempty"`
 	ClientTools []ToolDefinition `json:"client_tools,omitempty"`
-	// Toolsets are "env:KIND" or "toolset:NAME".
+	// Toolsets are "env:KIND", "toolset:NAME" or "workspace:AGENT:NAME"
+	// (the tools AGENT's AgentConfig.Workspace gives the session's
+	// workspace NAME).
 	Toolsets    []string      `json:"toolsets,omitempty"`
 	MaxSteps    int           `json:"max_steps"`
 	MaxTime     time.Duration `json:"max_time,omitempty"`
@@ -89,6 +100,9 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 			default:
 				v.add(fmt.Sprintf("agent %q uses toolset %q, which this server does not have", req.Agent.Name, name), "body", "agent")
 			}
+		}
+		if cfg.Workspace != nil {
+			sp.Toolsets = append(sp.Toolsets, "workspace:"+req.Agent.Name+":"+strings.ReplaceAll(newID(), "-", ""))
 		}
 	default:
 		v.add("Field required", "body", "agent")
@@ -250,6 +264,15 @@ func (m *Manager) toolsets(refs []string) (*loop.Toolset, error) {
 			ts = m.opts.Environments[name]
 		case "toolset":
 			ts = m.opts.Toolsets[name]
+		case "workspace":
+			i := strings.LastIndexByte(name, ':')
+			if a := m.opts.Agents[name[:max(i, 0)]]; i > 0 && a != nil && a.Workspace != nil {
+				var err error
+				if ts, err = a.Workspace(name[i+1:]); err != nil {
+					return nil, fmt.Errorf("the tools of agent %q: %w", name[:i], err)
+				}
+				name = name[:i]
+			}
 		}
 		if ts == nil {
 			return nil, fmt.Errorf("toolset %q is not configured on this server", name)
