@@ -37,9 +37,15 @@ type Config struct {
 	Skills    []string            `toml:"skills" yaml:"skills"`
 	Providers map[string]Provider `toml:"providers" yaml:"providers"`
 	MCP       MCPConfig           `toml:"mcp" yaml:"mcp"`
-	// APIKeys are the keys hrns serve accepts, besides --api-key and
-	// HRNS_API_KEYS. A file holding them must have mode 0600.
+	// APIKeys are the keys hrns serve accepts, besides HRNS_API_KEYS and
+	// --api-keys-file. A file holding them must have mode 0600.
 	APIKeys []string `toml:"api_keys" yaml:"api_keys"`
+	// AllowedHosts are Host headers hrns serve answers besides
+	// loopback's (--allowed-host).
+	AllowedHosts []string `toml:"allowed_hosts" yaml:"allowed_hosts"`
+	// CORSOrigins are origins whose web pages may call hrns serve
+	// (--cors-origin).
+	CORSOrigins []string `toml:"cors_origins" yaml:"cors_origins"`
 	// Agents are the agents hrns serve offers by name.
 	Agents map[string]AgentConfig `toml:"agents" yaml:"agents"`
 

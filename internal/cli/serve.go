@@ -28,23 +28,35 @@ import (
 type serveOptions struct {
 	addr      string
 	db        string
-	apiKeys   stringList
+	apiKeyArg bool // --api-key was given: refused
+	keysFile  string
+	hosts     stringList
+	origins   stringList
 	config    string
 	provider  string
 	model     string
 	baseURL   string
 	agentsDir string
 	workdir   string
-	yes       bool
-	workers   int
-	maxSteps  int
-	drain     time.Duration
+	// workdirReal is workdir with its links resolved, set by
+	// prepareWorkdir.
+	workdirReal string
+	yes         bool
+	workers     int
+	maxSteps    int
+	drain       time.Duration
 }
 
 func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on")
 	fs.StringVar(&o.db, "db", "sqlite:hrns.db", "where sessions are stored: sqlite:PATH, or postgres://... for replicas sharing one database")
-	fs.Var(&o.apiKeys, "api-key", "an accepted API key (repeatable; also HRNS_API_KEYS, comma-separated)")
+	fs.Func("api-key", "refused: a key on the command line is readable by every process of the machine; use HRNS_API_KEYS, --api-keys-file or api_keys in the config file", func(string) error {
+		o.apiKeyArg = true
+		return nil
+	})
+	fs.StringVar(&o.keysFile, "api-keys-file", "", "a file of accepted API keys, one a line, readable by its owner only (mode 0600); also HRNS_API_KEYS=k1,k2 and api_keys in the config file")
+	fs.Var(&o.hosts, "allowed-host", "a Host name (or HOST:PORT) the API answers besides loopback's, as a proxy or browser sends it (repeatable; also allowed_hosts in the config)")
+	fs.Var(&o.origins, "cors-origin", "an origin (https://app.example.com) whose web pages may call the API (repeatable; also cors_origins in the config)")
 	fs.StringVar(&o.config, "config", "", "config file (default ~/.config/hrns/config.toml or .yaml)")
 	fs.StringVar(&o.provider, "provider", "", "provider: openai, anthropic, or a name from the config file")
 	fs.StringVar(&o.model, "model", "", "default model of the agents")
@@ -130,11 +142,15 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return &usageError{err.Error()}
 	}
-	keys := slices.Clone([]string(o.apiKeys))
-	keys = append(keys, splitList(stdio.getenv("HRNS_API_KEYS"))...)
-	keys = append(keys, cfg.APIKeys...)
+	keys, err := o.keys(cfg, stdio)
+	if err != nil {
+		return err
+	}
 	if len(keys) == 0 && !loopback(o.addr) {
-		return usagef("no API keys: pass --api-key KEY, set HRNS_API_KEYS or api_keys in the config to serve on %s (without keys, hrns serve listens on loopback only)", o.addr)
+		return usagef("no API keys: set HRNS_API_KEYS=k1,k2, pass --api-keys-file PATH (mode 0600) or set api_keys in the config file (mode 0600) to serve on %s (without keys, hrns serve listens on loopback only)", o.addr)
+	}
+	if err := o.prepareWorkdir(); err != nil {
+		return err
 	}
 	model, modelName, err := buildModel(&runOptions{config: o.config, provider: o.provider, model: o.model, baseURL: o.baseURL}, cfg, &agentFile{}, stdio.getenv)
 	if err != nil {
@@ -185,7 +201,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           server.New(m, &server.Options{APIKeys: keys, Logger: log}),
+		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), Logger: log}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
@@ -258,12 +274,12 @@ func (o *serveOptions) addAgent(opts *session.Options, name string, cfg *session
 		if o.workdir == "" {
 			return usagef("agent %s (%s) uses %s: start hrns serve with --workdir DIR for file and shell tools", name, source, strings.Join(builtin, ", "))
 		}
-		ts, err := tools.ByName(builtin, &tools.Config{Dir: o.workdir})
-		if err != nil {
-			return usagef("agent %s (%s): %v", name, source, err)
+		for _, t := range builtin {
+			if !slices.Contains(tools.Names(), t) {
+				return usagef("agent %s (%s): unknown tool %q; the built-in tools are %s", name, source, t, strings.Join(tools.Names(), ", "))
+			}
 		}
-		opts.Toolsets["agent:"+name] = ts
-		cfg.Toolsets = append(cfg.Toolsets, "agent:"+name)
+		cfg.Workspace = o.workspace(builtin)
 	}
 	opts.Agents[name] = cfg
 	return nil

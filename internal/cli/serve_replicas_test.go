@@ -75,9 +75,9 @@ func startCluster(t testing.TB, n, workers int, dsn string, model *openaitest.Se
 		addr := ln.Addr().String()
 		ln.Close()
 		r := &replica{url: "http://" + addr}
-		r.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", dsn, "--api-key", c.key, "--model", "test-model", "--workers", fmt.Sprint(workers))
+		r.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", dsn, "--model", "test-model", "--workers", fmt.Sprint(workers))
 		r.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home,
-			"OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test", "HRNS_LEASE_TTL=" + replicaLeaseTTL}
+			"OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test", "HRNS_LEASE_TTL=" + replicaLeaseTTL, "HRNS_API_KEYS=" + c.key}
 		r.cmd.Stdout, r.cmd.Stderr = &r.logs, &r.logs
 		if err := r.cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -131,8 +131,8 @@ func TestServeCrashRestart(t *testing.T) {
 	var logs syncBuffer
 	start := func() *exec.Cmd {
 		t.Helper()
-		cmd := exec.Command(bin, "serve", "--addr", addr, "--db", "sqlite:"+db, "--api-key", "sk-crash", "--model", "test-model")
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test"}
+		cmd := exec.Command(bin, "serve", "--addr", addr, "--db", "sqlite:"+db, "--model", "test-model")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test", "HRNS_API_KEYS=sk-crash"}
 		cmd.Stdout, cmd.Stderr = &logs, &logs
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -599,14 +599,14 @@ type serveProc struct {
 // probe on, and waits until it listens.
 func (e *env) startServe(ctx context.Context, db, modelURL, logPath string) (*serveProc, error) {
 	argv := e.pin.command(e.pin.clientCPU, []string{filepath.Join(e.bin, "hrns-serve"), "serve",
-		"--addr", "127.0.0.1:0", "--db", db, "--api-key", sessionsKey, "--model", "bench-model", "--base-url", modelURL})
+		"--addr", "127.0.0.1:0", "--db", db, "--model", "bench-model", "--base-url", modelURL})
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = e.work
-	cmd.Env = append(e.clientEnv(modelURL), "HRNS_BENCH_PROBE=127.0.0.1:0")
+	cmd.Env = append(e.clientEnv(modelURL), "HRNS_BENCH_PROBE=127.0.0.1:0", "HRNS_API_KEYS="+sessionsKey)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 15 * time.Second
 	stderr, err := cmd.StderrPipe()

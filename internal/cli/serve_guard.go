@@ -1,0 +1,214 @@
+package cli
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/tools"
+)
+
+// What hrns serve does so that one tenant cannot take over another's
+// sessions: keys never on the command line, the store out of the agents'
+// reach, a directory of its own for each session, and the server's Host
+// and Origin rules (docs/serve.md, "Security").
+
+// keysEnv is the variable holding the accepted API keys.
+const keysEnv = "HRNS_API_KEYS"
+
+// keys returns the accepted API keys: HRNS_API_KEYS, --api-keys-file and
+// the config file's api_keys. --api-key is refused: the command line of
+// a process is readable by every process of the machine
+// (/proc/PID/cmdline, ps), the commands the agents run included.
+func (o *serveOptions) keys(cfg *Config, stdio *IO) ([]string, error) {
+	if o.apiKeyArg {
+		return nil, usagef("--api-key is refused: a key on the command line can be read by every process of this machine (ps, /proc/PID/cmdline), the commands agents run included; set %s=k1,k2, pass --api-keys-file PATH (one key a line, mode 0600), or set api_keys in the config file (mode 0600)", keysEnv)
+	}
+	keys := splitList(stdio.getenv(keysEnv))
+	if stdio.Getenv == nil {
+		// Whatever this process starts inherits nothing of it (the
+		// tools pass a small environment of their own anyway).
+		os.Unsetenv(keysEnv)
+	}
+	if o.keysFile != "" {
+		fk, err := readKeysFile(o.keysFile)
+		if err != nil {
+			return nil, usagef("--api-keys-file: %v", err)
+		}
+		keys = append(keys, fk...)
+	}
+	return append(keys, cfg.APIKeys...), nil
+}
+
+// readKeysFile reads a file of keys, one a line; blank lines and lines
+// starting with # are skipped. It refuses a file that is not a regular
+// file or that its group or others may read or write.
+func readKeysFile(path string) (keys []string, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, f.Close()) }()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%s is readable by others (mode %v): run chmod 600 %s", path, fi.Mode().Perm(), path)
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		keys = append(keys, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s holds no key", path)
+	}
+	return keys, nil
+}
+
+// prepareWorkdir checks --workdir: it must be a directory, and the SQLite
+// store (its file, journal, WAL, shared memory and lock) must not lie in
+// it, where an agent's tools could read or rewrite other tenants'
+// sessions. Paths are compared after resolving symbolic links. It
+// creates DIR/sessions (mode 0700), which holds the sessions' own
+// directories.
+func (o *serveOptions) prepareWorkdir() error {
+	if o.workdir == "" {
+		return nil
+	}
+	wd, err := realPath(o.workdir)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(wd); err == nil && !fi.IsDir() {
+			err = fmt.Errorf("not a directory")
+		}
+	}
+	if err != nil {
+		return usagef("--workdir %s: %v", o.workdir, err)
+	}
+	o.workdirReal = wd
+	if kind, db, _ := o.store(); kind == "sqlite" {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal", ".lock"} {
+			p, err := realPath(db + suffix)
+			if err != nil {
+				return usagef("--db %s%s: %v", db, suffix, err)
+			}
+			if within(wd, p) {
+				return usagef("the store %s (%s) is inside --workdir %s: the agents' tools could read and rewrite every session in it; put the database outside the workdir (--db sqlite:/var/lib/hrns/hrns.db) or choose another --workdir", db+suffix, p, o.workdir)
+			}
+		}
+	}
+	if err := os.Mkdir(filepath.Join(wd, "sessions"), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("--workdir: %w", err)
+	}
+	if fi, err := os.Lstat(filepath.Join(wd, "sessions")); err != nil || !fi.IsDir() {
+		return usagef("--workdir %s: sessions is not a directory", o.workdir)
+	}
+	return nil
+}
+
+// realPath returns the absolute path of p with every symbolic link
+// resolved, also when p, or the end of it, does not exist yet (as a store
+// SQLite will create): the missing part is kept as it is, below the
+// resolved part that exists, and a dangling link is followed to where
+// it points.
+func realPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for range 64 {
+		r, err := filepath.EvalSymlinks(abs)
+		if err == nil {
+			return filepath.Join(r, rest), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		if fi, lerr := os.Lstat(abs); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(abs)
+			if err != nil {
+				return "", err
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(abs), target)
+			}
+			abs = target
+			continue
+		}
+		parent := filepath.Dir(abs)
+		if parent == abs {
+			return filepath.Join(abs, rest), nil
+		}
+		rest = filepath.Join(filepath.Base(abs), rest)
+		abs = parent
+	}
+	return "", fmt.Errorf("%s: too many levels of symbolic links", p)
+}
+
+// within reports whether p is dir or lies below it; both are clean,
+// absolute paths.
+func within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// workspaceName is the form of the names the session manager gives
+// sessions' workspaces.
+var workspaceName = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// workspace returns what builds the built-in tools names of one session
+// in its own directory, DIR/sessions/NAME (mode 0700), created when the
+// session is: no session sees another's files.
+func (o *serveOptions) workspace(names []string) func(string) (*loop.Toolset, error) {
+	return func(name string) (*loop.Toolset, error) {
+		if !workspaceName.MatchString(name) {
+			return nil, fmt.Errorf("workspace name %q is not 32 hex digits", name)
+		}
+		dir := filepath.Join(o.workdirReal, "sessions", name)
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("the session's directory %s is not a directory", dir)
+		}
+		return tools.ByName(names, &tools.Config{Dir: dir})
+	}
+}
+
+// allowedHosts returns the Host headers the API answers at addr, where
+// it listens: loopback's names at its port and the configured hosts. A
+// server with keys that listens beyond loopback and names no host
+// answers any Host (nil): its keys are the defence, and it cannot know
+// the names it is reached by.
+func (o *serveOptions) allowedHosts(addr net.Addr, keys []string, cfg *Config) []string {
+	extra := append(slices.Clone([]string(o.hosts)), cfg.AllowedHosts...)
+	if len(keys) > 0 && !loopback(o.addr) && len(extra) == 0 {
+		return nil
+	}
+	host, port, _ := net.SplitHostPort(addr.String())
+	hosts := []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port}
+	if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+		hosts = append(hosts, net.JoinHostPort(host, port))
+	}
+	return append(hosts, extra...)
+}
