@@ -32,7 +32,10 @@ type AgentConfig struct {
 	// session is created and stored with it, so that the session gets
 	// the same name each time it runs, after a restart or on another
 	// replica; the name is 32 lower-case hex digits. It is called each
-	// time the session runs, and may be called concurrently.
+	// time the session runs, and may be called concurrently. While a
+	// request is validated it is called with the empty name: it must
+	// then create nothing and return a toolset with the same tool names,
+	// whose tools are never called.
 	Workspace func(name string) (*loop.Toolset, error)
 }
 
@@ -102,7 +105,8 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 			}
 		}
 		if cfg.Workspace != nil {
-			sp.Toolsets = append(sp.Toolsets, "workspace:"+req.Agent.Name+":"+strings.ReplaceAll(newID(), "-", ""))
+			// Named below, once the request is known to be valid.
+			sp.Toolsets = append(sp.Toolsets, "workspace:"+req.Agent.Name+":")
 		}
 	default:
 		v.add("Field required", "body", "agent")
@@ -188,6 +192,11 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 	if err := v.err(); err != nil {
 		return nil, nil, err
 	}
+	for i, ref := range sp.Toolsets {
+		if strings.HasPrefix(ref, "workspace:") {
+			sp.Toolsets[i] = ref + strings.ReplaceAll(newID(), "-", "")
+		}
+	}
 	return sp, msgs, nil
 }
 
@@ -266,7 +275,7 @@ func (m *Manager) toolsets(refs []string) (*loop.Toolset, error) {
 			ts = m.opts.Toolsets[name]
 		case "workspace":
 			i := strings.LastIndexByte(name, ':')
-			if a := m.opts.Agents[name[:max(i, 0)]]; i > 0 && a != nil && a.Workspace != nil {
+			if a := m.opts.Agents[name[:max(i, 0)]]; i >= 0 && a != nil && a.Workspace != nil {
 				var err error
 				if ts, err = a.Workspace(name[i+1:]); err != nil {
 					return nil, fmt.Errorf("the tools of agent %q: %w", name[:i], err)

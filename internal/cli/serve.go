@@ -274,12 +274,11 @@ func (o *serveOptions) addAgent(opts *session.Options, name string, cfg *session
 		if o.workdir == "" {
 			return usagef("agent %s (%s) uses %s: start hrns serve with --workdir DIR for file and shell tools", name, source, strings.Join(builtin, ", "))
 		}
-		for _, t := range builtin {
-			if !slices.Contains(tools.Names(), t) {
-				return usagef("agent %s (%s): unknown tool %q; the built-in tools are %s", name, source, t, strings.Join(tools.Names(), ", "))
-			}
+		ws, err := o.workspace(builtin)
+		if err != nil {
+			return usagef("agent %s (%s): %v", name, source, err)
 		}
-		cfg.Workspace = o.workspace(builtin)
+		cfg.Workspace = ws
 	}
 	opts.Agents[name] = cfg
 	return nil

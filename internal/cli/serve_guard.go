@@ -178,9 +178,25 @@ var workspaceName = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // workspace returns what builds the built-in tools names of one session
 // in its own directory, DIR/sessions/NAME (mode 0700), created when the
-// session is: no session sees another's files.
-func (o *serveOptions) workspace(names []string) func(string) (*loop.Toolset, error) {
+// session is: no session sees another's files. For the empty name (a
+// request being validated) it returns the tools rooted in a directory
+// that no longer exists, so that refused requests leave nothing behind.
+func (o *serveOptions) workspace(names []string) (func(string) (*loop.Toolset, error), error) {
+	tmp, err := os.MkdirTemp("", "hrns-tool-names-")
+	if err != nil {
+		return nil, err
+	}
+	probe, err := tools.ByName(names, &tools.Config{Dir: tmp})
+	if rerr := os.Remove(tmp); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return nil, err
+	}
 	return func(name string) (*loop.Toolset, error) {
+		if name == "" {
+			return probe, nil
+		}
 		if !workspaceName.MatchString(name) {
 			return nil, fmt.Errorf("workspace name %q is not 32 hex digits", name)
 		}
@@ -192,7 +208,7 @@ func (o *serveOptions) workspace(names []string) func(string) (*loop.Toolset, er
 			return nil, fmt.Errorf("the session's directory %s is not a directory", dir)
 		}
 		return tools.ByName(names, &tools.Config{Dir: dir})
-	}
+	}, nil
 }
 
 // allowedHosts returns the Host headers the API answers at addr, where

@@ -320,6 +320,18 @@ func TestServeSessionWorkdirs(t *testing.T) {
 			t.Fatalf("session of %s: %v %+v", key, err, res)
 		}
 	}
+	// A refused request leaves no directory behind.
+	req, _ := http.NewRequest("POST", s.url+"/api/v2/sessions", strings.NewReader(`{"agent":"coder","messages":"go","max_steps":0}`))
+	req.Header.Set("Authorization", "Bearer sk-a")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if dirs, _ := os.ReadDir(filepath.Join(work, "sessions")); resp.StatusCode != http.StatusUnprocessableEntity || len(dirs) != 0 {
+		t.Errorf("a refused request (%d) left %d directories", resp.StatusCode, len(dirs))
+	}
 	run("sk-a")
 	run("sk-b")
 
