@@ -4,7 +4,10 @@
 //
 //	m := session.New(st, model, nil)
 //	m.Start()
-//	srv := &http.Server{Addr: ":8080", Handler: server.New(m, &server.Options{APIKeys: keys})}
+//	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: server.New(m, &server.Options{
+//		APIKeys:      keys,
+//		AllowedHosts: []string{"localhost:8080", "127.0.0.1:8080", "[::1]:8080"},
+//	})}
 //	srv.ListenAndServe()
 //
 // # Routes
