@@ -422,3 +422,49 @@ func TestServeBrowserRules(t *testing.T) {
 		t.Errorf("SDK: %v %+v", err, res)
 	}
 }
+
+func TestWithin(t *testing.T) {
+	for _, tt := range []struct {
+		dir, p string
+		want   bool
+	}{
+		{"/a", "/a", true},
+		{"/a", "/a/b", true},
+		{"/a", "/a/b/../c", true},
+		{"/a", "/ab", false},
+		{"/a", "/", false},
+		{"/a/b", "/a", false},
+		{"/a", "/a/..b", true},
+		{"/", "/x", true},
+	} {
+		if got := within(tt.dir, filepath.Clean(tt.p)); got != tt.want {
+			t.Errorf("within(%q, %q) = %v, want %v", tt.dir, tt.p, got, tt.want)
+		}
+	}
+}
+
+func TestRealPath(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(dir, "real"), 0o755)
+	os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link"))
+	os.Symlink("real/later", filepath.Join(dir, "dangling"))
+	os.Symlink("loop2", filepath.Join(dir, "loop1"))
+	os.Symlink("loop1", filepath.Join(dir, "loop2"))
+	for _, tt := range []struct{ in, want string }{
+		{"link", "real"},
+		{"link/new/deeper.db", "real/new/deeper.db"},
+		{"dangling", "real/later"},
+		{"dangling-wal", "dangling-wal"},
+	} {
+		got, err := realPath(filepath.Join(dir, tt.in))
+		if err != nil || got != filepath.Join(dir, tt.want) {
+			t.Errorf("realPath(%s) = %q, %v; want %q", tt.in, got, err, filepath.Join(dir, tt.want))
+		}
+	}
+	if _, err := realPath(filepath.Join(dir, "loop1")); err == nil {
+		t.Errorf("realPath of a link loop: no error")
+	}
+}
