@@ -152,13 +152,19 @@ func parseConfig(path string, data []byte) (*Config, error) {
 	return cfg, nil
 }
 
-// checkMode refuses a file holding a key that others can read.
-func (c *Config) checkMode() error {
+// holdsKeys reports whether the file holds a key: an API key of hrns
+// serve or of a provider.
+func (c *Config) holdsKeys() bool {
 	hasKey := len(c.APIKeys) > 0
 	for _, p := range c.Providers {
 		hasKey = hasKey || p.APIKey != ""
 	}
-	if !hasKey {
+	return hasKey
+}
+
+// checkMode refuses a file holding a key that others can read.
+func (c *Config) checkMode() error {
+	if !c.holdsKeys() {
 		return nil
 	}
 	fi, err := os.Stat(c.path)

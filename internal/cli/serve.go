@@ -149,7 +149,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if len(keys) == 0 && !loopback(o.addr) {
 		return usagef("no API keys: set HRNS_API_KEYS=k1,k2, pass --api-keys-file PATH (mode 0600) or set api_keys in the config file (mode 0600) to serve on %s (without keys, hrns serve listens on loopback only)", o.addr)
 	}
-	if err := o.prepareWorkdir(); err != nil {
+	if err := o.prepareWorkdir(cfg); err != nil {
 		return err
 	}
 	model, modelName, err := buildModel(&runOptions{config: o.config, provider: o.provider, model: o.model, baseURL: o.baseURL}, cfg, &agentFile{}, stdio.getenv)

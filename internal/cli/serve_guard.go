@@ -87,10 +87,10 @@ func readKeysFile(path string) (keys []string, err error) {
 // prepareWorkdir checks --workdir: it must be a directory, and the SQLite
 // store (its file, journal, WAL, shared memory and lock) must not lie in
 // it, where an agent's tools could read or rewrite other tenants'
-// sessions. Paths are compared after resolving symbolic links. It
-// creates DIR/sessions (mode 0700), which holds the sessions' own
-// directories.
-func (o *serveOptions) prepareWorkdir() error {
+// sessions; nor may the keys file or a config file holding keys. Paths are compared
+// after resolving symbolic links. It creates DIR/sessions (mode 0700),
+// which holds the sessions' own directories.
+func (o *serveOptions) prepareWorkdir(cfg *Config) error {
 	if o.workdir == "" {
 		return nil
 	}
@@ -114,6 +114,18 @@ func (o *serveOptions) prepareWorkdir() error {
 			if within(wd, p) {
 				return usagef("the store %s (%s) is inside --workdir %s: the agents' tools could read and rewrite every session in it; put the database outside the workdir (--db sqlite:/var/lib/hrns/hrns.db) or choose another --workdir", db+suffix, p, o.workdir)
 			}
+		}
+	}
+	secrets := []struct{ what, path string }{{"--api-keys-file", o.keysFile}}
+	if cfg.holdsKeys() {
+		secrets = append(secrets, struct{ what, path string }{"the config file", cfg.path})
+	}
+	for _, f := range secrets {
+		if f.path == "" {
+			continue
+		}
+		if p, err := realPath(f.path); err == nil && within(wd, p) {
+			return usagef("%s %s is inside --workdir %s, where the agents' tools could read it; move it out", f.what, f.path, o.workdir)
 		}
 	}
 	if err := os.Mkdir(filepath.Join(wd, "sessions"), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {

@@ -253,6 +253,8 @@ func TestServeStoreInWorkdir(t *testing.T) {
 	must(os.Symlink(filepath.Join(work, "later.db-wal"), filepath.Join(other, "wal-only.db-wal")))    // only the WAL is in it
 	must(os.Symlink(filepath.Join(work, "later.db.lock"), filepath.Join(other, "lock-only.db.lock"))) // only the lock
 
+	os.WriteFile(filepath.Join(work, "keys"), []byte("sk-1\n"), 0o600)
+	os.WriteFile(filepath.Join(work, "config.toml"), []byte("api_keys = [\"sk-2\"]\n"), 0o600)
 	for _, tt := range []struct {
 		name     string
 		chdir    string
@@ -260,6 +262,8 @@ func TestServeStoreInWorkdir(t *testing.T) {
 		db       []string
 		inWorkir bool
 	}{
+		{"the keys file in the workdir", "", work, []string{"--db", "sqlite:" + filepath.Join(other, "h.db"), "--api-keys-file", filepath.Join(work, "keys")}, true},
+		{"the config file in the workdir", "", work, []string{"--db", "sqlite:" + filepath.Join(other, "h.db"), "--config", filepath.Join(work, "config.toml")}, true},
 		{"--workdir . with the default hrns.db", work, ".", nil, true},
 		{"the database in the workdir", "", work, []string{"--db", "sqlite:" + filepath.Join(work, "hrns.db")}, true},
 		{"the database deeper in the workdir", "", work, []string{"--db", filepath.Join(work, "a", "b", "hrns.db")}, true},
