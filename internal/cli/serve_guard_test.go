@@ -34,13 +34,18 @@ type servingCmd struct {
 var listeningRE = regexp.MustCompile(`listening on http://(\S+)`)
 
 // startServe runs "hrns serve args" in this process with the environment
-// env (HOME is a temporary directory unless env sets it) until the test
-// ends, and returns once it listens.
+// env (HOME is a temporary directory unless env sets it; nil means this
+// process's environment) until the test ends, and returns once it
+// listens.
 func startServe(t *testing.T, env map[string]string, args ...string) *servingCmd {
 	t.Helper()
 	e := map[string]string{"HOME": t.TempDir()}
 	for k, v := range env {
 		e[k] = v
+	}
+	getenv := func(k string) string { return e[k] }
+	if env == nil {
+		getenv = nil
 	}
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
@@ -48,7 +53,7 @@ func startServe(t *testing.T, env map[string]string, args ...string) *servingCmd
 	var code int
 	go func() {
 		defer close(done)
-		code = Run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), &IO{Out: io.Discard, Err: logs, Getenv: func(k string) string { return e[k] }})
+		code = Run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), &IO{Out: io.Discard, Err: logs, Getenv: getenv})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -98,6 +103,30 @@ func TestServeRefusesKeysInArgv(t *testing.T) {
 	}
 	if strings.Contains(stderr, "sk-in-argv") {
 		t.Errorf("the error repeats the key: %q", stderr)
+	}
+}
+
+// TestServeUnsetsKeysVariable checks that hrns serve, reading its keys
+// from its environment, removes HRNS_API_KEYS from it, so that nothing it
+// starts inherits them.
+func TestServeUnsetsKeysVariable(t *testing.T) {
+	home := t.TempDir()
+	for k, v := range map[string]string{"HOME": home, "XDG_CONFIG_HOME": home, "HRNS_CONFIG": "", "OPENAI_API_KEY": "k", "HRNS_API_KEYS": "sk-from-env"} {
+		t.Setenv(k, v)
+	}
+	s := startServe(t, nil, "--model", "m", "--db", "sqlite:"+filepath.Join(t.TempDir(), "h.db"))
+	if v, ok := os.LookupEnv("HRNS_API_KEYS"); ok {
+		t.Errorf("HRNS_API_KEYS=%q is still in the environment", v)
+	}
+	req, _ := http.NewRequest("GET", s.url+"/api/v2/sessions", nil)
+	req.Header.Set("Authorization", "Bearer sk-from-env")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("the key of the environment: %d", resp.StatusCode)
 	}
 }
 
