@@ -91,8 +91,8 @@ func TestServePoisonSessions(t *testing.T) {
 	}()
 	start := func() *exec.Cmd {
 		t.Helper()
-		cmd := exec.Command(bin, "serve", "--addr", addr, "--db", "sqlite:"+db, "--api-key", "sk-poison", "--model", "test-model")
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test"}
+		cmd := exec.Command(bin, "serve", "--addr", addr, "--db", "sqlite:"+db, "--model", "test-model")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test", "HRNS_API_KEYS=sk-poison"}
 		cmd.Stdout, cmd.Stderr = &logs, &logs
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
