@@ -115,9 +115,6 @@ const (
 // emptySchema is sent for a tool without an input schema.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// emptyInput is sent for a tool call whose arguments are not a JSON object.
-var emptyInput = json.RawMessage(`{}`)
-
 // marshalRequest renders req as the JSON body of a streaming request.
 func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
 	w, err := c.buildRequest(req)
