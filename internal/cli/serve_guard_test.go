@@ -194,10 +194,7 @@ func TestServeKeysNotVisibleToTools(t *testing.T) {
 		t.Skipf("commands are not sandboxed here: %v", err)
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "hrns")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hrns-dev/hrns/cmd/hrns").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := hrnsBinary(t)
 	const key = "sk-tenant-a-3f9c1d"
 	var pid atomic.Int64
 	look := func([]byte) openaitest.Reply {
@@ -214,12 +211,7 @@ func TestServeKeysNotVisibleToTools(t *testing.T) {
 	agents := filepath.Join(dir, "agents")
 	os.Mkdir(agents, 0o755)
 	os.WriteFile(filepath.Join(agents, "shell.md"), []byte("---\ntools: [run_command]\n---\nRun commands.\n"), 0o644)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	home := t.TempDir()
 	var logs syncBuffer
 	cmd := exec.Command(bin, "serve", "--addr", addr, "--db", "sqlite:"+filepath.Join(dir, "hrns.db"), "--model", "test-model",

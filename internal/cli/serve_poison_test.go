@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -41,11 +40,7 @@ func TestServePoisonSessions(t *testing.T) {
 		t.Skip("builds and runs the hrns binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "hrns")
-	build := exec.Command("go", "build", "-o", bin, "github.com/hrns-dev/hrns/cmd/hrns")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := hrnsBinary(t)
 
 	// The model answers, except to the poison sessions: it tells the test
 	// and holds their requests, so that the test kills the server while
@@ -76,12 +71,7 @@ func TestServePoisonSessions(t *testing.T) {
 		model.Push(openaitest.Reply{Func: step})
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	home := t.TempDir()
 	db := filepath.Join(dir, "sessions.db")
 	var logs syncBuffer

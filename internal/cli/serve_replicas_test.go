@@ -59,21 +59,11 @@ type replica struct {
 // sessions at once.
 func startCluster(t testing.TB, n, workers int, dsn string, model *openaitest.Server) *cluster {
 	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "hrns")
-	build := exec.Command("go", "build", "-o", bin, "github.com/hrns-dev/hrns/cmd/hrns")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := hrnsBinary(t)
 	c := &cluster{t: t, key: "sk-replicas"}
 	home := t.TempDir()
 	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
+		addr := freeAddr(t)
 		r := &replica{url: "http://" + addr}
 		r.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", dsn, "--model", "test-model", "--workers", fmt.Sprint(workers))
 		r.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home,

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -92,11 +91,7 @@ func TestServeCrashRestart(t *testing.T) {
 		t.Skip("builds and runs the hrns binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "hrns")
-	build := exec.Command("go", "build", "-o", bin, "github.com/hrns-dev/hrns/cmd/hrns")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := hrnsBinary(t)
 
 	// The model: each request takes a while, so that the kill finds
 	// model calls in flight. It asks for the order's status, then
@@ -120,12 +115,7 @@ func TestServeCrashRestart(t *testing.T) {
 		model.Push(openaitest.Reply{Func: step})
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	home := t.TempDir()
 	db := filepath.Join(dir, "sessions.db")
 	var logs syncBuffer
