@@ -21,6 +21,8 @@ var allowed = map[string][]string{
 	"llm/llmtest":                 {"llm"},
 	"internal/sse":                {},
 	"internal/httpapi":            {"llm"},
+	"internal/safetext":           {},
+	"internal/netpolicy":          {},
 	"openai":                      {"llm", "internal/httpapi", "internal/sse"},
 	"openai/openaitest":           {"llm"},
 	"anthropic":                   {"llm", "internal/httpapi", "internal/sse"},
