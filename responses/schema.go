@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 )
 
@@ -39,8 +40,11 @@ var unstrictKeywords = [...]string{
 // guide's size limits. The schema is sent as given unless something was
 // added.
 func strictSchema(raw json.RawMessage) (json.RawMessage, bool) {
+	// Numbers stay as written: a float64 would round large integers.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
 	var root any
-	if err := json.Unmarshal(raw, &root); err != nil {
+	if err := dec.Decode(&root); err != nil {
 		return nil, false
 	}
 	obj, ok := root.(map[string]any)
@@ -54,11 +58,13 @@ func strictSchema(raw json.RawMessage) (json.RawMessage, bool) {
 	if !c.changed {
 		return raw, true
 	}
-	b, err := json.Marshal(root)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep descriptions as written
+	if err := enc.Encode(root); err != nil {
 		return nil, false
 	}
-	return b, true
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), true
 }
 
 // strictChecker walks a schema, checking it against the strict subset and
