@@ -468,17 +468,12 @@ func (d *decoder) appendArguments(it *itemState, s string) {
 
 // settleArguments takes the complete arguments of a call. What the deltas
 // lacked is sent as one more delta, so that the deltas of a call add up to
-// its arguments; complete arguments that contradict the deltas win, as the
-// API's final word.
+// its arguments. Complete arguments that contradict the deltas (which
+// OpenAI never sends) are ignored: the deltas are what the model was seen
+// writing.
 func (d *decoder) settleArguments(it *itemState, args string) {
-	have := it.text.String()
-	switch {
-	case args == "" || args == have:
-	case strings.HasPrefix(args, have):
-		d.appendArguments(it, args[len(have):])
-	default:
-		it.text.Reset()
-		it.text.WriteString(args)
+	if have := it.text.Len(); len(args) > have && args[:have] == it.text.String() {
+		d.appendArguments(it, args[have:])
 	}
 }
 
