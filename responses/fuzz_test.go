@@ -66,11 +66,11 @@ func FuzzEvents(f *testing.F) {
 // lone surrogate.
 func FuzzDecoder(f *testing.F) {
 	for _, prog := range [][]byte{
-		{0, 0, 0, 1, 0, 0, 4, 0, 1, 4, 0, 2, 9, 0, 0, 12, 0, 0},               // text
+		{0, 0, 0, 1, 0, 0, 4, 0, 1, 4, 0, 2, 9, 0, 0, 12, 0, 0},                   // text
 		{0, 0, 0, 2, 0, 0, 6, 0, 1, 6, 0, 4, 9, 0, 0, 3, 1, 0, 7, 1, 2, 12, 0, 0}, // reasoning, call
-		{3, 0, 0, 3, 1, 1, 7, 0, 2, 7, 1, 7, 8, 0, 3, 10, 1, 0, 12, 0, 0},     // parallel calls
-		{1, 0, 0, 5, 0, 1, 13, 0, 0, 14, 0, 0},                                // refusal, incomplete, failed
-		{7, 5, 2, 1, 2, 0, 1, 2, 0, 15, 0, 0, 11, 6, 0},                       // protocol errors, error event
+		{3, 0, 0, 3, 1, 1, 7, 0, 2, 7, 1, 7, 8, 0, 3, 10, 1, 0, 12, 0, 0},         // parallel calls
+		{1, 0, 0, 5, 0, 1, 13, 0, 0, 14, 0, 0},                                    // refusal, incomplete, failed
+		{7, 5, 2, 1, 2, 0, 1, 2, 0, 15, 0, 0, 11, 6, 0},                           // protocol errors, error event
 	} {
 		f.Add(prog)
 	}

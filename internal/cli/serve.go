@@ -46,7 +46,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.db, "db", "sqlite:hrns.db", "where sessions are stored: sqlite:PATH, or postgres://... for replicas sharing one database")
 	fs.Var(&o.apiKeys, "api-key", "an accepted API key (repeatable; also HRNS_API_KEYS, comma-separated)")
 	fs.StringVar(&o.config, "config", "", "config file (default ~/.config/hrns/config.toml or .yaml)")
-	fs.StringVar(&o.provider, "provider", "", "provider: openai, anthropic, or a name from the config file")
+	fs.StringVar(&o.provider, "provider", "", "provider: openai, openai-responses, anthropic, or a name from the config file")
 	fs.StringVar(&o.model, "model", "", "default model of the agents")
 	fs.StringVar(&o.baseURL, "base-url", "", "API base URL of the model (default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL)")
 	fs.StringVar(&o.agentsDir, "agents", "", "a folder of agent files (Markdown, as hrns run --agent takes) that callers may name")
