@@ -54,15 +54,61 @@ type Client struct {
 	// the response: every request carries the whole conversation (see the
 	// package documentation for why).
 	Store bool
-	// NoEncryptedReasoning stops the client asking for the encrypted
-	// content of reasoning items (include: ["reasoning.encrypted_content"]).
-	// Without it a reasoning model cannot see its earlier reasoning on the
-	// next turn of a stateless conversation; set it only for a server or
-	// model that refuses the include.
-	NoEncryptedReasoning bool
+	// EncryptedReasoning says when to ask for the encrypted content of
+	// reasoning items (include: ["reasoning.encrypted_content"]), which a
+	// reasoning model needs to see its earlier reasoning on the next turn
+	// of a stateless conversation, and which models that do not reason
+	// refuse with an error. The zero value, [EncryptedReasoningAuto], asks
+	// for it unless the model is of a family known not to reason.
+	EncryptedReasoning EncryptedReasoningMode
 	// NoStrict sends every tool with "strict": false, instead of strict
 	// wherever the tool's schema allows it.
 	NoStrict bool
+}
+
+// EncryptedReasoningMode says when a [Client] asks for encrypted reasoning.
+type EncryptedReasoningMode string
+
+// The modes of [Client.EncryptedReasoning].
+const (
+	// EncryptedReasoningAuto asks for encrypted reasoning unless the
+	// model's name (after any "vendor/" prefix) starts with gpt-3, gpt-4,
+	// chatgpt- or gpt-5-chat, families that do not reason and refuse it.
+	// A Client with Reasoning set always asks.
+	EncryptedReasoningAuto EncryptedReasoningMode = ""
+	// EncryptedReasoningAlways always asks for it.
+	EncryptedReasoningAlways EncryptedReasoningMode = "always"
+	// EncryptedReasoningNever never asks for it: reasoning is then not
+	// carried from turn to turn.
+	EncryptedReasoningNever EncryptedReasoningMode = "never"
+)
+
+// nonReasoningFamilies are the prefixes of model names that do not reason
+// and refuse the encrypted reasoning include.
+var nonReasoningFamilies = [...]string{"gpt-3", "gpt-4", "chatgpt-", "gpt-5-chat"}
+
+// wantsEncryptedReasoning reports whether a request to model asks for
+// encrypted reasoning.
+func (c *Client) wantsEncryptedReasoning(model string) bool {
+	switch c.EncryptedReasoning {
+	case EncryptedReasoningAlways:
+		return true
+	case EncryptedReasoningNever:
+		return false
+	}
+	if c.Reasoning != nil {
+		return true
+	}
+	name := strings.ToLower(model)
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	for _, f := range nonReasoningFamilies {
+		if strings.HasPrefix(name, f) {
+			return false
+		}
+	}
+	return true
 }
 
 // Reasoning configures the reasoning of reasoning models.
@@ -76,16 +122,16 @@ type Reasoning struct {
 // Options configures [New]. Each field sets the [Client] field of the same
 // name.
 type Options struct {
-	BaseURL              string
-	APIKey               string
-	Model                string
-	HTTPClient           *http.Client
-	Headers              http.Header
-	Organization         string
-	Reasoning            *Reasoning
-	Store                bool
-	NoEncryptedReasoning bool
-	NoStrict             bool
+	BaseURL            string
+	APIKey             string
+	Model              string
+	HTTPClient         *http.Client
+	Headers            http.Header
+	Organization       string
+	Reasoning          *Reasoning
+	Store              bool
+	EncryptedReasoning EncryptedReasoningMode
+	NoStrict           bool
 }
 
 // New returns a client configured by opts. A nil opts gives the zero
@@ -95,15 +141,15 @@ func New(opts *Options) *Client {
 		return &Client{}
 	}
 	c := &Client{
-		BaseURL:              opts.BaseURL,
-		APIKey:               opts.APIKey,
-		Model:                opts.Model,
-		HTTPClient:           opts.HTTPClient,
-		Headers:              opts.Headers.Clone(),
-		Organization:         opts.Organization,
-		Store:                opts.Store,
-		NoEncryptedReasoning: opts.NoEncryptedReasoning,
-		NoStrict:             opts.NoStrict,
+		BaseURL:            opts.BaseURL,
+		APIKey:             opts.APIKey,
+		Model:              opts.Model,
+		HTTPClient:         opts.HTTPClient,
+		Headers:            opts.Headers.Clone(),
+		Organization:       opts.Organization,
+		Store:              opts.Store,
+		EncryptedReasoning: opts.EncryptedReasoning,
+		NoStrict:           opts.NoStrict,
 	}
 	if opts.Reasoning != nil {
 		r := *opts.Reasoning

@@ -22,7 +22,8 @@
 // a plain transcript would lose is the model's reasoning; the client asks
 // for it encrypted (include: ["reasoning.encrypted_content"]) and sends the
 // reasoning items back on later turns, so reasoning models keep it without
-// any state on the server.
+// any state on the server. Models that do not reason refuse that request;
+// see [Client.EncryptedReasoning].
 //
 // # Requests
 //

@@ -124,7 +124,12 @@ func (c *Client) buildRequest(req *llm.Request) (*request, error) {
 	if len(req.StopSequences) > 0 {
 		return nil, fmt.Errorf("%s: %w", providerName, unsupported("stop sequences"))
 	}
-	if !c.NoEncryptedReasoning {
+	switch c.EncryptedReasoning {
+	case EncryptedReasoningAuto, EncryptedReasoningAlways, EncryptedReasoningNever:
+	default:
+		return nil, fmt.Errorf("%s: unknown EncryptedReasoning mode %q", providerName, c.EncryptedReasoning)
+	}
+	if c.wantsEncryptedReasoning(w.Model) {
 		w.Include = []string{includeEncryptedReasoning}
 	}
 

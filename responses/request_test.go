@@ -100,7 +100,7 @@ func TestRequestGolden(t *testing.T) {
 	if want := `{"model":"gpt-5-mini","input":[{"type":"message","role":"user","content":"hi"}],"include":["reasoning.encrypted_content"],"store":false,"stream":true}`; string(body) != want {
 		t.Errorf("body = %s\nwant %s", body, want)
 	}
-	body, err = (&Client{Model: "m", Store: true, NoEncryptedReasoning: true}).marshalRequest(userRequest("hi"))
+	body, err = (&Client{Model: "m", Store: true, EncryptedReasoning: EncryptedReasoningNever}).marshalRequest(userRequest("hi"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,5 +198,44 @@ func TestRequestErrors(t *testing.T) {
 				t.Errorf("err = %q", err)
 			}
 		})
+	}
+}
+
+// Encrypted reasoning is asked for except from model families that do not
+// reason, which refuse it.
+func TestEncryptedReasoningModes(t *testing.T) {
+	tests := []struct {
+		client Client
+		model  string
+		want   bool
+	}{
+		{Client{}, "gpt-5", true},
+		{Client{}, "o4-mini", true},
+		{Client{}, "gpt-5-codex", true},
+		{Client{}, "some-future-model", true},
+		{Client{}, "gpt-4.1", false},
+		{Client{}, "gpt-4o-mini", false},
+		{Client{}, "GPT-4o", false},
+		{Client{}, "openai/gpt-4.1", false},
+		{Client{}, "chatgpt-4o-latest", false},
+		{Client{}, "gpt-5-chat-latest", false},
+		{Client{Reasoning: &Reasoning{Effort: "low"}}, "gpt-4.1", true},
+		{Client{EncryptedReasoning: EncryptedReasoningAlways}, "gpt-4o", true},
+		{Client{EncryptedReasoning: EncryptedReasoningNever}, "gpt-5", false},
+	}
+	for _, tt := range tests {
+		c := tt.client
+		c.Model = tt.model
+		body, err := c.marshalRequest(userRequest("hi"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bytes.Contains(body, []byte(`"include":["reasoning.encrypted_content"]`)); got != tt.want {
+			t.Errorf("%+v, model %s: include = %v", tt.client, tt.model, got)
+		}
+	}
+	c := Client{Model: "m", EncryptedReasoning: "sometimes"}
+	if _, err := c.marshalRequest(userRequest("hi")); err == nil {
+		t.Error("an unknown mode was accepted")
 	}
 }
