@@ -26,6 +26,8 @@ var allowed = map[string][]string{
 	"openai":                      {"llm", "internal/httpapi", "internal/sse"},
 	"openai/openaitest":           {"llm"},
 	"anthropic":                   {"llm", "internal/httpapi", "internal/sse"},
+	"responses":                   {"llm", "internal/httpapi", "internal/sse"},
+	"responses/responsestest":     {"llm"},
 	"loop":                        {"llm"},
 	"store":                       {},
 	"store/sqlite":                {"store", "store/internal/wake"},

@@ -16,6 +16,8 @@ import (
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
 	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/responses"
+	"github.com/hrns-dev/hrns/responses/responsestest"
 )
 
 // step is one scripted model response, provider-neutral.
@@ -56,6 +58,18 @@ var providers = []provider{
 		}
 		srv := anthropictest.NewServer(replies...)
 		return &anthropic.Client{BaseURL: srv.URL(), Model: "m"}, srv.Close
+	}},
+	{"openai-responses", func(steps []step) (llm.Model, func()) {
+		var replies []responsestest.Reply
+		for _, s := range steps {
+			r := responsestest.Reply{Reasoning: s.reasoning, Encrypted: sig(s.reasoning), Text: s.text, ToolCalls: s.calls}
+			if s.status != 0 {
+				r = responsestest.Reply{Status: s.status, Header: http.Header{"Retry-After": {s.after}}, Body: responsestest.ErrorBody("server_error", "", "try again")}
+			}
+			replies = append(replies, r)
+		}
+		srv := responsestest.NewServer(replies...)
+		return &responses.Client{BaseURL: srv.URL(), Model: "m"}, srv.Close
 	}},
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hrns-dev/hrns/anthropic"
 	"github.com/hrns-dev/hrns/openai"
+	"github.com/hrns-dev/hrns/responses"
 	"github.com/hrns-dev/hrns/tools"
 )
 
@@ -74,7 +75,7 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"unknown toml key", "config.toml", "modle = \"x\"\n", 0o644, `unknown key "modle"`},
 		{"unknown yaml key", "config.yaml", "modle: x\n", 0o644, "modle"},
-		{"bad kind", "config.toml", "[providers.x]\nkind = \"gemini\"\n", 0o644, `kind "gemini" is not openai or anthropic`},
+		{"bad kind", "config.toml", "[providers.x]\nkind = \"bogus\"\n", 0o644, `kind "bogus" is not openai`},
 		{"key readable by others", "config.toml", "[providers.x]\napi_key = \"sk-1\"\n", 0o644, "chmod 600"},
 		{"syntax", "config.toml", "model = \n", 0o644, "config"},
 	}
@@ -101,6 +102,7 @@ func TestModelPrecedence(t *testing.T) {
 	cfg := &Config{Model: "cfg-model", Providers: map[string]Provider{
 		"local":  {BaseURL: "http://local/v1", APIKeyEnv: "LOCAL_KEY", Model: "local-model"},
 		"claude": {Kind: "anthropic", APIKey: "sk-ant", Model: "claude-x"},
+		"resp":   {Kind: "openai-responses", APIKeyEnv: "RESP_KEY", Model: "gpt-r"},
 	}}
 	tests := []struct {
 		name             string
@@ -119,6 +121,9 @@ func TestModelPrecedence(t *testing.T) {
 		{name: "named provider", opts: runOptions{provider: "local"}, env: map[string]string{"LOCAL_KEY": "lk", "OPENAI_API_KEY": "not this"}, wantKind: "openai", wantURL: "http://local/v1", wantKey: "lk", wantModel: "local-model"},
 		{name: "anthropic from config", opts: runOptions{provider: "claude"}, wantKind: "anthropic", wantKey: "sk-ant", wantModel: "claude-x"},
 		{name: "anthropic from env", opts: runOptions{provider: "anthropic", model: "claude-y"}, env: map[string]string{"ANTHROPIC_API_KEY": "ak"}, wantKind: "anthropic", wantKey: "ak", wantModel: "claude-y"},
+		{name: "responses from env", opts: runOptions{provider: "openai-responses"}, env: map[string]string{"OPENAI_API_KEY": "ok", "OPENAI_MODEL": "gpt-5", "OPENAI_BASE_URL": "http://env/v1"}, wantKind: "openai-responses", wantURL: "http://env/v1", wantKey: "ok", wantModel: "gpt-5"},
+		{name: "responses from config", opts: runOptions{provider: "resp"}, env: map[string]string{"RESP_KEY": "rk", "OPENAI_API_KEY": "not this"}, wantKind: "openai-responses", wantKey: "rk", wantModel: "gpt-r"},
+		{name: "responses without a key", opts: runOptions{provider: "openai-responses", model: "m"}, wantErr: "no OpenAI API key"},
 		{name: "no key", opts: runOptions{model: "m"}, wantErr: "no OpenAI API key"},
 		{name: "unknown provider", opts: runOptions{provider: "nope"}, wantErr: `unknown provider "nope"`},
 	}
@@ -144,6 +149,8 @@ func TestModelPrecedence(t *testing.T) {
 				kind, url, key, model = "openai", m.BaseURL, m.APIKey, m.Model
 			case *anthropic.Client:
 				kind, url, key, model = "anthropic", m.BaseURL, m.APIKey, m.Model
+			case *responses.Client:
+				kind, url, key, model = "openai-responses", m.BaseURL, m.APIKey, m.Model
 			}
 			got := []string{kind, url, key, model, name}
 			want := []string{tt.wantKind, tt.wantURL, tt.wantKey, tt.wantModel, tt.wantModel}

@@ -19,6 +19,7 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
+	"github.com/hrns-dev/hrns/responses"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store/sqlite"
@@ -57,7 +58,7 @@ func addModelSeeds(f *testing.F) {
 	for _, dir := range []struct {
 		provider byte
 		glob     string
-	}{{0, "../../openai/testdata/*.sse"}, {1, "../../anthropic/testdata/*.sse"}} {
+	}{{0, "../../openai/testdata/*.sse"}, {1, "../../anthropic/testdata/*.sse"}, {2, "../../responses/testdata/*.sse"}} {
 		files, _ := filepath.Glob(dir.glob)
 		for _, name := range files {
 			b, err := os.ReadFile(name)
@@ -75,7 +76,7 @@ func addModelSeeds(f *testing.F) {
 	}
 }
 
-var fuzzKinds = []string{"openai", "anthropic"}
+var fuzzKinds = []string{"openai", "anthropic", "openai-responses"}
 
 // Hand-written streams with the glitches models and servers produce.
 var hostileOpenAIStreams = []string{
@@ -120,6 +121,8 @@ var finalAnswers = map[string]string{
 		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
 		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":1}}\n\n" +
 		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+	"openai-responses": "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"status\":\"completed\"," +
+		"\"output\":[{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"done\"}]}]}}\n\n",
 }
 
 // modelWire answers model requests in memory: the first request after
@@ -190,8 +193,9 @@ func newFuzzStack(f *testing.F) *fuzzStack {
 	wire := &modelWire{}
 	hc := &http.Client{Transport: wire}
 	model := &switchModel{models: map[string]llm.Model{
-		"openai":    &openai.Client{BaseURL: "http://model.invalid/v1", Model: "m", HTTPClient: hc},
-		"anthropic": &anthropic.Client{BaseURL: "http://model.invalid", APIKey: "k", Model: "m", HTTPClient: hc},
+		"openai":           &openai.Client{BaseURL: "http://model.invalid/v1", Model: "m", HTTPClient: hc},
+		"anthropic":        &anthropic.Client{BaseURL: "http://model.invalid", APIKey: "k", Model: "m", HTTPClient: hc},
+		"openai-responses": &responses.Client{BaseURL: "http://model.invalid/v1", Model: "m", HTTPClient: hc},
 	}}
 	echo := loop.NewTool("echo", "Echoes text.", func(_ context.Context, in struct {
 		Text string `json:"text"`

@@ -20,6 +20,7 @@ import (
 	"github.com/hrns-dev/hrns/llm/replay"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
+	"github.com/hrns-dev/hrns/responses"
 )
 
 // runOptions are the flags of "hrns run".
@@ -54,7 +55,7 @@ func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.config, "config", "", "config file (default ~/.config/hrns/config.toml or .yaml)")
-	fs.StringVar(&o.provider, "provider", "", "provider: openai, anthropic, or a name from the config file")
+	fs.StringVar(&o.provider, "provider", "", "provider: openai, openai-responses, anthropic, or a name from the config file")
 	fs.StringVar(&o.model, "model", "", "model name (default from the provider's *_MODEL variable or the config)")
 	fs.StringVar(&o.baseURL, "base-url", "", "API base URL (default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL)")
 	fs.StringVar(&o.workdir, "workdir", ".", "root directory of the file and shell tools")
@@ -285,14 +286,17 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 	p, named := cfg.Providers[name]
 	if !named {
 		switch name {
-		case "openai", "anthropic":
+		case "openai", "openai-responses", "anthropic":
 			p = Provider{Kind: name}
 		default:
-			return nil, "", usagef("unknown provider %q: use openai, anthropic, or a provider of the config file%s", name, cfg.where())
+			return nil, "", usagef("unknown provider %q: use openai, openai-responses, anthropic, or a provider of the config file%s", name, cfg.where())
 		}
 	}
 	kind := firstString(p.Kind, "openai")
 	prefix := strings.ToUpper(kind) // OPENAI_ or ANTHROPIC_, for the built-in providers
+	if kind == "openai-responses" {
+		prefix = "OPENAI" // the same account, key and server as openai
+	}
 	envFor := func(k string) string {
 		if named {
 			return ""
@@ -316,6 +320,11 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 			return nil, "", usagef("no Anthropic API key: set ANTHROPIC_API_KEY (or api_key_env in the config)")
 		}
 		return &anthropic.Client{BaseURL: baseURL, APIKey: key, Model: model, Headers: headers}, model, nil
+	case "openai-responses":
+		if key == "" && baseURL == "" {
+			return nil, "", usagef("no OpenAI API key: set OPENAI_API_KEY, or point --base-url (or OPENAI_BASE_URL) at a server that speaks the Responses API")
+		}
+		return &responses.Client{BaseURL: baseURL, APIKey: key, Model: model, Headers: headers}, model, nil
 	default:
 		if key == "" && baseURL == "" {
 			return nil, "", usagef("no OpenAI API key: set OPENAI_API_KEY, or point --base-url (or OPENAI_BASE_URL) at an OpenAI-compatible server such as Ollama (http://localhost:11434/v1)")

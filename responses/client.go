@@ -1,0 +1,266 @@
+package responses
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/hrns-dev/hrns/internal/httpapi"
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// DefaultBaseURL is the endpoint a [Client] uses when BaseURL is empty.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// providerName is the Provider of every [llm.APIError] this package returns.
+const providerName = "openai-responses"
+
+// userAgent identifies this package to servers.
+const userAgent = "hrns-openai-responses/1"
+
+// A Client calls the OpenAI Responses API (POST {BaseURL}/responses).
+//
+// The zero value is ready to use and talks to OpenAI with no API key. Set
+// the fields before the first call and do not change them afterwards; a
+// Client is then safe for concurrent use.
+type Client struct {
+	// BaseURL is the API root. Requests go to BaseURL + "/responses" and
+	// BaseURL + "/models". Empty means [DefaultBaseURL].
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer <APIKey>". Empty sends no
+	// Authorization header.
+	APIKey string
+	// Model is the model used when [llm.Request.Model] is empty.
+	Model string
+	// HTTPClient sends the requests. Nil means [http.DefaultClient]. A
+	// client with a Timeout also bounds how long a stream may run, so
+	// prefer per-request contexts for deadlines.
+	HTTPClient *http.Client
+	// Headers are added to every request. They replace any header of the
+	// same name this package sets, including Authorization.
+	Headers http.Header
+	// Organization, when set, is sent as the OpenAI-Organization header.
+	Organization string
+	// Reasoning, when not nil, is sent as the request's "reasoning"
+	// object: the effort ("minimal", "low", "medium", "high") and whether
+	// to return summaries ("auto", "concise", "detailed"). Nil sends none
+	// and leaves the model's defaults, which return no summaries.
+	Reasoning *Reasoning
+	// Store is sent as "store". False, the default, asks OpenAI not to keep
+	// the response: every request carries the whole conversation (see the
+	// package documentation for why).
+	Store bool
+	// EncryptedReasoning says when to ask for the encrypted content of
+	// reasoning items (include: ["reasoning.encrypted_content"]), which a
+	// reasoning model needs to see its earlier reasoning on the next turn
+	// of a stateless conversation, and which models that do not reason
+	// refuse with an error. The zero value, [EncryptedReasoningAuto], asks
+	// for it unless the model is of a family known not to reason.
+	EncryptedReasoning EncryptedReasoningMode
+	// NoStrict sends every tool with "strict": false, instead of strict
+	// wherever the tool's schema allows it.
+	NoStrict bool
+}
+
+// EncryptedReasoningMode says when a [Client] asks for encrypted reasoning.
+type EncryptedReasoningMode string
+
+// The modes of [Client.EncryptedReasoning].
+const (
+	// EncryptedReasoningAuto asks for encrypted reasoning unless the
+	// model's name (after any "vendor/" prefix) starts with gpt-3, gpt-4,
+	// chatgpt- or gpt-5-chat, families that do not reason and refuse it.
+	// A Client with Reasoning set always asks.
+	EncryptedReasoningAuto EncryptedReasoningMode = ""
+	// EncryptedReasoningAlways always asks for it.
+	EncryptedReasoningAlways EncryptedReasoningMode = "always"
+	// EncryptedReasoningNever never asks for it: reasoning is then not
+	// carried from turn to turn.
+	EncryptedReasoningNever EncryptedReasoningMode = "never"
+)
+
+// nonReasoningFamilies are the prefixes of model names that do not reason
+// and refuse the encrypted reasoning include.
+var nonReasoningFamilies = [...]string{"gpt-3", "gpt-4", "chatgpt-", "gpt-5-chat"}
+
+// wantsEncryptedReasoning reports whether a request to model asks for
+// encrypted reasoning.
+func (c *Client) wantsEncryptedReasoning(model string) bool {
+	switch c.EncryptedReasoning {
+	case EncryptedReasoningAlways:
+		return true
+	case EncryptedReasoningNever:
+		return false
+	}
+	if c.Reasoning != nil {
+		return true
+	}
+	name := strings.ToLower(model)
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	for _, f := range nonReasoningFamilies {
+		if strings.HasPrefix(name, f) {
+			return false
+		}
+	}
+	return true
+}
+
+// Reasoning configures the reasoning of reasoning models.
+type Reasoning struct {
+	// Effort is sent as reasoning.effort; empty omits it.
+	Effort string `json:"effort,omitempty"`
+	// Summary is sent as reasoning.summary; empty omits it.
+	Summary string `json:"summary,omitempty"`
+}
+
+// Options configures [New]. Each field sets the [Client] field of the same
+// name.
+type Options struct {
+	BaseURL            string
+	APIKey             string
+	Model              string
+	HTTPClient         *http.Client
+	Headers            http.Header
+	Organization       string
+	Reasoning          *Reasoning
+	Store              bool
+	EncryptedReasoning EncryptedReasoningMode
+	NoStrict           bool
+}
+
+// New returns a client configured by opts. A nil opts gives the zero
+// [Client].
+func New(opts *Options) *Client {
+	if opts == nil {
+		return &Client{}
+	}
+	c := &Client{
+		BaseURL:            opts.BaseURL,
+		APIKey:             opts.APIKey,
+		Model:              opts.Model,
+		HTTPClient:         opts.HTTPClient,
+		Headers:            opts.Headers.Clone(),
+		Organization:       opts.Organization,
+		Store:              opts.Store,
+		EncryptedReasoning: opts.EncryptedReasoning,
+		NoStrict:           opts.NoStrict,
+	}
+	if opts.Reasoning != nil {
+		r := *opts.Reasoning
+		c.Reasoning = &r
+	}
+	return c
+}
+
+// NewFromEnv returns a client configured from the environment variables
+// OPENAI_API_KEY, OPENAI_BASE_URL and OPENAI_MODEL, as the openai package
+// reads them. Unset variables leave the defaults.
+func NewFromEnv() *Client {
+	return &Client{
+		APIKey:  os.Getenv("OPENAI_API_KEY"),
+		BaseURL: os.Getenv("OPENAI_BASE_URL"),
+		Model:   os.Getenv("OPENAI_MODEL"),
+	}
+}
+
+var (
+	_ llm.Model       = (*Client)(nil)
+	_ llm.ModelLister = (*Client)(nil)
+)
+
+// Stream sends req to {BaseURL}/responses and returns the answer as it
+// arrives, as described by [llm.Model].
+//
+// req is rendered when Stream is called, so the caller may change it as soon
+// as Stream returns; an error in it (such as content the API cannot take)
+// is yielded by the iterator before anything is sent. Each range over the
+// returned iterator sends the request again.
+func (c *Client) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	body, err := c.marshalRequest(req)
+	return func(yield func(llm.Chunk, error) bool) {
+		if err != nil {
+			yield(llm.Chunk{}, err)
+			return
+		}
+		c.stream(ctx, body, yield)
+	}
+}
+
+// stream sends one rendered request and yields its chunks.
+func (c *Client) stream(ctx context.Context, body []byte, yield func(llm.Chunk, error) bool) {
+	resp, err := c.api().Stream(ctx, c.url("/responses"), body)
+	if err != nil {
+		yield(llm.Chunk{}, err)
+		return
+	}
+	defer resp.Body.Close()
+
+	if page, ok := httpapi.HTMLPage(resp, httpapi.MaxErrorText+1); ok {
+		// A proxy, a login page or a wrong BaseURL: not worth a retry.
+		yield(llm.Chunk{}, fmt.Errorf("%s: %s answered with an HTML page, not an event stream (is BaseURL right?): %s",
+			providerName, c.url("/responses"), httpapi.Excerpt(page, httpapi.MaxErrorText)))
+		return
+	}
+
+	var d decoder
+	d.init(resp.Body, httpapi.MediaType(resp.Header.Get("Content-Type")) == "application/json")
+	d.requestID = requestID(resp.Header)
+	for {
+		chunks, err := d.next()
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				err = ctxErr
+			}
+			yield(llm.Chunk{}, err)
+			return
+		}
+		for _, ch := range chunks {
+			if !yield(ch, nil) {
+				return
+			}
+		}
+		if d.done {
+			return
+		}
+	}
+}
+
+// api returns the sender of c's HTTP requests.
+func (c *Client) api() *httpapi.Client {
+	return &httpapi.Client{
+		Provider:    providerName,
+		HTTP:        c.HTTPClient,
+		UserAgent:   userAgent,
+		Header:      c.setHeaders,
+		Extra:       c.Headers,
+		StatusError: func(resp *http.Response) error { return errorFromResponse(resp) },
+	}
+}
+
+// url joins the base URL and an endpoint path.
+func (c *Client) url(path string) string {
+	base := c.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	return strings.TrimRight(base, "/") + path
+}
+
+// setHeaders sets the authentication headers of every request.
+func (c *Client) setHeaders(h http.Header) {
+	if c.APIKey != "" {
+		h.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	if c.Organization != "" {
+		h.Set("OpenAI-Organization", c.Organization)
+	}
+}
+
+// errNilRequest is returned by Stream for a nil request.
+var errNilRequest = errors.New(providerName + ": nil request")

@@ -1,0 +1,426 @@
+package responses
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// request is the body of POST /responses. Fields are in the order they
+// appear on the wire.
+type request struct {
+	Model             string     `json:"model"`
+	Input             []item     `json:"input"`
+	Tools             []tool     `json:"tools,omitempty"`
+	ToolChoice        any        `json:"tool_choice,omitempty"` // a string or a namedToolChoice
+	ParallelToolCalls *bool      `json:"parallel_tool_calls,omitempty"`
+	MaxOutputTokens   int        `json:"max_output_tokens,omitempty"`
+	Temperature       *float64   `json:"temperature,omitempty"`
+	Reasoning         *Reasoning `json:"reasoning,omitempty"`
+	Include           []string   `json:"include,omitempty"`
+	Store             bool       `json:"store"`
+	Stream            bool       `json:"stream"`
+}
+
+// item is one input item. Type says which fields are meaningful:
+//
+//   - "message": Role and Content (a string, or a []contentPart);
+//   - "function_call": CallID, Name and Arguments;
+//   - "function_call_output": CallID and Output (a string, or a
+//     []contentPart);
+//   - "reasoning": Summary and EncryptedContent.
+type item struct {
+	Type             string         `json:"type"`
+	Role             string         `json:"role,omitempty"`
+	Content          any            `json:"content,omitempty"`
+	CallID           string         `json:"call_id,omitempty"`
+	Name             string         `json:"name,omitempty"`
+	Arguments        string         `json:"arguments,omitempty"`
+	Output           any            `json:"output,omitempty"`
+	Summary          *[]summaryPart `json:"summary,omitempty"`
+	EncryptedContent string         `json:"encrypted_content,omitempty"`
+}
+
+// contentPart is one part of a message's content or of a function call's
+// output: input_text, input_image or input_file.
+type contentPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text,omitempty"`
+	ImageURL string `json:"image_url,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+	Filename string `json:"filename,omitempty"`
+	FileData string `json:"file_data,omitempty"`
+	FileURL  string `json:"file_url,omitempty"`
+}
+
+// summaryPart is one part of a reasoning item's summary.
+type summaryPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// tool is one entry of "tools": a function tool.
+type tool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      bool            `json:"strict"`
+}
+
+// namedToolChoice forces a call of one function.
+type namedToolChoice struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
+}
+
+// includeEncryptedReasoning asks for the encrypted content of reasoning
+// items, which a stateless conversation sends back.
+const includeEncryptedReasoning = "reasoning.encrypted_content"
+
+// marshalRequest renders req as the JSON body of a streaming request.
+func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
+	w, err := c.buildRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // the API needs no HTML escaping; keep text as written
+	if err := enc.Encode(w); err != nil {
+		return nil, fmt.Errorf("%s: encoding request: %w", providerName, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// buildRequest translates req into its wire form.
+func (c *Client) buildRequest(req *llm.Request) (*request, error) {
+	if req == nil {
+		return nil, errNilRequest
+	}
+	w := &request{
+		Model:       req.Model,
+		Temperature: req.Temperature,
+		Reasoning:   c.Reasoning,
+		Store:       c.Store,
+		Stream:      true,
+	}
+	if w.Model == "" {
+		w.Model = c.Model
+	}
+	if w.Model == "" {
+		return nil, fmt.Errorf("%s: no model: set Request.Model or Client.Model", providerName)
+	}
+	if req.MaxTokens < 0 {
+		return nil, fmt.Errorf("%s: negative MaxTokens %d", providerName, req.MaxTokens)
+	}
+	w.MaxOutputTokens = req.MaxTokens
+	if len(req.StopSequences) > 0 {
+		return nil, fmt.Errorf("%s: %w", providerName, unsupported("stop sequences"))
+	}
+	switch c.EncryptedReasoning {
+	case EncryptedReasoningAuto, EncryptedReasoningAlways, EncryptedReasoningNever:
+	default:
+		return nil, fmt.Errorf("%s: unknown EncryptedReasoning mode %q", providerName, c.EncryptedReasoning)
+	}
+	if c.wantsEncryptedReasoning(w.Model) {
+		w.Include = []string{includeEncryptedReasoning}
+	}
+
+	var err error
+	if w.Input, err = renderInput(req.Messages); err != nil {
+		return nil, err
+	}
+	if w.Tools, err = renderTools(req.Tools, !c.NoStrict); err != nil {
+		return nil, err
+	}
+	// tool_choice and parallel_tool_calls mean nothing without tools.
+	if len(w.Tools) > 0 {
+		if w.ToolChoice, err = renderToolChoice(req.ToolChoice); err != nil {
+			return nil, err
+		}
+		w.ParallelToolCalls = req.ParallelToolCalls
+	}
+	return w, nil
+}
+
+// renderTools renders tool specs in their given order, each strict when
+// strict is set and its schema allows it (see [strictSchema]).
+func renderTools(tools []llm.ToolSpec, strict bool) ([]tool, error) {
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	out := make([]tool, len(tools))
+	for i, t := range tools {
+		if t.Name == "" {
+			return nil, fmt.Errorf("%s: tool %d has no name", providerName, i)
+		}
+		schema := t.InputSchema
+		if len(bytes.TrimSpace(schema)) == 0 {
+			schema = emptySchema
+		} else if !json.Valid(schema) {
+			return nil, fmt.Errorf("%s: tool %q: input schema is not valid JSON", providerName, t.Name)
+		}
+		w := tool{Type: "function", Name: t.Name, Description: t.Description, Parameters: schema}
+		if strict {
+			if s, ok := strictSchema(schema); ok {
+				w.Parameters, w.Strict = s, true
+			}
+		}
+		out[i] = w
+	}
+	return out, nil
+}
+
+// renderToolChoice renders a tool choice; auto is the default and omitted.
+func renderToolChoice(tc llm.ToolChoice) (any, error) {
+	switch tc.Mode {
+	case llm.ToolChoiceAuto:
+		return nil, nil
+	case llm.ToolChoiceNone, llm.ToolChoiceRequired:
+		return string(tc.Mode), nil
+	case llm.ToolChoiceTool:
+		if tc.Name == "" {
+			return nil, fmt.Errorf("%s: tool choice \"tool\" without a tool name", providerName)
+		}
+		return namedToolChoice{Type: "function", Name: tc.Name}, nil
+	}
+	return nil, fmt.Errorf("%s: unknown tool choice mode %q", providerName, tc.Mode)
+}
+
+// unsupported returns an error wrapping llm.ErrUnsupported for content the
+// Responses API cannot take. what is plural, such as "stop sequences".
+func unsupported(what string) error {
+	return fmt.Errorf("%s are not supported by the Responses API: %w", what, llm.ErrUnsupported)
+}
+
+// renderInput renders a conversation as input items, in order.
+func renderInput(msgs []llm.Message) ([]item, error) {
+	out := make([]item, 0, len(msgs))
+	for i, m := range msgs {
+		var err error
+		switch m.Role {
+		case llm.RoleSystem:
+			var text string
+			if text, err = textOnly(m.Parts); err == nil {
+				out = append(out, item{Type: "message", Role: "system", Content: text})
+			}
+		case llm.RoleUser:
+			var content any
+			if content, err = userContent(m.Parts); err == nil {
+				out = append(out, item{Type: "message", Role: "user", Content: content})
+			}
+		case llm.RoleAssistant:
+			out, err = appendAssistant(out, m.Parts)
+		case llm.RoleTool:
+			out, err = appendToolOutputs(out, m.Parts)
+		default:
+			err = fmt.Errorf("unknown role %q", m.Role)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: message %d (%s): %w", providerName, i, m.Role, err)
+		}
+	}
+	return out, nil
+}
+
+// textOnly joins the text parts of a message that may hold nothing else.
+func textOnly(parts []llm.Part) (string, error) {
+	for _, p := range parts {
+		if p.Kind != llm.PartText {
+			return "", unsupported(string(p.Kind) + " parts in system messages")
+		}
+	}
+	return llm.Message{Parts: parts}.Text(), nil
+}
+
+// userContent renders a user message: a string when it holds only text, an
+// array of parts otherwise.
+func userContent(parts []llm.Part) (any, error) {
+	onlyText := true
+	for _, p := range parts {
+		if p.Kind != llm.PartText {
+			onlyText = false
+			break
+		}
+	}
+	if onlyText {
+		return llm.Message{Parts: parts}.Text(), nil
+	}
+	out := make([]contentPart, 0, len(parts))
+	for _, p := range parts {
+		switch p.Kind {
+		case llm.PartText:
+			if p.Text != "" {
+				out = append(out, contentPart{Type: "input_text", Text: p.Text})
+			}
+		case llm.PartImage, llm.PartDocument:
+			cp, err := mediaPart(p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, cp)
+		default:
+			return nil, unsupported(string(p.Kind) + " parts in user messages")
+		}
+	}
+	return out, nil
+}
+
+// mediaPart renders an image as input_image and a document as input_file,
+// inline as a base64 data URL or by URL.
+func mediaPart(p llm.Part) (contentPart, error) {
+	m := p.Media
+	if m == nil {
+		return contentPart{}, fmt.Errorf("%s part without media", p.Kind)
+	}
+	if p.Kind == llm.PartImage {
+		switch {
+		case len(m.Data) > 0:
+			mime := m.MIMEType
+			if mime == "" {
+				mime = http.DetectContentType(m.Data)
+			}
+			return contentPart{Type: "input_image", ImageURL: dataURL(mime, m.Data), Detail: "auto"}, nil
+		case m.URL != "":
+			return contentPart{Type: "input_image", ImageURL: m.URL, Detail: "auto"}, nil
+		}
+		return contentPart{}, errors.New("image part with neither data nor URL")
+	}
+	switch {
+	case len(m.Data) > 0:
+		mime := m.MIMEType
+		if mime == "" {
+			mime = "application/pdf"
+		}
+		name := m.Name
+		if name == "" {
+			name = "document.pdf"
+			if mime != "application/pdf" {
+				name = "document"
+			}
+		}
+		return contentPart{Type: "input_file", Filename: name, FileData: dataURL(mime, m.Data)}, nil
+	case m.URL != "":
+		return contentPart{Type: "input_file", Filename: m.Name, FileURL: m.URL}, nil
+	}
+	return contentPart{}, errors.New("document part with neither data nor URL")
+}
+
+// dataURL encodes data as a base64 data URL.
+func dataURL(mime string, data []byte) string {
+	const sep = ";base64,"
+	var b strings.Builder
+	b.Grow(len("data:") + len(mime) + len(sep) + base64.StdEncoding.EncodedLen(len(data)))
+	b.WriteString("data:")
+	b.WriteString(mime)
+	b.WriteString(sep)
+	enc := base64.NewEncoder(base64.StdEncoding, &b)
+	enc.Write(data)
+	enc.Close()
+	return b.String()
+}
+
+// appendAssistant renders an assistant message as the items the model
+// produced, in order: reasoning items, a message item for each run of text,
+// and a function_call item per call.
+//
+// Items are sent without their ids: with store false the API keeps no item
+// to refer to, and would refuse an id it cannot find.
+func appendAssistant(out []item, parts []llm.Part) ([]item, error) {
+	var text strings.Builder
+	flush := func() {
+		if text.Len() > 0 {
+			out = append(out, item{Type: "message", Role: "assistant", Content: text.String()})
+			text.Reset()
+		}
+	}
+	for _, p := range parts {
+		switch p.Kind {
+		case llm.PartText:
+			text.WriteString(p.Text)
+		case llm.PartReasoning:
+			r := p.Reasoning
+			if r == nil {
+				return nil, errors.New("reasoning part without reasoning")
+			}
+			if r.Redacted == "" {
+				// Only encrypted reasoning can go back: a summary alone
+				// (or another provider's thinking) has no item to send.
+				continue
+			}
+			flush()
+			summary := []summaryPart{}
+			if r.Text != "" {
+				summary = append(summary, summaryPart{Type: "summary_text", Text: r.Text})
+			}
+			out = append(out, item{Type: "reasoning", Summary: &summary, EncryptedContent: r.Redacted})
+		case llm.PartToolCall:
+			tc := p.ToolCall
+			if tc == nil {
+				return nil, errors.New("tool call part without a call")
+			}
+			flush()
+			// The arguments are documented as a JSON string; what the model
+			// wrote is sent when it is an object, {} otherwise (the call's
+			// error result tells the model what was wrong).
+			out = append(out, item{Type: "function_call", CallID: tc.ID, Name: tc.Name, Arguments: string(tc.Arguments.Object())})
+		default:
+			return nil, unsupported(string(p.Kind) + " parts in assistant messages")
+		}
+	}
+	flush()
+	return out, nil
+}
+
+// appendToolOutputs renders each tool result of a tool message as a
+// function_call_output item: its text as a string, or, when the result
+// holds images or documents, an array of input_text, input_image and
+// input_file parts, which the API takes there.
+func appendToolOutputs(out []item, parts []llm.Part) ([]item, error) {
+	for _, p := range parts {
+		if p.Kind != llm.PartToolResult {
+			return nil, fmt.Errorf("%s part in a tool message; tool messages hold tool results only", p.Kind)
+		}
+		r := p.ToolResult
+		if r == nil {
+			return nil, errors.New("tool result part without a result")
+		}
+		hasMedia := false
+		for _, c := range r.Content {
+			switch c.Kind {
+			case llm.PartText:
+			case llm.PartImage, llm.PartDocument:
+				hasMedia = true
+			default:
+				return nil, unsupported(string(c.Kind) + " parts in tool results")
+			}
+		}
+		if !hasMedia {
+			out = append(out, item{Type: "function_call_output", CallID: r.CallID, Output: r.Text()})
+			continue
+		}
+		content := make([]contentPart, 0, len(r.Content))
+		for _, c := range r.Content {
+			if c.Kind == llm.PartText {
+				if c.Text != "" {
+					content = append(content, contentPart{Type: "input_text", Text: c.Text})
+				}
+				continue
+			}
+			cp, err := mediaPart(c)
+			if err != nil {
+				return nil, err
+			}
+			content = append(content, cp)
+		}
+		out = append(out, item{Type: "function_call_output", CallID: r.CallID, Output: content})
+	}
+	return out, nil
+}
