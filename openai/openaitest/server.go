@@ -202,7 +202,7 @@ func split(s string) []string {
 		}
 		if n < len(s) && n > 24 {
 			n = 24
-			for n > 0 && !utf8Start(s[n]) {
+			for n > 1 && !utf8Start(s[n]) { // at least one byte: invalid UTF-8 must not stop the split
 				n--
 			}
 		}
