@@ -98,7 +98,15 @@ type thinkingWire struct {
 }
 
 type outputConfig struct {
-	Effort string `json:"effort,omitempty"`
+	Effort string      `json:"effort,omitempty"`
+	Format *formatWire `json:"format,omitempty"`
+}
+
+// formatWire constrains the answer's text to JSON matching a schema
+// (structured outputs).
+type formatWire struct {
+	Type   string          `json:"type"` // "json_schema"
+	Schema json.RawMessage `json:"schema"`
 }
 
 // Block types.
@@ -175,12 +183,49 @@ func (c *Client) buildRequest(req *llm.Request) (*messagesRequest, error) {
 	if c.Effort != "" {
 		w.OutputConfig = &outputConfig{Effort: c.Effort}
 	}
+	if err := renderResponseFormat(w, req.ResponseFormat); err != nil {
+		return nil, err
+	}
 	policy := DefaultCache
 	if c.Cache != nil {
 		policy = *c.Cache
 	}
 	policy.mark(w)
 	return w, nil
+}
+
+// renderResponseFormat renders a response format. A strict one uses the
+// API's structured outputs (output_config.format), which constrain
+// decoding and need a closed schema; any other is told to the model in the
+// last system block, since the API would refuse it as a format.
+func renderResponseFormat(w *messagesRequest, f *llm.ResponseFormat) error {
+	if f == nil {
+		return nil
+	}
+	if !json.Valid(f.Schema) {
+		return errors.New("anthropic: response format: schema is not valid JSON")
+	}
+	if f.Strict {
+		if w.OutputConfig == nil {
+			w.OutputConfig = &outputConfig{}
+		}
+		w.OutputConfig.Format = &formatWire{Type: "json_schema", Schema: f.Schema}
+		return nil
+	}
+	var schema bytes.Buffer
+	if err := json.Compact(&schema, f.Schema); err != nil {
+		return fmt.Errorf("anthropic: response format: %w", err)
+	}
+	text := "Give your final answer as a single JSON value, with no other text, matching this JSON Schema"
+	if f.Name != "" {
+		text += " (" + f.Name + ")"
+	}
+	if f.Description != "" {
+		text += ": " + f.Description
+	}
+	text += "\n" + schema.String()
+	w.System = append(w.System, block{Type: typeText, Text: text})
+	return nil
 }
 
 // maxTokens returns the max_tokens of a request whose own cap is n.

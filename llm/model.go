@@ -55,6 +55,29 @@ type Request struct {
 	// ParallelToolCalls, when non-nil, tells providers that support it
 	// whether the model may make several tool calls in one message.
 	ParallelToolCalls *bool
+	// ResponseFormat, when set, asks for an answer whose text is JSON
+	// matching a schema. Tool calls stay allowed; the format applies to
+	// the text of a message. Each provider renders it with its own
+	// mechanism; none of them validates the answer (the loop does).
+	ResponseFormat *ResponseFormat
+}
+
+// A ResponseFormat asks a model for an answer that is a JSON value
+// matching Schema.
+type ResponseFormat struct {
+	// Name names the format: 1 to 64 letters, digits, '_' or '-'. OpenAI
+	// requires one; empty means "final_answer".
+	Name string
+	// Description tells the model what the answer is for; optional.
+	Description string
+	// Schema is the JSON Schema of the answer.
+	Schema json.RawMessage
+	// Strict asks the provider to constrain decoding to Schema, so that
+	// the answer always matches it. Providers require such schemas to be
+	// closed: every object lists all its properties as required and sets
+	// additionalProperties to false, and the root is an object. Set it
+	// only for schemas that are (the loop does so by itself).
+	Strict bool
 }
 
 // ToolChoiceMode is how a model may use the offered tools.

@@ -33,6 +33,7 @@ type Agent struct {
 	model llm.Model
 	tools *Toolset
 	opts  Options
+	out   *outputCheck // from opts.OutputSchema; nil without one
 }
 
 // Options configure an [Agent]. The zero value of each field picks the
@@ -87,6 +88,16 @@ type Options struct {
 
 	// Logger receives debug logs of the run; nil discards them.
 	Logger *slog.Logger
+
+	// OutputSchema, when set, requires the final answer to be JSON
+	// matching it (see [OutputSchema]); Result.Answer is then that JSON.
+	// Nil accepts any answer. [RunTyped] sets it from a Go type.
+	OutputSchema *OutputSchema
+	// MaxOutputRetries bounds how many times an answer that does not
+	// match OutputSchema is sent back to the model with the validation
+	// error before the run fails with an [*OutputError]; 0 means 2,
+	// negative means none.
+	MaxOutputRetries int
 }
 
 // RetryPolicy configures retries of model requests that fail with a
@@ -131,6 +142,7 @@ func NewAgent(model llm.Model, tools *Toolset, opts *Options) *Agent {
 		a.opts = *opts
 	}
 	a.opts.fill()
+	a.out = newOutputCheck(a.opts.OutputSchema)
 	return a
 }
 

@@ -15,17 +15,31 @@ import (
 // chatRequest is the body of POST /chat/completions. Fields are in the order
 // they appear on the wire.
 type chatRequest struct {
-	Model               string         `json:"model"`
-	Messages            []wireMessage  `json:"messages"`
-	Tools               []wireTool     `json:"tools,omitempty"`
-	ToolChoice          any            `json:"tool_choice,omitempty"` // a string or a namedToolChoice
-	ParallelToolCalls   *bool          `json:"parallel_tool_calls,omitempty"`
-	MaxTokens           int            `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
-	Temperature         *float64       `json:"temperature,omitempty"`
-	Stop                []string       `json:"stop,omitempty"`
-	Stream              bool           `json:"stream"`
-	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
+	Model               string          `json:"model"`
+	Messages            []wireMessage   `json:"messages"`
+	Tools               []wireTool      `json:"tools,omitempty"`
+	ToolChoice          any             `json:"tool_choice,omitempty"` // a string or a namedToolChoice
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls,omitempty"`
+	MaxTokens           int             `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64        `json:"temperature,omitempty"`
+	Stop                []string        `json:"stop,omitempty"`
+	ResponseFormat      *responseFormat `json:"response_format,omitempty"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options,omitempty"`
+}
+
+// responseFormat asks for a JSON answer matching a schema.
+type responseFormat struct {
+	Type       string          `json:"type"` // "json_schema"
+	JSONSchema *jsonSchemaWire `json:"json_schema"`
+}
+
+type jsonSchemaWire struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      bool            `json:"strict"`
 }
 
 type streamOptions struct {
@@ -141,6 +155,9 @@ func (c *Client) buildRequest(req *llm.Request) (*chatRequest, error) {
 	if w.Messages, err = renderMessages(req.Messages); err != nil {
 		return nil, err
 	}
+	if w.ResponseFormat, err = renderResponseFormat(req.ResponseFormat); err != nil {
+		return nil, err
+	}
 	if w.Tools, err = renderTools(req.Tools); err != nil {
 		return nil, err
 	}
@@ -152,6 +169,24 @@ func (c *Client) buildRequest(req *llm.Request) (*chatRequest, error) {
 		w.ParallelToolCalls = req.ParallelToolCalls
 	}
 	return w, nil
+}
+
+// renderResponseFormat renders a response format as a json_schema
+// response_format; strict is sent as the request says, false included.
+func renderResponseFormat(f *llm.ResponseFormat) (*responseFormat, error) {
+	if f == nil {
+		return nil, nil
+	}
+	if !json.Valid(f.Schema) {
+		return nil, errors.New("openai: response format: schema is not valid JSON")
+	}
+	name := f.Name
+	if name == "" {
+		name = "final_answer"
+	}
+	return &responseFormat{Type: "json_schema", JSONSchema: &jsonSchemaWire{
+		Name: name, Description: f.Description, Schema: f.Schema, Strict: f.Strict,
+	}}, nil
 }
 
 // renderTools renders tool specs in their given order.
