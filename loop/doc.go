@@ -64,6 +64,15 @@
 // always appended in call order. Failed model requests are retried with
 // exponential backoff and jitter, honouring the provider's Retry-After.
 //
+// # Structured final answers
+//
+// [RunTyped] runs an agent whose final answer must be JSON matching the
+// schema of a Go type, and returns it decoded; [Options.OutputSchema] does
+// the same with a raw JSON Schema. The loop sends the schema with each
+// request (providers render it natively), validates the answer, sends an
+// invalid one back with the validation error a bounded number of times,
+// then fails the run with an [*OutputError].
+//
 // # Suspension, client-side tools and approvals
 //
 // A handler may return [ErrPending]: the run then stops with status

@@ -32,6 +32,16 @@ type OutputSchema struct {
 	Schema json.RawMessage
 }
 
+// Check reports whether s is usable: a JSON Schema that resolves, and a
+// valid name. The error wraps [ErrOutputSchema]. A run whose schema fails
+// Check fails with that error before its first model request.
+func (s *OutputSchema) Check() error {
+	if s == nil {
+		return nil
+	}
+	return newOutputCheck(s).err
+}
+
 // OutputSchemaFor returns the output schema of answers that decode into a
 // T, inferred as for typed tools (see [NewTool]): field names from the json
 // tags, descriptions from jsonschema tags, enum and default tags, and
