@@ -63,3 +63,42 @@ func TestRenderResponseFormat(t *testing.T) {
 		}
 	})
 }
+
+// formatRequest is a tool-calling conversation with a response format.
+func formatRequest(strict bool) *llm.Request {
+	schema := `{"type":"object","properties":{"city":{"type":"string","description":"the capital"}},"required":["city"],"additionalProperties":false}`
+	if !strict {
+		schema = `{"type":"object","properties":{"city":{"type":"string"},"note":{"type":"string"}},"required":["city"]}`
+	}
+	return &llm.Request{
+		Model: "claude-sonnet-4-5",
+		Messages: []llm.Message{
+			SystemMessage("You answer in JSON."),
+			UserMessage("Capital of France?"),
+			AssistantMessage("France"),
+			UserMessage("Your final answer was rejected: the answer is not valid JSON. Answer again with only a JSON value."),
+		},
+		Tools:          []llm.ToolSpec{{Name: "lookup", InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)}},
+		ResponseFormat: &llm.ResponseFormat{Name: "capital", Description: "The capital city.", Schema: json.RawMessage(schema), Strict: strict},
+	}
+}
+
+// TestResponseFormatGolden pins the bodies of requests with a strict and a
+// non-strict response format, with the default cache policy. Run with
+// -update to rewrite them.
+func TestResponseFormatGolden(t *testing.T) {
+	for _, strict := range []bool{true, false} {
+		name := "format_strict.request.json"
+		if !strict {
+			name = "format_open.request.json"
+		}
+		t.Run(name, func(t *testing.T) {
+			c := Client{}
+			body, err := c.marshalRequest(formatRequest(strict))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, name, body)
+		})
+	}
+}

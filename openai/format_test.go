@@ -3,6 +3,8 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,4 +59,66 @@ func TestRenderResponseFormat(t *testing.T) {
 			t.Fatal("no error")
 		}
 	})
+}
+
+// formatRequest is a tool-calling conversation with a response format.
+func formatRequest(strict bool) *llm.Request {
+	schema := `{"type":"object","properties":{"city":{"type":"string","description":"the capital"}},"required":["city"],"additionalProperties":false}`
+	if !strict {
+		schema = `{"type":"object","properties":{"city":{"type":"string"},"note":{"type":"string"}},"required":["city"]}`
+	}
+	return &llm.Request{
+		Model: "gpt-4.1",
+		Messages: []llm.Message{
+			SystemMessage("You answer in JSON."),
+			UserMessage("Capital of France?"),
+			AssistantMessage("France"),
+			UserMessage("Your final answer was rejected: the answer is not valid JSON. Answer again with only a JSON value."),
+		},
+		Tools:          []llm.ToolSpec{{Name: "lookup", InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)}},
+		ResponseFormat: &llm.ResponseFormat{Name: "capital", Description: "The capital city.", Schema: json.RawMessage(schema), Strict: strict},
+	}
+}
+
+// TestResponseFormatGolden pins the bodies of requests with a strict and a
+// non-strict response format. Run with -update to rewrite them.
+func TestResponseFormatGolden(t *testing.T) {
+	for _, strict := range []bool{true, false} {
+		name := "format_strict.request.json"
+		if !strict {
+			name = "format_open.request.json"
+		}
+		t.Run(name, func(t *testing.T) {
+			c := Client{}
+			body, err := c.marshalRequest(formatRequest(strict))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkBodyGolden(t, name, body)
+		})
+	}
+}
+
+// checkBodyGolden compares a request body, indented, with testdata/name;
+// with -update it rewrites the file first.
+func checkBodyGolden(t *testing.T, name string, raw []byte) {
+	t.Helper()
+	var got bytes.Buffer
+	if err := json.Indent(&got, raw, "", "  "); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, raw)
+	}
+	got.WriteByte('\n')
+	golden := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got.String()); diff != "" {
+		t.Errorf("request body differs from %s (-want +got):\n%s", golden, diff)
+	}
 }
