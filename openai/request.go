@@ -9,24 +9,30 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/hrns-dev/hrns/internal/httpapi"
 	"github.com/hrns-dev/hrns/llm"
 )
 
 // chatRequest is the body of POST /chat/completions. Fields are in the order
 // they appear on the wire.
 type chatRequest struct {
-	Model               string          `json:"model"`
-	Messages            []wireMessage   `json:"messages"`
-	Tools               []wireTool      `json:"tools,omitempty"`
-	ToolChoice          any             `json:"tool_choice,omitempty"` // a string or a namedToolChoice
-	ParallelToolCalls   *bool           `json:"parallel_tool_calls,omitempty"`
-	MaxTokens           int             `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
-	Temperature         *float64        `json:"temperature,omitempty"`
-	Stop                []string        `json:"stop,omitempty"`
-	ResponseFormat      *responseFormat `json:"response_format,omitempty"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *streamOptions  `json:"stream_options,omitempty"`
+	Model                string          `json:"model"`
+	Messages             []wireMessage   `json:"messages"`
+	Tools                []wireTool      `json:"tools,omitempty"`
+	ToolChoice           any             `json:"tool_choice,omitempty"` // a string or a namedToolChoice
+	ParallelToolCalls    *bool           `json:"parallel_tool_calls,omitempty"`
+	MaxTokens            int             `json:"max_tokens,omitempty"`
+	MaxCompletionTokens  int             `json:"max_completion_tokens,omitempty"`
+	Temperature          *float64        `json:"temperature,omitempty"`
+	TopP                 *float64        `json:"top_p,omitempty"`
+	Seed                 *int64          `json:"seed,omitempty"`
+	ReasoningEffort      string          `json:"reasoning_effort,omitempty"`
+	PromptCacheKey       string          `json:"prompt_cache_key,omitempty"`
+	PromptCacheRetention string          `json:"prompt_cache_retention,omitempty"`
+	Stop                 []string        `json:"stop,omitempty"`
+	ResponseFormat       *responseFormat `json:"response_format,omitempty"`
+	Stream               bool            `json:"stream"`
+	StreamOptions        *streamOptions  `json:"stream_options,omitempty"`
 }
 
 // responseFormat asks for a JSON answer matching a schema.
@@ -121,7 +127,7 @@ func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
 	if err := enc.Encode(w); err != nil {
 		return nil, fmt.Errorf("openai: encoding request: %w", err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return httpapi.MergeExtra("openai", bytes.TrimSuffix(buf.Bytes(), []byte("\n")), req.Extra)
 }
 
 // buildRequest translates req into its wire form.
@@ -132,6 +138,8 @@ func (c *Client) buildRequest(req *llm.Request) (*chatRequest, error) {
 	w := &chatRequest{
 		Model:         req.Model,
 		Temperature:   req.Temperature,
+		TopP:          req.TopP,
+		Seed:          req.Seed,
 		Stop:          req.StopSequences,
 		Stream:        true,
 		StreamOptions: &streamOptions{IncludeUsage: true},
@@ -151,6 +159,15 @@ func (c *Client) buildRequest(req *llm.Request) (*chatRequest, error) {
 		w.MaxTokens = req.MaxTokens
 	}
 
+	if r := req.Reasoning; r != nil {
+		w.ReasoningEffort = r.Effort // Chat Completions has no budget
+	}
+	if h := req.Cache; h != nil {
+		w.PromptCacheKey = h.Key
+		if h.Long {
+			w.PromptCacheRetention = "24h"
+		}
+	}
 	var err error
 	if w.Messages, err = renderMessages(req.Messages); err != nil {
 		return nil, err
