@@ -220,21 +220,7 @@ func (r *run) budgetSpent() string {
 // callModel sends the turn's request, retrying transient failures.
 func (r *run) callModel(ctx context.Context, final bool) (*llm.Response, error) {
 	o := &r.a.opts
-	req := &llm.Request{
-		Model:       o.Model,
-		Messages:    r.msgs,
-		Tools:       r.a.tools.Specs(),
-		MaxTokens:   o.MaxTokens,
-		Temperature: o.Temperature,
-	}
-	if r.a.out != nil {
-		req.ResponseFormat = r.a.out.format
-	}
-	if final && len(req.Tools) > 0 {
-		// Tools stay declared (some providers require it when the
-		// transcript holds tool calls) but may not be called.
-		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
-	}
+	req := r.request(final)
 	if !r.emit(Chunk{Type: ChunkTurnStart}) {
 		return nil, context.Canceled
 	}
