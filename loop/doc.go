@@ -22,9 +22,9 @@
 //			fmt.Print(chunk.Content)
 //		case loop.ChunkRetry: // the attempt failed: what it printed is void
 //			fmt.Println("\n[retrying; the answer starts again]")
-//		case loop.ChunkEnd:
+//		case loop.ChunkEnd: // always last; check the error of a failed run
 //			if err := chunk.Result.Err; err != nil {
-//				fmt.Println("\nerror:", err)
+//				fmt.Println("\nerror:", err) // a refused API key, say
 //			}
 //		}
 //	}
@@ -38,7 +38,8 @@
 // [ToolDef] literal takes a raw JSON Schema instead. Tools are wired into a
 // [Toolset], which refuses a second tool of the same name and keeps the
 // order tools were added in, so the tools offered to the model are stable.
-// [NewAgent] takes a toolset and [Options].
+// [NewAgent] takes a toolset and [Options]; [New] takes the same through
+// [WithToolsets] and [WithOptions], next to its map of simple tools.
 //
 // # The run
 //
