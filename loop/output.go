@@ -256,6 +256,14 @@ func stripFence(s string) string {
 	return strings.TrimSpace(inner[nl+1:])
 }
 
+// ChunkAnswerRejected says the final answer just streamed does not match
+// the run's [OutputSchema] and was sent back to the model: Content is the
+// message the model reads, Err the validation error. The message chunks
+// of the rejected answer are void, as after a retry; the next turn streams
+// a new answer. It is not sent for the last answer a run accepts or fails
+// on; the end chunk says how that went.
+const ChunkAnswerRejected ChunkType = "answer_rejected"
+
 // answerVerdict says what the loop does with a final answer.
 type answerVerdict int
 
@@ -284,9 +292,12 @@ func (r *run) checkAnswer(final bool) answerVerdict {
 		r.fail(&OutputError{Answer: r.res.Answer, Err: err, Attempts: r.outAttempts})
 		return answerFailed
 	}
-	r.msgs = append(r.msgs, llm.UserMessage(fmt.Sprintf(
-		"Your final answer was rejected: %v. Answer again with only a JSON value that matches the %s schema, and no other text.",
-		err, oc.format.Name)))
+	text = fmt.Sprintf("Your final answer was rejected: %v. Answer again with only a JSON value that matches the %s schema, and no other text.",
+		err, oc.format.Name)
+	r.msgs = append(r.msgs, llm.UserMessage(text))
+	if !r.emit(Chunk{Type: ChunkAnswerRejected, Content: text, Err: err}) {
+		return answerFailed // the consumer is gone
+	}
 	return answerRetry
 }
 

@@ -88,9 +88,14 @@ func TestOutputInvalidThenValid(t *testing.T) {
 		llmtest.Text("```json\n{\"name\":\"Paris\",\"population\":2100000}\n```"),
 	)
 	agent := cityAgent(model, nil)
-	res, err := agent.Run(context.Background(), []llm.Message{llm.UserMessage("Paris?")})
-	if err != nil {
-		t.Fatal(err)
+	chunks, res := collect(t, agent.RunLoop(context.Background(), []llm.Message{llm.UserMessage("Paris?")}))
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	rejected := only(chunks, loop.ChunkAnswerRejected)
+	if len(rejected) != 2 || rejected[0].Turn != 2 || rejected[1].Turn != 3 ||
+		!strings.Contains(rejected[1].Content, "rejected") || !strings.Contains(rejected[1].Err.Error(), "population") {
+		t.Errorf("answer_rejected chunks: %+v", rejected)
 	}
 	if want := `{"name":"Paris","population":2100000}`; res.Answer != want {
 		t.Errorf("answer %q, want %q", res.Answer, want)

@@ -34,7 +34,8 @@ func TestRunOutputSchema(t *testing.T) {
 		requests int
 	}{
 		{"valid after an invalid answer", []string{"It is Paris.", `{"name":"Paris","population":2100000}`},
-			[]string{"--output-schema", schemaFile}, ExitOK, `{"name":"Paris","population":2100000}` + "\n", "It is Paris.", 2},
+			[]string{"--output-schema", schemaFile}, ExitOK, `{"name":"Paris","population":2100000}` + "\n",
+			"It is Paris.\n(the answer above does not match the output schema: the answer is not valid JSON", 2},
 		{"never valid", []string{"a", `{"name":"x"}`, `{"name":"x","population":"many"}`},
 			[]string{"--output-schema", schemaFile}, ExitFailed, "", "does not match the output schema after 3 attempt(s)", 3},
 		{"schema file not JSON", nil, []string{"--output-schema", notJSON}, ExitUsage, "", "--output-schema", 0},
