@@ -2,6 +2,7 @@ package loop_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -67,4 +68,35 @@ func ExampleNew_options() {
 	// Output:
 	// [lookup_project get_weather]
 	// Done. 3 turns
+}
+
+// Request knobs the loop passes through: every request carries them,
+// except ToolChoice, which only the first one does.
+func ExampleOptions_requestKnobs() {
+	model := llmtest.NewModel(llmtest.Call("c1", "search", `{"q":"hrns"}`), llmtest.Text("Found it."))
+	type SearchArgs struct {
+		Q string `json:"q"`
+	}
+	search := loop.NewTool("search", "Searches.", func(ctx context.Context, in SearchArgs) (string, error) { return "1 hit", nil })
+	topP, seed := 0.9, int64(42)
+	agent := loop.NewAgent(model, loop.MustToolset(search), &loop.Options{
+		TopP:          &topP,
+		Seed:          &seed,
+		StopSequences: []string{"\n\nUser:"},
+		ToolChoice:    llm.ToolChoice{Mode: llm.ToolChoiceTool, Name: "search"}, // search first
+		Reasoning:     &llm.ReasoningConfig{Effort: "low", BudgetTokens: 2048},
+		Cache:         &llm.CacheHint{Key: "docs-bot", Long: true},
+		Extra:         map[string]json.RawMessage{"metadata": json.RawMessage(`{"team":"docs"}`)},
+	})
+	if _, err := agent.Run(context.Background(), []llm.Message{llm.UserMessage("Find hrns.")}); err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	for i, r := range model.Requests() {
+		fmt.Printf("request %d: top_p %v, seed %d, effort %s, tool choice %q, extra %s\n",
+			i+1, *r.TopP, *r.Seed, r.Reasoning.Effort, r.ToolChoice.Mode, r.Extra["metadata"])
+	}
+	// Output:
+	// request 1: top_p 0.9, seed 42, effort low, tool choice "tool", extra {"team":"docs"}
+	// request 2: top_p 0.9, seed 42, effort low, tool choice "", extra {"team":"docs"}
 }
