@@ -144,11 +144,8 @@ func isObject(doc any) bool {
 	if !ok {
 		return false
 	}
-	switch t := m["type"].(type) {
-	case string:
-		return t == "object"
-	}
-	return false
+	t, _ := m["type"].(string)
+	return t == "object"
 }
 
 // closedSchema reports whether every object schema in doc lists all its

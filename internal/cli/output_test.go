@@ -71,6 +71,7 @@ func TestRunOutputSchema(t *testing.T) {
 				var body struct {
 					ResponseFormat struct {
 						JSONSchema struct {
+							Name   string          `json:"name"`
 							Schema json.RawMessage `json:"schema"`
 							Strict bool            `json:"strict"`
 						} `json:"json_schema"`
@@ -79,7 +80,7 @@ func TestRunOutputSchema(t *testing.T) {
 				if err := json.Unmarshal(r.Body, &body); err != nil {
 					t.Fatal(err)
 				}
-				if string(body.ResponseFormat.JSONSchema.Schema) != schema || !body.ResponseFormat.JSONSchema.Strict {
+				if string(body.ResponseFormat.JSONSchema.Schema) != schema || !body.ResponseFormat.JSONSchema.Strict || body.ResponseFormat.JSONSchema.Name != "city" {
 					t.Errorf("response_format %+v", body.ResponseFormat)
 				}
 			}

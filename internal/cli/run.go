@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -230,7 +232,16 @@ func (o *runOptions) loadOutputSchema() (*loop.OutputSchema, error) {
 	if err != nil {
 		return nil, usagef("--output-schema: %v", err)
 	}
-	s := &loop.OutputSchema{Schema: data}
+	// The file's name names the answer for the model ("city.json":
+	// city), as far as a name allows.
+	name := strings.TrimSuffix(filepath.Base(o.outSchema), filepath.Ext(o.outSchema))
+	name = strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return -1
+	}, name)
+	s := &loop.OutputSchema{Name: name[:min(len(name), 64)], Schema: data}
 	if err := s.Check(); err != nil {
 		return nil, usagef("--output-schema %s: %v", o.outSchema, err)
 	}
