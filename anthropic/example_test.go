@@ -44,8 +44,8 @@ func Example() {
 
 	client := &anthropic.Client{BaseURL: srv.URL, APIKey: "sk-ant-example", Model: "claude-sonnet-4-5"}
 	req := &llm.Request{Messages: []llm.Message{
-		anthropic.SystemMessage("You are friendly."),
-		anthropic.UserMessage("Greet the world."),
+		llm.SystemMessage("You are friendly."),
+		llm.UserMessage("Greet the world."),
 	}}
 	for chunk, err := range client.Stream(context.Background(), req) {
 		if err != nil {
@@ -76,7 +76,7 @@ func ExampleClient_Stream_toolCalls() {
 	defer srv.Close()
 
 	client := &anthropic.Client{BaseURL: srv.URL(), Model: "claude-sonnet-4-5"}
-	history := []llm.Message{anthropic.UserMessage("Weather in Paris?")}
+	history := []llm.Message{llm.UserMessage("Weather in Paris?")}
 	resp, err := llm.Collect(client.Stream(context.Background(), &llm.Request{
 		Messages: history,
 		Tools: []llm.ToolSpec{{
@@ -97,7 +97,7 @@ func ExampleClient_Stream_toolCalls() {
 	history = append(history, resp.Message)
 	for _, call := range resp.Message.ToolCalls() {
 		fmt.Printf("call %s: %s(%s)\n", call.ID, call.Name, call.Arguments)
-		history = append(history, anthropic.ToolMessage(call.ID, "18°C and cloudy"))
+		history = append(history, llm.ToolResultMessage(call.ID, "18°C and cloudy"))
 	}
 	fmt.Println("messages for the next turn:", len(history))
 	// Output:
@@ -118,7 +118,7 @@ func ExampleClient_Stream_errors() {
 
 	client := &anthropic.Client{BaseURL: srv.URL(), Model: "claude-sonnet-4-5"}
 	_, err := llm.Collect(client.Stream(context.Background(), &llm.Request{
-		Messages: []llm.Message{anthropic.UserMessage("Hi")},
+		Messages: []llm.Message{llm.UserMessage("Hi")},
 	}))
 	fmt.Println(err)
 	fmt.Println("overloaded:", errors.Is(err, llm.ErrOverloaded))
@@ -178,7 +178,7 @@ func ExampleClient_cacheAndThinking() {
 		Effort:   "medium",
 	}
 	resp, err := llm.Collect(client.Stream(context.Background(), &llm.Request{
-		Messages: []llm.Message{anthropic.SystemMessage("A long, stable system prompt."), anthropic.UserMessage("Hi")},
+		Messages: []llm.Message{llm.SystemMessage("A long, stable system prompt."), llm.UserMessage("Hi")},
 	}))
 	if err != nil {
 		log.Fatal(err)
@@ -215,8 +215,8 @@ func ExampleClient_agent() {
 	client := &anthropic.Client{BaseURL: srv.URL(), Model: "claude-sonnet-4-5"}
 	agent := loop.NewAgent(client, tools, nil)
 	res, err := agent.Run(context.Background(), []llm.Message{
-		anthropic.SystemMessage("You are a helpful assistant."),
-		anthropic.UserMessage("What is project 42?"),
+		llm.SystemMessage("You are a helpful assistant."),
+		llm.UserMessage("What is project 42?"),
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -250,7 +250,7 @@ func ExampleNewFromEnv() {
 		client.Model = "claude-sonnet-4-5"
 	}
 	resp, err := llm.Collect(client.Stream(context.Background(), &llm.Request{
-		Messages: []llm.Message{anthropic.UserMessage("Say hi")},
+		Messages: []llm.Message{llm.UserMessage("Say hi")},
 	}))
 	if err != nil {
 		log.Fatal(err)

@@ -211,8 +211,8 @@ func TestLoopEndToEnd(t *testing.T) {
 			client := &anthropic.Client{BaseURL: srv.URL(), APIKey: "sk-ant-test", Model: "claude-test", HTTPClient: srv.Client()}
 			agent := loop.NewAgent(client, weatherTools(t), nil)
 			res, err := agent.Run(context.Background(), []llm.Message{
-				anthropic.SystemMessage("You report the weather."),
-				anthropic.UserMessage(prompt),
+				llm.SystemMessage("You report the weather."),
+				llm.UserMessage(prompt),
 			})
 			if err != nil {
 				t.Fatalf("run failed: %v", err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hrns-dev/hrns/internal/httpapi"
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -26,6 +27,7 @@ type messagesRequest struct {
 	Thinking      *thinkingWire `json:"thinking,omitempty"`
 	OutputConfig  *outputConfig `json:"output_config,omitempty"`
 	Temperature   *float64      `json:"temperature,omitempty"`
+	TopP          *float64      `json:"top_p,omitempty"`
 	StopSequences []string      `json:"stop_sequences,omitempty"`
 	Stream        bool          `json:"stream"`
 }
@@ -98,7 +100,15 @@ type thinkingWire struct {
 }
 
 type outputConfig struct {
-	Effort string `json:"effort,omitempty"`
+	Effort string      `json:"effort,omitempty"`
+	Format *formatWire `json:"format,omitempty"`
+}
+
+// formatWire constrains the answer's text to JSON matching a schema
+// (structured outputs).
+type formatWire struct {
+	Type   string          `json:"type"` // "json_schema"
+	Schema json.RawMessage `json:"schema"`
 }
 
 // Block types.
@@ -127,7 +137,7 @@ func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
 	if err := enc.Encode(w); err != nil {
 		return nil, fmt.Errorf("anthropic: encoding request: %w", err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return httpapi.MergeExtra("anthropic", bytes.TrimSuffix(buf.Bytes(), []byte("\n")), req.Extra)
 }
 
 // buildRequest translates req into its wire form.
@@ -138,8 +148,22 @@ func (c *Client) buildRequest(req *llm.Request) (*messagesRequest, error) {
 	w := &messagesRequest{
 		Model:         req.Model,
 		Temperature:   req.Temperature,
+		TopP:          req.TopP,
 		StopSequences: req.StopSequences,
 		Stream:        true,
+	}
+	thinking, effort := c.Thinking, c.Effort
+	if r := req.Reasoning; r != nil {
+		// The request's reasoning wins over the client's.
+		if r.BudgetTokens > 0 {
+			thinking = &Thinking{Type: ThinkingEnabled, BudgetTokens: r.BudgetTokens}
+			if c.Thinking != nil {
+				thinking.Display = c.Thinking.Display
+			}
+		}
+		if r.Effort != "" {
+			effort = r.Effort
+		}
 	}
 	if w.Model == "" {
 		w.Model = c.Model
@@ -148,7 +172,7 @@ func (c *Client) buildRequest(req *llm.Request) (*messagesRequest, error) {
 		return nil, errors.New("anthropic: no model: set Request.Model or Client.Model")
 	}
 	var err error
-	if w.MaxTokens, err = c.maxTokens(req.MaxTokens); err != nil {
+	if w.MaxTokens, err = c.maxTokens(req.MaxTokens, thinking); err != nil {
 		return nil, err
 	}
 	if w.System, w.Messages, err = renderConversation(req.Messages); err != nil {
@@ -163,25 +187,71 @@ func (c *Client) buildRequest(req *llm.Request) (*messagesRequest, error) {
 			return nil, err
 		}
 	}
-	if th := c.Thinking; th != nil {
+	if th := thinking; th != nil {
 		if th.Type == "" {
 			return nil, errors.New("anthropic: Client.Thinking has no Type")
 		}
 		w.Thinking = &thinkingWire{Type: th.Type, BudgetTokens: th.BudgetTokens, Display: th.Display}
 	}
-	if c.Effort != "" {
-		w.OutputConfig = &outputConfig{Effort: c.Effort}
+	if effort != "" {
+		w.OutputConfig = &outputConfig{Effort: effort}
+	}
+	if err := renderResponseFormat(w, req.ResponseFormat); err != nil {
+		return nil, err
 	}
 	policy := DefaultCache
 	if c.Cache != nil {
 		policy = *c.Cache
 	}
+	if h := req.Cache; h != nil {
+		switch {
+		case h.Off:
+			policy = CachePolicy{}
+		case h.Long:
+			policy.TTL = "1h"
+		}
+	}
 	policy.mark(w)
 	return w, nil
 }
 
-// maxTokens returns the max_tokens of a request whose own cap is n.
-func (c *Client) maxTokens(n int) (int, error) {
+// renderResponseFormat renders a response format. A strict one uses the
+// API's structured outputs (output_config.format), which constrain
+// decoding and need a closed schema; any other is told to the model in the
+// last system block, since the API would refuse it as a format.
+func renderResponseFormat(w *messagesRequest, f *llm.ResponseFormat) error {
+	if f == nil {
+		return nil
+	}
+	if !json.Valid(f.Schema) {
+		return errors.New("anthropic: response format: schema is not valid JSON")
+	}
+	if f.Strict {
+		if w.OutputConfig == nil {
+			w.OutputConfig = &outputConfig{}
+		}
+		w.OutputConfig.Format = &formatWire{Type: "json_schema", Schema: f.Schema}
+		return nil
+	}
+	var schema bytes.Buffer
+	if err := json.Compact(&schema, f.Schema); err != nil {
+		return fmt.Errorf("anthropic: response format: %w", err)
+	}
+	text := "Give your final answer as a single JSON value, with no other text, matching this JSON Schema"
+	if f.Name != "" {
+		text += " (" + f.Name + ")"
+	}
+	if f.Description != "" {
+		text += ": " + f.Description
+	}
+	text += "\n" + schema.String()
+	w.System = append(w.System, block{Type: typeText, Text: text})
+	return nil
+}
+
+// maxTokens returns the max_tokens of a request whose own cap is n and
+// whose thinking is th.
+func (c *Client) maxTokens(n int, th *Thinking) (int, error) {
 	switch {
 	case n < 0:
 		return 0, fmt.Errorf("anthropic: negative MaxTokens %d", n)
@@ -194,7 +264,7 @@ func (c *Client) maxTokens(n int) (int, error) {
 	}
 	// The default must leave room for the answer after a thinking budget,
 	// which the API requires to be less than max_tokens.
-	if th := c.Thinking; th != nil && th.Type == ThinkingEnabled && th.BudgetTokens >= DefaultMaxTokens {
+	if th != nil && th.Type == ThinkingEnabled && th.BudgetTokens >= DefaultMaxTokens {
 		return th.BudgetTokens + DefaultMaxTokens, nil
 	}
 	return DefaultMaxTokens, nil

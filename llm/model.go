@@ -55,6 +55,71 @@ type Request struct {
 	// ParallelToolCalls, when non-nil, tells providers that support it
 	// whether the model may make several tool calls in one message.
 	ParallelToolCalls *bool
+	// ResponseFormat, when set, asks for an answer whose text is JSON
+	// matching a schema. Tool calls stay allowed; the format applies to
+	// the text of a message. Each provider renders it with its own
+	// mechanism; none of them validates the answer (the loop does).
+	ResponseFormat *ResponseFormat
+	// TopP, when non-nil, sets nucleus sampling.
+	TopP *float64
+	// Seed, when non-nil, asks providers that support it for
+	// reproducible sampling (OpenAI's seed); others ignore it.
+	Seed *int64
+	// Reasoning, when non-nil, sets how much the model thinks.
+	Reasoning *ReasoningConfig
+	// Cache, when non-nil, hints how to use the provider's prompt cache.
+	Cache *CacheHint
+	// Extra holds provider-specific fields of the request body, added to
+	// its top level as they are (each value must be JSON). A provider
+	// refuses a field it sets itself (an error, before anything is sent),
+	// so Extra adds fields and never changes those of the request.
+	Extra map[string]json.RawMessage
+}
+
+// ReasoningConfig says how much a model thinks before it answers, in the
+// terms of either provider family; each provider uses what it has.
+type ReasoningConfig struct {
+	// Effort is a level such as "low", "medium" or "high" ("minimal",
+	// "none" or "max" where supported): OpenAI's reasoning_effort,
+	// Anthropic's output_config.effort.
+	Effort string
+	// BudgetTokens is a thinking budget in tokens: Anthropic's extended
+	// thinking (thinking.budget_tokens, at least 1024). Chat Completions
+	// has no budget and ignores it; set Effort too for such providers.
+	BudgetTokens int
+}
+
+// CacheHint says how a request should use the provider's prompt cache.
+// Providers cache by prefix; the hint only tunes how.
+type CacheHint struct {
+	// Key groups requests that share a long prefix, so that they are
+	// served by the same cache: OpenAI's prompt_cache_key. Anthropic
+	// has no such key and ignores it.
+	Key string
+	// Long asks for the longest retention the provider offers: OpenAI's
+	// prompt_cache_retention "24h", Anthropic's one-hour TTL.
+	Long bool
+	// Off asks for no caching where it is explicit: Anthropic sends no
+	// cache breakpoints. OpenAI caches automatically and ignores it.
+	Off bool
+}
+
+// A ResponseFormat asks a model for an answer that is a JSON value
+// matching Schema.
+type ResponseFormat struct {
+	// Name names the format: 1 to 64 letters, digits, '_' or '-'. OpenAI
+	// requires one; empty means "final_answer".
+	Name string
+	// Description tells the model what the answer is for; optional.
+	Description string
+	// Schema is the JSON Schema of the answer.
+	Schema json.RawMessage
+	// Strict asks the provider to constrain decoding to Schema, so that
+	// the answer always matches it. Providers require such schemas to be
+	// closed: every object lists all its properties as required and sets
+	// additionalProperties to false, and the root is an object. Set it
+	// only for schemas that are (the loop does so by itself).
+	Strict bool
 }
 
 // ToolChoiceMode is how a model may use the offered tools.

@@ -1,8 +1,11 @@
 package loop
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/hrns-dev/hrns/llm"
@@ -33,6 +36,7 @@ type Agent struct {
 	model llm.Model
 	tools *Toolset
 	opts  Options
+	out   *outputCheck // from opts.OutputSchema; nil without one
 }
 
 // Options configure an [Agent]. The zero value of each field picks the
@@ -45,6 +49,44 @@ type Options struct {
 	MaxTokens int
 	// Temperature, when non-nil, sets the sampling temperature.
 	Temperature *float64
+
+	// TopP, when non-nil, sets nucleus sampling.
+	TopP *float64
+	// Seed, when non-nil, asks for reproducible sampling where the
+	// provider supports it (OpenAI).
+	Seed *int64
+	// StopSequences end a response when the model writes one.
+	StopSequences []string
+	// ParallelToolCalls, when non-nil, says whether the model may call
+	// several tools in one message; nil leaves the provider's default.
+	// Independent of MaxParallel, which bounds how many run at once.
+	ParallelToolCalls *bool
+	// ToolChoice constrains tool use in the first request of a run (not
+	// of a resumed one), say to force a lookup before anything else; the
+	// zero value lets the model decide. Later requests always let it
+	// decide: a choice forced on every turn would never end.
+	ToolChoice llm.ToolChoice
+	// Reasoning, when non-nil, sets how much the model thinks: an effort
+	// level, a thinking budget, or both (each provider uses what it has;
+	// see [llm.ReasoningConfig]).
+	Reasoning *llm.ReasoningConfig
+	// Cache, when non-nil, hints how requests use the provider's prompt
+	// cache (see [llm.CacheHint]).
+	Cache *llm.CacheHint
+	// Extra holds provider-specific body fields, sent as they are; a
+	// field the provider sets itself is refused and fails the request
+	// (see [llm.Request.Extra]).
+	Extra map[string]json.RawMessage
+
+	// OutputSchema, when set, requires the final answer to be JSON
+	// matching it (see [OutputSchema]); Result.Answer is then that JSON.
+	// Nil accepts any answer. [RunTyped] sets it from a Go type.
+	OutputSchema *OutputSchema
+	// MaxOutputRetries bounds how many times an answer that does not
+	// match OutputSchema is sent back to the model with the validation
+	// error before the run fails with an [*OutputError]; 0 means 2,
+	// negative means none.
+	MaxOutputRetries int
 
 	// MaxTurns bounds the model requests of a run; 0 means 50. The last
 	// allowed turn asks the model for a final answer without tools.
@@ -110,14 +152,30 @@ const defaultFinalAnswerPrompt = "You have reached the limit of this run ({budge
 	"Give your final answer now, based on what you have found so far."
 
 // New returns an agent that runs model with the tools of m, each exposed
-// under its key, offered in the order of the sorted names. It panics if a
-// tool is nil or declares invalid arguments, a programming error.
-func New(model llm.Model, m map[string]Tool) *Agent {
+// under its key, offered in the order of the sorted names, then the tools of
+// the toolsets given by [WithToolsets]. [WithOptions] configures it as
+// [NewAgent]'s opts do; without it the defaults apply. A nil m means no
+// tools of its own. New panics if a tool is nil or declares invalid
+// arguments, or if a name is wired twice: programming errors.
+//
+//	agent := loop.New(client, tools,
+//		loop.WithToolsets(files),
+//		loop.WithOptions(&loop.Options{MaxTurns: 10, Approver: approver}))
+func New(model llm.Model, m map[string]Tool, opts ...Option) *Agent {
 	ts, err := ToolsetFromMap(m)
 	if err != nil {
 		panic("loop.New: " + err.Error())
 	}
-	return NewAgent(model, ts, nil)
+	var c newConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	if len(c.toolsets) > 0 {
+		if ts, err = Join(append([]*Toolset{ts}, c.toolsets...)...); err != nil {
+			panic("loop.New: " + err.Error())
+		}
+	}
+	return NewAgent(model, ts, c.opts)
 }
 
 // NewAgent returns an agent that runs model with tools. A nil tools means no
@@ -130,7 +188,10 @@ func NewAgent(model llm.Model, tools *Toolset, opts *Options) *Agent {
 	if opts != nil {
 		a.opts = *opts
 	}
+	a.opts.StopSequences = slices.Clone(a.opts.StopSequences)
+	a.opts.Extra = maps.Clone(a.opts.Extra)
 	a.opts.fill()
+	a.out = newOutputCheck(a.opts.OutputSchema)
 	return a
 }
 

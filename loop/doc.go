@@ -22,9 +22,9 @@
 //			fmt.Print(chunk.Content)
 //		case loop.ChunkRetry: // the attempt failed: what it printed is void
 //			fmt.Println("\n[retrying; the answer starts again]")
-//		case loop.ChunkEnd:
+//		case loop.ChunkEnd: // always last; check the error of a failed run
 //			if err := chunk.Result.Err; err != nil {
-//				fmt.Println("\nerror:", err)
+//				fmt.Println("\nerror:", err) // a refused API key, say
 //			}
 //		}
 //	}
@@ -38,7 +38,8 @@
 // [ToolDef] literal takes a raw JSON Schema instead. Tools are wired into a
 // [Toolset], which refuses a second tool of the same name and keeps the
 // order tools were added in, so the tools offered to the model are stable.
-// [NewAgent] takes a toolset and [Options].
+// [NewAgent] takes a toolset and [Options]; [New] takes the same through
+// [WithToolsets] and [WithOptions], next to its map of simple tools.
 //
 // # The run
 //
@@ -63,6 +64,15 @@
 // of one message to tools marked Concurrent run in parallel; results are
 // always appended in call order. Failed model requests are retried with
 // exponential backoff and jitter, honouring the provider's Retry-After.
+//
+// # Structured final answers
+//
+// [RunTyped] runs an agent whose final answer must be JSON matching the
+// schema of a Go type, and returns it decoded; [Options.OutputSchema] does
+// the same with a raw JSON Schema. The loop sends the schema with each
+// request (providers render it natively), validates the answer, sends an
+// invalid one back with the validation error a bounded number of times,
+// then fails the run with an [*OutputError].
 //
 // # Suspension, client-side tools and approvals
 //

@@ -38,7 +38,11 @@ func ExampleNew() {
 			fmt.Printf("calling %s %s\n", chunk.ToolCall.Name, chunk.ToolCall.Arguments)
 		case loop.ChunkToolCallResult:
 			fmt.Printf("result: %s\n", chunk.Content)
-		case loop.ChunkEnd:
+		case loop.ChunkEnd: // always last; a failed run has its error here
+			if err := chunk.Result.Err; err != nil {
+				fmt.Println("error:", err) // a refused key, retries spent...
+				return
+			}
 			fmt.Printf("answer: %s\n", chunk.Result.Answer)
 		}
 	}

@@ -93,6 +93,8 @@ type run struct {
 	msgs    []llm.Message
 	turn    int
 	res     Result
+
+	outAttempts int // final answers checked against the output schema
 }
 
 func (a *Agent) newRun(yield func(Chunk) bool, msgs []llm.Message, turn int, s *Suspension) *run {
@@ -123,6 +125,10 @@ func (r *run) emit(c Chunk) bool {
 
 // loop runs turns until the run ends.
 func (r *run) loop(ctx context.Context) {
+	if r.a.out != nil && r.a.out.err != nil {
+		r.fail(r.a.out.err)
+		return
+	}
 	for {
 		budget := r.budgetSpent()
 		final := budget != ""
@@ -150,6 +156,12 @@ func (r *run) loop(ctx context.Context) {
 				// The model ignored the request for an answer (it
 				// called tools anyway, or said nothing): no success.
 				r.fail(fmt.Errorf("%w: %s was reached and the model gave no final answer", ErrNoAnswer, budget))
+				return
+			}
+			switch r.checkAnswer(final) {
+			case answerRetry:
+				continue
+			case answerFailed:
 				return
 			}
 			r.end(StatusCompleted)
@@ -208,18 +220,7 @@ func (r *run) budgetSpent() string {
 // callModel sends the turn's request, retrying transient failures.
 func (r *run) callModel(ctx context.Context, final bool) (*llm.Response, error) {
 	o := &r.a.opts
-	req := &llm.Request{
-		Model:       o.Model,
-		Messages:    r.msgs,
-		Tools:       r.a.tools.Specs(),
-		MaxTokens:   o.MaxTokens,
-		Temperature: o.Temperature,
-	}
-	if final && len(req.Tools) > 0 {
-		// Tools stay declared (some providers require it when the
-		// transcript holds tool calls) but may not be called.
-		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
-	}
+	req := r.request(final)
 	if !r.emit(Chunk{Type: ChunkTurnStart}) {
 		return nil, context.Canceled
 	}

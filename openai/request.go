@@ -9,23 +9,43 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/hrns-dev/hrns/internal/httpapi"
 	"github.com/hrns-dev/hrns/llm"
 )
 
 // chatRequest is the body of POST /chat/completions. Fields are in the order
 // they appear on the wire.
 type chatRequest struct {
-	Model               string         `json:"model"`
-	Messages            []wireMessage  `json:"messages"`
-	Tools               []wireTool     `json:"tools,omitempty"`
-	ToolChoice          any            `json:"tool_choice,omitempty"` // a string or a namedToolChoice
-	ParallelToolCalls   *bool          `json:"parallel_tool_calls,omitempty"`
-	MaxTokens           int            `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
-	Temperature         *float64       `json:"temperature,omitempty"`
-	Stop                []string       `json:"stop,omitempty"`
-	Stream              bool           `json:"stream"`
-	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
+	Model                string          `json:"model"`
+	Messages             []wireMessage   `json:"messages"`
+	Tools                []wireTool      `json:"tools,omitempty"`
+	ToolChoice           any             `json:"tool_choice,omitempty"` // a string or a namedToolChoice
+	ParallelToolCalls    *bool           `json:"parallel_tool_calls,omitempty"`
+	MaxTokens            int             `json:"max_tokens,omitempty"`
+	MaxCompletionTokens  int             `json:"max_completion_tokens,omitempty"`
+	Temperature          *float64        `json:"temperature,omitempty"`
+	TopP                 *float64        `json:"top_p,omitempty"`
+	Seed                 *int64          `json:"seed,omitempty"`
+	ReasoningEffort      string          `json:"reasoning_effort,omitempty"`
+	PromptCacheKey       string          `json:"prompt_cache_key,omitempty"`
+	PromptCacheRetention string          `json:"prompt_cache_retention,omitempty"`
+	Stop                 []string        `json:"stop,omitempty"`
+	ResponseFormat       *responseFormat `json:"response_format,omitempty"`
+	Stream               bool            `json:"stream"`
+	StreamOptions        *streamOptions  `json:"stream_options,omitempty"`
+}
+
+// responseFormat asks for a JSON answer matching a schema.
+type responseFormat struct {
+	Type       string          `json:"type"` // "json_schema"
+	JSONSchema *jsonSchemaWire `json:"json_schema"`
+}
+
+type jsonSchemaWire struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      bool            `json:"strict"`
 }
 
 type streamOptions struct {
@@ -107,7 +127,7 @@ func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
 	if err := enc.Encode(w); err != nil {
 		return nil, fmt.Errorf("openai: encoding request: %w", err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return httpapi.MergeExtra("openai", bytes.TrimSuffix(buf.Bytes(), []byte("\n")), req.Extra)
 }
 
 // buildRequest translates req into its wire form.
@@ -118,6 +138,8 @@ func (c *Client) buildRequest(req *llm.Request) (*chatRequest, error) {
 	w := &chatRequest{
 		Model:         req.Model,
 		Temperature:   req.Temperature,
+		TopP:          req.TopP,
+		Seed:          req.Seed,
 		Stop:          req.StopSequences,
 		Stream:        true,
 		StreamOptions: &streamOptions{IncludeUsage: true},
@@ -137,8 +159,20 @@ func (c *Client) buildRequest(req *llm.Request) (*chatRequest, error) {
 		w.MaxTokens = req.MaxTokens
 	}
 
+	if r := req.Reasoning; r != nil {
+		w.ReasoningEffort = r.Effort // Chat Completions has no budget
+	}
+	if h := req.Cache; h != nil {
+		w.PromptCacheKey = h.Key
+		if h.Long {
+			w.PromptCacheRetention = "24h"
+		}
+	}
 	var err error
 	if w.Messages, err = renderMessages(req.Messages); err != nil {
+		return nil, err
+	}
+	if w.ResponseFormat, err = renderResponseFormat(req.ResponseFormat); err != nil {
 		return nil, err
 	}
 	if w.Tools, err = renderTools(req.Tools); err != nil {
@@ -152,6 +186,24 @@ func (c *Client) buildRequest(req *llm.Request) (*chatRequest, error) {
 		w.ParallelToolCalls = req.ParallelToolCalls
 	}
 	return w, nil
+}
+
+// renderResponseFormat renders a response format as a json_schema
+// response_format; strict is sent as the request says, false included.
+func renderResponseFormat(f *llm.ResponseFormat) (*responseFormat, error) {
+	if f == nil {
+		return nil, nil
+	}
+	if !json.Valid(f.Schema) {
+		return nil, errors.New("openai: response format: schema is not valid JSON")
+	}
+	name := f.Name
+	if name == "" {
+		name = "final_answer"
+	}
+	return &responseFormat{Type: "json_schema", JSONSchema: &jsonSchemaWire{
+		Name: name, Description: f.Description, Schema: f.Schema, Strict: f.Strict,
+	}}, nil
 }
 
 // renderTools renders tool specs in their given order.

@@ -111,6 +111,9 @@ func (r *textRenderer) chunk(c loop.Chunk) {
 		r.attempt.Reset()
 		r.streamed = false
 		fmt.Fprintf(r.log, "retrying in %v (attempt %d failed: %s)\n", c.Retry.Delay.Round(1e6), c.Retry.Attempt, clip(fmt.Sprint(c.Err), 500))
+	case loop.ChunkAnswerRejected:
+		r.newline()
+		fmt.Fprintf(r.log, "(the answer above does not match the output schema: %s; the model is asked again)\n", clip(safetext.EscapeText(fmt.Sprint(c.Err)), 500))
 	case loop.ChunkToolCallStart:
 		r.newline()
 		fmt.Fprintf(r.log, "→ %s %s\n", safetext.Escape(c.ToolCall.Name), clip(string(c.ToolCall.Arguments), 200))

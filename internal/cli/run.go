@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -44,6 +46,7 @@ type runOptions struct {
 	mcp       stringList
 	noSandbox bool
 	noNetwork bool
+	outSchema string
 	prompt    string
 }
 
@@ -72,6 +75,7 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.noSkills, "no-skills", false, "do not discover skills")
 	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "run commands without confinement (by default run_command is confined to --workdir with Landlock where the kernel supports it)")
 	fs.BoolVar(&o.noNetwork, "deny-network", false, "deny network access to commands run by run_command")
+	fs.StringVar(&o.outSchema, "output-schema", "", "a JSON Schema file: the final answer must be JSON matching it; stdout gets only that JSON (progress goes to stderr), and the run fails if the answer never matches")
 	fs.Var(&o.mcp, "mcp", "an MCP server whose tools to add: '[NAME=]COMMAND ARGS', '[NAME=]URL', or the NAME of one in the config (repeatable)")
 }
 
@@ -88,6 +92,9 @@ func (o *runOptions) Validate() error {
 	}
 	if o.system != "" && o.agentFile != "" {
 		return usagef("--system and --agent cannot be used together")
+	}
+	if o.outSchema != "" && o.json {
+		return usagef("--output-schema and --json cannot be used together: --output-schema prints only the answer")
 	}
 	fi, err := os.Stat(o.workdir)
 	if err != nil || !fi.IsDir() {
@@ -121,6 +128,10 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 		return &usageError{err.Error()}
 	}
 	agentDef, err := o.loadAgent()
+	if err != nil {
+		return err
+	}
+	outSchema, err := o.loadOutputSchema()
 	if err != nil {
 		return err
 	}
@@ -167,6 +178,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 		MaxTurns:        maxTurns,
 		Approver:        approver,
 		ApprovalTimeout: 30 * time.Minute, // a person at a terminal
+		OutputSchema:    outSchema,
 	})
 
 	if o.timeout > 0 {
@@ -181,9 +193,14 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	msgs = append(msgs, llm.UserMessage(o.prompt))
 
 	var out renderer
-	if o.json {
+	switch {
+	case o.json:
 		out = newJSONRenderer(stdio.Out)
-	} else {
+	case outSchema != nil:
+		// stdout is for the validated answer alone; what the run says
+		// on the way (including rejected answers) goes to stderr.
+		out = newTextRenderer(stdio.Err, stdio.Err, false)
+	default:
 		out = newTextRenderer(stdio.Out, stdio.Err, stdio.outTerminal())
 	}
 	var res *loop.Result
@@ -199,7 +216,37 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	if res.Err != nil {
 		return runError(res.Err, modelName)
 	}
+	if outSchema != nil {
+		fmt.Fprintln(stdio.Out, res.Answer)
+	}
 	return nil
+}
+
+// loadOutputSchema reads --output-schema: a JSON Schema file. The loop
+// checks it again before the first request; checking it here makes a bad
+// file a usage error, found before any model is called.
+func (o *runOptions) loadOutputSchema() (*loop.OutputSchema, error) {
+	if o.outSchema == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(o.outSchema)
+	if err != nil {
+		return nil, usagef("--output-schema: %v", err)
+	}
+	// The file's name names the answer for the model ("city.json":
+	// city), as far as a name allows.
+	name := strings.TrimSuffix(filepath.Base(o.outSchema), filepath.Ext(o.outSchema))
+	name = strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return -1
+	}, name)
+	s := &loop.OutputSchema{Name: name[:min(len(name), 64)], Schema: data}
+	if err := s.Check(); err != nil {
+		return nil, usagef("--output-schema %s: %v", o.outSchema, err)
+	}
+	return s, nil
 }
 
 // runError adds what to do next to the errors a person can fix.
