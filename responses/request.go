@@ -9,23 +9,42 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/hrns-dev/hrns/internal/httpapi"
 	"github.com/hrns-dev/hrns/llm"
 )
 
 // request is the body of POST /responses. Fields are in the order they
 // appear on the wire.
 type request struct {
-	Model             string     `json:"model"`
-	Input             []item     `json:"input"`
-	Tools             []tool     `json:"tools,omitempty"`
-	ToolChoice        any        `json:"tool_choice,omitempty"` // a string or a namedToolChoice
-	ParallelToolCalls *bool      `json:"parallel_tool_calls,omitempty"`
-	MaxOutputTokens   int        `json:"max_output_tokens,omitempty"`
-	Temperature       *float64   `json:"temperature,omitempty"`
-	Reasoning         *Reasoning `json:"reasoning,omitempty"`
-	Include           []string   `json:"include,omitempty"`
-	Store             bool       `json:"store"`
-	Stream            bool       `json:"stream"`
+	Model             string      `json:"model"`
+	Input             []item      `json:"input"`
+	Tools             []tool      `json:"tools,omitempty"`
+	ToolChoice        any         `json:"tool_choice,omitempty"` // a string or a namedToolChoice
+	ParallelToolCalls *bool       `json:"parallel_tool_calls,omitempty"`
+	MaxOutputTokens   int         `json:"max_output_tokens,omitempty"`
+	Temperature       *float64    `json:"temperature,omitempty"`
+	TopP              *float64    `json:"top_p,omitempty"`
+	Reasoning         *Reasoning  `json:"reasoning,omitempty"`
+	Text              *textConfig `json:"text,omitempty"`
+	PromptCacheKey    string      `json:"prompt_cache_key,omitempty"`
+	CacheRetention    string      `json:"prompt_cache_retention,omitempty"`
+	Include           []string    `json:"include,omitempty"`
+	Store             bool        `json:"store"`
+	Stream            bool        `json:"stream"`
+}
+
+// textConfig is the request's text field: the format of the answer.
+type textConfig struct {
+	Format textFormat `json:"format"`
+}
+
+// textFormat asks for an answer matching a JSON Schema.
+type textFormat struct {
+	Type        string          `json:"type"` // "json_schema"
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      bool            `json:"strict"`
 }
 
 // item is one input item. Type says which fields are meaningful:
@@ -96,7 +115,7 @@ func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
 	if err := enc.Encode(w); err != nil {
 		return nil, fmt.Errorf("%s: encoding request: %w", providerName, err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return httpapi.MergeExtra(providerName, bytes.TrimSuffix(buf.Bytes(), []byte("\n")), req.Extra)
 }
 
 // buildRequest translates req into its wire form.
@@ -107,9 +126,35 @@ func (c *Client) buildRequest(req *llm.Request) (*request, error) {
 	w := &request{
 		Model:       req.Model,
 		Temperature: req.Temperature,
+		TopP:        req.TopP,
 		Reasoning:   c.Reasoning,
 		Store:       c.Store,
 		Stream:      true,
+	}
+	// The neutral knobs. The Responses API has no seed and no thinking
+	// budget: those are not sent (as docs/providers.md says).
+	if r := req.Reasoning; r != nil && r.Effort != "" {
+		rc := Reasoning{Effort: r.Effort}
+		if c.Reasoning != nil {
+			rc.Summary = c.Reasoning.Summary
+		}
+		w.Reasoning = &rc
+	}
+	if h := req.Cache; h != nil {
+		w.PromptCacheKey = h.Key
+		if h.Long {
+			w.CacheRetention = "24h"
+		}
+	}
+	if f := req.ResponseFormat; f != nil {
+		if !json.Valid(f.Schema) {
+			return nil, fmt.Errorf("%s: response format: schema is not valid JSON", providerName)
+		}
+		name := f.Name
+		if name == "" {
+			name = "final_answer"
+		}
+		w.Text = &textConfig{Format: textFormat{Type: "json_schema", Name: name, Description: f.Description, Schema: f.Schema, Strict: f.Strict}}
 	}
 	if w.Model == "" {
 		w.Model = c.Model
