@@ -1,0 +1,169 @@
+package compact_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/llm/llmtest"
+	"github.com/hrns-dev/hrns/loop/compact"
+)
+
+// transcript builds a system prompt, a task, then n turns each calling a
+// tool whose result has size bytes, with signed reasoning, then an answer
+// turn waiting for its results when open is set.
+func transcript(n, size int, open bool) []llm.Message {
+	msgs := []llm.Message{llm.SystemMessage("sys"), llm.UserMessage("task")}
+	for i := range n {
+		id := "c" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{
+			{Kind: llm.PartReasoning, Reasoning: &llm.Reasoning{Text: "think " + id, Signature: "sig-" + id}},
+			{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: id, Name: "read", Arguments: llm.Arguments(`{"n":1}`)}},
+		}})
+		msgs = append(msgs, llm.ToolResultMessage(id, strings.Repeat("r", size)))
+	}
+	if open {
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{
+			{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "open", Name: "read", Arguments: llm.Arguments(`{}`)}},
+		}})
+	}
+	return msgs
+}
+
+// checkPairs fails unless every tool result answers a call of the
+// assistant message right before its tool messages, every call but those
+// of the last message has its result, and reasoning is signed.
+func checkPairs(t *testing.T, msgs []llm.Message) {
+	t.Helper()
+	var open map[string]bool
+	for i, m := range msgs {
+		switch m.Role {
+		case llm.RoleAssistant:
+			if len(open) > 0 {
+				t.Fatalf("message %d: calls %v have no result", i, open)
+			}
+			open = make(map[string]bool)
+			for _, c := range m.ToolCalls() {
+				open[c.ID] = true
+			}
+			for _, p := range m.Parts {
+				if p.Kind == llm.PartReasoning && p.Reasoning.Signature != "sig-"+strings.TrimPrefix(p.Reasoning.Text, "think ") {
+					t.Fatalf("message %d: reasoning %+v altered", i, p.Reasoning)
+				}
+			}
+		case llm.RoleTool:
+			for _, p := range m.Parts {
+				if !open[p.ToolResult.CallID] {
+					t.Fatalf("message %d: result %q answers no open call", i, p.ToolResult.CallID)
+				}
+				delete(open, p.ToolResult.CallID)
+			}
+		default:
+			if len(open) > 0 {
+				t.Fatalf("message %d (%s): calls %v have no result", i, m.Role, open)
+			}
+		}
+	}
+}
+
+func TestTrim(t *testing.T) {
+	msgs := transcript(10, 4000, true)
+	before := compact.Estimate(msgs)
+	res, err := compact.Trim{}.Compact(context.Background(), &compact.Request{Messages: msgs, Target: before / 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPairs(t, res.Messages)
+	if res.Strategy != "trim" || res.Trimmed == 0 || len(res.Messages) != len(msgs) {
+		t.Fatalf("strategy %q, trimmed %d, %d messages", res.Strategy, res.Trimmed, len(res.Messages))
+	}
+	if after := compact.Estimate(res.Messages); after > before/2 {
+		t.Errorf("estimate %d after, target %d", after, before/2)
+	}
+	first := res.Messages[3].Parts[0].ToolResult.Text()
+	if want := "[compacted: the result of read (call ca) was dropped to save context: 4000 bytes]"; first != want {
+		t.Errorf("stub %q, want %q", first, want)
+	}
+	// The input is untouched, and the latest turns are whole.
+	if msgs[3].Parts[0].ToolResult.Text() != strings.Repeat("r", 4000) {
+		t.Error("the input was modified")
+	}
+	n := len(res.Messages)
+	if got := res.Messages[n-2].Parts[0].ToolResult.Text(); len(got) != 4000 {
+		t.Errorf("the latest result was trimmed: %q", got)
+	}
+	// Trimming again finds only stubs and the kept turns.
+	again, _ := compact.Trim{}.Compact(context.Background(), &compact.Request{Messages: res.Messages, Target: 1})
+	if again.Trimmed != res.Trimmed && again.Trimmed != 0 {
+		t.Logf("trimmed %d more", again.Trimmed)
+	}
+	checkPairs(t, again.Messages)
+}
+
+func TestSummarize(t *testing.T) {
+	msgs := transcript(10, 4000, false)
+	model := llmtest.NewModel(llmtest.Text("We read ten files."))
+	res, err := compact.Summarize{}.Compact(context.Background(), &compact.Request{Messages: msgs, Target: 100, Model: model, ModelName: "m", KeepTurns: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPairs(t, res.Messages)
+	// sys, task, summary, then three whole turns.
+	if len(res.Messages) != 3+6 || res.Summarized != 14 || res.Strategy != "summarize" {
+		t.Fatalf("%d messages, summarized %d, strategy %q", len(res.Messages), res.Summarized, res.Strategy)
+	}
+	if s := res.Messages[2]; s.Role != llm.RoleUser || !strings.HasPrefix(s.Text(), compact.SummaryHeader) || !strings.HasSuffix(s.Text(), "We read ten files.") {
+		t.Errorf("summary message %+v", s)
+	}
+	req := model.Requests()[0]
+	if len(req.Tools) != 0 || req.Model != "m" || req.Messages[0].Text() != compact.DefaultSummaryPrompt {
+		t.Errorf("summary request: %d tools, model %q, system %q", len(req.Tools), req.Model, req.Messages[0].Text())
+	}
+	if in := req.Messages[1].Text(); !strings.Contains(in, "[assistant calls read, call ca]") || !strings.Contains(in, "[tool result of call cg]") {
+		t.Errorf("summary input %q", in[:200])
+	}
+}
+
+func TestSummarizeFailureLeavesTranscript(t *testing.T) {
+	msgs := transcript(6, 100, false)
+	model := llmtest.NewModel(llmtest.Fail(llm.ErrOverloaded))
+	_, err := compact.Default().Compact(context.Background(), &compact.Request{Messages: msgs, Target: 1, Model: model})
+	if err == nil {
+		t.Fatal("no error")
+	}
+}
+
+func TestTooFewTurns(t *testing.T) {
+	msgs := transcript(2, 4000, false)
+	res, err := compact.Default().Compact(context.Background(), &compact.Request{Messages: msgs, Target: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Strategy != "" || len(res.Messages) != len(msgs) {
+		t.Errorf("strategy %q, %d messages", res.Strategy, len(res.Messages))
+	}
+}
+
+func TestChainStopsAtTarget(t *testing.T) {
+	msgs := transcript(10, 4000, false)
+	// The model has no reply: a summary request would fail.
+	model := llmtest.NewModel()
+	res, err := compact.Default().Compact(context.Background(), &compact.Request{Messages: msgs, Target: compact.Estimate(msgs) / 2, Model: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Strategy != "trim" || len(model.Requests()) != 0 {
+		t.Errorf("strategy %q, %d model requests", res.Strategy, len(model.Requests()))
+	}
+	// A target trimming cannot reach summarises too.
+	model.Push(llmtest.Text("summary"))
+	res, err = compact.Default().Compact(context.Background(), &compact.Request{Messages: msgs, Target: 1, Model: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPairs(t, res.Messages)
+	if res.Strategy != "trim+summarize" || res.Summarized == 0 || res.Trimmed == 0 {
+		t.Errorf("%+v", res)
+	}
+}
