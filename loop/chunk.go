@@ -16,6 +16,11 @@ type ChunkType string
 const (
 	// ChunkTurnStart opens a turn: one request to the model.
 	ChunkTurnStart ChunkType = "turn_start"
+	// ChunkCompaction says the transcript was compacted before the
+	// turn's request, or after the provider refused it as too long (the
+	// request is then sent again); Compaction says what was done. See
+	// [Options.Compaction].
+	ChunkCompaction ChunkType = "compaction"
 	// ChunkReasoning carries a delta of the model's reasoning in Content.
 	ChunkReasoning ChunkType = "reasoning"
 	// ChunkMessage carries a delta of the model's answer in Content.
@@ -74,6 +79,8 @@ type Chunk struct {
 	FinishReason llm.FinishReason `json:"finish_reason,omitempty"`
 	// Retry describes the wait before the next attempt, on retry.
 	Retry *RetryInfo `json:"retry,omitempty"`
+	// Compaction describes what a compaction did, on compaction.
+	Compaction *CompactionInfo `json:"compaction,omitempty"`
 	// Err is the error of error and tool_call_error chunks, and the
 	// failure that caused a retry.
 	Err error `json:"-"`

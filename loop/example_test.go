@@ -185,3 +185,46 @@ func ExampleAgent_RunLoop_retry() {
 	// retrying after: llm: HTTP 529: overloaded
 	// The answer is forty-two.
 }
+
+// Context compaction: when a request would pass most of the context
+// window, old tool results are trimmed to stubs (and, if that is not
+// enough, old turns are summarised by the model) before it is sent.
+func ExampleCompaction() {
+	page := strings.Repeat("lorem ipsum ", 400) // about 1,200 tokens
+	model := llmtest.NewModel(
+		llmtest.Call("c1", "fetch", `{"page":1}`),
+		llmtest.Call("c2", "fetch", `{"page":2}`),
+		llmtest.Call("c3", "fetch", `{"page":3}`),
+		llmtest.Call("c4", "fetch", `{"page":4}`),
+		llmtest.Text("Four pages of lorem ipsum."),
+	)
+	type args struct {
+		Page int `json:"page"`
+	}
+	fetch := loop.NewTool("fetch", "Fetches a page.", func(_ context.Context, in args) (string, error) {
+		return page, nil
+	})
+	agent := loop.NewAgent(model, loop.MustToolset(fetch), &loop.Options{
+		// Keep only the last turn whole, to show a trim early.
+		Compaction: &loop.Compaction{ContextWindow: 4000, KeepTurns: 1},
+	})
+	for chunk := range agent.RunLoop(context.Background(), []llm.Message{
+		llm.SystemMessage("You read pages."),
+		llm.UserMessage("What do pages 1 to 4 say?"),
+	}) {
+		switch chunk.Type {
+		case loop.ChunkCompaction:
+			c := chunk.Compaction
+			fmt.Printf("turn %d: %s, %d results trimmed, about %d -> %d tokens\n",
+				chunk.Turn, c.Strategy, c.Trimmed, c.TokensBefore, c.TokensAfter)
+		case loop.ChunkEnd:
+			res := chunk.Result
+			fmt.Println("answer:", res.Answer)
+			fmt.Println(res.Messages[3].Parts[0].ToolResult.Text())
+		}
+	}
+	// Output:
+	// turn 4: trim, 2 results trimmed, about 3714 -> 1355 tokens
+	// answer: Four pages of lorem ipsum.
+	// [compacted: the result of fetch (call c1) was dropped to save context: 4800 bytes]
+}

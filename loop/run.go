@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -95,6 +96,12 @@ type run struct {
 	res     Result
 
 	outAttempts int // final answers checked against the output schema
+
+	// ctxTokens is the provider's count of the last request and its
+	// answer, which ends at msgs[ctxLen-1]; ctxLen is 0 when no count
+	// describes the transcript (see contextEstimate).
+	ctxTokens int64
+	ctxLen    int
 }
 
 func (a *Agent) newRun(yield func(Chunk) bool, msgs []llm.Message, turn int, s *Suspension) *run {
@@ -224,9 +231,15 @@ func (r *run) callModel(ctx context.Context, final bool) (*llm.Response, error) 
 	if !r.emit(Chunk{Type: ChunkTurnStart}) {
 		return nil, context.Canceled
 	}
+	if err := r.compactBeforeTurn(ctx); err != nil {
+		return nil, err
+	}
+	req.Messages = r.msgs
+	compacted := false
 	for attempt := 1; ; attempt++ {
 		resp, err := r.stream(ctx, req)
 		if err == nil {
+			r.noteUsage(resp.Usage)
 			info := TurnInfo{Usage: resp.Usage, FinishReason: resp.FinishReason, Retries: attempt - 1}
 			r.res.Turns = append(r.res.Turns, info)
 			r.res.Usage.Add(resp.Usage)
@@ -241,6 +254,25 @@ func (r *run) callModel(ctx context.Context, final bool) (*llm.Response, error) 
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if o.Compaction != nil && !compacted && errors.Is(err, llm.ErrContextLength) {
+			// Once per turn: a transcript that still does not fit
+			// after a compaction fails the run.
+			compacted = true
+			changed, cerr := r.compactAfterError(ctx)
+			if cerr != nil {
+				if r.stopped {
+					return nil, context.Canceled
+				}
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				return nil, errCompaction(err, cerr)
+			}
+			if changed {
+				req.Messages = r.msgs
+				continue
+			}
 		}
 		if !llm.IsRetryable(err) {
 			return nil, err

@@ -78,9 +78,10 @@ type Result struct {
 func Default() Strategy { return Chain(Trim{}, Summarize{}) }
 
 // Chain returns a strategy that runs each of strategies in turn, on the
-// transcript the previous one returned, until the target is reached. An
-// error of one stage ends the chain and discards the work of every stage,
-// so that the transcript is either compacted as reported or left alone.
+// transcript the previous one returned, until the target is reached. A
+// stage that fails ends the chain: the work of the stages before it is
+// returned, or the error if they did nothing, so that a failed summary
+// does not undo a trim that needed no model.
 func Chain(strategies ...Strategy) Strategy { return chain(strategies) }
 
 type chain []Strategy
@@ -96,6 +97,9 @@ func (c chain) Compact(ctx context.Context, req *Request) (*Result, error) {
 		r.Messages = out.Messages
 		res, err := s.Compact(ctx, &r)
 		if err != nil {
+			if len(names) > 0 {
+				break
+			}
 			return nil, err
 		}
 		if res.Strategy != "" {

@@ -2,6 +2,7 @@ package compact_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -128,9 +129,17 @@ func TestSummarize(t *testing.T) {
 func TestSummarizeFailureLeavesTranscript(t *testing.T) {
 	msgs := transcript(6, 100, false)
 	model := llmtest.NewModel(llmtest.Fail(llm.ErrOverloaded))
+	// Too little to trim: the failed summary is the chain's error.
 	_, err := compact.Default().Compact(context.Background(), &compact.Request{Messages: msgs, Target: 1, Model: model})
-	if err == nil {
-		t.Fatal("no error")
+	if !errors.Is(err, llm.ErrOverloaded) {
+		t.Fatalf("err %v", err)
+	}
+	// A trim that helped is kept when the summary then fails.
+	msgs = transcript(6, 4000, false)
+	model.Push(llmtest.Fail(llm.ErrOverloaded))
+	res, err := compact.Default().Compact(context.Background(), &compact.Request{Messages: msgs, Target: 1, Model: model})
+	if err != nil || res.Strategy != "trim" || res.Trimmed != 4 {
+		t.Fatalf("err %v, %+v", err, res)
 	}
 }
 
