@@ -74,6 +74,17 @@
 // invalid one back with the validation error a bounded number of times,
 // then fails the run with an [*OutputError].
 //
+// # Context compaction
+//
+// With [Options.Compaction] set, a run whose transcript nears the model's
+// context window is compacted before the next request, and a request the
+// provider refuses as too long ([llm.ErrContextLength]) is compacted and
+// sent again, once per turn. The strategies of package loop/compact trim
+// old tool results to stubs or have the model summarise old turns, keeping
+// the system prompt, the task, the latest turns, and each tool call with its
+// result. A [ChunkCompaction] chunk reports each compaction; Result.Messages
+// and Suspension.Messages hold the compacted transcript.
+//
 // # Suspension, client-side tools and approvals
 //
 // A handler may return [ErrPending]: the run then stops with status
