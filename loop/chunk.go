@@ -86,6 +86,11 @@ type Chunk struct {
 	Err error `json:"-"`
 	// Result is the outcome of the run, on end.
 	Result *Result `json:"result,omitempty"`
+	// Agent and Depth tag the chunks of a sub-agent (see [AgentTool]):
+	// the name of its tool and its depth, 1 for an agent run by the
+	// top-level run. They are empty for the top-level run's own chunks.
+	Agent string `json:"agent,omitempty"`
+	Depth int    `json:"depth,omitempty"`
 }
 
 // ToolCallInfo identifies a tool call in a [Chunk].

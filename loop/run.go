@@ -35,6 +35,7 @@ func (a *Agent) RunLoop(ctx context.Context, messages []llm.Message) iter.Seq[Ch
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		r := a.newRun(yield, slices.Clone(messages), 0, nil)
+		ctx = r.attach(ctx)
 		r.loop(ctx)
 	}
 }
@@ -61,6 +62,7 @@ func (a *Agent) Resume(ctx context.Context, s *Suspension, in *ResumeInput) iter
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		r := a.newRun(yield, slices.Clone(s.Messages), s.Turn, s)
+		ctx = r.attach(ctx)
 		if in == nil {
 			in = &ResumeInput{}
 		}
@@ -102,6 +104,8 @@ type run struct {
 	// describes the transcript (see contextEstimate).
 	ctxTokens int64
 	ctxLen    int
+	// nest is what the agent tools of the run see of it (subagent.go).
+	nest *nest
 }
 
 func (a *Agent) newRun(yield func(Chunk) bool, msgs []llm.Message, turn int, s *Suspension) *run {
