@@ -85,6 +85,15 @@
 // result. A [ChunkCompaction] chunk reports each compaction; Result.Messages
 // and Suspension.Messages hold the compacted transcript.
 //
+// # Sub-agents
+//
+// [AgentTool] offers an agent (its own model, tools and options) to another
+// as a tool taking {"task": "..."}. The child's chunks reach the parent's
+// consumer tagged with Chunk.Agent and Chunk.Depth, its answer is the call's
+// result, its usage is added to the parent's; cancellation, approvals and
+// budgets propagate, depth is bounded, and a child that suspends suspends
+// the parent, whose [Agent.Resume] routes results to it.
+//
 // # Suspension, client-side tools and approvals
 //
 // A handler may return [ErrPending]: the run then stops with status

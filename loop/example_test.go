@@ -228,3 +228,45 @@ func ExampleCompaction() {
 	// answer: Four pages of lorem ipsum.
 	// [compacted: the result of fetch (call c1) was dropped to save context: 4800 bytes]
 }
+
+// A sub-agent: an agent with its own model, tools and prompt, offered to
+// another agent as a tool. Its chunks reach the parent's consumer tagged
+// with its name and depth; only its answer enters the parent's transcript.
+func ExampleAgentTool() {
+	lookup := loop.NewTool("lookup", "Looks up a word.", func(_ context.Context, in struct {
+		Word string `json:"word"`
+	}) (string, error) {
+		return in.Word + ": a small shell", nil
+	})
+	researcher := loop.NewAgent(llmtest.NewModel(
+		llmtest.Call("r1", "lookup", `{"word":"hrns"}`),
+		llmtest.Text("hrns means a small shell."),
+	), loop.MustToolset(lookup), &loop.Options{MaxTurns: 5})
+
+	lead := loop.NewAgent(llmtest.NewModel(
+		llmtest.Call("c1", "research", `{"task":"What does hrns mean?"}`),
+		llmtest.Text("It means a small shell."),
+	), loop.MustToolset(loop.AgentTool("research", "Researches a question.", researcher,
+		&loop.AgentToolOptions{SystemPrompt: "You look words up."})), nil)
+
+	for chunk := range lead.RunLoop(context.Background(), []llm.Message{llm.UserMessage("What does hrns mean?")}) {
+		who := "lead"
+		if chunk.Agent != "" {
+			who = fmt.Sprintf("%s (depth %d)", chunk.Agent, chunk.Depth)
+		}
+		switch chunk.Type {
+		case loop.ChunkToolCallStart:
+			fmt.Printf("%s calls %s %s\n", who, chunk.ToolCall.Name, chunk.ToolCall.Arguments)
+		case loop.ChunkToolCallResult:
+			fmt.Printf("%s got: %s\n", who, chunk.Content)
+		case loop.ChunkEnd:
+			fmt.Printf("answer: %s (%d messages in the lead's transcript)\n", chunk.Result.Answer, len(chunk.Result.Messages))
+		}
+	}
+	// Output:
+	// lead calls research {"task":"What does hrns mean?"}
+	// research (depth 1) calls lookup {"word":"hrns"}
+	// research (depth 1) got: hrns: a small shell
+	// lead got: hrns means a small shell.
+	// answer: It means a small shell. (4 messages in the lead's transcript)
+}

@@ -308,6 +308,9 @@ func (x *executor) runBatch(ctx context.Context, batch []*pcall) error {
 				break wait
 			case f := <-x.inline:
 				f()
+				if x.stopped() {
+					return context.Canceled
+				}
 			}
 		}
 		running--
