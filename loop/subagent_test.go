@@ -185,6 +185,28 @@ func TestAgentToolCancellation(t *testing.T) {
 		t.Fatal("the child's tool was not cancelled")
 	}
 
+	// The consumer leaves while the child relays a chunk, and a sibling
+	// call runs on: the run returns at once, cancelling both.
+	siblingStopped := make(chan struct{})
+	sibling := &loop.ToolDef{Name: "sibling", Description: "Runs long.", Concurrent: true, Handler: func(ctx context.Context, _ *loop.Call) (*loop.Output, error) {
+		<-ctx.Done()
+		close(siblingStopped)
+		return nil, ctx.Err()
+	}}
+	child := loop.NewAgent(llmtest.NewModel(llmtest.Text("hello")), nil, nil)
+	parent = loop.NewAgent(llmtest.NewModel(llmtest.Calls(tc("p1", "sibling", `{}`), tc("p2", "helper", `{"task":"hi"}`))),
+		loop.MustToolset(sibling, loop.AgentTool("helper", "Helps.", child, &loop.AgentToolOptions{Concurrent: true})), nil)
+	for c := range parent.RunLoop(t.Context(), []llm.Message{llm.UserMessage("go")}) {
+		if c.Agent == "helper" {
+			break
+		}
+	}
+	select {
+	case <-siblingStopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the sibling call was not cancelled")
+	}
+
 	ctx, cancel := context.WithCancel(t.Context())
 	parent = newParent()
 	go func() {

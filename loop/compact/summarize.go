@@ -22,7 +22,9 @@ type Summarize struct {
 	// Prompt is the system prompt of the summary request; empty means a
 	// built-in one.
 	Prompt string
-	// MaxTokens caps the summary; 0 means 2048.
+	// MaxTokens caps the summary; 0 leaves it to the provider, whose
+	// default leaves room for a thinking budget (Anthropic refuses a cap
+	// below the client's thinking budget).
 	MaxTokens int
 	// MaxInputBytes bounds the text of the old turns sent to be
 	// summarised; a longer one keeps its head and tail. 0 means 256 KiB.
@@ -58,9 +60,6 @@ func (s Summarize) Compact(ctx context.Context, req *Request) (*Result, error) {
 	prompt, maxTokens, maxIn := s.Prompt, s.MaxTokens, s.MaxInputBytes
 	if prompt == "" {
 		prompt = DefaultSummaryPrompt
-	}
-	if maxTokens <= 0 {
-		maxTokens = 2048
 	}
 	if maxIn <= 0 {
 		maxIn = 256 << 10
