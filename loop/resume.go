@@ -90,9 +90,8 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 			approved = append(approved, st.Call)
 		}
 	}
-	r.nest.resumes = nested
 	if len(approved) > 0 {
-		ran, err := r.exec.execute(ctx, approved, pre)
+		ran, err := r.exec.execute(r.nest.withResumes(ctx, nested), approved, pre)
 		if err != nil {
 			r.fail(err)
 			return false

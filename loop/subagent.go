@@ -111,7 +111,7 @@ func (t *agentTool) call(ctx context.Context, call *Call) (*Output, error) {
 		run   func(func(Chunk) bool)
 		prior llm.Usage
 	)
-	if cr := parent.resumeOf(call.ID); cr != nil {
+	if cr := resumeOf(ctx, parent, call.ID); cr != nil {
 		run = child.Resume(cctx, cr.s, cr.in)
 		prior = cr.s.Usage
 	} else {
@@ -209,9 +209,7 @@ func (r *run) budgetLeft() budgetLeft {
 	if o.MaxOutputTokens > 0 {
 		b.output = max(o.MaxOutputTokens-r.res.Usage.OutputTokens, 1)
 	}
-	if o.Approver != nil {
-		b.approver = serialize(o.Approver)
-	}
+	b.approver = r.nest.approver
 	return b
 }
 
@@ -223,9 +221,17 @@ type nest struct {
 	// inline carries functions to run on the run's goroutine, which
 	// takes them while it waits for tool calls (see executor.runBatch).
 	inline chan func()
-	// resumes holds, by call ID, the suspended children to resume; set
-	// before the calls start, read-only after.
-	resumes map[string]*childResume
+	// approver is the run's approver, serialised, for children without
+	// their own: siblings share it, and pass it on.
+	approver Approver
+}
+
+// resumes holds, by call ID, the suspended children that the calls run by
+// one resumption of owner resume. It travels in the context of those calls
+// only, so that a later call reusing an ID starts afresh.
+type resumes struct {
+	owner *nest
+	calls map[string]*childResume
 }
 
 type childResume struct {
@@ -235,6 +241,7 @@ type childResume struct {
 
 type nestKey struct{}
 type depthKey struct{}
+type resumesKey struct{}
 
 func nestFrom(ctx context.Context) *nest {
 	n, _ := ctx.Value(nestKey{}).(*nest)
@@ -246,6 +253,9 @@ func nestFrom(ctx context.Context) *nest {
 func (r *run) attach(ctx context.Context) context.Context {
 	depth, _ := ctx.Value(depthKey{}).(int)
 	r.nest = &nest{run: r, depth: depth, inline: make(chan func())}
+	if a := r.a.opts.Approver; a != nil {
+		r.nest.approver = serialize(a)
+	}
 	r.exec.inline = r.nest.inline
 	return context.WithValue(ctx, nestKey{}, r.nest)
 }
@@ -282,11 +292,20 @@ func (n *nest) addUsage(ctx context.Context, u llm.Usage) {
 	n.do(ctx, func() { n.run.res.Usage.Add(u) })
 }
 
-func (n *nest) resumeOf(id string) *childResume {
-	if n == nil {
+// withResumes returns ctx carrying the children that the calls run in it
+// resume.
+func (n *nest) withResumes(ctx context.Context, calls map[string]*childResume) context.Context {
+	return context.WithValue(ctx, resumesKey{}, &resumes{owner: n, calls: calls})
+}
+
+// resumeOf returns what the call id of parent resumes, or nil when it is a
+// fresh call.
+func resumeOf(ctx context.Context, parent *nest, id string) *childResume {
+	rs, _ := ctx.Value(resumesKey{}).(*resumes)
+	if rs == nil || parent == nil || rs.owner != parent {
 		return nil
 	}
-	return n.resumes[id]
+	return rs.calls[id]
 }
 
 // serialize returns an approver that lets one call of a through at a time,

@@ -356,3 +356,63 @@ func TestAgentToolSuspendsTheTree(t *testing.T) {
 		t.Errorf("usage %+v, turns %+v", res.Usage, res.Turns)
 	}
 }
+
+// Children without an approver share the parent's, one approval at a time,
+// even when they run in parallel.
+func TestAgentToolApprovalsOneAtATime(t *testing.T) {
+	var inside, most atomic.Int32
+	approver := loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
+		n := inside.Add(1)
+		defer inside.Add(-1)
+		if n > most.Load() {
+			most.Store(n)
+		}
+		time.Sleep(20 * time.Millisecond)
+		return loop.Decision{Verdict: loop.Approve}, nil
+	})
+	var tools []*loop.ToolDef
+	var calls []llm.ToolCall
+	for _, name := range []string{"a", "b", "c"} {
+		del, _ := guarded()
+		child := loop.NewAgent(llmtest.NewModel(llmtest.Call("k", "delete_file", `{"path":"x"}`), llmtest.Text("ok")), loop.MustToolset(del), nil)
+		tools = append(tools, loop.AgentTool(name, "Deletes.", child, &loop.AgentToolOptions{Concurrent: true}))
+		calls = append(calls, tc("p"+name, name, `{"task":"x"}`))
+	}
+	parent := loop.NewAgent(llmtest.NewModel(llmtest.Calls(calls...), llmtest.Text("done")), loop.MustToolset(tools...), &loop.Options{Approver: approver})
+	chunks, res := collect(t, parent.RunLoop(t.Context(), []llm.Message{llm.UserMessage("go")}))
+	if res.Err != nil || len(only(chunks, loop.ChunkApprovalRequest)) != 3 {
+		t.Fatalf("err %v", res.Err)
+	}
+	if most.Load() != 1 {
+		t.Errorf("%d approvals at once", most.Load())
+	}
+}
+
+// A call ID reused in a later turn runs a fresh child, not the resumed one.
+func TestAgentToolCallIDReusedAfterResume(t *testing.T) {
+	ask := loop.NewClientTool("ask_user", "Asks.", nil)
+	childModel := llmtest.NewModel(llmtest.Call("k1", "ask_user", `{}`), llmtest.Text("first"), llmtest.Text("second"))
+	child := loop.NewAgent(childModel, loop.MustToolset(ask), nil)
+	parentModel := llmtest.NewModel(
+		llmtest.Call("call_0", "helper", `{"task":"one"}`),
+		llmtest.Call("call_0", "helper", `{"task":"two"}`),
+		llmtest.Text("done"),
+	)
+	parent := loop.NewAgent(parentModel, loop.MustToolset(loop.AgentTool("helper", "Helps.", child, nil)), nil)
+	_, res := collect(t, parent.RunLoop(t.Context(), []llm.Message{llm.UserMessage("go")}))
+	if res.Status != loop.StatusSuspended {
+		t.Fatalf("status %s", res.Status)
+	}
+	_, res = collect(t, parent.Resume(t.Context(), res.Suspension, &loop.ResumeInput{Results: []llm.ToolResult{{CallID: "k1", Content: []llm.Part{llm.TextPart("yes")}}}}))
+	if res.Err != nil || res.Answer != "done" {
+		t.Fatalf("err %v, answer %q", res.Err, res.Answer)
+	}
+	reqs := childModel.Requests()
+	if len(reqs) != 3 || reqs[2].Messages[0].Text() != "two" {
+		t.Fatalf("child requests %d, last %+v", len(reqs), reqs[len(reqs)-1].Messages)
+	}
+	results := toolResults(parentModel.Requests()[2])
+	if len(results) != 2 || results[0].Text() != "first" || results[1].Text() != "second" {
+		t.Errorf("results %+v", results)
+	}
+}

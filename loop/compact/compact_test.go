@@ -176,3 +176,15 @@ func TestChainStopsAtTarget(t *testing.T) {
 		t.Errorf("%+v", res)
 	}
 }
+
+// A transcript whose old part is only an earlier summary is not
+// summarised again.
+func TestSummarizeNoTurns(t *testing.T) {
+	msgs := []llm.Message{llm.SystemMessage("s"), llm.UserMessage("task"), llm.UserMessage(compact.SummaryHeader + "before")}
+	msgs = append(msgs, transcript(2, 100, false)[2:]...)
+	model := llmtest.NewModel()
+	res, err := compact.Summarize{}.Compact(context.Background(), &compact.Request{Messages: msgs, Target: 1, Model: model})
+	if err != nil || res.Strategy != "" || len(model.Requests()) != 0 {
+		t.Fatalf("err %v, strategy %q, %d requests", err, res.Strategy, len(model.Requests()))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hrns-dev/hrns/llm"
@@ -50,13 +51,15 @@ var ErrNoModel = errors.New("compact: summarize needs a model")
 func (s Summarize) Compact(ctx context.Context, req *Request) (*Result, error) {
 	msgs := req.Messages
 	l := plan(msgs, req.KeepTurns)
-	if len(l.spans) == 0 {
+	old := msgs[l.head:l.tail]
+	if !slices.ContainsFunc(old, func(m llm.Message) bool { return m.Role == llm.RoleAssistant }) {
+		// No turn to summarise: at most an earlier summary, which
+		// would only be summarised again.
 		return &Result{Messages: msgs}, nil
 	}
 	if req.Model == nil {
 		return nil, ErrNoModel
 	}
-	old := msgs[l.head:l.tail]
 	prompt, maxTokens, maxIn := s.Prompt, s.MaxTokens, s.MaxInputBytes
 	if prompt == "" {
 		prompt = DefaultSummaryPrompt
