@@ -157,6 +157,7 @@ func (r *run) compact(ctx context.Context, reason string, before, target int) (b
 		KeepTurns: c.KeepTurns,
 		Model:     r.a.model,
 		ModelName: r.a.opts.Model,
+		Window:    c.ContextWindow,
 	})
 	if err != nil {
 		return false, err

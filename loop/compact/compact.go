@@ -57,6 +57,9 @@ type Request struct {
 	// [Summarize]); the loop sets them to the agent's.
 	Model     llm.Model
 	ModelName string
+	// Window is the model's context window in tokens, 0 if unknown;
+	// strategies that send requests keep them well within it.
+	Window int
 }
 
 // A Result is a compacted transcript and what was done to it.

@@ -188,3 +188,16 @@ func TestSummarizeNoTurns(t *testing.T) {
 		t.Fatalf("err %v, strategy %q, %d requests", err, res.Strategy, len(model.Requests()))
 	}
 }
+
+// The summary request stays within half the window.
+func TestSummarizeInputWithinWindow(t *testing.T) {
+	msgs := transcript(40, 4000, false)
+	model := llmtest.NewModel(llmtest.Text("short"))
+	_, err := compact.Summarize{}.Compact(context.Background(), &compact.Request{Messages: msgs, Target: 1, Model: model, Window: 8000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(model.Requests()[0].Messages[1].Text()); n > 16000+100 {
+		t.Errorf("summary input of %d bytes for a window of 8000 tokens", n)
+	}
+}

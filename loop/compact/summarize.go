@@ -28,7 +28,9 @@ type Summarize struct {
 	// below the client's thinking budget).
 	MaxTokens int
 	// MaxInputBytes bounds the text of the old turns sent to be
-	// summarised; a longer one keeps its head and tail. 0 means 256 KiB.
+	// summarised; a longer one keeps its head and tail. 0 means 256 KiB,
+	// or half the request's Window (at four bytes a token) if that is
+	// less.
 	MaxInputBytes int
 }
 
@@ -66,6 +68,9 @@ func (s Summarize) Compact(ctx context.Context, req *Request) (*Result, error) {
 	}
 	if maxIn <= 0 {
 		maxIn = 256 << 10
+		if req.Window > 0 {
+			maxIn = min(maxIn, req.Window*4/2)
+		}
 	}
 	text := elide(render(old), maxIn)
 	resp, err := llm.Collect(req.Model.Stream(ctx, &llm.Request{
