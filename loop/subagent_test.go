@@ -416,3 +416,55 @@ func TestAgentToolCallIDReusedAfterResume(t *testing.T) {
 		t.Errorf("results %+v", results)
 	}
 }
+
+// A parent and its child over each provider's wire format (and across
+// them): the child's answer is the parent's tool result, the wire requests
+// are valid, and the child's chunks are tagged.
+func TestAgentToolAcrossProviders(t *testing.T) {
+	for _, pw := range wires {
+		for _, cw := range wires {
+			t.Run(pw.name+"/"+cw.name, func(t *testing.T) {
+				var cn, pn atomic.Int32
+				childModel, childReqs, stopChild := cw.serve(func([]byte) wireReply {
+					if cn.Add(1) == 1 {
+						return wireReply{thinking: "Echo it.", calls: []llm.ToolCall{tc("k1", "echo", `{"text":"x"}`)}}
+					}
+					return wireReply{text: "The child says x."}
+				})
+				defer stopChild()
+				parentModel, parentReqs, stopParent := pw.serve(func([]byte) wireReply {
+					if pn.Add(1) == 1 {
+						return wireReply{thinking: "Delegate.", calls: []llm.ToolCall{tc("p1", "helper", `{"task":"say x"}`)}}
+					}
+					return wireReply{text: "x, says the child."}
+				})
+				defer stopParent()
+				child := loop.NewAgent(childModel, loop.MustToolset(echoTool()), nil)
+				parent := loop.NewAgent(parentModel, loop.MustToolset(loop.AgentTool("helper", "Helps.", child, nil)), nil)
+				chunks, res := collect(t, parent.RunLoop(t.Context(), []llm.Message{llm.SystemMessage("s"), llm.UserMessage("go")}))
+				if res.Err != nil || res.Answer != "x, says the child." {
+					t.Fatalf("err %v, answer %q", res.Err, res.Answer)
+				}
+				for _, b := range parentReqs() {
+					pw.check(t, b)
+				}
+				for _, b := range childReqs() {
+					cw.check(t, b)
+				}
+				last := parentReqs()[1]
+				if !strings.Contains(string(last), "The child says x.") || strings.Contains(string(last), "echo: x") {
+					t.Errorf("the parent's last request %s", last)
+				}
+				tagged := 0
+				for _, c := range chunks {
+					if c.Agent == "helper" && c.Depth == 1 {
+						tagged++
+					}
+				}
+				if tagged == 0 || res.Usage.InputTokens <= res.Turns[0].Usage.InputTokens+res.Turns[1].Usage.InputTokens {
+					t.Errorf("%d tagged chunks, usage %+v", tagged, res.Usage)
+				}
+			})
+		}
+	}
+}
