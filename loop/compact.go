@@ -194,7 +194,7 @@ func (r *run) compact(ctx context.Context, reason string, before, target int) (b
 	return true, nil
 }
 
-// fillCompaction sets the documented defaults of c.
+// fill sets the documented defaults of the fields of c left at zero.
 func (c *Compaction) fill() {
 	if c.Threshold <= 0 {
 		c.Threshold = 0.8
@@ -210,7 +210,25 @@ func (c *Compaction) fill() {
 	}
 }
 
-// errCompaction wraps a context length error whose compaction failed.
-func errCompaction(err, cerr error) error {
-	return fmt.Errorf("%w (compaction failed: %v)", err, cerr)
+// compactForRetry handles a failed request: after a context length error,
+// the first of the turn (*done records it), it compacts the transcript and
+// reports whether the request is worth sending again. It returns an error
+// to end the run with: the context's, or err with the compaction's failure.
+func (r *run) compactForRetry(ctx context.Context, err error, done *bool) (bool, error) {
+	if r.a.opts.Compaction == nil || *done || !errors.Is(err, llm.ErrContextLength) {
+		return false, nil
+	}
+	// Once per turn: a transcript that still does not fit after a
+	// compaction fails the run.
+	*done = true
+	changed, cerr := r.compactAfterError(ctx)
+	switch {
+	case cerr == nil:
+		return changed, nil
+	case r.stopped:
+		return false, context.Canceled
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	}
+	return false, fmt.Errorf("%w (compaction failed: %v)", err, cerr)
 }

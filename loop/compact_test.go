@@ -419,3 +419,27 @@ func TestCompactionUsageAndSuspension(t *testing.T) {
 		t.Fatalf("resume: err %v, answer %q", res.Err, res.Answer)
 	}
 }
+
+// A compaction that fails after a context length error fails the run with
+// the provider's error, saying why the compaction failed.
+func TestCompactionFailureAfterContextLength(t *testing.T) {
+	ctxErr := &llm.APIError{Provider: "p", StatusCode: 400, Code: "context_length_exceeded", Message: "too long"}
+	model := llmtest.NewModel(
+		llmtest.Call("c1", "echo", `{"text":"a"}`),
+		llmtest.Call("c2", "echo", `{"text":"b"}`),
+		llmtest.Call("c3", "echo", `{"text":"c"}`),
+		llmtest.Fail(ctxErr),
+		llmtest.Fail(&llm.APIError{Provider: "p", StatusCode: 401, Message: "summary refused"}),
+	)
+	agent := loop.NewAgent(model, loop.MustToolset(echoTool()), &loop.Options{Compaction: &loop.Compaction{}})
+	chunks, res := collect(t, agent.RunLoop(t.Context(), []llm.Message{llm.UserMessage("go")}))
+	if !errors.Is(res.Err, llm.ErrContextLength) || !strings.Contains(res.Err.Error(), "compaction failed") || !strings.Contains(res.Err.Error(), "summary refused") {
+		t.Fatalf("err %v", res.Err)
+	}
+	if n := len(only(chunks, loop.ChunkCompaction)); n != 0 {
+		t.Errorf("%d compaction chunks", n)
+	}
+	if len(res.Messages) != 7 {
+		t.Errorf("the transcript changed: %d messages", len(res.Messages))
+	}
+}

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -259,24 +258,11 @@ func (r *run) callModel(ctx context.Context, final bool) (*llm.Response, error) 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if o.Compaction != nil && !compacted && errors.Is(err, llm.ErrContextLength) {
-			// Once per turn: a transcript that still does not fit
-			// after a compaction fails the run.
-			compacted = true
-			changed, cerr := r.compactAfterError(ctx)
-			if cerr != nil {
-				if r.stopped {
-					return nil, context.Canceled
-				}
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				return nil, errCompaction(err, cerr)
-			}
-			if changed {
-				req.Messages = r.msgs
-				continue
-			}
+		if retry, err := r.compactForRetry(ctx, err, &compacted); err != nil {
+			return nil, err
+		} else if retry {
+			req.Messages = r.msgs
+			continue
 		}
 		if !llm.IsRetryable(err) {
 			return nil, err
