@@ -3,6 +3,8 @@ package compact_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -199,5 +201,74 @@ func TestSummarizeInputWithinWindow(t *testing.T) {
 	}
 	if n := len(model.Requests()[0].Messages[1].Text()); n > 16000+100 {
 		t.Errorf("summary input of %d bytes for a window of 8000 tokens", n)
+	}
+}
+
+// Random transcripts (parallel calls, failed calls, signed reasoning, mid-run
+// system and user messages, earlier stubs) compacted with random targets
+// and kept turns: the head and the latest turns are intact, calls stay with
+// their results, and nothing grows.
+func TestCompactInvariantsRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 300 {
+		msgs := []llm.Message{llm.SystemMessage("sys"), llm.UserMessage("task")}
+		id := 0
+		for range rng.IntN(30) {
+			switch rng.IntN(6) {
+			case 0:
+				msgs = append(msgs, llm.UserMessage("steer "+strings.Repeat("u", rng.IntN(500))))
+			case 1:
+				msgs = append(msgs, llm.SystemMessage("note"))
+			case 2:
+				msgs = append(msgs, llm.AssistantMessage("thinking aloud "+strings.Repeat("a", rng.IntN(500))))
+			default:
+				a := llm.Message{Role: llm.RoleAssistant}
+				if rng.IntN(2) == 0 {
+					text := fmt.Sprintf("think %d", id)
+					a.Parts = append(a.Parts, llm.Part{Kind: llm.PartReasoning, Reasoning: &llm.Reasoning{Text: text, Signature: "sig-" + strings.TrimPrefix(text, "think ")}})
+				}
+				res := llm.Message{Role: llm.RoleTool}
+				for range 1 + rng.IntN(3) {
+					id++
+					cid := fmt.Sprintf("c%d", id)
+					a.Parts = append(a.Parts, llm.Part{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: cid, Name: "t", Arguments: llm.Arguments(`{}`)}})
+					res.Parts = append(res.Parts, llm.Part{Kind: llm.PartToolResult, ToolResult: &llm.ToolResult{CallID: cid, Content: []llm.Part{llm.TextPart(strings.Repeat("r", rng.IntN(3000)))}, IsError: rng.IntN(5) == 0}})
+				}
+				msgs = append(msgs, a, res)
+			}
+		}
+		keep := rng.IntN(4)
+		before := compact.Estimate(msgs)
+		model := llmtest.NewModel(llmtest.Text("summary"))
+		res, err := compact.Default().Compact(context.Background(), &compact.Request{
+			Messages: msgs, Target: rng.IntN(before + 1), KeepTurns: keep, Model: model, Window: 1 + rng.IntN(20000),
+		})
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		out := res.Messages
+		checkPairs(t, out)
+		if compact.Estimate(out) > before {
+			t.Fatalf("case %d: grew from %d to %d", i, before, compact.Estimate(out))
+		}
+		if out[0].Text() != "sys" || out[1].Text() != "task" {
+			t.Fatalf("case %d: head lost", i)
+		}
+		// The latest turns are the input's, message for message.
+		if keep == 0 {
+			keep = 2
+		}
+		tail, n := len(msgs), 0
+		for j := len(msgs) - 1; j >= 2 && n < keep; j-- {
+			if msgs[j].Role == llm.RoleAssistant {
+				tail, n = j, n+1
+			}
+		}
+		if n == keep {
+			k := len(msgs) - tail
+			if len(out) < k || fmt.Sprint(out[len(out)-k:]) != fmt.Sprint(msgs[tail:]) {
+				t.Fatalf("case %d: the last %d messages changed", i, k)
+			}
+		}
 	}
 }

@@ -94,6 +94,11 @@ func (s Summarize) Compact(ctx context.Context, req *Request) (*Result, error) {
 	}
 	out = append(out, llm.UserMessage(SummaryHeader+summary))
 	out = append(out, msgs[l.tail:]...)
+	if Estimate(out) >= Estimate(msgs) {
+		// The summary is no shorter than what it summarises: keep the
+		// turns (the request was paid for all the same).
+		return &Result{Messages: msgs, Usage: resp.Usage}, nil
+	}
 	return &Result{Messages: out, Strategy: "summarize", Summarized: len(old), Usage: resp.Usage}, nil
 }
 
