@@ -127,6 +127,13 @@ type Options struct {
 	// Retry configures retries of failed model requests.
 	Retry RetryPolicy
 
+	// Compaction, when non-nil, compacts the transcript of long runs so
+	// that they fit the model's context window, and makes a provider's
+	// context length error ([llm.ErrContextLength]) compact and retry
+	// instead of failing the run. Nil means no compaction. See
+	// [Compaction].
+	Compaction *Compaction
+
 	// Logger receives debug logs of the run; nil discards them.
 	Logger *slog.Logger
 }
@@ -230,6 +237,11 @@ func (o *Options) fill() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Compaction != nil {
+		c := *o.Compaction
+		c.fill()
+		o.Compaction = &c
 	}
 }
 

@@ -16,6 +16,11 @@ type ChunkType string
 const (
 	// ChunkTurnStart opens a turn: one request to the model.
 	ChunkTurnStart ChunkType = "turn_start"
+	// ChunkCompaction says the transcript was compacted before the
+	// turn's request, or after the provider refused it as too long (the
+	// request is then sent again); Compaction says what was done. See
+	// [Options.Compaction].
+	ChunkCompaction ChunkType = "compaction"
 	// ChunkReasoning carries a delta of the model's reasoning in Content.
 	ChunkReasoning ChunkType = "reasoning"
 	// ChunkMessage carries a delta of the model's answer in Content.
@@ -74,11 +79,18 @@ type Chunk struct {
 	FinishReason llm.FinishReason `json:"finish_reason,omitempty"`
 	// Retry describes the wait before the next attempt, on retry.
 	Retry *RetryInfo `json:"retry,omitempty"`
+	// Compaction describes what a compaction did, on compaction.
+	Compaction *CompactionInfo `json:"compaction,omitempty"`
 	// Err is the error of error and tool_call_error chunks, and the
 	// failure that caused a retry.
 	Err error `json:"-"`
 	// Result is the outcome of the run, on end.
 	Result *Result `json:"result,omitempty"`
+	// Agent and Depth tag the chunks of a sub-agent (see [AgentTool]):
+	// the name of its tool and its depth, 1 for an agent run by the
+	// top-level run. They are empty for the top-level run's own chunks.
+	Agent string `json:"agent,omitempty"`
+	Depth int    `json:"depth,omitempty"`
 }
 
 // ToolCallInfo identifies a tool call in a [Chunk].

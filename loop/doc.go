@@ -74,6 +74,26 @@
 // invalid one back with the validation error a bounded number of times,
 // then fails the run with an [*OutputError].
 //
+// # Context compaction
+//
+// With [Options.Compaction] set, a run whose transcript nears the model's
+// context window is compacted before the next request, and a request the
+// provider refuses as too long ([llm.ErrContextLength]) is compacted and
+// sent again, once per turn. The strategies of package loop/compact trim
+// old tool results to stubs or have the model summarise old turns, keeping
+// the system prompt, the task, the latest turns, and each tool call with its
+// result. A [ChunkCompaction] chunk reports each compaction; Result.Messages
+// and Suspension.Messages hold the compacted transcript.
+//
+// # Sub-agents
+//
+// [AgentTool] offers an agent (its own model, tools and options) to another
+// as a tool taking {"task": "..."}. The child's chunks reach the parent's
+// consumer tagged with Chunk.Agent and Chunk.Depth, its answer is the call's
+// result, its usage is added to the parent's; cancellation, approvals and
+// budgets propagate, depth is bounded, and a child that suspends suspends
+// the parent, whose [Agent.Resume] routes results to it.
+//
 // # Suspension, client-side tools and approvals
 //
 // A handler may return [ErrPending]: the run then stops with status

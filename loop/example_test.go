@@ -185,3 +185,88 @@ func ExampleAgent_RunLoop_retry() {
 	// retrying after: llm: HTTP 529: overloaded
 	// The answer is forty-two.
 }
+
+// Context compaction: when a request would pass most of the context
+// window, old tool results are trimmed to stubs (and, if that is not
+// enough, old turns are summarised by the model) before it is sent.
+func ExampleCompaction() {
+	page := strings.Repeat("lorem ipsum ", 400) // about 1,200 tokens
+	model := llmtest.NewModel(
+		llmtest.Call("c1", "fetch", `{"page":1}`),
+		llmtest.Call("c2", "fetch", `{"page":2}`),
+		llmtest.Call("c3", "fetch", `{"page":3}`),
+		llmtest.Call("c4", "fetch", `{"page":4}`),
+		llmtest.Text("Four pages of lorem ipsum."),
+	)
+	type args struct {
+		Page int `json:"page"`
+	}
+	fetch := loop.NewTool("fetch", "Fetches a page.", func(_ context.Context, in args) (string, error) {
+		return page, nil
+	})
+	agent := loop.NewAgent(model, loop.MustToolset(fetch), &loop.Options{
+		// Keep only the last turn whole, to show a trim early.
+		Compaction: &loop.Compaction{ContextWindow: 4000, KeepTurns: 1},
+	})
+	for chunk := range agent.RunLoop(context.Background(), []llm.Message{
+		llm.SystemMessage("You read pages."),
+		llm.UserMessage("What do pages 1 to 4 say?"),
+	}) {
+		switch chunk.Type {
+		case loop.ChunkCompaction:
+			c := chunk.Compaction
+			fmt.Printf("turn %d: %s, %d results trimmed, about %d -> %d tokens\n",
+				chunk.Turn, c.Strategy, c.Trimmed, c.TokensBefore, c.TokensAfter)
+		case loop.ChunkEnd:
+			res := chunk.Result
+			fmt.Println("answer:", res.Answer)
+			fmt.Println(res.Messages[3].Parts[0].ToolResult.Text())
+		}
+	}
+	// Output:
+	// turn 4: trim, 2 results trimmed, about 3714 -> 1355 tokens
+	// answer: Four pages of lorem ipsum.
+	// [compacted: the result of fetch (call c1) was dropped to save context: 4800 bytes]
+}
+
+// A sub-agent: an agent with its own model, tools and prompt, offered to
+// another agent as a tool. Its chunks reach the parent's consumer tagged
+// with its name and depth; only its answer enters the parent's transcript.
+func ExampleAgentTool() {
+	lookup := loop.NewTool("lookup", "Looks up a word.", func(_ context.Context, in struct {
+		Word string `json:"word"`
+	}) (string, error) {
+		return in.Word + ": a small shell", nil
+	})
+	researcher := loop.NewAgent(llmtest.NewModel(
+		llmtest.Call("r1", "lookup", `{"word":"hrns"}`),
+		llmtest.Text("hrns means a small shell."),
+	), loop.MustToolset(lookup), &loop.Options{MaxTurns: 5})
+
+	lead := loop.NewAgent(llmtest.NewModel(
+		llmtest.Call("c1", "research", `{"task":"What does hrns mean?"}`),
+		llmtest.Text("It means a small shell."),
+	), loop.MustToolset(loop.AgentTool("research", "Researches a question.", researcher,
+		&loop.AgentToolOptions{SystemPrompt: "You look words up."})), nil)
+
+	for chunk := range lead.RunLoop(context.Background(), []llm.Message{llm.UserMessage("What does hrns mean?")}) {
+		who := "lead"
+		if chunk.Agent != "" {
+			who = fmt.Sprintf("%s (depth %d)", chunk.Agent, chunk.Depth)
+		}
+		switch chunk.Type {
+		case loop.ChunkToolCallStart:
+			fmt.Printf("%s calls %s %s\n", who, chunk.ToolCall.Name, chunk.ToolCall.Arguments)
+		case loop.ChunkToolCallResult:
+			fmt.Printf("%s got: %s\n", who, chunk.Content)
+		case loop.ChunkEnd:
+			fmt.Printf("answer: %s (%d messages in the lead's transcript)\n", chunk.Result.Answer, len(chunk.Result.Messages))
+		}
+	}
+	// Output:
+	// lead calls research {"task":"What does hrns mean?"}
+	// research (depth 1) calls lookup {"word":"hrns"}
+	// research (depth 1) got: hrns: a small shell
+	// lead got: hrns means a small shell.
+	// answer: It means a small shell. (4 messages in the lead's transcript)
+}

@@ -52,6 +52,9 @@ type executor struct {
 	emit func(Chunk) bool
 	// stopped reports whether the listener has gone.
 	stopped func() bool
+	// inline, if set, carries functions that running calls (agent
+	// tools) need run on the run's goroutine while they run.
+	inline chan func()
 }
 
 // pcall is one call on its way through the executor.
@@ -297,7 +300,19 @@ func (x *executor) runBatch(ctx context.Context, batch []*pcall) error {
 				results <- done{p, out, err}
 			}()
 		}
-		d := <-results
+		var d done
+	wait:
+		for {
+			select {
+			case d = <-results:
+				break wait
+			case f := <-x.inline:
+				f()
+				if x.stopped() {
+					return context.Canceled
+				}
+			}
+		}
 		running--
 		x.record(d.p, d.out, d.err)
 		if x.stopped() {
@@ -361,6 +376,9 @@ func (x *executor) record(p *pcall, out *Output, err error) {
 	switch {
 	case errors.Is(err, ErrPending):
 		p.state.Waiting = PendingResult
+		if ap, ok := err.(*agentPending); ok {
+			p.state.Waiting, p.state.Agent = PendingAgent, ap.s
+		}
 		x.emit(Chunk{Type: ChunkToolCallPending, ToolCall: p.info()})
 		return
 	case err != nil:

@@ -94,6 +94,9 @@ const (
 	PendingResult PendingReason = "result"
 	// PendingApproval: a person must approve the call before it runs.
 	PendingApproval PendingReason = "approval"
+	// PendingAgent: the call's sub-agent is suspended (see [AgentTool]);
+	// SuspendedCall.Agent holds its suspension.
+	PendingAgent PendingReason = "agent"
 )
 
 // A SuspendedCall is one call of a suspended turn.
@@ -103,13 +106,24 @@ type SuspendedCall struct {
 	Result *llm.ToolResult `json:"result,omitempty"`
 	// Waiting says what the call waits for while Result is nil.
 	Waiting PendingReason `json:"waiting,omitempty"`
+	// Agent is the suspension of the call's sub-agent, when Waiting is
+	// PendingAgent: the calls it waits for are answered through the
+	// parent's Resume.
+	Agent *Suspension `json:"agent,omitempty"`
 }
 
-// Pending returns the calls that still wait, in call order.
+// Pending returns the calls that still wait, in call order. A call whose
+// sub-agent is suspended is replaced by the calls the sub-agent waits for,
+// so that Pending lists what the whole tree of agents waits for: give
+// their results and decisions to [Agent.Resume] of the top-level agent.
 func (s *Suspension) Pending() []SuspendedCall {
 	var out []SuspendedCall
 	for _, c := range s.Calls {
-		if c.Result == nil {
+		switch {
+		case c.Result != nil:
+		case c.Agent != nil:
+			out = append(out, c.Agent.Pending()...)
+		default:
 			out = append(out, c)
 		}
 	}

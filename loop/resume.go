@@ -12,6 +12,11 @@ import (
 // loop goes on (false when the run ended: suspended again, or failed).
 func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 	states := slices.Clone(s.Calls)
+	in, nested, err := routeResume(states, in)
+	if err != nil {
+		r.refuseResume(s, err)
+		return false
+	}
 	index := make(map[string]int, len(states))
 	for i, c := range states {
 		index[c.Call.ID] = i
@@ -77,8 +82,16 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 			return false
 		}
 	}
+	for _, st := range states {
+		// Suspended sub-agents given input resume: their calls run
+		// again (already approved, if they needed it).
+		if nested[st.Call.ID] != nil && st.Result == nil && !pre[st.Call.ID] {
+			pre[st.Call.ID] = true
+			approved = append(approved, st.Call)
+		}
+	}
 	if len(approved) > 0 {
-		ran, err := r.exec.execute(ctx, approved, pre)
+		ran, err := r.exec.execute(r.nest.withResumes(ctx, nested), approved, pre)
 		if err != nil {
 			r.fail(err)
 			return false

@@ -34,6 +34,7 @@ func (a *Agent) RunLoop(ctx context.Context, messages []llm.Message) iter.Seq[Ch
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		r := a.newRun(yield, slices.Clone(messages), 0, nil)
+		ctx = r.attach(ctx)
 		r.loop(ctx)
 	}
 }
@@ -60,6 +61,7 @@ func (a *Agent) Resume(ctx context.Context, s *Suspension, in *ResumeInput) iter
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		r := a.newRun(yield, slices.Clone(s.Messages), s.Turn, s)
+		ctx = r.attach(ctx)
 		if in == nil {
 			in = &ResumeInput{}
 		}
@@ -95,6 +97,14 @@ type run struct {
 	res     Result
 
 	outAttempts int // final answers checked against the output schema
+
+	// ctxTokens is the provider's count of the last request and its
+	// answer, which ends at msgs[ctxLen-1]; ctxLen is 0 when no count
+	// describes the transcript (see contextEstimate).
+	ctxTokens int64
+	ctxLen    int
+	// nest is what the agent tools of the run see of it (subagent.go).
+	nest *nest
 }
 
 func (a *Agent) newRun(yield func(Chunk) bool, msgs []llm.Message, turn int, s *Suspension) *run {
@@ -224,9 +234,15 @@ func (r *run) callModel(ctx context.Context, final bool) (*llm.Response, error) 
 	if !r.emit(Chunk{Type: ChunkTurnStart}) {
 		return nil, context.Canceled
 	}
+	if err := r.compactBeforeTurn(ctx); err != nil {
+		return nil, err
+	}
+	req.Messages = r.msgs
+	compacted := false
 	for attempt := 1; ; attempt++ {
 		resp, err := r.stream(ctx, req)
 		if err == nil {
+			r.noteUsage(resp.Usage)
 			info := TurnInfo{Usage: resp.Usage, FinishReason: resp.FinishReason, Retries: attempt - 1}
 			r.res.Turns = append(r.res.Turns, info)
 			r.res.Usage.Add(resp.Usage)
@@ -241,6 +257,12 @@ func (r *run) callModel(ctx context.Context, final bool) (*llm.Response, error) 
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if retry, err := r.compactForRetry(ctx, err, &compacted); err != nil {
+			return nil, err
+		} else if retry {
+			req.Messages = r.msgs
+			continue
 		}
 		if !llm.IsRetryable(err) {
 			return nil, err

@@ -1,0 +1,234 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/loop/compact"
+)
+
+// Compaction configures context compaction: shrinking the transcript of a
+// long run so that its requests fit the model's context window. See
+// [Options.Compaction].
+type Compaction struct {
+	// ContextWindow is the budget, in tokens, of each request's input:
+	// the transcript and the tool specs. Before each turn the loop
+	// estimates the next request's input (the input and output tokens the
+	// provider reported for the previous request, plus about one token per
+	// four bytes of the messages added since; before the first response,
+	// or after a compaction, the estimate alone) and compacts when it
+	// exceeds Threshold of ContextWindow. 0 means no compaction before a
+	// request: only a provider's context length error triggers one.
+	ContextWindow int
+	// Threshold is the fraction of ContextWindow past which the loop
+	// compacts; 0 means 0.8. Leave room for the output tokens.
+	Threshold float64
+	// Target is the fraction of ContextWindow a compaction aims for; 0
+	// means 0.5. After a context length error without a ContextWindow,
+	// it is the fraction of the transcript's estimate.
+	Target float64
+	// KeepTurns is how many of the latest assistant messages, with their
+	// tool results and what follows, are never compacted; 0 means 2.
+	KeepTurns int
+	// Strategy compacts; nil means [compact.Default] (trim old tool
+	// results, then summarise old turns with the model if that was not
+	// enough).
+	Strategy compact.Strategy
+}
+
+// CompactionInfo describes a compaction, on a compaction chunk.
+type CompactionInfo struct {
+	// Reason is what triggered it: "context_window" (the estimate
+	// passed the threshold) or "context_length" (the provider refused
+	// the request as too long).
+	Reason string `json:"reason"`
+	// Strategy names what was done, as [compact.Result.Strategy] does
+	// ("trim", "summarize", "trim+summarize"); empty when the strategy
+	// found nothing to compact.
+	Strategy string `json:"strategy"`
+	// TokensBefore and TokensAfter estimate the transcript's tokens.
+	TokensBefore int `json:"tokens_before"`
+	TokensAfter  int `json:"tokens_after"`
+	// MessagesBefore and MessagesAfter count the transcript's messages.
+	MessagesBefore int `json:"messages_before"`
+	MessagesAfter  int `json:"messages_after"`
+	// Trimmed counts tool results replaced by a stub; Summarized counts
+	// messages replaced by a summary.
+	Trimmed    int `json:"trimmed,omitempty"`
+	Summarized int `json:"summarized,omitempty"`
+	// Usage counts the tokens of the model requests the compaction made
+	// (a summary); they are added to Result.Usage too.
+	Usage *llm.Usage `json:"usage,omitempty"`
+}
+
+// Compaction reasons.
+const (
+	compactWindow        = "context_window"
+	compactContextLength = "context_length"
+)
+
+// contextEstimate returns the token estimate of the next request's input:
+// the provider's count for the previous request and its answer plus an
+// estimate of the messages added since, or the estimate of the whole
+// request (messages and tool specs) if that is larger or there is no count
+// that still describes the transcript. The larger of the two: the count is
+// exact for what the provider counted, and the estimate guards against
+// servers that report partial usage, or none.
+func (r *run) contextEstimate() int {
+	n := compact.Estimate(r.msgs)
+	for _, t := range r.a.tools.Specs() {
+		n += (len(t.Name) + len(t.Description) + len(t.InputSchema) + 3) / 4
+	}
+	if r.ctxLen > 0 && r.ctxLen <= len(r.msgs) {
+		n = max(n, int(r.ctxTokens)+compact.Estimate(r.msgs[r.ctxLen:]))
+	}
+	return n
+}
+
+// noteUsage records the provider's count for the request just answered,
+// whose answer is about to be appended to the transcript.
+func (r *run) noteUsage(u llm.Usage) {
+	if u.InputTokens <= 0 {
+		r.ctxLen = 0
+		return
+	}
+	r.ctxTokens = u.InputTokens + u.OutputTokens
+	r.ctxLen = len(r.msgs) + 1
+}
+
+// compactBeforeTurn compacts the transcript when the next request is
+// estimated past the threshold. A compaction that fails is logged and the
+// request goes as it is: it may still fit, and if it does not the
+// provider's error gets its own compaction.
+func (r *run) compactBeforeTurn(ctx context.Context) error {
+	c := r.a.opts.Compaction
+	if c == nil || c.ContextWindow <= 0 {
+		return nil
+	}
+	est := r.contextEstimate()
+	if float64(est) <= c.Threshold*float64(c.ContextWindow) {
+		return nil
+	}
+	target := int(c.Target * float64(c.ContextWindow))
+	if _, err := r.compact(ctx, compactWindow, est, target); err != nil {
+		if r.stopped {
+			return context.Canceled
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.a.opts.Logger.DebugContext(ctx, "compaction failed", "err", err)
+	}
+	return nil
+}
+
+// compactAfterError compacts the transcript after the provider refused the
+// request as too long; it reports whether the transcript changed, so that
+// the request is worth sending again.
+func (r *run) compactAfterError(ctx context.Context) (bool, error) {
+	c := r.a.opts.Compaction
+	est := r.contextEstimate()
+	// The provider's count no longer holds, if it ever did: the request
+	// did not fit.
+	total := compact.Estimate(r.msgs)
+	target := int(c.Target * float64(total))
+	if c.ContextWindow > 0 {
+		target = min(target, int(c.Target*float64(c.ContextWindow)))
+	}
+	return r.compact(ctx, compactContextLength, est, target)
+}
+
+// compact runs the strategy and, if it changed the transcript, adopts the
+// result and reports it with a compaction chunk.
+func (r *run) compact(ctx context.Context, reason string, before, target int) (bool, error) {
+	c := r.a.opts.Compaction
+	// Strategies count with the estimate alone: scale the target so that
+	// the provider's count, when it is what passed the threshold, is what
+	// is brought down.
+	est := compact.Estimate(r.msgs)
+	if before > est && before > 0 {
+		target = int(float64(target) * float64(est) / float64(before))
+	}
+	res, err := c.Strategy.Compact(ctx, &compact.Request{
+		Messages:  r.msgs,
+		Target:    target,
+		KeepTurns: c.KeepTurns,
+		Model:     r.a.model,
+		ModelName: r.a.opts.Model,
+		Window:    c.ContextWindow,
+	})
+	if err != nil {
+		return false, err
+	}
+	if res == nil {
+		return false, errors.New("compaction strategy returned no result")
+	}
+	info := &CompactionInfo{
+		Reason:         reason,
+		Strategy:       res.Strategy,
+		TokensBefore:   before,
+		MessagesBefore: len(r.msgs),
+		MessagesAfter:  len(res.Messages),
+		Trimmed:        res.Trimmed,
+		Summarized:     res.Summarized,
+	}
+	if res.Usage != (llm.Usage{}) {
+		// A summary was paid for even if it changed nothing.
+		u := res.Usage
+		info.Usage = &u
+		r.res.Usage.Add(u)
+	}
+	if res.Strategy == "" {
+		// Nothing could be compacted (too few turns): no chunk, or
+		// every later turn would report the same nothing.
+		return false, nil
+	}
+	r.msgs = res.Messages
+	r.ctxLen = 0
+	info.TokensAfter = r.contextEstimate()
+	if !r.emit(Chunk{Type: ChunkCompaction, Compaction: info}) {
+		return false, context.Canceled
+	}
+	return true, nil
+}
+
+// fill sets the documented defaults of the fields of c left at zero.
+func (c *Compaction) fill() {
+	if c.Threshold <= 0 {
+		c.Threshold = 0.8
+	}
+	if c.Target <= 0 {
+		c.Target = 0.5
+	}
+	if c.KeepTurns <= 0 {
+		c.KeepTurns = 2
+	}
+	if c.Strategy == nil {
+		c.Strategy = compact.Default()
+	}
+}
+
+// compactForRetry handles a failed request: after a context length error,
+// the first of the turn (*done records it), it compacts the transcript and
+// reports whether the request is worth sending again. It returns an error
+// to end the run with: the context's, or err with the compaction's failure.
+func (r *run) compactForRetry(ctx context.Context, err error, done *bool) (bool, error) {
+	if r.a.opts.Compaction == nil || *done || !errors.Is(err, llm.ErrContextLength) {
+		return false, nil
+	}
+	// Once per turn: a transcript that still does not fit after a
+	// compaction fails the run.
+	*done = true
+	changed, cerr := r.compactAfterError(ctx)
+	switch {
+	case cerr == nil:
+		return changed, nil
+	case r.stopped:
+		return false, context.Canceled
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	}
+	return false, fmt.Errorf("%w (compaction failed: %v)", err, cerr)
+}
