@@ -35,8 +35,10 @@ import (
 // valid JSON, and every session must end or wait with a consistent list of
 // pending calls.
 //
-// Seeds are the providers' recorded streams, hostile streams written here,
-// and what the fuzzer found (testdata/fuzz). .ci/run fuzzes each for a few
+// Seeds are the providers' recorded streams and hostile streams written
+// here (among them the malformed-arguments stream that once crashed hrns
+// serve); an input the fuzzer finds failing is kept by go test under
+// testdata/fuzz (none so far). .ci/run fuzzes each for a few
 // seconds; for longer: go test -run='^$' -fuzz=FuzzModelOutputLoop ./internal/cli
 func FuzzModelOutputLoop(f *testing.F) {
 	addModelSeeds(f)
