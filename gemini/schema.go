@@ -31,7 +31,8 @@ import (
 //   - properties keep their order, sent as propertyOrdering (the API would
 //     otherwise order them alphabetically); required lists only properties
 //     that exist; an object without properties is sent without them (the
-//     API refuses an empty properties map);
+//     API refuses an empty properties map), the type of a map's values
+//     (additionalProperties) said in its description;
 //   - the keywords the subset has are kept (title, description, items,
 //     minItems, maxItems, minLength, maxLength, pattern, minimum, maximum,
 //     minProperties, maxProperties, default); every other keyword
@@ -205,10 +206,16 @@ func (r *schemaRenderer) render(raw json.RawMessage, depth int) (schemaObject, e
 	addString(&out, m, "title")
 	desc := stringOf(m["description"])
 	if other != nil {
-		if desc != "" {
-			desc += " "
+		desc = joinSentence(desc, "Allowed values: "+strings.Join(other, ", ")+".")
+	}
+	if ap, ok := m["additionalProperties"]; ok && m["properties"] == nil && typ == "object" {
+		// A map: the subset cannot say what its values are, so say it.
+		var apm map[string]json.RawMessage
+		if json.Unmarshal(ap, &apm) == nil {
+			if t := stringOf(apm["type"]); t != "" {
+				desc = joinSentence(desc, "Any keys, with values of type "+t+".")
+			}
 		}
-		desc += "Allowed values: " + strings.Join(other, ", ") + "."
 	}
 	if desc != "" {
 		add("description", desc)
@@ -580,4 +587,12 @@ func dedupe(s []string) []string {
 		}
 	}
 	return out
+}
+
+// joinSentence appends sentence to text, with a space between them.
+func joinSentence(text, sentence string) string {
+	if text == "" {
+		return sentence
+	}
+	return text + " " + sentence
 }
