@@ -167,8 +167,8 @@ func (r *schemaRenderer) render(raw json.RawMessage, depth int) (schemaObject, e
 	}
 	enum, other, hasNull, hasEnum := enumValues(m)
 	nullable = nullable || hasNull
-	if len(types) == 0 && hasEnum && other == nil {
-		types = []string{"string"}
+	if len(types) == 0 && hasEnum {
+		types = []string{enumType(m, other)}
 	}
 	if len(types) > 1 {
 		// Several types: one schema each, as anyOf.
@@ -297,7 +297,29 @@ func (r *schemaRenderer) render(raw json.RawMessage, depth int) (schemaObject, e
 			break
 		}
 	}
-	return out, nil
+	return typed(out), nil
+}
+
+// typed gives a schema without a type nor anyOf (which the subset needs)
+// the type its keywords imply, or makes it a string of any value.
+func typed(s schemaObject) schemaObject {
+	if s.get("type") != nil || s.get("anyOf") != nil {
+		return s
+	}
+	switch {
+	case s.get("properties") != nil:
+		return append(schemaObject{{"type", "OBJECT"}}, s...)
+	case s.get("items") != nil:
+		return append(schemaObject{{"type", "ARRAY"}}, s...)
+	}
+	desc, _ := s.get("description").(string)
+	out := anyValue(desc)
+	for _, f := range s {
+		if out.get(f.key) == nil && f.key != "enum" && f.key != "format" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // anyValue is the schema of a value of any type, which the subset cannot
@@ -367,7 +389,7 @@ func (r *schemaRenderer) renderRef(m map[string]json.RawMessage, ref json.RawMes
 		if d := stringOf(m["description"]); d != "" {
 			desc = d + " " + desc
 		}
-		if t := stringOf(dm["type"]); t != "" {
+		if t := strings.ToLower(stringOf(dm["type"])); jsonTypes[t] && t != "null" {
 			return schemaObject{{"type", strings.ToUpper(t)}, {"description", desc}}, nil
 		}
 		return anyValue(desc), nil
@@ -441,23 +463,29 @@ func (r *schemaRenderer) mergeAllOf(m map[string]json.RawMessage, raw json.RawMe
 	return mapJSON(out), nil
 }
 
+// jsonTypes are the types of JSON Schema.
+var jsonTypes = map[string]bool{"string": true, "number": true, "integer": true, "boolean": true, "array": true, "object": true, "null": true}
+
 // typeList reads "type": a string or an array of strings, lower-cased.
+// Names that are not JSON Schema types are left out, as if absent.
 func typeList(raw json.RawMessage) ([]string, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
+	var many []string
 	var one string
 	if json.Unmarshal(raw, &one) == nil {
-		return []string{strings.ToLower(one)}, nil
-	}
-	var many []string
-	if err := json.Unmarshal(raw, &many); err != nil {
+		many = []string{one}
+	} else if err := json.Unmarshal(raw, &many); err != nil {
 		return nil, fmt.Errorf("type %.60s is neither a string nor an array of strings", raw)
 	}
-	for i := range many {
-		many[i] = strings.ToLower(many[i])
+	out := many[:0]
+	for _, t := range many {
+		if t = strings.ToLower(t); jsonTypes[t] {
+			out = append(out, t)
+		}
 	}
-	return dedupe(many), nil
+	return dedupe(out), nil
 }
 
 // enumValues reads enum (or const): the string values; the text of other
@@ -492,6 +520,37 @@ func enumValues(m map[string]json.RawMessage) (strs, other []string, hasNull, ok
 		other = texts
 	}
 	return strs, other, hasNull, true
+}
+
+// enumType guesses the type of an enum without one from its values:
+// "string" unless they are all numbers (integers or not) or all booleans.
+func enumType(m map[string]json.RawMessage, other []string) string {
+	if other == nil {
+		return "string"
+	}
+	kind := ""
+	for _, v := range other {
+		k := "string"
+		switch {
+		case v == "true" || v == "false":
+			k = "boolean"
+		case json.Valid([]byte(v)) && (v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
+			k = "integer"
+			if strings.ContainsAny(v, ".eE") {
+				k = "number"
+			}
+		}
+		switch {
+		case kind == "":
+			kind = k
+		case kind == k:
+		case kind == "integer" && k == "number", kind == "number" && k == "integer":
+			kind = "number"
+		default:
+			return "string"
+		}
+	}
+	return kind
 }
 
 // format returns the format of a schema of type typ when the API takes it.
