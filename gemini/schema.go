@@ -357,8 +357,13 @@ func (r *schemaRenderer) renderAnyOf(out *schemaObject, raw json.RawMessage, dep
 		*out = append(*out, schemaField{"nullable", true})
 	}
 	if len(alts) == 1 && out.get("type") == nil {
-		// Inline the one alternative, its own fields after out's.
-		merged := slices.Clone(*out)
+		// Inline the one alternative: its type first, its other fields
+		// after out's, which win.
+		var merged schemaObject
+		if t := alts[0].get("type"); t != nil {
+			merged = schemaObject{{"type", t}}
+		}
+		merged = append(merged, *out...)
 		for _, f := range alts[0] {
 			if merged.get(f.key) == nil {
 				merged = append(merged, f)

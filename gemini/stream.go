@@ -197,7 +197,7 @@ func (d *decoder) apply(w *responseWire) error {
 			continue // only the first candidate is asked for
 		}
 		if d.finish != "" {
-			if c.Content != nil && len(c.Content.Parts) > 0 {
+			if c.Content != nil && !emptyParts(c.Content.Parts) {
 				return fmt.Errorf("%s: content after the candidate finished (%s)", providerName, d.finish)
 			}
 			continue
@@ -219,6 +219,17 @@ func (d *decoder) apply(w *responseWire) error {
 		}
 	}
 	return nil
+}
+
+// emptyParts reports whether parts hold nothing: no parts, or only empty
+// text parts without a signature.
+func emptyParts(parts []part) bool {
+	for _, p := range parts {
+		if p.Text == nil || *p.Text != "" || p.ThoughtSignature != "" || p.FunctionCall != nil || p.InlineData != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // filtered holds the finish reasons that withhold the answer for its

@@ -125,6 +125,7 @@ func TestStreamProtocol(t *testing.T) {
 		{"empty body", "", "ended before the response was complete", ""},
 		{"not JSON", "data: {oops}\n\n", "decoding stream event", ""},
 		{"content after finish", "data: " + ok + "\n\ndata: " + ok + "\n\n", "content after the candidate finished", ""},
+		{"empty part after finish", "data: " + ok + "\n\ndata: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"\"}]}}]}\n\n", "", llm.FinishStop},
 		{"usage after finish", "data: " + ok + "\n\ndata: {\"usageMetadata\":{\"promptTokenCount\":1}}\n\n", "", llm.FinishStop},
 		{"other candidates ignored", "data: {\"candidates\":[{\"index\":1,\"content\":{\"parts\":[{\"text\":\"b\"}]}},{\"index\":0,\"content\":{\"parts\":[{\"text\":\"a\"}]},\"finishReason\":\"STOP\"}]}\n\n", "", llm.FinishStop},
 		{"malformed call", "data: {\"candidates\":[{\"finishReason\":\"MALFORMED_FUNCTION_CALL\",\"finishMessage\":\"bad\"}]}\n\n", "", llm.FinishOther},
