@@ -28,6 +28,8 @@ var allowed = map[string][]string{
 	"anthropic":                   {"llm", "internal/httpapi", "internal/sse"},
 	"responses":                   {"llm", "internal/httpapi", "internal/sse"},
 	"responses/responsestest":     {"llm"},
+	"gemini":                      {"llm", "internal/httpapi", "internal/sse"},
+	"gemini/geminitest":           {"llm"},
 	"loop":                        {"llm", "loop/compact"},
 	"loop/compact":                {"llm"},
 	"store":                       {},

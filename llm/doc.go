@@ -7,8 +7,9 @@
 // usage ([Usage]), finish reasons and typed errors ([APIError] and the
 // sentinels [ErrRateLimited], [ErrAuth], [ErrContextLength], ...).
 //
-// Providers (packages openai and anthropic) implement [Model] and translate
-// at their edge: nothing above them sees wire JSON. This package does no HTTP.
+// Providers (packages openai, anthropic, responses and gemini) implement
+// [Model] and translate at their edge: nothing above them sees wire JSON.
+// This package does no HTTP.
 //
 //	model := openai.New(&openai.Options{APIKey: key, Model: "gpt-4.1"})
 //	resp, err := llm.Collect(model.Stream(ctx, &llm.Request{

@@ -32,6 +32,11 @@ var (
 	// ErrUnsupported: the request uses a feature this provider or endpoint
 	// does not support. Providers return it before sending anything.
 	ErrUnsupported = errors.New("unsupported feature")
+	// ErrContentFiltered: the provider blocked the prompt or withheld the
+	// answer under its content policy (Gemini's safety and other blocks,
+	// Azure OpenAI's content filter). Sending the same request again does
+	// not help.
+	ErrContentFiltered = errors.New("content filtered")
 )
 
 // An APIError is an error reported by a provider, either as an HTTP status or
@@ -73,25 +78,35 @@ func (e *APIError) Error() string {
 
 // Is reports whether e belongs to the class named by a sentinel of this
 // package.
+//
+// Besides HTTP statuses it reads the error types and codes of the
+// providers: OpenAI's and Anthropic's, and the canonical status names of
+// Google APIs (google.rpc.Code, such as "RESOURCE_EXHAUSTED" or
+// "UNAVAILABLE") in Type, which Gemini reports inside streams too.
 func (e *APIError) Is(target error) bool {
 	switch target {
 	case ErrRateLimited:
 		return e.StatusCode == http.StatusTooManyRequests || e.Type == "rate_limit_error" || e.Code == "rate_limit_exceeded" ||
-			(e.StatusCode == 0 && e.numericCode() == http.StatusTooManyRequests)
+			e.Type == "RESOURCE_EXHAUSTED" || (e.StatusCode == 0 && e.numericCode() == http.StatusTooManyRequests)
 	case ErrAuth:
 		return e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden ||
-			e.Type == "authentication_error" || e.Type == "permission_error"
+			e.Type == "authentication_error" || e.Type == "permission_error" ||
+			e.Type == "UNAUTHENTICATED" || e.Type == "PERMISSION_DENIED" || e.Code == "API_KEY_INVALID"
 	case ErrContextLength:
 		return e.Code == "context_length_exceeded" || e.Code == "string_above_max_length"
+	case ErrContentFiltered:
+		return e.Type == "content_filter" || e.Code == "content_filter"
 	case ErrOverloaded:
 		if e.StatusCode != 0 {
 			return e.StatusCode >= 500
 		}
 		// Inside a stream only the error's type or code tells.
-		return e.Type == "overloaded_error" || e.Type == "server_error" || e.Type == "api_error" || e.numericCode() >= 500
+		return e.Type == "overloaded_error" || e.Type == "server_error" || e.Type == "api_error" ||
+			e.Type == "UNAVAILABLE" || e.Type == "INTERNAL" || e.Type == "DEADLINE_EXCEEDED" || e.numericCode() >= 500
 	case ErrBadRequest:
 		return (e.StatusCode == http.StatusBadRequest || e.StatusCode == http.StatusNotFound ||
-			e.StatusCode == http.StatusUnprocessableEntity) && !e.Is(ErrContextLength)
+			e.StatusCode == http.StatusUnprocessableEntity) &&
+			!e.Is(ErrContextLength) && !e.Is(ErrAuth) && !e.Is(ErrContentFiltered)
 	}
 	return false
 }

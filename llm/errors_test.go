@@ -49,6 +49,7 @@ func TestAPIErrorIs(t *testing.T) {
 		{"Overloaded", llm.ErrOverloaded},
 		{"BadRequest", llm.ErrBadRequest},
 		{"Unsupported", llm.ErrUnsupported},
+		{"ContentFiltered", llm.ErrContentFiltered},
 	}
 	tests := []struct {
 		name string
@@ -74,6 +75,17 @@ func TestAPIErrorIs(t *testing.T) {
 		{"422", &llm.APIError{StatusCode: 422}, []string{"BadRequest"}},
 		{"402", &llm.APIError{StatusCode: 402}, nil},
 		{"unknown stream error", &llm.APIError{Type: "weird"}, nil},
+		// Google's canonical statuses, over HTTP and inside a stream.
+		{"RESOURCE_EXHAUSTED", &llm.APIError{StatusCode: 429, Type: "RESOURCE_EXHAUSTED"}, []string{"RateLimited"}},
+		{"RESOURCE_EXHAUSTED in stream", &llm.APIError{Type: "RESOURCE_EXHAUSTED", Code: "429"}, []string{"RateLimited"}},
+		{"UNAVAILABLE in stream", &llm.APIError{Type: "UNAVAILABLE"}, []string{"Overloaded"}},
+		{"INTERNAL in stream", &llm.APIError{Type: "INTERNAL"}, []string{"Overloaded"}},
+		{"UNAUTHENTICATED", &llm.APIError{StatusCode: 401, Type: "UNAUTHENTICATED"}, []string{"Auth"}},
+		{"PERMISSION_DENIED", &llm.APIError{StatusCode: 403, Type: "PERMISSION_DENIED"}, []string{"Auth"}},
+		{"API_KEY_INVALID", &llm.APIError{StatusCode: 400, Type: "INVALID_ARGUMENT", Code: "API_KEY_INVALID"}, []string{"Auth"}},
+		{"INVALID_ARGUMENT", &llm.APIError{StatusCode: 400, Type: "INVALID_ARGUMENT"}, []string{"BadRequest"}},
+		{"content filter in stream", &llm.APIError{Type: "content_filter", Code: "SAFETY"}, []string{"ContentFiltered"}},
+		{"content_filter code over HTTP", &llm.APIError{StatusCode: 400, Code: "content_filter"}, []string{"ContentFiltered"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

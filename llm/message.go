@@ -77,6 +77,10 @@ type ToolCall struct {
 	// validates it before any tool sees it, and every serialisation
 	// carries it unchanged.
 	Arguments Arguments `json:"arguments"`
+	// Signature is the provider's opaque signature that came with the
+	// call (Gemini's thought signature), to be sent back with the call on
+	// later turns; empty for providers that sign none.
+	Signature string `json:"signature,omitempty"`
 }
 
 // Arguments are the bytes a model wrote as a tool call's arguments. A model
@@ -173,7 +177,10 @@ type ToolResult struct {
 // where the provider requires it.
 type Reasoning struct {
 	Text string `json:"text,omitempty"`
-	// Signature is the provider's opaque signature over Text.
+	// Signature is the provider's opaque signature over Text. A
+	// reasoning part may hold a signature and no text: Gemini signs the
+	// text that follows the model's thoughts, and its provider keeps such a
+	// signature as a reasoning part right after the text it came with.
 	Signature string `json:"signature,omitempty"`
 	// Redacted holds encrypted reasoning the provider returned instead of
 	// text; it is sent back as it came.

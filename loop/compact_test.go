@@ -16,6 +16,8 @@ import (
 
 	"github.com/hrns-dev/hrns/anthropic"
 	"github.com/hrns-dev/hrns/anthropic/anthropictest"
+	"github.com/hrns-dev/hrns/gemini"
+	"github.com/hrns-dev/hrns/gemini/geminitest"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/llmtest"
 	"github.com/hrns-dev/hrns/loop"
@@ -76,6 +78,105 @@ var wires = []wire{
 		srv.Push(reply)
 		return &anthropic.Client{BaseURL: srv.URL(), Model: "m"}, func() [][]byte { return anthropicBodies(srv.Requests()) }, srv.Close
 	}, checkAnthropic},
+	{"gemini", func(next func([]byte) wireReply) (llm.Model, func() [][]byte, func()) {
+		srv := geminitest.NewServer()
+		var reply geminitest.Reply
+		reply.Func = func(body []byte) geminitest.Reply {
+			srv.Push(reply)
+			w := next(body)
+			if w.contextLength {
+				return geminitest.Reply{Status: http.StatusBadRequest, Body: geminitest.ErrorBody(400, "INVALID_ARGUMENT",
+					"The input token count (215000) exceeds the maximum number of tokens allowed (200000).")}
+			}
+			// Calls without ids, as Gemini 2.5 makes them, signed when
+			// the model thought.
+			var calls []llm.ToolCall
+			for _, c := range w.calls {
+				calls = append(calls, geminitest.ToolCall("", c.Name, string(c.Arguments)))
+			}
+			return geminitest.Reply{Thoughts: w.thinking, Signature: sign(w.thinking), Text: w.text, ToolCalls: calls,
+				Usage: &llm.Usage{InputTokens: int64(len(body) / 4), OutputTokens: 20}}
+		}
+		srv.Push(reply)
+		return &gemini.Client{BaseURL: srv.URL(), Model: "m"}, func() (out [][]byte) {
+			for _, r := range srv.Requests() {
+				out = append(out, r.Body)
+			}
+			return out
+		}, srv.Close
+	}, checkGemini},
+}
+
+// checkGemini: turns alternate, starting with the user's; every model turn
+// with function calls is followed by a user turn answering each of them, by
+// name and in order, first; and every thought signature sent back is one
+// the script made (sign's form, its length matching).
+func checkGemini(t *testing.T, body []byte) {
+	t.Helper()
+	type part struct {
+		Text         *string `json:"text"`
+		FunctionCall *struct {
+			Name string `json:"name"`
+		} `json:"functionCall"`
+		FunctionResponse *struct {
+			Name string `json:"name"`
+		} `json:"functionResponse"`
+		ThoughtSignature string `json:"thoughtSignature"`
+	}
+	var req struct {
+		Contents []struct {
+			Role  string `json:"role"`
+			Parts []part `json:"parts"`
+		} `json:"contents"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatalf("body: %v", err)
+	}
+	if len(req.Contents) == 0 || req.Contents[0].Role != "user" {
+		t.Fatal("the conversation does not start with a user turn")
+	}
+	var calls []string
+	for i, c := range req.Contents {
+		if i > 0 && c.Role == req.Contents[i-1].Role {
+			t.Fatalf("content %d: two %s turns in a row", i, c.Role)
+		}
+		if len(c.Parts) == 0 {
+			t.Fatalf("content %d: no parts", i)
+		}
+		for _, p := range c.Parts {
+			if sig := p.ThoughtSignature; sig != "" {
+				var n int
+				var rest string
+				if _, err := fmt.Sscanf(sig, "sig:%d:", &n); err != nil {
+					t.Fatalf("content %d: signature %q is not one the script made", i, sig)
+				}
+				rest = sig[strings.Index(sig[4:], ":")+5:]
+				if len(rest) != n {
+					t.Fatalf("content %d: signature %q was altered", i, sig)
+				}
+			}
+		}
+		if c.Role == "model" {
+			calls = nil
+			for _, p := range c.Parts {
+				if p.FunctionCall != nil {
+					calls = append(calls, p.FunctionCall.Name)
+				}
+			}
+			continue
+		}
+		for j, name := range calls {
+			if j >= len(c.Parts) || c.Parts[j].FunctionResponse == nil || c.Parts[j].FunctionResponse.Name != name {
+				t.Fatalf("content %d: call %d (%s) is not answered in order", i, j, name)
+			}
+		}
+		for _, p := range c.Parts[len(calls):] {
+			if p.FunctionResponse != nil {
+				t.Fatalf("content %d: a function response without a call", i)
+			}
+		}
+		calls = nil
+	}
 }
 
 func bodies(reqs []openaitest.Request) [][]byte {

@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hrns-dev/hrns/anthropic"
 	"github.com/hrns-dev/hrns/anthropic/anthropictest"
+	"github.com/hrns-dev/hrns/gemini"
+	"github.com/hrns-dev/hrns/gemini/geminitest"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/llmtest"
 	"github.com/hrns-dev/hrns/loop"
@@ -140,6 +142,18 @@ func TestKnobsAcrossProviders(t *testing.T) {
 			`"tool_choice":{"type":"auto","disable_parallel_tool_use":true}`, // parallel_tool_calls false
 			[]string{`"top_p":0.5`, `"output_config":{"effort":"low"}`, `"ttl":"1h"`, `"stop_sequences":["STOP"]`, `"metadata":{"k":"v"}}`},
 			[]string{`"seed"`}},
+		{"gemini", func() (llm.Model, func() [][]byte, func()) {
+			srv := geminitest.NewServer(geminitest.Reply{ToolCalls: []llm.ToolCall{tc("c1", "echo", `{"text":"a"}`)}}, geminitest.Reply{Text: "ok"})
+			return &gemini.Client{BaseURL: srv.URL(), Model: "m"}, func() (out [][]byte) {
+				for _, r := range srv.Requests() {
+					out = append(out, r.Body)
+				}
+				return out
+			}, srv.Close
+		},
+			`"toolConfig":{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":["echo"]}}`, "",
+			[]string{`"topP":0.5`, `"seed":3`, `"stopSequences":["STOP"]`, `"thinkingConfig":{"includeThoughts":true,"thinkingLevel":"low"}`, `"metadata":{"k":"v"}}`},
+			[]string{`parallel`, `cache`, `Cache`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

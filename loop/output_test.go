@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hrns-dev/hrns/anthropic"
 	"github.com/hrns-dev/hrns/anthropic/anthropictest"
+	"github.com/hrns-dev/hrns/gemini"
+	"github.com/hrns-dev/hrns/gemini/geminitest"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/llmtest"
 	"github.com/hrns-dev/hrns/loop"
@@ -249,6 +251,20 @@ func TestOutputAcrossProviders(t *testing.T) {
 			}
 			return &anthropic.Client{BaseURL: srv.URL(), Model: "m"}, bodies, srv.Close
 		}, `"output_config":{"format":{"type":"json_schema","schema":` + schema + `}}`},
+		{"gemini", func(texts ...string) (llm.Model, func() [][]byte, func()) {
+			var replies []geminitest.Reply
+			for _, s := range texts {
+				replies = append(replies, geminitest.Reply{Text: s})
+			}
+			srv := geminitest.NewServer(replies...)
+			bodies := func() (out [][]byte) {
+				for _, r := range srv.Requests() {
+					out = append(out, r.Body)
+				}
+				return out
+			}
+			return &gemini.Client{BaseURL: srv.URL(), Model: "m"}, bodies, srv.Close
+		}, `"responseMimeType":"application/json","responseSchema":{"type":"OBJECT","properties":{"name":{"type":"STRING","description":"the city's name"},"population":{"type":"INTEGER"}},"required":["name","population"],"propertyOrdering":["name","population"]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

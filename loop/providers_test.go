@@ -12,6 +12,8 @@ import (
 
 	"github.com/hrns-dev/hrns/anthropic"
 	"github.com/hrns-dev/hrns/anthropic/anthropictest"
+	"github.com/hrns-dev/hrns/gemini"
+	"github.com/hrns-dev/hrns/gemini/geminitest"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
@@ -70,6 +72,24 @@ var providers = []provider{
 		}
 		srv := responsestest.NewServer(replies...)
 		return &responses.Client{BaseURL: srv.URL(), Model: "m"}, srv.Close
+	}},
+	{"gemini", func(steps []step) (llm.Model, func()) {
+		var replies []geminitest.Reply
+		for _, s := range steps {
+			// Calls go without ids, as before Gemini 3: the provider
+			// makes them up and matches results by name and order.
+			var calls []llm.ToolCall
+			for _, c := range s.calls {
+				calls = append(calls, geminitest.ToolCall("", c.Name, string(c.Arguments)))
+			}
+			r := geminitest.Reply{Thoughts: s.reasoning, Signature: sig(s.reasoning + s.text), Text: s.text, ToolCalls: calls}
+			if s.status != 0 {
+				r = geminitest.Reply{Status: s.status, Header: http.Header{"Retry-After": {s.after}}, Body: geminitest.ErrorBody(s.status, "UNAVAILABLE", "try again")}
+			}
+			replies = append(replies, r)
+		}
+		srv := geminitest.NewServer(replies...)
+		return &gemini.Client{BaseURL: srv.URL(), Model: "m"}, srv.Close
 	}},
 }
 

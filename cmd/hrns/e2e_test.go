@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hrns-dev/hrns/anthropic/anthropictest"
+	"github.com/hrns-dev/hrns/gemini/geminitest"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/openai/openaitest"
 )
@@ -381,6 +382,49 @@ func TestAnthropicProvider(t *testing.T) {
 	}
 	if body := string(reqs[1].Body); !strings.Contains(body, `"tool_result"`) || !strings.Contains(body, "hello from the file") {
 		t.Errorf("the tool result did not reach Anthropic: %s", body)
+	}
+}
+
+// The real binary against the Gemini wire format: --provider gemini with
+// --base-url, the key from GOOGLE_API_KEY (GEMINI_API_KEY unset). The model
+// thinks, calls read_file without a call id and with a thought signature;
+// the second request must carry the signature back on the call and the
+// file in the function response.
+func TestGeminiProvider(t *testing.T) {
+	srv := geminitest.NewServer(
+		geminitest.Reply{Thoughts: "Read it first.", Signature: "c2lnLWUyZQ==", ToolCalls: []llm.ToolCall{geminitest.ToolCall("", "read_file", `{"path":"hello.txt"}`)}},
+		geminitest.Reply{Text: "It greets you."},
+	)
+	defer srv.Close()
+	cmd := exec.CommandContext(t.Context(), hrnsBin, "run", "--provider", "gemini", "--base-url", srv.URL(), "--model", "gemini-test", "what does hello.txt say?")
+	cmd.Dir = workdir(t)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GOOGLE_API_KEY=g-test"}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if stdout.String() != "It greets you.\n" || !strings.Contains(stderr.String(), "thinking: Read it first.") {
+		t.Errorf("stdout %q\nstderr %s", stdout.String(), stderr.String())
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[0].Header.Get("X-Goog-Api-Key") != "g-test" || reqs[0].Model != "gemini-test" {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	body := string(reqs[1].Body)
+	if !strings.Contains(body, `"functionCall":{"name":"read_file","args":{"path":"hello.txt"}},"thoughtSignature":"c2lnLWUyZQ=="`) ||
+		!strings.Contains(body, `"functionResponse":{"name":"read_file","response":{"output":`) || !strings.Contains(body, "hello from the file") {
+		t.Errorf("the call or its result did not go back to Gemini: %s", body)
+	}
+
+	// Without a key, the error names the variables.
+	cmd = exec.CommandContext(t.Context(), hrnsBin, "run", "--provider", "gemini", "--model", "gemini-test", "hi")
+	cmd.Dir = workdir(t)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "GEMINI_API_KEY") || !strings.Contains(stderr.String(), "GOOGLE_API_KEY") {
+		t.Errorf("no key: %v\n%s", err, stderr.String())
 	}
 }
 

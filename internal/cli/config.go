@@ -17,12 +17,12 @@ import (
 // Config is the configuration file: ~/.config/hrns/config.toml (or
 // config.yaml), or the file named by --config or HRNS_CONFIG.
 //
-//	provider = "local"              # default provider (a name below, or openai / openai-responses / anthropic)
+//	provider = "local"              # default provider (a name below, or openai / openai-responses / anthropic / gemini)
 //	model = "qwen3:8b"              # default model
 //	tools = ["read_file", "list_files", "run_command"]
 //
 //	[providers.local]
-//	kind = "openai"                 # wire format: openai, openai-responses or anthropic
+//	kind = "openai"                 # wire format: openai, openai-responses, anthropic or gemini
 //	base_url = "http://localhost:11434/v1"
 //	api_key_env = "OLLAMA_KEY"      # read the key from this variable
 //	model = "qwen3:8b"
@@ -71,7 +71,8 @@ type AgentConfig struct {
 // Provider configures one model endpoint.
 type Provider struct {
 	// Kind is the wire format: "openai" (the default, Chat Completions),
-	// "openai-responses" (OpenAI's Responses API) or "anthropic".
+	// "openai-responses" (OpenAI's Responses API), "anthropic" or "gemini"
+	// (the Gemini API).
 	Kind      string            `toml:"kind" yaml:"kind"`
 	BaseURL   string            `toml:"base_url" yaml:"base_url"`
 	APIKey    string            `toml:"api_key" yaml:"api_key"`
@@ -145,9 +146,9 @@ func parseConfig(path string, data []byte) (*Config, error) {
 	}
 	for name, p := range cfg.Providers {
 		switch p.Kind {
-		case "", "openai", "openai-responses", "anthropic":
+		case "", "openai", "openai-responses", "anthropic", "gemini":
 		default:
-			return nil, fmt.Errorf("config %s: provider %q: kind %q is not openai, openai-responses or anthropic", path, name, p.Kind)
+			return nil, fmt.Errorf("config %s: provider %q: kind %q is not openai, openai-responses, anthropic or gemini", path, name, p.Kind)
 		}
 	}
 	return cfg, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hrns-dev/hrns/anthropic"
+	"github.com/hrns-dev/hrns/gemini"
 	"github.com/hrns-dev/hrns/openai"
 	"github.com/hrns-dev/hrns/responses"
 	"github.com/hrns-dev/hrns/tools"
@@ -103,6 +104,7 @@ func TestModelPrecedence(t *testing.T) {
 		"local":  {BaseURL: "http://local/v1", APIKeyEnv: "LOCAL_KEY", Model: "local-model"},
 		"claude": {Kind: "anthropic", APIKey: "sk-ant", Model: "claude-x"},
 		"resp":   {Kind: "openai-responses", APIKeyEnv: "RESP_KEY", Model: "gpt-r"},
+		"gem":    {Kind: "gemini", APIKeyEnv: "GEM_KEY", Model: "gemini-x"},
 	}}
 	tests := []struct {
 		name             string
@@ -124,6 +126,10 @@ func TestModelPrecedence(t *testing.T) {
 		{name: "responses from env", opts: runOptions{provider: "openai-responses"}, env: map[string]string{"OPENAI_API_KEY": "ok", "OPENAI_MODEL": "gpt-5", "OPENAI_BASE_URL": "http://env/v1"}, wantKind: "openai-responses", wantURL: "http://env/v1", wantKey: "ok", wantModel: "gpt-5"},
 		{name: "responses from config", opts: runOptions{provider: "resp"}, env: map[string]string{"RESP_KEY": "rk", "OPENAI_API_KEY": "not this"}, wantKind: "openai-responses", wantKey: "rk", wantModel: "gpt-r"},
 		{name: "responses without a key", opts: runOptions{provider: "openai-responses", model: "m"}, wantErr: "no OpenAI API key"},
+		{name: "gemini from env", opts: runOptions{provider: "gemini"}, env: map[string]string{"GEMINI_API_KEY": "gk", "GOOGLE_API_KEY": "not this", "GEMINI_MODEL": "gemini-2.5-flash", "GEMINI_BASE_URL": "http://env"}, wantKind: "gemini", wantURL: "http://env", wantKey: "gk", wantModel: "gemini-2.5-flash"},
+		{name: "gemini with GOOGLE_API_KEY", opts: runOptions{provider: "gemini", model: "gemini-2.5-pro"}, env: map[string]string{"GOOGLE_API_KEY": "go"}, wantKind: "gemini", wantKey: "go", wantModel: "gemini-2.5-pro"},
+		{name: "gemini from config", opts: runOptions{provider: "gem"}, env: map[string]string{"GEM_KEY": "ck", "GEMINI_API_KEY": "not this", "GOOGLE_API_KEY": "not this"}, wantKind: "gemini", wantKey: "ck", wantModel: "gemini-x"},
+		{name: "gemini without a key", opts: runOptions{provider: "gemini", model: "m"}, wantErr: "set GEMINI_API_KEY (or GOOGLE_API_KEY"},
 		{name: "no key", opts: runOptions{model: "m"}, wantErr: "no OpenAI API key"},
 		{name: "unknown provider", opts: runOptions{provider: "nope"}, wantErr: `unknown provider "nope"`},
 	}
@@ -151,6 +157,8 @@ func TestModelPrecedence(t *testing.T) {
 				kind, url, key, model = "anthropic", m.BaseURL, m.APIKey, m.Model
 			case *responses.Client:
 				kind, url, key, model = "openai-responses", m.BaseURL, m.APIKey, m.Model
+			case *gemini.Client:
+				kind, url, key, model = "gemini", m.BaseURL, m.APIKey, m.Model
 			}
 			got := []string{kind, url, key, model, name}
 			want := []string{tt.wantKind, tt.wantURL, tt.wantKey, tt.wantModel, tt.wantModel}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hrns-dev/hrns/anthropic"
+	"github.com/hrns-dev/hrns/gemini"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
@@ -60,7 +61,7 @@ func addModelSeeds(f *testing.F) {
 	for _, dir := range []struct {
 		provider byte
 		glob     string
-	}{{0, "../../openai/testdata/*.sse"}, {1, "../../anthropic/testdata/*.sse"}, {2, "../../responses/testdata/*.sse"}} {
+	}{{0, "../../openai/testdata/*.sse"}, {1, "../../anthropic/testdata/*.sse"}, {2, "../../responses/testdata/*.sse"}, {3, "../../gemini/testdata/*.sse"}} {
 		files, _ := filepath.Glob(dir.glob)
 		for _, name := range files {
 			b, err := os.ReadFile(name)
@@ -76,9 +77,12 @@ func addModelSeeds(f *testing.F) {
 	for _, s := range hostileAnthropicStreams {
 		f.Add(byte(1), []byte(s))
 	}
+	for _, s := range hostileGeminiStreams {
+		f.Add(byte(3), []byte(s))
+	}
 }
 
-var fuzzKinds = []string{"openai", "anthropic", "openai-responses"}
+var fuzzKinds = []string{"openai", "anthropic", "openai-responses", "gemini"}
 
 // Hand-written streams with the glitches models and servers produce.
 var hostileOpenAIStreams = []string{
@@ -113,6 +117,16 @@ var hostileAnthropicStreams = []string{
 		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"after the end\"}}\n\n",
 }
 
+var hostileGeminiStreams = []string{
+	// Calls without ids, one repeated id, arguments that are not an object,
+	// a signature of invalid UTF-8, and text after the calls.
+	`data: {"responseId":"r","candidates":[{"content":{"parts":[{"functionCall":{"name":"echo","args":{"text":"a"}},"thoughtSignature":"` + "\xff" + `"},` +
+		`{"functionCall":{"id":"x","name":"echo","args":[1]}},{"functionCall":{"id":"x","name":"","args":"s"}},{"text":"after","thoughtSignature":"t"}]},"finishReason":"STOP"}]}` + "\n\n",
+	// Thoughts only, signed on an empty part, then a malformed call finish.
+	`data: {"candidates":[{"content":{"parts":[{"text":"hmm","thought":true},{"text":"","thoughtSignature":"s"}]}}]}` + "\n\n" +
+		`data: {"candidates":[{"finishReason":"MALFORMED_FUNCTION_CALL"}]}` + "\n\n",
+}
+
 // finalAnswers are complete responses in each wire format, given to every
 // request after the fuzzed one so that runs with tool calls can finish.
 var finalAnswers = map[string]string{
@@ -125,6 +139,7 @@ var finalAnswers = map[string]string{
 		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
 	"openai-responses": "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"status\":\"completed\"," +
 		"\"output\":[{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"done\"}]}]}}\n\n",
+	"gemini": `data: {"candidates":[{"content":{"parts":[{"text":"done"}],"role":"model"},"finishReason":"STOP","index":0}]}` + "\r\n\r\n",
 }
 
 // modelWire answers model requests in memory: the first request after
@@ -198,6 +213,7 @@ func newFuzzStack(f *testing.F) *fuzzStack {
 		"openai":           &openai.Client{BaseURL: "http://model.invalid/v1", Model: "m", HTTPClient: hc},
 		"anthropic":        &anthropic.Client{BaseURL: "http://model.invalid", APIKey: "k", Model: "m", HTTPClient: hc},
 		"openai-responses": &responses.Client{BaseURL: "http://model.invalid/v1", Model: "m", HTTPClient: hc},
+		"gemini":           &gemini.Client{BaseURL: "http://model.invalid", Model: "m", HTTPClient: hc},
 	}}
 	echo := loop.NewTool("echo", "Echoes text.", func(_ context.Context, in struct {
 		Text string `json:"text"`

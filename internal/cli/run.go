@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hrns-dev/hrns/anthropic"
+	"github.com/hrns-dev/hrns/gemini"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/replay"
 	"github.com/hrns-dev/hrns/loop"
@@ -58,7 +59,7 @@ func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.config, "config", "", "config file (default ~/.config/hrns/config.toml or .yaml)")
-	fs.StringVar(&o.provider, "provider", "", "provider: openai, openai-responses, anthropic, or a name from the config file")
+	fs.StringVar(&o.provider, "provider", "", "provider: openai, openai-responses, anthropic, gemini, or a name from the config file")
 	fs.StringVar(&o.model, "model", "", "model name (default from the provider's *_MODEL variable or the config)")
 	fs.StringVar(&o.baseURL, "base-url", "", "API base URL (default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL)")
 	fs.StringVar(&o.workdir, "workdir", ".", "root directory of the file and shell tools")
@@ -333,14 +334,14 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 	p, named := cfg.Providers[name]
 	if !named {
 		switch name {
-		case "openai", "openai-responses", "anthropic":
+		case "openai", "openai-responses", "anthropic", "gemini":
 			p = Provider{Kind: name}
 		default:
-			return nil, "", usagef("unknown provider %q: use openai, openai-responses, anthropic, or a provider of the config file%s", name, cfg.where())
+			return nil, "", usagef("unknown provider %q: use openai, openai-responses, anthropic, gemini, or a provider of the config file%s", name, cfg.where())
 		}
 	}
 	kind := firstString(p.Kind, "openai")
-	prefix := strings.ToUpper(kind) // OPENAI_ or ANTHROPIC_, for the built-in providers
+	prefix := strings.ToUpper(kind) // OPENAI_, ANTHROPIC_ or GEMINI_, for the built-in providers
 	if kind == "openai-responses" {
 		prefix = "OPENAI" // the same account, key and server as openai
 	}
@@ -351,6 +352,9 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 		return getenv(prefix + "_" + k)
 	}
 	key := firstString(envIf(getenv, p.APIKeyEnv), p.APIKey, envFor("API_KEY"))
+	if kind == "gemini" && !named && key == "" {
+		key = getenv("GOOGLE_API_KEY") // Google's SDKs read either
+	}
 	baseURL := firstString(o.baseURL, envFor("BASE_URL"), p.BaseURL)
 	model := firstString(o.model, a.Model, envFor("MODEL"), getenv("HRNS_MODEL"), p.Model, cfg.Model)
 	headers := http.Header{}
@@ -367,6 +371,11 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 			return nil, "", usagef("no Anthropic API key: set ANTHROPIC_API_KEY (or api_key_env in the config)")
 		}
 		return &anthropic.Client{BaseURL: baseURL, APIKey: key, Model: model, Headers: headers}, model, nil
+	case "gemini":
+		if key == "" && baseURL == "" {
+			return nil, "", usagef("no Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY, or api_key_env in the config)")
+		}
+		return &gemini.Client{BaseURL: baseURL, APIKey: key, Model: model, Headers: headers}, model, nil
 	case "openai-responses":
 		if key == "" && baseURL == "" {
 			return nil, "", usagef("no OpenAI API key: set OPENAI_API_KEY, or point --base-url (or OPENAI_BASE_URL) at a server that speaks the Responses API")

@@ -58,7 +58,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.Var(&o.hosts, "allowed-host", "a Host name (or HOST:PORT) the API answers besides loopback's, as a proxy or browser sends it (repeatable; also allowed_hosts in the config)")
 	fs.Var(&o.origins, "cors-origin", "an origin (https://app.example.com) whose web pages may call the API (repeatable; also cors_origins in the config)")
 	fs.StringVar(&o.config, "config", "", "config file (default ~/.config/hrns/config.toml or .yaml)")
-	fs.StringVar(&o.provider, "provider", "", "provider: openai, openai-responses, anthropic, or a name from the config file")
+	fs.StringVar(&o.provider, "provider", "", "provider: openai, openai-responses, anthropic, gemini, or a name from the config file")
 	fs.StringVar(&o.model, "model", "", "default model of the agents")
 	fs.StringVar(&o.baseURL, "base-url", "", "API base URL of the model (default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL)")
 	fs.StringVar(&o.agentsDir, "agents", "", "a folder of agent files (Markdown, as hrns run --agent takes) that callers may name")

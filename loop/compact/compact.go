@@ -151,7 +151,7 @@ func partBytes(p llm.Part) int {
 		}
 	case llm.PartToolCall:
 		if c := p.ToolCall; c != nil {
-			n += len(c.ID) + len(c.Name) + len(c.Arguments)
+			n += len(c.ID) + len(c.Name) + len(c.Arguments) + len(c.Signature)
 		}
 	case llm.PartToolResult:
 		if r := p.ToolResult; r != nil {
