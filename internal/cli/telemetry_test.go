@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,8 +27,11 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hrns-dev/hrns/client"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/store/postgres/postgrestest"
 )
 
 func TestOTLPConfig(t *testing.T) {
@@ -316,5 +321,91 @@ func TestRunWithUnreachableCollector(t *testing.T) {
 	})
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)
+	}
+}
+
+// stop stops the cluster's replicas with SIGTERM and waits for them: what
+// they recorded is flushed by then.
+func (c *cluster) stop(t *testing.T) {
+	t.Helper()
+	for i, r := range c.replicas {
+		if r.dead {
+			continue
+		}
+		r.cmd.Process.Signal(syscall.SIGTERM)
+		if err := r.cmd.Wait(); err != nil {
+			t.Errorf("replica %d after SIGTERM: %v\n%s", i, err, r.logs.String())
+		}
+		r.dead = true
+	}
+}
+
+// TestServeReplicasContinueTrace: a session that waits for a client-side
+// tool on one hrns serve process is resumed by another (the first has
+// stopped), over PostgreSQL; the second process's run continues the trace
+// the first one started, as the spans both exported to the collector show.
+func TestServeReplicasContinueTrace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs two hrns serve processes")
+	}
+	dsn := postgrestest.DSN(t)
+	model := openaitest.NewServer()
+	defer model.Close()
+	for range 10 {
+		model.Push(openaitest.Reply{Func: replicaModel})
+	}
+	col := newCollector(t)
+	env := func(name string) []string {
+		return []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + col.srv.URL, "OTEL_METRICS_EXPORTER=none", "OTEL_SERVICE_NAME=" + name}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	a := startClusterEnv(t, 1, 2, dsn, model, env("replica-a"))
+	h, err := a.client(0).StartSession(ctx, inlineAgent("Check order 7."), orderTool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, ctx, h, session.StatusAwaitingToolResults)
+	a.stop(t)
+
+	b := startClusterEnv(t, 1, 2, dsn, model, env("replica-b"))
+	hb := b.client(0).Session(h.ID())
+	res := client.ToolResult{Kind: session.KindToolResult, ToolReq: client.ToolRequest{ToolName: "get_order_status", ID: "call_7"}, Result: json.RawMessage(`"status-7"`)}
+	if err := hb.PostToolResults(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	done, err := hb.WaitForCompletion(ctx, orderTool)
+	if err != nil || done.Answer != "order 7: status-7" {
+		t.Fatalf("the session ended with %+v: %v", done, err)
+	}
+	b.stop(t)
+
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	runs := map[string]*tracepb.Span{} // by service
+	for _, req := range col.traces {
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					if strings.HasPrefix(s.Name, "invoke_agent") {
+						runs[attrString(rs.Resource.Attributes, "service.name")] = s
+					}
+				}
+			}
+		}
+	}
+	first, resumed := runs["replica-a"], runs["replica-b"]
+	if first == nil || resumed == nil {
+		t.Fatalf("run spans by service: %v", runs)
+	}
+	if got := attrString(first.Attributes, "hrns.run.status"); got != "suspended" {
+		t.Errorf("replica A's run status %q, want suspended", got)
+	}
+	if !bytes.Equal(resumed.TraceId, first.TraceId) || !bytes.Equal(resumed.ParentSpanId, first.SpanId) {
+		t.Errorf("replica B's run is in trace %x under %x; want trace %x under %x", resumed.TraceId, resumed.ParentSpanId, first.TraceId, first.SpanId)
+	}
+	if len(resumed.Links) != 1 || !bytes.Equal(resumed.Links[0].SpanId, first.SpanId) {
+		t.Errorf("replica B's run links %v, want replica A's run", resumed.Links)
 	}
 }
