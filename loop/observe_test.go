@@ -252,3 +252,31 @@ func TestObserverPanicsDoNotStopRuns(t *testing.T) {
 		})
 	}
 }
+
+// nopObserver observes nothing: what a run pays for calling the hooks.
+type nopObserver struct{}
+
+func (nopObserver) RunStart(ctx context.Context, _ loop.RunEvent) context.Context   { return ctx }
+func (nopObserver) RunEnd(context.Context, loop.RunEvent)                           {}
+func (nopObserver) TurnStart(ctx context.Context, _ loop.TurnEvent) context.Context { return ctx }
+func (nopObserver) TurnEnd(context.Context, loop.TurnEvent)                         {}
+func (nopObserver) ToolStart(ctx context.Context, _ loop.ToolEvent) context.Context { return ctx }
+func (nopObserver) ToolEnd(context.Context, loop.ToolEvent)                         {}
+func (nopObserver) Retry(context.Context, loop.RetryEvent)                          {}
+func (nopObserver) Compaction(context.Context, loop.CompactionInfo)                 {}
+func (nopObserver) TraceParent(context.Context) string                              { return "" }
+
+// BenchmarkRunScriptedObserved is BenchmarkRunScripted with an observer
+// that does nothing: the cost of the hooks themselves.
+func BenchmarkRunScriptedObserved(b *testing.B) {
+	model := llmtest.NewModel()
+	agent := loop.NewAgent(model, loop.MustToolset(benchTool()), &loop.Options{Observer: nopObserver{}})
+	msgs := []llm.Message{llm.SystemMessage("You read files."), llm.UserMessage("What is in config.yaml?")}
+	b.ReportAllocs()
+	for b.Loop() {
+		model.Push(llmtest.Call("c1", "read", `{"path":"config.yaml"}`), llmtest.Text(benchText))
+		if _, err := agent.Run(context.Background(), msgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
