@@ -17,6 +17,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/hrns-dev/hrns/anthropic"
 	"github.com/hrns-dev/hrns/llm"
@@ -235,11 +236,11 @@ func parseOTLPHeaders(name, v string, h map[string]string) error {
 		}
 		k, val, ok := strings.Cut(pair, "=")
 		k = strings.TrimSpace(k)
-		if !ok || k == "" || strings.ContainsAny(k, " \t\r\n:") {
+		if !ok || !httpguts.ValidHeaderFieldName(k) {
 			return usagef("%s: entry %d is not key=value", name, i+1)
 		}
 		dec, err := url.PathUnescape(strings.TrimSpace(val))
-		if err != nil || strings.ContainsAny(dec, "\r\n") {
+		if err != nil || !httpguts.ValidHeaderFieldValue(dec) {
 			return usagef("%s: the value of %s is not a valid URL-encoded header value", name, k)
 		}
 		h[k] = dec

@@ -25,6 +25,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"golang.org/x/net/http/httpguts"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hrns-dev/hrns/client"
@@ -408,4 +409,27 @@ func TestServeReplicasContinueTrace(t *testing.T) {
 	if len(resumed.Links) != 1 || !bytes.Equal(resumed.Links[0].SpanId, first.SpanId) {
 		t.Errorf("replica B's run links %v, want replica A's run", resumed.Links)
 	}
+}
+
+// FuzzParseOTLPHeaders: any value of an OTEL_*HEADERS variable is parsed
+// or refused, never panics, and what it gives is a valid header.
+func FuzzParseOTLPHeaders(f *testing.F) {
+	for _, s := range []string{"a=b", "authorization=Bearer%20x, x-team = a", "a=1,,b=%zz", "=x", "a", "k=v=w", "k=%0d%0a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		h := map[string]string{}
+		err := parseOTLPHeaders("OTEL_EXPORTER_OTLP_HEADERS", v, h)
+		if err != nil {
+			if _, ok := errors.AsType[*usageError](err); !ok {
+				t.Fatalf("%v is not a usage error", err)
+			}
+			return
+		}
+		for k, val := range h {
+			if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(val) {
+				t.Fatalf("header %q: %q from %q", k, val, v)
+			}
+		}
+	})
 }
