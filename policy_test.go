@@ -41,6 +41,7 @@ var allowed = map[string][]string{
 	"session":                     {"llm", "loop", "store"},
 	"server":                      {"session"},
 	"client":                      {"llm", "loop", "session"},
+	"otel":                        {"llm", "loop"},
 }
 
 type pkg struct {
@@ -136,6 +137,22 @@ func TestOnlyStorePostgresImportsPgx(t *testing.T) {
 		for imp := range p.all {
 			if strings.HasPrefix(imp, "github.com/jackc/") {
 				t.Errorf("%s imports %s: only store/postgres may use pgx", dir, imp)
+			}
+		}
+	}
+}
+
+// TestOnlyOtelImportsOpenTelemetry keeps OpenTelemetry out of the library:
+// the loop exposes an observer hook, package otel implements it, and only
+// the command sets up exporters.
+func TestOnlyOtelImportsOpenTelemetry(t *testing.T) {
+	for dir, p := range packages(t) {
+		if dir == "otel" || dir == "internal/cli" {
+			continue
+		}
+		for imp := range p.all {
+			if strings.HasPrefix(imp, "go.opentelemetry.io/") {
+				t.Errorf("%s imports %s: only otel and internal/cli may use OpenTelemetry", dir, imp)
 			}
 		}
 	}

@@ -136,6 +136,12 @@ type Options struct {
 
 	// Logger receives debug logs of the run; nil discards them.
 	Logger *slog.Logger
+
+	// Observer, when non-nil, watches the agent's runs: their model
+	// requests, tool calls, retries and compactions (see [Observer];
+	// package github.com/hrns-dev/hrns/otel traces them). Agents run by
+	// [AgentTool] without their own observer use their parent's.
+	Observer Observer
 }
 
 // RetryPolicy configures retries of model requests that fail with a

@@ -188,6 +188,7 @@ func (r *run) compact(ctx context.Context, reason string, before, target int) (b
 	r.msgs = res.Messages
 	r.ctxLen = 0
 	info.TokensAfter = r.contextEstimate()
+	r.observeCompaction(info)
 	if !r.emit(Chunk{Type: ChunkCompaction, Compaction: info}) {
 		return false, context.Canceled
 	}

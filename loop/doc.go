@@ -103,4 +103,14 @@
 // tool marked RequiresApproval runs only once the agent's [Approver]
 // approves it; the approver may also defer the decision, which suspends the
 // call until a decision is given to Resume.
+//
+// # Observers
+//
+// [Options.Observer] watches runs: their start and end, each model request,
+// tool call, retry and compaction (see [Observer]). Package
+// github.com/hrns-dev/hrns/otel implements it with OpenTelemetry spans and
+// metrics; the loop imports no telemetry library. Observers see names, IDs,
+// counts, durations and errors, never message contents, and a suspension
+// carries the trace context its resumption continues
+// ([Suspension.TraceParent]).
 package loop

@@ -66,6 +66,7 @@ type pcall struct {
 	state    SuspendedCall
 	failure  *ToolError // why the call failed, when the harness failed it
 	started  time.Time
+	octx     context.Context // the observer's context for the call, if it has one
 }
 
 // execute runs the calls of one assistant message and returns their states
@@ -295,8 +296,10 @@ func (x *executor) runBatch(ctx context.Context, batch []*pcall) error {
 			}
 			p.started = time.Now()
 			running++
+			cctx := x.toolStart(ctx, p)
 			go func() {
-				out, err := x.invoke(ctx, p)
+				out, err := x.invoke(cctx, p)
+				x.toolEnd(p, out, err, time.Since(p.started))
 				results <- done{p, out, err}
 			}()
 		}

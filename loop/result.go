@@ -83,6 +83,10 @@ type Suspension struct {
 	// segments (the time spent suspended does not count), so that
 	// MaxDuration bounds the whole run across resumptions.
 	Elapsed time.Duration `json:"elapsed_ns,omitempty"`
+	// TraceParent is the W3C traceparent of the run that suspended, as
+	// its [Options.Observer] gave it, so that [Agent.Resume] continues
+	// the run's trace wherever it runs; empty without an observer.
+	TraceParent string `json:"trace_parent,omitempty"`
 }
 
 // PendingReason says what a suspended call waits for.

@@ -35,6 +35,8 @@ func (a *Agent) RunLoop(ctx context.Context, messages []llm.Message) iter.Seq[Ch
 		defer cancel()
 		r := a.newRun(yield, slices.Clone(messages), 0, nil)
 		ctx = r.attach(ctx)
+		ctx = r.observeStart(ctx, nil)
+		defer r.observeEnd()
 		r.loop(ctx)
 	}
 }
@@ -62,6 +64,8 @@ func (a *Agent) Resume(ctx context.Context, s *Suspension, in *ResumeInput) iter
 		defer cancel()
 		r := a.newRun(yield, slices.Clone(s.Messages), s.Turn, s)
 		ctx = r.attach(ctx)
+		ctx = r.observeStart(ctx, s)
+		defer r.observeEnd()
 		if in == nil {
 			in = &ResumeInput{}
 		}
@@ -105,6 +109,8 @@ type run struct {
 	ctxLen    int
 	// nest is what the agent tools of the run see of it (subagent.go).
 	nest *nest
+	// obs is the run's observer, if it has one (observe.go).
+	obs *observed
 }
 
 func (a *Agent) newRun(yield func(Chunk) bool, msgs []llm.Message, turn int, s *Suspension) *run {
@@ -200,6 +206,8 @@ func (r *run) appendResults(states []SuspendedCall) bool {
 				Usage:    r.res.Usage,
 				Turns:    slices.Clone(r.res.Turns),
 				Elapsed:  time.Since(r.start),
+
+				TraceParent: r.traceParent(),
 			}
 			r.end(StatusSuspended)
 			return false
@@ -228,7 +236,7 @@ func (r *run) budgetSpent() string {
 }
 
 // callModel sends the turn's request, retrying transient failures.
-func (r *run) callModel(ctx context.Context, final bool) (*llm.Response, error) {
+func (r *run) callModel(ctx context.Context, final bool) (resp *llm.Response, err error) {
 	o := &r.a.opts
 	req := r.request(final)
 	if !r.emit(Chunk{Type: ChunkTurnStart}) {
@@ -238,6 +246,8 @@ func (r *run) callModel(ctx context.Context, final bool) (*llm.Response, error) 
 		return nil, err
 	}
 	req.Messages = r.msgs
+	ctx, ot := r.observeTurn(ctx, req)
+	defer func() { r.observeTurnEnd(ot, resp, err) }()
 	compacted := false
 	for attempt := 1; ; attempt++ {
 		resp, err := r.stream(ctx, req)
@@ -276,6 +286,7 @@ func (r *run) callModel(ctx context.Context, final bool) (*llm.Response, error) 
 		}
 		delay := o.Retry.backoff(attempt, after)
 		o.Logger.DebugContext(ctx, "retrying model request", "attempt", attempt, "delay", delay, "err", err)
+		r.observeRetry(ot, attempt, delay, err)
 		if !r.emit(Chunk{Type: ChunkRetry, Retry: &RetryInfo{Attempt: attempt, Delay: delay}, Err: err}) {
 			return nil, context.Canceled
 		}

@@ -106,7 +106,7 @@ func (t *agentTool) call(ctx context.Context, call *Call) (*Output, error) {
 			t.name, depth, t.opts.MaxDepth)), nil
 	}
 	child := t.child.forChild(ctx, parent)
-	cctx := context.WithValue(ctx, depthKey{}, depth)
+	cctx := context.WithValue(context.WithValue(ctx, depthKey{}, depth), agentNameKey{}, t.name)
 	var (
 		run   func(func(Chunk) bool)
 		prior llm.Usage
@@ -181,6 +181,9 @@ func (a *Agent) forChild(ctx context.Context, parent *nest) *Agent {
 		return a
 	}
 	c := *a
+	if c.opts.Observer == nil {
+		c.opts.Observer = parent.run.a.opts.Observer
+	}
 	if c.opts.Approver == nil && left.approver != nil {
 		c.opts.Approver = left.approver
 	}

@@ -73,6 +73,12 @@ type Options struct {
 	MaxAttempts int
 	// Logger receives the manager's logs; nil discards them.
 	Logger *slog.Logger
+	// Observer, when non-nil, watches the sessions' runs (see
+	// [loop.Observer]; package github.com/hrns-dev/hrns/otel traces
+	// them). A session that waits keeps the trace context of its run
+	// with its calls, so that the replica that resumes it continues the
+	// same trace.
+	Observer loop.Observer
 }
 
 // A Manager runs sessions stored in a [store.Store]: it creates them,

@@ -61,6 +61,9 @@ type state struct {
 type checkpoint struct {
 	Messages transcript  `json:"messages"`
 	Calls    []callState `json:"calls,omitempty"`
+	// TraceParent is the suspended run's [loop.Suspension.TraceParent],
+	// while Calls wait.
+	TraceParent string `json:"trace_parent,omitempty"`
 }
 
 // transcript is an encoded []llm.Message.

@@ -446,6 +446,7 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 		ToolTimeout:       m.opts.ToolTimeout,
 		Retry:             m.opts.Retry,
 		Logger:            m.log,
+		Observer:          m.opts.Observer,
 		Approver: loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
 			if m.opts.AutoApprove {
 				return loop.Decision{Verdict: loop.Approve}, nil
@@ -526,7 +527,7 @@ func resumeInput(cp *checkpoint, steps int) (*loop.Suspension, *loop.ResumeInput
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &loop.Suspension{Messages: msgs, Turn: steps}
+	s := &loop.Suspension{Messages: msgs, Turn: steps, TraceParent: cp.TraceParent}
 	in := &loop.ResumeInput{}
 	for _, c := range cp.Calls {
 		sc := loop.SuspendedCall{Call: c.Call, Result: c.Result}
@@ -895,7 +896,7 @@ func (g *segment) suspended(susp *loop.Suspension) error {
 			}
 			cs = append(cs, c)
 		}
-		st.Checkpoint = checkpoint{Messages: encoded, Calls: cs}
+		st.Checkpoint = checkpoint{Messages: encoded, Calls: cs, TraceParent: susp.TraceParent}
 		if st.settled() {
 			st.Phase = phaseRun // everything was answered while the run went on
 			return nil

@@ -141,6 +141,11 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return err
 	}
+	tel, err := setupTelemetry(ctx, stdio.getenv, providerName(model), stdio.Err)
+	if err != nil {
+		return err
+	}
+	defer tel.close(ctx, stdio.Err)
 	if o.replay != "" && !o.json {
 		fmt.Fprintf(stdio.Err, "(replay: the model's answers come from %s; the tools run for real)\n", o.replay)
 	}
@@ -180,6 +185,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 		Approver:        approver,
 		ApprovalTimeout: 30 * time.Minute, // a person at a terminal
 		OutputSchema:    outSchema,
+		Observer:        tel.observer,
 	})
 
 	if o.timeout > 0 {

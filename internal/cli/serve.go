@@ -156,6 +156,11 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return err
 	}
+	tel, err := setupTelemetry(ctx, stdio.getenv, providerName(model), stdio.Err)
+	if err != nil {
+		return err
+	}
+	defer tel.close(ctx, stdio.Err)
 	log := slog.New(slog.NewTextHandler(stdio.Err, nil))
 	opts := &session.Options{
 		Environments: map[string]*loop.Toolset{"web": tools.Web(nil)},
@@ -166,6 +171,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		Workers:      o.workers,
 		AutoApprove:  o.yes,
 		Logger:       log,
+		Observer:     tel.observer,
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		a := cfg.Agents[name]

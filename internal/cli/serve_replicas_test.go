@@ -59,6 +59,13 @@ type replica struct {
 // sessions at once.
 func startCluster(t testing.TB, n, workers int, dsn string, model *openaitest.Server) *cluster {
 	t.Helper()
+	return startClusterEnv(t, n, workers, dsn, model, nil)
+}
+
+// startClusterEnv starts a cluster as startCluster does, with env added
+// to the replicas' environment.
+func startClusterEnv(t testing.TB, n, workers int, dsn string, model *openaitest.Server, env []string) *cluster {
+	t.Helper()
 	bin := hrnsBinary(t)
 	c := &cluster{t: t, key: "sk-replicas"}
 	home := t.TempDir()
@@ -68,6 +75,7 @@ func startCluster(t testing.TB, n, workers int, dsn string, model *openaitest.Se
 		r.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", dsn, "--model", "test-model", "--workers", fmt.Sprint(workers))
 		r.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home,
 			"OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test", "HRNS_LEASE_TTL=" + replicaLeaseTTL, "HRNS_API_KEYS=" + c.key}
+		r.cmd.Env = append(r.cmd.Env, env...)
 		r.cmd.Stdout, r.cmd.Stderr = &r.logs, &r.logs
 		if err := r.cmd.Start(); err != nil {
 			t.Fatal(err)
