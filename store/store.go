@@ -68,12 +68,15 @@ var (
 	ErrClosed = errors.New("store: closed")
 )
 
-// A Store keeps sessions and their event logs.
+// A Store keeps sessions and their event logs, and the registered agents,
+// environments and skills that sessions use ([Registry]).
 //
 // All methods are safe for concurrent use. Sessions and events returned by
 // a store are the caller's to keep and modify; slices and documents given
 // to a store are not retained after the call returns.
 type Store interface {
+	Registry
+
 	// CreateSession inserts s with its first events (indexed from 0)
 	// and returns it as stored. Version becomes 1; CreatedAt and
 	// UpdatedAt are set to now when zero.
