@@ -13,6 +13,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/openai/openaitest"
 	"github.com/hrns-dev/hrns/session"
 )
 
@@ -95,7 +96,7 @@ func TestRegistrySchemasCatch(t *testing.T) {
 
 // regEnv is a server with configured agents, a catalog name and the web
 // environment.
-func regEnv(t *testing.T) *env {
+func regEnv(t *testing.T, replies ...openaitest.Reply) *env {
 	return newEnv(t, &envOptions{session: &session.Options{
 		Agents: map[string]*session.AgentConfig{
 			"reviewer": {Description: "Reviews a diff.", Instructions: "Be terse.", Model: "review-model", Toolsets: []string{"web"}, MaxSteps: 7},
@@ -103,7 +104,7 @@ func regEnv(t *testing.T) *env {
 		},
 		Catalog:      map[string]string{"h/web-surfer-flash": "reviewer"},
 		Environments: map[string]*loop.Toolset{"web": {}},
-	}})
+	}}, replies...)
 }
 
 // call sends a request and checks its status, and its body against the
@@ -491,4 +492,70 @@ func TestRegistryResolve(t *testing.T) {
 	}
 	// Bob's view: alice's environment is not his.
 	e.call("POST", "/api/v2/agents", keyBob, `{"name":"helper","description":"Helps.","environments":["shop"]}`, http.StatusUnprocessableEntity, "")
+}
+
+// Sessions name registered agents, catalog names and environments by id;
+// a registered agent's skills reach the model through the skill tools.
+func TestRegistrySessions(t *testing.T) {
+	e := regEnv(t,
+		calls(openaitest.ToolCall("call_1", "load_skill", `{"name":"acme/lookup"}`)),
+		calls(openaitest.ToolCall("call_2", "read_skill", `{"name":"acme/lookup","path":"refs/api.md"}`)),
+		openaitest.Reply{Text: "Order 4242 shipped."},
+		openaitest.Reply{Text: "Reviewed."},
+		openaitest.Reply{Text: "Inline."},
+	)
+	e.call("POST", "/api/v2/environments", keyAlice, `{"id":"shop","start_url":"https://shop.example/"}`, http.StatusCreated, "Environment")
+	e.call("POST", "/api/v2/skills", keyAlice, `{"name":"acme/lookup","description":"Looks orders up.","body":"Read refs/api.md, then call it.","files":{"refs/api.md":"GET /orders/{id} returns the order."}}`, http.StatusCreated, "Skill")
+	e.call("POST", "/api/v2/agents", keyAlice, `{"name":"acme/support","description":"Answers order questions.","instructions":"Be kind.","environments":["shop"],"skills":["acme/lookup"],"max_steps":5}`, http.StatusCreated, "Agent")
+
+	id := e.create(keyAlice, `{"agent":"acme/support","messages":"Where is order 4242?"}`)
+	c := e.follow(keyAlice, id).status(session.StatusCompleted)
+	if string(c.Answer) != `"Order 4242 shipped."` {
+		t.Errorf("answer = %s", c.Answer)
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests, want 3", len(reqs))
+	}
+	first, second, third := string(reqs[0].Body), string(reqs[1].Body), string(reqs[2].Body)
+	for _, want := range []string{"You are acme/support. Answers order questions.", "Be kind.", "<name>acme/lookup</name>", `"name":"load_skill"`, `"name":"read_skill"`} {
+		if !strings.Contains(first, want) {
+			t.Errorf("the first model request lacks %s:\n%s", want, first)
+		}
+	}
+	if !strings.Contains(second, "Read refs/api.md, then call it.") || !strings.Contains(third, "GET /orders/{id} returns the order.") {
+		t.Errorf("the skill's body and file did not reach the model:\n%s\n%s", second, third)
+	}
+	var sess struct {
+		Request map[string]any
+	}
+	e.expect(e.do("GET", "/api/v2/sessions/"+id, keyAlice, nil), http.StatusOK).json(&sess)
+	if sess.Request["agent"] != "acme/support" {
+		t.Errorf("the session's request = %v, want the agent's name as given", sess.Request)
+	}
+
+	// A catalog name runs the configured agent it maps to.
+	id = e.create(keyBob, `{"agent":"h/web-surfer-flash","messages":"Review this."}`)
+	e.follow(keyBob, id).status(session.StatusCompleted)
+	if body := string(e.model.Requests()[3].Body); !strings.Contains(body, "You are reviewer. Reviews a diff.") || !strings.Contains(body, `"model":"review-model"`) {
+		t.Errorf("the catalog agent's request:\n%s", body)
+	}
+	// An inline agent names a registered environment by id.
+	id = e.create(keyAlice, `{"agent":{"name":"x","environments":["shop"]},"messages":"Go."}`)
+	e.follow(keyAlice, id).status(session.StatusCompleted)
+
+	// Names nobody may use: 422 in the document's error shape.
+	for _, tt := range []struct{ key, body, loc string }{
+		{keyAlice, `{"agent":"h/unknown","messages":"hi"}`, "[body agent]"},
+		{keyBob, `{"agent":"acme/support","messages":"hi"}`, "[body agent]"},
+		{keyBob, `{"agent":{"name":"x","environments":["shop"]},"messages":"hi"}`, "[body agent environments 0]"},
+		{keyAlice, `{"agent":{"name":"x","skills":["nope"]},"messages":"hi"}`, "[body agent skills 0]"},
+	} {
+		r := e.call("POST", "/api/v2/sessions", tt.key, tt.body, http.StatusUnprocessableEntity, "")
+		var v struct{ Detail []session.FieldError }
+		r.json(&v)
+		if len(v.Detail) != 1 || fmt.Sprint(v.Detail[0].Loc) != tt.loc {
+			t.Errorf("%s: %s, want one error at %s", tt.body, r.body, tt.loc)
+		}
+	}
 }

@@ -188,10 +188,15 @@ func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, err
 			m.mu.Unlock()
 		}()
 	}
-	sp, msgs, err := m.resolve(p.Request)
+	req, reg, err := m.Registry().forSession(ctx, p.Owner, p.Request)
 	if err != nil {
 		return nil, false, err
 	}
+	sp, msgs, err := m.resolve(req)
+	if err != nil {
+		return nil, false, err
+	}
+	reg.apply(sp)
 	st := &state{Spec: sp, Phase: phaseNew}
 	if sp.System != "" {
 		st.Checkpoint.Messages = encodeTranscript([]llm.Message{llm.SystemMessage(sp.System)})
