@@ -19,6 +19,13 @@
 // visible to readers, and announced to subscribers, only once committed,
 // so a client never sees an event that a crash could take back.
 //
+// # Registries
+//
+// A store also keeps the agents, environments and skills that callers
+// register ([Registry]): one [Entry] per owner, kind and name, with its
+// definition and files as documents owned by package session, and a
+// version for optimistic concurrency, like a session's.
+//
 // # Work and leases
 //
 // A session that needs a worker is Runnable, or has a WakeAt time that has
