@@ -69,7 +69,7 @@ func regError(w http.ResponseWriter, g registry, err error) error {
 	switch {
 	case errors.Is(err, session.ErrEntryNotFound):
 		writeError(w, http.StatusNotFound, g.title+" not found")
-	case errors.Is(err, session.ErrEntryExists), errors.Is(err, session.ErrEntryConflict):
+	case errors.Is(err, session.ErrEntryExists), errors.Is(err, session.ErrEntryConflict), errors.Is(err, session.ErrTooManyEntries):
 		writeError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, session.ErrReadOnly), errors.Is(err, session.ErrReserved):
 		writeError(w, http.StatusForbidden, err.Error())

@@ -41,6 +41,9 @@ var (
 	// ErrEntryConflict: the entry kept changing while it was being
 	// updated; retry.
 	ErrEntryConflict = errors.New("the entry changed while it was being updated; retry")
+	// ErrTooManyEntries: the caller has registered as many entries of
+	// the kind as a key may (1000); delete some first.
+	ErrTooManyEntries = errors.New("too many entries")
 )
 
 // A Registry is the API of the registered agents, environments and
@@ -227,6 +230,13 @@ func (r *Registry) Create(ctx context.Context, kind EntryKind, owner string, bod
 	if err := r.checkRefs(ctx, owner, e); err != nil {
 		return nil, err
 	}
+	// Concurrent creations may pass this check together: the bound is
+	// approximate by their number.
+	if _, n, err := r.st.ListEntries(ctx, &store.EntryListParams{Kind: string(kind), Owner: owner, Limit: 1}); err != nil {
+		return nil, err
+	} else if n >= maxEntries {
+		return nil, fmt.Errorf("%w: this API key has %d %ss, the most it may register; delete some first", ErrTooManyEntries, n, kind)
+	}
 	got, err := r.st.CreateEntry(ctx, e)
 	if errors.Is(err, store.ErrEntryExists) {
 		return nil, fmt.Errorf("%s %q %w", kind, e.Name, ErrEntryExists)
@@ -252,10 +262,17 @@ func (r *Registry) Get(ctx context.Context, kind EntryKind, owner, name string, 
 	if err := json.Unmarshal(out, &a); err != nil {
 		return nil, err
 	}
-	if err := r.materialise(ctx, owner, &a, 0); err != nil {
+	if err := r.materialise(ctx, owner, &a, 0, &budget{lookups: maxLookups, bytes: maxResolvedBytes}); err != nil {
 		return nil, err
 	}
 	return json.Marshal(a)
+}
+
+// budget bounds the work of resolving references: the entries looked up,
+// and the bytes of the definitions they add. Once spent, names stay
+// names.
+type budget struct {
+	lookups, bytes int
 }
 
 func (r *Registry) get(ctx context.Context, kind EntryKind, owner, name string) (json.RawMessage, error) {
@@ -274,7 +291,7 @@ func (r *Registry) get(ctx context.Context, kind EntryKind, owner, name string) 
 
 // materialise replaces the names of a's environments, skills and
 // subagents by their definitions.
-func (r *Registry) materialise(ctx context.Context, owner string, a *AgentSpec, depth int) error {
+func (r *Registry) materialise(ctx context.Context, owner string, a *AgentSpec, depth int, b *budget) error {
 	for _, list := range []struct {
 		kind EntryKind
 		refs []json.RawMessage
@@ -285,7 +302,7 @@ func (r *Registry) materialise(ctx context.Context, owner string, a *AgentSpec, 
 				if list.kind == EntryAgent && depth < maxInlineDepth {
 					var sub AgentSpec
 					if json.Unmarshal(raw, &sub) == nil {
-						if err := r.materialise(ctx, owner, &sub, depth+1); err != nil {
+						if err := r.materialise(ctx, owner, &sub, depth+1, b); err != nil {
 							return err
 						}
 						list.refs[i], _ = json.Marshal(sub)
@@ -293,9 +310,10 @@ func (r *Registry) materialise(ctx context.Context, owner string, a *AgentSpec, 
 				}
 				continue
 			}
-			if list.kind == EntryAgent && (depth >= maxInlineDepth || name == a.Name) {
+			if list.kind == EntryAgent && (depth >= maxInlineDepth || name == a.Name) || b.lookups <= 0 || b.bytes <= 0 {
 				continue
 			}
+			b.lookups--
 			got, err := r.get(ctx, list.kind, owner, name)
 			if errors.Is(err, ErrEntryNotFound) {
 				continue
@@ -308,11 +326,16 @@ func (r *Registry) materialise(ctx context.Context, owner string, a *AgentSpec, 
 				if err := json.Unmarshal(got, &sub); err != nil {
 					return err
 				}
-				if err := r.materialise(ctx, owner, &sub, depth+1); err != nil {
+				if err := r.materialise(ctx, owner, &sub, depth+1, b); err != nil {
 					return err
 				}
 				got, _ = json.Marshal(sub)
 			}
+			if len(got) > b.bytes {
+				b.bytes = 0
+				continue
+			}
+			b.bytes -= len(got)
 			list.refs[i] = got
 		}
 	}
@@ -330,13 +353,16 @@ func (r *Registry) checkRefs(ctx context.Context, owner string, e *store.Entry) 
 		return err
 	}
 	var v validation
-	if err := r.checkAgentRefs(ctx, &v, owner, &a, []any{"body"}); err != nil {
+	seen := map[string]bool{} // kind + name: known
+	if err := r.checkAgentRefs(ctx, &v, owner, &a, []any{"body"}, seen); err != nil {
 		return err
 	}
 	return v.err()
 }
 
-func (r *Registry) checkAgentRefs(ctx context.Context, v *validation, owner string, a *AgentSpec, loc []any) error {
+// checkAgentRefs looks up the references of a and of its inline
+// subagents, each name once, at most maxLookups of them.
+func (r *Registry) checkAgentRefs(ctx context.Context, v *validation, owner string, a *AgentSpec, loc []any, seen map[string]bool) error {
 	for _, list := range []struct {
 		field string
 		kind  EntryKind
@@ -348,7 +374,7 @@ func (r *Registry) checkAgentRefs(ctx context.Context, v *validation, owner stri
 				if list.kind == EntryAgent {
 					var sub AgentSpec
 					if json.Unmarshal(raw, &sub) == nil {
-						if err := r.checkAgentRefs(ctx, v, owner, &sub, at(loc, list.field, i)); err != nil {
+						if err := r.checkAgentRefs(ctx, v, owner, &sub, at(loc, list.field, i), seen); err != nil {
 							return err
 						}
 					}
@@ -359,13 +385,22 @@ func (r *Registry) checkAgentRefs(ctx context.Context, v *validation, owner stri
 				v.add("an agent cannot be its own subagent", at(loc, list.field, i)...)
 				continue
 			}
-			_, err := r.get(ctx, list.kind, owner, name)
-			if errors.Is(err, ErrEntryNotFound) {
-				v.add(fmt.Sprintf("unknown %s %q: register it first, or define it inline", list.kind, name), at(loc, list.field, i)...)
-				continue
+			key := string(list.kind) + "\x00" + name
+			known, looked := seen[key]
+			if !looked {
+				if len(seen) >= maxLookups {
+					v.add(fmt.Sprintf("an agent names at most %d distinct entries, its inline subagents included", maxLookups), at(loc, list.field, i)...)
+					return nil
+				}
+				_, err := r.get(ctx, list.kind, owner, name)
+				if err != nil && !errors.Is(err, ErrEntryNotFound) {
+					return err
+				}
+				known = err == nil
+				seen[key] = known
 			}
-			if err != nil {
-				return err
+			if !known {
+				v.add(fmt.Sprintf("unknown %s %q: register it first, or define it inline", list.kind, name), at(loc, list.field, i)...)
 			}
 		}
 	}

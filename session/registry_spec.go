@@ -85,6 +85,17 @@ const (
 	maxEntryRefs       = 64 // entries of environments, skills, subagents, tools
 	maxInlineDepth     = 3  // inline subagents within inline subagents
 	maxEnvironmentID   = 255
+	// maxLookups bounds the references one check or resolution looks
+	// up.
+	maxLookups = 256
+)
+
+// Bounds that tests lower (registry_export_test.go).
+var (
+	// maxEntries bounds the entries of each kind a key registers.
+	maxEntries = 1000
+	// maxResolvedBytes bounds the definitions GET ?resolve=true adds.
+	maxResolvedBytes = 8 << 20
 )
 
 // entryName is the format of agent and skill names: lowercase ASCII
@@ -155,6 +166,14 @@ func checkEnvironmentID(v *validation, id string, loc ...any) {
 		v.add(fmt.Sprintf("id must be at most %d bytes", maxEnvironmentID), loc...)
 	case !utf8.ValidString(id) || strings.ContainsFunc(id, unicode.IsControl) || strings.TrimSpace(id) != id:
 		v.add("id must be text without control characters or surrounding spaces", loc...)
+	default:
+		// The id is a URL path's end: /api/v2/environments/ID.
+		for _, seg := range strings.Split(id, "/") {
+			if seg == "" || seg == "." || seg == ".." {
+				v.add("id must not start or end with /, nor have empty, . or .. segments", loc...)
+				break
+			}
+		}
 	}
 }
 
