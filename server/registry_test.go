@@ -554,6 +554,8 @@ func TestRegistrySessions(t *testing.T) {
 		{keyBob, `{"agent":"acme/support","messages":"hi"}`, "[body agent]"},
 		{keyBob, `{"agent":{"name":"x","environments":["shop"]},"messages":"hi"}`, "[body agent environments 0]"},
 		{keyAlice, `{"agent":{"name":"x","skills":["nope"]},"messages":"hi"}`, "[body agent skills 0]"},
+		{keyAlice, `{"agent":"acme/support","messages":"hi","overrides":{"agent.tools":[{"name":"read_skill","description":"d"}]}}`, "[body overrides agent.tools 0 name]"},
+		{keyAlice, `{"agent":{"name":"x","environments":["shop"],"skills":["acme/lookup"],"tools":[{"name":"list_skills","description":"d"}]},"messages":"hi"}`, "[body agent tools 0 name]"},
 	} {
 		r := e.call("POST", "/api/v2/sessions", tt.key, tt.body, http.StatusUnprocessableEntity, "")
 		var v struct{ Detail []session.FieldError }

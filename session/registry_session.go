@@ -238,6 +238,16 @@ func (r *Registry) forSession(ctx context.Context, owner string, req *Request) (
 		out.MaxSteps = &ra.MaxSteps
 	}
 	reg := &registered{}
+	if raw, ok := req.Overrides["agent.tools"]; ok && len(ra.Skills) > 0 {
+		var tools []ToolDefinition
+		if json.Unmarshal(raw, &tools) == nil {
+			for i, t := range tools {
+				if slices.Contains(skillToolNames, t.Name) {
+					return nil, nil, invalid(fmt.Sprintf("tool %q is a tool of the agent's skills", t.Name), "body", "overrides", "agent.tools", i, "name")
+				}
+			}
+		}
+	}
 	if len(ra.Skills) > 0 {
 		names := make([]string, len(ra.Skills))
 		for i, s := range ra.Skills {
