@@ -30,6 +30,17 @@ func TestRegistries(t *testing.T) {
 	if _, err := c.CreateEnvironment(ctx, &client.EnvironmentSpec{ID: "shop"}); !errors.Is(err, client.ErrConflict) {
 		t.Errorf("creating it twice: %v, want ErrConflict", err)
 	}
+	// Ids are escaped in paths, a slash kept.
+	const odd = "shop floor/50% off?#"
+	if _, err := c.CreateEnvironment(ctx, &client.EnvironmentSpec{ID: odd}); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := c.GetEnvironment(ctx, odd); err != nil || e.ID != odd {
+		t.Errorf("GetEnvironment(%q) = %+v, %v", odd, e, err)
+	}
+	if err := c.DeleteEnvironment(ctx, odd); err != nil {
+		t.Errorf("DeleteEnvironment(%q): %v", odd, err)
+	}
 	skill, err := c.CreateSkill(ctx, &client.SkillSpec{Name: "acme/lookup", Description: "Looks orders up.", Body: "Read api.md.", Files: map[string]string{"api.md": "GET /orders"}})
 	if err != nil || skill.Files["api.md"] != "GET /orders" {
 		t.Fatalf("CreateSkill = %+v, %v", skill, err)
