@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"store/postgres/postgrestest": {},
 	"store/storetest":             {"store"},
 	"store/internal/wake":         {},
-	"session":                     {"llm", "loop", "store"},
+	"session":                     {"llm", "loop", "skills", "store"},
 	"server":                      {"session"},
 	"client":                      {"llm", "loop", "session"},
 	"otel":                        {"llm", "loop"},

@@ -31,6 +31,15 @@
 //	POST   /api/v2/sessions/{id}/resume          202
 //	POST   /api/v2/sessions/{id}/force_answer    202
 //
+// and the registries of agents, environments and skills (server/registry.go):
+//
+//	POST   /api/v2/{agents,environments,skills}          register (201)
+//	GET    /api/v2/{agents,environments,skills}          list (paged)
+//	GET    /api/v2/{agents,environments,skills}/{name}   one (a name may hold a /)
+//	PUT    /api/v2/{agents,environments,skills}/{name}   replace
+//	PATCH  /api/v2/{agents,environments,skills}/{name}   change the fields given
+//	DELETE /api/v2/{agents,environments,skills}/{name}   204
+//
 // # Conventions
 //
 // Requests carry an API key as "Authorization: Bearer KEY"; a key sees
@@ -150,6 +159,7 @@ func New(m *session.Manager, opts *Options) *Server {
 	} {
 		s.mux.Handle(r.pattern, s.api(r.body, r.h))
 	}
+	s.registryRoutes()
 	s.mux.HandleFunc("GET /healthz", s.health)
 	return s
 }

@@ -108,4 +108,17 @@
 // unanswered when the run must end (max_time_s, force_answer) are
 // answered with an error the model reads, before it is asked for its
 // final answer.
+//
+// # Registries
+//
+// [Manager.Registry] is the API of the agents, environments and skills
+// that each owner (API key) registers in the store ([AgentSpec],
+// [EnvironmentSpec], [SkillSpec]): it validates them, keeps each owner's
+// apart, and lists the operator's agents ([Options.Agents], and their
+// [Options.Catalog] names) and environment kinds as read-only entries.
+// [Manager.Create] resolves the names a request gives through it
+// ([Registry.ResolveAgent]): a registered agent becomes an inline
+// definition, an environment's id its definition, and skills named by
+// the agent reach the model through the skill tools of package skills,
+// read from the store each time the session runs.
 package session

@@ -26,6 +26,9 @@ import (
 type Options struct {
 	// Agents are the named agents callers may use.
 	Agents map[string]*AgentConfig
+	// Catalog maps more names of agents (such as "h/web-surfer-flash")
+	// to names of Agents: a request naming one gets that agent.
+	Catalog map[string]string
 	// Environments are the toolsets a caller may give an inline agent,
 	// by environment kind (for example "web"). A kind not listed is
 	// refused.
@@ -124,6 +127,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	}
 	o := &m.opts
 	o.Agents = maps.Clone(o.Agents)
+	o.Catalog = maps.Clone(o.Catalog)
 	o.Environments = maps.Clone(o.Environments)
 	o.Toolsets = maps.Clone(o.Toolsets)
 	if o.MaxSteps <= 0 {
@@ -190,10 +194,15 @@ func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, err
 			m.mu.Unlock()
 		}()
 	}
-	sp, msgs, err := m.resolve(p.Request)
+	req, reg, err := m.Registry().forSession(ctx, p.Owner, p.Request)
 	if err != nil {
 		return nil, false, err
 	}
+	sp, msgs, err := m.resolve(req)
+	if err != nil {
+		return nil, false, err
+	}
+	reg.apply(sp)
 	st := &state{Spec: sp, Phase: phaseNew}
 	if sp.System != "" {
 		st.Checkpoint.Messages = encodeTranscript([]llm.Message{llm.SystemMessage(sp.System)})

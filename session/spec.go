@@ -273,6 +273,11 @@ func (m *Manager) toolsets(refs []string) (*loop.Toolset, error) {
 			ts = m.opts.Environments[name]
 		case "toolset":
 			ts = m.opts.Toolsets[name]
+		case "skills":
+			var err error
+			if ts, err = m.skillTools(name); err != nil {
+				return nil, err
+			}
 		case "workspace":
 			i := strings.LastIndexByte(name, ':')
 			if a := m.opts.Agents[name[:max(i, 0)]]; i >= 0 && a != nil && a.Workspace != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -34,6 +35,11 @@ type Skill struct {
 	Body string
 	// Dir is the skill's folder, as an absolute path.
 	Dir string
+	// FS, when not nil, is the skill's folder instead of Dir, which is
+	// then only shown to the model: the skill tools read the skill's
+	// files from FS. hrns serve gives the skills callers register this
+	// way, from its store.
+	FS fs.FS
 	// Root is the folder the skill was found in: one of the roots given
 	// to [Discover], or Dir itself for a path naming a single skill.
 	Root string

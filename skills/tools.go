@@ -162,13 +162,13 @@ func (t *skillTools) loadSkill() *loop.ToolDef {
 // files lists the files of s other than SKILL.md, up to MaxFiles; more
 // says there were others.
 func (t *skillTools) files(s *Skill) (files []string, more bool) {
-	root, err := os.OpenRoot(s.Dir)
+	fsys, done, err := folder(s)
 	if err != nil {
 		return nil, false
 	}
-	defer root.Close()
+	defer done()
 	errStop := errors.New("stop")
-	fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+	fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == "." {
 			return nil
 		}
@@ -189,6 +189,20 @@ func (t *skillTools) files(s *Skill) (files []string, more bool) {
 		return nil
 	})
 	return files, more
+}
+
+// folder opens the folder of s: its FS, or its Dir through an [os.Root],
+// which refuses paths and links that lead outside. Call done when
+// finished with it.
+func folder(s *Skill) (fsys fs.FS, done func(), err error) {
+	if s.FS != nil {
+		return s.FS, func() {}, nil
+	}
+	root, err := os.OpenRoot(s.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return root.FS(), func() { root.Close() }, nil
 }
 
 // read_skill
@@ -224,12 +238,12 @@ func (t *skillTools) read(s *Skill, p string) (string, error) {
 	if clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", fmt.Errorf("path %q is outside the folder of skill %q; access refused", p, s.Name)
 	}
-	root, err := os.OpenRoot(s.Dir)
+	fsys, done, err := folder(s)
 	if err != nil {
 		return "", fmt.Errorf("opening the folder of skill %q: %v", s.Name, err)
 	}
-	defer root.Close()
-	f, err := root.Open(clean)
+	defer done()
+	f, err := fsys.Open(clean)
 	if err != nil {
 		return "", explain(s, p, err)
 	}
@@ -239,7 +253,7 @@ func (t *skillTools) read(s *Skill, p string) (string, error) {
 		return "", explain(s, p, err)
 	}
 	if info.IsDir() {
-		entries, err := f.ReadDir(-1)
+		entries, err := fs.ReadDir(fsys, clean)
 		if err != nil {
 			return "", explain(s, p, err)
 		}
@@ -351,12 +365,11 @@ func (t *skillTools) search(ctx context.Context, query string) (string, error) {
 // searchSkill searches the text files of s, SKILL.md first, calling add
 // for each matching line until it returns false.
 func (t *skillTools) searchSkill(s *Skill, q string, add func(string) bool) {
-	root, err := os.OpenRoot(s.Dir)
+	fsys, done, err := folder(s)
 	if err != nil {
 		return
 	}
-	defer root.Close()
-	fsys := root.FS()
+	defer done()
 	errStop := errors.New("stop")
 	searchFile := func(p string) error {
 		f, err := fsys.Open(p)

@@ -19,6 +19,13 @@
 // visible to readers, and announced to subscribers, only once committed,
 // so a client never sees an event that a crash could take back.
 //
+// # Registries
+//
+// A store also keeps the agents, environments and skills that callers
+// register ([Registry]): one [Entry] per owner, kind and name, with its
+// definition and files as documents owned by package session, and a
+// version for optimistic concurrency, like a session's.
+//
 // # Work and leases
 //
 // A session that needs a worker is Runnable, or has a WakeAt time that has
@@ -68,12 +75,15 @@ var (
 	ErrClosed = errors.New("store: closed")
 )
 
-// A Store keeps sessions and their event logs.
+// A Store keeps sessions and their event logs, and the registered agents,
+// environments and skills that sessions use ([Registry]).
 //
 // All methods are safe for concurrent use. Sessions and events returned by
 // a store are the caller's to keep and modify; slices and documents given
 // to a store are not retained after the call returns.
 type Store interface {
+	Registry
+
 	// CreateSession inserts s with its first events (indexed from 0)
 	// and returns it as stored. Version becomes 1; CreatedAt and
 	// UpdatedAt are set to now when zero.

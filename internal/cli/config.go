@@ -48,6 +48,13 @@ type Config struct {
 	CORSOrigins []string `toml:"cors_origins" yaml:"cors_origins"`
 	// Agents are the agents hrns serve offers by name.
 	Agents map[string]AgentConfig `toml:"agents" yaml:"agents"`
+	// Catalog gives agents of hrns serve more names, such as the
+	// catalog names of the Agents API ("h/web-surfer-flash"): each maps
+	// to the name of an agent of Agents or of --agents.
+	//
+	//	[catalog]
+	//	"h/web-surfer-flash" = "repo-helper"
+	Catalog map[string]string `toml:"catalog" yaml:"catalog"`
 
 	path string // where it was read from, for messages
 }

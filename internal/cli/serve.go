@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/server"
@@ -185,6 +186,9 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 			return err
 		}
 	}
+	if err := setCatalog(opts, cfg); err != nil {
+		return err
+	}
 	st, where, err := o.openStore(ctx, stdio.getenv, opts)
 	if err != nil {
 		return err
@@ -287,5 +291,24 @@ func (o *serveOptions) addAgent(opts *session.Options, name string, cfg *session
 		cfg.Workspace = ws
 	}
 	opts.Agents[name] = cfg
+	return nil
+}
+
+// setCatalog gives agents the further names of the config's catalog; each
+// must name an agent, and none may be an agent's own name.
+func setCatalog(opts *session.Options, cfg *Config) error {
+	opts.Catalog = map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Catalog)) {
+		target := cfg.Catalog[name]
+		switch {
+		case strings.TrimSpace(name) == "" || strings.ContainsFunc(name, unicode.IsControl):
+			return usagef("catalog%s: %q is not a name", cfg.where(), name)
+		case opts.Agents[target] == nil:
+			return usagef("catalog%s: %q names agent %q, which is not defined (agents: %s)", cfg.where(), name, target, strings.Join(slices.Sorted(maps.Keys(opts.Agents)), ", "))
+		case opts.Agents[name] != nil:
+			return usagef("catalog%s: %q is already the name of an agent", cfg.where(), name)
+		}
+		opts.Catalog[name] = target
+	}
 	return nil
 }
