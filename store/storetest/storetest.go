@@ -724,10 +724,35 @@ func testSubscribe(t *testing.T, st store.Store) {
 			return true
 		}
 	}
+	// A store may deliver notifications asynchronously (PostgreSQL's
+	// LISTEN): the creations above may reach ch after Subscribe. A
+	// barrier committed later arrives after them, in commit order; then
+	// ch is drained (if asked) and holds only what the steps below cause.
+	barrier := func(drain bool) {
+		t.Helper()
+		b, cancelB := st.Subscribe("barrier")
+		defer cancelB()
+		bs, err := st.GetSession(ctx, "barrier")
+		if errors.Is(err, store.ErrNotFound) {
+			mustCreate(t, st, newSession("barrier", "alice"))
+		} else if err != nil {
+			t.Fatal(err)
+		} else if err := st.UpdateSession(ctx, bs, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !received(b) {
+			t.Fatal("no notification of the barrier")
+		}
+		for drain && len(ch) > 0 {
+			<-ch
+		}
+	}
+	barrier(true)
 	other, _ := st.GetSession(ctx, "other")
 	if err := st.UpdateSession(ctx, other, []store.Event{ev("E", `{}`)}, nil); err != nil {
 		t.Fatal(err)
 	}
+	barrier(false)
 	if !empty(ch) {
 		t.Error("notified of another session's change")
 	}
@@ -738,6 +763,7 @@ func testSubscribe(t *testing.T, st store.Store) {
 			t.Fatal(err)
 		}
 	}
+	barrier(false)
 	if !received(ch) {
 		t.Fatal("no notification after updates")
 	}
