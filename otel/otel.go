@@ -240,7 +240,7 @@ func (o *Observer) RunEnd(ctx context.Context, e loop.RunEvent) {
 	if name := o.agentName(&e); name != "" {
 		attrs = append(attrs, keyAgentName.String(name))
 	}
-	if e.Status != loop.StatusCompleted && e.Status != loop.StatusSuspended && e.Err != nil {
+	if e.Status == loop.StatusFailed && e.Err != nil {
 		et := errorType(e.Err)
 		span.SetAttributes(keyErrorType.String(et))
 		span.SetStatus(codes.Error, describe(e.Err))
@@ -288,7 +288,11 @@ func (o *Observer) TurnEnd(ctx context.Context, e loop.TurnEvent) {
 	if e.Err != nil {
 		et := errorType(e.Err)
 		span.SetAttributes(keyErrorType.String(et))
-		span.SetStatus(codes.Error, describe(e.Err))
+		if !errors.Is(e.Err, context.Canceled) {
+			// A request the run gave up (its consumer left) did
+			// not fail.
+			span.SetStatus(codes.Error, describe(e.Err))
+		}
 		span.End()
 		o.opDuration.Record(mctx, e.Duration.Seconds(), metric.WithAttributes(append(mattrs, keyErrorType.String(et))...))
 		return

@@ -316,3 +316,20 @@ func TestGlobalNoopProviders(t *testing.T) {
 		t.Fatalf("status %s, trace parent %q", res.Status, res.Suspension.TraceParent)
 	}
 }
+
+// A run its consumer stops is "stopped", not failed; its request, given
+// up, says canceled without an error status.
+func TestStoppedRun(t *testing.T) {
+	tel := newTelemetry(t, hotel.Options{})
+	agent := loop.NewAgent(llmtest.NewModel(llmtest.Text("a long answer")), nil, &loop.Options{Observer: tel.obs})
+	for c := range agent.RunLoop(t.Context(), []llm.Message{llm.UserMessage("go")}) {
+		if c.Type == loop.ChunkMessage {
+			break
+		}
+	}
+	want := "invoke_agent (internal) gen_ai.operation.name=invoke_agent gen_ai.usage.input_tokens=0 gen_ai.usage.output_tokens=0 hrns.run.status=stopped\n" +
+		"  chat (client) gen_ai.operation.name=chat error.type=canceled\n"
+	if diff := cmp.Diff(want, tree(tel.spans.GetSpans())); diff != "" {
+		t.Errorf("spans (-want +got):\n%s", diff)
+	}
+}

@@ -3,13 +3,16 @@ package session_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hrns-dev/hrns/llm/llmtest"
+	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/otel"
 	"github.com/hrns-dev/hrns/session"
 )
@@ -87,5 +90,54 @@ func TestTraceContinuesOnAnotherReplica(t *testing.T) {
 	}
 	if !sawChat {
 		t.Error("replica B's model request is not in the resumed run's span")
+	}
+}
+
+// A run that stops to let the caller's input in (here a pause) is traced
+// as stopped, not as failed: no span of it has an error status.
+func TestYieldIsNoError(t *testing.T) {
+	release := make(chan struct{})
+	slow := loop.NewTool("slow", "waits", func(ctx context.Context, _ struct{}) (string, error) {
+		select {
+		case <-release:
+			return "done", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	})
+	model := llmtest.NewModel(llmtest.Call("c1", "slow", `{}`), llmtest.Text("answer"))
+	obs, spans := replicaTracing(t)
+	m := startManager(t, openStore(t), model, &session.Options{
+		Agents:   map[string]*session.AgentConfig{"worker": {Description: "works", Toolsets: []string{"slow"}}},
+		Toolsets: map[string]*loop.Toolset{"slow": loop.MustToolset(slow)},
+		Observer: obs,
+	})
+	v := create(t, m, `{"agent":"worker","messages":"start"}`)
+	f := &follower{t: t, m: m, id: v.ID}
+	f.until(func(c *session.Changes) bool { return slices.Contains(kinds(c.NewEvents), "AgentEvent/policy_event") })
+	if err := m.Pause(t.Context(), owner, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	f.status(session.StatusPaused)
+	m.Stop(t.Context())
+	var got []string
+	for _, s := range spans.GetSpans() {
+		status := ""
+		for _, kv := range s.Attributes {
+			if kv.Key == "hrns.run.status" || kv.Key == "error.type" {
+				status += " " + string(kv.Key) + "=" + kv.Value.AsString()
+			}
+		}
+		got = append(got, s.Name+status+" "+s.Status.Code.String())
+	}
+	want := []string{
+		"chat Unset",
+		"execute_tool slow Unset",
+		"chat error.type=canceled Unset",
+		"invoke_agent hrns.run.status=stopped Unset",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("spans (-want +got):\n%s", diff)
 	}
 }

@@ -446,13 +446,15 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 		ToolTimeout:       m.opts.ToolTimeout,
 		Retry:             m.opts.Retry,
 		Logger:            m.log,
-		Observer:          m.opts.Observer,
 		Approver: loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
 			if m.opts.AutoApprove {
 				return loop.Decision{Verdict: loop.Approve}, nil
 			}
 			return loop.Decision{Verdict: loop.Defer}, nil
 		}),
+	}
+	if m.opts.Observer != nil {
+		opts.Observer = yieldObserver{m.opts.Observer}
 	}
 	switch st.Final {
 	case "force_answer":
