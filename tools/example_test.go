@@ -62,7 +62,7 @@ func ExampleByName() {
 func ExampleNames() {
 	fmt.Println(strings.Join(tools.Names(), ","))
 	// Output:
-	// read_file,list_files,write_file,edit_file,run_command,web_fetch,upload_media
+	// read_file,list_files,write_file,edit_file,grep,run_command,web_fetch,upload_media,todo_write
 }
 
 // upload_media returns the file itself, after a line that describes it; a
