@@ -152,19 +152,13 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 		model = rec
 	}
 
+	approver := newTermApprover(stdio, o.yes)
 	names := toolNames(o.tools, agentDef.Tools, cfg.Tools)
-	tools, system, err := buildTools(names, &o, cfg, stdio)
-	if err != nil {
-		return err
-	}
-	mcpTools, closeMCP, err := mountMCP(ctx, o.mcp, &cfg.MCP, stdio)
+	tools, system, closeMCP, err := buildTools(ctx, names, &o, cfg, stdio, approver)
 	if err != nil {
 		return err
 	}
 	defer closeMCP()
-	if tools, err = loop.Join(tools, mcpTools); err != nil {
-		return usagef("%v (name the MCP server, or set its prefix, so that its tools do not clash)", err)
-	}
 	if agentDef.System != "" {
 		system = joinPrompts(agentDef.System, system)
 	} else if o.system != "" {
@@ -172,7 +166,6 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 
 	maxTurns := firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
-	approver := newTermApprover(stdio, o.yes)
 	agent := loop.NewAgent(model, tools, &loop.Options{
 		Model:           modelName,
 		MaxTurns:        maxTurns,
