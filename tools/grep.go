@@ -350,9 +350,9 @@ func (g *grepTool) report(out *strings.Builder, in grepArgs, shown string, match
 	var notes []string
 	switch cutBy {
 	case "max_results":
-		notes = append(notes, fmt.Sprintf("stopped at %d matching lines (max_results); there may be more: narrow the pattern, path or glob", matches))
+		notes = append(notes, fmt.Sprintf("stopped at %s (max_results); there may be more: narrow the pattern, path or glob", plural(matches, "matching line")))
 	case "bytes":
-		notes = append(notes, fmt.Sprintf("output cut at %s after %d matching lines; narrow the pattern, path or glob", size(g.o.MaxOutputBytes), matches))
+		notes = append(notes, fmt.Sprintf("output cut at %s after %s; narrow the pattern, path or glob", size(g.o.MaxOutputBytes), plural(matches, "matching line")))
 	}
 	if walkCut {
 		notes = append(notes, fmt.Sprintf("the search stopped after visiting %d entries; narrow the path or the glob", maxGrepWalk))
@@ -380,7 +380,7 @@ func (g *grepTool) report(out *strings.Builder, in grepArgs, shown string, match
 		for _, n := range stats.skipped {
 			searched -= n
 		}
-		s += fmt.Sprintf("; %d files searched)", searched)
+		s += fmt.Sprintf("; %s searched)", plural(searched, "file"))
 		for _, n := range notes {
 			s += "\n[" + n + "]"
 		}
@@ -388,9 +388,17 @@ func (g *grepTool) report(out *strings.Builder, in grepArgs, shown string, match
 	}
 	text := out.String()
 	if cutBy == "" {
-		notes = append(notes, fmt.Sprintf("%d matching lines", matches))
+		notes = append(notes, plural(matches, "matching line"))
 	}
 	return text + "[" + strings.Join(notes, "; ") + "]"
+}
+
+// plural writes n things: "1 file", "2 files".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // search searches one file and records what it found in f; buf is the

@@ -111,12 +111,12 @@ u/l1.txt:1: caf` + "\uFFFD" + ` needle
 		{
 			name: "regexp anchors per line",
 			args: map[string]any{"pattern": `^needle \w+$`, "path": "b.txt"},
-			want: "b.txt:4: needle three\n[1 matching lines]",
+			want: "b.txt:4: needle three\n[1 matching line]",
 		},
 		{
 			name: "an ignored file named explicitly is searched",
 			args: map[string]any{"pattern": "needle", "path": "top.txt"},
-			want: "top.txt:1: needle ignored at the top\n[1 matching lines]",
+			want: "top.txt:1: needle ignored at the top\n[1 matching line]",
 		},
 		{
 			name: "a directory below an ignore file keeps its rules",
@@ -126,17 +126,17 @@ u/l1.txt:1: caf` + "\uFFFD" + ` needle
 		{
 			name: "glob by name",
 			args: map[string]any{"pattern": "needle", "glob": "*.md"},
-			want: "sub/deep/x.md:1: needle deep\n[1 matching lines]",
+			want: "sub/deep/x.md:1: needle deep\n[1 matching line]",
 		},
 		{
 			name: "glob by path",
 			args: map[string]any{"pattern": "needle", "glob": "sub/**/*.txt"},
-			want: "sub/top.txt:1: needle: /top.txt is anchored to the root\n[1 matching lines]",
+			want: "sub/top.txt:1: needle: /top.txt is anchored to the root\n[1 matching line]",
 		},
 		{
 			name: "glob relative to path",
 			args: map[string]any{"pattern": "needle", "path": "sub", "glob": "deep/*"},
-			want: "sub/deep/x.md:1: needle deep\n[1 matching lines]",
+			want: "sub/deep/x.md:1: needle deep\n[1 matching line]",
 		},
 		{
 			name: "context groups",
@@ -157,7 +157,7 @@ ctx/d.txt:1: match D
 		{
 			name: "context at the start of a file",
 			args: map[string]any{"pattern": "l1$", "path": "ctx/c.txt", "context": 2},
-			want: "ctx/c.txt:1: l1\nctx/c.txt-2- l2\nctx/c.txt-3- match A\n[1 matching lines]",
+			want: "ctx/c.txt:1: l1\nctx/c.txt-2- l2\nctx/c.txt-3- match A\n[1 matching line]",
 		},
 		{
 			name: "max_results",
@@ -167,12 +167,12 @@ ctx/d.txt:1: match D
 		{
 			name: "no match",
 			args: map[string]any{"pattern": "nowhere", "glob": "*.go"},
-			want: `(no line matches "nowhere" in . among files matching "*.go"; 1 files searched)` + "\n[files skipped: 2 with several hard links]",
+			want: `(no line matches "nowhere" in . among files matching "*.go"; 1 file searched)` + "\n[files skipped: 2 with several hard links]",
 		},
 		{
 			name: "empty lines match an empty pattern",
 			args: map[string]any{"pattern": "^$", "path": "a.go"},
-			want: "a.go:2: \n[1 matching lines]",
+			want: "a.go:2: \n[1 matching line]",
 		},
 	}
 	for _, tt := range tests {
