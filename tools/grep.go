@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"regexp/syntax"
 	"runtime"
 	"strings"
 	"sync"
@@ -143,10 +144,15 @@ type grepQuery struct {
 	// whole finds candidate matches in a whole file (multi-line mode);
 	// line confirms them on the candidate's line.
 	whole, line *regexp.Regexp
-	glob        *glob
-	baseName    bool // glob has no slash: it matches names at any depth
-	context     int
-	max         int
+	// lit is a string every match holds, on one line, when the pattern
+	// has one worth searching for (see requiredLiteral); fold says it is
+	// to be found in either case (ASCII only).
+	lit      []byte
+	fold     bool
+	glob     *glob
+	baseName bool // glob has no slash: it matches names at any depth
+	context  int
+	max      int
 }
 
 func (g *grepTool) query(in grepArgs) (*grepQuery, error) {
@@ -179,6 +185,9 @@ func (g *grepTool) query(in grepArgs) (*grepQuery, error) {
 	// aside: those patterns are matched line by line).
 	if !strings.Contains(in.Pattern, `\A`) && !strings.Contains(in.Pattern, `\z`) {
 		q.whole, _ = regexp.Compile("(?m)" + flags + "(?:" + in.Pattern + ")")
+	}
+	if lit, fold := requiredLiteral(flags + in.Pattern); len(lit) >= 3 {
+		q.lit, q.fold = []byte(lit), fold
 	}
 	if pat := strings.TrimPrefix(strings.TrimSpace(in.Glob), "./"); pat != "" {
 		if q.glob, err = compileGlob(pat); err != nil {
@@ -278,8 +287,9 @@ func (g *grepTool) grep(ctx context.Context, in grepArgs) (string, error) {
 	for range g.o.Workers {
 		wg.Go(func() {
 			buf := make([]byte, 0, 64<<10)
+			var low []byte
 			for f := range jobs {
-				buf = g.search(ctx, q, f, buf)
+				buf = g.search(ctx, q, f, buf, &low)
 				f.dir.release()
 				close(f.done)
 			}
@@ -403,7 +413,7 @@ func plural(n int, thing string) string {
 
 // search searches one file and records what it found in f; buf is the
 // worker's read buffer, returned for reuse.
-func (g *grepTool) search(ctx context.Context, q *grepQuery, f *grepFile, buf []byte) []byte {
+func (g *grepTool) search(ctx context.Context, q *grepQuery, f *grepFile, buf []byte, low *[]byte) []byte {
 	if ctx.Err() != nil {
 		return buf
 	}
@@ -447,13 +457,32 @@ func (g *grepTool) search(ctx context.Context, q *grepQuery, f *grepFile, buf []
 		f.skip = "binary"
 		return buf
 	}
-	f.lines = grepData(ctx, q, data)
+	f.lines = grepData(ctx, q, data, low)
 	return buf
 }
 
 // grepData finds the matching lines of data, with their context, at most
-// q.max matching lines.
-func grepData(ctx context.Context, q *grepQuery, data []byte) []grepLine {
+// q.max matching lines. low is a buffer grepData may reuse for a
+// lower-case copy of data.
+func grepData(ctx context.Context, q *grepQuery, data []byte, low *[]byte) []grepLine {
+	// Candidate lines are those holding the required literal, when the
+	// pattern has one: a substring search is much faster than the
+	// regexp's, above all in either case, where the regexp has no
+	// literal prefix to skip ahead with.
+	var hay []byte // where lit is searched
+	if q.lit != nil {
+		hay = data
+		if q.fold {
+			var ascii bool
+			hay, ascii = lowerASCII(data, low)
+			// (?i) also folds two letters that are not ASCII onto ASCII
+			// ones: the Kelvin sign onto k and the long s onto s. In a
+			// file holding either, the regexp finds the candidates.
+			if !ascii && bytes.ContainsAny(q.lit, "ks") && (bytes.Contains(data, []byte("\u212a")) || bytes.Contains(data, []byte("\u017f"))) {
+				hay = nil
+			}
+		}
+	}
 	var lines []grepLine
 	lineNo, counted := 1, 0 // the line number of offset counted
 	lastShown := 0          // the last line number added to lines
@@ -465,7 +494,13 @@ func grepData(ctx context.Context, q *grepQuery, data []byte) []grepLine {
 		}
 		// The next candidate line.
 		start := pos
-		if q.whole != nil {
+		if hay != nil {
+			i := bytes.Index(hay[pos:], q.lit)
+			if i < 0 {
+				break
+			}
+			start = pos + bytes.LastIndexByte(data[pos:pos+i], '\n') + 1
+		} else if q.whole != nil {
 			loc := q.whole.FindIndex(data[pos:])
 			if loc == nil {
 				break
@@ -512,6 +547,74 @@ func grepData(ctx context.Context, q *grepQuery, data []byte) []grepLine {
 		}
 	}
 	return lines
+}
+
+// lowerASCII returns data with its ASCII letters in lower case (other
+// bytes as they are), in *buf (grown as needed), and whether data is all
+// ASCII.
+func lowerASCII(data []byte, buf *[]byte) ([]byte, bool) {
+	if cap(*buf) < len(data) {
+		*buf = make([]byte, len(data))
+	}
+	out := (*buf)[:len(data)]
+	var high byte
+	for i, b := range data {
+		high |= b
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		out[i] = b
+	}
+	return out, high < utf8.RuneSelf
+}
+
+// requiredLiteral returns a string that every match of the regular
+// expression pattern holds, and whether it matches in either case, in
+// which case the string is in lower case; "" when it finds none, or the
+// one it finds holds a newline or, in either case, a byte that is not
+// ASCII. It looks at the expression's top: a literal, or the longest
+// literal required by the parts of a concatenation (a group, x+, x{n,}
+// with n ≥ 1 require what x does).
+func requiredLiteral(pattern string) (string, bool) {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return "", false
+	}
+	lit, fold := required(re.Simplify())
+	switch {
+	case strings.Contains(lit, "\n"):
+		return "", false
+	case fold:
+		for i := range len(lit) {
+			if lit[i] >= utf8.RuneSelf {
+				return "", false
+			}
+		}
+		return strings.ToLower(lit), true
+	}
+	return lit, false
+}
+
+func required(re *syntax.Regexp) (string, bool) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return string(re.Rune), re.Flags&syntax.FoldCase != 0
+	case syntax.OpCapture, syntax.OpPlus:
+		return required(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return required(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		best, bestFold := "", false
+		for _, sub := range re.Sub {
+			if lit, fold := required(sub); len(lit) > len(best) {
+				best, bestFold = lit, fold
+			}
+		}
+		return best, bestFold
+	}
+	return "", false
 }
 
 // lineEnd returns the length of the first line of b, without its newline.
