@@ -322,7 +322,11 @@ func (g *grepTool) grep(ctx context.Context, in grepArgs) (string, error) {
 			if !l.match {
 				sep = "-"
 			}
-			entry := fmt.Sprintf("%s%s%d%s %s\n", f.rel, sep, l.n, sep, l.text)
+			entry := fmt.Sprintf("%s%s%d%s", f.rel, sep, l.n, sep)
+			if l.text != "" {
+				entry += " " + l.text
+			}
+			entry += "\n"
 			if q.context > 0 && last != "" && (last != f.rel || l.n != prev+1) {
 				entry = "--\n" + entry
 			}

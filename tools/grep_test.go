@@ -172,7 +172,7 @@ ctx/d.txt:1: match D
 		{
 			name: "empty lines match an empty pattern",
 			args: map[string]any{"pattern": "^$", "path": "a.go"},
-			want: "a.go:2: \n[1 matching line]",
+			want: "a.go:2:\n[1 matching line]",
 		},
 	}
 	for _, tt := range tests {
