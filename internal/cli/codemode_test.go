@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/tools"
 )
 
 func TestNamedTools(t *testing.T) {
@@ -127,5 +129,21 @@ func TestPlanNarration(t *testing.T) {
 	want := "  plan:\n    ✓ Read the code\n    ▶ Fix \\x1b[31mit\n    ☐ Test\n"
 	if !strings.HasSuffix(log, want) {
 		t.Errorf("log:\n%s\nwant it to end with:\n%s", log, want)
+	}
+}
+
+// TestMCPServeAllWithoutRunCode: hrns mcp serve --tools all serves every
+// built-in tool but run_code, whose programs an MCP client has no use for.
+func TestMCPServeAllWithoutRunCode(t *testing.T) {
+	cs, _ := serve(t, nil, "--tools", "all")
+	var names []string
+	for tool, err := range cs.Tools(t.Context(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	if diff := cmp.Diff(slices.Sorted(slices.Values(tools.Names())), names); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 }
