@@ -147,3 +147,30 @@ func TestMCPServeAllWithoutRunCode(t *testing.T) {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 }
+
+// TestRunCodeCheckedBeforeApproval: a program naming a tool that was not
+// selected is refused by the check, before anyone is asked about it.
+func TestRunCodeCheckedBeforeApproval(t *testing.T) {
+	dir := t.TempDir()
+	args, _ := json.Marshal(map[string]string{"code": "write_file(path=\"x.txt\", content=\"x\")\n"})
+	srv := openaitest.NewServer(
+		openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("c1", "run_code", string(args))}},
+		openaitest.Reply{Text: "Refused."},
+	)
+	defer srv.Close()
+	var out, errOut bytes.Buffer
+	stdio := &IO{In: strings.NewReader("y\ny\n"), Out: &out, Err: &errOut, Getenv: func(string) string { return "" }, Interactive: func() bool { return true }}
+	code := Run(t.Context(), []string{"run", "--base-url", srv.URL(), "--model", "m", "--tools", "run_code,read_file", "--no-skills", "--workdir", dir, "Write"}, stdio)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, errOut.String())
+	}
+	if strings.Contains(errOut.String(), "Allow?") {
+		t.Errorf("a refused program was put to the person:\n%s", errOut.String())
+	}
+	if !strings.Contains(string(srv.Requests()[1].Body), "1:1: undefined: write_file") {
+		t.Errorf("the model is not told why:\n%s", srv.Requests()[1].Body)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.txt")); !os.IsNotExist(err) {
+		t.Errorf("x.txt: %v", err)
+	}
+}

@@ -62,7 +62,7 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.model, "model", "", "model name (default from the provider's *_MODEL variable or the config)")
 	fs.StringVar(&o.baseURL, "base-url", "", "API base URL (default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL)")
 	fs.StringVar(&o.workdir, "workdir", ".", "root directory of the file and shell tools")
-	fs.StringVar(&o.tools, "tools", "", "comma-separated built-in tools, \"all\" or \"none\" (default "+strings.Join(defaultTools, ",")+")")
+	fs.StringVar(&o.tools, "tools", "", "comma-separated tools (hrns tools lists them; run_code's capabilities are the others selected), \"all\" or \"none\" (default "+strings.Join(defaultTools, ",")+")")
 	fs.StringVar(&o.system, "system", "", "system prompt")
 	fs.StringVar(&o.agentFile, "agent", "", "agent file: Markdown whose body is the system prompt, with optional front matter (model, tools, max_turns)")
 	fs.IntVar(&o.maxTurns, "max-turns", 0, "maximum model requests; the last asks for a final answer (default 50)")
