@@ -224,6 +224,22 @@ func TestGrepRefusals(t *testing.T) {
 	if r.failed() || !strings.Contains(r.text, "files skipped: 1 unreadable") {
 		t.Errorf("fifo: %s", r)
 	}
+	// Nor is one met on the way; and an ignore file that is a link out of
+	// the root is not read (its "*" would hide lone/found.txt).
+	outside := t.TempDir()
+	writeTree(t, outside, map[string]string{"ignore-all": "*\n"})
+	writeTree(t, dir, map[string]string{"lone/found.txt": "needle alone\n"})
+	if err := os.Symlink(filepath.Join(outside, "ignore-all"), filepath.Join(dir, "lone", ".gitignore")); err != nil {
+		t.Fatal(err)
+	}
+	r = callTool(t, t.Context(), ts, "grep", map[string]any{"pattern": "needle", "path": "lone"})
+	if r.failed() || r.text != "lone/found.txt:1: needle alone\n[1 matching line]" {
+		t.Errorf("walk with a FIFO and an outside ignore file: %s", r)
+	}
+	r = callTool(t, t.Context(), ts, "grep", map[string]any{"pattern": "needle"})
+	if r.failed() || !strings.Contains(r.text, "lone/found.txt:1: needle alone") {
+		t.Errorf("walk with a FIFO: %s", r)
+	}
 }
 
 func TestGrepBounds(t *testing.T) {
