@@ -25,6 +25,9 @@ type Config struct {
 	// Media are the options of upload_media, which reads from Dir; nil
 	// means the defaults.
 	Media *MediaOptions
+	// Grep are the options of grep, which searches Dir; nil means the
+	// defaults.
+	Grep *GrepOptions
 }
 
 // toolFamily maps each built-in tool to its family.
@@ -33,14 +36,16 @@ var toolFamily = map[string]string{
 	"list_files":   "files",
 	"write_file":   "files",
 	"edit_file":    "files",
+	"grep":         "grep",
 	"run_command":  "shell",
 	"web_fetch":    "web",
 	"upload_media": "media",
+	"todo_write":   "todo",
 }
 
 // Names returns the names of the built-in tools.
 func Names() []string {
-	return []string{"read_file", "list_files", "write_file", "edit_file", "run_command", "web_fetch", "upload_media"}
+	return []string{"read_file", "list_files", "write_file", "edit_file", "grep", "run_command", "web_fetch", "upload_media", "todo_write"}
 }
 
 // ByName returns a toolset holding the built-in tools named in names, in
@@ -48,9 +53,9 @@ func Names() []string {
 // Names are trimmed of spaces; empty names and repeats are ignored, so the
 // result of strings.Split on a flag can be passed as it is. An unknown name
 // is an error that lists the known ones. The file tools and upload_media
-// share one [os.Root] opened on cfg.Dir, which stays open for the life of
-// the program, so that the paths list_files gives can be passed to
-// upload_media as they are.
+// share one [os.Root] opened on cfg.Dir, and so does grep, which stays open for the life of
+// the program, so that the paths list_files and grep give can be passed
+// to upload_media as they are.
 func ByName(names []string, cfg *Config) (*loop.Toolset, error) {
 	if cfg == nil {
 		cfg = &Config{}
@@ -74,7 +79,7 @@ func ByName(names []string, cfg *Config) (*loop.Toolset, error) {
 		families[fam] = true
 	}
 	built := map[string]*loop.Toolset{}
-	if families["files"] || families["media"] {
+	if families["files"] || families["media"] || families["grep"] {
 		root, err := os.OpenRoot(dir)
 		if err != nil {
 			return nil, fmt.Errorf("tools: opening the files root: %w", err)
@@ -84,6 +89,9 @@ func ByName(names []string, cfg *Config) (*loop.Toolset, error) {
 		}
 		if families["media"] {
 			built["media"] = MediaIn(root, cfg.Media)
+		}
+		if families["grep"] {
+			built["grep"] = GrepIn(root, cfg.Grep)
 		}
 	}
 	if families["shell"] {
@@ -95,6 +103,9 @@ func ByName(names []string, cfg *Config) (*loop.Toolset, error) {
 	}
 	if families["web"] {
 		built["web"] = Web(cfg.Web)
+	}
+	if families["todo"] {
+		built["todo"] = Todo()
 	}
 	out := &loop.Toolset{}
 	for _, n := range want {

@@ -16,10 +16,11 @@ func TestByName(t *testing.T) {
 	}{
 		{names: strings.Split("read_file, list_files,,read_file", ","), want: "read_file,list_files"},
 		{names: []string{"web_fetch", "run_command", "edit_file"}, want: "web_fetch,run_command,edit_file"},
-		{names: tools.Names(), want: "read_file,list_files,write_file,edit_file,run_command,web_fetch,upload_media"},
+		{names: tools.Names(), want: "read_file,list_files,write_file,edit_file,grep,run_command,web_fetch,upload_media,todo_write"},
 		{names: []string{"upload_media"}, want: "upload_media"},
+		{names: []string{"todo_write", "grep"}, want: "todo_write,grep"},
 		{names: nil, want: ""},
-		{names: []string{"read_file", "rm_rf"}, wantErr: `unknown tool "rm_rf"; the built-in tools are read_file, list_files, write_file, edit_file, run_command, web_fetch, upload_media`},
+		{names: []string{"read_file", "rm_rf"}, wantErr: `unknown tool "rm_rf"; the built-in tools are read_file, list_files, write_file, edit_file, grep, run_command, web_fetch, upload_media, todo_write`},
 	}
 	for _, tt := range tests {
 		ts, err := tools.ByName(tt.names, &tools.Config{Dir: dir})

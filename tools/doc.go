@@ -1,10 +1,14 @@
 // Package tools provides built-in tools for agents: reading, listing,
-// writing and editing files, running shell commands, fetching web pages,
-// and showing the model images and PDFs. Every tool is opt-in: each
+// searching, writing and editing files, running shell commands, fetching
+// web pages, showing the model images and PDFs, and keeping a plan. Every tool is opt-in: each
 // constructor returns a small [loop.Toolset] to join with the application's
 // own tools.
 //
 //	files, err := tools.Files(".", nil) // read_file, list_files, write_file, edit_file
+//	if err != nil {
+//		return err
+//	}
+//	grep, err := tools.Grep(".", nil) // grep
 //	if err != nil {
 //		return err
 //	}
@@ -16,7 +20,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	toolset, err := loop.Join(files, shell, media, tools.Web(nil)) // web_fetch
+//	toolset, err := loop.Join(files, grep, shell, media, tools.Web(nil), tools.Todo()) // web_fetch, todo_write
 //	if err != nil {
 //		return err
 //	}
@@ -41,12 +45,29 @@
 // [ShellOptions.Unconfined], a command can reach anything the process can,
 // and the first result says so. It asks for approval either way.
 //
+// # Search
+//
+// grep searches file contents by regular expression under the same
+// confinement: the walk opens each directory through its parent inside
+// the root and follows no symbolic link; .gitignore files and
+// .git/info/exclude are honoured, binary files, FIFOs, devices and files
+// with several hard links skipped, and every input and output bounded
+// (see [GrepIn]). There is no separate glob tool: list_files takes a glob
+// pattern.
+//
+// # The plan
+//
+// todo_write records the agent's plan as the arguments of its call, so
+// the plan travels with the run's chunks and a session's events;
+// [PlanOf] reads it from a chunk.
+//
 // # Approval
 //
 // Tools that change things (write_file, edit_file, run_command) set
 // RequiresApproval, so each call waits for the agent's [loop.Approver];
 // their options can turn that off. Read-only tools (read_file, list_files,
-// web_fetch, upload_media) are Concurrent and need no approval.
+// grep, web_fetch, upload_media) and todo_write are Concurrent and need no
+// approval.
 //
 // # Failures
 //

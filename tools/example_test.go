@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/tools"
 )
@@ -62,7 +63,7 @@ func ExampleByName() {
 func ExampleNames() {
 	fmt.Println(strings.Join(tools.Names(), ","))
 	// Output:
-	// read_file,list_files,write_file,edit_file,run_command,web_fetch,upload_media
+	// read_file,list_files,write_file,edit_file,grep,run_command,web_fetch,upload_media,todo_write
 }
 
 // upload_media returns the file itself, after a line that describes it; a
@@ -119,4 +120,50 @@ func ExampleHTMLToMarkdown() {
 	//
 	// - fast
 	// - small
+}
+
+// grep searches file contents; what .gitignore ignores is skipped.
+func ExampleGrep() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("*.log\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\n// TODO: say hello\nfunc main() {}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "debug.log"), []byte("TODO: ignored\n"), 0o644)
+
+	grep, err := tools.Grep(dir, nil)
+	if err != nil {
+		panic(err)
+	}
+	out, err := grep.Invoke(context.Background(), llm.ToolCall{Name: "grep", Arguments: llm.Arguments(`{"pattern":"todo","case_insensitive":true,"context":1}`)}, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(out.Content[0].Text)
+	// Output:
+	// main.go-2-
+	// main.go:3: // TODO: say hello
+	// main.go-4- func main() {}
+	// [1 matching line]
+}
+
+// The plan is the arguments of a todo_write call; PlanOf reads it back from
+// the call's result chunk, as a consumer of the run's chunks would.
+func ExamplePlanOf() {
+	args := json.RawMessage(`{"todos":[{"content":"Read the code","status":"completed"},{"content":"Fix the bug","status":"in_progress"}]}`)
+	out, err := tools.Todo().Invoke(context.Background(), llm.ToolCall{Name: "todo_write", Arguments: llm.Arguments(args)}, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(out.Content[0].Text)
+
+	chunk := loop.Chunk{Type: loop.ChunkToolCallResult, ToolCall: &loop.ToolCallInfo{Name: "todo_write", Arguments: args}}
+	if plan, ok := tools.PlanOf(chunk); ok {
+		for _, t := range plan.Todos {
+			fmt.Printf("%s: %s\n", t.Status, t.Content)
+		}
+	}
+	// Output:
+	// The plan is recorded: 2 steps, 1 completed, 1 in progress, 0 pending. Now: Fix the bug
+	// completed: Read the code
+	// in_progress: Fix the bug
 }

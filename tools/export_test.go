@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"net/netip"
 	"strings"
 
@@ -42,3 +43,25 @@ func GlobMatch(pattern, name string) bool {
 	}
 	return g.match(strings.Split(name, "/"))
 }
+
+// GrepLines returns the numbers of the lines of data that grep finds for
+// pattern, or an error if the pattern is refused.
+func GrepLines(pattern string, ignoreCase bool, data []byte) ([]int, error) {
+	g := &grepTool{o: (&GrepOptions{MaxResults: 1 << 30}).withDefaults()}
+	q, err := g.query(grepArgs{Pattern: pattern, CaseInsensitive: ignoreCase})
+	if err != nil {
+		return nil, err
+	}
+	q.max = 1 << 30
+	var low []byte
+	var n []int
+	for _, l := range grepData(context.Background(), q, data, &low) {
+		if l.match {
+			n = append(n, l.n)
+		}
+	}
+	return n, nil
+}
+
+// RequiredLiteral is the literal grep searches for before the pattern.
+var RequiredLiteral = requiredLiteral

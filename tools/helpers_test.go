@@ -30,7 +30,7 @@ func (r result) String() string {
 
 // callTool runs the handler of the tool name in ts with args, as the loop
 // would after validation.
-func callTool(t *testing.T, ctx context.Context, ts *loop.Toolset, name string, args any) result {
+func callTool(t testing.TB, ctx context.Context, ts *loop.Toolset, name string, args any) result {
 	t.Helper()
 	def, ok := ts.Lookup(name)
 	if !ok {

@@ -186,8 +186,9 @@ func (p *preview) text(first, next, cont, s string) {
 	}
 }
 
-// describeCall shows what a call will do: the command, the edit as a diff,
-// the file to write, every line of them; and any other argument as JSON.
+// describeCall shows what a call will do: the command, the program, the
+// edit as a diff, the file to write, every line of them; and any other
+// argument as JSON.
 // The tools decode their arguments with encoding/json into structs, so the
 // values shown are decoded the same way: what is shown is what runs.
 func describeCall(name string, raw []byte, opts *safetext.Options) *preview {
@@ -206,6 +207,14 @@ func describeCall(name string, raw []byte, opts *safetext.Options) *preview {
 		json.Unmarshal(raw, &a)
 		p.text("  $ ", "  > ", "  ↪ ", a.Command)
 		shown["command"] = true
+	case runCodeName:
+		// The program, every line of it, as a command is shown.
+		var a struct {
+			Code string `json:"code"`
+		}
+		json.Unmarshal(raw, &a)
+		p.text("  │ ", "  │ ", "  ↪ ", strings.TrimSuffix(a.Code, "\n"))
+		shown["code"] = true
 	case "edit_file":
 		var a struct {
 			Path       string `json:"path"`

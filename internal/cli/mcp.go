@@ -511,7 +511,16 @@ func mcpServe(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return &usageError{err.Error()}
 	}
-	ts, err := tools.ByName(toolNames(o.tools, nil, cfg.Tools), &tools.Config{Dir: o.workdir})
+	names := toolNames(o.tools, nil, cfg.Tools)
+	if i := slices.Index(names, runCodeName); i >= 0 {
+		// The client's model calls the tools itself: there is no
+		// program of its to run here.
+		if !slices.Equal(names, allToolNames()) {
+			fmt.Fprintln(stdio.Err, "hrns mcp serve: run_code is not served over MCP; the client calls the other tools directly")
+		}
+		names = slices.Delete(slices.Clone(names), i, i+1)
+	}
+	ts, err := tools.ByName(names, &tools.Config{Dir: o.workdir})
 	if err != nil {
 		return usagef("%v", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/tools"
 )
 
 // A renderer shows a run's chunks.
@@ -119,6 +120,9 @@ func (r *textRenderer) chunk(c loop.Chunk) {
 		fmt.Fprintf(r.log, "→ %s %s\n", safetext.Escape(c.ToolCall.Name), clip(string(c.ToolCall.Arguments), 200))
 	case loop.ChunkToolCallResult:
 		fmt.Fprintf(r.log, "  ✓ %s\n", summary(c.Content))
+		if plan, ok := tools.PlanOf(c); ok {
+			writePlan(r.log, plan)
+		}
 	case loop.ChunkToolCallError:
 		r.newline()
 		name := ""
@@ -148,6 +152,27 @@ func (r *textRenderer) chunk(c loop.Chunk) {
 		if res.Err == nil {
 			fmt.Fprintf(r.log, "— %s in %d turns, %d input + %d output tokens\n", res.Status, len(res.Turns), res.Usage.InputTokens, res.Usage.OutputTokens)
 		}
+	}
+}
+
+// writePlan shows the agent's plan, as todo_write recorded it, as a
+// checklist: ✓ done, ▶ in progress, ☐ to do. Each step is the model's
+// text, escaped.
+func writePlan(w io.Writer, plan *tools.TodoList) {
+	if len(plan.Todos) == 0 {
+		io.WriteString(w, "  plan: (cleared)\n")
+		return
+	}
+	io.WriteString(w, "  plan:\n")
+	for _, t := range plan.Todos {
+		mark := "☐"
+		switch t.Status {
+		case tools.TodoCompleted:
+			mark = "✓"
+		case tools.TodoInProgress:
+			mark = "▶"
+		}
+		fmt.Fprintf(w, "    %s %s\n", mark, clip(t.Content, tools.MaxTodoBytes))
 	}
 }
 

@@ -63,7 +63,7 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.model, "model", "", "model name (default from the provider's *_MODEL variable or the config)")
 	fs.StringVar(&o.baseURL, "base-url", "", "API base URL (default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL)")
 	fs.StringVar(&o.workdir, "workdir", ".", "root directory of the file and shell tools")
-	fs.StringVar(&o.tools, "tools", "", "comma-separated built-in tools, \"all\" or \"none\" (default "+strings.Join(defaultTools, ",")+")")
+	fs.StringVar(&o.tools, "tools", "", "comma-separated tools (hrns tools lists them; run_code's capabilities are the others selected), \"all\" or \"none\" (default "+strings.Join(defaultTools, ",")+")")
 	fs.StringVar(&o.system, "system", "", "system prompt")
 	fs.StringVar(&o.agentFile, "agent", "", "agent file: Markdown whose body is the system prompt, with optional front matter (model, tools, max_turns)")
 	fs.IntVar(&o.maxTurns, "max-turns", 0, "maximum model requests; the last asks for a final answer (default 50)")
@@ -158,19 +158,13 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 		model = rec
 	}
 
+	approver := newTermApprover(stdio, o.yes)
 	names := toolNames(o.tools, agentDef.Tools, cfg.Tools)
-	tools, system, err := buildTools(names, &o, cfg, stdio)
-	if err != nil {
-		return err
-	}
-	mcpTools, closeMCP, err := mountMCP(ctx, o.mcp, &cfg.MCP, stdio)
+	tools, system, closeMCP, err := buildTools(ctx, names, &o, cfg, stdio, approver)
 	if err != nil {
 		return err
 	}
 	defer closeMCP()
-	if tools, err = loop.Join(tools, mcpTools); err != nil {
-		return usagef("%v (name the MCP server, or set its prefix, so that its tools do not clash)", err)
-	}
 	if agentDef.System != "" {
 		system = joinPrompts(agentDef.System, system)
 	} else if o.system != "" {
@@ -178,7 +172,6 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 
 	maxTurns := firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
-	approver := newTermApprover(stdio, o.yes)
 	agent := loop.NewAgent(model, tools, &loop.Options{
 		Model:           modelName,
 		MaxTurns:        maxTurns,

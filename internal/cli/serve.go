@@ -263,33 +263,24 @@ func (o *serveOptions) loadAgents(opts *session.Options) error {
 	return nil
 }
 
-// addAgent offers an agent by name, with its tools: web_fetch (or "web")
-// comes from the web environment; the other built-in tools work in
-// --workdir, and only named agents may have them. source names where the
-// agent was defined, for errors.
+// addAgent offers an agent by name, with its tools (see
+// [serveOptions.agentTools]). source names where the agent was defined,
+// for errors.
 func (o *serveOptions) addAgent(opts *session.Options, name string, cfg *session.AgentConfig, toolNames []string, source string) error {
 	if _, dup := opts.Agents[name]; dup {
 		return usagef("agent %q is defined twice (again in %s)", name, source)
 	}
-	var builtin []string
-	for _, t := range toolNames {
-		switch t {
-		case "web", "web_fetch":
-			cfg.Toolsets = append(cfg.Toolsets, "web")
-		default:
-			builtin = append(builtin, t)
-		}
+	at, err := o.agentTools(toolNames)
+	if err != nil {
+		return usagef("agent %s (%s): %v", name, source, err)
 	}
-	if len(builtin) > 0 {
-		if o.workdir == "" {
-			return usagef("agent %s (%s) uses %s: start hrns serve with --workdir DIR for file and shell tools", name, source, strings.Join(builtin, ", "))
-		}
-		ws, err := o.workspace(builtin)
-		if err != nil {
-			return usagef("agent %s (%s): %v", name, source, err)
-		}
-		cfg.Workspace = ws
+	cfg.Toolsets = append(cfg.Toolsets, at.Environments...)
+	if at.Shared != nil {
+		key := "agent/" + name
+		opts.Toolsets[key] = at.Shared
+		cfg.Toolsets = append(cfg.Toolsets, key)
 	}
+	cfg.Workspace = at.Workspace
 	opts.Agents[name] = cfg
 	return nil
 }
@@ -311,4 +302,84 @@ func setCatalog(opts *session.Options, cfg *Config) error {
 		opts.Catalog[name] = target
 	}
 	return nil
+}
+
+// servedTools are how the tools an agent names reach its sessions.
+type servedTools struct {
+	// Environments are environment kinds of session.Options the agent
+	// uses ("web").
+	Environments []string
+	// Shared are tools that need no directory (todo_write, and run_code
+	// granted only such tools), shared by the agent's sessions; nil if
+	// none.
+	Shared *loop.Toolset
+	// Workspace builds the tools that work in a directory in each
+	// session's own (see session.AgentConfig.Workspace); nil if none.
+	Workspace func(string) (*loop.Toolset, error)
+}
+
+// dirless are the tools that work in no directory.
+var dirless = map[string]bool{"web_fetch": true, "todo_write": true, runCodeName: true}
+
+// agentTools resolves the tool names of an agent of hrns serve, as
+// [namedTools] does for hrns run: web_fetch (or "web") comes from the web
+// environment; the other built-in tools work in --workdir, each session
+// in a directory of its own, and only named agents may have them.
+// run_code's capabilities are the other tools named (web_fetch then among
+// them); each program waits for the sessions API's approval, as any call
+// that requires approval, and the calls it makes of capabilities that
+// require approval are refused, since a running program cannot wait for a
+// decision, unless hrns serve runs with --yes. An unknown name is an
+// error. The agents defined in the config, in --agents files, and through
+// the agents API resolve their tools with it.
+func (o *serveOptions) agentTools(names []string) (*servedTools, error) {
+	var st servedTools
+	var own []string
+	code, needDir := false, false
+	for _, t := range names {
+		t = strings.TrimSpace(t)
+		if t == "web" {
+			t = "web_fetch"
+		}
+		if t == "" || slices.Contains(own, t) {
+			continue
+		}
+		own = append(own, t)
+		code = code || t == runCodeName
+		needDir = needDir || !dirless[t]
+	}
+	if !code && slices.Contains(own, "web_fetch") {
+		// Not a capability: the web environment's own tool.
+		st.Environments = append(st.Environments, "web")
+		own = slices.DeleteFunc(own, func(t string) bool { return t == "web_fetch" })
+	}
+	if len(own) == 0 {
+		return &st, nil
+	}
+	env := func(dir string) *toolEnv {
+		e := &toolEnv{Dir: dir, NoCapabilityApproval: "a program run by hrns serve cannot wait for an approval: call the tool directly (the operator can start hrns serve with --yes to allow such calls in programs)"}
+		if o.yes {
+			e.Capabilities = loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
+				return loop.Decision{Verdict: loop.Approve}, nil
+			})
+		}
+		return e
+	}
+	if !needDir {
+		ts, err := namedTools(own, env(""))
+		if err != nil {
+			return nil, err
+		}
+		st.Shared = ts
+		return &st, nil
+	}
+	if o.workdir == "" {
+		return nil, fmt.Errorf("it uses %s: start hrns serve with --workdir DIR for file and shell tools", strings.Join(own, ", "))
+	}
+	ws, err := o.workspace(own, env)
+	if err != nil {
+		return nil, err
+	}
+	st.Workspace = ws
+	return &st, nil
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/hrns-dev/hrns/loop"
-	"github.com/hrns-dev/hrns/tools"
 )
 
 // What hrns serve does so that one tenant cannot take over another's
@@ -188,17 +187,17 @@ func within(dir, p string) bool {
 // sessions' workspaces.
 var workspaceName = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-// workspace returns what builds the built-in tools names of one session
+// workspace returns what builds the tools names of one session
 // in its own directory, DIR/sessions/NAME (mode 0700), created when the
 // session is: no session sees another's files. For the empty name (a
 // request being validated) it returns the tools rooted in a directory
 // that no longer exists, so that refused requests leave nothing behind.
-func (o *serveOptions) workspace(names []string) (func(string) (*loop.Toolset, error), error) {
+func (o *serveOptions) workspace(names []string, env func(dir string) *toolEnv) (func(string) (*loop.Toolset, error), error) {
 	tmp, err := os.MkdirTemp("", "hrns-tool-names-")
 	if err != nil {
 		return nil, err
 	}
-	probe, err := tools.ByName(names, &tools.Config{Dir: tmp})
+	probe, err := namedTools(names, env(tmp))
 	if rerr := os.Remove(tmp); err == nil {
 		err = rerr
 	}
@@ -219,7 +218,7 @@ func (o *serveOptions) workspace(names []string) (func(string) (*loop.Toolset, e
 		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("the session's directory %s is not a directory", dir)
 		}
-		return tools.ByName(names, &tools.Config{Dir: dir})
+		return namedTools(names, env(dir))
 	}, nil
 }
 

@@ -38,7 +38,7 @@ func TestServeOptions(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{"config agent with file tools needs a workdir", []string{"--addr", "0.0.0.0:0", "--model", "m", "--config", cfgAgent}, map[string]string{"OPENAI_API_KEY": "k"}, "agent reviewer (config (" + cfgAgent + ")) uses read_file"},
+		{"config agent with file tools needs a workdir", []string{"--addr", "0.0.0.0:0", "--model", "m", "--config", cfgAgent}, map[string]string{"OPENAI_API_KEY": "k"}, "agent reviewer (config (" + cfgAgent + ")): it uses read_file: start hrns serve with --workdir"},
 		{"config keys readable by others", []string{"--config", cfgOpen}, nil, "chmod 600"},
 		{"bad addr", []string{"--addr", "nowhere"}, nil, "--addr"},
 		{"postgres lease TTL", []string{"--db", "postgres://x", "--addr", "127.0.0.1:0", "--model", "m"}, map[string]string{"OPENAI_API_KEY": "k", "HRNS_LEASE_TTL": "soon"}, "HRNS_LEASE_TTL"},
