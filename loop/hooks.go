@@ -154,6 +154,10 @@ type HookOutput struct {
 	// Context, for user_prompt and run_start, is text added to the
 	// user's message.
 	Context string
+	// Message is a note for the person watching the run (a warning, a
+	// non-blocking failure): it is reported by a hook chunk whose
+	// decision is "message", and the model does not see it.
+	Message string
 }
 
 // ErrPromptBlocked: a [HookUserPrompt] hook blocked the user's message;
@@ -165,7 +169,8 @@ type HookReport struct {
 	Event HookEvent `json:"event"`
 	Name  string    `json:"name"`
 	// Decision is what the hook decided: a HookDecision, "rewrite"
-	// (arguments), "replace" (a result), "context", or "error".
+	// (arguments), "replace" (a result), "context", "message" (a note
+	// for the person, in Content), or "error".
 	Decision string `json:"decision"`
 }
 
@@ -285,6 +290,9 @@ func (x *executor) preToolHooks(ctx context.Context, p *pcall, hs []*Hook) (Hook
 		if out == nil {
 			continue
 		}
+		if out.Message != "" {
+			x.emit(hookChunk(h, HookPreTool, "message", out.Message, nil))
+		}
 		if len(out.Arguments) > 0 {
 			args, m, err := p.tool.parseArgs(llm.Arguments(out.Arguments))
 			if err != nil {
@@ -340,6 +348,9 @@ func (x *executor) postToolHooks(ctx context.Context, p *pcall, hs []*Hook, out 
 			x.emit(hookChunk(h, HookPostTool, "error", msg, err))
 			return ErrorOutput(msg)
 		}
+		if got != nil && got.Message != "" {
+			x.emit(hookChunk(h, HookPostTool, "message", got.Message, nil))
+		}
 		if got != nil && got.Output != nil {
 			out = got.Output
 			x.emit(hookChunk(h, HookPostTool, "replace", "", nil))
@@ -364,6 +375,9 @@ func (r *run) simpleHooks(ctx context.Context, ev HookEvent, in *HookInput) []*H
 		}
 		if out != nil {
 			outs = append(outs, out)
+			if out.Message != "" {
+				r.emit(hookChunk(h, ev, "message", out.Message, nil))
+			}
 			if out.Decision != HookNone {
 				r.emit(hookChunk(h, ev, string(out.Decision), out.Reason, nil))
 			} else if out.Context != "" {
