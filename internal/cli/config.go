@@ -245,15 +245,3 @@ func (c *Config) checkMode() error {
 	}
 	return nil
 }
-
-// dirs lists the folder of the config file, which its hooks may read.
-func (c *Config) dirs() []string {
-	if c.path == "" {
-		return nil
-	}
-	abs, err := filepath.Abs(filepath.Dir(c.path))
-	if err != nil {
-		return nil
-	}
-	return []string{abs}
-}

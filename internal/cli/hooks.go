@@ -38,6 +38,10 @@ type HookConfig struct {
 	Timeout int `toml:"timeout" yaml:"timeout"`
 	// AllowNetwork lets the command use the network.
 	AllowNetwork bool `toml:"allow_network" yaml:"allow_network"`
+	// ReadPaths are more files and folders the command may read (the
+	// working directory and the folder of a program named by path are
+	// readable already).
+	ReadPaths []string `toml:"read_paths" yaml:"read_paths"`
 }
 
 // hookEvents maps the event names of the config (hrns's, and Claude Code's
@@ -113,7 +117,7 @@ type hookEnv struct {
 	sessionID  string
 	mode       loop.PermissionMode
 	unconfined bool
-	readOnly   []string // more paths the commands may read (the config's folder)
+	readOnly   []string // more paths every command may read
 }
 
 func newSessionID() string {
@@ -240,10 +244,10 @@ func runShellHook(ctx context.Context, in *loop.HookInput, hc HookConfig, env *h
 	res, err := sandbox.Run(ctx, &sandbox.Spec{
 		// stderr goes to a file of the scratch folder: the sandbox
 		// captures one stream, and the two mean different things.
-		Shell:        "exec 2>'" + errFile + "'\n" + hc.Command,
+		Shell:        "exec 2>'" + strings.ReplaceAll(errFile, "'", `'\''`) + "'\n" + hc.Command,
 		Dir:          env.workdir,
 		Scratch:      scratch,
-		ReadOnly:     hookReadOnly(hc.Command, env),
+		ReadOnly:     hookReadOnly(hc, env),
 		Env:          []string{"HOME=" + scratch, "HRNS_PROJECT_DIR=" + env.workdir, "CLAUDE_PROJECT_DIR=" + env.workdir, "HRNS_HOOK_EVENT=" + string(in.Event)},
 		Stdin:        bytes.NewReader(stdin),
 		AllowNetwork: hc.AllowNetwork,
@@ -350,11 +354,17 @@ func parseHookReply(ev loop.HookEvent, out []byte) (*loop.HookOutput, error) {
 }
 
 // hookReadOnly lists what a hook's command may read besides the working
-// directory: the config's folder, and the folder of the program the
-// command names by path.
-func hookReadOnly(command string, env *hookEnv) []string {
+// directory: its read_paths, and the folder of the program the command
+// names by path. Not the config's folder: it may hold keys.
+func hookReadOnly(hc HookConfig, env *hookEnv) []string {
 	ro := slices.Clone(env.readOnly)
-	if pc, err := loop.ParseCommand(command); err == nil && len(pc.Commands) > 0 && len(pc.Commands[0]) > 0 {
+	for _, p := range hc.ReadPaths {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(env.workdir, p)
+		}
+		ro = append(ro, p)
+	}
+	if pc, err := loop.ParseCommand(hc.Command); err == nil && len(pc.Commands) > 0 && len(pc.Commands[0]) > 0 {
 		if prog := pc.Commands[0][0]; strings.Contains(prog, "/") {
 			if !filepath.IsAbs(prog) {
 				prog = filepath.Join(env.workdir, prog)

@@ -128,3 +128,15 @@ func TestShellHookExitCodes(t *testing.T) {
 		t.Errorf("the hook did not run in the working directory: %v", err)
 	}
 }
+
+func TestHookReadOnly(t *testing.T) {
+	dir, bin, extra := t.TempDir(), t.TempDir(), t.TempDir()
+	env := &hookEnv{workdir: dir}
+	got := hookReadOnly(HookConfig{Command: filepath.Join(bin, "check.sh") + " --strict", ReadPaths: []string{extra, "missing"}}, env)
+	if diff := cmp.Diff([]string{extra, bin}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got := hookReadOnly(HookConfig{Command: "jq .tool_name"}, env); len(got) != 0 {
+		t.Errorf("a program on the PATH grants %v", got)
+	}
+}

@@ -191,7 +191,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	maxTurns := firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
 	hooks := shellHooks(cfg.Hooks, &hookEnv{
 		workdir: o.absWorkdir(), sessionID: newSessionID(), mode: perms.Mode,
-		unconfined: o.noSandbox, readOnly: cfg.dirs(),
+		unconfined: o.noSandbox,
 	})
 	agent := loop.NewAgent(model, tools, &loop.Options{
 		Model:           modelName,

@@ -173,7 +173,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		return err
 	}
 	defer os.RemoveAll(hookDir.temp)
-	henv := &hookEnv{workdir: hookDir.path, readOnly: cfg.dirs()}
+	henv := &hookEnv{workdir: hookDir.path}
 	if opts.Permissions, err = cfg.Permissions.policy("", nil, nil); err != nil {
 		return usagef("%v", err)
 	}
