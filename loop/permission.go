@@ -356,7 +356,11 @@ func (r Rule) matches(tool string, s subject, deny bool) bool {
 		}
 		return s.cmd.Opaque == "" && len(s.cmd.Commands) == 1 && commandMatches(r.Pattern, s.cmd.Commands[0], false)
 	case SubjectPath:
-		return pathMatches(r.Pattern, s.value)
+		match, ok := pathMatches(r.Pattern, s.value)
+		if !ok {
+			return deny // too costly to decide: refuse, never allow
+		}
+		return match
 	case SubjectURL:
 		return urlMatches(r.Pattern, s.value)
 	}
@@ -419,23 +423,29 @@ func commandMatches(pattern string, cmd []string, deny bool) bool {
 }
 
 // pathMatches matches a cleaned path against a glob in which ** matches any
-// number of segments.
-func pathMatches(pattern, p string) bool {
+// number of segments. ok is false when the match took more steps than
+// allowed (a hostile pattern or path): the caller decides which way that
+// falls.
+func pathMatches(pattern, p string) (match, ok bool) {
 	p = path.Clean(strings.ReplaceAll(p, `\`, "/"))
 	pattern = path.Clean(pattern)
 	if strings.HasPrefix(pattern, "/") != strings.HasPrefix(p, "/") {
-		return false
+		return false, true
 	}
-	return globSegments(strings.Split(strings.Trim(pattern, "/"), "/"), strings.Split(strings.Trim(p, "/"), "/"), 0)
+	pat := strings.Split(strings.Trim(pattern, "/"), "/")
+	// Consecutive ** are one.
+	pat = slices.CompactFunc(pat, func(a, b string) bool { return a == "**" && b == "**" })
+	budget := maxGlobSteps
+	match = globSegments(pat, strings.Split(strings.Trim(p, "/"), "/"), &budget)
+	return match, budget > 0
 }
 
-// maxGlobSteps bounds the backtracking of ** (a pattern and a path are
-// short, but both can come from untrusted places).
-const maxGlobSteps = 10000
+// maxGlobSteps bounds the backtracking of ** over one path.
+const maxGlobSteps = 100000
 
-func globSegments(pat, segs []string, steps int) bool {
+func globSegments(pat, segs []string, budget *int) bool {
 	for len(pat) > 0 {
-		if steps++; steps > maxGlobSteps {
+		if *budget--; *budget <= 0 {
 			return false
 		}
 		if pat[0] == "**" {
@@ -443,8 +453,11 @@ func globSegments(pat, segs []string, steps int) bool {
 				return true
 			}
 			for i := 0; i <= len(segs); i++ {
-				if globSegments(pat[1:], segs[i:], steps+i) {
+				if globSegments(pat[1:], segs[i:], budget) {
 					return true
+				}
+				if *budget <= 0 {
+					return false
 				}
 			}
 			return false

@@ -373,3 +373,25 @@ func TestDenyRuleSeesRewrittenArguments(t *testing.T) {
 		t.Fatalf("err = %v, want the deny rule", err)
 	}
 }
+
+// A pattern and a path that would make ** backtrack for ever are decided
+// within a bound: such a path matches the deny rule and no allow rule.
+func TestPathGlobBounded(t *testing.T) {
+	file := loop.ToolDef{Name: "write_file", RequiresApproval: true, Subject: loop.Subject{Kind: loop.SubjectPath, Argument: "path"}}
+	pattern := strings.Repeat("**/a/", 12) + "b"
+	hostile := strings.Repeat("a/", 2000) + "c"
+	args, _ := json.Marshal(map[string]string{"path": hostile})
+	allow := &loop.Permissions{Allow: []loop.Rule{{Tool: "write_file", Pattern: pattern}}}
+	if d := allow.Check(&file, args); d.Behavior != loop.Ask {
+		t.Errorf("allow: %+v", d)
+	}
+	deny := &loop.Permissions{Deny: []loop.Rule{{Tool: "write_file", Pattern: pattern}}}
+	if d := deny.Check(&file, args); d.Behavior != loop.Deny {
+		t.Errorf("deny: %+v", d)
+	}
+	// Ordinary ones still decide.
+	args, _ = json.Marshal(map[string]string{"path": "a/x/a/b"})
+	if d := deny.Check(&file, args); d.Behavior != loop.Ask {
+		t.Errorf("a path the pattern does not match: %+v", d)
+	}
+}
