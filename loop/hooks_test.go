@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -310,5 +311,29 @@ func TestRewriteSurvivesSuspension(t *testing.T) {
 	}
 	if got != "make -n" {
 		t.Errorf("resumed call ran %q, want the rewritten command", got)
+	}
+}
+
+// pre_compact hooks are told before the transcript is compacted.
+func TestPreCompactHook(t *testing.T) {
+	model := llmtest.NewModel()
+	for i := range 6 {
+		model.Push(llmtest.Call(fmt.Sprintf("c%d", i), "read", fmt.Sprintf(`{"n":%d}`, i)))
+	}
+	model.Push(llmtest.Fail(fmt.Errorf("too long: %w", llm.ErrContextLength)), llmtest.Text("Done."))
+	var triggers []string
+	agent := loop.NewAgent(model, loop.MustToolset(readTool(3000)), &loop.Options{
+		Compaction: &loop.Compaction{},
+		Hooks: []loop.Hook{{Event: loop.HookPreCompact, Func: func(_ context.Context, in *loop.HookInput) (*loop.HookOutput, error) {
+			triggers = append(triggers, in.Trigger)
+			return nil, nil
+		}}},
+	})
+	chunks, res := collect(t, agent.RunLoop(context.Background(), []llm.Message{llm.UserMessage("go")}))
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if len(only(chunks, loop.ChunkCompaction)) != 1 || strings.Join(triggers, ",") != "context_length" {
+		t.Errorf("pre_compact hooks were told %q", triggers)
 	}
 }
