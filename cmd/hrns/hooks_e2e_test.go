@@ -171,3 +171,42 @@ func TestPermissionFlags(t *testing.T) {
 		}
 	})
 }
+
+// user_prompt and stop hooks through the binary: plain stdout adds context
+// to the prompt; exit 2 on stop makes the model go on with the reason.
+func TestShellHooksPromptAndStop(t *testing.T) {
+	srv := openaitest.NewServer(openaitest.Reply{Text: "done?"}, openaitest.Reply{Text: "done."})
+	defer srv.Close()
+	dir := t.TempDir()
+	prompt := filepath.Join(dir, "prompt.sh")
+	stop := filepath.Join(dir, "stop.sh")
+	os.WriteFile(prompt, []byte("#!/bin/sh\ncat > /dev/null\necho 'The release branch is frozen.'\n"), 0o755)
+	os.WriteFile(stop, []byte("#!/bin/sh\ngrep -q '\"stop_hook_active\":true' && exit 0\necho 'Run the tests first.' >&2\nexit 2\n"), 0o755)
+	cfg := filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfg, []byte("hooks:\n  UserPromptSubmit:\n    - command: "+prompt+"\n  stop:\n    - command: "+stop+"\n"), 0o644)
+	r := hrns(t, workdir(t), srv, "run", "--config", cfg, "ship it")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "done.") {
+		t.Errorf("stdout %q", r.stdout)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	var req struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	json.Unmarshal(reqs[0].Body, &req)
+	if first := string(req.Messages[len(req.Messages)-1].Content); !strings.Contains(first, "ship it") || !strings.Contains(first, "The release branch is frozen.") {
+		t.Errorf("the prompt the model read: %s", first)
+	}
+	json.Unmarshal(reqs[1].Body, &req)
+	if last := req.Messages[len(req.Messages)-1]; last.Role != "user" || !strings.Contains(string(last.Content), "Run the tests first.") {
+		t.Errorf("after the stop hook the model read %s %s", last.Role, last.Content)
+	}
+}
