@@ -403,15 +403,22 @@ func (x *executor) record(ctx context.Context, p *pcall, out *Output, err error)
 	}
 	if hs := x.hooks.of(HookPostTool, p.call.Name); len(hs) > 0 && ctx.Err() == nil {
 		if err != nil {
+			// The hooks see the failure as the model would; it stays
+			// the failure it was unless they replace it.
 			te, ok := err.(*ToolError)
 			if !ok {
 				te = &ToolError{Kind: ToolFailed, Msg: fmt.Sprintf("tool %q failed: %v", p.call.Name, err), Err: err}
 			}
-			out, err = ErrorOutput(te.Msg), nil
-		} else if out == nil {
-			out = TextOutput("")
+			seen := ErrorOutput(te.Msg)
+			if got := x.postToolHooks(ctx, p, hs, seen); got != seen {
+				out, err = got, nil
+			}
+		} else {
+			if out == nil {
+				out = TextOutput("")
+			}
+			out = x.postToolHooks(ctx, p, hs, out)
 		}
-		out = x.postToolHooks(ctx, p, hs, out)
 	}
 	switch {
 	case err != nil:

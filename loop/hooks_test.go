@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/llmtest"
@@ -335,5 +336,26 @@ func TestPreCompactHook(t *testing.T) {
 	}
 	if len(only(chunks, loop.ChunkCompaction)) != 1 || strings.Join(triggers, ",") != "context_length" {
 		t.Errorf("pre_compact hooks were told %q", triggers)
+	}
+}
+
+// A post_tool hook that replaces nothing leaves a failure as it was.
+func TestPostToolHookKeepsFailures(t *testing.T) {
+	slow := &loop.ToolDef{Name: "slow", Timeout: time.Millisecond, Handler: func(ctx context.Context, _ *loop.Call) (*loop.Output, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	var seen string
+	hooks := []loop.Hook{{Event: loop.HookPostTool, Func: func(_ context.Context, in *loop.HookInput) (*loop.HookOutput, error) {
+		seen = *in.Result
+		return nil, nil
+	}}}
+	_, err := loop.MustToolset(slow).Invoke(context.Background(), llm.ToolCall{Name: "slow"}, &loop.InvokeOptions{Hooks: hooks})
+	var te *loop.ToolError
+	if !errors.As(err, &te) || te.Kind != loop.ToolTimedOut {
+		t.Fatalf("err = %v, want the timeout", err)
+	}
+	if !strings.Contains(seen, "timed out") {
+		t.Errorf("the hook saw %q", seen)
 	}
 }
