@@ -18,9 +18,10 @@ func (x *executor) authorize(ctx context.Context, p *pcall) error {
 		}
 		return nil
 	}
-	asked := false
+	asked, by, why := false, "", ""
 	if hs := x.hooks.of(HookPreTool, p.call.Name); len(hs) > 0 {
-		d, _ := x.preToolHooks(ctx, p, hs)
+		var d HookDecision
+		d, by, why = x.preToolHooks(ctx, p, hs)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -42,7 +43,7 @@ func (x *executor) authorize(ctx context.Context, p *pcall) error {
 		return nil
 	}
 	if asked {
-		d.Reason = "a hook asked for approval"
+		d.Step, d.Rule, d.Reason = StepHook, by, firstNonEmpty(why, "a hook asked for approval")
 	}
 	return x.approve(ctx, p, &d)
 }

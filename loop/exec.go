@@ -234,7 +234,7 @@ func (x *executor) approve(ctx context.Context, p *pcall, perm *PermissionDecisi
 	// defaults applied.
 	call := p.call
 	call.Arguments = llm.Arguments(p.parsed.Arguments)
-	req := &ApprovalRequest{Call: call, Description: p.tool.def.Description, Deadline: deadline}
+	req := &ApprovalRequest{Call: call, Description: p.tool.def.Description, Deadline: deadline, Permission: perm}
 	type answer struct {
 		d   Decision
 		err error

@@ -271,21 +271,21 @@ func hookChunk(h *Hook, ev HookEvent, decision, content string, err error) Chunk
 
 // preToolHooks runs the pre_tool hooks of p's tool. It returns the
 // combined decision (deny wins, then ask, then allow) with the hook that
-// made it; a denial, a failure or invalid rewritten arguments fail p.
-func (x *executor) preToolHooks(ctx context.Context, p *pcall, hs []*Hook) (HookDecision, string) {
-	final, by := HookNone, ""
+// made it and its reason; a denial, a failure or invalid rewritten
+// arguments fail p.
+func (x *executor) preToolHooks(ctx context.Context, p *pcall, hs []*Hook) (final HookDecision, by, why string) {
 	for _, h := range hs {
 		in := &HookInput{Tool: p.call.Name, CallID: p.call.ID, Arguments: p.parsed.Arguments, Agent: x.agent, Depth: x.depth}
 		out, err := callHook(ctx, h, in)
 		if ctx.Err() != nil {
-			return HookDeny, h.Name
+			return HookDeny, h.Name, ""
 		}
 		if err != nil {
 			msg := fmt.Sprintf("the call to tool %q was not run: the hook %q that checks it failed (%v)", p.call.Name, h.Name, err)
 			x.emit(hookChunk(h, HookPreTool, "error", msg, err))
 			x.failCall(p, &ToolError{Kind: ToolRefused, Msg: msg, Err: errors.Join(ErrPermission, err),
 				Permission: &PermissionDecision{Behavior: Deny, Step: StepHook, Rule: h.Name, Reason: msg}})
-			return HookDeny, h.Name
+			return HookDeny, h.Name, ""
 		}
 		if out == nil {
 			continue
@@ -300,7 +300,7 @@ func (x *executor) preToolHooks(ctx context.Context, p *pcall, hs []*Hook) (Hook
 				x.emit(hookChunk(h, HookPreTool, "error", msg, err))
 				x.failCall(p, &ToolError{Kind: ToolRefused, Msg: msg, Err: errors.Join(ErrPermission, err),
 					Permission: &PermissionDecision{Behavior: Deny, Step: StepHook, Rule: h.Name, Reason: msg}})
-				return HookDeny, h.Name
+				return HookDeny, h.Name, ""
 			}
 			p.parsed.Arguments, p.parsed.Args = args, m
 			// What runs, and what a resumption runs, are the new
@@ -314,12 +314,14 @@ func (x *executor) preToolHooks(ctx context.Context, p *pcall, hs []*Hook) (Hook
 			x.emit(hookChunk(h, HookPreTool, string(HookDeny), msg, nil))
 			x.failCall(p, &ToolError{Kind: ToolRefused, Msg: msg, Err: ErrPermission,
 				Permission: &PermissionDecision{Behavior: Deny, Step: StepHook, Rule: h.Name, Reason: out.Reason}})
-			return HookDeny, h.Name
+			return HookDeny, h.Name, ""
 		case HookAsk:
-			final, by = HookAsk, h.Name
+			if final != HookAsk {
+				final, by, why = HookAsk, h.Name, out.Reason
+			}
 		case HookAllow:
 			if final == HookNone {
-				final, by = HookAllow, h.Name
+				final, by, why = HookAllow, h.Name, out.Reason
 			}
 		case HookNone:
 		default:
@@ -327,13 +329,13 @@ func (x *executor) preToolHooks(ctx context.Context, p *pcall, hs []*Hook) (Hook
 			x.emit(hookChunk(h, HookPreTool, "error", msg, nil))
 			x.failCall(p, &ToolError{Kind: ToolRefused, Msg: msg, Err: ErrPermission,
 				Permission: &PermissionDecision{Behavior: Deny, Step: StepHook, Rule: h.Name, Reason: msg}})
-			return HookDeny, h.Name
+			return HookDeny, h.Name, ""
 		}
 	}
 	if final != HookNone {
-		x.emit(hookChunk(&Hook{Name: by}, HookPreTool, string(final), "", nil))
+		x.emit(hookChunk(&Hook{Name: by}, HookPreTool, string(final), why, nil))
 	}
-	return final, by
+	return final, by, why
 }
 
 // postToolHooks runs the post_tool hooks of p's tool on its output and

@@ -359,3 +359,24 @@ func TestPostToolHookKeepsFailures(t *testing.T) {
 		t.Errorf("the hook saw %q", seen)
 	}
 }
+
+// A hook that asks sends the call to the approver with its reason.
+func TestPreToolHookAsks(t *testing.T) {
+	cmd := commandTool()
+	cmd.Handler = func(context.Context, *loop.Call) (*loop.Output, error) { return loop.TextOutput("ran"), nil }
+	var got *loop.PermissionDecision
+	approver := loop.ApproverFunc(func(_ context.Context, req *loop.ApprovalRequest) (loop.Decision, error) {
+		got = req.Permission
+		return loop.Decision{Verdict: loop.Approve}, nil
+	})
+	hooks := []loop.Hook{{Name: "guard", Event: loop.HookPreTool, Func: func(context.Context, *loop.HookInput) (*loop.HookOutput, error) {
+		return &loop.HookOutput{Decision: loop.HookAsk, Reason: "it touches production"}, nil
+	}}}
+	if _, err := loop.MustToolset(&cmd).Invoke(context.Background(), llm.ToolCall{Name: "run_command", Arguments: llm.Arguments(`{"command":"deploy"}`)},
+		&loop.InvokeOptions{Approver: approver, Hooks: hooks, Permissions: &loop.Permissions{Mode: loop.ModeBypass}}); err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || got.Step != loop.StepHook || got.Rule != "guard" || got.Reason != "it touches production" || got.Behavior != loop.Ask {
+		t.Errorf("the approver was told %+v", got)
+	}
+}

@@ -71,6 +71,10 @@ func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (
 	canAlways = canAlways && a.perms != nil
 	p := describeCall(req.Call.Name, req.Call.Arguments, opts)
 	fmt.Fprintf(w, "\n%s wants to run:\n", name)
+	if pd := req.Permission; pd != nil && pd.Step == loop.StepHook {
+		// The hook is the operator's, its reason may quote the model.
+		fmt.Fprintf(w, "  (the hook %s asks you: %s)\n", a.inline(clip(pd.Rule, 80)), a.inline(clip(pd.Reason, 300)))
+	}
 	if p.escaped > 0 {
 		fmt.Fprintf(w, "  ⚠ %d characters that are invisible or that a terminal would interpret are shown escaped (\\r, \\x1b, \\u202e...)\n", p.escaped)
 	}

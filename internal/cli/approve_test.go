@@ -307,3 +307,17 @@ func TestAlwaysAddsAllowRule(t *testing.T) {
 		t.Errorf("prompt:\n%s", errOut.String())
 	}
 }
+
+// When a hook asked, the person is told which hook and why, escaped.
+func TestApprovalShowsTheAskingHook(t *testing.T) {
+	var errOut bytes.Buffer
+	a := newTermApprover(&IO{In: strings.NewReader("y\n"), Err: &errOut, Interactive: func() bool { return true }}, &loop.Permissions{})
+	req := approvalReq("run_command", `{"command":"deploy"}`)
+	req.Permission = &loop.PermissionDecision{Behavior: loop.Ask, Step: loop.StepHook, Rule: "guard.sh", Reason: "prod\x1b[2J!"}
+	if d, err := a.Approve(t.Context(), req); err != nil || d.Verdict != loop.Approve {
+		t.Fatalf("%+v %v", d, err)
+	}
+	if !strings.Contains(errOut.String(), `(the hook guard.sh asks you: prod\x1b[2J!)`) {
+		t.Errorf("prompt:\n%s", errOut.String())
+	}
+}
