@@ -222,6 +222,9 @@ func (r *Runner) Tool() *loop.ToolDef {
 		// The loop's timeout must not fire before the runner's own
 		// limits, which give the model a better message.
 		Timeout: r.toolTimeout(),
+		// A program runs code: asked for outside bypass mode, refused in
+		// plan mode. Its capability calls are decided one by one too.
+		Access: loop.AccessExecute,
 	}
 }
 

@@ -37,6 +37,7 @@ type Agent struct {
 	tools *Toolset
 	opts  Options
 	out   *outputCheck // from opts.OutputSchema; nil without one
+	hooks *hookSet     // from opts.Hooks; nil without any
 }
 
 // Options configure an [Agent]. The zero value of each field picks the
@@ -123,6 +124,15 @@ type Options struct {
 	Approver Approver
 	// ApprovalTimeout is the approval deadline; 0 means 5 minutes.
 	ApprovalTimeout time.Duration
+	// Permissions is the permission policy of every call: a mode, deny
+	// and allow rules (see [Permissions] for the evaluation order). Nil
+	// means the default mode without rules: tools that require
+	// approval ask the Approver, others run.
+	Permissions *Permissions
+	// Hooks are functions called at points of every run: before and
+	// after tool calls, on the user's prompt, when the model would stop,
+	// before compaction, at the start and end of a run (see [Hook]).
+	Hooks []Hook
 
 	// Retry configures retries of failed model requests.
 	Retry RetryPolicy
@@ -203,6 +213,8 @@ func NewAgent(model llm.Model, tools *Toolset, opts *Options) *Agent {
 	}
 	a.opts.StopSequences = slices.Clone(a.opts.StopSequences)
 	a.opts.Extra = maps.Clone(a.opts.Extra)
+	a.opts.Hooks = slices.Clone(a.opts.Hooks)
+	a.hooks = newHookSet(a.opts.Hooks)
 	a.opts.fill()
 	a.out = newOutputCheck(a.opts.OutputSchema)
 	return a

@@ -34,6 +34,11 @@ type ApprovalRequest struct {
 	Description string
 	// Deadline is when the request is refused if undecided.
 	Deadline time.Time
+	// Permission, when the agent has a permission policy or hooks, is
+	// the decision that sent the call to the approver: Step is
+	// StepHook when a hook asked (Rule names it, Reason is its reason),
+	// StepApprover when no earlier step decided.
+	Permission *PermissionDecision
 }
 
 // Verdict is an approver's answer.

@@ -54,6 +54,10 @@ const (
 	// ChunkToolCallPending says a call waits for a result from outside
 	// (a client-side tool, or a deferred approval).
 	ChunkToolCallPending ChunkType = "tool_call_pending"
+	// ChunkHook reports what a hook did (see [Hook]): Hook names it and
+	// its decision; Content says more (a refusal's reason, rewritten
+	// arguments, added context); Err is set when the hook failed.
+	ChunkHook ChunkType = "hook"
 	// ChunkError reports the error that ends the run.
 	ChunkError ChunkType = "error"
 	// ChunkEnd is the last chunk of every run; Result is set.
@@ -81,6 +85,12 @@ type Chunk struct {
 	Retry *RetryInfo `json:"retry,omitempty"`
 	// Compaction describes what a compaction did, on compaction.
 	Compaction *CompactionInfo `json:"compaction,omitempty"`
+	// Hook describes a hook's intervention, on hook chunks.
+	Hook *HookReport `json:"hook,omitempty"`
+	// Permission is the permission decision that sent a call to the
+	// approver (approval_request) or refused it (tool_call_error), with
+	// the step of the evaluation that made it (see [Permissions]).
+	Permission *PermissionDecision `json:"permission,omitempty"`
 	// Err is the error of error and tool_call_error chunks, and the
 	// failure that caused a retry.
 	Err error `json:"-"`

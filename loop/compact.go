@@ -144,6 +144,9 @@ func (r *run) compactAfterError(ctx context.Context) (bool, error) {
 // result and reports it with a compaction chunk.
 func (r *run) compact(ctx context.Context, reason string, before, target int) (bool, error) {
 	c := r.a.opts.Compaction
+	if r.hooks != nil {
+		r.simpleHooks(ctx, HookPreCompact, &HookInput{Trigger: reason})
+	}
 	// Strategies count with the estimate alone: scale the target so that
 	// the provider's count, when it is what passed the threshold, is what
 	// is brought down.

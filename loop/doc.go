@@ -113,4 +113,16 @@
 // counts, durations and errors, never message contents, and a suspension
 // carries the trace context its resumption continues
 // ([Suspension.TraceParent]).
+//
+// # Permissions and hooks
+//
+// Options.Permissions is a permission policy ([Permissions]): a mode
+// (default, acceptEdits, plan, bypassPermissions) and allow and deny
+// [Rule]s on tool names and on what calls act on (command prefixes, parsed
+// as shell by [ParseCommand]; path globs; URLs), which tools declare with
+// ToolDef.Access and ToolDef.Subject. Options.Hooks are functions called
+// before and after tool calls, on the user's prompt, when the model would
+// stop, before compaction and at the start and end of a run ([Hook]).
+// Every call is decided in one order: pre_tool hooks, deny rules, the mode,
+// allow rules, the approver; a refusal says which step made it.
 package loop

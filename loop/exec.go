@@ -35,8 +35,12 @@ type ToolError struct {
 	Tool   string
 	// Msg is the model-visible explanation.
 	Msg string
-	// Err is the underlying error, if any.
+	// Err is the underlying error, if any. It wraps [ErrPermission]
+	// when the permission policy refused the call.
 	Err error
+	// Permission is the decision that refused the call, when the
+	// permission policy did.
+	Permission *PermissionDecision
 }
 
 func (e *ToolError) Error() string { return e.Msg }
@@ -55,6 +59,11 @@ type executor struct {
 	// inline, if set, carries functions that running calls (agent
 	// tools) need run on the run's goroutine while they run.
 	inline chan func()
+	// hooks are the agent's hooks (nil without any); agent and depth
+	// name the sub-agent whose calls these are, for them.
+	hooks *hookSet
+	agent string
+	depth int
 }
 
 // pcall is one call on its way through the executor.
@@ -81,12 +90,12 @@ func (x *executor) execute(ctx context.Context, calls []llm.ToolCall, preapprove
 		ps[i] = p
 		x.prepare(p)
 	}
-	// Approvals come first, one at a time, in call order.
+	// Permissions come first, one call at a time, in call order.
 	for _, p := range ps {
-		if p.state.Result != nil || p.parsed == nil || !p.tool.def.RequiresApproval || p.approved {
+		if p.state.Result != nil || p.parsed == nil || p.approved {
 			continue
 		}
-		if err := x.approve(ctx, p); err != nil {
+		if err := x.authorize(ctx, p); err != nil {
 			return nil, err
 		}
 	}
@@ -203,16 +212,20 @@ func jsonKind(v any) string {
 	return "null"
 }
 
-// approve asks the approver about p. A refusal becomes p's result; Defer
-// makes p wait; Cancel ends the run.
-func (x *executor) approve(ctx context.Context, p *pcall) error {
+// approve asks the approver about p, which perm sent to it. A refusal
+// becomes p's result; Defer makes p wait; Cancel ends the run.
+func (x *executor) approve(ctx context.Context, p *pcall, perm *PermissionDecision) error {
 	o := x.opts
 	name := p.call.Name
 	if o.Approver == nil {
-		x.failCall(p, &ToolError{Kind: ToolRefused, Msg: fmt.Sprintf("tool %q requires approval and no approver is configured; the call was not run", name)})
+		te := &ToolError{Kind: ToolRefused, Msg: fmt.Sprintf("tool %q requires approval and no approver is configured; the call was not run", name)}
+		if perm != nil {
+			te.Permission = &PermissionDecision{Behavior: Deny, Step: StepApprover, Reason: te.Msg}
+		}
+		x.failCall(p, te)
 		return nil
 	}
-	if !x.emit(Chunk{Type: ChunkApprovalRequest, ToolCall: p.info()}) {
+	if !x.emit(Chunk{Type: ChunkApprovalRequest, ToolCall: p.info(), Permission: perm}) {
 		return context.Canceled
 	}
 	actx, cancel := context.WithTimeout(ctx, o.ApprovalTimeout)
@@ -222,7 +235,7 @@ func (x *executor) approve(ctx context.Context, p *pcall) error {
 	// defaults applied.
 	call := p.call
 	call.Arguments = llm.Arguments(p.parsed.Arguments)
-	req := &ApprovalRequest{Call: call, Description: p.tool.def.Description, Deadline: deadline}
+	req := &ApprovalRequest{Call: call, Description: p.tool.def.Description, Deadline: deadline, Permission: perm}
 	type answer struct {
 		d   Decision
 		err error
@@ -248,11 +261,17 @@ func (x *executor) approve(ctx context.Context, p *pcall) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	refused := func(te *ToolError) {
+		if perm != nil {
+			te.Permission = &PermissionDecision{Behavior: Deny, Step: StepApprover, Reason: te.Msg}
+		}
+		x.failCall(p, te)
+	}
 	switch {
 	case errors.Is(a.err, context.DeadlineExceeded):
-		x.failCall(p, &ToolError{Kind: ToolRefused, Err: a.err, Msg: fmt.Sprintf("approval for tool %q timed out after %v; the call was not run", name, o.ApprovalTimeout)})
+		refused(&ToolError{Kind: ToolRefused, Err: a.err, Msg: fmt.Sprintf("approval for tool %q timed out after %v; the call was not run", name, o.ApprovalTimeout)})
 	case a.err != nil:
-		x.failCall(p, &ToolError{Kind: ToolRefused, Err: a.err, Msg: fmt.Sprintf("approval for tool %q failed (%v); the call was not run", name, a.err)})
+		refused(&ToolError{Kind: ToolRefused, Err: a.err, Msg: fmt.Sprintf("approval for tool %q failed (%v); the call was not run", name, a.err)})
 	case a.d.Verdict == Approve:
 		p.approved = true
 	case a.d.Verdict == Defer:
@@ -261,7 +280,7 @@ func (x *executor) approve(ctx context.Context, p *pcall) error {
 	case a.d.Verdict == Cancel:
 		return ErrCancelled
 	default:
-		x.failCall(p, &ToolError{Kind: ToolRefused, Msg: rejection(name, a.d.Reason)})
+		refused(&ToolError{Kind: ToolRefused, Msg: rejection(name, a.d.Reason)})
 	}
 	return nil
 }
@@ -317,7 +336,7 @@ func (x *executor) runBatch(ctx context.Context, batch []*pcall) error {
 			}
 		}
 		running--
-		x.record(d.p, d.out, d.err)
+		x.record(ctx, d.p, d.out, d.err)
 		if x.stopped() {
 			// The consumer left: return now, so that the run's context
 			// is cancelled and the calls still running are told to stop.
@@ -352,7 +371,7 @@ func (x *executor) invoke(ctx context.Context, p *pcall) (*Output, error) {
 				done <- answer{err: &ToolError{Kind: ToolPanicked, Msg: fmt.Sprintf("tool %q panicked: %v", p.call.Name, v)}}
 			}
 		}()
-		out, err := p.tool.def.Handler(cctx, p.parsed)
+		out, err := p.tool.def.Handler(x.withPolicy(cctx), p.parsed)
 		done <- answer{out, err}
 	}()
 	select {
@@ -373,17 +392,38 @@ func timeoutError(p *pcall, d time.Duration) error {
 	return &ToolError{Kind: ToolTimedOut, Msg: fmt.Sprintf("tool %q timed out after %v", p.call.Name, d), Err: context.DeadlineExceeded}
 }
 
-// record turns a handler's answer into the call's result and reports it.
-func (x *executor) record(p *pcall, out *Output, err error) {
+// record turns a handler's answer into the call's result and reports it,
+// after the post_tool hooks have seen it.
+func (x *executor) record(ctx context.Context, p *pcall, out *Output, err error) {
 	elapsed := time.Since(p.started)
-	switch {
-	case errors.Is(err, ErrPending):
+	if errors.Is(err, ErrPending) {
 		p.state.Waiting = PendingResult
 		if ap, ok := err.(*agentPending); ok {
 			p.state.Waiting, p.state.Agent = PendingAgent, ap.s
 		}
 		x.emit(Chunk{Type: ChunkToolCallPending, ToolCall: p.info()})
 		return
+	}
+	if hs := x.hooks.of(HookPostTool, p.call.Name); len(hs) > 0 && ctx.Err() == nil {
+		if err != nil {
+			// The hooks see the failure as the model would; it stays
+			// the failure it was unless they replace it.
+			te, ok := err.(*ToolError)
+			if !ok {
+				te = &ToolError{Kind: ToolFailed, Msg: fmt.Sprintf("tool %q failed: %v", p.call.Name, err), Err: err}
+			}
+			seen := ErrorOutput(te.Msg)
+			if got := x.postToolHooks(ctx, p, hs, seen); got != seen {
+				out, err = got, nil
+			}
+		} else {
+			if out == nil {
+				out = TextOutput("")
+			}
+			out = x.postToolHooks(ctx, p, hs, out)
+		}
+	}
+	switch {
 	case err != nil:
 		// Only a ToolError returned as such is taken as the call's
 		// failure: one wrapped deeper belongs to another call (a handler
@@ -442,7 +482,7 @@ func (x *executor) failCallAfter(p *pcall, te *ToolError, elapsed time.Duration)
 	p.state.Result = &llm.ToolResult{CallID: p.call.ID, Name: p.call.Name, Content: []llm.Part{llm.TextPart(te.Msg)}, IsError: true}
 	info := p.info()
 	info.Duration = elapsed
-	x.emit(Chunk{Type: ChunkToolCallError, ToolCall: info, Content: te.Msg, Err: te})
+	x.emit(Chunk{Type: ChunkToolCallError, ToolCall: info, Content: te.Msg, Err: te, Permission: te.Permission})
 }
 
 func (p *pcall) info() *ToolCallInfo {

@@ -29,12 +29,18 @@ type InvokeOptions struct {
 	MaxOutput int
 	// Logger receives the stack of a panicking handler.
 	Logger *slog.Logger
+	// Permissions and Hooks are the policy the call is held to (see
+	// [Permissions]). When both are nil, the call is held to the policy
+	// of the run whose tool called Invoke, found in ctx (a program of
+	// code mode calling its capabilities), if any.
+	Permissions *Permissions
+	Hooks       []Hook
 }
 
 // Invoke runs one call of a tool of ts exactly as a run executes a model's
 // call: it finds the tool, decodes and validates the arguments against its
-// schema (applying defaults), asks the approver if the tool requires
-// approval (with the deadline as a watchdog), runs the handler with its
+// schema (applying defaults), decides its permission as a run does (hooks,
+// rules, mode, then the approver, with the deadline as a watchdog), runs the handler with its
 // timeout, recovers a panic and bounds the output. Code that calls tools on
 // a model's behalf without a model turn (a program in code mode, an MCP
 // server, a sessions server) uses it to keep the same rules.
@@ -57,21 +63,24 @@ func (ts *Toolset) Invoke(ctx context.Context, call llm.ToolCall, opts *InvokeOp
 		call.ID = "call"
 	}
 	x := &executor{tools: ts, opts: o, emit: func(Chunk) bool { return true }, stopped: func() bool { return false }}
+	if opts != nil && (opts.Permissions != nil || len(opts.Hooks) > 0) {
+		o.Permissions, x.hooks = opts.Permissions, newHookSet(opts.Hooks)
+	} else if pol, _ := ctx.Value(policyKey{}).(*policy); pol != nil {
+		o.Permissions, x.hooks, x.agent, x.depth = pol.perms, pol.hooks, pol.agent, pol.depth
+	}
 	p := &pcall{call: call, state: SuspendedCall{Call: call}}
 	x.prepare(p)
 	if p.failure != nil {
 		return nil, p.failure
 	}
-	if p.tool.def.RequiresApproval {
-		if err := x.approve(ctx, p); err != nil {
-			return nil, err
-		}
-		if p.failure != nil {
-			return nil, p.failure
-		}
-		if p.state.Waiting != "" {
-			return nil, ErrPendingApproval
-		}
+	if err := x.authorize(ctx, p); err != nil {
+		return nil, err
+	}
+	if p.failure != nil {
+		return nil, p.failure
+	}
+	if p.state.Waiting != "" {
+		return nil, ErrPendingApproval
 	}
 	p.started = time.Now()
 	out, err := x.invoke(ctx, p)
@@ -81,7 +90,7 @@ func (ts *Toolset) Invoke(ctx context.Context, call llm.ToolCall, opts *InvokeOp
 	if errors.Is(err, ErrPending) {
 		return nil, err
 	}
-	x.record(p, out, err)
+	x.record(ctx, p, out, err)
 	if p.failure != nil {
 		return nil, p.failure
 	}

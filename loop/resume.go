@@ -103,7 +103,12 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 	if !r.appendResults(states) {
 		return false
 	}
-	r.msgs = append(r.msgs, in.Messages...)
+	for _, m := range in.Messages {
+		if !r.promptHooks(ctx, &m) {
+			return false
+		}
+		r.msgs = append(r.msgs, m)
+	}
 	return true
 }
 

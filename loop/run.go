@@ -37,7 +37,9 @@ func (a *Agent) RunLoop(ctx context.Context, messages []llm.Message) iter.Seq[Ch
 		ctx = r.attach(ctx)
 		ctx = r.observeStart(ctx, nil)
 		defer r.observeEnd()
-		r.loop(ctx)
+		if r.startHooks(ctx, true) {
+			r.loop(ctx)
+		}
 	}
 }
 
@@ -69,7 +71,7 @@ func (a *Agent) Resume(ctx context.Context, s *Suspension, in *ResumeInput) iter
 		if in == nil {
 			in = &ResumeInput{}
 		}
-		if r.resume(ctx, s, in) {
+		if r.startHooks(ctx, false) && r.resume(ctx, s, in) {
 			r.loop(ctx)
 		}
 	}
@@ -111,11 +113,19 @@ type run struct {
 	nest *nest
 	// obs is the run's observer, if it has one (observe.go).
 	obs *observed
+
+	// hooks are the agent's (nil without any); hookCtx is the run's
+	// context, for the run_end hooks; stopContinued says a stop hook
+	// made the run go on.
+	hooks         *hookSet
+	hookCtx       context.Context
+	stopContinued bool
 }
 
 func (a *Agent) newRun(yield func(Chunk) bool, msgs []llm.Message, turn int, s *Suspension) *run {
 	r := &run{a: a, yield: yield, start: time.Now(), msgs: msgs, turn: turn}
-	r.exec = executor{tools: a.tools, opts: &a.opts, emit: r.emit, stopped: func() bool { return r.stopped }}
+	r.exec = executor{tools: a.tools, opts: &a.opts, emit: r.emit, stopped: func() bool { return r.stopped }, hooks: a.hooks}
+	r.hooks = a.hooks
 	if s != nil {
 		r.start = r.start.Add(-s.Elapsed)
 		r.res.Usage = s.Usage
@@ -179,6 +189,9 @@ func (r *run) loop(ctx context.Context) {
 				continue
 			case answerFailed:
 				return
+			}
+			if r.stopHooks(ctx, final) {
+				continue
 			}
 			r.end(StatusCompleted)
 			return
@@ -415,6 +428,7 @@ func (r *run) fail(err error) {
 
 func (r *run) end(status Status) {
 	r.res.Status = status
+	r.endHooks()
 	r.res.Messages = r.msgs
 	res := r.res
 	r.emit(Chunk{Type: ChunkEnd, Result: &res})

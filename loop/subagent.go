@@ -79,6 +79,8 @@ func AgentTool(name, description string, child *Agent, opts *AgentToolOptions) *
 		Concurrent:       o.Concurrent,
 		Timeout:          o.Timeout,
 		RequiresApproval: o.RequiresApproval,
+		// The child's calls are held to the policy themselves.
+		Access: AccessRead,
 	}
 }
 
@@ -170,8 +172,8 @@ func (t *agentTool) call(ctx context.Context, call *Call) (*Output, error) {
 }
 
 // forChild returns the agent a call of an agent tool runs: a with the
-// parent's approver if it has none, and its budgets bounded by what the
-// parent has left.
+// parent's approver and permissions if it has none, the parent's hooks
+// (see inheritHooks), and its budgets bounded by what the parent has left.
 func (a *Agent) forChild(ctx context.Context, parent *nest) *Agent {
 	if parent == nil {
 		return a
@@ -187,6 +189,12 @@ func (a *Agent) forChild(ctx context.Context, parent *nest) *Agent {
 	if c.opts.Approver == nil && left.approver != nil {
 		c.opts.Approver = left.approver
 	}
+	if c.opts.Permissions == nil {
+		c.opts.Permissions = left.perms
+	}
+	if left.hooks != nil {
+		c.hooks = newHookSet(inheritHooks(c.opts.Hooks, left.hooks))
+	}
 	if left.duration > 0 && (c.opts.MaxDuration == 0 || left.duration < c.opts.MaxDuration) {
 		c.opts.MaxDuration = left.duration
 	}
@@ -201,6 +209,8 @@ type budgetLeft struct {
 	duration time.Duration // 0: no bound
 	output   int64         // 0: no bound
 	approver Approver
+	perms    *Permissions
+	hooks    *hookSet
 }
 
 func (r *run) budgetLeft() budgetLeft {
@@ -213,6 +223,7 @@ func (r *run) budgetLeft() budgetLeft {
 		b.output = max(o.MaxOutputTokens-r.res.Usage.OutputTokens, 1)
 	}
 	b.approver = r.nest.approver
+	b.perms, b.hooks = r.a.opts.Permissions, r.hooks
 	return b
 }
 
@@ -256,6 +267,10 @@ func nestFrom(ctx context.Context) *nest {
 func (r *run) attach(ctx context.Context) context.Context {
 	depth, _ := ctx.Value(depthKey{}).(int)
 	r.nest = &nest{run: r, depth: depth, inline: make(chan func())}
+	if depth > 0 {
+		r.exec.agent, _ = ctx.Value(agentNameKey{}).(string)
+		r.exec.depth = depth
+	}
 	if a := r.a.opts.Approver; a != nil {
 		r.nest.approver = serialize(a)
 	}

@@ -32,8 +32,17 @@ type ToolDef struct {
 	Concurrent bool
 	// Timeout bounds one call; 0 means the agent's ToolTimeout.
 	Timeout time.Duration
-	// RequiresApproval makes every call wait for the agent's [Approver].
+	// RequiresApproval makes every call wait for the agent's [Approver]
+	// in the default permission mode (see [Permissions]).
 	RequiresApproval bool
+	// Access says what calls may change, for the permission modes: the
+	// zero value, AccessUnknown, is taken to change anything (plan mode
+	// refuses it).
+	Access Access
+	// Subject names the argument that permission rules match (the
+	// command of a shell tool, the path of a file tool, the URL of a
+	// fetch); the zero value means rules match the tool's name only.
+	Subject Subject
 }
 
 // A Handler answers one call of a tool. ctx is done when the call times out

@@ -497,6 +497,7 @@ func (m *Mounted) toolDef(prefix string, t *sdk.Tool) (*loop.ToolDef, error) {
 		Concurrent:       readOnly,
 		Timeout:          m.spec.Timeout,
 		RequiresApproval: m.spec.Approval == AskAlways || m.spec.Approval == AskUnlessReadOnly && !readOnly,
+		Access:           mcpAccess(readOnly),
 		Handler: func(ctx context.Context, call *loop.Call) (*loop.Output, error) {
 			return m.call(ctx, name, call)
 		},
@@ -539,4 +540,13 @@ func serverEnv(extra map[string]string) []string {
 		env = append(env, k+"="+extra[k])
 	}
 	return env
+}
+
+// mcpAccess is what the permission modes take a tool to do: read only
+// when its server says so (readOnlyHint), else anything.
+func mcpAccess(readOnly bool) loop.Access {
+	if readOnly {
+		return loop.AccessRead
+	}
+	return loop.AccessUnknown
 }

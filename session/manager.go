@@ -59,7 +59,16 @@ type Options struct {
 	TimeoutGrace time.Duration
 	// AutoApprove runs calls of tools that require approval without
 	// asking. By default they wait for a decision through the API.
+	// Hooks and deny rules still refuse calls.
 	AutoApprove bool
+	// Permissions and Hooks are the permission policy and the hooks of
+	// the runs of every session whose agent has none of its own (see
+	// AgentConfig): inline agents, and named ones without. Nil and empty
+	// mean tools that require approval wait for a decision, and the
+	// others run. See [loop.Permissions] and [loop.Hook]; hooks find the
+	// session's ID with [IDFromContext].
+	Permissions *loop.Permissions
+	Hooks       []loop.Hook
 	// ToolTimeout bounds each server-side tool call; 0 means the loop's
 	// default (5 minutes).
 	ToolTimeout time.Duration

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -37,13 +38,20 @@ type AgentConfig struct {
 	// then create nothing and return a toolset with the same tool names,
 	// whose tools are never called.
 	Workspace func(name string) (*loop.Toolset, error)
+	// Permissions and Hooks, when set, replace the server's
+	// (Options.Permissions and Options.Hooks) for the agent's sessions.
+	Permissions *loop.Permissions
+	Hooks       []loop.Hook
 }
 
 // spec is a session's resolved agent and budgets. It is stored in the
 // session's state, so a session runs the same agent after a restart; the
 // toolsets it names are looked up in the server's options when it runs.
 type spec struct {
-	Agent       string           `json:"agent"`
+	Agent string `json:"agent"`
+	// Named says Agent names an agent of the server (not an inline one
+	// that may bear the same name): its policy applies.
+	Named       bool             `json:"named,omitempty"`
 	System      string           `json:"system,omitempty"`
 	Model       string           `json:"model,omitempty"`
 	ClientTools []ToolDefinition `json:"client_tools,omitempty"`
@@ -91,6 +99,7 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 			break
 		}
 		agent = Agent{Name: req.Agent.Name, Description: cfg.Description, Instructions: cfg.Instructions, Model: cfg.Model}
+		sp.Named = true
 		if cfg.MaxSteps > 0 {
 			sp.MaxSteps = cfg.MaxSteps
 		}
@@ -322,4 +331,28 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// policy returns the permission policy and hooks of the session's runs:
+// its named agent's, or the server's.
+func (m *Manager) policy(sp *spec) (*loop.Permissions, []loop.Hook) {
+	perms, hooks := m.opts.Permissions, m.opts.Hooks
+	if a := m.opts.Agents[sp.Agent]; sp.Named && a != nil {
+		if a.Permissions != nil {
+			perms = a.Permissions
+		}
+		if a.Hooks != nil {
+			hooks = a.Hooks
+		}
+	}
+	return perms, hooks
+}
+
+type sessionIDKey struct{}
+
+// IDFromContext returns the ID of the session whose run ctx belongs to:
+// hooks (Options.Hooks) and tools use it to tell sessions apart.
+func IDFromContext(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(sessionIDKey{}).(string)
+	return id, ok
 }

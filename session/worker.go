@@ -405,6 +405,7 @@ type segment struct {
 	final bool
 
 	tools *loop.Toolset
+	perms *loop.Permissions
 	// answer holds the state change and events of a step that made no
 	// call: they are committed with the end of the run.
 	answer       func(s *store.Session, st *state)
@@ -433,7 +434,9 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 	if err != nil {
 		return g0(m, ctx, s.ID).fail(err)
 	}
-	g := &segment{m: m, id: s.ID, ctx: ctx, sp: sp, tools: tools, noTools: tools.Len() == 0}
+	perms, hooks := m.policy(sp)
+	ctx = context.WithValue(ctx, sessionIDKey{}, s.ID)
+	g := &segment{m: m, id: s.ID, ctx: ctx, sp: sp, tools: tools, noTools: tools.Len() == 0, perms: perms}
 	var msgs []llm.Message
 	for _, in := range st.Inbox {
 		g.delivered = append(g.delivered, in.ID)
@@ -446,6 +449,8 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 		ToolTimeout:       m.opts.ToolTimeout,
 		Retry:             m.opts.Retry,
 		Logger:            m.log,
+		Permissions:       perms,
+		Hooks:             hooks,
 		Approver: loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
 			if m.opts.AutoApprove {
 				return loop.Decision{Verdict: loop.Approve}, nil
@@ -671,9 +676,19 @@ func (g *segment) commitWith(opts *store.UpdateOptions, fn func(s *store.Session
 	return err
 }
 
-func (g *segment) requiresApproval(name string) bool {
-	def, ok := g.tools.Lookup(name)
-	return ok && def.RequiresApproval && !g.m.opts.AutoApprove
+// requiresApproval reports whether a call will wait for a decision, as
+// far as the permission policy tells before the run decides it (hooks,
+// which run then, may still decide otherwise: the run's suspension is
+// what counts).
+func (g *segment) requiresApproval(call llm.ToolCall) bool {
+	def, ok := g.tools.Lookup(call.Name)
+	if !ok || g.m.opts.AutoApprove {
+		return false
+	}
+	if g.perms == nil {
+		return def.RequiresApproval
+	}
+	return g.perms.Check(&def, call.Arguments.JSON()).Behavior == loop.Ask
 }
 
 // turnEnd reports the model's step. A step that made calls is committed
@@ -719,7 +734,7 @@ func (g *segment) turnEnd(c loop.Chunk) error {
 		switch {
 		case client[call.Name]:
 			w = waitResult
-		case g.requiresApproval(call.Name):
+		case g.requiresApproval(call):
 			w = waitApproval
 		}
 		cs = append(cs, callState{Call: call, Client: client[call.Name], Waiting: w})

@@ -80,6 +80,7 @@ func Tools(skills []*Skill, opts *ToolOptions) *loop.Toolset {
 	defs := []*loop.ToolDef{t.listSkills(), t.loadSkill(), t.readSkill(), t.searchSkills()}
 	for _, d := range defs {
 		d.Concurrent = true
+		d.Access = loop.AccessRead // they read skill files: plan mode runs them
 	}
 	return loop.MustToolset(defs...)
 }

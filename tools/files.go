@@ -128,6 +128,7 @@ func (f *fileTools) readFile() *loop.ToolDef {
 		return f.read(in)
 	})
 	def.Concurrent = true
+	def.Access, def.Subject = loop.AccessRead, pathSubject
 	return def
 }
 
@@ -395,6 +396,7 @@ func (f *fileTools) listFiles() *loop.ToolDef {
 		return f.list(ctx, in)
 	})
 	def.Concurrent = true
+	def.Access, def.Subject = loop.AccessRead, pathSubject
 	return def
 }
 
@@ -523,6 +525,7 @@ func (f *fileTools) writeFile() *loop.ToolDef {
 			return f.write(in)
 		})
 	def.RequiresApproval = !f.o.SkipApproval
+	def.Access, def.Subject = loop.AccessEdit, pathSubject
 	return def
 }
 
@@ -591,6 +594,7 @@ func (f *fileTools) editFile() *loop.ToolDef {
 			return f.edit(in)
 		})
 	def.RequiresApproval = !f.o.SkipApproval
+	def.Access, def.Subject = loop.AccessEdit, pathSubject
 	return def
 }
 
@@ -658,3 +662,7 @@ func (f *fileTools) edit(in editFileArgs) (string, error) {
 	}
 	return fmt.Sprintf("replaced %d occurrences in %s", n, in.Path), nil
 }
+
+// pathSubject lets permission rules match the path of a file tool's call
+// (write_file(src/**)).
+var pathSubject = loop.Subject{Kind: loop.SubjectPath, Argument: "path"}

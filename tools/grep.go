@@ -136,6 +136,7 @@ func (g *grepTool) tool() *loop.ToolDef {
 		return g.grep(ctx, in)
 	})
 	def.Concurrent = true
+	def.Access, def.Subject = loop.AccessRead, pathSubject
 	return def
 }
 

@@ -110,6 +110,7 @@ func (m *mediaTool) tool() *loop.ToolDef {
 		return m.upload(ctx, in)
 	})
 	def.Concurrent = true
+	def.Access, def.Subject = loop.AccessRead, pathSubject
 	return def
 }
 

@@ -228,6 +228,8 @@ func (s *shell) tool() *loop.ToolDef {
 		return s.run(ctx, in)
 	})
 	def.RequiresApproval = !s.o.SkipApproval
+	// Permission rules match the command by prefix (run_command(git status:*)).
+	def.Access, def.Subject = loop.AccessExecute, loop.Subject{Kind: loop.SubjectCommand, Argument: "command"}
 	// The command's own timeout fires first and reports its output; the
 	// tool's timeout is only a backstop.
 	def.Timeout = s.o.MaxTimeout + waitDelay + 30*time.Second

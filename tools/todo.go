@@ -88,6 +88,8 @@ func Todo() *loop.Toolset {
 			return planSummary(in.Todos), nil
 		})
 	def.Concurrent = true
+	// It changes nothing the user keeps: plan mode allows it.
+	def.Access = loop.AccessRead
 	return loop.MustToolset(def)
 }
 

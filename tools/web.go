@@ -136,6 +136,9 @@ func (w *web) tool() *loop.ToolDef {
 	})
 	def.Concurrent = true
 	def.Timeout = w.o.Timeout + 5*time.Second
+	// It reads a page and changes nothing here; rules match its URL
+	// (web_fetch(domain:go.dev)).
+	def.Access, def.Subject = loop.AccessRead, loop.Subject{Kind: loop.SubjectURL, Argument: "url"}
 	return def
 }
 

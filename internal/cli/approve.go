@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/loop"
@@ -31,19 +32,23 @@ const (
 // (the tool's name, the command, the diff, the content to write) is
 // rendered with [safetext]: a control character or an escape sequence
 // cannot hide or rewrite what the person approves.
+//
+// An "always" answer adds an allow rule to the run's permission policy:
+// the tool's name, or for run_command the command's prefix (git status:*),
+// offered only for a command that such a rule can match (a single command
+// with nothing that could run another).
 type termApprover struct {
 	stdio *IO
-	yes   bool
+	perms *loop.Permissions
 	// mark highlights escapes; nil when stderr is not a terminal.
 	mark func(string) string
 
-	mu     sync.Mutex
-	always map[string]bool
-	lines  chan string // lines read from stdin by one reader goroutine
+	mu    sync.Mutex
+	lines chan string // lines read from stdin by one reader goroutine
 }
 
-func newTermApprover(stdio *IO, yes bool) *termApprover {
-	a := &termApprover{stdio: stdio, yes: yes, always: map[string]bool{}}
+func newTermApprover(stdio *IO, perms *loop.Permissions) *termApprover {
+	a := &termApprover{stdio: stdio, perms: perms}
 	if stdio.errTerminal() && stdio.getenv("NO_COLOR") == "" {
 		a.mark = reverseVideo
 	}
@@ -54,25 +59,22 @@ func newTermApprover(stdio *IO, yes bool) *termApprover {
 func reverseVideo(s string) string { return "\x1b[7m" + s + "\x1b[27m" }
 
 func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (loop.Decision, error) {
-	if a.yes {
-		return loop.Decision{Verdict: loop.Approve}, nil
-	}
-	a.mu.Lock()
-	always := a.always[req.Call.Name]
-	a.mu.Unlock()
-	if always {
-		return loop.Decision{Verdict: loop.Approve}, nil
-	}
 	w := a.stdio.Err
 	if !a.stdio.interactive() {
-		fmt.Fprintf(w, "  ✗ %s needs approval and there is no terminal to ask: rerun with --yes to allow it\n", safetext.Escape(req.Call.Name))
+		fmt.Fprintf(w, "  ✗ %s needs approval and there is no terminal to ask: rerun with --yes to allow it, or allow it with --allow or --permission-mode\n", safetext.Escape(req.Call.Name))
 		return loop.Decision{Verdict: loop.Reject, Reason: "it needs approval and hrns is not running in a terminal where a person can approve it " +
 			"(the user can rerun with --yes to allow such calls)"}, nil
 	}
 	opts := &safetext.Options{Mark: a.mark}
 	name := a.inline(req.Call.Name)
+	rule, canAlways := alwaysRule(req.Call.Name, req.Call.Arguments)
+	canAlways = canAlways && a.perms != nil
 	p := describeCall(req.Call.Name, req.Call.Arguments, opts)
 	fmt.Fprintf(w, "\n%s wants to run:\n", name)
+	if pd := req.Permission; pd != nil && pd.Step == loop.StepHook {
+		// The hook is the operator's, its reason may quote the model.
+		fmt.Fprintf(w, "  (the hook %s asks you: %s)\n", a.inline(clip(pd.Rule, 80)), a.inline(clip(pd.Reason, 300)))
+	}
 	if p.escaped > 0 {
 		fmt.Fprintf(w, "  ⚠ %d characters that are invisible or that a terminal would interpret are shown escaped (\\r, \\x1b, \\u202e...)\n", p.escaped)
 	}
@@ -85,10 +87,13 @@ func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (
 		writeLines(w, p.lines)
 	}
 	for {
-		if hidden > 0 {
+		switch {
+		case hidden > 0:
 			fmt.Fprintf(w, "Allow? [v]iew all %d lines, [n]o: ", len(p.lines))
-		} else {
-			fmt.Fprintf(w, "Allow? [y]es, [n]o, [a]lways allow %s: ", name)
+		case canAlways:
+			fmt.Fprintf(w, "Allow? [y]es, [n]o, [a]lways allow %s: ", a.inline(rule.String()))
+		default:
+			fmt.Fprintf(w, "Allow? [y]es, [n]o: ")
 		}
 		line, err := a.readLine(ctx)
 		if err != nil {
@@ -102,9 +107,12 @@ func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (
 				continue
 			}
 			if answer == "a" || answer == "always" {
-				a.mu.Lock()
-				a.always[req.Call.Name] = true
-				a.mu.Unlock()
+				if !canAlways {
+					fmt.Fprintf(w, "  no rule can allow this call for good: answer y to allow it once\n")
+					continue
+				}
+				a.perms.AddAllow(rule)
+				fmt.Fprintf(w, "  added the allow rule %s for the rest of this run\n", a.inline(rule.String()))
 			}
 			return loop.Decision{Verdict: loop.Approve}, nil
 		case "v", "view":
@@ -268,4 +276,53 @@ func describeCall(name string, raw []byte, opts *safetext.Options) *preview {
 func (s *IO) errTerminal() bool {
 	f, ok := s.Err.(*os.File)
 	return ok && isTerminal(f.Fd())
+}
+
+// alwaysRule is the allow rule an "always" answer adds for a call: the
+// tool's name, or for run_command the prefix of its command, its program
+// and, when it reads like one, a subcommand (git status:*). ok is false
+// when no rule can be made: a command line holding more than one command
+// or anything that could run another, which no prefix rule matches.
+func alwaysRule(tool string, args []byte) (loop.Rule, bool) {
+	if tool != "run_command" {
+		return loop.Rule{Tool: tool}, true
+	}
+	var a struct {
+		Command string `json:"command"`
+	}
+	if json.Unmarshal(args, &a) != nil {
+		return loop.Rule{}, false
+	}
+	pc, err := loop.ParseCommand(a.Command)
+	if err != nil || pc.Opaque != "" || len(pc.Commands) != 1 {
+		return loop.Rule{}, false
+	}
+	words := pc.Commands[0]
+	if !ruleWord(words[0]) {
+		return loop.Rule{}, false
+	}
+	prefix := words[0]
+	if len(words) > 1 && subcommand(words[1]) {
+		prefix += " " + words[1]
+	}
+	return loop.Rule{Tool: tool, Pattern: prefix + ":*"}, true
+}
+
+// ruleWord reports whether a rule can spell w: no space, no parenthesis.
+func ruleWord(w string) bool {
+	return w != "" && !strings.ContainsAny(w, " \t\n\r\v\f()") && utf8.ValidString(w)
+}
+
+// subcommand reports whether w reads like a subcommand (status, run,
+// build-all) rather than an argument (a flag, a path, a file name).
+func subcommand(w string) bool {
+	if w == "" || len(w) > 32 || w[0] < 'a' || w[0] > 'z' {
+		return false
+	}
+	for _, c := range w {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

@@ -30,14 +30,14 @@ func TestTerminalApprover(t *testing.T) {
 		{"yes", "y\n", 1, []loop.Verdict{loop.Approve}, "", 1, "$ rm -rf build"},
 		{"no with a reason", "n\nuse make clean\n", 1, []loop.Verdict{loop.Reject}, "use make clean", 1, ""},
 		{"no without a reason", "no\n\n", 1, []loop.Verdict{loop.Reject}, "the user said no", 1, ""},
-		{"always asks once", "a\n", 3, []loop.Verdict{loop.Approve, loop.Approve, loop.Approve}, "", 1, ""},
+		{"always", "a\n", 1, []loop.Verdict{loop.Approve}, "", 1, "[a]lways allow run_command(rm:*)"},
 		{"asks again on nonsense", "maybe\ny\n", 1, []loop.Verdict{loop.Approve}, "", 2, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var errOut bytes.Buffer
 			stdio := &IO{In: strings.NewReader(tt.input), Err: &errOut, Interactive: func() bool { return true }}
-			a := newTermApprover(stdio, false)
+			a := newTermApprover(stdio, &loop.Permissions{})
 			for i := range tt.calls {
 				d, err := a.Approve(t.Context(), approvalReq("run_command", `{"command":"rm -rf build"}`))
 				if err != nil {
@@ -62,14 +62,10 @@ func TestTerminalApprover(t *testing.T) {
 
 func TestTerminalApproverWithoutTerminal(t *testing.T) {
 	var errOut bytes.Buffer
-	a := newTermApprover(&IO{In: strings.NewReader("y\n"), Err: &errOut, Interactive: func() bool { return false }}, false)
+	a := newTermApprover(&IO{In: strings.NewReader("y\n"), Err: &errOut, Interactive: func() bool { return false }}, nil)
 	d, _ := a.Approve(t.Context(), approvalReq("write_file", `{"path":"a","content":"b"}`))
 	if d.Verdict != loop.Reject || !strings.Contains(d.Reason, "--yes") {
 		t.Errorf("decision %+v: a script must never be asked", d)
-	}
-	yes := newTermApprover(&IO{Interactive: func() bool { return false }}, true)
-	if d, _ := yes.Approve(t.Context(), approvalReq("write_file", `{}`)); d.Verdict != loop.Approve {
-		t.Errorf("--yes: %+v", d)
 	}
 }
 
@@ -77,7 +73,7 @@ func TestTerminalApproverStopsWithTheRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	r, _ := newPipe(t)
-	a := newTermApprover(&IO{In: r, Err: &bytes.Buffer{}, Interactive: func() bool { return true }}, false)
+	a := newTermApprover(&IO{In: r, Err: &bytes.Buffer{}, Interactive: func() bool { return true }}, &loop.Permissions{})
 	if _, err := a.Approve(ctx, approvalReq("run_command", `{"command":"ls"}`)); err == nil {
 		t.Fatal("an approval that nobody answers must end with the context")
 	}
@@ -96,7 +92,7 @@ func TestDescribeEdit(t *testing.T) {
 func ask(t *testing.T, name, args, input string, mark func(string) string) (loop.Decision, string) {
 	t.Helper()
 	var errOut bytes.Buffer
-	a := newTermApprover(&IO{In: strings.NewReader(input), Err: &errOut, Interactive: func() bool { return true }}, false)
+	a := newTermApprover(&IO{In: strings.NewReader(input), Err: &errOut, Interactive: func() bool { return true }}, &loop.Permissions{})
 	a.mark = mark
 	d, err := a.Approve(t.Context(), approvalReq(name, args))
 	if err != nil {
@@ -248,7 +244,7 @@ func TestNoTerminalOnDevNullOrPipe(t *testing.T) {
 			if stdio.interactive() {
 				t.Fatalf("%s is taken for a terminal", name)
 			}
-			d, err := newTermApprover(stdio, false).Approve(t.Context(), approvalReq("run_command", `{"command":"ls"}`))
+			d, err := newTermApprover(stdio, &loop.Permissions{}).Approve(t.Context(), approvalReq("run_command", `{"command":"ls"}`))
 			if err != nil || d.Verdict != loop.Reject || !strings.Contains(d.Reason, "--yes") {
 				t.Errorf("decision %+v, %v: the model must be told that --yes allows it", d, err)
 			}
@@ -256,5 +252,72 @@ func TestNoTerminalOnDevNullOrPipe(t *testing.T) {
 				t.Errorf("stderr: %q", errOut.String())
 			}
 		})
+	}
+}
+
+// An "always" answer adds an allow rule to the run's policy: the command's
+// prefix for run_command, the tool for others; a command no prefix rule
+// can match is not offered one.
+func TestAlwaysAddsAllowRule(t *testing.T) {
+	tests := []struct {
+		tool, args string
+		rule       string // "" when none can be made
+	}{
+		{"run_command", `{"command":"git status --short"}`, "run_command(git status:*)"},
+		{"run_command", `{"command":"go test ./..."}`, "run_command(go test:*)"},
+		{"run_command", `{"command":"ls -la"}`, "run_command(ls:*)"},
+		{"run_command", `{"command":"cat notes.md"}`, "run_command(cat:*)"},
+		{"run_command", `{"command":"git status; rm -rf x"}`, ""},
+		{"run_command", `{"command":"git status $(rm -rf x)"}`, ""},
+		{"run_command", `{"command":"$X status"}`, ""},
+		{"run_command", `{"command":"echo 'unclosed"}`, ""},
+		{"write_file", `{"path":"a","content":"b"}`, "write_file"},
+	}
+	for _, tt := range tests {
+		r, ok := alwaysRule(tt.tool, []byte(tt.args))
+		got := ""
+		if ok {
+			got = r.String()
+		}
+		if got != tt.rule {
+			t.Errorf("%s %s: rule %q, want %q", tt.tool, tt.args, got, tt.rule)
+		}
+	}
+
+	perms := &loop.Permissions{}
+	var errOut bytes.Buffer
+	a := newTermApprover(&IO{In: strings.NewReader("a\n"), Err: &errOut, Interactive: func() bool { return true }}, perms)
+	if d, err := a.Approve(t.Context(), approvalReq("run_command", `{"command":"git status"}`)); err != nil || d.Verdict != loop.Approve {
+		t.Fatalf("%+v %v", d, err)
+	}
+	def := loop.ToolDef{Name: "run_command", RequiresApproval: true, Subject: loop.Subject{Kind: loop.SubjectCommand, Argument: "command"}}
+	for line, want := range map[string]loop.Behavior{"git status -s": loop.Allow, "git status; rm -rf x": loop.Ask, "git push": loop.Ask} {
+		b, _ := json.Marshal(map[string]string{"command": line})
+		if d := perms.Check(&def, b); d.Behavior != want {
+			t.Errorf("after always: %q: %+v, want %s", line, d, want)
+		}
+	}
+	// A compound command is allowed once, but "always" is not offered.
+	errOut.Reset()
+	a = newTermApprover(&IO{In: strings.NewReader("a\ny\n"), Err: &errOut, Interactive: func() bool { return true }}, perms)
+	if d, err := a.Approve(t.Context(), approvalReq("run_command", `{"command":"make; make install"}`)); err != nil || d.Verdict != loop.Approve {
+		t.Fatalf("%+v %v", d, err)
+	}
+	if strings.Contains(errOut.String(), "[a]lways") || !strings.Contains(errOut.String(), "no rule can allow this call") {
+		t.Errorf("prompt:\n%s", errOut.String())
+	}
+}
+
+// When a hook asked, the person is told which hook and why, escaped.
+func TestApprovalShowsTheAskingHook(t *testing.T) {
+	var errOut bytes.Buffer
+	a := newTermApprover(&IO{In: strings.NewReader("y\n"), Err: &errOut, Interactive: func() bool { return true }}, &loop.Permissions{})
+	req := approvalReq("run_command", `{"command":"deploy"}`)
+	req.Permission = &loop.PermissionDecision{Behavior: loop.Ask, Step: loop.StepHook, Rule: "guard.sh", Reason: "prod\x1b[2J!"}
+	if d, err := a.Approve(t.Context(), req); err != nil || d.Verdict != loop.Approve {
+		t.Fatalf("%+v %v", d, err)
+	}
+	if !strings.Contains(errOut.String(), `(the hook guard.sh asks you: prod\x1b[2J!)`) {
+		t.Errorf("prompt:\n%s", errOut.String())
 	}
 }

@@ -8,10 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/hrns-dev/hrns/loop"
 )
 
 // Config is the configuration file: ~/.config/hrns/config.toml (or
@@ -55,6 +58,12 @@ type Config struct {
 	//	[catalog]
 	//	"h/web-surfer-flash" = "repo-helper"
 	Catalog map[string]string `toml:"catalog" yaml:"catalog"`
+	// Permissions is the permission policy of hrns run (and the default
+	// of hrns serve's agents).
+	Permissions PermissionsConfig `toml:"permissions" yaml:"permissions"`
+	// Hooks are shell commands run at points of every run, by event
+	// (pre_tool, post_tool, ...; Claude Code's names work too).
+	Hooks map[string][]HookConfig `toml:"hooks" yaml:"hooks"`
 
 	path string // where it was read from, for messages
 }
@@ -73,6 +82,49 @@ type AgentConfig struct {
 	Model        string   `toml:"model" yaml:"model"`
 	Tools        []string `toml:"tools" yaml:"tools"`
 	MaxSteps     int      `toml:"max_steps" yaml:"max_steps"`
+	// Permissions and Hooks, when set, replace the config's top-level
+	// ones for this agent's sessions.
+	Permissions *PermissionsConfig      `toml:"permissions" yaml:"permissions"`
+	Hooks       map[string][]HookConfig `toml:"hooks" yaml:"hooks"`
+}
+
+// PermissionsConfig is the permission policy of the config file:
+//
+//	[permissions]
+//	mode = "acceptEdits"            # default, acceptEdits, plan or bypassPermissions
+//	allow = ["run_command(git status:*)", "run_command(go test:*)"]
+//	deny = ["run_command(rm:*)", "write_file(**/.env)", "web_fetch"]
+//
+// See docs/cli.md for the rules' syntax and the order of evaluation.
+type PermissionsConfig struct {
+	Mode  string   `toml:"mode" yaml:"mode"`
+	Allow []string `toml:"allow" yaml:"allow"`
+	Deny  []string `toml:"deny" yaml:"deny"`
+}
+
+// policy builds the loop's policy from c, with the mode and rules of the
+// flags: a mode given by flag replaces c's; rules add up.
+func (c PermissionsConfig) policy(mode string, allow, deny []string) (*loop.Permissions, error) {
+	m, err := loop.ParsePermissionMode(firstString(mode, c.Mode))
+	if err != nil {
+		return nil, err
+	}
+	p := &loop.Permissions{Mode: m}
+	for _, s := range slices.Concat(c.Allow, allow) {
+		r, err := loop.ParseRule(s)
+		if err != nil {
+			return nil, fmt.Errorf("allow: %w", err)
+		}
+		p.Allow = append(p.Allow, r)
+	}
+	for _, s := range slices.Concat(c.Deny, deny) {
+		r, err := loop.ParseRule(s)
+		if err != nil {
+			return nil, fmt.Errorf("deny: %w", err)
+		}
+		p.Deny = append(p.Deny, r)
+	}
+	return p, nil
 }
 
 // Provider configures one model endpoint.
@@ -149,6 +201,22 @@ func parseConfig(path string, data []byte) (*Config, error) {
 		}
 		if un := md.Undecoded(); len(un) > 0 {
 			return nil, fmt.Errorf("config %s: unknown key %q", path, un[0].String())
+		}
+	}
+	if _, err := cfg.Permissions.policy("", nil, nil); err != nil {
+		return nil, fmt.Errorf("config %s: permissions: %w", path, err)
+	}
+	if err := checkHooks(cfg.Hooks); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	for name, a := range cfg.Agents {
+		if a.Permissions != nil {
+			if _, err := a.Permissions.policy("", nil, nil); err != nil {
+				return nil, fmt.Errorf("config %s: agents.%s.permissions: %w", path, name, err)
+			}
+		}
+		if err := checkHooks(a.Hooks); err != nil {
+			return nil, fmt.Errorf("config %s: agents.%s: %w", path, name, err)
 		}
 	}
 	for name, p := range cfg.Providers {

@@ -132,6 +132,13 @@ func (r *textRenderer) chunk(c loop.Chunk) {
 		fmt.Fprintf(r.log, "  ✗ %s%s\n", name, clip(c.Content, 300))
 	case loop.ChunkToolCallPending:
 		fmt.Fprintf(r.log, "  … %s waits\n", safetext.Escape(c.ToolCall.Name))
+	case loop.ChunkHook:
+		r.newline()
+		line := fmt.Sprintf("  ⚑ %s hook %s: %s", c.Hook.Event, clip(c.Hook.Name, 60), c.Hook.Decision)
+		if c.Content != "" {
+			line += ": " + clip(c.Content, 300)
+		}
+		fmt.Fprintln(r.log, line)
 	case loop.ChunkEnd:
 		r.endThinking()
 		res := c.Result

@@ -48,6 +48,9 @@ type runOptions struct {
 	noSandbox bool
 	noNetwork bool
 	outSchema string
+	permMode  string
+	allow     stringList
+	deny      stringList
 	prompt    string
 }
 
@@ -69,7 +72,10 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.maxTurns, "max-turns", 0, "maximum model requests; the last asks for a final answer (default 50)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "stop the run after this long (default none)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per line for every event of the run")
-	fs.BoolVar(&o.yes, "yes", false, "approve every tool call without asking")
+	fs.BoolVar(&o.yes, "yes", false, "approve every tool call without asking: --permission-mode bypassPermissions (deny rules and hooks still apply)")
+	fs.StringVar(&o.permMode, "permission-mode", "", "how calls no rule decides are treated: default (ask for tools that change things), acceptEdits (file edits allowed), plan (read-only tools only) or bypassPermissions (default from the config, else default)")
+	fs.Var(&o.allow, "allow", "a permission rule allowing calls without asking, like run_command(git status:*) or read_file (repeatable)")
+	fs.Var(&o.deny, "deny", "a permission rule refusing calls, like run_command(rm:*) or write_file(**/.env) (repeatable)")
 	fs.StringVar(&o.record, "record", "", "record the model's responses to this file")
 	fs.StringVar(&o.replay, "replay", "", "replay the model's responses from this file instead of calling a model (tools still run)")
 	fs.Var(&o.skills, "skills", "a folder of skills to add (repeatable)")
@@ -96,6 +102,9 @@ func (o *runOptions) Validate() error {
 	}
 	if o.outSchema != "" && o.json {
 		return usagef("--output-schema and --json cannot be used together: --output-schema prints only the answer")
+	}
+	if o.yes && o.permMode != "" && o.permMode != string(loop.ModeBypass) {
+		return usagef("--yes means --permission-mode bypassPermissions: it cannot be used with --permission-mode %s", o.permMode)
 	}
 	fi, err := os.Stat(o.workdir)
 	if err != nil || !fi.IsDir() {
@@ -132,6 +141,14 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return err
 	}
+	mode := o.permMode
+	if o.yes {
+		mode = string(loop.ModeBypass)
+	}
+	perms, err := cfg.Permissions.policy(mode, o.allow, o.deny)
+	if err != nil {
+		return usagef("%v", err)
+	}
 	outSchema, err := o.loadOutputSchema()
 	if err != nil {
 		return err
@@ -158,7 +175,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 		model = rec
 	}
 
-	approver := newTermApprover(stdio, o.yes)
+	approver := newTermApprover(stdio, perms)
 	names := toolNames(o.tools, agentDef.Tools, cfg.Tools)
 	tools, system, closeMCP, err := buildTools(ctx, names, &o, cfg, stdio, approver)
 	if err != nil {
@@ -172,6 +189,10 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 
 	maxTurns := firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
+	hooks := shellHooks(cfg.Hooks, &hookEnv{
+		workdir: o.absWorkdir(), sessionID: newSessionID(), mode: perms.Mode,
+		unconfined: o.noSandbox,
+	})
 	agent := loop.NewAgent(model, tools, &loop.Options{
 		Model:           modelName,
 		MaxTurns:        maxTurns,
@@ -179,6 +200,8 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 		ApprovalTimeout: 30 * time.Minute, // a person at a terminal
 		OutputSchema:    outSchema,
 		Observer:        tel.observer,
+		Permissions:     perms,
+		Hooks:           hooks,
 	})
 
 	if o.timeout > 0 {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -174,9 +175,27 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		Logger:       log,
 		Observer:     tel.observer,
 	}
+	hookDir, err := o.hookDir()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(hookDir.temp)
+	henv := &hookEnv{workdir: hookDir.path}
+	if opts.Permissions, err = cfg.Permissions.policy("", nil, nil); err != nil {
+		return usagef("%v", err)
+	}
+	opts.Hooks = shellHooks(cfg.Hooks, withMode(henv, opts.Permissions))
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		a := cfg.Agents[name]
 		ac := &session.AgentConfig{Description: a.Description, Instructions: a.Instructions, Model: a.Model, MaxSteps: a.MaxSteps}
+		if a.Permissions != nil {
+			if ac.Permissions, err = a.Permissions.policy("", nil, nil); err != nil {
+				return usagef("agent %s: %v", name, err)
+			}
+		}
+		if a.Hooks != nil {
+			ac.Hooks = shellHooks(a.Hooks, withMode(henv, firstPerms(ac.Permissions, opts.Permissions)))
+		}
 		if err := o.addAgent(opts, name, ac, a.Tools, "config"+cfg.where()); err != nil {
 			return err
 		}
@@ -382,4 +401,33 @@ func (o *serveOptions) agentTools(names []string) (*servedTools, error) {
 	}
 	st.Workspace = ws
 	return &st, nil
+}
+
+// hookFolder is where the shell hooks of hrns serve run: --workdir, or a
+// folder of their own made for the server's life (temp names it then).
+type hookFolder struct{ path, temp string }
+
+func (o *serveOptions) hookDir() (hookFolder, error) {
+	if o.workdir != "" {
+		abs, err := filepath.Abs(o.workdir)
+		return hookFolder{path: abs}, err
+	}
+	dir, err := os.MkdirTemp("", "hrns-serve-hooks-")
+	return hookFolder{path: dir, temp: dir}, err
+}
+
+// withMode returns env for hooks of a policy whose mode is p's.
+func withMode(env *hookEnv, p *loop.Permissions) *hookEnv {
+	e := *env
+	e.mode = p.Mode
+	return &e
+}
+
+func firstPerms(p ...*loop.Permissions) *loop.Permissions {
+	for _, v := range p {
+		if v != nil {
+			return v
+		}
+	}
+	return nil
 }

@@ -1,0 +1,141 @@
+package loop_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hrns-dev/hrns/loop"
+)
+
+func TestParseCommand(t *testing.T) {
+	tests := []struct {
+		line     string
+		commands [][]string
+		opaque   bool
+	}{
+		{"git status", [][]string{{"git", "status"}}, false},
+		{"  git   status  --short ", [][]string{{"git", "status", "--short"}}, false},
+		{"git status; rm -rf x", [][]string{{"git", "status"}, {"rm", "-rf", "x"}}, false},
+		{"git status && rm -rf x", [][]string{{"git", "status"}, {"rm", "-rf", "x"}}, false},
+		{"git status || rm -rf x", [][]string{{"git", "status"}, {"rm", "-rf", "x"}}, false},
+		{"git status | rm -rf x", [][]string{{"git", "status"}, {"rm", "-rf", "x"}}, false},
+		{"git status & rm -rf x", [][]string{{"git", "status"}, {"rm", "-rf", "x"}}, false},
+		{"git status\nrm -rf x", [][]string{{"git", "status"}, {"rm", "-rf", "x"}}, false},
+		{"(git status; rm -rf x)", [][]string{{"git", "status"}, {"rm", "-rf", "x"}}, false},
+		{"{ git status; rm -rf x; }", [][]string{{"git", "status"}, {"rm", "-rf", "x"}}, false},
+		{"git status $(rm -rf x)", [][]string{{"git", "status", ""}, {"rm", "-rf", "x"}}, true},
+		{"git status `rm -rf x`", [][]string{{"git", "status", ""}, {"rm", "-rf", "x"}}, true},
+		{"git status <(rm -rf x)", [][]string{{"git", "status", ""}, {"rm", "-rf", "x"}}, true},
+		{`git "status"`, [][]string{{"git", "status"}}, false},
+		{`git 'status'`, [][]string{{"git", "status"}}, false},
+		{`g\it st\atus`, [][]string{{"git", "status"}}, false},
+		{`git "st\"at"`, [][]string{{"git", `st"at`}}, false},
+		{"git stat\\\nus", [][]string{{"git", "status"}}, false},
+		{`git $'status'`, [][]string{{"git", ""}}, true},
+		{`git "$X"`, [][]string{{"git", ""}}, true},
+		{`$CMD status`, [][]string{{"", "status"}}, true},
+		{`{rm,-rf,x}`, [][]string{{""}}, true},
+		{`ls ~`, [][]string{{"ls", ""}}, true},
+		{`git status > out.txt`, [][]string{{"git", "status"}}, true},
+		{`git status 2>&1`, [][]string{{"git", "status"}}, false},
+		{`git status >/dev/null 2>&1`, [][]string{{"git", "status"}}, false},
+		{`FOO=bar git status`, [][]string{{"git", "status"}}, true},
+		{`git() { rm -rf x; }; git status`, [][]string{{"rm", "-rf", "x"}, {"git", "status"}}, true},
+		{`if true; then rm -rf x; fi`, [][]string{{"true"}, {"rm", "-rf", "x"}}, true},
+		{`for f in a; do rm $f; done`, [][]string{{"rm", ""}}, true},
+		{`sh -c 'rm -rf x'`, [][]string{{"sh", "-c", "rm -rf x"}, {"rm", "-rf", "x"}}, true},
+		{`bash -lc "git status; rm -rf x"`, [][]string{{"bash", "-lc", "git status; rm -rf x"}, {"git", "status"}, {"rm", "-rf", "x"}}, true},
+		{`eval rm -rf x`, [][]string{{"eval", "rm", "-rf", "x"}, {"rm", "-rf", "x"}}, true},
+		{`echo hi # ; rm -rf x`, [][]string{{"echo", "hi"}}, false},
+		{`echo "a;b" 'c && d'`, [][]string{{"echo", "a;b", "c && d"}}, false},
+		{`! git status`, [][]string{{"git", "status"}}, false},
+		{`cat <<'EOF'
+hello $X
+EOF`, [][]string{{"cat"}}, false},
+		{`cat <<EOF
+hello $(rm -rf x)
+EOF`, [][]string{{"cat"}, {"rm", "-rf", "x"}}, true},
+		{"", nil, false},
+	}
+	for _, tt := range tests {
+		pc, err := loop.ParseCommand(tt.line)
+		if err != nil {
+			t.Errorf("ParseCommand(%q): %v", tt.line, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.commands, pc.Commands); diff != "" {
+			t.Errorf("ParseCommand(%q) commands (-want +got):\n%s", tt.line, diff)
+		}
+		if got := pc.Opaque != ""; got != tt.opaque {
+			t.Errorf("ParseCommand(%q) opaque = %q, want opaque %v", tt.line, pc.Opaque, tt.opaque)
+		}
+	}
+}
+
+func TestParseCommandErrors(t *testing.T) {
+	for _, line := range []string{
+		"git status (",
+		"echo 'unclosed",
+		"if true; then",
+		strings.Repeat("a", 65<<10),
+		strings.Repeat("a ", 5000),
+		strings.Repeat("sh -c '", 1) + "sh -c \"eval eval eval eval eval x\"'",
+	} {
+		if _, err := loop.ParseCommand(line); err == nil {
+			t.Errorf("ParseCommand(%.40q) = nil error, want one", line)
+		}
+	}
+}
+
+// FuzzParseCommand checks that any line parses or fails without panicking,
+// and that an allow rule made of a line's first command never allows a line
+// with more in it unless every command is that one.
+func FuzzParseCommand(f *testing.F) {
+	for _, s := range []string{"git status", "git status; rm -rf x", "a $(b) `c`", "sh -c 'x; y'", "f() { :; }", "a\\\nb", "cat <<E\n$x\nE"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		pc, err := loop.ParseCommand(line)
+		if err != nil {
+			return
+		}
+		if len(pc.Commands) == 0 || len(pc.Commands[0]) == 0 {
+			return
+		}
+		for _, w := range pc.Commands[0] {
+			if w == "" || len(strings.Fields(w)) != 1 || strings.TrimSpace(w) != w {
+				return // not a word a rule can spell
+			}
+		}
+		rule := loop.Rule{Tool: "run_command", Pattern: strings.Join(pc.Commands[0], " ") + ":*"}
+		if strings.ContainsAny(rule.Pattern, "()") {
+			return
+		}
+		p := &loop.Permissions{Allow: []loop.Rule{rule}}
+		def := commandTool()
+		d := p.Check(&def, commandArgs(line))
+		if d.Behavior == loop.Allow && (pc.Opaque != "" || len(pc.Commands) != 1 && !allSame(pc.Commands)) {
+			t.Fatalf("%q allowed by %s although it holds %v (opaque %q)", line, rule, pc.Commands, pc.Opaque)
+		}
+	})
+}
+
+func allSame(cmds [][]string) bool {
+	for _, c := range cmds {
+		if len(c) < len(cmds[0]) || !slicesHasPrefix(c, cmds[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+func slicesHasPrefix(a, prefix []string) bool {
+	for i := range prefix {
+		if a[i] != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
