@@ -350,6 +350,10 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, owner string) error
 	if err != nil {
 		return err
 	}
+	if v.Lease != nil {
+		// Operator data stays out of the reference's Session object.
+		w.Header().Set("Hrns-Lease", fmt.Sprintf("replica=%q; until=%q", v.Lease.Replica, v.Lease.Until.Format(time.RFC3339Nano)))
+	}
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }

@@ -66,7 +66,7 @@ func newEnv(t *testing.T, o *envOptions, replies ...openaitest.Reply) *env {
 	if err := m.Start(); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}}))
+	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}})))
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())

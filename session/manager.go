@@ -152,7 +152,8 @@ type CreateParams struct {
 	// Owner is who may see the session.
 	Owner string
 	// Request is the decoded request; Raw is its body as received,
-	// echoed by [View] and compared for idempotency.
+	// compared for idempotency. The session keeps and shows the request
+	// normalised (see [Manager.Create]).
 	Request *Request
 	Raw     json.RawMessage
 	// IdempotencyKey, when set, makes a retry of the same request return
@@ -184,7 +185,12 @@ func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, err
 			m.mu.Unlock()
 		}()
 	}
-	sp, msgs, err := m.resolve(p.Request)
+	req := m.normalize(p.Request)
+	sp, msgs, err := m.resolve(req)
+	if err != nil {
+		return nil, false, err
+	}
+	normalized, err := json.Marshal(req)
 	if err != nil {
 		return nil, false, err
 	}
@@ -199,8 +205,8 @@ func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, err
 		events = append(events, messageEvent(msg))
 	}
 	first := ""
-	if len(p.Request.Messages) > 0 {
-		first = p.Request.Messages[0].Message
+	if len(req.Messages) > 0 {
+		first = req.Messages[0].Message
 	}
 	s := &store.Session{
 		ID:             newID(),
@@ -209,7 +215,7 @@ func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, err
 		RequestHash:    hash,
 		Agent:          sp.Agent,
 		FirstMessage:   first,
-		Request:        p.Raw,
+		Request:        normalized,
 		CreatedAt:      time.Now().UTC(),
 	}
 	derive(s, st)

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -58,6 +59,81 @@ type spec struct {
 
 var clientToolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
 
+// normalize returns the request as hrns understands it: what the body
+// left to defaults is filled in, so that the stored request, which GET
+// /api/v2/sessions/{id} echoes, is a valid SessionRequest of the
+// reference. It is the one place where a request is completed before it is
+// validated and resolved (resolve): names and ids that refer to something
+// the server keeps (agents, environments, skills) are resolved here.
+//
+// The body is not changed: normalize works on a copy.
+func (m *Manager) normalize(req *Request) *Request {
+	out := *req
+	if req.Agent.Inline != nil {
+		out.Agent = AgentRef{Inline: normalizeAgent(req.Agent.Inline)}
+	}
+	out.Messages = nil
+	for _, um := range req.Messages {
+		out.Messages = append(out.Messages, normalizeMessage(um))
+	}
+	if out.Queue == nil {
+		out.Queue = new(true)
+	}
+	return &out
+}
+
+// normalizeAgent completes an inline agent: the description and the tool
+// descriptions the reference requires default to the name, inline
+// environments get their id and kind, and subagents are completed alike.
+func normalizeAgent(in *Agent) *Agent {
+	a := *in
+	if strings.TrimSpace(a.Description) == "" {
+		a.Description = a.Name
+	}
+	a.Environments = make([]Environment, 0, len(in.Environments))
+	for _, e := range in.Environments {
+		if e.Fields != nil {
+			e.Fields = maps.Clone(e.Fields)
+			if e.Kind == "" {
+				e.Kind = "web" // the reference's default kind
+				if e.ID == "desktop" {
+					e.Kind = e.ID
+				}
+				e.Set("kind", e.Kind)
+			}
+			if e.ID == "" {
+				e.ID = e.Kind
+				e.Set("id", e.ID)
+			}
+		}
+		a.Environments = append(a.Environments, e)
+	}
+	a.Tools = slices.Clone(in.Tools)
+	for i := range a.Tools {
+		if strings.TrimSpace(a.Tools[i].Description) == "" {
+			a.Tools[i].Description = a.Tools[i].Name
+		}
+	}
+	a.Subagents = slices.Clone(in.Subagents)
+	for i, sub := range a.Subagents {
+		if sub.Inline != nil {
+			a.Subagents[i].Inline = normalizeAgent(sub.Inline)
+		}
+	}
+	return &a
+}
+
+// normalizeMessage gives a message its type and caller.
+func normalizeMessage(um UserMessage) UserMessage {
+	if um.Type == "" {
+		um.Type = "user_message"
+	}
+	if um.CallerID == "" {
+		um.CallerID = "user"
+	}
+	return um
+}
+
 // resolve validates a request and resolves its agent.
 func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 	var v validation
@@ -70,19 +146,23 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 			v.add("Field required", "body", "agent", "name")
 		}
 		for i, e := range agent.Environments {
+			if e.Kind == "" {
+				e.Kind = e.ID // an id names a kind of the server
+			}
 			if _, ok := m.opts.Environments[e.Kind]; !ok {
 				v.add(fmt.Sprintf("environment kind %q is not provided by this server (available: %s)", e.Kind, keys(m.opts.Environments)), "body", "agent", "environments", i)
 				continue
 			}
 			sp.Toolsets = appendUnique(sp.Toolsets, "env:"+e.Kind)
 		}
-		for _, f := range []struct {
-			name string
-			raw  json.RawMessage
-		}{{"subagents", agent.Subagents}, {"skills", agent.Skills}, {"answer_format", agent.AnswerFormat}} {
-			if s := strings.TrimSpace(string(f.raw)); s != "" && s != "null" && s != "[]" {
-				v.add(f.name+" is not supported by this server", "body", "agent", f.name)
-			}
+		if len(agent.Subagents) > 0 {
+			v.add("subagents is not supported by this server", "body", "agent", "subagents")
+		}
+		if len(agent.Skills) > 0 {
+			v.add("skills is not supported by this server", "body", "agent", "skills")
+		}
+		if s := strings.TrimSpace(string(agent.AnswerFormat)); s != "" && s != "null" {
+			v.add("answer_format is not supported by this server", "body", "agent", "answer_format")
 		}
 	case req.Agent.Name != "":
 		cfg, ok := m.opts.Agents[req.Agent.Name]
