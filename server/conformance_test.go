@@ -55,3 +55,44 @@ func canonical(t *testing.T, s string) any {
 	}
 	return v
 }
+
+// TestCallerIDKept: a message's caller_id is logged as given.
+func TestCallerIDKept(t *testing.T) {
+	e := webEnv(t, openaitest.Reply{Text: "first"}, openaitest.Reply{Text: "second"})
+	id := e.create(keyAlice, `{"agent":{"name":"a","environments":[]},"messages":{"message":"hi","caller_id":"ops-bot"},"idle_timeout_s":60}`)
+	f := e.follow(keyAlice, id)
+	f.status(session.StatusIdle)
+	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/messages", keyAlice, `{"type":"batch","messages":[{"type":"user_message","message":"more","caller_id":"alice@example.com"},{"message":"and you?"}]}`), http.StatusAccepted)
+	var callers []string
+	f.until(func(c *changes) bool {
+		callers = nil
+		for _, ev := range f.events {
+			var d struct {
+				Kind     string `json:"kind"`
+				CallerID string `json:"caller_id"`
+			}
+			json.Unmarshal(ev.Data, &d)
+			if d.Kind == session.KindMessage {
+				callers = append(callers, d.CallerID)
+			}
+		}
+		return len(callers) == 3
+	})
+	if diff := cmp.Diff([]string{"ops-bot", "alice@example.com", "user"}, callers); diff != "" {
+		t.Errorf("callers (-want +got):\n%s", diff)
+	}
+}
+
+// TestUnauthenticated: the reference's 401 (its HTTPBearer scheme).
+func TestUnauthenticated(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, key := range []string{"", "sk-nobody"} {
+		r := e.expect(e.do("GET", "/api/v2/sessions", key, nil), http.StatusUnauthorized)
+		if got := r.header.Get("WWW-Authenticate"); got != "Bearer" {
+			t.Errorf("WWW-Authenticate = %q", got)
+		}
+		if got := string(r.body); got != `{"detail":"Not authenticated"}`+"\n" {
+			t.Errorf("401 body = %s", got)
+		}
+	}
+}

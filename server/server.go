@@ -198,8 +198,9 @@ func (s *Server) api(b body, h func(w http.ResponseWriter, r *http.Request, owne
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		owner, ok := s.authenticate(r)
 		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="hrns"`)
-			writeError(w, http.StatusUnauthorized, "Not authenticated: send Authorization: Bearer <API key>")
+			// The reference's words and header (its HTTPBearer scheme).
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeError(w, http.StatusUnauthorized, "Not authenticated")
 			return
 		}
 		if b != bodyNone && !checkJSON(w, r, b == bodyIgnored) {
@@ -462,10 +463,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, owner string) erro
 func (s *Server) changes(w http.ResponseWriter, r *http.Request, owner string) error {
 	q := &query{r: r}
 	p := &session.ChangesParams{
-		From:     int64(q.int("from_index", 0, 0, 1<<62)),
-		Limit:    q.int("limit", 0, 0, 1<<30),
+		From:     int64(q.int("from_index", 0, -1<<62, 1<<62)),
 		NoEvents: !q.bool("include_events", true),
 		Wait:     time.Duration(q.int("wait_for_seconds", 0, 0, 25)) * time.Second,
+	}
+	if r.URL.Query().Get("limit") != "" {
+		p.Limit = new(q.int("limit", 0, 0, 1<<30))
 	}
 	if err := q.err(); err != nil {
 		return err
@@ -474,7 +477,8 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request, owner string) e
 	if err != nil {
 		return err
 	}
-	w.Header().Set("ETag", fmt.Sprintf(`"%d"`, count))
+	// The reference's ETag is the bare event count.
+	w.Header().Set("ETag", strconv.FormatInt(count, 10))
 	if c == nil {
 		w.WriteHeader(http.StatusNoContent)
 		return nil

@@ -199,10 +199,10 @@ func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, err
 		st.Checkpoint.Messages = encodeTranscript([]llm.Message{llm.SystemMessage(sp.System)})
 	}
 	var events []store.Event
-	for _, msg := range msgs {
+	for i, msg := range msgs {
 		st.NextInID++
 		st.Inbox = append(st.Inbox, inboxMessage{ID: st.NextInID, Message: msg})
-		events = append(events, messageEvent(msg))
+		events = append(events, messageEvent(msg, req.Messages[i].CallerID))
 	}
 	first := ""
 	if len(req.Messages) > 0 {
@@ -307,8 +307,9 @@ func (m *Manager) List(ctx context.Context, owner string, p *ListParams) (*Page[
 type ChangesParams struct {
 	// From is the cursor: the number of events already seen.
 	From int64
-	// Limit bounds the events returned; 0 means all.
-	Limit int
+	// Limit, when set, bounds the events returned (0: none, only the
+	// status fields); nil means all.
+	Limit *int
 	// NoEvents leaves the events out (the status fields still come).
 	NoEvents bool
 	// Wait is how long to wait for an event when there is none yet.
@@ -317,7 +318,8 @@ type ChangesParams struct {
 
 // Changes returns the session's events from p.From, waiting up to p.Wait
 // for one if there are none yet. It returns a nil *Changes when nothing
-// came by then, and the session's event count (the next cursor) either
+// came by then (also for a cursor past the end of the log, as the
+// reference does), and the session's event count (the next cursor) either
 // way. An event wakes a waiting call at once: it is announced by the
 // store when committed.
 func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParams) (*Changes, int64, error) {
@@ -334,10 +336,7 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 		if err != nil {
 			return nil, 0, err
 		}
-		if p.From < 0 || p.From > s.EventCount {
-			return nil, s.EventCount, invalid(fmt.Sprintf("from_index %d is not between 0 and the session's %d events", p.From, s.EventCount), "query", "from_index")
-		}
-		if s.EventCount > p.From {
+		if s.EventCount > max(p.From, 0) {
 			return m.changes(ctx, s, p)
 		}
 		if timeout == nil {
@@ -368,15 +367,18 @@ func (m *Manager) changes(ctx context.Context, s *store.Session, p *ChangesParam
 	if !p.NoEvents {
 		// Only the events the session had when read: the status fields
 		// then describe the session as of the last event returned.
-		limit := int(s.EventCount - p.From)
-		if p.Limit > 0 {
-			limit = min(limit, p.Limit)
+		from := max(p.From, 0)
+		limit := int(s.EventCount - from)
+		if p.Limit != nil {
+			limit = min(limit, *p.Limit)
 		}
-		events, err := m.st.Events(ctx, s.ID, p.From, limit)
-		if err != nil {
-			return nil, 0, err
+		if limit > 0 {
+			events, err := m.st.Events(ctx, s.ID, from, limit)
+			if err != nil {
+				return nil, 0, err
+			}
+			c.NewEvents = apiEvents(events)
 		}
-		c.NewEvents = apiEvents(events)
 	}
 	return c, s.EventCount, nil
 }
@@ -681,10 +683,10 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 	}
 	return m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
 		var events []store.Event
-		for _, msg := range converted {
+		for i, msg := range converted {
 			st.NextInID++
 			st.Inbox = append(st.Inbox, inboxMessage{ID: st.NextInID, Message: msg})
-			events = append(events, messageEvent(msg))
+			events = append(events, messageEvent(msg, normalizeMessage(msgs[i]).CallerID))
 		}
 		if st.Phase == phaseIdle {
 			st.Phase, st.IdleUntil = phaseRun, time.Time{}

@@ -217,7 +217,8 @@ func flowEvent(flow string) store.Event {
 	return agentEvent(AgentEventData{Kind: KindFlow, Flow: flow, Origin: "user"})
 }
 
-func messageEvent(m llm.Message) store.Event {
+// messageEvent logs a user message from caller (the message's caller_id).
+func messageEvent(m llm.Message, caller string) store.Event {
 	var content []any
 	for _, p := range m.Parts {
 		switch p.Kind {
@@ -229,7 +230,7 @@ func messageEvent(m llm.Message) store.Event {
 			}
 		}
 	}
-	return agentEvent(AgentEventData{Kind: KindMessage, CallerID: "user", MessageContent: content})
+	return agentEvent(AgentEventData{Kind: KindMessage, CallerID: firstNonEmpty(caller, "user"), MessageContent: content})
 }
 
 // resultJSON renders a tool result's text as the API's opaque result.
