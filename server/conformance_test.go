@@ -96,3 +96,80 @@ func TestUnauthenticated(t *testing.T) {
 		}
 	}
 }
+
+// TestMessageRestartsFinished: a message to a finished session starts it
+// again with the message, as the reference does; its answer replaces the
+// last one.
+func TestMessageRestartsFinished(t *testing.T) {
+	e := webEnv(t, openaitest.Reply{Text: "first"}, openaitest.Reply{Text: "second"}, openaitest.Reply{Text: "third"})
+	id := e.create(keyAlice, `{"agent":{"name":"a","environments":[]},"messages":"hi"}`)
+	f := e.follow(keyAlice, id)
+	f.status(session.StatusCompleted)
+	base := "/api/v2/sessions/" + id
+	e.expect(e.do("POST", base+"/messages", keyAlice, `{"message":"and then?"}`), http.StatusAccepted)
+	f.until(func(c *changes) bool { return c.Status == session.StatusCompleted && string(c.Answer) == `"second"` })
+	// Interrupted sessions restart too.
+	e.expect(e.do("DELETE", base, keyAlice, nil), http.StatusNoContent)
+	e.expect(e.do("POST", base+"/messages", keyAlice, `{"message":"once more"}`), http.StatusAccepted)
+	f.until(func(c *changes) bool { return c.Status == session.StatusCompleted && string(c.Answer) == `"third"` })
+	var st session.StatusView
+	e.expect(e.do("GET", base+"/status", keyAlice, nil), http.StatusOK).json(&st)
+	if st.Status != session.StatusCompleted || st.Error != nil || st.Steps != 3 {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+// TestMessageResumesPaused: a message to a paused session resumes it.
+func TestMessageResumesPaused(t *testing.T) {
+	e := webEnv(t, openaitest.Reply{Text: "first"}, openaitest.Reply{Text: "second"})
+	id := e.create(keyAlice, `{"agent":{"name":"a","environments":[]},"messages":"hi","idle_timeout_s":60}`)
+	f := e.follow(keyAlice, id)
+	f.status(session.StatusIdle)
+	base := "/api/v2/sessions/" + id
+	e.expect(e.do("POST", base+"/pause", keyAlice, nil), http.StatusAccepted)
+	f.status(session.StatusPaused)
+	e.expect(e.do("POST", base+"/messages", keyAlice, `{"message":"go on"}`), http.StatusAccepted)
+	f.until(func(c *changes) bool { return c.Status == session.StatusIdle && string(c.Answer) == `"second"` })
+}
+
+// TestPauseDuringStepWithClientCalls: a pause sent while the model makes
+// client calls takes effect when the step ends, not once the results are
+// posted; a result posted while paused does not announce "running"; the
+// session runs on when resumed.
+func TestPauseDuringStepWithClientCalls(t *testing.T) {
+	inModel := make(chan struct{})
+	release := make(chan struct{})
+	e := newEnv(t, nil,
+		openaitest.Reply{Func: func([]byte) openaitest.Reply {
+			close(inModel)
+			<-release
+			return calls(openaitest.ToolCall("call_1", "get_order_status", `{"order_id":"4242"}`))
+		}},
+		openaitest.Reply{Text: "shipped"})
+	id := e.create(keyAlice, orderAgent)
+	base := "/api/v2/sessions/" + id
+	<-inModel
+	e.expect(e.do("POST", base+"/pause", keyAlice, nil), http.StatusAccepted)
+	close(release)
+	f := e.follow(keyAlice, id)
+	f.status(session.StatusPaused)
+	e.expect(e.do("POST", base+"/tool_results", keyAlice, `{"kind":"tool_result","tool_req":{"tool_name":"get_order_status","args":{"order_id":"4242"},"id":"call_1"},"result":"shipped"}`), http.StatusAccepted)
+	f.until(func(c *changes) bool { return kinds(c.NewEvents)[0] == "AgentEvent/tool_result" })
+	var st session.StatusView
+	e.expect(e.do("GET", base+"/status", keyAlice, nil), http.StatusOK).json(&st)
+	if st.Status != session.StatusPaused {
+		t.Errorf("status after a result posted while paused = %s, want paused", st.Status)
+	}
+	e.expect(e.do("POST", base+"/resume", keyAlice, nil), http.StatusAccepted)
+	f.status(session.StatusCompleted)
+	want := []string{
+		"AgentEvent/message_event", "AgentStartedEvent", "ActiveStateChangeEvent/running", "AgentEvent/flow_event",
+		"AgentEvent/policy_event", "MetricsUpdateEvent", "ActiveStateChangeEvent/awaiting_tool_results", "AgentRunStatusChangeEvent",
+		"AgentEvent/tool_result",
+		"AgentEvent/flow_event", "AgentRunStatusChangeEvent", "ActiveStateChangeEvent/running",
+		"AgentEvent/policy_event", "MetricsUpdateEvent", "AgentEvent/answer_event", "AgentCompletionEvent",
+	}
+	if diff := cmp.Diff(want, kinds(f.events)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}

@@ -510,7 +510,6 @@ func TestSteeringOverHTTP(t *testing.T) {
 	f.until(func(c *changes) bool { return string(c.Answer) == `"forced"` })
 	e.expect(e.do("DELETE", base, keyAlice, nil), http.StatusNoContent)
 	f.status(session.StatusInterrupted)
-	e.expect(e.do("POST", base+"/messages", keyAlice, `{"message":"too late"}`), http.StatusConflict)
 	e.expect(e.do("POST", base+"/pause", keyAlice, nil), http.StatusConflict)
 	e.expect(e.do("DELETE", base, keyAlice, nil), http.StatusNoContent)
 	got := kinds(f.events)

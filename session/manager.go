@@ -586,6 +586,11 @@ func (m *Manager) settle(st *state) []store.Event {
 	}
 	if st.settled() {
 		st.Phase = phaseRun
+		if st.Paused {
+			// It runs once resumed, and says so then.
+			st.RunningUnannounced = true
+			return nil
+		}
 		return []store.Event{activeStateEvent(st, "running")}
 	}
 	return []store.Event{activeStateEvent(st, string(StatusAwaitingToolResults))}
@@ -672,7 +677,9 @@ func (m *Manager) Decide(ctx context.Context, owner, id string, decisions []Deci
 
 // SendMessages gives the agent user messages: a running agent reads them
 // before its next step, an idle one wakes up, a waiting one reads them
-// with the tool results it waits for.
+// with the tool results it waits for. As in the reference, a paused
+// session resumes, and a finished one starts again with the messages
+// (see restart).
 func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []UserMessage) error {
 	converted, verr := userMessages(msgs, "body", "messages")
 	if verr != nil {
@@ -681,19 +688,52 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 	if len(converted) == 0 {
 		return invalid("no message", "body", "messages")
 	}
-	return m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
+	_, _, err := m.update(ctx, id, nil, func(s *store.Session, st *state) ([]store.Event, error) {
+		if s.Owner != owner {
+			return nil, ErrNotFound
+		}
 		var events []store.Event
+		if st.Phase == phaseDone {
+			if st.Spec == nil {
+				return nil, fmt.Errorf("%w: it is %s and its state is lost", ErrFinished, s.Status)
+			}
+			events = restart(s, st)
+		}
 		for i, msg := range converted {
 			st.NextInID++
 			st.Inbox = append(st.Inbox, inboxMessage{ID: st.NextInID, Message: msg})
 			events = append(events, messageEvent(msg, normalizeMessage(msgs[i]).CallerID))
 		}
-		if st.Phase == phaseIdle {
+		if st.Paused || st.PauseRequested {
+			events = append(events, unpause(st)...)
+		}
+		if st.Phase == phaseIdle || st.Phase == phaseDone {
 			st.Phase, st.IdleUntil = phaseRun, time.Time{}
 			events = append(events, activeStateEvent(st, "running"))
 		}
 		return events, nil
 	})
+	if errors.Is(err, store.ErrNotFound) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// restart reopens a finished session for a new message: it runs again
+// from its transcript, with its error cleared, its time budget
+// (max_time_s) counted anew from now, and any call left without a result
+// answered with an error the model reads. Its steps go on counting
+// towards max_steps.
+func restart(s *store.Session, st *state) []store.Event {
+	events := abandonPending(st, "the session ended before this call got a result")
+	st.Final, st.Paused, st.PauseRequested = "", false, false
+	st.Deadline = time.Time{}
+	if st.Spec.MaxTime > 0 {
+		st.Deadline = time.Now().Add(st.Spec.MaxTime)
+	}
+	s.Error, s.ErrorCode = "", ""
+	s.FinishedAt = time.Time{}
+	return append(events, event(EventAgentStarted, struct{}{}))
 }
 
 // Pause pauses the session: a running agent stops before its next step,
@@ -720,13 +760,22 @@ func (m *Manager) Resume(ctx context.Context, owner, id string) error {
 		if !st.Paused && !st.PauseRequested {
 			return nil, errNoChange
 		}
-		events := []store.Event{flowEvent("resume")}
-		if st.Paused {
-			events = append(events, event(EventRunStatusChange, map[string]string{"status": "running"}))
-		}
-		st.Paused, st.PauseRequested = false, false
-		return events, nil
+		return unpause(st), nil
 	})
+}
+
+// unpause undoes a pause. A session whose calls were answered while it
+// was paused announces now that it runs (settle does not while paused).
+func unpause(st *state) []store.Event {
+	events := []store.Event{flowEvent("resume")}
+	if st.Paused {
+		events = append(events, event(EventRunStatusChange, map[string]string{"status": "running"}))
+		if st.Phase == phaseRun && st.RunningUnannounced {
+			events = append(events, activeStateEvent(st, "running"))
+		}
+	}
+	st.Paused, st.PauseRequested, st.RunningUnannounced = false, false, false
+	return events
 }
 
 // ForceAnswer asks the agent for its final answer at its next step, without

@@ -345,10 +345,12 @@ func TestSteering(t *testing.T) {
 	f := &follower{t: t, m: m, id: v.ID}
 	f.until(func(c *session.Changes) bool { return slices.Contains(kinds(c.NewEvents), "AgentEvent/policy_event") })
 	ctx := t.Context()
-	if err := m.Pause(ctx, owner, v.ID); err != nil {
+	// (A message sent after the pause would resume the session, as in
+	// the reference: TestMessageResumesPaused of package server.)
+	if err := m.SendMessages(ctx, owner, v.ID, []session.UserMessage{{Message: "also this"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.SendMessages(ctx, owner, v.ID, []session.UserMessage{{Message: "also this"}}); err != nil {
+	if err := m.Pause(ctx, owner, v.ID); err != nil {
 		t.Fatal(err)
 	}
 	close(release)

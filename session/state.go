@@ -38,6 +38,10 @@ type state struct {
 	// Paused is set once it has.
 	PauseRequested bool `json:"pause_requested,omitempty"`
 	Paused         bool `json:"paused,omitempty"`
+	// RunningUnannounced: the session's calls were all answered while it
+	// was paused; the ActiveStateChangeEvent "running" comes when it is
+	// resumed.
+	RunningUnannounced bool `json:"running_unannounced,omitempty"`
 	// Final makes the next model request ask for a final answer without
 	// tools: "force_answer" or "timeout".
 	Final string `json:"final,omitempty"`

@@ -901,7 +901,14 @@ func (g *segment) suspended(susp *loop.Suspension) error {
 			return nil
 		}
 		st.Phase = phaseWait
-		return []store.Event{activeStateEvent(st, string(StatusAwaitingToolResults))}
+		events := []store.Event{activeStateEvent(st, string(StatusAwaitingToolResults))}
+		if st.PauseRequested {
+			// A pause asked for during the step that made the calls
+			// takes effect now, not once their results are posted.
+			st.PauseRequested, st.Paused = false, true
+			events = append(events, event(EventRunStatusChange, map[string]string{"status": "paused"}))
+		}
+		return events
 	})
 }
 
