@@ -161,7 +161,8 @@ func (h *Handle) Changes(ctx context.Context, opts *ChangesOptions) (*Changes, e
 }
 
 // SendMessage sends the agent a message. It is not retried: a message
-// sent twice would reach the agent twice.
+// sent twice would reach the agent twice. A paused session resumes, and a
+// finished one starts again with the message.
 func (h *Handle) SendMessage(ctx context.Context, text string) error {
 	_, _, err := h.c.call(ctx, "POST", "/api/v2/sessions/"+h.id+"/messages", nil, UserMessage{Type: "user_message", Message: text}, nil, false)
 	return err
