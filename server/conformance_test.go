@@ -173,3 +173,57 @@ func TestPauseDuringStepWithClientCalls(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
+
+// TestAdmissionControl: with a per-key limit of active sessions, a session
+// created beyond it waits as queued (queue: true, the default) and starts
+// when a slot frees; with queue: false it is refused with 429 and
+// Retry-After. GET /api/v2/sessions/quota tells where the key stands.
+func TestAdmissionControl(t *testing.T) {
+	inModel := make(chan struct{})
+	release := make(chan struct{})
+	e := newEnv(t, &envOptions{session: &session.Options{MaxActiveSessions: 1}},
+		openaitest.Reply{Func: func([]byte) openaitest.Reply {
+			close(inModel)
+			<-release
+			return openaitest.Reply{Text: "first"}
+		}},
+		openaitest.Reply{Text: "second"})
+	body := `{"agent":{"name":"a","environments":[]},"messages":"hi"}`
+	first := e.create(keyAlice, body)
+	<-inModel
+	var q session.Quota
+	e.expect(e.do("GET", "/api/v2/sessions/quota", keyAlice, nil), http.StatusOK).json(&q)
+	if q != (session.Quota{Scope: "user", Limit: 1, Active: 1, Available: 0}) {
+		t.Errorf("quota = %+v", q)
+	}
+	// Another key has its own quota.
+	e.expect(e.do("GET", "/api/v2/sessions/quota", keyBob, nil), http.StatusOK).json(&q)
+	if q.Active != 0 || q.Available != 1 {
+		t.Errorf("bob's quota = %+v", q)
+	}
+	var v struct {
+		ID     string
+		Status session.StatusView
+	}
+	e.expect(e.do("POST", "/api/v2/sessions", keyAlice, body), http.StatusCreated).json(&v)
+	if v.Status.Status != session.StatusQueued {
+		t.Errorf("session beyond the limit is %s, want queued", v.Status.Status)
+	}
+	second := v.ID
+	r := e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[]},"messages":"hi","queue":false}`), http.StatusTooManyRequests)
+	if r.header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+	var page session.Page[session.Summary]
+	e.expect(e.do("GET", "/api/v2/sessions?status=queued", keyAlice, nil), http.StatusOK).json(&page)
+	if page.Total != 1 || page.Items[0].ID != second {
+		t.Errorf("queued sessions = %+v", page)
+	}
+	close(release)
+	e.follow(keyAlice, first).status(session.StatusCompleted)
+	e.follow(keyAlice, second).until(func(c *changes) bool { return c.Status == session.StatusCompleted && string(c.Answer) == `"second"` })
+	e.expect(e.do("GET", "/api/v2/sessions/quota", keyAlice, nil), http.StatusOK).json(&q)
+	if q.Active != 0 || q.Available != 1 {
+		t.Errorf("quota at the end = %+v", q)
+	}
+}

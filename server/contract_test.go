@@ -206,7 +206,6 @@ var notImplemented = []string{
 	"GET /api/v2/quota/tokens",
 	// to come
 	"DELETE /api/v2/sessions/{id}/share",
-	"GET /api/v2/sessions/quota",
 	"POST /api/v2/sessions/{id}/feedback",
 	"POST /api/v2/sessions/{id}/share",
 	"PUT /api/v2/sessions/{id}/events/{event_index}/feedback",

@@ -16,7 +16,8 @@
 //	GET    /api/v2/replicas                      the replicas sharing the store
 //	                                             (hrns addition)
 //	POST   /api/v2/sessions                      create (201; Idempotency-Key)
-//	GET    /api/v2/sessions                      list (paged)
+//	GET    /api/v2/sessions                      list (paged, filtered)
+//	GET    /api/v2/sessions/quota                the key's concurrent-session quota
 //	GET    /api/v2/sessions/{id}                 the session
 //	DELETE /api/v2/sessions/{id}                 cancel (204)
 //	GET    /api/v2/sessions/{id}/status          live status
@@ -135,6 +136,7 @@ func New(m *session.Manager, opts *Options) *Server {
 	}{
 		{"POST /api/v2/sessions", bodyJSON, s.create},
 		{"GET /api/v2/sessions", bodyNone, s.list},
+		{"GET /api/v2/sessions/quota", bodyNone, s.quota},
 		{"GET /api/v2/sessions/{id}", bodyNone, s.get},
 		{"DELETE /api/v2/sessions/{id}", bodyNone, s.cancel},
 		{"GET /api/v2/sessions/{id}/status", bodyNone, s.status},
@@ -245,6 +247,9 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusNotFound, "Session not found")
 	case errors.Is(err, session.ErrFinished):
 		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, session.ErrQuotaExceeded):
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusTooManyRequests, "Concurrent session limit reached: retry later, or create the session with queue: true to wait in the queue")
 	case errors.Is(err, session.ErrInFlight):
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusConflict, err.Error())
@@ -343,6 +348,15 @@ func (s *Server) replicas(w http.ResponseWriter, r *http.Request, _ string) erro
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": rs})
+	return nil
+}
+
+func (s *Server) quota(w http.ResponseWriter, r *http.Request, owner string) error {
+	q, err := s.m.Quota(r.Context(), owner)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, q)
 	return nil
 }
 

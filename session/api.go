@@ -13,8 +13,8 @@ type Status string
 // The session states. A session is created pending, runs, may wait for
 // tool results, approvals or messages, and ends in one of the last four.
 const (
-	// StatusQueued is never produced by hrns: sessions are not queued
-	// above a concurrency quota, they wait pending for a worker.
+	// StatusQueued: created above the owner's concurrent-session limit
+	// ([Options.MaxActiveSessions]); it starts when a slot frees.
 	StatusQueued  Status = "queued"
 	StatusPending Status = "pending" // created, not started yet
 	StatusRunning Status = "running" // a worker runs the agent

@@ -71,6 +71,15 @@ type Options struct {
 	// 0 means 3. A panic or an internal error while running a session
 	// fails it at once.
 	MaxAttempts int
+	// MaxActiveSessions bounds the sessions an owner (an API key) has
+	// active at once: pending, running, paused, idle or awaiting tool
+	// results. A session created beyond it waits as queued (or is
+	// refused with [ErrQuotaExceeded] when its request sets queue:
+	// false), and queued sessions start, oldest first, as the owner's
+	// active ones finish. 0 means no limit. With several replicas the
+	// bound is approximate: two creations on two replicas at once may
+	// both be admitted.
+	MaxActiveSessions int
 	// Logger receives the manager's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -95,6 +104,8 @@ type Manager struct {
 	// beforeRun, set by tests only, is called where a worker starts
 	// running a session.
 	beforeRun func(id string)
+
+	admit sync.Mutex // serialises admission (counting and creating) with MaxActiveSessions
 
 	mu       sync.Mutex
 	inflight map[string]bool // owner + idempotency key being created
@@ -222,6 +233,24 @@ func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, err
 	if s.State, err = json.Marshal(st); err != nil {
 		return nil, false, err
 	}
+	if m.opts.MaxActiveSessions > 0 {
+		m.admit.Lock()
+		defer m.admit.Unlock()
+		active, err := m.active(ctx, p.Owner)
+		if err != nil {
+			return nil, false, err
+		}
+		if active >= m.opts.MaxActiveSessions {
+			if req.Queue != nil && !*req.Queue {
+				return nil, false, ErrQuotaExceeded
+			}
+			st.Phase = phaseQueued
+			derive(s, st)
+			if s.State, err = json.Marshal(st); err != nil {
+				return nil, false, err
+			}
+		}
+	}
 	got, created, err := m.st.CreateSession(ctx, s, events)
 	if err != nil {
 		return nil, false, err
@@ -231,6 +260,80 @@ func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, err
 	}
 	v, err := view(got)
 	return v, created, err
+}
+
+// activeStatuses are the states that count towards MaxActiveSessions.
+var activeStatuses = []string{string(StatusPending), string(StatusRunning), string(StatusPaused), string(StatusIdle), string(StatusAwaitingToolResults)}
+
+// active counts the owner's active sessions.
+func (m *Manager) active(ctx context.Context, owner string) (int, error) {
+	_, n, err := m.st.ListSessions(ctx, &store.ListParams{Owner: owner, Statuses: activeStatuses, Limit: 1})
+	return n, err
+}
+
+// Quota is the owner's concurrent-session quota, as GET
+// /api/v2/sessions/quota shows it.
+type Quota struct {
+	// Scope is "user": the limit applies to each API key.
+	Scope string `json:"scope"`
+	// Limit is [Options.MaxActiveSessions]; without a limit it is the
+	// largest 32-bit integer.
+	Limit     int `json:"limit"`
+	Active    int `json:"active"`
+	Available int `json:"available"`
+}
+
+// unlimited is the limit a quota shows when there is none.
+const unlimited = 1<<31 - 1
+
+// Quota returns the owner's concurrent-session quota.
+func (m *Manager) Quota(ctx context.Context, owner string) (*Quota, error) {
+	active, err := m.active(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	limit := m.opts.MaxActiveSessions
+	if limit <= 0 {
+		limit = unlimited
+	}
+	return &Quota{Scope: "user", Limit: limit, Active: active, Available: max(limit-active, 0)}, nil
+}
+
+// promote starts the owner's queued sessions, oldest first, while the
+// owner has fewer active sessions than MaxActiveSessions. It runs after a
+// session of the owner stops being active.
+func (m *Manager) promote(ctx context.Context, owner string) {
+	if m.opts.MaxActiveSessions <= 0 {
+		return
+	}
+	m.admit.Lock()
+	defer m.admit.Unlock()
+	active, err := m.active(ctx, owner)
+	if err != nil {
+		m.log.Error("counting active sessions", "err", err)
+		return
+	}
+	free := m.opts.MaxActiveSessions - active
+	if free <= 0 {
+		return
+	}
+	queued, _, err := m.st.ListSessions(ctx, &store.ListParams{Owner: owner, Statuses: []string{string(StatusQueued)}, Limit: free, Ascending: true})
+	if err != nil {
+		m.log.Error("listing queued sessions", "err", err)
+		return
+	}
+	for _, q := range queued {
+		_, _, err := m.update(ctx, q.ID, nil, func(s *store.Session, st *state) ([]store.Event, error) {
+			if st.Phase != phaseQueued {
+				return nil, errNoChange
+			}
+			st.Phase = phaseNew // its AgentStartedEvent comes when a worker starts it
+			return nil, nil
+		})
+		if err != nil {
+			m.log.Error("starting a queued session", "session", q.ID, "err", err)
+		}
+	}
 }
 
 // requestHash hashes the canonical form of a JSON body, so that the same
@@ -486,6 +589,7 @@ func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptio
 		if err != nil {
 			return nil, nil, err
 		}
+		wasActive := slices.Contains(activeStatuses, s.Status)
 		events, err := fn(s, st)
 		if errors.Is(err, errNoChange) {
 			return s, st, nil
@@ -503,6 +607,10 @@ func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptio
 		}
 		if err != nil {
 			return nil, nil, &storeError{err}
+		}
+		if wasActive && !slices.Contains(activeStatuses, s.Status) {
+			// A slot is free: the owner's queued sessions may start.
+			m.promote(context.WithoutCancel(ctx), s.Owner)
 		}
 		return s, st, nil
 	}

@@ -15,11 +15,12 @@ import (
 type phase string
 
 const (
-	phaseNew  phase = "new"  // created, not started
-	phaseRun  phase = "run"  // needs or has a worker running the loop
-	phaseWait phase = "wait" // calls wait for results or approvals
-	phaseIdle phase = "idle" // answered; waits for a message
-	phaseDone phase = "done" // ended; the status says how
+	phaseQueued phase = "queued" // created above the owner's quota; waits for a slot
+	phaseNew    phase = "new"    // created, not started
+	phaseRun    phase = "run"    // needs or has a worker running the loop
+	phaseWait   phase = "wait"   // calls wait for results or approvals
+	phaseIdle   phase = "idle"   // answered; waits for a message
+	phaseDone   phase = "done"   // ended; the status says how
 )
 
 // state is the runtime state of a session, stored as JSON in
@@ -171,6 +172,8 @@ func derive(s *store.Session, st *state) {
 		return
 	}
 	switch {
+	case st.Phase == phaseQueued:
+		s.Status = string(StatusQueued)
 	case st.Paused:
 		s.Status = string(StatusPaused)
 	case st.Phase == phaseNew:

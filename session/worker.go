@@ -280,6 +280,8 @@ func (m *Manager) runSession(ctx context.Context, id string) error {
 			continue
 		}
 		switch st.Phase {
+		case phaseQueued:
+			return nil // started by promote when a slot frees
 		case phaseNew:
 			err = m.start(ctx, id)
 		case phaseIdle:
