@@ -3,7 +3,9 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -225,5 +227,61 @@ func TestAdmissionControl(t *testing.T) {
 	e.expect(e.do("GET", "/api/v2/sessions/quota", keyAlice, nil), http.StatusOK).json(&q)
 	if q.Active != 0 || q.Available != 1 {
 		t.Errorf("quota at the end = %+v", q)
+	}
+}
+
+// TestListFilters: GET /api/v2/sessions filters by group_id, agent,
+// search, parent_session_id, created and finished times, owner and
+// schedule_id.
+func TestListFilters(t *testing.T) {
+	e := newEnv(t, &envOptions{session: &session.Options{
+		Agents: map[string]*session.AgentConfig{"named": {Description: "a named agent"}},
+	}}, openaitest.Reply{Text: "The CHEAPEST is 42"})
+	before := time.Now().UTC()
+	done := e.create(keyAlice, `{"agent":"named","messages":"find flights","group_id":"g1"}`)
+	e.follow(keyAlice, done).status(session.StatusCompleted)
+	mid := time.Now().UTC()
+	body := `{"agent":{"name":"inline","environments":[]},"messages":"later","idle_timeout_s":60,"group_id":"g2","parent_session_id":"` + done + `"}`
+	child := e.create(keyAlice, body)
+	e.create(keyBob, `{"agent":"named","messages":"bob's","group_id":"g1"}`)
+	list := func(q string) []string {
+		t.Helper()
+		var page session.Page[session.Summary]
+		e.expect(e.do("GET", "/api/v2/sessions?"+q, keyAlice, nil), http.StatusOK).json(&page)
+		ids := []string{}
+		for _, s := range page.Items {
+			ids = append(ids, s.ID)
+		}
+		if page.Total != len(ids) {
+			t.Errorf("%s: total %d, %d items", q, page.Total, len(ids))
+		}
+		return ids
+	}
+	ts := func(t time.Time) string { return url.QueryEscape(t.Format(time.RFC3339Nano)) }
+	for _, tc := range []struct {
+		q    string
+		want []string
+	}{
+		{"group_id=g1", []string{done}},
+		{"group_id=g2", []string{child}},
+		{"agent=named", []string{done}},
+		{"agent=named&agent=inline", []string{child, done}},
+		{"search=cheapest", []string{done}},
+		{"search=LATER", []string{child}},
+		{"parent_session_id=" + done, []string{child}},
+		{"created_before=" + ts(mid), []string{done}},
+		{"created_after=" + ts(mid), []string{child}},
+		{"created_after=" + ts(before) + "&created_before=" + ts(time.Now().Add(time.Hour)), []string{child, done}},
+		{"finished_after=" + ts(before), []string{done}},
+		{"finished_before=" + ts(before), []string{}},
+		{"owner=me-or-organization&group_id=g1", []string{done}},
+		{"schedule_id=6f1c2a0e-1b2c-4d3e-8f90-123456789abc", []string{}},
+	} {
+		if diff := cmp.Diff(tc.want, list(tc.q)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.q, diff)
+		}
+	}
+	for _, q := range []string{"owner=everyone", "created_after=yesterday", "schedule_id=nope"} {
+		e.expect(e.do("GET", "/api/v2/sessions?"+q, keyAlice, nil), http.StatusUnprocessableEntity)
 	}
 }

@@ -428,6 +428,19 @@ func (q *query) bool(name string, def bool) bool {
 	return def
 }
 
+// time reads an RFC 3339 date-time.
+func (q *query) time(name string) time.Time {
+	raw := q.r.URL.Query().Get(name)
+	if raw == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, raw)
+	if err != nil {
+		q.add(name, "Input should be a valid datetime (RFC 3339)", raw)
+	}
+	return t
+}
+
 func (q *query) add(name, msg string, input any) {
 	q.errors = append(q.errors, session.FieldError{Loc: []any{"query", name}, Msg: msg, Type: "value_error", Input: input})
 }
@@ -453,6 +466,26 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, owner string) erro
 				q.add("status", fmt.Sprintf("Input should be a session state, not %q", one), one)
 			}
 		}
+	}
+	vals := r.URL.Query()
+	for _, a := range vals["agent"] {
+		p.Agents = append(p.Agents, strings.Split(a, ",")...)
+	}
+	p.GroupID, p.ParentSessionID, p.Search = vals.Get("group_id"), vals.Get("parent_session_id"), vals.Get("search")
+	if id := vals.Get("schedule_id"); id != "" {
+		if !uuidRE.MatchString(id) {
+			q.add("schedule_id", "Input should be a valid UUID", id)
+		}
+		p.ScheduleID = id
+	}
+	p.CreatedAfter, p.CreatedBefore = q.time("created_after"), q.time("created_before")
+	p.FinishedAfter, p.FinishedBefore = q.time("finished_after"), q.time("finished_before")
+	switch o := vals.Get("owner"); o {
+	case "", "me", "me-in-organization", "organization", "me-or-organization":
+		// hrns has no organizations: each API key is its own owner, and
+		// every scope is the key's own sessions.
+	default:
+		q.add("owner", "Input should be 'me', 'me-in-organization', 'organization' or 'me-or-organization'", o)
 	}
 	for _, sort := range r.URL.Query()["sort"] {
 		switch sort {

@@ -226,6 +226,8 @@ func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, err
 		RequestHash:    hash,
 		Agent:          sp.Agent,
 		FirstMessage:   first,
+		GroupID:        deref(req.GroupID),
+		ParentID:       deref(req.ParentSessionID),
 		Request:        normalized,
 		CreatedAt:      time.Now().UTC(),
 	}
@@ -377,6 +379,18 @@ func (m *Manager) get(ctx context.Context, owner, id string) (*store.Session, er
 // ListParams select sessions for [Manager.List].
 type ListParams struct {
 	Statuses []Status
+	// Agents keeps the sessions of these agents (by name).
+	Agents []string
+	// GroupID, ParentSessionID and ScheduleID keep the sessions
+	// created with them.
+	GroupID, ParentSessionID, ScheduleID string
+	// Search keeps sessions whose first message or answer contains it,
+	// ignoring case.
+	Search string
+	// CreatedAfter, CreatedBefore, FinishedAfter and FinishedBefore
+	// bound the creation and finish times (exclusive); zero means no
+	// bound.
+	CreatedAfter, CreatedBefore, FinishedAfter, FinishedBefore time.Time
 	// Page counts from 1; Size is at most 100.
 	Page, Size int
 	Ascending  bool
@@ -384,7 +398,9 @@ type ListParams struct {
 
 // List returns a page of the owner's sessions, newest first.
 func (m *Manager) List(ctx context.Context, owner string, p *ListParams) (*Page[Summary], error) {
-	lp := &store.ListParams{Owner: owner, Offset: (p.Page - 1) * p.Size, Limit: p.Size, Ascending: p.Ascending}
+	lp := &store.ListParams{Owner: owner, Offset: (p.Page - 1) * p.Size, Limit: p.Size, Ascending: p.Ascending,
+		Agents: p.Agents, GroupID: p.GroupID, ParentID: p.ParentSessionID, ScheduleID: p.ScheduleID, Search: p.Search,
+		CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore, FinishedAfter: p.FinishedAfter, FinishedBefore: p.FinishedBefore}
 	for _, s := range p.Statuses {
 		lp.Statuses = append(lp.Statuses, string(s))
 	}
@@ -970,6 +986,13 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func timePtr(t time.Time) *time.Time {
