@@ -2,8 +2,10 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -284,4 +286,100 @@ func TestListFilters(t *testing.T) {
 	for _, q := range []string{"owner=everyone", "created_after=yesterday", "schedule_id=nope"} {
 		e.expect(e.do("GET", "/api/v2/sessions?"+q, keyAlice, nil), http.StatusUnprocessableEntity)
 	}
+}
+
+// TestAcceptedBodies: bodies the reference allows that hrns refused.
+func TestAcceptedBodies(t *testing.T) {
+	e := webEnv(t, openaitest.Reply{Text: "seen"}, openaitest.Reply{Text: "noted"}, openaitest.Reply{Text: "empty"}, openaitest.Reply{Text: "picture"})
+	// No messages: the session waits, idle, for its first message.
+	for _, body := range []string{`{"agent":{"name":"a","environments":[]}}`, `{"agent":{"name":"a","environments":[]},"messages":null}`} {
+		id := e.create(keyAlice, body)
+		f := e.follow(keyAlice, id)
+		f.status(session.StatusIdle)
+		if body == `{"agent":{"name":"a","environments":[]}}` {
+			e.expect(e.do("POST", "/api/v2/sessions/"+id+"/messages", keyAlice, `{"message":"now"}`), http.StatusAccepted)
+			f.until(func(c *changes) bool { return c.Status == session.StatusCompleted && string(c.Answer) == `"seen"` })
+			// A message to the finished session starts it again.
+			e.expect(e.do("POST", "/api/v2/sessions/"+id+"/messages", keyAlice, `{"message":"again"}`), http.StatusAccepted)
+		}
+	}
+	// An empty message, and images given as URLs.
+	id := e.create(keyAlice, `{"agent":{"name":"a","environments":[]},"messages":{"message":"","images":["https://example.com/cat.png"]}}`)
+	f := e.follow(keyAlice, id)
+	f.status(session.StatusCompleted)
+	var content []any
+	json.Unmarshal(f.events[0].Data, &struct {
+		Content *[]any `json:"content"`
+	}{&content})
+	if diff := cmp.Diff([]any{map[string]any{"type": "url", "source": "https://example.com/cat.png"}}, content); diff != "" {
+		t.Errorf("message content (-want +got):\n%s", diff)
+	}
+	e.create(keyAlice, `{"agent":{"name":"a","environments":[]},"messages":""}`)
+	e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[]},"messages":{"message":"x","images":["ftp://example.com/a.png"]}}`), http.StatusUnprocessableEntity)
+}
+
+// TestEnvironments: a desktop is refused clearly; a web environment's
+// start_url, headless and mode are accepted, kept in the request, given to
+// Options.BuildEnvironment, and reported as not honoured without one.
+func TestEnvironments(t *testing.T) {
+	e := webEnv(t, openaitest.Reply{Text: "ok"})
+	r := e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[{"id":"my-desktop","kind":"desktop","host":"user_device"}]},"messages":"hi"}`), http.StatusUnprocessableEntity)
+	var detail struct{ Detail []session.FieldError }
+	r.json(&detail)
+	if len(detail.Detail) != 1 || !strings.Contains(detail.Detail[0].Msg, "desktop environments are not available") || fmt.Sprint(detail.Detail[0].Loc) != "[body agent environments 0]" {
+		t.Errorf("desktop refused with %s", r.body)
+	}
+	web := `{"kind":"web","start_url":"https://example.com","headless":true,"mode":{"type":"text","chunk_size":5000}}`
+	r = e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[`+web+`]},"messages":"hi","delete_after_min":5}`), http.StatusCreated)
+	if got, want := r.header.Get("Hrns-Not-Honoured"), "delete_after_min, agent.environments[0].headless, agent.environments[0].mode, agent.environments[0].start_url"; got != want {
+		t.Errorf("Hrns-Not-Honoured = %q, want %q", got, want)
+	}
+	var v struct {
+		Request struct {
+			Agent struct{ Environments []json.RawMessage }
+		}
+	}
+	r.json(&v)
+	want := `{"id":"web","kind":"web","start_url":"https://example.com","headless":true,"mode":{"type":"text","chunk_size":5000}}`
+	if diff := cmp.Diff(canonical(t, want), canonical(t, string(v.Request.Agent.Environments[0]))); diff != "" {
+		t.Errorf("environment (-want +got):\n%s", diff)
+	}
+
+	// With a builder, the definition reaches it when the session runs.
+	got := make(chan string, 1)
+	e2 := newEnv(t, &envOptions{session: &session.Options{
+		Environments: map[string]*loop.Toolset{"web": {}},
+		BuildEnvironment: func(kind string, def json.RawMessage) (*loop.Toolset, error) {
+			if kind == "web" {
+				select {
+				case got <- string(def):
+				default:
+				}
+			}
+			return &loop.Toolset{}, nil
+		},
+	}}, openaitest.Reply{Text: "ok"})
+	r = e2.expect(e2.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[`+web+`]},"messages":"hi"}`), http.StatusCreated)
+	if h := r.header.Get("Hrns-Not-Honoured"); h != "" {
+		t.Errorf("Hrns-Not-Honoured with a builder = %q", h)
+	}
+	if diff := cmp.Diff(canonical(t, want), canonical(t, <-got)); diff != "" {
+		t.Errorf("definition given to the builder (-want +got):\n%s", diff)
+	}
+}
+
+// TestErrorEventWithoutToolReq: an error_event without tool_req answers
+// no call: it is logged and the agent reads it as a message.
+func TestErrorEventWithoutToolReq(t *testing.T) {
+	e := webEnv(t, openaitest.Reply{Text: "first"}, openaitest.Reply{Text: "I see the error"})
+	id := e.create(keyAlice, `{"agent":{"name":"a","environments":[]},"messages":"hi","idle_timeout_s":60}`)
+	f := e.follow(keyAlice, id)
+	f.status(session.StatusIdle)
+	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/tool_results", keyAlice, `{"kind":"error_event","error":"the printer is on fire","origin":"custom_tools"}`), http.StatusAccepted)
+	f.until(func(c *changes) bool { return string(c.Answer) == `"I see the error"` })
+	if !strings.Contains(string(e.model.Requests()[1].Body), "Error reported by custom_tools: the printer is on fire") {
+		t.Errorf("the model did not read the error: %s", e.model.Requests()[1].Body)
+	}
+	// A tool_result still needs its call.
+	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/tool_results", keyAlice, `{"kind":"tool_result","result":"x"}`), http.StatusUnprocessableEntity)
 }

@@ -327,6 +327,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, owner string) er
 	if !created {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
+	if len(v.NotHonoured) > 0 {
+		w.Header().Set("Hrns-Not-Honoured", strings.Join(v.NotHonoured, ", "))
+	}
 	w.Header().Set("Location", "/api/v2/sessions/"+v.ID)
 	writeJSON(w, http.StatusCreated, v)
 	return nil
@@ -725,7 +728,9 @@ func parseResult(raw json.RawMessage, loc []any) (session.ToolResult, []session.
 	default:
 		errs = append(errs, session.FieldError{Loc: at("kind"), Msg: "Input should be 'tool_result' or 'error_event'", Type: "literal_error", Input: res.Kind})
 	}
-	if probe.ToolReq == nil || res.ToolReq.ID == "" {
+	// An error_event may come without tool_req (the reference allows
+	// it): the agent reads it as a message (see Manager.PostToolResults).
+	if res.Kind == session.KindToolResult && (probe.ToolReq == nil || res.ToolReq.ID == "") {
 		errs = append(errs, session.FieldError{Loc: at("tool_req", "id"), Msg: "Field required: the id of the pending call", Type: "missing"})
 	}
 	return res, errs

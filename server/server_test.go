@@ -463,14 +463,14 @@ func TestErrors(t *testing.T) {
 	if !strings.Contains(string(r.body), `"detail"`) {
 		t.Errorf("413 body = %s", r.body)
 	}
-	r = e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[{"kind":"desktop"}]},"messages":"hi","max_steps":0}`), http.StatusUnprocessableEntity)
+	r = e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[{"kind":"moon"}]},"messages":"hi","max_steps":0}`), http.StatusUnprocessableEntity)
 	var detail struct{ Detail []session.FieldError }
 	r.json(&detail)
 	var locs []string
 	for _, f := range detail.Detail {
 		locs = append(locs, fmt.Sprint(f.Loc))
 	}
-	if diff := cmp.Diff([]string{"[body agent environments 0]", "[body max_steps]"}, locs); diff != "" || !strings.Contains(detail.Detail[0].Msg, `"desktop"`) {
+	if diff := cmp.Diff([]string{"[body agent environments 0]", "[body max_steps]"}, locs); diff != "" || !strings.Contains(detail.Detail[0].Msg, `"moon"`) {
 		t.Errorf("422 fields (-want +got):\n%s\n%+v", diff, detail.Detail)
 	}
 	e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":`), http.StatusUnprocessableEntity)

@@ -464,6 +464,11 @@ type View struct {
 	// Session allows no other field, so the server sends it in the
 	// Hrns-Lease header.
 	Lease *Lease `json:"-"`
+	// NotHonoured lists, as dotted paths, the fields of the request that
+	// hrns accepted and keeps but does not act on (set by
+	// [Manager.Create]; the server sends it in the Hrns-Not-Honoured
+	// header).
+	NotHonoured []string `json:"-"`
 }
 
 // A Lease is a replica's hold on a session: that replica alone runs it

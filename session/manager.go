@@ -71,6 +71,14 @@ type Options struct {
 	// 0 means 3. A panic or an internal error while running a session
 	// fails it at once.
 	MaxAttempts int
+	// BuildEnvironment, when set, builds the toolset of an inline
+	// environment from its definition (the normalised object: kind, id,
+	// start_url, headless, mode...) each time a session with it runs, in
+	// place of the toolset of Environments for its kind (which must be
+	// set: it names the tools while requests are validated). Nil means
+	// the toolsets of Environments as they are, and the definition's
+	// other fields are reported as not honoured.
+	BuildEnvironment func(kind string, definition json.RawMessage) (*loop.Toolset, error)
 	// MaxActiveSessions bounds the sessions an owner (an API key) has
 	// active at once: pending, running, paused, idle or awaiting tool
 	// results. A session created beyond it waits as queued (or is
@@ -261,6 +269,9 @@ func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, err
 		return nil, false, ErrIdempotencyMismatch
 	}
 	v, err := view(got)
+	if v != nil {
+		v.NotHonoured = m.notHonoured(req)
+	}
 	return v, created, err
 }
 
@@ -663,6 +674,13 @@ func (m *Manager) PostToolResults(ctx context.Context, owner, id string, results
 		var v validation
 		changed := false
 		for i, r := range results {
+			if r.Kind == KindError && r.ToolReq.ID == "" {
+				// An error not tied to a call: logged, and read by the
+				// agent as a message before its next step.
+				events = append(events, callerError(st, r))
+				changed = true
+				continue
+			}
 			idx := slices.IndexFunc(st.Checkpoint.Calls, func(c callState) bool { return c.Call.ID == r.ToolReq.ID })
 			if idx < 0 {
 				if answeredBefore(st.Checkpoint.Messages, r.ToolReq.ID) {
@@ -698,8 +716,21 @@ func (m *Manager) PostToolResults(ctx context.Context, owner, id string, results
 		if !changed {
 			return nil, errNoChange
 		}
+		if st.Phase == phaseIdle {
+			st.Phase, st.IdleUntil = phaseRun, time.Time{}
+			events = append(events, activeStateEvent(st, "running"))
+		}
 		return append(events, m.settle(st)...), nil
 	})
+}
+
+// callerError records an error_event the caller posted without tool_req:
+// it is logged as posted, and the agent reads it as a user message.
+func callerError(st *state, r ToolResult) store.Event {
+	text := fmt.Sprintf("Error reported by %s: %s", firstNonEmpty(r.Origin, "the caller"), r.Error)
+	st.NextInID++
+	st.Inbox = append(st.Inbox, inboxMessage{ID: st.NextInID, Message: llm.Message{Role: llm.RoleUser, Parts: []llm.Part{llm.TextPart(text)}}})
+	return agentEvent(AgentEventData{Kind: KindError, Error: r.Error, Origin: r.Origin})
 }
 
 // settle republishes the pending calls of a waiting session after some

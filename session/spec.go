@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -52,6 +53,10 @@ type spec struct {
 	// (the tools AGENT's AgentConfig.Workspace gives the session's
 	// workspace NAME).
 	Toolsets    []string      `json:"toolsets,omitempty"`
+	// EnvDefs are the inline environments' definitions by kind, as
+	// normalised (start_url, headless, mode...): what
+	// [Options.BuildEnvironment] builds the environment from.
+	EnvDefs map[string]json.RawMessage `json:"env_defs,omitempty"`
 	MaxSteps    int           `json:"max_steps"`
 	MaxTime     time.Duration `json:"max_time,omitempty"`
 	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
@@ -149,11 +154,23 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 			if e.Kind == "" {
 				e.Kind = e.ID // an id names a kind of the server
 			}
+			if e.Kind == "desktop" {
+				v.fields = append(v.fields, FieldError{Loc: []any{"body", "agent", "environments", i}, Type: "value_error",
+					Msg: "desktop environments are not available on this server: hrns runs no desktop (use a web environment, or client-side tools that drive a desktop of yours)"})
+				continue
+			}
 			if _, ok := m.opts.Environments[e.Kind]; !ok {
 				v.add(fmt.Sprintf("environment kind %q is not provided by this server (available: %s)", e.Kind, keys(m.opts.Environments)), "body", "agent", "environments", i)
 				continue
 			}
 			sp.Toolsets = appendUnique(sp.Toolsets, "env:"+e.Kind)
+			if e.Fields != nil {
+				def, _ := json.Marshal(e.Fields)
+				if sp.EnvDefs == nil {
+					sp.EnvDefs = map[string]json.RawMessage{}
+				}
+				sp.EnvDefs[e.Kind] = def
+			}
 		}
 		if len(agent.Subagents) > 0 {
 			v.add("subagents is not supported by this server", "body", "agent", "subagents")
@@ -215,7 +232,7 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 	sp.System = systemPrompt(&agent)
 
 	// Client tools: valid, unique, and not shadowing a server tool.
-	server, err := m.toolsets(sp.Toolsets)
+	server, err := m.toolsets(sp)
 	if err != nil {
 		v.add(err.Error(), "body", "agent")
 	}
@@ -266,9 +283,6 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 	if verr != nil {
 		v.fields = append(v.fields, verr.Fields...)
 	}
-	if len(req.Messages) == 0 && sp.IdleTimeout == 0 {
-		v.add("a session needs a first message, unless idle_timeout_s keeps it open for one", "body", "messages")
-	}
 	if err := v.err(); err != nil {
 		return nil, nil, err
 	}
@@ -280,6 +294,36 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 	return sp, msgs, nil
 }
 
+// environmentFields are the fields of an inline environment that hrns
+// reads itself (the others go to [Options.BuildEnvironment]).
+var environmentFields = []string{"id", "kind"}
+
+// notHonoured lists the fields of a normalised request that hrns accepts
+// and keeps but does not act on, as dotted paths: the server says so in
+// the Hrns-Not-Honoured header of the creation's answer.
+func (m *Manager) notHonoured(req *Request) []string {
+	var out []string
+	if req.DeleteAfterMin != nil {
+		out = append(out, "delete_after_min")
+	}
+	if req.DeleteScreenshotAfterMin != nil {
+		out = append(out, "delete_screenshot_after_min")
+	}
+	if req.Agent.Inline != nil {
+		for i, e := range req.Agent.Inline.Environments {
+			if m.opts.BuildEnvironment != nil {
+				break // the builder takes the definition
+			}
+			for _, f := range sortedKeys(e.Fields) {
+				if !slices.Contains(environmentFields, f) {
+					out = append(out, fmt.Sprintf("agent.environments[%d].%s", i, f))
+				}
+			}
+		}
+	}
+	return out
+}
+
 // userMessages converts API messages to model messages.
 func userMessages(in []UserMessage, loc ...any) ([]llm.Message, *ValidationError) {
 	var v validation
@@ -289,15 +333,20 @@ func userMessages(in []UserMessage, loc ...any) ([]llm.Message, *ValidationError
 		if um.Type != "" && um.Type != "user_message" {
 			v.add(fmt.Sprintf("message type %q is not user_message", um.Type), append(mloc, "type")...)
 		}
-		if strings.TrimSpace(um.Message) == "" && len(um.Images) == 0 {
-			v.add("message is empty", append(mloc, "message")...)
-			continue
-		}
 		msg := llm.Message{Role: llm.RoleUser}
-		if um.Message != "" {
+		switch {
+		case um.Message != "":
 			msg.Parts = append(msg.Parts, llm.TextPart(um.Message))
+		case len(um.Images) == 0:
+			// The reference allows an empty message; providers refuse
+			// empty text, so the model reads that it was empty.
+			msg.Parts = append(msg.Parts, llm.TextPart(emptyMessage))
 		}
 		for j, img := range um.Images {
+			if u, ok := imageURL(img); ok {
+				msg.Parts = append(msg.Parts, llm.Part{Kind: llm.PartImage, Media: &llm.Media{URL: u}})
+				continue
+			}
 			mime, data, err := parseDataURI(img)
 			if err != nil {
 				v.add(err.Error(), append(mloc, "images", j)...)
@@ -313,13 +362,26 @@ func userMessages(in []UserMessage, loc ...any) ([]llm.Message, *ValidationError
 	return out, nil
 }
 
+// emptyMessage is what the model reads for an empty message.
+const emptyMessage = "(empty message)"
+
+// imageURL reports whether an image is given by an http(s) URL, which the
+// model's provider fetches.
+func imageURL(s string) (string, bool) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.Scheme != "https" && u.Scheme != "http" {
+		return "", false
+	}
+	return u.String(), true
+}
+
 // parseDataURI decodes "data:image/png;base64,....".
 func parseDataURI(s string) (string, []byte, error) {
 	rest, ok := strings.CutPrefix(s, "data:")
 	meta, payload, ok2 := strings.Cut(rest, ",")
 	mime, isB64 := strings.CutSuffix(meta, ";base64")
 	if !ok || !ok2 || !isB64 || !strings.HasPrefix(mime, "image/") {
-		return "", nil, fmt.Errorf("image must be a base64 data URI: data:image/png;base64,<data>")
+		return "", nil, fmt.Errorf("image must be a base64 data URI (data:image/png;base64,<data>) or an http(s) URL")
 	}
 	data, err := base64.StdEncoding.DecodeString(payload)
 	if err != nil {
@@ -342,15 +404,21 @@ func systemPrompt(a *Agent) string {
 	return strings.Join(parts, "\n\n")
 }
 
-// toolsets joins the server-side toolsets named by refs.
-func (m *Manager) toolsets(refs []string) (*loop.Toolset, error) {
+// toolsets joins the server-side toolsets of the spec's agent.
+func (m *Manager) toolsets(sp *spec) (*loop.Toolset, error) {
 	var sets []*loop.Toolset
-	for _, ref := range refs {
+	for _, ref := range sp.Toolsets {
 		kind, name, _ := strings.Cut(ref, ":")
 		var ts *loop.Toolset
 		switch kind {
 		case "env":
 			ts = m.opts.Environments[name]
+			if def := sp.EnvDefs[name]; def != nil && m.opts.BuildEnvironment != nil && ts != nil {
+				var err error
+				if ts, err = m.opts.BuildEnvironment(name, def); err != nil {
+					return nil, fmt.Errorf("environment %q: %w", name, err)
+				}
+			}
 		case "toolset":
 			ts = m.opts.Toolsets[name]
 		case "workspace":

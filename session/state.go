@@ -232,7 +232,10 @@ func messageEvent(m llm.Message, caller string) store.Event {
 		case llm.PartText:
 			content = append(content, p.Text)
 		case llm.PartImage:
-			if p.Media != nil {
+			switch {
+			case p.Media != nil && p.Media.URL != "":
+				content = append(content, map[string]any{"type": "url", "source": p.Media.URL})
+			case p.Media != nil:
 				content = append(content, map[string]any{"type": "base64", "source": p.Media.Data, "media_type": p.Media.MIMEType})
 			}
 		}

@@ -342,7 +342,12 @@ func (m *Manager) start(ctx context.Context, id string) error {
 		}
 		events := []store.Event{event(EventAgentStarted, struct{}{})}
 		if len(st.Inbox) == 0 {
-			st.Phase, st.IdleUntil = phaseIdle, now.Add(st.Spec.IdleTimeout)
+			// No task yet: it waits, idle, for its first message (for
+			// idle_timeout_s when set, else until one comes).
+			st.Phase, st.IdleUntil = phaseIdle, time.Time{}
+			if st.Spec.IdleTimeout > 0 {
+				st.IdleUntil = now.Add(st.Spec.IdleTimeout)
+			}
 			return append(events, activeStateEvent(st, "idle")), nil
 		}
 		st.Phase = phaseRun
@@ -421,7 +426,7 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 		ctx, cancel = context.WithDeadlineCause(ctx, st.Deadline.Add(m.opts.TimeoutGrace), errHardDeadline)
 		defer cancel()
 	}
-	server, err := m.toolsets(sp.Toolsets)
+	server, err := m.toolsets(sp)
 	if err != nil {
 		return g0(m, ctx, s.ID).fail(fmt.Errorf("the session's agent cannot run here: %w", err))
 	}
