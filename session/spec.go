@@ -52,14 +52,14 @@ type spec struct {
 	// Toolsets are "env:KIND", "toolset:NAME" or "workspace:AGENT:NAME"
 	// (the tools AGENT's AgentConfig.Workspace gives the session's
 	// workspace NAME).
-	Toolsets    []string      `json:"toolsets,omitempty"`
+	Toolsets []string `json:"toolsets,omitempty"`
 	// EnvDefs are the inline environments' definitions by kind, as
 	// normalised (start_url, headless, mode...): what
 	// [Options.BuildEnvironment] builds the environment from.
-	EnvDefs map[string]json.RawMessage `json:"env_defs,omitempty"`
-	MaxSteps    int           `json:"max_steps"`
-	MaxTime     time.Duration `json:"max_time,omitempty"`
-	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
+	EnvDefs     map[string]json.RawMessage `json:"env_defs,omitempty"`
+	MaxSteps    int                        `json:"max_steps"`
+	MaxTime     time.Duration              `json:"max_time,omitempty"`
+	IdleTimeout time.Duration              `json:"idle_timeout,omitempty"`
 }
 
 var clientToolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
