@@ -317,3 +317,31 @@ func TestNamedAgentToolsAndControls(t *testing.T) {
 		t.Errorf("list = %+v, %v", page, err)
 	}
 }
+
+// TestRunTyped: a session created with answer_format returns its answer
+// typed, for an inline agent and for a named one (through the override).
+func TestRunTyped(t *testing.T) {
+	type shipment struct {
+		OrderID string `json:"order_id"`
+		Shipped bool   `json:"shipped"`
+	}
+	url, model := startServer(t, &session.Options{Agents: map[string]*session.AgentConfig{"named": {Description: "named"}}},
+		openaitest.Reply{Text: `{"order_id":"4242","shipped":true}`},
+		openaitest.Reply{Text: `{"order_id":"7","shipped":false}`},
+	)
+	c := client.New(url, apiKey, nil)
+	got, res, err := client.RunTyped[shipment](t.Context(), c, inline("Check order 4242."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != (shipment{OrderID: "4242", Shipped: true}) || res.Status != session.StatusCompleted {
+		t.Errorf("answer = %+v, result %+v", got, res)
+	}
+	if !strings.Contains(string(model.Requests()[0].Body), `"response_format"`) {
+		t.Errorf("the model was not asked for the format: %s", model.Requests()[0].Body)
+	}
+	got, _, err = client.RunTyped[shipment](t.Context(), c, &client.SessionRequest{Agent: client.AgentRef{Name: "named"}, Messages: client.Text("Check 7.")})
+	if err != nil || got != (shipment{OrderID: "7"}) {
+		t.Errorf("named agent: %+v, %v", got, err)
+	}
+}

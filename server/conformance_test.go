@@ -383,3 +383,100 @@ func TestErrorEventWithoutToolReq(t *testing.T) {
 	// A tool_result still needs its call.
 	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/tool_results", keyAlice, `{"kind":"tool_result","result":"x"}`), http.StatusUnprocessableEntity)
 }
+
+// TestAnswerFormat: answer_format makes the final answer a JSON object
+// matching it, validated: a mismatch is sent back to the model (an
+// error_event with origin answer_validation), the answer is delivered as
+// an object in the answer_event, /changes and latest_answer; an answer
+// that never matches fails the session with error_code answer_validation.
+func TestAnswerFormat(t *testing.T) {
+	e := webEnv(t,
+		openaitest.Reply{Text: `{"city": 3}`},
+		openaitest.Reply{Text: `{"city": "Paris"}`},
+		openaitest.Reply{Text: `nope`}, openaitest.Reply{Text: `nope`}, openaitest.Reply{Text: `nope`},
+	)
+	format := `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`
+	id := e.create(keyAlice, `{"agent":{"name":"a","environments":[],"answer_format":`+format+`},"messages":"Where?"}`)
+	f := e.follow(keyAlice, id)
+	c := f.status(session.StatusCompleted)
+	if diff := cmp.Diff(canonical(t, `{"city":"Paris"}`), canonical(t, string(c.Answer))); diff != "" {
+		t.Errorf("answer (-want +got):\n%s", diff)
+	}
+	var rejected, answers int
+	for _, ev := range f.events {
+		var d struct {
+			Kind   string          `json:"kind"`
+			Origin string          `json:"origin"`
+			Answer json.RawMessage `json:"answer"`
+		}
+		json.Unmarshal(ev.Data, &d)
+		switch {
+		case d.Kind == session.KindError && d.Origin == "answer_validation":
+			rejected++
+		case d.Kind == session.KindAnswer:
+			answers++
+			if !strings.HasPrefix(string(d.Answer), "{") {
+				t.Errorf("answer_event answer = %s, want an object", d.Answer)
+			}
+		}
+	}
+	if rejected != 1 || answers != 1 {
+		t.Errorf("%d rejections, %d answers; events:\n%s", rejected, answers, f.dump())
+	}
+	var v struct {
+		LatestAnswer json.RawMessage `json:"latest_answer"`
+		Status       session.StatusView
+	}
+	e.expect(e.do("GET", "/api/v2/sessions/"+id, keyAlice, nil), http.StatusOK).json(&v)
+	if diff := cmp.Diff(canonical(t, `{"city":"Paris"}`), canonical(t, string(v.LatestAnswer))); diff != "" || v.Status.Steps != 2 {
+		t.Errorf("latest_answer (-want +got):\n%s; steps %d", diff, v.Status.Steps)
+	}
+
+	// Never valid: failed, answer_validation.
+	id = e.create(keyAlice, `{"agent":{"name":"a","environments":[],"answer_format":`+format+`},"messages":"Where?"}`)
+	c = e.follow(keyAlice, id).status(session.StatusFailed)
+	if c.ErrorCode == nil || *c.ErrorCode != session.CodeAnswerValidation {
+		t.Errorf("error_code = %v, want answer_validation", c.ErrorCode)
+	}
+
+	// Not a schema of an object: 422.
+	for _, bad := range []string{`{"type":"string"}`, `{"type":"object","properties":{"x":{"minLength":"three"}}}`, `[]`} {
+		e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[],"answer_format":`+bad+`},"messages":"Where?"}`), http.StatusUnprocessableEntity)
+	}
+}
+
+// TestOverrides: overrides beyond agent.tools, agent.instructions and
+// agent.model: the budgets, agent.description, agent.answer_format and an
+// environment's fields by kind.
+func TestOverrides(t *testing.T) {
+	got := make(chan string, 1)
+	e := newEnv(t, &envOptions{session: &session.Options{
+		Agents:       map[string]*session.AgentConfig{"named": {Description: "named", Toolsets: []string{"web"}}},
+		Environments: map[string]*loop.Toolset{"web": {}},
+		BuildEnvironment: func(kind string, def json.RawMessage) (*loop.Toolset, error) {
+			select {
+			case got <- string(def):
+			default:
+			}
+			return &loop.Toolset{}, nil
+		},
+	}}, openaitest.Reply{Text: `{"n":1}`})
+	body := `{"agent":"named","messages":"hi","overrides":{
+		"agent.environments[kind=web].start_url":"https://bing.com",
+		"agent.answer_format":{"type":"object","properties":{"n":{"type":"integer"}}},
+		"agent.description":"overridden","max_steps":3}}`
+	id := e.create(keyAlice, body)
+	c := e.follow(keyAlice, id).status(session.StatusCompleted)
+	if string(c.Answer) != `{"n":1}` {
+		t.Errorf("answer = %s, want the structured one", c.Answer)
+	}
+	if diff := cmp.Diff(canonical(t, `{"id":"web","kind":"web","start_url":"https://bing.com"}`), canonical(t, <-got)); diff != "" {
+		t.Errorf("environment given to the builder (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(string(e.model.Requests()[0].Body), "overridden") {
+		t.Errorf("the description override did not reach the model: %s", e.model.Requests()[0].Body)
+	}
+	for _, bad := range []string{`{"agent.environments[kind=desktop].start_url":"x"}`, `{"agent.environments[kind=web].kind":"desktop"}`, `{"agent.name":"x"}`, `{"max_steps":"many"}`} {
+		e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":"named","messages":"hi","overrides":`+bad+`}`), http.StatusUnprocessableEntity)
+	}
+}

@@ -45,6 +45,9 @@ const (
 	CodeTimeout  = "timeout"
 	CodeInternal = "internal"
 	CodeNoAnswer = "no_answer"
+	// CodeAnswerValidation: the final answer never matched the agent's
+	// answer_format.
+	CodeAnswerValidation = "answer_validation"
 )
 
 // A Request is the body of POST /api/v2/sessions (the reference's

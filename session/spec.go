@@ -56,10 +56,13 @@ type spec struct {
 	// EnvDefs are the inline environments' definitions by kind, as
 	// normalised (start_url, headless, mode...): what
 	// [Options.BuildEnvironment] builds the environment from.
-	EnvDefs     map[string]json.RawMessage `json:"env_defs,omitempty"`
-	MaxSteps    int                        `json:"max_steps"`
-	MaxTime     time.Duration              `json:"max_time,omitempty"`
-	IdleTimeout time.Duration              `json:"idle_timeout,omitempty"`
+	EnvDefs map[string]json.RawMessage `json:"env_defs,omitempty"`
+	// AnswerFormat is the JSON Schema (of an object) the final answer
+	// must match; nil means a text answer.
+	AnswerFormat json.RawMessage `json:"answer_format,omitempty"`
+	MaxSteps     int             `json:"max_steps"`
+	MaxTime      time.Duration   `json:"max_time,omitempty"`
+	IdleTimeout  time.Duration   `json:"idle_timeout,omitempty"`
 }
 
 var clientToolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
@@ -128,6 +131,95 @@ func normalizeAgent(in *Agent) *Agent {
 	return &a
 }
 
+// overridable are the override paths hrns applies, besides the
+// environment paths agent.environments[kind=KIND].FIELD.
+var overridable = []string{"agent.tools", "agent.instructions", "agent.model", "agent.description", "agent.answer_format",
+	"max_steps", "max_time_s", "idle_timeout_s"}
+
+// envOverride matches agent.environments[kind=KIND].FIELD.
+var envOverride = regexp.MustCompile(`^agent\.environments\[kind=([a-z0-9_-]+)\]\.([a-z_]+)$`)
+
+// applyOverrides applies the request's overrides to the resolved agent
+// and request, in the order of their paths; each value must have the
+// type of the field it sets. The budgets (max_steps...) are set on req,
+// which resolve reads after.
+func (m *Manager) applyOverrides(req *Request, agent *Agent, sp *spec, v *validation) {
+	for _, path := range sortedKeys(req.Overrides) {
+		raw := req.Overrides[path]
+		var err error
+		switch path {
+		case "agent.tools":
+			var tools []ToolDefinition
+			if err = json.Unmarshal(raw, &tools); err == nil {
+				agent.Tools = append(agent.Tools, tools...)
+			}
+		case "agent.instructions":
+			err = json.Unmarshal(raw, &agent.Instructions)
+		case "agent.model":
+			err = json.Unmarshal(raw, &agent.Model)
+		case "agent.description":
+			err = json.Unmarshal(raw, &agent.Description)
+		case "agent.answer_format":
+			agent.AnswerFormat = raw
+		case "max_steps":
+			err = json.Unmarshal(raw, &req.MaxSteps)
+		case "max_time_s":
+			err = json.Unmarshal(raw, &req.MaxTimeS)
+		case "idle_timeout_s":
+			err = json.Unmarshal(raw, &req.IdleTimeoutS)
+		default:
+			mt := envOverride.FindStringSubmatch(path)
+			if mt == nil {
+				err = fmt.Errorf("override %q is not supported (hrns supports %s and agent.environments[kind=KIND].FIELD)", path, strings.Join(overridable, ", "))
+				break
+			}
+			kind, field := mt[1], mt[2]
+			if field == "kind" || field == "id" {
+				err = fmt.Errorf("override %q: an environment's %s cannot be overridden", path, field)
+				break
+			}
+			if !json.Valid(raw) {
+				err = fmt.Errorf("override %q: not JSON", path)
+				break
+			}
+			def := map[string]json.RawMessage{}
+			if old := sp.EnvDefs[kind]; old != nil {
+				json.Unmarshal(old, &def)
+			} else if !slices.Contains(sp.Toolsets, "env:"+kind) {
+				err = fmt.Errorf("override %q: the agent has no %s environment", path, kind)
+				break
+			} else {
+				def["id"], _ = json.Marshal(kind)
+				def["kind"] = def["id"]
+			}
+			def[field] = raw
+			if sp.EnvDefs == nil {
+				sp.EnvDefs = map[string]json.RawMessage{}
+			}
+			sp.EnvDefs[kind], _ = json.Marshal(def)
+		}
+		if err != nil {
+			v.add(err.Error(), "body", "overrides", path)
+		}
+	}
+}
+
+// checkAnswerFormat accepts a JSON Schema of an object: the reference's
+// answers are text or an object.
+func checkAnswerFormat(raw json.RawMessage) error {
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
+		return fmt.Errorf("answer_format must be a JSON Schema object")
+	}
+	if doc["type"] != "object" {
+		return fmt.Errorf(`answer_format must describe an object ("type": "object"): a structured answer is a JSON object`)
+	}
+	if err := (&loop.OutputSchema{Schema: raw}).Check(); err != nil {
+		return fmt.Errorf("answer_format: %v", err)
+	}
+	return nil
+}
+
 // normalizeMessage gives a message its type and caller.
 func normalizeMessage(um UserMessage) UserMessage {
 	if um.Type == "" {
@@ -178,9 +270,7 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 		if len(agent.Skills) > 0 {
 			v.add("skills is not supported by this server", "body", "agent", "skills")
 		}
-		if s := strings.TrimSpace(string(agent.AnswerFormat)); s != "" && s != "null" {
-			v.add("answer_format is not supported by this server", "body", "agent", "answer_format")
-		}
+
 	case req.Agent.Name != "":
 		cfg, ok := m.opts.Agents[req.Agent.Name]
 		if !ok {
@@ -208,23 +298,12 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 	default:
 		v.add("Field required", "body", "agent")
 	}
-	for path, raw := range req.Overrides {
-		var err error
-		switch path {
-		case "agent.tools":
-			var tools []ToolDefinition
-			if err = json.Unmarshal(raw, &tools); err == nil {
-				agent.Tools = append(agent.Tools, tools...)
-			}
-		case "agent.instructions":
-			err = json.Unmarshal(raw, &agent.Instructions)
-		case "agent.model":
-			err = json.Unmarshal(raw, &agent.Model)
-		default:
-			err = fmt.Errorf("override %q is not supported (hrns supports agent.tools, agent.instructions and agent.model)", path)
-		}
-		if err != nil {
-			v.add(err.Error(), "body", "overrides", path)
+	m.applyOverrides(req, &agent, sp, &v)
+	if f := strings.TrimSpace(string(agent.AnswerFormat)); f != "" && f != "null" {
+		if err := checkAnswerFormat(agent.AnswerFormat); err != nil {
+			v.add(err.Error(), "body", "agent", "answer_format")
+		} else {
+			sp.AnswerFormat = agent.AnswerFormat
 		}
 	}
 	sp.Agent = agent.Name

@@ -53,6 +53,14 @@ type state struct {
 	Deadline time.Time `json:"deadline,omitzero"`
 	// IdleUntil is when an idle session completes.
 	IdleUntil time.Time `json:"idle_until,omitzero"`
+
+	// Feedback and EventFeedback are the owner's judgements of the
+	// session and of its events (by index).
+	Feedback      *Feedback          `json:"feedback,omitempty"`
+	EventFeedback map[int64]Feedback `json:"event_feedback,omitempty"`
+	// ShareSecret, when set, makes the session readable by who has it
+	// (see Manager.Share).
+	ShareSecret string `json:"share_secret,omitempty"`
 }
 
 // checkpoint is the conversation a run continues from. Without Calls,

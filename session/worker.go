@@ -460,6 +460,9 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 			return loop.Decision{Verdict: loop.Defer}, nil
 		}),
 	}
+	if sp.AnswerFormat != nil {
+		opts.OutputSchema = &loop.OutputSchema{Schema: sp.AnswerFormat}
+	}
 	switch st.Final {
 	case "force_answer":
 		opts.FinalAnswerPrompt = finalPromptForced
@@ -512,6 +515,8 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 			err = g.commitWith(g.m.leased(), func(*store.Session, *state) []store.Event { return []store.Event{ev} })
 		case loop.ChunkTurnEnd:
 			err = g.turnEnd(c)
+		case loop.ChunkAnswerRejected:
+			err = g.answerRejected(c)
 		case loop.ChunkToolCallResult, loop.ChunkToolCallError:
 			err = g.toolDone(c)
 		case loop.ChunkEnd:
@@ -818,8 +823,43 @@ func (g *segment) end(res *loop.Result) error {
 		return res.Err // reading the caller's input failed: retried (see drive)
 	case errors.Is(res.Err, loop.ErrNoAnswer):
 		return g.noAnswer(res)
+	case errors.Is(res.Err, loop.ErrInvalidOutput):
+		return g.invalidAnswer(res)
 	}
 	return g.fail(res.Err)
+}
+
+// answerRejected commits a final answer that did not match the answer
+// format: its step, and an error_event saying why; the loop asks the model
+// again.
+func (g *segment) answerRejected(c loop.Chunk) error {
+	apply, events := g.answer, g.answerEvents
+	g.answer, g.answerEvents = nil, nil
+	ev := agentEvent(AgentEventData{Kind: KindError, Origin: "answer_validation", Error: fmt.Sprint(c.Err)})
+	return g.commit(func(s *store.Session, st *state) []store.Event {
+		if apply != nil {
+			apply(s, st)
+			events = append(events, metricsEvent(st))
+		}
+		return append(events, ev)
+	})
+}
+
+// invalidAnswer ends a session whose final answer never matched its
+// answer format (error_code answer_validation).
+func (g *segment) invalidAnswer(res *loop.Result) error {
+	encoded := encodeTranscript(res.Messages)
+	apply, events := g.answer, g.answerEvents
+	return g.commit(func(s *store.Session, st *state) []store.Event {
+		if apply != nil {
+			apply(s, st)
+			events = append(events, metricsEvent(st))
+		}
+		st.Checkpoint = checkpoint{Messages: encoded}
+		st.Final = ""
+		finish(s, st, StatusFailed, res.Err.Error(), CodeAnswerValidation)
+		return append(events, event(EventAgentError, map[string]string{"error": res.Err.Error()}))
+	})
 }
 
 // noAnswer ends a session whose model gave no answer when asked for its
@@ -851,6 +891,9 @@ func (g *segment) answered(msgs []llm.Message, answer, budget string) error {
 			events = append(events, g.answerEvents...)
 			events = append(events, metricsEvent(st))
 			b, _ := json.Marshal(answer)
+			if st.Spec.AnswerFormat != nil && json.Valid([]byte(answer)) {
+				b = json.RawMessage(answer) // the structured answer, validated by the loop
+			}
 			s.Answer = b
 			events = append(events, agentEvent(AgentEventData{Kind: KindAnswer, Answer: b}))
 		}
