@@ -480,3 +480,39 @@ func TestOverrides(t *testing.T) {
 		e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":"named","messages":"hi","overrides":`+bad+`}`), http.StatusUnprocessableEntity)
 	}
 }
+
+// TestFeedbackAndShare: feedback on a session and on an event (204), and
+// sharing: the share_url reads the session without a key until unshared.
+func TestFeedbackAndShare(t *testing.T) {
+	e := webEnv(t, openaitest.Reply{Text: "done"})
+	id := e.create(keyAlice, `{"agent":{"name":"a","environments":[]},"messages":"hi"}`)
+	e.follow(keyAlice, id).status(session.StatusCompleted)
+	base := "/api/v2/sessions/" + id
+	e.expect(e.do("POST", base+"/feedback", keyAlice, `{"success":true,"message":"great"}`), http.StatusNoContent)
+	e.expect(e.do("PUT", base+"/events/0/feedback", keyAlice, `{"success":false}`), http.StatusNoContent)
+	e.expect(e.do("PUT", base+"/events/999/feedback", keyAlice, `{"success":false}`), http.StatusUnprocessableEntity)
+	e.expect(e.do("PUT", base+"/events/x/feedback", keyAlice, `{"success":false}`), http.StatusUnprocessableEntity)
+	e.expect(e.do("POST", base+"/feedback", keyAlice, `{"message":"no verdict"}`), http.StatusUnprocessableEntity)
+	e.expect(e.do("POST", base+"/feedback", keyBob, `{"success":true}`), http.StatusNotFound)
+
+	var link struct {
+		ShareURL string `json:"share_url"`
+	}
+	e.expect(e.do("POST", base+"/share", keyAlice, nil), http.StatusOK).json(&link)
+	var again struct {
+		ShareURL string `json:"share_url"`
+	}
+	e.expect(e.do("POST", base+"/share", keyAlice, nil), http.StatusOK).json(&again)
+	if link.ShareURL == "" || again != link {
+		t.Errorf("share urls %q then %q", link.ShareURL, again.ShareURL)
+	}
+	var v struct{ ID string }
+	e.expect(e.do("GET", link.ShareURL, "", nil), http.StatusOK).json(&v)
+	if v.ID != id {
+		t.Errorf("shared session = %q", v.ID)
+	}
+	e.expect(e.do("GET", link.ShareURL+"x", "", nil), http.StatusNotFound)
+	e.expect(e.do("DELETE", base+"/share", keyAlice, nil), http.StatusNoContent)
+	e.expect(e.do("GET", link.ShareURL, "", nil), http.StatusNotFound)
+	e.expect(e.do("DELETE", base+"/share", keyAlice, nil), http.StatusNoContent)
+}

@@ -204,11 +204,6 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 var notImplemented = []string{
 	"GET /api/v2/sessions/{id}/resources/{bucket}/{key}",
 	"GET /api/v2/quota/tokens",
-	// to come
-	"DELETE /api/v2/sessions/{id}/share",
-	"POST /api/v2/sessions/{id}/feedback",
-	"POST /api/v2/sessions/{id}/share",
-	"PUT /api/v2/sessions/{id}/events/{event_index}/feedback",
 }
 
 func TestMain(m *testing.M) {

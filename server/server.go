@@ -31,6 +31,13 @@
 //	POST   /api/v2/sessions/{id}/pause           202
 //	POST   /api/v2/sessions/{id}/resume          202
 //	POST   /api/v2/sessions/{id}/force_answer    202
+//	POST   /api/v2/sessions/{id}/feedback        204
+//	PUT    /api/v2/sessions/{id}/events/{i}/feedback  204
+//	POST   /api/v2/sessions/{id}/share           {share_url}
+//	DELETE /api/v2/sessions/{id}/share           204
+//	GET    /api/v2/shared/{token}                a shared session, without
+//	                                             authentication (hrns's
+//	                                             share_url)
 //
 // # Conventions
 //
@@ -148,11 +155,17 @@ func New(m *session.Manager, opts *Options) *Server {
 		{"POST /api/v2/sessions/{id}/pause", bodyIgnored, s.control((*session.Manager).Pause)},
 		{"POST /api/v2/sessions/{id}/resume", bodyIgnored, s.control((*session.Manager).Resume)},
 		{"POST /api/v2/sessions/{id}/force_answer", bodyIgnored, s.control((*session.Manager).ForceAnswer)},
+		{"POST /api/v2/sessions/{id}/feedback", bodyJSON, s.feedback},
+		{"PUT /api/v2/sessions/{id}/events/{event_index}/feedback", bodyJSON, s.feedback},
+		{"POST /api/v2/sessions/{id}/share", bodyIgnored, s.share},
+		{"DELETE /api/v2/sessions/{id}/share", bodyNone, s.unshare},
 		{"GET /api/v2/replicas", bodyNone, s.replicas},
 	} {
 		s.mux.Handle(r.pattern, s.api(r.body, r.h))
 	}
 	s.mux.HandleFunc("GET /healthz", s.health)
+	// A shared session is public: its token is the capability.
+	s.mux.HandleFunc("GET /api/v2/shared/{token}", s.shared)
 	return s
 }
 
@@ -770,6 +783,63 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request, owner string)
 	}
 	w.WriteHeader(http.StatusAccepted)
 	return nil
+}
+
+func (s *Server) feedback(w http.ResponseWriter, r *http.Request, owner string) error {
+	var body struct {
+		Success *bool   `json:"success"`
+		Message *string `json:"message"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	if body.Success == nil {
+		return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"body", "success"}, Msg: "Field required", Type: "missing"}}}
+	}
+	fb := session.Feedback{Success: *body.Success, Message: body.Message}
+	var err error
+	if raw := r.PathValue("event_index"); raw != "" {
+		i, perr := strconv.ParseInt(raw, 10, 64)
+		if perr != nil || i < 0 {
+			return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"path", "event_index"}, Msg: "Input should be a valid event index", Type: "int_parsing", Input: raw}}}
+		}
+		err = s.m.SetEventFeedback(r.Context(), owner, r.PathValue("id"), i, fb)
+	} else {
+		err = s.m.SetFeedback(r.Context(), owner, r.PathValue("id"), fb)
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) share(w http.ResponseWriter, r *http.Request, owner string) error {
+	token, err := s.m.Share(r.Context(), owner, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"share_url": "/api/v2/shared/" + token})
+	return nil
+}
+
+func (s *Server) unshare(w http.ResponseWriter, r *http.Request, owner string) error {
+	if err := s.m.Unshare(r.Context(), owner, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// shared answers GET /api/v2/shared/{token}: the session, read-only, to
+// anyone with its share token.
+func (s *Server) shared(w http.ResponseWriter, r *http.Request) {
+	v, err := s.m.Shared(r.Context(), r.PathValue("token"))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) control(op func(m *session.Manager, ctx context.Context, owner, id string) error) func(http.ResponseWriter, *http.Request, string) error {
