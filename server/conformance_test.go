@@ -516,3 +516,30 @@ func TestFeedbackAndShare(t *testing.T) {
 	e.expect(e.do("GET", link.ShareURL, "", nil), http.StatusNotFound)
 	e.expect(e.do("DELETE", base+"/share", keyAlice, nil), http.StatusNoContent)
 }
+
+// TestSkills: inline skills and skills the server knows by name are listed
+// in the agent's prompt and loaded with load_skill; an unknown name is 422.
+func TestSkills(t *testing.T) {
+	e := newEnv(t, &envOptions{session: &session.Options{
+		Environments: map[string]*loop.Toolset{"web": {}},
+		Skills:       map[string]*session.Skill{"h/refunds": {Name: "h/refunds", Description: "How to refund.", Body: "Refund within 30 days only."}},
+	}},
+		calls(openaitest.ToolCall("call_1", "load_skill", `{"name":"h/refunds"}`)),
+		openaitest.Reply{Text: "Refunded."})
+	body := `{"agent":{"name":"a","environments":[],"skills":["h/refunds",{"name":"greeting","description":"How to greet.","body":"Say hello."}]},"messages":"Refund order 7."}`
+	id := e.create(keyAlice, body)
+	f := e.follow(keyAlice, id)
+	f.status(session.StatusCompleted)
+	first := string(e.model.Requests()[0].Body)
+	for _, want := range []string{"h/refunds: How to refund.", "greeting: How to greet.", `"load_skill"`} {
+		if !strings.Contains(first, want) {
+			t.Errorf("the first request lacks %q: %s", want, first)
+		}
+	}
+	if !strings.Contains(string(e.model.Requests()[1].Body), "Refund within 30 days only.") {
+		t.Errorf("load_skill did not return the body: %s", e.model.Requests()[1].Body)
+	}
+	for _, bad := range []string{`["nope"]`, `[{"name":"Bad Name","description":"d","body":"b"}]`, `[{"name":"x","description":"d"}]`} {
+		e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[],"skills":`+bad+`},"messages":"hi"}`), http.StatusUnprocessableEntity)
+	}
+}

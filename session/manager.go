@@ -71,6 +71,9 @@ type Options struct {
 	// 0 means 3. A panic or an internal error while running a session
 	// fails it at once.
 	MaxAttempts int
+	// Skills are the skills callers may name in an inline agent's
+	// skills, by name; inline skills need none.
+	Skills map[string]*Skill
 	// BuildEnvironment, when set, builds the toolset of an inline
 	// environment from its definition (the normalised object: kind, id,
 	// start_url, headless, mode...) each time a session with it runs, in
@@ -139,6 +142,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	o.Agents = maps.Clone(o.Agents)
 	o.Environments = maps.Clone(o.Environments)
 	o.Toolsets = maps.Clone(o.Toolsets)
+	o.Skills = maps.Clone(o.Skills)
 	if o.MaxSteps <= 0 {
 		o.MaxSteps = 100
 	}

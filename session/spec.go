@@ -60,9 +60,11 @@ type spec struct {
 	// AnswerFormat is the JSON Schema (of an object) the final answer
 	// must match; nil means a text answer.
 	AnswerFormat json.RawMessage `json:"answer_format,omitempty"`
-	MaxSteps     int             `json:"max_steps"`
-	MaxTime      time.Duration   `json:"max_time,omitempty"`
-	IdleTimeout  time.Duration   `json:"idle_timeout,omitempty"`
+	// Skills are the agent's skills, resolved (see skills.go).
+	Skills      []Skill       `json:"skills,omitempty"`
+	MaxSteps    int           `json:"max_steps"`
+	MaxTime     time.Duration `json:"max_time,omitempty"`
+	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
 }
 
 var clientToolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
@@ -267,9 +269,7 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 		if len(agent.Subagents) > 0 {
 			v.add("subagents is not supported by this server", "body", "agent", "subagents")
 		}
-		if len(agent.Skills) > 0 {
-			v.add("skills is not supported by this server", "body", "agent", "skills")
-		}
+		sp.Skills = m.resolveSkills(agent.Skills, &v)
 
 	case req.Agent.Name != "":
 		cfg, ok := m.opts.Agents[req.Agent.Name]
@@ -309,6 +309,9 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 	sp.Agent = agent.Name
 	sp.Model = firstNonEmpty(agent.Model, m.opts.DefaultModel)
 	sp.System = systemPrompt(&agent)
+	if p := skillsPrompt(sp.Skills); p != "" {
+		sp.System = strings.TrimSpace(sp.System + "\n\n" + p)
+	}
 
 	// Client tools: valid, unique, and not shadowing a server tool.
 	server, err := m.toolsets(sp)
@@ -513,6 +516,11 @@ func (m *Manager) toolsets(sp *spec) (*loop.Toolset, error) {
 		if ts == nil {
 			return nil, fmt.Errorf("toolset %q is not configured on this server", name)
 		}
+		sets = append(sets, ts)
+	}
+	if ts, err := skillTools(sp.Skills); err != nil {
+		return nil, err
+	} else if ts != nil {
 		sets = append(sets, ts)
 	}
 	return loop.Join(sets...)
