@@ -543,3 +543,40 @@ func TestSkills(t *testing.T) {
 		e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[],"skills":`+bad+`},"messages":"hi"}`), http.StatusUnprocessableEntity)
 	}
 }
+
+// TestSubagents: a delegate call runs the subagent as a child session
+// (parent_session_id set, listed by the filter and in the parent's
+// subagent_session_ids); its answer is the call's result.
+func TestSubagents(t *testing.T) {
+	e := webEnv(t,
+		calls(openaitest.ToolCall("call_1", "delegate", `{"agent":"researcher","task":"Find the answer."}`)),
+		openaitest.Reply{Text: "It is 42."},
+		openaitest.Reply{Text: "The researcher says 42."},
+	)
+	body := `{"agent":{"name":"boss","environments":[],"subagents":[{"name":"researcher","description":"Finds answers.","environments":[]}]},"messages":"What is the answer?"}`
+	id := e.create(keyAlice, body)
+	c := e.follow(keyAlice, id).status(session.StatusCompleted)
+	if string(c.Answer) != `"The researcher says 42."` {
+		t.Errorf("answer = %s", c.Answer)
+	}
+	var st session.StatusView
+	e.expect(e.do("GET", "/api/v2/sessions/"+id+"/status", keyAlice, nil), http.StatusOK).json(&st)
+	if len(st.SubagentSessionIDs) != 1 {
+		t.Fatalf("subagent_session_ids = %v", st.SubagentSessionIDs)
+	}
+	child := st.SubagentSessionIDs[0]
+	var page session.Page[session.Summary]
+	e.expect(e.do("GET", "/api/v2/sessions?parent_session_id="+id, keyAlice, nil), http.StatusOK).json(&page)
+	if page.Total != 1 || page.Items[0].ID != child || page.Items[0].Status != session.StatusCompleted {
+		t.Errorf("children = %+v", page.Items)
+	}
+	if !strings.Contains(string(e.model.Requests()[2].Body), "It is 42.") {
+		t.Errorf("the parent did not read the child's answer: %s", e.model.Requests()[2].Body)
+	}
+	// Bob sees neither.
+	e.expect(e.do("GET", "/api/v2/sessions/"+child, keyBob, nil), http.StatusNotFound)
+	// Invalid subagents are refused.
+	for _, bad := range []string{`[{"name":"x","environments":[{"kind":"moon"}]}]`, `["nobody"]`, `[{"name":"a","environments":[]},{"name":"a","environments":[]}]`} {
+		e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"boss","environments":[],"subagents":`+bad+`},"messages":"hi"}`), http.StatusUnprocessableEntity)
+	}
+}

@@ -192,6 +192,12 @@ type CreateParams struct {
 // [ErrIdempotencyMismatch] when the key came with another request, and
 // [ErrInFlight] while another request with the key is being created.
 func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, error) {
+	return m.create(ctx, p, false)
+}
+
+// create is Create; a child session (of a subagent) is not subject to
+// admission control, lest it wait for the slot its parent holds.
+func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*View, bool, error) {
 	hash := requestHash(p.Raw)
 	if p.IdempotencyKey != "" {
 		k := p.Owner + "\x00" + p.IdempotencyKey
@@ -247,7 +253,7 @@ func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, err
 	if s.State, err = json.Marshal(st); err != nil {
 		return nil, false, err
 	}
-	if m.opts.MaxActiveSessions > 0 {
+	if m.opts.MaxActiveSessions > 0 && !child {
 		m.admit.Lock()
 		defer m.admit.Unlock()
 		active, err := m.active(ctx, p.Owner)
@@ -596,7 +602,7 @@ func view(s *store.Session) (*View, error) {
 			ErrorCode:          strPtr(s.ErrorCode),
 			Steps:              st.Steps,
 			UsagePerModel:      st.usage(),
-			SubagentSessionIDs: []string{},
+			SubagentSessionIDs: append([]string{}, st.Children...),
 		},
 	}
 	if v.Request == nil {
@@ -621,6 +627,7 @@ func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptio
 			return nil, nil, err
 		}
 		wasActive := slices.Contains(activeStatuses, s.Status)
+		wasTerminal := Status(s.Status).Terminal()
 		events, err := fn(s, st)
 		if errors.Is(err, errNoChange) {
 			return s, st, nil
@@ -642,6 +649,9 @@ func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptio
 		if wasActive && !slices.Contains(activeStatuses, s.Status) {
 			// A slot is free: the owner's queued sessions may start.
 			m.promote(context.WithoutCancel(ctx), s.Owner)
+		}
+		if s.ParentID != "" && !wasTerminal && Status(s.Status).Terminal() {
+			m.deliver(context.WithoutCancel(ctx), s) // a subagent's session ended
 		}
 		return s, st, nil
 	}

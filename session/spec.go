@@ -61,7 +61,9 @@ type spec struct {
 	// must match; nil means a text answer.
 	AnswerFormat json.RawMessage `json:"answer_format,omitempty"`
 	// Skills are the agent's skills, resolved (see skills.go).
-	Skills      []Skill       `json:"skills,omitempty"`
+	Skills []Skill `json:"skills,omitempty"`
+	// Subagents are the agent's subagents (see subagents.go).
+	Subagents   []subagent    `json:"subagents,omitempty"`
 	MaxSteps    int           `json:"max_steps"`
 	MaxTime     time.Duration `json:"max_time,omitempty"`
 	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
@@ -235,6 +237,11 @@ func normalizeMessage(um UserMessage) UserMessage {
 
 // resolve validates a request and resolves its agent.
 func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
+	return m.resolveDepth(req, 0)
+}
+
+// resolveDepth is resolve for an agent depth subagents down.
+func (m *Manager) resolveDepth(req *Request, depth int) (*spec, []llm.Message, error) {
 	var v validation
 	sp := &spec{MaxSteps: m.opts.MaxSteps}
 	var agent Agent
@@ -266,9 +273,7 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 				sp.EnvDefs[e.Kind] = def
 			}
 		}
-		if len(agent.Subagents) > 0 {
-			v.add("subagents is not supported by this server", "body", "agent", "subagents")
-		}
+		sp.Subagents = m.resolveSubagents(agent.Subagents, depth, &v)
 		sp.Skills = m.resolveSkills(agent.Skills, &v)
 
 	case req.Agent.Name != "":
@@ -327,6 +332,9 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 			continue
 		case seen[t.Name]:
 			v.add(fmt.Sprintf("tool %q is declared twice", t.Name), append(loc, "name")...)
+			continue
+		case t.Name == delegateTool && len(sp.Subagents) > 0:
+			v.add(fmt.Sprintf("tool %q is the tool of the agent's subagents", t.Name), append(loc, "name")...)
 			continue
 		case server != nil && slices.Contains(server.Names(), t.Name):
 			v.add(fmt.Sprintf("tool %q is a tool of the agent's environment", t.Name), append(loc, "name")...)

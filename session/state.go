@@ -61,6 +61,8 @@ type state struct {
 	// ShareSecret, when set, makes the session readable by who has it
 	// (see Manager.Share).
 	ShareSecret string `json:"share_secret,omitempty"`
+	// Children are the child sessions of the agent's delegate calls.
+	Children []string `json:"children,omitempty"`
 }
 
 // checkpoint is the conversation a run continues from. Without Calls,
@@ -127,6 +129,8 @@ type callState struct {
 	Waiting string `json:"waiting,omitempty"`
 	// Decision is an approval decision not yet applied by a run.
 	Decision *loop.ApprovalDecision `json:"decision,omitempty"`
+	// Child is the child session a delegate call waits for.
+	Child string `json:"child,omitempty"`
 }
 
 type inboxMessage struct {
@@ -148,7 +152,7 @@ func decodeState(s *store.Session) (*state, error) {
 // settled reports whether no call waits for the caller: the run can go on.
 func (st *state) settled() bool {
 	for _, c := range st.Checkpoint.Calls {
-		if c.Result == nil && (c.Waiting == waitResult || c.Waiting == waitApproval && c.Decision == nil) {
+		if c.Result == nil && (c.Waiting == waitResult || c.Waiting == waitChild || c.Waiting == waitApproval && c.Decision == nil) {
 			return false
 		}
 	}

@@ -397,10 +397,11 @@ const (
 // records each request and response, so that each step is committed with
 // the exact transcript it continues from.
 type segment struct {
-	m   *Manager
-	id  string
-	ctx context.Context
-	sp  *spec
+	m     *Manager
+	id    string
+	owner string
+	ctx   context.Context
+	sp    *spec
 
 	delivered []int64 // inbox messages given to this run
 	noTools   bool
@@ -436,11 +437,16 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 			return g0(m, ctx, s.ID).fail(err)
 		}
 	}
+	if len(sp.Subagents) > 0 {
+		if err := client.Add(loop.NewClientTool(delegateTool, delegateDescription(sp.Subagents), delegateSchema(sp.Subagents))); err != nil {
+			return g0(m, ctx, s.ID).fail(err)
+		}
+	}
 	tools, err := loop.Join(server, client)
 	if err != nil {
 		return g0(m, ctx, s.ID).fail(err)
 	}
-	g := &segment{m: m, id: s.ID, ctx: ctx, sp: sp, tools: tools, noTools: tools.Len() == 0}
+	g := &segment{m: m, id: s.ID, owner: s.Owner, ctx: ctx, sp: sp, tools: tools, noTools: tools.Len() == 0}
 	var msgs []llm.Message
 	for _, in := range st.Inbox {
 		g.delivered = append(g.delivered, in.ID)
@@ -544,7 +550,7 @@ func resumeInput(cp *checkpoint, steps int) (*loop.Suspension, *loop.ResumeInput
 		sc := loop.SuspendedCall{Call: c.Call, Result: c.Result}
 		if c.Result == nil {
 			sc.Waiting = loop.PendingApproval
-			if c.Waiting == waitResult {
+			if c.Waiting == waitResult || c.Waiting == waitChild {
 				sc.Waiting = loop.PendingResult
 			}
 			switch {
@@ -726,6 +732,8 @@ func (g *segment) turnEnd(c loop.Chunk) error {
 		policy.ToolReqs = append(policy.ToolReqs, toolRequest(call))
 		w := waitRun
 		switch {
+		case call.Name == delegateTool && len(g.sp.Subagents) > 0:
+			w = waitChild
 		case client[call.Name]:
 			w = waitResult
 		case g.requiresApproval(call.Name):
@@ -925,6 +933,18 @@ func (g *segment) suspended(susp *loop.Suspension) error {
 		client[t.Name] = true
 	}
 	encoded := encodeTranscript(susp.Messages)
+	// The delegate calls' child sessions, created before the wait is
+	// committed (idempotently: a repeated run finds the same ones).
+	var pre []callState
+	for _, sc := range susp.Calls {
+		if sc.Result == nil && sc.Call.Name == delegateTool {
+			pre = append(pre, callState{Call: sc.Call})
+		}
+	}
+	children := map[string]callState{}
+	for _, c := range g.startChildren(pre) {
+		children[c.Call.ID] = c
+	}
 	return g.commit(func(s *store.Session, st *state) []store.Event {
 		old := st.Checkpoint.Calls
 		var cs []callState
@@ -934,6 +954,12 @@ func (g *segment) suspended(susp *loop.Suspension) error {
 				c.Waiting = waitApproval
 				if sc.Waiting == loop.PendingResult {
 					c.Waiting = waitResult
+				}
+				if ch, ok := children[sc.Call.ID]; ok {
+					c.Result, c.Waiting, c.Child = ch.Result, ch.Waiting, ch.Child
+					if ch.Child != "" && !slices.Contains(st.Children, ch.Child) {
+						st.Children = append(st.Children, ch.Child)
+					}
 				}
 				if i := slices.IndexFunc(old, func(o callState) bool { return o.Call.ID == sc.Call.ID }); i >= 0 {
 					if old[i].Result != nil {
