@@ -75,8 +75,9 @@ var clientToolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
 // left to defaults is filled in, so that the stored request, which GET
 // /api/v2/sessions/{id} echoes, is a valid SessionRequest of the
 // reference. It is the one place where a request is completed before it is
-// validated and resolved (resolve): names and ids that refer to something
-// the server keeps (agents, environments, skills) are resolved here.
+// validated and resolved (resolve), and the place where names and ids
+// of agents and environments a registry keeps are to be resolved (agents
+// of Options.Agents are resolved by resolve, and skills by resolveSkill).
 //
 // The body is not changed: normalize works on a copy.
 func (m *Manager) normalize(req *Request) *Request {
