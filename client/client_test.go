@@ -345,3 +345,46 @@ func TestRunTyped(t *testing.T) {
 		t.Errorf("named agent: %+v, %v", got, err)
 	}
 }
+
+// TestNewOperations: the quota, list filters, feedback and sharing.
+func TestNewOperations(t *testing.T) {
+	url, _ := startServer(t, nil, openaitest.Reply{Text: "done"})
+	c := client.New(url, apiKey, nil)
+	ctx := t.Context()
+	req := inline("hi")
+	group := "g1"
+	req.GroupID = &group
+	res, err := c.RunSession(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := c.Quota(ctx)
+	if err != nil || q.Scope != "user" || q.Active != 0 {
+		t.Errorf("Quota = %+v, %v", q, err)
+	}
+	page, err := c.ListSessions(ctx, &client.ListOptions{GroupID: "g1", Search: "HI", CreatedAfter: time.Now().Add(-time.Hour)})
+	if err != nil || page.Total != 1 || page.Items[0].ID != res.SessionID {
+		t.Errorf("ListSessions = %+v, %v", page, err)
+	}
+	page, err = c.ListSessions(ctx, &client.ListOptions{GroupID: "other"})
+	if err != nil || page.Total != 0 {
+		t.Errorf("ListSessions of another group = %+v, %v", page, err)
+	}
+	h := c.Session(res.SessionID)
+	if err := h.Feedback(ctx, client.Feedback{Success: true}); err != nil {
+		t.Error(err)
+	}
+	if err := h.EventFeedback(ctx, 0, client.Feedback{Success: false}); err != nil {
+		t.Error(err)
+	}
+	if err := h.EventFeedback(ctx, 99, client.Feedback{}); !errors.Is(err, client.ErrInvalid) {
+		t.Errorf("EventFeedback of a missing event = %v", err)
+	}
+	link, err := h.Share(ctx)
+	if err != nil || !strings.HasPrefix(link, "/api/v2/shared/") {
+		t.Errorf("Share = %q, %v", link, err)
+	}
+	if err := h.Unshare(ctx); err != nil {
+		t.Error(err)
+	}
+}

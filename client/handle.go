@@ -245,6 +245,34 @@ func (h *Handle) Approve(ctx context.Context, callID string, approved bool, reas
 	return h.post(ctx, "/approvals", session.Decision{ID: callID, Approved: approved, Reason: reason})
 }
 
+// Feedback records the key's judgement of the session.
+func (h *Handle) Feedback(ctx context.Context, fb Feedback) error {
+	return h.post(ctx, "/feedback", fb)
+}
+
+// EventFeedback records the key's judgement of the session's event with
+// the index.
+func (h *Handle) EventFeedback(ctx context.Context, index int64, fb Feedback) error {
+	_, _, err := h.c.call(ctx, "PUT", fmt.Sprintf("/api/v2/sessions/%s/events/%d/feedback", h.id, index), nil, fb, nil, true)
+	return err
+}
+
+// Share makes the session readable without a key by whoever has the URL
+// path it returns (relative to the server), until [Handle.Unshare].
+func (h *Handle) Share(ctx context.Context) (string, error) {
+	var link struct {
+		ShareURL string `json:"share_url"`
+	}
+	_, _, err := h.c.call(ctx, "POST", "/api/v2/sessions/"+h.id+"/share", nil, nil, &link, true)
+	return link.ShareURL, err
+}
+
+// Unshare revokes the session's share URL.
+func (h *Handle) Unshare(ctx context.Context) error {
+	_, _, err := h.c.call(ctx, "DELETE", "/api/v2/sessions/"+h.id+"/share", nil, nil, nil, true)
+	return err
+}
+
 func (h *Handle) post(ctx context.Context, path string, body any) error {
 	_, _, err := h.c.call(ctx, "POST", "/api/v2/sessions/"+h.id+path, nil, body, nil, true)
 	return err
