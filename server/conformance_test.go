@@ -580,3 +580,42 @@ func TestSubagents(t *testing.T) {
 		e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"boss","environments":[],"subagents":`+bad+`},"messages":"hi"}`), http.StatusUnprocessableEntity)
 	}
 }
+
+// TestSubagentCancelled: a child session cancelled by the caller is an
+// error result for its parent, which goes on.
+func TestSubagentCancelled(t *testing.T) {
+	inChild := make(chan struct{})
+	e := webEnv(t,
+		calls(openaitest.ToolCall("call_1", "delegate", `{"agent":"researcher","task":"Find it."}`)),
+		openaitest.Reply{Func: func([]byte) openaitest.Reply {
+			close(inChild)
+			return calls(openaitest.ToolCall("call_9", "nothing_here", `{}`))
+		}},
+		openaitest.Reply{Text: "The researcher was stopped."},
+	)
+	id := e.create(keyAlice, `{"agent":{"name":"boss","environments":[],"subagents":[{"name":"researcher","description":"Finds.","environments":[],"tools":[{"name":"nothing_here","description":"waits"}]}]},"messages":"Go."}`)
+	<-inChild
+	var st session.StatusView
+	var child string
+	for range 500 {
+		e.expect(e.do("GET", "/api/v2/sessions/"+id+"/status", keyAlice, nil), http.StatusOK).json(&st)
+		if len(st.SubagentSessionIDs) == 1 {
+			child = st.SubagentSessionIDs[0]
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if child == "" {
+		t.Fatal("no child session")
+	}
+	e.follow(keyAlice, child).status(session.StatusAwaitingToolResults)
+	e.expect(e.do("DELETE", "/api/v2/sessions/"+child, keyAlice, nil), http.StatusNoContent)
+	f := e.follow(keyAlice, id)
+	c := f.status(session.StatusCompleted)
+	if string(c.Answer) != `"The researcher was stopped."` {
+		t.Errorf("answer = %s", c.Answer)
+	}
+	if !strings.Contains(f.dump(), `"origin":"subagent"`) {
+		t.Errorf("no error_event from the subagent:\n%s", f.dump())
+	}
+}
