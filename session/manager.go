@@ -115,6 +115,13 @@ type Manager struct {
 	// beforeRun, set by tests only, is called where a worker starts
 	// running a session.
 	beforeRun func(id string)
+	// dropDelivery, set by tests only, loses the delivery of children's
+	// ends to their parents, as a crash at that moment would.
+	dropDelivery bool
+	// childCheck is how often a parent waiting for a child session checks
+	// it (a fallback for a delivery lost to a crash): childCheckEvery,
+	// or shorter in tests.
+	childCheck time.Duration
 
 	admit sync.Mutex // serialises admission (counting and creating) with MaxActiveSessions
 
@@ -167,6 +174,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 		m.owner = defaultReplicaID()
 	}
 	m.started = time.Now().UTC()
+	m.childCheck = childCheckEvery
 	return m
 }
 
@@ -635,6 +643,10 @@ func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptio
 		if err != nil {
 			return nil, nil, err
 		}
+		st.CheckChildrenAt = time.Time{}
+		if st.Phase == phaseWait && st.waitsForChild() {
+			st.CheckChildrenAt = time.Now().Add(m.childCheck)
+		}
 		derive(s, st)
 		if s.State, err = json.Marshal(st); err != nil {
 			return nil, nil, err
@@ -650,7 +662,7 @@ func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptio
 			// A slot is free: the owner's queued sessions may start.
 			m.promote(context.WithoutCancel(ctx), s.Owner)
 		}
-		if s.ParentID != "" && !wasTerminal && Status(s.Status).Terminal() {
+		if s.ParentID != "" && !wasTerminal && Status(s.Status).Terminal() && !m.dropDelivery {
 			m.deliver(context.WithoutCancel(ctx), s) // a subagent's session ended
 		}
 		return s, st, nil

@@ -63,6 +63,9 @@ type state struct {
 	ShareSecret string `json:"share_secret,omitempty"`
 	// Children are the child sessions of the agent's delegate calls.
 	Children []string `json:"children,omitempty"`
+	// CheckChildrenAt is when a session waiting for child sessions looks
+	// at them (see Manager.checkChildren).
+	CheckChildrenAt time.Time `json:"check_children_at,omitzero"`
 }
 
 // checkpoint is the conversation a run continues from. Without Calls,
@@ -201,6 +204,9 @@ func derive(s *store.Session, st *state) {
 	s.WakeAt = st.Deadline
 	if st.Phase == phaseIdle && !st.IdleUntil.IsZero() && (s.WakeAt.IsZero() || st.IdleUntil.Before(s.WakeAt)) {
 		s.WakeAt = st.IdleUntil
+	}
+	if st.Phase == phaseWait && !st.CheckChildrenAt.IsZero() && (s.WakeAt.IsZero() || st.CheckChildrenAt.Before(s.WakeAt)) {
+		s.WakeAt = st.CheckChildrenAt
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/store"
@@ -153,6 +154,48 @@ func (g *segment) startChild(call llm.ToolCall) (string, error) {
 		return "", fmt.Errorf("delegate: the subagent's session could not be created: %v", err)
 	}
 	return v.ID, nil
+}
+
+// childCheckEvery is how often a parent waiting for child sessions looks
+// at them itself: the delivery of a child's end (deliver) happens when the
+// child ends, and this catches one lost to a crash at that moment.
+const childCheckEvery = time.Minute
+
+// waitsForChild reports whether a call waits for a child session.
+func (st *state) waitsForChild() bool {
+	return slices.ContainsFunc(st.Checkpoint.Calls, func(c callState) bool { return c.Result == nil && c.Waiting == waitChild })
+}
+
+// checkChildren delivers the ends of the parent's children that ended,
+// and otherwise commits nothing but the next check time.
+func (m *Manager) checkChildren(ctx context.Context, id string, st *state) error {
+	delivered := false
+	for _, c := range st.Checkpoint.Calls {
+		if c.Result != nil || c.Waiting != waitChild {
+			continue
+		}
+		child, err := m.st.GetSession(ctx, c.Child)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			child = &store.Session{ID: c.Child, ParentID: id, Status: string(StatusFailed), Error: "the subagent's session no longer exists"}
+		case err != nil:
+			return &storeError{err}
+		}
+		if Status(child.Status).Terminal() {
+			m.deliver(ctx, child)
+			delivered = true
+		}
+	}
+	if delivered {
+		return nil
+	}
+	_, _, err := m.update(ctx, id, m.leased(), func(s *store.Session, st *state) ([]store.Event, error) {
+		if st.Phase != phaseWait || !st.waitsForChild() {
+			return nil, errNoChange
+		}
+		return nil, nil // derive sets the next check
+	})
+	return err
 }
 
 // deliver gives a child session's end to its parent: the answer (or how

@@ -299,7 +299,10 @@ func (m *Manager) runSession(ctx context.Context, id string) error {
 				return nil
 			}
 		case phaseWait:
-			return nil
+			if !st.waitsForChild() || now.Before(st.CheckChildrenAt) {
+				return nil
+			}
+			err = m.checkChildren(ctx, id, st)
 		case phaseRun:
 			switch {
 			case st.Paused:
