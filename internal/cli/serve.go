@@ -170,6 +170,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		AutoApprove:       o.yes,
 		Logger:            log,
 	}
+	opts.Skills = serverSkills(cfg, stdio)
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		a := cfg.Agents[name]
 		ac := &session.AgentConfig{Description: a.Description, Instructions: a.Instructions, Model: a.Model, MaxSteps: a.MaxSteps}
