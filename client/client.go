@@ -91,6 +91,14 @@ type (
 	ToolRequest = session.ToolRequest
 	// ToolResult answers a pending call.
 	ToolResult = session.ToolResult
+	// Quota is the key's concurrent-session quota.
+	Quota = session.Quota
+	// Feedback judges a session or one of its events.
+	Feedback = session.Feedback
+	// SkillRef names a skill of the server or gives one inline.
+	SkillRef = session.SkillRef
+	// Skill is an inline skill.
+	Skill = session.Skill
 	// Summary is a session in a listing.
 	Summary = session.Summary
 )
@@ -162,6 +170,9 @@ var (
 	ErrNotFound = errors.New("not found")       // 404
 	ErrConflict = errors.New("conflict")        // 409: the session has finished, or a request is in flight
 	ErrInvalid  = errors.New("invalid request") // 422
+	// ErrQuotaExceeded: the key has as many active sessions as the
+	// server allows, and the request set queue: false (429).
+	ErrQuotaExceeded = errors.New("concurrent session limit reached")
 )
 
 // An APIError is an answer of the API with an error status.
@@ -193,6 +204,8 @@ func (e *APIError) Is(target error) bool {
 		return e.StatusCode == http.StatusConflict
 	case ErrInvalid:
 		return e.StatusCode == http.StatusUnprocessableEntity
+	case ErrQuotaExceeded:
+		return e.StatusCode == http.StatusTooManyRequests
 	}
 	return false
 }
@@ -324,9 +337,21 @@ func randomKey() string {
 	return hex.EncodeToString(b)
 }
 
-// ListOptions select sessions for [Client.ListSessions].
+// ListOptions select sessions for [Client.ListSessions]; the zero value
+// of each field means no filter.
 type ListOptions struct {
-	Statuses   []Status
+	Statuses []Status
+	// Agents keeps the sessions of these agents.
+	Agents []string
+	// GroupID and ParentSessionID keep the sessions created with them.
+	GroupID, ParentSessionID string
+	// Search keeps sessions whose first message or answer contains it.
+	Search string
+	// CreatedAfter ... FinishedBefore bound the creation and finish
+	// times (exclusive).
+	CreatedAfter, CreatedBefore, FinishedAfter, FinishedBefore time.Time
+	// Ascending lists the oldest first.
+	Ascending  bool
 	Page, Size int
 }
 
@@ -336,6 +361,22 @@ func (c *Client) ListSessions(ctx context.Context, opts *ListOptions) (*session.
 	if opts != nil {
 		for _, s := range opts.Statuses {
 			q.Add("status", string(s))
+		}
+		for _, a := range opts.Agents {
+			q.Add("agent", a)
+		}
+		for name, v := range map[string]string{"group_id": opts.GroupID, "parent_session_id": opts.ParentSessionID, "search": opts.Search} {
+			if v != "" {
+				q.Set(name, v)
+			}
+		}
+		for name, t := range map[string]time.Time{"created_after": opts.CreatedAfter, "created_before": opts.CreatedBefore, "finished_after": opts.FinishedAfter, "finished_before": opts.FinishedBefore} {
+			if !t.IsZero() {
+				q.Set(name, t.Format(time.RFC3339Nano))
+			}
+		}
+		if opts.Ascending {
+			q.Set("sort", "created_at")
 		}
 		if opts.Page > 0 {
 			q.Set("page", strconv.Itoa(opts.Page))
@@ -347,4 +388,11 @@ func (c *Client) ListSessions(ctx context.Context, opts *ListOptions) (*session.
 	var page session.Page[Summary]
 	_, _, err := c.call(ctx, "GET", "/api/v2/sessions?"+q.Encode(), nil, nil, &page, true)
 	return &page, err
+}
+
+// Quota returns the key's concurrent-session quota.
+func (c *Client) Quota(ctx context.Context) (*Quota, error) {
+	var q Quota
+	_, _, err := c.call(ctx, "GET", "/api/v2/sessions/quota", nil, nil, &q, true)
+	return &q, err
 }

@@ -193,8 +193,9 @@ func TestFinishedWhileRunning(t *testing.T) {
 	if !errors.Is(err, client.ErrConflict) {
 		t.Errorf("post after the end = %v, want ErrConflict", err)
 	}
-	if err := h.SendMessage(ctx, "hi"); !errors.Is(err, client.ErrConflict) {
-		t.Errorf("message after the end = %v, want ErrConflict", err)
+	// A message restarts the session (as in the reference).
+	if err := h.SendMessage(ctx, "hi"); err != nil {
+		t.Errorf("message after the end = %v", err)
 	}
 }
 
@@ -314,5 +315,76 @@ func TestNamedAgentToolsAndControls(t *testing.T) {
 	page, err := c.ListSessions(ctx, &client.ListOptions{Statuses: []client.Status{session.StatusInterrupted}})
 	if err != nil || page.Total != 1 || page.Items[0].ID != h.ID() {
 		t.Errorf("list = %+v, %v", page, err)
+	}
+}
+
+// TestRunTyped: a session created with answer_format returns its answer
+// typed, for an inline agent and for a named one (through the override).
+func TestRunTyped(t *testing.T) {
+	type shipment struct {
+		OrderID string `json:"order_id"`
+		Shipped bool   `json:"shipped"`
+	}
+	url, model := startServer(t, &session.Options{Agents: map[string]*session.AgentConfig{"named": {Description: "named"}}},
+		openaitest.Reply{Text: `{"order_id":"4242","shipped":true}`},
+		openaitest.Reply{Text: `{"order_id":"7","shipped":false}`},
+	)
+	c := client.New(url, apiKey, nil)
+	got, res, err := client.RunTyped[shipment](t.Context(), c, inline("Check order 4242."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != (shipment{OrderID: "4242", Shipped: true}) || res.Status != session.StatusCompleted {
+		t.Errorf("answer = %+v, result %+v", got, res)
+	}
+	if !strings.Contains(string(model.Requests()[0].Body), `"response_format"`) {
+		t.Errorf("the model was not asked for the format: %s", model.Requests()[0].Body)
+	}
+	got, _, err = client.RunTyped[shipment](t.Context(), c, &client.SessionRequest{Agent: client.AgentRef{Name: "named"}, Messages: client.Text("Check 7.")})
+	if err != nil || got != (shipment{OrderID: "7"}) {
+		t.Errorf("named agent: %+v, %v", got, err)
+	}
+}
+
+// TestNewOperations: the quota, list filters, feedback and sharing.
+func TestNewOperations(t *testing.T) {
+	url, _ := startServer(t, nil, openaitest.Reply{Text: "done"})
+	c := client.New(url, apiKey, nil)
+	ctx := t.Context()
+	req := inline("hi")
+	group := "g1"
+	req.GroupID = &group
+	res, err := c.RunSession(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := c.Quota(ctx)
+	if err != nil || q.Scope != "user" || q.Active != 0 {
+		t.Errorf("Quota = %+v, %v", q, err)
+	}
+	page, err := c.ListSessions(ctx, &client.ListOptions{GroupID: "g1", Search: "HI", CreatedAfter: time.Now().Add(-time.Hour)})
+	if err != nil || page.Total != 1 || page.Items[0].ID != res.SessionID {
+		t.Errorf("ListSessions = %+v, %v", page, err)
+	}
+	page, err = c.ListSessions(ctx, &client.ListOptions{GroupID: "other"})
+	if err != nil || page.Total != 0 {
+		t.Errorf("ListSessions of another group = %+v, %v", page, err)
+	}
+	h := c.Session(res.SessionID)
+	if err := h.Feedback(ctx, client.Feedback{Success: true}); err != nil {
+		t.Error(err)
+	}
+	if err := h.EventFeedback(ctx, 0, client.Feedback{Success: false}); err != nil {
+		t.Error(err)
+	}
+	if err := h.EventFeedback(ctx, 99, client.Feedback{}); !errors.Is(err, client.ErrInvalid) {
+		t.Errorf("EventFeedback of a missing event = %v", err)
+	}
+	link, err := h.Share(ctx)
+	if err != nil || !strings.HasPrefix(link, "/api/v2/shared/") {
+		t.Errorf("Share = %q, %v", link, err)
+	}
+	if err := h.Unshare(ctx); err != nil {
+		t.Error(err)
 	}
 }

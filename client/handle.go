@@ -63,6 +63,49 @@ func (c *Client) RunSession(ctx context.Context, req *SessionRequest, tools ...*
 	return h.WaitForCompletion(ctx, tools...)
 }
 
+// DecodeAnswer decodes a structured answer (a session whose agent has
+// answer_format) into v. It fails when the session gave no answer.
+func (r *Result) DecodeAnswer(v any) error {
+	if len(r.AnswerJSON) == 0 {
+		return fmt.Errorf("session %s gave no answer (status %s)", r.SessionID, r.Status)
+	}
+	return json.Unmarshal(r.AnswerJSON, v)
+}
+
+// RunTyped is [Client.RunSession] for a structured answer: it sets the
+// agent's answer_format to the JSON Schema of Out (inferred as
+// [loop.OutputSchemaFor] does; through the agent.answer_format override
+// for a named agent), runs the session, and returns its answer decoded.
+// A session that does not complete returns its Result and an error
+// naming its status.
+func RunTyped[Out any](ctx context.Context, c *Client, req *SessionRequest, tools ...*loop.ToolDef) (Out, *Result, error) {
+	var out Out
+	schema, err := loop.OutputSchemaFor[Out]()
+	if err != nil {
+		return out, nil, err
+	}
+	r := *req
+	if r.Agent.Inline != nil {
+		agent := *r.Agent.Inline
+		agent.AnswerFormat = schema.Schema
+		r.Agent.Inline = &agent
+	} else {
+		r.Overrides = maps.Clone(r.Overrides)
+		if r.Overrides == nil {
+			r.Overrides = map[string]json.RawMessage{}
+		}
+		r.Overrides["agent.answer_format"] = schema.Schema
+	}
+	res, err := c.RunSession(ctx, &r, tools...)
+	if err != nil {
+		return out, res, err
+	}
+	if res.Status != session.StatusCompleted {
+		return out, res, fmt.Errorf("session %s ended %s: %s", res.SessionID, res.Status, res.Error)
+	}
+	return out, res, res.DecodeAnswer(&out)
+}
+
 // declare returns req with tools declared on its agent: on an inline
 // agent, or through the agent.tools override for a named one. Tools the
 // request already declares are left as they are.
@@ -161,7 +204,8 @@ func (h *Handle) Changes(ctx context.Context, opts *ChangesOptions) (*Changes, e
 }
 
 // SendMessage sends the agent a message. It is not retried: a message
-// sent twice would reach the agent twice.
+// sent twice would reach the agent twice. A paused session resumes, and a
+// finished one starts again with the message.
 func (h *Handle) SendMessage(ctx context.Context, text string) error {
 	_, _, err := h.c.call(ctx, "POST", "/api/v2/sessions/"+h.id+"/messages", nil, UserMessage{Type: "user_message", Message: text}, nil, false)
 	return err
@@ -201,6 +245,34 @@ func (h *Handle) Approve(ctx context.Context, callID string, approved bool, reas
 	return h.post(ctx, "/approvals", session.Decision{ID: callID, Approved: approved, Reason: reason})
 }
 
+// Feedback records the key's judgement of the session.
+func (h *Handle) Feedback(ctx context.Context, fb Feedback) error {
+	return h.post(ctx, "/feedback", fb)
+}
+
+// EventFeedback records the key's judgement of the session's event with
+// the index.
+func (h *Handle) EventFeedback(ctx context.Context, index int64, fb Feedback) error {
+	_, _, err := h.c.call(ctx, "PUT", fmt.Sprintf("/api/v2/sessions/%s/events/%d/feedback", h.id, index), nil, fb, nil, true)
+	return err
+}
+
+// Share makes the session readable without a key by whoever has the URL
+// path it returns (relative to the server), until [Handle.Unshare].
+func (h *Handle) Share(ctx context.Context) (string, error) {
+	var link struct {
+		ShareURL string `json:"share_url"`
+	}
+	_, _, err := h.c.call(ctx, "POST", "/api/v2/sessions/"+h.id+"/share", nil, nil, &link, true)
+	return link.ShareURL, err
+}
+
+// Unshare revokes the session's share URL.
+func (h *Handle) Unshare(ctx context.Context) error {
+	_, _, err := h.c.call(ctx, "DELETE", "/api/v2/sessions/"+h.id+"/share", nil, nil, nil, true)
+	return err
+}
+
 func (h *Handle) post(ctx context.Context, path string, body any) error {
 	_, _, err := h.c.call(ctx, "POST", "/api/v2/sessions/"+h.id+path, nil, body, nil, true)
 	return err
@@ -211,16 +283,20 @@ type Result struct {
 	SessionID string
 	Status    Status
 	// Answer is the agent's latest answer: its text, or the JSON of a
-	// structured answer.
-	Answer    string
-	Error     string
-	ErrorCode string
-	Steps     int
+	// structured answer (a session whose agent has answer_format).
+	Answer string
+	// AnswerJSON is the answer as the server gave it: a JSON string, or
+	// the structured answer's object; nil before the first answer.
+	AnswerJSON json.RawMessage
+	Error      string
+	ErrorCode  string
+	Steps      int
 }
 
 func result(id string, c *Changes) *Result {
 	r := &Result{SessionID: id, Status: c.Status, Steps: c.Metrics.Steps}
 	if len(c.Answer) > 0 && string(c.Answer) != "null" {
+		r.AnswerJSON = c.Answer
 		if json.Unmarshal(c.Answer, &r.Answer) != nil {
 			r.Answer = string(c.Answer)
 		}

@@ -114,7 +114,7 @@ func (g *guard) corsAllowed(origin string) bool {
 const (
 	corsMethods       = "GET, POST, DELETE"
 	corsHeaders       = "Authorization, Content-Type, Idempotency-Key, Last-Event-ID"
-	corsExposeHeaders = "ETag, Location, Idempotent-Replayed, Retry-After, WWW-Authenticate"
+	corsExposeHeaders = "ETag, Location, Idempotent-Replayed, Retry-After, WWW-Authenticate, Hrns-Lease, Hrns-Not-Honoured"
 )
 
 // check applies the Host and Origin rules to r. It answers the request

@@ -16,7 +16,8 @@
 //	GET    /api/v2/replicas                      the replicas sharing the store
 //	                                             (hrns addition)
 //	POST   /api/v2/sessions                      create (201; Idempotency-Key)
-//	GET    /api/v2/sessions                      list (paged)
+//	GET    /api/v2/sessions                      list (paged, filtered)
+//	GET    /api/v2/sessions/quota                the key's concurrent-session quota
 //	GET    /api/v2/sessions/{id}                 the session
 //	DELETE /api/v2/sessions/{id}                 cancel (204)
 //	GET    /api/v2/sessions/{id}/status          live status
@@ -30,6 +31,13 @@
 //	POST   /api/v2/sessions/{id}/pause           202
 //	POST   /api/v2/sessions/{id}/resume          202
 //	POST   /api/v2/sessions/{id}/force_answer    202
+//	POST   /api/v2/sessions/{id}/feedback        204
+//	PUT    /api/v2/sessions/{id}/events/{i}/feedback  204
+//	POST   /api/v2/sessions/{id}/share           {share_url}
+//	DELETE /api/v2/sessions/{id}/share           204
+//	GET    /api/v2/shared/{token}                a shared session, without
+//	                                             authentication (hrns's
+//	                                             share_url)
 //
 // and the registries of agents, environments and skills (server/registry.go):
 //
@@ -144,6 +152,7 @@ func New(m *session.Manager, opts *Options) *Server {
 	}{
 		{"POST /api/v2/sessions", bodyJSON, s.create},
 		{"GET /api/v2/sessions", bodyNone, s.list},
+		{"GET /api/v2/sessions/quota", bodyNone, s.quota},
 		{"GET /api/v2/sessions/{id}", bodyNone, s.get},
 		{"DELETE /api/v2/sessions/{id}", bodyNone, s.cancel},
 		{"GET /api/v2/sessions/{id}/status", bodyNone, s.status},
@@ -155,12 +164,18 @@ func New(m *session.Manager, opts *Options) *Server {
 		{"POST /api/v2/sessions/{id}/pause", bodyIgnored, s.control((*session.Manager).Pause)},
 		{"POST /api/v2/sessions/{id}/resume", bodyIgnored, s.control((*session.Manager).Resume)},
 		{"POST /api/v2/sessions/{id}/force_answer", bodyIgnored, s.control((*session.Manager).ForceAnswer)},
+		{"POST /api/v2/sessions/{id}/feedback", bodyJSON, s.feedback},
+		{"PUT /api/v2/sessions/{id}/events/{event_index}/feedback", bodyJSON, s.feedback},
+		{"POST /api/v2/sessions/{id}/share", bodyIgnored, s.share},
+		{"DELETE /api/v2/sessions/{id}/share", bodyNone, s.unshare},
 		{"GET /api/v2/replicas", bodyNone, s.replicas},
 	} {
 		s.mux.Handle(r.pattern, s.api(r.body, r.h))
 	}
 	s.registryRoutes()
 	s.mux.HandleFunc("GET /healthz", s.health)
+	// A shared session is public: its token is the capability.
+	s.mux.HandleFunc("GET /api/v2/shared/{token}", s.shared)
 	return s
 }
 
@@ -208,8 +223,9 @@ func (s *Server) api(b body, h func(w http.ResponseWriter, r *http.Request, owne
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		owner, ok := s.authenticate(r)
 		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="hrns"`)
-			writeError(w, http.StatusUnauthorized, "Not authenticated: send Authorization: Bearer <API key>")
+			// The reference's words and header (its HTTPBearer scheme).
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeError(w, http.StatusUnauthorized, "Not authenticated")
 			return
 		}
 		if b != bodyNone && !checkJSON(w, r, b == bodyIgnored) {
@@ -254,6 +270,9 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusNotFound, "Session not found")
 	case errors.Is(err, session.ErrFinished):
 		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, session.ErrQuotaExceeded):
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusTooManyRequests, "Concurrent session limit reached: retry later, or create the session with queue: true to wait in the queue")
 	case errors.Is(err, session.ErrInFlight):
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusConflict, err.Error())
@@ -331,6 +350,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, owner string) er
 	if !created {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
+	if len(v.NotHonoured) > 0 {
+		w.Header().Set("Hrns-Not-Honoured", strings.Join(v.NotHonoured, ", "))
+	}
 	w.Header().Set("Location", "/api/v2/sessions/"+v.ID)
 	writeJSON(w, http.StatusCreated, v)
 	return nil
@@ -355,10 +377,23 @@ func (s *Server) replicas(w http.ResponseWriter, r *http.Request, _ string) erro
 	return nil
 }
 
+func (s *Server) quota(w http.ResponseWriter, r *http.Request, owner string) error {
+	q, err := s.m.Quota(r.Context(), owner)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, q)
+	return nil
+}
+
 func (s *Server) get(w http.ResponseWriter, r *http.Request, owner string) error {
 	v, err := s.m.Get(r.Context(), owner, r.PathValue("id"))
 	if err != nil {
 		return err
+	}
+	if v.Lease != nil {
+		// Operator data stays out of the reference's Session object.
+		w.Header().Set("Hrns-Lease", fmt.Sprintf("replica=%q; until=%q", v.Lease.Replica, v.Lease.Until.Format(time.RFC3339Nano)))
 	}
 	writeJSON(w, http.StatusOK, v)
 	return nil
@@ -419,6 +454,19 @@ func (q *query) bool(name string, def bool) bool {
 	return def
 }
 
+// time reads an RFC 3339 date-time.
+func (q *query) time(name string) time.Time {
+	raw := q.r.URL.Query().Get(name)
+	if raw == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, raw)
+	if err != nil {
+		q.add(name, "Input should be a valid datetime (RFC 3339)", raw)
+	}
+	return t
+}
+
 func (q *query) add(name, msg string, input any) {
 	q.errors = append(q.errors, session.FieldError{Loc: []any{"query", name}, Msg: msg, Type: "value_error", Input: input})
 }
@@ -445,6 +493,26 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, owner string) erro
 			}
 		}
 	}
+	vals := r.URL.Query()
+	for _, a := range vals["agent"] {
+		p.Agents = append(p.Agents, strings.Split(a, ",")...)
+	}
+	p.GroupID, p.ParentSessionID, p.Search = vals.Get("group_id"), vals.Get("parent_session_id"), vals.Get("search")
+	if id := vals.Get("schedule_id"); id != "" {
+		if !uuidRE.MatchString(id) {
+			q.add("schedule_id", "Input should be a valid UUID", id)
+		}
+		p.ScheduleID = id
+	}
+	p.CreatedAfter, p.CreatedBefore = q.time("created_after"), q.time("created_before")
+	p.FinishedAfter, p.FinishedBefore = q.time("finished_after"), q.time("finished_before")
+	switch o := vals.Get("owner"); o {
+	case "", "me", "me-in-organization", "organization", "me-or-organization":
+		// hrns has no organizations: each API key is its own owner, and
+		// every scope is the key's own sessions.
+	default:
+		q.add("owner", "Input should be 'me', 'me-in-organization', 'organization' or 'me-or-organization'", o)
+	}
 	for _, sort := range r.URL.Query()["sort"] {
 		switch sort {
 		case "created_at":
@@ -468,10 +536,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, owner string) erro
 func (s *Server) changes(w http.ResponseWriter, r *http.Request, owner string) error {
 	q := &query{r: r}
 	p := &session.ChangesParams{
-		From:     int64(q.int("from_index", 0, 0, 1<<62)),
-		Limit:    q.int("limit", 0, 0, 1<<30),
+		From:     int64(q.int("from_index", 0, -1<<62, 1<<62)),
 		NoEvents: !q.bool("include_events", true),
 		Wait:     time.Duration(q.int("wait_for_seconds", 0, 0, 25)) * time.Second,
+	}
+	if r.URL.Query().Get("limit") != "" {
+		p.Limit = new(q.int("limit", 0, 0, 1<<30))
 	}
 	if err := q.err(); err != nil {
 		return err
@@ -480,7 +550,8 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request, owner string) e
 	if err != nil {
 		return err
 	}
-	w.Header().Set("ETag", fmt.Sprintf(`"%d"`, count))
+	// The reference's ETag is the bare event count.
+	w.Header().Set("ETag", strconv.FormatInt(count, 10))
 	if c == nil {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
@@ -680,7 +751,9 @@ func parseResult(raw json.RawMessage, loc []any) (session.ToolResult, []session.
 	default:
 		errs = append(errs, session.FieldError{Loc: at("kind"), Msg: "Input should be 'tool_result' or 'error_event'", Type: "literal_error", Input: res.Kind})
 	}
-	if probe.ToolReq == nil || res.ToolReq.ID == "" {
+	// An error_event may come without tool_req (the reference allows
+	// it): the agent reads it as a message (see Manager.PostToolResults).
+	if res.Kind == session.KindToolResult && (probe.ToolReq == nil || res.ToolReq.ID == "") {
 		errs = append(errs, session.FieldError{Loc: at("tool_req", "id"), Msg: "Field required: the id of the pending call", Type: "missing"})
 	}
 	return res, errs
@@ -720,6 +793,63 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request, owner string)
 	}
 	w.WriteHeader(http.StatusAccepted)
 	return nil
+}
+
+func (s *Server) feedback(w http.ResponseWriter, r *http.Request, owner string) error {
+	var body struct {
+		Success *bool   `json:"success"`
+		Message *string `json:"message"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	if body.Success == nil {
+		return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"body", "success"}, Msg: "Field required", Type: "missing"}}}
+	}
+	fb := session.Feedback{Success: *body.Success, Message: body.Message}
+	var err error
+	if raw := r.PathValue("event_index"); raw != "" {
+		i, perr := strconv.ParseInt(raw, 10, 64)
+		if perr != nil || i < 0 {
+			return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"path", "event_index"}, Msg: "Input should be a valid event index", Type: "int_parsing", Input: raw}}}
+		}
+		err = s.m.SetEventFeedback(r.Context(), owner, r.PathValue("id"), i, fb)
+	} else {
+		err = s.m.SetFeedback(r.Context(), owner, r.PathValue("id"), fb)
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) share(w http.ResponseWriter, r *http.Request, owner string) error {
+	token, err := s.m.Share(r.Context(), owner, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"share_url": "/api/v2/shared/" + token})
+	return nil
+}
+
+func (s *Server) unshare(w http.ResponseWriter, r *http.Request, owner string) error {
+	if err := s.m.Unshare(r.Context(), owner, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// shared answers GET /api/v2/shared/{token}: the session, read-only, to
+// anyone with its share token.
+func (s *Server) shared(w http.ResponseWriter, r *http.Request) {
+	v, err := s.m.Shared(r.Context(), r.PathValue("token"))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) control(op func(m *session.Manager, ctx context.Context, owner, id string) error) func(http.ResponseWriter, *http.Request, string) error {

@@ -13,8 +13,8 @@ type Status string
 // The session states. A session is created pending, runs, may wait for
 // tool results, approvals or messages, and ends in one of the last four.
 const (
-	// StatusQueued is never produced by hrns: sessions are not queued
-	// above a concurrency quota, they wait pending for a worker.
+	// StatusQueued: created above the owner's concurrent-session limit
+	// ([Options.MaxActiveSessions]); it starts when a slot frees.
 	StatusQueued  Status = "queued"
 	StatusPending Status = "pending" // created, not started yet
 	StatusRunning Status = "running" // a worker runs the agent
@@ -45,13 +45,20 @@ const (
 	CodeTimeout  = "timeout"
 	CodeInternal = "internal"
 	CodeNoAnswer = "no_answer"
+	// CodeAnswerValidation: the final answer never matched the agent's
+	// answer_format.
+	CodeAnswerValidation = "answer_validation"
 )
 
-// A Request is the body of POST /api/v2/sessions.
+// A Request is the body of POST /api/v2/sessions (the reference's
+// SessionRequest). A session's request is stored and shown as hrns
+// understood it: normalised (see [Manager.Create]) so that it is a valid
+// SessionRequest even when the body left out what hrns defaults.
 type Request struct {
 	// Agent is a named agent of the server, or an inline definition.
 	Agent AgentRef `json:"agent"`
 	// Messages is the initial task: a string, one message or a list.
+	// None means a session that waits, idle, for its first message.
 	Messages Messages `json:"messages,omitempty"`
 	// MaxSteps bounds the model requests; nil means the server's limit.
 	MaxSteps *int `json:"max_steps,omitempty"`
@@ -61,11 +68,20 @@ type Request struct {
 	// IdleTimeoutS keeps the session open this long for follow-up
 	// messages after each answer; nil ends it at the first answer.
 	IdleTimeoutS *int `json:"idle_timeout_s,omitempty"`
-	// GroupID and ParentSessionID are recorded, not interpreted.
-	GroupID         *string `json:"group_id,omitempty"`
+	// DeleteAfterMin and DeleteScreenshotAfterMin are recorded, not
+	// honoured: hrns keeps sessions until their store is cleaned.
+	DeleteAfterMin           *int `json:"delete_after_min,omitempty"`
+	DeleteScreenshotAfterMin *int `json:"delete_screenshot_after_min,omitempty"`
+	// Queue, when the owner is at its concurrent-session limit, accepts
+	// the session as queued (the default); false refuses it (429).
+	Queue *bool `json:"queue,omitempty"`
+	// GroupID groups related sessions (the list filter group_id).
+	GroupID *string `json:"group_id,omitempty"`
+	// ParentSessionID names the parent of a child run (the list filter
+	// parent_session_id).
 	ParentSessionID *string `json:"parent_session_id,omitempty"`
-	// Overrides change the resolved request by dotted path; hrns
-	// supports agent.tools, agent.instructions and agent.model.
+	// Overrides change the resolved request by dotted path (see
+	// docs/sessions-api.md for the paths hrns supports).
 	Overrides map[string]json.RawMessage `json:"overrides,omitempty"`
 }
 
@@ -106,30 +122,81 @@ type Agent struct {
 	Description  string `json:"description,omitempty"`
 	Instructions string `json:"instructions,omitempty"`
 	Model        string `json:"model,omitempty"`
-	// Environments name the environments the agent works in: an
-	// environment kind ("web") or an object with a kind.
-	Environments []Environment `json:"environments,omitempty"`
+	// Environments are the environments the agent works in: an
+	// environment's id (a string) or an inline definition with a kind.
+	Environments []Environment `json:"environments"`
 	// Tools are client-side tools: the caller runs them.
 	Tools []ToolDefinition `json:"tools,omitempty"`
-	// Subagents, Skills and AnswerFormat are not supported by hrns; a
-	// request that sets them is refused.
-	Subagents    json.RawMessage `json:"subagents,omitempty"`
-	Skills       json.RawMessage `json:"skills,omitempty"`
+	// Subagents are agents this one delegates to: each runs as a child
+	// session (see docs/sessions-api.md).
+	Subagents []AgentRef `json:"subagents,omitempty"`
+	// Skills are skills the agent can load: a name the server knows, or
+	// an inline skill.
+	Skills []SkillRef `json:"skills,omitempty"`
+	// AnswerFormat is a JSON Schema (of an object) the final answer must
+	// match; nil means a text answer.
 	AnswerFormat json.RawMessage `json:"answer_format,omitempty"`
 }
 
-// An Environment names one environment of an agent.
-type Environment struct {
-	Kind string
-	// Raw is the entry as given.
-	Raw json.RawMessage
+// A SkillRef is a skill named by the server (Name) or inline (Inline).
+type SkillRef struct {
+	Name   string
+	Inline *Skill
 }
 
-// UnmarshalJSON reads a kind as a string, or an object with a kind.
+// UnmarshalJSON reads a string or an object.
+func (r *SkillRef) UnmarshalJSON(b []byte) error {
+	*r = SkillRef{}
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &r.Name)
+	}
+	r.Inline = new(Skill)
+	return json.Unmarshal(b, r.Inline)
+}
+
+// MarshalJSON writes a string or an object.
+func (r SkillRef) MarshalJSON() ([]byte, error) {
+	if r.Inline != nil {
+		return json.Marshal(r.Inline)
+	}
+	return json.Marshal(r.Name)
+}
+
+// A Skill is an inline skill: instructions the agent loads when it
+// decides to use them.
+type Skill struct {
+	Name        string  `json:"name"`
+	Description string  `json:"description"`
+	Body        string  `json:"body"`
+	Source      *string `json:"source,omitempty"`
+	URLPattern  *string `json:"url_pattern,omitempty"`
+}
+
+// An Environment is one environment of an agent: a registered
+// environment's id (ID set, Fields nil), or an inline definition whose
+// fields are kept as given (Fields), with its Kind.
+type Environment struct {
+	// Kind is "web" or "desktop" for an inline definition.
+	Kind string
+	// ID is the environment's id: the string form, or the inline
+	// definition's "id" field.
+	ID string
+	// Fields are the inline definition's fields, as given.
+	Fields map[string]json.RawMessage
+}
+
+// UnmarshalJSON reads an id as a string, or an object with a kind.
 func (e *Environment) UnmarshalJSON(b []byte) error {
-	e.Raw = append(json.RawMessage(nil), b...)
+	*e = Environment{}
 	if bytes.HasPrefix(bytes.TrimSpace(b), []byte(`"`)) {
-		return json.Unmarshal(b, &e.Kind)
+		return json.Unmarshal(b, &e.ID)
+	}
+	if err := json.Unmarshal(b, &e.Fields); err != nil {
+		return err
+	}
+	if e.Fields == nil {
+		return errors.New("an environment must be an id or an object")
 	}
 	var obj struct {
 		Kind string `json:"kind"`
@@ -138,25 +205,37 @@ func (e *Environment) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &obj); err != nil {
 		return err
 	}
-	e.Kind = obj.Kind
-	if e.Kind == "" {
-		e.Kind = obj.ID
-	}
+	e.Kind, e.ID = obj.Kind, obj.ID
 	return nil
 }
 
-// MarshalJSON writes the entry as given.
+// MarshalJSON writes the id, or the inline definition.
 func (e Environment) MarshalJSON() ([]byte, error) {
-	if e.Raw != nil {
-		return e.Raw, nil
+	if e.Fields == nil {
+		if e.Kind != "" && e.ID == "" {
+			return json.Marshal(map[string]string{"kind": e.Kind, "id": e.Kind})
+		}
+		return json.Marshal(e.ID)
 	}
-	return json.Marshal(map[string]string{"kind": e.Kind})
+	return json.Marshal(e.Fields)
+}
+
+// Set sets an inline environment's field to v.
+func (e *Environment) Set(field string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	if e.Fields == nil {
+		e.Fields = map[string]json.RawMessage{}
+	}
+	e.Fields[field] = b
 }
 
 // A ToolDefinition declares a client-side tool.
 type ToolDefinition struct {
 	Name        string          `json:"name"`
-	Description string          `json:"description"`
+	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
 }
 
@@ -374,7 +453,8 @@ type StatusView struct {
 
 // View is a session as GET /api/v2/sessions/{id} shows it.
 type View struct {
-	ID           string          `json:"id"`
+	ID string `json:"id"`
+	// Request is the request as hrns understood it (normalised).
 	Request      json.RawMessage `json:"request"`
 	Status       StatusView      `json:"status"`
 	AgentViewURL *string         `json:"agent_view_url"`
@@ -383,8 +463,15 @@ type View struct {
 	StartedAt    *time.Time      `json:"started_at"`
 	FinishedAt   *time.Time      `json:"finished_at"`
 	// Lease names the replica that drives the session, while one does
-	// (an hrns addition, for operators).
-	Lease *Lease `json:"lease,omitempty"`
+	// (for operators). It is not part of the body: the reference's
+	// Session allows no other field, so the server sends it in the
+	// Hrns-Lease header.
+	Lease *Lease `json:"-"`
+	// NotHonoured lists, as dotted paths, the fields of the request that
+	// hrns accepted and keeps but does not act on (set by
+	// [Manager.Create]; the server sends it in the Hrns-Not-Honoured
+	// header).
+	NotHonoured []string `json:"-"`
 }
 
 // A Lease is a replica's hold on a session: that replica alone runs it

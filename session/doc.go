@@ -10,13 +10,24 @@
 //
 // # States
 //
-// A session is created pending, runs (running), and may then wait:
-// awaiting_tool_results while calls of client-side tools (declared by the
-// caller, run by the caller) or calls needing approval are unanswered,
-// idle after an answer when idle_timeout_s keeps it open for another
-// message, paused when its caller paused it. It ends completed, failed,
-// timed_out (max_time_s) or interrupted (cancelled). queued is never
-// used. [Status] names them.
+// A session is created pending (or queued, above its owner's
+// [Options.MaxActiveSessions], until a slot frees), runs (running), and
+// may then wait: awaiting_tool_results while calls of client-side tools
+// (declared by the caller, run by the caller), calls needing approval or
+// child sessions of subagents are unanswered, idle after an answer when
+// idle_timeout_s keeps it open for another message (or before its first
+// message), paused when its caller paused it. It ends completed, failed,
+// timed_out (max_time_s) or interrupted (cancelled); a message starts a
+// finished session again. [Status] names them.
+//
+// # Requests
+//
+// A request is normalised (Manager.normalize) to the reference's
+// SessionRequest before it is validated: what the body left to defaults
+// is filled in, and the session keeps and shows the normalised request.
+// That function is the place for resolving names and ids of agents and
+// environments a registry keeps; skills named by the server are resolved
+// by resolveSkill.
 //
 // # Durability
 //

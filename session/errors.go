@@ -7,8 +7,8 @@ import (
 )
 
 // Errors returned by [Manager] methods. The server maps them to HTTP
-// statuses: ErrNotFound to 404, ErrFinished and ErrInFlight to 409, the
-// others to 422.
+// statuses: ErrNotFound to 404, ErrFinished and ErrInFlight to 409,
+// ErrQuotaExceeded to 429, the others to 422.
 var (
 	// ErrNotFound: no session has the id, or it belongs to another owner.
 	ErrNotFound = errors.New("session not found")
@@ -20,6 +20,10 @@ var (
 	// ErrInFlight: a request with the same idempotency key is still
 	// being processed; retry later.
 	ErrInFlight = errors.New("a request with this idempotency key is in flight")
+	// ErrQuotaExceeded: the owner has as many active sessions as
+	// [Options.MaxActiveSessions] allows, and the request asked not to be
+	// queued (queue: false).
+	ErrQuotaExceeded = errors.New("concurrent session limit reached")
 )
 
 // A ValidationError lists what is wrong with a request, field by field.

@@ -1,7 +1,14 @@
 package session
 
+import "time"
+
 // SetBeforeRun makes m call f where a worker starts running a session,
 // inside the recovery of the session boundary: a test panics there to
 // stand for any failure of the runtime while it runs one session. Call it
 // before [Manager.Start].
 func SetBeforeRun(m *Manager, f func(id string)) { m.beforeRun = f }
+
+// SetLostDelivery makes m lose the deliveries of child sessions' ends to
+// their parents (as a crash at that moment would), and check waiting
+// parents' children every d. Call it before [Manager.Start].
+func SetLostDelivery(m *Manager, d time.Duration) { m.dropDelivery, m.childCheck = true, d }

@@ -83,6 +83,26 @@ type Options struct {
 	// 0 means 3. A panic or an internal error while running a session
 	// fails it at once.
 	MaxAttempts int
+	// Skills are the skills callers may name in an inline agent's
+	// skills, by name; inline skills need none.
+	Skills map[string]*Skill
+	// BuildEnvironment, when set, builds the toolset of an inline
+	// environment from its definition (the normalised object: kind, id,
+	// start_url, headless, mode...) each time a session with it runs, in
+	// place of the toolset of Environments for its kind (which must be
+	// set: it names the tools while requests are validated). Nil means
+	// the toolsets of Environments as they are, and the definition's
+	// other fields are reported as not honoured.
+	BuildEnvironment func(kind string, definition json.RawMessage) (*loop.Toolset, error)
+	// MaxActiveSessions bounds the sessions an owner (an API key) has
+	// active at once: pending, running, paused, idle or awaiting tool
+	// results. A session created beyond it waits as queued (or is
+	// refused with [ErrQuotaExceeded] when its request sets queue:
+	// false), and queued sessions start, oldest first, as the owner's
+	// active ones finish. 0 means no limit. With several replicas the
+	// bound is approximate: two creations on two replicas at once may
+	// both be admitted.
+	MaxActiveSessions int
 	// Logger receives the manager's logs; nil discards them.
 	Logger *slog.Logger
 	// Observer, when non-nil, watches the sessions' runs (see
@@ -113,6 +133,15 @@ type Manager struct {
 	// beforeRun, set by tests only, is called where a worker starts
 	// running a session.
 	beforeRun func(id string)
+	// dropDelivery, set by tests only, loses the delivery of children's
+	// ends to their parents, as a crash at that moment would.
+	dropDelivery bool
+	// childCheck is how often a parent waiting for a child session checks
+	// it (a fallback for a delivery lost to a crash): childCheckEvery,
+	// or shorter in tests.
+	childCheck time.Duration
+
+	admit sync.Mutex // serialises admission (counting and creating) with MaxActiveSessions
 
 	mu       sync.Mutex
 	inflight map[string]bool // owner + idempotency key being created
@@ -139,6 +168,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	o.Catalog = maps.Clone(o.Catalog)
 	o.Environments = maps.Clone(o.Environments)
 	o.Toolsets = maps.Clone(o.Toolsets)
+	o.Skills = maps.Clone(o.Skills)
 	if o.MaxSteps <= 0 {
 		o.MaxSteps = 100
 	}
@@ -163,6 +193,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 		m.owner = defaultReplicaID()
 	}
 	m.started = time.Now().UTC()
+	m.childCheck = childCheckEvery
 	return m
 }
 
@@ -171,7 +202,8 @@ type CreateParams struct {
 	// Owner is who may see the session.
 	Owner string
 	// Request is the decoded request; Raw is its body as received,
-	// echoed by [View] and compared for idempotency.
+	// compared for idempotency. The session keeps and shows the request
+	// normalised (see [Manager.Create]).
 	Request *Request
 	Raw     json.RawMessage
 	// IdempotencyKey, when set, makes a retry of the same request return
@@ -187,6 +219,12 @@ type CreateParams struct {
 // [ErrIdempotencyMismatch] when the key came with another request, and
 // [ErrInFlight] while another request with the key is being created.
 func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, error) {
+	return m.create(ctx, p, false)
+}
+
+// create is Create; a child session (of a subagent) is not subject to
+// admission control, lest it wait for the slot its parent holds.
+func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*View, bool, error) {
 	hash := requestHash(p.Raw)
 	if p.IdempotencyKey != "" {
 		k := p.Owner + "\x00" + p.IdempotencyKey
@@ -203,28 +241,35 @@ func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, err
 			m.mu.Unlock()
 		}()
 	}
+	// The registry turns registered names into definitions, then the
+	// request is normalised to what is stored and echoed.
 	req, reg, err := m.Registry().forSession(ctx, p.Owner, p.Request)
 	if err != nil {
 		return nil, false, err
 	}
+	req = m.normalize(req)
 	sp, msgs, err := m.resolve(req)
 	if err != nil {
 		return nil, false, err
 	}
 	reg.apply(sp)
+	normalized, err := json.Marshal(req)
+	if err != nil {
+		return nil, false, err
+	}
 	st := &state{Spec: sp, Phase: phaseNew}
 	if sp.System != "" {
 		st.Checkpoint.Messages = encodeTranscript([]llm.Message{llm.SystemMessage(sp.System)})
 	}
 	var events []store.Event
-	for _, msg := range msgs {
+	for i, msg := range msgs {
 		st.NextInID++
 		st.Inbox = append(st.Inbox, inboxMessage{ID: st.NextInID, Message: msg})
-		events = append(events, messageEvent(msg))
+		events = append(events, messageEvent(msg, req.Messages[i].CallerID))
 	}
 	first := ""
-	if len(p.Request.Messages) > 0 {
-		first = p.Request.Messages[0].Message
+	if len(req.Messages) > 0 {
+		first = req.Messages[0].Message
 	}
 	s := &store.Session{
 		ID:             newID(),
@@ -233,12 +278,32 @@ func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, err
 		RequestHash:    hash,
 		Agent:          sp.Agent,
 		FirstMessage:   first,
-		Request:        p.Raw,
+		GroupID:        deref(req.GroupID),
+		ParentID:       deref(req.ParentSessionID),
+		Request:        normalized,
 		CreatedAt:      time.Now().UTC(),
 	}
 	derive(s, st)
 	if s.State, err = json.Marshal(st); err != nil {
 		return nil, false, err
+	}
+	if m.opts.MaxActiveSessions > 0 && !child {
+		m.admit.Lock()
+		defer m.admit.Unlock()
+		active, err := m.active(ctx, p.Owner)
+		if err != nil {
+			return nil, false, err
+		}
+		if active >= m.opts.MaxActiveSessions {
+			if req.Queue != nil && !*req.Queue {
+				return nil, false, ErrQuotaExceeded
+			}
+			st.Phase = phaseQueued
+			derive(s, st)
+			if s.State, err = json.Marshal(st); err != nil {
+				return nil, false, err
+			}
+		}
 	}
 	got, created, err := m.st.CreateSession(ctx, s, events)
 	if err != nil {
@@ -248,7 +313,84 @@ func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, err
 		return nil, false, ErrIdempotencyMismatch
 	}
 	v, err := view(got)
+	if v != nil {
+		v.NotHonoured = m.notHonoured(req)
+	}
 	return v, created, err
+}
+
+// activeStatuses are the states that count towards MaxActiveSessions.
+var activeStatuses = []string{string(StatusPending), string(StatusRunning), string(StatusPaused), string(StatusIdle), string(StatusAwaitingToolResults)}
+
+// active counts the owner's active sessions.
+func (m *Manager) active(ctx context.Context, owner string) (int, error) {
+	_, n, err := m.st.ListSessions(ctx, &store.ListParams{Owner: owner, Statuses: activeStatuses, Limit: 1})
+	return n, err
+}
+
+// Quota is the owner's concurrent-session quota, as GET
+// /api/v2/sessions/quota shows it.
+type Quota struct {
+	// Scope is "user": the limit applies to each API key.
+	Scope string `json:"scope"`
+	// Limit is [Options.MaxActiveSessions]; without a limit it is the
+	// largest 32-bit integer.
+	Limit     int `json:"limit"`
+	Active    int `json:"active"`
+	Available int `json:"available"`
+}
+
+// unlimited is the limit a quota shows when there is none.
+const unlimited = 1<<31 - 1
+
+// Quota returns the owner's concurrent-session quota.
+func (m *Manager) Quota(ctx context.Context, owner string) (*Quota, error) {
+	active, err := m.active(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	limit := m.opts.MaxActiveSessions
+	if limit <= 0 {
+		limit = unlimited
+	}
+	return &Quota{Scope: "user", Limit: limit, Active: active, Available: max(limit-active, 0)}, nil
+}
+
+// promote starts the owner's queued sessions, oldest first, while the
+// owner has fewer active sessions than MaxActiveSessions. It runs after a
+// session of the owner stops being active.
+func (m *Manager) promote(ctx context.Context, owner string) {
+	if m.opts.MaxActiveSessions <= 0 {
+		return
+	}
+	m.admit.Lock()
+	defer m.admit.Unlock()
+	active, err := m.active(ctx, owner)
+	if err != nil {
+		m.log.Error("counting active sessions", "err", err)
+		return
+	}
+	free := m.opts.MaxActiveSessions - active
+	if free <= 0 {
+		return
+	}
+	queued, _, err := m.st.ListSessions(ctx, &store.ListParams{Owner: owner, Statuses: []string{string(StatusQueued)}, Limit: free, Ascending: true})
+	if err != nil {
+		m.log.Error("listing queued sessions", "err", err)
+		return
+	}
+	for _, q := range queued {
+		_, _, err := m.update(ctx, q.ID, nil, func(s *store.Session, st *state) ([]store.Event, error) {
+			if st.Phase != phaseQueued {
+				return nil, errNoChange
+			}
+			st.Phase = phaseNew // its AgentStartedEvent comes when a worker starts it
+			return nil, nil
+		})
+		if err != nil {
+			m.log.Error("starting a queued session", "session", q.ID, "err", err)
+		}
+	}
 }
 
 // requestHash hashes the canonical form of a JSON body, so that the same
@@ -292,6 +434,18 @@ func (m *Manager) get(ctx context.Context, owner, id string) (*store.Session, er
 // ListParams select sessions for [Manager.List].
 type ListParams struct {
 	Statuses []Status
+	// Agents keeps the sessions of these agents (by name).
+	Agents []string
+	// GroupID, ParentSessionID and ScheduleID keep the sessions
+	// created with them.
+	GroupID, ParentSessionID, ScheduleID string
+	// Search keeps sessions whose first message or answer contains it,
+	// ignoring case.
+	Search string
+	// CreatedAfter, CreatedBefore, FinishedAfter and FinishedBefore
+	// bound the creation and finish times (exclusive); zero means no
+	// bound.
+	CreatedAfter, CreatedBefore, FinishedAfter, FinishedBefore time.Time
 	// Page counts from 1; Size is at most 100.
 	Page, Size int
 	Ascending  bool
@@ -299,7 +453,9 @@ type ListParams struct {
 
 // List returns a page of the owner's sessions, newest first.
 func (m *Manager) List(ctx context.Context, owner string, p *ListParams) (*Page[Summary], error) {
-	lp := &store.ListParams{Owner: owner, Offset: (p.Page - 1) * p.Size, Limit: p.Size, Ascending: p.Ascending}
+	lp := &store.ListParams{Owner: owner, Offset: (p.Page - 1) * p.Size, Limit: p.Size, Ascending: p.Ascending,
+		Agents: p.Agents, GroupID: p.GroupID, ParentID: p.ParentSessionID, ScheduleID: p.ScheduleID, Search: p.Search,
+		CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore, FinishedAfter: p.FinishedAfter, FinishedBefore: p.FinishedBefore}
 	for _, s := range p.Statuses {
 		lp.Statuses = append(lp.Statuses, string(s))
 	}
@@ -325,8 +481,9 @@ func (m *Manager) List(ctx context.Context, owner string, p *ListParams) (*Page[
 type ChangesParams struct {
 	// From is the cursor: the number of events already seen.
 	From int64
-	// Limit bounds the events returned; 0 means all.
-	Limit int
+	// Limit, when set, bounds the events returned (0: none, only the
+	// status fields); nil means all.
+	Limit *int
 	// NoEvents leaves the events out (the status fields still come).
 	NoEvents bool
 	// Wait is how long to wait for an event when there is none yet.
@@ -335,7 +492,8 @@ type ChangesParams struct {
 
 // Changes returns the session's events from p.From, waiting up to p.Wait
 // for one if there are none yet. It returns a nil *Changes when nothing
-// came by then, and the session's event count (the next cursor) either
+// came by then (also for a cursor past the end of the log, as the
+// reference does), and the session's event count (the next cursor) either
 // way. An event wakes a waiting call at once: it is announced by the
 // store when committed.
 func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParams) (*Changes, int64, error) {
@@ -352,10 +510,7 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 		if err != nil {
 			return nil, 0, err
 		}
-		if p.From < 0 || p.From > s.EventCount {
-			return nil, s.EventCount, invalid(fmt.Sprintf("from_index %d is not between 0 and the session's %d events", p.From, s.EventCount), "query", "from_index")
-		}
-		if s.EventCount > p.From {
+		if s.EventCount > max(p.From, 0) {
 			return m.changes(ctx, s, p)
 		}
 		if timeout == nil {
@@ -386,15 +541,18 @@ func (m *Manager) changes(ctx context.Context, s *store.Session, p *ChangesParam
 	if !p.NoEvents {
 		// Only the events the session had when read: the status fields
 		// then describe the session as of the last event returned.
-		limit := int(s.EventCount - p.From)
-		if p.Limit > 0 {
-			limit = min(limit, p.Limit)
+		from := max(p.From, 0)
+		limit := int(s.EventCount - from)
+		if p.Limit != nil {
+			limit = min(limit, *p.Limit)
 		}
-		events, err := m.st.Events(ctx, s.ID, p.From, limit)
-		if err != nil {
-			return nil, 0, err
+		if limit > 0 {
+			events, err := m.st.Events(ctx, s.ID, from, limit)
+			if err != nil {
+				return nil, 0, err
+			}
+			c.NewEvents = apiEvents(events)
 		}
-		c.NewEvents = apiEvents(events)
 	}
 	return c, s.EventCount, nil
 }
@@ -478,7 +636,7 @@ func view(s *store.Session) (*View, error) {
 			ErrorCode:          strPtr(s.ErrorCode),
 			Steps:              st.Steps,
 			UsagePerModel:      st.usage(),
-			SubagentSessionIDs: []string{},
+			SubagentSessionIDs: append([]string{}, st.Children...),
 		},
 	}
 	if v.Request == nil {
@@ -502,12 +660,18 @@ func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptio
 		if err != nil {
 			return nil, nil, err
 		}
+		wasActive := slices.Contains(activeStatuses, s.Status)
+		wasTerminal := Status(s.Status).Terminal()
 		events, err := fn(s, st)
 		if errors.Is(err, errNoChange) {
 			return s, st, nil
 		}
 		if err != nil {
 			return nil, nil, err
+		}
+		st.CheckChildrenAt = time.Time{}
+		if st.Phase == phaseWait && st.waitsForChild() {
+			st.CheckChildrenAt = time.Now().Add(m.childCheck)
 		}
 		derive(s, st)
 		if s.State, err = json.Marshal(st); err != nil {
@@ -519,6 +683,13 @@ func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptio
 		}
 		if err != nil {
 			return nil, nil, &storeError{err}
+		}
+		if wasActive && !slices.Contains(activeStatuses, s.Status) {
+			// A slot is free: the owner's queued sessions may start.
+			m.promote(context.WithoutCancel(ctx), s.Owner)
+		}
+		if s.ParentID != "" && !wasTerminal && Status(s.Status).Terminal() && !m.dropDelivery {
+			m.deliver(context.WithoutCancel(ctx), s) // a subagent's session ended
 		}
 		return s, st, nil
 	}
@@ -555,6 +726,13 @@ func (m *Manager) PostToolResults(ctx context.Context, owner, id string, results
 		var v validation
 		changed := false
 		for i, r := range results {
+			if r.Kind == KindError && r.ToolReq.ID == "" {
+				// An error not tied to a call: logged, and read by the
+				// agent as a message before its next step.
+				events = append(events, callerError(st, r))
+				changed = true
+				continue
+			}
 			idx := slices.IndexFunc(st.Checkpoint.Calls, func(c callState) bool { return c.Call.ID == r.ToolReq.ID })
 			if idx < 0 {
 				if answeredBefore(st.Checkpoint.Messages, r.ToolReq.ID) {
@@ -590,8 +768,21 @@ func (m *Manager) PostToolResults(ctx context.Context, owner, id string, results
 		if !changed {
 			return nil, errNoChange
 		}
+		if st.Phase == phaseIdle {
+			st.Phase, st.IdleUntil = phaseRun, time.Time{}
+			events = append(events, activeStateEvent(st, "running"))
+		}
 		return append(events, m.settle(st)...), nil
 	})
+}
+
+// callerError records an error_event the caller posted without tool_req:
+// it is logged as posted, and the agent reads it as a user message.
+func callerError(st *state, r ToolResult) store.Event {
+	text := fmt.Sprintf("Error reported by %s: %s", firstNonEmpty(r.Origin, "the caller"), r.Error)
+	st.NextInID++
+	st.Inbox = append(st.Inbox, inboxMessage{ID: st.NextInID, Message: llm.Message{Role: llm.RoleUser, Parts: []llm.Part{llm.TextPart(text)}}})
+	return agentEvent(AgentEventData{Kind: KindError, Error: r.Error, Origin: r.Origin})
 }
 
 // settle republishes the pending calls of a waiting session after some
@@ -602,6 +793,11 @@ func (m *Manager) settle(st *state) []store.Event {
 	}
 	if st.settled() {
 		st.Phase = phaseRun
+		if st.Paused {
+			// It runs once resumed, and says so then.
+			st.RunningUnannounced = true
+			return nil
+		}
 		return []store.Event{activeStateEvent(st, "running")}
 	}
 	return []store.Event{activeStateEvent(st, string(StatusAwaitingToolResults))}
@@ -688,7 +884,9 @@ func (m *Manager) Decide(ctx context.Context, owner, id string, decisions []Deci
 
 // SendMessages gives the agent user messages: a running agent reads them
 // before its next step, an idle one wakes up, a waiting one reads them
-// with the tool results it waits for.
+// with the tool results it waits for. As in the reference, a paused
+// session resumes, and a finished one starts again with the messages
+// (see restart).
 func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []UserMessage) error {
 	converted, verr := userMessages(msgs, "body", "messages")
 	if verr != nil {
@@ -697,19 +895,52 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 	if len(converted) == 0 {
 		return invalid("no message", "body", "messages")
 	}
-	return m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
+	_, _, err := m.update(ctx, id, nil, func(s *store.Session, st *state) ([]store.Event, error) {
+		if s.Owner != owner {
+			return nil, ErrNotFound
+		}
 		var events []store.Event
-		for _, msg := range converted {
+		if st.Phase == phaseDone {
+			if st.Spec == nil {
+				return nil, fmt.Errorf("%w: it is %s and its state is lost", ErrFinished, s.Status)
+			}
+			events = restart(s, st)
+		}
+		for i, msg := range converted {
 			st.NextInID++
 			st.Inbox = append(st.Inbox, inboxMessage{ID: st.NextInID, Message: msg})
-			events = append(events, messageEvent(msg))
+			events = append(events, messageEvent(msg, normalizeMessage(msgs[i]).CallerID))
 		}
-		if st.Phase == phaseIdle {
+		if st.Paused || st.PauseRequested {
+			events = append(events, unpause(st)...)
+		}
+		if st.Phase == phaseIdle || st.Phase == phaseDone {
 			st.Phase, st.IdleUntil = phaseRun, time.Time{}
 			events = append(events, activeStateEvent(st, "running"))
 		}
 		return events, nil
 	})
+	if errors.Is(err, store.ErrNotFound) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// restart reopens a finished session for a new message: it runs again
+// from its transcript, with its error cleared, its time budget
+// (max_time_s) counted anew from now, and any call left without a result
+// answered with an error the model reads. Its steps go on counting
+// towards max_steps.
+func restart(s *store.Session, st *state) []store.Event {
+	events := abandonPending(st, "the session ended before this call got a result")
+	st.Final, st.Paused, st.PauseRequested = "", false, false
+	st.Deadline = time.Time{}
+	if st.Spec.MaxTime > 0 {
+		st.Deadline = time.Now().Add(st.Spec.MaxTime)
+	}
+	s.Error, s.ErrorCode = "", ""
+	s.FinishedAt = time.Time{}
+	return append(events, event(EventAgentStarted, struct{}{}))
 }
 
 // Pause pauses the session: a running agent stops before its next step,
@@ -736,13 +967,22 @@ func (m *Manager) Resume(ctx context.Context, owner, id string) error {
 		if !st.Paused && !st.PauseRequested {
 			return nil, errNoChange
 		}
-		events := []store.Event{flowEvent("resume")}
-		if st.Paused {
-			events = append(events, event(EventRunStatusChange, map[string]string{"status": "running"}))
-		}
-		st.Paused, st.PauseRequested = false, false
-		return events, nil
+		return unpause(st), nil
 	})
+}
+
+// unpause undoes a pause. A session whose calls were answered while it
+// was paused announces now that it runs (settle does not while paused).
+func unpause(st *state) []store.Event {
+	events := []store.Event{flowEvent("resume")}
+	if st.Paused {
+		events = append(events, event(EventRunStatusChange, map[string]string{"status": "running"}))
+		if st.Phase == phaseRun && st.RunningUnannounced {
+			events = append(events, activeStateEvent(st, "running"))
+		}
+	}
+	st.Paused, st.PauseRequested, st.RunningUnannounced = false, false, false
+	return events
 }
 
 // ForceAnswer asks the agent for its final answer at its next step, without
@@ -829,6 +1069,13 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func timePtr(t time.Time) *time.Time {

@@ -95,56 +95,50 @@ func (r *Registry) ResolveAgent(ctx context.Context, owner string, ref AgentRef)
 	var v validation
 	a.Environments = slices.Clone(a.Environments)
 	for i, env := range a.Environments {
-		if len(env.Raw) > 0 && env.Raw[0] != '"' {
-			continue
+		if env.Fields != nil {
+			continue // an inline definition
 		}
-		if _, ok := r.m.opts.Environments[env.Kind]; ok {
-			continue
+		if _, ok := r.m.opts.Environments[env.ID]; ok {
+			continue // a kind of the server, named
 		}
-		e, err := r.st.GetEntry(ctx, store.KindEnvironment, owner, env.Kind)
+		e, err := r.st.GetEntry(ctx, store.KindEnvironment, owner, env.ID)
 		if errors.Is(err, store.ErrEntryNotFound) {
-			v.add(fmt.Sprintf("unknown environment %q: neither an environment kind of this server (%s) nor the id of an environment registered with this API key", env.Kind, keys(r.m.opts.Environments)), "body", "agent", "environments", i)
+			v.add(fmt.Sprintf("unknown environment %q: neither an environment kind of this server (%s) nor the id of an environment registered with this API key", env.ID, keys(r.m.opts.Environments)), "body", "agent", "environments", i)
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		var spec EnvironmentSpec
-		if err := json.Unmarshal(e.Spec, &spec); err != nil {
+		var def Environment
+		if err := def.UnmarshalJSON(e.Spec); err != nil {
 			return nil, err
 		}
-		a.Environments[i] = Environment{Kind: spec.Kind, Raw: e.Spec}
+		a.Environments[i] = def
 	}
-	if !isNull(a.Skills) {
-		var list []json.RawMessage
-		if err := json.Unmarshal(a.Skills, &list); err != nil {
-			v.add("Input should be a list of skill names or definitions", "body", "agent", "skills")
+	var kept []SkillRef
+	for i, ref := range a.Skills {
+		if ref.Inline != nil || r.m.opts.Skills[ref.Name] != nil {
+			kept = append(kept, ref) // the request's own rules (skills.go)
+			continue
 		}
-		var inline []json.RawMessage
-		for i, raw := range list {
-			name, ok := isString(raw)
-			if !ok {
-				inline = append(inline, raw)
-				continue
-			}
-			e, err := r.st.GetEntry(ctx, store.KindSkill, owner, name)
-			if errors.Is(err, store.ErrEntryNotFound) {
-				v.add(fmt.Sprintf("unknown skill %q: register it with this API key first", name), "body", "agent", "skills", i)
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			s, err := storedSkill(e)
-			if err != nil {
-				return nil, err
-			}
-			out.Skills = append(out.Skills, s)
+		e, err := r.st.GetEntry(ctx, store.KindSkill, owner, ref.Name)
+		if errors.Is(err, store.ErrEntryNotFound) {
+			v.add(fmt.Sprintf("unknown skill %q: neither a skill of this server (%s) nor one registered with this API key", ref.Name, keys(r.m.opts.Skills)), "body", "agent", "skills", i)
+			continue
 		}
-		a.Skills = nil
-		if len(inline) > 0 {
-			a.Skills, _ = json.Marshal(inline) // left to the request's own rules
+		if err != nil {
+			return nil, err
 		}
+		s, err := storedSkill(e)
+		if err != nil {
+			return nil, err
+		}
+		out.Skills = append(out.Skills, s)
+	}
+	a.Skills = kept
+	if len(out.Skills) > 0 && len(kept) > 0 {
+		// Both would offer a load_skill tool of their own.
+		v.add("an agent's skills are either all registered with this API key or all inline or of this server, not both", "body", "agent", "skills")
 	}
 	if len(out.Skills) > 0 {
 		for i, t := range a.Tools {
@@ -180,11 +174,19 @@ func inlineAgent(spec json.RawMessage) (*Agent, int, error) {
 		}
 		a.Environments = append(a.Environments, e)
 	}
-	if len(s.Skills) > 0 {
-		a.Skills, _ = json.Marshal(s.Skills)
+	for _, raw := range s.Skills {
+		var ref SkillRef
+		if err := ref.UnmarshalJSON(raw); err != nil {
+			return nil, 0, err
+		}
+		a.Skills = append(a.Skills, ref)
 	}
-	if len(s.Subagents) > 0 {
-		a.Subagents, _ = json.Marshal(s.Subagents)
+	for _, raw := range s.Subagents {
+		var ref AgentRef
+		if err := ref.UnmarshalJSON(raw); err != nil {
+			return nil, 0, err
+		}
+		a.Subagents = append(a.Subagents, ref)
 	}
 	if !isNull(s.AnswerFormat) {
 		a.AnswerFormat = s.AnswerFormat

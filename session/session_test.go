@@ -266,15 +266,17 @@ func TestValidation(t *testing.T) {
 	}{
 		{"no agent", `{"messages":"hi"}`, []string{"body.agent: Field required"}},
 		{"unknown agent", `{"agent":"nobody","messages":"hi"}`, []string{`unknown agent "nobody"`}},
-		{"unknown environment", `{"agent":{"name":"a","environments":[{"kind":"desktop"}]},"messages":"hi"}`, []string{`body.agent.environments.0: environment kind "desktop" is not provided`}},
+		{"unknown environment", `{"agent":{"name":"a","environments":[{"kind":"moon"}]},"messages":"hi"}`, []string{`body.agent.environments.0: environment kind "moon" is not provided`}},
+		{"desktop", `{"agent":{"name":"a","environments":[{"kind":"desktop","host":"user_device"}]},"messages":"hi"}`, []string{`body.agent.environments.0: desktop environments are not available on this server`}},
 		{"bad tool", `{"agent":{"name":"a","tools":[{"name":"9bad","description":"d"},{"name":"ok","description":"d","input_schema":{"type":"string"}}]},"messages":"hi"}`,
 			[]string{"body.agent.tools.0.name", "body.agent.tools.1.input_schema"}},
 		{"shadowing", `{"agent":{"name":"a","environments":["web"],"tools":[{"name":"web_fetch","description":"d"}]},"messages":"hi"}`, []string{"environment"}},
 		{"budgets", `{"agent":{"name":"a"},"messages":"hi","max_steps":0,"max_time_s":-1,"idle_timeout_s":0}`, []string{"max_steps", "max_time_s", "idle_timeout_s"}},
-		{"no message", `{"agent":{"name":"a"}}`, []string{"body.messages"}},
-		{"bad image", `{"agent":{"name":"a"},"messages":{"message":"look","images":["http://x/y.png"]}}`, []string{"body.messages.0.images.0"}},
-		{"unsupported", `{"agent":{"name":"a","subagents":["b"]},"messages":"hi"}`, []string{"subagents is not supported"}},
-		{"override", `{"agent":{"name":"a"},"messages":"hi","overrides":{"agent.environments[kind=web].start_url":"x"}}`, []string{"not supported"}},
+		{"bad image", `{"agent":{"name":"a"},"messages":{"message":"look","images":["file:///etc/passwd"]}}`, []string{"body.messages.0.images.0"}},
+		{"unknown subagent", `{"agent":{"name":"a","subagents":["b"]},"messages":"hi"}`, []string{`subagent "b": body.agent: unknown agent "b"`}},
+		{"subagents too deep", `{"agent":{"name":"a","subagents":[{"name":"b","subagents":[{"name":"c","subagents":[{"name":"d","subagents":[{"name":"e"}]}]}]}]},"messages":"hi"}`, []string{"nest at most 3 deep"}},
+		{"override", `{"agent":{"name":"a"},"messages":"hi","overrides":{"agent.name":"x"}}`, []string{"not supported"}},
+		{"override of a missing environment", `{"agent":{"name":"a"},"messages":"hi","overrides":{"agent.environments[kind=web].start_url":"x"}}`, []string{"the agent has no web environment"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -345,10 +347,12 @@ func TestSteering(t *testing.T) {
 	f := &follower{t: t, m: m, id: v.ID}
 	f.until(func(c *session.Changes) bool { return slices.Contains(kinds(c.NewEvents), "AgentEvent/policy_event") })
 	ctx := t.Context()
-	if err := m.Pause(ctx, owner, v.ID); err != nil {
+	// (A message sent after the pause would resume the session, as in
+	// the reference: TestMessageResumesPaused of package server.)
+	if err := m.SendMessages(ctx, owner, v.ID, []session.UserMessage{{Message: "also this"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.SendMessages(ctx, owner, v.ID, []session.UserMessage{{Message: "also this"}}); err != nil {
+	if err := m.Pause(ctx, owner, v.ID); err != nil {
 		t.Fatal(err)
 	}
 	close(release)

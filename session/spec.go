@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -58,7 +60,18 @@ type spec struct {
 	// Toolsets are "env:KIND", "toolset:NAME" or "workspace:AGENT:NAME"
 	// (the tools AGENT's AgentConfig.Workspace gives the session's
 	// workspace NAME).
-	Toolsets    []string      `json:"toolsets,omitempty"`
+	Toolsets []string `json:"toolsets,omitempty"`
+	// EnvDefs are the inline environments' definitions by kind, as
+	// normalised (start_url, headless, mode...): what
+	// [Options.BuildEnvironment] builds the environment from.
+	EnvDefs map[string]json.RawMessage `json:"env_defs,omitempty"`
+	// AnswerFormat is the JSON Schema (of an object) the final answer
+	// must match; nil means a text answer.
+	AnswerFormat json.RawMessage `json:"answer_format,omitempty"`
+	// Skills are the agent's skills, resolved (see skills.go).
+	Skills []Skill `json:"skills,omitempty"`
+	// Subagents are the agent's subagents (see subagents.go).
+	Subagents   []subagent    `json:"subagents,omitempty"`
 	MaxSteps    int           `json:"max_steps"`
 	MaxTime     time.Duration `json:"max_time,omitempty"`
 	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
@@ -66,8 +79,178 @@ type spec struct {
 
 var clientToolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
 
+// normalize returns the request as hrns understands it: what the body
+// left to defaults is filled in, so that the stored request, which GET
+// /api/v2/sessions/{id} echoes, is a valid SessionRequest of the
+// reference. It is the one place where a request is completed before it is
+// validated and resolved (resolve), and the place where names and ids
+// of agents and environments a registry keeps are to be resolved (agents
+// of Options.Agents are resolved by resolve, and skills by resolveSkill).
+//
+// The body is not changed: normalize works on a copy.
+func (m *Manager) normalize(req *Request) *Request {
+	out := *req
+	if req.Agent.Inline != nil {
+		out.Agent = AgentRef{Inline: normalizeAgent(req.Agent.Inline)}
+	}
+	out.Messages = nil
+	for _, um := range req.Messages {
+		out.Messages = append(out.Messages, normalizeMessage(um))
+	}
+	if out.Queue == nil {
+		out.Queue = new(true)
+	}
+	return &out
+}
+
+// normalizeAgent completes an inline agent: the description and the tool
+// descriptions the reference requires default to the name, inline
+// environments get their id and kind, and subagents are completed alike.
+func normalizeAgent(in *Agent) *Agent {
+	a := *in
+	if strings.TrimSpace(a.Description) == "" {
+		a.Description = a.Name
+	}
+	a.Environments = make([]Environment, 0, len(in.Environments))
+	for _, e := range in.Environments {
+		if e.Fields != nil {
+			e.Fields = maps.Clone(e.Fields)
+			if e.Kind == "" {
+				e.Kind = "web" // the reference's default kind
+				if e.ID == "desktop" {
+					e.Kind = e.ID
+				}
+				e.Set("kind", e.Kind)
+			}
+			if e.ID == "" {
+				e.ID = e.Kind
+				e.Set("id", e.ID)
+			}
+		}
+		a.Environments = append(a.Environments, e)
+	}
+	a.Tools = slices.Clone(in.Tools)
+	for i := range a.Tools {
+		if strings.TrimSpace(a.Tools[i].Description) == "" {
+			a.Tools[i].Description = a.Tools[i].Name
+		}
+	}
+	a.Subagents = slices.Clone(in.Subagents)
+	for i, sub := range a.Subagents {
+		if sub.Inline != nil {
+			a.Subagents[i].Inline = normalizeAgent(sub.Inline)
+		}
+	}
+	return &a
+}
+
+// overridable are the override paths hrns applies, besides the
+// environment paths agent.environments[kind=KIND].FIELD.
+var overridable = []string{"agent.tools", "agent.instructions", "agent.model", "agent.description", "agent.answer_format",
+	"max_steps", "max_time_s", "idle_timeout_s"}
+
+// envOverride matches agent.environments[kind=KIND].FIELD.
+var envOverride = regexp.MustCompile(`^agent\.environments\[kind=([a-z0-9_-]+)\]\.([a-z_]+)$`)
+
+// applyOverrides applies the request's overrides to the resolved agent
+// and request, in the order of their paths; each value must have the
+// type of the field it sets. The budgets (max_steps...) are set on req,
+// which resolve reads after.
+func (m *Manager) applyOverrides(req *Request, agent *Agent, sp *spec, v *validation) {
+	for _, path := range sortedKeys(req.Overrides) {
+		raw := req.Overrides[path]
+		var err error
+		switch path {
+		case "agent.tools":
+			var tools []ToolDefinition
+			if err = json.Unmarshal(raw, &tools); err == nil {
+				agent.Tools = append(agent.Tools, tools...)
+			}
+		case "agent.instructions":
+			err = json.Unmarshal(raw, &agent.Instructions)
+		case "agent.model":
+			err = json.Unmarshal(raw, &agent.Model)
+		case "agent.description":
+			err = json.Unmarshal(raw, &agent.Description)
+		case "agent.answer_format":
+			agent.AnswerFormat = raw
+		case "max_steps":
+			err = json.Unmarshal(raw, &req.MaxSteps)
+		case "max_time_s":
+			err = json.Unmarshal(raw, &req.MaxTimeS)
+		case "idle_timeout_s":
+			err = json.Unmarshal(raw, &req.IdleTimeoutS)
+		default:
+			mt := envOverride.FindStringSubmatch(path)
+			if mt == nil {
+				err = fmt.Errorf("override %q is not supported (hrns supports %s and agent.environments[kind=KIND].FIELD)", path, strings.Join(overridable, ", "))
+				break
+			}
+			kind, field := mt[1], mt[2]
+			if field == "kind" || field == "id" {
+				err = fmt.Errorf("override %q: an environment's %s cannot be overridden", path, field)
+				break
+			}
+			if !json.Valid(raw) {
+				err = fmt.Errorf("override %q: not JSON", path)
+				break
+			}
+			def := map[string]json.RawMessage{}
+			if old := sp.EnvDefs[kind]; old != nil {
+				json.Unmarshal(old, &def)
+			} else if !slices.Contains(sp.Toolsets, "env:"+kind) {
+				err = fmt.Errorf("override %q: the agent has no %s environment", path, kind)
+				break
+			} else {
+				def["id"], _ = json.Marshal(kind)
+				def["kind"] = def["id"]
+			}
+			def[field] = raw
+			if sp.EnvDefs == nil {
+				sp.EnvDefs = map[string]json.RawMessage{}
+			}
+			sp.EnvDefs[kind], _ = json.Marshal(def)
+		}
+		if err != nil {
+			v.add(err.Error(), "body", "overrides", path)
+		}
+	}
+}
+
+// checkAnswerFormat accepts a JSON Schema of an object: the reference's
+// answers are text or an object.
+func checkAnswerFormat(raw json.RawMessage) error {
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
+		return fmt.Errorf("answer_format must be a JSON Schema object")
+	}
+	if doc["type"] != "object" {
+		return fmt.Errorf(`answer_format must describe an object ("type": "object"): a structured answer is a JSON object`)
+	}
+	if err := (&loop.OutputSchema{Schema: raw}).Check(); err != nil {
+		return fmt.Errorf("answer_format: %v", err)
+	}
+	return nil
+}
+
+// normalizeMessage gives a message its type and caller.
+func normalizeMessage(um UserMessage) UserMessage {
+	if um.Type == "" {
+		um.Type = "user_message"
+	}
+	if um.CallerID == "" {
+		um.CallerID = "user"
+	}
+	return um
+}
+
 // resolve validates a request and resolves its agent.
 func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
+	return m.resolveDepth(req, 0)
+}
+
+// resolveDepth is resolve for an agent depth subagents down.
+func (m *Manager) resolveDepth(req *Request, depth int) (*spec, []llm.Message, error) {
 	var v validation
 	sp := &spec{MaxSteps: m.opts.MaxSteps}
 	var agent Agent
@@ -78,20 +261,30 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 			v.add("Field required", "body", "agent", "name")
 		}
 		for i, e := range agent.Environments {
+			if e.Kind == "" {
+				e.Kind = e.ID // an id names a kind of the server
+			}
+			if e.Kind == "desktop" {
+				v.fields = append(v.fields, FieldError{Loc: []any{"body", "agent", "environments", i}, Type: "value_error",
+					Msg: "desktop environments are not available on this server: hrns runs no desktop (use a web environment, or client-side tools that drive a desktop of yours)"})
+				continue
+			}
 			if _, ok := m.opts.Environments[e.Kind]; !ok {
 				v.add(fmt.Sprintf("environment kind %q is not provided by this server (available: %s)", e.Kind, keys(m.opts.Environments)), "body", "agent", "environments", i)
 				continue
 			}
 			sp.Toolsets = appendUnique(sp.Toolsets, "env:"+e.Kind)
-		}
-		for _, f := range []struct {
-			name string
-			raw  json.RawMessage
-		}{{"subagents", agent.Subagents}, {"skills", agent.Skills}, {"answer_format", agent.AnswerFormat}} {
-			if s := strings.TrimSpace(string(f.raw)); s != "" && s != "null" && s != "[]" {
-				v.add(f.name+" is not supported by this server", "body", "agent", f.name)
+			if e.Fields != nil {
+				def, _ := json.Marshal(e.Fields)
+				if sp.EnvDefs == nil {
+					sp.EnvDefs = map[string]json.RawMessage{}
+				}
+				sp.EnvDefs[e.Kind] = def
 			}
 		}
+		sp.Subagents = m.resolveSubagents(agent.Subagents, depth, &v)
+		sp.Skills = m.resolveSkills(agent.Skills, &v)
+
 	case req.Agent.Name != "":
 		cfg, ok := m.opts.Agents[req.Agent.Name]
 		if !ok {
@@ -120,31 +313,23 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 	default:
 		v.add("Field required", "body", "agent")
 	}
-	for path, raw := range req.Overrides {
-		var err error
-		switch path {
-		case "agent.tools":
-			var tools []ToolDefinition
-			if err = json.Unmarshal(raw, &tools); err == nil {
-				agent.Tools = append(agent.Tools, tools...)
-			}
-		case "agent.instructions":
-			err = json.Unmarshal(raw, &agent.Instructions)
-		case "agent.model":
-			err = json.Unmarshal(raw, &agent.Model)
-		default:
-			err = fmt.Errorf("override %q is not supported (hrns supports agent.tools, agent.instructions and agent.model)", path)
-		}
-		if err != nil {
-			v.add(err.Error(), "body", "overrides", path)
+	m.applyOverrides(req, &agent, sp, &v)
+	if f := strings.TrimSpace(string(agent.AnswerFormat)); f != "" && f != "null" {
+		if err := checkAnswerFormat(agent.AnswerFormat); err != nil {
+			v.add(err.Error(), "body", "agent", "answer_format")
+		} else {
+			sp.AnswerFormat = agent.AnswerFormat
 		}
 	}
 	sp.Agent = agent.Name
 	sp.Model = firstNonEmpty(agent.Model, m.opts.DefaultModel)
 	sp.System = systemPrompt(&agent)
+	if p := skillsPrompt(sp.Skills); p != "" {
+		sp.System = strings.TrimSpace(sp.System + "\n\n" + p)
+	}
 
 	// Client tools: valid, unique, and not shadowing a server tool.
-	server, err := m.toolsets(sp.Toolsets)
+	server, err := m.toolsets(sp)
 	if err != nil {
 		v.add(err.Error(), "body", "agent")
 	}
@@ -157,6 +342,9 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 			continue
 		case seen[t.Name]:
 			v.add(fmt.Sprintf("tool %q is declared twice", t.Name), append(loc, "name")...)
+			continue
+		case t.Name == delegateTool && len(sp.Subagents) > 0:
+			v.add(fmt.Sprintf("tool %q is the tool of the agent's subagents", t.Name), append(loc, "name")...)
 			continue
 		case server != nil && slices.Contains(server.Names(), t.Name):
 			v.add(fmt.Sprintf("tool %q is a tool of the agent's environment", t.Name), append(loc, "name")...)
@@ -195,9 +383,6 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 	if verr != nil {
 		v.fields = append(v.fields, verr.Fields...)
 	}
-	if len(req.Messages) == 0 && sp.IdleTimeout == 0 {
-		v.add("a session needs a first message, unless idle_timeout_s keeps it open for one", "body", "messages")
-	}
 	if err := v.err(); err != nil {
 		return nil, nil, err
 	}
@@ -209,6 +394,36 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 	return sp, msgs, nil
 }
 
+// environmentFields are the fields of an inline environment that hrns
+// reads itself (the others go to [Options.BuildEnvironment]).
+var environmentFields = []string{"id", "kind"}
+
+// notHonoured lists the fields of a normalised request that hrns accepts
+// and keeps but does not act on, as dotted paths: the server says so in
+// the Hrns-Not-Honoured header of the creation's answer.
+func (m *Manager) notHonoured(req *Request) []string {
+	var out []string
+	if req.DeleteAfterMin != nil {
+		out = append(out, "delete_after_min")
+	}
+	if req.DeleteScreenshotAfterMin != nil {
+		out = append(out, "delete_screenshot_after_min")
+	}
+	if req.Agent.Inline != nil {
+		for i, e := range req.Agent.Inline.Environments {
+			if m.opts.BuildEnvironment != nil {
+				break // the builder takes the definition
+			}
+			for _, f := range sortedKeys(e.Fields) {
+				if !slices.Contains(environmentFields, f) {
+					out = append(out, fmt.Sprintf("agent.environments[%d].%s", i, f))
+				}
+			}
+		}
+	}
+	return out
+}
+
 // userMessages converts API messages to model messages.
 func userMessages(in []UserMessage, loc ...any) ([]llm.Message, *ValidationError) {
 	var v validation
@@ -218,15 +433,20 @@ func userMessages(in []UserMessage, loc ...any) ([]llm.Message, *ValidationError
 		if um.Type != "" && um.Type != "user_message" {
 			v.add(fmt.Sprintf("message type %q is not user_message", um.Type), append(mloc, "type")...)
 		}
-		if strings.TrimSpace(um.Message) == "" && len(um.Images) == 0 {
-			v.add("message is empty", append(mloc, "message")...)
-			continue
-		}
 		msg := llm.Message{Role: llm.RoleUser}
-		if um.Message != "" {
+		switch {
+		case um.Message != "":
 			msg.Parts = append(msg.Parts, llm.TextPart(um.Message))
+		case len(um.Images) == 0:
+			// The reference allows an empty message; providers refuse
+			// empty text, so the model reads that it was empty.
+			msg.Parts = append(msg.Parts, llm.TextPart(emptyMessage))
 		}
 		for j, img := range um.Images {
+			if u, ok := imageURL(img); ok {
+				msg.Parts = append(msg.Parts, llm.Part{Kind: llm.PartImage, Media: &llm.Media{URL: u}})
+				continue
+			}
 			mime, data, err := parseDataURI(img)
 			if err != nil {
 				v.add(err.Error(), append(mloc, "images", j)...)
@@ -242,13 +462,26 @@ func userMessages(in []UserMessage, loc ...any) ([]llm.Message, *ValidationError
 	return out, nil
 }
 
+// emptyMessage is what the model reads for an empty message.
+const emptyMessage = "(empty message)"
+
+// imageURL reports whether an image is given by an http(s) URL, which the
+// model's provider fetches.
+func imageURL(s string) (string, bool) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.Scheme != "https" && u.Scheme != "http" {
+		return "", false
+	}
+	return u.String(), true
+}
+
 // parseDataURI decodes "data:image/png;base64,....".
 func parseDataURI(s string) (string, []byte, error) {
 	rest, ok := strings.CutPrefix(s, "data:")
 	meta, payload, ok2 := strings.Cut(rest, ",")
 	mime, isB64 := strings.CutSuffix(meta, ";base64")
 	if !ok || !ok2 || !isB64 || !strings.HasPrefix(mime, "image/") {
-		return "", nil, fmt.Errorf("image must be a base64 data URI: data:image/png;base64,<data>")
+		return "", nil, fmt.Errorf("image must be a base64 data URI (data:image/png;base64,<data>) or an http(s) URL")
 	}
 	data, err := base64.StdEncoding.DecodeString(payload)
 	if err != nil {
@@ -271,15 +504,21 @@ func systemPrompt(a *Agent) string {
 	return strings.Join(parts, "\n\n")
 }
 
-// toolsets joins the server-side toolsets named by refs.
-func (m *Manager) toolsets(refs []string) (*loop.Toolset, error) {
+// toolsets joins the server-side toolsets of the spec's agent.
+func (m *Manager) toolsets(sp *spec) (*loop.Toolset, error) {
 	var sets []*loop.Toolset
-	for _, ref := range refs {
+	for _, ref := range sp.Toolsets {
 		kind, name, _ := strings.Cut(ref, ":")
 		var ts *loop.Toolset
 		switch kind {
 		case "env":
 			ts = m.opts.Environments[name]
+			if def := sp.EnvDefs[name]; def != nil && m.opts.BuildEnvironment != nil && ts != nil {
+				var err error
+				if ts, err = m.opts.BuildEnvironment(name, def); err != nil {
+					return nil, fmt.Errorf("environment %q: %w", name, err)
+				}
+			}
 		case "toolset":
 			ts = m.opts.Toolsets[name]
 		case "skills":
@@ -300,6 +539,11 @@ func (m *Manager) toolsets(refs []string) (*loop.Toolset, error) {
 		if ts == nil {
 			return nil, fmt.Errorf("toolset %q is not configured on this server", name)
 		}
+		sets = append(sets, ts)
+	}
+	if ts, err := skillTools(sp.Skills); err != nil {
+		return nil, err
+	} else if ts != nil {
 		sets = append(sets, ts)
 	}
 	return loop.Join(sets...)

@@ -15,11 +15,12 @@ import (
 type phase string
 
 const (
-	phaseNew  phase = "new"  // created, not started
-	phaseRun  phase = "run"  // needs or has a worker running the loop
-	phaseWait phase = "wait" // calls wait for results or approvals
-	phaseIdle phase = "idle" // answered; waits for a message
-	phaseDone phase = "done" // ended; the status says how
+	phaseQueued phase = "queued" // created above the owner's quota; waits for a slot
+	phaseNew    phase = "new"    // created, not started
+	phaseRun    phase = "run"    // needs or has a worker running the loop
+	phaseWait   phase = "wait"   // calls wait for results or approvals
+	phaseIdle   phase = "idle"   // answered; waits for a message
+	phaseDone   phase = "done"   // ended; the status says how
 )
 
 // state is the runtime state of a session, stored as JSON in
@@ -38,6 +39,10 @@ type state struct {
 	// Paused is set once it has.
 	PauseRequested bool `json:"pause_requested,omitempty"`
 	Paused         bool `json:"paused,omitempty"`
+	// RunningUnannounced: the session's calls were all answered while it
+	// was paused; the ActiveStateChangeEvent "running" comes when it is
+	// resumed.
+	RunningUnannounced bool `json:"running_unannounced,omitempty"`
 	// Final makes the next model request ask for a final answer without
 	// tools: "force_answer" or "timeout".
 	Final string `json:"final,omitempty"`
@@ -48,6 +53,19 @@ type state struct {
 	Deadline time.Time `json:"deadline,omitzero"`
 	// IdleUntil is when an idle session completes.
 	IdleUntil time.Time `json:"idle_until,omitzero"`
+
+	// Feedback and EventFeedback are the owner's judgements of the
+	// session and of its events (by index).
+	Feedback      *Feedback          `json:"feedback,omitempty"`
+	EventFeedback map[int64]Feedback `json:"event_feedback,omitempty"`
+	// ShareSecret, when set, makes the session readable by who has it
+	// (see Manager.Share).
+	ShareSecret string `json:"share_secret,omitempty"`
+	// Children are the child sessions of the agent's delegate calls.
+	Children []string `json:"children,omitempty"`
+	// CheckChildrenAt is when a session waiting for child sessions looks
+	// at them (see Manager.checkChildren).
+	CheckChildrenAt time.Time `json:"check_children_at,omitzero"`
 }
 
 // checkpoint is the conversation a run continues from. Without Calls,
@@ -117,6 +135,8 @@ type callState struct {
 	Waiting string `json:"waiting,omitempty"`
 	// Decision is an approval decision not yet applied by a run.
 	Decision *loop.ApprovalDecision `json:"decision,omitempty"`
+	// Child is the child session a delegate call waits for.
+	Child string `json:"child,omitempty"`
 }
 
 type inboxMessage struct {
@@ -138,7 +158,7 @@ func decodeState(s *store.Session) (*state, error) {
 // settled reports whether no call waits for the caller: the run can go on.
 func (st *state) settled() bool {
 	for _, c := range st.Checkpoint.Calls {
-		if c.Result == nil && (c.Waiting == waitResult || c.Waiting == waitApproval && c.Decision == nil) {
+		if c.Result == nil && (c.Waiting == waitResult || c.Waiting == waitChild || c.Waiting == waitApproval && c.Decision == nil) {
 			return false
 		}
 	}
@@ -170,6 +190,8 @@ func derive(s *store.Session, st *state) {
 		return
 	}
 	switch {
+	case st.Phase == phaseQueued:
+		s.Status = string(StatusQueued)
 	case st.Paused:
 		s.Status = string(StatusPaused)
 	case st.Phase == phaseNew:
@@ -185,6 +207,9 @@ func derive(s *store.Session, st *state) {
 	s.WakeAt = st.Deadline
 	if st.Phase == phaseIdle && !st.IdleUntil.IsZero() && (s.WakeAt.IsZero() || st.IdleUntil.Before(s.WakeAt)) {
 		s.WakeAt = st.IdleUntil
+	}
+	if st.Phase == phaseWait && !st.CheckChildrenAt.IsZero() && (s.WakeAt.IsZero() || st.CheckChildrenAt.Before(s.WakeAt)) {
+		s.WakeAt = st.CheckChildrenAt
 	}
 }
 
@@ -220,19 +245,23 @@ func flowEvent(flow string) store.Event {
 	return agentEvent(AgentEventData{Kind: KindFlow, Flow: flow, Origin: "user"})
 }
 
-func messageEvent(m llm.Message) store.Event {
+// messageEvent logs a user message from caller (the message's caller_id).
+func messageEvent(m llm.Message, caller string) store.Event {
 	var content []any
 	for _, p := range m.Parts {
 		switch p.Kind {
 		case llm.PartText:
 			content = append(content, p.Text)
 		case llm.PartImage:
-			if p.Media != nil {
+			switch {
+			case p.Media != nil && p.Media.URL != "":
+				content = append(content, map[string]any{"type": "url", "source": p.Media.URL})
+			case p.Media != nil:
 				content = append(content, map[string]any{"type": "base64", "source": p.Media.Data, "media_type": p.Media.MIMEType})
 			}
 		}
 	}
-	return agentEvent(AgentEventData{Kind: KindMessage, CallerID: "user", MessageContent: content})
+	return agentEvent(AgentEventData{Kind: KindMessage, CallerID: firstNonEmpty(caller, "user"), MessageContent: content})
 }
 
 // resultJSON renders a tool result's text as the API's opaque result.

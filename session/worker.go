@@ -280,6 +280,8 @@ func (m *Manager) runSession(ctx context.Context, id string) error {
 			continue
 		}
 		switch st.Phase {
+		case phaseQueued:
+			return nil // started by promote when a slot frees
 		case phaseNew:
 			err = m.start(ctx, id)
 		case phaseIdle:
@@ -297,7 +299,10 @@ func (m *Manager) runSession(ctx context.Context, id string) error {
 				return nil
 			}
 		case phaseWait:
-			return nil
+			if !st.waitsForChild() || now.Before(st.CheckChildrenAt) {
+				return nil
+			}
+			err = m.checkChildren(ctx, id, st)
 		case phaseRun:
 			switch {
 			case st.Paused:
@@ -340,7 +345,12 @@ func (m *Manager) start(ctx context.Context, id string) error {
 		}
 		events := []store.Event{event(EventAgentStarted, struct{}{})}
 		if len(st.Inbox) == 0 {
-			st.Phase, st.IdleUntil = phaseIdle, now.Add(st.Spec.IdleTimeout)
+			// No task yet: it waits, idle, for its first message (for
+			// idle_timeout_s when set, else until one comes).
+			st.Phase, st.IdleUntil = phaseIdle, time.Time{}
+			if st.Spec.IdleTimeout > 0 {
+				st.IdleUntil = now.Add(st.Spec.IdleTimeout)
+			}
 			return append(events, activeStateEvent(st, "idle")), nil
 		}
 		st.Phase = phaseRun
@@ -390,10 +400,11 @@ const (
 // records each request and response, so that each step is committed with
 // the exact transcript it continues from.
 type segment struct {
-	m   *Manager
-	id  string
-	ctx context.Context
-	sp  *spec
+	m     *Manager
+	id    string
+	owner string
+	ctx   context.Context
+	sp    *spec
 
 	delivered []int64 // inbox messages given to this run
 	noTools   bool
@@ -420,7 +431,7 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 		ctx, cancel = context.WithDeadlineCause(ctx, st.Deadline.Add(m.opts.TimeoutGrace), errHardDeadline)
 		defer cancel()
 	}
-	server, err := m.toolsets(sp.Toolsets)
+	server, err := m.toolsets(sp)
 	if err != nil {
 		return g0(m, ctx, s.ID).fail(fmt.Errorf("the session's agent cannot run here: %w", err))
 	}
@@ -430,13 +441,18 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 			return g0(m, ctx, s.ID).fail(err)
 		}
 	}
+	if len(sp.Subagents) > 0 {
+		if err := client.Add(loop.NewClientTool(delegateTool, delegateDescription(sp.Subagents), delegateSchema(sp.Subagents))); err != nil {
+			return g0(m, ctx, s.ID).fail(err)
+		}
+	}
 	tools, err := loop.Join(server, client)
 	if err != nil {
 		return g0(m, ctx, s.ID).fail(err)
 	}
 	perms, hooks := m.policy(sp)
 	ctx = context.WithValue(ctx, sessionIDKey{}, s.ID)
-	g := &segment{m: m, id: s.ID, ctx: ctx, sp: sp, tools: tools, noTools: tools.Len() == 0, perms: perms}
+	g := &segment{m: m, id: s.ID, owner: s.Owner, ctx: ctx, sp: sp, tools: tools, noTools: tools.Len() == 0, perms: perms}
 	var msgs []llm.Message
 	for _, in := range st.Inbox {
 		g.delivered = append(g.delivered, in.ID)
@@ -460,6 +476,9 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 	}
 	if m.opts.Observer != nil {
 		opts.Observer = yieldObserver{m.opts.Observer}
+	}
+	if sp.AnswerFormat != nil {
+		opts.OutputSchema = &loop.OutputSchema{Schema: sp.AnswerFormat}
 	}
 	switch st.Final {
 	case "force_answer":
@@ -513,6 +532,8 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 			err = g.commitWith(g.m.leased(), func(*store.Session, *state) []store.Event { return []store.Event{ev} })
 		case loop.ChunkTurnEnd:
 			err = g.turnEnd(c)
+		case loop.ChunkAnswerRejected:
+			err = g.answerRejected(c)
 		case loop.ChunkToolCallResult, loop.ChunkToolCallError:
 			err = g.toolDone(c)
 		case loop.ChunkEnd:
@@ -540,7 +561,7 @@ func resumeInput(cp *checkpoint, steps int) (*loop.Suspension, *loop.ResumeInput
 		sc := loop.SuspendedCall{Call: c.Call, Result: c.Result}
 		if c.Result == nil {
 			sc.Waiting = loop.PendingApproval
-			if c.Waiting == waitResult {
+			if c.Waiting == waitResult || c.Waiting == waitChild {
 				sc.Waiting = loop.PendingResult
 			}
 			switch {
@@ -732,6 +753,8 @@ func (g *segment) turnEnd(c loop.Chunk) error {
 		policy.ToolReqs = append(policy.ToolReqs, toolRequest(call))
 		w := waitRun
 		switch {
+		case call.Name == delegateTool && len(g.sp.Subagents) > 0:
+			w = waitChild
 		case client[call.Name]:
 			w = waitResult
 		case g.requiresApproval(call):
@@ -829,8 +852,43 @@ func (g *segment) end(res *loop.Result) error {
 		return res.Err // reading the caller's input failed: retried (see drive)
 	case errors.Is(res.Err, loop.ErrNoAnswer):
 		return g.noAnswer(res)
+	case errors.Is(res.Err, loop.ErrInvalidOutput):
+		return g.invalidAnswer(res)
 	}
 	return g.fail(res.Err)
+}
+
+// answerRejected commits a final answer that did not match the answer
+// format: its step, and an error_event saying why; the loop asks the model
+// again.
+func (g *segment) answerRejected(c loop.Chunk) error {
+	apply, events := g.answer, g.answerEvents
+	g.answer, g.answerEvents = nil, nil
+	ev := agentEvent(AgentEventData{Kind: KindError, Origin: "answer_validation", Error: fmt.Sprint(c.Err)})
+	return g.commit(func(s *store.Session, st *state) []store.Event {
+		if apply != nil {
+			apply(s, st)
+			events = append(events, metricsEvent(st))
+		}
+		return append(events, ev)
+	})
+}
+
+// invalidAnswer ends a session whose final answer never matched its
+// answer format (error_code answer_validation).
+func (g *segment) invalidAnswer(res *loop.Result) error {
+	encoded := encodeTranscript(res.Messages)
+	apply, events := g.answer, g.answerEvents
+	return g.commit(func(s *store.Session, st *state) []store.Event {
+		if apply != nil {
+			apply(s, st)
+			events = append(events, metricsEvent(st))
+		}
+		st.Checkpoint = checkpoint{Messages: encoded}
+		st.Final = ""
+		finish(s, st, StatusFailed, res.Err.Error(), CodeAnswerValidation)
+		return append(events, event(EventAgentError, map[string]string{"error": res.Err.Error()}))
+	})
 }
 
 // noAnswer ends a session whose model gave no answer when asked for its
@@ -862,6 +920,9 @@ func (g *segment) answered(msgs []llm.Message, answer, budget string) error {
 			events = append(events, g.answerEvents...)
 			events = append(events, metricsEvent(st))
 			b, _ := json.Marshal(answer)
+			if st.Spec.AnswerFormat != nil && json.Valid([]byte(answer)) {
+				b = json.RawMessage(answer) // the structured answer, validated by the loop
+			}
 			s.Answer = b
 			events = append(events, agentEvent(AgentEventData{Kind: KindAnswer, Answer: b}))
 		}
@@ -893,6 +954,18 @@ func (g *segment) suspended(susp *loop.Suspension) error {
 		client[t.Name] = true
 	}
 	encoded := encodeTranscript(susp.Messages)
+	// The delegate calls' child sessions, created before the wait is
+	// committed (idempotently: a repeated run finds the same ones).
+	var pre []callState
+	for _, sc := range susp.Calls {
+		if sc.Result == nil && sc.Call.Name == delegateTool {
+			pre = append(pre, callState{Call: sc.Call})
+		}
+	}
+	children := map[string]callState{}
+	for _, c := range g.startChildren(pre) {
+		children[c.Call.ID] = c
+	}
 	return g.commit(func(s *store.Session, st *state) []store.Event {
 		old := st.Checkpoint.Calls
 		var cs []callState
@@ -902,6 +975,12 @@ func (g *segment) suspended(susp *loop.Suspension) error {
 				c.Waiting = waitApproval
 				if sc.Waiting == loop.PendingResult {
 					c.Waiting = waitResult
+				}
+				if ch, ok := children[sc.Call.ID]; ok {
+					c.Result, c.Waiting, c.Child = ch.Result, ch.Waiting, ch.Child
+					if ch.Child != "" && !slices.Contains(st.Children, ch.Child) {
+						st.Children = append(st.Children, ch.Child)
+					}
 				}
 				if i := slices.IndexFunc(old, func(o callState) bool { return o.Call.ID == sc.Call.ID }); i >= 0 {
 					if old[i].Result != nil {
@@ -919,7 +998,14 @@ func (g *segment) suspended(susp *loop.Suspension) error {
 			return nil
 		}
 		st.Phase = phaseWait
-		return []store.Event{activeStateEvent(st, string(StatusAwaitingToolResults))}
+		events := []store.Event{activeStateEvent(st, string(StatusAwaitingToolResults))}
+		if st.PauseRequested {
+			// A pause asked for during the step that made the calls
+			// takes effect now, not once their results are posted.
+			st.PauseRequested, st.Paused = false, true
+			events = append(events, event(EventRunStatusChange, map[string]string{"status": "paused"}))
+		}
+		return events
 	})
 }
 

@@ -104,8 +104,8 @@ type Store interface {
 	ListSessions(ctx context.Context, p *ListParams) (page []*Session, total int, err error)
 
 	// UpdateSession writes the mutable fields of s (everything but ID,
-	// Owner, IdempotencyKey, RequestHash, Request, CreatedAt, the lease,
-	// Attempts and EventCount) and appends events, in one transaction, if the
+	// Owner, IdempotencyKey, RequestHash, Request, GroupID, ParentID,
+	// ScheduleID, CreatedAt, the lease, Attempts and EventCount) and appends events, in one transaction, if the
 	// stored version is s.Version; otherwise it returns ErrConflict and
 	// writes nothing.
 	//
@@ -232,6 +232,12 @@ type Session struct {
 	Agent string
 	// FirstMessage is the text of the first user message, for listings.
 	FirstMessage string
+	// GroupID, ParentID and ScheduleID are set at creation and never
+	// change: the session's group, parent session and the schedule that
+	// created it, empty for none. Listings filter on them.
+	GroupID    string
+	ParentID   string
+	ScheduleID string
 	// Request is the request the session was created with (JSON).
 	Request json.RawMessage
 	// State is the runtime state owned by package session (JSON).
@@ -289,6 +295,19 @@ type ListParams struct {
 	Owner string
 	// Statuses, when set, keeps sessions in one of these states.
 	Statuses []string
+	// Agents, when set, keeps sessions of one of these agents.
+	Agents []string
+	// GroupID, ParentID and ScheduleID, when set, keep the sessions
+	// that have this value.
+	GroupID, ParentID, ScheduleID string
+	// Search, when set, keeps sessions whose first message or answer
+	// contains it, ignoring case (ASCII letters only).
+	Search string
+	// CreatedAfter, CreatedBefore, FinishedAfter and FinishedBefore,
+	// when not zero, keep sessions created or finished strictly after
+	// or before them (a session not finished has no finish time, and is
+	// left out by both finish filters).
+	CreatedAfter, CreatedBefore, FinishedAfter, FinishedBefore time.Time
 	// Offset and Limit select the page; Limit <= 0 means 50.
 	Offset, Limit int
 	// Ascending lists oldest first.

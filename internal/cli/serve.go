@@ -45,6 +45,7 @@ type serveOptions struct {
 	workdirReal string
 	yes         bool
 	workers     int
+	maxActive   int
 	maxSteps    int
 	drain       time.Duration
 }
@@ -67,6 +68,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.workdir, "workdir", "", "root directory of the file and shell tools named agents may use (default: none)")
 	fs.BoolVar(&o.yes, "yes", false, "run calls of tools that require approval without waiting for a decision")
 	fs.IntVar(&o.workers, "workers", 0, "sessions run at once (default 64)")
+	fs.IntVar(&o.maxActive, "max-sessions-per-key", 0, "active sessions an API key may have at once; more wait as queued, or get 429 with queue: false (default no limit)")
 	fs.IntVar(&o.maxSteps, "max-steps", 0, "step budget of sessions that set none (default 100)")
 	fs.DurationVar(&o.drain, "shutdown-timeout", 10*time.Second, "how long to wait for requests and runs to stop on SIGTERM")
 }
@@ -79,8 +81,8 @@ func (o *serveOptions) Validate() error {
 	if _, _, err := o.store(); err != nil {
 		return err
 	}
-	if o.workers < 0 || o.maxSteps < 0 {
-		return usagef("--workers and --max-steps must be positive")
+	if o.workers < 0 || o.maxSteps < 0 || o.maxActive < 0 {
+		return usagef("--workers, --max-steps and --max-sessions-per-key must be positive")
 	}
 	return nil
 }
@@ -165,16 +167,18 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	defer tel.close(ctx, stdio.Err)
 	log := slog.New(slog.NewTextHandler(stdio.Err, nil))
 	opts := &session.Options{
-		Environments: map[string]*loop.Toolset{"web": tools.Web(nil)},
-		Toolsets:     map[string]*loop.Toolset{},
-		Agents:       map[string]*session.AgentConfig{},
-		DefaultModel: modelName,
-		MaxSteps:     o.maxSteps,
-		Workers:      o.workers,
-		AutoApprove:  o.yes,
-		Logger:       log,
-		Observer:     tel.observer,
+		Environments:      map[string]*loop.Toolset{"web": tools.Web(nil)},
+		Toolsets:          map[string]*loop.Toolset{},
+		Agents:            map[string]*session.AgentConfig{},
+		DefaultModel:      modelName,
+		MaxSteps:          o.maxSteps,
+		Workers:           o.workers,
+		MaxActiveSessions: o.maxActive,
+		AutoApprove:       o.yes,
+		Logger:            log,
+		Observer:          tel.observer,
 	}
+	opts.Skills = serverSkills(cfg, stdio)
 	hookDir, err := o.hookDir()
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/skills"
 )
 
@@ -33,6 +34,26 @@ func loadSkills(o *runOptions, cfg *Config, stdio *IO) (*loop.Toolset, string, e
 		return nil, "", nil
 	}
 	return skills.Tools(found, nil), skills.PromptSection(found), nil
+}
+
+// serverSkills are the skills callers of hrns serve may name in an inline
+// agent's skills: those of the config's skills paths only (a server does
+// not read the default roots of whoever runs it). A skill whose folder
+// holds more files than its SKILL.md is offered by its instructions only.
+// Skipped skills are reported on stderr.
+func serverSkills(cfg *Config, stdio *IO) map[string]*session.Skill {
+	if len(cfg.Skills) == 0 {
+		return nil
+	}
+	found, problems := skills.Discover(cfg.Skills, &skills.Options{NoDefaults: true})
+	for _, p := range problems {
+		fmt.Fprintf(stdio.Err, "hrns: skill skipped: %v\n", p)
+	}
+	out := map[string]*session.Skill{}
+	for _, s := range found {
+		out[s.Name] = &session.Skill{Name: s.Name, Description: s.Description, Body: s.Body}
+	}
+	return out
 }
 
 // skillsCommand lists the skills hrns discovers.

@@ -275,7 +275,7 @@ func firstSchema(searchPath string) string {
 const (
 	sessionColumns = `id, owner, idempotency_key, request_hash, status, agent, first_message, request, state, answer,
 		error, error_code, runnable, wake_at, lease_owner, lease_until, attempts, version, event_count,
-		created_at, started_at, finished_at, updated_at`
+		created_at, started_at, finished_at, updated_at, group_id, parent_id, schedule_id`
 
 	// insertEvents appends the events given as arrays ($E+0 types, $E+1
 	// data, $E+2 times) after index base to the session of the CTE row.
@@ -289,7 +289,7 @@ const (
 
 	createSQL = `WITH w AS (
 		INSERT INTO hrns_sessions (` + sessionColumns + `)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, '', NULL, 0, 1, $15, $16, $17, $18, $19)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, '', NULL, 0, 1, $15, $16, $17, $18, $19, $20, $21, $22)
 		ON CONFLICT (owner, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
 		RETURNING id, 0::bigint AS base, runnable OR wake_at IS NOT NULL AS work
 	), e AS (` + insertEventsSQL + `)
@@ -349,7 +349,7 @@ const (
 
 // The statements with their parameter numbers filled in.
 var (
-	createStmt  = fmt.Sprintf(createSQL, 20, 21, 22, 23)
+	createStmt  = fmt.Sprintf(createSQL, 23, 24, 25, 26)
 	updateStmt  = fmt.Sprintf(updateSQL, 19, 20, 21, 22)
 	releaseStmt = fmt.Sprintf(releaseSQL, 3)
 )
@@ -364,7 +364,7 @@ func scanSession(sc scanner) (*store.Session, error) {
 	)
 	err := sc.Scan(&s.ID, &s.Owner, &s.IdempotencyKey, &s.RequestHash, &s.Status, &s.Agent, &s.FirstMessage,
 		&request, &state, &answer, &s.Error, &s.ErrorCode, &s.Runnable, &wake, &s.LeaseOwner, &leaseUntil,
-		&s.Attempts, &s.Version, &s.EventCount, &created, &started, &finished, &updated)
+		&s.Attempts, &s.Version, &s.EventCount, &created, &started, &finished, &updated, &s.GroupID, &s.ParentID, &s.ScheduleID)
 	if err != nil {
 		return nil, err
 	}
@@ -442,6 +442,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 		n.ID, n.Owner, n.IdempotencyKey, n.RequestHash, n.Status, n.Agent, n.FirstMessage,
 		[]byte(n.Request), []byte(n.State), []byte(n.Answer), n.Error, n.ErrorCode, n.Runnable, ts(n.WakeAt),
 		n.EventCount, ts(n.CreatedAt), ts(n.StartedAt), ts(n.FinishedAt), ts(n.UpdatedAt),
+		n.GroupID, n.ParentID, n.ScheduleID,
 		types, data, times, s.channel)
 	if err != nil {
 		return nil, false, fmt.Errorf("create session: %w", s.wrap(err))
@@ -486,9 +487,34 @@ func (s *Store) ListSessions(ctx context.Context, p *store.ListParams) ([]*store
 	}
 	where := `owner = $1`
 	args := []any{p.Owner}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where += ` AND ` + strings.ReplaceAll(cond, "$?", fmt.Sprintf("$%d", len(args)))
+	}
 	if len(p.Statuses) > 0 {
-		where += ` AND status = ANY($2)`
-		args = append(args, p.Statuses)
+		add(`status = ANY($?)`, p.Statuses)
+	}
+	if len(p.Agents) > 0 {
+		add(`agent = ANY($?)`, p.Agents)
+	}
+	for _, f := range []struct{ col, v string }{{"group_id", p.GroupID}, {"parent_id", p.ParentID}, {"schedule_id", p.ScheduleID}} {
+		if f.v != "" {
+			add(f.col+` = $?`, f.v)
+		}
+	}
+	for _, f := range []struct {
+		cond string
+		t    time.Time
+	}{{"created_at > $?", p.CreatedAfter}, {"created_at < $?", p.CreatedBefore}, {"finished_at > $?", p.FinishedAfter}, {"finished_at < $?", p.FinishedBefore}} {
+		if !f.t.IsZero() {
+			add(f.cond, ts(f.t))
+		}
+	}
+	if p.Search != "" {
+		// Bounded by the owner's index range: no scan of other owners.
+		// ASCII case folding, as the SQLite store does.
+		pat := "%" + likeEscaper.Replace(strings.ToLower(p.Search)) + "%"
+		add(`(lower(first_message) LIKE $? OR lower(convert_from(coalesce(answer, ''), 'UTF8')) LIKE $?)`, pat)
 	}
 	var total int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM hrns_sessions WHERE `+where, args...).Scan(&total); err != nil {
@@ -514,6 +540,10 @@ func (s *Store) ListSessions(ctx context.Context, p *store.ListParams) ([]*store
 	}
 	return out, total, nil
 }
+
+// likeEscaper escapes the wildcards of LIKE (whose escape character is \\
+// by default).
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // UpdateSession implements [store.Store].
 func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events []store.Event, opts *store.UpdateOptions) error {

@@ -245,7 +245,7 @@ func (s *Store) Close() error {
 
 const sessionColumns = `id, owner, idempotency_key, request_hash, status, agent, first_message, request, state, answer,
 	error, error_code, runnable, wake_at, lease_owner, lease_until, attempts, version, event_count,
-	created_at, started_at, finished_at, updated_at`
+	created_at, started_at, finished_at, updated_at, group_id, parent_id, schedule_id`
 
 type scanner interface{ Scan(...any) error }
 
@@ -258,7 +258,7 @@ func scanSession(sc scanner) (*store.Session, error) {
 	)
 	err := sc.Scan(&s.ID, &s.Owner, &s.IdempotencyKey, &s.RequestHash, &s.Status, &s.Agent, &s.FirstMessage,
 		&request, &state, &answer, &s.Error, &s.ErrorCode, &runnable, &wake, &s.LeaseOwner, &leaseUntil,
-		&s.Attempts, &s.Version, &s.EventCount, &created, &started, &finished, &updated)
+		&s.Attempts, &s.Version, &s.EventCount, &created, &started, &finished, &updated, &s.GroupID, &s.ParentID, &s.ScheduleID)
 	if err != nil {
 		return nil, err
 	}
@@ -325,10 +325,11 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			n.ID, n.Owner, n.IdempotencyKey, n.RequestHash, n.Status, n.Agent, n.FirstMessage,
 			blob(n.Request), blob(n.State), blob(n.Answer), n.Error, n.ErrorCode, boolInt(n.Runnable), nanos(n.WakeAt),
-			"", 0, 0, n.Version, n.EventCount, nanos(n.CreatedAt), nanos(n.StartedAt), nanos(n.FinishedAt), nanos(n.UpdatedAt))
+			"", 0, 0, n.Version, n.EventCount, nanos(n.CreatedAt), nanos(n.StartedAt), nanos(n.FinishedAt), nanos(n.UpdatedAt),
+			n.GroupID, n.ParentID, n.ScheduleID)
 		if err != nil {
 			return err
 		}
@@ -405,11 +406,36 @@ func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, erro
 func (s *Store) ListSessions(ctx context.Context, p *store.ListParams) ([]*store.Session, int, error) {
 	where := `owner = ?`
 	args := []any{p.Owner}
-	if len(p.Statuses) > 0 {
-		where += ` AND status IN (` + strings.TrimSuffix(strings.Repeat("?,", len(p.Statuses)), ",") + `)`
-		for _, st := range p.Statuses {
-			args = append(args, st)
+	in := func(col string, vals []string) {
+		if len(vals) > 0 {
+			where += ` AND ` + col + ` IN (` + strings.TrimSuffix(strings.Repeat("?,", len(vals)), ",") + `)`
+			for _, v := range vals {
+				args = append(args, v)
+			}
 		}
+	}
+	in("status", p.Statuses)
+	in("agent", p.Agents)
+	for _, f := range []struct{ col, v string }{{"group_id", p.GroupID}, {"parent_id", p.ParentID}, {"schedule_id", p.ScheduleID}} {
+		if f.v != "" {
+			where += ` AND ` + f.col + ` = ?`
+			args = append(args, f.v)
+		}
+	}
+	for _, f := range []struct {
+		cond string
+		t    time.Time
+	}{{"created_at > ?", p.CreatedAfter}, {"created_at < ?", p.CreatedBefore}, {"finished_at > ?", p.FinishedAfter}, {"finished_at != 0 AND finished_at < ?", p.FinishedBefore}} {
+		if !f.t.IsZero() {
+			where += ` AND ` + f.cond
+			args = append(args, f.t.UnixNano())
+		}
+	}
+	if p.Search != "" {
+		// Bounded by the owner's index range: no scan of other owners.
+		pat := "%" + likeEscaper.Replace(strings.ToLower(p.Search)) + "%"
+		where += ` AND (lower(first_message) LIKE ? ESCAPE '\' OR lower(CAST(answer AS TEXT)) LIKE ? ESCAPE '\')`
+		args = append(args, pat, pat)
 	}
 	var total int
 	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE `+where, args...).Scan(&total); err != nil {
@@ -442,6 +468,9 @@ func (s *Store) ListSessions(ctx context.Context, p *store.ListParams) ([]*store
 	}
 	return out, total, nil
 }
+
+// likeEscaper escapes the wildcards of LIKE.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // UpdateSession implements [store.Store].
 func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events []store.Event, opts *store.UpdateOptions) error {

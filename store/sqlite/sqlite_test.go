@@ -106,3 +106,50 @@ func TestMigrateAttempts(t *testing.T) {
 		t.Fatalf("Claim after the upgrade = %v, %v; want the session with 1 attempt", got, err)
 	}
 }
+
+// TestListFiltersUseIndexes checks that each filter of ListSessions is
+// served by an index within the owner's sessions: no query plan scans the
+// table.
+func TestListFiltersUseIndexes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hrns.db")
+	st, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, where := range []string{
+		`owner = 'a' AND status IN ('queued')`,
+		`owner = 'a' AND agent IN ('x', 'y')`,
+		`owner = 'a' AND group_id = 'g'`,
+		`owner = 'a' AND parent_id = 'p'`,
+		`owner = 'a' AND schedule_id = 's'`,
+		`owner = 'a' AND created_at > 5 AND created_at < 9`,
+		`owner = 'a' AND finished_at > 5`,
+		`owner = 'a' AND (lower(first_message) LIKE '%x%' ESCAPE '\' OR lower(CAST(answer AS TEXT)) LIKE '%x%' ESCAPE '\')`,
+	} {
+		rows, err := db.Query(`EXPLAIN QUERY PLAN SELECT id FROM sessions WHERE ` + where + ` ORDER BY created_at DESC, id DESC`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		joined := strings.Join(plan, "; ")
+		t.Logf("%s: %s", where, joined)
+		if strings.Contains(joined, "SCAN sessions") && !strings.Contains(joined, "USING INDEX") {
+			t.Errorf("%s: plan scans the table: %s", where, joined)
+		}
+	}
+}

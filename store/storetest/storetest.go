@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"EventsRange", testEventsRange},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"List", testList},
+		{"ListFilters", testListFilters},
 		{"Claim", testClaim},
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"Leases", testLeases},
@@ -393,6 +394,76 @@ func testList(t *testing.T, st store.Store) {
 		}
 		if diff := cmp.Diff(tt.want, ids(page)); diff != "" || total != tt.wantTotal {
 			t.Errorf("%s: total %d (want %d), ids (-want +got):\n%s", tt.name, total, tt.wantTotal, diff)
+		}
+	}
+}
+
+// testListFilters checks the filters of ListSessions, each alone and
+// combined, and that GroupID, ParentID and ScheduleID are stored.
+func testListFilters(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	mk := func(id string, min int, mut func(s *store.Session)) {
+		s := newSession(id, "alice")
+		s.CreatedAt = base.Add(time.Duration(min) * time.Minute)
+		mut(s)
+		mustCreate(t, st, s)
+	}
+	mk("s0", 0, func(s *store.Session) { s.Agent, s.GroupID, s.FirstMessage = "web", "g1", "Find the CHEAPEST flight" })
+	mk("s1", 1, func(s *store.Session) {
+		s.Agent, s.GroupID, s.ParentID, s.ScheduleID = "mail", "g1", "s0", "sch"
+		s.Answer = []byte(`"100% done_ok"`)
+		s.Status, s.FinishedAt = "completed", base.Add(10*time.Minute)
+	})
+	mk("s2", 2, func(s *store.Session) {
+		s.Agent, s.ParentID = "web", "s0"
+		s.Status, s.FinishedAt = "failed", base.Add(20*time.Minute)
+	})
+	mk("s3", 3, func(s *store.Session) { s.Agent, s.FirstMessage = "web", "50% off, under_score" })
+	other := newSession("b0", "bob")
+	other.GroupID, other.Agent = "g1", "web"
+	mustCreate(t, st, other)
+
+	got, err := st.GetSession(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GroupID != "g1" || got.ParentID != "s0" || got.ScheduleID != "sch" {
+		t.Errorf("stored group, parent, schedule = %q, %q, %q", got.GroupID, got.ParentID, got.ScheduleID)
+	}
+	at := func(min int) time.Time { return base.Add(time.Duration(min) * time.Minute) }
+	tests := []struct {
+		name string
+		p    store.ListParams
+		want []string
+	}{
+		{"group", store.ListParams{GroupID: "g1"}, []string{"s1", "s0"}},
+		{"parent", store.ListParams{ParentID: "s0"}, []string{"s2", "s1"}},
+		{"schedule", store.ListParams{ScheduleID: "sch"}, []string{"s1"}},
+		{"agents", store.ListParams{Agents: []string{"mail", "nobody"}}, []string{"s1"}},
+		{"two agents", store.ListParams{Agents: []string{"mail", "web"}}, []string{"s3", "s2", "s1", "s0"}},
+		{"search first message, any case", store.ListParams{Search: "cheapest"}, []string{"s0"}},
+		{"search answer", store.ListParams{Search: "DONE"}, []string{"s1"}},
+		{"search percent is literal", store.ListParams{Search: "50%"}, []string{"s3"}},
+		{"search underscore is literal", store.ListParams{Search: "r_s"}, []string{"s3"}},
+		{"search wildcard not matching", store.ListParams{Search: "0_"}, nil},
+		{"created after", store.ListParams{CreatedAfter: at(1)}, []string{"s3", "s2"}},
+		{"created before", store.ListParams{CreatedBefore: at(1)}, []string{"s0"}},
+		{"finished after", store.ListParams{FinishedAfter: at(15)}, []string{"s2"}},
+		{"finished before", store.ListParams{FinishedBefore: at(15)}, []string{"s1"}},
+		{"combined", store.ListParams{Agents: []string{"web"}, ParentID: "s0", Statuses: []string{"failed"}}, []string{"s2"}},
+	}
+	for _, tt := range tests {
+		tt.p.Owner = "alice"
+		page, total, err := st.ListSessions(ctx, &tt.p)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var ids []string
+		for _, s := range page {
+			ids = append(ids, s.ID)
+		}
+		if diff := cmp.Diff(tt.want, ids); diff != "" || total != len(tt.want) {
+			t.Errorf("%s: total %d, ids (-want +got):\n%s", tt.name, total, diff)
 		}
 	}
 }
