@@ -241,19 +241,20 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 			m.mu.Unlock()
 		}()
 	}
-	// The registry turns registered names into definitions, then the
-	// request is normalised to what is stored and echoed.
-	req, reg, err := m.Registry().forSession(ctx, p.Owner, p.Request)
+	// The request is normalised to what is stored and echoed (the names
+	// the caller gave kept); the registry turns the names into the
+	// definitions the session runs.
+	echo := m.normalize(p.Request)
+	req, reg, err := m.Registry().forSession(ctx, p.Owner, echo)
 	if err != nil {
 		return nil, false, err
 	}
-	req = m.normalize(req)
 	sp, msgs, err := m.resolve(req)
 	if err != nil {
 		return nil, false, err
 	}
 	reg.apply(sp)
-	normalized, err := json.Marshal(req)
+	normalized, err := json.Marshal(echo)
 	if err != nil {
 		return nil, false, err
 	}
