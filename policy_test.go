@@ -39,6 +39,7 @@ var allowed = map[string][]string{
 	"session":                     {"llm", "loop", "store"},
 	"server":                      {"session"},
 	"client":                      {"llm", "loop", "session"},
+	"browser":                     {"llm", "loop", "internal/netpolicy"},
 }
 
 type pkg struct {
@@ -134,6 +135,21 @@ func TestOnlyStorePostgresImportsPgx(t *testing.T) {
 		for imp := range p.all {
 			if strings.HasPrefix(imp, "github.com/jackc/") {
 				t.Errorf("%s imports %s: only store/postgres may use pgx", dir, imp)
+			}
+		}
+	}
+}
+
+// TestOnlyBrowserImportsChromedp keeps the DevTools client in the browser
+// package: the rest of hrns uses its tools.
+func TestOnlyBrowserImportsChromedp(t *testing.T) {
+	for dir, p := range packages(t) {
+		if dir == "browser" {
+			continue
+		}
+		for imp := range p.all {
+			if strings.HasPrefix(imp, "github.com/chromedp/") {
+				t.Errorf("%s imports %s: only browser may use chromedp", dir, imp)
 			}
 		}
 	}
