@@ -30,6 +30,11 @@ type Options struct {
 	// by environment kind (for example "web"). A kind not listed is
 	// refused.
 	Environments map[string]*loop.Toolset
+	// SessionEnvironments give each session an environment of its own,
+	// by kind (for example "web": a browser per session); see
+	// [EnvironmentFunc]. A kind here is offered like one of
+	// Environments, and takes precedence over it.
+	SessionEnvironments map[string]EnvironmentFunc
 	// Toolsets are further toolsets only named agents may use (for
 	// example files or shell): a caller cannot grant them to itself.
 	Toolsets map[string]*loop.Toolset
@@ -119,6 +124,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	o := &m.opts
 	o.Agents = maps.Clone(o.Agents)
 	o.Environments = maps.Clone(o.Environments)
+	o.SessionEnvironments = maps.Clone(o.SessionEnvironments)
 	o.Toolsets = maps.Clone(o.Toolsets)
 	if o.MaxSteps <= 0 {
 		o.MaxSteps = 100

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -50,10 +51,13 @@ type spec struct {
 	// Toolsets are "env:KIND", "toolset:NAME" or "workspace:AGENT:NAME"
 	// (the tools AGENT's AgentConfig.Workspace gives the session's
 	// workspace NAME).
-	Toolsets    []string      `json:"toolsets,omitempty"`
-	MaxSteps    int           `json:"max_steps"`
-	MaxTime     time.Duration `json:"max_time,omitempty"`
-	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
+	Toolsets []string `json:"toolsets,omitempty"`
+	// EnvConfig holds, by kind, the entries of the caller's environments
+	// that give each session its own (Options.SessionEnvironments).
+	EnvConfig   map[string]json.RawMessage `json:"env_config,omitempty"`
+	MaxSteps    int                        `json:"max_steps"`
+	MaxTime     time.Duration              `json:"max_time,omitempty"`
+	IdleTimeout time.Duration              `json:"idle_timeout,omitempty"`
 }
 
 var clientToolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
@@ -70,9 +74,25 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 			v.add("Field required", "body", "agent", "name")
 		}
 		for i, e := range agent.Environments {
-			if _, ok := m.opts.Environments[e.Kind]; !ok {
-				v.add(fmt.Sprintf("environment kind %q is not provided by this server (available: %s)", e.Kind, keys(m.opts.Environments)), "body", "agent", "environments", i)
+			if !m.hasEnvironment(e.Kind) {
+				v.add(fmt.Sprintf("environment kind %q is not provided by this server (available: %s)", e.Kind, m.environmentKinds()), "body", "agent", "environments", i)
 				continue
+			}
+			if f := m.opts.SessionEnvironments[e.Kind]; f != nil {
+				var cfg json.RawMessage
+				if b := bytes.TrimSpace(e.Raw); len(b) > 0 && b[0] == '{' {
+					cfg = e.Raw
+				}
+				if _, _, err := f(&EnvironmentParams{Config: cfg}); err != nil {
+					v.add(err.Error(), "body", "agent", "environments", i)
+					continue
+				}
+				if cfg != nil {
+					if sp.EnvConfig == nil {
+						sp.EnvConfig = map[string]json.RawMessage{}
+					}
+					sp.EnvConfig[e.Kind] = cfg
+				}
 			}
 			sp.Toolsets = appendUnique(sp.Toolsets, "env:"+e.Kind)
 		}
@@ -98,7 +118,7 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 			switch {
 			case m.opts.Toolsets[name] != nil:
 				sp.Toolsets = appendUnique(sp.Toolsets, "toolset:"+name)
-			case m.opts.Environments[name] != nil:
+			case m.hasEnvironment(name):
 				sp.Toolsets = appendUnique(sp.Toolsets, "env:"+name)
 			default:
 				v.add(fmt.Sprintf("agent %q uses toolset %q, which this server does not have", req.Agent.Name, name), "body", "agent")
@@ -135,7 +155,7 @@ func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
 	sp.System = systemPrompt(&agent)
 
 	// Client tools: valid, unique, and not shadowing a server tool.
-	server, err := m.toolsets(sp.Toolsets)
+	server, _, err := m.toolsets(sp, "")
 	if err != nil {
 		v.add(err.Error(), "body", "agent")
 	}
@@ -262,15 +282,38 @@ func systemPrompt(a *Agent) string {
 	return strings.Join(parts, "\n\n")
 }
 
-// toolsets joins the server-side toolsets named by refs.
-func (m *Manager) toolsets(refs []string) (*loop.Toolset, error) {
-	var sets []*loop.Toolset
-	for _, ref := range refs {
+// toolsets joins the server-side toolsets of a session's spec, for the
+// session id (empty while validating a request). The returned func closes
+// the session's own environments when the run stops; it is nil when the
+// session has none.
+func (m *Manager) toolsets(sp *spec, id string) (_ *loop.Toolset, closeEnv func(ended bool), err error) {
+	var (
+		sets    []*loop.Toolset
+		closers []func(bool)
+	)
+	defer func() {
+		if err != nil {
+			joinClosers(closers)(false)
+		}
+	}()
+	for _, ref := range sp.Toolsets {
 		kind, name, _ := strings.Cut(ref, ":")
 		var ts *loop.Toolset
 		switch kind {
 		case "env":
 			ts = m.opts.Environments[name]
+			if f := m.opts.SessionEnvironments[name]; f != nil {
+				t, c, err := f(&EnvironmentParams{Session: id, Config: sp.EnvConfig[name]})
+				if err != nil {
+					return nil, closeEnv, fmt.Errorf("environment %q: %w", name, err)
+				}
+				if c != nil {
+					closers = append(closers, c)
+				}
+				if ts = t; ts == nil {
+					return nil, closeEnv, fmt.Errorf("environment %q: %w", name, errNoEnvironment)
+				}
+			}
 		case "toolset":
 			ts = m.opts.Toolsets[name]
 		case "workspace":
@@ -278,17 +321,21 @@ func (m *Manager) toolsets(refs []string) (*loop.Toolset, error) {
 			if a := m.opts.Agents[name[:max(i, 0)]]; i >= 0 && a != nil && a.Workspace != nil {
 				var err error
 				if ts, err = a.Workspace(name[i+1:]); err != nil {
-					return nil, fmt.Errorf("the tools of agent %q: %w", name[:i], err)
+					return nil, closeEnv, fmt.Errorf("the tools of agent %q: %w", name[:i], err)
 				}
 				name = name[:i]
 			}
 		}
 		if ts == nil {
-			return nil, fmt.Errorf("toolset %q is not configured on this server", name)
+			return nil, closeEnv, fmt.Errorf("toolset %q is not configured on this server", name)
 		}
 		sets = append(sets, ts)
 	}
-	return loop.Join(sets...)
+	joined, err := loop.Join(sets...)
+	if err != nil || len(closers) == 0 {
+		return joined, nil, err
+	}
+	return joined, joinClosers(closers), nil
 }
 
 func keys[V any](m map[string]V) string {
