@@ -399,6 +399,9 @@ func (b *Browser) stop(save bool) error {
 	}
 	if b.tempProfile && b.profile != "" {
 		err = errors.Join(err, removeAllRetry(b.profile))
+	} else if b.profile != "" {
+		now := time.Now()
+		os.Chtimes(b.profile, now, now) // used now, for SweepProfiles
 	}
 	b.started, b.tabs, b.cur = false, nil, 0
 	return err

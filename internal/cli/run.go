@@ -48,6 +48,9 @@ type runOptions struct {
 	noNetwork bool
 	outSchema string
 	prompt    string
+	// browser flags (internal/cli/browser.go)
+	browser      bool
+	browserAllow string
 }
 
 // stringList is a repeatable string flag.
@@ -75,6 +78,8 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.noSkills, "no-skills", false, "do not discover skills")
 	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "run commands without confinement (by default run_command is confined to --workdir with Landlock where the kernel supports it)")
 	fs.BoolVar(&o.noNetwork, "deny-network", false, "deny network access to commands run by run_command")
+	fs.BoolVar(&o.browser, "browser", false, "give the model a headless Chromium (the browser_* tools; see docs/browser.md)")
+	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
 	fs.StringVar(&o.outSchema, "output-schema", "", "a JSON Schema file: the final answer must be JSON matching it; stdout gets only that JSON (progress goes to stderr), and the run fails if the answer never matches")
 	fs.Var(&o.mcp, "mcp", "an MCP server whose tools to add: '[NAME=]COMMAND ARGS', '[NAME=]URL', or the NAME of one in the config (repeatable)")
 }
@@ -153,8 +158,16 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 
 	names := toolNames(o.tools, agentDef.Tools, cfg.Tools)
+	names, browserSet, closeBrowser, err := browserTools(names, &o)
+	if err != nil {
+		return err
+	}
+	defer closeBrowser()
 	tools, system, err := buildTools(names, &o, cfg, stdio)
 	if err != nil {
+		return err
+	}
+	if tools, err = loop.Join(tools, browserSet); err != nil {
 		return err
 	}
 	mcpTools, closeMCP, err := mountMCP(ctx, o.mcp, &cfg.MCP, stdio)

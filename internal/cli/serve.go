@@ -45,6 +45,9 @@ type serveOptions struct {
 	workers     int
 	maxSteps    int
 	drain       time.Duration
+	// browser flags (internal/cli/browser.go)
+	browserAllow    string
+	browserProfiles string
 }
 
 func (o *serveOptions) flags(fs *flag.FlagSet) {
@@ -67,6 +70,8 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.workers, "workers", 0, "sessions run at once (default 64)")
 	fs.IntVar(&o.maxSteps, "max-steps", 0, "step budget of sessions that set none (default 100)")
 	fs.DurationVar(&o.drain, "shutdown-timeout", 10*time.Second, "how long to wait for requests and runs to stop on SIGTERM")
+	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the web environment's browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
+	fs.StringVar(&o.browserProfiles, "browser-profiles", "", "where sessions' browser profiles are kept while they wait (default: a directory in the system's temporary directory)")
 }
 
 // Validate checks the options that do not depend on the environment.
@@ -166,6 +171,9 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		Workers:      o.workers,
 		AutoApprove:  o.yes,
 		Logger:       log,
+	}
+	if err := o.addBrowser(opts, log); err != nil {
+		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		a := cfg.Agents[name]
