@@ -202,7 +202,10 @@ func (b *Browser) launch(ctx context.Context) (err error) {
 		chromedp.Flag("dns-prefetch-disable", true),
 		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		chromedp.Flag("webrtc-ip-handling-policy", "disable_non_proxied_udp"),
-		chromedp.Env("TZ=UTC"),
+		// Chromium gets a small environment of its own: none of this
+		// process's variables (API keys among them) reach it.
+		chromedp.NoInheritEnv,
+		chromedp.Env(browserEnv(b.profile, b.o.Headed)...),
 	}
 	if !b.o.Headed {
 		opts = append(opts, chromedp.Headless)
@@ -477,6 +480,20 @@ func (b *Browser) restore(ctx context.Context) []string {
 		tabs[0], tabs[st.Current] = tabs[st.Current], tabs[0]
 	}
 	return tabs
+}
+
+// browserEnv is Chromium's environment: a home in its profile, a plain
+// PATH, UTC, and the display variables when it shows a window.
+func browserEnv(profile string, headed bool) []string {
+	env := []string{"HOME=" + profile, "PATH=/usr/local/bin:/usr/bin:/bin", "TZ=UTC", "LANG=C.UTF-8"}
+	if headed {
+		for _, k := range []string{"DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "XAUTHORITY"} {
+			if v, ok := os.LookupEnv(k); ok {
+				env = append(env, k+"="+v)
+			}
+		}
+	}
+	return env
 }
 
 // killLeftovers kills the processes started with the profile dir (Chromium's

@@ -196,6 +196,10 @@ func TestTools(t *testing.T) {
 		if len(hits) > 0 {
 			t.Fatalf("the refused server was reached: %v", hits)
 		}
+		// Chromium's connections go through the proxy, loopback included.
+		if n := b.ProxyServed(); n == 0 {
+			t.Fatal("no request went through the address-policy proxy")
+		}
 	})
 
 	t.Run("bad input", func(t *testing.T) {

@@ -7,3 +7,14 @@ func (b *Browser) Profile() string {
 	defer b.mu.Unlock()
 	return b.profile
 }
+
+// ProxyServed returns how many requests the browser's address-policy proxy
+// has served (0 when it does not run), for tests.
+func (b *Browser) ProxyServed() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.px == nil {
+		return 0
+	}
+	return b.px.served.Load()
+}

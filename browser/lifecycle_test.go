@@ -22,13 +22,28 @@ func chromiumUsing(dir string) bool {
 	return false
 }
 
+// chromiumEnviron returns the environment of the main Chromium process
+// running with the profile dir.
+func chromiumEnviron(dir string) string {
+	want := "--user-data-dir=" + dir + "\x00"
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), want) && !strings.Contains(string(b), "--type=") {
+			env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+			return string(env)
+		}
+	}
+	return ""
+}
+
 // TestLifecycle checks what Close leaves: no process, no temporary
 // profile; and that a kept profile brings back the session cookies and the
 // open page when the browser starts again (how a session's browser
 // survives the session waiting).
 func TestLifecycle(t *testing.T) {
 	needChromium(t)
-	t.Parallel()
+	t.Setenv("HRNS_TEST_SECRET", "sk-must-not-leak")
 	s := newSite(t)
 	profile := filepath.Join(t.TempDir(), "profile")
 	opts := &browser.Options{Allow: allowOnly(s.Server), ProfileDir: profile, StartURL: s.URL + "/login"}
@@ -40,6 +55,10 @@ func TestLifecycle(t *testing.T) {
 	call(t, ts, "browser_type", map[string]any{"element": "user", "ref": ref(t, snap, "textbox", "User name"), "text": "ada"})
 	out := call(t, ts, "browser_type", map[string]any{"element": "password", "ref": ref(t, snap, "textbox", "Password"), "text": "s3cret", "submit": true})
 	mustContain(t, out, "Balance: 4217 credits")
+	// Chromium does not inherit this process's environment.
+	if env := chromiumEnviron(profile); env == "" || strings.Contains(env, "HRNS_TEST_SECRET") || !strings.Contains(env, "HOME="+profile) {
+		t.Fatalf("Chromium's environment: %q", env)
+	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hrns-dev/hrns/internal/netpolicy"
@@ -149,6 +150,8 @@ type proxy struct {
 	dialer *net.Dialer
 	rp     *httputil.ReverseProxy
 
+	served atomic.Int64 // requests and tunnels served, for tests
+
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{} // hijacked tunnels, closed with the proxy
 	closed bool
@@ -193,6 +196,7 @@ func startProxy(p *policy) (*proxy, error) {
 func (x *proxy) addr() string { return x.ln.Addr().String() }
 
 func (x *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	x.served.Add(1)
 	if r.Method == http.MethodConnect {
 		x.tunnel(w, r)
 		return
