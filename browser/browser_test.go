@@ -2,7 +2,11 @@ package browser_test
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"image/jpeg"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +17,8 @@ import (
 	"github.com/hrns-dev/hrns/browser"
 	"github.com/hrns-dev/hrns/llm"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files")
 
 // TestTools drives one headless Chromium (shared by the subtests, which run
 // in order) through the tools against a local site.
@@ -199,6 +205,35 @@ func TestTools(t *testing.T) {
 		// Chromium's connections go through the proxy, loopback included.
 		if n := b.ProxyServed(); n == 0 {
 			t.Fatal("no request went through the address-policy proxy")
+		}
+	})
+
+	t.Run("snapshot golden", func(t *testing.T) {
+		out := call(t, ts, "browser_navigate", map[string]any{"url": s.URL + "/golden"})
+		_, snap, ok := strings.Cut(out, "Page snapshot:\n")
+		if !ok {
+			t.Fatalf("no snapshot:\n%s", out)
+		}
+		// Refs depend on what the browser showed before: number them from 1.
+		seen := map[string]string{}
+		snap = regexp.MustCompile(`ref=e\d+`).ReplaceAllStringFunc(snap, func(r string) string {
+			if _, ok := seen[r]; !ok {
+				seen[r] = fmt.Sprintf("ref=e%d", len(seen)+1)
+			}
+			return seen[r]
+		})
+		golden := filepath.Join("testdata", "golden.snapshot")
+		if *update {
+			if err := os.WriteFile(golden, []byte(snap+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap+"\n" != string(want) {
+			t.Errorf("the snapshot differs from %s (go test -run TestTools/snapshot -update to accept it):\n%s", golden, snap)
 		}
 	})
 

@@ -114,6 +114,20 @@ func newSite(t testing.TB) *site {
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, s.other+"/secret", http.StatusFound)
 	})
+	page("/golden", `<!doctype html><html lang="en"><title>Golden</title>
+<nav><a href="/">Home</a> <a href="/second">Second page</a></nav>
+<main><h1>Order <em>form</em></h1>
+<p>Fill in the form. <strong>All fields</strong> are required.</p>
+<ul><li>First item</li><li>Second item</li></ul>
+<label><input type="checkbox" checked> Gift wrap</label>
+<fieldset><legend>Speed</legend><label><input type="radio" name="s" checked> Fast</label><label><input type="radio" name="s"> Slow</label></fieldset>
+<label>Name <input value="Ada &quot;the first&quot;" required></label>
+<label>Notes <textarea>line one
+line two</textarea></label>
+<button disabled>Pay</button> <button aria-pressed="true">Bold</button>
+<details><summary>More</summary><p>Hidden text</p></details>
+<div tabindex="0" role="slider" aria-label="Volume" aria-valuenow="3" aria-valuemin="0" aria-valuemax="10"></div>
+</main>`)
 	page("/long", `<!doctype html><title>Long</title>`+strings.Repeat(`<p>filler paragraph</p><button>b</button>`, 400))
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()

@@ -37,12 +37,15 @@ var transparent = map[string]bool{
 	"generic": true, "none": true, "presentation": true, "GenericContainer": true,
 	"RootWebArea": true, "WebArea": true, "LayoutTable": true, "LayoutTableRow": true,
 	"LayoutTableCell": true, "Section": true, "InlineTextBox": true, "MenuListPopup": true,
-	"IframePresentational": true,
+	"IframePresentational": true, "LabelText": true, "Legend": true, "emphasis": true, "strong": true,
 }
 
 // alwaysHidden roles are never shown themselves: the page (its title is
 // in the report) and the text boxes that repeat their parent's text.
-var alwaysHidden = map[string]bool{"RootWebArea": true, "WebArea": true, "InlineTextBox": true, "LineBreak": true}
+var alwaysHidden = map[string]bool{"RootWebArea": true, "WebArea": true, "InlineTextBox": true, "LineBreak": true, "ListMarker": true}
+
+// fields hold their text in their value: their children are not shown.
+var fields = map[string]bool{"textbox": true, "searchbox": true, "TextField": true, "textField": true}
 
 // A snapshot is a rendered accessibility tree.
 type snapshot struct {
@@ -71,7 +74,7 @@ func (t *tab) snapshot(ctx context.Context) (*snapshot, error) {
 	if root == nil {
 		return &snapshot{text: "(the page is empty)"}, nil
 	}
-	r.walk(root, 0, 0)
+	r.walk(root, 0, 0, "")
 	s := &snapshot{text: strings.TrimRight(r.b.String(), "\n"), nodes: r.nodes, cut: r.cut}
 	if s.text == "" {
 		s.text = "(the page shows nothing accessible)"
@@ -94,13 +97,16 @@ type renderer struct {
 
 const maxDepth = 200
 
-func (r *renderer) walk(n *accessibility.Node, depth, hops int) {
+// walk renders n and its children; parentName is the name of the nearest
+// node shown above it, whose text its children need not repeat.
+func (r *renderer) walk(n *accessibility.Node, depth, hops int, parentName string) {
 	if r.cut || hops > maxDepth {
 		return
 	}
 	role := axString(n.Role)
 	name := strings.TrimSpace(axString(n.Name))
-	shown := !n.Ignored && !(transparent[role] && name == "") && !alwaysHidden[role]
+	shown := !n.Ignored && !(transparent[role] && name == "") && !alwaysHidden[role] &&
+		!(role == "StaticText" && (name == "" || parentName != "" && strings.Contains(parentName, name)))
 	if shown {
 		line := r.line(n, role, name)
 		if r.nodes >= r.maxNodes || r.b.Len()+len(line) > r.maxBytes {
@@ -112,13 +118,14 @@ func (r *renderer) walk(n *accessibility.Node, depth, hops int) {
 		r.b.WriteString(line)
 		r.b.WriteByte('\n')
 		depth++
+		parentName = name
 	}
-	if role == "StaticText" {
-		return // its InlineTextBox children repeat its text
+	if role == "StaticText" || fields[role] {
+		return // InlineTextBox children repeat a text, a field's text is its value
 	}
 	for _, id := range n.ChildIDs {
 		if c := r.byID[id]; c != nil {
-			r.walk(c, depth, hops+1)
+			r.walk(c, depth, hops+1, parentName)
 		}
 	}
 }
@@ -155,7 +162,9 @@ func (r *renderer) line(n *accessibility.Node, role, name string) string {
 				fmt.Fprintf(&b, " [%s]", p.Name)
 			}
 		case accessibility.PropertyNameLevel:
-			fmt.Fprintf(&b, " [level=%s]", quoteBare(v))
+			if role == "heading" {
+				fmt.Fprintf(&b, " [level=%s]", quoteBare(v))
+			}
 		}
 	}
 	if n.BackendDOMNodeID != 0 && (interactive[role] || focusable) {
