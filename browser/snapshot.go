@@ -64,6 +64,7 @@ func (t *tab) snapshot(ctx context.Context) (*snapshot, error) {
 		t.refs, t.byNode = map[string]cdp.BackendNodeID{}, map[cdp.BackendNodeID]string{}
 	}
 	r := &renderer{t: t, byID: map[accessibility.NodeID]*accessibility.Node{}, maxNodes: t.b.o.MaxSnapshotNodes, maxBytes: t.b.o.MaxSnapshotBytes}
+	t.eval(ctx, "location.origin", &r.origin) // links of the page's own origin are shown as paths
 	var root *accessibility.Node
 	for _, n := range res.Nodes {
 		r.byID[n.NodeID] = n
@@ -93,6 +94,7 @@ type renderer struct {
 	maxNodes int
 	maxBytes int
 	cut      bool
+	origin   string // the page's origin, "" if unknown
 }
 
 const maxDepth = 200
@@ -108,13 +110,17 @@ func (r *renderer) walk(n *accessibility.Node, depth, hops int, parentName strin
 	shown := !n.Ignored && !(transparent[role] && name == "") && !alwaysHidden[role] &&
 		!(role == "StaticText" && (name == "" || parentName != "" && strings.Contains(parentName, name)))
 	if shown {
-		line := r.line(n, role, name)
-		if r.nodes >= r.maxNodes || r.b.Len()+len(line) > r.maxBytes {
+		line, link := r.line(n, role, name)
+		indent := strings.Repeat("  ", min(depth, 40))
+		if link != "" {
+			line += "\n" + indent + "  - /url: " + link
+		}
+		if r.nodes >= r.maxNodes || r.b.Len()+len(indent)+len(line) > r.maxBytes {
 			r.cut = true
 			return
 		}
 		r.nodes++
-		r.b.WriteString(strings.Repeat("  ", min(depth, 40)))
+		r.b.WriteString(indent)
 		r.b.WriteString(line)
 		r.b.WriteByte('\n')
 		depth++
@@ -130,11 +136,12 @@ func (r *renderer) walk(n *accessibility.Node, depth, hops int, parentName strin
 	}
 }
 
-// line renders one node.
-func (r *renderer) line(n *accessibility.Node, role, name string) string {
+// line renders one node, and the URL of a link (quoted), if any.
+func (r *renderer) line(n *accessibility.Node, role, name string) (string, string) {
 	if role == "StaticText" {
-		return "- text: " + quote(name, 1000)
+		return "- text: " + quote(name, 1000), ""
 	}
+	link := ""
 	var b strings.Builder
 	b.WriteString("- ")
 	b.WriteString(role)
@@ -161,6 +168,13 @@ func (r *renderer) line(n *accessibility.Node, role, name string) string {
 			if v == "true" {
 				fmt.Fprintf(&b, " [%s]", p.Name)
 			}
+		case "url":
+			if role == "link" && v != "" {
+				if r.origin != "" && r.origin != "null" && strings.HasPrefix(v, r.origin+"/") {
+					v = strings.TrimPrefix(v, r.origin)
+				}
+				link = quote(v, 500)
+			}
 		case accessibility.PropertyNameLevel:
 			if role == "heading" {
 				fmt.Fprintf(&b, " [level=%s]", quoteBare(v))
@@ -174,7 +188,7 @@ func (r *renderer) line(n *accessibility.Node, role, name string) string {
 		b.WriteString(": ")
 		b.WriteString(quote(v, 300))
 	}
-	return b.String()
+	return b.String(), link
 }
 
 // ref returns the ref of a DOM node, assigning one the first time.
