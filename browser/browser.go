@@ -55,7 +55,7 @@ type Options struct {
 	// ActionTimeout bounds each tool call's browser work (navigation
 	// included). 0 means 30 seconds.
 	ActionTimeout time.Duration
-	// LaunchTimeout bounds starting Chromium. 0 means 30 seconds.
+	// LaunchTimeout bounds starting Chromium. 0 means 60 seconds.
 	LaunchTimeout time.Duration
 	// MaxTabs bounds the open tabs; tabs a page opens beyond it are
 	// closed. 0 means 8.
@@ -83,7 +83,7 @@ func (o *Options) withDefaults() Options {
 		v.ActionTimeout = 30 * time.Second
 	}
 	if v.LaunchTimeout <= 0 {
-		v.LaunchTimeout = 30 * time.Second
+		v.LaunchTimeout = time.Minute
 	}
 	if v.MaxTabs <= 0 {
 		v.MaxTabs = 8
