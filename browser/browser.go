@@ -298,6 +298,26 @@ func (b *Browser) newTab(ctx context.Context) (*tab, error) {
 	return t, nil
 }
 
+// adoptOpened adopts the tabs pages opened; when a page said it opened a
+// window (Page.windowOpen) and no new tab is there yet, it waits a little
+// for the tab to appear. b.mu is held.
+func (b *Browser) adoptOpened(ctx context.Context) string {
+	want := 0
+	for _, t := range b.tabs {
+		want += t.opened
+		t.opened = 0
+	}
+	before := len(b.tabs)
+	notes := b.adopt(ctx)
+	for i := 0; want > 0 && len(b.tabs) == before && notes == "" && i < 50 && ctx.Err() == nil; i++ {
+		time.Sleep(50 * time.Millisecond)
+		if n := b.adopt(ctx); n != "" {
+			notes = strings.TrimPrefix(notes+"\n"+n, "\n")
+		}
+	}
+	return notes
+}
+
 // adopt attaches the tabs that pages opened (window.open, target=_blank)
 // since the last call, closing those beyond MaxTabs, and returns a note
 // for the model. b.mu is held.

@@ -26,7 +26,7 @@ func TestTools(t *testing.T) {
 	needChromium(t)
 	t.Parallel()
 	s := newSite(t)
-	b := browser.New(&browser.Options{Allow: allowOnly(s.Server), MaxSnapshotBytes: 16 << 10})
+	b := browser.New(&browser.Options{Allow: allowOnly(s.Server), MaxSnapshotBytes: 16 << 10, MaxTabs: 3})
 	t.Cleanup(func() { b.Close() })
 	ts := b.Tools()
 
@@ -91,6 +91,24 @@ func TestTools(t *testing.T) {
 		mustContain(t, out, "Closed tab 1", `Page title: "Opener"`)
 		if _, err := invoke(ts, "browser_tabs", map[string]any{"action": "select", "index": 5}); err == nil || !strings.Contains(err.Error(), "no tab has the index 5") {
 			t.Fatalf("selecting a missing tab: %v", err)
+		}
+	})
+
+	t.Run("bounded tabs", func(t *testing.T) {
+		// MaxTabs is 3 here.
+		for i := 1; i < 3; i++ {
+			call(t, ts, "browser_tabs", map[string]any{"action": "new"})
+		}
+		if _, err := invoke(ts, "browser_tabs", map[string]any{"action": "new"}); err == nil || !strings.Contains(err.Error(), "at most 3 tabs") {
+			t.Fatalf("a fourth tab: %v", err)
+		}
+		for i := 1; i < 3; i++ {
+			call(t, ts, "browser_tabs", map[string]any{"action": "close"})
+		}
+		out := call(t, ts, "browser_tabs", map[string]any{"action": "list"})
+		mustContain(t, out, `* 0: "Opener"`)
+		if strings.Contains(out, "1: ") {
+			t.Fatalf("tabs left open:\n%s", out)
 		}
 	})
 

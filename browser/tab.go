@@ -34,6 +34,10 @@ type tab struct {
 	nextRef int
 	last    string // the last snapshot returned
 
+	// opened counts the windows the page opened during actions
+	// (Page.windowOpen), so that the new tabs are waited for.
+	opened int
+
 	mu      sync.Mutex
 	dialogs []string // dialogs handled since the last result
 }
@@ -194,6 +198,8 @@ func (t *tab) settleAfter(ctx context.Context, act func(ctx context.Context) err
 	defer c1()
 	stopped, c2 := tg.Subscribe(page.FrameStoppedLoading.Method)
 	defer c2()
+	opened, c3 := tg.Subscribe(page.WindowOpen.Method)
+	defer c3()
 	if err := act(ctx); err != nil {
 		return err
 	}
@@ -207,6 +213,8 @@ func (t *tab) settleAfter(ctx context.Context, act func(ctx context.Context) err
 				return nil // the page is slow: the result says what it shows so far
 			}
 			return ctx.Err()
+		case <-opened:
+			t.opened++
 		case <-started:
 			loading++
 		case <-stopped:

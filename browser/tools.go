@@ -254,7 +254,7 @@ func (b *Browser) act(ctx context.Context, snap bool, fn func(ctx context.Contex
 	// may be spent.
 	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer rcancel()
-	if n := b.adopt(rctx); n != "" {
+	if n := b.adoptOpened(rctx); n != "" {
 		notes = append(notes, n)
 	}
 	for _, t := range b.tabs {
