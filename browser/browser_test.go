@@ -102,13 +102,18 @@ func TestTools(t *testing.T) {
 		if _, err := invoke(ts, "browser_tabs", map[string]any{"action": "new"}); err == nil || !strings.Contains(err.Error(), "at most 3 tabs") {
 			t.Fatalf("a fourth tab: %v", err)
 		}
-		for i := 1; i < 3; i++ {
-			call(t, ts, "browser_tabs", map[string]any{"action": "close"})
-		}
-		out := call(t, ts, "browser_tabs", map[string]any{"action": "list"})
-		mustContain(t, out, `* 0: "Opener"`)
-		if strings.Contains(out, "1: ") {
+		// The first tab (the one the browser started with) can close too.
+		out := call(t, ts, "browser_tabs", map[string]any{"action": "close", "index": 0})
+		mustContain(t, out, "Closed tab 0")
+		call(t, ts, "browser_tabs", map[string]any{"action": "close"})
+		out = call(t, ts, "browser_tabs", map[string]any{"action": "list"})
+		if strings.Contains(out, "1: ") || strings.Contains(out, "Opener") {
 			t.Fatalf("tabs left open:\n%s", out)
+		}
+		out = call(t, ts, "browser_navigate", map[string]any{"url": s.URL + "/second"})
+		mustContain(t, out, `Page title: "Second"`)
+		if _, err := invoke(ts, "browser_tabs", map[string]any{"action": "close"}); err == nil || !strings.Contains(err.Error(), "only tab") {
+			t.Fatalf("closing the only tab: %v", err)
 		}
 	})
 

@@ -246,6 +246,11 @@ func (b *Browser) act(ctx context.Context, snap bool, fn func(ctx context.Contex
 		notes = append(notes, b.restarted)
 		b.restarted = ""
 	}
+	if len(b.tabs) == 0 {
+		if _, err := b.newTab(actx); err != nil {
+			return nil, fmt.Errorf("no tab is open, and none could be opened: %w", err)
+		}
+	}
 	msg, err := fn(actx, b.tabs[b.cur])
 	if msg != "" {
 		notes = append(notes, msg)
@@ -281,8 +286,11 @@ func (b *Browser) act(ctx context.Context, snap bool, fn func(ctx context.Contex
 
 // report renders the current tab for the model.
 func (b *Browser) report(ctx context.Context, notes []string, snap bool) string {
-	t := b.tabs[b.cur]
 	var out strings.Builder
+	if len(b.tabs) == 0 {
+		return strings.Join(append(notes, "No tab is open."), "\n")
+	}
+	t := b.tabs[b.cur]
 	for _, n := range notes {
 		out.WriteString(n)
 		out.WriteByte('\n')
