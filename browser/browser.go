@@ -386,7 +386,8 @@ func (b *Browser) adopt(ctx context.Context) string {
 
 // Close saves the profile's state when it is kept, kills Chromium and its
 // children, and removes a temporary profile. It is idempotent and safe to
-// call concurrently with tool calls (which then fail).
+// call concurrently: it waits for a tool call in progress (bounded by the
+// action timeout), and later calls fail.
 func (b *Browser) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
