@@ -77,9 +77,7 @@ func (o *serveOptions) addBrowser(opts *session.Options, log *slog.Logger) error
 	if root == "" {
 		root = filepath.Join(os.TempDir(), fmt.Sprintf("hrns-browser-profiles-%d", os.Getuid()))
 	}
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return fmt.Errorf("--browser-profiles: %w", err)
-	}
+	// The directory is made (0700) when a session's browser first starts.
 	if n := browser.SweepProfiles(root, 7*24*time.Hour); n > 0 {
 		log.Info("hrns serve: removed browser profiles unused for a week", "count", n)
 	}
