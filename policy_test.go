@@ -41,6 +41,7 @@ var allowed = map[string][]string{
 	"session":                     {"llm", "loop", "skills", "store"},
 	"server":                      {"session"},
 	"client":                      {"llm", "loop", "session"},
+	"browser":                     {"llm", "loop", "internal/netpolicy"},
 	"otel":                        {"llm", "loop"},
 }
 
@@ -153,6 +154,21 @@ func TestOnlyOtelImportsOpenTelemetry(t *testing.T) {
 		for imp := range p.all {
 			if strings.HasPrefix(imp, "go.opentelemetry.io/") {
 				t.Errorf("%s imports %s: only otel and internal/cli may use OpenTelemetry", dir, imp)
+			}
+		}
+	}
+}
+
+// TestOnlyBrowserImportsChromedp keeps the DevTools client in the browser
+// package: the rest of hrns uses its tools.
+func TestOnlyBrowserImportsChromedp(t *testing.T) {
+	for dir, p := range packages(t) {
+		if dir == "browser" {
+			continue
+		}
+		for imp := range p.all {
+			if strings.HasPrefix(imp, "github.com/chromedp/") {
+				t.Errorf("%s imports %s: only browser may use chromedp", dir, imp)
 			}
 		}
 	}

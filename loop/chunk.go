@@ -74,6 +74,11 @@ type Chunk struct {
 	// argument fragment of tool_call_delta, and the text the model sees
 	// for tool_call_result and tool_call_error.
 	Content string `json:"content,omitempty"`
+	// Media are the images and documents of a tool_call_result's output,
+	// in order, beside its text in Content. They are left out of JSON:
+	// consumers that keep or show them (the sessions' observation
+	// events) read them here.
+	Media []llm.Part `json:"-"`
 	// ToolCall identifies the call of tool chunks. Arguments are set
 	// from tool_call_start on.
 	ToolCall *ToolCallInfo `json:"tool_call,omitempty"`

@@ -441,12 +441,23 @@ func (x *executor) record(ctx context.Context, p *pcall, out *Output, err error)
 	p.state.Result = res
 	info := p.info()
 	info.Duration = elapsed
-	c := Chunk{Type: ChunkToolCallResult, ToolCall: info, Content: res.Text()}
+	c := Chunk{Type: ChunkToolCallResult, ToolCall: info, Content: res.Text(), Media: mediaParts(res.Content)}
 	if out.IsError {
 		c.Type = ChunkToolCallError
 		c.Err = &ToolError{Kind: ToolFailed, CallID: p.call.ID, Tool: p.call.Name, Msg: c.Content}
 	}
 	x.emit(c)
+}
+
+// mediaParts returns the image and document parts of content.
+func mediaParts(content []llm.Part) []llm.Part {
+	var media []llm.Part
+	for _, p := range content {
+		if p.Kind == llm.PartImage || p.Kind == llm.PartDocument {
+			media = append(media, p)
+		}
+	}
+	return media
 }
 
 // bound elides the text of content to the agent's MaxToolOutput.

@@ -50,7 +50,7 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 		res.Name = states[i].Call.Name
 		res.Content = r.exec.bound(res.Content)
 		states[i].Result, states[i].Waiting = &res, ""
-		c := Chunk{Type: ChunkToolCallResult, Content: res.Text(), ToolCall: callInfo(states[i].Call)}
+		c := Chunk{Type: ChunkToolCallResult, Content: res.Text(), Media: mediaParts(res.Content), ToolCall: callInfo(states[i].Call)}
 		if res.IsError {
 			c.Type = ChunkToolCallError
 			c.Err = &ToolError{Kind: ToolFailed, CallID: res.CallID, Tool: res.Name, Msg: c.Content}

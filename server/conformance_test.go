@@ -320,7 +320,8 @@ func TestAcceptedBodies(t *testing.T) {
 
 // TestEnvironments: a desktop is refused clearly; a web environment's
 // start_url, headless and mode are accepted, kept in the request, given to
-// Options.BuildEnvironment, and reported as not honoured without one.
+// the kind's Options.SessionEnvironments func, and reported as not
+// honoured without one.
 func TestEnvironments(t *testing.T) {
 	e := webEnv(t, openaitest.Reply{Text: "ok"})
 	r := e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[{"id":"my-desktop","kind":"desktop","host":"user_device"}]},"messages":"hi"}`), http.StatusUnprocessableEntity)
@@ -349,15 +350,15 @@ func TestEnvironments(t *testing.T) {
 	got := make(chan string, 1)
 	e2 := newEnv(t, &envOptions{session: &session.Options{
 		Environments: map[string]*loop.Toolset{"web": {}},
-		BuildEnvironment: func(kind string, def json.RawMessage) (*loop.Toolset, error) {
-			if kind == "web" {
+		SessionEnvironments: map[string]session.EnvironmentFunc{"web": func(p *session.EnvironmentParams) (*loop.Toolset, func(bool), error) {
+			if p.Session != "" { // not while the request is validated
 				select {
-				case got <- string(def):
+				case got <- string(p.Config):
 				default:
 				}
 			}
-			return &loop.Toolset{}, nil
-		},
+			return &loop.Toolset{}, nil, nil
+		}},
 	}}, openaitest.Reply{Text: "ok"})
 	r = e2.expect(e2.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[`+web+`]},"messages":"hi"}`), http.StatusCreated)
 	if h := r.header.Get("Hrns-Not-Honoured"); h != "" {
@@ -453,13 +454,15 @@ func TestOverrides(t *testing.T) {
 	e := newEnv(t, &envOptions{session: &session.Options{
 		Agents:       map[string]*session.AgentConfig{"named": {Description: "named", Toolsets: []string{"web"}}},
 		Environments: map[string]*loop.Toolset{"web": {}},
-		BuildEnvironment: func(kind string, def json.RawMessage) (*loop.Toolset, error) {
-			select {
-			case got <- string(def):
-			default:
+		SessionEnvironments: map[string]session.EnvironmentFunc{"web": func(p *session.EnvironmentParams) (*loop.Toolset, func(bool), error) {
+			if p.Session != "" {
+				select {
+				case got <- string(p.Config):
+				default:
+				}
 			}
-			return &loop.Toolset{}, nil
-		},
+			return &loop.Toolset{}, nil, nil
+		}},
 	}}, openaitest.Reply{Text: `{"n":1}`})
 	body := `{"agent":"named","messages":"hi","overrides":{
 		"agent.environments[kind=web].start_url":"https://bing.com",

@@ -337,6 +337,9 @@ const (
 	KindError      = "error_event"
 	KindMessage    = "message_event"
 	KindFlow       = "flow_event"
+	// KindObservation carries what a tool showed the agent beside its
+	// text: a screenshot (an hrns tool_result is text only).
+	KindObservation = "observation_event"
 )
 
 // ActiveState is the data of an ActiveStateChangeEvent.
@@ -373,6 +376,18 @@ type AgentEventData struct {
 	MessageContent []any  `json:"-"`
 	// flow_event
 	Flow string `json:"flow,omitempty"`
+	// observation_event: the environment ("web" for the browser tools),
+	// and the image, after the tool_result event of the call (ToolReq)
+	// that returned it.
+	ObservationType string        `json:"type,omitempty"`
+	Image           *ImageContent `json:"image,omitempty"`
+}
+
+// ImageContent is an image in an event: inline, base64 (Type "base64").
+type ImageContent struct {
+	Source    string `json:"source"`
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
 }
 
 // MarshalJSON writes message_event content under "content".

@@ -8,6 +8,15 @@
 //	defer m.Stop(context.Background())
 //	v, _, err := m.Create(ctx, &session.CreateParams{Owner: "alice", Request: req, Raw: body})
 //
+// # Environments
+//
+// An inline agent names environments ("web"); [Options.Environments] are
+// toolsets all sessions share, [Options.SessionEnvironments] give each
+// session an environment of its own (hrns serve's web environment: a
+// browser per session), opened each time the session runs and closed when
+// the run stops: a waiting session holds no browser either. See
+// [EnvironmentFunc].
+//
 // # States
 //
 // A session is created pending (or queued, above its owner's

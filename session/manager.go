@@ -33,6 +33,11 @@ type Options struct {
 	// by environment kind (for example "web"). A kind not listed is
 	// refused.
 	Environments map[string]*loop.Toolset
+	// SessionEnvironments give each session an environment of its own,
+	// by kind (for example "web": a browser per session); see
+	// [EnvironmentFunc]. A kind here is offered like one of
+	// Environments, and takes precedence over it.
+	SessionEnvironments map[string]EnvironmentFunc
 	// Toolsets are further toolsets only named agents may use (for
 	// example files or shell): a caller cannot grant them to itself.
 	Toolsets map[string]*loop.Toolset
@@ -86,14 +91,6 @@ type Options struct {
 	// Skills are the skills callers may name in an inline agent's
 	// skills, by name; inline skills need none.
 	Skills map[string]*Skill
-	// BuildEnvironment, when set, builds the toolset of an inline
-	// environment from its definition (the normalised object: kind, id,
-	// start_url, headless, mode...) each time a session with it runs, in
-	// place of the toolset of Environments for its kind (which must be
-	// set: it names the tools while requests are validated). Nil means
-	// the toolsets of Environments as they are, and the definition's
-	// other fields are reported as not honoured.
-	BuildEnvironment func(kind string, definition json.RawMessage) (*loop.Toolset, error)
 	// MaxActiveSessions bounds the sessions an owner (an API key) has
 	// active at once: pending, running, paused, idle or awaiting tool
 	// results. A session created beyond it waits as queued (or is
@@ -167,6 +164,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	o.Agents = maps.Clone(o.Agents)
 	o.Catalog = maps.Clone(o.Catalog)
 	o.Environments = maps.Clone(o.Environments)
+	o.SessionEnvironments = maps.Clone(o.SessionEnvironments)
 	o.Toolsets = maps.Clone(o.Toolsets)
 	o.Skills = maps.Clone(o.Skills)
 	if o.MaxSteps <= 0 {

@@ -62,8 +62,8 @@ type spec struct {
 	// workspace NAME).
 	Toolsets []string `json:"toolsets,omitempty"`
 	// EnvDefs are the inline environments' definitions by kind, as
-	// normalised (start_url, headless, mode...): what
-	// [Options.BuildEnvironment] builds the environment from.
+	// normalised and overridden (start_url, headless, mode...): the
+	// Config given to the kind's [Options.SessionEnvironments] func.
 	EnvDefs map[string]json.RawMessage `json:"env_defs,omitempty"`
 	// AnswerFormat is the JSON Schema (of an object) the final answer
 	// must match; nil means a text answer.
@@ -269,13 +269,22 @@ func (m *Manager) resolveDepth(req *Request, depth int) (*spec, []llm.Message, e
 					Msg: "desktop environments are not available on this server: hrns runs no desktop (use a web environment, or client-side tools that drive a desktop of yours)"})
 				continue
 			}
-			if _, ok := m.opts.Environments[e.Kind]; !ok {
-				v.add(fmt.Sprintf("environment kind %q is not provided by this server (available: %s)", e.Kind, keys(m.opts.Environments)), "body", "agent", "environments", i)
+			if !m.hasEnvironment(e.Kind) {
+				v.add(fmt.Sprintf("environment kind %q is not provided by this server (available: %s)", e.Kind, m.environmentKinds()), "body", "agent", "environments", i)
 				continue
 			}
-			sp.Toolsets = appendUnique(sp.Toolsets, "env:"+e.Kind)
+			var def json.RawMessage
 			if e.Fields != nil {
-				def, _ := json.Marshal(e.Fields)
+				def, _ = json.Marshal(e.Fields)
+			}
+			if f := m.opts.SessionEnvironments[e.Kind]; f != nil {
+				if _, _, err := f(&EnvironmentParams{Config: def}); err != nil {
+					v.add(err.Error(), "body", "agent", "environments", i)
+					continue
+				}
+			}
+			sp.Toolsets = appendUnique(sp.Toolsets, "env:"+e.Kind)
+			if def != nil {
 				if sp.EnvDefs == nil {
 					sp.EnvDefs = map[string]json.RawMessage{}
 				}
@@ -300,7 +309,7 @@ func (m *Manager) resolveDepth(req *Request, depth int) (*spec, []llm.Message, e
 			switch {
 			case m.opts.Toolsets[name] != nil:
 				sp.Toolsets = appendUnique(sp.Toolsets, "toolset:"+name)
-			case m.opts.Environments[name] != nil:
+			case m.hasEnvironment(name):
 				sp.Toolsets = appendUnique(sp.Toolsets, "env:"+name)
 			default:
 				v.add(fmt.Sprintf("agent %q uses toolset %q, which this server does not have", req.Agent.Name, name), "body", "agent")
@@ -329,7 +338,7 @@ func (m *Manager) resolveDepth(req *Request, depth int) (*spec, []llm.Message, e
 	}
 
 	// Client tools: valid, unique, and not shadowing a server tool.
-	server, err := m.toolsets(sp)
+	server, _, err := m.toolsets(sp, "")
 	if err != nil {
 		v.add(err.Error(), "body", "agent")
 	}
@@ -395,7 +404,8 @@ func (m *Manager) resolveDepth(req *Request, depth int) (*spec, []llm.Message, e
 }
 
 // environmentFields are the fields of an inline environment that hrns
-// reads itself (the others go to [Options.BuildEnvironment]).
+// reads itself (the others go to the kind's [Options.SessionEnvironments]
+// func, when the server has one).
 var environmentFields = []string{"id", "kind"}
 
 // notHonoured lists the fields of a normalised request that hrns accepts
@@ -411,8 +421,8 @@ func (m *Manager) notHonoured(req *Request) []string {
 	}
 	if req.Agent.Inline != nil {
 		for i, e := range req.Agent.Inline.Environments {
-			if m.opts.BuildEnvironment != nil {
-				break // the builder takes the definition
+			if m.opts.SessionEnvironments[e.Kind] != nil {
+				continue // its func takes the definition
 			}
 			for _, f := range sortedKeys(e.Fields) {
 				if !slices.Contains(environmentFields, f) {
@@ -504,19 +514,36 @@ func systemPrompt(a *Agent) string {
 	return strings.Join(parts, "\n\n")
 }
 
-// toolsets joins the server-side toolsets of the spec's agent.
-func (m *Manager) toolsets(sp *spec) (*loop.Toolset, error) {
-	var sets []*loop.Toolset
+// toolsets joins the server-side toolsets of a session's spec, for the
+// session id (empty while validating a request). The returned func closes
+// the session's own environments when the run stops; it is nil when the
+// session has none.
+func (m *Manager) toolsets(sp *spec, id string) (_ *loop.Toolset, closeEnv func(ended bool), err error) {
+	var (
+		sets    []*loop.Toolset
+		closers []func(bool)
+	)
+	defer func() {
+		if err != nil {
+			joinClosers(closers)(false)
+		}
+	}()
 	for _, ref := range sp.Toolsets {
 		kind, name, _ := strings.Cut(ref, ":")
 		var ts *loop.Toolset
 		switch kind {
 		case "env":
 			ts = m.opts.Environments[name]
-			if def := sp.EnvDefs[name]; def != nil && m.opts.BuildEnvironment != nil && ts != nil {
-				var err error
-				if ts, err = m.opts.BuildEnvironment(name, def); err != nil {
-					return nil, fmt.Errorf("environment %q: %w", name, err)
+			if f := m.opts.SessionEnvironments[name]; f != nil {
+				t, c, err := f(&EnvironmentParams{Session: id, Config: sp.EnvDefs[name]})
+				if err != nil {
+					return nil, closeEnv, fmt.Errorf("environment %q: %w", name, err)
+				}
+				if c != nil {
+					closers = append(closers, c)
+				}
+				if ts = t; ts == nil {
+					return nil, closeEnv, fmt.Errorf("environment %q: %w", name, errNoEnvironment)
 				}
 			}
 		case "toolset":
@@ -524,29 +551,33 @@ func (m *Manager) toolsets(sp *spec) (*loop.Toolset, error) {
 		case "skills":
 			var err error
 			if ts, err = m.skillTools(name); err != nil {
-				return nil, err
+				return nil, closeEnv, err
 			}
 		case "workspace":
 			i := strings.LastIndexByte(name, ':')
 			if a := m.opts.Agents[name[:max(i, 0)]]; i >= 0 && a != nil && a.Workspace != nil {
 				var err error
 				if ts, err = a.Workspace(name[i+1:]); err != nil {
-					return nil, fmt.Errorf("the tools of agent %q: %w", name[:i], err)
+					return nil, closeEnv, fmt.Errorf("the tools of agent %q: %w", name[:i], err)
 				}
 				name = name[:i]
 			}
 		}
 		if ts == nil {
-			return nil, fmt.Errorf("toolset %q is not configured on this server", name)
+			return nil, closeEnv, fmt.Errorf("toolset %q is not configured on this server", name)
 		}
 		sets = append(sets, ts)
 	}
 	if ts, err := skillTools(sp.Skills); err != nil {
-		return nil, err
+		return nil, closeEnv, err
 	} else if ts != nil {
 		sets = append(sets, ts)
 	}
-	return loop.Join(sets...)
+	joined, err := loop.Join(sets...)
+	if err != nil || len(closers) == 0 {
+		return joined, nil, err
+	}
+	return joined, joinClosers(closers), nil
 }
 
 func keys[V any](m map[string]V) string {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -431,9 +432,13 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 		ctx, cancel = context.WithDeadlineCause(ctx, st.Deadline.Add(m.opts.TimeoutGrace), errHardDeadline)
 		defer cancel()
 	}
-	server, err := m.toolsets(sp)
+	server, closeEnv, err := m.toolsets(sp, s.ID)
 	if err != nil {
 		return g0(m, ctx, s.ID).fail(fmt.Errorf("the session's agent cannot run here: %w", err))
+	}
+	// The session's own environments (a browser) live as long as this run.
+	if closeEnv != nil {
+		defer func() { closeEnv(m.ended(s.ID)) }()
 	}
 	client := &loop.Toolset{}
 	for _, t := range sp.ClientTools {
@@ -801,10 +806,12 @@ func (g *segment) toolDone(c loop.Chunk) error {
 		return nil
 	}
 	req := toolRequest(llm.ToolCall{ID: info.ID, Name: info.Name, Arguments: llm.Arguments(info.Arguments)})
-	res := &llm.ToolResult{CallID: info.ID, Name: info.Name, Content: []llm.Part{llm.TextPart(c.Content)}}
+	res := &llm.ToolResult{CallID: info.ID, Name: info.Name, Content: append([]llm.Part{llm.TextPart(c.Content)}, c.Media...)}
 	var ev store.Event
+	var observations []store.Event
 	if c.Type == loop.ChunkToolCallResult {
 		ev = agentEvent(AgentEventData{Kind: KindToolResult, ToolReq: &req, Result: resultJSON(c.Content)})
+		observations = observationEvents(&req, c.Media)
 	} else {
 		res.IsError = true
 		origin := "tool"
@@ -819,8 +826,26 @@ func (g *segment) toolDone(c loop.Chunk) error {
 				cs.Result, cs.Waiting = res, ""
 			}
 		}
-		return []store.Event{ev}
+		return append([]store.Event{ev}, observations...)
 	})
+}
+
+// observationEvents carries the images a tool returned, as the reference's
+// observation events carry screenshots.
+func observationEvents(req *ToolRequest, media []llm.Part) []store.Event {
+	var out []store.Event
+	for _, p := range media {
+		if p.Kind != llm.PartImage || p.Media == nil || len(p.Media.Data) == 0 {
+			continue
+		}
+		env := ""
+		if strings.HasPrefix(req.ToolName, "browser_") {
+			env = "web"
+		}
+		out = append(out, agentEvent(AgentEventData{Kind: KindObservation, ObservationType: env, ToolReq: req,
+			Image: &ImageContent{Type: "base64", MediaType: p.Media.MIMEType, Source: base64.StdEncoding.EncodeToString(p.Media.Data)}}))
+	}
+	return out
 }
 
 // end commits how the run ended.

@@ -52,6 +52,9 @@ type runOptions struct {
 	allow     stringList
 	deny      stringList
 	prompt    string
+	// browser flags (internal/cli/browser.go)
+	browser      bool
+	browserAllow string
 }
 
 // stringList is a repeatable string flag.
@@ -82,6 +85,8 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.noSkills, "no-skills", false, "do not discover skills")
 	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "run commands without confinement (by default run_command is confined to --workdir with Landlock where the kernel supports it)")
 	fs.BoolVar(&o.noNetwork, "deny-network", false, "deny network access to commands run by run_command")
+	fs.BoolVar(&o.browser, "browser", false, "give the model a headless Chromium (the browser_* tools; see docs/browser.md)")
+	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
 	fs.StringVar(&o.outSchema, "output-schema", "", "a JSON Schema file: the final answer must be JSON matching it; stdout gets only that JSON (progress goes to stderr), and the run fails if the answer never matches")
 	fs.Var(&o.mcp, "mcp", "an MCP server whose tools to add: '[NAME=]COMMAND ARGS', '[NAME=]URL', or the NAME of one in the config (repeatable)")
 }
@@ -177,11 +182,19 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 
 	approver := newTermApprover(stdio, perms)
 	names := toolNames(o.tools, agentDef.Tools, cfg.Tools)
+	names, browserSet, closeBrowser, err := browserTools(names, &o)
+	if err != nil {
+		return err
+	}
+	defer closeBrowser()
 	tools, system, closeMCP, err := buildTools(ctx, names, &o, cfg, stdio, approver)
 	if err != nil {
 		return err
 	}
 	defer closeMCP()
+	if tools, err = loop.Join(tools, browserSet); err != nil {
+		return usagef("%v", err)
+	}
 	if agentDef.System != "" {
 		system = joinPrompts(agentDef.System, system)
 	} else if o.system != "" {

@@ -48,6 +48,9 @@ type serveOptions struct {
 	maxActive   int
 	maxSteps    int
 	drain       time.Duration
+	// browser flags (internal/cli/browser.go)
+	browserAllow    string
+	browserProfiles string
 }
 
 func (o *serveOptions) flags(fs *flag.FlagSet) {
@@ -71,6 +74,8 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.maxActive, "max-sessions-per-key", 0, "active sessions an API key may have at once; more wait as queued, or get 429 with queue: false (default no limit)")
 	fs.IntVar(&o.maxSteps, "max-steps", 0, "step budget of sessions that set none (default 100)")
 	fs.DurationVar(&o.drain, "shutdown-timeout", 10*time.Second, "how long to wait for requests and runs to stop on SIGTERM")
+	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the web environment's browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
+	fs.StringVar(&o.browserProfiles, "browser-profiles", "", "where sessions' browser profiles are kept while they wait (default: a directory in the system's temporary directory)")
 }
 
 // Validate checks the options that do not depend on the environment.
@@ -189,6 +194,9 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		return usagef("%v", err)
 	}
 	opts.Hooks = shellHooks(cfg.Hooks, withMode(henv, opts.Permissions))
+	if err := o.addBrowser(opts, log); err != nil {
+		return err
+	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		a := cfg.Agents[name]
 		ac := &session.AgentConfig{Description: a.Description, Instructions: a.Instructions, Model: a.Model, MaxSteps: a.MaxSteps}
