@@ -76,8 +76,15 @@ func TestSessionEnvironment(t *testing.T) {
 	json.Unmarshal([]byte(`{"agent":{"name":"a","environments":["web",{"kind":"paint","color":"red"}]},"messages":"go"}`), &req)
 	_, _, err := m.Create(t.Context(), &session.CreateParams{Owner: owner, Request: &req})
 	var ve *session.ValidationError
-	if !errorsAs(err, &ve) || len(ve.Fields) != 2 || !strings.Contains(ve.Fields[1].Msg, "red is not available") ||
-		fmt.Sprint(ve.Fields[1].Loc) != "[body agent environments 1]" || !strings.Contains(ve.Fields[0].Msg, "available: paint") {
+	if !errorsAs(err, &ve) || len(ve.Fields) != 1 || !strings.Contains(ve.Fields[0].Msg, "kind of this server (paint)") ||
+		fmt.Sprint(ve.Fields[0].Loc) != "[body agent environments 0]" {
+		t.Fatalf("Create = %v (%+v)", err, ve)
+	}
+	req = session.Request{}
+	json.Unmarshal([]byte(`{"agent":{"name":"a","environments":[{"kind":"paint","color":"red"}]},"messages":"go"}`), &req)
+	_, _, err = m.Create(t.Context(), &session.CreateParams{Owner: owner, Request: &req})
+	if !errorsAs(err, &ve) || len(ve.Fields) != 1 || !strings.Contains(ve.Fields[0].Msg, "red is not available") ||
+		fmt.Sprint(ve.Fields[0].Loc) != "[body agent environments 0]" {
 		t.Fatalf("Create = %v (%+v)", err, ve)
 	}
 
@@ -117,7 +124,8 @@ func TestSessionEnvironment(t *testing.T) {
 			runs = append(runs, o)
 		}
 	}
-	want := v.ID + ` {"kind":"paint","color":"blue"}`
+	// The entry as normalised: its id is its kind.
+	want := v.ID + ` {"color":"blue","id":"paint","kind":"paint"}`
 	if len(runs) != 2 || runs[0] != want || runs[1] != want {
 		t.Errorf("runs were given %q, want twice %q", runs, want)
 	}

@@ -98,12 +98,12 @@ func (r *Registry) ResolveAgent(ctx context.Context, owner string, ref AgentRef)
 		if env.Fields != nil {
 			continue // an inline definition
 		}
-		if _, ok := r.m.opts.Environments[env.ID]; ok {
+		if r.m.hasEnvironment(env.ID) {
 			continue // a kind of the server, named
 		}
 		e, err := r.st.GetEntry(ctx, store.KindEnvironment, owner, env.ID)
 		if errors.Is(err, store.ErrEntryNotFound) {
-			v.add(fmt.Sprintf("unknown environment %q: neither an environment kind of this server (%s) nor the id of an environment registered with this API key", env.ID, keys(r.m.opts.Environments)), "body", "agent", "environments", i)
+			v.add(fmt.Sprintf("unknown environment %q: neither an environment kind of this server (%s) nor the id of an environment registered with this API key", env.ID, r.m.environmentKinds()), "body", "agent", "environments", i)
 			continue
 		}
 		if err != nil {
