@@ -72,6 +72,8 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 const usage = `hrns gives an LLM tools and runs it until the job is done.
 
 Usage:
+  hrns                        on a terminal: the interactive chat
+  hrns chat [flags]           the chat (--continue, --resume [ID])
   hrns run [flags] "PROMPT"   run one task and stream the answer
   hrns tools [--json]         list the built-in tools and their schemas
   hrns skills [--json]        list the skills hrns discovers
@@ -90,13 +92,18 @@ var Version = "dev"
 // exit code.
 func Run(ctx context.Context, args []string, stdio *IO) int {
 	if len(args) == 0 {
-		fmt.Fprint(stdio.Err, usage)
-		return ExitUsage
+		if !stdio.interactive() || !stdio.outTerminal() {
+			fmt.Fprint(stdio.Err, usage)
+			return ExitUsage
+		}
+		args = []string{"chat"} // hrns on a terminal opens the chat
 	}
 	var err error
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "run":
 		err = runCommand(ctx, rest, stdio)
+	case "chat":
+		err = chatCommand(ctx, rest, stdio)
 	case "serve":
 		err = serveCommand(ctx, rest, stdio)
 	case "tools":

@@ -12,6 +12,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/hrns-dev/hrns/internal/tui"
 )
 
 // Config is the configuration file: ~/.config/hrns/config.toml (or
@@ -48,6 +50,10 @@ type Config struct {
 	CORSOrigins []string `toml:"cors_origins" yaml:"cors_origins"`
 	// Agents are the agents hrns serve offers by name.
 	Agents map[string]AgentConfig `toml:"agents" yaml:"agents"`
+	// Prices override or add to the chat's price table, per model, in US
+	// dollars per million tokens: [prices."my-model"] input = 1.0,
+	// cached_input = 0.1, cache_write = 1.25, output = 4.0.
+	Prices map[string]tui.Price `toml:"prices" yaml:"prices"`
 
 	path string // where it was read from, for messages
 }

@@ -47,6 +47,7 @@ type runOptions struct {
 	noSandbox bool
 	noNetwork bool
 	outSchema string
+	cont      bool
 	prompt    string
 }
 
@@ -76,6 +77,7 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "run commands without confinement (by default run_command is confined to --workdir with Landlock where the kernel supports it)")
 	fs.BoolVar(&o.noNetwork, "deny-network", false, "deny network access to commands run by run_command")
 	fs.StringVar(&o.outSchema, "output-schema", "", "a JSON Schema file: the final answer must be JSON matching it; stdout gets only that JSON (progress goes to stderr), and the run fails if the answer never matches")
+	fs.BoolVar(&o.cont, "continue", false, "continue the last conversation of this directory (a chat's or a run's)")
 	fs.Var(&o.mcp, "mcp", "an MCP server whose tools to add: '[NAME=]COMMAND ARGS', '[NAME=]URL', or the NAME of one in the config (repeatable)")
 }
 
@@ -190,7 +192,11 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	if system != "" {
 		msgs = append(msgs, llm.SystemMessage(system))
 	}
-	msgs = append(msgs, llm.UserMessage(o.prompt))
+	conv, earlier, err := startConversation(&o, modelName, stdio)
+	if err != nil {
+		return err
+	}
+	msgs = append(append(msgs, earlier...), llm.UserMessage(o.prompt))
 
 	var out renderer
 	switch {
@@ -210,6 +216,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 			res = chunk.Result
 		}
 	}
+	conv.finish(res, modelName, stdio)
 	if err := out.close(); err != nil {
 		return err
 	}

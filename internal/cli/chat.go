@@ -1,0 +1,229 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/hrns-dev/hrns/internal/safetext"
+	"github.com/hrns-dev/hrns/internal/tui"
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/llm/replay"
+	"github.com/hrns-dev/hrns/loop"
+)
+
+const chatUsage = `Usage: hrns chat [flags]            a new conversation
+       hrns chat --continue [flags] the last conversation of this directory
+       hrns chat --resume [ID]      a saved conversation (without ID: the list)
+
+The chat takes the flags of hrns run that make sense in it.`
+
+// chatCommand opens the interactive chat (package tui).
+func chatCommand(ctx context.Context, args []string, stdio *IO) error {
+	var o runOptions
+	var resume bool
+	fs := commandFlags("hrns chat", chatUsage, stdio)
+	o.flags(fs)
+	fs.BoolVar(&resume, "resume", false, "continue a saved conversation: the ID given after the flags, or pick one from the list")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usagef("%v", err)
+	}
+	resumeID := ""
+	switch {
+	case resume && len(pos) == 1:
+		resumeID = pos[0]
+	case len(pos) > 0:
+		return usagef("chat takes no prompt (type it in the chat), got %q; for one task, use hrns run", pos)
+	}
+	switch {
+	case o.json, o.outSchema != "":
+		return usagef("--json and --output-schema are for hrns run")
+	case o.cont && resume:
+		return usagef("--continue and --resume cannot be used together")
+	}
+	o.prompt = "chat" // Validate wants one; the chat has its own
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if !stdio.interactive() || !stdio.outTerminal() {
+		return usagef("hrns chat needs a terminal on stdin and stdout; for scripts, use hrns run \"PROMPT\"")
+	}
+	s, err := buildSession(ctx, &o, stdio)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+
+	cfg := &tui.Config{
+		Model: s.model, ModelName: s.modelName, Tools: s.tools, System: s.system,
+		Options: loop.Options{MaxTurns: s.maxTurns},
+		Workdir: o.absWorkdir(),
+		Prices:  s.prices,
+		Notices: s.notices,
+		Input:   stdio.In, Output: stdio.Out,
+	}
+	st, err := openConversations(stdio.getenv)
+	if err != nil {
+		cfg.Notices = append(cfg.Notices, "(conversations are not saved: "+safetext.Escape(err.Error())+")")
+	} else {
+		defer st.Close()
+		cfg.Store = st
+		switch {
+		case o.cont:
+			if cfg.Resume, err = st.Last(o.absWorkdir()); err != nil {
+				return usagef("--continue: %v", err)
+			}
+		case resumeID != "":
+			if cfg.Resume, err = st.Get(resumeID); err != nil {
+				return usagef("--resume: %v", err)
+			}
+		case resume:
+			cfg.Notices = append(cfg.Notices, "Type /resume to list the conversations of this directory, /resume ID to continue one.")
+		}
+	}
+	return tui.Run(ctx, cfg)
+}
+
+// chatSetup is what a chat is made of: the model, the tools and
+// the system prompt, built from the flags, the config and the agent file.
+type chatSetup struct {
+	model     llm.Model
+	modelName string
+	tools     *loop.Toolset
+	system    string
+	maxTurns  int
+	prices    tui.Prices
+	notices   []string
+	closers   []func() error
+}
+
+func (s *chatSetup) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+}
+
+// buildSession builds the model, tools and system prompt of a chat the way
+// runCommand builds those of a run.
+func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, error) {
+	cfg, err := loadConfig(o.config, stdio.getenv)
+	if err != nil {
+		return nil, &usageError{err.Error()}
+	}
+	agentDef, err := o.loadAgent()
+	if err != nil {
+		return nil, err
+	}
+	s := &chatSetup{}
+	s.model, s.modelName, err = buildModel(o, cfg, agentDef, stdio.getenv)
+	if err != nil {
+		return nil, err
+	}
+	if o.replay != "" {
+		s.notices = append(s.notices, "(replay: the model's answers come from "+safetext.Escape(o.replay)+"; the tools run for real)")
+	}
+	if o.record != "" {
+		rec, err := replay.Create(o.record, s.model, s.modelName)
+		if err != nil {
+			return nil, usagef("--record: %v", err)
+		}
+		s.closers = append(s.closers, rec.Close)
+		s.model = rec
+	}
+	names := toolNames(o.tools, agentDef.Tools, cfg.Tools)
+	tools, system, err := buildTools(names, o, cfg, stdio)
+	if err != nil {
+		return nil, err
+	}
+	mcpTools, closeMCP, err := mountMCP(ctx, o.mcp, &cfg.MCP, stdio)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, closeMCP)
+	if s.tools, err = loop.Join(tools, mcpTools); err != nil {
+		s.close()
+		return nil, usagef("%v (name the MCP server, or set its prefix, so that its tools do not clash)", err)
+	}
+	switch {
+	case agentDef.System != "":
+		s.system = joinPrompts(agentDef.System, system)
+	case o.system != "":
+		s.system = joinPrompts(o.system, system)
+	default:
+		s.system = system
+	}
+	s.maxTurns = firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
+	s.prices = maps.Clone(tui.DefaultPrices)
+	maps.Copy(s.prices, cfg.Prices)
+	return s, nil
+}
+
+// openConversations opens the store of saved conversations.
+func openConversations(getenv func(string) string) (*tui.Store, error) {
+	path := tui.DefaultStorePath(getenv)
+	if path == "" {
+		return nil, errors.New("neither XDG_STATE_HOME nor HOME is set")
+	}
+	return tui.OpenStore(path)
+}
+
+// runConversation is the saved conversation of hrns run: the one it
+// continues (--continue), or a new one.
+type runConversation struct {
+	store *tui.Store
+	conv  *tui.Conversation
+}
+
+// startConversation opens the store for a run. With --continue it
+// returns the earlier messages to send before the prompt; a store that
+// cannot be opened is an error only then.
+func startConversation(o *runOptions, modelName string, stdio *IO) (*runConversation, []llm.Message, error) {
+	st, err := openConversations(stdio.getenv)
+	if err != nil {
+		if o.cont {
+			return nil, nil, usagef("--continue: %v", err)
+		}
+		return nil, nil, nil
+	}
+	rc := &runConversation{store: st}
+	if !o.cont {
+		rc.conv = st.New(o.absWorkdir(), modelName)
+		return rc, nil, nil
+	}
+	rc.conv, err = st.Last(o.absWorkdir())
+	if err != nil {
+		st.Close()
+		return nil, nil, usagef("--continue: %v", err)
+	}
+	return rc, tui.WithoutSystem(rc.conv.Messages), nil
+}
+
+// finish saves the run's transcript and closes the store.
+func (rc *runConversation) finish(res *loop.Result, modelName string, stdio *IO) {
+	if rc == nil {
+		return
+	}
+	defer rc.store.Close()
+	if res == nil || res.Messages == nil {
+		return
+	}
+	rc.conv.Messages = tui.WithoutSystem(res.Messages)
+	if rc.conv.Usage == nil {
+		rc.conv.Usage = map[string]llm.Usage{}
+	}
+	u := rc.conv.Usage[modelName]
+	u.Add(res.Usage)
+	rc.conv.Usage[modelName] = u
+	rc.conv.Model = modelName
+	rc.conv.Updated = time.Now()
+	if err := rc.store.Save(rc.conv); err != nil {
+		fmt.Fprintf(stdio.Err, "hrns: %v\n", err)
+	}
+}
