@@ -117,6 +117,9 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 	if err != nil {
 		return nil, &usageError{err.Error()}
 	}
+	if err := cfg.mergeProject(o.workdir); err != nil {
+		return nil, &usageError{err.Error()}
+	}
 	agentDef, err := o.loadAgent()
 	if err != nil {
 		return nil, err
@@ -151,14 +154,18 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 		s.close()
 		return nil, usagef("%v (name the MCP server, or set its prefix, so that its tools do not clash)", err)
 	}
-	switch {
-	case agentDef.System != "":
-		s.system = joinPrompts(agentDef.System, system)
-	case o.system != "":
-		s.system = joinPrompts(o.system, system)
-	default:
-		s.system = system
+	ins, err := loadInstructions(o.workdir, stdio.getenv)
+	if err != nil {
+		s.close()
+		return nil, usagef("%v", err)
 	}
+	if line := instructionsLoaded(ins); line != "" {
+		s.notices = append(s.notices, "("+line+")")
+	}
+	if cfg.project != "" {
+		s.notices = append(s.notices, "(project config: "+safetext.Escape(cfg.project)+")")
+	}
+	s.system = systemPrompt(o, agentDef, system, ins)
 	s.maxTurns = firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
 	s.prices = maps.Clone(tui.DefaultPrices)
 	maps.Copy(s.prices, cfg.Prices)

@@ -55,7 +55,8 @@ type Config struct {
 	// cached_input = 0.1, cache_write = 1.25, output = 4.0.
 	Prices map[string]tui.Price `toml:"prices" yaml:"prices"`
 
-	path string // where it was read from, for messages
+	path    string // where it was read from, for messages
+	project string // the project's .hrns/config.toml merged into it, if any
 }
 
 // AgentConfig defines an agent that callers of hrns serve can name.

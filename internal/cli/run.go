@@ -129,6 +129,9 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return &usageError{err.Error()}
 	}
+	if err := cfg.mergeProject(o.workdir); err != nil {
+		return &usageError{err.Error()}
+	}
 	agentDef, err := o.loadAgent()
 	if err != nil {
 		return err
@@ -167,11 +170,14 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	if tools, err = loop.Join(tools, mcpTools); err != nil {
 		return usagef("%v (name the MCP server, or set its prefix, so that its tools do not clash)", err)
 	}
-	if agentDef.System != "" {
-		system = joinPrompts(agentDef.System, system)
-	} else if o.system != "" {
-		system = joinPrompts(o.system, system)
+	ins, err := loadInstructions(o.workdir, stdio.getenv)
+	if err != nil {
+		return usagef("%v", err)
 	}
+	if line := instructionsLoaded(ins); line != "" && !o.json {
+		fmt.Fprintf(stdio.Err, "(%s)\n", line)
+	}
+	system = systemPrompt(&o, agentDef, system, ins)
 
 	maxTurns := firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
 	approver := newTermApprover(stdio, o.yes)
