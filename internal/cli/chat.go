@@ -129,6 +129,7 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 	if err != nil {
 		return nil, err
 	}
+	s.model = diagnose(s.model)
 	if o.replay != "" {
 		s.notices = append(s.notices, "(replay: the model's answers come from "+safetext.Escape(o.replay)+"; the tools run for real)")
 	}

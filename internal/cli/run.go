@@ -27,28 +27,29 @@ import (
 
 // runOptions are the flags of "hrns run".
 type runOptions struct {
-	config    string
-	provider  string
-	model     string
-	baseURL   string
-	workdir   string
-	tools     string
-	system    string
-	agentFile string
-	maxTurns  int
-	timeout   time.Duration
-	json      bool
-	yes       bool
-	record    string
-	replay    string
-	skills    stringList
-	noSkills  bool
-	mcp       stringList
-	noSandbox bool
-	noNetwork bool
-	outSchema string
-	cont      bool
-	prompt    string
+	config     string
+	provider   string
+	model      string
+	baseURL    string
+	workdir    string
+	tools      string
+	system     string
+	agentFile  string
+	maxTurns   int
+	timeout    time.Duration
+	json       bool
+	yes        bool
+	record     string
+	replay     string
+	skills     stringList
+	noSkills   bool
+	mcp        stringList
+	noSandbox  bool
+	noNetwork  bool
+	outSchema  string
+	cont       bool
+	prompt     string
+	stdinBytes int // piped to stdin and added to the prompt
 }
 
 // stringList is a repeatable string flag.
@@ -84,7 +85,7 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 // Validate checks the options that do not depend on the configuration.
 func (o *runOptions) Validate() error {
 	if strings.TrimSpace(o.prompt) == "" {
-		return usagef("run needs a prompt: hrns run \"what to do\"")
+		return usagef("run needs a prompt: hrns run \"what to do\" (or piped: ... | hrns run -)")
 	}
 	if o.maxTurns < 0 {
 		return usagef("--max-turns must be positive")
@@ -122,9 +123,13 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 		return usagef("%v", err)
 	}
 	o.prompt = strings.Join(pos, " ")
+	if err := o.readStdin(stdio); err != nil {
+		return err
+	}
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	o.describeStdin(stdio)
 	cfg, err := loadConfig(o.config, stdio.getenv)
 	if err != nil {
 		return &usageError{err.Error()}
@@ -145,6 +150,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return err
 	}
+	model = diagnose(model)
 	if o.replay != "" && !o.json {
 		fmt.Fprintf(stdio.Err, "(replay: the model's answers come from %s; the tools run for real)\n", o.replay)
 	}
@@ -227,6 +233,9 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 		return err
 	}
 	if res.Err != nil {
+		if o.timeout > 0 && errors.Is(res.Err, context.DeadlineExceeded) {
+			return fmt.Errorf("the run was stopped: --timeout %v was reached", o.timeout)
+		}
 		return runError(res.Err, modelName)
 	}
 	if outSchema != nil {
@@ -357,13 +366,17 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 	if kind == "openai-responses" {
 		prefix = "OPENAI" // the same account, key and server as openai
 	}
+	// The environment wins over the config file for the built-in
+	// providers, configured there or not (docs/cli.md); a provider of
+	// another name has only what the file gives it.
+	builtin := name == "openai" || name == "openai-responses" || name == "anthropic"
 	envFor := func(k string) string {
-		if named {
+		if named && !builtin {
 			return ""
 		}
 		return getenv(prefix + "_" + k)
 	}
-	key := firstString(envIf(getenv, p.APIKeyEnv), p.APIKey, envFor("API_KEY"))
+	key := firstString(envIf(getenv, p.APIKeyEnv), envFor("API_KEY"), p.APIKey)
 	baseURL := firstString(o.baseURL, envFor("BASE_URL"), p.BaseURL)
 	model := firstString(o.model, a.Model, envFor("MODEL"), getenv("HRNS_MODEL"), p.Model, cfg.Model)
 	headers := http.Header{}
