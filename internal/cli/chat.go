@@ -24,9 +24,10 @@ The chat takes the flags of hrns run that make sense in it.`
 // chatCommand opens the interactive chat (package tui).
 func chatCommand(ctx context.Context, args []string, stdio *IO) error {
 	var o runOptions
-	var resume bool
+	var resume, demo bool
 	fs := commandFlags("hrns chat", chatUsage, stdio)
 	o.flags(fs)
+	fs.BoolVar(&demo, "demo", false, "say that this is the offline demo (hrns demo sets it)")
 	fs.BoolVar(&resume, "resume", false, "continue a saved conversation: the ID given after the flags, or pick one from the list")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -60,6 +61,9 @@ func chatCommand(ctx context.Context, args []string, stdio *IO) error {
 		return err
 	}
 	defer s.close()
+	if demo {
+		s.notices = append(s.notices, "This is the offline demo: type anything (say, \"Tell me about this repository\"); the answers are recorded, the tools really read this directory.")
+	}
 
 	cfg := &tui.Config{
 		Model: s.model, ModelName: s.modelName, Tools: s.tools, System: s.system,

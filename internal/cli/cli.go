@@ -75,6 +75,7 @@ Usage:
   hrns                        on a terminal: the interactive chat
   hrns chat [flags]           the chat (--continue, --resume [ID])
   hrns run [flags] "PROMPT"   run one task and stream the answer
+  hrns demo                   an offline tour: recorded answers, real tools
   hrns tools [--json]         list the built-in tools and their schemas
   hrns skills [--json]        list the skills hrns discovers
   hrns serve [flags]          serve the sessions API (/api/v2) over a SQLite file
@@ -104,6 +105,8 @@ func Run(ctx context.Context, args []string, stdio *IO) int {
 		err = runCommand(ctx, rest, stdio)
 	case "chat":
 		err = chatCommand(ctx, rest, stdio)
+	case "demo":
+		err = demoCommand(ctx, rest, stdio)
 	case "serve":
 		err = serveCommand(ctx, rest, stdio)
 	case "tools":

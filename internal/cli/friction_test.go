@@ -93,3 +93,12 @@ func TestRunTimeoutSaysSo(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
+
+// TestDemoAnywhere plays the embedded tour outside the checkout.
+func TestDemoAnywhere(t *testing.T) {
+	t.Chdir(t.TempDir())
+	code, stdout, stderr := runIn(t, "", "demo")
+	if code != ExitOK || !strings.Contains(stdout, "This repository is **hrns**") {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}

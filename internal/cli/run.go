@@ -385,7 +385,7 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 	}
 	if model == "" {
 		return nil, "", usagef("no model configured: pass --model NAME, set %s_MODEL, or set model in ~/.config/hrns/config.toml.\n"+
-			"Without a key, try the offline demo: hrns run --replay examples/tour.jsonl \"Tell me about this repository\"", prefix)
+			"Without a key, try the offline demo: hrns demo", prefix)
 	}
 	switch kind {
 	case "anthropic":
