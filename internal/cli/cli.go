@@ -136,6 +136,10 @@ func exitCode(ctx context.Context, err error, stdio *IO) int {
 		fmt.Fprintln(stdio.Err, "hrns:", strings.TrimRight(ue.msg, "\n"))
 		return ExitUsage
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		if stdio.errTerminal() {
+			// The terminal echoed ^C where the cursor was: start a line.
+			fmt.Fprintln(stdio.Err)
+		}
 		fmt.Fprintln(stdio.Err, "hrns: interrupted")
 		return ExitInterrupted
 	default:

@@ -221,6 +221,9 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	default:
 		out = newTextRenderer(stdio.Out, stdio.Err, stdio.outTerminal())
 	}
+	if tr, ok := out.(*textRenderer); ok {
+		tr.configure(modelName, cfg, stdio)
+	}
 	var res *loop.Result
 	for chunk := range agent.RunLoop(ctx, msgs) {
 		out.chunk(chunk)

@@ -84,8 +84,8 @@ func (p Price) Cost(u llm.Usage) float64 {
 		float64(u.CacheWriteTokens)*write + float64(u.OutputTokens)*p.Output) / 1e6
 }
 
-// formatCost shows a cost in dollars with enough digits for small ones.
-func formatCost(c float64) string {
+// FormatCost shows a cost in dollars with enough digits for small ones.
+func FormatCost(c float64) string {
 	switch {
 	case c == 0:
 		return "$0"

@@ -106,13 +106,13 @@ func (c *chat) costReport() string {
 		fmt.Fprintf(&b, "\n  %s: %d input (%d cached read, %d cache write), %d output (%d reasoning)",
 			safetext.Escape(model), u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.OutputTokens, u.ReasoningTokens)
 		if p, ok := c.cfg.Prices.Lookup(model); ok {
-			fmt.Fprintf(&b, " = %s", formatCost(p.Cost(u)))
+			fmt.Fprintf(&b, " = %s", FormatCost(p.Cost(u)))
 		} else {
 			b.WriteString(": unknown price (set [prices.\"" + safetext.Escape(model) + "\"] in the config)")
 		}
 	}
 	total, unknown := c.cost()
-	fmt.Fprintf(&b, "\n  total: %s", formatCost(total))
+	fmt.Fprintf(&b, "\n  total: %s", FormatCost(total))
 	if len(unknown) > 0 {
 		b.WriteString(" plus the models of unknown price")
 	}

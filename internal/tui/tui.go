@@ -965,9 +965,9 @@ func (c *chat) status() string {
 	case len(unknown) > 0 && total == 0:
 		right += "unknown price"
 	case len(unknown) > 0:
-		right += formatCost(total) + "+unknown"
+		right += FormatCost(total) + "+unknown"
 	default:
-		right += formatCost(total)
+		right += FormatCost(total)
 	}
 	right += " · " + safetext.Escape(c.modelName)
 	right = c.st.dim.Render(right)
