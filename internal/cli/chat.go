@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"maps"
 	"time"
@@ -31,10 +30,7 @@ func chatCommand(ctx context.Context, args []string, stdio *IO) error {
 	fs.BoolVar(&resume, "resume", false, "continue a saved conversation: the ID given after the flags, or pick one from the list")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usagef("%v", err)
+		return flagError(err)
 	}
 	resumeID := ""
 	switch {

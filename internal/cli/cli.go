@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/hrns-dev/hrns/internal/safetext"
@@ -65,6 +66,22 @@ func (s *IO) outTerminal() bool {
 // usageError is a mistake on the command line or in the configuration.
 type usageError struct{ msg string }
 
+// shownError is a mistake on the command line that the flag package has
+// printed already, followed by the usage.
+type shownError struct{ msg string }
+
+func (e *shownError) Error() string { return e.msg }
+
+// flagError is the command's error for an error of FlagSet.Parse: -h is
+// no error (exit 0), and any other error the flag package printed already,
+// followed by the usage, so it is not printed a second time.
+func flagError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return &shownError{msg: err.Error()}
+}
+
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
@@ -86,8 +103,42 @@ Usage:
 Run "hrns run -h" for the flags of run.
 `
 
-// Version is the version the command reports.
-var Version = "dev"
+// Version is the version the command reports; empty means the one Go
+// recorded in the binary (see [version]). Builds may set it with
+// -ldflags "-X github.com/hrns-dev/hrns/internal/cli.Version=v1.2.3".
+var Version = ""
+
+// version is Version, else the module's version that Go recorded in the
+// binary: v1.2.3 for go install ...@v1.2.3, "(devel)" for a build of a
+// checkout, with the commit when Go recorded it.
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev != "" && v == "(devel)" {
+		v += " " + rev[:min(12, len(rev))] + modified
+	}
+	return v + " " + bi.GoVersion
+}
 
 // Run runs the command with args (without the program name) and returns its
 // exit code.
@@ -116,7 +167,7 @@ func Run(ctx context.Context, args []string, stdio *IO) int {
 	case "mcp":
 		err = mcpCommand(ctx, rest, stdio)
 	case "version", "--version":
-		fmt.Fprintln(stdio.Out, "hrns", Version)
+		fmt.Fprintln(stdio.Out, "hrns", version())
 	case "help", "-h", "--help":
 		fmt.Fprint(stdio.Out, usage)
 	default:
@@ -132,6 +183,8 @@ func exitCode(ctx context.Context, err error, stdio *IO) int {
 		return ExitOK
 	case errors.Is(err, flag.ErrHelp):
 		return ExitOK
+	case errors.As(err, new(*shownError)):
+		return ExitUsage
 	case errors.As(err, &ue):
 		fmt.Fprintln(stdio.Err, "hrns:", strings.TrimRight(ue.msg, "\n"))
 		return ExitUsage
@@ -185,10 +238,7 @@ func commandFlags(name, usage string, stdio *IO) *flag.FlagSet {
 // arguments.
 func parseFlagsOnly(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usagef("%v", err)
+		return flagError(err)
 	}
 	if fs.NArg() > 0 {
 		return usagef("%s takes no arguments, got %q", strings.TrimPrefix(fs.Name(), "hrns "), fs.Args())

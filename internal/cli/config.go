@@ -73,6 +73,9 @@ type AgentConfig struct {
 	Model        string   `toml:"model" yaml:"model"`
 	Tools        []string `toml:"tools" yaml:"tools"`
 	MaxSteps     int      `toml:"max_steps" yaml:"max_steps"`
+	// MaxTurns is max_steps under the name agent files and the rest of
+	// the config use; give one or the other.
+	MaxTurns int `toml:"max_turns" yaml:"max_turns"`
 }
 
 // Provider configures one model endpoint.
@@ -148,6 +151,11 @@ func parseConfig(path string, data []byte) (*Config, error) {
 		}
 		if un := md.Undecoded(); len(un) > 0 {
 			return nil, fmt.Errorf("config %s: unknown key %q", path, un[0].String())
+		}
+	}
+	for name, a := range cfg.Agents {
+		if a.MaxTurns != 0 && a.MaxSteps != 0 {
+			return nil, fmt.Errorf("config %s: agent %q: max_turns and max_steps are the same limit: give one", path, name)
 		}
 	}
 	for name, p := range cfg.Providers {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -100,5 +101,43 @@ func TestDemoAnywhere(t *testing.T) {
 	code, stdout, stderr := runIn(t, "", "demo")
 	if code != ExitOK || !strings.Contains(stdout, "This repository is **hrns**") {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}
+
+func TestSmallFrictions(t *testing.T) {
+	for _, cmd := range []string{"tools", "skills", "run", "chat"} {
+		if code, _, stderr := runIn(t, "", cmd, "-h"); code != ExitOK || !strings.Contains(stderr, "-") {
+			t.Errorf("%s -h: exit %d: %s", cmd, code, stderr)
+		}
+	}
+	code, _, stderr := runIn(t, "", "run", "--nope", "x")
+	if code != ExitUsage || strings.Count(stderr, "flag provided but not defined: -nope") != 1 {
+		t.Errorf("a wrong flag: exit %d, said %d times:\n%s", code, strings.Count(stderr, "not defined"), stderr)
+	}
+
+	dir := t.TempDir()
+	putFile(t, filepath.Join(dir, ".agents", "skills", "deploy", "SKILL.md"), "---\nname: deploy\ndescription: Deploys.\n---\nSteps.\n")
+	code, stdout, _ := runIn(t, "", "skills", "--json", "--workdir", dir)
+	if code != ExitOK || !strings.Contains(stdout, `"name": "deploy"`) || strings.Contains(stdout, `"Name"`) {
+		t.Errorf("skills --json: %s", stdout)
+	}
+
+	agent := filepath.Join(dir, "agent.md")
+	putFile(t, agent, "---\ntool: read_file\n---\nYou review.\n")
+	code, _, stderr = runIn(t, "", "run", "--agent", agent, "--model", "m", "--base-url", "http://127.0.0.1:1/v1", "x")
+	if code != ExitUsage || !strings.Contains(stderr, `unknown key "tool" (the keys are name, description, model, provider, tools, max_turns)`) || strings.Contains(stderr, "cli.agentFile") {
+		t.Errorf("agent file typo: %s", stderr)
+	}
+
+	cfg, err := parseConfig("c.toml", []byte("[agents.r]\nmax_turns = 7\n"))
+	if err != nil || cfg.Agents["r"].MaxTurns != 7 {
+		t.Errorf("max_turns in config agents: %+v %v", cfg, err)
+	}
+	if _, err := parseConfig("c.toml", []byte("[agents.r]\nmax_turns = 7\nmax_steps = 3\n")); err == nil {
+		t.Error("max_turns with max_steps is accepted")
+	}
+
+	if code, stdout, _ := runIn(t, "", "version"); code != ExitOK || strings.Contains(stdout, "dev\n") || !strings.Contains(stdout, "go1.") {
+		t.Errorf("version: %q", stdout)
 	}
 }

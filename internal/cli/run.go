@@ -117,10 +117,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usagef("%v", err)
+		return flagError(err)
 	}
 	o.prompt = strings.Join(pos, " ")
 	if err := o.readStdin(stdio); err != nil {
@@ -336,7 +333,7 @@ func (o *runOptions) loadAgent() (*agentFile, error) {
 		dec := yaml.NewDecoder(bytes.NewReader(front))
 		dec.KnownFields(true)
 		if err := dec.Decode(a); err != nil && !errors.Is(err, io.EOF) {
-			return nil, usagef("--agent %s: front matter: %v", o.agentFile, err)
+			return nil, usagef("--agent %s: front matter: %v", o.agentFile, yamlKeyError(err, agentFileKeys))
 		}
 		body = after
 	}

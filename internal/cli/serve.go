@@ -169,7 +169,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		a := cfg.Agents[name]
-		ac := &session.AgentConfig{Description: a.Description, Instructions: a.Instructions, Model: a.Model, MaxSteps: a.MaxSteps}
+		ac := &session.AgentConfig{Description: a.Description, Instructions: a.Instructions, Model: a.Model, MaxSteps: firstNonZero(a.MaxTurns, a.MaxSteps)}
 		if err := o.addAgent(opts, name, ac, a.Tools, "config"+cfg.where()); err != nil {
 			return err
 		}
