@@ -12,6 +12,7 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/replay"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/tools"
 )
 
 const chatUsage = `Usage: hrns chat [flags]            a new conversation
@@ -68,6 +69,9 @@ func chatCommand(ctx context.Context, args []string, stdio *IO) error {
 		Prices:  s.prices,
 		Notices: s.notices,
 		Input:   stdio.In, Output: stdio.Out,
+		WithLiveOutput: func(ctx context.Context, f func(string, []byte)) context.Context {
+			return tools.WithLiveOutput(ctx, f)
+		},
 	}
 	st, err := openConversations(stdio.getenv)
 	if err != nil {

@@ -68,6 +68,10 @@ type Config struct {
 	// Input and Output are the terminal; nil means stdin and stdout.
 	Input  io.Reader
 	Output io.Writer
+	// WithLiveOutput, when set, returns a context in which running
+	// commands send their output to f as it comes (tools.WithLiveOutput):
+	// the chat shows the last lines under the command's line.
+	WithLiveOutput func(ctx context.Context, f func(command string, p []byte)) context.Context
 }
 
 // Run runs the chat until the person leaves it or ctx is done.
@@ -135,6 +139,8 @@ type block struct {
 
 	// approvals: the preview's lines
 	lines []string
+	// running commands: the tail of their output so far
+	live []byte
 
 	// cache of the rendered lines
 	cacheKey string
@@ -147,6 +153,11 @@ type (
 	chunkMsg struct {
 		run   int
 		chunk loop.Chunk
+	}
+	liveMsg struct {
+		run     int
+		command string
+		data    []byte
 	}
 	compactedMsg struct {
 		res *compact.Result
@@ -329,6 +340,9 @@ func (c *chat) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case approvalMsg:
 		c.ask(msg)
 		return c, c.wait()
+	case liveMsg:
+		c.onLive(msg)
+		return c, c.wait()
 	case compactedMsg:
 		c.onCompacted(msg)
 		return c, c.wait()
@@ -488,6 +502,11 @@ func (c *chat) startRun() tea.Cmd {
 	}
 	agent := loop.NewAgent(c.cfg.Model, c.cfg.Tools, &opts)
 	msgs := slices.Clone(c.msgs)
+	if c.cfg.WithLiveOutput != nil {
+		ctx = c.cfg.WithLiveOutput(ctx, func(command string, p []byte) {
+			c.send(ctx, liveMsg{run: id, command: command, data: slices.Clone(p)})
+		})
+	}
 	go func() {
 		defer cancel()
 		for chunk := range agent.RunLoop(ctx, msgs) {
@@ -683,6 +702,29 @@ func (c *chat) onChunk(m chunkMsg) {
 		}
 		c.closeText()
 		c.endRun(ch.Result)
+	}
+}
+
+// maxLive bounds the output kept of a running command, for its last lines.
+const maxLive = 8 << 10
+
+// onLive adds output to the running command it comes from.
+func (c *chat) onLive(m liveMsg) {
+	if m.run != c.runID {
+		return
+	}
+	for i := len(c.blocks) - 1; i >= 0; i-- {
+		b := c.blocks[i]
+		if b.kind != blockTool || b.state != toolRunning {
+			continue
+		}
+		if cmd, ok := commandOf(b.args); ok && cmd == m.command {
+			b.live = append(b.live, m.data...)
+			if len(b.live) > maxLive {
+				b.live = slices.Clone(b.live[len(b.live)-maxLive:])
+			}
+			return
+		}
 	}
 }
 
@@ -1136,6 +1178,15 @@ func (c *chat) renderTool(b *block) []string {
 	lines := []string{ansi.Truncate(line, c.width, "…")}
 	if b.state == toolAsking && c.approval != nil {
 		return nil // the approval shows it
+	}
+	if b.state == toolRunning && len(b.live) > 0 {
+		// The last lines of the command's output, escaped.
+		out := strings.Split(strings.TrimRight(string(b.live), "\n"), "\n")
+		out = out[max(0, len(out)-5):]
+		for _, l := range out {
+			l = safetext.Escape(strings.TrimSuffix(l, "\r"))
+			lines = append(lines, c.st.dim.Render(ansi.Truncate("  │ "+l, c.width, "…")))
+		}
 	}
 	if !c.expandTools || b.state < toolRunning {
 		return lines
