@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -41,8 +42,8 @@ func chatCommand(ctx context.Context, args []string, stdio *IO) error {
 		return usagef("chat takes no prompt (type it in the chat), got %q; for one task, use hrns run", pos)
 	}
 	switch {
-	case o.json, o.outSchema != "":
-		return usagef("--json and --output-schema are for hrns run")
+	case o.json, o.outSchema != "", o.timeout != 0:
+		return usagef("--json, --output-schema and --timeout are for hrns run")
 	case o.cont && resume:
 		return usagef("--continue and --resume cannot be used together")
 	}
@@ -73,6 +74,10 @@ func chatCommand(ctx context.Context, args []string, stdio *IO) error {
 			return tools.WithLiveOutput(ctx, f)
 		},
 	}
+	if o.yes {
+		cfg.Allow = allowAll{}
+		cfg.Notices = append(cfg.Notices, "(--yes: every call is allowed without asking)")
+	}
 	st, err := openConversations(stdio.getenv)
 	if err != nil {
 		cfg.Notices = append(cfg.Notices, "(conversations are not saved: "+safetext.Escape(err.Error())+")")
@@ -94,6 +99,12 @@ func chatCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 	return tui.Run(ctx, cfg)
 }
+
+// allowAll is the chat's [tui.Allower] with --yes: every call is allowed.
+type allowAll struct{}
+
+func (allowAll) Allowed(string, json.RawMessage) bool { return true }
+func (allowAll) AlwaysAllow(string, string) error     { return nil }
 
 // chatSetup is what a chat is made of: the model, the tools and
 // the system prompt, built from the flags, the config and the agent file.
@@ -214,7 +225,7 @@ func startConversation(o *runOptions, modelName string, stdio *IO) (*runConversa
 		st.Close()
 		return nil, nil, usagef("--continue: %v", err)
 	}
-	return rc, tui.WithoutSystem(rc.conv.Messages), nil
+	return rc, tui.Resumable(rc.conv.Messages), nil
 }
 
 // finish saves the run's transcript and closes the store.

@@ -28,7 +28,7 @@ func TestChatUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"chat", "hello"}, "chat takes no prompt"},
-		{[]string{"chat", "--json"}, "--json and --output-schema are for hrns run"},
+		{[]string{"chat", "--json"}, "--json, --output-schema and --timeout are for hrns run"},
 		{[]string{"chat", "--continue", "--resume"}, "cannot be used together"},
 	} {
 		var errOut bytes.Buffer

@@ -175,7 +175,7 @@ func (c *chat) load(cv *Conversation) {
 	if c.cfg.System != "" {
 		c.msgs = append(c.msgs, llm.SystemMessage(c.cfg.System))
 	}
-	c.msgs = append(c.msgs, WithoutSystem(cv.Messages)...)
+	c.msgs = append(c.msgs, Resumable(cv.Messages)...)
 	c.usage = maps.Clone(cv.Usage)
 	if c.usage == nil {
 		c.usage = map[string]llm.Usage{}

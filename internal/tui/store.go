@@ -250,6 +250,13 @@ func (s *Store) List(workdir string, n int) ([]*Conversation, error) {
 	return out, rows.Err()
 }
 
+// Resumable returns a saved transcript ready to be sent again after a new
+// system prompt: without its system messages, and with an error result
+// for each call that a cancelled turn left without one.
+func Resumable(msgs []llm.Message) []llm.Message {
+	return closeCalls(WithoutSystem(msgs))
+}
+
 // WithoutSystem returns msgs without the system messages at their head.
 func WithoutSystem(msgs []llm.Message) []llm.Message {
 	i := 0
