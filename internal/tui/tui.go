@@ -952,7 +952,7 @@ func (c *chat) viewHeight() int {
 
 func (c *chat) bottomHeight() int {
 	if c.approval != nil && !c.reason {
-		return 3
+		return 1 + strings.Count(c.question(), "\n") + 1 // status, rule, question
 	}
 	return c.input.Height() + 2
 }
@@ -1041,11 +1041,17 @@ func (c *chat) question() string {
 // transcript renders every block.
 func (c *chat) transcript() []string {
 	var out []string
-	for i, b := range c.blocks {
-		if i > 0 && !(b.kind == blockNotice && c.blocks[i-1].kind == blockApproval) {
+	var prev *block
+	for _, b := range c.blocks {
+		lines := c.render(b)
+		if len(lines) == 0 {
+			continue
+		}
+		if prev != nil && !(b.kind == blockNotice && prev.kind == blockApproval) {
 			out = append(out, "")
 		}
-		out = append(out, c.render(b)...)
+		out = append(out, lines...)
+		prev = b
 	}
 	return out
 }
