@@ -3,6 +3,7 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,4 +142,38 @@ func TestLongPreviewMustBeViewed(t *testing.T) {
 	if h.c.approval != nil {
 		t.Error("y after v did not allow")
 	}
+}
+
+// FuzzDiff: the diff of any two texts, with every line as context, gives
+// back both texts, and its line numbers count up from 1.
+func FuzzDiff(f *testing.F) {
+	f.Add("a\nb\nc\n", "a\nB\nc\n")
+	f.Add("", "x")
+	f.Add("x\n\n\ny", "\n\nx")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if len(a) > 4096 || len(b) > 4096 {
+			return
+		}
+		var olds, news []string
+		nextOld, nextNew := 1, 1
+		for _, l := range diffAll(splitLines(a), splitLines(b)) {
+			if l.Op != '+' {
+				olds = append(olds, l.Text)
+				if l.Old != nextOld {
+					t.Fatalf("old line %d, want %d", l.Old, nextOld)
+				}
+				nextOld++
+			}
+			if l.Op != '-' {
+				news = append(news, l.Text)
+				if l.New != nextNew {
+					t.Fatalf("new line %d, want %d", l.New, nextNew)
+				}
+				nextNew++
+			}
+		}
+		if !slices.Equal(olds, splitLines(a)) || !slices.Equal(news, splitLines(b)) {
+			t.Fatalf("the diff does not give back the texts: %q %q", olds, news)
+		}
+	})
 }
