@@ -23,6 +23,7 @@ var allowed = map[string][]string{
 	"internal/httpapi":            {"llm"},
 	"internal/safetext":           {},
 	"internal/netpolicy":          {},
+	"internal/tui":                {"internal/safetext", "llm", "loop", "loop/compact"},
 	"openai":                      {"llm", "internal/httpapi", "internal/sse"},
 	"openai/openaitest":           {"llm"},
 	"anthropic":                   {"llm", "internal/httpapi", "internal/sse"},

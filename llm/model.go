@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 )
 
@@ -274,6 +275,23 @@ func (u *Usage) Add(o Usage) {
 
 // TotalTokens returns input plus output tokens.
 func (u Usage) TotalTokens() int64 { return u.InputTokens + u.OutputTokens }
+
+// String describes u for a person: "1200 input (800 cached) + 56 output
+// tokens", so that printing a usage does not print a bare struct.
+func (u Usage) String() string {
+	s := fmt.Sprintf("%d input", u.InputTokens)
+	if u.CacheReadTokens > 0 {
+		s += fmt.Sprintf(" (%d cached)", u.CacheReadTokens)
+	}
+	if u.CacheWriteTokens > 0 {
+		s += fmt.Sprintf(" (%d written to the cache)", u.CacheWriteTokens)
+	}
+	s += fmt.Sprintf(" + %d output", u.OutputTokens)
+	if u.ReasoningTokens > 0 {
+		s += fmt.Sprintf(" (%d reasoning)", u.ReasoningTokens)
+	}
+	return s + " tokens"
+}
 
 // ErrNoResponse is returned by [Collect] when a stream ended without a
 // [ChunkDone] chunk and without an error.

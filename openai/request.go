@@ -148,7 +148,7 @@ func (c *Client) buildRequest(req *llm.Request) (*chatRequest, error) {
 		w.Model = c.Model
 	}
 	if w.Model == "" {
-		return nil, errors.New("openai: no model: set Request.Model or Client.Model")
+		return nil, errors.New("openai: no model: set Request.Model or Client.Model: NewFromEnv reads it from OPENAI_MODEL")
 	}
 	if req.MaxTokens < 0 {
 		return nil, fmt.Errorf("openai: negative MaxTokens %d", req.MaxTokens)

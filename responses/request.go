@@ -160,7 +160,7 @@ func (c *Client) buildRequest(req *llm.Request) (*request, error) {
 		w.Model = c.Model
 	}
 	if w.Model == "" {
-		return nil, fmt.Errorf("%s: no model: set Request.Model or Client.Model", providerName)
+		return nil, fmt.Errorf("%s: no model: set Request.Model or Client.Model: NewFromEnv reads it from OPENAI_MODEL", providerName)
 	}
 	if req.MaxTokens < 0 {
 		return nil, fmt.Errorf("%s: negative MaxTokens %d", providerName, req.MaxTokens)

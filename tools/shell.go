@@ -343,7 +343,7 @@ func (s *shell) runConfined(ctx context.Context, command string, timeout time.Du
 		Limits:       limits,
 		Timeout:      timeout,
 		WaitDelay:    waitDelay,
-		Output:       out,
+		Output:       liveWriter(ctx, command, out),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("running the command in the sandbox: %w", err)
@@ -367,8 +367,9 @@ func (s *shell) runUnconfined(ctx context.Context, command string, timeout time.
 	cmd.Dir = s.dir
 	cmd.Env = s.o.Env
 	cmd.Stdin = nil // /dev/null
-	cmd.Stdout = out
-	cmd.Stderr = out
+	live := liveWriter(ctx, command, out)
+	cmd.Stdout = live
+	cmd.Stderr = live
 	cmd.WaitDelay = waitDelay
 	setProcessGroup(cmd)
 	cmd.Cancel = func() error { return killProcessGroup(cmd) }

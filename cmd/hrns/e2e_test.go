@@ -280,7 +280,7 @@ func TestExitCodes(t *testing.T) {
 	})
 	t.Run("no model configured", func(t *testing.T) {
 		r := hrns(t, t.TempDir(), nil, "run", "hi")
-		if r.code != 2 || !strings.Contains(r.stderr, "--model") || !strings.Contains(r.stderr, "--replay") {
+		if r.code != 2 || !strings.Contains(r.stderr, "--model") || !strings.Contains(r.stderr, "hrns demo") {
 			t.Errorf("exit %d: %s", r.code, r.stderr)
 		}
 	})

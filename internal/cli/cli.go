@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/hrns-dev/hrns/internal/safetext"
@@ -65,6 +66,22 @@ func (s *IO) outTerminal() bool {
 // usageError is a mistake on the command line or in the configuration.
 type usageError struct{ msg string }
 
+// shownError is a mistake on the command line that the flag package has
+// printed already, followed by the usage.
+type shownError struct{ msg string }
+
+func (e *shownError) Error() string { return e.msg }
+
+// flagError is the command's error for an error of FlagSet.Parse: -h is
+// no error (exit 0), and any other error the flag package printed already,
+// followed by the usage, so it is not printed a second time.
+func flagError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return &shownError{msg: err.Error()}
+}
+
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
@@ -72,7 +89,10 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 const usage = `hrns gives an LLM tools and runs it until the job is done.
 
 Usage:
+  hrns                        on a terminal: the interactive chat
+  hrns chat [flags]           the chat (--continue, --resume [ID])
   hrns run [flags] "PROMPT"   run one task and stream the answer
+  hrns demo                   an offline tour: recorded answers, real tools
   hrns tools [--json]         list the built-in tools and their schemas
   hrns skills [--json]        list the skills hrns discovers
   hrns serve [flags]          serve the sessions API (/api/v2) over a SQLite file
@@ -83,20 +103,61 @@ Usage:
 Run "hrns run -h" for the flags of run.
 `
 
-// Version is the version the command reports.
-var Version = "dev"
+// Version is the version the command reports; empty means the one Go
+// recorded in the binary (see [version]). Builds may set it with
+// -ldflags "-X github.com/hrns-dev/hrns/internal/cli.Version=v1.2.3".
+var Version = ""
+
+// version is Version, else the module's version that Go recorded in the
+// binary: v1.2.3 for go install ...@v1.2.3, "(devel)" for a build of a
+// checkout, with the commit when Go recorded it.
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev != "" && v == "(devel)" {
+		v += " " + rev[:min(12, len(rev))] + modified
+	}
+	return v + " " + bi.GoVersion
+}
 
 // Run runs the command with args (without the program name) and returns its
 // exit code.
 func Run(ctx context.Context, args []string, stdio *IO) int {
 	if len(args) == 0 {
-		fmt.Fprint(stdio.Err, usage)
-		return ExitUsage
+		if !stdio.interactive() || !stdio.outTerminal() {
+			fmt.Fprint(stdio.Err, usage)
+			return ExitUsage
+		}
+		args = []string{"chat"} // hrns on a terminal opens the chat
 	}
 	var err error
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "run":
 		err = runCommand(ctx, rest, stdio)
+	case "chat":
+		err = chatCommand(ctx, rest, stdio)
+	case "demo":
+		err = demoCommand(ctx, rest, stdio)
 	case "serve":
 		err = serveCommand(ctx, rest, stdio)
 	case "tools":
@@ -106,7 +167,7 @@ func Run(ctx context.Context, args []string, stdio *IO) int {
 	case "mcp":
 		err = mcpCommand(ctx, rest, stdio)
 	case "version", "--version":
-		fmt.Fprintln(stdio.Out, "hrns", Version)
+		fmt.Fprintln(stdio.Out, "hrns", version())
 	case "help", "-h", "--help":
 		fmt.Fprint(stdio.Out, usage)
 	default:
@@ -122,10 +183,16 @@ func exitCode(ctx context.Context, err error, stdio *IO) int {
 		return ExitOK
 	case errors.Is(err, flag.ErrHelp):
 		return ExitOK
+	case errors.As(err, new(*shownError)):
+		return ExitUsage
 	case errors.As(err, &ue):
 		fmt.Fprintln(stdio.Err, "hrns:", strings.TrimRight(ue.msg, "\n"))
 		return ExitUsage
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		if stdio.errTerminal() {
+			// The terminal echoed ^C where the cursor was: start a line.
+			fmt.Fprintln(stdio.Err)
+		}
 		fmt.Fprintln(stdio.Err, "hrns: interrupted")
 		return ExitInterrupted
 	default:
@@ -171,10 +238,7 @@ func commandFlags(name, usage string, stdio *IO) *flag.FlagSet {
 // arguments.
 func parseFlagsOnly(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usagef("%v", err)
+		return flagError(err)
 	}
 	if fs.NArg() > 0 {
 		return usagef("%s takes no arguments, got %q", strings.TrimPrefix(fs.Name(), "hrns "), fs.Args())

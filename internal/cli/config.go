@@ -14,6 +14,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/hrns-dev/hrns/internal/tui"
 	"github.com/hrns-dev/hrns/loop"
 )
 
@@ -64,8 +65,13 @@ type Config struct {
 	// Hooks are shell commands run at points of every run, by event
 	// (pre_tool, post_tool, ...; Claude Code's names work too).
 	Hooks map[string][]HookConfig `toml:"hooks" yaml:"hooks"`
+	// Prices override or add to the chat's price table, per model, in US
+	// dollars per million tokens: [prices."my-model"] input = 1.0,
+	// cached_input = 0.1, cache_write = 1.25, output = 4.0.
+	Prices map[string]tui.Price `toml:"prices" yaml:"prices"`
 
-	path string // where it was read from, for messages
+	path    string // where it was read from, for messages
+	project string // the project's .hrns/config.toml merged into it, if any
 }
 
 // AgentConfig defines an agent that callers of hrns serve can name.
@@ -82,6 +88,9 @@ type AgentConfig struct {
 	Model        string   `toml:"model" yaml:"model"`
 	Tools        []string `toml:"tools" yaml:"tools"`
 	MaxSteps     int      `toml:"max_steps" yaml:"max_steps"`
+	// MaxTurns is max_steps under the name agent files and the rest of
+	// the config use; give one or the other.
+	MaxTurns int `toml:"max_turns" yaml:"max_turns"`
 	// Permissions and Hooks, when set, replace the config's top-level
 	// ones for this agent's sessions.
 	Permissions *PermissionsConfig      `toml:"permissions" yaml:"permissions"`
@@ -217,6 +226,9 @@ func parseConfig(path string, data []byte) (*Config, error) {
 		}
 		if err := checkHooks(a.Hooks); err != nil {
 			return nil, fmt.Errorf("config %s: agents.%s: %w", path, name, err)
+		}
+		if a.MaxTurns != 0 && a.MaxSteps != 0 {
+			return nil, fmt.Errorf("config %s: agent %q: max_turns and max_steps are the same limit: give one", path, name)
 		}
 	}
 	for name, p := range cfg.Providers {

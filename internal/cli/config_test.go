@@ -225,3 +225,24 @@ func TestToolSelection(t *testing.T) {
 		t.Error(diff)
 	}
 }
+
+// TestEnvironmentBeatsConfig: OPENAI_BASE_URL, OPENAI_API_KEY and
+// OPENAI_MODEL win over the config's [providers.openai], as docs/cli.md
+// says; the file fills what the environment leaves unset.
+func TestEnvironmentBeatsConfig(t *testing.T) {
+	cfg := &Config{Providers: map[string]Provider{"openai": {BaseURL: "http://cfg/v1", APIKey: "cfg-key", Model: "cfg-model"}}}
+	m, _, err := buildModel(&runOptions{}, cfg, &agentFile{}, env(map[string]string{"OPENAI_BASE_URL": "http://env/v1", "OPENAI_API_KEY": "env-key", "OPENAI_MODEL": "env-model"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := m.(*openai.Client); c.BaseURL != "http://env/v1" || c.APIKey != "env-key" || c.Model != "env-model" {
+		t.Errorf("got %s %s %s, want the environment's", c.BaseURL, c.APIKey, c.Model)
+	}
+	m, _, err = buildModel(&runOptions{}, cfg, &agentFile{}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := m.(*openai.Client); c.BaseURL != "http://cfg/v1" || c.APIKey != "cfg-key" || c.Model != "cfg-model" {
+		t.Errorf("got %s %s %s, want the config's", c.BaseURL, c.APIKey, c.Model)
+	}
+}

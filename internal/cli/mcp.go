@@ -599,10 +599,7 @@ func mcpTools(ctx context.Context, args []string, stdio *IO) error {
 	var flags stringList
 	fs.Var(&flags, "mcp", "an MCP server: the name of one in the config, or '[NAME=]COMMAND ARGS' or '[NAME=]URL' (repeatable)")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usagef("%v", err)
+		return flagError(err)
 	}
 	cfg, err := loadConfig(*config, stdio.getenv)
 	if err != nil {

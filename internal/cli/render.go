@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/hrns-dev/hrns/internal/safetext"
+	"github.com/hrns-dev/hrns/internal/tui"
+	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/tools"
 )
@@ -75,6 +78,14 @@ type textRenderer struct {
 	atLineEnd bool // out's last byte was a newline (or nothing written)
 	wrote     bool
 	thinking  bool
+
+	// model and prices price the run's usage on the last line; nil
+	// prices say nothing of cost.
+	model  string
+	prices tui.Prices
+	// prog, when set, shows what the run waits for (progress.go).
+	prog *progress
+	now  func() time.Time
 }
 
 func newTextRenderer(out, log io.Writer, stream bool) *textRenderer {
@@ -82,6 +93,12 @@ func newTextRenderer(out, log io.Writer, stream bool) *textRenderer {
 }
 
 func (r *textRenderer) chunk(c loop.Chunk) {
+	if r.prog != nil {
+		r.prog.mu.Lock()
+		defer r.prog.mu.Unlock()
+		r.prog.clear()
+		r.prog.set(waitingFor(c, r.prog.what), r.clock())
+	}
 	switch c.Type {
 	case loop.ChunkTurnStart:
 		r.attempt.Reset()
@@ -119,17 +136,15 @@ func (r *textRenderer) chunk(c loop.Chunk) {
 		r.newline()
 		fmt.Fprintf(r.log, "→ %s %s\n", safetext.Escape(c.ToolCall.Name), clip(string(c.ToolCall.Arguments), 200))
 	case loop.ChunkToolCallResult:
-		fmt.Fprintf(r.log, "  ✓ %s\n", summary(c.Content))
+		// The call is named: results of parallel calls come after all
+		// their starts.
+		fmt.Fprintf(r.log, "  ✓ %s: %s\n", callLabel(c.ToolCall), summary(c.Content))
 		if plan, ok := tools.PlanOf(c); ok {
 			writePlan(r.log, plan)
 		}
 	case loop.ChunkToolCallError:
 		r.newline()
-		name := ""
-		if c.ToolCall != nil {
-			name = safetext.Escape(c.ToolCall.Name) + ": "
-		}
-		fmt.Fprintf(r.log, "  ✗ %s%s\n", name, clip(c.Content, 300))
+		fmt.Fprintf(r.log, "  ✗ %s: %s\n", callLabel(c.ToolCall), clip(c.Content, 300))
 	case loop.ChunkToolCallPending:
 		fmt.Fprintf(r.log, "  … %s waits\n", safetext.Escape(c.ToolCall.Name))
 	case loop.ChunkHook:
@@ -157,7 +172,7 @@ func (r *textRenderer) chunk(c loop.Chunk) {
 			fmt.Fprintf(r.log, "(the %s budget was spent: the answer was asked for early)\n", res.Budget)
 		}
 		if res.Err == nil {
-			fmt.Fprintf(r.log, "— %s in %d turns, %d input + %d output tokens\n", res.Status, len(res.Turns), res.Usage.InputTokens, res.Usage.OutputTokens)
+			fmt.Fprintf(r.log, "— %s in %s, %s\n", res.Status, plural(len(res.Turns), "turn"), r.usageLine(res.Usage))
 		}
 	}
 }
@@ -216,16 +231,102 @@ func (r *textRenderer) newline() {
 	}
 }
 
-func (r *textRenderer) close() error { return nil }
-
-// summary describes a tool result in one line.
-func summary(s string) string {
-	lines := strings.Count(s, "\n") + 1
-	first, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	if lines > 1 {
-		return fmt.Sprintf("%s (%d lines)", clip(first, 100), lines)
+func (r *textRenderer) close() error {
+	if r.prog != nil {
+		r.prog.close()
 	}
-	return clip(first, 160)
+	return nil
+}
+
+func (r *textRenderer) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
+}
+
+// waitingFor says what the run waits for after c: the model after a turn
+// starts or a call ends, a tool while it runs; nothing while text streams
+// or an approval is asked (the approver writes then).
+func waitingFor(c loop.Chunk, was string) string {
+	switch c.Type {
+	case loop.ChunkTurnStart, loop.ChunkToolCallResult, loop.ChunkToolCallError, loop.ChunkRetry:
+		if c.Type != loop.ChunkTurnStart && c.Agent == "" && strings.HasPrefix(was, "running") {
+			return "waiting for the other calls or the model"
+		}
+		return "waiting for the model"
+	case loop.ChunkToolCallStart:
+		return "running " + safetext.Escape(c.ToolCall.Name)
+	case loop.ChunkTurnEnd:
+		return "waiting for the tools"
+	case loop.ChunkMessage, loop.ChunkReasoning, loop.ChunkToolCallDelta:
+		if c.Content == "" {
+			return was
+		}
+		return ""
+	}
+	return ""
+}
+
+// summary describes a tool result in one line: itself when it is one
+// short line, else its size (a first line alone can mislead: read_file's
+// "1	module ..." is a line number and a tab).
+func summary(s string) string {
+	s = strings.TrimRight(s, "\n")
+	lines := strings.Count(s, "\n") + 1
+	switch {
+	case strings.TrimSpace(s) == "":
+		return "(no output)"
+	case lines > 1:
+		return plural(lines, "line")
+	case len(s) > 160:
+		return plural(len(s), "byte") + ": " + clip(s, 100)
+	}
+	return clip(s, 160)
+}
+
+// callLabel names a call for a person: the tool and the argument that says
+// what it does (the path, the command, the URL...).
+func callLabel(c *loop.ToolCallInfo) string {
+	if c == nil {
+		return "(unknown call)"
+	}
+	label := safetext.Escape(c.Name)
+	var args map[string]any
+	if json.Unmarshal(c.Arguments, &args) == nil {
+		for _, k := range []string{"path", "command", "url", "pattern", "query", "name", "skill"} {
+			if v, ok := args[k].(string); ok && v != "" {
+				return label + " " + clip(v, 60)
+			}
+		}
+	}
+	return label
+}
+
+// plural says n things.
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// usageLine says the tokens of a run, the cached ones among them, and its
+// cost when the model's price is known.
+func (r *textRenderer) usageLine(u llm.Usage) string {
+	s := fmt.Sprintf("%d input", u.InputTokens)
+	if u.CacheReadTokens > 0 {
+		s += fmt.Sprintf(" (%d cached)", u.CacheReadTokens)
+	}
+	s += fmt.Sprintf(" + %d output tokens", u.OutputTokens)
+	if r.prices != nil {
+		if p, ok := r.prices.Lookup(r.model); ok {
+			s += ", " + tui.FormatCost(p.Cost(u))
+		} else {
+			s += ", unknown price"
+		}
+	}
+	return s
 }
 
 // clip shows s on one line, escaped, cut to about n bytes of s.

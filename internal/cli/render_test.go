@@ -81,7 +81,7 @@ func TestTerminalOutputIsEscaped(t *testing.T) {
 	if strings.ContainsAny(log, "\x1b\r\x07\u202e") {
 		t.Errorf("stderr holds controls: %q", log)
 	}
-	for _, want := range []string{`think\x1b]0;owned\a`, `→ evil\x1b[2K {"a":"\u202e"}`, `✓ ok\r\x1b[1A`} {
+	for _, want := range []string{`think\x1b]0;owned\a`, `→ evil\x1b[2K {"a":"\u202e"}`, `✓ evil\x1b[2K: ok\r\x1b[1A`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, log)
 		}
@@ -109,5 +109,70 @@ func TestRunRetryAfterPartialAnswer(t *testing.T) {
 	}
 	if len(srv.Requests()) != 2 || !strings.Contains(errOut.String(), "retrying in") {
 		t.Errorf("%d requests; stderr:\n%s", len(srv.Requests()), errOut.String())
+	}
+}
+
+func TestRenderSummaryAndCost(t *testing.T) {
+	var out, log bytes.Buffer
+	r := newTextRenderer(&out, &log, false)
+	r.configure("gpt-4.1", &Config{}, &IO{Err: &log})
+	read := &loop.ToolCallInfo{ID: "a", Name: "read_file", Arguments: []byte(`{"path":"go.mod"}`)}
+	list := &loop.ToolCallInfo{ID: "b", Name: "list_files", Arguments: []byte(`{"path":"."}`)}
+	for _, c := range []loop.Chunk{
+		{Type: loop.ChunkTurnStart, Turn: 1},
+		{Type: loop.ChunkToolCallStart, ToolCall: read},
+		{Type: loop.ChunkToolCallStart, ToolCall: list},
+		{Type: loop.ChunkToolCallResult, ToolCall: read, Content: "1\tmodule x\n2\t\n3\tgo 1.26\n"},
+		{Type: loop.ChunkToolCallResult, ToolCall: list, Content: "a.go"},
+		{Type: loop.ChunkEnd, Result: &loop.Result{Status: loop.StatusCompleted, Turns: make([]loop.TurnInfo, 1),
+			Usage: llm.Usage{InputTokens: 1_000_000, CacheReadTokens: 500_000, OutputTokens: 100_000}}},
+	} {
+		r.chunk(c)
+	}
+	r.close()
+	for _, want := range []string{"  ✓ read_file go.mod: 3 lines\n", "  ✓ list_files .: a.go\n",
+		"— completed in 1 turn, 1000000 input (500000 cached) + 100000 output tokens, $2.05\n"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, log.String())
+		}
+	}
+	log.Reset()
+	r = newTextRenderer(&out, &log, false)
+	r.configure("my-local-model", &Config{}, &IO{Err: &log})
+	r.chunk(loop.Chunk{Type: loop.ChunkEnd, Result: &loop.Result{Status: loop.StatusCompleted, Turns: make([]loop.TurnInfo, 2)}})
+	if !strings.Contains(log.String(), "completed in 2 turns, 0 input + 0 output tokens, unknown price") {
+		t.Errorf("stderr: %s", log.String())
+	}
+}
+
+func TestRenderProgress(t *testing.T) {
+	var out, log bytes.Buffer
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0
+	r := newTextRenderer(&out, &log, true)
+	r.prog = &progress{w: &log}
+	r.now = func() time.Time { return now }
+	r.chunk(loop.Chunk{Type: loop.ChunkTurnStart, Turn: 1})
+	r.prog.tick(t0.Add(500 * time.Millisecond))
+	if log.Len() != 0 {
+		t.Errorf("a progress line before a second: %q", log.String())
+	}
+	r.prog.tick(t0.Add(3 * time.Second))
+	if !strings.HasSuffix(log.String(), "waiting for the model 3s") {
+		t.Errorf("no progress line: %q", log.String())
+	}
+	now = t0.Add(4 * time.Second)
+	r.chunk(loop.Chunk{Type: loop.ChunkTurnEnd, Turn: 1, Usage: &llm.Usage{}})
+	r.chunk(loop.Chunk{Type: loop.ChunkToolCallStart, ToolCall: &loop.ToolCallInfo{Name: "run_command", Arguments: []byte(`{"command":"make"}`)}})
+	if !strings.HasSuffix(log.String(), "waiting for the model 3s\r\x1b[K→ run_command {\"command\":\"make\"}\n") {
+		t.Errorf("the progress line is not erased before the narration: %q", log.String())
+	}
+	r.prog.tick(now.Add(12 * time.Second))
+	if !strings.HasSuffix(log.String(), "running run_command 12s") {
+		t.Errorf("no progress of the command: %q", log.String())
+	}
+	r.close()
+	if !strings.HasSuffix(log.String(), "\r\x1b[K") {
+		t.Errorf("the line is left at the end: %q", log.String())
 	}
 }

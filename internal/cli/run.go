@@ -28,30 +28,32 @@ import (
 
 // runOptions are the flags of "hrns run".
 type runOptions struct {
-	config    string
-	provider  string
-	model     string
-	baseURL   string
-	workdir   string
-	tools     string
-	system    string
-	agentFile string
-	maxTurns  int
-	timeout   time.Duration
-	json      bool
-	yes       bool
-	record    string
-	replay    string
-	skills    stringList
-	noSkills  bool
-	mcp       stringList
-	noSandbox bool
-	noNetwork bool
-	outSchema string
-	permMode  string
-	allow     stringList
-	deny      stringList
-	prompt    string
+	config     string
+	provider   string
+	model      string
+	baseURL    string
+	workdir    string
+	tools      string
+	system     string
+	agentFile  string
+	maxTurns   int
+	timeout    time.Duration
+	json       bool
+	yes        bool
+	record     string
+	replay     string
+	skills     stringList
+	noSkills   bool
+	mcp        stringList
+	noSandbox  bool
+	noNetwork  bool
+	outSchema  string
+	permMode   string
+	allow      stringList
+	deny       stringList
+	cont       bool
+	prompt     string
+	stdinBytes int // piped to stdin and added to the prompt
 	// browser flags (internal/cli/browser.go)
 	browser      bool
 	browserAllow string
@@ -88,13 +90,14 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.browser, "browser", false, "give the model a headless Chromium (the browser_* tools; see docs/browser.md)")
 	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
 	fs.StringVar(&o.outSchema, "output-schema", "", "a JSON Schema file: the final answer must be JSON matching it; stdout gets only that JSON (progress goes to stderr), and the run fails if the answer never matches")
+	fs.BoolVar(&o.cont, "continue", false, "continue the last conversation of this directory (a chat's or a run's)")
 	fs.Var(&o.mcp, "mcp", "an MCP server whose tools to add: '[NAME=]COMMAND ARGS', '[NAME=]URL', or the NAME of one in the config (repeatable)")
 }
 
 // Validate checks the options that do not depend on the configuration.
 func (o *runOptions) Validate() error {
 	if strings.TrimSpace(o.prompt) == "" {
-		return usagef("run needs a prompt: hrns run \"what to do\"")
+		return usagef("run needs a prompt: hrns run \"what to do\" (or piped: ... | hrns run -)")
 	}
 	if o.maxTurns < 0 {
 		return usagef("--max-turns must be positive")
@@ -129,17 +132,21 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usagef("%v", err)
+		return flagError(err)
 	}
 	o.prompt = strings.Join(pos, " ")
+	if err := o.readStdin(stdio); err != nil {
+		return err
+	}
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	o.describeStdin(stdio)
 	cfg, err := loadConfig(o.config, stdio.getenv)
 	if err != nil {
+		return &usageError{err.Error()}
+	}
+	if err := cfg.mergeProject(o.workdir); err != nil {
 		return &usageError{err.Error()}
 	}
 	agentDef, err := o.loadAgent()
@@ -163,6 +170,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return err
 	}
+	model = diagnose(model)
 	tel, err := setupTelemetry(ctx, stdio.getenv, providerName(model), stdio.Err)
 	if err != nil {
 		return err
@@ -195,11 +203,14 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	if tools, err = loop.Join(tools, browserSet); err != nil {
 		return usagef("%v", err)
 	}
-	if agentDef.System != "" {
-		system = joinPrompts(agentDef.System, system)
-	} else if o.system != "" {
-		system = joinPrompts(o.system, system)
+	ins, err := loadInstructions(o.workdir, stdio.getenv)
+	if err != nil {
+		return usagef("%v", err)
 	}
+	if line := instructionsLoaded(ins); line != "" && !o.json {
+		fmt.Fprintf(stdio.Err, "(%s)\n", line)
+	}
+	system = systemPrompt(&o, agentDef, system, ins)
 
 	maxTurns := firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
 	hooks := shellHooks(cfg.Hooks, &hookEnv{
@@ -226,7 +237,11 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	if system != "" {
 		msgs = append(msgs, llm.SystemMessage(system))
 	}
-	msgs = append(msgs, llm.UserMessage(o.prompt))
+	conv, earlier, err := startConversation(&o, modelName, stdio)
+	if err != nil {
+		return err
+	}
+	msgs = append(append(msgs, earlier...), llm.UserMessage(o.prompt))
 
 	var out renderer
 	switch {
@@ -239,6 +254,9 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	default:
 		out = newTextRenderer(stdio.Out, stdio.Err, stdio.outTerminal())
 	}
+	if tr, ok := out.(*textRenderer); ok {
+		tr.configure(modelName, cfg, stdio)
+	}
 	var res *loop.Result
 	for chunk := range agent.RunLoop(ctx, msgs) {
 		out.chunk(chunk)
@@ -246,10 +264,14 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 			res = chunk.Result
 		}
 	}
+	conv.finish(res, modelName, stdio)
 	if err := out.close(); err != nil {
 		return err
 	}
 	if res.Err != nil {
+		if o.timeout > 0 && errors.Is(res.Err, context.DeadlineExceeded) {
+			return fmt.Errorf("the run was stopped: --timeout %v was reached", o.timeout)
+		}
 		return runError(res.Err, modelName)
 	}
 	if outSchema != nil {
@@ -347,7 +369,7 @@ func (o *runOptions) loadAgent() (*agentFile, error) {
 		dec := yaml.NewDecoder(bytes.NewReader(front))
 		dec.KnownFields(true)
 		if err := dec.Decode(a); err != nil && !errors.Is(err, io.EOF) {
-			return nil, usagef("--agent %s: front matter: %v", o.agentFile, err)
+			return nil, usagef("--agent %s: front matter: %v", o.agentFile, yamlKeyError(err, agentFileKeys))
 		}
 		body = after
 	}
@@ -380,13 +402,17 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 	if kind == "openai-responses" {
 		prefix = "OPENAI" // the same account, key and server as openai
 	}
+	// The environment wins over the config file for the built-in
+	// providers, configured there or not (docs/cli.md); a provider of
+	// another name has only what the file gives it.
+	builtin := name == "openai" || name == "openai-responses" || name == "anthropic"
 	envFor := func(k string) string {
-		if named {
+		if named && !builtin {
 			return ""
 		}
 		return getenv(prefix + "_" + k)
 	}
-	key := firstString(envIf(getenv, p.APIKeyEnv), p.APIKey, envFor("API_KEY"))
+	key := firstString(envIf(getenv, p.APIKeyEnv), envFor("API_KEY"), p.APIKey)
 	if kind == "gemini" && !named && key == "" {
 		key = getenv("GOOGLE_API_KEY") // Google's SDKs read either
 	}
@@ -398,7 +424,7 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 	}
 	if model == "" {
 		return nil, "", usagef("no model configured: pass --model NAME, set %s_MODEL, or set model in ~/.config/hrns/config.toml.\n"+
-			"Without a key, try the offline demo: hrns run --replay examples/tour.jsonl \"Tell me about this repository\"", prefix)
+			"Without a key, try the offline demo: hrns demo", prefix)
 	}
 	switch kind {
 	case "anthropic":

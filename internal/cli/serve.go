@@ -199,7 +199,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		a := cfg.Agents[name]
-		ac := &session.AgentConfig{Description: a.Description, Instructions: a.Instructions, Model: a.Model, MaxSteps: a.MaxSteps}
+		ac := &session.AgentConfig{Description: a.Description, Instructions: a.Instructions, Model: a.Model, MaxSteps: firstNonZero(a.MaxTurns, a.MaxSteps)}
 		if a.Permissions != nil {
 			if ac.Permissions, err = a.Permissions.policy("", nil, nil); err != nil {
 				return usagef("agent %s: %v", name, err)

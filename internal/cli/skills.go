@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"text/tabwriter"
@@ -28,6 +29,11 @@ func loadSkills(o *runOptions, cfg *Config, stdio *IO) (*loop.Toolset, string, e
 	}
 	found, problems := discoverSkills(o.skills, cfg, o.workdir, stdio.getenv)
 	for _, p := range problems {
+		if errors.Is(p.Err, skills.ErrShadowed) {
+			// Shadowing is how a project overrides a user's skill, on
+			// purpose: hrns skills says which, not every run.
+			continue
+		}
 		fmt.Fprintf(stdio.Err, "hrns: skill skipped: %v\n", p)
 	}
 	if len(found) == 0 {
@@ -66,7 +72,7 @@ func skillsCommand(_ context.Context, args []string, stdio *IO) error {
 	var extra stringList
 	fs.Var(&extra, "skills", "a folder of skills to add (repeatable)")
 	if err := fs.Parse(args); err != nil {
-		return usagef("%v", err)
+		return flagError(err)
 	}
 	cfg, err := loadConfig(*config, stdio.getenv)
 	if err != nil {
@@ -78,12 +84,23 @@ func skillsCommand(_ context.Context, args []string, stdio *IO) error {
 			Path  string `json:"path"`
 			Error string `json:"error"`
 		}
+		// One naming style for every key, as the other --json outputs.
+		type skill struct {
+			Name          string            `json:"name"`
+			Description   string            `json:"description"`
+			Dir           string            `json:"dir"`
+			Root          string            `json:"root"`
+			License       string            `json:"license,omitempty"`
+			Compatibility string            `json:"compatibility,omitempty"`
+			AllowedTools  string            `json:"allowed_tools,omitempty"`
+			Metadata      map[string]string `json:"metadata,omitempty"`
+		}
 		out := struct {
-			Skills   []*skills.Skill `json:"skills"`
-			Problems []problem       `json:"problems"`
-		}{Skills: found, Problems: []problem{}}
-		if out.Skills == nil {
-			out.Skills = []*skills.Skill{}
+			Skills   []skill   `json:"skills"`
+			Problems []problem `json:"problems"`
+		}{Skills: []skill{}, Problems: []problem{}}
+		for _, s := range found {
+			out.Skills = append(out.Skills, skill{s.Name, s.Description, s.Dir, s.Root, s.License, s.Compatibility, s.AllowedTools, s.Metadata})
 		}
 		for _, p := range problems {
 			out.Problems = append(out.Problems, problem{p.Path, p.Err.Error()})

@@ -205,7 +205,7 @@ func toolsCommand(_ context.Context, args []string, stdio *IO) error {
 	fs.SetOutput(stdio.Err)
 	asJSON := fs.Bool("json", false, "print the tool specs as JSON")
 	if err := fs.Parse(args); err != nil {
-		return usagef("%v", err)
+		return flagError(err)
 	}
 	all, err := builtinToolset(".")
 	if err != nil {

@@ -1,0 +1,280 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/hrns-dev/hrns/internal/safetext"
+	"github.com/hrns-dev/hrns/internal/tui"
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/llm/replay"
+	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/tools"
+)
+
+const chatUsage = `Usage: hrns chat [flags]            a new conversation
+       hrns chat --continue [flags] the last conversation of this directory
+       hrns chat --resume [ID]      a saved conversation (without ID: the list)
+
+The chat takes the flags of hrns run that make sense in it.`
+
+// chatCommand opens the interactive chat (package tui).
+func chatCommand(ctx context.Context, args []string, stdio *IO) error {
+	var o runOptions
+	var resume, demo bool
+	fs := commandFlags("hrns chat", chatUsage, stdio)
+	o.flags(fs)
+	fs.BoolVar(&demo, "demo", false, "say that this is the offline demo (hrns demo sets it)")
+	fs.BoolVar(&resume, "resume", false, "continue a saved conversation: the ID given after the flags, or pick one from the list")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return flagError(err)
+	}
+	resumeID := ""
+	switch {
+	case resume && len(pos) == 1:
+		resumeID = pos[0]
+	case len(pos) > 0:
+		return usagef("chat takes no prompt (type it in the chat), got %q; for one task, use hrns run", pos)
+	}
+	switch {
+	case o.json, o.outSchema != "", o.timeout != 0:
+		return usagef("--json, --output-schema and --timeout are for hrns run")
+	case o.cont && resume:
+		return usagef("--continue and --resume cannot be used together")
+	}
+	o.prompt = "chat" // Validate wants one; the chat has its own
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if !stdio.interactive() || !stdio.outTerminal() {
+		return usagef("hrns chat needs a terminal on stdin and stdout; for scripts, use hrns run \"PROMPT\"")
+	}
+	s, err := buildSession(ctx, &o, stdio)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if demo {
+		s.notices = append(s.notices, "This is the offline demo: type anything (say, \"Tell me about this repository\"); the answers are recorded, the tools really read this directory.")
+	}
+
+	cfg := &tui.Config{
+		Model: s.model, ModelName: s.modelName, Tools: s.tools, System: s.system,
+		Options: loop.Options{MaxTurns: s.maxTurns, Permissions: s.perms, Hooks: s.hooks},
+		Workdir: o.absWorkdir(),
+		Prices:  s.prices,
+		Notices: s.notices,
+		Input:   stdio.In, Output: stdio.Out,
+		WithLiveOutput: func(ctx context.Context, f func(string, []byte)) context.Context {
+			return tools.WithLiveOutput(ctx, f)
+		},
+	}
+	if o.yes {
+		cfg.Allow = allowAll{}
+		cfg.Notices = append(cfg.Notices, "(--yes: every call is allowed without asking, but for deny rules and hooks)")
+	} else {
+		cfg.Allow = policyAllower{s.perms}
+	}
+	st, err := openConversations(stdio.getenv)
+	if err != nil {
+		cfg.Notices = append(cfg.Notices, "(conversations are not saved: "+safetext.Escape(err.Error())+")")
+	} else {
+		defer st.Close()
+		cfg.Store = st
+		switch {
+		case o.cont:
+			if cfg.Resume, err = st.Last(o.absWorkdir()); err != nil {
+				return usagef("--continue: %v", err)
+			}
+		case resumeID != "":
+			if cfg.Resume, err = st.Get(resumeID); err != nil {
+				return usagef("--resume: %v", err)
+			}
+		case resume:
+			cfg.Notices = append(cfg.Notices, "Type /resume to list the conversations of this directory, /resume ID to continue one.")
+		}
+	}
+	return tui.Run(ctx, cfg)
+}
+
+// policyAllower is the chat's [tui.Allower]: its "always" answers are
+// allow rules added to the run's permission policy, the same rules as
+// --allow and the config's (a tool, or a command prefix of run_command).
+// The policy decides before the chat is asked, so nothing it would allow
+// reaches Allowed.
+type policyAllower struct{ p *loop.Permissions }
+
+func (policyAllower) Allowed(string, json.RawMessage) bool { return false }
+
+func (a policyAllower) AlwaysAllow(tool, prefix string) error {
+	r := loop.Rule{Tool: tool}
+	if prefix != "" {
+		r.Pattern = prefix + ":*"
+	}
+	a.p.AddAllow(r)
+	return nil
+}
+
+// allowAll is the chat's [tui.Allower] with --yes: every call is allowed.
+type allowAll struct{}
+
+func (allowAll) Allowed(string, json.RawMessage) bool { return true }
+func (allowAll) AlwaysAllow(string, string) error     { return nil }
+
+// chatSetup is what a chat is made of: the model, the tools and
+// the system prompt, built from the flags, the config and the agent file.
+type chatSetup struct {
+	model     llm.Model
+	modelName string
+	tools     *loop.Toolset
+	system    string
+	maxTurns  int
+	perms     *loop.Permissions
+	hooks     []loop.Hook
+	prices    tui.Prices
+	notices   []string
+	closers   []func() error
+}
+
+func (s *chatSetup) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+}
+
+// buildSession builds the model, tools and system prompt of a chat the way
+// runCommand builds those of a run.
+func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, error) {
+	cfg, err := loadConfig(o.config, stdio.getenv)
+	if err != nil {
+		return nil, &usageError{err.Error()}
+	}
+	if err := cfg.mergeProject(o.workdir); err != nil {
+		return nil, &usageError{err.Error()}
+	}
+	agentDef, err := o.loadAgent()
+	if err != nil {
+		return nil, err
+	}
+	s := &chatSetup{}
+	s.model, s.modelName, err = buildModel(o, cfg, agentDef, stdio.getenv)
+	if err != nil {
+		return nil, err
+	}
+	s.model = diagnose(s.model)
+	if o.replay != "" {
+		s.notices = append(s.notices, "(replay: the model's answers come from "+safetext.Escape(o.replay)+"; the tools run for real)")
+	}
+	if o.record != "" {
+		rec, err := replay.Create(o.record, s.model, s.modelName)
+		if err != nil {
+			return nil, usagef("--record: %v", err)
+		}
+		s.closers = append(s.closers, rec.Close)
+		s.model = rec
+	}
+	mode := o.permMode
+	if o.yes {
+		mode = string(loop.ModeBypass)
+	}
+	if s.perms, err = cfg.Permissions.policy(mode, o.allow, o.deny); err != nil {
+		return nil, usagef("%v", err)
+	}
+	s.hooks = shellHooks(cfg.Hooks, &hookEnv{
+		workdir: o.absWorkdir(), sessionID: newSessionID(), mode: s.perms.Mode,
+		unconfined: o.noSandbox,
+	})
+	names := toolNames(o.tools, agentDef.Tools, cfg.Tools)
+	// run_code's programs are approved by the chat's approver, as any
+	// call; capability calls needing approval are refused inside them.
+	tools, system, closeMCP, err := buildTools(ctx, names, o, cfg, stdio, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, closeMCP)
+	s.tools = tools
+	ins, err := loadInstructions(o.workdir, stdio.getenv)
+	if err != nil {
+		s.close()
+		return nil, usagef("%v", err)
+	}
+	if line := instructionsLoaded(ins); line != "" {
+		s.notices = append(s.notices, "("+line+")")
+	}
+	if cfg.project != "" {
+		s.notices = append(s.notices, "(project config: "+safetext.Escape(cfg.project)+")")
+	}
+	s.system = systemPrompt(o, agentDef, system, ins)
+	s.maxTurns = firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
+	s.prices = maps.Clone(tui.DefaultPrices)
+	maps.Copy(s.prices, cfg.Prices)
+	return s, nil
+}
+
+// openConversations opens the store of saved conversations.
+func openConversations(getenv func(string) string) (*tui.Store, error) {
+	path := tui.DefaultStorePath(getenv)
+	if path == "" {
+		return nil, errors.New("neither XDG_STATE_HOME nor HOME is set")
+	}
+	return tui.OpenStore(path)
+}
+
+// runConversation is the saved conversation of hrns run: the one it
+// continues (--continue), or a new one.
+type runConversation struct {
+	store *tui.Store
+	conv  *tui.Conversation
+}
+
+// startConversation opens the store for a run. With --continue it
+// returns the earlier messages to send before the prompt; a store that
+// cannot be opened is an error only then.
+func startConversation(o *runOptions, modelName string, stdio *IO) (*runConversation, []llm.Message, error) {
+	st, err := openConversations(stdio.getenv)
+	if err != nil {
+		if o.cont {
+			return nil, nil, usagef("--continue: %v", err)
+		}
+		return nil, nil, nil
+	}
+	rc := &runConversation{store: st}
+	if !o.cont {
+		rc.conv = st.New(o.absWorkdir(), modelName)
+		return rc, nil, nil
+	}
+	rc.conv, err = st.Last(o.absWorkdir())
+	if err != nil {
+		st.Close()
+		return nil, nil, usagef("--continue: %v", err)
+	}
+	return rc, tui.Resumable(rc.conv.Messages), nil
+}
+
+// finish saves the run's transcript and closes the store.
+func (rc *runConversation) finish(res *loop.Result, modelName string, stdio *IO) {
+	if rc == nil {
+		return
+	}
+	defer rc.store.Close()
+	if res == nil || res.Messages == nil {
+		return
+	}
+	rc.conv.Messages = tui.WithoutSystem(res.Messages)
+	if rc.conv.Usage == nil {
+		rc.conv.Usage = map[string]llm.Usage{}
+	}
+	u := rc.conv.Usage[modelName]
+	u.Add(res.Usage)
+	rc.conv.Usage[modelName] = u
+	rc.conv.Model = modelName
+	rc.conv.Updated = time.Now()
+	if err := rc.store.Save(rc.conv); err != nil {
+		fmt.Fprintf(stdio.Err, "hrns: %v\n", err)
+	}
+}

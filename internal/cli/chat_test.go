@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/hrns-dev/hrns/openai/openaitest"
+)
+
+func TestChatNeedsTerminal(t *testing.T) {
+	for _, args := range [][]string{{"chat"}, {}} {
+		var errOut bytes.Buffer
+		code := Run(t.Context(), args, &IO{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errOut, Getenv: func(string) string { return "" }})
+		if code != ExitUsage {
+			t.Errorf("%q: exit %d, want %d", args, code, ExitUsage)
+		}
+		if len(args) == 1 && !strings.Contains(errOut.String(), "needs a terminal") {
+			t.Errorf("%q: %s", args, errOut.String())
+		}
+	}
+}
+
+func TestChatUsageErrors(t *testing.T) {
+	term := func() bool { return true }
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"chat", "hello"}, "chat takes no prompt"},
+		{[]string{"chat", "--json"}, "--json, --output-schema and --timeout are for hrns run"},
+		{[]string{"chat", "--continue", "--resume"}, "cannot be used together"},
+	} {
+		var errOut bytes.Buffer
+		code := Run(t.Context(), tt.args, &IO{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errOut, Interactive: term, OutTerminal: term, Getenv: func(string) string { return "" }})
+		if code != ExitUsage || !strings.Contains(errOut.String(), tt.want) {
+			t.Errorf("%q: exit %d, %s", tt.args, code, errOut.String())
+		}
+	}
+}
+
+// TestRunContinue: a run is saved, and run --continue sends it again
+// before the follow-up.
+func TestRunContinue(t *testing.T) {
+	srv := openaitest.NewServer(openaitest.Reply{Text: "Paris."}, openaitest.Reply{Text: "About 2 million."})
+	defer srv.Close()
+	home, work := t.TempDir(), t.TempDir()
+	env := func(k string) string { return map[string]string{"HOME": home}[k] }
+	run := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		args = append([]string{"run", "--base-url", srv.URL(), "--model", "m", "--tools", "none", "--no-skills", "--workdir", work}, args...)
+		code := Run(t.Context(), args, &IO{In: strings.NewReader(""), Out: &out, Err: &errOut, Getenv: env})
+		return code, out.String() + errOut.String()
+	}
+	if code, out := run("--continue", "hello?"); code != ExitUsage || !strings.Contains(out, "no saved conversation") {
+		t.Fatalf("--continue with nothing saved: %d %s", code, out)
+	}
+	if code, out := run("capital of France?"); code != ExitOK {
+		t.Fatalf("%d %s", code, out)
+	}
+	if code, out := run("--continue", "how many people?"); code != ExitOK || !strings.Contains(out, "About 2 million.") {
+		t.Fatalf("%d %s", code, out)
+	}
+	body := string(srv.Requests()[1].Body)
+	for _, want := range []string{"capital of France?", "Paris.", "how many people?"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the follow-up lacks %q: %s", want, body)
+		}
+	}
+}

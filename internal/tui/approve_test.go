@@ -1,0 +1,179 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+func TestDiffText(t *testing.T) {
+	tests := []struct {
+		old, new string
+		want     string
+	}{
+		{"a\nb\nc\n", "a\nb\nc\n", ""},
+		{"", "x\ny\n", "+0,1 x|+0,2 y|"},
+		{"a\nb\nc\n", "a\nB\nc\n", " 1,1 a|-2,0 b|+0,2 B| 3,3 c|"},
+		{"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n", "1\n2\nX\n4\n5\n6\n7\n8\nY\n10\n", " 2,2 2|-3,0 3|+0,3 X| 4,4 4|~0,0 | 8,8 8|-9,0 9|+0,9 Y| 10,10 10|"},
+	}
+	for _, tt := range tests {
+		var b strings.Builder
+		for _, l := range diffText(tt.old, tt.new, 1) {
+			fmt.Fprintf(&b, "%c%d,%d %s|", l.Op, l.Old, l.New, l.Text)
+		}
+		if b.String() != tt.want {
+			t.Errorf("diffText(%q, %q) = %s, want %s", tt.old, tt.new, b.String(), tt.want)
+		}
+	}
+}
+
+func TestDiffBounded(t *testing.T) {
+	var a, b strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&a, "a%d\n", i)
+		fmt.Fprintf(&b, "b%d\n", i)
+	}
+	lines := diffText(a.String(), b.String(), 3)
+	if len(lines) != 6000 {
+		t.Errorf("%d lines, want every line removed then added", len(lines))
+	}
+}
+
+func TestCommandPrefix(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"go test ./...":         "go test",
+		"ls -la":                "ls",
+		"git status":            "git status",
+		"ls; rm -rf ~":          "",
+		"echo $(id)":            "",
+		"FOO=1 make":            "",
+		"cat 'a b'":             "",
+		"npm run build":         "npm run",
+		"":                      "",
+		"ls\u202e -la":          "",
+		"go test ./... && curl": "",
+	} {
+		if got := commandPrefix(cmd); got != want {
+			t.Errorf("commandPrefix(%q) = %q, want %q", cmd, got, want)
+		}
+	}
+}
+
+func TestSessionAllowList(t *testing.T) {
+	var l SessionAllowList
+	args := func(cmd string) json.RawMessage { b, _ := json.Marshal(map[string]string{"command": cmd}); return b }
+	l.AlwaysAllow("run_command", "go test")
+	l.AlwaysAllow("write_file", "")
+	for _, tt := range []struct {
+		tool, cmd string
+		want      bool
+	}{
+		{"run_command", "go test ./...", true},
+		{"run_command", "go test", true},
+		{"run_command", "go testify", false},
+		{"run_command", "go vet", false},
+		{"run_command", "go test ./... ; rm -rf ~", false},
+		{"run_command", "go test $(rm -rf ~)", false},
+		{"run_command", "go test \\\n; id", false},
+		{"write_file", "", true},
+		{"edit_file", "", false},
+	} {
+		if got := l.Allowed(tt.tool, args(tt.cmd)); got != tt.want {
+			t.Errorf("Allowed(%s, %q) = %v, want %v", tt.tool, tt.cmd, got, tt.want)
+		}
+	}
+}
+
+func TestPrices(t *testing.T) {
+	p, ok := DefaultPrices.Lookup("claude-sonnet-4-5-20250929")
+	if !ok || p.Input != 3 {
+		t.Errorf("dated model: %+v %v", p, ok)
+	}
+	if _, ok := DefaultPrices.Lookup("gpt-4.1-mini-2025-04-14"); !ok {
+		t.Error("gpt-4.1-mini with a date is unknown")
+	}
+	if p, _ := DefaultPrices.Lookup("gpt-4.1-mini"); p.Input != 0.40 {
+		t.Errorf("gpt-4.1-mini took another model's price: %+v", p)
+	}
+	if _, ok := DefaultPrices.Lookup("llama3"); ok {
+		t.Error("an unknown model has a price")
+	}
+	// 1M input of which 0.5M cached, 0.1M written, 1M output.
+	c := Price{Input: 2, CachedInput: 0.5, CacheWrite: 2.5, Output: 8}.Cost(llm.Usage{InputTokens: 1e6, CacheReadTokens: 5e5, CacheWriteTokens: 1e5, OutputTokens: 1e6})
+	if want := 0.4*2 + 0.5*0.5 + 0.1*2.5 + 8; fmt.Sprintf("%.6f", c) != fmt.Sprintf("%.6f", want) {
+		t.Errorf("cost = %v, want %v", c, want)
+	}
+}
+
+func TestUnknownPriceShown(t *testing.T) {
+	h := newHarness(t)
+	h.c.modelName = "local-llama"
+	h.c.addUsage(llm.Usage{InputTokens: 10, OutputTokens: 5})
+	if s := ansi.Strip(h.c.status()); !strings.Contains(s, "unknown price") {
+		t.Errorf("status = %q", s)
+	}
+}
+
+func TestLongPreviewMustBeViewed(t *testing.T) {
+	var content strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&content, "line %d\n", i)
+	}
+	args, _ := json.Marshal(map[string]string{"path": "big.txt", "content": content.String()})
+	h := newHarness(t, llmReplyCall("write_file", string(args)), llmReplyText("ok"))
+	h.typeText("write it")
+	h.settle()
+	h.press("y")
+	if h.c.approval == nil {
+		t.Fatal("a long write was allowed unseen")
+	}
+	h.press("v")
+	if !strings.Contains(h.screen(), "line 99") {
+		t.Errorf("v does not show the end:\n%s", h.screen())
+	}
+	h.press("y")
+	h.settle()
+	if h.c.approval != nil {
+		t.Error("y after v did not allow")
+	}
+}
+
+// FuzzDiff: the diff of any two texts, with every line as context, gives
+// back both texts, and its line numbers count up from 1.
+func FuzzDiff(f *testing.F) {
+	f.Add("a\nb\nc\n", "a\nB\nc\n")
+	f.Add("", "x")
+	f.Add("x\n\n\ny", "\n\nx")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if len(a) > 4096 || len(b) > 4096 {
+			return
+		}
+		var olds, news []string
+		nextOld, nextNew := 1, 1
+		for _, l := range diffAll(splitLines(a), splitLines(b)) {
+			if l.Op != '+' {
+				olds = append(olds, l.Text)
+				if l.Old != nextOld {
+					t.Fatalf("old line %d, want %d", l.Old, nextOld)
+				}
+				nextOld++
+			}
+			if l.Op != '-' {
+				news = append(news, l.Text)
+				if l.New != nextNew {
+					t.Fatalf("new line %d, want %d", l.New, nextNew)
+				}
+				nextNew++
+			}
+		}
+		if !slices.Equal(olds, splitLines(a)) || !slices.Equal(news, splitLines(b)) {
+			t.Fatalf("the diff does not give back the texts: %q %q", olds, news)
+		}
+	})
+}

@@ -1,0 +1,267 @@
+package tui
+
+import (
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// A Store keeps chat conversations in one SQLite file, by default
+// $XDG_STATE_HOME/hrns/chats.db (~/.local/state/hrns/chats.db). A
+// conversation is one row of a table of its own (not a session of
+// store/sqlite: a chat has no server-side state machine, only a transcript
+// to continue), keyed by ID and indexed by the directory it was held in, so
+// that "--continue" finds the last one of the current directory.
+//
+// The transcript is stored without its system prompt: a resumed
+// conversation gets the system prompt and instructions of the day.
+type Store struct {
+	db *sql.DB
+}
+
+// A Conversation is a saved chat.
+type Conversation struct {
+	ID      string
+	Workdir string
+	Title   string
+	Model   string
+	Created time.Time
+	Updated time.Time
+	// Messages is the transcript without system messages at its head.
+	Messages []llm.Message
+	// Usage is the token usage per model.
+	Usage map[string]llm.Usage
+}
+
+// ErrNoConversation is returned when no saved conversation matches.
+var ErrNoConversation = errors.New("no saved conversation")
+
+// DefaultStorePath returns where conversations are kept: under
+// XDG_STATE_HOME, else ~/.local/state; "" when neither is known.
+func DefaultStorePath(getenv func(string) string) string {
+	dir := getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home := getenv("HOME")
+		if home == "" {
+			return ""
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "hrns", "chats.db")
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS conversations (
+	id         TEXT PRIMARY KEY,
+	workdir    TEXT NOT NULL,
+	title      TEXT NOT NULL,
+	model      TEXT NOT NULL,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	messages   TEXT NOT NULL,
+	usage      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS conversations_by_workdir ON conversations (workdir, updated_at);
+`
+
+// OpenStore opens (creating it if needed) the store at path. The file and
+// its directory are private to the user: a transcript holds what the tools
+// read.
+func OpenStore(path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("conversation store: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("conversation store: %w", err)
+	}
+	f.Close()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		return nil, fmt.Errorf("conversation store %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("conversation store %s: %w", path, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// New returns a new, unsaved conversation held in workdir.
+func (s *Store) New(workdir, model string) *Conversation {
+	var b [4]byte
+	rand.Read(b[:])
+	now := time.Now().UTC()
+	return &Conversation{
+		ID:      now.Format("20060102") + "-" + hex.EncodeToString(b[:]),
+		Workdir: workdir, Model: model, Created: now, Updated: now,
+		Usage: map[string]llm.Usage{},
+	}
+}
+
+// Save writes c, unless it holds no message yet.
+func (s *Store) Save(c *Conversation) error {
+	if len(c.Messages) == 0 {
+		return nil
+	}
+	if c.Title == "" {
+		c.Title = title(c.Messages)
+	}
+	c.Updated = time.Now().UTC()
+	msgs, err := json.Marshal(c.Messages)
+	if err != nil {
+		return err
+	}
+	usage, err := json.Marshal(c.Usage)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.Exec(`INSERT INTO conversations (id, workdir, title, model, created_at, updated_at, messages, usage)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET model = excluded.model, updated_at = excluded.updated_at,
+			messages = excluded.messages, usage = excluded.usage`,
+		c.ID, c.Workdir, c.Title, c.Model, c.Created.UnixMilli(), c.Updated.UnixMilli(), msgs, usage)
+	if err != nil {
+		return fmt.Errorf("saving conversation %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// title is the first line of the first user message, short.
+func title(msgs []llm.Message) string {
+	for _, m := range msgs {
+		if m.Role == llm.RoleUser {
+			t, _, _ := strings.Cut(strings.TrimSpace(m.Text()), "\n")
+			if len(t) > 60 {
+				n := 60
+				for n > 0 && t[n]&0xC0 == 0x80 {
+					n--
+				}
+				t = t[:n] + "…"
+			}
+			return t
+		}
+	}
+	return ""
+}
+
+const columns = `id, workdir, title, model, created_at, updated_at, messages, usage`
+
+func scan(row interface{ Scan(...any) error }) (*Conversation, error) {
+	var c Conversation
+	var created, updated int64
+	var msgs, usage string
+	if err := row.Scan(&c.ID, &c.Workdir, &c.Title, &c.Model, &created, &updated, &msgs, &usage); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, ErrNoConversation
+		}
+		return nil, err
+	}
+	c.Created, c.Updated = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
+	if err := json.Unmarshal([]byte(msgs), &c.Messages); err != nil {
+		return nil, fmt.Errorf("conversation %s: %w", c.ID, err)
+	}
+	if err := json.Unmarshal([]byte(usage), &c.Usage); err != nil || c.Usage == nil {
+		c.Usage = map[string]llm.Usage{}
+	}
+	return &c, nil
+}
+
+// Get returns the conversation whose ID is id, or starts with id when only
+// one does.
+func (s *Store) Get(id string) (*Conversation, error) {
+	if id == "" {
+		return nil, ErrNoConversation
+	}
+	c, err := scan(s.db.QueryRow(`SELECT `+columns+` FROM conversations WHERE id = ?`, id))
+	if !errors.Is(err, ErrNoConversation) {
+		return c, err
+	}
+	rows, err := s.db.Query(`SELECT id FROM conversations WHERE substr(id, 1, ?) = ? LIMIT 2`, len(id), id)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for rows.Next() {
+		var x string
+		rows.Scan(&x)
+		ids = append(ids, x)
+	}
+	rows.Close()
+	switch len(ids) {
+	case 0:
+		return nil, fmt.Errorf("%w with ID %q", ErrNoConversation, id)
+	case 1:
+		return s.Get(ids[0])
+	}
+	return nil, fmt.Errorf("%q names more than one conversation: give more of the ID", id)
+}
+
+// Last returns the conversation of workdir saved last.
+func (s *Store) Last(workdir string) (*Conversation, error) {
+	c, err := scan(s.db.QueryRow(`SELECT `+columns+` FROM conversations WHERE workdir = ? ORDER BY updated_at DESC LIMIT 1`, workdir))
+	if errors.Is(err, ErrNoConversation) {
+		return nil, fmt.Errorf("%w in %s", ErrNoConversation, workdir)
+	}
+	return c, err
+}
+
+// List returns the latest n conversations of workdir (all directories
+// when workdir is ""), newest first, without their messages.
+func (s *Store) List(workdir string, n int) ([]*Conversation, error) {
+	q := `SELECT id, workdir, title, model, updated_at FROM conversations`
+	args := []any{}
+	if workdir != "" {
+		q += ` WHERE workdir = ?`
+		args = append(args, workdir)
+	}
+	q += ` ORDER BY updated_at DESC LIMIT ?`
+	args = append(args, n)
+	rows, err := s.db.Query(q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Conversation
+	for rows.Next() {
+		var c Conversation
+		var updated int64
+		if err := rows.Scan(&c.ID, &c.Workdir, &c.Title, &c.Model, &updated); err != nil {
+			return nil, err
+		}
+		c.Updated = time.UnixMilli(updated).UTC()
+		out = append(out, &c)
+	}
+	return out, rows.Err()
+}
+
+// Resumable returns a saved transcript ready to be sent again after a new
+// system prompt: without its system messages, and with an error result
+// for each call that a cancelled turn left without one.
+func Resumable(msgs []llm.Message) []llm.Message {
+	return closeCalls(WithoutSystem(msgs))
+}
+
+// WithoutSystem returns msgs without the system messages at their head.
+func WithoutSystem(msgs []llm.Message) []llm.Message {
+	i := 0
+	for i < len(msgs) && msgs[i].Role == llm.RoleSystem {
+		i++
+	}
+	return msgs[i:]
+}

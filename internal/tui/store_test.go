@@ -1,0 +1,86 @@
+package tui
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/llm/llmtest"
+)
+
+func TestStoreSaveGetLast(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", "hrns", "chats.db")
+	st, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("store file mode: %v, %v", fi.Mode(), err)
+	}
+	if _, err := st.Last("/w"); !errors.Is(err, ErrNoConversation) {
+		t.Errorf("Last of an empty store: %v", err)
+	}
+	a := st.New("/w", "m")
+	a.Messages = []llm.Message{llm.UserMessage("first question\nmore"), llm.AssistantMessage("answer")}
+	a.Usage["m"] = llm.Usage{InputTokens: 10}
+	if err := st.Save(a); err != nil {
+		t.Fatal(err)
+	}
+	b := st.New("/other", "m")
+	b.Messages = []llm.Message{llm.UserMessage("elsewhere")}
+	if err := st.Save(b); err != nil {
+		t.Fatal(err)
+	}
+	empty := st.New("/w", "m")
+	if err := st.Save(empty); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Last("/w")
+	if err != nil || got.ID != a.ID || got.Title != "first question" || len(got.Messages) != 2 || got.Usage["m"].InputTokens != 10 {
+		t.Fatalf("Last = %+v, %v", got, err)
+	}
+	if got, err := st.Get(a.ID[:len(a.ID)-2]); err != nil || got.ID != a.ID {
+		t.Errorf("Get by prefix = %v, %v", got, err)
+	}
+	if _, err := st.Get("nope"); !errors.Is(err, ErrNoConversation) {
+		t.Errorf("Get of an unknown ID: %v", err)
+	}
+	list, err := st.List("/w", 10)
+	if err != nil || len(list) != 1 {
+		t.Errorf("List = %v, %v", list, err)
+	}
+}
+
+func TestResumeInChat(t *testing.T) {
+	st, err := OpenStore(filepath.Join(t.TempDir(), "chats.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h := newHarness(t, llmtest.Text("Paris."), llmtest.Text("About 2 million."))
+	h.c.cfg.Store = st
+	h.c.reset()
+	h.typeText("capital of France?")
+	h.settle()
+	id := h.c.conv.ID
+
+	// A new chat resumes it: the model gets the earlier turns after
+	// today's system prompt.
+	h2 := newHarness(t)
+	h2.model.Push(llmtest.Text("About 2 million."))
+	h2.c.cfg.Store = st
+	h2.typeText("/resume " + id[:12])
+	h2.typeText("how many people live there?")
+	h2.settle()
+	req := h2.model.Requests()[0]
+	if len(req.Messages) != 4 || req.Messages[0].Role != llm.RoleSystem || req.Messages[1].Text() != "capital of France?" || req.Messages[2].Text() != "Paris." {
+		t.Errorf("the resumed request: %+v", req.Messages)
+	}
+	if s := h2.screen(); !strings.Contains(s, "Resumed conversation "+id) || !strings.Contains(s, "Paris.") {
+		t.Errorf("the resumed conversation is not shown:\n%s", s)
+	}
+}
