@@ -170,12 +170,12 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return err
 	}
-	model = diagnose(model)
 	tel, err := setupTelemetry(ctx, stdio.getenv, providerName(model), stdio.Err)
 	if err != nil {
 		return err
 	}
 	defer tel.close(ctx, stdio.Err)
+	model = diagnose(model) // after providerName, which reads the provider's type
 	if o.replay != "" && !o.json {
 		fmt.Fprintf(stdio.Err, "(replay: the model's answers come from %s; the tools run for real)\n", o.replay)
 	}
