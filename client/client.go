@@ -297,6 +297,10 @@ func (c *Client) once(ctx context.Context, method, path string, header http.Head
 		}
 		return resp.StatusCode, resp.Header, ae
 	}
+	if rb, ok := out.(*rawBody); ok {
+		rb.data, rb.contentType = b, resp.Header.Get("Content-Type")
+		return resp.StatusCode, resp.Header, nil
+	}
 	if out != nil && resp.StatusCode != http.StatusNoContent && len(b) > 0 {
 		if err := json.Unmarshal(b, out); err != nil {
 			return resp.StatusCode, resp.Header, fmt.Errorf("hrns API: decoding %s %s: %w", method, path, err)
@@ -395,4 +399,10 @@ func (c *Client) Quota(ctx context.Context) (*Quota, error) {
 	var q Quota
 	_, _, err := c.call(ctx, "GET", "/api/v2/sessions/quota", nil, nil, &q, true)
 	return &q, err
+}
+
+// rawBody receives a response's bytes as they are (not JSON).
+type rawBody struct {
+	data        []byte
+	contentType string
 }

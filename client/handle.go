@@ -267,6 +267,19 @@ func (h *Handle) Share(ctx context.Context) (string, error) {
 	return link.ShareURL, err
 }
 
+// Resource returns a resource of the session and its media type: for
+// bucket "events", the image of the event at index key (an
+// observation_event's screenshot). A resource that does not exist is an
+// *APIError with StatusCode 404.
+func (h *Handle) Resource(ctx context.Context, bucket, key string) ([]byte, string, error) {
+	var rb rawBody
+	_, _, err := h.c.call(ctx, "GET", "/api/v2/sessions/"+url.PathEscape(h.id)+"/resources/"+url.PathEscape(bucket)+"/"+url.PathEscape(key), nil, nil, &rb, true)
+	if err != nil {
+		return nil, "", err
+	}
+	return rb.data, rb.contentType, nil
+}
+
 // Unshare revokes the session's share URL.
 func (h *Handle) Unshare(ctx context.Context) error {
 	_, _, err := h.c.call(ctx, "DELETE", "/api/v2/sessions/"+h.id+"/share", nil, nil, nil, true)

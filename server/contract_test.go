@@ -115,7 +115,11 @@ func (c *contractDoc) check(r *http.Request, status int, header http.Header, bod
 		return nil // a status the reference does not describe (401, 404, 409, 429...)
 	}
 	if name == nil {
-		if len(bytes.TrimSpace(body)) > 0 {
+		// No JSON schema: no body, or bytes that are not JSON (the
+		// resources operation answers application/octet-stream).
+		// An error the reference gives no schema for may say why, in
+		// hrns's {"detail"} shape.
+		if mt, _, _ := mime.ParseMediaType(header.Get("Content-Type")); status < 400 && len(bytes.TrimSpace(body)) > 0 && mt == "application/json" {
 			return fmt.Errorf("%s answered %d with a body, the reference has none: %s", pattern, status, excerpt(body))
 		}
 		c.count(pattern, status)
@@ -202,7 +206,6 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 // not serve (docs/sessions-api.md says why): TestMain does not require a
 // validated body of them.
 var notImplemented = []string{
-	"GET /api/v2/sessions/{id}/resources/{bucket}/{key}",
 	"GET /api/v2/quota/tokens",
 }
 

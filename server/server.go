@@ -158,6 +158,7 @@ func New(m *session.Manager, opts *Options) *Server {
 		{"GET /api/v2/sessions/{id}/status", bodyNone, s.status},
 		{"GET /api/v2/sessions/{id}/changes", bodyNone, s.changes},
 		{"GET /api/v2/sessions/{id}/events", bodyNone, s.events},
+		{"GET /api/v2/sessions/{id}/resources/{bucket}/{key...}", bodyNone, s.resource},
 		{"POST /api/v2/sessions/{id}/messages", bodyJSON, s.messages},
 		{"POST /api/v2/sessions/{id}/tool_results", bodyJSON, s.toolResults},
 		{"POST /api/v2/sessions/{id}/approvals", bodyJSON, s.approvals},
@@ -268,6 +269,8 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body too large (limit %d bytes)", s.opts.MaxBodyBytes))
 	case errors.Is(err, session.ErrNotFound):
 		writeError(w, http.StatusNotFound, "Session not found")
+	case errors.Is(err, session.ErrResourceNotFound):
+		writeError(w, http.StatusNotFound, "Resource not found")
 	case errors.Is(err, session.ErrFinished):
 		writeError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, session.ErrQuotaExceeded):
@@ -583,6 +586,30 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, owner string) er
 		return err
 	}
 	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// resource serves a resource of the session: the bytes of an event's
+// image (bucket "events", the event's index as key). The reference
+// redirects to a presigned URL; hrns, which keeps the images in its
+// store, answers 200 with the bytes, which is what a client following the
+// redirect receives.
+func (s *Server) resource(w http.ResponseWriter, r *http.Request, owner string) error {
+	b, mediaType, err := s.m.Resource(r.Context(), owner, r.PathValue("id"), r.PathValue("bucket"), r.PathValue("key"))
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", mediaType)
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	h.Set("Cache-Control", "private, max-age=3600")
+	w.WriteHeader(http.StatusOK)
+	_, err = w.Write(b)
+	if err != nil && r.Context().Err() == nil {
+		s.log.Debug("writing a resource", "err", err)
+	}
 	return nil
 }
 
