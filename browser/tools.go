@@ -39,6 +39,20 @@ func (b *Browser) Tools() *loop.Toolset {
 	ts := &loop.Toolset{}
 	add := func(def *loop.ToolDef) {
 		def.Timeout = timeout
+		// For the permission policy: looking (navigating, reading,
+		// screenshots, tabs, waiting, scrolling, hovering) changes
+		// nothing the user keeps and runs in plan mode; clicking,
+		// typing, keys and choosing options may submit forms, so they
+		// stay of unknown access (asked or refused as the mode says).
+		// URL rules (web_fetch(domain:...) and the like) match
+		// browser_navigate's url.
+		switch def.Name {
+		case "browser_navigate":
+			def.Access, def.Subject = loop.AccessRead, loop.Subject{Kind: loop.SubjectURL, Argument: "url"}
+		case "browser_navigate_back", "browser_snapshot", "browser_take_screenshot", "browser_tabs",
+			"browser_wait_for", "browser_scroll", "browser_hover":
+			def.Access = loop.AccessRead
+		}
 		if err := ts.Add(def); err != nil {
 			panic(err)
 		}
