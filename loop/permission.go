@@ -162,7 +162,9 @@ func ParseRule(s string) (Rule, error) {
 //
 //  1. hooks (Options.Hooks, event [HookPreTool]): deny, allow, or ask
 //     (which skips steps 3 and 4);
-//  2. deny rules: a match refuses the call;
+//  2. deny rules: a match refuses the call; then ask rules: a match
+//     leaves the decision to the approver (step 5), in every mode but
+//     bypassPermissions;
 //  3. the mode: bypassPermissions allows; plan refuses tools that are not
 //     [AccessRead]; acceptEdits allows [AccessEdit] tools; a tool that
 //     does not require approval is allowed;
@@ -177,6 +179,10 @@ type Permissions struct {
 	Mode  PermissionMode
 	Deny  []Rule
 	Allow []Rule
+	// Ask rules send the calls they match to the approver even when the
+	// mode or an allow rule would run them (not in bypassPermissions).
+	// A command matches as for deny rules: if any command in it does.
+	Ask []Rule
 
 	mu    sync.RWMutex
 	added []Rule
@@ -197,7 +203,7 @@ func (p *Permissions) Validate() error {
 	if _, err := ParsePermissionMode(string(p.Mode)); err != nil {
 		return err
 	}
-	for _, r := range slices.Concat(p.Deny, p.Allow) {
+	for _, r := range slices.Concat(p.Deny, p.Allow, p.Ask) {
 		if _, err := ParseRule(r.String()); err != nil {
 			return err
 		}
@@ -212,6 +218,7 @@ type PermissionStep string
 const (
 	StepHook      PermissionStep = "hook"
 	StepDenyRule  PermissionStep = "deny_rule"
+	StepAskRule   PermissionStep = "ask_rule"
 	StepMode      PermissionStep = "mode"
 	StepAllowRule PermissionStep = "allow_rule"
 	StepApprover  PermissionStep = "approver"
@@ -272,6 +279,14 @@ func (p *Permissions) check(def *ToolDef, args json.RawMessage, hookAsked bool) 
 	mode := p.Mode
 	if mode == "" {
 		mode = ModeDefault
+	}
+	if mode != ModeBypass {
+		for _, r := range p.Ask {
+			if r.matches(def.Name, subj, true) {
+				return PermissionDecision{Behavior: Ask, Step: StepAskRule, Rule: r.String(),
+					Reason: fmt.Sprintf("the rule %s asks for a decision on each call", r)}
+			}
+		}
 	}
 	switch {
 	case mode == ModeBypass:

@@ -182,7 +182,7 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 	if o.yes {
 		mode = string(loop.ModeBypass)
 	}
-	if s.perms, err = cfg.Permissions.policy(mode, o.allow, o.deny); err != nil {
+	if s.perms, err = cfg.Permissions.policy(mode, o.allow, o.deny, o.ask); err != nil {
 		return nil, usagef("%v", err)
 	}
 	s.hooks = shellHooks(cfg.Hooks, &hookEnv{

@@ -102,18 +102,20 @@ type AgentConfig struct {
 //	[permissions]
 //	mode = "acceptEdits"            # default, acceptEdits, plan or bypassPermissions
 //	allow = ["run_command(git status:*)", "run_command(go test:*)"]
+//	ask = ["run_command(git push:*)"]    # always asked, whatever the mode (but bypassPermissions)
 //	deny = ["run_command(rm:*)", "write_file(**/.env)", "web_fetch"]
 //
 // See docs/cli.md for the rules' syntax and the order of evaluation.
 type PermissionsConfig struct {
 	Mode  string   `toml:"mode" yaml:"mode"`
 	Allow []string `toml:"allow" yaml:"allow"`
+	Ask   []string `toml:"ask" yaml:"ask"`
 	Deny  []string `toml:"deny" yaml:"deny"`
 }
 
 // policy builds the loop's policy from c, with the mode and rules of the
 // flags: a mode given by flag replaces c's; rules add up.
-func (c PermissionsConfig) policy(mode string, allow, deny []string) (*loop.Permissions, error) {
+func (c PermissionsConfig) policy(mode string, allow, deny, ask []string) (*loop.Permissions, error) {
 	m, err := loop.ParsePermissionMode(firstString(mode, c.Mode))
 	if err != nil {
 		return nil, err
@@ -132,6 +134,13 @@ func (c PermissionsConfig) policy(mode string, allow, deny []string) (*loop.Perm
 			return nil, fmt.Errorf("deny: %w", err)
 		}
 		p.Deny = append(p.Deny, r)
+	}
+	for _, s := range slices.Concat(c.Ask, ask) {
+		r, err := loop.ParseRule(s)
+		if err != nil {
+			return nil, fmt.Errorf("ask: %w", err)
+		}
+		p.Ask = append(p.Ask, r)
 	}
 	return p, nil
 }
@@ -212,7 +221,7 @@ func parseConfig(path string, data []byte) (*Config, error) {
 			return nil, fmt.Errorf("config %s: unknown key %q", path, un[0].String())
 		}
 	}
-	if _, err := cfg.Permissions.policy("", nil, nil); err != nil {
+	if _, err := cfg.Permissions.policy("", nil, nil, nil); err != nil {
 		return nil, fmt.Errorf("config %s: permissions: %w", path, err)
 	}
 	if err := checkHooks(cfg.Hooks); err != nil {
@@ -220,7 +229,7 @@ func parseConfig(path string, data []byte) (*Config, error) {
 	}
 	for name, a := range cfg.Agents {
 		if a.Permissions != nil {
-			if _, err := a.Permissions.policy("", nil, nil); err != nil {
+			if _, err := a.Permissions.policy("", nil, nil, nil); err != nil {
 				return nil, fmt.Errorf("config %s: agents.%s.permissions: %w", path, name, err)
 			}
 		}

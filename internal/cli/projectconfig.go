@@ -54,7 +54,7 @@ func (c *Config) mergeProject(workdir string) error {
 		refused = "catalog"
 	case len(p.Hooks) > 0:
 		refused = "hooks" // programs to start
-	case p.Permissions.Mode != "" || len(p.Permissions.Allow) > 0 || len(p.Permissions.Deny) > 0:
+	case p.Permissions.Mode != "" || len(p.Permissions.Allow) > 0 || len(p.Permissions.Deny) > 0 || len(p.Permissions.Ask) > 0:
 		refused = "permissions" // a repository may not allow itself more
 	}
 	if refused != "" {

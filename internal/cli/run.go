@@ -50,6 +50,7 @@ type runOptions struct {
 	outSchema  string
 	permMode   string
 	allow      stringList
+	ask        stringList
 	deny       stringList
 	cont       bool
 	prompt     string
@@ -80,6 +81,7 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.yes, "yes", false, "approve every tool call without asking: --permission-mode bypassPermissions (deny rules and hooks still apply)")
 	fs.StringVar(&o.permMode, "permission-mode", "", "how calls no rule decides are treated: default (ask for tools that change things), acceptEdits (file edits allowed), plan (read-only tools only) or bypassPermissions (default from the config, else default)")
 	fs.Var(&o.allow, "allow", "a permission rule allowing calls without asking, like run_command(git status:*) or read_file (repeatable)")
+	fs.Var(&o.ask, "ask", "a permission rule whose calls are always asked, whatever the mode (but bypassPermissions), like run_command(git push:*) (repeatable)")
 	fs.Var(&o.deny, "deny", "a permission rule refusing calls, like run_command(rm:*) or write_file(**/.env) (repeatable)")
 	fs.StringVar(&o.record, "record", "", "record the model's responses to this file")
 	fs.StringVar(&o.replay, "replay", "", "replay the model's responses from this file instead of calling a model (tools still run)")
@@ -157,7 +159,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	if o.yes {
 		mode = string(loop.ModeBypass)
 	}
-	perms, err := cfg.Permissions.policy(mode, o.allow, o.deny)
+	perms, err := cfg.Permissions.policy(mode, o.allow, o.deny, o.ask)
 	if err != nil {
 		return usagef("%v", err)
 	}

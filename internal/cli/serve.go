@@ -190,7 +190,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 	defer os.RemoveAll(hookDir.temp)
 	henv := &hookEnv{workdir: hookDir.path}
-	if opts.Permissions, err = cfg.Permissions.policy("", nil, nil); err != nil {
+	if opts.Permissions, err = cfg.Permissions.policy("", nil, nil, nil); err != nil {
 		return usagef("%v", err)
 	}
 	opts.Hooks = shellHooks(cfg.Hooks, withMode(henv, opts.Permissions))
@@ -201,7 +201,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		a := cfg.Agents[name]
 		ac := &session.AgentConfig{Description: a.Description, Instructions: a.Instructions, Model: a.Model, MaxSteps: firstNonZero(a.MaxTurns, a.MaxSteps)}
 		if a.Permissions != nil {
-			if ac.Permissions, err = a.Permissions.policy("", nil, nil); err != nil {
+			if ac.Permissions, err = a.Permissions.policy("", nil, nil, nil); err != nil {
 				return usagef("agent %s: %v", name, err)
 			}
 		}
