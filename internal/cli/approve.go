@@ -40,6 +40,9 @@ const (
 type termApprover struct {
 	stdio *IO
 	perms *loop.Permissions
+	// remember keeps an allow rule for the project (the "r" answer); nil
+	// when there is nowhere to keep it.
+	remember func(loop.Rule) error
 	// mark highlights escapes; nil when stderr is not a terminal.
 	mark func(string) string
 
@@ -90,6 +93,8 @@ func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (
 		switch {
 		case hidden > 0:
 			fmt.Fprintf(w, "Allow? [v]iew all %d lines, [n]o: ", len(p.lines))
+		case canAlways && a.remember != nil:
+			fmt.Fprintf(w, "Allow? [y]es, [n]o, [a]lways allow %s, [r]emember it for this project: ", a.inline(rule.String()))
 		case canAlways:
 			fmt.Fprintf(w, "Allow? [y]es, [n]o, [a]lways allow %s: ", a.inline(rule.String()))
 		default:
@@ -101,18 +106,29 @@ func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (
 			return loop.Decision{}, err
 		}
 		switch answer := strings.ToLower(strings.TrimSpace(line)); answer {
-		case "y", "yes", "a", "always":
+		case "y", "yes", "a", "always", "r", "remember":
 			if hidden > 0 {
 				fmt.Fprintf(w, "  %d lines are not shown yet: answer v to see them before allowing the call, or n to refuse it\n", hidden)
 				continue
 			}
-			if answer == "a" || answer == "always" {
+			keep := answer == "r" || answer == "remember"
+			if keep && a.remember == nil {
+				fmt.Fprintf(w, "  there is nowhere to remember it (no HOME): answer y or a\n")
+				continue
+			}
+			if keep || answer == "a" || answer == "always" {
 				if !canAlways {
 					fmt.Fprintf(w, "  no rule can allow this call for good: answer y to allow it once\n")
 					continue
 				}
 				a.perms.AddAllow(rule)
-				fmt.Fprintf(w, "  added the allow rule %s for the rest of this run\n", a.inline(rule.String()))
+				if !keep {
+					fmt.Fprintf(w, "  added the allow rule %s for the rest of this run\n", a.inline(rule.String()))
+				} else if err := a.remember(rule); err != nil {
+					fmt.Fprintf(w, "  added the allow rule %s for this run; remembering it failed: %s\n", a.inline(rule.String()), a.inline(err.Error()))
+				} else {
+					fmt.Fprintf(w, "  added the allow rule %s, remembered for this project (%s)\n", a.inline(rule.String()), a.inline(rememberedPath(a.stdio.getenv)))
+				}
 			}
 			return loop.Decision{Verdict: loop.Approve}, nil
 		case "v", "view":

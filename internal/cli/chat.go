@@ -78,7 +78,7 @@ func chatCommand(ctx context.Context, args []string, stdio *IO) error {
 		cfg.Allow = allowAll{}
 		cfg.Notices = append(cfg.Notices, "(--yes: every call is allowed without asking, but for deny rules and hooks)")
 	} else {
-		cfg.Allow = policyAllower{s.perms}
+		cfg.Allow = policyAllower{p: s.perms, remember: rememberFunc(o.workdir, stdio)}
 	}
 	st, err := openConversations(stdio.getenv)
 	if err != nil {
@@ -107,17 +107,34 @@ func chatCommand(ctx context.Context, args []string, stdio *IO) error {
 // --allow and the config's (a tool, or a command prefix of run_command).
 // The policy decides before the chat is asked, so nothing it would allow
 // reaches Allowed.
-type policyAllower struct{ p *loop.Permissions }
+type policyAllower struct {
+	p *loop.Permissions
+	// remember keeps a rule for the project (the chat's A and P answers).
+	remember func(loop.Rule) error
+}
 
 func (policyAllower) Allowed(string, json.RawMessage) bool { return false }
 
 func (a policyAllower) AlwaysAllow(tool, prefix string) error {
+	a.p.AddAllow(chatRule(tool, prefix))
+	return nil
+}
+
+// Remember implements [tui.Rememberer].
+func (a policyAllower) Remember(tool, prefix string) error {
+	if a.remember == nil {
+		return errors.New("there is nowhere to keep it (neither XDG_CONFIG_HOME nor HOME is set)")
+	}
+	return a.remember(chatRule(tool, prefix))
+}
+
+// chatRule is the allow rule of a chat's "always" answer.
+func chatRule(tool, prefix string) loop.Rule {
 	r := loop.Rule{Tool: tool}
 	if prefix != "" {
 		r.Pattern = prefix + ":*"
 	}
-	a.p.AddAllow(r)
-	return nil
+	return r
 }
 
 // allowAll is the chat's [tui.Allower] with --yes: every call is allowed.
@@ -184,6 +201,9 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 	}
 	if s.perms, err = cfg.Permissions.policy(mode, o.allow, o.deny, o.ask); err != nil {
 		return nil, usagef("%v", err)
+	}
+	if err := addRemembered(s.perms, o.workdir, stdio); err != nil {
+		return nil, err
 	}
 	s.hooks = shellHooks(cfg.Hooks, &hookEnv{
 		workdir: o.absWorkdir(), sessionID: newSessionID(), mode: s.perms.Mode,

@@ -163,6 +163,9 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
+	if err := addRemembered(perms, o.workdir, stdio); err != nil {
+		return err
+	}
 	outSchema, err := o.loadOutputSchema()
 	if err != nil {
 		return err
@@ -191,6 +194,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 
 	approver := newTermApprover(stdio, perms)
+	approver.remember = rememberFunc(o.workdir, stdio)
 	names := toolNames(o.tools, agentDef.Tools, cfg.Tools)
 	names, browserSet, closeBrowser, err := browserTools(names, &o)
 	if err != nil {

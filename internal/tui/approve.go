@@ -16,6 +16,13 @@ import (
 	"github.com/hrns-dev/hrns/loop"
 )
 
+// A Rememberer is an [Allower] that can also keep an "always" answer for
+// the project, beyond this chat (keys A and P); the chat offers it only
+// when its Allower is one.
+type Rememberer interface {
+	Remember(tool, prefix string) error
+}
+
 // An Allower keeps the "always" answers given in the chat's approvals.
 //
 // The chat asks Allowed before it shows an approval; a call it reports

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/hrns-dev/hrns/llm"
@@ -176,4 +177,37 @@ func FuzzDiff(f *testing.F) {
 			t.Fatalf("the diff does not give back the texts: %q %q", olds, news)
 		}
 	})
+}
+
+// rememberingAllower records the answers the chat keeps for the project.
+type rememberingAllower struct {
+	SessionAllowList
+	kept []string
+}
+
+func (r *rememberingAllower) Remember(tool, prefix string) error {
+	r.kept = append(r.kept, tool+"|"+prefix)
+	return nil
+}
+
+// TestRememberAnswer: with an Allower that can remember, the question
+// offers A/P, and A allows the call, for the chat and for the project.
+func TestRememberAnswer(t *testing.T) {
+	args, _ := json.Marshal(map[string]string{"path": "a.txt", "content": "x\n"})
+	h := newHarness(t, llmReplyCall("write_file", string(args)), llmReplyText("ok"))
+	rem := &rememberingAllower{}
+	h.c.cfg.Allow = rem
+	h.typeText("write it")
+	h.settle()
+	if h.c.approval == nil || !strings.Contains(h.screen(), "A/P also in this project") {
+		t.Fatalf("no remember option:\n%s", h.screen())
+	}
+	h.key(tea.KeyPressMsg{Code: 'a', Text: "A", Mod: tea.ModShift})
+	h.settle()
+	if h.c.approval != nil {
+		t.Fatal("A did not allow the call")
+	}
+	if len(rem.kept) != 1 || rem.kept[0] != "write_file|" || !rem.Allowed("write_file", nil) {
+		t.Errorf("kept %v, allowed in the chat %v", rem.kept, rem.Allowed("write_file", nil))
+	}
 }

@@ -846,6 +846,34 @@ func (c *chat) answer(key string) {
 			c.errorNotice(fmt.Sprintf("could not record the answer: %v", err))
 		}
 		c.decide(loop.Decision{Verdict: loop.Approve}, "allowed, and commands starting with “"+a.prev.prefix+"” are allowed from now on")
+	case "A", "shift+a", "P", "shift+p":
+		rem, ok := c.cfg.Allow.(Rememberer)
+		prefix := ""
+		if key == "P" || key == "shift+p" {
+			if prefix = a.prev.prefix; prefix == "" {
+				return
+			}
+		}
+		if !ok {
+			return
+		}
+		if a.hidden > 0 {
+			c.notice("press v to see the whole call first")
+			return
+		}
+		what := safetext.Escape(name) + " is allowed"
+		if prefix != "" {
+			what = "commands starting with “" + prefix + "” are allowed"
+		}
+		if err := c.cfg.Allow.AlwaysAllow(name, prefix); err != nil {
+			c.errorNotice(fmt.Sprintf("could not record the answer: %v", err))
+		}
+		if err := rem.Remember(name, prefix); err != nil {
+			c.errorNotice(fmt.Sprintf("could not remember the answer for this project: %v", err))
+			c.decide(loop.Decision{Verdict: loop.Approve}, "allowed, and "+what+" in this chat")
+			return
+		}
+		c.decide(loop.Decision{Verdict: loop.Approve}, "allowed, and "+what+" in this project from now on")
 	case "v":
 		if a.hidden > 0 {
 			a.block.lines = a.prev.lines
@@ -1031,6 +1059,9 @@ func (c *chat) question() string {
 		opts = append(opts, "y yes", "a always "+name)
 		if a.prev.prefix != "" {
 			opts = append(opts, "p always “"+a.prev.prefix+" …”")
+		}
+		if _, ok := c.cfg.Allow.(Rememberer); ok {
+			opts = append(opts, "A/P also in this project")
 		}
 	}
 	opts = append(opts, "n no (say why)", "Esc stop the turn")
