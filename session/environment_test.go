@@ -24,6 +24,19 @@ type envLog struct {
 	running int      // environments open now
 }
 
+// waitClosed waits until n closes were called, for at most 10 s.
+func (l *envLog) waitClosed(n int) {
+	for range 1000 {
+		l.mu.Lock()
+		done := len(l.closed) >= n
+		l.mu.Unlock()
+		if done {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (l *envLog) env() session.EnvironmentFunc {
 	return func(p *session.EnvironmentParams) (*loop.Toolset, func(bool), error) {
 		var cfg struct {
@@ -91,7 +104,9 @@ func TestSessionEnvironment(t *testing.T) {
 	v := create(t, m, `{"agent":{"name":"a","environments":[{"kind":"paint","color":"blue"}],"tools":[{"name":"ask","description":"Asks."}]},"messages":"go"}`)
 	f := &follower{t: t, m: m, id: v.ID}
 	f.status(session.StatusAwaitingToolResults)
-	// The run stopped: its environment is closed, the session not ended.
+	// The run stopped: its environment is closed (just after the wait is
+	// committed: wait for it, bounded), the session not ended.
+	l.waitClosed(1)
 	l.mu.Lock()
 	if l.running != 0 || fmt.Sprint(l.closed) != "[false]" {
 		t.Errorf("while waiting: %d open, closes %v", l.running, l.closed)
@@ -103,16 +118,8 @@ func TestSessionEnvironment(t *testing.T) {
 	}
 	f.status(session.StatusCompleted)
 	// The environment closes when the run stops, just after the end is
-	// committed: wait for it (bounded).
-	for range 500 {
-		l.mu.Lock()
-		n := len(l.closed)
-		l.mu.Unlock()
-		if n == 2 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// committed.
+	l.waitClosed(2)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.running != 0 || fmt.Sprint(l.closed) != "[false true]" {
