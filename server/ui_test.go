@@ -147,6 +147,7 @@ func TestUIBrowser(t *testing.T) {
 		openaitest.Reply{Text: "done " + hostile},
 		calls(openaitest.ToolCall("call_1", "get_order_status", `{"order_id":"4242"}`)),
 		openaitest.Reply{Text: "4242 shipped"},
+		openaitest.Reply{Text: "you are welcome"},
 	)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
@@ -269,8 +270,19 @@ func TestUIBrowser(t *testing.T) {
 	if strings.Join(flows, ",") != "pause,resume" {
 		t.Errorf("flow events shown = %q", flows)
 	}
+	// A message from the page restarts the finished session.
+	var answers []string
+	step("send a message",
+		chromedp.SendKeys(chromedp.CSS(`#message`), "thanks"),
+		chromedp.Click(chromedp.CSS(`#send button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event ~ .ev.answer_event`)),
+		eval(`[...document.querySelectorAll('.ev.answer_event .answer')].map(e => e.textContent)`, &answers),
+	)
+	if strings.Join(answers, "|") != "4242 shipped|you are welcome" {
+		t.Errorf("answers shown = %q", answers)
+	}
 	reqs := e.model.Requests()
-	if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, `{\"state\":\"shipped\"}`) {
+	if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, `{\"state\":\"shipped\"}`) || !strings.Contains(last, "thanks") {
 		t.Errorf("the model did not read the hand-written result:\n%s", last)
 	}
 
@@ -290,5 +302,27 @@ func TestUIBrowser(t *testing.T) {
 	}
 	if shots != "" {
 		shot(filepath.Join(shots, "ui-phone.png"))
+	}
+
+	// Share a session, log out, and open the link: a read-only view
+	// without a key.
+	var link, shared string
+	step("share",
+		chromedp.EmulateViewport(1280, 900),
+		eval(`location.hash = '#/s/`+a+`'`, nil),
+		chromedp.WaitVisible(chromedp.CSS(`#btn-share`)),
+		chromedp.Click(chromedp.CSS(`#btn-share`)),
+		chromedp.WaitVisible(chromedp.CSS(`#share a`)),
+		eval(`document.querySelector('#share a').href`, &link),
+		chromedp.Click(chromedp.CSS(`#logout`)),
+		chromedp.WaitVisible(chromedp.CSS(`#key`)),
+	)
+	step("open the shared link",
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error { return chromedp.Do(ctx, chromedp.Navigate(link)) }),
+		chromedp.WaitVisible(chromedp.CSS(`#shared-answer`)),
+		eval(`document.querySelector('#shared-answer').textContent`, &shared),
+	)
+	if !strings.HasPrefix(link, e.url+"/ui/#/shared/") || !strings.Contains(shared, "done <script>") {
+		t.Errorf("shared link %q shows %q", link, shared)
 	}
 }

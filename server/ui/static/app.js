@@ -309,7 +309,7 @@
       type: 'button', class: cls, id: 'btn-' + label.toLowerCase().replace(/\s+/g, '-'), text: label,
       on: { click: async (ev) => {
         const b = ev.currentTarget; b.disabled = true;
-        try { await api(method || 'POST', 'sessions/' + encodeURIComponent(id) + path); toast(label + ': sent'); poll(); } catch (e) { toast(label + ' failed: ' + e.message); }
+        try { await api(method || 'POST', 'sessions/' + encodeURIComponent(id) + path); toast(label + ': sent'); connect(); poll(); } catch (e) { toast(label + ' failed: ' + e.message); }
         b.disabled = false;
       } },
     });
@@ -333,6 +333,8 @@
       try {
         await api('POST', 'sessions/' + encodeURIComponent(id) + '/messages', { type: 'user_message', message: msg.value });
         msg.value = '';
+        connect();
+        poll();
       } catch (e) { toast('Sending failed: ' + e.message); }
     });
     const pending = el('div', { class: 'pending', id: 'pending' });
@@ -353,6 +355,7 @@
         badge.replaceChildren(stateBadge(st));
         usageLine.textContent = visible((agentName(v) ? agentName(v) + ' · ' : '') + (v.status.steps || 0) + ' steps · ' + usage(v.status) + ' · cost not priced');
         if (TERMINAL.has(st)) renderPending(null);
+        else connect();
       } catch (e) {
         if (!stopped) badge.textContent = visible('error: ' + e.message);
       }
@@ -411,20 +414,38 @@
       }
     }
 
-    const es = new EventSource(new URL('sessions/' + encodeURIComponent(id) + '/events', API), { withCredentials: false });
-    const onEvent = (m) => {
-      try { add(JSON.parse(m.data)); } catch { /* a malformed event is skipped */ }
-      streamInfo.textContent = 'live';
-    };
-    for (const t of ['AgentEvent', 'AgentStartedEvent', 'AgentCompletionEvent', 'AgentErrorEvent', 'AgentRunStatusChangeEvent', 'ActiveStateChangeEvent', 'MetricsUpdateEvent', 'message']) {
-      es.addEventListener(t, onEvent);
+    // The stream ends with the session; a message or a resume that
+    // restarts it is seen by poll, which opens the stream again after the
+    // last event shown.
+    let es = null;
+    function connect() {
+      if (es || stopped) return;
+      const url = new URL('sessions/' + encodeURIComponent(id) + '/events', API);
+      if (last >= 0) url.searchParams.set('from_index', String(last + 1));
+      const src = new EventSource(url);
+      es = src;
+      const onEvent = (m) => {
+        try { add(JSON.parse(m.data)); } catch { /* a malformed event is skipped */ }
+        streamInfo.textContent = 'live';
+      };
+      for (const t of ['AgentEvent', 'AgentStartedEvent', 'AgentCompletionEvent', 'AgentErrorEvent', 'AgentRunStatusChangeEvent', 'ActiveStateChangeEvent', 'MetricsUpdateEvent', 'message']) {
+        src.addEventListener(t, onEvent);
+      }
+      src.addEventListener('end', () => {
+        src.close();
+        if (es === src) es = null;
+        streamInfo.textContent = 'the session has ended; every event is shown';
+      });
+      src.addEventListener('error', (m) => {
+        if (m.data) { streamInfo.textContent = visible('stream error: ' + m.data); return; }
+        if (src.readyState === EventSource.CLOSED) {
+          if (es === src) es = null;
+          streamInfo.textContent = 'the stream closed';
+        } else streamInfo.textContent = 'reconnecting…';
+      });
     }
-    es.addEventListener('end', () => { es.close(); streamInfo.textContent = 'the session has ended; every event is shown'; poll(); });
-    es.addEventListener('error', (m) => {
-      if (m.data) { streamInfo.textContent = visible('stream error: ' + m.data); return; }
-      streamInfo.textContent = es.readyState === EventSource.CLOSED ? 'the stream closed' : 'reconnecting…';
-    });
-    cleanup.push(() => { stopped = true; clearTimeout(timer); es.close(); });
+    cleanup.push(() => { stopped = true; clearTimeout(timer); if (es) es.close(); });
+    connect();
     poll();
   }
 
