@@ -40,7 +40,7 @@ func newUIEnv(t *testing.T, replies ...openaitest.Reply) *env {
 	deploy := loop.NewTool("deploy", "Deploys a service.", func(_ context.Context, in struct {
 		Service string `json:"service"`
 	}) (string, error) {
-		return hostile + " deployed " + in.Service, nil
+		return hostile + " deployed " + in.Service + disguised, nil
 	})
 	deploy.RequiresApproval = true
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{
@@ -63,6 +63,13 @@ func newUIEnv(t *testing.T, replies ...openaitest.Reply) *env {
 // hostile is tool output that would run script if the page parsed it as
 // HTML.
 const hostile = `<script>window.pwned=1</script><img src=x onerror="window.pwned=2">`
+
+// disguised is tool output with a terminal escape, a right-to-left
+// override and a zero-width space, which the page shows as escapes.
+const disguised = " \x1b[31mred \u202eevil\u200b"
+
+// disguisedShown is how the page shows disguised.
+const disguisedShown = ` \u001b[31mred \u202eevil\u200b`
 
 func TestUICookieLogin(t *testing.T) {
 	e := newUIEnv(t, calls(openaitest.ToolCall("call_1", "deploy", `{"service":"api"}`)))
@@ -241,7 +248,7 @@ func TestUIBrowser(t *testing.T) {
 	if got.Pwned != "undefined" || got.Scripts != scripts || got.Imgs != 0 {
 		t.Errorf("hostile output ran or became elements: %+v (scripts before %d)", got, scripts)
 	}
-	if !strings.Contains(got.Result, hostile+" deployed api") || !strings.Contains(got.Answer, "done "+hostile) {
+	if !strings.Contains(got.Result, hostile+" deployed api"+disguisedShown) || !strings.Contains(got.Answer, "done "+hostile) {
 		t.Errorf("hostile output not shown as text: %+v", got)
 	}
 	// HRNS_UI_SCREENSHOTS=dir writes the pictures of docs/serve.md.
