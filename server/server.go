@@ -38,6 +38,12 @@
 //	GET    /api/v2/shared/{token}                a shared session, without
 //	                                             authentication (hrns's
 //	                                             share_url)
+//	GET    /ui/                                  the web page (package
+//	                                             server/ui)
+//	GET    /ui/session                           the page's login state and
+//	                                             CSRF token
+//	POST   /ui/login                             {"key"}: a session cookie
+//	POST   /ui/logout                            204
 //
 // and the registries of agents, environments and skills (server/registry.go):
 //
@@ -52,6 +58,9 @@
 //
 // Requests carry an API key as "Authorization: Bearer KEY"; a key sees
 // only the sessions created with it, and another key's session is 404.
+// The web page's requests carry instead the session cookie of a login
+// (POST /ui/login), and, when they change anything, its X-CSRF-Token
+// header (403 without).
 // Bodies are declared "Content-Type: application/json" (415 otherwise) and
 // limited to 5 MB (413 beyond). Errors are JSON objects {"detail": ...}: a
 // string, or for 422 a list of {"loc", "msg", "type"}.
@@ -120,6 +129,7 @@ type Server struct {
 	mux  *http.ServeMux
 	log  *slog.Logger
 	g    *guard
+	ui   uiSessions // the web page's cookie sessions
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -174,6 +184,7 @@ func New(m *session.Manager, opts *Options) *Server {
 		s.mux.Handle(r.pattern, s.api(r.body, r.h))
 	}
 	s.registryRoutes()
+	s.uiRoutes()
 	s.mux.HandleFunc("GET /healthz", s.health)
 	// A shared session is public: its token is the capability.
 	s.mux.HandleFunc("GET /api/v2/shared/{token}", s.shared)
@@ -222,7 +233,11 @@ func (r *statusRecorder) WriteHeader(code int)        { r.status = code }
 // body limit and error mapping.
 func (s *Server) api(b body, h func(w http.ResponseWriter, r *http.Request, owner string) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		owner, ok := s.authenticate(r)
+		owner, ok, csrf := s.authenticate(r)
+		if !csrf {
+			writeError(w, http.StatusForbidden, "missing or wrong X-CSRF-Token (the web page's session cookie needs it on requests that change state)")
+			return
+		}
 		if !ok {
 			// The reference's words and header (its HTTPBearer scheme).
 			w.Header().Set("WWW-Authenticate", "Bearer")
@@ -245,16 +260,27 @@ func (s *Server) api(b body, h func(w http.ResponseWriter, r *http.Request, owne
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$`)
 
-func (s *Server) authenticate(r *http.Request) (string, bool) {
+// authenticate returns the request's owner: by its bearer key, or else
+// by the web page's session cookie; csrf is false for a cookie-borne
+// request that changes state without the session's X-CSRF-Token.
+func (s *Server) authenticate(r *http.Request) (owner string, ok, csrf bool) {
 	if len(s.keys) == 0 {
-		return "", true
+		return "", true, true
 	}
-	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		us, ok := s.cookieSession(r)
+		if !ok {
+			return "", false, true
+		}
+		return us.owner, true, csrfOK(r, us)
+	}
+	scheme, key, ok := strings.Cut(auth, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
+		return "", false, true
 	}
-	owner, ok := s.keys[sha256.Sum256([]byte(strings.TrimSpace(key)))]
-	return owner, ok
+	owner, ok = s.keys[sha256.Sum256([]byte(strings.TrimSpace(key)))]
+	return owner, ok, true
 }
 
 // errBodyTooLarge wraps a body over the limit.

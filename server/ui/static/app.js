@@ -1,0 +1,497 @@
+// The hrns sessions page. It calls the public /api/v2 endpoints with
+// relative URLs (so that it works behind a path prefix) and builds every
+// element with textContent: nothing from a session is ever parsed as HTML.
+'use strict';
+
+(() => {
+  const page = new URL('.', location.href);       // PREFIX/ui/
+  const API = new URL('../api/v2/', page);          // PREFIX/api/v2/
+  const TERMINAL = new Set(['completed', 'failed', 'timed_out', 'interrupted']);
+  const STATES = ['queued', 'pending', 'running', 'paused', 'idle', 'awaiting_tool_results', 'completed', 'failed', 'timed_out', 'interrupted'];
+  const main = document.getElementById('main');
+  let csrf = '';
+  let authRequired = false;
+  let cleanup = [];  // what the current view stops when left
+
+  // visible makes control, bidirectional and zero-width characters
+  // visible as \uXXXX escapes (newlines and tabs stay), like the
+  // terminal's safetext.
+  const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]/g;
+  function visible(s) {
+    return String(s).replace(UNSAFE, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+  }
+
+  // el builds an element: props are class, text (set as textContent)
+  // and a few attributes; children are elements or strings (text nodes).
+  function el(tag, props, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') e.className = v;
+      else if (k === 'text') e.textContent = visible(v);
+      else if (k === 'on') for (const [ev, f] of Object.entries(v)) e.addEventListener(ev, f);
+      else e.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children) {
+      if (c === null || c === undefined || c === false) continue;
+      e.append(typeof c === 'string' ? document.createTextNode(visible(c)) : c);
+    }
+    return e;
+  }
+
+  function toast(msg) {
+    const t = document.getElementById('toast');
+    t.textContent = visible(msg);
+    t.classList.add('show');
+    clearTimeout(toast.timer);
+    toast.timer = setTimeout(() => t.classList.remove('show'), 4000);
+  }
+
+  function detail(body, status) {
+    if (body && typeof body.detail === 'string') return body.detail;
+    if (body && Array.isArray(body.detail)) return body.detail.map((d) => (d.loc || []).join('.') + ': ' + d.msg).join('; ');
+    return 'HTTP ' + status;
+  }
+
+  // api calls the API with the session cookie and the CSRF header.
+  async function api(method, path, body) {
+    const headers = {};
+    if (method !== 'GET') headers['X-CSRF-Token'] = csrf;
+    const init = { method, headers, credentials: 'same-origin' };
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    const r = await fetch(new URL(path, API), init);
+    if (r.status === 401) { showLogin('Your session has ended: log in again.'); throw new Error('Not authenticated'); }
+    const text = await r.text();
+    let data = null;
+    try { data = text ? JSON.parse(text) : null; } catch { data = null; }
+    if (!r.ok) throw new Error(detail(data, r.status));
+    return data;
+  }
+
+  function pretty(v) {
+    if (typeof v === 'string') return v;
+    try { return JSON.stringify(v, null, 2); } catch { return String(v); }
+  }
+
+  function age(iso) {
+    const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
+    if (s < 60) return Math.floor(s) + 's';
+    if (s < 3600) return Math.floor(s / 60) + 'm';
+    if (s < 86400) return Math.floor(s / 3600) + 'h';
+    return Math.floor(s / 86400) + 'd';
+  }
+
+  function agentName(v) {
+    const a = v && v.request && v.request.agent;
+    if (typeof a === 'string') return a;
+    if (a && typeof a.name === 'string') return a.name;
+    return '';
+  }
+
+  function usage(status) {
+    let input = 0, output = 0, reasoning = 0;
+    for (const u of (status && status.usage_per_model) || []) {
+      input += u.input_tokens || 0; output += u.output_tokens || 0; reasoning += u.reasoning_tokens || 0;
+    }
+    let s = input + ' in / ' + output + ' out';
+    if (reasoning) s += ' / ' + reasoning + ' reasoning';
+    return s + ' tokens';
+  }
+
+  function stateBadge(st) {
+    return el('span', { class: 'state ' + (STATES.includes(st) ? st : ''), text: st || '?', 'data-state': st });
+  }
+
+  function leave() {
+    for (const f of cleanup) f();
+    cleanup = [];
+  }
+
+  // --- login ---
+
+  function showLogin(msg) {
+    leave();
+    document.getElementById('logout').hidden = true;
+    const input = el('input', { type: 'password', name: 'key', id: 'key', autocomplete: 'current-password', placeholder: 'API key', required: true });
+    const err = el('p', { class: 'error', id: 'login-error', text: msg || '' });
+    const form = el('form', { class: 'card login', id: 'login', method: 'post' },
+      el('h1', { text: 'Log in' }),
+      el('p', { class: 'muted', text: 'Enter an API key of this server. The page keeps a session cookie, not the key.' }),
+      input, err, el('button', { type: 'submit', class: 'primary', text: 'Log in' }));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      err.textContent = '';
+      try {
+        const r = await fetch(new URL('login', page), {
+          method: 'POST', credentials: 'same-origin',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ key: input.value }),
+        });
+        const data = await r.json().catch(() => null);
+        if (!r.ok) { err.textContent = visible(detail(data, r.status)); return; }
+        csrf = data.csrf || '';
+        input.value = '';
+        route();
+      } catch (e) { err.textContent = visible(e.message); }
+    });
+    main.replaceChildren(form);
+    input.focus();
+  }
+
+  async function logout() {
+    await fetch(new URL('logout', page), { method: 'POST', credentials: 'same-origin', headers: { 'X-CSRF-Token': csrf } });
+    csrf = '';
+    showLogin('Logged out.');
+  }
+
+  // --- the session list ---
+
+  function showList() {
+    const params = new URLSearchParams(location.hash.split('?')[1] || '');
+    const state = el('select', { id: 'f-state', 'aria-label': 'State' }, el('option', { value: '', text: 'any state' }),
+      ...STATES.map((s) => el('option', { value: s, text: s })));
+    state.value = params.get('status') || '';
+    const agent = el('input', { id: 'f-agent', type: 'search', placeholder: 'agent', value: params.get('agent') || '' });
+    const search = el('input', { id: 'f-search', type: 'search', placeholder: 'search text', value: params.get('search') || '' });
+    const body = el('tbody', { id: 'sessions' });
+    const info = el('p', { class: 'muted', id: 'list-info' });
+    main.replaceChildren(
+      el('div', { class: 'filters' }, state, agent, search),
+      el('table', { class: 'sessions' },
+        el('thead', {}, el('tr', {}, ...['Session', 'State', 'Agent', 'Age', 'Usage (not priced)'].map((h) => el('th', { text: h })))),
+        body),
+      info);
+    let timer = 0, gen = 0;
+    // The list items carry no usage: it comes from each session's status,
+    // kept once the session has ended.
+    const usageCache = new Map(), lastUsage = new Map();
+    async function fillUsage(v, td, my) {
+      try {
+        const st = await api('GET', 'sessions/' + encodeURIComponent(v.id) + '/status');
+        const text = usage(st) + ' · ' + st.steps + ' steps';
+        if (TERMINAL.has(st.status)) usageCache.set(v.id, text);
+        if (lastUsage.size > 500) lastUsage.clear();
+        lastUsage.set(v.id, text);
+        if (my === gen) td.textContent = visible(text);
+      } catch { /* shown empty */ }
+    }
+    async function refresh() {
+      clearTimeout(timer);
+      const my = ++gen;
+      const q = new URLSearchParams({ size: '50' });
+      if (state.value) q.set('status', state.value);
+      if (agent.value.trim()) q.set('agent', agent.value.trim());
+      if (search.value.trim()) q.set('search', search.value.trim());
+      try {
+        const res = await api('GET', 'sessions?' + q);
+        if (my !== gen) return;
+        const items = res.items || [];
+        body.replaceChildren(...items.map((v) => {
+          const use = el('td', { class: 'usage', text: usageCache.get(v.id) || lastUsage.get(v.id) || '' });
+          if (!usageCache.has(v.id)) fillUsage(v, use, my);
+          return el('tr', { 'data-id': v.id },
+            el('td', { class: 'id' }, el('a', { href: '#/s/' + encodeURIComponent(v.id), text: v.id }),
+              v.first_message && v.first_message.message ? el('div', { class: 'muted first', text: String(v.first_message.message).slice(0, 160) }) : null),
+            el('td', {}, stateBadge(v.status)),
+            el('td', { text: v.agent || '' }),
+            el('td', { text: age(v.created_at), title: v.created_at }),
+            use);
+        }));
+        info.textContent = visible((res.total || 0) + ' session(s)' + (res.total > (res.items || []).length ? ', the newest ' + res.items.length + ' shown' : '') + '; updated live');
+      } catch (e) {
+        if (my === gen) info.textContent = visible('Could not list the sessions: ' + e.message);
+      }
+      if (my === gen) timer = setTimeout(refresh, 3000);
+    }
+    let debounce = 0;
+    const changed = () => { clearTimeout(debounce); debounce = setTimeout(refresh, 250); };
+    state.addEventListener('change', changed);
+    agent.addEventListener('input', changed);
+    search.addEventListener('input', changed);
+    cleanup.push(() => { gen++; clearTimeout(timer); clearTimeout(debounce); });
+    refresh();
+  }
+
+  // --- one session ---
+
+  function kindOf(e) {
+    return e.data && typeof e.data.kind === 'string' ? e.data.kind : '';
+  }
+
+  function block(label, cls, ...children) {
+    return el('div', { class: 'ev ' + cls }, el('div', { class: 'label', text: label }), ...children);
+  }
+
+  function toolCall(req) {
+    return el('div', { class: 'call' },
+      el('strong', { text: req.tool_name || '?' }), ' ', el('span', { class: 'muted', text: req.id || '' }),
+      el('pre', { class: 'args', text: pretty(req.args === undefined ? {} : req.args) }));
+  }
+
+  const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+  function image(img, alt) {
+    if (!img || img.type !== 'base64' || !IMAGE_TYPES.has(img.media_type) || typeof img.source !== 'string' || !/^[A-Za-z0-9+/=\s]*$/.test(img.source)) {
+      return el('p', { class: 'muted', text: '(an image that cannot be shown)' });
+    }
+    const i = el('img', { alt: alt || 'screenshot' });
+    i.src = 'data:' + img.media_type + ';base64,' + img.source.replace(/\s/g, '');
+    return i;
+  }
+
+  // renderEvent returns the element of one event of the trajectory.
+  function renderEvent(e) {
+    const d = e.data || {};
+    let node;
+    switch (e.type === 'AgentEvent' ? kindOf(e) : e.type) {
+      case 'message_event': {
+        const parts = Array.isArray(d.content) ? d.content : [d.content];
+        node = block('message' + (d.caller_id ? ' from ' + d.caller_id : ''), 'message_event', ...parts.map((p) => {
+          if (typeof p === 'string') return el('div', { class: 'text', text: p });
+          if (p && typeof p.text === 'string') return el('div', { class: 'text', text: p.text });
+          return el('pre', { text: pretty(p) });
+        }));
+        break;
+      }
+      case 'policy_event':
+        node = block('model', 'policy_event',
+          d.reasoning_content ? el('details', { class: 'thinking' }, el('summary', { text: 'thinking' }), el('div', { class: 'text', text: d.reasoning_content })) : null,
+          d.content ? el('div', { class: 'text', text: d.content }) : null,
+          ...(d.tool_reqs || []).map(toolCall),
+          ...(d.validation_errors || []).map((v) => el('p', { class: 'error', text: v })));
+        break;
+      case 'tool_result':
+        node = block('result of ' + ((d.tool_req && d.tool_req.tool_name) || '?'), 'tool_result',
+          el('pre', { class: 'result', text: pretty(d.result) }));
+        break;
+      case 'error_event':
+        node = block('error' + (d.origin ? ' (' + d.origin + ')' : '') + (d.tool_req ? ' in ' + d.tool_req.tool_name : ''), 'error_event',
+          el('pre', { class: 'result', text: d.error || '' }));
+        break;
+      case 'answer_event':
+        node = block('answer' + (d.outcome ? ' (' + d.outcome + ')' : ''), 'answer_event', el('div', { class: 'text answer', text: pretty(d.answer) }));
+        break;
+      case 'observation_event':
+        node = block('screenshot' + (d.type ? ' (' + d.type + ')' : ''), 'observation_event', image(d.image));
+        break;
+      case 'flow_event':
+        node = el('div', { class: 'ev meta flow_event', text: d.flow + (d.tool_req ? ' ' + d.tool_req.tool_name + ' ' + (d.tool_req.id || '') : '') });
+        break;
+      case 'AgentErrorEvent':
+        node = block('agent error', 'AgentErrorEvent', el('pre', { text: pretty(d) }));
+        break;
+      case 'MetricsUpdateEvent':
+        node = el('div', { class: 'ev meta MetricsUpdateEvent', text: 'usage so far: ' + usage({ usage_per_model: (d.metrics && d.metrics.cost_per_model) || [] }) });
+        break;
+      case 'ActiveStateChangeEvent':
+        node = el('div', { class: 'ev meta ActiveStateChangeEvent', text: 'state: ' + (d.state || '') });
+        break;
+      case 'AgentRunStatusChangeEvent':
+        node = el('div', { class: 'ev meta AgentRunStatusChangeEvent', text: 'status: ' + (d.status || '') });
+        break;
+      default:
+        node = el('div', { class: 'ev meta ' + (e.type || ''), text: (e.type || '?') + (Object.keys(d).length ? ' ' + JSON.stringify(d) : '') });
+    }
+    node.dataset.index = String(e.index);
+    node.dataset.type = e.type === 'AgentEvent' ? kindOf(e) : e.type;
+    return node;
+  }
+
+  function showSession(id) {
+    const head = el('div', { class: 'head' }, el('a', { href: '#/', text: '← sessions' }), el('h1', { text: id }));
+    const badge = el('span', { id: 'status' });
+    const usageLine = el('span', { class: 'usage', id: 'usage' });
+    const meta = el('div', { class: 'head' }, badge, usageLine);
+    const answerBox = el('div', { id: 'answer' });
+    const act = (label, path, method, cls) => el('button', {
+      type: 'button', class: cls, id: 'btn-' + label.toLowerCase().replace(/\s+/g, '-'), text: label,
+      on: { click: async (ev) => {
+        const b = ev.currentTarget; b.disabled = true;
+        try { await api(method || 'POST', 'sessions/' + encodeURIComponent(id) + path); toast(label + ': sent'); connect(); poll(); } catch (e) { toast(label + ' failed: ' + e.message); }
+        b.disabled = false;
+      } },
+    });
+    const share = el('button', { type: 'button', id: 'btn-share', text: 'Share', on: { click: async () => {
+      try {
+        const r = await api('POST', 'sessions/' + encodeURIComponent(id) + '/share');
+        const token = String(r.share_url || '').split('/').pop();
+        const link = new URL('#/shared/' + encodeURIComponent(token), page).href;
+        shareOut.replaceChildren(el('span', { class: 'muted', text: 'read-only link: ' }), el('a', { href: link, text: link }));
+      } catch (e) { toast('Share failed: ' + e.message); }
+    } } });
+    const shareOut = el('div', { id: 'share' });
+    const controls = el('div', { class: 'controls' },
+      act('Pause', '/pause'), act('Resume', '/resume'), act('Force answer', '/force_answer'),
+      act('Cancel', '', 'DELETE', 'danger'), share);
+    const msg = el('textarea', { id: 'message', placeholder: 'Message to the agent', rows: 2 });
+    const send = el('form', { class: 'send', id: 'send' }, msg, el('button', { type: 'submit', class: 'primary', text: 'Send' }));
+    send.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      if (!msg.value.trim()) return;
+      try {
+        await api('POST', 'sessions/' + encodeURIComponent(id) + '/messages', { type: 'user_message', message: msg.value });
+        msg.value = '';
+        connect();
+        poll();
+      } catch (e) { toast('Sending failed: ' + e.message); }
+    });
+    const pending = el('div', { class: 'pending', id: 'pending' });
+    const traj = el('div', { id: 'events' });
+    const streamInfo = el('p', { class: 'muted', id: 'stream-info', text: 'connecting…' });
+    main.replaceChildren(head, meta, controls, shareOut, send, pending, answerBox,
+      el('div', { class: 'traj' }, el('h2', { text: 'Trajectory' }), traj, streamInfo));
+
+    let stopped = false, timer = 0, last = -1;
+    const decided = new Set();
+
+    async function poll() {
+      clearTimeout(timer);
+      try {
+        const v = await api('GET', 'sessions/' + encodeURIComponent(id));
+        if (stopped) return;
+        const st = v.status && v.status.status;
+        badge.replaceChildren(stateBadge(st));
+        usageLine.textContent = visible((agentName(v) ? agentName(v) + ' · ' : '') + (v.status.steps || 0) + ' steps · ' + usage(v.status) + ' · cost not priced');
+        if (TERMINAL.has(st)) renderPending(null);
+        else connect();
+      } catch (e) {
+        if (!stopped) badge.textContent = visible('error: ' + e.message);
+      }
+      if (!stopped) timer = setTimeout(poll, 2000);
+    }
+
+    function renderPending(as) {
+      const cards = [];
+      for (const req of (as && as.pending_approvals) || []) {
+        if (decided.has(req.id)) continue;
+        const reason = el('input', { type: 'text', placeholder: 'reason (optional)', class: 'reason' });
+        const decide = (approved) => async () => {
+          try {
+            await api('POST', 'sessions/' + encodeURIComponent(id) + '/approvals', { id: req.id, approved, reason: reason.value || undefined });
+            decided.add(req.id); card.remove();
+          } catch (e) { toast('Decision failed: ' + e.message); }
+        };
+        const card = el('div', { class: 'card approval', 'data-call': req.id },
+          el('div', { class: 'label', text: 'approval needed' }), toolCall(req),
+          el('div', { class: 'controls' },
+            el('button', { type: 'button', class: 'primary approve', text: 'Approve', on: { click: decide(true) } }),
+            el('button', { type: 'button', class: 'danger reject', text: 'Reject', on: { click: decide(false) } }), reason));
+        cards.push(card);
+      }
+      for (const req of (as && as.pending_tool_calls) || []) {
+        if (decided.has(req.id)) continue;
+        const result = el('textarea', { class: 'tool-result', placeholder: 'result (text, or JSON)' });
+        const answer = (isError) => async () => {
+          let value = result.value;
+          try { value = JSON.parse(value); } catch { /* text */ }
+          const body = isError
+            ? { kind: 'error_event', error: result.value, origin: 'custom_tools', tool_req: req }
+            : { kind: 'tool_result', tool_req: req, result: value };
+          try {
+            await api('POST', 'sessions/' + encodeURIComponent(id) + '/tool_results', body);
+            decided.add(req.id); card.remove();
+          } catch (e) { toast('Answer failed: ' + e.message); }
+        };
+        const card = el('div', { class: 'card client-tool', 'data-call': req.id },
+          el('div', { class: 'label', text: 'client tool call waiting for a result' }), toolCall(req), result,
+          el('div', { class: 'controls' },
+            el('button', { type: 'button', class: 'primary send-result', text: 'Send result', on: { click: answer(false) } }),
+            el('button', { type: 'button', class: 'danger send-error', text: 'Send as error', on: { click: answer(true) } })));
+        cards.push(card);
+      }
+      pending.replaceChildren(...(cards.length ? [el('h2', { text: 'Waiting for you' }), ...cards] : []));
+    }
+
+    function add(e) {
+      if (typeof e.index !== 'number' || e.index <= last) return;
+      last = e.index;
+      traj.append(renderEvent(e));
+      if (e.type === 'ActiveStateChangeEvent') renderPending(e.data);
+      if (e.type === 'AgentEvent' && kindOf(e) === 'answer_event') {
+        answerBox.replaceChildren(el('div', { class: 'card' }, el('div', { class: 'label', text: 'latest answer' }), el('div', { class: 'text', text: pretty(e.data.answer) })));
+      }
+    }
+
+    // The stream ends with the session; a message or a resume that
+    // restarts it is seen by poll, which opens the stream again after the
+    // last event shown.
+    let es = null;
+    function connect() {
+      if (es || stopped) return;
+      const url = new URL('sessions/' + encodeURIComponent(id) + '/events', API);
+      if (last >= 0) url.searchParams.set('from_index', String(last + 1));
+      const src = new EventSource(url);
+      es = src;
+      const onEvent = (m) => {
+        try { add(JSON.parse(m.data)); } catch { /* a malformed event is skipped */ }
+        streamInfo.textContent = 'live';
+      };
+      for (const t of ['AgentEvent', 'AgentStartedEvent', 'AgentCompletionEvent', 'AgentErrorEvent', 'AgentRunStatusChangeEvent', 'ActiveStateChangeEvent', 'MetricsUpdateEvent', 'message']) {
+        src.addEventListener(t, onEvent);
+      }
+      src.addEventListener('end', () => {
+        src.close();
+        if (es === src) es = null;
+        streamInfo.textContent = 'the session has ended; every event is shown';
+      });
+      src.addEventListener('error', (m) => {
+        if (m.data) { streamInfo.textContent = visible('stream error: ' + m.data); return; }
+        if (src.readyState === EventSource.CLOSED) {
+          if (es === src) es = null;
+          streamInfo.textContent = 'the stream closed';
+        } else streamInfo.textContent = 'reconnecting…';
+      });
+    }
+    cleanup.push(() => { stopped = true; clearTimeout(timer); if (es) es.close(); });
+    connect();
+    poll();
+  }
+
+  // --- a shared session, read-only and without a key ---
+
+  async function showShared(token) {
+    main.replaceChildren(el('p', { class: 'muted', text: 'Loading the shared session…' }));
+    try {
+      const r = await fetch(new URL('shared/' + encodeURIComponent(token), API), { credentials: 'omit' });
+      const v = await r.json().catch(() => null);
+      if (!r.ok) throw new Error(detail(v, r.status));
+      main.replaceChildren(
+        el('div', { class: 'head' }, el('h1', { text: v.id }), stateBadge(v.status && v.status.status)),
+        el('p', { class: 'muted', text: 'A shared session: read-only.' + (agentName(v) ? ' Agent ' + agentName(v) + '.' : '') + ' ' + usage(v.status) }),
+        el('h2', { text: 'Request' }), el('pre', { text: pretty(v.request) }),
+        el('h2', { text: 'Latest answer' }), el('div', { class: 'card text', id: 'shared-answer', text: v.latest_answer == null ? '(none yet)' : pretty(v.latest_answer) }));
+    } catch (e) {
+      main.replaceChildren(el('p', { class: 'error', text: 'Cannot show this shared session: ' + e.message }));
+    }
+  }
+
+  // --- routing ---
+
+  let loggedIn = false;
+  async function route() {
+    leave();
+    const h = location.hash.replace(/^#/, '');
+    const shared = h.match(/^\/shared\/([^/?]+)$/);
+    if (shared) { showShared(decodeURIComponent(shared[1])); return; }
+    if (!loggedIn || !csrf && authRequired) {
+      try {
+        const r = await fetch(new URL('session', page), { credentials: 'same-origin' });
+        const s = await r.json();
+        authRequired = !!s.auth_required; loggedIn = !!s.logged_in; csrf = s.csrf || '';
+      } catch (e) { main.replaceChildren(el('p', { class: 'error', text: 'Cannot reach the server: ' + e.message })); return; }
+      if (!loggedIn) { showLogin(); return; }
+    }
+    document.getElementById('logout').hidden = !authRequired;
+    const m = h.match(/^\/s\/([^/?]+)$/);
+    if (m) showSession(decodeURIComponent(m[1]));
+    else showList();
+  }
+
+  document.getElementById('logout').addEventListener('click', () => { loggedIn = false; logout(); });
+  window.addEventListener('hashchange', route);
+  const origLogin = showLogin;
+  showLogin = (msg) => { loggedIn = false; origLogin(msg); };
+  route();
+})();
