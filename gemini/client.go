@@ -180,24 +180,10 @@ func (c *Client) stream(ctx context.Context, endpoint string, body []byte, yield
 	var d decoder
 	d.init(resp.Body, httpapi.MediaType(resp.Header.Get("Content-Type")) == "application/json")
 	d.requestID = requestID(resp.Header)
-	for {
+	httpapi.Relay(ctx, func() ([]llm.Chunk, bool, error) {
 		chunks, err := d.next()
-		if err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				err = ctxErr
-			}
-			yield(llm.Chunk{}, err)
-			return
-		}
-		for _, ch := range chunks {
-			if !yield(ch, nil) {
-				return
-			}
-		}
-		if d.done {
-			return
-		}
-	}
+		return chunks, d.done, err
+	}, yield)
 }
 
 // redactKey returns u without its query, where a key could be.

@@ -244,3 +244,29 @@ func Seconds(v string) time.Duration {
 	}
 	return llm.ParseRetryAfter(http.Header{"Retry-After": {v}}, time.Time{})
 }
+
+// Relay passes the chunks a provider's stream decoder produces to yield:
+// next returns the chunks of one event and whether the stream is done. A
+// decoding error ends the stream, reported as ctx's error when ctx has
+// ended (the body was closed because of it); a consumer that stops ends
+// it too.
+func Relay(ctx context.Context, next func() (chunks []llm.Chunk, done bool, err error), yield func(llm.Chunk, error) bool) {
+	for {
+		chunks, done, err := next()
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				err = ctxErr
+			}
+			yield(llm.Chunk{}, err)
+			return
+		}
+		for _, ch := range chunks {
+			if !yield(ch, nil) {
+				return
+			}
+		}
+		if done {
+			return
+		}
+	}
+}
