@@ -18,12 +18,13 @@ const module = "github.com/hrns-dev/hrns"
 // import. A package not listed may import anything but cmd.
 var allowed = map[string][]string{
 	"llm":                         {},
+	"pricing":                     {},
 	"llm/llmtest":                 {"llm"},
 	"internal/sse":                {},
 	"internal/httpapi":            {"llm"},
 	"internal/safetext":           {},
 	"internal/netpolicy":          {},
-	"internal/tui":                {"internal/safetext", "llm", "loop", "loop/compact"},
+	"internal/tui":                {"internal/safetext", "llm", "loop", "loop/compact", "pricing"},
 	"openai":                      {"llm", "internal/httpapi", "internal/sse"},
 	"openai/openaitest":           {"llm"},
 	"anthropic":                   {"llm", "internal/httpapi", "internal/sse"},
@@ -39,7 +40,7 @@ var allowed = map[string][]string{
 	"store/postgres/postgrestest": {},
 	"store/storetest":             {"store"},
 	"store/internal/wake":         {},
-	"session":                     {"llm", "loop", "skills", "store"},
+	"session":                     {"llm", "loop", "pricing", "skills", "store"},
 	"server":                      {"session", "server/ui"},
 	"server/ui":                   {},
 	"client":                      {"llm", "loop", "session"},

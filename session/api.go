@@ -431,14 +431,18 @@ func (d *AgentEventData) UnmarshalJSON(b []byte) error {
 type Metrics struct {
 	Steps        int         `json:"steps"`
 	CostPerModel []ModelCost `json:"cost_per_model"`
-	// Costs are null: hrns does not price models.
+	// Costs are in US dollars, at the prices of [Options.Prices]; they
+	// are null when a model used is not priced. ReasoningCost is the
+	// part of OutputCost spent on reasoning; TotalCost is InputCost plus
+	// OutputCost.
 	InputCost     *float64 `json:"input_cost"`
 	OutputCost    *float64 `json:"output_cost"`
 	ReasoningCost *float64 `json:"reasoning_cost"`
 	TotalCost     *float64 `json:"total_cost"`
 }
 
-// ModelCost is one model's usage; its costs are null.
+// ModelCost is one model's usage and its costs, null when the model is
+// not priced (see [Metrics]).
 type ModelCost struct {
 	ModelUsage
 	InputCost     *float64 `json:"input_cost"`

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/store"
 )
 
@@ -100,6 +101,11 @@ type Options struct {
 	// bound is approximate: two creations on two replicas at once may
 	// both be admitted.
 	MaxActiveSessions int
+	// Prices price the sessions' usage in their metrics (the costs of
+	// GET /changes and of MetricsUpdateEvent); nil means
+	// [pricing.Default]. A model that is not in the table has null
+	// costs.
+	Prices pricing.Table
 	// Logger receives the manager's logs; nil discards them.
 	Logger *slog.Logger
 	// Observer, when non-nil, watches the sessions' runs (see
@@ -167,6 +173,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	o.SessionEnvironments = maps.Clone(o.SessionEnvironments)
 	o.Toolsets = maps.Clone(o.Toolsets)
 	o.Skills = maps.Clone(o.Skills)
+	o.Prices = maps.Clone(o.Prices)
 	if o.MaxSteps <= 0 {
 		o.MaxSteps = 100
 	}
@@ -535,7 +542,7 @@ func (m *Manager) changes(ctx context.Context, s *store.Session, p *ChangesParam
 		ErrorCode:  strPtr(s.ErrorCode),
 		NewEvents:  []Event{},
 		Answer:     s.Answer,
-		Metrics:    st.metrics(),
+		Metrics:    m.metrics(st),
 	}
 	if !p.NoEvents {
 		// Only the events the session had when read: the status fields

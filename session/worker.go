@@ -789,12 +789,8 @@ func (g *segment) turnEnd(c loop.Chunk) error {
 	}
 	return g.commit(func(s *store.Session, st *state) []store.Event {
 		apply(s, st)
-		return []store.Event{agentEvent(policy), metricsEvent(st)}
+		return []store.Event{agentEvent(policy), g.metricsEvent(st)}
 	})
-}
-
-func metricsEvent(st *state) store.Event {
-	return event(EventMetricsUpdate, map[string]any{"metrics": st.metrics()})
 }
 
 // toolDone commits the result of a server-side call (or a call refused
@@ -893,7 +889,7 @@ func (g *segment) answerRejected(c loop.Chunk) error {
 	return g.commit(func(s *store.Session, st *state) []store.Event {
 		if apply != nil {
 			apply(s, st)
-			events = append(events, metricsEvent(st))
+			events = append(events, g.metricsEvent(st))
 		}
 		return append(events, ev)
 	})
@@ -907,7 +903,7 @@ func (g *segment) invalidAnswer(res *loop.Result) error {
 	return g.commit(func(s *store.Session, st *state) []store.Event {
 		if apply != nil {
 			apply(s, st)
-			events = append(events, metricsEvent(st))
+			events = append(events, g.metricsEvent(st))
 		}
 		st.Checkpoint = checkpoint{Messages: encoded}
 		st.Final = ""
@@ -943,7 +939,7 @@ func (g *segment) answered(msgs []llm.Message, answer, budget string) error {
 		if g.answer != nil {
 			g.answer(s, st)
 			events = append(events, g.answerEvents...)
-			events = append(events, metricsEvent(st))
+			events = append(events, g.metricsEvent(st))
 			b, _ := json.Marshal(answer)
 			if st.Spec.AnswerFormat != nil && json.Valid([]byte(answer)) {
 				b = json.RawMessage(answer) // the structured answer, validated by the loop

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/hrns-dev/hrns/internal/safetext"
@@ -13,6 +12,7 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/replay"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/tools"
 )
 
@@ -153,7 +153,7 @@ type chatSetup struct {
 	maxTurns  int
 	perms     *loop.Permissions
 	hooks     []loop.Hook
-	prices    tui.Prices
+	prices    pricing.Table
 	notices   []string
 	closers   []func() error
 }
@@ -231,8 +231,7 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 	}
 	s.system = systemPrompt(o, agentDef, system, ins)
 	s.maxTurns = firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
-	s.prices = maps.Clone(tui.DefaultPrices)
-	maps.Copy(s.prices, cfg.Prices)
+	s.prices = pricing.Default().With(cfg.Prices)
 	return s, nil
 }
 

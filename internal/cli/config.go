@@ -14,8 +14,8 @@ import (
 	"github.com/BurntSushi/toml"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hrns-dev/hrns/internal/tui"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/pricing"
 )
 
 // Config is the configuration file: ~/.config/hrns/config.toml (or
@@ -65,10 +65,11 @@ type Config struct {
 	// Hooks are shell commands run at points of every run, by event
 	// (pre_tool, post_tool, ...; Claude Code's names work too).
 	Hooks map[string][]HookConfig `toml:"hooks" yaml:"hooks"`
-	// Prices override or add to the chat's price table, per model, in US
+	// Prices override or add to the built-in price table (of the chat,
+	// hrns run and hrns serve's session metrics), per model, in US
 	// dollars per million tokens: [prices."my-model"] input = 1.0,
 	// cached_input = 0.1, cache_write = 1.25, output = 4.0.
-	Prices map[string]tui.Price `toml:"prices" yaml:"prices"`
+	Prices pricing.Table `toml:"prices" yaml:"prices"`
 
 	path    string // where it was read from, for messages
 	project string // the project's .hrns/config.toml merged into it, if any
@@ -239,6 +240,9 @@ func parseConfig(path string, data []byte) (*Config, error) {
 		if a.MaxTurns != 0 && a.MaxSteps != 0 {
 			return nil, fmt.Errorf("config %s: agent %q: max_turns and max_steps are the same limit: give one", path, name)
 		}
+	}
+	if err := cfg.Prices.Validate(); err != nil {
+		return nil, fmt.Errorf("config %s: prices: %w", path, err)
 	}
 	for name, p := range cfg.Providers {
 		switch p.Kind {

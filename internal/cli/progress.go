@@ -3,11 +3,10 @@ package cli
 import (
 	"fmt"
 	"io"
-	"maps"
 	"sync"
 	"time"
 
-	"github.com/hrns-dev/hrns/internal/tui"
+	"github.com/hrns-dev/hrns/pricing"
 )
 
 // progress shows on a terminal's stderr what a run is waiting for, once it
@@ -84,8 +83,7 @@ func (p *progress) close() {
 // stderr is a terminal.
 func (r *textRenderer) configure(model string, cfg *Config, stdio *IO) {
 	r.model = model
-	r.prices = maps.Clone(tui.DefaultPrices)
-	maps.Copy(r.prices, cfg.Prices)
+	r.prices = pricing.Default().With(cfg.Prices)
 	if stdio.errTerminal() && r.log == stdio.Err {
 		r.prog = &progress{w: r.log}
 		r.prog.start()

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/hrns-dev/hrns/internal/safetext"
-	"github.com/hrns-dev/hrns/internal/tui"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/tools"
 )
 
@@ -82,7 +82,7 @@ type textRenderer struct {
 	// model and prices price the run's usage on the last line; nil
 	// prices say nothing of cost.
 	model  string
-	prices tui.Prices
+	prices pricing.Table
 	// prog, when set, shows what the run waits for (progress.go).
 	prog *progress
 	now  func() time.Time
@@ -321,7 +321,7 @@ func (r *textRenderer) usageLine(u llm.Usage) string {
 	s += fmt.Sprintf(" + %d output tokens", u.OutputTokens)
 	if r.prices != nil {
 		if p, ok := r.prices.Lookup(r.model); ok {
-			s += ", " + tui.FormatCost(p.Cost(u))
+			s += ", " + pricing.Format(p.Cost(pricing.Usage(u)).Total)
 		} else {
 			s += ", unknown price"
 		}

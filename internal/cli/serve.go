@@ -18,6 +18,7 @@ import (
 	"unicode"
 
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store"
@@ -182,6 +183,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		AutoApprove:       o.yes,
 		Logger:            log,
 		Observer:          tel.observer,
+		Prices:            pricing.Default().With(cfg.Prices),
 	}
 	opts.Skills = serverSkills(cfg, stdio)
 	hookDir, err := o.hookDir()

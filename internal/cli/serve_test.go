@@ -32,6 +32,8 @@ func TestServeOptions(t *testing.T) {
 	os.WriteFile(cfgAgent, []byte("api_keys = [\"sk-1\"]\n[agents.reviewer]\ninstructions = \"Review.\"\ntools = [\"read_file\"]\n"), 0o600)
 	cfgOpen := filepath.Join(t.TempDir(), "config.toml")
 	os.WriteFile(cfgOpen, []byte("api_keys = [\"sk-1\"]\n"), 0o644)
+	cfgPrice := filepath.Join(t.TempDir(), "config.toml")
+	os.WriteFile(cfgPrice, []byte("[prices.\"m\"]\ninput = -1.0\n"), 0o600)
 	tests := []struct {
 		name string
 		args []string
@@ -40,6 +42,7 @@ func TestServeOptions(t *testing.T) {
 	}{
 		{"config agent with file tools needs a workdir", []string{"--addr", "0.0.0.0:0", "--model", "m", "--config", cfgAgent}, map[string]string{"OPENAI_API_KEY": "k"}, "agent reviewer (config (" + cfgAgent + ")): it uses read_file: start hrns serve with --workdir"},
 		{"config keys readable by others", []string{"--config", cfgOpen}, nil, "chmod 600"},
+		{"negative price", []string{"--config", cfgPrice}, nil, `prices: price of "m": input = -1`},
 		{"bad addr", []string{"--addr", "nowhere"}, nil, "--addr"},
 		{"postgres lease TTL", []string{"--db", "postgres://x", "--addr", "127.0.0.1:0", "--model", "m"}, map[string]string{"OPENAI_API_KEY": "k", "HRNS_LEASE_TTL": "soon"}, "HRNS_LEASE_TTL"},
 		{"bad db", []string{"--db", "mysql:x"}, nil, "want sqlite:PATH"},

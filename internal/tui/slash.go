@@ -10,6 +10,7 @@ import (
 
 	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/pricing"
 )
 
 // helpText lists the slash commands and keys.
@@ -106,13 +107,13 @@ func (c *chat) costReport() string {
 		fmt.Fprintf(&b, "\n  %s: %d input (%d cached read, %d cache write), %d output (%d reasoning)",
 			safetext.Escape(model), u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.OutputTokens, u.ReasoningTokens)
 		if p, ok := c.cfg.Prices.Lookup(model); ok {
-			fmt.Fprintf(&b, " = %s", FormatCost(p.Cost(u)))
+			fmt.Fprintf(&b, " = %s", pricing.Format(p.Cost(pricing.Usage(u)).Total))
 		} else {
 			b.WriteString(": unknown price (set [prices.\"" + safetext.Escape(model) + "\"] in the config)")
 		}
 	}
 	total, unknown := c.cost()
-	fmt.Fprintf(&b, "\n  total: %s", FormatCost(total))
+	fmt.Fprintf(&b, "\n  total: %s", pricing.Format(total))
 	if len(unknown) > 0 {
 		b.WriteString(" plus the models of unknown price")
 	}

@@ -6,7 +6,7 @@
 // It shows streamed answers rendered as Markdown, reasoning dimmed and
 // folded, each tool call as one line that expands to its arguments and
 // result, a spinner with the elapsed time while the model or a tool works,
-// the session's token usage and cost (see [Prices]), and asks approvals in
+// the session's token usage and cost (see [pricing.Table]), and asks approvals in
 // place: the command, or a coloured diff against the current file for
 // write_file and edit_file, answered y, n (with a reason), always for the
 // tool, or always for the command's prefix (see [Allower]).
@@ -38,6 +38,7 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/loop/compact"
+	"github.com/hrns-dev/hrns/pricing"
 )
 
 // Config configures a chat.
@@ -55,8 +56,8 @@ type Config struct {
 	Workdir string
 	// Allow keeps the "always" answers; nil means a [SessionAllowList].
 	Allow Allower
-	// Prices price the session's usage; nil means [DefaultPrices].
-	Prices Prices
+	// Prices price the session's usage; nil means [pricing.Default].
+	Prices pricing.Table
 	// Notices are lines shown when the chat opens (the instruction files
 	// loaded, for instance). They are trusted: the caller escapes what
 	// it did not write.
@@ -244,7 +245,7 @@ func newChat(ctx context.Context, cfg *Config) *chat {
 		cfg.Allow = &SessionAllowList{}
 	}
 	if cfg.Prices == nil {
-		cfg.Prices = DefaultPrices
+		cfg.Prices = pricing.Default()
 	}
 	ta := textarea.New()
 	ta.ShowLineNumbers = false
@@ -951,7 +952,7 @@ func (c *chat) cost() (total float64, unknown []string) {
 			}
 			continue
 		}
-		total += p.Cost(u)
+		total += p.Cost(pricing.Usage(u)).Total
 	}
 	slices.Sort(unknown)
 	return total, unknown
@@ -1035,9 +1036,9 @@ func (c *chat) status() string {
 	case len(unknown) > 0 && total == 0:
 		right += "unknown price"
 	case len(unknown) > 0:
-		right += FormatCost(total) + "+unknown"
+		right += pricing.Format(total) + "+unknown"
 	default:
-		right += FormatCost(total)
+		right += pricing.Format(total)
 	}
 	right += " · " + safetext.Escape(c.modelName)
 	right = c.st.dim.Render(right)
