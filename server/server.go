@@ -130,6 +130,10 @@ type Server struct {
 	log  *slog.Logger
 	g    *guard
 	ui   uiSessions // the web page's cookie sessions
+	// logins bounds the web page's failed logins; now is its clock
+	// (time.Now; tests set another).
+	logins loginLimiter
+	now    func() time.Time
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -139,7 +143,7 @@ func New(m *session.Manager, opts *Options) *Server {
 	if m == nil {
 		panic("server.New: nil manager")
 	}
-	s := &Server{m: m, keys: map[[32]byte]string{}, mux: http.NewServeMux()}
+	s := &Server{m: m, keys: map[[32]byte]string{}, mux: http.NewServeMux(), now: time.Now}
 	if opts != nil {
 		s.opts = *opts
 	}

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -174,12 +176,20 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 		uiJSON(w, http.StatusOK, map[string]any{"auth_required": false, "logged_in": true, "csrf": ""})
 		return
 	}
+	now := s.now()
+	if wait := s.logins.allow(r.RemoteAddr, now); wait > 0 {
+		secs := int64((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("Too many failed logins: try again in %d seconds", secs))
+		return
+	}
 	owner, ok := s.keys[sha256.Sum256([]byte(strings.TrimSpace(body.Key)))]
 	if !ok {
+		s.logins.fail(r.RemoteAddr, now)
 		writeError(w, http.StatusUnauthorized, "Unknown API key")
 		return
 	}
-	token, us := s.ui.add(owner, time.Now())
+	token, us := s.ui.add(owner, now)
 	http.SetCookie(w, &http.Cookie{
 		Name: uiCookie, Value: token, Path: "/", MaxAge: int(uiSessionTTL / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode,
