@@ -197,11 +197,13 @@ func Default() Table {
 }
 
 // Format shows a cost in dollars with enough digits for small ones:
-// "$0", "$0.0042", "$1.25".
+// "$0", "<$0.0001", "$0.0042", "$1.25".
 func Format(c float64) string {
 	switch {
-	case c == 0:
+	case c <= 0:
 		return "$0"
+	case c < 0.0001:
+		return "<$0.0001"
 	case c < 0.01:
 		return fmt.Sprintf("$%.4f", c)
 	default:

@@ -107,7 +107,7 @@ func TestWith(t *testing.T) {
 }
 
 func TestFormat(t *testing.T) {
-	for c, want := range map[float64]string{0: "$0", 0.00421: "$0.0042", 0.01: "$0.01", 1.254: "$1.25", 1234.5: "$1234.50"} {
+	for c, want := range map[float64]string{0: "$0", 0.00001: "<$0.0001", 0.0001: "$0.0001", 0.00421: "$0.0042", 0.01: "$0.01", 1.254: "$1.25", 1234.5: "$1234.50"} {
 		if got := pricing.Format(c); got != want {
 			t.Errorf("Format(%v) = %q, want %q", c, got, want)
 		}

@@ -1,8 +1,12 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"image"
+	"image/color"
+	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,12 +18,15 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hrns-dev/hrns/browser"
+	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
 	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store/sqlite"
+	"github.com/hrns-dev/hrns/tools"
 )
 
 // uiPrefix is the path prefix the web page's tests serve the server
@@ -27,7 +34,10 @@ import (
 const uiPrefix = "/hrns"
 
 // newUIEnv is a real server behind the path prefix uiPrefix, with an
-// "ops" agent whose deploy tool needs approval and returns hostile text.
+// "ops" agent whose deploy tool needs approval and returns hostile text,
+// and a "coder" agent with the file tools (in a directory holding
+// notes.txt), the plan (todo_write) and a tool that returns an image.
+// The model, test-model, is priced.
 func newUIEnv(t *testing.T, replies ...openaitest.Reply) *env {
 	t.Helper()
 	model := openaitest.NewServer(replies...)
@@ -43,9 +53,24 @@ func newUIEnv(t *testing.T, replies ...openaitest.Reply) *env {
 		return hostile + " deployed " + in.Service + disguised, nil
 	})
 	deploy.RequiresApproval = true
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "notes.txt"), []byte(notes), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, err := tools.Files(work, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart := loop.NewTool("render_chart", "Renders a chart.", func(context.Context, struct{}) ([]llm.Part, error) {
+		return []llm.Part{llm.TextPart("the chart"), llm.ImagePart("image/png", chartPNG(t))}, nil
+	})
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{
-		Agents:   map[string]*session.AgentConfig{"ops": {Description: "Deploys.", Toolsets: []string{"deploy"}}},
-		Toolsets: map[string]*loop.Toolset{"deploy": loop.MustToolset(deploy)},
+		Agents: map[string]*session.AgentConfig{
+			"ops":   {Description: "Deploys.", Toolsets: []string{"deploy"}},
+			"coder": {Description: "Edits notes.", Toolsets: []string{"files", "todo", "chart"}},
+		},
+		Toolsets: map[string]*loop.Toolset{"deploy": loop.MustToolset(deploy), "files": files, "todo": tools.Todo(), "chart": loop.MustToolset(chart)},
+		Prices:   pricing.Table{"test-model": {Input: 1000, Output: 2000}},
 	})
 	if err := m.Start(); err != nil {
 		t.Fatal(err)
@@ -58,6 +83,28 @@ func newUIEnv(t *testing.T, replies ...openaitest.Reply) *env {
 		m.Stop(context.Background())
 	})
 	return &env{t: t, model: model, url: srv.URL + uiPrefix, st: st}
+}
+
+// notes is the file the coder agent edits.
+const notes = "line 1\nline 2\nline 3\nteh typo\nline 5\n"
+
+// chartPNG is a 16×8 image: red, then blue.
+func chartPNG(t *testing.T) []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 16, 8))
+	for x := range 16 {
+		for y := range 8 {
+			c := color.RGBA{R: 200, A: 255}
+			if x >= 8 {
+				c = color.RGBA{B: 200, A: 255}
+			}
+			img.Set(x, y, c)
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
 
 // hostile is tool output that would run script if the page parsed it as
@@ -140,15 +187,98 @@ func TestUICookieLogin(t *testing.T) {
 	e.expect(e.do("GET", "/api/v2/sessions/"+id, "", nil, "Cookie", cookie), http.StatusUnauthorized)
 }
 
+// uiBrowser is a headless Chromium on the page, for one test.
+type uiBrowser struct {
+	t    *testing.T
+	bctx context.Context // the browser's: outlives ctx, for screenshots
+	ctx  context.Context // bounds the test's actions
+}
+
+// newUIBrowser starts Chromium at a desktop's size, or skips the test
+// when there is none.
+func newUIBrowser(t *testing.T) *uiBrowser {
+	t.Helper()
+	path, err := browser.FindChromium()
+	if err != nil {
+		t.Skip(err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox)
+	}
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(acancel)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(bcancel)
+	// The browser starts on bctx, so that it outlives ctx for the failure
+	// screenshot.
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatal(err)
+	}
+	// A bound on the whole run, not a threshold: the waits end on events
+	// of the page.
+	ctx, cancel := context.WithTimeout(bctx, time.Minute)
+	t.Cleanup(cancel)
+	return &uiBrowser{t: t, bctx: bctx, ctx: ctx}
+}
+
+// shot writes a PNG of the page: name is a path, or a file name under
+// testdata.
+func (b *uiBrowser) shot(name string) {
+	sctx, scancel := context.WithTimeout(b.bctx, 10*time.Second)
+	defer scancel()
+	if buf, err := chromedp.Run(sctx, chromedp.FullScreenshot(100)); err == nil {
+		if !strings.Contains(name, "/") {
+			name = filepath.Join("testdata", name)
+		}
+		os.WriteFile(name, buf, 0o644)
+	}
+}
+
+// step runs actions; on failure it writes testdata/ui-failure-TEST.png,
+// logs the page's text, and ends the test.
+func (b *uiBrowser) step(name string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		file := "ui-failure-" + b.t.Name() + ".png"
+		b.shot(file)
+		dctx, dcancel := context.WithTimeout(b.bctx, 5*time.Second)
+		text, _ := chromedp.Run(dctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
+		dcancel()
+		b.t.Logf("the page:\n%s", text)
+		b.t.Fatalf("%s: %v (screenshot in testdata/%s)", name, err, file)
+	}
+}
+
+// eval evaluates js into *v (nil: the result is dropped).
+func eval(js string, v any) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		r, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](js))
+		if err != nil || v == nil {
+			return err
+		}
+		return json.Unmarshal(r, v)
+	})
+}
+
+// login logs the page in with Alice's key.
+func (b *uiBrowser) login(e *env) {
+	b.t.Helper()
+	b.step("login",
+		chromedp.Navigate(e.url+"/ui"),
+		chromedp.WaitVisible(chromedp.CSS("#key")),
+		chromedp.SendKeys(chromedp.CSS("#key"), keyAlice),
+		chromedp.Click(chromedp.CSS(`#login button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#sessions")),
+	)
+}
+
 // TestUIBrowser drives the page in a headless Chromium: log in, watch a
 // session's events arrive live, approve a call whose result is hostile
 // HTML (shown as text, nothing runs), pause and resume a session, answer
 // its client tool by hand, and look at both pages on a phone's viewport.
 func TestUIBrowser(t *testing.T) {
-	path, err := browser.FindChromium()
-	if err != nil {
-		t.Skip(err)
-	}
 	e := newUIEnv(t,
 		calls(openaitest.ToolCall("call_1", "deploy", `{"service":"api"}`)),
 		openaitest.Reply{Text: "done " + hostile},
@@ -156,65 +286,9 @@ func TestUIBrowser(t *testing.T) {
 		openaitest.Reply{Text: "4242 shipped"},
 		openaitest.Reply{Text: "you are welcome"},
 	)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox)
-	}
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-	// The browser starts on bctx, so that it outlives ctx for the failure
-	// screenshot.
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatal(err)
-	}
-	// A bound on the whole run, not a threshold: the waits below end on
-	// events of the page.
-	ctx, cancel := context.WithTimeout(bctx, time.Minute)
-	defer cancel()
-	// shot writes a PNG of the page: name is a path, or a file name under
-	// testdata.
-	shot := func(name string) {
-		sctx, scancel := context.WithTimeout(bctx, 10*time.Second)
-		defer scancel()
-		if buf, err := chromedp.Run(sctx, chromedp.FullScreenshot(100)); err == nil {
-			if !strings.Contains(name, "/") {
-				name = filepath.Join("testdata", name)
-			}
-			os.WriteFile(name, buf, 0o644)
-		}
-	}
-	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			shot("ui-failure.png")
-			dctx, dcancel := context.WithTimeout(bctx, 5*time.Second)
-			text, _ := chromedp.Run(dctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
-			dcancel()
-			t.Logf("the page:\n%s", text)
-			t.Fatalf("%s: %v (screenshot in testdata/ui-failure.png)", name, err)
-		}
-	}
-	// eval evaluates js into *v (nil: the result is dropped).
-	eval := func(js string, v any) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-			r, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](js))
-			if err != nil || v == nil {
-				return err
-			}
-			return json.Unmarshal(r, v)
-		})
-	}
-
-	step("login",
-		chromedp.Navigate(e.url+"/ui"),
-		chromedp.WaitVisible(chromedp.CSS("#key")),
-		chromedp.SendKeys(chromedp.CSS("#key"), keyAlice),
-		chromedp.Click(chromedp.CSS(`#login button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.CSS("#sessions")),
-	)
+	br := newUIBrowser(t)
+	step, shot := br.step, br.shot
+	br.login(e)
 
 	// The list shows a new session without a reload.
 	a := e.create(keyAlice, `{"agent":"ops","messages":"deploy api"}`)
@@ -331,5 +405,159 @@ func TestUIBrowser(t *testing.T) {
 	)
 	if !strings.HasPrefix(link, e.url+"/ui/#/shared/") || !strings.Contains(shared, "done <script>") {
 		t.Errorf("shared link %q shows %q", link, shared)
+	}
+}
+
+// TestUIBrowserSteer drives the rest of the page in a headless Chromium:
+// the plan as a checklist, a tool's image, an edit waiting for approval
+// shown as a diff whose hostile characters are escapes (then rejected),
+// force answer, cancel, the registered agents and the filters, and the
+// cost, on a desktop's viewport and a phone's.
+func TestUIBrowserSteer(t *testing.T) {
+	plan := `{"todos":[{"content":"Read notes.txt","status":"completed"},{"content":"Fix the typo","status":"in_progress"},{"content":"Tell the user","status":"pending"}]}`
+	edit, _ := json.Marshal(map[string]string{"path": "notes.txt", "old_string": "line 3\nteh typo\n", "new_string": "line 3\nthe typo \x1b[2J\u202eevil\n"})
+	e := newUIEnv(t,
+		calls(openaitest.ToolCall("call_1", "todo_write", plan), openaitest.ToolCall("call_2", "render_chart", `{}`)),
+		calls(openaitest.ToolCall("call_3", "edit_file", string(edit))),
+		openaitest.Reply{Text: "left notes.txt alone"},
+		calls(openaitest.ToolCall("call_1", "get_order_status", `{"order_id":"4242"}`)),
+		openaitest.Reply{Text: "best effort: 4242 is probably shipped"},
+		calls(openaitest.ToolCall("call_1", "get_order_status", `{"order_id":"4243"}`)),
+	)
+	b := newUIBrowser(t)
+	b.login(e)
+
+	// The plan, the chart and the edit waiting for approval.
+	coder := e.create(keyAlice, `{"agent":"coder","messages":"fix the typo in notes.txt"}`)
+	var got struct {
+		Plan    []string `json:"plan"`
+		Status  []string `json:"status"`
+		Checked []bool   `json:"checked"`
+		Image   int      `json:"image"`
+		Title   string   `json:"title"`
+		Diff    []string `json:"diff"`
+		Classes []string `json:"classes"`
+		Usage   string   `json:"usage"`
+	}
+	b.step("plan, chart and diff",
+		eval(`location.hash = '#/s/`+coder+`'`, nil),
+		chromedp.WaitVisible(chromedp.CSS(`.approval[data-call="call_3"] pre.diff`)),
+		chromedp.WaitVisible(chromedp.CSS(`.ev.observation_event img`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('.ev.observation_event img').naturalWidth > 0`),
+		chromedp.WaitVisible(chromedp.CSS(`#plan ul.todo`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#usage').textContent.includes('$')`),
+		eval(`({
+			plan: [...document.querySelectorAll('#plan li')].map(li => li.textContent),
+			status: [...document.querySelectorAll('#plan li')].map(li => li.dataset.status),
+			image: document.querySelector('.ev.observation_event img').naturalWidth,
+			title: document.querySelector('.approval .preview strong').textContent,
+			diff: [...document.querySelectorAll('.approval pre.diff span')].map(s => s.textContent),
+			classes: [...document.querySelectorAll('.approval pre.diff span')].map(s => s.className),
+			usage: document.querySelector('#usage').textContent,
+		})`, &got),
+	)
+	if strings.Join(got.Plan, "|") != "☑ Read notes.txt|▶ Fix the typo (in progress)|☐ Tell the user" ||
+		strings.Join(got.Status, ",") != "completed,in_progress,pending" {
+		t.Errorf("plan = %q %q", got.Plan, got.Status)
+	}
+	if got.Image != 16 {
+		t.Errorf("the chart shows %d pixels wide, want 16", got.Image)
+	}
+	wantDiff := []string{
+		"   1    1   line 3",
+		"   2      - teh typo",
+		"        2 + the typo \\u001b[2J\\u202eevil",
+	}
+	if got.Title != "edit_file wants to edit notes.txt" || strings.Join(got.Diff, "\n") != strings.Join(wantDiff, "\n") ||
+		strings.Join(got.Classes, ",") != "ctx,del,add" {
+		t.Errorf("approval preview: %q\n%q\n%q", got.Title, got.Diff, got.Classes)
+	}
+	if !strings.HasPrefix(got.Usage, "coder · 2 steps · ") || !strings.Contains(got.Usage, " · $") {
+		t.Errorf("usage line = %q", got.Usage)
+	}
+	if shots := os.Getenv("HRNS_UI_SCREENSHOTS"); shots != "" {
+		b.shot(filepath.Join(shots, "ui-approval.png"))
+	}
+	// Rejected with a reason: the model reads it, the file is unchanged.
+	b.step("reject",
+		chromedp.SendKeys(chromedp.CSS(`.approval[data-call="call_3"] input.reason`), "not now"),
+		chromedp.Click(chromedp.CSS(`.approval[data-call="call_3"] button.reject`)),
+		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="completed"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event`)),
+	)
+	reqs := e.model.Requests()
+	if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, "not now") {
+		t.Errorf("the model did not read the rejection's reason:\n%s", last)
+	}
+
+	// Force answer: a session waiting for its client tool answers now.
+	order := e.create(keyAlice, orderAgent)
+	var answer string
+	b.step("force answer",
+		eval(`location.hash = '#/s/`+order+`'`, nil),
+		chromedp.WaitVisible(chromedp.CSS(`.client-tool[data-call="call_1"]`)),
+		chromedp.Click(chromedp.CSS(`#btn-force-answer`)),
+		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="completed"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event`)),
+		chromedp.WaitVisible(chromedp.CSS(`.ev.flow_event`)),
+		eval(`document.querySelector('.ev.answer_event .answer').textContent + ' / ' +
+			[...document.querySelectorAll('.ev.flow_event')].map(e => e.textContent).join(',')`, &answer),
+	)
+	if answer != "best effort: 4242 is probably shipped / force_answer" {
+		t.Errorf("after force answer: %q", answer)
+	}
+
+	// Cancel: the session ends interrupted.
+	cancelled := e.create(keyAlice, orderAgent)
+	b.step("cancel",
+		eval(`location.hash = '#/s/`+cancelled+`'`, nil),
+		chromedp.WaitVisible(chromedp.CSS(`.client-tool[data-call="call_1"]`)),
+		chromedp.Click(chromedp.CSS(`#btn-cancel`)),
+		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="interrupted"]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`.client-tool`)),
+	)
+
+	// The registered agents, and the filters: by agent (from the list of
+	// agents), by state, by text.
+	var agents []string
+	rows := func(sel string) chromedp.Action[chromedp.Void] {
+		return chromedp.Poll[chromedp.Void](`[...document.querySelectorAll('#sessions tr')].map(r => r.dataset.id).join(',') === '` + sel + `'`)
+	}
+	b.step("agents",
+		eval(`location.hash = '#/'`, nil),
+		chromedp.WaitVisible(chromedp.CSS(`#sessions tr[data-id="`+cancelled+`"]`)),
+		chromedp.Click(chromedp.CSS(`#agents-panel summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`#agents tr[data-agent="coder"] a`)),
+		eval(`[...document.querySelectorAll('#agents tr')].map(r => r.textContent)`, &agents),
+		chromedp.Click(chromedp.CSS(`#agents tr[data-agent="coder"] a`)),
+		rows(coder),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#sessions tr td.usage').textContent.includes('$')`),
+	)
+	if strings.Join(agents, "|") != "coderEdits notes.default modelserver|opsDeploys.default modelserver" {
+		t.Errorf("agents shown = %q", agents)
+	}
+	b.step("filter by state",
+		eval(`document.querySelector('#f-agent').value = ''; const s = document.querySelector('#f-state'); s.value = 'interrupted'; s.dispatchEvent(new Event('change'))`, nil),
+		rows(cancelled),
+	)
+	b.step("filter by text",
+		eval(`document.querySelector('#f-state').value = ''`, nil),
+		chromedp.SendKeys(chromedp.CSS(`#f-search`), "typo"),
+		rows(coder),
+	)
+
+	// A phone: the diff, the plan and the list fit the width.
+	for page, sel := range map[string]string{"#/s/" + coder: `#plan ul.todo`, "#/": `#sessions tr`} {
+		var overflow bool
+		b.step("narrow "+page,
+			chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+			eval(`location.hash = '`+page+`'`, nil),
+			chromedp.WaitVisible(chromedp.CSS(sel)),
+			eval(`document.documentElement.scrollWidth > window.innerWidth`, &overflow),
+		)
+		if overflow {
+			b.shot("ui-failure-narrow.png")
+			t.Errorf("%s overflows a 390px viewport", page)
+		}
 	}
 }

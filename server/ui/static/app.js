@@ -101,6 +101,35 @@
     return s + ' tokens';
   }
 
+  // money shows a cost in dollars as the terminal does.
+  function money(c) {
+    if (!(c > 0)) return '$0';
+    if (c < 0.0001) return '<$0.0001';
+    if (c < 0.01) return '$' + c.toFixed(4);
+    return '$' + c.toFixed(2);
+  }
+
+  // cost describes the cost of a session's metrics: null totals mean a
+  // model without a price, named so that the operator can price it.
+  function cost(metrics) {
+    if (!metrics) return '';
+    if (typeof metrics.total_cost === 'number') return money(metrics.total_cost);
+    const unpriced = (metrics.cost_per_model || []).filter((m) => typeof m.total_cost !== 'number').map((m) => m.name);
+    return 'cost unknown (' + (unpriced.join(', ') || 'a model') + ' not priced)';
+  }
+
+  // summary is a session's steps, tokens and cost, from its changes.
+  function summary(c) {
+    const m = (c && c.metrics) || {};
+    const steps = m.steps || 0;
+    return steps + (steps === 1 ? ' step · ' : ' steps · ') + usage({ usage_per_model: m.cost_per_model }) + ' · ' + cost(m);
+  }
+
+  // metricsOf reads a session's status and metrics, without events.
+  function metricsOf(id) {
+    return api('GET', 'sessions/' + encodeURIComponent(id) + '/changes?include_events=false');
+  }
+
   function stateBadge(st) {
     return el('span', { class: 'state ' + (STATES.includes(st) ? st : ''), text: st || '?', 'data-state': st });
   }
@@ -154,25 +183,50 @@
     const state = el('select', { id: 'f-state', 'aria-label': 'State' }, el('option', { value: '', text: 'any state' }),
       ...STATES.map((s) => el('option', { value: s, text: s })));
     state.value = params.get('status') || '';
-    const agent = el('input', { id: 'f-agent', type: 'search', placeholder: 'agent', value: params.get('agent') || '' });
+    const agent = el('input', { id: 'f-agent', type: 'search', placeholder: 'agent', list: 'agent-names', autocomplete: 'off', value: params.get('agent') || '' });
+    const names = el('datalist', { id: 'agent-names' });
     const search = el('input', { id: 'f-search', type: 'search', placeholder: 'search text', value: params.get('search') || '' });
     const body = el('tbody', { id: 'sessions' });
     const info = el('p', { class: 'muted', id: 'list-info' });
+    const agentsBody = el('tbody', { id: 'agents' });
+    const agentsSummary = el('summary', { text: 'Registered agents' });
+    const agents = el('details', { class: 'agents card', id: 'agents-panel' }, agentsSummary,
+      el('table', { class: 'sessions agents-table' },
+        el('thead', {}, el('tr', {}, ...['Agent', 'Description', 'Model', ''].map((h) => el('th', { text: h })))),
+        agentsBody));
     main.replaceChildren(
-      el('div', { class: 'filters' }, state, agent, search),
+      el('div', { class: 'filters' }, state, agent, names, search),
       el('table', { class: 'sessions' },
-        el('thead', {}, el('tr', {}, ...['Session', 'State', 'Agent', 'Age', 'Usage (not priced)'].map((h) => el('th', { text: h })))),
+        el('thead', {}, el('tr', {}, ...['Session', 'State', 'Agent', 'Age', 'Usage · cost'].map((h) => el('th', { text: h })))),
         body),
-      info);
+      info, agents);
+    // The registered agents: the filter's suggestions, and a list whose
+    // names filter the sessions.
+    async function loadAgents() {
+      try {
+        const res = await api('GET', 'agents?size=100');
+        const items = (res.items || []).filter((a) => a && typeof a.name === 'string');
+        names.replaceChildren(...items.map((a) => el('option', { value: a.name })));
+        agentsSummary.textContent = visible(res.total + ' registered agent' + (res.total === 1 ? '' : 's') + (res.total > items.length ? ', the first ' + items.length + ' shown' : ''));
+        agentsBody.replaceChildren(...items.map((a) => el('tr', { 'data-agent': a.name },
+          el('td', {}, el('a', { href: '#/', class: 'agent-filter', text: a.name, on: { click: (ev) => { ev.preventDefault(); agent.value = a.name; refresh(); } } })),
+          el('td', { text: a.description || '' }),
+          a.model ? el('td', { text: a.model }) : el('td', { class: 'muted', text: 'default model' }),
+          el('td', { class: 'muted', text: a.read_only ? 'server' : 'registered' }))));
+      } catch (e) { agentsSummary.textContent = visible('Registered agents: ' + e.message); }
+    }
     let timer = 0, gen = 0;
-    // The list items carry no usage: it comes from each session's status,
-    // kept once the session has ended.
+    // The list items carry no usage: it comes from each session's
+    // metrics, kept once the session has ended.
     const usageCache = new Map(), lastUsage = new Map();
     async function fillUsage(v, td, my) {
       try {
-        const st = await api('GET', 'sessions/' + encodeURIComponent(v.id) + '/status');
-        const text = usage(st) + ' · ' + st.steps + ' steps';
-        if (TERMINAL.has(st.status)) usageCache.set(v.id, text);
+        const c = await metricsOf(v.id);
+        const text = summary(c);
+        if (TERMINAL.has(c.status)) {
+          if (usageCache.size > 500) usageCache.clear();
+          usageCache.set(v.id, text);
+        }
         if (lastUsage.size > 500) lastUsage.clear();
         lastUsage.set(v.id, text);
         if (my === gen) td.textContent = visible(text);
@@ -212,6 +266,7 @@
     agent.addEventListener('input', changed);
     search.addEventListener('input', changed);
     cleanup.push(() => { gen++; clearTimeout(timer); clearTimeout(debounce); });
+    loadAgents();
     refresh();
   }
 
@@ -229,6 +284,140 @@
     return el('div', { class: 'call' },
       el('strong', { text: req.tool_name || '?' }), ' ', el('span', { class: 'muted', text: req.id || '' }),
       el('pre', { class: 'args', text: pretty(req.args === undefined ? {} : req.args) }));
+  }
+
+  // --- previews of calls waiting for approval, as the terminal shows them ---
+
+  // lines cuts text into lines; a final newline does not start a line.
+  function lines(text) {
+    if (text === '') return [];
+    return text.replace(/\n$/, '').split('\n');
+  }
+
+  // MAX_DIFF_CELLS bounds the work of the line diff: past it (lines of
+  // the old text times lines of the new, once the common head and tail
+  // are set aside) the changed middle shows as removed then added.
+  const MAX_DIFF_CELLS = 1 << 20;
+
+  // diff returns the lines of a diff of a to b (arrays of lines) with
+  // three lines of context around each change: {op, old, new, text},
+  // op ' ', '-', '+', or '~' for a gap between hunks. It is the
+  // terminal's (internal/tui/diff.go).
+  function diff(a, b) {
+    const all = [];
+    let p = 0;
+    while (p < a.length && p < b.length && a[p] === b[p]) { all.push({ op: ' ', old: p + 1, new: p + 1, text: a[p] }); p++; }
+    let s = 0;
+    while (s < a.length - p && s < b.length - p && a[a.length - 1 - s] === b[b.length - 1 - s]) s++;
+    const am = a.slice(p, a.length - s), bm = b.slice(p, b.length - s);
+    let oi = p + 1, ni = p + 1;
+    const emit = (op, text) => {
+      const l = { op, old: 0, new: 0, text };
+      if (op !== '+') l.old = oi++;
+      if (op !== '-') l.new = ni++;
+      all.push(l);
+    };
+    if (am.length * bm.length > MAX_DIFF_CELLS) {
+      am.forEach((t) => emit('-', t));
+      bm.forEach((t) => emit('+', t));
+    } else {
+      const w = bm.length + 1;
+      const lcs = new Int32Array((am.length + 1) * w);
+      for (let i = am.length - 1; i >= 0; i--) {
+        for (let j = bm.length - 1; j >= 0; j--) {
+          lcs[i * w + j] = am[i] === bm[j] ? lcs[(i + 1) * w + j + 1] + 1 : Math.max(lcs[(i + 1) * w + j], lcs[i * w + j + 1]);
+        }
+      }
+      let i = 0, j = 0;
+      while (i < am.length || j < bm.length) {
+        if (i < am.length && j < bm.length && am[i] === bm[j]) { emit(' ', am[i]); i++; j++; }
+        else if (i < am.length && (j === bm.length || lcs[(i + 1) * w + j] >= lcs[i * w + j + 1])) { emit('-', am[i]); i++; }
+        else { emit('+', bm[j]); j++; }
+      }
+    }
+    for (let k = a.length - s; k < a.length; k++) emit(' ', a[k]);
+    const near = new Array(all.length).fill(false);
+    all.forEach((l, i) => {
+      if (l.op === ' ') return;
+      for (let k = Math.max(0, i - 3); k <= Math.min(all.length - 1, i + 3); k++) near[k] = true;
+    });
+    const out = [];
+    let gap = false;
+    all.forEach((l, i) => {
+      if (!near[i]) { gap = true; return; }
+      if (gap && out.length) out.push({ op: '~' });
+      gap = false;
+      out.push(l);
+    });
+    return out;
+  }
+
+  // diffBlock shows a diff of old to new text with line numbers, every
+  // line's text escaped like the rest of the page.
+  function diffBlock(oldText, newText) {
+    const ls = diff(lines(oldText), lines(newText));
+    if (!ls.length) return el('p', { class: 'muted', text: '(no change)' });
+    const num = (n) => (n ? String(n).padStart(4) : '    ');
+    const pre = el('pre', { class: 'diff' });
+    for (const l of ls) {
+      if (l.op === '~') { pre.append(el('span', { class: 'gap', text: '   ⋮      ⋮' })); continue; }
+      const cls = l.op === '+' ? 'add' : l.op === '-' ? 'del' : 'ctx';
+      pre.append(el('span', { class: cls, text: num(l.old) + ' ' + num(l.new) + ' ' + (l.op === ' ' ? ' ' : l.op) + ' ' + l.text }));
+    }
+    const out = [pre];
+    if (newText !== '' && !newText.endsWith('\n')) out.push(el('p', { class: 'muted', text: '(no newline at the end)' }));
+    return el('div', {}, ...out);
+  }
+
+  // preview shows a call waiting for approval as the terminal does: the
+  // command of run_command, a diff for write_file and edit_file, then
+  // every other argument. The page sees only the API, not the files, so
+  // write_file shows its whole new content and edit_file the
+  // replacement (old_string to new_string).
+  function preview(req) {
+    const name = req.tool_name || '?';
+    const args = req.args;
+    const head = (title) => el('div', { class: 'call' }, el('strong', { text: title }), ' ', el('span', { class: 'muted', text: req.id || '' }));
+    if (!args || typeof args !== 'object' || Array.isArray(args)) {
+      return el('div', { class: 'preview' }, head(name + ' wants to run'), el('pre', { class: 'args', text: 'arguments: ' + pretty(args) }));
+    }
+    const str = (k) => (typeof args[k] === 'string' ? args[k] : '');
+    const shown = new Set();
+    const parts = [];
+    let title = name + ' wants to run';
+    if (name === 'run_command' && typeof args.command === 'string') {
+      parts.push(el('pre', { class: 'command', text: '$ ' + args.command }));
+      shown.add('command');
+    } else if (name === 'write_file' && typeof args.content === 'string') {
+      title = name + ' wants to write ' + str('path');
+      parts.push(el('p', { class: 'muted note', text: '(the whole new content: this page cannot see the current file)' }), diffBlock('', args.content));
+      shown.add('path').add('content');
+    } else if (name === 'edit_file' && typeof args.old_string === 'string' && typeof args.new_string === 'string') {
+      title = name + ' wants to edit ' + str('path');
+      parts.push(el('p', { class: 'muted note', text: args.replace_all === true
+        ? '(every occurrence of old_string is replaced: the replacement, as this page cannot see the file)'
+        : '(the replacement: old_string, which must occur once in the file, becomes new_string)' }),
+      diffBlock(args.old_string, args.new_string));
+      shown.add('path').add('old_string').add('new_string').add('replace_all');
+    }
+    const rest = Object.keys(args).filter((k) => !shown.has(k)).sort();
+    if (rest.length) parts.push(el('pre', { class: 'args' }, ...rest.map((k) => k + ': ' + JSON.stringify(args[k]) + '\n')));
+    return el('div', { class: 'preview', 'data-tool': name }, head(title), ...parts);
+  }
+
+  // checklist shows the plan of a todo_write call's arguments; null when
+  // they hold none.
+  function checklist(args) {
+    const todos = args && Array.isArray(args.todos) ? args.todos : null;
+    if (!todos) return null;
+    const marks = { completed: '☑', in_progress: '▶', pending: '☐' };
+    return el('ul', { class: 'todo' }, ...todos.slice(0, 100).map((t) => {
+      const status = t && typeof t.status === 'string' && marks[t.status] ? t.status : 'pending';
+      return el('li', { class: status, 'data-status': status },
+        el('span', { class: 'mark', 'aria-hidden': 'true', text: marks[status] }), ' ',
+        el('span', { text: t && typeof t.content === 'string' ? t.content : pretty(t) }),
+        status === 'in_progress' ? el('span', { class: 'muted', text: ' (in progress)' }) : null);
+    }));
   }
 
   const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
@@ -262,10 +451,12 @@
           ...(d.tool_reqs || []).map(toolCall),
           ...(d.validation_errors || []).map((v) => el('p', { class: 'error', text: v })));
         break;
-      case 'tool_result':
+      case 'tool_result': {
+        const plan = d.tool_req && d.tool_req.tool_name === 'todo_write' ? checklist(d.tool_req.args) : null;
         node = block('result of ' + ((d.tool_req && d.tool_req.tool_name) || '?'), 'tool_result',
-          el('pre', { class: 'result', text: pretty(d.result) }));
+          plan, el('pre', { class: 'result', text: pretty(d.result) }));
         break;
+      }
       case 'error_event':
         node = block('error' + (d.origin ? ' (' + d.origin + ')' : '') + (d.tool_req ? ' in ' + d.tool_req.tool_name : ''), 'error_event',
           el('pre', { class: 'result', text: d.error || '' }));
@@ -274,7 +465,7 @@
         node = block('answer' + (d.outcome ? ' (' + d.outcome + ')' : ''), 'answer_event', el('div', { class: 'text answer', text: pretty(d.answer) }));
         break;
       case 'observation_event':
-        node = block('screenshot' + (d.type ? ' (' + d.type + ')' : ''), 'observation_event', image(d.image));
+        node = block(d.type === 'web' ? 'browser screenshot' : 'image' + (d.type ? ' (' + d.type + ')' : ''), 'observation_event', image(d.image, d.type === 'web' ? 'browser screenshot' : 'image from ' + ((d.tool_req && d.tool_req.tool_name) || 'a tool')));
         break;
       case 'flow_event':
         node = el('div', { class: 'ev meta flow_event', text: d.flow + (d.tool_req ? ' ' + d.tool_req.tool_name + ' ' + (d.tool_req.id || '') : '') });
@@ -283,7 +474,7 @@
         node = block('agent error', 'AgentErrorEvent', el('pre', { text: pretty(d) }));
         break;
       case 'MetricsUpdateEvent':
-        node = el('div', { class: 'ev meta MetricsUpdateEvent', text: 'usage so far: ' + usage({ usage_per_model: (d.metrics && d.metrics.cost_per_model) || [] }) });
+        node = el('div', { class: 'ev meta MetricsUpdateEvent', text: 'so far: ' + summary(d) });
         break;
       case 'ActiveStateChangeEvent':
         node = el('div', { class: 'ev meta ActiveStateChangeEvent', text: 'state: ' + (d.state || '') });
@@ -305,6 +496,7 @@
     const usageLine = el('span', { class: 'usage', id: 'usage' });
     const meta = el('div', { class: 'head' }, badge, usageLine);
     const answerBox = el('div', { id: 'answer' });
+    const planBox = el('div', { id: 'plan' });
     const act = (label, path, method, cls) => el('button', {
       type: 'button', class: cls, id: 'btn-' + label.toLowerCase().replace(/\s+/g, '-'), text: label,
       on: { click: async (ev) => {
@@ -340,7 +532,7 @@
     const pending = el('div', { class: 'pending', id: 'pending' });
     const traj = el('div', { id: 'events' });
     const streamInfo = el('p', { class: 'muted', id: 'stream-info', text: 'connecting…' });
-    main.replaceChildren(head, meta, controls, shareOut, send, pending, answerBox,
+    main.replaceChildren(head, meta, controls, shareOut, send, pending, planBox, answerBox,
       el('div', { class: 'traj' }, el('h2', { text: 'Trajectory' }), traj, streamInfo));
 
     let stopped = false, timer = 0, last = -1;
@@ -349,11 +541,11 @@
     async function poll() {
       clearTimeout(timer);
       try {
-        const v = await api('GET', 'sessions/' + encodeURIComponent(id));
+        const [v, c] = await Promise.all([api('GET', 'sessions/' + encodeURIComponent(id)), metricsOf(id)]);
         if (stopped) return;
         const st = v.status && v.status.status;
         badge.replaceChildren(stateBadge(st));
-        usageLine.textContent = visible((agentName(v) ? agentName(v) + ' · ' : '') + (v.status.steps || 0) + ' steps · ' + usage(v.status) + ' · cost not priced');
+        usageLine.textContent = visible((agentName(v) ? agentName(v) + ' · ' : '') + summary(c));
         if (TERMINAL.has(st)) renderPending(null);
         else connect();
       } catch (e) {
@@ -374,7 +566,7 @@
           } catch (e) { toast('Decision failed: ' + e.message); }
         };
         const card = el('div', { class: 'card approval', 'data-call': req.id },
-          el('div', { class: 'label', text: 'approval needed' }), toolCall(req),
+          el('div', { class: 'label', text: 'approval needed' }), preview(req),
           el('div', { class: 'controls' },
             el('button', { type: 'button', class: 'primary approve', text: 'Approve', on: { click: decide(true) } }),
             el('button', { type: 'button', class: 'danger reject', text: 'Reject', on: { click: decide(false) } }), reason));
@@ -409,6 +601,10 @@
       last = e.index;
       traj.append(renderEvent(e));
       if (e.type === 'ActiveStateChangeEvent') renderPending(e.data);
+      if (e.type === 'AgentEvent' && kindOf(e) === 'tool_result' && e.data.tool_req && e.data.tool_req.tool_name === 'todo_write') {
+        const plan = checklist(e.data.tool_req.args);
+        if (plan) planBox.replaceChildren(el('div', { class: 'card' }, el('div', { class: 'label', text: 'plan' }), plan));
+      }
       if (e.type === 'AgentEvent' && kindOf(e) === 'answer_event') {
         answerBox.replaceChildren(el('div', { class: 'card' }, el('div', { class: 'label', text: 'latest answer' }), el('div', { class: 'text', text: pretty(e.data.answer) })));
       }
