@@ -39,6 +39,7 @@ type env struct {
 	model *openaitest.Server
 	url   string
 	st    store.Store
+	work  string // the file tools' directory, if any
 }
 
 type envOptions struct {

@@ -82,7 +82,7 @@ func newUIEnv(t *testing.T, replies ...openaitest.Reply) *env {
 		srv.Close()
 		m.Stop(context.Background())
 	})
-	return &env{t: t, model: model, url: srv.URL + uiPrefix, st: st}
+	return &env{t: t, model: model, url: srv.URL + uiPrefix, st: st, work: work}
 }
 
 // notes is the file the coder agent edits.
@@ -416,9 +416,10 @@ func TestUIBrowser(t *testing.T) {
 func TestUIBrowserSteer(t *testing.T) {
 	plan := `{"todos":[{"content":"Read notes.txt","status":"completed"},{"content":"Fix the typo","status":"in_progress"},{"content":"Tell the user","status":"pending"}]}`
 	edit, _ := json.Marshal(map[string]string{"path": "notes.txt", "old_string": "line 3\nteh typo\n", "new_string": "line 3\nthe typo \x1b[2J\u202eevil\n"})
+	write, _ := json.Marshal(map[string]string{"path": "new\u202e.txt", "content": "a\u200bb\nc"})
 	e := newUIEnv(t,
 		calls(openaitest.ToolCall("call_1", "todo_write", plan), openaitest.ToolCall("call_2", "render_chart", `{}`)),
-		calls(openaitest.ToolCall("call_3", "edit_file", string(edit))),
+		calls(openaitest.ToolCall("call_3", "edit_file", string(edit)), openaitest.ToolCall("call_4", "write_file", string(write))),
 		openaitest.Reply{Text: "left notes.txt alone"},
 		calls(openaitest.ToolCall("call_1", "get_order_status", `{"order_id":"4242"}`)),
 		openaitest.Reply{Text: "best effort: 4242 is probably shipped"},
@@ -438,10 +439,12 @@ func TestUIBrowserSteer(t *testing.T) {
 		Diff    []string `json:"diff"`
 		Classes []string `json:"classes"`
 		Usage   string   `json:"usage"`
+		Write   []string `json:"write"`
 	}
 	b.step("plan, chart and diff",
 		eval(`location.hash = '#/s/`+coder+`'`, nil),
 		chromedp.WaitVisible(chromedp.CSS(`.approval[data-call="call_3"] pre.diff`)),
+		chromedp.WaitVisible(chromedp.CSS(`.approval[data-call="call_4"] pre.diff`)),
 		chromedp.WaitVisible(chromedp.CSS(`.ev.observation_event img`)),
 		chromedp.Poll[chromedp.Void](`document.querySelector('.ev.observation_event img').naturalWidth > 0`),
 		chromedp.WaitVisible(chromedp.CSS(`#plan ul.todo`)),
@@ -451,8 +454,10 @@ func TestUIBrowserSteer(t *testing.T) {
 			status: [...document.querySelectorAll('#plan li')].map(li => li.dataset.status),
 			image: document.querySelector('.ev.observation_event img').naturalWidth,
 			title: document.querySelector('.approval .preview strong').textContent,
-			diff: [...document.querySelectorAll('.approval pre.diff span')].map(s => s.textContent),
-			classes: [...document.querySelectorAll('.approval pre.diff span')].map(s => s.className),
+			diff: [...document.querySelectorAll('.approval[data-call="call_3"] pre.diff span')].map(s => s.textContent),
+			classes: [...document.querySelectorAll('.approval[data-call="call_3"] pre.diff span')].map(s => s.className),
+			write: [document.querySelector('.approval[data-call="call_4"] .preview strong').textContent,
+				...[...document.querySelectorAll('.approval[data-call="call_4"] pre.diff span, .approval[data-call="call_4"] p')].map(s => s.textContent)],
 			usage: document.querySelector('#usage').textContent,
 		})`, &got),
 	)
@@ -472,6 +477,16 @@ func TestUIBrowserSteer(t *testing.T) {
 		strings.Join(got.Classes, ",") != "ctx,del,add" {
 		t.Errorf("approval preview: %q\n%q\n%q", got.Title, got.Diff, got.Classes)
 	}
+	wantWrite := []string{
+		`write_file wants to write new\u202e.txt`,
+		"(the whole new content: this page cannot see the current file)",
+		`        1 + a\u200bb`,
+		"        2 + c",
+		"(no newline at the end)",
+	}
+	if strings.Join(got.Write, "\n") != strings.Join(wantWrite, "\n") {
+		t.Errorf("write_file preview:\n%s", strings.Join(got.Write, "\n"))
+	}
 	if !strings.HasPrefix(got.Usage, "coder · 2 steps · ") || !strings.Contains(got.Usage, " · $") {
 		t.Errorf("usage line = %q", got.Usage)
 	}
@@ -482,12 +497,20 @@ func TestUIBrowserSteer(t *testing.T) {
 	b.step("reject",
 		chromedp.SendKeys(chromedp.CSS(`.approval[data-call="call_3"] input.reason`), "not now"),
 		chromedp.Click(chromedp.CSS(`.approval[data-call="call_3"] button.reject`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`.approval[data-call="call_3"]`)),
+		chromedp.Click(chromedp.CSS(`.approval[data-call="call_4"] button.reject`)),
 		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="completed"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event`)),
 	)
 	reqs := e.model.Requests()
 	if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, "not now") {
 		t.Errorf("the model did not read the rejection's reason:\n%s", last)
+	}
+	if got, _ := os.ReadFile(filepath.Join(e.work, "notes.txt")); string(got) != notes {
+		t.Errorf("notes.txt after the rejection: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(e.work, "new\u202e.txt")); err == nil {
+		t.Error("the rejected write_file wrote its file")
 	}
 
 	// Force answer: a session waiting for its client tool answers now.
