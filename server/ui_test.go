@@ -448,7 +448,7 @@ func TestUIBrowserSteer(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`.ev.observation_event img`)),
 		chromedp.Poll[chromedp.Void](`document.querySelector('.ev.observation_event img').naturalWidth > 0`),
 		chromedp.WaitVisible(chromedp.CSS(`#plan ul.todo`)),
-		chromedp.Poll[chromedp.Void](`document.querySelector('#usage').textContent.includes('$')`),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#usage').textContent.startsWith('coder · 2 steps · ')`),
 		eval(`({
 			plan: [...document.querySelectorAll('#plan li')].map(li => li.textContent),
 			status: [...document.querySelectorAll('#plan li')].map(li => li.dataset.status),
@@ -554,7 +554,7 @@ func TestUIBrowserSteer(t *testing.T) {
 		eval(`[...document.querySelectorAll('#agents tr')].map(r => r.textContent)`, &agents),
 		chromedp.Click(chromedp.CSS(`#agents tr[data-agent="coder"] a`)),
 		rows(coder),
-		chromedp.Poll[chromedp.Void](`document.querySelector('#sessions tr td.usage').textContent.includes('$')`),
+		chromedp.Poll[chromedp.Void](`/^3 steps · .* · \$0\.\d+$/.test(document.querySelector('#sessions tr td.usage').textContent)`),
 	)
 	if strings.Join(agents, "|") != "coderEdits notes.default modelserver|opsDeploys.default modelserver" {
 		t.Errorf("agents shown = %q", agents)
