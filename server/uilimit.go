@@ -42,6 +42,15 @@ func (b bucket) add(now time.Time, refill time.Duration) bucket {
 	return bucket{empty: b.empty.Add(refill)}
 }
 
+// refund takes back a failure added at now.
+func (b bucket) refund(now time.Time, refill time.Duration) bucket {
+	b.empty = b.empty.Add(-refill)
+	if b.empty.Before(now) {
+		b.empty = now
+	}
+	return b
+}
+
 // drained reports whether the bucket is empty at now.
 func (b bucket) drained(now time.Time) bool { return !b.empty.After(now) }
 
@@ -78,32 +87,39 @@ func clientKey(remote string) netip.Prefix {
 	return p
 }
 
-// allow returns how long the client at remote must wait before a login:
-// 0 means it may try now.
-func (l *loginLimiter) allow(remote string, now time.Time) time.Duration {
+// begin starts a login of the client at remote: it returns how long the
+// client must wait, or 0 when it may try now. A login that may go on is
+// counted as a failure at once, so that concurrent attempts cannot pass
+// the bound together; [loginLimiter.succeeded] takes it back.
+func (l *loginLimiter) begin(remote string, now time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	w := l.global.wait(now, loginBurstGlobal, loginRefillGlobal)
-	if b, ok := l.addrs[clientKey(remote)]; ok {
-		w = max(w, b.wait(now, loginBurstPerAddr, loginRefillPerAddr))
+	k := clientKey(remote)
+	b := l.addrs[k]
+	if w := max(l.global.wait(now, loginBurstGlobal, loginRefillGlobal), b.wait(now, loginBurstPerAddr, loginRefillPerAddr)); w > 0 {
+		return w
 	}
-	return w
-}
-
-// fail records a failed login of the client at remote.
-func (l *loginLimiter) fail(remote string, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.global = l.global.add(now, loginRefillGlobal)
 	if l.addrs == nil {
 		l.addrs = map[netip.Prefix]bucket{}
 	}
-	k := clientKey(remote)
-	b, ok := l.addrs[k]
-	if !ok && len(l.addrs) >= loginMaxAddrs {
+	if _, ok := l.addrs[k]; !ok && len(l.addrs) >= loginMaxAddrs {
 		l.prune(now)
 	}
 	l.addrs[k] = b.add(now, loginRefillPerAddr)
+	return 0
+}
+
+// succeeded takes back the failure begin counted for a login that
+// succeeded.
+func (l *loginLimiter) succeeded(remote string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.global = l.global.refund(now, loginRefillGlobal)
+	k := clientKey(remote)
+	if b, ok := l.addrs[k]; ok {
+		l.addrs[k] = b.refund(now, loginRefillPerAddr)
+	}
 }
 
 // prune makes room for an address: the drained buckets go, and if none

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,78 +17,115 @@ import (
 	"github.com/hrns-dev/hrns/store/sqlite"
 )
 
-// TestLoginLimiter: failed logins are bounded per address (an IPv6
-// client by its /64) and globally, each bucket refilling at its rate,
-// and the addresses tracked stay bounded.
+// TestLoginLimiter: logins are bounded per address (an IPv6 client by
+// its /64) and globally, each bucket refilling at its rate; successes
+// cost nothing; concurrent attempts cannot pass the bound together; and
+// the addresses tracked stay bounded.
 func TestLoginLimiter(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var l loginLimiter
 	const a, b = "192.0.2.1:5000", "192.0.2.2:5000"
 	for i := range loginBurstPerAddr {
-		if w := l.allow(a, t0); w != 0 {
+		if w := l.begin(a, t0); w != 0 {
 			t.Fatalf("failure %d: wait %v", i, w)
 		}
-		l.fail(a, t0)
 	}
-	if w := l.allow(a, t0); w != loginRefillPerAddr {
+	if w := l.begin(a, t0); w != loginRefillPerAddr {
 		t.Errorf("a full address waits %v, want %v", w, loginRefillPerAddr)
 	}
-	if w := l.allow("192.0.2.1:6000", t0); w == 0 {
+	if w := l.begin("192.0.2.1:6000", t0); w == 0 {
 		t.Error("another port of the address is not limited")
 	}
-	if w := l.allow(b, t0); w != 0 {
+	if w := l.begin(b, t0); w != 0 {
 		t.Errorf("another address waits %v", w)
 	}
-	if w := l.allow(a, t0.Add(loginRefillPerAddr/2)); w != loginRefillPerAddr/2 {
+	if w := l.begin(a, t0.Add(loginRefillPerAddr/2)); w != loginRefillPerAddr/2 {
 		t.Errorf("half a refill later: wait %v, want %v", w, loginRefillPerAddr/2)
 	}
-	if w := l.allow(a, t0.Add(loginRefillPerAddr)); w != 0 {
+	if w := l.begin(a, t0.Add(loginRefillPerAddr)); w != 0 {
 		t.Errorf("a refill later: wait %v", w)
+	}
+
+	// Successes cost nothing.
+	var ls loginLimiter
+	for i := range 3 * loginBurstPerAddr {
+		if w := ls.begin(a, t0); w != 0 {
+			t.Fatalf("login %d after successes: wait %v", i, w)
+		}
+		ls.succeeded(a, t0)
+	}
+
+	// Concurrent attempts: the burst, no more.
+	var lc loginLimiter
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	passed := 0
+	for range 5 * loginBurstPerAddr {
+		wg.Go(func() {
+			if lc.begin(a, t0) == 0 {
+				mu.Lock()
+				passed++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if passed != loginBurstPerAddr {
+		t.Errorf("%d concurrent attempts passed, want %d", passed, loginBurstPerAddr)
 	}
 
 	// IPv6: the /64 is the client; a mapped IPv4 address is the IPv4
 	// one.
 	var l6 loginLimiter
 	for range loginBurstPerAddr {
-		l6.fail("[2001:db8:1:2::1]:443", t0)
+		l6.begin("[2001:db8:1:2::1]:443", t0)
 	}
-	for remote, limited := range map[string]bool{
-		"[2001:db8:1:2::ffff]:1":    true,
-		"[2001:db8:1:2:a:b:c:d]:80": true,
-		"[2001:db8:1:3::1]:443":     false,
-		"[::ffff:192.0.2.9]:1":      false,
-		"not an address":            false,
+	for _, tc := range []struct {
+		remote  string
+		limited bool
+	}{
+		{"[2001:db8:1:2::ffff]:1", true},
+		{"[2001:db8:1:2:a:b:c:d]:80", true},
+		{"[2001:db8:1:3::1]:443", false},
+		{"[::ffff:192.0.2.9]:1", false},
+		{"not an address", false},
 	} {
-		if got := l6.allow(remote, t0) > 0; got != limited {
-			t.Errorf("%s limited = %v, want %v", remote, got, limited)
+		if got := l6.begin(tc.remote, t0) > 0; got != tc.limited {
+			t.Errorf("%s limited = %v, want %v", tc.remote, got, tc.limited)
 		}
 	}
 	if clientKey("[::ffff:192.0.2.9]:1") != clientKey("192.0.2.9:2") {
 		t.Error("a mapped IPv4 address is not its IPv4 address")
 	}
 
-	// The global bucket: many addresses, one failure each.
+	// The global bucket: many addresses, one attempt each.
 	var lg loginLimiter
 	for i := range loginBurstGlobal {
-		lg.fail(fmt.Sprintf("198.51.%d.%d:1", i/250, i%250), t0)
+		if w := lg.begin(fmt.Sprintf("198.51.%d.%d:1", i/250, i%250), t0); w != 0 {
+			t.Fatalf("address %d waits %v", i, w)
+		}
 	}
-	if w := lg.allow("203.0.113.7:1", t0); w != loginRefillGlobal {
+	if w := lg.begin("203.0.113.7:1", t0); w != loginRefillGlobal {
 		t.Errorf("a new address after the global burst waits %v, want %v", w, loginRefillGlobal)
 	}
-	if w := lg.allow("203.0.113.7:1", t0.Add(loginRefillGlobal)); w != 0 {
+	if w := lg.begin("203.0.113.7:1", t0.Add(loginRefillGlobal)); w != 0 {
 		t.Errorf("a global refill later: wait %v", w)
 	}
 
-	// The addresses tracked stay bounded; drained ones go first.
+	// The addresses tracked stay bounded: drained ones go first, then
+	// the one nearest to draining.
 	var lb loginLimiter
-	for i := range loginMaxAddrs + 5 {
-		lb.fail(fmt.Sprintf("10.%d.%d.%d:1", i>>16&255, i>>8&255, i&255), t0.Add(time.Duration(i)*time.Millisecond))
+	lb.addrs = map[netip.Prefix]bucket{}
+	for i := range loginMaxAddrs {
+		k, _ := netip.MustParseAddr(fmt.Sprintf("10.0.%d.%d", i>>8, i&255)).Prefix(32)
+		lb.addrs[k] = bucket{empty: t0.Add(time.Hour + time.Duration(i)*time.Second)}
 	}
-	if len(lb.addrs) != loginMaxAddrs {
-		t.Errorf("%d addresses tracked, want %d", len(lb.addrs), loginMaxAddrs)
+	lb.begin("10.255.0.1:1", t0)
+	first, _ := netip.MustParseAddr("10.0.0.0").Prefix(32)
+	if _, kept := lb.addrs[first]; len(lb.addrs) != loginMaxAddrs || kept {
+		t.Errorf("%d addresses tracked (the nearest to draining kept: %v), want %d", len(lb.addrs), kept, loginMaxAddrs)
 	}
-	later := t0.Add(24 * time.Hour)
-	lb.fail("10.255.255.255:1", later)
+	lb.begin("10.255.0.2:1", t0.Add(24*time.Hour))
 	if len(lb.addrs) != 1 {
 		t.Errorf("%d addresses tracked after they all drained, want 1", len(lb.addrs))
 	}

@@ -177,7 +177,7 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	if wait := s.logins.allow(r.RemoteAddr, now); wait > 0 {
+	if wait := s.logins.begin(r.RemoteAddr, now); wait > 0 {
 		secs := int64((wait + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("Too many failed logins: try again in %d seconds", secs))
@@ -185,10 +185,10 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	owner, ok := s.keys[sha256.Sum256([]byte(strings.TrimSpace(body.Key)))]
 	if !ok {
-		s.logins.fail(r.RemoteAddr, now)
 		writeError(w, http.StatusUnauthorized, "Unknown API key")
 		return
 	}
+	s.logins.succeeded(r.RemoteAddr, now)
 	token, us := s.ui.add(owner, now)
 	http.SetCookie(w, &http.Cookie{
 		Name: uiCookie, Value: token, Path: "/", MaxAge: int(uiSessionTTL / time.Second),
