@@ -35,8 +35,9 @@ const uiPrefix = "/hrns"
 
 // newUIEnv is a real server behind the path prefix uiPrefix, with an
 // "ops" agent whose deploy tool needs approval and returns hostile text,
-// and a "coder" agent with the file tools (in a directory holding
-// notes.txt), the plan (todo_write) and a tool that returns an image.
+// and a "coder" agent with the file and shell tools (in a directory
+// holding notes.txt; both ask for approval), the plan (todo_write) and a
+// tool that returns an image.
 // The model, test-model, is priced.
 func newUIEnv(t *testing.T, replies ...openaitest.Reply) *env {
 	t.Helper()
@@ -61,15 +62,19 @@ func newUIEnv(t *testing.T, replies ...openaitest.Reply) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	shell, err := tools.Shell(work, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	chart := loop.NewTool("render_chart", "Renders a chart.", func(context.Context, struct{}) ([]llm.Part, error) {
 		return []llm.Part{llm.TextPart("the chart"), llm.ImagePart("image/png", chartPNG(t))}, nil
 	})
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{
 		Agents: map[string]*session.AgentConfig{
 			"ops":   {Description: "Deploys.", Toolsets: []string{"deploy"}},
-			"coder": {Description: "Edits notes.", Toolsets: []string{"files", "todo", "chart"}},
+			"coder": {Description: "Edits notes.", Toolsets: []string{"files", "shell", "todo", "chart"}},
 		},
-		Toolsets: map[string]*loop.Toolset{"deploy": loop.MustToolset(deploy), "files": files, "todo": tools.Todo(), "chart": loop.MustToolset(chart)},
+		Toolsets: map[string]*loop.Toolset{"deploy": loop.MustToolset(deploy), "files": files, "shell": shell, "todo": tools.Todo(), "chart": loop.MustToolset(chart)},
 		Prices:   pricing.Table{"test-model": {Input: 1000, Output: 2000}},
 	})
 	if err := m.Start(); err != nil {
@@ -409,8 +414,9 @@ func TestUIBrowser(t *testing.T) {
 }
 
 // TestUIBrowserSteer drives the rest of the page in a headless Chromium:
-// the plan as a checklist, a tool's image, an edit waiting for approval
-// shown as a diff whose hostile characters are escapes (then rejected),
+// the plan as a checklist, a tool's image, calls waiting for approval
+// shown as the terminal shows them (a command; an edit and a write as
+// diffs), their hostile characters as escapes (then rejected),
 // force answer, cancel, the registered agents and the filters, and the
 // cost, on a desktop's viewport and a phone's.
 func TestUIBrowserSteer(t *testing.T) {
@@ -419,7 +425,8 @@ func TestUIBrowserSteer(t *testing.T) {
 	write, _ := json.Marshal(map[string]string{"path": "new\u202e.txt", "content": "a\u200bb\nc"})
 	e := newUIEnv(t,
 		calls(openaitest.ToolCall("call_1", "todo_write", plan), openaitest.ToolCall("call_2", "render_chart", `{}`)),
-		calls(openaitest.ToolCall("call_3", "edit_file", string(edit)), openaitest.ToolCall("call_4", "write_file", string(write))),
+		calls(openaitest.ToolCall("call_3", "edit_file", string(edit)), openaitest.ToolCall("call_4", "write_file", string(write)),
+			openaitest.ToolCall("call_5", "run_command", `{"command":"rm notes.txt \u202e.txt","timeout_seconds":5}`)),
 		openaitest.Reply{Text: "left notes.txt alone"},
 		calls(openaitest.ToolCall("call_1", "get_order_status", `{"order_id":"4242"}`)),
 		openaitest.Reply{Text: "best effort: 4242 is probably shipped"},
@@ -440,11 +447,13 @@ func TestUIBrowserSteer(t *testing.T) {
 		Classes []string `json:"classes"`
 		Usage   string   `json:"usage"`
 		Write   []string `json:"write"`
+		Command []string `json:"command"`
 	}
 	b.step("plan, chart and diff",
 		eval(`location.hash = '#/s/`+coder+`'`, nil),
 		chromedp.WaitVisible(chromedp.CSS(`.approval[data-call="call_3"] pre.diff`)),
 		chromedp.WaitVisible(chromedp.CSS(`.approval[data-call="call_4"] pre.diff`)),
+		chromedp.WaitVisible(chromedp.CSS(`.approval[data-call="call_5"] pre.command`)),
 		chromedp.WaitVisible(chromedp.CSS(`.ev.observation_event img`)),
 		chromedp.Poll[chromedp.Void](`document.querySelector('.ev.observation_event img').naturalWidth > 0`),
 		chromedp.WaitVisible(chromedp.CSS(`#plan ul.todo`)),
@@ -458,6 +467,7 @@ func TestUIBrowserSteer(t *testing.T) {
 			classes: [...document.querySelectorAll('.approval[data-call="call_3"] pre.diff span')].map(s => s.className),
 			write: [document.querySelector('.approval[data-call="call_4"] .preview strong').textContent,
 				...[...document.querySelectorAll('.approval[data-call="call_4"] pre.diff span, .approval[data-call="call_4"] p')].map(s => s.textContent)],
+			command: [...document.querySelectorAll('.approval[data-call="call_5"] .preview strong, .approval[data-call="call_5"] .preview pre')].map(s => s.textContent),
 			usage: document.querySelector('#usage').textContent,
 		})`, &got),
 	)
@@ -487,6 +497,9 @@ func TestUIBrowserSteer(t *testing.T) {
 	if strings.Join(got.Write, "\n") != strings.Join(wantWrite, "\n") {
 		t.Errorf("write_file preview:\n%s", strings.Join(got.Write, "\n"))
 	}
+	if want := []string{"run_command wants to run", `$ rm notes.txt \u202e.txt`, "timeout_seconds: 5\n"}; strings.Join(got.Command, "|") != strings.Join(want, "|") {
+		t.Errorf("run_command preview: %q", got.Command)
+	}
 	if !strings.HasPrefix(got.Usage, "coder · 2 steps · ") || !strings.Contains(got.Usage, " · $") {
 		t.Errorf("usage line = %q", got.Usage)
 	}
@@ -499,6 +512,8 @@ func TestUIBrowserSteer(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`.approval[data-call="call_3"] button.reject`)),
 		chromedp.WaitNotPresent(chromedp.CSS(`.approval[data-call="call_3"]`)),
 		chromedp.Click(chromedp.CSS(`.approval[data-call="call_4"] button.reject`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`.approval[data-call="call_4"]`)),
+		chromedp.Click(chromedp.CSS(`.approval[data-call="call_5"] button.reject`)),
 		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="completed"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event`)),
 	)
