@@ -91,7 +91,7 @@ func newUIEnv(t *testing.T, replies ...openaitest.Reply) *env {
 }
 
 // notes is the file the coder agent edits.
-const notes = "line 1\nline 2\nline 3\nteh typo\nline 5\n"
+const notes = "a1\nteh typo\na3\na4\na5\na6\na7\na8\na9\na10\nlast\n"
 
 // chartPNG is a 16×8 image: red, then blue.
 func chartPNG(t *testing.T) []byte {
@@ -421,7 +421,9 @@ func TestUIBrowser(t *testing.T) {
 // cost, on a desktop's viewport and a phone's.
 func TestUIBrowserSteer(t *testing.T) {
 	plan := `{"todos":[{"content":"Read notes.txt","status":"completed"},{"content":"Fix the typo","status":"in_progress"},{"content":"Tell the user","status":"pending"}]}`
-	edit, _ := json.Marshal(map[string]string{"path": "notes.txt", "old_string": "line 3\nteh typo\n", "new_string": "line 3\nthe typo \x1b[2J\u202eevil\n"})
+	// Two hunks, apart: a gap between them.
+	edit, _ := json.Marshal(map[string]string{"path": "notes.txt", "old_string": notes,
+		"new_string": strings.Replace(strings.Replace(notes, "teh typo", "the typo \x1b[2J\u202eevil", 1), "last", "last line", 1)})
 	write, _ := json.Marshal(map[string]string{"path": "new\u202e.txt", "content": "a\u200bb\nc"})
 	e := newUIEnv(t,
 		calls(openaitest.ToolCall("call_1", "todo_write", plan), openaitest.ToolCall("call_2", "render_chart", `{}`)),
@@ -479,12 +481,21 @@ func TestUIBrowserSteer(t *testing.T) {
 		t.Errorf("the chart shows %d pixels wide, want 16", got.Image)
 	}
 	wantDiff := []string{
-		"   1    1   line 3",
+		"   1    1   a1",
 		"   2      - teh typo",
-		"        2 + the typo \\u001b[2J\\u202eevil",
+		`        2 + the typo \u001b[2J\u202eevil`,
+		"   3    3   a3",
+		"   4    4   a4",
+		"   5    5   a5",
+		"   ⋮      ⋮",
+		"   8    8   a8",
+		"   9    9   a9",
+		"  10   10   a10",
+		"  11      - last",
+		"       11 + last line",
 	}
 	if got.Title != "edit_file wants to edit notes.txt" || strings.Join(got.Diff, "\n") != strings.Join(wantDiff, "\n") ||
-		strings.Join(got.Classes, ",") != "ctx,del,add" {
+		strings.Join(got.Classes, ",") != "ctx,del,add,ctx,ctx,ctx,gap,ctx,ctx,ctx,del,add" {
 		t.Errorf("approval preview: %q\n%q\n%q", got.Title, got.Diff, got.Classes)
 	}
 	wantWrite := []string{
