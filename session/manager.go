@@ -100,6 +100,9 @@ type Options struct {
 	// bound is approximate: two creations on two replicas at once may
 	// both be admitted.
 	MaxActiveSessions int
+	// TokenQuota, when set, limits the tokens each owner's sessions use
+	// per day or month (see [TokenQuota]); tokens are counted either way.
+	TokenQuota *TokenQuota
 	// Logger receives the manager's logs; nil discards them.
 	Logger *slog.Logger
 	// Observer, when non-nil, watches the sessions' runs (see
@@ -285,6 +288,11 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 	derive(s, st)
 	if s.State, err = json.Marshal(st); err != nil {
 		return nil, false, err
+	}
+	if !child {
+		if err := m.checkTokens(ctx, p.Owner); err != nil {
+			return nil, false, err
+		}
 	}
 	if m.opts.MaxActiveSessions > 0 && !child {
 		m.admit.Lock()
@@ -893,6 +901,9 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 	}
 	if len(converted) == 0 {
 		return invalid("no message", "body", "messages")
+	}
+	if err := m.checkTokens(ctx, owner); err != nil {
+		return err
 	}
 	_, _, err := m.update(ctx, id, nil, func(s *store.Session, st *state) ([]store.Event, error) {
 		if s.Owner != owner {
