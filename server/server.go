@@ -18,10 +18,19 @@
 //	POST   /api/v2/sessions                      create (201; Idempotency-Key)
 //	GET    /api/v2/sessions                      list (paged, filtered)
 //	GET    /api/v2/sessions/quota                the key's concurrent-session quota
+//	GET    /api/v2/quota/tokens                  the key's token quota (429 once spent)
 //	GET    /api/v2/sessions/{id}                 the session
 //	DELETE /api/v2/sessions/{id}                 cancel (204)
 //	GET    /api/v2/sessions/{id}/status          live status
 //	GET    /api/v2/sessions/{id}/changes         long-poll (200, or 204 + ETag)
+//	POST   /api/v2/sessions/{id}/files/list_files  a directory of the
+//	                                             session's workspace
+//	POST   /api/v2/sessions/{id}/files/read_file   a file, base64
+//	POST   /api/v2/sessions/{id}/files/write_file  create or replace a file
+//	GET    /api/v2/sessions/{id}/resources/{bucket}/{key}  an event's image
+//	                                             (bucket events, key its
+//	                                             index) or a workspace file
+//	                                             (bucket files, key its path)
 //	GET    /api/v2/sessions/{id}/events          history (paged), or a
 //	                                             Server-Sent Events stream
 //	                                             with Accept: text/event-stream
@@ -114,6 +123,11 @@ type Options struct {
 	// host and port equal to the Host header) is refused with 403. Empty
 	// means no cross-origin access.
 	CORSOrigins []string
+	// Workspaces is the directory that holds the sessions' workspaces,
+	// one directory each, named by [session.Manager.WorkspaceName] and
+	// made (mode 0700) when first used: the session files operations
+	// serve them. Empty means none: those operations answer 501.
+	Workspaces string
 	// MaxBodyBytes bounds request bodies; 0 means 5 MB.
 	MaxBodyBytes int64
 	// Logger receives request errors; nil discards them.
@@ -180,6 +194,10 @@ func New(m *session.Manager, opts *Options) *Server {
 		{"POST /api/v2/sessions/{id}/share", bodyIgnored, s.share},
 		{"DELETE /api/v2/sessions/{id}/share", bodyNone, s.unshare},
 		{"GET /api/v2/replicas", bodyNone, s.replicas},
+		{"GET /api/v2/quota/tokens", bodyNone, s.tokenQuota},
+		{"POST /api/v2/sessions/{id}/files/list_files", bodyJSON, s.listFiles},
+		{"POST /api/v2/sessions/{id}/files/read_file", bodyJSON, s.readFile},
+		{"POST /api/v2/sessions/{id}/files/write_file", bodyJSON, s.writeFile},
 	} {
 		s.mux.Handle(r.pattern, s.api(r.body, r.h))
 	}
@@ -299,6 +317,8 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusNotFound, "Resource not found")
 	case errors.Is(err, session.ErrFinished):
 		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, session.ErrTokenQuotaExceeded):
+		writeTokenQuotaError(w, err)
 	case errors.Is(err, session.ErrQuotaExceeded):
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusTooManyRequests, "Concurrent session limit reached: retry later, or create the session with queue: true to wait in the queue")
@@ -621,6 +641,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, owner string) er
 // store, answers 200 with the bytes, which is what a client following the
 // redirect receives.
 func (s *Server) resource(w http.ResponseWriter, r *http.Request, owner string) error {
+	if r.PathValue("bucket") == resourceBucketFiles {
+		return s.resourceFile(w, r, owner)
+	}
 	b, mediaType, err := s.m.Resource(r.Context(), owner, r.PathValue("id"), r.PathValue("bucket"), r.PathValue("key"))
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -105,6 +106,14 @@ func (w *Workspace) explain(p string, err error) error {
 		if errors.Is(err, target) {
 			return fmt.Errorf("%s: %w", p, target)
 		}
+	}
+	switch {
+	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, fs.ErrExist): // MkdirAll over a file
+		return fmt.Errorf("%s: %w: a part of the path is a file", p, ErrNotDir)
+	case errors.Is(err, syscall.EISDIR):
+		return fmt.Errorf("%s: %w", p, ErrNotRegular)
+	case errors.Is(err, syscall.ENAMETOOLONG), errors.Is(err, syscall.ELOOP):
+		return fmt.Errorf("%s: %w: %v", p, ErrBadPath, err)
 	}
 	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		return fmt.Errorf("%s: %w", p, pe.Err)
