@@ -23,8 +23,10 @@ func (s *Server) tokenQuota(w http.ResponseWriter, r *http.Request, owner string
 
 // writeTokenQuotaError answers a request refused by the token quota: 429,
 // as the concurrent-session quota does, with Retry-After at the end of
-// the window.
+// the window and "Hrns-Quota: tokens", so that clients do not retry it
+// as they retry a full concurrent-session quota.
 func writeTokenQuotaError(w http.ResponseWriter, err error) {
+	w.Header().Set("Hrns-Quota", "tokens")
 	qe, ok := errors.AsType[*session.TokenQuotaError](err)
 	if !ok {
 		writeError(w, http.StatusTooManyRequests, err.Error())
