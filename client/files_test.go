@@ -155,3 +155,39 @@ func ExampleHandle_WriteFile() {
 	// data/orders.csv 23
 	// true
 }
+
+// TestFeedbackAndSharedEvents: the feedback given is listed; a share URL
+// gives the events without a key until it is revoked.
+func TestFeedbackAndSharedEvents(t *testing.T) {
+	c := client.New(startFilesServer(t, nil, openaitest.Reply{Text: "done"}), apiKey, nil)
+	ctx := t.Context()
+	res, err := c.RunSession(ctx, inline("Hi."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.Session(res.SessionID)
+	if err := h.EventFeedback(ctx, 1, client.Feedback{Success: true}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := h.ListFeedback(ctx)
+	if err != nil || l.Session != nil || len(l.Events) != 1 || l.Events[0].EventIndex != 1 {
+		t.Errorf("ListFeedback = %+v, %v", l, err)
+	}
+	link, err := h.Share(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.SharedEvents(ctx, link, 1, 2)
+	if err != nil || len(page.Items) != 2 || page.Total < 3 {
+		t.Errorf("SharedEvents = %+v, %v", page, err)
+	}
+	if err := h.Unshare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SharedEvents(ctx, link, 1, 2); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("SharedEvents after Unshare = %v", err)
+	}
+	if _, err := c.SharedEvents(ctx, "https://elsewhere/x", 1, 2); err == nil {
+		t.Error("SharedEvents took a URL that is not a share URL")
+	}
+}

@@ -42,11 +42,16 @@
 //	POST   /api/v2/sessions/{id}/force_answer    202
 //	POST   /api/v2/sessions/{id}/feedback        204
 //	PUT    /api/v2/sessions/{id}/events/{i}/feedback  204
+//	GET    /api/v2/sessions/{id}/feedback        the feedback given (hrns
+//	                                             addition)
 //	POST   /api/v2/sessions/{id}/share           {share_url}
 //	DELETE /api/v2/sessions/{id}/share           204
 //	GET    /api/v2/shared/{token}                a shared session, without
 //	                                             authentication (hrns's
 //	                                             share_url)
+//	GET    /api/v2/shared/{token}/events         its events (paged), without
+//	                                             authentication (hrns
+//	                                             addition)
 //	GET    /ui/                                  the web page (package
 //	                                             server/ui)
 //	GET    /ui/session                           the page's login state and
@@ -191,6 +196,7 @@ func New(m *session.Manager, opts *Options) *Server {
 		{"POST /api/v2/sessions/{id}/force_answer", bodyIgnored, s.control((*session.Manager).ForceAnswer)},
 		{"POST /api/v2/sessions/{id}/feedback", bodyJSON, s.feedback},
 		{"PUT /api/v2/sessions/{id}/events/{event_index}/feedback", bodyJSON, s.feedback},
+		{"GET /api/v2/sessions/{id}/feedback", bodyNone, s.listFeedback},
 		{"POST /api/v2/sessions/{id}/share", bodyIgnored, s.share},
 		{"DELETE /api/v2/sessions/{id}/share", bodyNone, s.unshare},
 		{"GET /api/v2/replicas", bodyNone, s.replicas},
@@ -206,6 +212,7 @@ func New(m *session.Manager, opts *Options) *Server {
 	s.mux.HandleFunc("GET /healthz", s.health)
 	// A shared session is public: its token is the capability.
 	s.mux.HandleFunc("GET /api/v2/shared/{token}", s.shared)
+	s.mux.HandleFunc("GET /api/v2/shared/{token}/events", s.sharedEvents)
 	return s
 }
 
@@ -613,6 +620,20 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, owner string) er
 	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		return s.stream(w, r, owner)
 	}
+	p, err := eventsParams(r)
+	if err != nil {
+		return err
+	}
+	page, err := s.m.Events(r.Context(), owner, r.PathValue("id"), p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// eventsParams reads the query of an events listing.
+func eventsParams(r *http.Request) (*session.EventsParams, error) {
 	q := &query{r: r}
 	p := &session.EventsParams{Page: q.int("page", 1, 1, 1<<30), Size: q.int("size", 50, 1, 200), Type: r.URL.Query().Get("type")}
 	for _, sort := range r.URL.Query()["sort"] {
@@ -624,15 +645,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, owner string) er
 			q.add("sort", "Input should be 'timestamp' or '-timestamp'", sort)
 		}
 	}
-	if err := q.err(); err != nil {
-		return err
-	}
-	page, err := s.m.Events(r.Context(), owner, r.PathValue("id"), p)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, page)
-	return nil
+	return p, q.err()
 }
 
 // resource serves a resource of the session: the bytes of an event's
