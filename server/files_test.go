@@ -204,6 +204,11 @@ func TestSessionFilesRefused(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dirs[0], "link")); err != nil {
 		t.Fatal(err)
 	}
+	// A name that is not UTF-8 cannot be named through JSON: the raw byte
+	// decodes to U+FFFD, which names another file.
+	if err := os.WriteFile(filepath.Join(dirs[0], "bad-\xff"), []byte("unreachable"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		op, body string
 		status   int
@@ -225,6 +230,8 @@ func TestSessionFilesRefused(t *testing.T) {
 		{"list_files", `{"path":"a.txt"}`, 422},
 		{"list_files", `{"path":"nope"}`, 404},
 		{"list_files", `{"max_entries":0}`, 422},
+		{"read_file", "{\"path\":\"bad-\xff\"}", 404},
+		{"read_file", `{"path":"bad-\udcff"}`, 404},
 	} {
 		r := e.do("POST", base+tc.op, keyAlice, tc.body)
 		if r.status != tc.status {
@@ -236,6 +243,14 @@ func TestSessionFilesRefused(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(outside); string(b) != "the key" {
 		t.Errorf("the file outside holds %q", b)
+	}
+	// The listing leaves the name out: no caller could name it back.
+	var l fileList
+	e.expect(e.do("POST", base+"list_files", keyAlice, `{}`), http.StatusOK).json(&l)
+	for _, f := range l.Files {
+		if strings.HasPrefix(f.Name, "bad-") {
+			t.Errorf("listed %q", f.Name)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(root, "escape.txt")); err == nil {
 		t.Error("a write escaped the workspace")

@@ -15,7 +15,7 @@ import (
 
 // newWorkspace makes a workspace beside a directory outside it, which
 // holds a secret.
-func newWorkspace(t *testing.T) (w *tools.Workspace, dir, outside string) {
+func newWorkspace(t testing.TB) (w *tools.Workspace, dir, outside string) {
 	t.Helper()
 	base := t.TempDir()
 	dir, outside = filepath.Join(base, "ws"), filepath.Join(base, "outside")
@@ -34,7 +34,7 @@ func newWorkspace(t *testing.T) (w *tools.Workspace, dir, outside string) {
 	return w, dir, outside
 }
 
-func write(t *testing.T, path, content string) {
+func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
@@ -261,4 +261,28 @@ func TestWorkspaceReadWriteList(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzWorkspacePath: whatever path a caller gives, reads, writes and
+// listings stay inside the workspace: the directory outside keeps its one
+// file, unchanged, and nothing panics.
+func FuzzWorkspacePath(f *testing.F) {
+	for _, p := range []string{"a.txt", "../outside/secret", "link-out/x", "sub/../../outside/new", "/etc/passwd", "~/x", ".", "..", "a/./b//c", "link-out", "rel-link", "\x00", "\xff", "sub/link-out/../secret", strings.Repeat("../", 50) + "x"} {
+		f.Add(p)
+	}
+	w, dir, outside := newWorkspace(f)
+	os.Symlink(outside, filepath.Join(dir, "link-out"))
+	os.Symlink("../outside/secret", filepath.Join(dir, "rel-link"))
+	f.Fuzz(func(t *testing.T, p string) {
+		w.ReadFile(p, 1<<20)
+		w.WriteFile(p, []byte("fuzz"))
+		w.List(t.Context(), p)
+		entries, err := os.ReadDir(outside)
+		if err != nil || len(entries) != 1 || entries[0].Name() != "secret" {
+			t.Fatalf("after %q the directory outside holds %v (%v)", p, entries, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(outside, "secret")); string(b) != "the key" {
+			t.Fatalf("after %q the secret holds %q", p, b)
+		}
+	})
 }
