@@ -191,3 +191,31 @@ func TestFeedbackAndSharedEvents(t *testing.T) {
 		t.Error("SharedEvents took a URL that is not a share URL")
 	}
 }
+
+// ExampleClient_TokenQuota reads the key's token quota: the server allows
+// each key 50,000 tokens a day.
+func ExampleClient_TokenQuota() {
+	model := openaitest.NewServer()
+	defer model.Close()
+	dir, _ := os.MkdirTemp("", "hrns-example")
+	defer os.RemoveAll(dir)
+	st, _ := sqlite.Open(filepath.Join(dir, "hrns.db"), nil)
+	defer st.Close()
+	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{
+		TokenQuota: &session.TokenQuota{Limit: 50_000, Period: session.PeriodDay},
+	})
+	m.Start()
+	defer m.Stop(context.Background())
+	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{"sk-example"}}))
+	defer srv.Close()
+
+	c := client.New(srv.URL, "sk-example", nil)
+	q, err := c.TokenQuota(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("limit", *q.Limit, "used", *q.Used, "remaining", *q.Remaining, "window", q.WindowEnd.Sub(q.WindowStart))
+	// Output:
+	// limit 50000 used 0 remaining 50000 window 24h0m0s
+}
