@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 	"store/storetest":             {"store"},
 	"store/internal/wake":         {},
 	"session":                     {"llm", "loop", "pricing", "skills", "store"},
-	"server":                      {"session", "server/ui"},
+	"server":                      {"session", "server/ui", "tools"},
 	"server/ui":                   {},
 	"client":                      {"llm", "loop", "session"},
 	"browser":                     {"llm", "loop", "internal/netpolicy"},

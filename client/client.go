@@ -173,6 +173,10 @@ var (
 	// ErrQuotaExceeded: the key has as many active sessions as the
 	// server allows, and the request set queue: false (429).
 	ErrQuotaExceeded = errors.New("concurrent session limit reached")
+	// ErrTokenQuotaExceeded: the key has used the tokens the server
+	// allows it in the current window (429, not retried: RetryAfter is
+	// the wait until the next window).
+	ErrTokenQuotaExceeded = errors.New("token quota exceeded")
 )
 
 // An APIError is an answer of the API with an error status.
@@ -183,6 +187,9 @@ type APIError struct {
 	Detail json.RawMessage
 	// RetryAfter is the wait the server asked for, if any.
 	RetryAfter time.Duration
+	// Quota is the quota that refused the request, as the server's
+	// Hrns-Quota header names it ("tokens"), if any.
+	Quota string
 }
 
 // Error says the status and the detail.
@@ -195,7 +202,8 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("hrns API: %d %s: %s", e.StatusCode, http.StatusText(e.StatusCode), detail)
 }
 
-// Is matches [ErrNotFound], [ErrConflict] and [ErrInvalid].
+// Is matches [ErrNotFound], [ErrConflict], [ErrInvalid],
+// [ErrQuotaExceeded] and [ErrTokenQuotaExceeded].
 func (e *APIError) Is(target error) bool {
 	switch target {
 	case ErrNotFound:
@@ -205,13 +213,15 @@ func (e *APIError) Is(target error) bool {
 	case ErrInvalid:
 		return e.StatusCode == http.StatusUnprocessableEntity
 	case ErrQuotaExceeded:
-		return e.StatusCode == http.StatusTooManyRequests
+		return e.StatusCode == http.StatusTooManyRequests && e.Quota != "tokens"
+	case ErrTokenQuotaExceeded:
+		return e.StatusCode == http.StatusTooManyRequests && e.Quota == "tokens"
 	}
 	return false
 }
 
 func (e *APIError) retryable() bool {
-	return e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500 ||
+	return e.StatusCode == http.StatusTooManyRequests && e.Quota != "tokens" || e.StatusCode >= 500 ||
 		e.StatusCode == http.StatusConflict && e.RetryAfter > 0 // an idempotency key in flight
 }
 
@@ -295,6 +305,7 @@ func (c *Client) once(ctx context.Context, method, path string, header http.Head
 		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
 			ae.RetryAfter = time.Duration(s) * time.Second
 		}
+		ae.Quota = resp.Header.Get("Hrns-Quota")
 		return resp.StatusCode, resp.Header, ae
 	}
 	if rb, ok := out.(*rawBody); ok {

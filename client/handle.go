@@ -269,8 +269,9 @@ func (h *Handle) Share(ctx context.Context) (string, error) {
 
 // Resource returns a resource of the session and its media type: for
 // bucket "events", the image of the event at index key (an
-// observation_event's screenshot). A resource that does not exist is an
-// *APIError with StatusCode 404.
+// observation_event's screenshot); for bucket "files", the file of the
+// session's workspace at the path key. A resource that does not exist is
+// an *APIError with StatusCode 404.
 func (h *Handle) Resource(ctx context.Context, bucket, key string) ([]byte, string, error) {
 	var rb rawBody
 	_, _, err := h.c.call(ctx, "GET", "/api/v2/sessions/"+url.PathEscape(h.id)+"/resources/"+url.PathEscape(bucket)+"/"+url.PathEscape(key), nil, nil, &rb, true)

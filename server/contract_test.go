@@ -205,9 +205,7 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 // notImplemented are the operations of the contract files that hrns does
 // not serve (docs/sessions-api.md says why): TestMain does not require a
 // validated body of them.
-var notImplemented = []string{
-	"GET /api/v2/quota/tokens",
-}
+var notImplemented = []string{}
 
 func TestMain(m *testing.M) {
 	flag.Parse()

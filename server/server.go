@@ -18,10 +18,19 @@
 //	POST   /api/v2/sessions                      create (201; Idempotency-Key)
 //	GET    /api/v2/sessions                      list (paged, filtered)
 //	GET    /api/v2/sessions/quota                the key's concurrent-session quota
+//	GET    /api/v2/quota/tokens                  the key's token quota (429 once spent)
 //	GET    /api/v2/sessions/{id}                 the session
 //	DELETE /api/v2/sessions/{id}                 cancel (204)
 //	GET    /api/v2/sessions/{id}/status          live status
 //	GET    /api/v2/sessions/{id}/changes         long-poll (200, or 204 + ETag)
+//	POST   /api/v2/sessions/{id}/files/list_files  a directory of the
+//	                                             session's workspace
+//	POST   /api/v2/sessions/{id}/files/read_file   a file, base64
+//	POST   /api/v2/sessions/{id}/files/write_file  create or replace a file
+//	GET    /api/v2/sessions/{id}/resources/{bucket}/{key}  an event's image
+//	                                             (bucket events, key its
+//	                                             index) or a workspace file
+//	                                             (bucket files, key its path)
 //	GET    /api/v2/sessions/{id}/events          history (paged), or a
 //	                                             Server-Sent Events stream
 //	                                             with Accept: text/event-stream
@@ -33,11 +42,16 @@
 //	POST   /api/v2/sessions/{id}/force_answer    202
 //	POST   /api/v2/sessions/{id}/feedback        204
 //	PUT    /api/v2/sessions/{id}/events/{i}/feedback  204
+//	GET    /api/v2/sessions/{id}/feedback        the feedback given (hrns
+//	                                             addition)
 //	POST   /api/v2/sessions/{id}/share           {share_url}
 //	DELETE /api/v2/sessions/{id}/share           204
 //	GET    /api/v2/shared/{token}                a shared session, without
 //	                                             authentication (hrns's
 //	                                             share_url)
+//	GET    /api/v2/shared/{token}/events         its events (paged), without
+//	                                             authentication (hrns
+//	                                             addition)
 //	GET    /ui/                                  the web page (package
 //	                                             server/ui)
 //	GET    /ui/session                           the page's login state and
@@ -114,6 +128,11 @@ type Options struct {
 	// host and port equal to the Host header) is refused with 403. Empty
 	// means no cross-origin access.
 	CORSOrigins []string
+	// Workspaces is the directory that holds the sessions' workspaces,
+	// one directory each, named by [session.Manager.WorkspaceName] and
+	// made (mode 0700) when first used: the session files operations
+	// serve them. Empty means none: those operations answer 501.
+	Workspaces string
 	// MaxBodyBytes bounds request bodies; 0 means 5 MB.
 	MaxBodyBytes int64
 	// Logger receives request errors; nil discards them.
@@ -181,9 +200,14 @@ func New(m *session.Manager, opts *Options) *Server {
 		{"POST /api/v2/sessions/{id}/force_answer", bodyIgnored, s.control((*session.Manager).ForceAnswer)},
 		{"POST /api/v2/sessions/{id}/feedback", bodyJSON, s.feedback},
 		{"PUT /api/v2/sessions/{id}/events/{event_index}/feedback", bodyJSON, s.feedback},
+		{"GET /api/v2/sessions/{id}/feedback", bodyNone, s.listFeedback},
 		{"POST /api/v2/sessions/{id}/share", bodyIgnored, s.share},
 		{"DELETE /api/v2/sessions/{id}/share", bodyNone, s.unshare},
 		{"GET /api/v2/replicas", bodyNone, s.replicas},
+		{"GET /api/v2/quota/tokens", bodyNone, s.tokenQuota},
+		{"POST /api/v2/sessions/{id}/files/list_files", bodyJSON, s.listFiles},
+		{"POST /api/v2/sessions/{id}/files/read_file", bodyJSON, s.readFile},
+		{"POST /api/v2/sessions/{id}/files/write_file", bodyJSON, s.writeFile},
 	} {
 		s.mux.Handle(r.pattern, s.api(r.body, r.h))
 	}
@@ -192,6 +216,7 @@ func New(m *session.Manager, opts *Options) *Server {
 	s.mux.HandleFunc("GET /healthz", s.health)
 	// A shared session is public: its token is the capability.
 	s.mux.HandleFunc("GET /api/v2/shared/{token}", s.shared)
+	s.mux.HandleFunc("GET /api/v2/shared/{token}/events", s.sharedEvents)
 	return s
 }
 
@@ -303,6 +328,8 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusNotFound, "Resource not found")
 	case errors.Is(err, session.ErrFinished):
 		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, session.ErrTokenQuotaExceeded):
+		writeTokenQuotaError(w, err)
 	case errors.Is(err, session.ErrQuotaExceeded):
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusTooManyRequests, "Concurrent session limit reached: retry later, or create the session with queue: true to wait in the queue")
@@ -597,6 +624,20 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, owner string) er
 	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		return s.stream(w, r, owner)
 	}
+	p, err := eventsParams(r)
+	if err != nil {
+		return err
+	}
+	page, err := s.m.Events(r.Context(), owner, r.PathValue("id"), p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// eventsParams reads the query of an events listing.
+func eventsParams(r *http.Request) (*session.EventsParams, error) {
 	q := &query{r: r}
 	p := &session.EventsParams{Page: q.int("page", 1, 1, 1<<30), Size: q.int("size", 50, 1, 200), Type: r.URL.Query().Get("type")}
 	for _, sort := range r.URL.Query()["sort"] {
@@ -608,15 +649,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, owner string) er
 			q.add("sort", "Input should be 'timestamp' or '-timestamp'", sort)
 		}
 	}
-	if err := q.err(); err != nil {
-		return err
-	}
-	page, err := s.m.Events(r.Context(), owner, r.PathValue("id"), p)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, page)
-	return nil
+	return p, q.err()
 }
 
 // resource serves a resource of the session: the bytes of an event's
@@ -625,6 +658,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, owner string) er
 // store, answers 200 with the bytes, which is what a client following the
 // redirect receives.
 func (s *Server) resource(w http.ResponseWriter, r *http.Request, owner string) error {
+	if r.PathValue("bucket") == resourceBucketFiles {
+		return s.resourceFile(w, r, owner)
+	}
 	b, mediaType, err := s.m.Resource(r.Context(), owner, r.PathValue("id"), r.PathValue("bucket"), r.PathValue("key"))
 	if err != nil {
 		return err

@@ -141,4 +141,12 @@
 // definition, an environment's id its definition, and skills named by
 // the agent reach the model through the skill tools of package skills,
 // read from the store each time the session runs.
+//
+// # Quotas
+//
+// [Options.MaxActiveSessions] bounds each owner's active sessions;
+// [Options.TokenQuota] the tokens each owner's sessions use per day or
+// month, counted in the store ([store.Quotas]) at each step, so that
+// every replica enforces the same count ([Manager.TokenQuota]).
+// [Manager.WorkspaceName] names the directory of a session's files.
 package session

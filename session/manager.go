@@ -106,6 +106,9 @@ type Options struct {
 	// [pricing.Default]. A model that is not in the table has null
 	// costs.
 	Prices pricing.Table
+	// TokenQuota, when set, limits the tokens each owner's sessions use
+	// per day or month (see [TokenQuota]); tokens are counted either way.
+	TokenQuota *TokenQuota
 	// Logger receives the manager's logs; nil discards them.
 	Logger *slog.Logger
 	// Observer, when non-nil, watches the sessions' runs (see
@@ -292,6 +295,11 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 	derive(s, st)
 	if s.State, err = json.Marshal(st); err != nil {
 		return nil, false, err
+	}
+	if !child {
+		if err := m.checkTokens(ctx, p.Owner); err != nil {
+			return nil, false, err
+		}
 	}
 	if m.opts.MaxActiveSessions > 0 && !child {
 		m.admit.Lock()
@@ -900,6 +908,9 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 	}
 	if len(converted) == 0 {
 		return invalid("no message", "body", "messages")
+	}
+	if err := m.checkTokens(ctx, owner); err != nil {
+		return err
 	}
 	_, _, err := m.update(ctx, id, nil, func(s *store.Session, st *state) ([]store.Event, error) {
 		if s.Owner != owner {

@@ -592,6 +592,10 @@ func (g *segment) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ch
 				return
 			}
 		}
+		if err := g.modelAllowed(ctx); err != nil {
+			yield(llm.Chunk{}, err)
+			return
+		}
 		g.calls++
 		g.req = slices.Clone(req.Messages)
 		g.resp = nil
@@ -734,6 +738,7 @@ func (g *segment) turnEnd(c loop.Chunk) error {
 	if c.Usage != nil {
 		usage = *c.Usage
 	}
+	g.m.chargeTokens(g.ctx, g.owner, c.Usage)
 	model := firstNonEmpty(g.sp.Model, g.resp.Model, "default")
 	policy := AgentEventData{Kind: KindPolicy, ToolReqs: []ToolRequest{}}
 	if t := msg.Text(); t != "" {
@@ -871,6 +876,8 @@ func (g *segment) end(res *loop.Result) error {
 		return cause // shutdown, cancelled, lease lost: nothing to report
 	case errors.As(res.Err, new(*storeError)):
 		return res.Err // reading the caller's input failed: retried (see drive)
+	case errors.Is(res.Err, ErrTokenQuotaExceeded):
+		return g.quotaStopped(res.Err)
 	case errors.Is(res.Err, loop.ErrNoAnswer):
 		return g.noAnswer(res)
 	case errors.Is(res.Err, loop.ErrInvalidOutput):

@@ -26,6 +26,12 @@
 // definition and files as documents owned by package session, and a
 // version for optimistic concurrency, like a session's.
 //
+// # Token usage
+//
+// A store also counts the tokens each owner's sessions use, per window of
+// time ([Quotas]), so that a token quota holds across the replicas that
+// share it.
+//
 // # Work and leases
 //
 // A session that needs a worker is Runnable, or has a WakeAt time that has
@@ -83,6 +89,7 @@ var (
 // to a store are not retained after the call returns.
 type Store interface {
 	Registry
+	Quotas
 
 	// CreateSession inserts s with its first events (indexed from 0)
 	// and returns it as stored. Version becomes 1; CreatedAt and

@@ -45,6 +45,9 @@
 // [ShellOptions.Unconfined], a command can reach anything the process can,
 // and the first result says so. It asks for approval either way.
 //
+// A program that is not a model (a server giving callers a session's
+// files) gets the same confinement, by the same code, from [Workspace].
+//
 // # Search
 //
 // grep searches file contents by regular expression under the same

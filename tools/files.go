@@ -263,7 +263,7 @@ func (f *fileTools) open(name, rel string, flag int) (*os.File, os.FileInfo, err
 	file, err := f.c.root.OpenFile(rel, flag|openNonblock, 0o644)
 	if err != nil {
 		if isNoReader(err) {
-			return nil, nil, fmt.Errorf("%s is not a regular file", name)
+			return nil, nil, &pathError{fmt.Sprintf("%s is not a regular file", name), ErrNotRegular}
 		}
 		return nil, nil, f.c.explain(name, err)
 	}
@@ -282,13 +282,13 @@ func (f *fileTools) open(name, rel string, flag int) (*os.File, os.FileInfo, err
 // anything that is not a regular file, and a file with other hard links.
 func (f *fileTools) usable(name string, info os.FileInfo) error {
 	if info.IsDir() {
-		return fmt.Errorf("%s is a directory; use list_files to see what it holds", name)
+		return &pathError{fmt.Sprintf("%s is a directory; use list_files to see what it holds", name), ErrNotRegular}
 	}
 	if !info.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", name)
+		return &pathError{fmt.Sprintf("%s is not a regular file", name), ErrNotRegular}
 	}
 	if n := linkCount(info); n > 1 && !f.o.AllowHardLinks {
-		return fmt.Errorf("%s has %d hard links: it may be the same file as one outside the working directory, so the file tools refuse it (the operator can allow hard links with FilesOptions.AllowHardLinks)", name, n)
+		return &pathError{fmt.Sprintf("%s has %d hard links: it may be the same file as one outside the working directory, so the file tools refuse it (the operator can allow hard links with FilesOptions.AllowHardLinks)", name, n), ErrHardLinks}
 	}
 	return nil
 }

@@ -48,11 +48,11 @@ func (c *confined) rel(p string) (string, error) {
 				return filepath.ToSlash(r), nil
 			}
 		}
-		return "", fmt.Errorf("path %q is outside the working directory %s; use a path relative to it", p, c.display())
+		return "", &pathError{fmt.Sprintf("path %q is outside the working directory %s; use a path relative to it", p, c.display()), ErrOutside}
 	}
 	clean := filepath.Clean(p)
 	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("path %q is outside the working directory %s; use a path relative to it", p, c.display())
+		return "", &pathError{fmt.Sprintf("path %q is outside the working directory %s; use a path relative to it", p, c.display()), ErrOutside}
 	}
 	return filepath.ToSlash(clean), nil
 }
@@ -73,15 +73,39 @@ func (c *confined) explain(p string, err error) error {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "path escapes from parent"):
-		return fmt.Errorf("path %q leads outside the working directory %s (through `..`, a symbolic link that leaves it, or an absolute symbolic link); access refused", p, c.display())
+		return &pathError{fmt.Sprintf("path %q leads outside the working directory %s (through `..`, a symbolic link that leaves it, or an absolute symbolic link); access refused", p, c.display()), ErrOutside}
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%s does not exist", p)
+		return &pathError{fmt.Sprintf("%s does not exist", p), err}
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("permission denied: %s", p)
+		return &pathError{fmt.Sprintf("permission denied: %s", p), err}
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %v", p, pe.Err)
+		return &pathError{fmt.Sprintf("%s: %v", p, pe.Err), pe.Err}
 	}
 	return err
 }
+
+// Errors the file tools' errors match with errors.Is (their messages are
+// written for the model).
+var (
+	// ErrOutside: the path leads outside the directory, by `..`, an
+	// absolute path or a symbolic link.
+	ErrOutside = errors.New("path leads outside the directory")
+	// ErrNotRegular: the path names a directory, a FIFO, a device, a
+	// socket: anything but a regular file.
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrHardLinks: the regular file has more than one hard link, and
+	// hard links are not allowed (see [FilesOptions.AllowHardLinks]).
+	ErrHardLinks = errors.New("file has more than one hard link")
+)
+
+// pathError is an error of the file tools: a message written for the
+// model, and the error it explains, which errors.Is and errors.As see.
+type pathError struct {
+	msg string
+	err error
+}
+
+func (e *pathError) Error() string { return e.msg }
+func (e *pathError) Unwrap() error { return e.err }

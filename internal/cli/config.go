@@ -70,6 +70,8 @@ type Config struct {
 	// dollars per million tokens: [prices."my-model"] input = 1.0,
 	// cached_input = 0.1, cache_write = 1.25, output = 4.0.
 	Prices pricing.Table `toml:"prices" yaml:"prices"`
+	// Quota is hrns serve's token quota per API key (serve_quota.go).
+	Quota QuotaConfig `toml:"quota" yaml:"quota"`
 
 	path    string // where it was read from, for messages
 	project string // the project's .hrns/config.toml merged into it, if any

@@ -49,6 +49,7 @@ type serveOptions struct {
 	maxActive   int
 	maxSteps    int
 	drain       time.Duration
+	quota       quotaFlags
 	// browser flags (internal/cli/browser.go)
 	browserAllow    string
 	browserProfiles string
@@ -74,6 +75,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.workers, "workers", 0, "sessions run at once (default 64)")
 	fs.IntVar(&o.maxActive, "max-sessions-per-key", 0, "active sessions an API key may have at once; more wait as queued, or get 429 with queue: false (default no limit)")
 	fs.IntVar(&o.maxSteps, "max-steps", 0, "step budget of sessions that set none (default 100)")
+	o.quota.register(fs)
 	fs.DurationVar(&o.drain, "shutdown-timeout", 10*time.Second, "how long to wait for requests and runs to stop on SIGTERM")
 	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the web environment's browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
 	fs.StringVar(&o.browserProfiles, "browser-profiles", "", "where sessions' browser profiles are kept while they wait (default: a directory in the system's temporary directory)")
@@ -162,6 +164,10 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err := o.prepareWorkdir(cfg); err != nil {
 		return err
 	}
+	tokenQuota, err := o.quota.tokenQuota(cfg)
+	if err != nil {
+		return err
+	}
 	model, modelName, err := buildModel(&runOptions{config: o.config, provider: o.provider, model: o.model, baseURL: o.baseURL}, cfg, &agentFile{}, stdio.getenv)
 	if err != nil {
 		return err
@@ -180,6 +186,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		MaxSteps:          o.maxSteps,
 		Workers:           o.workers,
 		MaxActiveSessions: o.maxActive,
+		TokenQuota:        tokenQuota,
 		AutoApprove:       o.yes,
 		Logger:            log,
 		Observer:          tel.observer,
@@ -244,7 +251,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), Logger: log}),
+		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), Workspaces: o.workspaces(), Logger: log}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}

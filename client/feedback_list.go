@@ -1,0 +1,37 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/hrns-dev/hrns/session"
+)
+
+// FeedbackList is the feedback given on a session and its events.
+type FeedbackList = session.FeedbackList
+
+// ListFeedback returns the feedback the key gave on the session and its
+// events ([Handle.Feedback], [Handle.EventFeedback]).
+func (h *Handle) ListFeedback(ctx context.Context) (*FeedbackList, error) {
+	var l FeedbackList
+	_, _, err := h.c.call(ctx, "GET", "/api/v2/sessions/"+h.id+"/feedback", nil, nil, &l, true)
+	return &l, err
+}
+
+// SharedEvents returns a page (from 1, of size events, oldest first) of
+// the events of the session a share URL names ([Handle.Share]), as anyone
+// with the URL may read them: the request carries no key. A revoked URL is
+// an *APIError that matches [ErrNotFound].
+func (c *Client) SharedEvents(ctx context.Context, shareURL string, page, size int) (*session.Page[Event], error) {
+	token, ok := strings.CutPrefix(shareURL, "/api/v2/shared/")
+	if !ok || token == "" || strings.Contains(token, "/") {
+		return nil, fmt.Errorf("hrns API: %q is not a share URL (/api/v2/shared/TOKEN)", shareURL)
+	}
+	anon := *c
+	anon.key = ""
+	var p session.Page[Event]
+	_, _, err := anon.call(ctx, "GET", fmt.Sprintf("/api/v2/shared/%s/events?page=%d&size=%d", url.PathEscape(token), page, size), nil, nil, &p, true)
+	return &p, err
+}

@@ -1,0 +1,31 @@
+package server
+
+import "net/http"
+
+// listFeedback answers GET /api/v2/sessions/{id}/feedback (an hrns
+// addition): the feedback the key gave on the session and its events.
+func (s *Server) listFeedback(w http.ResponseWriter, r *http.Request, owner string) error {
+	l, err := s.m.Feedback(r.Context(), owner, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, l)
+	return nil
+}
+
+// sharedEvents answers GET /api/v2/shared/{token}/events (an hrns
+// addition): the events of a shared session, paged as the session's own
+// events listing, to anyone with the token; 404 once it is revoked.
+func (s *Server) sharedEvents(w http.ResponseWriter, r *http.Request) {
+	p, err := eventsParams(r)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	page, err := s.m.SharedEvents(r.Context(), r.PathValue("token"), p)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}

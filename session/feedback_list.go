@@ -1,0 +1,60 @@
+package session
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/hrns-dev/hrns/store"
+)
+
+// EventFeedback is the feedback given on one event of a session.
+type EventFeedback struct {
+	EventIndex int64 `json:"event_index"`
+	Feedback
+}
+
+// FeedbackList is the feedback given on a session and on its events, as
+// GET /api/v2/sessions/{id}/feedback shows it (an hrns addition): Session
+// is null when none was given; Events are in the order of the log.
+type FeedbackList struct {
+	Session *Feedback       `json:"session"`
+	Events  []EventFeedback `json:"events"`
+}
+
+// Feedback returns the feedback the owner gave on the session and its
+// events ([Manager.SetFeedback], [Manager.SetEventFeedback]).
+func (m *Manager) Feedback(ctx context.Context, owner, id string) (*FeedbackList, error) {
+	s, err := m.get(ctx, owner, id)
+	if err != nil {
+		return nil, err
+	}
+	st := viewState(s)
+	l := &FeedbackList{Session: st.Feedback, Events: []EventFeedback{}}
+	for i, fb := range st.EventFeedback {
+		l.Events = append(l.Events, EventFeedback{EventIndex: i, Feedback: fb})
+	}
+	slices.SortFunc(l.Events, func(a, b EventFeedback) int { return cmp.Compare(a.EventIndex, b.EventIndex) })
+	return l, nil
+}
+
+// SharedEvents returns a page of the events of the session a share token
+// names (see [Manager.Share]), as [Manager.Events] gives them to its
+// owner: the trajectory, read-only, to whoever has the token. It returns
+// [ErrNotFound] when the token is not (or no longer) valid.
+func (m *Manager) SharedEvents(ctx context.Context, token string, p *EventsParams) (*Page[Event], error) {
+	if _, err := m.Shared(ctx, token); err != nil {
+		return nil, err
+	}
+	id, _, _ := strings.Cut(token, ".")
+	s, err := m.st.GetSession(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m.Events(ctx, s.Owner, id, p)
+}

@@ -1,0 +1,174 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/store"
+)
+
+// Token quota periods: the length of a window of [TokenQuota]. Windows
+// are calendar days or months in UTC.
+const (
+	PeriodDay   = "day"
+	PeriodMonth = "month"
+)
+
+// TokenQuota limits the tokens each owner's (each API key's) sessions
+// may use in a window of time. Every model step's tokens (input plus
+// output, as the provider reports them) are added to the owner's count
+// in the store ([store.Quotas]) as soon as the step ends, so the count is
+// shared by every replica on the store and survives restarts.
+//
+// Once an owner has used Limit tokens in the current window, creating a
+// session or sending a message answers [*TokenQuotaError] (the server's
+// 429), and a running session of the owner fails before its next model
+// request, with an error saying so (status failed, error_code null): the
+// step that crosses the limit is never cut, so the count may end above
+// Limit by at most one step per running session.
+type TokenQuota struct {
+	// Limit is the tokens an owner may use in one window; 0 means no
+	// limit (tokens are still counted and reported).
+	Limit int64
+	// Period is PeriodDay or PeriodMonth; empty, or any other value,
+	// means PeriodMonth.
+	Period string
+	// Now returns the current time, which picks the window; nil means
+	// time.Now (tests set a fake clock).
+	Now func() time.Time
+}
+
+// ErrTokenQuotaExceeded is what a [*TokenQuotaError] matches with
+// errors.Is.
+var ErrTokenQuotaExceeded = errors.New("token quota exceeded")
+
+// A TokenQuotaError says that an owner has used its tokens for the
+// current window of [TokenQuota].
+type TokenQuotaError struct {
+	Limit, Used int64
+	// WindowEnd is when the next window starts, with a fresh count.
+	WindowEnd time.Time
+}
+
+func (e *TokenQuotaError) Error() string {
+	return fmt.Sprintf("token quota exceeded: this API key used %d of its %d tokens for the window that ends %s",
+		e.Used, e.Limit, e.WindowEnd.UTC().Format(time.RFC3339))
+}
+
+// Is makes errors.Is(err, ErrTokenQuotaExceeded) true.
+func (e *TokenQuotaError) Is(target error) bool { return target == ErrTokenQuotaExceeded }
+
+// TokenQuotaStatus is an owner's token quota, as GET /api/v2/quota/tokens
+// shows it (the reference's TokenQuotaStatus). Limit and Remaining are
+// null without a limit.
+type TokenQuotaStatus struct {
+	Limit       *int64     `json:"limit"`
+	Used        *int64     `json:"used"`
+	Remaining   *int64     `json:"remaining"`
+	WindowStart time.Time  `json:"window_start"`
+	WindowEnd   *time.Time `json:"window_end"`
+}
+
+// tokenWindow returns the current window of the token quota: its period,
+// start and end.
+func (m *Manager) tokenWindow() (period string, start, end time.Time) {
+	q := m.opts.TokenQuota
+	now := time.Now
+	if q != nil && q.Now != nil {
+		now = q.Now
+	}
+	t := now().UTC()
+	if q != nil && q.Period == PeriodDay {
+		start = time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+		return PeriodDay, start, start.AddDate(0, 0, 1)
+	}
+	start = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+	return PeriodMonth, start, start.AddDate(0, 1, 0)
+}
+
+// TokenQuota returns the owner's token quota and its use in the current
+// window.
+func (m *Manager) TokenQuota(ctx context.Context, owner string) (*TokenQuotaStatus, error) {
+	period, start, end := m.tokenWindow()
+	used, err := m.st.TokensUsed(ctx, owner, period, start)
+	if err != nil {
+		return nil, err
+	}
+	st := &TokenQuotaStatus{Used: &used, WindowStart: start, WindowEnd: &end}
+	if q := m.opts.TokenQuota; q != nil && q.Limit > 0 {
+		limit, remaining := q.Limit, max(q.Limit-used, 0)
+		st.Limit, st.Remaining = &limit, &remaining
+	}
+	return st, nil
+}
+
+// checkTokens returns a *TokenQuotaError when the owner has used its
+// tokens for the current window.
+func (m *Manager) checkTokens(ctx context.Context, owner string) error {
+	q := m.opts.TokenQuota
+	if q == nil || q.Limit <= 0 {
+		return nil
+	}
+	period, start, end := m.tokenWindow()
+	used, err := m.st.TokensUsed(ctx, owner, period, start)
+	if err != nil {
+		return err
+	}
+	if used >= q.Limit {
+		return &TokenQuotaError{Limit: q.Limit, Used: used, WindowEnd: end}
+	}
+	return nil
+}
+
+// chargeTokens adds a step's tokens to the owner's count. The tokens are
+// spent whatever happens to the step, so they are counted before it is
+// committed; a store that fails here is logged, and the step goes on
+// (the commit that follows meets the same store).
+func (m *Manager) chargeTokens(ctx context.Context, owner string, u *llm.Usage) {
+	if u == nil {
+		return
+	}
+	if u.InputTokens < 0 || u.OutputTokens < 0 || u.InputTokens > maxStepTokens || u.OutputTokens > maxStepTokens {
+		m.log.Warn("a step's usage is out of range; not counted", "owner", owner, "input", u.InputTokens, "output", u.OutputTokens)
+		return
+	}
+	n := u.InputTokens + u.OutputTokens
+	if n == 0 {
+		return
+	}
+	period, start, _ := m.tokenWindow()
+	if _, err := m.st.AddTokens(context.WithoutCancel(ctx), owner, period, start, n); err != nil {
+		m.log.Error("counting tokens for the token quota", "owner", owner, "tokens", n, "err", err)
+	}
+}
+
+// maxStepTokens bounds the tokens one step may report: more is a
+// provider's nonsense, which must not overflow the count.
+const maxStepTokens = 1 << 40
+
+// modelAllowed is checkTokens before a model request of a running
+// session: a store that fails is logged, and the request goes on.
+func (g *segment) modelAllowed(ctx context.Context) error {
+	err := g.m.checkTokens(ctx, g.owner)
+	if err != nil && !errors.Is(err, ErrTokenQuotaExceeded) {
+		g.m.log.Error("checking the token quota", "session", g.id, "err", err)
+		return nil
+	}
+	return err
+}
+
+// quotaStopped ends a session whose owner's token quota ran out while it
+// ran: failed, with the quota's error and no error_code (the reference's
+// codes have none for it).
+func (g *segment) quotaStopped(err error) error {
+	var qe *TokenQuotaError
+	errors.As(err, &qe)
+	msg := qe.Error() + "; the session stopped before its next model request"
+	return g.commit(func(s *store.Session, st *state) []store.Event {
+		finish(s, st, StatusFailed, msg, "")
+		return []store.Event{event(EventAgentError, map[string]string{"error": msg})}
+	})
+}
