@@ -40,9 +40,10 @@ var allowed = map[string][]string{
 	"store/storetest":             {"store"},
 	"store/internal/wake":         {},
 	"session":                     {"llm", "loop", "skills", "store"},
-	"server":                      {"session", "server/ui"},
+	"session/schedule":            {"session", "store"},
+	"server":                      {"session", "session/schedule", "server/ui"},
 	"server/ui":                   {},
-	"client":                      {"llm", "loop", "session"},
+	"client":                      {"llm", "loop", "session", "session/schedule"},
 	"browser":                     {"llm", "loop", "internal/netpolicy"},
 	"otel":                        {"llm", "loop"},
 }
