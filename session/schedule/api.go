@@ -39,6 +39,9 @@ const (
 	maxNameLen        = 255
 	maxDescriptionLen = 255
 	maxNoteLen        = 255
+	// maxTemplateBytes bounds a session template as stored: a schedule
+	// is kept for ever and read at every firing.
+	maxTemplateBytes = 256 << 10
 )
 
 // checker collects the field errors of a request body.
@@ -82,6 +85,10 @@ func (c *checker) timing(t *Timing, now time.Time) *cadence {
 // template checks a session template for the owner and returns it
 // normalised.
 func (s *Scheduler) template(ctx context.Context, c *checker, owner string, raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) > maxTemplateBytes {
+		c.add(fmt.Sprintf("the session template is larger than %d KiB", maxTemplateBytes>>10), "value_error", "session_request")
+		return nil, nil
+	}
 	var req session.Request
 	if err := json.Unmarshal(raw, &req); err != nil {
 		c.add("Input should be a valid SessionRequest: "+err.Error(), "model_type", "session_request")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -501,6 +502,7 @@ func TestValidation(t *testing.T) {
 		{"long name", schedule.CreateRequest{Name: long, Timing: ok, SessionRequest: json.RawMessage(template)}, "[body name]"},
 		{"no template", schedule.CreateRequest{Name: "n", Timing: ok}, "[body session_request]"},
 		{"template not an object", schedule.CreateRequest{Name: "n", Timing: ok, SessionRequest: json.RawMessage(`[1]`)}, "[body session_request]"},
+		{"template too large", schedule.CreateRequest{Name: "n", Timing: ok, SessionRequest: json.RawMessage(`{"agent":"reporter","messages":"` + strings.Repeat("x", 300<<10) + `"}`)}, "[body session_request]"},
 		{"unknown agent", schedule.CreateRequest{Name: "n", Timing: ok, SessionRequest: json.RawMessage(`{"agent":"nobody","messages":"hi"}`)}, "[body session_request agent]"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -648,5 +650,36 @@ func TestRunLoop(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v", err)
+	}
+}
+
+// TestUnparsableTimingPaused: a stored schedule whose zone the system no
+// longer knows (a tzdata upgrade) would be due for ever; the worker pauses
+// it and says why, instead of retrying it at every poll.
+func TestUnparsableTimingPaused(t *testing.T) {
+	st := openSQLite(t, filepath.Join(t.TempDir(), "hrns.db"))
+	c := newClock(start)
+	sch := newScheduler(t, st, c, "w1")
+	id := "0dd00000-0000-4000-8000-000000000001"
+	if _, err := st.CreateSchedule(t.Context(), &store.Schedule{ID: id, Owner: alice, NextRunAt: start.Add(-time.Minute),
+		Spec: []byte(`{"name":"lost","timing":{"type":"cron","expression":"0 * * * *","timezone":"Atlantis/Capital"},"session_request":` + template + `}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := sch.Poll(t.Context()); err != nil || n != 0 {
+		t.Fatalf("Poll = %d, %v", n, err)
+	}
+	got, err := sch.Get(t.Context(), alice, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Paused || got.PauseNote == nil || !strings.Contains(*got.PauseNote, "Atlantis/Capital") || len(got.NextRunTimes) != 0 {
+		t.Errorf("schedule = %+v", got)
+	}
+	if due, _ := st.DueSchedules(t.Context(), start.Add(time.Hour), 10); len(due) != 0 {
+		t.Errorf("still due: %v", due)
+	}
+	// Resuming it is refused while the zone is unknown.
+	if _, err := sch.Resume(t.Context(), alice, id); err == nil {
+		t.Error("resumed a schedule whose zone is unknown")
 	}
 }

@@ -24,6 +24,7 @@ var scheduleTests = []struct {
 	{"ScheduleRuns", testScheduleRuns},
 	{"ScheduleRunClaims", testScheduleRunClaims},
 	{"ScheduleWake", testScheduleWake},
+	{"ScheduleSubscribe", testScheduleSubscribe},
 }
 
 func newSchedule(id, owner string) *store.Schedule {
@@ -422,4 +423,39 @@ func testScheduleWake(t *testing.T, st store.Store) {
 	if next, err := st.NextScheduleWake(ctx, base); err != nil || !next.Equal(base.Add(10*time.Second)) {
 		t.Errorf("NextScheduleWake with a pending run = %v, %v; want its lease's end", next, err)
 	}
+}
+
+// testScheduleSubscribe: each change that may give schedule workers work
+// sooner is announced on ScheduleTopic.
+func testScheduleSubscribe(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	ch, cancel := st.Subscribe(store.ScheduleTopic)
+	defer cancel()
+	received := func(what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no notification on %s after %s", store.ScheduleTopic, what)
+		}
+	}
+	sc := mustCreateSchedule(t, st, newSchedule(scheduleID(1), "alice"))
+	received("CreateSchedule")
+	up := *sc
+	up.NextRunAt = base.Add(time.Minute)
+	sc, err := st.UpdateSchedule(ctx, &up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	received("UpdateSchedule")
+	if _, err := st.FireSchedule(ctx, &store.FireParams{Owner: "alice", ID: sc.ID, Version: sc.Version, NextRunAt: base.Add(time.Hour),
+		Run: &store.ScheduleRun{ID: runID(1), ScheduledFor: sc.NextRunAt, LeaseOwner: "w1", LeaseUntil: base.Add(2 * time.Minute)}}); err != nil {
+		t.Fatal(err)
+	}
+	received("FireSchedule")
+	if _, err := st.AddScheduleRun(ctx, &store.ScheduleRun{ID: runID(2), ScheduleID: sc.ID, Owner: "alice", Manual: true, ScheduledFor: base,
+		LeaseOwner: "w1", LeaseUntil: base.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	received("AddScheduleRun")
 }
