@@ -48,7 +48,7 @@ var errNever = errors.New("the expression matches no time in the next five years
 // the caller.
 func parseTiming(t *Timing) (*cadence, string, error) {
 	if t.Type != "" && t.Type != "cron" {
-		return nil, "type", fmt.Errorf("Input should be 'cron'")
+		return nil, "type", fmt.Errorf("the only timing type is 'cron', not %q", t.Type)
 	}
 	tz := t.Timezone
 	switch {
