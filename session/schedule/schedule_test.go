@@ -683,3 +683,61 @@ func TestUnparsableTimingPaused(t *testing.T) {
 		t.Error("resumed a schedule whose zone is unknown")
 	}
 }
+
+// TestRestartTakesOverAtOnce: a process that died holding a run leaves it
+// leased; a SQLite file belongs to one process, so the next one to open
+// it takes the run over at once, without waiting for the lease to end.
+func TestRestartTakesOverAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hrns.db")
+	st, err := sqlite.Open(path, &sqlite.Options{RelaxedSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClock(start)
+	sc := mustCreate(t, newScheduler(t, st, c, "w1"), alice, "*/5 * * * *", "UTC")
+	stored, _ := st.GetSchedule(t.Context(), alice, sc.ID)
+	tick := utc("2026-06-01T10:00:00Z")
+	if _, err := st.FireSchedule(t.Context(), &store.FireParams{Owner: alice, ID: sc.ID, Version: stored.Version, NextRunAt: tick.Add(5 * time.Minute),
+		Run: &store.ScheduleRun{ID: "00000000-0000-4000-8000-0000000000aa", ScheduledFor: tick, LeaseOwner: "w1", LeaseUntil: tick.Add(time.Minute), CreatedAt: tick}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	st2 := openSQLite(t, path)
+	c.set(tick.Add(time.Second)) // the dead process's lease has 59 s to go
+	sch := newScheduler(t, st2, c, "w2")
+	if n, err := sch.Poll(t.Context()); err != nil || n != 1 {
+		t.Fatalf("Poll after the restart = %d, %v; want the run completed", n, err)
+	}
+	if rs := runs(t, sch, alice, sc.ID); len(rs) != 1 || rs[0].Status != store.RunCreated {
+		t.Errorf("runs = %+v", rs)
+	}
+}
+
+// TestWakeAcrossReplicas: a worker sleeping until its next look wakes at
+// once when another replica creates a schedule (PostgreSQL notifications).
+func TestWakeAcrossReplicas(t *testing.T) {
+	dsn := postgrestest.DSN(t)
+	var sts []store.Store
+	for range 2 {
+		st, err := postgres.Open(t.Context(), dsn, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		sts = append(sts, st)
+	}
+	c := newClock(start)
+	sleeper := schedule.New(newManager(sts[1], nil), sts[1], &schedule.Options{Owner: "w2", Clock: c, MaxWait: time.Hour})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- sleeper.Run(ctx) }()
+	if d := <-c.waits; d != time.Hour {
+		t.Fatalf("idle wait = %v", d)
+	}
+	mustCreate(t, newScheduler(t, sts[0], c, "w1"), alice, "0 10 * * *", "UTC")
+	if d := <-c.waits; d != 2*time.Minute {
+		t.Errorf("wait after another replica's creation = %v, want 2m (until the tick)", d)
+	}
+	cancel()
+	<-done
+}
