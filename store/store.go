@@ -26,6 +26,13 @@
 // definition and files as documents owned by package session, and a
 // version for optimistic concurrency, like a session's.
 //
+// # Schedules
+//
+// A store also keeps the schedules callers create and a row per firing
+// ([Schedules]): a tick is taken once across every process sharing the
+// store, by a transaction that moves the schedule on under its version
+// and inserts the run row, unique per schedule and tick.
+//
 // # Work and leases
 //
 // A session that needs a worker is Runnable, or has a WakeAt time that has
