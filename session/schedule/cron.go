@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -59,7 +60,7 @@ func parseTiming(t *Timing) (*cadence, string, error) {
 	case tz == "Local" || strings.ContainsAny(tz, "\\\x00") || strings.HasPrefix(tz, "/") || strings.Contains(tz, ".."):
 		return nil, "timezone", fmt.Errorf("unknown time zone %q (an IANA name such as 'Europe/Paris', or 'UTC')", tz)
 	}
-	loc, err := time.LoadLocation(tz)
+	loc, err := loadLocation(tz)
 	if err != nil {
 		return nil, "timezone", fmt.Errorf("unknown time zone %q (an IANA name such as 'Europe/Paris', or 'UTC')", tz)
 	}
@@ -84,6 +85,23 @@ func parseTiming(t *Timing) (*cadence, string, error) {
 	}
 	spec.Location = loc
 	return &cadence{spec: spec, loc: loc}, "", nil
+}
+
+// zones caches the zones loaded: time.LoadLocation reads the zone's file
+// each time, and listings render every schedule's ticks. Only names that
+// load are kept, so the cache is bounded by the zone database.
+var zones sync.Map // name -> *time.Location
+
+func loadLocation(name string) (*time.Location, error) {
+	if loc, ok := zones.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	zones.Store(name, loc)
+	return loc, nil
 }
 
 // next returns the first tick strictly after t, in the schedule's zone,
