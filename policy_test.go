@@ -41,9 +41,10 @@ var allowed = map[string][]string{
 	"store/storetest":             {"store"},
 	"store/internal/wake":         {},
 	"session":                     {"llm", "loop", "pricing", "skills", "store"},
-	"server":                      {"session", "server/ui", "tools"},
+	"session/schedule":            {"session", "store"},
+	"server":                      {"session", "session/schedule", "server/ui", "tools"},
 	"server/ui":                   {},
-	"client":                      {"llm", "loop", "session"},
+	"client":                      {"llm", "loop", "session", "session/schedule"},
 	"browser":                     {"llm", "loop", "internal/netpolicy"},
 	"otel":                        {"llm", "loop"},
 }

@@ -59,6 +59,18 @@
 //	POST   /ui/login                             {"key"}: a session cookie
 //	POST   /ui/logout                            204
 //
+// the schedules, when [Options.Schedules] is set (server/schedules.go):
+//
+//	POST   /api/v2/schedules                     create (201)
+//	GET    /api/v2/schedules                     list (paged)
+//	GET    /api/v2/schedules/{id}                one
+//	PATCH  /api/v2/schedules/{id}                change the fields given
+//	DELETE /api/v2/schedules/{id}                204
+//	POST   /api/v2/schedules/{id}/pause          pause, with an optional note
+//	POST   /api/v2/schedules/{id}/resume         resume from now
+//	POST   /api/v2/schedules/{id}/trigger        fire once now (the run)
+//	GET    /api/v2/schedules/{id}/runs           the runs (paged)
+//
 // and the registries of agents, environments and skills (server/registry.go):
 //
 //	POST   /api/v2/{agents,environments,skills}          register (201)
@@ -104,6 +116,7 @@ import (
 	"time"
 
 	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/session/schedule"
 )
 
 // Options configure a [Server]. A nil *Options means the defaults.
@@ -137,6 +150,10 @@ type Options struct {
 	MaxBodyBytes int64
 	// Logger receives request errors; nil discards them.
 	Logger *slog.Logger
+	// Schedules, when set, serves the /api/v2/schedules routes with it
+	// (a scheduler of the same store as the manager's); nil leaves them
+	// out.
+	Schedules *schedule.Scheduler
 }
 
 // Server is the sessions API as an [http.Handler].
@@ -212,6 +229,7 @@ func New(m *session.Manager, opts *Options) *Server {
 		s.mux.Handle(r.pattern, s.api(r.body, r.h))
 	}
 	s.registryRoutes()
+	s.scheduleRoutes()
 	s.uiRoutes()
 	s.mux.HandleFunc("GET /healthz", s.health)
 	// A shared session is public: its token is the capability.

@@ -217,6 +217,9 @@ type CreateParams struct {
 	// IdempotencyKey, when set, makes a retry of the same request return
 	// the session the first one created.
 	IdempotencyKey string
+	// ScheduleID names the schedule that creates the session (package
+	// session/schedule), for the list filter schedule_id; empty for none.
+	ScheduleID string
 }
 
 // Create validates a request and stores a new pending session; a worker
@@ -289,6 +292,7 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 		FirstMessage:   first,
 		GroupID:        deref(req.GroupID),
 		ParentID:       deref(req.ParentSessionID),
+		ScheduleID:     p.ScheduleID,
 		Request:        normalized,
 		CreatedAt:      time.Now().UTC(),
 	}

@@ -32,6 +32,13 @@
 // time ([Quotas]), so that a token quota holds across the replicas that
 // share it.
 //
+// # Schedules
+//
+// A store also keeps the schedules callers create and a row per firing
+// ([Schedules]): a tick is taken once across every process sharing the
+// store, by a transaction that moves the schedule on under its version
+// and inserts the run row, unique per schedule and tick.
+//
 // # Work and leases
 //
 // A session that needs a worker is Runnable, or has a WakeAt time that has
@@ -90,6 +97,7 @@ var (
 type Store interface {
 	Registry
 	Quotas
+	Schedules
 
 	// CreateSession inserts s with its first events (indexed from 0)
 	// and returns it as stored. Version becomes 1; CreatedAt and

@@ -21,6 +21,7 @@ import (
 	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/session/schedule"
 	"github.com/hrns-dev/hrns/store"
 	"github.com/hrns-dev/hrns/store/postgres"
 	"github.com/hrns-dev/hrns/store/sqlite"
@@ -246,12 +247,22 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		ln.Close()
 		return err
 	}
+	// The schedules' worker: every replica runs one; the store gives each
+	// tick to one of them.
+	sch := schedule.New(m, st, &schedule.Options{Owner: m.ReplicaID(), Logger: log})
+	schedCtx, stopSchedules := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSchedules()
+	schedDone := make(chan struct{})
+	go func() {
+		defer close(schedDone)
+		sch.Run(schedCtx)
+	}()
 	// Long-polls and event streams end when the server stops, instead of
 	// holding the shutdown for their whole wait.
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), Workspaces: o.workspaces(), Logger: log}),
+		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), Workspaces: o.workspaces(), Logger: log, Schedules: sch}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
@@ -271,6 +282,8 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	defer cancel()
 	cancelRequests()
 	shutdownErr := srv.Shutdown(sctx)
+	stopSchedules()
+	<-schedDone // a firing in progress finishes its store write, or its run is taken over
 	stopErr := m.Stop(sctx)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil

@@ -28,7 +28,8 @@
 // PATH.lock (on Unix) and fails if another process holds it. Leases left
 // in the file by a previous process are therefore void, and Open releases
 // them, so the sessions that process was running are claimed again at
-// once. Several server processes share a PostgreSQL store instead.
+// once, and so are the schedule runs it was completing. Several server
+// processes share a PostgreSQL store instead.
 //
 // Wake-ups ([store.Store.Subscribe]) are delivered in process, after each
 // commit.
@@ -145,6 +146,10 @@ func Open(path string, opts *Options) (*Store, error) {
 	// Their sessions' attempts stay counted: a process that died holding
 	// them did not stop cleanly.
 	if _, err := s.w.ExecContext(ctx, `UPDATE sessions SET lease_owner = '', lease_until = 0 WHERE lease_owner != ''`); err != nil {
+		return fail(err)
+	}
+	// Schedule runs too: the next worker takes them over at once.
+	if _, err := s.w.ExecContext(ctx, `UPDATE schedule_runs SET lease_until = 0 WHERE status = 'pending'`); err != nil {
 		return fail(err)
 	}
 	return s, nil

@@ -1,0 +1,255 @@
+package schedule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/store"
+)
+
+// Bounds of one [Scheduler.Poll].
+const (
+	dueBatch     = 100 // schedules read at once
+	claimBatch   = 16  // orphaned runs taken at once
+	pollBatches  = 10  // batches of each per poll
+	retryWait    = time.Second
+	maxRetryWait = 30 * time.Second
+)
+
+// Run fires the schedules of the store until ctx ends: it polls (see
+// [Scheduler.Poll]), then sleeps until the next tick of any schedule, a
+// change announced by the store ([store.ScheduleTopic]), or
+// [Options.MaxWait], whichever comes first. After an error of the store
+// it waits a little longer each time, up to 30 seconds. It returns nil
+// once ctx ends.
+func (s *Scheduler) Run(ctx context.Context) error {
+	changed, cancel := s.st.Subscribe(store.ScheduleTopic)
+	defer cancel()
+	backoff := retryWait
+	for ctx.Err() == nil {
+		fired, err := s.Poll(ctx)
+		now := s.opts.Clock.Now()
+		wait := s.opts.MaxWait
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			s.log.Error("schedules: poll failed", "err", err)
+			wait, backoff = backoff, min(2*backoff, maxRetryWait)
+		} else {
+			backoff = retryWait
+			next, err := s.st.NextScheduleWake(ctx, now)
+			switch {
+			case err != nil:
+				if ctx.Err() != nil {
+					break
+				}
+				s.log.Error("schedules: next wake", "err", err)
+				wait = retryWait
+			case next.IsZero():
+			case !next.After(now):
+				// Work is due now. Unless this poll did some, it is work
+				// that failed (it stays due): look again a little later
+				// rather than spin.
+				wait = 0
+				if fired == 0 {
+					wait = retryWait
+				}
+			default:
+				wait = min(wait, next.Sub(now))
+			}
+		}
+		if wait == 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-changed:
+		case <-s.opts.Clock.After(wait):
+		}
+	}
+	return nil
+}
+
+// Poll does the work that is due at the clock's now, once: it completes
+// the runs whose worker died (their lease expired), and fires each
+// schedule whose next tick has come, following the missed-tick policy. It
+// returns how many runs it completed or fired. An error of one schedule's
+// session is logged, not returned: the run stays pending and is taken
+// over later. Errors are the store's.
+func (s *Scheduler) Poll(ctx context.Context) (done int, err error) {
+	now := s.opts.Clock.Now()
+	for range pollBatches {
+		runs, err := s.st.ClaimScheduleRuns(ctx, &store.ClaimParams{Owner: s.opts.Owner, Now: now, TTL: s.opts.LeaseTTL, Limit: claimBatch})
+		if err != nil {
+			return done, err
+		}
+		for _, r := range runs {
+			if err := s.complete(ctx, r); err != nil {
+				s.log.Warn("schedules: run not completed; it will be taken over", "schedule", r.ScheduleID, "run", r.ID, "attempts", r.Attempts, "err", err)
+				continue
+			}
+			done++
+		}
+		if len(runs) < claimBatch {
+			break
+		}
+	}
+	for range pollBatches {
+		due, err := s.st.DueSchedules(ctx, now, dueBatch)
+		if err != nil {
+			return done, err
+		}
+		for _, sc := range due {
+			fired, err := s.fire(ctx, sc, now)
+			if err != nil {
+				if ctx.Err() != nil {
+					return done, ctx.Err()
+				}
+				s.log.Warn("schedules: fire", "schedule", sc.ID, "err", err)
+			}
+			if fired {
+				done++
+			}
+		}
+		if len(due) < dueBatch {
+			break
+		}
+	}
+	return done, nil
+}
+
+// fire takes the tick of a due schedule and creates its session. It
+// reports whether it took the tick.
+func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time) (bool, error) {
+	sp, err := decodeSpec(sc)
+	var cd *cadence
+	if err == nil {
+		cd, _, err = parseTiming(&sp.Timing)
+	}
+	if err != nil {
+		// A timing that no longer parses (the system's time zone
+		// database lost its zone) would be due for ever: pause it and
+		// say why.
+		return false, s.disable(ctx, sc, err)
+	}
+	tick, skipped := cd.catchUp(sc.NextRunAt, now)
+	next := cd.next(tick)
+	run, err := s.st.FireSchedule(ctx, &store.FireParams{
+		Owner: sc.Owner, ID: sc.ID, Version: sc.Version, NextRunAt: next,
+		Run: &store.ScheduleRun{ID: newID(), ScheduledFor: tick, Skipped: skipped, LeaseOwner: s.opts.Owner, LeaseUntil: now.Add(s.opts.LeaseTTL), CreatedAt: now},
+	})
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return false, s.unstick(ctx, sc, next)
+	case errors.Is(err, store.ErrScheduleNotFound):
+		return false, nil // deleted meanwhile
+	case err != nil:
+		return false, err
+	}
+	if skipped > 0 {
+		s.log.Info("schedules: missed ticks skipped", "schedule", sc.ID, "skipped", skipped, "fired_for", tick)
+	}
+	return true, s.complete(ctx, run)
+}
+
+// unstick handles a tick that could not be taken. Usually another replica
+// took it or the owner changed the schedule: it reads differently now.
+// If it reads the same, the tick already has its run (a replica with a
+// slower clock set the schedule back to it): skip to the next tick.
+func (s *Scheduler) unstick(ctx context.Context, read *store.Schedule, next time.Time) error {
+	sc, err := s.st.GetSchedule(ctx, read.Owner, read.ID)
+	if err != nil || sc.Version != read.Version || sc.Paused || !sc.NextRunAt.Equal(read.NextRunAt) {
+		if errors.Is(err, store.ErrScheduleNotFound) {
+			return nil
+		}
+		return err
+	}
+	sc.NextRunAt = next
+	if _, err := s.st.UpdateSchedule(ctx, sc); err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrScheduleNotFound) {
+		return err
+	}
+	return nil
+}
+
+// disable pauses a schedule that cannot fire, with a note saying why.
+func (s *Scheduler) disable(ctx context.Context, sc *store.Schedule, why error) error {
+	s.log.Error("schedules: pausing a schedule that cannot fire", "schedule", sc.ID, "err", why)
+	note := "paused by hrns: " + why.Error()
+	if len(note) > maxNoteLen {
+		note = note[:maxNoteLen]
+	}
+	var sp spec
+	_ = json.Unmarshal(sc.Spec, &sp) // what can be read of it is kept
+	sp.PauseNote = &note
+	doc, err := json.Marshal(&sp)
+	if err != nil {
+		return err
+	}
+	n := *sc
+	n.Spec, n.Paused, n.NextRunAt = doc, true, time.Time{}
+	if _, err := s.st.UpdateSchedule(ctx, &n); err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrScheduleNotFound) {
+		return err
+	}
+	return nil
+}
+
+// runKey is the idempotency key of the session of a run: a worker that
+// takes over the run finds the session its first worker created.
+func runKey(r *store.ScheduleRun) string { return "schedule-run:" + r.ID }
+
+// complete creates the session of a pending run leased to this worker
+// and records the outcome in the store and in r. It returns an error,
+// leaving the run pending for a later takeover, when the session could
+// not be created for a reason that may pass (the store failed) and the
+// run has attempts left.
+func (s *Scheduler) complete(ctx context.Context, r *store.ScheduleRun) error {
+	sc, err := s.st.GetSchedule(ctx, r.Owner, r.ScheduleID)
+	if errors.Is(err, store.ErrScheduleNotFound) {
+		return nil // deleted, and its runs with it
+	}
+	if err != nil {
+		return err
+	}
+	sp, err := decodeSpec(sc)
+	if err != nil {
+		return s.finish(ctx, r, store.RunError, "", err.Error())
+	}
+	var req session.Request
+	if err := json.Unmarshal(sp.SessionRequest, &req); err != nil {
+		return s.finish(ctx, r, store.RunError, "", "the session template does not decode: "+err.Error())
+	}
+	key := runKey(r)
+	v, _, err := s.m.Create(ctx, &session.CreateParams{Owner: r.Owner, Request: &req, Raw: json.RawMessage(key), IdempotencyKey: key, ScheduleID: r.ScheduleID})
+	var ve *session.ValidationError
+	switch {
+	case err == nil:
+		return s.finish(ctx, r, store.RunCreated, v.ID, "")
+	case errors.As(err, &ve):
+		return s.finish(ctx, r, store.RunError, "", "the session template is not valid any more: "+ve.Error())
+	case errors.Is(err, session.ErrQuotaExceeded):
+		return s.finish(ctx, r, store.RunSkippedQuota, "", "the API key was at its concurrent-session limit and the template says queue: false")
+	case errors.Is(err, session.ErrIdempotencyMismatch):
+		return s.finish(ctx, r, store.RunError, "", fmt.Sprintf("a session was created with the idempotency key %q by another request", key))
+	case ctx.Err() != nil:
+		return err
+	case r.Attempts+1 >= s.opts.MaxAttempts:
+		return s.finish(ctx, r, store.RunError, "", fmt.Sprintf("the session could not be created after %d attempts: %v", r.Attempts+1, err))
+	}
+	return err
+}
+
+// finish records a run's outcome. A run another worker took over, or
+// whose schedule was deleted, is left to that worker, or gone.
+func (s *Scheduler) finish(ctx context.Context, r *store.ScheduleRun, status, sessionID, msg string) error {
+	r.Status, r.SessionID, r.Error = status, sessionID, msg
+	err := s.st.FinishScheduleRun(ctx, r, s.opts.Owner, s.opts.KeepRuns)
+	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrScheduleRunNotFound) {
+		return nil
+	}
+	return err
+}
