@@ -90,6 +90,7 @@ import (
 	"time"
 
 	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/vault"
 )
 
 // Options configure a [Server]. A nil *Options means the defaults.
@@ -116,6 +117,9 @@ type Options struct {
 	CORSOrigins []string
 	// MaxBodyBytes bounds request bodies; 0 means 5 MB.
 	MaxBodyBytes int64
+	// Vaults serves /api/v2/vaults (server/vaults.go); nil, or a service
+	// without keys, means those routes answer 501 and say why.
+	Vaults *vault.Service
 	// Logger receives request errors; nil discards them.
 	Logger *slog.Logger
 }
@@ -184,6 +188,7 @@ func New(m *session.Manager, opts *Options) *Server {
 		s.mux.Handle(r.pattern, s.api(r.body, r.h))
 	}
 	s.registryRoutes()
+	s.vaultRoutes()
 	s.uiRoutes()
 	s.mux.HandleFunc("GET /healthz", s.health)
 	// A shared session is public: its token is the capability.

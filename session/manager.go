@@ -100,6 +100,10 @@ type Options struct {
 	// bound is approximate: two creations on two replicas at once may
 	// both be admitted.
 	MaxActiveSessions int
+	// Vaults, when set, gives sessions whose agent's environments name a
+	// vault (vault_id) that vault's tools: the one_time_code tool. See
+	// [VaultToolsFunc]. Nil means a request naming a vault is refused.
+	Vaults VaultToolsFunc
 	// Logger receives the manager's logs; nil discards them.
 	Logger *slog.Logger
 	// Observer, when non-nil, watches the sessions' runs (see
@@ -252,6 +256,9 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 		return nil, false, err
 	}
 	reg.apply(sp)
+	if err := m.bindVaults(ctx, p.Owner, sp); err != nil {
+		return nil, false, err
+	}
 	normalized, err := json.Marshal(echo)
 	if err != nil {
 		return nil, false, err
