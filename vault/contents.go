@@ -178,8 +178,10 @@ func parseSeed(s string) (string, error) {
 	if s == "" {
 		return "", fmt.Errorf("the secret is empty")
 	}
-	raw, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(s)
-	if err != nil {
+	enc := base32.StdEncoding.WithPadding(base32.NoPadding)
+	raw, err := enc.DecodeString(s)
+	if err != nil || enc.EncodeToString(raw) != s {
+		// A length no byte count encodes to is refused too.
 		return "", fmt.Errorf("the secret is not base32")
 	}
 	if len(raw) < 10 || len(raw) > 128 {
