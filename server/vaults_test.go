@@ -489,3 +489,26 @@ func assertFileHasNoSecret(t *testing.T, db string) {
 		t.Fatal("no database file to scan")
 	}
 }
+
+// TestVaultRegisteredEnvironment: a registered environment's vault_id
+// binds the vault to the sessions of agents that name it.
+func TestVaultRegisteredEnvironment(t *testing.T) {
+	now := time.Unix(1111111109, 0)
+	e := newVaultEnv(t, testVaultKey, now,
+		openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("call_1", vault.ToolName, `{"entry":"default"}`)}},
+		openaitest.Reply{Text: "done"},
+	)
+	id := e.createVault(keyAlice, "Logins", testSeed)
+	e.call("POST", "/api/v2/environments", keyAlice, `{"id":"shop","kind":"web","vault_id":"`+id+`"}`, http.StatusCreated, "")
+	e.call("POST", "/api/v2/agents", keyAlice, `{"name":"shopper","description":"Buys things.","environments":["shop"]}`, http.StatusCreated, "")
+	sid := e.create(keyAlice, `{"agent":"shopper","messages":"Sign in."}`)
+	f := e.follow(keyAlice, sid)
+	f.status(session.StatusCompleted)
+	want := totpAt(testSeedRaw, now, 30, 6)
+	if !strings.Contains(f.dump(), want) {
+		t.Errorf("no event holds the code %s:\n%s", want, f.dump())
+	}
+	// Deleted, the vault no longer serves the agent's new sessions.
+	e.call("DELETE", "/api/v2/vaults/"+id, keyAlice, nil, http.StatusNoContent, "")
+	e.call("POST", "/api/v2/sessions", keyAlice, `{"agent":"shopper","messages":"Sign in."}`, http.StatusUnprocessableEntity, "")
+}
