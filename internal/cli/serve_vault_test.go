@@ -26,6 +26,9 @@ func TestServeVaultKeyErrors(t *testing.T) {
 	bad := filepath.Join(dir, "bad.key")
 	os.WriteFile(bad, []byte("k1:c2hvcnQtc2VjcmV0LWtleQ==\n"), 0o600)
 	db := "sqlite:" + filepath.Join(dir, "h.db")
+	work := t.TempDir()
+	inWork := filepath.Join(work, "vault.key")
+	os.WriteFile(inWork, []byte(testVaultKey1+"\n"), 0o600)
 	for _, tt := range []struct {
 		name string
 		env  map[string]string
@@ -37,6 +40,7 @@ func TestServeVaultKeyErrors(t *testing.T) {
 		{"a directory", nil, []string{"--vault-key-file", dir}, "not a regular file"},
 		{"both", map[string]string{vaultKeyEnv: testVaultKey1}, []string{"--vault-key-file", private}, "give the vault keys one way"},
 		{"bad key in file", nil, []string{"--vault-key-file", bad}, "key 1 is not 32 bytes"},
+		{"file in the workdir", nil, []string{"--workdir", work, "--vault-key-file", inWork}, "is inside --workdir"},
 		{"bad key in env", map[string]string{vaultKeyEnv: "k1:c2hvcnQtc2VjcmV0LWtleQ=="}, nil, "key 1 is not 32 bytes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
