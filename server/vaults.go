@@ -63,6 +63,8 @@ func (s *Server) vaultsOn(h func(w http.ResponseWriter, r *http.Request, owner s
 				loc = append(loc, f)
 			}
 			return &session.ValidationError{Fields: []session.FieldError{{Loc: loc, Msg: inv.Msg, Type: "value_error"}}}
+		case errors.Is(err, vault.ErrTooMany):
+			writeError(w, http.StatusConflict, err.Error())
 		case errors.Is(err, store.ErrConflict):
 			writeError(w, http.StatusConflict, "the vault is being changed by other requests: retry")
 		default:

@@ -23,6 +23,9 @@ var (
 	// ErrNotFound: the owner has no vault with the id (another owner's
 	// vault is not found either).
 	ErrNotFound = errors.New("vault not found")
+	// ErrTooMany: Create was called by an owner who has
+	// Options.MaxPerOwner vaults already.
+	ErrTooMany = errors.New("too many vaults")
 )
 
 // An InvalidError is a request that fails validation: Field says which
@@ -53,6 +56,9 @@ type Options struct {
 	// Logger receives what the service logs (re-encryption); nil
 	// discards it. It never receives a secret.
 	Logger *slog.Logger
+	// MaxPerOwner bounds the vaults of one owner; 0 means 1000. With
+	// several replicas creating at once the bound is approximate.
+	MaxPerOwner int
 }
 
 // A Service keeps vaults in a store, encrypted with a [Keyring], and
@@ -60,10 +66,11 @@ type Options struct {
 // concurrent use.
 type Service struct {
 	// fixed at creation
-	st   store.Vaults
-	keys *Keyring
-	now  func() time.Time
-	log  *slog.Logger
+	st     store.Vaults
+	keys   *Keyring
+	now    func() time.Time
+	log    *slog.Logger
+	maxPer int
 }
 
 // New returns the vaults of st, encrypted with keys. With nil keys every
@@ -72,13 +79,16 @@ func New(st store.Vaults, keys *Keyring, opts *Options) *Service {
 	if st == nil {
 		panic("vault.New: nil store")
 	}
-	s := &Service{st: st, keys: keys, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	s := &Service{st: st, keys: keys, now: time.Now, log: slog.New(slog.DiscardHandler), maxPer: 1000}
 	if opts != nil {
 		if opts.Now != nil {
 			s.now = opts.Now
 		}
 		if opts.Logger != nil {
 			s.log = opts.Logger
+		}
+		if opts.MaxPerOwner > 0 {
+			s.maxPer = opts.MaxPerOwner
 		}
 	}
 	return s
@@ -111,7 +121,7 @@ type CreateParams struct {
 
 // Create validates p, encrypts its token and stores a new vault of owner.
 // The vault returned has no Secret. Errors: *[InvalidError],
-// [ErrNotConfigured].
+// [ErrTooMany], [ErrNotConfigured].
 func (s *Service) Create(ctx context.Context, owner string, p *CreateParams) (*store.Vault, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -125,6 +135,11 @@ func (s *Service) Create(ctx context.Context, owner string, p *CreateParams) (*s
 	}
 	if _, err := parseToken(p.Token); err != nil {
 		return nil, &InvalidError{Field: "token", Msg: err.Error()}
+	}
+	if _, n, err := s.st.ListVaults(ctx, &store.VaultListParams{Owner: owner, Limit: 1}); err != nil {
+		return nil, err
+	} else if n >= s.maxPer {
+		return nil, fmt.Errorf("%w: this key has %d vaults, the most it may have; delete one first", ErrTooMany, n)
 	}
 	v := &store.Vault{ID: newUUID(), Owner: owner, Name: p.Name, Config: cfg}
 	if v.KeyID, v.Secret, err = s.keys.seal([]byte(p.Token), aad(v.ID, owner)); err != nil {
@@ -191,6 +206,9 @@ func (s *Service) Update(ctx context.Context, owner, id string, p *UpdateParams)
 		if cfg, err = checkConfig(*p.Config); err != nil {
 			return nil, err
 		}
+	}
+	if p.Name == nil && p.Config == nil {
+		return s.Get(ctx, owner, id)
 	}
 	return s.change(ctx, owner, id, func(v *store.Vault) error {
 		if p.Name != nil {

@@ -336,6 +336,9 @@ func TestUpdate(t *testing.T) {
 	if err != nil || v.Name != name || string(v.Config) != `{"provider":"onepassword","op_vault_id":"y"}` || v.Secret != nil {
 		t.Fatalf("Update = %+v, %v", v, err)
 	}
+	if same, err := s.Update(ctx, "alice", id, &vault.UpdateParams{}); err != nil || same.Version != v.Version || same.Name != name {
+		t.Errorf("an empty update = %+v, %v; want the vault unchanged", same, err)
+	}
 	if _, err := s.Update(ctx, "bob", id, &vault.UpdateParams{Name: &name}); !errors.Is(err, vault.ErrNotFound) {
 		t.Errorf("bob's update = %v, want ErrNotFound", err)
 	}
@@ -435,4 +438,14 @@ func FuzzToken(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestMaxPerOwner(t *testing.T) {
+	s := vault.New(openStore(t), keyring(t, key1), &vault.Options{MaxPerOwner: 2})
+	create(t, s, "alice", seed)
+	create(t, s, "alice", seed)
+	if _, err := s.Create(t.Context(), "alice", &vault.CreateParams{Name: "third", Token: seed}); !errors.Is(err, vault.ErrTooMany) {
+		t.Errorf("a third vault: %v, want ErrTooMany", err)
+	}
+	create(t, s, "bob", seed) // another owner's bound is its own
 }
