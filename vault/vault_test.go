@@ -449,3 +449,29 @@ func TestMaxPerOwner(t *testing.T) {
 	}
 	create(t, s, "bob", seed) // another owner's bound is its own
 }
+
+// FuzzParseKeys: any text is a keyring or an error, never a panic; an
+// error never quotes the text's keys.
+func FuzzParseKeys(f *testing.F) {
+	for _, s := range []string{key1, key2 + "," + key1, "# c\n" + key1 + "\n", "k:", ":", "q5Jc0cDUI2pV3ZjGZ4YAbKXm1nFbQPh3mR+H3Cw5W8s=", "k1:" + strings.Repeat("A", 44)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		k, err := vault.ParseKeys(text)
+		if err != nil {
+			for _, line := range strings.FieldsFunc(text, func(r rune) bool { return r == '\n' || r == ',' }) {
+				_, enc, ok := strings.Cut(line, ":")
+				if !ok {
+					enc = line
+				}
+				if enc = strings.TrimSpace(enc); len(enc) >= 8 && strings.Contains(err.Error(), enc) {
+					t.Fatalf("the error quotes a key: %v", err)
+				}
+			}
+			return
+		}
+		if len(k.IDs()) == 0 || k.Primary() != k.IDs()[0] {
+			t.Fatalf("a keyring without a primary: %v", k.IDs())
+		}
+	})
+}
