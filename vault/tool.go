@@ -57,14 +57,16 @@ func (s *Service) toolCode(ctx context.Context, owner string, ids []string, in C
 	}
 	search := ids
 	if in.Vault != "" {
+		in.Vault = strings.ToLower(strings.TrimSpace(in.Vault))
 		if !slices.Contains(ids, in.Vault) {
 			return nil, fmt.Errorf("vault %q is not one of this session's vaults (%s)", in.Vault, strings.Join(ids, ", "))
 		}
 		search = []string{in.Vault}
 	}
+	type match struct{ vault, entry string }
 	var (
-		found   []string
-		entries []string
+		found, folded []match
+		entries       []string
 	)
 	for _, id := range search {
 		names, err := s.Entries(ctx, owner, id)
@@ -74,10 +76,19 @@ func (s *Service) toolCode(ctx context.Context, owner string, ids []string, in C
 		case err != nil:
 			return nil, fmt.Errorf("vault %s: %v", id, err)
 		}
-		if slices.Contains(names, in.Entry) {
-			found = append(found, id)
+		for _, n := range names {
+			switch {
+			case n == in.Entry:
+				found = append(found, match{id, n})
+			case strings.EqualFold(n, in.Entry):
+				folded = append(folded, match{id, n})
+			}
 		}
 		entries = append(entries, names...)
+	}
+	if len(found) == 0 && len(folded) == 1 {
+		// "GitHub" for "github": one entry differs in case only.
+		found = folded
 	}
 	switch len(found) {
 	case 0:
@@ -88,11 +99,16 @@ func (s *Service) toolCode(ctx context.Context, owner string, ids []string, in C
 		return nil, fmt.Errorf("no vault entry %q (the entries are: %s)", in.Entry, strings.Join(slices.Compact(entries), ", "))
 	case 1:
 	default:
-		return nil, fmt.Errorf("several vaults have an entry %q (%s): say which with the vault argument", in.Entry, strings.Join(found, ", "))
+		var vaults []string
+		for _, f := range found {
+			vaults = append(vaults, f.vault)
+		}
+		return nil, fmt.Errorf("several vaults have an entry %q (%s): say which with the vault argument", in.Entry, strings.Join(vaults, ", "))
 	}
-	c, err := s.Code(ctx, owner, found[0], in.Entry)
+	m := found[0]
+	c, err := s.Code(ctx, owner, m.vault, m.entry)
 	if err != nil {
-		return nil, fmt.Errorf("vault %s: %v", found[0], err)
+		return nil, fmt.Errorf("vault %s: %v", m.vault, err)
 	}
-	return &CodeResult{Entry: in.Entry, Vault: found[0], Code: c.Code, ValidForS: int(c.ValidFor.Seconds())}, nil
+	return &CodeResult{Entry: m.entry, Vault: m.vault, Code: c.Code, ValidForS: int(c.ValidFor.Seconds())}, nil
 }

@@ -388,6 +388,8 @@ func TestTool(t *testing.T) {
 	}{
 		{"code", `{"entry":"github"}`, `{"entry":"github","vault":"` + a + `","code":"07081804","valid_for_s":1}`, false},
 		{"in the named vault", `{"entry":"shared","vault":"` + b + `"}`, `"vault":"` + b + `"`, false},
+		{"the vault in upper case", `{"entry":"shared","vault":"` + strings.ToUpper(b) + `"}`, `"vault":"` + b + `"`, false},
+		{"the entry in another case", `{"entry":"GitHub"}`, `{"entry":"github","vault":"` + a + `","code":"07081804"`, false},
 		{"unknown entry", `{"entry":"gmail"}`, `no vault entry "gmail" (the entries are: github, gitlab, shared)`, true},
 		{"ambiguous", `{"entry":"shared"}`, `several vaults have an entry "shared"`, true},
 		{"not a session vault", `{"entry":"github","vault":"6f1c2a0e-1b2c-4d3e-8f90-123456789abc"}`, "is not one of this session's vaults", true},
