@@ -54,6 +54,9 @@
 //	PATCH  /api/v2/{agents,environments,skills}/{name}   change the fields given
 //	DELETE /api/v2/{agents,environments,skills}/{name}   204
 //
+// and the vaults (server/vaults.go; 501 without [Options.Vaults]):
+// /api/v2/vaults, /api/v2/vaults/{vault_id}, .../token and .../health.
+//
 // # Conventions
 //
 // Requests carry an API key as "Authorization: Bearer KEY"; a key sees
