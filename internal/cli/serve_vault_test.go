@@ -138,3 +138,19 @@ func TestServeVaultRotation(t *testing.T) {
 		}
 	})
 }
+
+// TestServeUnsetsVaultKeyVariable: hrns serve removes HRNS_VAULT_KEY from
+// its environment once read, as it does HRNS_API_KEYS, and uses the key.
+func TestServeUnsetsVaultKeyVariable(t *testing.T) {
+	home := t.TempDir()
+	for k, v := range map[string]string{"HOME": home, "XDG_CONFIG_HOME": home, "HRNS_CONFIG": "", "OPENAI_API_KEY": "k", "HRNS_API_KEYS": "sk-a", vaultKeyEnv: testVaultKey1} {
+		t.Setenv(k, v)
+	}
+	s := startServe(t, nil, "--model", "m", "--db", "sqlite:"+filepath.Join(t.TempDir(), "h.db"))
+	if _, ok := os.LookupEnv(vaultKeyEnv); ok {
+		t.Errorf("%s is still in the environment", vaultKeyEnv)
+	}
+	if code, body := vaultRequest(t, s, "GET", "/api/v2/vaults", ""); code != http.StatusOK {
+		t.Errorf("vaults with the key of the environment: %d %s", code, body)
+	}
+}
