@@ -80,6 +80,9 @@
 //	PATCH  /api/v2/{agents,environments,skills}/{name}   change the fields given
 //	DELETE /api/v2/{agents,environments,skills}/{name}   204
 //
+// and the vaults (server/vaults.go; 501 without [Options.Vaults]):
+// /api/v2/vaults, /api/v2/vaults/{vault_id}, .../token and .../health.
+//
 // # Conventions
 //
 // Requests carry an API key as "Authorization: Bearer KEY"; a key sees
@@ -117,6 +120,7 @@ import (
 
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/session/schedule"
+	"github.com/hrns-dev/hrns/vault"
 )
 
 // Options configure a [Server]. A nil *Options means the defaults.
@@ -148,6 +152,9 @@ type Options struct {
 	Workspaces string
 	// MaxBodyBytes bounds request bodies; 0 means 5 MB.
 	MaxBodyBytes int64
+	// Vaults serves /api/v2/vaults (server/vaults.go); nil, or a service
+	// without keys, means those routes answer 501 and say why.
+	Vaults *vault.Service
 	// Logger receives request errors; nil discards them.
 	Logger *slog.Logger
 	// Schedules, when set, serves the /api/v2/schedules routes with it
@@ -230,6 +237,7 @@ func New(m *session.Manager, opts *Options) *Server {
 	}
 	s.registryRoutes()
 	s.scheduleRoutes()
+	s.vaultRoutes()
 	s.uiRoutes()
 	s.mux.HandleFunc("GET /healthz", s.health)
 	// A shared session is public: its token is the capability.

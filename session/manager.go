@@ -109,6 +109,10 @@ type Options struct {
 	// TokenQuota, when set, limits the tokens each owner's sessions use
 	// per day or month (see [TokenQuota]); tokens are counted either way.
 	TokenQuota *TokenQuota
+	// Vaults, when set, gives sessions whose agent's environments name a
+	// vault (vault_id) that vault's tools: the one_time_code tool. See
+	// [VaultToolsFunc]. Nil means a request naming a vault is refused.
+	Vaults VaultToolsFunc
 	// Logger receives the manager's logs; nil discards them.
 	Logger *slog.Logger
 	// Observer, when non-nil, watches the sessions' runs (see
@@ -265,6 +269,9 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 		return nil, false, err
 	}
 	reg.apply(sp)
+	if err := m.bindVaults(ctx, p.Owner, sp); err != nil {
+		return nil, false, err
+	}
 	normalized, err := json.Marshal(echo)
 	if err != nil {
 		return nil, false, err

@@ -425,7 +425,7 @@ func (m *Manager) notHonoured(req *Request) []string {
 				continue // its func takes the definition
 			}
 			for _, f := range sortedKeys(e.Fields) {
-				if !slices.Contains(environmentFields, f) {
+				if !slices.Contains(environmentFields, f) && (f != "vault_id" || m.opts.Vaults == nil) {
 					out = append(out, fmt.Sprintf("agent.environments[%d].%s", i, f))
 				}
 			}
@@ -551,6 +551,11 @@ func (m *Manager) toolsets(sp *spec, id string) (_ *loop.Toolset, closeEnv func(
 		case "skills":
 			var err error
 			if ts, err = m.skillTools(name); err != nil {
+				return nil, closeEnv, err
+			}
+		case "vaults":
+			var err error
+			if ts, err = m.vaultTools(name, id); err != nil {
 				return nil, closeEnv, err
 			}
 		case "workspace":

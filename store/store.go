@@ -98,6 +98,7 @@ type Store interface {
 	Registry
 	Quotas
 	Schedules
+	Vaults
 
 	// CreateSession inserts s with its first events (indexed from 0)
 	// and returns it as stored. Version becomes 1; CreatedAt and

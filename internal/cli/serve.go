@@ -54,6 +54,8 @@ type serveOptions struct {
 	// browser flags (internal/cli/browser.go)
 	browserAllow    string
 	browserProfiles string
+	// vaultKeyFile holds the vault keys (internal/cli/serve_vault.go).
+	vaultKeyFile string
 }
 
 func (o *serveOptions) flags(fs *flag.FlagSet) {
@@ -64,6 +66,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&o.keysFile, "api-keys-file", "", "a file of accepted API keys, one a line, readable by its owner only (mode 0600); also HRNS_API_KEYS=k1,k2 and api_keys in the config file")
+	fs.StringVar(&o.vaultKeyFile, "vault-key-file", "", "a file of the keys that encrypt vaults (ID:BASE64 of 32 bytes, the primary first), readable by its owner only (mode 0600); also HRNS_VAULT_KEY")
 	fs.Var(&o.hosts, "allowed-host", "a Host name (or HOST:PORT) the API answers besides loopback's, as a proxy or browser sends it (repeatable; also allowed_hosts in the config)")
 	fs.Var(&o.origins, "cors-origin", "an origin (https://app.example.com) whose web pages may call the API (repeatable; also cors_origins in the config)")
 	fs.StringVar(&o.config, "config", "", "config file (default ~/.config/hrns/config.toml or .yaml)")
@@ -159,6 +162,10 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return err
 	}
+	vaultKeys, err := o.vaultKeys(stdio)
+	if err != nil {
+		return err
+	}
 	if len(keys) == 0 && !loopback(o.addr) {
 		return usagef("no API keys: set HRNS_API_KEYS=k1,k2, pass --api-keys-file PATH (mode 0600) or set api_keys in the config file (mode 0600) to serve on %s (without keys, hrns serve listens on loopback only)", o.addr)
 	}
@@ -235,6 +242,10 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		return err
 	}
 	defer st.Close()
+	vaults, err := setupVaults(ctx, st, vaultKeys, opts, log, stdio.Err)
+	if err != nil {
+		return err
+	}
 	m := session.New(st, model, opts)
 	if _, shared := st.(store.Replicas); shared {
 		where += ", replica " + m.ReplicaID()
@@ -262,7 +273,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), Workspaces: o.workspaces(), Logger: log, Schedules: sch}),
+		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), Workspaces: o.workspaces(), Vaults: vaults, Logger: log, Schedules: sch}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}

@@ -115,7 +115,7 @@ func (o *serveOptions) prepareWorkdir(cfg *Config) error {
 			}
 		}
 	}
-	secrets := []struct{ what, path string }{{"--api-keys-file", o.keysFile}}
+	secrets := []struct{ what, path string }{{"--api-keys-file", o.keysFile}, {"--vault-key-file", o.vaultKeyFile}}
 	if cfg.holdsKeys() {
 		secrets = append(secrets, struct{ what, path string }{"the config file", cfg.path})
 	}

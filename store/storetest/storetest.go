@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	tests = append(tests, registryTests...)
 	tests = append(tests, quotaTests...)
 	tests = append(tests, scheduleTests...)
+	tests = append(tests, vaultTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
