@@ -83,6 +83,7 @@ var (
 // to a store are not retained after the call returns.
 type Store interface {
 	Registry
+	Webhooks
 
 	// CreateSession inserts s with its first events (indexed from 0)
 	// and returns it as stored. Version becomes 1; CreatedAt and
