@@ -43,7 +43,7 @@ var allowed = map[string][]string{
 	"session/webhook":             {"internal/netpolicy", "store"},
 	"server":                      {"session", "session/webhook", "server/ui"},
 	"server/ui":                   {},
-	"client":                      {"llm", "loop", "session"},
+	"client":                      {"llm", "loop", "session", "session/webhook"},
 	"browser":                     {"llm", "loop", "internal/netpolicy"},
 	"otel":                        {"llm", "loop"},
 }

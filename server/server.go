@@ -54,6 +54,8 @@
 //	PATCH  /api/v2/{agents,environments,skills}/{name}   change the fields given
 //	DELETE /api/v2/{agents,environments,skills}/{name}   204
 //
+// and the webhooks of [Options.Webhooks] (server/webhooks.go lists them).
+//
 // # Conventions
 //
 // Requests carry an API key as "Authorization: Bearer KEY"; a key sees
@@ -90,6 +92,7 @@ import (
 	"time"
 
 	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/session/webhook"
 )
 
 // Options configure a [Server]. A nil *Options means the defaults.
@@ -114,6 +117,9 @@ type Options struct {
 	// host and port equal to the Host header) is refused with 403. Empty
 	// means no cross-origin access.
 	CORSOrigins []string
+	// Webhooks serves /api/v2/webhooks (server/webhooks.go); nil answers
+	// those routes with 501.
+	Webhooks *webhook.Service
 	// MaxBodyBytes bounds request bodies; 0 means 5 MB.
 	MaxBodyBytes int64
 	// Logger receives request errors; nil discards them.
@@ -184,6 +190,7 @@ func New(m *session.Manager, opts *Options) *Server {
 		s.mux.Handle(r.pattern, s.api(r.body, r.h))
 	}
 	s.registryRoutes()
+	s.webhookRoutes()
 	s.uiRoutes()
 	s.mux.HandleFunc("GET /healthz", s.health)
 	// A shared session is public: its token is the capability.
