@@ -51,6 +51,7 @@ type serveOptions struct {
 	// browser flags (internal/cli/browser.go)
 	browserAllow    string
 	browserProfiles string
+	webhooks        webhookOptions
 }
 
 func (o *serveOptions) flags(fs *flag.FlagSet) {
@@ -76,6 +77,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.drain, "shutdown-timeout", 10*time.Second, "how long to wait for requests and runs to stop on SIGTERM")
 	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the web environment's browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
 	fs.StringVar(&o.browserProfiles, "browser-profiles", "", "where sessions' browser profiles are kept while they wait (default: a directory in the system's temporary directory)")
+	o.webhooks.flags(fs)
 }
 
 // Validate checks the options that do not depend on the environment.
@@ -229,6 +231,10 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if _, shared := st.(store.Replicas); shared {
 		where += ", replica " + m.ReplicaID()
 	}
+	hooks, err := o.webhooks.service(st, m.ReplicaID(), log)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
@@ -237,12 +243,13 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		ln.Close()
 		return err
 	}
+	hooks.Start()
 	// Long-polls and event streams end when the server stops, instead of
 	// holding the shutdown for their whole wait.
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), Logger: log}),
+		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), Webhooks: hooks, Logger: log}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
@@ -263,6 +270,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	cancelRequests()
 	shutdownErr := srv.Shutdown(sctx)
 	stopErr := m.Stop(sctx)
+	stopErr = errors.Join(stopErr, hooks.Stop(sctx))
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
