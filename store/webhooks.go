@@ -155,10 +155,11 @@ type Webhooks interface {
 	// returns ErrWebhookNotFound when the owner has no such webhook.
 	ListDeliveries(ctx context.Context, p *DeliveryListParams) (page []*Delivery, total int, err error)
 
-	// NextDelivery returns the earliest time after now at which
-	// ClaimDeliveries may return a delivery it would not return at now
-	// (a retry to come, or a lease that expires), or the zero time when
-	// there is none.
+	// NextDelivery returns the earliest time at which ClaimDeliveries
+	// may return a pending delivery of an enabled webhook: its retry
+	// time, or the expiry of the lease that holds it, whichever is
+	// later; the zero time when there is none. A time at or before now
+	// means "claim again".
 	NextDelivery(ctx context.Context, now time.Time) (time.Time, error)
 
 	// PruneDeliveries deletes the deliveries (and their attempts) that

@@ -28,7 +28,8 @@
 // PATH.lock (on Unix) and fails if another process holds it. Leases left
 // in the file by a previous process are therefore void, and Open releases
 // them, so the sessions that process was running are claimed again at
-// once. Several server processes share a PostgreSQL store instead.
+// once (and so are the webhook deliveries it was attempting). Several
+// server processes share a PostgreSQL store instead.
 //
 // Wake-ups ([store.Store.Subscribe]) are delivered in process, after each
 // commit.
