@@ -355,6 +355,28 @@ func testWebhookDeliveries(t *testing.T, st store.Store) {
 		t.Errorf("pending filter = %v", done)
 	}
 
+	// A worker that dies leaves a lease that expires: another takes the
+	// delivery over, and the first can no longer record its attempt.
+	s.Status = "running"
+	st.UpdateSession(ctx, s, nil, nil)
+	s.Status = "completed"
+	st.UpdateSession(ctx, s, nil, nil)
+	got, _ = st.ClaimDeliveries(ctx, &store.ClaimParams{Owner: "r1", Now: later, TTL: time.Minute})
+	if len(got) != 1 {
+		t.Fatalf("claim = %v", got)
+	}
+	expired := later.Add(time.Minute)
+	taken, err := st.ClaimDeliveries(ctx, &store.ClaimParams{Owner: "r2", Now: expired, TTL: time.Minute})
+	if err != nil || len(taken) != 1 || taken[0].ID != got[0].ID || taken[0].Attempts != 2 {
+		t.Fatalf("claim after the lease expired = %v, %v", taken, err)
+	}
+	if err := st.FinishDelivery(ctx, &store.DeliveryResult{ID: got[0].ID, Owner: "r1", Now: expired, Delivered: true, Attempt: store.DeliveryAttempt{At: later}}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("FinishDelivery by the worker that lost its lease = %v, want ErrLeaseLost", err)
+	}
+	if err := st.FinishDelivery(ctx, &store.DeliveryResult{ID: got[0].ID, Owner: "r2", Now: expired, Delivered: true, Attempt: store.DeliveryAttempt{At: expired, StatusCode: 200}}); err != nil {
+		t.Fatal(err)
+	}
+
 	// A delivery given up on; then pruning.
 	s.Status = "running"
 	st.UpdateSession(ctx, s, nil, nil)
@@ -374,8 +396,8 @@ func testWebhookDeliveries(t *testing.T, st store.Store) {
 	if n, err := st.PruneDeliveries(ctx, later.Add(-time.Hour)); err != nil || n != 0 {
 		t.Errorf("PruneDeliveries before = %d, %v", n, err)
 	}
-	if n, err := st.PruneDeliveries(ctx, later.Add(time.Hour)); err != nil || n != 2 {
-		t.Errorf("PruneDeliveries after = %d, %v; want 2", n, err)
+	if n, err := st.PruneDeliveries(ctx, later.Add(time.Hour)); err != nil || n != 3 {
+		t.Errorf("PruneDeliveries after = %d, %v; want 3", n, err)
 	}
 	// Deleting the webhook deletes its deliveries.
 	s.Status = "running"
