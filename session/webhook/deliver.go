@@ -47,13 +47,6 @@ func pingBody(id, webhookID string, now time.Time) []byte {
 	return b
 }
 
-// eventIDOf reads back the id of a body made here.
-func eventIDOf(body []byte) string {
-	var p struct{ ID string }
-	json.Unmarshal(body, &p)
-	return p.ID
-}
-
 // client posts deliveries within the address policy, the timeout and the
 // size cap, without following redirects.
 type client struct {
@@ -252,31 +245,47 @@ func (s *Service) run(ctx context.Context, done chan struct{}) {
 }
 
 // DeliverDue attempts every delivery that is due now (by Options.Now),
-// Options.Concurrency at a time, records each attempt, and returns how
-// many it attempted. It returns when none is left due or ctx is done;
-// attempts already started finish and are recorded even then. The worker
-// calls it; tests and tools may too.
+// up to Options.Concurrency at a time (a slow receiver holds one slot,
+// not a batch), records each attempt, and returns how many it attempted.
+// It returns when none is left due and the attempts it started are
+// recorded, or when ctx is done; attempts already started finish and are
+// recorded even then. The worker calls it; tests and tools may too.
 func (s *Service) DeliverDue(ctx context.Context) (int, error) {
-	n := 0
+	slots := make(chan struct{}, s.opts.Concurrency)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		n    int
+	)
+	defer wg.Wait()
 	for ctx.Err() == nil {
-		ds, err := s.st.ClaimDeliveries(ctx, &store.ClaimParams{Owner: s.opts.ReplicaID, Now: s.opts.Now(), TTL: s.opts.LeaseTTL, Limit: s.opts.Concurrency})
-		if err != nil {
-			return n, err
+		slots <- struct{}{} // one free slot at least
+		free := cap(slots) - len(slots) + 1
+		ds, err := s.st.ClaimDeliveries(ctx, &store.ClaimParams{Owner: s.opts.ReplicaID, Now: s.opts.Now(), TTL: s.opts.LeaseTTL, Limit: free})
+		if err != nil || len(ds) == 0 {
+			<-slots
+			wg.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			return n, errors.Join(append(errs, err)...)
 		}
-		if len(ds) == 0 {
-			return n, nil
-		}
-		var wg sync.WaitGroup
-		errs := make([]error, len(ds))
-		for i, d := range ds {
-			wg.Go(func() { errs[i] = s.attempt(context.WithoutCancel(ctx), d) })
-		}
-		wg.Wait()
 		n += len(ds)
-		if err := errors.Join(errs...); err != nil {
-			return n, err
+		for i, d := range ds {
+			if i > 0 {
+				slots <- struct{}{} // free: only this loop takes slots
+			}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				if err := s.attempt(context.WithoutCancel(ctx), d); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			})
 		}
 	}
+	wg.Wait()
 	return n, ctx.Err()
 }
 

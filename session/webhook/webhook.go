@@ -65,6 +65,7 @@ import (
 	mrand "math/rand/v2"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -130,9 +131,10 @@ type Options struct {
 	// each further one up to MaxDelay, less up to half of it at random
 	// (jitter); 0 means 10 seconds and 1 hour.
 	BaseDelay, MaxDelay time.Duration
-	// LeaseTTL is how long a worker holds a delivery it attempts; 0
-	// means six times Timeout. It must exceed Timeout: otherwise
-	// another replica could attempt the delivery at the same time.
+	// LeaseTTL is how long a worker holds a delivery it attempts. It
+	// must exceed Timeout, or another replica could attempt the
+	// delivery at the same time: a value that does not (0 too) means six
+	// times Timeout.
 	LeaseTTL time.Duration
 	// RotationOverlap is how long the previous secret still signs
 	// deliveries after a rotation; 0 means 24 hours.
@@ -328,7 +330,12 @@ func (s *Service) checkURL(v *validation, raw string) {
 			port = 443
 		}
 		if p := u.Port(); p != "" {
-			fmt.Sscanf(p, "%d", &port)
+			n, err := strconv.Atoi(p)
+			if err != nil || n < 1 || n > 65535 {
+				v.add("url", "URL should have a port from 1 to 65535", "url_parsing")
+				return
+			}
+			port = n
 		}
 		ap := netip.AddrPortFrom(a.Unmap(), uint16(port))
 		if r := netpolicy.Reason(a); r != "" && (s.opts.Allow == nil || !s.opts.Allow(ap)) {
@@ -559,9 +566,8 @@ func (s *Service) Ping(ctx context.Context, owner, id string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	now := s.opts.Now()
-	body := pingBody(newID(), w.ID, now)
-	res := s.client.post(ctx, w, eventIDOf(body), now, body)
+	now, id := s.opts.Now(), newID()
+	res := s.client.post(ctx, w, id, now, pingBody(id, w.ID, now))
 	if res.StatusCode == 0 {
 		return 0, fmt.Errorf("%w: %s", ErrPing, res.Error)
 	}

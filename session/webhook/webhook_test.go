@@ -442,6 +442,7 @@ func TestAddressPolicy(t *testing.T) {
 		"ftp://example.com/",
 		"/relative",
 		"http://" + strings.Repeat("a", 2050) + ".com/",
+		"http://1.1.1.1:70000/",
 	} {
 		_, err := strict.Create(t.Context(), "alice", &webhook.CreateParams{URL: url})
 		if _, ok := errors.AsType[*webhook.ValidationError](err); !ok {
