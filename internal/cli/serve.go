@@ -269,8 +269,9 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	defer cancel()
 	cancelRequests()
 	shutdownErr := srv.Shutdown(sctx)
-	stopErr := m.Stop(sctx)
-	stopErr = errors.Join(stopErr, hooks.Stop(sctx))
+	hooksStopped := make(chan error, 1)
+	go func() { hooksStopped <- hooks.Stop(sctx) }()
+	stopErr := errors.Join(m.Stop(sctx), <-hooksStopped)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
