@@ -285,7 +285,7 @@ func TestRetryAfterTimeout(t *testing.T) {
 	c := newClock()
 	// The receiver hangs until the attempt gives up: the timeout ends the
 	// wait, not a clock the test reads.
-	svc := newService(st, c, &webhook.Options{Timeout: 100 * time.Millisecond})
+	svc := newService(st, c, &webhook.Options{Timeout: time.Second})
 	rc := newReceiver(t, hang, status(204))
 	w := create(t, svc, "alice", rc.URL, completedOnly())
 	complete(t, st, "alice", "s1")
