@@ -85,6 +85,9 @@ type result struct {
 	StatusCode int
 	Error      string // "" for a 2xx
 	Duration   time.Duration
+	// RetryAfter is the wait a 429 or 503 asked for (Retry-After), 0
+	// for none.
+	RetryAfter time.Duration
 }
 
 // post sends body to w, signed at now, and reports what happened.
@@ -123,6 +126,9 @@ func (c *client) do(ctx context.Context, w *store.Webhook, id string, now time.T
 	// can be reused; a longer one is cut.
 	_, rerr := io.Copy(io.Discard, io.LimitReader(resp.Body, c.maxBytes))
 	res := result{StatusCode: resp.StatusCode}
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		res.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), now)
+	}
 	switch {
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		res.Error = fmt.Sprintf("HTTP %d: redirects are not followed", resp.StatusCode)
@@ -132,6 +138,24 @@ func (c *client) do(ctx context.Context, w *store.Webhook, id string, now time.T
 		res.Error = "timed out reading the answer after " + c.timeout.String()
 	}
 	return res
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date after
+// now; 0 when it says nothing usable.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 || n > int64(24*time.Hour/time.Second) {
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }
 
 func hostOf(raw string) string {
@@ -300,7 +324,9 @@ func (s *Service) attempt(ctx context.Context, d *store.Delivery) error {
 		DisableAfter: max(s.opts.DisableAfter, 0),
 	}
 	if !r.Delivered && d.Attempts < s.opts.MaxAttempts {
-		r.RetryAt = r.Now.Add(s.backoff(d.Attempts))
+		// The receiver's Retry-After may ask for longer than the
+		// backoff, up to MaxDelay.
+		r.RetryAt = r.Now.Add(max(s.backoff(d.Attempts), min(res.RetryAfter, s.opts.MaxDelay)))
 	}
 	err := s.st.FinishDelivery(ctx, r)
 	if errors.Is(err, store.ErrLeaseLost) {

@@ -33,7 +33,8 @@
 // decoded secret; see [Sign]). Any 2xx answer is a success; anything else,
 // a redirect, a timeout or a refused address is a failed attempt, retried
 // after an exponential backoff with jitter ([Options.BaseDelay],
-// [Options.MaxDelay]) up to [Options.MaxAttempts]; each attempt is
+// [Options.MaxDelay]), or the longer Retry-After of a 429 or 503 (at most
+// MaxDelay), up to [Options.MaxAttempts]; each attempt is
 // recorded (status code, error, duration) and listed by
 // [Service.Deliveries]. At least once: a replica that dies during an
 // attempt leaves a lease that expires, and the delivery is attempted

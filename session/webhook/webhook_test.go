@@ -280,6 +280,38 @@ func TestRetryAfterServerError(t *testing.T) {
 	}
 }
 
+func TestRetryAfterHeader(t *testing.T) {
+	st := openSQLite(t, filepath.Join(t.TempDir(), "hrns.db"))
+	c := newClock()
+	svc := newService(st, c, &webhook.Options{BaseDelay: 10 * time.Second, MaxDelay: 5 * time.Minute})
+	rc := newReceiver(t,
+		func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "120")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		},
+		func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "86400") // more than MaxDelay
+			w.WriteHeader(http.StatusTooManyRequests)
+		},
+		status(204))
+	create(t, svc, "alice", rc.URL, completedOnly())
+	complete(t, st, "alice", "s1")
+	deliverDue(t, svc)
+	for _, wait := range []time.Duration{2 * time.Minute, 5 * time.Minute} {
+		c.Advance(wait - time.Second)
+		if n := deliverDue(t, svc); n != 0 {
+			t.Fatalf("retried before the %v the receiver asked for (or MaxDelay)", wait)
+		}
+		c.Advance(time.Second)
+		if n := deliverDue(t, svc); n != 1 {
+			t.Fatalf("not retried after %v", wait)
+		}
+	}
+	if n := len(rc.deliveries()); n != 3 {
+		t.Errorf("%d attempts, want 3", n)
+	}
+}
+
 func TestRetryAfterTimeout(t *testing.T) {
 	st := openSQLite(t, filepath.Join(t.TempDir(), "hrns.db"))
 	c := newClock()
