@@ -361,14 +361,11 @@ func TestGiveUp(t *testing.T) {
 	}
 }
 
-// TestRestartMidRetry: a delivery that failed once survives the process:
-// another service on the same SQLite file delivers it, once, when due.
-func TestRestartMidRetry(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "hrns.db")
-	st, err := sqlite.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+// restartMidRetry: a delivery that failed once survives the process:
+// another service on a store opened again delivers it, once, when due.
+// open opens the store (the second time after the first is closed).
+func restartMidRetry(t *testing.T, open func() store.Store) {
+	st := open()
 	c := newClock()
 	svc := newService(st, c, &webhook.Options{BaseDelay: time.Minute})
 	rc := newReceiver(t, status(500), status(204))
@@ -383,7 +380,7 @@ func TestRestartMidRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st2 := openSQLite(t, path)
+	st2 := open()
 	svc2 := newService(st2, c, nil)
 	if n := deliverDue(t, svc2); n != 0 {
 		t.Fatalf("after the restart, %d delivered before the retry time", n)
@@ -403,6 +400,58 @@ func TestRestartMidRetry(t *testing.T) {
 	page, _ := svc2.Deliveries(t.Context(), "alice", w.ID, &webhook.DeliveryParams{})
 	if d := page.Items[0]; d.State != "delivered" || len(d.Attempts) != 2 {
 		t.Errorf("delivery after the restart: %+v", d)
+	}
+}
+
+func TestRestartMidRetrySQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hrns.db")
+	restartMidRetry(t, func() store.Store { return openSQLite(t, path) })
+}
+
+func TestRestartMidRetryPostgres(t *testing.T) {
+	dsn := postgrestest.DSN(t)
+	restartMidRetry(t, func() store.Store { return openPostgres(t, dsn) })
+}
+
+func openPostgres(t *testing.T, dsn string) store.Store {
+	t.Helper()
+	st, err := postgres.Open(t.Context(), dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// TestReplicaDiesMidAttempt: a replica that took a delivery and died
+// leaves its lease to expire; another replica then delivers it, and the
+// dead one's late report is refused.
+func TestReplicaDiesMidAttempt(t *testing.T) {
+	st := openSQLite(t, filepath.Join(t.TempDir(), "hrns.db"))
+	c := newClock()
+	rc := newReceiver(t)
+	svc := newService(st, c, &webhook.Options{ReplicaID: "b", LeaseTTL: time.Minute})
+	w := create(t, svc, "alice", rc.URL, completedOnly())
+	complete(t, st, "alice", "s1")
+	// Replica a takes the delivery, then dies.
+	taken, err := st.ClaimDeliveries(t.Context(), &store.ClaimParams{Owner: "a", Now: c.Now(), TTL: time.Minute})
+	if err != nil || len(taken) != 1 {
+		t.Fatalf("claim = %v, %v", taken, err)
+	}
+	if n := deliverDue(t, svc); n != 0 {
+		t.Fatalf("b attempted %d deliveries under a's lease", n)
+	}
+	c.Advance(time.Minute)
+	if n := deliverDue(t, svc); n != 1 {
+		t.Fatalf("b attempted %d deliveries after a's lease expired, want 1", n)
+	}
+	err = st.FinishDelivery(t.Context(), &store.DeliveryResult{ID: taken[0].ID, Owner: "a", Now: c.Now(), Delivered: true})
+	if !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("a's late report = %v, want ErrLeaseLost", err)
+	}
+	page, _ := svc.Deliveries(t.Context(), "alice", w.ID, &webhook.DeliveryParams{})
+	if d := page.Items[0]; d.State != "delivered" || len(d.Attempts) != 1 || d.Attempts[0].N != 2 {
+		t.Errorf("delivery %+v: want delivered by b's attempt, the second started", d)
 	}
 }
 
@@ -448,15 +497,7 @@ func TestTwoWorkersSQLite(t *testing.T) {
 
 func TestTwoWorkersPostgres(t *testing.T) {
 	dsn := postgrestest.DSN(t)
-	open := func() store.Store {
-		st, err := postgres.Open(t.Context(), dsn, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
-	}
-	twoWorkers(t, open(), open())
+	twoWorkers(t, openPostgres(t, dsn), openPostgres(t, dsn))
 }
 
 func TestAddressPolicy(t *testing.T) {
