@@ -697,3 +697,26 @@ func TestWorker(t *testing.T) {
 		t.Fatal("no delivery")
 	}
 }
+
+// TestBackoff: each wait doubles up to MaxDelay, less the jitter's share
+// of half of it.
+func TestBackoff(t *testing.T) {
+	st := openSQLite(t, filepath.Join(t.TempDir(), "hrns.db"))
+	c := newClock()
+	svc := webhook.New(st, &webhook.Options{Allow: loopback, Now: c.Now, Jitter: func() float64 { return 0.5 },
+		BaseDelay: 10 * time.Second, MaxDelay: 30 * time.Second, MaxAttempts: 20})
+	rc := newReceiver(t, status(500))
+	create(t, svc, "alice", rc.URL, completedOnly())
+	complete(t, st, "alice", "s1")
+	deliverDue(t, svc)
+	for i, wait := range []time.Duration{7500 * time.Millisecond, 15 * time.Second, 22500 * time.Millisecond, 22500 * time.Millisecond} {
+		c.Advance(wait - time.Millisecond)
+		if n := deliverDue(t, svc); n != 0 {
+			t.Fatalf("retry %d before %v", i+1, wait)
+		}
+		c.Advance(time.Millisecond)
+		if n := deliverDue(t, svc); n != 1 {
+			t.Fatalf("retry %d not made after %v", i+1, wait)
+		}
+	}
+}
