@@ -42,10 +42,11 @@ var allowed = map[string][]string{
 	"store/internal/wake":         {},
 	"session":                     {"llm", "loop", "pricing", "skills", "store"},
 	"session/schedule":            {"session", "store"},
-	"server":                      {"session", "session/schedule", "server/ui", "store", "tools", "vault"},
+	"session/webhook":             {"internal/netpolicy", "store"},
+	"server":                      {"session", "session/schedule", "session/webhook", "server/ui", "store", "tools", "vault"},
 	"vault":                       {"loop", "session", "store"},
 	"server/ui":                   {},
-	"client":                      {"llm", "loop", "session", "session/schedule"},
+	"client":                      {"llm", "loop", "session", "session/schedule", "session/webhook"},
 	"browser":                     {"llm", "loop", "internal/netpolicy"},
 	"otel":                        {"llm", "loop"},
 }

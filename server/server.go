@@ -80,8 +80,9 @@
 //	PATCH  /api/v2/{agents,environments,skills}/{name}   change the fields given
 //	DELETE /api/v2/{agents,environments,skills}/{name}   204
 //
-// and the vaults (server/vaults.go; 501 without [Options.Vaults]):
+// the vaults (server/vaults.go; 501 without [Options.Vaults]):
 // /api/v2/vaults, /api/v2/vaults/{vault_id}, .../token and .../health.
+// and the webhooks of [Options.Webhooks] (server/webhooks.go lists them).
 //
 // # Conventions
 //
@@ -121,6 +122,7 @@ import (
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/session/schedule"
 	"github.com/hrns-dev/hrns/vault"
+	"github.com/hrns-dev/hrns/session/webhook"
 )
 
 // Options configure a [Server]. A nil *Options means the defaults.
@@ -150,6 +152,9 @@ type Options struct {
 	// made (mode 0700) when first used: the session files operations
 	// serve them. Empty means none: those operations answer 501.
 	Workspaces string
+	// Webhooks serves /api/v2/webhooks (server/webhooks.go); nil answers
+	// those routes with 501.
+	Webhooks *webhook.Service
 	// MaxBodyBytes bounds request bodies; 0 means 5 MB.
 	MaxBodyBytes int64
 	// Vaults serves /api/v2/vaults (server/vaults.go); nil, or a service
@@ -238,6 +243,7 @@ func New(m *session.Manager, opts *Options) *Server {
 	s.registryRoutes()
 	s.scheduleRoutes()
 	s.vaultRoutes()
+	s.webhookRoutes()
 	s.uiRoutes()
 	s.mux.HandleFunc("GET /healthz", s.health)
 	// A shared session is public: its token is the capability.

@@ -99,6 +99,7 @@ type Store interface {
 	Quotas
 	Schedules
 	Vaults
+	Webhooks
 
 	// CreateSession inserts s with its first events (indexed from 0)
 	// and returns it as stored. Version becomes 1; CreatedAt and

@@ -56,6 +56,7 @@ type serveOptions struct {
 	browserProfiles string
 	// vaultKeyFile holds the vault keys (internal/cli/serve_vault.go).
 	vaultKeyFile string
+	webhooks        webhookOptions
 }
 
 func (o *serveOptions) flags(fs *flag.FlagSet) {
@@ -83,6 +84,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.drain, "shutdown-timeout", 10*time.Second, "how long to wait for requests and runs to stop on SIGTERM")
 	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the web environment's browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
 	fs.StringVar(&o.browserProfiles, "browser-profiles", "", "where sessions' browser profiles are kept while they wait (default: a directory in the system's temporary directory)")
+	o.webhooks.flags(fs)
 }
 
 // Validate checks the options that do not depend on the environment.
@@ -250,6 +252,10 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if _, shared := st.(store.Replicas); shared {
 		where += ", replica " + m.ReplicaID()
 	}
+	hooks, err := o.webhooks.service(st, m.ReplicaID(), log)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
@@ -268,12 +274,13 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		defer close(schedDone)
 		sch.Run(schedCtx)
 	}()
+	hooks.Start()
 	// Long-polls and event streams end when the server stops, instead of
 	// holding the shutdown for their whole wait.
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), Workspaces: o.workspaces(), Vaults: vaults, Logger: log, Schedules: sch}),
+		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
@@ -295,7 +302,9 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	shutdownErr := srv.Shutdown(sctx)
 	stopSchedules()
 	<-schedDone // a firing in progress finishes its store write, or its run is taken over
-	stopErr := m.Stop(sctx)
+	hooksStopped := make(chan error, 1)
+	go func() { hooksStopped <- hooks.Stop(sctx) }()
+	stopErr := errors.Join(m.Stop(sctx), <-hooksStopped)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

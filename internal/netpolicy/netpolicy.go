@@ -1,6 +1,7 @@
 // Package netpolicy is the address policy of the tools that reach the
-// network for a model (web_fetch, and later every request a browser page
-// makes): only the public internet.
+// network for a model (web_fetch, and every request a browser page
+// makes), and of the webhook deliveries hrns serve makes to addresses its
+// callers give: only the public internet.
 //
 //	d := &net.Dialer{Control: netpolicy.Control(nil)}
 //	// d refuses to connect to 127.0.0.1, 10.0.0.1, [::ffff:127.0.0.1],

@@ -283,6 +283,26 @@ const (
 		SELECT w.id, w.base + u.ord - 1, u.type, u.data, u.time
 		FROM w, unnest($%d::text[], $%d::bytea[], $%d::timestamptz[]) WITH ORDINALITY AS u(type, data, time, ord)`
 
+	// enqueueSQL writes the outbox rows of the session of the CTE row w,
+	// when its status changed (from w.old_status): one per event type
+	// ($E+0, with its event id in $E+1) and per enabled webhook of the
+	// owner subscribed to it, due at $E+2 (see store.Webhooks).
+	enqueueSQL = `INSERT INTO hrns_webhook_deliveries (id, webhook_id, owner, event_id, event_type, session_id,
+			session_status, previous_status, occurred_at, state, next_attempt_at, created_at, updated_at)
+		SELECT gen_random_uuid()::text, h.id, h.owner, t.id, t.type, w.id, w.status, w.old_status, p.now, 'pending', p.now, p.now, p.now
+		FROM w
+		JOIN hrns_webhooks h ON h.owner = w.owner AND NOT h.disabled
+		CROSS JOIN (SELECT $%d::text[] AS types, $%d::text[] AS ids, $%d::timestamptz AS now) p
+		CROSS JOIN unnest(p.types, p.ids) AS t(type, id)
+		WHERE w.old_status IS DISTINCT FROM w.status
+			AND (t.type = ANY (h.events) OR (t.type = 'session.status_updated' AND '*' = ANY (h.events)))
+		ON CONFLICT DO NOTHING
+		RETURNING 1`
+
+	// notifyDeliveriesSQL wakes the delivery workers of every replica
+	// when enqueueSQL wrote rows.
+	notifyDeliveriesSQL = `CASE WHEN EXISTS (SELECT 1 FROM d) THEN pg_notify($%d, '` + store.WebhookTopic + `') IS NULL END`
+
 	// The notification of a commit: the id, marked when it may give
 	// workers something to claim.
 	notifySQL = `pg_notify($%d, CASE WHEN w.work THEN '!' ELSE '' END || w.id) IS NULL`
@@ -291,11 +311,13 @@ const (
 		INSERT INTO hrns_sessions (` + sessionColumns + `)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, '', NULL, 0, 1, $15, $16, $17, $18, $19, $20, $21, $22)
 		ON CONFLICT (owner, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
-		RETURNING id, 0::bigint AS base, runnable OR wake_at IS NOT NULL AS work
-	), e AS (` + insertEventsSQL + `)
-	SELECT ` + notifySQL + ` FROM w`
+		RETURNING id, owner, status, ''::text AS old_status, 0::bigint AS base, runnable OR wake_at IS NOT NULL AS work
+	), e AS (` + insertEventsSQL + `), d AS (` + enqueueSQL + `)
+	SELECT ` + notifySQL + `, ` + notifyDeliveriesSQL + ` FROM w`
 
-	updateSQL = `WITH w AS (
+	updateSQL = `WITH o AS (
+		SELECT status FROM hrns_sessions WHERE id = $1
+	), w AS (
 		UPDATE hrns_sessions SET status = $2, agent = $3, first_message = $4, state = $5, answer = $6,
 			error = $7, error_code = $8, runnable = $9, wake_at = $10,
 			version = version + 1, event_count = event_count + $11,
@@ -304,10 +326,10 @@ const (
 			lease_until = CASE WHEN $15::boolean THEN NULL ELSE lease_until END,
 			attempts = CASE WHEN $18::boolean THEN 0 ELSE attempts END
 		WHERE id = $1 AND version = $16 AND ($17::text = '' OR (lease_owner = $17 AND lease_until > $14))
-		RETURNING id, event_count - $11 AS base,
+		RETURNING id, owner, status, (SELECT status FROM o) AS old_status, event_count - $11 AS base,
 			(runnable OR wake_at IS NOT NULL) AND (lease_owner = '' OR lease_until <= $14) AS work
-	), e AS (` + insertEventsSQL + `)
-	SELECT w.base, ` + notifySQL + ` FROM w`
+	), e AS (` + insertEventsSQL + `), d AS (` + enqueueSQL + `)
+	SELECT w.base, ` + notifySQL + `, ` + notifyDeliveriesSQL + ` FROM w`
 
 	getSQL = `SELECT ` + sessionColumns + ` FROM hrns_sessions WHERE id = $1`
 
@@ -349,8 +371,8 @@ const (
 
 // The statements with their parameter numbers filled in.
 var (
-	createStmt  = fmt.Sprintf(createSQL, 23, 24, 25, 26)
-	updateStmt  = fmt.Sprintf(updateSQL, 19, 20, 21, 22)
+	createStmt  = fmt.Sprintf(createSQL, 23, 24, 25, 27, 28, 29, 26, 26)
+	updateStmt  = fmt.Sprintf(updateSQL, 19, 20, 21, 23, 24, 14, 22, 22)
 	releaseStmt = fmt.Sprintf(releaseSQL, 3)
 )
 
@@ -438,12 +460,13 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	n.EventCount = int64(len(events))
 	n.LeaseOwner, n.LeaseUntil, n.Attempts = "", time.Time{}, 0
 	types, data, times := eventArrays(events, 0, now)
+	hookTypes, hookIDs := hookArrays(n.ID, n.Status, n.Version)
 	rows, err := s.pool.Query(ctx, createStmt,
 		n.ID, n.Owner, n.IdempotencyKey, n.RequestHash, n.Status, n.Agent, n.FirstMessage,
 		[]byte(n.Request), []byte(n.State), []byte(n.Answer), n.Error, n.ErrorCode, n.Runnable, ts(n.WakeAt),
 		n.EventCount, ts(n.CreatedAt), ts(n.StartedAt), ts(n.FinishedAt), ts(n.UpdatedAt),
 		n.GroupID, n.ParentID, n.ScheduleID,
-		types, data, times, s.channel)
+		types, data, times, s.channel, hookTypes, hookIDs, ts(now))
 	if err != nil {
 		return nil, false, fmt.Errorf("create session: %w", s.wrap(err))
 	}
@@ -560,11 +583,13 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	types, data, times := eventArrays(events, 0, now)
 	var base int64
 	var notified bool
+	var hooked *bool
+	hookTypes, hookIDs := hookArrays(sess.ID, sess.Status, sess.Version+1)
 	err := s.pool.QueryRow(ctx, updateStmt,
 		sess.ID, sess.Status, sess.Agent, sess.FirstMessage, []byte(sess.State), []byte(sess.Answer),
 		sess.Error, sess.ErrorCode, sess.Runnable, ts(sess.WakeAt), int64(len(events)),
 		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease, o.Release || o.ResetAttempts,
-		types, data, times, s.channel).Scan(&base, &notified)
+		types, data, times, s.channel, hookTypes, hookIDs).Scan(&base, &notified, &hooked)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = s.whyNotUpdated(ctx, sess, &o, now)
 	}

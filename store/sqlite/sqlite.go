@@ -28,8 +28,9 @@
 // PATH.lock (on Unix) and fails if another process holds it. Leases left
 // in the file by a previous process are therefore void, and Open releases
 // them, so the sessions that process was running are claimed again at
-// once, and so are the schedule runs it was completing. Several server
-// processes share a PostgreSQL store instead.
+// once, and so are the schedule runs it was completing and the webhook
+// deliveries it was attempting. Several server processes share a
+// PostgreSQL store instead.
 //
 // Wake-ups ([store.Store.Subscribe]) are delivered in process, after each
 // commit.
@@ -152,6 +153,10 @@ func Open(path string, opts *Options) (*Store, error) {
 	if _, err := s.w.ExecContext(ctx, `UPDATE schedule_runs SET lease_until = 0 WHERE status = 'pending'`); err != nil {
 		return fail(err)
 	}
+	// Webhook deliveries too.
+	if _, err := s.w.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_owner = '', lease_until = 0 WHERE lease_owner != ''`); err != nil {
+		return fail(err)
+	}
 	return s, nil
 }
 
@@ -166,7 +171,7 @@ func (s *Store) prepare(ctx context.Context) error {
 	}{
 		{s.r, &s.getStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE id = ?`},
 		{s.r, &s.eventsStmt, `SELECT idx, type, data, time FROM events WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ?`},
-		{s.w, &s.versionStmt, `SELECT version, event_count, lease_owner, lease_until FROM sessions WHERE id = ?`},
+		{s.w, &s.versionStmt, `SELECT version, event_count, lease_owner, lease_until, owner, status FROM sessions WHERE id = ?`},
 		{s.w, &s.updateStmt, updateSQL},
 		{s.w, &s.insertEventStmt, `INSERT INTO events (session_id, idx, type, data, time) VALUES (?,?,?,?,?)`},
 	} {
@@ -318,6 +323,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	n.EventCount = int64(len(events))
 	n.LeaseOwner, n.LeaseUntil, n.Attempts = "", time.Time{}, 0
 	var existing *store.Session
+	var hooked bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if n.IdempotencyKey != "" {
 			row := tx.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE owner = ? AND idempotency_key = ? AND idempotency_key != ''`, n.Owner, n.IdempotencyKey)
@@ -338,7 +344,11 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 		if err != nil {
 			return err
 		}
-		return s.insertEvents(ctx, tx, n.ID, 0, events, now)
+		if err := s.insertEvents(ctx, tx, n.ID, 0, events, now); err != nil {
+			return err
+		}
+		hooked, err = enqueueDeliveries(ctx, tx, n.Owner, n.ID, "", n.Status, n.Version, now)
+		return err
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("create session: %w", err)
@@ -347,6 +357,9 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 		return existing, false, nil
 	}
 	s.hub.Notify(n.ID)
+	if hooked {
+		s.hub.Notify(store.WebhookTopic)
+	}
 	if n.Runnable || !n.WakeAt.IsZero() {
 		s.hub.Notify(store.WorkTopic)
 	}
@@ -485,11 +498,12 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	}
 	now := time.Now().UTC()
 	var count int64
+	var hooked bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var version int64
-		var leaseOwner string
+		var leaseOwner, owner, status string
 		var leaseUntil int64
-		err := tx.StmtContext(ctx, s.versionStmt).QueryRowContext(ctx, sess.ID).Scan(&version, &count, &leaseOwner, &leaseUntil)
+		err := tx.StmtContext(ctx, s.versionStmt).QueryRowContext(ctx, sess.ID).Scan(&version, &count, &leaseOwner, &leaseUntil, &owner, &status)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -509,10 +523,17 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		if err != nil {
 			return err
 		}
-		return s.insertEvents(ctx, tx, sess.ID, count, events, now)
+		if err := s.insertEvents(ctx, tx, sess.ID, count, events, now); err != nil {
+			return err
+		}
+		hooked, err = enqueueDeliveries(ctx, tx, owner, sess.ID, status, sess.Status, version+1, now)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("update session %s: %w", sess.ID, err)
+	}
+	if hooked {
+		s.hub.Notify(store.WebhookTopic)
 	}
 	sess.Version++
 	sess.EventCount = count + int64(len(events))

@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	tests = append(tests, quotaTests...)
 	tests = append(tests, scheduleTests...)
 	tests = append(tests, vaultTests...)
+	tests = append(tests, webhookTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

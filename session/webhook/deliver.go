@@ -1,0 +1,339 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hrns-dev/hrns/internal/netpolicy"
+	"github.com/hrns-dev/hrns/store"
+)
+
+// payload is the body of a delivery.
+type payload struct {
+	ID        string    `json:"id"`
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      any       `json:"data"`
+}
+
+// SessionData is the data of the session events.
+type SessionData struct {
+	SessionID string `json:"session_id"`
+	Status    string `json:"status"`
+	// PreviousStatus is nil when the session was created.
+	PreviousStatus *string `json:"previous_status"`
+}
+
+// PingType is the type of the event [Service.Ping] sends.
+const PingType = "webhook.ping"
+
+func sessionBody(d *store.Delivery) []byte {
+	b, _ := json.Marshal(payload{ID: d.EventID, Type: d.EventType, Timestamp: d.OccurredAt.UTC(),
+		Data: SessionData{SessionID: d.SessionID, Status: d.SessionStatus, PreviousStatus: optString(d.PreviousStatus)}})
+	return b
+}
+
+func pingBody(id, webhookID string, now time.Time) []byte {
+	b, _ := json.Marshal(payload{ID: id, Type: PingType, Timestamp: now.UTC(), Data: map[string]string{"webhook_id": webhookID}})
+	return b
+}
+
+// client posts deliveries within the address policy, the timeout and the
+// size cap, without following redirects.
+type client struct {
+	hc       *http.Client
+	timeout  time.Duration
+	maxBytes int64
+}
+
+func newClient(o *Options) *client {
+	dialer := &net.Dialer{Timeout: o.Timeout, Control: netpolicy.Control(o.Allow)}
+	tr := &http.Transport{
+		Proxy:                  nil, // a proxy would dial for us, past the policy
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           64,
+		MaxIdleConnsPerHost:    4,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    o.Timeout,
+		ResponseHeaderTimeout:  o.Timeout,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	return &client{
+		hc: &http.Client{
+			Transport: tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		},
+		timeout:  o.Timeout,
+		maxBytes: o.MaxResponseBytes,
+	}
+}
+
+// result is the outcome of one POST.
+type result struct {
+	StatusCode int
+	Error      string // "" for a 2xx
+	Duration   time.Duration
+	// RetryAfter is the wait a 429 or 503 asked for (Retry-After), 0
+	// for none.
+	RetryAfter time.Duration
+}
+
+// post sends body to w, signed at now, and reports what happened.
+func (c *client) post(ctx context.Context, w *store.Webhook, id string, now time.Time, body []byte) result {
+	start := time.Now()
+	res := c.do(ctx, w, id, now, body)
+	res.Duration = time.Since(start)
+	return res
+}
+
+func (c *client) do(ctx context.Context, w *store.Webhook, id string, now time.Time, body []byte) result {
+	if err := netpolicy.CheckHost(hostOf(w.URL)); err != nil {
+		return result{Error: err.Error()}
+	}
+	sig, err := signatures(w.Secret, w.PreviousSecret, w.PreviousSecretUntil, id, now, body)
+	if err != nil {
+		return result{Error: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
+	if err != nil {
+		return result{Error: "bad URL: " + err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "hrns-webhooks/1")
+	req.Header.Set("webhook-id", id)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set("webhook-signature", sig)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return result{Error: describe(err, ctx, c.timeout)}
+	}
+	defer resp.Body.Close()
+	// Read (and drop) the answer up to the cap, so that the connection
+	// can be reused; a longer one is cut.
+	_, rerr := io.Copy(io.Discard, io.LimitReader(resp.Body, c.maxBytes))
+	res := result{StatusCode: resp.StatusCode}
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		res.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), now)
+	}
+	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		res.Error = fmt.Sprintf("HTTP %d: redirects are not followed", resp.StatusCode)
+	case resp.StatusCode < 200 || resp.StatusCode >= 300:
+		res.Error = fmt.Sprintf("HTTP %d", resp.StatusCode)
+	case rerr != nil && ctx.Err() != nil:
+		res.Error = "timed out reading the answer after " + c.timeout.String()
+	}
+	return res
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date after
+// now; 0 when it says nothing usable.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 || n > int64(24*time.Hour/time.Second) {
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+func hostOf(raw string) string {
+	req, err := http.NewRequest(http.MethodPost, raw, nil)
+	if err != nil {
+		return ""
+	}
+	return req.URL.Hostname()
+}
+
+// describe says why a request got no answer, without the URL (which the
+// caller knows).
+func describe(err error, ctx context.Context, timeout time.Duration) string {
+	if be, ok := errors.AsType[*netpolicy.BlockedError](err); ok {
+		return be.Error()
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return "timed out after " + timeout.String()
+	}
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			return inner.Error()
+		}
+	}
+	return err.Error()
+}
+
+// backoff is the wait after the n-th failed attempt: BaseDelay doubled
+// n-1 times, at most MaxDelay, less up to half of it at random.
+func (s *Service) backoff(n int) time.Duration {
+	d := s.opts.MaxDelay
+	if n-1 < 32 {
+		if x := s.opts.BaseDelay << (n - 1); x > 0 && x < d {
+			d = x
+		}
+	}
+	return d - time.Duration(s.opts.Jitter()*float64(d/2))
+}
+
+// Start starts the worker that delivers the outbox, until Stop. Starting
+// a started service does nothing.
+func (s *Service) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.running, s.stop, s.done = true, cancel, make(chan struct{})
+	go s.run(ctx, s.done)
+}
+
+// Stop stops the worker and waits, until ctx is done, for the attempts
+// in progress to end (each within Options.Timeout) and be recorded.
+func (s *Service) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.running {
+		s.mu.Unlock()
+		return nil
+	}
+	s.running = false
+	stop, done := s.stop, s.done
+	s.mu.Unlock()
+	stop()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// pruneEvery is how often a worker deletes deliveries past retention.
+const pruneEvery = time.Hour
+
+func (s *Service) run(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	wake, cancel := s.st.Subscribe(store.WebhookTopic)
+	defer cancel()
+	var pruned time.Time
+	for {
+		if _, err := s.DeliverDue(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("webhook deliveries", "err", err)
+		}
+		now := s.opts.Now()
+		if now.Sub(pruned) >= pruneEvery {
+			if n, err := s.st.PruneDeliveries(ctx, now.Add(-s.opts.Retention)); err != nil && ctx.Err() == nil {
+				s.log.Error("webhook deliveries: prune", "err", err)
+			} else if n > 0 {
+				s.log.Info("webhook deliveries: pruned", "deliveries", n)
+			}
+			pruned = now
+		}
+		wait := s.opts.PollEvery
+		if next, err := s.st.NextDelivery(ctx, now); err == nil && !next.IsZero() {
+			// A delivery due now is another replica's, or was just
+			// refused a claim: look again soon, not at once.
+			wait = min(wait, max(next.Sub(now), 100*time.Millisecond))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// DeliverDue attempts every delivery that is due now (by Options.Now),
+// up to Options.Concurrency at a time (a slow receiver holds one slot,
+// not a batch), records each attempt, and returns how many it attempted.
+// It returns when none is left due and the attempts it started are
+// recorded, or when ctx is done; attempts already started finish and are
+// recorded even then. The worker calls it; tests and tools may too.
+func (s *Service) DeliverDue(ctx context.Context) (int, error) {
+	slots := make(chan struct{}, s.opts.Concurrency)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		n    int
+	)
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		slots <- struct{}{} // one free slot at least
+		free := cap(slots) - len(slots) + 1
+		ds, err := s.st.ClaimDeliveries(ctx, &store.ClaimParams{Owner: s.opts.ReplicaID, Now: s.opts.Now(), TTL: s.opts.LeaseTTL, Limit: free})
+		if err != nil || len(ds) == 0 {
+			<-slots
+			wg.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			return n, errors.Join(append(errs, err)...)
+		}
+		n += len(ds)
+		for i, d := range ds {
+			if i > 0 {
+				slots <- struct{}{} // free: only this loop takes slots
+			}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				if err := s.attempt(context.WithoutCancel(ctx), d); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return n, ctx.Err()
+}
+
+// attempt posts one claimed delivery and records the outcome.
+func (s *Service) attempt(ctx context.Context, d *store.Delivery) error {
+	at := s.opts.Now()
+	res := s.client.post(ctx, d.Webhook, d.EventID, at, sessionBody(d))
+	r := &store.DeliveryResult{
+		ID: d.ID, Owner: s.opts.ReplicaID, Now: s.opts.Now(),
+		Attempt:      store.DeliveryAttempt{N: d.Attempts, At: at, Duration: res.Duration, StatusCode: res.StatusCode, Error: res.Error},
+		Delivered:    res.Error == "",
+		DisableAfter: max(s.opts.DisableAfter, 0),
+	}
+	if !r.Delivered && d.Attempts < s.opts.MaxAttempts {
+		// The receiver's Retry-After may ask for longer than the
+		// backoff, up to MaxDelay.
+		r.RetryAt = r.Now.Add(max(s.backoff(d.Attempts), min(res.RetryAfter, s.opts.MaxDelay)))
+	}
+	err := s.st.FinishDelivery(ctx, r)
+	if errors.Is(err, store.ErrLeaseLost) {
+		// The attempt outlived the lease; another replica has or will
+		// have the delivery.
+		s.log.Warn("webhook delivery: lease lost during the attempt", "delivery", d.ID)
+		return nil
+	}
+	return err
+}
