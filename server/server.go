@@ -121,8 +121,8 @@ import (
 
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/session/schedule"
-	"github.com/hrns-dev/hrns/vault"
 	"github.com/hrns-dev/hrns/session/webhook"
+	"github.com/hrns-dev/hrns/vault"
 )
 
 // Options configure a [Server]. A nil *Options means the defaults.

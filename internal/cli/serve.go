@@ -56,7 +56,7 @@ type serveOptions struct {
 	browserProfiles string
 	// vaultKeyFile holds the vault keys (internal/cli/serve_vault.go).
 	vaultKeyFile string
-	webhooks        webhookOptions
+	webhooks     webhookOptions
 }
 
 func (o *serveOptions) flags(fs *flag.FlagSet) {
