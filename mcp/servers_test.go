@@ -2,7 +2,7 @@ package mcp_test
 
 // Tests against MCP servers that hrns did not write: the reference servers
 // server-everything and server-filesystem, installed from npm into
-// testdata/servers by .ci/setup-mcp and started over stdio with node.
+// testdata/servers by .ci/setup-npm and started over stdio with node.
 
 import (
 	"bytes"
@@ -33,11 +33,11 @@ func nodeServer(t *testing.T, name, pkg string, args ...string) *mcp.Spec {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(script); err != nil {
-		t.Skipf("the MCP test servers are not installed (%s is missing): run .ci/setup-mcp", script)
+		t.Skipf("the MCP test servers are not installed (%s is missing): run .ci/setup-npm", script)
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not in PATH; install Node.js and run .ci/setup-mcp")
+		t.Skip("node is not in PATH; install Node.js and run .ci/setup-npm")
 	}
 	return &mcp.Spec{Name: name, Command: node, Args: append([]string{script}, args...)}
 }

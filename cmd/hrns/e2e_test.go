@@ -466,7 +466,7 @@ func TestInterruptStopsCleanly(t *testing.T) {
 func TestMCPServerTools(t *testing.T) {
 	script, _ := filepath.Abs(filepath.Join("..", "..", "mcp", "testdata", "servers", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"))
 	if _, err := os.Stat(script); err != nil {
-		t.Skipf("the MCP test servers are not installed (%s is missing): run .ci/setup-mcp", script)
+		t.Skipf("the MCP test servers are not installed (%s is missing): run .ci/setup-npm", script)
 	}
 	srv := openaitest.NewServer(
 		openaitest.Reply{ToolCalls: []llm.ToolCall{call("c1", "everything__echo", `{"message":"over MCP"}`)}},

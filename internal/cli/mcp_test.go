@@ -178,10 +178,10 @@ func everythingServer(t *testing.T) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(script); err != nil {
-		t.Skip("the MCP test servers are not installed: run .ci/setup-mcp")
+		t.Skip("the MCP test servers are not installed: run .ci/setup-npm")
 	}
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not in PATH; install Node.js and run .ci/setup-mcp")
+		t.Skip("node is not in PATH; install Node.js and run .ci/setup-npm")
 	}
 	return "node " + script
 }
