@@ -781,4 +781,14 @@ func TestUIBrowserShared(t *testing.T) {
 	if !strings.Contains(revoked, "This link no longer works") || strings.Contains(revoked, "done") {
 		t.Errorf("revoked link shows %q", revoked)
 	}
+	// So do links that were never valid.
+	for _, hash := range []string{"#/shared/" + id + ".00", "#/shared/%zz", "#/shared/" + id} {
+		b.step("bad link "+hash,
+			eval(`location.hash = '#/'`, nil),
+			chromedp.WaitVisible(chromedp.CSS(`#sessions`)),
+			chromedp.WaitNotPresent(chromedp.CSS(`#shared-revoked`)),
+			eval(`location.hash = '`+hash+`'`, nil),
+			chromedp.WaitVisible(chromedp.CSS(`#shared-revoked`)),
+		)
+	}
 }

@@ -704,8 +704,16 @@
     return data;
   }
 
+  // showRevoked says that a share link opens nothing.
+  function showRevoked() {
+    main.replaceChildren(el('div', { class: 'card', id: 'shared-revoked' },
+      el('h1', { text: 'This link no longer works' }),
+      el('p', { text: 'The session it shared has been unshared by its owner, or the link is wrong. Ask the owner for a new link.' })));
+  }
+
   function showShared(token) {
     document.getElementById('logout').hidden = true;
+    if (!token) { showRevoked(); return; }
     const base = 'shared/' + encodeURIComponent(token);
     const title = el('h1', { text: 'shared session' });
     const badge = el('span', { id: 'status' });
@@ -763,9 +771,7 @@
         if (stopped) return;
         if (e instanceof Revoked) {
           stopped = true;
-          main.replaceChildren(el('div', { class: 'card', id: 'shared-revoked' },
-            el('h1', { text: 'This link no longer works' }),
-            el('p', { text: 'The session it shared has been unshared by its owner, or the link is wrong. Ask the owner for a new link.' })));
+          showRevoked();
           return;
         }
         wait = Math.min(Math.max(wait * 2, SHARED_WAIT_ERR), SHARED_WAIT_ERR_MAX);
@@ -785,7 +791,12 @@
     leave();
     const h = location.hash.replace(/^#/, '');
     const shared = h.match(/^\/shared\/([^/?]+)$/);
-    if (shared) { showShared(decodeURIComponent(shared[1])); return; }
+    if (shared) {
+      let token = '';
+      try { token = decodeURIComponent(shared[1]); } catch { /* a malformed link opens nothing */ }
+      showShared(token);
+      return;
+    }
     if (!loggedIn || !csrf && authRequired) {
       try {
         const r = await fetch(new URL('session', page), { credentials: 'same-origin' });
