@@ -11,7 +11,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,12 +36,19 @@ import (
 const uiPrefix = "/hrns"
 
 // newUIEnv is a real server behind the path prefix uiPrefix, with an
-// "ops" agent whose deploy tool needs approval and returns hostile text,
-// and a "coder" agent with the file and shell tools (in a directory
-// holding notes.txt; both ask for approval), the plan (todo_write) and a
-// tool that returns an image.
-// The model, test-model, is priced.
+// "ops" agent whose deploy tool needs approval and returns hostile text
+// (it also has render_chart, a tool that returns an image), and a
+// "coder" agent with the file and shell tools (in a directory holding
+// notes.txt; both ask for approval), the plan (todo_write) and
+// render_chart. The model, test-model, is priced.
 func newUIEnv(t *testing.T, replies ...openaitest.Reply) *env {
+	t.Helper()
+	return newUIEnvWrapped(t, nil, replies...)
+}
+
+// newUIEnvWrapped is newUIEnv with the server's handler wrapped by wrap,
+// when not nil, to watch its requests.
+func newUIEnvWrapped(t *testing.T, wrap func(http.Handler) http.Handler, replies ...openaitest.Reply) *env {
 	t.Helper()
 	model := openaitest.NewServer(replies...)
 	t.Cleanup(model.Close)
@@ -71,7 +80,7 @@ func newUIEnv(t *testing.T, replies ...openaitest.Reply) *env {
 	})
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{
 		Agents: map[string]*session.AgentConfig{
-			"ops":   {Description: "Deploys.", Toolsets: []string{"deploy"}},
+			"ops":   {Description: "Deploys.", Toolsets: []string{"deploy", "chart"}},
 			"coder": {Description: "Edits notes.", Toolsets: []string{"files", "shell", "todo", "chart"}},
 		},
 		Toolsets: map[string]*loop.Toolset{"deploy": loop.MustToolset(deploy), "files": files, "shell": shell, "todo": tools.Todo(), "chart": loop.MustToolset(chart)},
@@ -81,7 +90,11 @@ func newUIEnv(t *testing.T, replies ...openaitest.Reply) *env {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(uiPrefix+"/", http.StripPrefix(uiPrefix, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}})))
+	var h http.Handler = server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}})
+	if wrap != nil {
+		h = wrap(h)
+	}
+	mux.Handle(uiPrefix+"/", http.StripPrefix(uiPrefix, h))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		srv.Close()
@@ -405,8 +418,8 @@ func TestUIBrowser(t *testing.T) {
 	)
 	step("open the shared link",
 		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error { return chromedp.Do(ctx, chromedp.Navigate(link)) }),
-		chromedp.WaitVisible(chromedp.CSS(`#shared-answer`)),
-		eval(`document.querySelector('#shared-answer').textContent`, &shared),
+		chromedp.WaitVisible(chromedp.CSS(`#answer .text`)),
+		eval(`document.querySelector('#answer .text').textContent`, &shared),
 	)
 	if !strings.HasPrefix(link, e.url+"/ui/#/shared/") || !strings.Contains(shared, "done <script>") {
 		t.Errorf("shared link %q shows %q", link, shared)
@@ -608,5 +621,174 @@ func TestUIBrowserSteer(t *testing.T) {
 			b.shot("ui-failure-narrow.png")
 			t.Errorf("%s overflows a 390px viewport", page)
 		}
+	}
+}
+
+// TestUIBrowserShared opens a share link in a fresh headless Chromium
+// that never logged in: the whole trajectory shows read-only, rendered
+// as on the session page (thinking, tool calls with their arguments,
+// results, an image, usage and cost), hostile text as text with nothing
+// run, no steering control; the view follows the session live until it
+// ends; the page sends no cookie to the shared endpoints even when
+// logged in; a revoked link says so.
+func TestUIBrowserShared(t *testing.T) {
+	var (
+		mu           sync.Mutex
+		sharedReqs   int
+		credentialed []string
+	)
+	watch := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/api/v2/shared/") {
+				mu.Lock()
+				sharedReqs++
+				if r.Header.Get("Cookie") != "" || r.Header.Get("Authorization") != "" {
+					credentialed = append(credentialed, r.URL.Path)
+				}
+				mu.Unlock()
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	const hostileArg = `<img src=x onerror=window.pwned=3>`
+	arg, _ := json.Marshal(map[string]string{"service": hostileArg})
+	e := newUIEnvWrapped(t, watch,
+		openaitest.Reply{Reasoning: "thinking " + hostile, ToolCalls: []llm.ToolCall{openaitest.ToolCall("call_1", "render_chart", `{}`)}},
+		calls(openaitest.ToolCall("call_2", "deploy", string(arg))),
+		openaitest.Reply{Text: "done " + hostile},
+	)
+	id := e.create(keyAlice, `{"agent":"ops","messages":"deploy <b>api</b>"}`)
+	e.follow(keyAlice, id).status(session.StatusAwaitingToolResults)
+	var link struct {
+		ShareURL string `json:"share_url"`
+	}
+	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/share", keyAlice, nil), http.StatusOK).json(&link)
+	url := e.url + "/ui/#/shared/" + strings.TrimPrefix(link.ShareURL, "/api/v2/shared/")
+
+	b := newUIBrowser(t)
+	var scripts int
+	var waiting struct {
+		Controls int      `json:"controls"`
+		Logout   bool     `json:"logout"`
+		Pending  string   `json:"pending"`
+		Thinking string   `json:"thinking"`
+		Args     string   `json:"args"`
+		Message  string   `json:"message"`
+		Image    int      `json:"image"`
+		Types    []string `json:"types"`
+	}
+	b.step("open the link, logged out",
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.CSS(`.approval[data-call="call_2"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.ev.observation_event img`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('.ev.observation_event img').naturalWidth > 0`),
+		eval(`document.scripts.length`, &scripts),
+		eval(`({
+			controls: document.querySelectorAll('main button, main input, main textarea, main select, main form').length,
+			logout: document.querySelector('#logout').hidden,
+			pending: document.querySelector('#pending').textContent,
+			thinking: document.querySelector('.ev.policy_event details.thinking').textContent,
+			args: [...document.querySelectorAll('.ev.policy_event .call pre.args')].map(p => p.textContent).join('|'),
+			message: document.querySelector('.ev.message_event').textContent,
+			image: document.querySelector('.ev.observation_event img').naturalWidth,
+			types: [...document.querySelectorAll('#events .ev')].map(e => e.dataset.type),
+		})`, &waiting),
+	)
+	if waiting.Controls != 0 || !waiting.Logout {
+		t.Errorf("the shared view has %d controls, logout hidden %v", waiting.Controls, waiting.Logout)
+	}
+	if !strings.Contains(waiting.Pending, "Waiting for the owner") || !strings.Contains(waiting.Pending, "deploy wants to run") || !strings.Contains(waiting.Pending, hostileArg) {
+		t.Errorf("the call waiting shows %q", waiting.Pending)
+	}
+	if !strings.Contains(waiting.Thinking, "thinking "+hostile) || !strings.Contains(waiting.Args, hostileArg) || !strings.Contains(waiting.Message, "deploy <b>api</b>") || waiting.Image != 16 {
+		t.Errorf("the trajectory shows %+v", waiting)
+	}
+	if !slices.Contains(waiting.Types, "tool_result") || !slices.Contains(waiting.Types, "MetricsUpdateEvent") {
+		t.Errorf("event types shown: %q", waiting.Types)
+	}
+
+	// Approved by its owner elsewhere, the session goes on: the view
+	// follows it to its end.
+	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/approvals", keyAlice, `{"id":"call_2","approved":true}`), http.StatusAccepted)
+	var done struct {
+		Pwned    string   `json:"pwned"`
+		Scripts  int      `json:"scripts"`
+		Imgs     []string `json:"imgs"`
+		Results  []string `json:"results"`
+		Answer   string   `json:"answer"`
+		Usage    string   `json:"usage"`
+		Stream   string   `json:"stream"`
+		Pending  int      `json:"pending"`
+		Controls int      `json:"controls"`
+	}
+	b.step("live to the end",
+		chromedp.WaitVisible(chromedp.CSS(`#answer .text`)),
+		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="completed"]`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#stream-info').textContent.startsWith('the session has ended')`),
+		eval(`({pwned: typeof window.pwned, scripts: document.scripts.length,
+			imgs: [...document.querySelectorAll('img')].map(i => i.src.slice(0, 22)),
+			results: [...document.querySelectorAll('.ev.tool_result pre.result')].map(p => p.textContent),
+			answer: document.querySelector('#answer .text').textContent,
+			usage: document.querySelector('#usage').textContent,
+			stream: document.querySelector('#stream-info').textContent,
+			pending: document.querySelectorAll('#pending .card').length,
+			controls: document.querySelectorAll('main button, main input, main textarea, main select, main form').length,
+		})`, &done),
+	)
+	if done.Pwned != "undefined" || done.Scripts != scripts || len(done.Imgs) != 1 || done.Imgs[0] != "data:image/png;base64," {
+		t.Errorf("hostile output ran or became elements: %+v (scripts before %d)", done, scripts)
+	}
+	if len(done.Results) != 2 || !strings.Contains(done.Results[1], hostile+" deployed "+hostileArg+disguisedShown) || done.Answer != "done "+hostile {
+		t.Errorf("hostile output not shown as text: %q, answer %q", done.Results, done.Answer)
+	}
+	if !strings.HasPrefix(done.Usage, "3 steps · ") || !strings.Contains(done.Usage, " · $") || done.Pending != 0 || done.Controls != 0 {
+		t.Errorf("after the end: %+v", done)
+	}
+	if shots := os.Getenv("HRNS_UI_SCREENSHOTS"); shots != "" {
+		b.shot(filepath.Join(shots, "ui-shared.png"))
+	}
+
+	// Logged in, the page still sends no cookie to the shared endpoints,
+	// and the view is still read-only.
+	mu.Lock()
+	before := sharedReqs
+	mu.Unlock()
+	b.login(e)
+	var controls int
+	b.step("open the link, logged in",
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.CSS(`#answer .text`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#stream-info').textContent.startsWith('the session has ended')`),
+		eval(`document.querySelectorAll('main button, main input, main textarea, main select, main form').length`, &controls),
+	)
+	mu.Lock()
+	if sharedReqs <= before || len(credentialed) != 0 {
+		t.Errorf("%d requests to the shared endpoints, %d after logging in; these carried a cookie or a key: %q", sharedReqs, sharedReqs-before, credentialed)
+	}
+	mu.Unlock()
+	if controls != 0 {
+		t.Errorf("logged in, the shared view has %d controls", controls)
+	}
+
+	// Revoked, the link says so.
+	e.expect(e.do("DELETE", "/api/v2/sessions/"+id+"/share", keyAlice, nil), http.StatusNoContent)
+	var revoked string
+	b.step("revoked",
+		chromedp.Reload(),
+		chromedp.WaitVisible(chromedp.CSS(`#shared-revoked`)),
+		eval(`document.querySelector('main').textContent`, &revoked),
+	)
+	if !strings.Contains(revoked, "This link no longer works") || strings.Contains(revoked, "done") {
+		t.Errorf("revoked link shows %q", revoked)
+	}
+	// So do links that were never valid.
+	for _, hash := range []string{"#/shared/" + id + ".00", "#/shared/%zz", "#/shared/" + id} {
+		b.step("bad link "+hash,
+			eval(`location.hash = '#/'`, nil),
+			chromedp.WaitVisible(chromedp.CSS(`#sessions`)),
+			chromedp.WaitNotPresent(chromedp.CSS(`#shared-revoked`)),
+			eval(`location.hash = '`+hash+`'`, nil),
+			chromedp.WaitVisible(chromedp.CSS(`#shared-revoked`)),
+		)
 	}
 }

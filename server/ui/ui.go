@@ -1,6 +1,7 @@
 // Package ui is the web page of hrns serve: a session list and a session
-// page that watch sessions live and steer them, as plain HTML, CSS and
-// JavaScript embedded in the binary (no build step).
+// page that watch sessions live and steer them, and a read-only view of
+// a shared session's trajectory that needs no key, as plain HTML, CSS
+// and JavaScript embedded in the binary (no build step).
 //
 // The page uses only the public /api/v2 endpoints, with relative URLs, so
 // that it works behind a path prefix: it is served at PREFIX/ui/ and calls

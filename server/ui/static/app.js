@@ -490,13 +490,62 @@
     return node;
   }
 
+  // trajectoryView is a session's trajectory as the session page and the
+  // shared view both show it: the plan, the latest answer and the events,
+  // each event once and in the order of the log. onActive receives the
+  // data of each ActiveStateChangeEvent (the calls waiting), onMetrics
+  // that of each MetricsUpdateEvent.
+  function trajectoryView(onActive, onMetrics) {
+    const planBox = el('div', { id: 'plan' });
+    const answerBox = el('div', { id: 'answer' });
+    const traj = el('div', { id: 'events' });
+    let last = -1;
+    function add(e) {
+      if (!e || typeof e.index !== 'number' || e.index <= last) return;
+      last = e.index;
+      traj.append(renderEvent(e));
+      const d = e.data || {};
+      if (e.type === 'ActiveStateChangeEvent') onActive(d);
+      if (e.type === 'MetricsUpdateEvent') onMetrics(d);
+      if (e.type === 'AgentEvent' && kindOf(e) === 'tool_result' && d.tool_req && d.tool_req.tool_name === 'todo_write') {
+        const plan = checklist(d.tool_req.args);
+        if (plan) planBox.replaceChildren(el('div', { class: 'card' }, el('div', { class: 'label', text: 'plan' }), plan));
+      }
+      if (e.type === 'AgentEvent' && kindOf(e) === 'answer_event') {
+        answerBox.replaceChildren(el('div', { class: 'card' }, el('div', { class: 'label', text: 'latest answer' }), el('div', { class: 'text', text: pretty(d.answer) })));
+      }
+    }
+    return { planBox, answerBox, traj, add, last: () => last };
+  }
+
+  // pendingCards shows the calls an ActiveStateChangeEvent says are
+  // waiting for approval or for a client's result, but those in skip.
+  // steer (the session page's) returns the controls that answer a call;
+  // without it the cards are read-only.
+  function pendingCards(as, skip, steer) {
+    const cards = [];
+    for (const req of (as && as.pending_approvals) || []) {
+      if (!req || skip.has(req.id)) continue;
+      const card = el('div', { class: 'card approval', 'data-call': req.id },
+        el('div', { class: 'label', text: 'approval needed' }), preview(req));
+      if (steer) card.append(...steer.approval(req, card));
+      cards.push(card);
+    }
+    for (const req of (as && as.pending_tool_calls) || []) {
+      if (!req || skip.has(req.id)) continue;
+      const card = el('div', { class: 'card client-tool', 'data-call': req.id },
+        el('div', { class: 'label', text: 'client tool call waiting for a result' }), toolCall(req));
+      if (steer) card.append(...steer.toolCall(req, card));
+      cards.push(card);
+    }
+    return cards;
+  }
+
   function showSession(id) {
     const head = el('div', { class: 'head' }, el('a', { href: '#/', text: '← sessions' }), el('h1', { text: id }));
     const badge = el('span', { id: 'status' });
     const usageLine = el('span', { class: 'usage', id: 'usage' });
     const meta = el('div', { class: 'head' }, badge, usageLine);
-    const answerBox = el('div', { id: 'answer' });
-    const planBox = el('div', { id: 'plan' });
     const act = (label, path, method, cls) => el('button', {
       type: 'button', class: cls, id: 'btn-' + label.toLowerCase().replace(/\s+/g, '-'), text: label,
       on: { click: async (ev) => {
@@ -530,12 +579,12 @@
       } catch (e) { toast('Sending failed: ' + e.message); }
     });
     const pending = el('div', { class: 'pending', id: 'pending' });
-    const traj = el('div', { id: 'events' });
+    const tv = trajectoryView(renderPending, () => {});
     const streamInfo = el('p', { class: 'muted', id: 'stream-info', text: 'connecting…' });
-    main.replaceChildren(head, meta, controls, shareOut, send, pending, planBox, answerBox,
-      el('div', { class: 'traj' }, el('h2', { text: 'Trajectory' }), traj, streamInfo));
+    main.replaceChildren(head, meta, controls, shareOut, send, pending, tv.planBox, tv.answerBox,
+      el('div', { class: 'traj' }, el('h2', { text: 'Trajectory' }), tv.traj, streamInfo));
 
-    let stopped = false, timer = 0, last = -1;
+    let stopped = false, timer = 0;
     const decided = new Set();
 
     async function poll() {
@@ -554,10 +603,9 @@
       if (!stopped) timer = setTimeout(poll, 2000);
     }
 
-    function renderPending(as) {
-      const cards = [];
-      for (const req of (as && as.pending_approvals) || []) {
-        if (decided.has(req.id)) continue;
+    // steer answers the calls waiting, from the page.
+    const steer = {
+      approval(req, card) {
         const reason = el('input', { type: 'text', placeholder: 'reason (optional)', class: 'reason' });
         const decide = (approved) => async () => {
           try {
@@ -565,15 +613,11 @@
             decided.add(req.id); card.remove();
           } catch (e) { toast('Decision failed: ' + e.message); }
         };
-        const card = el('div', { class: 'card approval', 'data-call': req.id },
-          el('div', { class: 'label', text: 'approval needed' }), preview(req),
-          el('div', { class: 'controls' },
-            el('button', { type: 'button', class: 'primary approve', text: 'Approve', on: { click: decide(true) } }),
-            el('button', { type: 'button', class: 'danger reject', text: 'Reject', on: { click: decide(false) } }), reason));
-        cards.push(card);
-      }
-      for (const req of (as && as.pending_tool_calls) || []) {
-        if (decided.has(req.id)) continue;
+        return [el('div', { class: 'controls' },
+          el('button', { type: 'button', class: 'primary approve', text: 'Approve', on: { click: decide(true) } }),
+          el('button', { type: 'button', class: 'danger reject', text: 'Reject', on: { click: decide(false) } }), reason)];
+      },
+      toolCall(req, card) {
         const result = el('textarea', { class: 'tool-result', placeholder: 'result (text, or JSON)' });
         const answer = (isError) => async () => {
           let value = result.value;
@@ -586,28 +630,15 @@
             decided.add(req.id); card.remove();
           } catch (e) { toast('Answer failed: ' + e.message); }
         };
-        const card = el('div', { class: 'card client-tool', 'data-call': req.id },
-          el('div', { class: 'label', text: 'client tool call waiting for a result' }), toolCall(req), result,
-          el('div', { class: 'controls' },
-            el('button', { type: 'button', class: 'primary send-result', text: 'Send result', on: { click: answer(false) } }),
-            el('button', { type: 'button', class: 'danger send-error', text: 'Send as error', on: { click: answer(true) } })));
-        cards.push(card);
-      }
-      pending.replaceChildren(...(cards.length ? [el('h2', { text: 'Waiting for you' }), ...cards] : []));
-    }
+        return [result, el('div', { class: 'controls' },
+          el('button', { type: 'button', class: 'primary send-result', text: 'Send result', on: { click: answer(false) } }),
+          el('button', { type: 'button', class: 'danger send-error', text: 'Send as error', on: { click: answer(true) } }))];
+      },
+    };
 
-    function add(e) {
-      if (typeof e.index !== 'number' || e.index <= last) return;
-      last = e.index;
-      traj.append(renderEvent(e));
-      if (e.type === 'ActiveStateChangeEvent') renderPending(e.data);
-      if (e.type === 'AgentEvent' && kindOf(e) === 'tool_result' && e.data.tool_req && e.data.tool_req.tool_name === 'todo_write') {
-        const plan = checklist(e.data.tool_req.args);
-        if (plan) planBox.replaceChildren(el('div', { class: 'card' }, el('div', { class: 'label', text: 'plan' }), plan));
-      }
-      if (e.type === 'AgentEvent' && kindOf(e) === 'answer_event') {
-        answerBox.replaceChildren(el('div', { class: 'card' }, el('div', { class: 'label', text: 'latest answer' }), el('div', { class: 'text', text: pretty(e.data.answer) })));
-      }
+    function renderPending(as) {
+      const cards = pendingCards(as, decided, steer);
+      pending.replaceChildren(...(cards.length ? [el('h2', { text: 'Waiting for you' }), ...cards] : []));
     }
 
     // The stream ends with the session; a message or a resume that
@@ -617,11 +648,11 @@
     function connect() {
       if (es || stopped) return;
       const url = new URL('sessions/' + encodeURIComponent(id) + '/events', API);
-      if (last >= 0) url.searchParams.set('from_index', String(last + 1));
+      if (tv.last() >= 0) url.searchParams.set('from_index', String(tv.last() + 1));
       const src = new EventSource(url);
       es = src;
       const onEvent = (m) => {
-        try { add(JSON.parse(m.data)); } catch { /* a malformed event is skipped */ }
+        try { tv.add(JSON.parse(m.data)); } catch { /* a malformed event is skipped */ }
         streamInfo.textContent = 'live';
       };
       for (const t of ['AgentEvent', 'AgentStartedEvent', 'AgentCompletionEvent', 'AgentErrorEvent', 'AgentRunStatusChangeEvent', 'ActiveStateChangeEvent', 'MetricsUpdateEvent', 'message']) {
@@ -647,20 +678,110 @@
 
   // --- a shared session, read-only and without a key ---
 
-  async function showShared(token) {
-    main.replaceChildren(el('p', { class: 'muted', text: 'Loading the shared session…' }));
-    try {
-      const r = await fetch(new URL('shared/' + encodeURIComponent(token), API), { credentials: 'omit' });
-      const v = await r.json().catch(() => null);
-      if (!r.ok) throw new Error(detail(v, r.status));
-      main.replaceChildren(
-        el('div', { class: 'head' }, el('h1', { text: v.id }), stateBadge(v.status && v.status.status)),
-        el('p', { class: 'muted', text: 'A shared session: read-only.' + (agentName(v) ? ' Agent ' + agentName(v) + '.' : '') + ' ' + usage(v.status) }),
-        el('h2', { text: 'Request' }), el('pre', { text: pretty(v.request) }),
-        el('h2', { text: 'Latest answer' }), el('div', { class: 'card text', id: 'shared-answer', text: v.latest_answer == null ? '(none yet)' : pretty(v.latest_answer) }));
-    } catch (e) {
-      main.replaceChildren(el('p', { class: 'error', text: 'Cannot show this shared session: ' + e.message }));
+  // The shared view polls GET shared/TOKEN/events (the stream needs a
+  // key): SHARED_PAGE events a request (the API's largest page), at most
+  // SHARED_PAGES a round; a round that brings nothing new doubles the
+  // wait before the next, from SHARED_WAIT_MIN to SHARED_WAIT_MAX, and a
+  // failed one from SHARED_WAIT_ERR to SHARED_WAIT_ERR_MAX. It stops once
+  // the session has ended and every event is shown.
+  const SHARED_PAGE = 200;
+  const SHARED_PAGES = 25;
+  const SHARED_WAIT_MIN = 1000, SHARED_WAIT_MAX = 15000;
+  const SHARED_WAIT_ERR = 2000, SHARED_WAIT_ERR_MAX = 60000;
+
+  class Revoked extends Error {}
+
+  // sharedGet reads a shared endpoint with no cookie and no key: the
+  // token in the path is the only credential.
+  async function sharedGet(path) {
+    const r = await fetch(new URL(path, API), { credentials: 'omit', cache: 'no-store', referrerPolicy: 'no-referrer' });
+    const text = await r.text();
+    let data = null;
+    try { data = text ? JSON.parse(text) : null; } catch { data = null; }
+    if (r.status === 404) throw new Revoked('not found');
+    if (!r.ok) throw new Error(detail(data, r.status));
+    if (!data || typeof data !== 'object') throw new Error('the server sent no JSON');
+    return data;
+  }
+
+  // showRevoked says that a share link opens nothing.
+  function showRevoked() {
+    main.replaceChildren(el('div', { class: 'card', id: 'shared-revoked' },
+      el('h1', { text: 'This link no longer works' }),
+      el('p', { text: 'The session it shared has been unshared by its owner, or the link is wrong. Ask the owner for a new link.' })));
+  }
+
+  function showShared(token) {
+    document.getElementById('logout').hidden = true;
+    if (!token) { showRevoked(); return; }
+    const base = 'shared/' + encodeURIComponent(token);
+    const title = el('h1', { text: 'shared session' });
+    const badge = el('span', { id: 'status' });
+    const info = el('p', { class: 'muted', id: 'shared-info', text: 'A shared session: read-only.' });
+    const usageLine = el('p', { class: 'usage', id: 'usage' });
+    const request = el('pre', { id: 'shared-request' });
+    const pending = el('div', { class: 'pending', id: 'pending' });
+    let metrics = null;
+    const tv = trajectoryView((as) => {
+      const cards = pendingCards(as, new Set(), null);
+      pending.replaceChildren(...(cards.length ? [el('h2', { text: 'Waiting for the owner' }), ...cards] : []));
+    }, (d) => { metrics = d; });
+    const streamInfo = el('p', { class: 'muted', id: 'stream-info', text: 'loading…' });
+    main.replaceChildren(el('div', { class: 'head' }, title, badge), info, usageLine,
+      el('details', { class: 'request' }, el('summary', { text: 'request' }), request),
+      pending, tv.planBox, tv.answerBox,
+      el('div', { class: 'traj' }, el('h2', { text: 'Trajectory' }), tv.traj, streamInfo));
+
+    let stopped = false, timer = 0, wait = SHARED_WAIT_MIN, shown = false;
+    async function round() {
+      let next;
+      try {
+        const v = await sharedGet(base);
+        if (stopped) return;
+        const st = v.status && v.status.status;
+        if (!shown) {
+          title.textContent = visible(String(v.id || ''));
+          request.textContent = visible(pretty(v.request));
+          shown = true;
+        }
+        badge.replaceChildren(stateBadge(st));
+        info.textContent = visible('A shared session: read-only.' + (agentName(v) ? ' Agent ' + agentName(v) + '.' : ''));
+        let total = 0, grew = false;
+        for (let n = 0; n < SHARED_PAGES; n++) {
+          const count = tv.last() + 1;
+          const p = await sharedGet(base + '/events?size=' + SHARED_PAGE + '&page=' + (Math.floor(count / SHARED_PAGE) + 1));
+          if (stopped) return;
+          total = typeof p.total === 'number' ? p.total : 0;
+          const before = tv.last();
+          for (const e of Array.isArray(p.items) ? p.items : []) tv.add(e);
+          if (tv.last() === before) break;
+          grew = true;
+          if (tv.last() + 1 >= total) break;
+        }
+        usageLine.textContent = visible(metrics ? summary(metrics) : usage(v.status));
+        const all = tv.last() + 1 >= total;
+        if (TERMINAL.has(st) && all) {
+          streamInfo.textContent = 'the session has ended; every event is shown';
+          return;
+        }
+        streamInfo.textContent = all ? 'live (checked ' + new Date().toLocaleTimeString() + ')' : 'loading…';
+        wait = grew ? SHARED_WAIT_MIN : Math.min(wait * 2, SHARED_WAIT_MAX);
+        next = all ? wait : 0;
+      } catch (e) {
+        if (stopped) return;
+        if (e instanceof Revoked) {
+          stopped = true;
+          showRevoked();
+          return;
+        }
+        wait = Math.min(Math.max(wait * 2, SHARED_WAIT_ERR), SHARED_WAIT_ERR_MAX);
+        streamInfo.textContent = visible('cannot read the shared session (' + e.message + '); trying again in ' + Math.round(wait / 1000) + 's');
+        next = wait;
+      }
+      if (!stopped) timer = setTimeout(round, next);
     }
+    cleanup.push(() => { stopped = true; clearTimeout(timer); });
+    round();
   }
 
   // --- routing ---
@@ -670,7 +791,12 @@
     leave();
     const h = location.hash.replace(/^#/, '');
     const shared = h.match(/^\/shared\/([^/?]+)$/);
-    if (shared) { showShared(decodeURIComponent(shared[1])); return; }
+    if (shared) {
+      let token = '';
+      try { token = decodeURIComponent(shared[1]); } catch { /* a malformed link opens nothing */ }
+      showShared(token);
+      return;
+    }
     if (!loggedIn || !csrf && authRequired) {
       try {
         const r = await fetch(new URL('session', page), { credentials: 'same-origin' });
