@@ -215,4 +215,3 @@ func (c *counts) tag(body []byte) {
 		}
 	}
 }
-
