@@ -3,8 +3,9 @@
 // in both directions: round trips (ReadyForQuery messages: one per simple
 // query and one per Sync of the extended protocol), statements executed
 // (CommandComplete), rows returned (DataRow) and rows written (the counts of
-// INSERT, UPDATE and DELETE command tags), notifications delivered, and
-// bytes each way. It serves the counts as JSON on GET /counts of a second
+// INSERT, UPDATE and DELETE command tags), notifications delivered, cancel
+// requests, bytes each way, and executions by SQL text (as
+// pg_stat_statements would count calls, for a server without it). It serves the counts as JSON on GET /counts of a second
 // address, and resets them on POST /reset.
 //
 //	pgcount --listen 127.0.0.1:6543 --upstream 127.0.0.1:5432 --http 127.0.0.1:6544
@@ -27,6 +28,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -34,6 +36,7 @@ import (
 // counts are what the proxy has seen since the last reset.
 type counts struct {
 	Connections   atomic.Int64 `json:"connections"`
+	Cancels       atomic.Int64 `json:"cancel_requests"`
 	RoundTrips    atomic.Int64 `json:"round_trips"`
 	SimpleQueries atomic.Int64 `json:"simple_queries"`
 	Parses        atomic.Int64 `json:"parses"`
@@ -46,17 +49,30 @@ type counts struct {
 	BytesToServer atomic.Int64 `json:"bytes_to_server"`
 	BytesToClient atomic.Int64 `json:"bytes_to_client"`
 
-	mu   sync.Mutex
-	tags map[string]int64 // statements by the first word of their tag
+	mu    sync.Mutex
+	tags  map[string]int64 // statements by the first word of their tag
+	execs map[string]int64 // executions by SQL text (Bind of a parsed statement, or a simple query)
 }
 
 func (c *counts) reset() {
-	for _, v := range []*atomic.Int64{&c.Connections, &c.RoundTrips, &c.SimpleQueries, &c.Parses, &c.Executes,
+	for _, v := range []*atomic.Int64{&c.Connections, &c.Cancels, &c.RoundTrips, &c.SimpleQueries, &c.Parses, &c.Executes,
 		&c.Statements, &c.RowsReturned, &c.RowsWritten, &c.Notifications, &c.Errors, &c.BytesToServer, &c.BytesToClient} {
 		v.Store(0)
 	}
 	c.mu.Lock()
 	c.tags = map[string]int64{}
+	c.execs = map[string]int64{}
+	c.mu.Unlock()
+}
+
+// exec counts one execution of sql.
+func (c *counts) exec(sql string) {
+	sql = strings.Join(strings.Fields(sql), " ")
+	if len(sql) > 160 {
+		sql = sql[:160] + "..."
+	}
+	c.mu.Lock()
+	c.execs[sql]++
 	c.mu.Unlock()
 }
 
@@ -66,14 +82,18 @@ func (c *counts) MarshalJSON() ([]byte, error) {
 	for k, v := range c.tags {
 		tags[k] = v
 	}
+	execs := make(map[string]int64, len(c.execs))
+	for k, v := range c.execs {
+		execs[k] = v
+	}
 	c.mu.Unlock()
 	return json.Marshal(map[string]any{
-		"connections": c.Connections.Load(), "round_trips": c.RoundTrips.Load(),
+		"connections": c.Connections.Load(), "cancel_requests": c.Cancels.Load(), "round_trips": c.RoundTrips.Load(),
 		"simple_queries": c.SimpleQueries.Load(), "parses": c.Parses.Load(), "executes": c.Executes.Load(),
 		"statements": c.Statements.Load(), "rows_returned": c.RowsReturned.Load(), "rows_written": c.RowsWritten.Load(),
 		"notifications": c.Notifications.Load(), "errors": c.Errors.Load(),
 		"bytes_to_server": c.BytesToServer.Load(), "bytes_to_client": c.BytesToClient.Load(),
-		"statements_by_tag": tags,
+		"statements_by_tag": tags, "executions_by_sql": execs,
 	})
 }
 
@@ -133,6 +153,7 @@ func relay(dst io.Writer, src io.Reader, fromClient bool, c *counts) {
 	defer w.Flush()
 	first := fromClient
 	var hdr [5]byte
+	stmts := map[string]string{} // the connection's prepared statements: name -> SQL
 	for {
 		var typ byte
 		if first {
@@ -154,6 +175,11 @@ func relay(dst io.Writer, src io.Reader, fromClient bool, c *counts) {
 			return
 		}
 		if first {
+			// A CancelRequest (code 80877102) comes on a connection of
+			// its own, which it is the whole of.
+			if n >= 4 && binary.BigEndian.Uint32(body[:4]) == 80877102 {
+				c.Cancels.Add(1)
+			}
 			w.Write(hdr[1:5])
 			first = false
 		} else {
@@ -166,8 +192,20 @@ func relay(dst io.Writer, src io.Reader, fromClient bool, c *counts) {
 			switch typ {
 			case 'Q':
 				c.SimpleQueries.Add(1)
+				c.exec(cstring(body))
 			case 'P':
 				c.Parses.Add(1)
+				name := cstring(body)
+				sql := cstring(body[min(len(name)+1, len(body)):])
+				if name == "" {
+					stmts[""] = sql // the unnamed statement
+				} else if len(stmts) < 10000 {
+					stmts[name] = sql
+				}
+			case 'B':
+				portal := cstring(body)
+				name := cstring(body[min(len(portal)+1, len(body)):])
+				c.exec(stmts[name])
 			case 'E':
 				c.Executes.Add(1)
 			}
@@ -195,6 +233,14 @@ func relay(dst io.Writer, src io.Reader, fromClient bool, c *counts) {
 			}
 		}
 	}
+}
+
+// cstring returns the NUL-terminated string b starts with.
+func cstring(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return string(b[:i])
+	}
+	return string(b)
 }
 
 // tag counts a CommandComplete: its command, and the rows it wrote.
