@@ -70,7 +70,7 @@ taskset -c 0 "$tmp/pgcount" --listen "127.0.0.1:$pport" --upstream "${PGHOST_URL
 wait_http "http://127.0.0.1:$hport/counts"
 
 echo "# $(date -u +%FT%TZ) hrns $(git -C .. rev-parse --short HEAD); $SESSIONS sessions of $TURNS_PER_SESSION turns, $CONCURRENCY at once; figures per turn; PostgreSQL $(psql "$PGHOST_URL/postgres" -XqAt -c 'SHOW server_version'); load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-8s %-4s %6s %6s %6s %6s %6s %6s %6s %6s %6s %7s %6s %6s %6s\n' replicas rep stmts rtrips parses rowsrt notif xacts tupread tupwrt walsync walB pgCPUms conns cancels
+printf '%-8s %-4s %6s %6s %6s %6s %6s %6s %6s %6s %6s %7s %6s %6s %6s %6s %6s\n' replicas rep stmts rtrips parses rowsrt notif xacts tupread tupwrt walsync walB pgCPUms conns cancels KBtoPG KBfromPG
 for nrep in $REPLICAS; do
 	psql "$PGHOST_URL/postgres" -XqAt -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null 2>&1
 	spids=(); urls=()
@@ -95,9 +95,9 @@ for nrep in $REPLICAS; do
 import json, sys
 c = json.load(open(sys.argv[1])); n = int(sys.argv[2]) * int(sys.argv[3])
 x, r, w, l, s, cpu = (int(v) for v in sys.argv[6:12]); hz = int(sys.argv[12])
-print("%-8s %-4s %6.1f %6.1f %6.2f %6.1f %6.1f %6.1f %6.0f %6.1f %6.2f %7.0f %6.2f %6d %6d" % (
+print("%-8s %-4s %6.1f %6.1f %6.2f %6.1f %6.1f %6.1f %6.0f %6.1f %6.2f %7.0f %6.2f %6d %6d %6.1f %6.1f" % (
     sys.argv[4], sys.argv[5], c["statements"]/n, c["round_trips"]/n, c["parses"]/n, c["rows_returned"]/n,
-    c["notifications"]/n, x/n, r/n, w/n, s/n, l/n, cpu*1000/hz/n, c["connections"], c["cancel_requests"]))
+    c["notifications"]/n, x/n, r/n, w/n, s/n, l/n, cpu*1000/hz/n, c["connections"], c["cancel_requests"], c["bytes_to_server"]/n/1000, c["bytes_to_client"]/n/1000))
 print("  replicas %s rep %s statements by tag per turn: %s" % (sys.argv[4], sys.argv[5],
     json.dumps({k: round(v/n, 2) for k, v in sorted(c["statements_by_tag"].items())})), file=sys.stderr)
 for sql, v in sorted(c["executions_by_sql"].items(), key=lambda kv: -kv[1]):
