@@ -11,11 +11,16 @@ of the whole one-run process, and the CPU of the same process doing no run
 --help`, which parses the command line and returns). The baseline is the raw
 client (bench/internal/raw).
 
-    python3 startup.py [N]      # after building: see the commands below
+    python3 startup.py [N] [NAME=PATH ...]
+
+Each NAME=PATH adds a client: another build of hrns (PATH), run as
+`hrns run` is, to measure an experiment against the same baseline in the
+same run.
 """
 import json, os, resource, statistics, subprocess, sys, tempfile, time, urllib.request
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 30
+extra = dict(a.split("=", 1) for a in sys.argv[2:])
 here = os.path.dirname(os.path.abspath(__file__))
 tmp = tempfile.mkdtemp()
 subprocess.run(["go", "build", "-o", tmp + "/", "./cmd/mock", "./cmd/raw"], cwd=here, check=True)
@@ -46,6 +51,8 @@ clients = {
     "hrns-run": ([tmp + "/hrns", "run", "--json", "--tools", "read_file", "--no-skills", "--workdir", work, "--system", system, prompt],
                  [tmp + "/hrns", "run", "--help"]),
 }
+for name, path in extra.items():
+    clients[name] = ([path] + clients["hrns-run"][0][1:], [path, "run", "--help"])
 
 def arrivals():
     return json.load(urllib.request.urlopen(base + "/arrivals?from=0"))["total"]
@@ -75,8 +82,8 @@ for i in range(N):
 mock.terminate()
 
 print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {N} processes each, medians; load {open('/proc/loadavg').read().split()[:3]}")
-print(f"{'client':10} {'to 1st request':>15} {'x raw':>6} {'startup CPU':>12} {'x raw':>6} {'run CPU':>9} {'x raw':>6}")
+print(f"{'client':16} {'to 1st request':>15} {'x raw':>6} {'startup CPU':>12} {'x raw':>6} {'run CPU':>9} {'x raw':>6}")
 m = {k: {f: statistics.median(v[f]) for f in v} for k, v in res.items()}
 for name in clients:
     r = m[name]; b = m["raw"]
-    print(f"{name:10} {r['first']:12.2f} ms {r['first']/b['first']:6.2f} {r['idle']:9.2f} ms {r['idle']/b['idle']:6.2f} {r['cpu']:6.2f} ms {r['cpu']/b['cpu']:6.2f}")
+    print(f"{name:16} {r['first']:12.2f} ms {r['first']/b['first']:6.2f} {r['idle']:9.2f} ms {r['idle']/b['idle']:6.2f} {r['cpu']:6.2f} ms {r['cpu']/b['cpu']:6.2f}")
