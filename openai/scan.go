@@ -16,7 +16,7 @@ import (
 // encoding/json's rules there: a key that is not plain lower-case ASCII
 // (encoding/json matches keys without regard to case), a field given twice,
 // a value of the wrong type, a number that is not a small integer, invalid
-// UTF-8, nesting deeper than [maxScanDepth], an error object, usage, a
+// UTF-8, nesting deeper than [maxScanDepth], an error object, a
 // non-streamed message, and anything that is not valid JSON. FuzzScanChunk
 // checks the equivalence on any input.
 
@@ -392,7 +392,11 @@ func (s *scanner) topLevel(w *chunkWire) bool {
 		case "choices":
 			return 3, s.choices(w)
 		case "usage":
-			return 4, s.null() // w.Usage is nil already
+			if s.null() {
+				return 4, true // w.Usage is nil already
+			}
+			w.Usage = new(usageWire)
+			return 4, s.usage(w.Usage)
 		case "error":
 			return 5, s.null()
 		case "message", "type", "code":
@@ -551,4 +555,52 @@ func (s *scanner) function(f *functionCallDelta) bool {
 		}
 		return s.skipMember()
 	})
+}
+
+// usage reads the usage object.
+func (s *scanner) usage(u *usageWire) bool {
+	return s.object(func(key []byte) (int, bool) {
+		switch string(key) {
+		case "prompt_tokens":
+			return 0, s.count(&u.PromptTokens)
+		case "completion_tokens":
+			return 1, s.count(&u.CompletionTokens)
+		case "prompt_cache_hit_tokens":
+			return 2, s.count(&u.PromptCacheHitTokens)
+		case "prompt_tokens_details":
+			if s.null() {
+				return 3, true
+			}
+			return 3, s.object(func(key []byte) (int, bool) {
+				if string(key) == "cached_tokens" {
+					return 0, s.count(&u.PromptTokensDetails.CachedTokens)
+				}
+				return s.skipMember()
+			})
+		case "completion_tokens_details":
+			if s.null() {
+				return 4, true
+			}
+			return 4, s.object(func(key []byte) (int, bool) {
+				if string(key) == "reasoning_tokens" {
+					return 0, s.count(&u.CompletionTokensDetails.ReasoningTokens)
+				}
+				return s.skipMember()
+			})
+		}
+		return s.skipMember()
+	})
+}
+
+// count reads a token count into dst; null leaves dst as it is, as
+// encoding/json does.
+func (s *scanner) count(dst *int64) bool {
+	if s.null() {
+		return true
+	}
+	n, ok := s.smallInt()
+	if ok {
+		*dst = int64(n)
+	}
+	return ok
 }
