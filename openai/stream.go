@@ -184,6 +184,13 @@ type decoder struct {
 	wire chunkWire
 	acc  accumulator
 	dec  sse.JSONDecoder // decodes the data of events
+	scan scanner         // decodes the data of plain chunks (scan.go)
+	// noScan turns the scanner off, for tests comparing the two paths.
+	noScan bool
+	// decDirty is set when dec holds something of an earlier event other
+	// than white space, which changes how it decodes the next: every
+	// event then goes to dec, as it would without the scanner.
+	decDirty bool
 
 	id, model    string
 	text         strings.Builder
@@ -198,7 +205,7 @@ type decoder struct {
 
 // init makes d read the body of a response.
 func (d *decoder) init(body io.Reader, jsonBody bool) {
-	*d = decoder{body: body, jsonBody: jsonBody, out: d.out[:0], sse: d.sse, wire: d.wire}
+	*d = decoder{body: body, jsonBody: jsonBody, out: d.out[:0], sse: d.sse, wire: d.wire, scan: d.scan, noScan: d.noScan}
 	if !jsonBody {
 		d.sse.Init(body)
 	}
@@ -267,12 +274,24 @@ func (d *decoder) handle(data []byte) error {
 	return d.apply(w)
 }
 
-// decodeEvent decodes data, which must hold exactly one JSON value, into w.
+// decodeEvent decodes data, which must hold exactly one JSON value, into w,
+// which reset has cleared. The scanner decodes the plain chunks; what it
+// gives up on, encoding/json decodes, with the same result.
 func (d *decoder) decodeEvent(data []byte, w *chunkWire) error {
 	if d.jsonBody {
 		return json.Unmarshal(data, w)
 	}
-	return d.dec.Decode(data, w)
+	if !d.noScan && !d.decDirty {
+		if d.scan.chunk(data, w) {
+			return nil
+		}
+		w.reset()
+	}
+	if err := d.dec.Decode(data, w); err != nil {
+		return err
+	}
+	d.decDirty = !d.dec.Clean()
+	return nil
 }
 
 // apply appends the chunks of a decoded event to d.out.

@@ -33,6 +33,9 @@ func (d *JSONDecoder) Decode(data []byte, v any) error {
 	if d.dec == nil {
 		d.dec = json.NewDecoder(&d.ev)
 	}
+	// What the decoder did not read of the previous event (white space
+	// after its value) it will never read: do not count it as served.
+	d.served -= int64(len(d.ev.data) - d.ev.off)
 	d.ev.data, d.ev.off = data, 0
 	start := d.served
 	d.served += int64(len(data))
@@ -48,10 +51,46 @@ func (d *JSONDecoder) Decode(data []byte, v any) error {
 	return nil
 }
 
+// Clean reports whether the decoder holds nothing of the events it has
+// decoded but JSON white space (space, tab, CR, LF), which the next value
+// skips: then decoding an event by other means, without the decoder, does
+// not change what the decoder makes of the next. After [JSONDecoder.Decode]
+// accepted an event ending in other white space (such as a vertical tab, or
+// U+00A0), it is not clean: the next value will start with it, and fail.
+func (d *JSONDecoder) Clean() bool {
+	if d.dec == nil {
+		return true
+	}
+	if !jsonSpace(d.ev.data[d.ev.off:]) {
+		return false
+	}
+	rd := d.dec.Buffered()
+	var buf [128]byte
+	for {
+		n, err := rd.Read(buf[:])
+		if !jsonSpace(buf[:n]) {
+			return false
+		}
+		if err != nil {
+			return true
+		}
+	}
+}
+
+// jsonSpace reports whether b holds nothing but JSON white space.
+func jsonSpace(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
 // Reset drops what the decoder holds of earlier events, so that the next
 // event is decoded afresh.
 func (d *JSONDecoder) Reset() {
-	d.dec, d.served = nil, 0
+	d.dec, d.served, d.ev = nil, 0, eventReader{}
 }
 
 // eventReader serves the data of the current event to a json.Decoder. At

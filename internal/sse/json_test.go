@@ -2,6 +2,7 @@ package sse
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -117,5 +118,64 @@ func TestJSONDecoderBytes(t *testing.T) {
 				t.Errorf("decoded %q, want %q", v.S, tt.want)
 			}
 		})
+	}
+}
+
+// TestJSONDecoderLongTrailingSpace decodes events whose value is followed
+// by more white space than the decoder reads at once: the part it never
+// read must not be counted, or the next event looks cut or padded.
+func TestJSONDecoderLongTrailingSpace(t *testing.T) {
+	t.Parallel()
+	var d JSONDecoder
+	for i, data := range []string{
+		`{"a":1}` + strings.Repeat(" ", 5000),
+		`{"a":2}` + strings.Repeat("\n", 700),
+		`{"a":3}`,
+	} {
+		var v struct {
+			A int `json:"a"`
+		}
+		if err := d.Decode([]byte(data), &v); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if v.A != i+1 {
+			t.Fatalf("event %d: a = %d", i, v.A)
+		}
+	}
+}
+
+// TestJSONDecoderClean checks which leftovers of an event leave the
+// decoder clean: JSON white space does, other white space does not (the
+// next value would start with it). Clean errs on the safe side: the end of
+// a long event, which the decoder did not read, is not clean unless it is
+// JSON white space, though the decoder will never read it.
+func TestJSONDecoderClean(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		data             string
+		clean, nextFails bool
+	}{
+		{`{"a":1}`, true, false},
+		{"{\"a\":1} \t\r\n", true, false},
+		{`{"a":1}` + strings.Repeat(" ", 3000), true, false},
+		{"{\"a\":1}\v", false, true},
+		{"{\"a\":1} \u00a0", false, true},
+		{"{\"a\":1}" + strings.Repeat(" ", 3000) + "\f", false, false},
+	}
+	for _, tt := range tests {
+		var d JSONDecoder
+		if !d.Clean() {
+			t.Fatal("a new decoder is not clean")
+		}
+		var v any
+		if err := d.Decode([]byte(tt.data), &v); err != nil {
+			t.Fatalf("%q: %v", tt.data, err)
+		}
+		if got := d.Clean(); got != tt.clean {
+			t.Errorf("%q: Clean() = %v, want %v", tt.data, got, tt.clean)
+		}
+		if err := d.Decode([]byte(`{"a":2}`), &v); (err != nil) != tt.nextFails {
+			t.Errorf("%q: the next event: err = %v, want an error: %v", tt.data, err, tt.nextFails)
+		}
 	}
 }

@@ -199,3 +199,34 @@ func TestSessionsReport(t *testing.T) {
 		t.Errorf("skipped: %s", md)
 	}
 }
+
+// TestClientVerdicts checks the loop's targets against made-up figures:
+// CPU per turn at or below the baseline's, peak RSS within 5 %, and a turn
+// at 500 turns within 1.5× of one at 10.
+func TestClientVerdicts(t *testing.T) {
+	micro := func(name string, cpu float64) *microResult {
+		return &microResult{name: name, values: map[string]float64{"cpu-ns/turn": cpu}}
+	}
+	r := &report{
+		sessions: &sessionsResult{err: errSessionsSkipped},
+		clients: []*clientResult{
+			{c: &client{name: "raw", baseline: true}, cpuPerTurn: 200 * time.Microsecond, maxRSS: 100 << 20, ratio: 1},
+			{c: &client{name: "hrns-loop", hrns: true}, cpuPerTurn: 180 * time.Microsecond, maxRSS: 106 << 20, ratio: 0.9},
+		},
+		micro: []*microResult{
+			micro("LongRun/turns=10/loop", 10000), micro("LongRun/turns=500/loop", 14000),
+			micro("LongRun/turns=10/openai-encode", 10000), micro("LongRun/turns=500/openai-encode", 400000),
+		},
+	}
+	v := strings.Join(r.verdicts(), "\n")
+	for _, want := range []string{
+		"at or below 1.0× of the raw baseline: **met** (0.90×",
+		"peak RSS within 5% of the raw baseline's: **missed** (1.060×",
+		"loop) at 500 turns within 1.5× of that at 10: **met** (1.40×",
+		"openai-encode) at 500 turns within 1.5× of that at 10: **missed** (40.00×",
+	} {
+		if !strings.Contains(v, want) {
+			t.Errorf("no %q in:\n%s", want, v)
+		}
+	}
+}

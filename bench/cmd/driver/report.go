@@ -162,8 +162,11 @@ func (r *report) verdicts() []string {
 	if loop == nil || raw == nil {
 		out = append(out, "hrns loop against the baseline: not measured in this run.")
 	} else {
-		out = append(out, fmt.Sprintf("hrns loop CPU per turn within 1.3× of the raw baseline: **%s** (%.2f×; medians %s against %s).",
-			metOrMissed(loop.ratio <= 1.3), loop.ratio, fmtDur(loop.cpuPerTurn), fmtDur(raw.cpuPerTurn)))
+		out = append(out, fmt.Sprintf("hrns loop CPU per turn at or below 1.0× of the raw baseline: **%s** (%.2f×; medians %s against %s).",
+			metOrMissed(loop.ratio <= 1.0), loop.ratio, fmtDur(loop.cpuPerTurn), fmtDur(raw.cpuPerTurn)))
+		rss := float64(loop.maxRSS) / float64(max(raw.maxRSS, 1))
+		out = append(out, fmt.Sprintf("hrns loop peak RSS within 5%% of the raw baseline's: **%s** (%.3f×; medians %.1f MiB against %.1f MiB).",
+			metOrMissed(rss <= 1.05), rss, float64(loop.maxRSS)/(1<<20), float64(raw.maxRSS)/(1<<20)))
 		var above []string
 		peers := 0
 		for _, c := range r.clients {
@@ -194,7 +197,30 @@ func (r *report) verdicts() []string {
 		out = append(out, fmt.Sprintf("chunk decoding at or below the baseline's CPU per chunk, %s chunks (line reading, decoding and accumulation on both sides): **%s** (%.2f×; medians hrns %s ns, baseline %s ns).",
 			kind, metOrMissed(ratio <= 1), ratio, fmtNum(hc), fmtNum(bc)))
 	}
+	out = append(out, r.longRunVerdicts()...)
 	return append(out, r.sessions.verdicts()...)
+}
+
+// longRunVerdicts checks that a turn costs about as much at 500 turns as
+// at 10 (BenchmarkLongRun): the loop alone, the target, and the OpenAI
+// provider's request encoding, reported beside it.
+func (r *report) longRunVerdicts() []string {
+	var out []string
+	for _, v := range []struct{ variant, what string }{
+		{"loop", "the loop's own CPU per turn (BenchmarkLongRun, loop)"},
+		{"openai-encode", "the OpenAI request encoding's CPU per turn (BenchmarkLongRun, openai-encode)"},
+	} {
+		short, long := r.microFind("LongRun/turns=10/"+v.variant), r.microFind("LongRun/turns=500/"+v.variant)
+		if short == nil || long == nil {
+			out = append(out, v.what+" at 500 turns: not measured in this run.")
+			continue
+		}
+		a, b := short.values["cpu-ns/turn"], long.values["cpu-ns/turn"]
+		ratio := b / max(a, 1)
+		out = append(out, fmt.Sprintf("%s at 500 turns within 1.5× of that at 10: **%s** (%.2f×; medians %s ns against %s ns).",
+			v.what, metOrMissed(ratio <= 1.5), ratio, fmtNum(b), fmtNum(a)))
+	}
+	return out
 }
 
 func metOrMissed(ok bool) string {
