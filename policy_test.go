@@ -39,10 +39,11 @@ var allowed = map[string][]string{
 	"store/postgres/postgrestest": {},
 	"store/storetest":             {"store"},
 	"store/internal/wake":         {},
-	"session":                     {"llm", "loop", "skills", "store"},
-	"server":                      {"session", "server/ui"},
+	"api":                         {},
+	"session":                     {"api", "llm", "loop", "skills", "store"},
+	"server":                      {"api", "session", "server/ui"},
 	"server/ui":                   {},
-	"client":                      {"llm", "loop", "session"},
+	"client":                      {"api", "llm", "loop"},
 	"browser":                     {"llm", "loop", "internal/netpolicy"},
 	"otel":                        {"llm", "loop"},
 }
@@ -128,6 +129,32 @@ func TestDependenciesPointDown(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestClientDoesNotLinkTheRuntime keeps the Go SDK apart from the server
+// it talks to: it shares the wire types (package api) and nothing of the
+// runtime, directly or through another package.
+func TestClientDoesNotLinkTheRuntime(t *testing.T) {
+	pkgs := packages(t)
+	seen := map[string]bool{}
+	var visit func(dir string, path []string)
+	visit = func(dir string, path []string) {
+		if seen[dir] {
+			return
+		}
+		seen[dir] = true
+		for _, forbidden := range []string{"session", "server", "store"} {
+			if dir == forbidden || strings.HasPrefix(dir, forbidden+"/") {
+				t.Errorf("client imports %s (through %s)", dir, strings.Join(path, " -> "))
+			}
+		}
+		if p := pkgs[dir]; p != nil {
+			for imp := range p.imports {
+				visit(imp, append(path, imp))
+			}
+		}
+	}
+	visit("client", []string{"client"})
 }
 
 // TestOnlyStorePostgresImportsPgx keeps the PostgreSQL driver out of the

@@ -327,18 +327,6 @@ func (m *Manager) active(ctx context.Context, owner string) (int, error) {
 	return n, err
 }
 
-// Quota is the owner's concurrent-session quota, as GET
-// /api/v2/sessions/quota shows it.
-type Quota struct {
-	// Scope is "user": the limit applies to each API key.
-	Scope string `json:"scope"`
-	// Limit is [Options.MaxActiveSessions]; without a limit it is the
-	// largest 32-bit integer.
-	Limit     int `json:"limit"`
-	Active    int `json:"active"`
-	Available int `json:"available"`
-}
-
 // unlimited is the limit a quota shows when there is none.
 const unlimited = 1<<31 - 1
 
