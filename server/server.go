@@ -3,7 +3,7 @@
 // event types and status codes), on top of a [session.Manager].
 //
 //	m := session.New(st, model, nil)
-//	m.Start()
+//	m.Start(ctx)
 //	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: server.New(m, &server.Options{
 //		APIKeys:      keys,
 //		AllowedHosts: []string{"localhost:8080", "127.0.0.1:8080", "[::1]:8080"},

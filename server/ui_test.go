@@ -47,7 +47,7 @@ func newUIEnv(t *testing.T, replies ...openaitest.Reply) *env {
 		Agents:   map[string]*session.AgentConfig{"ops": {Description: "Deploys.", Toolsets: []string{"deploy"}}},
 		Toolsets: map[string]*loop.Toolset{"deploy": loop.MustToolset(deploy)},
 	})
-	if err := m.Start(); err != nil {
+	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()

@@ -22,17 +22,18 @@ var (
 	errYield = errors.New("yield to the caller's input")
 )
 
-// Start starts the workers: from now until [Manager.Stop], they claim the
-// sessions that need running (those a stopped or crashed process left
-// running included) and run them. Start returns an error if the manager
-// was started before.
-func (m *Manager) Start() error {
+// Start starts the workers: from now until ctx is done or [Manager.Stop]
+// is called, they claim the sessions that need running (those a stopped
+// or crashed process left running included) and run them. Cancelling ctx
+// stops them as Stop does, without waiting; call Stop to wait. Start
+// returns an error if the manager was started before.
+func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.done != nil {
 		return errors.New("session: manager already started")
 	}
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithCancelCause(ctx)
 	m.cancel = cancel
 	m.done = make(chan struct{})
 	go m.dispatch(ctx)
