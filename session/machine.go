@@ -15,7 +15,8 @@ import (
 // report it, so that a phase change without its ActiveStateChangeEvent
 // cannot be written. The callers' input (Manager.Pause, SendMessages...)
 // and the worker (runSession, the segment's commits) only choose which
-// transition applies. docs/architecture.md draws the same machine.
+// transition applies. docs/architecture.md draws the same machine and
+// tables its transitions; TestTransitions checks them.
 //
 //	phase    status                  leaves by
 //	queued   queued                  promote (a slot frees): new
@@ -77,6 +78,21 @@ func finish(s *store.Session, st *state, o outcome) []store.Event {
 		return []store.Event{event(EventAgentError, map[string]string{"error": o.err})}
 	}
 	return []store.Event{event(EventAgentCompletion, map[string]string{"reason": o.reason})}
+}
+
+// toQueued holds a session created above its owner's limit of active
+// sessions. A queued or new session is not active: it has no
+// ActiveStateChangeEvent (whose states are running, idle and
+// awaiting_tool_results), and its start is reported by begin.
+func (st *state) toQueued() []store.Event {
+	st.Phase = phaseQueued
+	return nil
+}
+
+// toNew lets a queued session start: a worker begins it.
+func (st *state) toNew() []store.Event {
+	st.Phase = phaseNew
+	return nil
 }
 
 // toRun makes the session runnable. It says so unless it ran already, or

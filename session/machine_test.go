@@ -84,6 +84,16 @@ func TestTransitions(t *testing.T) {
 		to    machineState
 		want  []string
 	}{{
+		name:  "a session above its owner's limit is queued, unannounced",
+		from:  machineState{Phase: phaseNew},
+		input: func(s *store.Session, st *state) []store.Event { return st.toQueued() },
+		to:    machineState{Phase: phaseQueued, Status: StatusQueued},
+	}, {
+		name:  "a freed slot lets it start",
+		from:  machineState{Phase: phaseQueued},
+		input: func(s *store.Session, st *state) []store.Event { return st.toNew() },
+		to:    machineState{Phase: phaseNew, Status: StatusPending},
+	}, {
 		name:  "a new session with a task runs",
 		from:  machineState{Phase: phaseNew},
 		setup: inbox,

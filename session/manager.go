@@ -297,7 +297,7 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 			if req.Queue != nil && !*req.Queue {
 				return nil, false, ErrQuotaExceeded
 			}
-			st.Phase = phaseQueued
+			st.toQueued()
 			derive(s, st)
 			if s.State, err = json.Marshal(st); err != nil {
 				return nil, false, err
@@ -371,8 +371,7 @@ func (m *Manager) promote(ctx context.Context, owner string) {
 			if st.Phase != phaseQueued {
 				return nil, errNoChange
 			}
-			st.Phase = phaseNew // its AgentStartedEvent comes when a worker starts it
-			return nil, nil
+			return st.toNew(), nil
 		})
 		if err != nil {
 			m.log.Error("starting a queued session", "session", q.ID, "err", err)
