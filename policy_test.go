@@ -40,13 +40,14 @@ var allowed = map[string][]string{
 	"store/postgres/postgrestest": {},
 	"store/storetest":             {"store"},
 	"store/internal/wake":         {},
-	"session":                     {"llm", "loop", "pricing", "skills", "store"},
-	"session/schedule":            {"session", "store"},
-	"session/webhook":             {"internal/netpolicy", "store"},
-	"server":                      {"session", "session/schedule", "session/webhook", "server/ui", "store", "tools", "vault"},
-	"vault":                       {"loop", "session", "store"},
+	"api":                         {},
+	"session":                     {"api", "llm", "loop", "pricing", "skills", "store"},
+	"session/schedule":            {"api", "session", "store"},
+	"session/webhook":             {"api", "internal/netpolicy", "store"},
+	"server":                      {"api", "session", "session/schedule", "session/webhook", "server/ui", "store", "tools", "vault"},
+	"vault":                       {"api", "loop", "session", "store"},
 	"server/ui":                   {},
-	"client":                      {"llm", "loop", "session", "session/schedule", "session/webhook"},
+	"client":                      {"api", "llm", "loop"},
 	"browser":                     {"llm", "loop", "internal/netpolicy"},
 	"otel":                        {"llm", "loop"},
 }
@@ -132,6 +133,32 @@ func TestDependenciesPointDown(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestClientDoesNotLinkTheRuntime keeps the Go SDK apart from the server
+// it talks to: it shares the wire types (package api) and nothing of the
+// runtime, directly or through another package.
+func TestClientDoesNotLinkTheRuntime(t *testing.T) {
+	pkgs := packages(t)
+	seen := map[string]bool{}
+	var visit func(dir string, path []string)
+	visit = func(dir string, path []string) {
+		if seen[dir] {
+			return
+		}
+		seen[dir] = true
+		for _, forbidden := range []string{"session", "server", "store"} {
+			if dir == forbidden || strings.HasPrefix(dir, forbidden+"/") {
+				t.Errorf("client imports %s (through %s)", dir, strings.Join(path, " -> "))
+			}
+		}
+		if p := pkgs[dir]; p != nil {
+			for imp := range p.imports {
+				visit(imp, append(path, imp))
+			}
+		}
+	}
+	visit("client", []string{"client"})
 }
 
 // TestOnlyStorePostgresImportsPgx keeps the PostgreSQL driver out of the

@@ -58,49 +58,49 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/api"
 )
 
 // Types of the API, shared with the server.
 type (
 	// SessionRequest is the body that creates a session.
-	SessionRequest = session.Request
+	SessionRequest = api.Request
 	// AgentRef names a server's agent or defines one inline.
-	AgentRef = session.AgentRef
+	AgentRef = api.AgentRef
 	// Agent is an inline agent definition.
-	Agent = session.Agent
+	Agent = api.Agent
 	// Environment names an environment of an agent, such as "web".
-	Environment = session.Environment
+	Environment = api.Environment
 	// ToolDefinition declares a client-side tool.
-	ToolDefinition = session.ToolDefinition
+	ToolDefinition = api.ToolDefinition
 	// UserMessage is a message to the agent.
-	UserMessage = session.UserMessage
+	UserMessage = api.UserMessage
 	// Messages is a list of user messages.
-	Messages = session.Messages
+	Messages = api.Messages
 	// Session is a session as the API shows it.
-	Session = session.View
+	Session = api.View
 	// SessionStatus is a session's live status.
-	SessionStatus = session.StatusView
+	SessionStatus = api.StatusView
 	// Status is a session's lifecycle state.
-	Status = session.Status
+	Status = api.Status
 	// Changes is the answer of a long-poll.
-	Changes = session.Changes
+	Changes = api.Changes
 	// Event is one entry of a session's log.
-	Event = session.Event
+	Event = api.Event
 	// ToolRequest is a pending tool call.
-	ToolRequest = session.ToolRequest
+	ToolRequest = api.ToolRequest
 	// ToolResult answers a pending call.
-	ToolResult = session.ToolResult
+	ToolResult = api.ToolResult
 	// Quota is the key's concurrent-session quota.
-	Quota = session.Quota
+	Quota = api.Quota
 	// Feedback judges a session or one of its events.
-	Feedback = session.Feedback
+	Feedback = api.Feedback
 	// SkillRef names a skill of the server or gives one inline.
-	SkillRef = session.SkillRef
+	SkillRef = api.SkillRef
 	// Skill is an inline skill.
-	Skill = session.Skill
+	Skill = api.Skill
 	// Summary is a session in a listing.
-	Summary = session.Summary
+	Summary = api.Summary
 )
 
 // Text returns the messages of a task given as text.
@@ -371,7 +371,7 @@ type ListOptions struct {
 }
 
 // ListSessions returns a page of the key's sessions, newest first.
-func (c *Client) ListSessions(ctx context.Context, opts *ListOptions) (*session.Page[Summary], error) {
+func (c *Client) ListSessions(ctx context.Context, opts *ListOptions) (*api.Page[Summary], error) {
 	q := url.Values{}
 	if opts != nil {
 		for _, s := range opts.Statuses {
@@ -400,7 +400,7 @@ func (c *Client) ListSessions(ctx context.Context, opts *ListOptions) (*session.
 			q.Set("size", strconv.Itoa(opts.Size))
 		}
 	}
-	var page session.Page[Summary]
+	var page api.Page[Summary]
 	_, _, err := c.call(ctx, "GET", "/api/v2/sessions?"+q.Encode(), nil, nil, &page, true)
 	return &page, err
 }

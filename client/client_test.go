@@ -37,7 +37,7 @@ func startServer(t *testing.T, opts *session.Options, replies ...openaitest.Repl
 		t.Fatal(err)
 	}
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, opts)
-	if err := m.Start(); err != nil {
+	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{apiKey}}))

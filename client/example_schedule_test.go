@@ -29,7 +29,7 @@ func ExampleClient_CreateSchedule() {
 	st, _ := sqlite.Open(filepath.Join(dir, "hrns.db"), nil)
 	defer st.Close()
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, nil)
-	m.Start()
+	m.Start(context.Background())
 	defer m.Stop(context.Background())
 	sch := schedule.New(m, st, nil)
 	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{"sk-example"}, Schedules: sch}))

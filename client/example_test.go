@@ -32,7 +32,7 @@ func ExampleClient_RunSession() {
 	st, _ := sqlite.Open(filepath.Join(dir, "hrns.db"), nil)
 	defer st.Close()
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, nil)
-	m.Start()
+	m.Start(context.Background())
 	defer m.Stop(context.Background())
 	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{"sk-example"}}))
 	defer srv.Close()

@@ -45,7 +45,7 @@ func ExampleClient_CreateVault() {
 		Environments: map[string]*loop.Toolset{"web": {}},
 		Vaults:       vaults.SessionTools(),
 	})
-	m.Start()
+	m.Start(context.Background())
 	defer m.Stop(context.Background())
 	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{"sk-example"}, Vaults: vaults}))
 	defer srv.Close()

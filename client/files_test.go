@@ -30,7 +30,7 @@ func startFilesServer(t *testing.T, opts *session.Options, replies ...openaitest
 		t.Fatal(err)
 	}
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, opts)
-	if err := m.Start(); err != nil {
+	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{apiKey}, Workspaces: t.TempDir()}))
@@ -123,7 +123,7 @@ func ExampleHandle_WriteFile() {
 	st, _ := sqlite.Open(filepath.Join(dir, "hrns.db"), nil)
 	defer st.Close()
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, nil)
-	m.Start()
+	m.Start(context.Background())
 	defer m.Stop(context.Background())
 	workspaces := filepath.Join(dir, "sessions")
 	os.Mkdir(workspaces, 0o700)
@@ -204,7 +204,7 @@ func ExampleClient_TokenQuota() {
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{
 		TokenQuota: &session.TokenQuota{Limit: 50_000, Period: session.PeriodDay},
 	})
-	m.Start()
+	m.Start(context.Background())
 	defer m.Stop(context.Background())
 	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{"sk-example"}}))
 	defer srv.Close()

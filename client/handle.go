@@ -13,9 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hrns-dev/hrns/api"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
-	"github.com/hrns-dev/hrns/session"
 )
 
 // A Handle is a session of the API. Its methods are safe for concurrent
@@ -100,7 +100,7 @@ func RunTyped[Out any](ctx context.Context, c *Client, req *SessionRequest, tool
 	if err != nil {
 		return out, res, err
 	}
-	if res.Status != session.StatusCompleted {
+	if res.Status != api.StatusCompleted {
 		return out, res, fmt.Errorf("session %s ended %s: %s", res.SessionID, res.Status, res.Error)
 	}
 	return out, res, res.DecodeAnswer(&out)
@@ -242,7 +242,7 @@ func (h *Handle) PostToolResults(ctx context.Context, results ...ToolResult) err
 // Approve approves or rejects a call of a server tool that waits for
 // approval (an hrns addition to the API).
 func (h *Handle) Approve(ctx context.Context, callID string, approved bool, reason string) error {
-	return h.post(ctx, "/approvals", session.Decision{ID: callID, Approved: approved, Reason: reason})
+	return h.post(ctx, "/approvals", api.Decision{ID: callID, Approved: approved, Reason: reason})
 }
 
 // Feedback records the key's judgement of the session.
@@ -345,8 +345,8 @@ func (h *Handle) WaitForCompletion(ctx context.Context, tools ...*loop.ToolDef) 
 			continue
 		}
 		for _, e := range c.NewEvents {
-			if e.Type == session.EventActiveState {
-				var as session.ActiveState
+			if e.Type == api.EventActiveState {
+				var as api.ActiveState
 				if json.Unmarshal(e.Data, &as) == nil {
 					pending = as.PendingToolCalls
 				}
@@ -356,7 +356,7 @@ func (h *Handle) WaitForCompletion(ctx context.Context, tools ...*loop.ToolDef) 
 		if c.Status.Terminal() {
 			return result(h.id, c), nil
 		}
-		if c.Status != session.StatusAwaitingToolResults || len(pending) == 0 {
+		if c.Status != api.StatusAwaitingToolResults || len(pending) == 0 {
 			continue
 		}
 		var todo []ToolRequest
@@ -463,14 +463,14 @@ func (x *executor) one(ctx context.Context, c ToolRequest) ToolResult {
 	o, err := x.tools.Invoke(ctx, llm.ToolCall{ID: c.ID, Name: c.ToolName, Arguments: llm.Arguments(args)}, &loop.InvokeOptions{Timeout: x.opts.ToolTimeout})
 	switch {
 	case err != nil:
-		return ToolResult{Kind: session.KindError, ToolReq: c, Error: err.Error(), Origin: "custom_tools"}
+		return ToolResult{Kind: api.KindError, ToolReq: c, Error: err.Error(), Origin: "custom_tools"}
 	case o == nil:
-		return ToolResult{Kind: session.KindToolResult, ToolReq: c, Result: json.RawMessage(`""`)}
+		return ToolResult{Kind: api.KindToolResult, ToolReq: c, Result: json.RawMessage(`""`)}
 	}
 	text := llm.Message{Parts: o.Content}.Text()
 	if o.IsError {
-		return ToolResult{Kind: session.KindError, ToolReq: c, Error: text, Origin: "custom_tools"}
+		return ToolResult{Kind: api.KindError, ToolReq: c, Error: text, Origin: "custom_tools"}
 	}
 	b, _ := json.Marshal(text)
-	return ToolResult{Kind: session.KindToolResult, ToolReq: c, Result: b}
+	return ToolResult{Kind: api.KindToolResult, ToolReq: c, Result: b}
 }

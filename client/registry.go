@@ -7,17 +7,17 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/api"
 )
 
 // The registries' entries, as the API takes and returns them.
 type (
 	// AgentSpec is a registered agent (/api/v2/agents).
-	AgentSpec = session.AgentSpec
+	AgentSpec = api.AgentSpec
 	// EnvironmentSpec is a registered environment (/api/v2/environments).
-	EnvironmentSpec = session.EnvironmentSpec
+	EnvironmentSpec = api.EnvironmentSpec
 	// SkillSpec is a registered skill (/api/v2/skills).
-	SkillSpec = session.SkillSpec
+	SkillSpec = api.SkillSpec
 )
 
 // Ref is a reference by name to a registered entry (or, among

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -146,6 +147,17 @@ type Options struct {
 
 	// Logger receives debug logs of the run; nil discards them.
 	Logger *slog.Logger
+
+	// BeforeTurn, when non-nil, is called before each model request of
+	// a run (the first included), on the run's goroutine, with the turn
+	// it is about to make. Returning false stops the run there, between
+	// two turns: it ends with [StatusYielded] and a [Suspension] without
+	// calls that [Agent.Resume] continues (its ResumeInput.Messages are
+	// appended before the next turn). A caller uses it to let outside
+	// input in between steps: a durable runtime yields, applies the
+	// input, and resumes from its checkpoint. Agents run by [AgentTool]
+	// do not inherit it. Nil costs one nil check per turn.
+	BeforeTurn func(ctx context.Context, next NextTurn) bool
 
 	// Observer, when non-nil, watches the agent's runs: their model
 	// requests, tool calls, retries and compactions (see [Observer];

@@ -37,8 +37,8 @@ const (
 	// [Agent.RunLoop]); Result.Answer and the transcript hold only the
 	// attempt that succeeded.
 	ChunkRetry ChunkType = "retry"
-	// ChunkTurnEnd closes the model's answer: Usage and FinishReason are
-	// set. The tool chunks of the turn follow.
+	// ChunkTurnEnd closes the model's answer: Usage, FinishReason,
+	// Model and Messages are set. The tool chunks of the turn follow.
 	ChunkTurnEnd ChunkType = "turn_end"
 	// ChunkApprovalRequest says a call waits for the Approver.
 	ChunkApprovalRequest ChunkType = "approval_request"
@@ -86,6 +86,17 @@ type Chunk struct {
 	Usage *llm.Usage `json:"usage,omitempty"`
 	// FinishReason is why the model stopped, on turn_end.
 	FinishReason llm.FinishReason `json:"finish_reason,omitempty"`
+	// Model is the model that answered, as the provider named it, on
+	// turn_end (empty if it did not say).
+	Model string `json:"-"`
+	// Messages is the run's transcript as the turn left it, on
+	// turn_end: the messages the request sent, then the assistant
+	// message exactly as the run appended it (calls dropped on a final
+	// turn, call IDs made unique; see [llm.ToolCall]). A consumer can
+	// store it as the checkpoint the turn's calls continue from. It
+	// shares the run's memory: read it, do not change it. Messages and
+	// Model are left out of JSON: the deltas carried the answer.
+	Messages []llm.Message `json:"-"`
 	// Retry describes the wait before the next attempt, on retry.
 	Retry *RetryInfo `json:"retry,omitempty"`
 	// Compaction describes what a compaction did, on compaction.

@@ -18,6 +18,11 @@ const (
 	StatusSuspended Status = "suspended"
 	// StatusFailed: a fatal error ended the run; Result.Err says which.
 	StatusFailed Status = "failed"
+	// StatusYielded: [Options.BeforeTurn] stopped the run between two
+	// turns. Result.Suspension holds the transcript as it stood (no
+	// calls wait) and the accounting so far; [Agent.Resume] continues
+	// it, with ResumeInput.Messages appended before the next turn.
+	StatusYielded Status = "yielded"
 )
 
 // A Result is the outcome of a run.
@@ -37,7 +42,8 @@ type Result struct {
 	// or "max_output_tokens"), if one was; the last turn then asked the
 	// model for a final answer without tools.
 	Budget string `json:"budget,omitempty"`
-	// Suspension is set when Status is StatusSuspended.
+	// Suspension is set when Status is StatusSuspended or
+	// StatusYielded.
 	Suspension *Suspension `json:"suspension,omitempty"`
 	// Err is the error that ended a failed run.
 	Err error `json:"-"`
@@ -69,10 +75,11 @@ type TurnInfo struct {
 // process or another, to continue exactly where the run stopped.
 type Suspension struct {
 	// Messages is the transcript up to and including the assistant
-	// message that made the calls.
+	// message that made the calls; for a yielded run (no Calls), the
+	// transcript between the two turns.
 	Messages []llm.Message `json:"messages"`
 	// Calls holds every call of that message, in order, with the result
-	// of those that finished.
+	// of those that finished; empty for a yielded run.
 	Calls []SuspendedCall `json:"calls"`
 	// Turn is the number of the turn that made the calls.
 	Turn int `json:"turn"`

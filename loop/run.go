@@ -103,6 +103,8 @@ type run struct {
 	res     Result
 
 	outAttempts int // final answers checked against the output schema
+	// callIDs are the IDs of the transcript's calls (see usedCallIDs).
+	callIDs map[string]bool
 
 	// ctxTokens is the provider's count of the last request and its
 	// answer, which ends at msgs[ctxLen-1]; ctxLen is 0 when no count
@@ -157,6 +159,10 @@ func (r *run) loop(ctx context.Context) {
 	}
 	for {
 		budget := r.budgetSpent()
+		if r.a.opts.BeforeTurn != nil && !r.a.opts.BeforeTurn(ctx, NextTurn{Turn: r.turn + 1, Budget: budget}) {
+			r.yieldRun()
+			return
+		}
 		final := budget != ""
 		if final {
 			r.res.Budget = budget
@@ -173,8 +179,12 @@ func (r *run) loop(ctx context.Context) {
 		if final {
 			msg.Parts = slices.DeleteFunc(slices.Clone(msg.Parts), func(p llm.Part) bool { return p.Kind == llm.PartToolCall })
 		}
-		normalizeCalls(&msg, r.turn)
+		r.normalizeCalls(&msg)
 		r.msgs = append(r.msgs, msg)
+		usage := resp.Usage
+		if !r.emit(Chunk{Type: ChunkTurnEnd, Usage: &usage, FinishReason: resp.FinishReason, Model: resp.Model, Messages: r.msgs}) {
+			return
+		}
 		calls := msg.ToolCalls()
 		if len(calls) == 0 {
 			r.res.Answer = msg.Text()
@@ -207,24 +217,53 @@ func (r *run) loop(ctx context.Context) {
 	}
 }
 
+// NextTurn describes the model request a run is about to make, for
+// [Options.BeforeTurn].
+type NextTurn struct {
+	// Turn is the number the request will have (see Chunk.Turn).
+	Turn int
+	// Budget names the budget that makes it the run's last turn, one
+	// that asks for a final answer without tools ("max_turns",
+	// "max_duration" or "max_output_tokens"; see [Result.Budget]);
+	// empty for an ordinary turn.
+	Budget string
+}
+
+// Final reports whether the turn asks for a final answer without tools.
+func (t NextTurn) Final() bool { return t.Budget != "" }
+
+// yieldRun ends the run between two turns, as BeforeTurn asked.
+func (r *run) yieldRun() {
+	r.res.Suspension = r.suspension(nil)
+	r.end(StatusYielded)
+}
+
+// suspension is the run as it stands, waiting for calls.
+func (r *run) suspension(calls []SuspendedCall) *Suspension {
+	return &Suspension{
+		Messages: slices.Clone(r.msgs),
+		Calls:    calls,
+		Turn:     r.turn,
+		Usage:    r.res.Usage,
+		Turns:    slices.Clone(r.res.Turns),
+		Elapsed:  time.Since(r.start),
+
+		TraceParent: r.traceParent(),
+	}
+}
+
 // appendResults appends the tool message of a finished set of calls, or
 // suspends the run if some still wait; it reports whether the loop goes on.
 func (r *run) appendResults(states []SuspendedCall) bool {
 	for _, s := range states {
 		if s.Result == nil {
-			r.res.Suspension = &Suspension{
-				Messages: slices.Clone(r.msgs),
-				Calls:    states,
-				Turn:     r.turn,
-				Usage:    r.res.Usage,
-				Turns:    slices.Clone(r.res.Turns),
-				Elapsed:  time.Since(r.start),
-
-				TraceParent: r.traceParent(),
-			}
+			r.res.Suspension = r.suspension(states)
 			r.end(StatusSuspended)
 			return false
 		}
+	}
+	if len(states) == 0 {
+		return !r.stopped // a yielded run resumed: no calls to answer
 	}
 	tm := llm.Message{Role: llm.RoleTool, Parts: make([]llm.Part, len(states))}
 	for i, s := range states {
@@ -269,10 +308,6 @@ func (r *run) callModel(ctx context.Context, final bool) (resp *llm.Response, er
 			info := TurnInfo{Usage: resp.Usage, FinishReason: resp.FinishReason, Retries: attempt - 1}
 			r.res.Turns = append(r.res.Turns, info)
 			r.res.Usage.Add(resp.Usage)
-			usage := resp.Usage
-			if !r.emit(Chunk{Type: ChunkTurnEnd, Usage: &usage, FinishReason: resp.FinishReason}) {
-				return nil, context.Canceled
-			}
 			return resp, nil
 		}
 		if r.stopped {
@@ -382,17 +417,20 @@ func (s *streamCalls) get(i int) ToolCallInfo {
 }
 
 // normalizeCalls makes the calls of msg safe to keep: every call gets a
-// non-empty ID unique within the message, so results and resumptions can be
-// matched by ID, and invalid UTF-8 in IDs, names and arguments is replaced,
-// so what the run holds is what every JSON encoding of it carries (a stored
-// call then matches its result after a round trip).
-func normalizeCalls(msg *llm.Message, turn int) {
-	seen := make(map[string]bool)
+// non-empty ID that no other call of the run's transcript has, so results
+// and resumptions can be matched by ID and a late or repeated result can
+// never answer the wrong call (some models number their calls from 0 each
+// turn); invalid UTF-8 in IDs, names and arguments is replaced, so what
+// the run holds is what every JSON encoding of it carries (a stored call
+// then matches its result after a round trip). IDs that are already
+// unique are kept.
+func (r *run) normalizeCalls(msg *llm.Message) {
 	cloned := false
 	for i, p := range msg.Parts {
 		if p.Kind != llm.PartToolCall || p.ToolCall == nil {
 			continue
 		}
+		seen := r.usedCallIDs()
 		tc := p.ToolCall
 		valid := utf8.ValidString(tc.ID) && utf8.ValidString(tc.Name) && utf8.Valid(tc.Arguments)
 		if valid && tc.ID != "" && !seen[tc.ID] {
@@ -403,7 +441,7 @@ func normalizeCalls(msg *llm.Message, turn int) {
 		c.ID, c.Name = strings.ToValidUTF8(c.ID, "\uFFFD"), strings.ToValidUTF8(c.Name, "\uFFFD")
 		c.Arguments = c.Arguments.Sanitize()
 		if c.ID == "" || seen[c.ID] {
-			c.ID = "call_" + strconv.Itoa(turn) + "_" + strconv.Itoa(i)
+			c.ID = "call_" + strconv.Itoa(r.turn) + "_" + strconv.Itoa(i)
 			for seen[c.ID] {
 				c.ID += "_"
 			}
@@ -414,6 +452,23 @@ func normalizeCalls(msg *llm.Message, turn int) {
 		}
 		msg.Parts[i].ToolCall = &c
 	}
+}
+
+// usedCallIDs returns the IDs of the calls in the run's transcript,
+// collected at the first call the run makes and kept up to date by
+// normalizeCalls: a run without calls never pays for it.
+func (r *run) usedCallIDs() map[string]bool {
+	if r.callIDs == nil {
+		r.callIDs = make(map[string]bool)
+		for _, m := range r.msgs {
+			for _, p := range m.Parts {
+				if p.Kind == llm.PartToolCall && p.ToolCall != nil {
+					r.callIDs[p.ToolCall.ID] = true
+				}
+			}
+		}
+	}
+	return r.callIDs
 }
 
 func (r *run) fail(err error) {

@@ -164,6 +164,8 @@ func (t *agentTool) call(ctx context.Context, call *Call) (*Output, error) {
 			t.child.opts.Logger.WarnContext(ctx, "sub-agent refused its resume input", "agent", t.name, "err", res.Err)
 		}
 		return nil, &agentPending{s: res.Suspension}
+	case StatusYielded:
+		return ErrorOutput(fmt.Sprintf("agent %q stopped before its answer: its BeforeTurn hook ended the run", t.name)), nil
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

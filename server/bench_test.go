@@ -67,7 +67,7 @@ func benchEnv(b *testing.B, open openStore, start bool) (*env, chan struct{}) {
 	st := open(b)
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{MaxSteps: 1 << 20})
 	if start {
-		if err := m.Start(); err != nil {
+		if err := m.Start(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 	}

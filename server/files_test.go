@@ -49,7 +49,7 @@ func newFilesEnv(t *testing.T, st store.Store, root string, model *openaitest.Se
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{
 		Agents: map[string]*session.AgentConfig{"worker": workerAgent(t, root)},
 	})
-	if err := m.Start(); err != nil {
+	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: root})))

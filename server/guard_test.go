@@ -40,7 +40,7 @@ func newBrowserEnv(t *testing.T, keys, corsOrigins []string) *browserEnv {
 	}
 	t.Cleanup(func() { st.Close() })
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, nil)
-	if err := m.Start(); err != nil {
+	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(nil)

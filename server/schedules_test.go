@@ -61,7 +61,7 @@ func newScheduleEnv(t *testing.T, replies ...openaitest.Reply) *scheduleEnv {
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{
 		Agents: map[string]*session.AgentConfig{"reporter": {Description: "Writes the nightly report"}},
 	})
-	if err := m.Start(); err != nil {
+	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	clock := &fakeClock{now: time.Date(2026, 3, 28, 6, 58, 0, 0, time.UTC)}

@@ -3,7 +3,7 @@
 // event types and status codes), on top of a [session.Manager].
 //
 //	m := session.New(st, model, nil)
-//	m.Start()
+//	m.Start(ctx)
 //	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: server.New(m, &server.Options{
 //		APIKeys:      keys,
 //		AllowedHosts: []string{"localhost:8080", "127.0.0.1:8080", "[::1]:8080"},
@@ -119,6 +119,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hrns-dev/hrns/api"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/session/schedule"
 	"github.com/hrns-dev/hrns/session/webhook"
@@ -431,7 +432,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, owner string) er
 		}
 		return err
 	}
-	var req session.Request
+	var req api.Request
 	if err := decodeBytes(body, &req); err != nil {
 		return err
 	}
@@ -575,10 +576,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, owner string) erro
 	p := &session.ListParams{Page: q.int("page", 1, 1, 1<<30), Size: q.int("size", 10, 1, 100)}
 	for _, st := range r.URL.Query()["status"] {
 		for _, one := range strings.Split(st, ",") {
-			status := session.Status(one)
+			status := api.Status(one)
 			switch status {
-			case session.StatusQueued, session.StatusPending, session.StatusRunning, session.StatusPaused, session.StatusIdle,
-				session.StatusAwaitingToolResults, session.StatusCompleted, session.StatusFailed, session.StatusTimedOut, session.StatusInterrupted:
+			case api.StatusQueued, api.StatusPending, api.StatusRunning, api.StatusPaused, api.StatusIdle,
+				api.StatusAwaitingToolResults, api.StatusCompleted, api.StatusFailed, api.StatusTimedOut, api.StatusInterrupted:
 				p.Statuses = append(p.Statuses, status)
 			default:
 				q.add("status", fmt.Sprintf("Input should be a session state, not %q", one), one)
@@ -744,7 +745,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 			}
 			return nil
 		}
-		status := session.Status("")
+		status := api.Status("")
 		if c == nil {
 			fmt.Fprint(w, ": keep-alive\n\n")
 			if st, err := s.m.Status(r.Context(), owner, id); err == nil {
@@ -775,9 +776,9 @@ func mustJSON(v any) []byte {
 
 func (s *Server) messages(w http.ResponseWriter, r *http.Request, owner string) error {
 	var body struct {
-		Type     string                `json:"type"`
-		Messages []session.UserMessage `json:"messages"`
-		session.UserMessage
+		Type     string            `json:"type"`
+		Messages []api.UserMessage `json:"messages"`
+		api.UserMessage
 	}
 	if err := decode(r, &body); err != nil {
 		return err
@@ -785,7 +786,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, owner string) 
 	msgs := body.Messages
 	if body.Type != "batch" {
 		body.UserMessage.Type = body.Type
-		msgs = []session.UserMessage{body.UserMessage}
+		msgs = []api.UserMessage{body.UserMessage}
 	} else if len(msgs) == 0 {
 		return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"body", "messages"}, Msg: "List should have at least 1 item", Type: "too_short"}}}
 	}
@@ -819,7 +820,7 @@ func (s *Server) toolResults(w http.ResponseWriter, r *http.Request, owner strin
 			return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"body", "results"}, Msg: "List should have at least 1 item", Type: "too_short"}}}
 		}
 	}
-	var results []session.ToolResult
+	var results []api.ToolResult
 	var fields []session.FieldError
 	for i, raw := range items {
 		loc := []any{"body"}
@@ -842,8 +843,8 @@ func (s *Server) toolResults(w http.ResponseWriter, r *http.Request, owner strin
 
 // parseResult reads one result, telling the kinds apart as the API does:
 // by "kind", else by its fields.
-func parseResult(raw json.RawMessage, loc []any) (session.ToolResult, []session.FieldError) {
-	var res session.ToolResult
+func parseResult(raw json.RawMessage, loc []any) (api.ToolResult, []session.FieldError) {
+	var res api.ToolResult
 	var probe struct {
 		Kind    string           `json:"kind"`
 		ToolReq *json.RawMessage `json:"tool_req"`
@@ -858,15 +859,15 @@ func parseResult(raw json.RawMessage, loc []any) (session.ToolResult, []session.
 		return res, []session.FieldError{{Loc: loc, Msg: err.Error(), Type: "value_error"}}
 	}
 	if res.Kind == "" {
-		res.Kind = session.KindToolResult
+		res.Kind = api.KindToolResult
 		if probe.ToolReq == nil && probe.Error != nil || probe.Error != nil && probe.Origin != nil {
-			res.Kind = session.KindError
+			res.Kind = api.KindError
 		}
 	}
 	var errs []session.FieldError
 	switch res.Kind {
-	case session.KindToolResult:
-	case session.KindError:
+	case api.KindToolResult:
+	case api.KindError:
 		if probe.Error == nil {
 			errs = append(errs, session.FieldError{Loc: at("error"), Msg: "Field required", Type: "missing"})
 		}
@@ -878,7 +879,7 @@ func parseResult(raw json.RawMessage, loc []any) (session.ToolResult, []session.
 	}
 	// An error_event may come without tool_req (the reference allows
 	// it): the agent reads it as a message (see Manager.PostToolResults).
-	if res.Kind == session.KindToolResult && (probe.ToolReq == nil || res.ToolReq.ID == "") {
+	if res.Kind == api.KindToolResult && (probe.ToolReq == nil || res.ToolReq.ID == "") {
 		errs = append(errs, session.FieldError{Loc: at("tool_req", "id"), Msg: "Field required: the id of the pending call", Type: "missing"})
 	}
 	return res, errs
@@ -886,16 +887,16 @@ func parseResult(raw json.RawMessage, loc []any) (session.ToolResult, []session.
 
 func (s *Server) approvals(w http.ResponseWriter, r *http.Request, owner string) error {
 	var body struct {
-		Type      string             `json:"type"`
-		Decisions []session.Decision `json:"decisions"`
-		session.Decision
+		Type      string         `json:"type"`
+		Decisions []api.Decision `json:"decisions"`
+		api.Decision
 	}
 	if err := decode(r, &body); err != nil {
 		return err
 	}
 	ds := body.Decisions
 	if body.Type != "batch" {
-		ds = []session.Decision{body.Decision}
+		ds = []api.Decision{body.Decision}
 	}
 	var fields []session.FieldError
 	for i, d := range ds {
@@ -931,7 +932,7 @@ func (s *Server) feedback(w http.ResponseWriter, r *http.Request, owner string) 
 	if body.Success == nil {
 		return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"body", "success"}, Msg: "Field required", Type: "missing"}}}
 	}
-	fb := session.Feedback{Success: *body.Success, Message: body.Message}
+	fb := api.Feedback{Success: *body.Success, Message: body.Message}
 	var err error
 	if raw := r.PathValue("event_index"); raw != "" {
 		i, perr := strconv.ParseInt(raw, 10, 64)

@@ -64,7 +64,7 @@ func newEnv(t *testing.T, o *envOptions, replies ...openaitest.Reply) *env {
 		wrapped = o.wrap(st)
 	}
 	m := session.New(wrapped, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, o.session)
-	if err := m.Start(); err != nil {
+	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}})))

@@ -86,7 +86,7 @@ func newUIEnvWrapped(t *testing.T, wrap func(http.Handler) http.Handler, replies
 		Toolsets: map[string]*loop.Toolset{"deploy": loop.MustToolset(deploy), "files": files, "shell": shell, "todo": tools.Todo(), "chart": loop.MustToolset(chart)},
 		Prices:   pricing.Table{"test-model": {Input: 1000, Output: 2000}},
 	})
-	if err := m.Start(); err != nil {
+	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()

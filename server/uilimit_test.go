@@ -142,7 +142,7 @@ func TestLoginRateLimited(t *testing.T) {
 	}
 	defer st.Close()
 	m := session.New(st, llmtest.NewModel(), nil)
-	if err := m.Start(); err != nil {
+	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	defer m.Stop(context.Background())

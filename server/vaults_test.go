@@ -97,7 +97,7 @@ func newVaultEnv(t *testing.T, keys string, now time.Time, replies ...openaitest
 		Vaults:       svc.SessionTools(),
 		Logger:       log,
 	})
-	if err := m.Start(); err != nil {
+	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	resp := &syncBuffer{}

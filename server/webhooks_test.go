@@ -34,7 +34,7 @@ func newHookEnv(t *testing.T, replies ...openaitest.Reply) (*env, *webhook.Servi
 	}
 	t.Cleanup(func() { st.Close() })
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, nil)
-	if err := m.Start(); err != nil {
+	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	hooks := webhook.New(st, &webhook.Options{Allow: func(a netip.AddrPort) bool { return a.Addr().IsLoopback() }})

@@ -4,7 +4,7 @@
 // agent loop of package loop.
 //
 //	m := session.New(st, model, &session.Options{Environments: map[string]*loop.Toolset{"web": tools.Web(nil)}})
-//	if err := m.Start(); err != nil { ... }
+//	if err := m.Start(ctx); err != nil { ... }
 //	defer m.Stop(context.Background())
 //	v, _, err := m.Create(ctx, &session.CreateParams{Owner: "alice", Request: req, Raw: body})
 //
@@ -117,6 +117,19 @@
 // AgentErrorEvent, and the end of a run to answer_event,
 // ActiveStateChangeEvent or AgentCompletionEvent. Deltas (text,
 // reasoning, argument fragments) are not logged.
+//
+// # Running a session
+//
+// A worker runs a session's agent from its checkpoint with
+// [loop.Agent.RunLoop] or [loop.Agent.Resume] (a segment). It commits
+// each step from the loop's chunks: the transcript of a turn_end is the
+// checkpoint of the calls the step made, each tool result is committed
+// as it comes. Between steps, the loop's [loop.Options.BeforeTurn] reads
+// the session: when a message, a pause or a final-answer request came,
+// the run yields, the worker applies the input, and a new segment goes
+// on from the checkpoint. Every change of a session's state is one of
+// the transitions of machine.go, each returning the events that report
+// it (docs/architecture.md, "The session state machine").
 //
 // # Client-side tools and approvals
 //

@@ -129,14 +129,14 @@ func (m *Manager) failInternal(ctx context.Context, id, msg string) {
 		if !keep {
 			st = &state{}
 		}
-		finish(s, st, StatusFailed, msg, CodeInternal)
+		events := finish(s, st, outcomeFailed(CodeInternal, msg))
 		derive(s, st)
 		if keep {
 			if b, err := json.Marshal(st); err == nil {
 				s.State = b
 			}
 		}
-		err = m.st.UpdateSession(ctx, s, []store.Event{event(EventAgentError, map[string]string{"error": msg})}, &store.UpdateOptions{Lease: m.owner, Release: true})
+		err = m.st.UpdateSession(ctx, s, events, &store.UpdateOptions{Lease: m.owner, Release: true})
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}

@@ -71,7 +71,7 @@ func newLogged(t *testing.T, st store.Store, model llm.Model, opts *session.Opti
 
 func start(t *testing.T, m *session.Manager) {
 	t.Helper()
-	if err := m.Start(); err != nil {
+	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -291,7 +291,7 @@ func TestCleanStopsDoNotCount(t *testing.T) {
 	for i := range 5 {
 		blocked := llmtest.NewModel(llmtest.Reply{Block: true})
 		m := session.New(st, blocked, nil)
-		m.Start()
+		m.Start(context.Background())
 		if i == 0 {
 			id = create(t, m, `{"agent":{"name":"a"},"messages":"hi"}`).ID
 		}

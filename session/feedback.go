@@ -10,13 +10,6 @@ import (
 	"github.com/hrns-dev/hrns/store"
 )
 
-// Feedback is a caller's judgement of a session or of one of its events
-// (the reference's Feedback): whether it succeeded, and why.
-type Feedback struct {
-	Success bool    `json:"success"`
-	Message *string `json:"message,omitempty"`
-}
-
 // maxFeedback bounds the bytes of a feedback message.
 const maxFeedback = 64 << 10
 

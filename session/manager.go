@@ -323,7 +323,7 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 			if req.Queue != nil && !*req.Queue {
 				return nil, false, ErrQuotaExceeded
 			}
-			st.Phase = phaseQueued
+			st.toQueued()
 			derive(s, st)
 			if s.State, err = json.Marshal(st); err != nil {
 				return nil, false, err
@@ -351,18 +351,6 @@ var activeStatuses = []string{string(StatusPending), string(StatusRunning), stri
 func (m *Manager) active(ctx context.Context, owner string) (int, error) {
 	_, n, err := m.st.ListSessions(ctx, &store.ListParams{Owner: owner, Statuses: activeStatuses, Limit: 1})
 	return n, err
-}
-
-// Quota is the owner's concurrent-session quota, as GET
-// /api/v2/sessions/quota shows it.
-type Quota struct {
-	// Scope is "user": the limit applies to each API key.
-	Scope string `json:"scope"`
-	// Limit is [Options.MaxActiveSessions]; without a limit it is the
-	// largest 32-bit integer.
-	Limit     int `json:"limit"`
-	Active    int `json:"active"`
-	Available int `json:"available"`
 }
 
 // unlimited is the limit a quota shows when there is none.
@@ -409,8 +397,7 @@ func (m *Manager) promote(ctx context.Context, owner string) {
 			if st.Phase != phaseQueued {
 				return nil, errNoChange
 			}
-			st.Phase = phaseNew // its AgentStartedEvent comes when a worker starts it
-			return nil, nil
+			return st.toNew(), nil
 		})
 		if err != nil {
 			m.log.Error("starting a queued session", "session", q.ID, "err", err)
@@ -794,10 +781,9 @@ func (m *Manager) PostToolResults(ctx context.Context, owner, id string, results
 			return nil, errNoChange
 		}
 		if st.Phase == phaseIdle {
-			st.Phase, st.IdleUntil = phaseRun, time.Time{}
-			events = append(events, activeStateEvent(st, "running"))
+			events = append(events, st.toRun()...)
 		}
-		return append(events, m.settle(st)...), nil
+		return append(events, st.settle()...), nil
 	})
 }
 
@@ -808,24 +794,6 @@ func callerError(st *state, r ToolResult) store.Event {
 	st.NextInID++
 	st.Inbox = append(st.Inbox, inboxMessage{ID: st.NextInID, Message: llm.Message{Role: llm.RoleUser, Parts: []llm.Part{llm.TextPart(text)}}})
 	return agentEvent(AgentEventData{Kind: KindError, Error: r.Error, Origin: r.Origin})
-}
-
-// settle republishes the pending calls of a waiting session after some
-// were answered, and sets it running when none waits any more.
-func (m *Manager) settle(st *state) []store.Event {
-	if st.Phase != phaseWait {
-		return nil
-	}
-	if st.settled() {
-		st.Phase = phaseRun
-		if st.Paused {
-			// It runs once resumed, and says so then.
-			st.RunningUnannounced = true
-			return nil
-		}
-		return []store.Event{activeStateEvent(st, "running")}
-	}
-	return []store.Event{activeStateEvent(st, string(StatusAwaitingToolResults))}
 }
 
 // answeredBefore reports whether the transcript holds a result for the
@@ -903,7 +871,7 @@ func (m *Manager) Decide(ctx context.Context, owner, id string, decisions []Deci
 		if !changed {
 			return nil, errNoChange
 		}
-		return append(events, m.settle(st)...), nil
+		return append(events, st.settle()...), nil
 	})
 }
 
@@ -923,52 +891,23 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 	if err := m.checkTokens(ctx, owner); err != nil {
 		return err
 	}
+	callers := make([]string, len(msgs))
+	for i := range msgs {
+		callers[i] = normalizeMessage(msgs[i]).CallerID
+	}
 	_, _, err := m.update(ctx, id, nil, func(s *store.Session, st *state) ([]store.Event, error) {
 		if s.Owner != owner {
 			return nil, ErrNotFound
 		}
-		var events []store.Event
-		if st.Phase == phaseDone {
-			if st.Spec == nil {
-				return nil, fmt.Errorf("%w: it is %s and its state is lost", ErrFinished, s.Status)
-			}
-			events = restart(s, st)
+		if st.Phase == phaseDone && st.Spec == nil {
+			return nil, fmt.Errorf("%w: it is %s and its state is lost", ErrFinished, s.Status)
 		}
-		for i, msg := range converted {
-			st.NextInID++
-			st.Inbox = append(st.Inbox, inboxMessage{ID: st.NextInID, Message: msg})
-			events = append(events, messageEvent(msg, normalizeMessage(msgs[i]).CallerID))
-		}
-		if st.Paused || st.PauseRequested {
-			events = append(events, unpause(st)...)
-		}
-		if st.Phase == phaseIdle || st.Phase == phaseDone {
-			st.Phase, st.IdleUntil = phaseRun, time.Time{}
-			events = append(events, activeStateEvent(st, "running"))
-		}
-		return events, nil
+		return receive(s, st, converted, callers, time.Now()), nil
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return ErrNotFound
 	}
 	return err
-}
-
-// restart reopens a finished session for a new message: it runs again
-// from its transcript, with its error cleared, its time budget
-// (max_time_s) counted anew from now, and any call left without a result
-// answered with an error the model reads. Its steps go on counting
-// towards max_steps.
-func restart(s *store.Session, st *state) []store.Event {
-	events := abandonPending(st, "the session ended before this call got a result")
-	st.Final, st.Paused, st.PauseRequested = "", false, false
-	st.Deadline = time.Time{}
-	if st.Spec.MaxTime > 0 {
-		st.Deadline = time.Now().Add(st.Spec.MaxTime)
-	}
-	s.Error, s.ErrorCode = "", ""
-	s.FinishedAt = time.Time{}
-	return append(events, event(EventAgentStarted, struct{}{}))
 }
 
 // Pause pauses the session: a running agent stops before its next step,
@@ -979,13 +918,7 @@ func (m *Manager) Pause(ctx context.Context, owner, id string) error {
 		if st.Paused || st.PauseRequested {
 			return nil, errNoChange
 		}
-		events := []store.Event{flowEvent("pause")}
-		if st.Phase == phaseRun {
-			st.PauseRequested = true
-			return events, nil
-		}
-		st.Paused = true
-		return append(events, event(EventRunStatusChange, map[string]string{"status": "paused"})), nil
+		return pause(st), nil
 	})
 }
 
@@ -999,59 +932,16 @@ func (m *Manager) Resume(ctx context.Context, owner, id string) error {
 	})
 }
 
-// unpause undoes a pause. A session whose calls were answered while it
-// was paused announces now that it runs (settle does not while paused).
-func unpause(st *state) []store.Event {
-	events := []store.Event{flowEvent("resume")}
-	if st.Paused {
-		events = append(events, event(EventRunStatusChange, map[string]string{"status": "running"}))
-		if st.Phase == phaseRun && st.RunningUnannounced {
-			events = append(events, activeStateEvent(st, "running"))
-		}
-	}
-	st.Paused, st.PauseRequested, st.RunningUnannounced = false, false, false
-	return events
-}
-
 // ForceAnswer asks the agent for its final answer at its next step, without
 // tools. Calls it waits for are answered with an error saying so. An idle
 // session, which has answered, is left as it is.
 func (m *Manager) ForceAnswer(ctx context.Context, owner, id string) error {
 	return m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
-		if st.Final != "" || st.Phase == phaseIdle {
+		if st.Final != finalNone || st.Phase == phaseIdle {
 			return nil, errNoChange
 		}
-		st.Final = "force_answer"
-		events := []store.Event{flowEvent("force_answer")}
-		if st.Phase == phaseWait {
-			events = append(events, abandonPending(st, "the user asked for a final answer before this call got a result")...)
-			st.Phase = phaseRun
-			events = append(events, activeStateEvent(st, "running"))
-		}
-		return events, nil
+		return forceAnswer(st), nil
 	})
-}
-
-// abandonPending answers every call that still waits with an error the
-// model reads.
-func abandonPending(st *state, why string) []store.Event {
-	var events []store.Event
-	for i := range st.Checkpoint.Calls {
-		c := &st.Checkpoint.Calls[i]
-		if c.Result != nil || c.Waiting == waitRun || c.Decision != nil {
-			continue
-		}
-		msg := fmt.Sprintf("tool %q was not run: %s", c.Call.Name, why)
-		if c.Waiting == waitApproval {
-			c.Decision = &loop.ApprovalDecision{CallID: c.Call.ID, Reason: why}
-			continue // the run reports the rejection
-		}
-		c.Result = &llm.ToolResult{CallID: c.Call.ID, Name: c.Call.Name, Content: []llm.Part{llm.TextPart(msg)}, IsError: true}
-		c.Waiting = ""
-		req := toolRequest(c.Call)
-		events = append(events, agentEvent(AgentEventData{Kind: KindError, Error: msg, Origin: "hrns", ToolReq: &req}))
-	}
-	return events
 }
 
 // Cancel ends the session as interrupted, stopping a running agent at
@@ -1064,24 +954,12 @@ func (m *Manager) Cancel(ctx context.Context, owner, id string) error {
 		if st.Phase == phaseDone {
 			return nil, errNoChange
 		}
-		finish(s, st, StatusInterrupted, "", "")
-		return []store.Event{event(EventAgentCompletion, map[string]string{"reason": "stopped"})}, nil
+		return finish(s, st, outcomeInterrupted), nil
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return ErrNotFound
 	}
 	return err
-}
-
-// finish ends the session with status.
-func finish(s *store.Session, st *state, status Status, errText, code string) {
-	st.Phase = phaseDone
-	s.Status = string(status)
-	s.Error, s.ErrorCode = errText, code
-	s.FinishedAt = time.Now().UTC()
-	if s.StartedAt.IsZero() {
-		s.StartedAt = s.FinishedAt
-	}
 }
 
 func newID() string {

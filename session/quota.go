@@ -163,12 +163,11 @@ func (g *segment) modelAllowed(ctx context.Context) error {
 // quotaStopped ends a session whose owner's token quota ran out while it
 // ran: failed, with the quota's error and no error_code (the reference's
 // codes have none for it).
-func (g *segment) quotaStopped(err error) error {
+func (g *segment) quotaStopped(ctx context.Context, err error) error {
 	var qe *TokenQuotaError
 	errors.As(err, &qe)
 	msg := qe.Error() + "; the session stopped before its next model request"
-	return g.commit(func(s *store.Session, st *state) []store.Event {
-		finish(s, st, StatusFailed, msg, "")
-		return []store.Event{event(EventAgentError, map[string]string{"error": msg})}
+	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
+		return finish(s, st, outcomeFailed("", msg))
 	})
 }

@@ -48,7 +48,7 @@ func startManager(t *testing.T, st store.Store, model llm.Model, opts *session.O
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(tWriter{t}, nil))
 	m := session.New(st, model, opts)
-	if err := m.Start(); err != nil {
+	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Stop(context.Background()) })
@@ -470,7 +470,7 @@ func TestRestartResumes(t *testing.T) {
 	// The first manager's model never answers; it is stopped mid-request.
 	blocked := llmtest.NewModel(llmtest.Reply{Block: true})
 	m1 := session.New(st, blocked, nil)
-	m1.Start()
+	m1.Start(context.Background())
 	v := create(t, m1, `{"agent":{"name":"a"},"messages":"hi"}`)
 	f := &follower{t: t, m: m1, id: v.ID}
 	f.status(session.StatusRunning)
@@ -516,7 +516,7 @@ func TestRestartMidTool(t *testing.T) {
 		}
 	}
 	m1 := session.New(st, llmtest.NewModel(llmtest.Call("c1", "slow", `{}`)), opts())
-	m1.Start()
+	m1.Start(context.Background())
 	v := create(t, m1, `{"agent":"w","messages":"go"}`)
 	<-started
 	if err := m1.Stop(t.Context()); err != nil {

@@ -44,8 +44,8 @@ type state struct {
 	// resumed.
 	RunningUnannounced bool `json:"running_unannounced,omitempty"`
 	// Final makes the next model request ask for a final answer without
-	// tools: "force_answer" or "timeout".
-	Final string `json:"final,omitempty"`
+	// tools, and says why.
+	Final finalReason `json:"final,omitempty"`
 
 	Steps int                  `json:"steps"`
 	Usage map[string]llm.Usage `json:"usage,omitempty"`

@@ -113,13 +113,13 @@ func delegateDescription(subs []subagent) string {
 // is idempotent per parent and call, so a run repeated after a crash
 // finds the same children. A call the child cannot be created for gets
 // an error result at once.
-func (g *segment) startChildren(calls []callState) []callState {
+func (g *segment) startChildren(ctx context.Context, calls []callState) []callState {
 	for i := range calls {
 		c := &calls[i]
 		if c.Call.Name != delegateTool || len(g.sp.Subagents) == 0 || c.Result != nil || c.Child != "" {
 			continue
 		}
-		id, err := g.startChild(c.Call)
+		id, err := g.startChild(ctx, c.Call)
 		if err != nil {
 			c.Result = &llm.ToolResult{CallID: c.Call.ID, Name: c.Call.Name, IsError: true, Content: []llm.Part{llm.TextPart(err.Error())}}
 			c.Waiting = ""
@@ -130,7 +130,7 @@ func (g *segment) startChildren(calls []callState) []callState {
 	return calls
 }
 
-func (g *segment) startChild(call llm.ToolCall) (string, error) {
+func (g *segment) startChild(ctx context.Context, call llm.ToolCall) (string, error) {
 	var in struct {
 		Agent string `json:"agent"`
 		Task  string `json:"task"`
@@ -149,7 +149,7 @@ func (g *segment) startChild(call llm.ToolCall) (string, error) {
 	parent := g.id
 	req := &Request{Agent: ref, Messages: Messages{{Type: "user_message", Message: in.Task, CallerID: "agent:" + g.sp.Agent}}, ParentSessionID: &parent}
 	raw, _ := json.Marshal(req)
-	v, _, err := g.m.create(g.ctx, &CreateParams{Owner: g.owner, Request: req, Raw: raw, IdempotencyKey: "subagent:" + parent + ":" + call.ID}, true)
+	v, _, err := g.m.create(ctx, &CreateParams{Owner: g.owner, Request: req, Raw: raw, IdempotencyKey: "subagent:" + parent + ":" + call.ID}, true)
 	if err != nil {
 		return "", fmt.Errorf("delegate: the subagent's session could not be created: %v", err)
 	}
@@ -225,7 +225,7 @@ func (m *Manager) deliver(ctx context.Context, child *store.Session) {
 		if isErr {
 			ev = agentEvent(AgentEventData{Kind: KindError, ToolReq: &req, Error: text, Origin: "subagent"})
 		}
-		return append([]store.Event{ev}, m.settle(st)...), nil
+		return append([]store.Event{ev}, st.settle()...), nil
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, ErrNotFound) {
 		m.log.Error("giving a subagent's answer to its parent", "session", child.ID, "parent", child.ParentID, "err", err)

@@ -21,7 +21,7 @@ func TestChildEndLostIsFound(t *testing.T) {
 	)
 	m := session.New(openStore(t), model, &session.Options{Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))})
 	session.SetLostDelivery(m, 20*time.Millisecond)
-	if err := m.Start(); err != nil {
+	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Stop(context.Background()) })

@@ -1,9 +1,10 @@
 // Package store defines where the sessions of [hrns serve] live: the
 // [Store] interface, its data types, and the rules every implementation
-// follows. Package store/sqlite implements it in one embedded file; a
-// PostgreSQL implementation shared by several server processes can follow
-// without changing the interface (sessions are owned through leases, and
-// wake-ups go through [Store.Subscribe]).
+// follows. Package store/sqlite implements it in one embedded file, and
+// package store/postgres in a PostgreSQL database that several server
+// processes share (sessions are owned through leases, wake-ups go through
+// [Store.Subscribe], and each process records its heartbeat: see
+// [Replicas]). Both pass the same conformance suite, store/storetest.
 //
 // # What a store holds
 //

@@ -226,7 +226,7 @@ func newFuzzStack(f *testing.F) *fuzzStack {
 	}
 	f.Cleanup(func() { st.Close() })
 	m := session.New(st, model, &session.Options{Retry: fastRetry, Workers: 4})
-	if err := m.Start(); err != nil {
+	if err := m.Start(context.Background()); err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { m.Stop(context.Background()) })

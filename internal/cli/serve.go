@@ -260,7 +260,9 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return err
 	}
-	if err := m.Start(); err != nil {
+	// The workers stop with m.Stop, after the HTTP server: a signal
+	// cancels ctx first.
+	if err := m.Start(context.WithoutCancel(ctx)); err != nil {
 		ln.Close()
 		return err
 	}

@@ -1,0 +1,572 @@
+package session
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/store"
+)
+
+// The prompts that ask for the final answer without tools, by why it is
+// asked for.
+const (
+	finalPromptBudget = "Stop here: this session's limit is reached ({budget}). Do not call any more tools; give your final answer now, based on what you have found so far."
+	finalPromptForced = "Stop here: the user asks for your final answer now. Do not call any more tools; give your final answer based on what you have found so far."
+	finalPromptTime   = "Stop here: this session's time limit is reached. Do not call any more tools; give your final answer now, based on what you have found so far."
+)
+
+// A segment is one run of the loop for a session, from its checkpoint to
+// the next wait, end or yield. It turns the run's chunks into commits:
+// each step is committed with the exact transcript it continues from
+// (the loop's turn_end carries it), and between steps the loop's
+// BeforeTurn hook asks the session whether the caller's input (a
+// message, a pause, a final-answer request) must come first; if so the
+// run yields and the worker goes on from the last checkpoint.
+type segment struct {
+	// fixed at creation
+	m     *Manager
+	id    string
+	owner string
+	sp    *spec
+	tools *loop.Toolset
+	perms *loop.Permissions
+	// delivered are the inbox messages given to this run.
+	delivered []int64
+
+	// turns counts the BeforeTurn calls; final says whether the last
+	// turn started asked for the final answer.
+	turns int
+	final bool
+	// yield is why BeforeTurn stopped the run: errYield to apply the
+	// caller's input, errStopped when the session ended meanwhile, or
+	// the store's error reading it.
+	yield error
+
+	// answer holds the state change and events of a step that made no
+	// call: they are committed with the end of the run.
+	answer       func(s *store.Session, st *state)
+	answerEvents []store.Event
+}
+
+// runSegment runs the loop from the session's checkpoint.
+func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) error {
+	sp := st.Spec
+	if !st.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ctx, st.Deadline.Add(m.opts.TimeoutGrace), errHardDeadline)
+		defer cancel()
+	}
+	g := &segment{m: m, id: s.ID, owner: s.Owner, sp: sp}
+	server, closeEnv, err := m.toolsets(sp, s.ID)
+	if err != nil {
+		return g.fail(ctx, fmt.Errorf("the session's agent cannot run here: %w", err))
+	}
+	// The session's own environments (a browser) live as long as this run.
+	if closeEnv != nil {
+		defer func() { closeEnv(m.ended(s.ID)) }()
+	}
+	client := &loop.Toolset{}
+	for _, t := range sp.ClientTools {
+		if err := client.Add(loop.NewClientTool(t.Name, t.Description, t.InputSchema)); err != nil {
+			return g.fail(ctx, err)
+		}
+	}
+	if len(sp.Subagents) > 0 {
+		if err := client.Add(loop.NewClientTool(delegateTool, delegateDescription(sp.Subagents), delegateSchema(sp.Subagents))); err != nil {
+			return g.fail(ctx, err)
+		}
+	}
+	if g.tools, err = loop.Join(server, client); err != nil {
+		return g.fail(ctx, err)
+	}
+	perms, hooks := m.policy(sp)
+	g.perms = perms
+	ctx = context.WithValue(ctx, sessionIDKey{}, s.ID)
+	var msgs []llm.Message
+	for _, in := range st.Inbox {
+		g.delivered = append(g.delivered, in.ID)
+		msgs = append(msgs, in.Message)
+	}
+	cp := st.Checkpoint
+	opts := loop.Options{
+		Model:             sp.Model,
+		FinalAnswerPrompt: finalPromptBudget,
+		ToolTimeout:       m.opts.ToolTimeout,
+		Retry:             m.opts.Retry,
+		Logger:            m.log,
+		Permissions:       perms,
+		Hooks:             hooks,
+		Observer:          m.opts.Observer,
+		BeforeTurn:        g.beforeTurn,
+		Approver: loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
+			if m.opts.AutoApprove {
+				return loop.Decision{Verdict: loop.Approve}, nil
+			}
+			return loop.Decision{Verdict: loop.Defer}, nil
+		}),
+	}
+	if sp.AnswerFormat != nil {
+		opts.OutputSchema = &loop.OutputSchema{Schema: sp.AnswerFormat}
+	}
+	switch st.Final {
+	case finalForced:
+		opts.FinalAnswerPrompt = finalPromptForced
+	case finalTimeout:
+		opts.FinalAnswerPrompt = finalPromptTime
+	}
+	if !st.Deadline.IsZero() && st.Final == finalNone {
+		opts.MaxDuration = max(time.Until(st.Deadline), time.Nanosecond)
+	}
+	var run iter.Seq[loop.Chunk]
+	if len(cp.Calls) == 0 {
+		if len(msgs) == 0 && st.Final == finalNone {
+			// Nothing new to say: the agent's last answer stands.
+			msgs, err := cp.Messages.decode()
+			if err != nil {
+				return g.fail(ctx, err)
+			}
+			return g.answered(ctx, msgs, "", "")
+		}
+		opts.MaxTurns = max(sp.MaxSteps-st.Steps, 1)
+		if st.Final != finalNone {
+			opts.MaxTurns = 1
+		}
+		history, err := cp.Messages.decode()
+		if err != nil {
+			return g.fail(ctx, err)
+		}
+		run = loop.NewAgent(m.model, g.tools, &opts).RunLoop(ctx, append(history, msgs...))
+	} else {
+		susp, in, err := resumeInput(&cp, st.Steps)
+		if err != nil {
+			return g.fail(ctx, err)
+		}
+		in.Messages = msgs
+		opts.MaxTurns = max(sp.MaxSteps, st.Steps+1)
+		if st.Final != finalNone {
+			opts.MaxTurns = st.Steps + 1
+		}
+		run = loop.NewAgent(m.model, g.tools, &opts).Resume(ctx, susp, in)
+	}
+	for c := range run {
+		if c.Depth > 0 {
+			continue // a sub-agent's chunks: its parent's call reports it
+		}
+		var err error
+		switch c.Type {
+		case loop.ChunkRetry:
+			ev := agentEvent(AgentEventData{Kind: KindError, Origin: "model",
+				Error: fmt.Sprintf("model request failed (attempt %d), retrying in %v: %v", c.Retry.Attempt, c.Retry.Delay.Round(time.Millisecond), c.Err)})
+			// A retry is no step: the attempts stay counted.
+			err = g.commitWith(ctx, g.m.leased(), func(*store.Session, *state) []store.Event { return []store.Event{ev} })
+		case loop.ChunkTurnEnd:
+			err = g.turnEnd(ctx, c)
+		case loop.ChunkAnswerRejected:
+			err = g.answerRejected(ctx, c)
+		case loop.ChunkToolCallResult, loop.ChunkToolCallError:
+			err = g.toolDone(ctx, c)
+		case loop.ChunkEnd:
+			return g.end(ctx, c.Result)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return context.Cause(ctx)
+}
+
+// beforeTurn is the run's [loop.Options.BeforeTurn]: before each step but
+// the first, it reads the session and yields to the caller's input.
+func (g *segment) beforeTurn(ctx context.Context, next loop.NextTurn) bool {
+	if g.turns > 0 {
+		if g.yield = g.control(ctx); g.yield != nil {
+			return false
+		}
+	}
+	if g.yield = g.modelAllowed(ctx); g.yield != nil {
+		return false // the owner's token quota is spent (see quota.go)
+	}
+	g.turns++
+	g.final = next.Final()
+	return true
+}
+
+// control reports errYield when the caller's input should be applied
+// before the next step: a message, a pause or a final-answer request
+// (unless the last step already asked for the final answer).
+func (g *segment) control(ctx context.Context) error {
+	_, st, err := g.m.read(ctx, g.id)
+	if err != nil {
+		return err
+	}
+	if st.Phase == phaseDone {
+		return errStopped
+	}
+	if st.PauseRequested || st.Paused || st.Final != finalNone && !g.final {
+		return errYield
+	}
+	for _, in := range st.Inbox {
+		if !slices.Contains(g.delivered, in.ID) {
+			return errYield
+		}
+	}
+	return nil
+}
+
+// resumeInput turns a checkpoint with calls into the loop's suspension
+// and the input that continues it: posted results are in the suspension,
+// decided approvals and server calls that had not finished (cut by a
+// crash or a shutdown) are approved or rejected in the input.
+func resumeInput(cp *checkpoint, steps int) (*loop.Suspension, *loop.ResumeInput, error) {
+	msgs, err := cp.Messages.decode()
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &loop.Suspension{Messages: msgs, Turn: steps, TraceParent: cp.TraceParent}
+	in := &loop.ResumeInput{}
+	for _, c := range cp.Calls {
+		sc := loop.SuspendedCall{Call: c.Call, Result: c.Result}
+		if c.Result == nil {
+			sc.Waiting = loop.PendingApproval
+			if c.Waiting == waitResult || c.Waiting == waitChild {
+				sc.Waiting = loop.PendingResult
+			}
+			switch {
+			case c.Decision != nil:
+				in.Approvals = append(in.Approvals, *c.Decision)
+			case c.Waiting == waitRun:
+				in.Approvals = append(in.Approvals, loop.ApprovalDecision{CallID: c.Call.ID, Approved: true})
+			}
+		}
+		s.Calls = append(s.Calls, sc)
+	}
+	return s, in, nil
+}
+
+// commit applies fn under the lease and commits the events it returns.
+// Each is a step of the run (or its end), which resets the count of
+// attempts to run the session.
+func (g *segment) commit(ctx context.Context, fn func(s *store.Session, st *state) []store.Event) error {
+	return g.commitWith(ctx, &store.UpdateOptions{Lease: g.m.owner, ResetAttempts: true}, fn)
+}
+
+func (g *segment) commitWith(ctx context.Context, opts *store.UpdateOptions, fn func(s *store.Session, st *state) []store.Event) error {
+	_, _, err := g.m.update(ctx, g.id, opts, func(s *store.Session, st *state) ([]store.Event, error) {
+		if st.Phase == phaseDone {
+			return nil, errStopped
+		}
+		return fn(s, st), nil
+	})
+	if errors.Is(err, store.ErrLeaseLost) {
+		return errLeaseLost
+	}
+	return err
+}
+
+// requiresApproval reports whether a call will wait for a decision, as
+// far as the permission policy tells before the run decides it (hooks,
+// which run then, may still decide otherwise: the run's suspension is
+// what counts).
+func (g *segment) requiresApproval(call llm.ToolCall) bool {
+	def, ok := g.tools.Lookup(call.Name)
+	if !ok || g.m.opts.AutoApprove {
+		return false
+	}
+	if g.perms == nil {
+		return def.RequiresApproval
+	}
+	return g.perms.Check(&def, call.Arguments.JSON()).Behavior == loop.Ask
+}
+
+// turnEnd reports the model's step. A step that made calls is committed
+// at once, with the checkpoint that holds them, before any call runs; a
+// step that answered is committed with the end of the run, so that no
+// checkpoint ends on an answer the session has not reported.
+func (g *segment) turnEnd(ctx context.Context, c loop.Chunk) error {
+	if len(c.Messages) == 0 {
+		return errors.New("session: a step ended without its transcript")
+	}
+	msg := c.Messages[len(c.Messages)-1]
+	var usage llm.Usage
+	if c.Usage != nil {
+		usage = *c.Usage
+	}
+	g.m.chargeTokens(ctx, g.owner, c.Usage)
+	model := firstNonEmpty(g.sp.Model, c.Model, "default")
+	policy := AgentEventData{Kind: KindPolicy, ToolReqs: []ToolRequest{}}
+	if t := msg.Text(); t != "" {
+		policy.Content = &t
+	}
+	var reasoning strings.Builder
+	for _, p := range msg.Parts {
+		if p.Kind == llm.PartReasoning && p.Reasoning != nil {
+			reasoning.WriteString(p.Reasoning.Text)
+		}
+	}
+	if r := reasoning.String(); r != "" {
+		policy.ReasoningContent = &r
+	}
+	calls := msg.ToolCalls()
+	client := map[string]bool{}
+	for _, t := range g.sp.ClientTools {
+		client[t.Name] = true
+	}
+	var cs []callState
+	for _, call := range calls {
+		policy.ToolReqs = append(policy.ToolReqs, toolRequest(call))
+		w := waitRun
+		switch {
+		case call.Name == delegateTool && len(g.sp.Subagents) > 0:
+			w = waitChild
+		case client[call.Name]:
+			w = waitResult
+		case g.requiresApproval(call):
+			w = waitApproval
+		}
+		cs = append(cs, callState{Call: call, Client: client[call.Name], Waiting: w})
+	}
+	var encoded transcript
+	if len(cs) > 0 {
+		encoded = encodeTranscript(c.Messages)
+	}
+	delivered := g.delivered
+	apply := func(s *store.Session, st *state) {
+		st.Steps++
+		if st.Usage == nil {
+			st.Usage = map[string]llm.Usage{}
+		}
+		u := st.Usage[model]
+		u.Add(usage)
+		st.Usage[model] = u
+		st.Inbox = slices.DeleteFunc(st.Inbox, func(in inboxMessage) bool { return slices.Contains(delivered, in.ID) })
+		if len(cs) > 0 {
+			st.Checkpoint = checkpoint{Messages: encoded, Calls: cs}
+		}
+	}
+	if len(calls) == 0 {
+		g.answer = apply
+		g.answerEvents = []store.Event{agentEvent(policy)}
+		return nil
+	}
+	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
+		apply(s, st)
+		return []store.Event{agentEvent(policy), g.metricsEvent(st)}
+	})
+}
+
+// toolDone commits the result of a server-side call (or a call refused
+// before it ran) with the checkpoint that records it: after a crash, only
+// the calls without a result run again.
+func (g *segment) toolDone(ctx context.Context, c loop.Chunk) error {
+	info := c.ToolCall
+	if info == nil {
+		return nil
+	}
+	req := toolRequest(llm.ToolCall{ID: info.ID, Name: info.Name, Arguments: llm.Arguments(info.Arguments)})
+	res := &llm.ToolResult{CallID: info.ID, Name: info.Name, Content: append([]llm.Part{llm.TextPart(c.Content)}, c.Media...)}
+	var ev store.Event
+	var observations []store.Event
+	if c.Type == loop.ChunkToolCallResult {
+		ev = agentEvent(AgentEventData{Kind: KindToolResult, ToolReq: &req, Result: resultJSON(c.Content)})
+		observations = observationEvents(&req, c.Media)
+	} else {
+		res.IsError = true
+		origin := "tool"
+		if te, ok := errors.AsType[*loop.ToolError](c.Err); ok && te.Kind == loop.ToolRefused {
+			origin = "approval"
+		}
+		ev = agentEvent(AgentEventData{Kind: KindError, Error: c.Content, Origin: origin, ToolReq: &req})
+	}
+	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
+		for i := range st.Checkpoint.Calls {
+			if cs := &st.Checkpoint.Calls[i]; cs.Call.ID == info.ID && cs.Result == nil {
+				cs.Result, cs.Waiting = res, ""
+			}
+		}
+		return append([]store.Event{ev}, observations...)
+	})
+}
+
+// observationEvents carries the images a tool returned, as the reference's
+// observation events carry screenshots.
+func observationEvents(req *ToolRequest, media []llm.Part) []store.Event {
+	var out []store.Event
+	for _, p := range media {
+		if p.Kind != llm.PartImage || p.Media == nil || len(p.Media.Data) == 0 {
+			continue
+		}
+		env := ""
+		if strings.HasPrefix(req.ToolName, "browser_") {
+			env = "web"
+		}
+		out = append(out, agentEvent(AgentEventData{Kind: KindObservation, ObservationType: env, ToolReq: req,
+			Image: &ImageContent{Type: "base64", MediaType: p.Media.MIMEType, Source: base64.StdEncoding.EncodeToString(p.Media.Data)}}))
+	}
+	return out
+}
+
+// end commits how the run ended.
+func (g *segment) end(ctx context.Context, res *loop.Result) error {
+	switch res.Status {
+	case loop.StatusCompleted:
+		return g.answered(ctx, res.Messages, res.Answer, res.Budget)
+	case loop.StatusSuspended:
+		return g.suspended(ctx, res.Suspension)
+	case loop.StatusYielded:
+		if errors.Is(g.yield, ErrTokenQuotaExceeded) {
+			return g.quotaStopped(ctx, g.yield)
+		}
+		return g.yield // the session goes on from its checkpoint
+	}
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errHardDeadline):
+		// The run's context is done; reporting why is not.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
+			return finish(s, st, outcomeTimedOut)
+		})
+	case ctx.Err() != nil:
+		return cause // shutdown, cancelled, lease lost: nothing to report
+	case errors.Is(res.Err, loop.ErrNoAnswer):
+		return g.noAnswer(ctx, res)
+	case errors.Is(res.Err, loop.ErrInvalidOutput):
+		return g.invalidAnswer(ctx, res)
+	}
+	return g.fail(ctx, res.Err)
+}
+
+// answerRejected commits a final answer that did not match the answer
+// format: its step, and an error_event saying why; the loop asks the model
+// again.
+func (g *segment) answerRejected(ctx context.Context, c loop.Chunk) error {
+	apply, events := g.answer, g.answerEvents
+	g.answer, g.answerEvents = nil, nil
+	ev := agentEvent(AgentEventData{Kind: KindError, Origin: "answer_validation", Error: fmt.Sprint(c.Err)})
+	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
+		if apply != nil {
+			apply(s, st)
+			events = append(events, g.metricsEvent(st))
+		}
+		return append(events, ev)
+	})
+}
+
+// invalidAnswer ends a session whose final answer never matched its
+// answer format (error_code answer_validation).
+func (g *segment) invalidAnswer(ctx context.Context, res *loop.Result) error {
+	encoded := encodeTranscript(res.Messages)
+	apply, events := g.answer, g.answerEvents
+	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
+		if apply != nil {
+			apply(s, st)
+			events = append(events, g.metricsEvent(st))
+		}
+		st.Checkpoint = checkpoint{Messages: encoded}
+		return append(events, finish(s, st, outcomeFailed(CodeAnswerValidation, res.Err.Error()))...)
+	})
+}
+
+// noAnswer ends a session whose model gave no answer when asked for its
+// final one: timed out when time was the limit, else failed (no_answer).
+func (g *segment) noAnswer(ctx context.Context, res *loop.Result) error {
+	encoded := encodeTranscript(res.Messages)
+	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
+		st.Checkpoint = checkpoint{Messages: encoded}
+		if st.Final == finalTimeout || res.Budget == "max_duration" {
+			return finish(s, st, outcomeTimedOut)
+		}
+		return finish(s, st, outcomeFailed(CodeNoAnswer, res.Err.Error()))
+	})
+}
+
+// answered commits the agent's answer (if the run gave one) and what
+// follows: the end of the session, a wait for the next message, or a run
+// with messages that came meanwhile.
+func (g *segment) answered(ctx context.Context, msgs []llm.Message, answer, budget string) error {
+	encoded := encodeTranscript(msgs)
+	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
+		var events []store.Event
+		if g.answer != nil {
+			g.answer(s, st)
+			events = append(events, g.answerEvents...)
+			events = append(events, g.metricsEvent(st))
+			b, _ := json.Marshal(answer)
+			if st.Spec.AnswerFormat != nil && json.Valid([]byte(answer)) {
+				b = json.RawMessage(answer) // the structured answer, validated by the loop
+			}
+			s.Answer = b
+			events = append(events, agentEvent(AgentEventData{Kind: KindAnswer, Answer: b}))
+		}
+		st.Checkpoint = checkpoint{Messages: encoded}
+		return append(events, st.afterAnswer(s, budget == "max_duration", time.Now())...)
+	})
+}
+
+// suspended commits the calls the run waits for, keeping results the
+// caller posted while it ran.
+func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
+	client := map[string]bool{}
+	for _, t := range g.sp.ClientTools {
+		client[t.Name] = true
+	}
+	encoded := encodeTranscript(susp.Messages)
+	// The delegate calls' child sessions, created before the wait is
+	// committed (idempotently: a repeated run finds the same ones).
+	var pre []callState
+	for _, sc := range susp.Calls {
+		if sc.Result == nil && sc.Call.Name == delegateTool {
+			pre = append(pre, callState{Call: sc.Call})
+		}
+	}
+	children := map[string]callState{}
+	for _, c := range g.startChildren(ctx, pre) {
+		children[c.Call.ID] = c
+	}
+	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
+		old := st.Checkpoint.Calls
+		var cs []callState
+		for _, sc := range susp.Calls {
+			c := callState{Call: sc.Call, Client: client[sc.Call.Name], Result: sc.Result}
+			if sc.Result == nil {
+				c.Waiting = waitApproval
+				if sc.Waiting == loop.PendingResult {
+					c.Waiting = waitResult
+				}
+				if ch, ok := children[sc.Call.ID]; ok {
+					c.Result, c.Waiting, c.Child = ch.Result, ch.Waiting, ch.Child
+					if ch.Child != "" && !slices.Contains(st.Children, ch.Child) {
+						st.Children = append(st.Children, ch.Child)
+					}
+				}
+				if i := slices.IndexFunc(old, func(o callState) bool { return o.Call.ID == sc.Call.ID }); i >= 0 {
+					if old[i].Result != nil {
+						c.Result, c.Waiting = old[i].Result, ""
+					} else if c.Waiting == waitApproval {
+						c.Decision = old[i].Decision
+					}
+				}
+			}
+			cs = append(cs, c)
+		}
+		st.Checkpoint = checkpoint{Messages: encoded, Calls: cs, TraceParent: susp.TraceParent}
+		return st.afterSuspend()
+	})
+}
+
+// fail ends the session as failed.
+func (g *segment) fail(ctx context.Context, err error) error {
+	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
+		return finish(s, st, outcomeFailed(CodeInternal, err.Error()))
+	})
+}
