@@ -3,14 +3,13 @@ package client
 import (
 	"context"
 	"fmt"
+	"github.com/hrns-dev/hrns/api"
 	"net/url"
 	"strings"
-
-	"github.com/hrns-dev/hrns/session"
 )
 
 // FeedbackList is the feedback given on a session and its events.
-type FeedbackList = session.FeedbackList
+type FeedbackList = api.FeedbackList
 
 // ListFeedback returns the feedback the key gave on the session and its
 // events ([Handle.Feedback], [Handle.EventFeedback]).
@@ -24,14 +23,14 @@ func (h *Handle) ListFeedback(ctx context.Context) (*FeedbackList, error) {
 // the events of the session a share URL names ([Handle.Share]), as anyone
 // with the URL may read them: the request carries no key. A revoked URL is
 // an *APIError that matches [ErrNotFound].
-func (c *Client) SharedEvents(ctx context.Context, shareURL string, page, size int) (*session.Page[Event], error) {
+func (c *Client) SharedEvents(ctx context.Context, shareURL string, page, size int) (*api.Page[Event], error) {
 	token, ok := strings.CutPrefix(shareURL, "/api/v2/shared/")
 	if !ok || token == "" || strings.Contains(token, "/") {
 		return nil, fmt.Errorf("hrns API: %q is not a share URL (/api/v2/shared/TOKEN)", shareURL)
 	}
 	anon := *c
 	anon.key = ""
-	var p session.Page[Event]
+	var p api.Page[Event]
 	_, _, err := anon.call(ctx, "GET", fmt.Sprintf("/api/v2/shared/%s/events?page=%d&size=%d", url.PathEscape(token), page, size), nil, nil, &p, true)
 	return &p, err
 }

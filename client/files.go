@@ -3,14 +3,13 @@ package client
 import (
 	"context"
 	"encoding/base64"
+	"github.com/hrns-dev/hrns/api"
 	"time"
-
-	"github.com/hrns-dev/hrns/session"
 )
 
 // TokenQuotaStatus is the key's token quota and its use in the current
 // window; Limit and Remaining are nil when the server sets no limit.
-type TokenQuotaStatus = session.TokenQuotaStatus
+type TokenQuotaStatus = api.TokenQuotaStatus
 
 // TokenQuota returns the key's token quota (GET /api/v2/quota/tokens).
 // Once it is spent, creating a session or sending a message fails with an

@@ -2,22 +2,20 @@ package client
 
 import (
 	"context"
+	"github.com/hrns-dev/hrns/api"
 	"net/url"
 	"strconv"
-
-	"github.com/hrns-dev/hrns/session"
-	"github.com/hrns-dev/hrns/session/schedule"
 )
 
 // The schedules' types, as the API returns them.
 type (
 	// Schedule is a schedule (/api/v2/schedules).
-	Schedule = schedule.Schedule
+	Schedule = api.Schedule
 	// ScheduleRun is one firing of a schedule: the session it created,
 	// or why none was.
-	ScheduleRun = schedule.Run
+	ScheduleRun = api.ScheduleRun
 	// ScheduleTiming is a cron expression in an IANA time zone.
-	ScheduleTiming = schedule.Timing
+	ScheduleTiming = api.ScheduleTiming
 )
 
 // ScheduleSpec is a new schedule: each firing creates a session from
@@ -86,8 +84,8 @@ func (c *Client) GetSchedule(ctx context.Context, id string) (*Schedule, error) 
 }
 
 // ListSchedules returns a page of this key's schedules.
-func (c *Client) ListSchedules(ctx context.Context, opts *PageOptions) (*session.Page[Schedule], error) {
-	return send[session.Page[Schedule]](ctx, c, "GET", schedulesPath+opts.query("created_at"), nil, true)
+func (c *Client) ListSchedules(ctx context.Context, opts *PageOptions) (*api.Page[Schedule], error) {
+	return send[api.Page[Schedule]](ctx, c, "GET", schedulesPath+opts.query("created_at"), nil, true)
 }
 
 // UpdateSchedule changes the fields u sets of the schedule.
@@ -125,6 +123,6 @@ func (c *Client) TriggerSchedule(ctx context.Context, id string) (*ScheduleRun, 
 
 // ScheduleRuns returns a page of the schedule's runs, the latest tick
 // first unless opts.Ascending.
-func (c *Client) ScheduleRuns(ctx context.Context, id string, opts *PageOptions) (*session.Page[ScheduleRun], error) {
-	return send[session.Page[ScheduleRun]](ctx, c, "GET", schedulePath(id)+"/runs"+opts.query("scheduled_for"), nil, true)
+func (c *Client) ScheduleRuns(ctx context.Context, id string, opts *PageOptions) (*api.Page[ScheduleRun], error) {
+	return send[api.Page[ScheduleRun]](ctx, c, "GET", schedulePath(id)+"/runs"+opts.query("scheduled_for"), nil, true)
 }

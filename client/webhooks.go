@@ -7,34 +7,33 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/hrns-dev/hrns/api"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/hrns-dev/hrns/session/webhook"
 )
 
 // The webhooks API's values, as the server takes and returns them.
 type (
 	// Webhook is a webhook as reads show it, without its secret.
-	Webhook = webhook.Record
+	Webhook = api.Webhook
 	// WebhookWithSecret is a webhook with its signing secret: what
 	// CreateWebhook and RotateWebhookSecret return, and nothing else.
-	WebhookWithSecret = webhook.WithSecret
+	WebhookWithSecret = api.WebhookWithSecret
 	// WebhookPage is a page of webhooks.
-	WebhookPage = webhook.Page
+	WebhookPage = api.WebhookPage
 	// CreateWebhookParams are the fields of a new webhook.
-	CreateWebhookParams = webhook.CreateParams
+	CreateWebhookParams = api.WebhookCreate
 	// UpdateWebhookParams change the fields that are not nil.
-	UpdateWebhookParams = webhook.UpdateParams
+	UpdateWebhookParams = api.WebhookUpdate
 	// WebhookEventType is an event type a webhook may subscribe to.
-	WebhookEventType = webhook.EventType
+	WebhookEventType = api.WebhookEventType
 	// WebhookDeliveryPage is a page of a webhook's delivery log.
-	WebhookDeliveryPage = webhook.DeliveryPage
+	WebhookDeliveryPage = api.WebhookDeliveryPage
 	// WebhookSessionData is the data of a session event's delivery.
-	WebhookSessionData = webhook.SessionData
+	WebhookSessionData = api.WebhookSessionData
 )
 
 const webhooksPath = "/api/v2/webhooks"

@@ -4,25 +4,18 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"github.com/hrns-dev/hrns/api"
 	"slices"
 	"strings"
 
 	"github.com/hrns-dev/hrns/store"
 )
 
-// EventFeedback is the feedback given on one event of a session.
-type EventFeedback struct {
-	EventIndex int64 `json:"event_index"`
-	Feedback
-}
+// EventFeedback is the feedback given on one event of a session: [api.EventFeedback].
+type EventFeedback = api.EventFeedback
 
-// FeedbackList is the feedback given on a session and on its events, as
-// GET /api/v2/sessions/{id}/feedback shows it (an hrns addition): Session
-// is null when none was given; Events are in the order of the log.
-type FeedbackList struct {
-	Session *Feedback       `json:"session"`
-	Events  []EventFeedback `json:"events"`
-}
+// FeedbackList is the feedback given on a session and its events: [api.FeedbackList].
+type FeedbackList = api.FeedbackList
 
 // Feedback returns the feedback the owner gave on the session and its
 // events ([Manager.SetFeedback], [Manager.SetEventFeedback]).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hrns-dev/hrns/api"
 	"time"
 
 	"github.com/hrns-dev/hrns/llm"
@@ -61,16 +62,8 @@ func (e *TokenQuotaError) Error() string {
 // Is makes errors.Is(err, ErrTokenQuotaExceeded) true.
 func (e *TokenQuotaError) Is(target error) bool { return target == ErrTokenQuotaExceeded }
 
-// TokenQuotaStatus is an owner's token quota, as GET /api/v2/quota/tokens
-// shows it (the reference's TokenQuotaStatus). Limit and Remaining are
-// null without a limit.
-type TokenQuotaStatus struct {
-	Limit       *int64     `json:"limit"`
-	Used        *int64     `json:"used"`
-	Remaining   *int64     `json:"remaining"`
-	WindowStart time.Time  `json:"window_start"`
-	WindowEnd   *time.Time `json:"window_end"`
-}
+// TokenQuotaStatus is an owner's token quota: [api.TokenQuotaStatus].
+type TokenQuotaStatus = api.TokenQuotaStatus
 
 // tokenWindow returns the current window of the token quota: its period,
 // start and end.

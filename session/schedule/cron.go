@@ -3,6 +3,7 @@ package schedule
 import (
 	"errors"
 	"fmt"
+	"github.com/hrns-dev/hrns/api"
 	"strings"
 	"sync"
 	"time"
@@ -10,19 +11,9 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-// Timing is when a schedule fires: the reference's CronTiming, a cron
+// Timing is when a schedule fires: [api.ScheduleTiming], a cron
 // expression evaluated in an IANA time zone.
-type Timing struct {
-	// Type is "cron", the only kind.
-	Type string `json:"type"`
-	// Expression has five fields (minute, hour, day of month, month, day
-	// of week), as in crontab(5), or is one of the descriptors @yearly,
-	// @annually, @monthly, @weekly, @daily, @midnight and @hourly.
-	Expression string `json:"expression"`
-	// Timezone is the IANA name of the zone the expression is read in,
-	// such as "Europe/Paris" or "UTC".
-	Timezone string `json:"timezone"`
-}
+type Timing = api.ScheduleTiming
 
 // Limits of a timing's fields.
 const (

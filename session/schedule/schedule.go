@@ -50,6 +50,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hrns-dev/hrns/api"
 	"log/slog"
 	"os"
 	"time"
@@ -165,46 +166,11 @@ func New(m *session.Manager, st store.Store, opts *Options) *Scheduler {
 	return s
 }
 
-// Schedule is a schedule as the API shows it (the reference's
-// ScheduleRecord).
-type Schedule struct {
-	ID          string  `json:"id"`
-	Name        string  `json:"name"`
-	Description *string `json:"description"`
-	Timing      Timing  `json:"timing"`
-	// SessionRequest is the template of the sessions, normalised as
-	// POST /api/v2/sessions stores a request.
-	SessionRequest json.RawMessage `json:"session_request"`
-	Paused         bool            `json:"paused"`
-	PauseNote      *string         `json:"pause_note"`
-	// NextRunTimes are the next five ticks, at the zone's offset; empty
-	// while paused.
-	NextRunTimes []time.Time `json:"next_run_times"`
-	LastRunAt    *time.Time  `json:"last_run_at"`
-	CreatedAt    time.Time   `json:"created_at"`
-	UpdatedAt    time.Time   `json:"updated_at"`
-}
+// Schedule is a schedule as the API shows it: [api.Schedule].
+type Schedule = api.Schedule
 
-// Run is one firing of a schedule as the API shows it (the reference's
-// ScheduleRunRecord).
-type Run struct {
-	ID         string `json:"id"`
-	ScheduleID string `json:"schedule_id"`
-	// Status is created, skipped_quota (the template says queue: false
-	// and the owner was at its concurrent-session limit) or error (the
-	// template did not resolve any more, see Error). hrns does not skip
-	// for overlap: skipped_overlap is never used.
-	Status       string    `json:"status"`
-	ScheduledFor time.Time `json:"scheduled_for"`
-	SessionID    *string   `json:"session_id"`
-	Error        *string   `json:"error"`
-	// TriggeredManually marks a run of POST .../trigger.
-	TriggeredManually bool      `json:"triggered_manually"`
-	CreatedAt         time.Time `json:"created_at"`
-	// SkippedTicks is how many earlier ticks this one passed over (an
-	// hrns addition; see the package doc, "Missed ticks").
-	SkippedTicks int `json:"skipped_ticks"`
-}
+// Run is one firing of a schedule as the API shows it: [api.ScheduleRun].
+type Run = api.ScheduleRun
 
 // spec is what the store keeps of a schedule (store.Schedule.Spec).
 type spec struct {

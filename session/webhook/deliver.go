@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hrns-dev/hrns/api"
 	"io"
 	"net"
 	"net/http"
@@ -25,13 +26,8 @@ type payload struct {
 	Data      any       `json:"data"`
 }
 
-// SessionData is the data of the session events.
-type SessionData struct {
-	SessionID string `json:"session_id"`
-	Status    string `json:"status"`
-	// PreviousStatus is nil when the session was created.
-	PreviousStatus *string `json:"previous_status"`
-}
+// SessionData is the data of the session events: [api.WebhookSessionData].
+type SessionData = api.WebhookSessionData
 
 // PingType is the type of the event [Service.Ping] sends.
 const PingType = "webhook.ping"

@@ -1,83 +1,32 @@
 package webhook
 
 import (
+	"github.com/hrns-dev/hrns/api"
 	"time"
 
 	"github.com/hrns-dev/hrns/store"
 )
 
-// A Record is a webhook as the API shows it (the reference's
-// WebhookRecord): never its secret.
-type Record struct {
-	ID            string   `json:"id"`
-	URL           string   `json:"url"`
-	EnabledEvents []string `json:"enabled_events"`
-	Description   *string  `json:"description"`
-	Disabled      bool     `json:"disabled"`
-	// LastDeliveryStatus is "succeeded" or "failed", nil before the
-	// first attempt.
-	LastDeliveryStatus  *string    `json:"last_delivery_status"`
-	LastDeliveryError   *string    `json:"last_delivery_error"`
-	LastDeliveryAt      *time.Time `json:"last_delivery_at"`
-	LastSuccessAt       *time.Time `json:"last_success_at"`
-	ConsecutiveFailures int        `json:"consecutive_failures"`
-	CreatedAt           time.Time  `json:"created_at"`
-	UpdatedAt           time.Time  `json:"updated_at"`
-}
+// A Record is a webhook as the API shows it: [api.Webhook].
+type Record = api.Webhook
 
-// WithSecret is a webhook with its signing secret (the reference's
-// WebhookWithSecret): what creating one and rotating its secret return.
-type WithSecret struct {
-	Record
-	Secret string `json:"secret"`
-}
+// WithSecret is a webhook with its signing secret: [api.WebhookWithSecret].
+type WithSecret = api.WebhookWithSecret
 
-// Page is a page of webhooks (the reference's Page[WebhookRecord]).
-type Page struct {
-	Items []Record `json:"items"`
-	Total int      `json:"total"`
-	Page  int      `json:"page"`
-}
+// Page is a page of webhooks: [api.WebhookPage].
+type Page = api.WebhookPage
 
-// An EventType is one event type a webhook may subscribe to.
-type EventType struct {
-	Type        string `json:"type"`
-	Description string `json:"description"`
-}
+// An EventType is one event type a webhook may subscribe to: [api.WebhookEventType].
+type EventType = api.WebhookEventType
 
-// A Delivery is one event to deliver to a webhook, with its attempts (an
-// hrns addition to the reference: GET /api/v2/webhooks/{id}/deliveries).
-type Delivery struct {
-	ID        string `json:"id"`
-	EventID   string `json:"event_id"`
-	EventType string `json:"event_type"`
-	SessionID string `json:"session_id"`
-	// State is "pending", "delivered" or "failed" (given up).
-	State         string     `json:"state"`
-	Attempts      []Attempt  `json:"attempts"`
-	NextAttemptAt *time.Time `json:"next_attempt_at"`
-	CreatedAt     time.Time  `json:"created_at"`
-	UpdatedAt     time.Time  `json:"updated_at"`
-}
+// A Delivery is one event to deliver to a webhook, with its attempts: [api.WebhookDelivery].
+type Delivery = api.WebhookDelivery
 
-// An Attempt is one POST of a delivery.
-type Attempt struct {
-	N  int       `json:"attempt"`
-	At time.Time `json:"at"`
-	// DurationMS is how long it took, in milliseconds.
-	DurationMS int64 `json:"duration_ms"`
-	// StatusCode is the receiver's answer, nil when there was none.
-	StatusCode *int `json:"status_code"`
-	// Error says what went wrong, nil for a success.
-	Error *string `json:"error"`
-}
+// An Attempt is one POST of a delivery: [api.WebhookAttempt].
+type Attempt = api.WebhookAttempt
 
-// DeliveryPage is a page of deliveries.
-type DeliveryPage struct {
-	Items []Delivery `json:"items"`
-	Total int        `json:"total"`
-	Page  int        `json:"page"`
-}
+// DeliveryPage is a page of deliveries: [api.WebhookDeliveryPage].
+type DeliveryPage = api.WebhookDeliveryPage
 
 func optString(s string) *string {
 	if s == "" {

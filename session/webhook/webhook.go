@@ -62,6 +62,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/hrns-dev/hrns/api"
 	"log/slog"
 	mrand "math/rand/v2"
 	"net/netip"
@@ -245,14 +246,14 @@ func (s *Service) ReplicaID() string { return s.opts.ReplicaID }
 
 // The event types of the API: what GET /api/v2/webhooks/events lists.
 var eventTypes = []EventType{
-	{"*", "Every change of a session's status (delivered as " + store.EventStatusUpdated + ")."},
-	{store.EventStatusUpdated, "A session's status changed, its creation included."},
-	{store.EventAwaitingToolResults, "A session waits for the results of client-side tool calls."},
-	{store.EventIdle, "A session answered and waits for a message."},
-	{store.EventCompleted, "A session completed."},
-	{store.EventFailed, "A session failed."},
-	{store.EventTimedOut, "A session reached its time budget (max_time_s)."},
-	{store.EventInterrupted, "A session was cancelled."},
+	{Type: "*", Description: "Every change of a session's status (delivered as " + store.EventStatusUpdated + ")."},
+	{Type: store.EventStatusUpdated, Description: "A session's status changed, its creation included."},
+	{Type: store.EventAwaitingToolResults, Description: "A session waits for the results of client-side tool calls."},
+	{Type: store.EventIdle, Description: "A session answered and waits for a message."},
+	{Type: store.EventCompleted, Description: "A session completed."},
+	{Type: store.EventFailed, Description: "A session failed."},
+	{Type: store.EventTimedOut, Description: "A session reached its time budget (max_time_s)."},
+	{Type: store.EventInterrupted, Description: "A session was cancelled."},
 }
 
 // EventTypes returns the event types a webhook may subscribe to.
@@ -267,23 +268,11 @@ func knownEvent(t string) bool {
 	return false
 }
 
-// CreateParams are the fields of a new webhook.
-type CreateParams struct {
-	// URL receives the deliveries: http or https, at most 2048 bytes.
-	URL string `json:"url"`
-	// EnabledEvents are the event types delivered; nil means ["*"].
-	EnabledEvents []string `json:"enabled_events"`
-	// Description is the owner's note, at most 255 characters.
-	Description *string `json:"description"`
-}
+// CreateParams are the fields of a new webhook: [api.WebhookCreate].
+type CreateParams = api.WebhookCreate
 
-// UpdateParams change the fields that are not nil.
-type UpdateParams struct {
-	URL           *string   `json:"url"`
-	EnabledEvents *[]string `json:"enabled_events"`
-	Description   *string   `json:"description"`
-	Disabled      *bool     `json:"disabled"`
-}
+// UpdateParams change the fields that are not nil: [api.WebhookUpdate].
+type UpdateParams = api.WebhookUpdate
 
 // Limits of the fields of a webhook.
 const (
@@ -430,7 +419,7 @@ func (s *Service) Create(ctx context.Context, owner string, p *CreateParams) (*W
 	if err != nil {
 		return nil, err
 	}
-	return &WithSecret{Record: record(w), Secret: w.Secret}, nil
+	return &WithSecret{Webhook: record(w), Secret: w.Secret}, nil
 }
 
 // Get returns the owner's webhook.
@@ -547,7 +536,7 @@ func (s *Service) Rotate(ctx context.Context, owner, id string) (*WithSecret, er
 	if err != nil {
 		return nil, err
 	}
-	return &WithSecret{Record: record(w), Secret: w.Secret}, nil
+	return &WithSecret{Webhook: record(w), Secret: w.Secret}, nil
 }
 
 // Delete removes the webhook and its deliveries.

@@ -677,7 +677,7 @@ func TestValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(w.EnabledEvents) != "[* session.failed]" || w.Description != nil {
-		t.Errorf("created %+v", w.Record)
+		t.Errorf("created %+v", w.Webhook)
 	}
 }
 
