@@ -112,9 +112,9 @@ func (g *guard) corsAllowed(origin string) bool {
 
 // The CORS answers: what a configured origin's pages may send and read.
 const (
-	corsMethods       = "GET, POST, DELETE"
+	corsMethods       = "GET, POST, PUT, PATCH, DELETE"
 	corsHeaders       = "Authorization, Content-Type, Idempotency-Key, Last-Event-ID"
-	corsExposeHeaders = "ETag, Location, Idempotent-Replayed, Retry-After, WWW-Authenticate, Hrns-Lease, Hrns-Not-Honoured"
+	corsExposeHeaders = "ETag, Location, Idempotent-Replayed, Retry-After, WWW-Authenticate, Hrns-Lease, Hrns-Not-Honoured, Hrns-Quota"
 )
 
 // check applies the Host and Origin rules to r. It answers the request

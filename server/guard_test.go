@@ -7,7 +7,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -234,6 +237,44 @@ func TestCrossSiteKeyed(t *testing.T) {
 				t.Errorf("status %d, want %d; body %s", status, tt.want, body)
 			}
 		})
+	}
+}
+
+// TestCORSAllowsEveryMethod checks that a preflight allows every method
+// the server routes (read from its sources, so that a new route with a new
+// method cannot be left out): a browser client of another origin could not
+// send it otherwise.
+func TestCORSAllowsEveryMethod(t *testing.T) {
+	const app = "https://app.example"
+	e := newBrowserEnv(t, []string{"sk-k"}, []string{app})
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := regexp.MustCompile(`"(GET|HEAD|POST|PUT|PATCH|DELETE) /api/`)
+	methods := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range route.FindAllSubmatch(b, -1) {
+			methods[string(m[1])] = true
+		}
+	}
+	if len(methods) < 5 {
+		t.Fatalf("found only the methods %v in the routes", methods)
+	}
+	for m := range methods {
+		preflight := map[string]string{"Origin": app, "Access-Control-Request-Method": m, "Access-Control-Request-Headers": "authorization,content-type"}
+		status, h, body := e.send(t, "OPTIONS", "/api/v2/sessions", "", preflight, "")
+		allowed := strings.Split(h.Get("Access-Control-Allow-Methods"), ", ")
+		if status != http.StatusNoContent || m != "HEAD" && !slices.Contains(allowed, m) {
+			t.Errorf("preflight for %s: %d, allowed %q %s", m, status, allowed, body)
+		}
 	}
 }
 
