@@ -555,13 +555,13 @@ type mdTable struct {
 	align []mdAlign
 }
 
-func (n *mdTable) Kind() ast.NodeKind               { return kindTable }
-func (n *mdTable) Dump(src []byte, level int)       { ast.DumpHelper(n, src, level, nil, nil) }
-func (n *mdTableRow) Kind() ast.NodeKind            { return kindTableRow }
-func (n *mdTableRow) Dump(src []byte, level int)    { ast.DumpHelper(n, src, level, nil, nil) }
-func (n *mdTableCell) Kind() ast.NodeKind           { return kindTableCell }
-func (n *mdTableCell) Dump(src []byte, level int)   { ast.DumpHelper(n, src, level, nil, nil) }
-func (n *mdTableCell) IsRaw() bool                  { return false }
+func (n *mdTable) Kind() ast.NodeKind             { return kindTable }
+func (n *mdTable) Dump(src []byte, level int)     { ast.DumpHelper(n, src, level, nil, nil) }
+func (n *mdTableRow) Kind() ast.NodeKind          { return kindTableRow }
+func (n *mdTableRow) Dump(src []byte, level int)  { ast.DumpHelper(n, src, level, nil, nil) }
+func (n *mdTableCell) Kind() ast.NodeKind         { return kindTableCell }
+func (n *mdTableCell) Dump(src []byte, level int) { ast.DumpHelper(n, src, level, nil, nil) }
+func (n *mdTableCell) IsRaw() bool                { return false }
 
 type mdTableRow struct{ ast.BaseBlock }
 
