@@ -174,9 +174,13 @@ func scanCode(def *langDef, code string, th *mdTheme) []span {
 			emit(i, i+n, th.str)
 			i, prevIdent = i+n, false
 		case unicode.IsDigit(r) && !prevIdent:
-			n := 0
-			for n < len(rest) && (rest[n] == '.' || rest[n] == '_' || rest[n] < utf8.RuneSelf && isIdent(rune(rest[n]))) {
-				n++
+			n := 0 // 0x1F, 1_000, 2.5e10, and digits outside ASCII
+			for n < len(rest) {
+				r2, s2 := utf8.DecodeRuneInString(rest[n:])
+				if r2 != '.' && !isIdent(r2) {
+					break
+				}
+				n += s2
 			}
 			emit(i, i+n, th.num)
 			i, prevIdent = i+n, true

@@ -75,6 +75,8 @@ func TestMarkdownStyles(t *testing.T) {
 		{"python", "```python\nif x == 3: # no\n```", "  \x1b[Kmif\x1b[0m x == \x1b[Nm3\x1b[0m: \x1b[Mm# no\x1b[0m"},
 		{"unknown language", "```klingon\nif 3\n```", "  if 3"},
 		{"block comment", "```c\n/* a\nb */ int\n```", "  \x1b[Mm/* a\x1b[0m\n  \x1b[Mmb */\x1b[0m \x1b[Kmint\x1b[0m"},
+		{"digit outside ASCII", "```go\nx := ٣٤ + 1\n```", "  x := \x1b[Nm٣٤\x1b[0m + \x1b[Nm1\x1b[0m"},
+		{"unterminated", "```go\n\"abc\n/* x\n```", "  \x1b[Sm\"abc\x1b[0m\n  \x1b[Mm/* x\x1b[0m"},
 		{"table head", "| a |\n|---|\n| b |", "\x1b[Tma\x1b[0m\n\x1b[Rm─\x1b[0m\nb"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
