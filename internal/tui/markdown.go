@@ -717,18 +717,26 @@ func (r *mdRenderer) table(t *mdTable, width int) []mdLine {
 		}
 	}
 	avail := width - 3*(ncol-1)
+	// Take from the widest column, down to the next widest at most each
+	// time, until the columns fit or are one wide.
 	for {
-		sum, widest := 0, 0
+		sum, widest, next := 0, 0, 0
 		for k, w := range widths {
 			sum += w
 			if w > widths[widest] {
 				widest = k
 			}
 		}
+		for k, w := range widths {
+			if k != widest && w > next {
+				next = w
+			}
+		}
 		if sum <= avail || widths[widest] <= 1 {
 			break
 		}
-		widths[widest]--
+		cut := min(sum-avail, max(widths[widest]-next, 1), widths[widest]-1)
+		widths[widest] -= cut
 	}
 	// Wrapped, a column may need less than its share.
 	wrapped := make([][][]mdLine, len(rows))

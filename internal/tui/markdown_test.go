@@ -164,3 +164,21 @@ func FuzzMarkdown(f *testing.F) {
 		}
 	})
 }
+
+// TestMarkdownWideTable: a table far wider than the screen shares the
+// width, its cells wrapped, every line within the width.
+func TestMarkdownWideTable(t *testing.T) {
+	in := "| a | b | c |\n|---|---|---|\n| " + strings.Repeat("word ", 2000) + "| x | " + strings.Repeat("y", 300) + " |\n"
+	lines := renderMarkdown(in, 30, &mdTheme{})
+	if len(lines) < 100 {
+		t.Fatalf("%d lines: the long cell was not wrapped", len(lines))
+	}
+	for i, l := range lines {
+		if w := ansi.StringWidth(l); w > 30 {
+			t.Fatalf("line %d is %d wide: %q", i, w, l)
+		}
+	}
+	if !strings.HasPrefix(lines[0], "a") || !strings.Contains(lines[1], "┼") {
+		t.Errorf("header: %q %q", lines[0], lines[1])
+	}
+}
