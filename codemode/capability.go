@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/hrns-dev/hrns/llm"
@@ -25,7 +26,7 @@ type capability struct {
 	open     bool // the schema admits properties it does not list
 }
 
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var identRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // keywords are Starlark's keywords and reserved words: names a capability
 // cannot take.
@@ -41,7 +42,7 @@ var keywords = []string{
 func newCapability(def loop.ToolDef) (*capability, error) {
 	name := strings.ReplaceAll(def.Name, "-", "_")
 	switch {
-	case !identRE.MatchString(name):
+	case !identRE().MatchString(name):
 		return nil, fmt.Errorf("capability %q: not a valid Starlark name", def.Name)
 	case slices.Contains(keywords, name):
 		return nil, fmt.Errorf("capability %q: a Starlark keyword", def.Name)

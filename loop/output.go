@@ -112,7 +112,7 @@ func newOutputCheck(s *OutputSchema) *outputCheck {
 	if name == "" {
 		name = defaultOutputName
 	}
-	if !toolNameRE.MatchString(name) {
+	if !validToolName(name) {
 		oc.err = fmt.Errorf("%w: name %q must be 1 to 64 letters, digits, '_' or '-'", ErrOutputSchema, name)
 		return oc
 	}

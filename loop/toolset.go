@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"regexp"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/hrns-dev/hrns/llm"
@@ -57,7 +56,22 @@ func MustToolset(defs ...*ToolDef) *Toolset {
 	return ts
 }
 
-var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// validToolName reports whether name is 1 to 64 ASCII letters, digits,
+// '_' or '-' (what `^[a-zA-Z0-9_-]{1,64}$` matches; a regular expression
+// with a counted repetition compiles to 64 copies of its class, which
+// every process linking the loop paid for at start).
+func validToolName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // Add wires def into the toolset. It returns an error wrapping
 // [ErrDuplicateTool] if a tool of that name is already wired, and
@@ -67,7 +81,7 @@ func (ts *Toolset) Add(def *ToolDef) error {
 	if def == nil {
 		return fmt.Errorf("%w: nil ToolDef", ErrInvalidTool)
 	}
-	if !toolNameRE.MatchString(def.Name) {
+	if !validToolName(def.Name) {
 		return fmt.Errorf("%w: name %q must be 1 to 64 letters, digits, '_' or '-'", ErrInvalidTool, def.Name)
 	}
 	if def.Handler == nil {

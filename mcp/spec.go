@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"sync"
 	"time"
 )
 
@@ -84,14 +85,14 @@ const (
 // name, a bad name, neither or both of Command and URL.
 var ErrInvalidSpec = errors.New("invalid MCP server spec")
 
-var serverNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
+var serverNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`) })
 
 // validate checks s and returns an error wrapping ErrInvalidSpec.
 func (s *Spec) validate() error {
 	switch {
 	case s == nil:
 		return fmt.Errorf("%w: nil Spec", ErrInvalidSpec)
-	case !serverNameRE.MatchString(s.Name):
+	case !serverNameRE().MatchString(s.Name):
 		return fmt.Errorf("%w: name %q must be 1 to 32 letters, digits, '_' or '-'", ErrInvalidSpec, s.Name)
 	case s.Command == "" && s.URL == "":
 		return fmt.Errorf("%w: server %q has neither a command nor a URL", ErrInvalidSpec, s.Name)

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hrns-dev/hrns/session"
@@ -41,7 +42,7 @@ const (
 )
 
 // workspaceNameRE is the form of the names of workspaces.
-var workspaceNameRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
+var workspaceNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
 
 // errNoWorkspaces: the server was started without Options.Workspaces.
 var errNoWorkspaces = errors.New("this server keeps no session files (hrns serve needs --workdir for them)")
@@ -57,7 +58,7 @@ func (s *Server) workspace(r *http.Request, owner string) (*tools.Workspace, err
 	if s.opts.Workspaces == "" {
 		return nil, errNoWorkspaces
 	}
-	if !workspaceNameRE.MatchString(name) {
+	if !workspaceNameRE().MatchString(name) {
 		return nil, fmt.Errorf("the session's workspace name %q is not 32 hex digits", name)
 	}
 	dir := filepath.Join(s.opts.Workspaces, name)

@@ -117,6 +117,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hrns-dev/hrns/api"
@@ -309,7 +310,7 @@ func (s *Server) api(b body, h func(w http.ResponseWriter, r *http.Request, owne
 		if b != bodyNone && !checkJSON(w, r, b == bodyIgnored) {
 			return
 		}
-		if id := r.PathValue("id"); id != "" && !uuidRE.MatchString(id) {
+		if id := r.PathValue("id"); id != "" && !uuidRE().MatchString(id) {
 			writeError(w, http.StatusUnprocessableEntity, []session.FieldError{{Loc: []any{"path", "id"}, Msg: "Input should be a valid UUID", Type: "uuid_parsing", Input: id}})
 			return
 		}
@@ -320,7 +321,9 @@ func (s *Server) api(b body, h func(w http.ResponseWriter, r *http.Request, owne
 	})
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$`)
+var uuidRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$`)
+})
 
 // authenticate returns the request's owner: by its bearer key, or else
 // by the web page's session cookie; csrf is false for a cookie-borne
@@ -592,7 +595,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, owner string) erro
 	}
 	p.GroupID, p.ParentSessionID, p.Search = vals.Get("group_id"), vals.Get("parent_session_id"), vals.Get("search")
 	if id := vals.Get("schedule_id"); id != "" {
-		if !uuidRE.MatchString(id) {
+		if !uuidRE().MatchString(id) {
 			q.add("schedule_id", "Input should be a valid UUID", id)
 		}
 		p.ScheduleID = id

@@ -60,7 +60,7 @@ func (s *Server) webhookRoutes() {
 
 // canonicalUUID returns a UUID as the store keeps it: lower case, dashed.
 func canonicalUUID(s string) (string, bool) {
-	if !uuidRE.MatchString(s) {
+	if !uuidRE().MatchString(s) {
 		return "", false
 	}
 	x := strings.ToLower(strings.ReplaceAll(s, "-", ""))

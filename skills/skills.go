@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -316,7 +317,7 @@ func Parse(data []byte) (*Skill, error) {
 	return s, nil
 }
 
-var yamlLineRE = regexp.MustCompile(`\bline (\d+)\b`)
+var yamlLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\bline (\d+)\b`) })
 
 // yamlError rewrites a YAML error for the file: line numbers count from
 // the file's first line (the front matter starts on its second), and the
@@ -324,7 +325,7 @@ var yamlLineRE = regexp.MustCompile(`\bline (\d+)\b`)
 func yamlError(err error) string {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	msg = strings.ReplaceAll(msg, "\n  ", "; ")
-	msg = yamlLineRE.ReplaceAllStringFunc(msg, func(m string) string {
+	msg = yamlLineRE().ReplaceAllStringFunc(msg, func(m string) string {
 		n, _ := strconv.Atoi(strings.TrimPrefix(m, "line "))
 		return "line " + strconv.Itoa(n+1)
 	})
@@ -334,7 +335,7 @@ func yamlError(err error) string {
 	return msg
 }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`) })
 
 func checkName(name string) error {
 	switch {
@@ -342,7 +343,7 @@ func checkName(name string) error {
 		return fmt.Errorf("%w: the front matter has no name", ErrInvalid)
 	case len(name) > 64:
 		return fmt.Errorf("%w: name %q is longer than 64 characters", ErrInvalid, name)
-	case !nameRE.MatchString(name):
+	case !nameRE().MatchString(name):
 		return fmt.Errorf("%w: name %q must be lowercase letters, digits and single hyphens, not starting or ending with one", ErrInvalid, name)
 	}
 	return nil

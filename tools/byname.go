@@ -79,13 +79,17 @@ func ByName(names []string, cfg *Config) (*loop.Toolset, error) {
 		families[fam] = true
 	}
 	built := map[string]*loop.Toolset{}
+	var files *fileTools
 	if families["files"] || families["media"] || families["grep"] {
 		root, err := os.OpenRoot(dir)
 		if err != nil {
 			return nil, fmt.Errorf("tools: opening the files root: %w", err)
 		}
 		if families["files"] {
-			built["files"] = FilesIn(root, cfg.Files)
+			// Only the file tools asked for are built: each builds and
+			// compiles its schema, which is most of what a command that
+			// starts costs before its first request.
+			files = &fileTools{c: newConfined(root), o: cfg.Files.withDefaults()}
 		}
 		if families["media"] {
 			built["media"] = MediaIn(root, cfg.Media)
@@ -109,8 +113,14 @@ func ByName(names []string, cfg *Config) (*loop.Toolset, error) {
 	}
 	out := &loop.Toolset{}
 	for _, n := range want {
-		def, _ := built[toolFamily[n]].Lookup(n)
-		if err := out.Add(&def); err != nil {
+		var def *loop.ToolDef
+		if toolFamily[n] == "files" {
+			def = files.def(n)
+		} else {
+			d, _ := built[toolFamily[n]].Lookup(n)
+			def = &d
+		}
+		if err := out.Add(def); err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,7 @@
 package tools_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -68,5 +69,37 @@ func TestByName(t *testing.T) {
 	}
 	if def, _ := ts.Lookup("upload_media"); !def.Concurrent || def.RequiresApproval {
 		t.Error("upload_media is not a concurrent tool without approval")
+	}
+}
+
+// TestByNameFileToolsAsFilesIn: ByName builds only the file tools asked
+// for, and each is the tool FilesIn builds, with the same options.
+func TestByNameFileToolsAsFilesIn(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	opts := &tools.FilesOptions{SkipApproval: true, DefaultReadLines: 7}
+	all := tools.FilesIn(root, opts)
+	for _, name := range []string{"read_file", "list_files", "write_file", "edit_file"} {
+		ts, err := tools.ByName([]string{name}, &tools.Config{Dir: dir, Files: opts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := ts.Lookup(name)
+		want, _ := all.Lookup(name)
+		if !ok || got.Handler == nil {
+			t.Fatalf("%s: not built", name)
+		}
+		if got.Name != want.Name || got.Description != want.Description || string(got.InputSchema) != string(want.InputSchema) ||
+			got.Concurrent != want.Concurrent || got.Timeout != want.Timeout || got.RequiresApproval != want.RequiresApproval ||
+			got.Access != want.Access || got.Subject != want.Subject {
+			t.Errorf("%s: ByName built %+v, FilesIn %+v", name, got, want)
+		}
+	}
+	if ts, _ := tools.ByName([]string{"read_file"}, &tools.Config{Dir: dir}); len(ts.Names()) != 1 {
+		t.Errorf("read_file alone gave %v", ts.Names())
 	}
 }

@@ -105,6 +105,21 @@ func FilesIn(root *os.Root, opts *FilesOptions) *loop.Toolset {
 	return loop.MustToolset(f.readFile(), f.listFiles(), f.writeFile(), f.editFile())
 }
 
+// def returns the file tool of that name, or nil.
+func (f *fileTools) def(name string) *loop.ToolDef {
+	switch name {
+	case "read_file":
+		return f.readFile()
+	case "list_files":
+		return f.listFiles()
+	case "write_file":
+		return f.writeFile()
+	case "edit_file":
+		return f.editFile()
+	}
+	return nil
+}
+
 type fileTools struct {
 	c *confined
 	o FilesOptions

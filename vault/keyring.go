@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // KeySize is the size of a vault key: AES-256.
@@ -31,7 +32,7 @@ type Keyring struct {
 	aeads map[string]cipher.AEAD
 }
 
-var keyIDRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+var keyIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
 
 // ParseKeys reads a keyring from text: keys separated by newlines or
 // commas, the primary first, each "ID:KEY" or "KEY", where KEY is 32 bytes
@@ -66,7 +67,7 @@ func ParseKeys(text string) (*Keyring, error) {
 			id = "k" + hex.EncodeToString(sum[:6])
 		}
 		id = strings.TrimSpace(id)
-		if !keyIDRE.MatchString(id) {
+		if !keyIDRE().MatchString(id) {
 			return nil, fmt.Errorf("vault keys: key %d has an invalid id (letters, digits, '.', '_' or '-', at most 64)", n)
 		}
 		if k.aeads[id] != nil {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hrns-dev/hrns/browser"
@@ -89,7 +90,7 @@ func (o *serveOptions) addBrowser(opts *session.Options, log *slog.Logger) error
 }
 
 // safeName matches the session IDs used as profile directory names.
-var safeName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+var safeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`) })
 
 // webEnvironment gives a session web_fetch and a browser of its own, set
 // up from the session's web environment entry (start_url, headless, mode).
@@ -103,7 +104,7 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, log *slog.Logg
 		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10}
 		env.Apply(&o)
 		if p.Session != "" {
-			if !safeName.MatchString(p.Session) {
+			if !safeName().MatchString(p.Session) {
 				return nil, nil, fmt.Errorf("session id %q cannot name a browser profile", p.Session)
 			}
 			o.ProfileDir = filepath.Join(root, p.Session)

@@ -247,26 +247,24 @@ func openConversations(getenv func(string) string) (*tui.Store, error) {
 // runConversation is the saved conversation of hrns run: the one it
 // continues (--continue), or a new one.
 type runConversation struct {
-	store *tui.Store
+	store *tui.Store // nil until the run is saved, unless it continues
 	conv  *tui.Conversation
 }
 
-// startConversation opens the store for a run. With --continue it
-// returns the earlier messages to send before the prompt; a store that
-// cannot be opened is an error only then.
+// startConversation prepares the conversation of a run. With --continue
+// it opens the store and returns the earlier messages to send before the
+// prompt; a store that cannot be opened is an error only then. Without,
+// the store is opened when the run is saved, so that a run's first
+// request waits for no database.
 func startConversation(o *runOptions, modelName string, stdio *IO) (*runConversation, []llm.Message, error) {
+	if !o.cont {
+		return &runConversation{conv: tui.NewConversation(o.absWorkdir(), modelName)}, nil, nil
+	}
 	st, err := openConversations(stdio.getenv)
 	if err != nil {
-		if o.cont {
-			return nil, nil, usagef("--continue: %v", err)
-		}
-		return nil, nil, nil
+		return nil, nil, usagef("--continue: %v", err)
 	}
 	rc := &runConversation{store: st}
-	if !o.cont {
-		rc.conv = st.New(o.absWorkdir(), modelName)
-		return rc, nil, nil
-	}
 	rc.conv, err = st.Last(o.absWorkdir())
 	if err != nil {
 		st.Close()
@@ -275,10 +273,22 @@ func startConversation(o *runOptions, modelName string, stdio *IO) (*runConversa
 	return rc, tui.Resumable(rc.conv.Messages), nil
 }
 
-// finish saves the run's transcript and closes the store.
+// finish saves the run's transcript and closes the store. A store that
+// cannot be opened loses the transcript silently, as it always has for a
+// run that does not continue.
 func (rc *runConversation) finish(res *loop.Result, modelName string, stdio *IO) {
 	if rc == nil {
 		return
+	}
+	if rc.store == nil {
+		if res == nil || res.Messages == nil {
+			return
+		}
+		st, err := openConversations(stdio.getenv)
+		if err != nil {
+			return
+		}
+		rc.store = st
 	}
 	defer rc.store.Close()
 	if res == nil || res.Messages == nil {

@@ -2,9 +2,12 @@ package cli
 
 import (
 	"bytes"
+	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/hrns-dev/hrns/internal/tui"
 	"github.com/hrns-dev/hrns/openai/openaitest"
 )
 
@@ -66,5 +69,42 @@ func TestRunContinue(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("the follow-up lacks %q: %s", want, body)
 		}
+	}
+}
+
+// TestRunOpensStoreAfterRun: a run that does not continue opens the store
+// of conversations only to save it, after the model has answered, so that
+// its first request waits for no database; the run is still saved.
+func TestRunOpensStoreAfterRun(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	db := tui.DefaultStorePath(func(k string) string { return map[string]string{"HOME": home}[k] })
+	var existed atomic.Bool
+	srv := openaitest.NewServer(openaitest.Reply{Func: func([]byte) openaitest.Reply {
+		_, err := os.Stat(db)
+		existed.Store(err == nil)
+		return openaitest.Reply{Text: "Paris."}
+	}}, openaitest.Reply{Text: "About 2 million."})
+	defer srv.Close()
+	env := func(k string) string { return map[string]string{"HOME": home}[k] }
+	run := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		args = append([]string{"run", "--base-url", srv.URL(), "--model", "m", "--tools", "none", "--no-skills", "--workdir", work}, args...)
+		code := Run(t.Context(), args, &IO{In: strings.NewReader(""), Out: &out, Err: &errOut, Getenv: env})
+		return code, out.String() + errOut.String()
+	}
+	if code, out := run("capital of France?"); code != ExitOK {
+		t.Fatalf("%d %s", code, out)
+	}
+	if existed.Load() {
+		t.Errorf("%s existed when the model was asked", db)
+	}
+	if _, err := os.Stat(db); err != nil {
+		t.Fatalf("the run was not saved: %v", err)
+	}
+	if code, out := run("--continue", "how many people?"); code != ExitOK || !strings.Contains(out, "About 2 million.") {
+		t.Fatalf("%d %s", code, out)
+	}
+	if body := string(srv.Requests()[1].Body); !strings.Contains(body, "Paris.") {
+		t.Errorf("the follow-up lacks the saved answer: %s", body)
 	}
 }

@@ -108,7 +108,7 @@ func (s *MCPServer) spec(name string, getenv func(string) string) (*mcp.Spec, er
 	return spec, nil
 }
 
-var envRefRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var envRefRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
 
 // expandValues replaces ${VAR} in the values of m; a variable that is not
 // set is an error, rather than an empty secret sent to a server.
@@ -119,8 +119,8 @@ func expandValues(m map[string]string, getenv func(string) string, where string)
 	out := make(map[string]string, len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		var missing string
-		out[k] = envRefRE.ReplaceAllStringFunc(m[k], func(ref string) string {
-			name := envRefRE.FindStringSubmatch(ref)[1]
+		out[k] = envRefRE().ReplaceAllStringFunc(m[k], func(ref string) string {
+			name := envRefRE().FindStringSubmatch(ref)[1]
 			v := getenv(name)
 			if v == "" && missing == "" {
 				missing = name
@@ -186,12 +186,12 @@ func mcpSpecs(flags []string, cfg *MCPConfig, getenv func(string) string) ([]*mc
 	return specs, nil
 }
 
-var namedRE = regexp.MustCompile(`^([A-Za-z0-9_-]{1,32})=(.*)$`)
+var namedRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z0-9_-]{1,32})=(.*)$`) })
 
 // parseMCPFlag parses "[NAME=]COMMAND ARGS" or "[NAME=]URL".
 func parseMCPFlag(v string) (string, *MCPServer, error) {
 	name, rest := "", strings.TrimSpace(v)
-	if m := namedRE.FindStringSubmatch(rest); m != nil {
+	if m := namedRE().FindStringSubmatch(rest); m != nil {
 		name, rest = m[1], strings.TrimSpace(m[2])
 	}
 	if rest == "" {

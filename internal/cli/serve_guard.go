@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hrns-dev/hrns/loop"
 )
@@ -185,7 +186,7 @@ func within(dir, p string) bool {
 
 // workspaceName is the form of the names the session manager gives
 // sessions' workspaces.
-var workspaceName = regexp.MustCompile(`^[0-9a-f]{32}$`)
+var workspaceName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
 
 // workspace returns what builds the tools names of one session
 // in its own directory, DIR/sessions/NAME (mode 0700), created when the
@@ -208,7 +209,7 @@ func (o *serveOptions) workspace(names []string, env func(dir string) *toolEnv) 
 		if name == "" {
 			return probe, nil
 		}
-		if !workspaceName.MatchString(name) {
+		if !workspaceName().MatchString(name) {
 			return nil, fmt.Errorf("workspace name %q is not 32 hex digits", name)
 		}
 		dir := filepath.Join(o.workdirReal, "sessions", name)

@@ -103,7 +103,12 @@ func OpenStore(path string) (*Store, error) {
 func (s *Store) Close() error { return s.db.Close() }
 
 // New returns a new, unsaved conversation held in workdir.
-func (s *Store) New(workdir, model string) *Conversation {
+func (s *Store) New(workdir, model string) *Conversation { return NewConversation(workdir, model) }
+
+// NewConversation returns a new conversation of workdir with model, not
+// saved yet: [Store.New] without a store, for a caller that opens the
+// store only to save.
+func NewConversation(workdir, model string) *Conversation {
 	var b [4]byte
 	rand.Read(b[:])
 	now := time.Now().UTC()

@@ -30,7 +30,6 @@ import (
 
 	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/glamour/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -205,9 +204,6 @@ type chat struct {
 	history []string
 	histPos int
 	draft   string
-
-	md      *glamour.TermRenderer
-	mdWidth int
 
 	now  func() time.Time
 	tick func() tea.Cmd
@@ -1157,23 +1153,16 @@ func (c *chat) wrapText(s string, width int, first, next string) []string {
 
 // markdown renders an answer; the text is escaped already.
 func (c *chat) markdown(s string) []string {
-	if c.md == nil || c.mdWidth != c.width {
-		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle("dark"), glamour.WithWordWrap(max(20, c.width-4)))
-		if err == nil {
-			c.md, c.mdWidth = r, c.width
+	if len(s) > mdMaxInput {
+		return c.wrapText(s, c.width-2, "  ", "  ")
+	}
+	lines := renderMarkdown(s, max(20, c.width-4), &darkTheme)
+	for i := range lines {
+		if lines[i] != "" {
+			lines[i] = "  " + lines[i]
 		}
 	}
-	if c.md != nil {
-		if out, err := c.md.Render(s); err == nil {
-			out = strings.Trim(out, "\n")
-			lines := strings.Split(out, "\n")
-			for i := range lines {
-				lines[i] = strings.TrimRight(lines[i], " ")
-			}
-			return lines
-		}
-	}
-	return c.wrapText(s, c.width-2, "  ", "  ")
+	return lines
 }
 
 // renderTool shows a call: one line, or its arguments and result when
