@@ -67,7 +67,9 @@ func (m *turnModel) Stream(_ context.Context, req *llm.Request) iter.Seq2[llm.Ch
 // bookkeeping, the tool and its validation. "openai-encode" is what the
 // OpenAI provider adds before sending: rendering each turn's request, the
 // whole conversation so far, to its JSON body (openai.Client.Stream renders
-// the request when called; the benchmark does not send it).
+// the request when called; the benchmark does not send it). Each run has a
+// conversation of its own (llm.Request.Conversation), as a run of the loop
+// does, so that the provider encodes only each turn's new messages.
 func BenchmarkLongRun(b *testing.B) {
 	for _, n := range longTurns {
 		b.Run(fmt.Sprintf("turns=%d/loop", n), func(b *testing.B) {
@@ -93,7 +95,9 @@ func BenchmarkLongRun(b *testing.B) {
 			ctx := context.Background()
 			m := startMeter(b)
 			for b.Loop() {
+				conv := new(llm.Conversation) // one per run, as the loop makes
 				for _, req := range reqs {
+					req.Conversation = conv
 					_ = c.Stream(ctx, req) // renders the body; not ranged, so not sent
 				}
 			}
