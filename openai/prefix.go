@@ -45,7 +45,8 @@ type prefixCache struct {
 	ends  []int
 	clean []bool // clean[i]: no media of tool results wait after kept[i]
 	size  int    // bytes kept: buf, and kept's copies and parts
-	full  bool   // size reached maxPrefixBytes: kept grows no more
+	limit int    // the bound of size: maxPrefixBytes
+	full  bool   // size reached limit: kept grows no more
 }
 
 // conversationCache returns the prefix cache of conv, nil for none.
@@ -53,7 +54,7 @@ func conversationCache(conv *llm.Conversation) *prefixCache {
 	if conv == nil {
 		return nil
 	}
-	return conv.State(prefixKey{}, func() any { return new(prefixCache) }).(*prefixCache)
+	return conv.State(prefixKey{}, func() any { return &prefixCache{limit: maxPrefixBytes} }).(*prefixCache)
 }
 
 // encode renders and encodes msgs as the elements of the messages array,
@@ -100,7 +101,7 @@ func (p *prefixCache) encode(msgs []llm.Message) (prefix, rest []byte, err error
 		p.ends = append(p.ends, len(p.buf))
 		p.clean = append(p.clean, len(r.attached) == 0)
 		p.size += size + (p.ends[len(p.ends)-1] - p.end(len(p.ends)-1))
-		p.full = p.size >= maxPrefixBytes
+		p.full = p.size >= p.limit
 	}
 	r.out = r.out[:0]
 	r.finish()
@@ -131,7 +132,7 @@ func (p *prefixCache) truncate(n int) {
 		size += snapshotSize(&p.kept[i])
 	}
 	p.size = size
-	p.full = size >= maxPrefixBytes
+	p.full = size >= p.limit
 }
 
 // A messageEncoder encodes wire messages as encoding/json does the
