@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/hrns-dev/hrns/llm"
 )
@@ -14,10 +15,6 @@ import (
 // against. A conversation past it encodes its later messages at every
 // turn, as without a cache.
 const maxPrefixBytes = 32 << 20
-
-// partOverhead is what a kept message costs beyond its bytes, per part:
-// the copy of the part and of what it points to.
-const partOverhead = 128
 
 // prefixKey is the key of a conversation's [prefixCache] in its
 // [llm.Conversation].
@@ -41,12 +38,13 @@ type prefixKey struct{}
 type prefixCache struct {
 	mu    sync.Mutex
 	buf   []byte
-	kept  []llm.Message
+	kept  keptMessages
 	ends  []int
 	clean []bool // clean[i]: no media of tool results wait after kept[i]
 	size  int    // bytes kept: buf, and kept's copies and parts
 	limit int    // the bound of size: maxPrefixBytes
 	full  bool   // size reached limit: kept grows no more
+	added int    // messages ever added to buf (tests read it)
 }
 
 // conversationCache returns the prefix cache of conv, nil for none.
@@ -67,13 +65,13 @@ func (p *prefixCache) encode(msgs []llm.Message) (prefix, rest []byte, err error
 	// The messages still as kept, back to the last one after which the
 	// rendering starts afresh.
 	n := 0
-	for n < len(p.kept) && n < len(msgs) && equalMessage(&p.kept[n], &msgs[n]) {
+	for n < p.kept.len() && n < len(msgs) && p.kept.equal(n, &msgs[n]) {
 		n++
 	}
 	for n > 0 && !p.clean[n-1] {
 		n--
 	}
-	if n < len(p.kept) {
+	if n < p.kept.len() {
 		p.truncate(n)
 	}
 
@@ -93,14 +91,13 @@ func (p *prefixCache) encode(msgs []llm.Message) (prefix, rest []byte, err error
 		if p.buf, err = enc.appendMessages(p.buf, len(p.buf) > 0, r.out); err != nil {
 			// Nothing of it is kept: buf is as it was but for bytes
 			// beyond its old length, which no request uses.
-			p.buf = p.buf[:p.end(len(p.kept))]
+			p.buf = p.buf[:p.end(p.kept.len())]
 			return nil, nil, err
 		}
-		c, size := snapshot(msgs[i])
-		p.kept = append(p.kept, c)
+		p.size += p.kept.add(&msgs[i]) + len(p.buf) - p.end(len(p.ends))
 		p.ends = append(p.ends, len(p.buf))
 		p.clean = append(p.clean, len(r.attached) == 0)
-		p.size += size + (p.ends[len(p.ends)-1] - p.end(len(p.ends)-1))
+		p.added++
 		p.full = p.size >= p.limit
 	}
 	r.out = r.out[:0]
@@ -125,14 +122,9 @@ func (p *prefixCache) end(i int) int {
 func (p *prefixCache) truncate(n int) {
 	end := p.end(n)
 	p.buf = p.buf[:end:end]
-	clear(p.kept[n:])
-	p.kept, p.ends, p.clean = p.kept[:n], p.ends[:n], p.clean[:n]
-	size := end
-	for i := range p.kept {
-		size += snapshotSize(&p.kept[i])
-	}
-	p.size = size
-	p.full = size >= p.limit
+	p.ends, p.clean = p.ends[:n], p.clean[:n]
+	p.size = end + p.kept.truncate(n)
+	p.full = p.size >= p.limit
 }
 
 // A messageEncoder encodes wire messages as encoding/json does the
@@ -167,127 +159,197 @@ func (e *messageEncoder) appendMessages(dst []byte, comma bool, msgs []wireMessa
 	return dst, nil
 }
 
-// snapshot returns a copy of m to compare later requests' messages with,
-// and the bytes it holds: the same strings, new copies of every slice and
-// of what every pointer points to.
-func snapshot(m llm.Message) (llm.Message, int) {
-	c := llm.Message{Role: m.Role, Parts: snapshotParts(m.Parts)}
-	return c, snapshotSize(&c)
+// keptMessages holds what the messages of a prefixCache were, to tell
+// whether a request's messages are still those: a copy of each message,
+// of each of its parts and of what they point to, with copies of their byte
+// slices (tool call arguments, media data), each kind in one array, in the
+// order [keptMessages.add] visits them.
+//
+// A message is equal to its copy when each struct of it holds the same
+// words as the copy, compared whole (the same string and slice headers:
+// Go strings never change, so the same header is the same text), and each
+// byte slice holds the same bytes as the copy's (the caller may rewrite
+// those in place). A field replaced by an equal string at another address
+// compares unequal, which only costs an encoding. Comparing so is a few
+// wide compares per part, which is what keeps a turn of a long
+// conversation cheap.
+type keptMessages struct {
+	msgs    []llm.Message
+	parts   []llm.Part
+	calls   []llm.ToolCall
+	results []llm.ToolResult
+	media   []llm.Media
+	reasons []llm.Reasoning
+	data    []byte
+	at      []keptAt // where each message's copies begin
 }
 
-func snapshotParts(parts []llm.Part) []llm.Part {
-	if parts == nil {
-		return nil
+// keptAt is where a message's copies begin in each array of keptMessages.
+type keptAt struct{ parts, calls, results, media, reasons, data int }
+
+// The sizes, in words, of the structs compared whole. Each line fails to
+// compile when its struct changes size: a field added to one of them must
+// be considered here (and TestEqualMessageSeesEveryField fails until it is
+// compared).
+const (
+	messageWords   = 5
+	partWords      = 8
+	callWords      = 9
+	resultWords    = 7 // IsError, after them, is compared apart
+	mediaWords     = 9
+	reasoningWords = 6
+)
+
+var (
+	_ = [1]int{}[unsafe.Sizeof(llm.Message{})-messageWords*8]
+	_ = [1]int{}[unsafe.Sizeof(llm.Part{})-partWords*8]
+	_ = [1]int{}[unsafe.Sizeof(llm.ToolCall{})-callWords*8]
+	_ = [1]int{}[unsafe.Sizeof(llm.ToolResult{})-resultWords*8-8]
+	_ = [1]int{}[unsafe.Offsetof(llm.ToolResult{}.IsError)-resultWords*8]
+	_ = [1]int{}[unsafe.Sizeof(llm.Media{})-mediaWords*8]
+	_ = [1]int{}[unsafe.Sizeof(llm.Reasoning{})-reasoningWords*8]
+	_ = [1]int{}[unsafe.Sizeof(uintptr(0))-8]
+)
+
+// sameWords reports whether the first n words of the structs at a and b
+// are equal. A loop of word compares: for structs this small, far cheaper
+// than the call of memequal that comparing arrays compiles to.
+func sameWords[T any](a, b *T, n int) bool {
+	x := unsafe.Slice((*uintptr)(unsafe.Pointer(a)), n)
+	y := unsafe.Slice((*uintptr)(unsafe.Pointer(b)), n)
+	var d uintptr
+	for i := range x {
+		d |= x[i] ^ y[i]
 	}
-	out := make([]llm.Part, len(parts))
-	for i, p := range parts {
-		out[i] = p
-		if p.Media != nil {
-			m := *p.Media
-			m.Data = cloneBytes(m.Data)
-			out[i].Media = &m
+	return d == 0
+}
+
+// len returns the number of messages kept.
+func (k *keptMessages) len() int { return len(k.at) }
+
+// add keeps a copy of m after the others and returns the bytes it holds.
+func (k *keptMessages) add(m *llm.Message) int {
+	before := k.size()
+	k.at = append(k.at, k.end())
+	k.msgs = append(k.msgs, *m)
+	k.addParts(m.Parts)
+	return k.size() - before
+}
+
+func (k *keptMessages) addParts(parts []llm.Part) {
+	k.parts = append(k.parts, parts...)
+	for i := range parts {
+		p := &parts[i]
+		if m := p.Media; m != nil {
+			k.media = append(k.media, *m)
+			k.data = append(k.data, m.Data...)
 		}
-		if p.ToolCall != nil {
-			tc := *p.ToolCall
-			tc.Arguments = cloneBytes(tc.Arguments)
-			out[i].ToolCall = &tc
+		if c := p.ToolCall; c != nil {
+			k.calls = append(k.calls, *c)
+			k.data = append(k.data, c.Arguments...)
 		}
-		if p.ToolResult != nil {
-			tr := *p.ToolResult
-			tr.Content = snapshotParts(tr.Content)
-			out[i].ToolResult = &tr
+		if r := p.ToolResult; r != nil {
+			k.results = append(k.results, *r)
+			k.addParts(r.Content)
 		}
-		if p.Reasoning != nil {
-			r := *p.Reasoning
-			out[i].Reasoning = &r
+		if r := p.Reasoning; r != nil {
+			k.reasons = append(k.reasons, *r)
 		}
 	}
-	return out
 }
 
-// cloneBytes copies b, keeping nil and empty apart.
-func cloneBytes[S ~[]byte](b S) S {
-	if b == nil {
-		return nil
-	}
-	return append(S{}, b...)
+// end is where the next message's copies begin.
+func (k *keptMessages) end() keptAt {
+	return keptAt{len(k.parts), len(k.calls), len(k.results), len(k.media), len(k.reasons), len(k.data)}
 }
 
-// snapshotSize is what a snapshot holds beyond its strings (shared with
-// the request it was made from).
-func snapshotSize(m *llm.Message) int {
-	return partsSize(m.Parts)
-}
-
-func partsSize(parts []llm.Part) int {
-	n := len(parts) * partOverhead
-	for _, p := range parts {
-		if p.Media != nil {
-			n += len(p.Media.Data)
-		}
-		if p.ToolCall != nil {
-			n += len(p.ToolCall.Arguments)
-		}
-		if p.ToolResult != nil {
-			n += partsSize(p.ToolResult.Content)
-		}
-	}
-	return n
-}
-
-// equalMessage reports whether m is k, the snapshot of a message: every
-// field equal, strings and bytes by content. It reads each byte slice of m
-// whole (tool call arguments, media), and compares each string by its
-// pointer first, which is what makes a message the caller did not touch
-// cheap to check.
-func equalMessage(k, m *llm.Message) bool {
-	return k.Role == m.Role && equalParts(k.Parts, m.Parts)
-}
-
-func equalParts(k, m []llm.Part) bool {
-	if len(k) != len(m) || (k == nil) != (m == nil) {
+// equal reports whether m is the message kept at i.
+func (k *keptMessages) equal(i int, m *llm.Message) bool {
+	if !sameWords(&k.msgs[i], m, messageWords) {
 		return false
 	}
-	for i := range k {
-		a, b := &k[i], &m[i]
-		if a.Kind != b.Kind || a.Text != b.Text ||
-			!equalMedia(a.Media, b.Media) || !equalToolCall(a.ToolCall, b.ToolCall) ||
-			!equalToolResult(a.ToolResult, b.ToolResult) || !equalReasoning(a.Reasoning, b.Reasoning) {
+	c := k.at[i]
+	return k.equalParts(&c, m.Parts)
+}
+
+// equalParts compares parts with the copies at c, moving c past them.
+func (k *keptMessages) equalParts(c *keptAt, parts []llm.Part) bool {
+	if c.parts+len(parts) > len(k.parts) {
+		return false
+	}
+	kept := k.parts[c.parts : c.parts+len(parts)]
+	c.parts += len(parts)
+	for i := range parts {
+		p := &parts[i]
+		if !sameWords(&kept[i], p, partWords) {
 			return false
+		}
+		// The same pointers as kept: compare what they point to.
+		if m := p.Media; m != nil {
+			km := &k.media[c.media]
+			c.media++
+			if !sameWords(km, m, mediaWords) || !k.equalData(c, m.Data) {
+				return false
+			}
+		}
+		if tc := p.ToolCall; tc != nil {
+			kc := &k.calls[c.calls]
+			c.calls++
+			if !sameWords(kc, tc, callWords) || !k.equalData(c, tc.Arguments) {
+				return false
+			}
+		}
+		if r := p.ToolResult; r != nil {
+			kr := &k.results[c.results]
+			c.results++
+			if !sameWords(kr, r, resultWords) || kr.IsError != r.IsError ||
+				!k.equalParts(c, r.Content) {
+				return false
+			}
+		}
+		if r := p.Reasoning; r != nil {
+			kr := &k.reasons[c.reasons]
+			c.reasons++
+			if !sameWords(kr, r, reasoningWords) {
+				return false
+			}
 		}
 	}
 	return true
 }
 
-func equalMedia(a, b *llm.Media) bool {
-	if a == nil || b == nil {
-		return a == b
+// equalData compares b with the copy at c, moving c past it. The headers
+// are equal already (so are the lengths); the bytes may not be.
+func (k *keptMessages) equalData(c *keptAt, b []byte) bool {
+	if c.data+len(b) > len(k.data) || !bytes.Equal(k.data[c.data:c.data+len(b)], b) {
+		return false
 	}
-	return a.MIMEType == b.MIMEType && equalBytes(a.Data, b.Data) && a.URL == b.URL && a.Name == b.Name
+	c.data += len(b)
+	return true
 }
 
-func equalToolCall(a, b *llm.ToolCall) bool {
-	if a == nil || b == nil {
-		return a == b
+// truncate keeps the first n messages only, and returns the bytes they
+// hold.
+func (k *keptMessages) truncate(n int) int {
+	if n < len(k.at) {
+		at := k.at[n]
+		// Cleared for the collector: the copies hold the caller's strings.
+		clear(k.msgs[n:])
+		clear(k.parts[at.parts:])
+		clear(k.calls[at.calls:])
+		clear(k.results[at.results:])
+		clear(k.media[at.media:])
+		clear(k.reasons[at.reasons:])
+		k.msgs, k.parts, k.calls, k.results = k.msgs[:n], k.parts[:at.parts], k.calls[:at.calls], k.results[:at.results]
+		k.media, k.reasons, k.data, k.at = k.media[:at.media], k.reasons[:at.reasons], k.data[:at.data], k.at[:n]
 	}
-	return a.ID == b.ID && a.Name == b.Name && equalBytes(a.Arguments, b.Arguments) && a.Signature == b.Signature
+	return k.size()
 }
 
-func equalToolResult(a, b *llm.ToolResult) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.CallID == b.CallID && a.Name == b.Name && a.IsError == b.IsError && equalParts(a.Content, b.Content)
-}
-
-func equalReasoning(a, b *llm.Reasoning) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-// equalBytes is bytes.Equal, but tells nil from empty as encoding may.
-func equalBytes[S ~[]byte](a, b S) bool {
-	return (a == nil) == (b == nil) && bytes.Equal(a, b)
+// size is the bytes the copies hold.
+func (k *keptMessages) size() int {
+	const w = 8
+	return len(k.msgs)*messageWords*w + len(k.parts)*partWords*w + len(k.calls)*callWords*w +
+		len(k.results)*(resultWords+1)*w + len(k.media)*mediaWords*w + len(k.reasons)*reasoningWords*w +
+		len(k.data) + len(k.at)*6*w
 }

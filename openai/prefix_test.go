@@ -298,7 +298,6 @@ func TestPrefixCacheReuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keptPart := &conversationCache(conv).kept[0].Parts[0]
 	msgs = append(msgs, assistant(callPart("c1", "f", `{}`)), llm.ToolResultMessage("c1", "r"))
 	second, err := c.encodeRequest(&llm.Request{Messages: msgs, Conversation: conv})
 	if err != nil {
@@ -308,7 +307,7 @@ func TestPrefixCacheReuses(t *testing.T) {
 		t.Fatalf("pieces %d and %d, want 4 (head, prefix, rest, tail)", len(first), len(second))
 	}
 	p := conversationCache(conv)
-	if len(p.kept) != 4 || &p.kept[0].Parts[0] != keptPart {
+	if p.kept.len() != 4 || p.added != 4 {
 		t.Error("the second turn encoded the first turn's messages again")
 	}
 	if !bytes.HasPrefix(second[1], first[1]) {
@@ -410,8 +409,8 @@ func TestPrefixCacheOverHTTP(t *testing.T) {
 
 // TestEqualMessageSeesEveryField changes each field of a message that has
 // every field set, one at a time and in place, and checks that
-// equalMessage tells it from its snapshot. A field added to the message
-// types fails here until equalMessage compares it.
+// keptMessages tells it from what it kept. A field added to the message
+// types fails here until printer.message visits it.
 func TestEqualMessageSeesEveryField(t *testing.T) {
 	full := func() llm.Message {
 		media := func() *llm.Media { return &llm.Media{MIMEType: "a", Data: []byte("b"), URL: "c", Name: "d"} }
@@ -456,9 +455,10 @@ func TestEqualMessageSeesEveryField(t *testing.T) {
 	walk(reflect.ValueOf(&m).Elem(), "", func(_ reflect.Value, path string) { paths = append(paths, path) })
 	for k, path := range paths {
 		m := full()
-		snap, _ := snapshot(m)
-		if !equalMessage(&snap, &m) {
-			t.Fatal("a message differs from its snapshot")
+		var kept keptMessages
+		kept.add(&m)
+		if !kept.equal(0, &m) {
+			t.Fatal("a message differs from what is kept of it")
 		}
 		n := 0
 		walk(reflect.ValueOf(&m).Elem(), "", func(v reflect.Value, p string) {
@@ -479,10 +479,10 @@ func TestEqualMessageSeesEveryField(t *testing.T) {
 			case reflect.Pointer:
 				v.Set(reflect.Zero(v.Type())) // nil
 			default:
-				t.Fatalf("%s: a field of kind %s: teach this test and equalMessage about it", p, v.Kind())
+				t.Fatalf("%s: a field of kind %s: teach this test and printer.message about it", p, v.Kind())
 			}
 		})
-		if equalMessage(&snap, &m) {
+		if kept.equal(0, &m) {
 			t.Errorf("changing %s went unnoticed", path)
 		}
 	}
