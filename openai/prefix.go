@@ -211,17 +211,39 @@ var (
 	_ = [1]int{}[unsafe.Sizeof(uintptr(0))-8]
 )
 
-// sameWords reports whether the first n words of the structs at a and b
-// are equal. A loop of word compares: for structs this small, far cheaper
-// than the call of memequal that comparing arrays compiles to.
-func sameWords[T any](a, b *T, n int) bool {
-	x := unsafe.Slice((*uintptr)(unsafe.Pointer(a)), n)
-	y := unsafe.Slice((*uintptr)(unsafe.Pointer(b)), n)
-	var d uintptr
-	for i := range x {
-		d |= x[i] ^ y[i]
-	}
-	return d == 0
+// The same* functions report whether the first words of the structs at a
+// and b are equal: unrolled word compares, far cheaper for structs this
+// small than the call of memequal that comparing arrays compiles to. Each
+// reads no further than its struct (the sizes are checked above).
+
+func sameMessage(a, b *llm.Message) bool {
+	x, y := (*[messageWords]uintptr)(unsafe.Pointer(a)), (*[messageWords]uintptr)(unsafe.Pointer(b))
+	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4]) == 0
+}
+
+func samePart(a, b *llm.Part) bool {
+	x, y := (*[partWords]uintptr)(unsafe.Pointer(a)), (*[partWords]uintptr)(unsafe.Pointer(b))
+	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4])|(x[5]^y[5])|(x[6]^y[6])|(x[7]^y[7]) == 0
+}
+
+func sameCall(a, b *llm.ToolCall) bool {
+	x, y := (*[callWords]uintptr)(unsafe.Pointer(a)), (*[callWords]uintptr)(unsafe.Pointer(b))
+	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4])|(x[5]^y[5])|(x[6]^y[6])|(x[7]^y[7])|(x[8]^y[8]) == 0
+}
+
+func sameResult(a, b *llm.ToolResult) bool {
+	x, y := (*[resultWords]uintptr)(unsafe.Pointer(a)), (*[resultWords]uintptr)(unsafe.Pointer(b))
+	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4])|(x[5]^y[5])|(x[6]^y[6]) == 0 && a.IsError == b.IsError
+}
+
+func sameMedia(a, b *llm.Media) bool {
+	x, y := (*[mediaWords]uintptr)(unsafe.Pointer(a)), (*[mediaWords]uintptr)(unsafe.Pointer(b))
+	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4])|(x[5]^y[5])|(x[6]^y[6])|(x[7]^y[7])|(x[8]^y[8]) == 0
+}
+
+func sameReasoning(a, b *llm.Reasoning) bool {
+	x, y := (*[reasoningWords]uintptr)(unsafe.Pointer(a)), (*[reasoningWords]uintptr)(unsafe.Pointer(b))
+	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4])|(x[5]^y[5]) == 0
 }
 
 // len returns the number of messages kept.
@@ -265,7 +287,7 @@ func (k *keptMessages) end() keptAt {
 
 // equal reports whether m is the message kept at i.
 func (k *keptMessages) equal(i int, m *llm.Message) bool {
-	if !sameWords(&k.msgs[i], m, messageWords) {
+	if !sameMessage(&k.msgs[i], m) {
 		return false
 	}
 	c := k.at[i]
@@ -281,28 +303,28 @@ func (k *keptMessages) equalParts(c *keptAt, parts []llm.Part) bool {
 	c.parts += len(parts)
 	for i := range parts {
 		p := &parts[i]
-		if !sameWords(&kept[i], p, partWords) {
+		if !samePart(&kept[i], p) {
 			return false
 		}
 		// The same pointers as kept: compare what they point to.
 		if m := p.Media; m != nil {
 			km := &k.media[c.media]
 			c.media++
-			if !sameWords(km, m, mediaWords) || !k.equalData(c, m.Data) {
+			if !sameMedia(km, m) || !k.equalData(c, m.Data) {
 				return false
 			}
 		}
 		if tc := p.ToolCall; tc != nil {
 			kc := &k.calls[c.calls]
 			c.calls++
-			if !sameWords(kc, tc, callWords) || !k.equalData(c, tc.Arguments) {
+			if !sameCall(kc, tc) || !k.equalData(c, tc.Arguments) {
 				return false
 			}
 		}
 		if r := p.ToolResult; r != nil {
 			kr := &k.results[c.results]
 			c.results++
-			if !sameWords(kr, r, resultWords) || kr.IsError != r.IsError ||
+			if !sameResult(kr, r) ||
 				!k.equalParts(c, r.Content) {
 				return false
 			}
@@ -310,7 +332,7 @@ func (k *keptMessages) equalParts(c *keptAt, parts []llm.Part) bool {
 		if r := p.Reasoning; r != nil {
 			kr := &k.reasons[c.reasons]
 			c.reasons++
-			if !sameWords(kr, r, reasoningWords) {
+			if !sameReasoning(kr, r) {
 				return false
 			}
 		}
