@@ -1,377 +1,48 @@
 package openai
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"sync"
-	"unsafe"
 
+	"github.com/hrns-dev/hrns/internal/prefixcache"
 	"github.com/hrns-dev/hrns/llm"
 )
 
-// maxPrefixBytes bounds what one conversation's [prefixCache] keeps: the
-// encoded messages and the copies of the byte slices it checks them
-// against. A conversation past it encodes its later messages at every
-// turn, as without a cache.
-const maxPrefixBytes = 32 << 20
-
-// prefixKey is the key of a conversation's [prefixCache] in its
-// [llm.Conversation].
+// prefixKey is the key of a conversation's [prefixcache.Cache] for this
+// provider in its [llm.Conversation].
 type prefixKey struct{}
 
-// A prefixCache keeps the encoded JSON of the messages a conversation has
-// sent, so that its next request encodes only the messages that are new.
-//
-// buf holds the encoded wire messages of kept[0:len(kept)], joined by
-// commas; ends[i] is where those of kept[i] end in buf. kept holds a copy
-// of each message (the same strings, which Go never changes, and copies of
-// its byte slices) to tell whether a request's message is still the one
-// encoded: a message the caller replaced, removed or rewrote in place,
-// down to one byte of its tool call arguments or images, compares unequal,
-// and it and everything after it is encoded again.
-//
-// Bytes of buf that a request has used are never written again: buf only
-// grows by append, and when the conversation changes before its end the
-// cache goes on in a new array (see encode), so a body being sent never
-// changes under the transport.
-type prefixCache struct {
-	mu    sync.Mutex
-	buf   []byte
-	kept  keptMessages
-	ends  []int
-	clean []bool // clean[i]: no media of tool results wait after kept[i]
-	size  int    // bytes kept: buf, and kept's copies and parts
-	limit int    // the bound of size: maxPrefixBytes
-	full  bool   // size reached limit: kept grows no more
-	added int    // messages ever added to buf (tests read it)
+// chatEncoder renders and encodes messages one at a time for a
+// [prefixcache.Cache]: a message is clean when no media of tool results
+// wait for the user message that follows them (see [renderer]).
+type chatEncoder struct {
+	r   renderer
+	app prefixcache.Appender
 }
 
-// conversationCache returns the prefix cache of conv, nil for none.
-func conversationCache(conv *llm.Conversation) *prefixCache {
-	if conv == nil {
-		return nil
+// Add appends the wire messages of m, the message of index i.
+func (e *chatEncoder) Add(dst []byte, first bool, i int, m *llm.Message) ([]byte, bool, error) {
+	e.r.out = e.r.out[:0]
+	if err := e.r.add(i, *m); err != nil {
+		return dst, false, err
 	}
-	return conv.State(prefixKey{}, func() any { return &prefixCache{limit: maxPrefixBytes} }).(*prefixCache)
+	dst, err := e.append(dst, first)
+	return dst, len(e.r.attached) == 0, err
 }
 
-// encode renders and encodes msgs as the elements of the messages array,
-// without its brackets: prefix, from the cache, followed by rest. prefix
-// is never written again; rest is the caller's.
-func (p *prefixCache) encode(msgs []llm.Message) (prefix, rest []byte, err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-
-	// The messages still as kept, back to the last one after which the
-	// rendering starts afresh.
-	n := 0
-	for n < p.kept.len() && n < len(msgs) && p.kept.equal(n, &msgs[n]) {
-		n++
-	}
-	for n > 0 && !p.clean[n-1] {
-		n--
-	}
-	if n < p.kept.len() {
-		p.truncate(n)
-	}
-
-	enc := newMessageEncoder()
-	var r renderer
-	for i := n; i < len(msgs); i++ {
-		r.out = r.out[:0]
-		if err := r.add(i, msgs[i]); err != nil {
-			return nil, nil, err
-		}
-		if p.full {
-			if rest, err = enc.appendMessages(rest, len(p.buf)+len(rest) > 0, r.out); err != nil {
-				return nil, nil, err
-			}
-			continue
-		}
-		if p.buf, err = enc.appendMessages(p.buf, len(p.buf) > 0, r.out); err != nil {
-			// Nothing of it is kept: buf is as it was but for bytes
-			// beyond its old length, which no request uses.
-			p.buf = p.buf[:p.end(p.kept.len())]
-			return nil, nil, err
-		}
-		p.size += p.kept.add(&msgs[i]) + len(p.buf) - p.end(len(p.ends))
-		p.ends = append(p.ends, len(p.buf))
-		p.clean = append(p.clean, len(r.attached) == 0)
-		p.added++
-		p.full = p.size >= p.limit
-	}
-	r.out = r.out[:0]
-	r.finish()
-	if rest, err = enc.appendMessages(rest, len(p.buf)+len(rest) > 0, r.out); err != nil {
-		return nil, nil, err
-	}
-	return p.buf[:len(p.buf):len(p.buf)], rest, nil
+// Finish appends the user message of the last tool messages' media, if any.
+func (e *chatEncoder) Finish(dst []byte, first bool) ([]byte, error) {
+	e.r.out = e.r.out[:0]
+	e.r.finish()
+	return e.append(dst, first)
 }
 
-// end returns where the messages before kept[i] end in buf.
-func (p *prefixCache) end(i int) int {
-	if i == 0 {
-		return 0
-	}
-	return p.ends[i-1]
-}
-
-// truncate drops what is kept from kept[n] on. buf goes on in a new array
-// at the next append (its capacity is cut to its length), since requests
-// may still be sending the bytes after the cut.
-func (p *prefixCache) truncate(n int) {
-	end := p.end(n)
-	p.buf = p.buf[:end:end]
-	p.ends, p.clean = p.ends[:n], p.clean[:n]
-	p.size = end + p.kept.truncate(n)
-	p.full = p.size >= p.limit
-}
-
-// A messageEncoder encodes wire messages as encoding/json does the
-// elements of an array: a body assembled from them is byte for byte the
-// body encoded in one piece.
-type messageEncoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
-
-func newMessageEncoder() *messageEncoder {
-	e := new(messageEncoder)
-	e.enc = json.NewEncoder(&e.buf)
-	e.enc.SetEscapeHTML(false) // as marshalRequest
-	return e
-}
-
-// appendMessages appends the encoding of msgs to dst, each after a comma
-// unless it is the first of the array (comma false for the first).
-func (e *messageEncoder) appendMessages(dst []byte, comma bool, msgs []wireMessage) ([]byte, error) {
-	for i := range msgs {
-		e.buf.Reset()
-		if err := e.enc.Encode(&msgs[i]); err != nil {
+func (e *chatEncoder) append(dst []byte, first bool) ([]byte, error) {
+	for i := range e.r.out {
+		var err error
+		if dst, err = e.app.Append(dst, first, &e.r.out[i]); err != nil {
 			return dst, fmt.Errorf("openai: encoding request: %w", err)
 		}
-		if comma {
-			dst = append(dst, ',')
-		}
-		comma = true
-		dst = append(dst, bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))...)
+		first = false
 	}
 	return dst, nil
-}
-
-// keptMessages holds what the messages of a prefixCache were, to tell
-// whether a request's messages are still those: a copy of each message,
-// of each of its parts and of what they point to, with copies of their byte
-// slices (tool call arguments, media data), each kind in one array, in the
-// order [keptMessages.add] visits them.
-//
-// A message is equal to its copy when each struct of it holds the same
-// words as the copy, compared whole (the same string and slice headers:
-// Go strings never change, so the same header is the same text), and each
-// byte slice holds the same bytes as the copy's (the caller may rewrite
-// those in place). A field replaced by an equal string at another address
-// compares unequal, which only costs an encoding. Comparing so is a few
-// wide compares per part, which is what keeps a turn of a long
-// conversation cheap.
-type keptMessages struct {
-	msgs    []llm.Message
-	parts   []llm.Part
-	calls   []llm.ToolCall
-	results []llm.ToolResult
-	media   []llm.Media
-	reasons []llm.Reasoning
-	data    []byte
-	at      []keptAt // where each message's copies begin
-}
-
-// keptAt is where a message's copies begin in each array of keptMessages.
-type keptAt struct{ parts, calls, results, media, reasons, data int }
-
-// The sizes, in words, of the structs compared whole. Each line fails to
-// compile when its struct changes size: a field added to one of them must
-// be considered here (and TestEqualMessageSeesEveryField fails until it is
-// compared).
-const (
-	messageWords   = 5
-	partWords      = 8
-	callWords      = 9
-	resultWords    = 7 // IsError, after them, is compared apart
-	mediaWords     = 9
-	reasoningWords = 6
-)
-
-var (
-	_ = [1]int{}[unsafe.Sizeof(llm.Message{})-messageWords*8]
-	_ = [1]int{}[unsafe.Sizeof(llm.Part{})-partWords*8]
-	_ = [1]int{}[unsafe.Sizeof(llm.ToolCall{})-callWords*8]
-	_ = [1]int{}[unsafe.Sizeof(llm.ToolResult{})-resultWords*8-8]
-	_ = [1]int{}[unsafe.Offsetof(llm.ToolResult{}.IsError)-resultWords*8]
-	_ = [1]int{}[unsafe.Sizeof(llm.Media{})-mediaWords*8]
-	_ = [1]int{}[unsafe.Sizeof(llm.Reasoning{})-reasoningWords*8]
-	_ = [1]int{}[unsafe.Sizeof(uintptr(0))-8]
-)
-
-// The same* functions report whether the first words of the structs at a
-// and b are equal: unrolled word compares, far cheaper for structs this
-// small than the call of memequal that comparing arrays compiles to. Each
-// reads no further than its struct (the sizes are checked above).
-
-func sameMessage(a, b *llm.Message) bool {
-	x, y := (*[messageWords]uintptr)(unsafe.Pointer(a)), (*[messageWords]uintptr)(unsafe.Pointer(b))
-	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4]) == 0
-}
-
-func samePart(a, b *llm.Part) bool {
-	x, y := (*[partWords]uintptr)(unsafe.Pointer(a)), (*[partWords]uintptr)(unsafe.Pointer(b))
-	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4])|(x[5]^y[5])|(x[6]^y[6])|(x[7]^y[7]) == 0
-}
-
-func sameCall(a, b *llm.ToolCall) bool {
-	x, y := (*[callWords]uintptr)(unsafe.Pointer(a)), (*[callWords]uintptr)(unsafe.Pointer(b))
-	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4])|(x[5]^y[5])|(x[6]^y[6])|(x[7]^y[7])|(x[8]^y[8]) == 0
-}
-
-func sameResult(a, b *llm.ToolResult) bool {
-	x, y := (*[resultWords]uintptr)(unsafe.Pointer(a)), (*[resultWords]uintptr)(unsafe.Pointer(b))
-	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4])|(x[5]^y[5])|(x[6]^y[6]) == 0 && a.IsError == b.IsError
-}
-
-func sameMedia(a, b *llm.Media) bool {
-	x, y := (*[mediaWords]uintptr)(unsafe.Pointer(a)), (*[mediaWords]uintptr)(unsafe.Pointer(b))
-	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4])|(x[5]^y[5])|(x[6]^y[6])|(x[7]^y[7])|(x[8]^y[8]) == 0
-}
-
-func sameReasoning(a, b *llm.Reasoning) bool {
-	x, y := (*[reasoningWords]uintptr)(unsafe.Pointer(a)), (*[reasoningWords]uintptr)(unsafe.Pointer(b))
-	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4])|(x[5]^y[5]) == 0
-}
-
-// len returns the number of messages kept.
-func (k *keptMessages) len() int { return len(k.at) }
-
-// add keeps a copy of m after the others and returns the bytes it holds.
-func (k *keptMessages) add(m *llm.Message) int {
-	before := k.size()
-	k.at = append(k.at, k.end())
-	k.msgs = append(k.msgs, *m)
-	k.addParts(m.Parts)
-	return k.size() - before
-}
-
-func (k *keptMessages) addParts(parts []llm.Part) {
-	k.parts = append(k.parts, parts...)
-	for i := range parts {
-		p := &parts[i]
-		if m := p.Media; m != nil {
-			k.media = append(k.media, *m)
-			k.data = append(k.data, m.Data...)
-		}
-		if c := p.ToolCall; c != nil {
-			k.calls = append(k.calls, *c)
-			k.data = append(k.data, c.Arguments...)
-		}
-		if r := p.ToolResult; r != nil {
-			k.results = append(k.results, *r)
-			k.addParts(r.Content)
-		}
-		if r := p.Reasoning; r != nil {
-			k.reasons = append(k.reasons, *r)
-		}
-	}
-}
-
-// end is where the next message's copies begin.
-func (k *keptMessages) end() keptAt {
-	return keptAt{len(k.parts), len(k.calls), len(k.results), len(k.media), len(k.reasons), len(k.data)}
-}
-
-// equal reports whether m is the message kept at i.
-func (k *keptMessages) equal(i int, m *llm.Message) bool {
-	if !sameMessage(&k.msgs[i], m) {
-		return false
-	}
-	c := k.at[i]
-	return k.equalParts(&c, m.Parts)
-}
-
-// equalParts compares parts with the copies at c, moving c past them.
-func (k *keptMessages) equalParts(c *keptAt, parts []llm.Part) bool {
-	if c.parts+len(parts) > len(k.parts) {
-		return false
-	}
-	kept := k.parts[c.parts : c.parts+len(parts)]
-	c.parts += len(parts)
-	for i := range parts {
-		p := &parts[i]
-		if !samePart(&kept[i], p) {
-			return false
-		}
-		// The same pointers as kept: compare what they point to.
-		if m := p.Media; m != nil {
-			km := &k.media[c.media]
-			c.media++
-			if !sameMedia(km, m) || !k.equalData(c, m.Data) {
-				return false
-			}
-		}
-		if tc := p.ToolCall; tc != nil {
-			kc := &k.calls[c.calls]
-			c.calls++
-			if !sameCall(kc, tc) || !k.equalData(c, tc.Arguments) {
-				return false
-			}
-		}
-		if r := p.ToolResult; r != nil {
-			kr := &k.results[c.results]
-			c.results++
-			if !sameResult(kr, r) ||
-				!k.equalParts(c, r.Content) {
-				return false
-			}
-		}
-		if r := p.Reasoning; r != nil {
-			kr := &k.reasons[c.reasons]
-			c.reasons++
-			if !sameReasoning(kr, r) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// equalData compares b with the copy at c, moving c past it. The headers
-// are equal already (so are the lengths); the bytes may not be.
-func (k *keptMessages) equalData(c *keptAt, b []byte) bool {
-	if c.data+len(b) > len(k.data) || !bytes.Equal(k.data[c.data:c.data+len(b)], b) {
-		return false
-	}
-	c.data += len(b)
-	return true
-}
-
-// truncate keeps the first n messages only, and returns the bytes they
-// hold.
-func (k *keptMessages) truncate(n int) int {
-	if n < len(k.at) {
-		at := k.at[n]
-		// Cleared for the collector: the copies hold the caller's strings.
-		clear(k.msgs[n:])
-		clear(k.parts[at.parts:])
-		clear(k.calls[at.calls:])
-		clear(k.results[at.results:])
-		clear(k.media[at.media:])
-		clear(k.reasons[at.reasons:])
-		k.msgs, k.parts, k.calls, k.results = k.msgs[:n], k.parts[:at.parts], k.calls[:at.calls], k.results[:at.results]
-		k.media, k.reasons, k.data, k.at = k.media[:at.media], k.reasons[:at.reasons], k.data[:at.data], k.at[:n]
-	}
-	return k.size()
-}
-
-// size is the bytes the copies hold.
-func (k *keptMessages) size() int {
-	const w = 8
-	return len(k.msgs)*messageWords*w + len(k.parts)*partWords*w + len(k.calls)*callWords*w +
-		len(k.results)*(resultWords+1)*w + len(k.media)*mediaWords*w + len(k.reasons)*reasoningWords*w +
-		len(k.data) + len(k.at)*6*w
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hrns-dev/hrns/internal/httpapi"
+	"github.com/hrns-dev/hrns/internal/prefixcache"
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -127,28 +128,23 @@ func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
 	return bytes.Join(pieces, nil), nil
 }
 
-// messagesField is the messages of a request encoded with none. Nothing
-// before it in the body can hold these bytes: only the model comes before,
-// a JSON string, in which a quote is always escaped.
-var messagesField = []byte(`"messages":[]`)
-
 // encodeRequest renders req as the JSON body of a streaming request, in
 // pieces to send one after the other. Without a conversation (see
 // [llm.Request.Conversation]) the body is one piece. With one, the messages
 // the conversation's earlier requests encoded are reused from its
-// [prefixCache] (a piece that is never written again) and only the new
+// [prefixcache.Cache] (a piece that is never written again) and only the new
 // ones are encoded; the bytes are the same either way.
 func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
-	var cache *prefixCache
+	var cache *prefixcache.Cache
 	if req != nil {
-		cache = conversationCache(req.Conversation)
+		cache = prefixcache.For(req.Conversation, prefixKey{})
 	}
 	var prefix, rest []byte
 	w, err := c.buildRequest(req, func(msgs []llm.Message) (wm []wireMessage, err error) {
 		if cache == nil {
 			return renderMessages(msgs)
 		}
-		prefix, rest, err = cache.encode(msgs)
+		prefix, rest, err = cache.Encode(msgs, new(chatEncoder))
 		return []wireMessage{}, err
 	})
 	if err != nil {
@@ -168,12 +164,12 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
 		}
 		return [][]byte{body}, nil
 	}
-	i := bytes.Index(body, messagesField)
-	if i < 0 {
+	// Only the model precedes the messages, a JSON string, which cannot
+	// hold the field's bytes.
+	head, tail, ok := prefixcache.Split(body, `"messages":[]`)
+	if !ok {
 		return nil, errors.New("openai: encoding request: no messages field") // cannot happen
 	}
-	i += len(messagesField) - 1 // at the closing bracket
-	head, tail := body[:i], body[i:]
 	if len(req.Extra) > 0 {
 		// Extra fields are checked against the whole body.
 		body, err := httpapi.MergeExtra("openai", bytes.Join([][]byte{head, prefix, rest, tail}, nil), req.Extra)
@@ -318,7 +314,7 @@ func renderMessages(msgs []llm.Message) ([]wireMessage, error) {
 // A renderer renders a conversation one message at a time, appending to
 // out. What it appends for a message depends on the messages before it only
 // through attached: when attached is empty after a message, what follows
-// renders the same whatever came before, which is what lets [prefixCache]
+// renders the same whatever came before, which is what lets [prefixcache.Cache]
 // reuse the rendering of a conversation's start.
 type renderer struct {
 	out      []wireMessage
