@@ -30,7 +30,7 @@ var allowed = map[string][]string{
 	"openai":                          {"llm", "internal/httpapi", "internal/prefixcache", "internal/sse"},
 	"openai/openaitest":               {"llm"},
 	"anthropic":                       {"llm", "internal/httpapi", "internal/sse"},
-	"responses":                       {"llm", "internal/httpapi", "internal/sse"},
+	"responses":                       {"llm", "internal/httpapi", "internal/prefixcache", "internal/sse"},
 	"responses/responsestest":         {"llm"},
 	"gemini":                          {"llm", "internal/httpapi", "internal/sse"},
 	"gemini/geminitest":               {"llm"},
