@@ -23,9 +23,9 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 )
 
-// MaxBytes bounds what one conversation's [Cache] keeps: the encoded
-// messages and the copies it checks them against. A conversation past it
-// encodes its later messages at every request, as without a cache.
+// MaxBytes bounds what one conversation's [Cache] keeps (see [New]): the
+// encoded messages and the copies it checks them against. A conversation
+// past it encodes its later messages at every request, as without a cache.
 const MaxBytes = 32 << 20
 
 // For returns the cache of conv for the provider whose key is key (a value
@@ -38,7 +38,10 @@ func For(conv *llm.Conversation, key any) *Cache {
 	return conv.State(key, func() any { return New(MaxBytes) }).(*Cache)
 }
 
-// New returns an empty cache that keeps at most about limit bytes.
+// New returns an empty cache that keeps at most limit bytes: the encoded
+// messages and their copies, as [Cache.Size] counts them (the spare
+// capacity of its arrays aside). A message that does not fit is encoded at
+// every request, and so are the messages after it.
 func New(limit int) *Cache { return &Cache{limit: limit} }
 
 // A Cache keeps the encoded JSON of the messages a conversation has sent.
@@ -57,7 +60,6 @@ type Cache struct {
 	clean []bool // clean[i]: what follows message i encodes the same whatever came before
 	size  int    // bytes kept: buf, and kept's copies
 	limit int    // the bound of size
-	full  bool   // size reached limit: nothing more is kept
 	added int    // messages ever added (tests read it)
 }
 
@@ -97,24 +99,33 @@ func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix, rest []byte, err 
 		p.truncate(n)
 	}
 
+	full := false // a message did not fit in limit: the rest are not kept
 	for i := n; i < len(msgs); i++ {
-		if p.full {
+		if full {
 			if rest, _, err = e.Add(rest, len(p.buf)+len(rest) == 0, i, &msgs[i]); err != nil {
 				return nil, nil, err
 			}
 			continue
 		}
+		old := len(p.buf)
 		var clean bool
-		if p.buf, clean, err = e.Add(p.buf, len(p.buf) == 0, i, &msgs[i]); err != nil {
+		if p.buf, clean, err = e.Add(p.buf, old == 0, i, &msgs[i]); err != nil {
 			// Nothing of it is kept: buf is as it was but for bytes
 			// beyond its old length, which no request uses.
-			p.buf = p.buf[:p.end(p.kept.len())]
+			p.buf = p.buf[:old]
 			return nil, nil, err
 		}
-		p.size += p.kept.add(&msgs[i]) + len(p.buf) - p.end(len(p.ends))
+		if size := p.size + len(p.buf) - old + keptSize(&msgs[i]); size > p.limit {
+			// Past the bound: this message and the next ones go to rest,
+			// at every request.
+			rest = append(rest, p.buf[old:]...)
+			p.buf = p.buf[:old]
+			full = true
+			continue
+		}
+		p.size += p.kept.add(&msgs[i]) + len(p.buf) - old
 		p.ends = append(p.ends, len(p.buf))
 		p.clean = append(p.clean, clean)
-		p.full = p.size >= p.limit
 		p.added++
 	}
 	if rest, err = e.Finish(rest, len(p.buf)+len(rest) == 0); err != nil {
@@ -153,7 +164,6 @@ func (p *Cache) truncate(n int) {
 	p.buf = p.buf[:end:end]
 	p.ends, p.clean = p.ends[:n], p.clean[:n]
 	p.size = end + p.kept.truncate(n)
-	p.full = p.size >= p.limit
 }
 
 // Split splits body, a JSON object encoded with the empty array field
@@ -313,6 +323,34 @@ func (k *keptMessages) addParts(parts []llm.Part) {
 			k.reasons = append(k.reasons, *r)
 		}
 	}
+}
+
+// keptSize returns what keeping a copy of m would add to the size of a
+// keptMessages, without copying anything.
+func keptSize(m *llm.Message) int {
+	const w = 8
+	return messageWords*w + 6*w + partsSize(m.Parts)
+}
+
+func partsSize(parts []llm.Part) int {
+	const w = 8
+	n := len(parts) * partWords * w
+	for i := range parts {
+		p := &parts[i]
+		if m := p.Media; m != nil {
+			n += mediaWords*w + len(m.Data)
+		}
+		if c := p.ToolCall; c != nil {
+			n += callWords*w + len(c.Arguments)
+		}
+		if r := p.ToolResult; r != nil {
+			n += (resultWords+1)*w + partsSize(r.Content)
+		}
+		if p.Reasoning != nil {
+			n += reasoningWords * w
+		}
+	}
+	return n
 }
 
 // end is where the next message's copies begin.

@@ -83,6 +83,44 @@ func TestCacheEncodesOnlyNew(t *testing.T) {
 	step(msgs[:3], 1)
 }
 
+// TestCacheBound checks that a cache never holds more than its limit: a
+// message that does not fit is encoded at every request, with those after
+// it, and keptSize says what keeping a message costs.
+func TestCacheBound(t *testing.T) {
+	var added int
+	e := jsonEncoder{added: &added}
+	big := llm.Message{Role: llm.RoleUser, Parts: []llm.Part{llm.ImagePart("image/png", make([]byte, 5000))}}
+	small := llm.UserMessage("a")
+	for _, m := range []llm.Message{big, small} {
+		var k keptMessages
+		if got, want := k.add(&m), keptSize(&m); got != want {
+			t.Errorf("add kept %d bytes, keptSize says %d", got, want)
+		}
+	}
+	c := New(4000)
+	msgs := []llm.Message{small, small, big, small}
+	for turn := range 3 {
+		prefix, rest, err := c.Encode(msgs, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(prefix)+string(rest), encodeAll(t, msgs); got != want {
+			t.Fatalf("turn %d: encoded %s, want %s", turn, got, want)
+		}
+		if c.Size() > 4000 || c.Len() != 2 {
+			t.Fatalf("turn %d: %d messages, %d bytes kept; want 2, at most 4000", turn, c.Len(), c.Size())
+		}
+	}
+	// Without the big message, the rest fits again.
+	msgs = []llm.Message{small, small, small}
+	if _, _, err := c.Encode(msgs, e); err != nil {
+		t.Fatal(err)
+	}
+	if c.Len() != 3 {
+		t.Errorf("%d messages kept, want 3", c.Len())
+	}
+}
+
 // TestEqualMessageSeesEveryField changes each field of a message that has
 // every field set, one at a time and in place, and checks that
 // keptMessages tells it from what it kept. A field added to the message
