@@ -25,8 +25,9 @@ func checkTurn(t *testing.T, c *Client, req *llm.Request) {
 	}
 }
 
-// playConversation plays a conversation of turns chosen by c, checking
-// every turn's body against the body encoded without a cache.
+// playConversation plays a conversation of turns chosen by c (at most
+// turns, fewer when c is a fuzzer's input used up), checking every turn's
+// body against the body encoded without a cache.
 func playConversation(t *testing.T, c prefixtest.Chooser, turns int) {
 	t.Helper()
 	client := &Client{Model: "m"}
@@ -34,6 +35,9 @@ func playConversation(t *testing.T, c prefixtest.Chooser, turns int) {
 	conv := new(llm.Conversation)
 	var msgs []llm.Message
 	for range turns {
+		if b, ok := c.(*prefixtest.ByteChooser); ok && b.Done() {
+			return
+		}
 		for range c.Intn(3) + 1 {
 			msgs = append(msgs, prefixtest.Message(c))
 		}
