@@ -60,7 +60,6 @@ type Cache struct {
 	clean []bool // clean[i]: what follows message i encodes the same whatever came before
 	size  int    // bytes kept: buf, and kept's copies
 	limit int    // the bound of size
-	added int    // messages ever added (tests read it)
 }
 
 // An Encoder renders and encodes a conversation one message at a time, as
@@ -126,7 +125,6 @@ func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix, rest []byte, err 
 		p.size += p.kept.add(&msgs[i]) + len(p.buf) - old
 		p.ends = append(p.ends, len(p.buf))
 		p.clean = append(p.clean, clean)
-		p.added++
 	}
 	if rest, err = e.Finish(rest, len(p.buf)+len(rest) == 0); err != nil {
 		return nil, nil, err
