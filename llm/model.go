@@ -17,7 +17,10 @@ import (
 // connection. Cancelling ctx stops the stream with ctx's error.
 //
 // Stream must not keep or modify req or anything it points to after the
-// iterator returns. Implementations are safe for concurrent use.
+// iterator returns, with one exception: in req.Conversation a provider may
+// keep copies of what it needs and the strings of req (immutable in Go), so
+// that the caller stays free to change req and its messages afterwards.
+// Implementations are safe for concurrent use.
 type Model interface {
 	Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, error]
 }
@@ -75,6 +78,14 @@ type Request struct {
 	// refuses a field it sets itself (an error, before anything is sent),
 	// so Extra adds fields and never changes those of the request.
 	Extra map[string]json.RawMessage
+	// Conversation, when non-nil, is the conversation this request
+	// continues: providers that can keep work from one request to the
+	// next keep it there (the OpenAI provider: the encoded messages
+	// already sent), which makes a turn of a long conversation cost about
+	// what a turn of a short one does. The bytes sent are the same with
+	// or without it. The agent loop sets it for each run. See
+	// [Conversation].
+	Conversation *Conversation `json:"-"`
 }
 
 // ReasoningConfig says how much a model thinks before it answers, in the

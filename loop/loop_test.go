@@ -691,3 +691,33 @@ func TestElide(t *testing.T) {
 		}
 	}
 }
+
+// TestRunConversation checks that every model request of a run carries the
+// run's own llm.Conversation (what providers keep between turns) and that
+// another run has another.
+func TestRunConversation(t *testing.T) {
+	model := llmtest.NewModel(
+		llmtest.Call("c1", "echo", `{"text":"a"}`), llmtest.Text("one"),
+		llmtest.Call("c2", "echo", `{"text":"b"}`), llmtest.Text("two"))
+	agent := loop.NewAgent(model, loop.MustToolset(echoTool()), nil)
+	for range 2 {
+		if _, err := agent.Run(t.Context(), []llm.Message{llm.UserMessage("go")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := model.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4", len(reqs))
+	}
+	for i, r := range reqs {
+		if r.Conversation == nil {
+			t.Fatalf("request %d has no conversation", i)
+		}
+	}
+	if reqs[0].Conversation != reqs[1].Conversation || reqs[2].Conversation != reqs[3].Conversation {
+		t.Error("the turns of a run have different conversations")
+	}
+	if reqs[0].Conversation == reqs[2].Conversation {
+		t.Error("two runs share a conversation")
+	}
+}

@@ -46,6 +46,7 @@ func (r *run) request(final bool) *llm.Request {
 		Reasoning:         o.Reasoning,
 		Cache:             o.Cache,
 		Extra:             o.Extra,
+		Conversation:      &r.conv,
 	}
 	if r.turn == 1 {
 		req.ToolChoice = o.ToolChoice

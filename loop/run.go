@@ -101,6 +101,10 @@ type run struct {
 	msgs    []llm.Message
 	turn    int
 	res     Result
+	// conv is the run's conversation, in each of its model requests: what
+	// the provider keeps between the run's turns (see llm.Conversation),
+	// dropped with the run.
+	conv llm.Conversation
 
 	outAttempts int // final answers checked against the output schema
 	// callIDs are the IDs of the transcript's calls (see usedCallIDs).

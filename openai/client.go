@@ -104,8 +104,12 @@ var (
 // as Stream returns; an error in it (such as content the endpoint cannot
 // take) is yielded by the iterator before anything is sent. Each range over
 // the returned iterator sends the request again.
+//
+// With req.Conversation set, the messages its earlier requests sent are not
+// encoded again (see [llm.Conversation]): a turn encodes only the messages
+// new since the last, and the body is the same as without it.
 func (c *Client) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
-	body, err := c.marshalRequest(req)
+	body, err := c.encodeRequest(req)
 	return func(yield func(llm.Chunk, error) bool) {
 		if err != nil {
 			yield(llm.Chunk{}, err)
@@ -115,9 +119,9 @@ func (c *Client) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chu
 	}
 }
 
-// stream sends one rendered request and yields its chunks.
-func (c *Client) stream(ctx context.Context, body []byte, yield func(llm.Chunk, error) bool) {
-	resp, err := c.api().Stream(ctx, c.url("/chat/completions"), body)
+// stream sends one rendered request, in pieces, and yields its chunks.
+func (c *Client) stream(ctx context.Context, body [][]byte, yield func(llm.Chunk, error) bool) {
+	resp, err := c.api().StreamPieces(ctx, c.url("/chat/completions"), body)
 	if err != nil {
 		yield(llm.Chunk{}, err)
 		return

@@ -32,6 +32,21 @@
 // understands. OpenAI's reasoning models accept only max_completion_tokens;
 // set [Client.UseMaxCompletionTokens] for them.
 //
+// # Long conversations
+//
+// Chat Completions is stateless: each request carries the whole
+// conversation. A request whose [llm.Request.Conversation] is set (the
+// agent loop sets one per run) reuses the JSON of the messages the
+// conversation's earlier requests encoded and encodes only the new ones,
+// so a turn costs about the same at the 500th turn as at the 10th; the body
+// sent is byte for byte the same as without it. Before reusing anything the
+// client compares each message with a copy of what it encoded (the same
+// strings, the same slices holding the same bytes), so a message the caller
+// replaced, removed or rewrote in place, down to one byte of tool call
+// arguments or of an image, is encoded again, and so is everything after
+// it. What a conversation keeps is bounded (32 MiB; messages past it are
+// encoded at every turn) and lives as long as its [llm.Conversation].
+//
 // # Responses
 //
 // The reply is read as server-sent events. Text arrives as [llm.ChunkText]

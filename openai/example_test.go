@@ -178,3 +178,31 @@ func ExampleNewFromEnv() {
 	}
 	fmt.Println(strings.TrimSpace(resp.Message.Text()))
 }
+
+// A conversation of several turns, each request carrying the conversation
+// so that the client encodes only the messages new since the last turn
+// (the agent loop does this for each run). The bodies sent are the same as
+// without it.
+func ExampleClient_Stream_conversation() {
+	srv := fakeOpenAI(
+		`{"id":"chatcmpl-1","model":"gpt-4.1","choices":[{"index":0,"delta":{"role":"assistant","content":"Noted."},"finish_reason":"stop"}]}`,
+	)
+	defer srv.Close()
+
+	client := &openai.Client{BaseURL: srv.URL + "/v1", Model: "gpt-4.1"}
+	conv := new(llm.Conversation) // one per conversation, never shared between two
+	msgs := []llm.Message{openai.SystemMessage("Take notes.")}
+	for _, note := range []string{"first", "second", "third"} {
+		msgs = append(msgs, openai.UserMessage("Note: "+note))
+		resp, err := llm.Collect(client.Stream(context.Background(), &llm.Request{Messages: msgs, Conversation: conv}))
+		if err != nil {
+			log.Fatal(err)
+		}
+		msgs = append(msgs, resp.Message)
+		fmt.Println(resp.Message.Text())
+	}
+	// Output:
+	// Noted.
+	// Noted.
+	// Noted.
+}

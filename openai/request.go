@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hrns-dev/hrns/internal/httpapi"
+	"github.com/hrns-dev/hrns/internal/prefixcache"
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -117,7 +118,35 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // marshalRequest renders req as the JSON body of a streaming request.
 func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
-	w, err := c.buildRequest(req)
+	pieces, err := c.encodeRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	if len(pieces) == 1 {
+		return pieces[0], nil
+	}
+	return bytes.Join(pieces, nil), nil
+}
+
+// encodeRequest renders req as the JSON body of a streaming request, in
+// pieces to send one after the other. Without a conversation (see
+// [llm.Request.Conversation]) the body is one piece. With one, the messages
+// the conversation's earlier requests encoded are reused from its
+// [prefixcache.Cache] (a piece that is never written again) and only the new
+// ones are encoded; the bytes are the same either way.
+func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
+	var cache *prefixcache.Cache
+	if req != nil {
+		cache = prefixcache.For(req.Conversation, prefixKey{})
+	}
+	var prefix, rest []byte
+	w, err := c.buildRequest(req, func(msgs []llm.Message) (wm []wireMessage, err error) {
+		if cache == nil {
+			return renderMessages(msgs)
+		}
+		prefix, rest, err = cache.Encode(msgs, new(chatEncoder))
+		return []wireMessage{}, err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -127,11 +156,34 @@ func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
 	if err := enc.Encode(w); err != nil {
 		return nil, fmt.Errorf("openai: encoding request: %w", err)
 	}
-	return httpapi.MergeExtra("openai", bytes.TrimSuffix(buf.Bytes(), []byte("\n")), req.Extra)
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if cache == nil {
+		body, err = httpapi.MergeExtra("openai", body, req.Extra)
+		if err != nil {
+			return nil, err
+		}
+		return [][]byte{body}, nil
+	}
+	// Only the model precedes the messages, a JSON string, which cannot
+	// hold the field's bytes.
+	head, tail, ok := prefixcache.Split(body, `"messages":[]`)
+	if !ok {
+		return nil, errors.New("openai: encoding request: no messages field") // cannot happen
+	}
+	if len(req.Extra) > 0 {
+		// Extra fields are checked against the whole body.
+		body, err := httpapi.MergeExtra("openai", bytes.Join([][]byte{head, prefix, rest, tail}, nil), req.Extra)
+		if err != nil {
+			return nil, err
+		}
+		return [][]byte{body}, nil
+	}
+	return [][]byte{head, prefix, rest, tail}, nil
 }
 
-// buildRequest translates req into its wire form.
-func (c *Client) buildRequest(req *llm.Request) (*chatRequest, error) {
+// buildRequest translates req into its wire form; messages renders its
+// messages.
+func (c *Client) buildRequest(req *llm.Request, messages func([]llm.Message) ([]wireMessage, error)) (*chatRequest, error) {
 	if req == nil {
 		return nil, errNilRequest
 	}
@@ -169,7 +221,7 @@ func (c *Client) buildRequest(req *llm.Request) (*chatRequest, error) {
 		}
 	}
 	var err error
-	if w.Messages, err = renderMessages(req.Messages); err != nil {
+	if w.Messages, err = messages(req.Messages); err != nil {
 		return nil, err
 	}
 	if w.ResponseFormat, err = renderResponseFormat(req.ResponseFormat); err != nil {
@@ -249,43 +301,70 @@ func renderToolChoice(tc llm.ToolChoice) (any, error) {
 // message per tool result; images and documents of tool results, which
 // tool messages cannot hold, follow them in one user message.
 func renderMessages(msgs []llm.Message) ([]wireMessage, error) {
-	out := make([]wireMessage, 0, len(msgs))
-	var attached []wirePart // media of the tool messages just rendered
+	r := renderer{out: make([]wireMessage, 0, len(msgs))}
 	for i, m := range msgs {
-		if m.Role != llm.RoleTool && len(attached) > 0 {
-			out = append(out, wireMessage{Role: "user", Content: attached})
-			attached = nil
-		}
-		var err error
-		switch m.Role {
-		case llm.RoleSystem:
-			var text string
-			if text, err = textOnly(m.Parts); err == nil {
-				out = append(out, wireMessage{Role: "system", Content: text})
-			}
-		case llm.RoleUser:
-			var content any
-			if content, err = userContent(m.Parts); err == nil {
-				out = append(out, wireMessage{Role: "user", Content: content})
-			}
-		case llm.RoleAssistant:
-			var wm wireMessage
-			if wm, err = assistantMessage(m.Parts); err == nil {
-				out = append(out, wm)
-			}
-		case llm.RoleTool:
-			out, attached, err = appendToolMessages(out, attached, m.Parts)
-		default:
-			err = fmt.Errorf("unknown role %q", m.Role)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("openai: message %d (%s): %w", i, m.Role, err)
+		if err := r.add(i, m); err != nil {
+			return nil, err
 		}
 	}
-	if len(attached) > 0 {
-		out = append(out, wireMessage{Role: "user", Content: attached})
+	r.finish()
+	return r.out, nil
+}
+
+// A renderer renders a conversation one message at a time, appending to
+// out. What it appends for a message depends on the messages before it only
+// through attached: when attached is empty after a message, what follows
+// renders the same whatever came before, which is what lets [prefixcache.Cache]
+// reuse the rendering of a conversation's start.
+type renderer struct {
+	out      []wireMessage
+	attached []wirePart // media of the tool messages just rendered
+}
+
+// add renders m, the message of index i.
+func (r *renderer) add(i int, m llm.Message) error {
+	if m.Role != llm.RoleTool && len(r.attached) > 0 {
+		r.out = append(r.out, wireMessage{Role: "user", Content: r.attached})
+		r.attached = nil
 	}
-	return out, nil
+	var err error
+	switch m.Role {
+	case llm.RoleSystem:
+		var text string
+		if text, err = textOnly(m.Parts); err == nil {
+			r.out = append(r.out, wireMessage{Role: "system", Content: text})
+		}
+	case llm.RoleUser:
+		var content any
+		if content, err = userContent(m.Parts); err == nil {
+			r.out = append(r.out, wireMessage{Role: "user", Content: content})
+		}
+	case llm.RoleAssistant:
+		var wm wireMessage
+		if wm, err = assistantMessage(m.Parts); err == nil {
+			r.out = append(r.out, wm)
+		}
+	case llm.RoleTool:
+		var out []wireMessage
+		var attached []wirePart
+		if out, attached, err = appendToolMessages(r.out, r.attached, m.Parts); err == nil {
+			r.out, r.attached = out, attached
+		}
+	default:
+		err = fmt.Errorf("unknown role %q", m.Role)
+	}
+	if err != nil {
+		return fmt.Errorf("openai: message %d (%s): %w", i, m.Role, err)
+	}
+	return nil
+}
+
+// finish renders the media of the last tool messages, if any.
+func (r *renderer) finish() {
+	if len(r.attached) > 0 {
+		r.out = append(r.out, wireMessage{Role: "user", Content: r.attached})
+		r.attached = nil
+	}
 }
 
 // unsupported returns an error wrapping llm.ErrUnsupported for content

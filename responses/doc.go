@@ -25,6 +25,13 @@
 // any state on the server. Models that do not reason refuse that request;
 // see [Client.EncryptedReasoning].
 //
+// Sending the whole conversation need not mean encoding it every turn: a
+// request whose [llm.Request.Conversation] is set (the agent loop sets one
+// per run) reuses the JSON of the input items the conversation's earlier
+// requests encoded and encodes only the new messages, after comparing each
+// message with a copy of what was encoded (a message replaced, removed or
+// rewritten in place is encoded again); the body is byte for byte the same.
+//
 // # Requests
 //
 //   - System messages become input messages of role "system", in place.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hrns-dev/hrns/internal/httpapi"
+	"github.com/hrns-dev/hrns/internal/prefixcache"
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -105,7 +106,35 @@ const includeEncryptedReasoning = "reasoning.encrypted_content"
 
 // marshalRequest renders req as the JSON body of a streaming request.
 func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
-	w, err := c.buildRequest(req)
+	pieces, err := c.encodeRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	if len(pieces) == 1 {
+		return pieces[0], nil
+	}
+	return bytes.Join(pieces, nil), nil
+}
+
+// encodeRequest renders req as the JSON body of a streaming request, in
+// pieces to send one after the other. Without a conversation (see
+// [llm.Request.Conversation]) the body is one piece. With one, the input
+// items the conversation's earlier requests encoded are reused from its
+// [prefixcache.Cache] (a piece that is never written again) and only the
+// new messages are encoded; the bytes are the same either way.
+func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
+	var cache *prefixcache.Cache
+	if req != nil {
+		cache = prefixcache.For(req.Conversation, prefixKey{})
+	}
+	var prefix, rest []byte
+	w, err := c.buildRequest(req, func(msgs []llm.Message) (items []item, err error) {
+		if cache == nil {
+			return renderInput(msgs)
+		}
+		prefix, rest, err = cache.Encode(msgs, new(inputEncoder))
+		return []item{}, err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -115,11 +144,33 @@ func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
 	if err := enc.Encode(w); err != nil {
 		return nil, fmt.Errorf("%s: encoding request: %w", providerName, err)
 	}
-	return httpapi.MergeExtra(providerName, bytes.TrimSuffix(buf.Bytes(), []byte("\n")), req.Extra)
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if cache == nil {
+		if body, err = httpapi.MergeExtra(providerName, body, req.Extra); err != nil {
+			return nil, err
+		}
+		return [][]byte{body}, nil
+	}
+	// Only the model precedes the input, a JSON string, which cannot hold
+	// the field's bytes.
+	head, tail, ok := prefixcache.Split(body, `"input":[]`)
+	if !ok {
+		return nil, fmt.Errorf("%s: encoding request: no input field", providerName) // cannot happen
+	}
+	if len(req.Extra) > 0 {
+		// Extra fields are checked against the whole body.
+		body, err := httpapi.MergeExtra(providerName, bytes.Join([][]byte{head, prefix, rest, tail}, nil), req.Extra)
+		if err != nil {
+			return nil, err
+		}
+		return [][]byte{body}, nil
+	}
+	return [][]byte{head, prefix, rest, tail}, nil
 }
 
-// buildRequest translates req into its wire form.
-func (c *Client) buildRequest(req *llm.Request) (*request, error) {
+// buildRequest translates req into its wire form; input renders its
+// messages.
+func (c *Client) buildRequest(req *llm.Request, input func([]llm.Message) ([]item, error)) (*request, error) {
 	if req == nil {
 		return nil, errNilRequest
 	}
@@ -179,7 +230,7 @@ func (c *Client) buildRequest(req *llm.Request) (*request, error) {
 	}
 
 	var err error
-	if w.Input, err = renderInput(req.Messages); err != nil {
+	if w.Input, err = input(req.Messages); err != nil {
 		return nil, err
 	}
 	if w.Tools, err = renderTools(req.Tools, !c.NoStrict); err != nil {
@@ -248,32 +299,72 @@ func unsupported(what string) error {
 // renderInput renders a conversation as input items, in order.
 func renderInput(msgs []llm.Message) ([]item, error) {
 	out := make([]item, 0, len(msgs))
-	for i, m := range msgs {
+	for i := range msgs {
 		var err error
-		switch m.Role {
-		case llm.RoleSystem:
-			var text string
-			if text, err = textOnly(m.Parts); err == nil {
-				out = append(out, item{Type: "message", Role: "system", Content: text})
-			}
-		case llm.RoleUser:
-			var content any
-			if content, err = userContent(m.Parts); err == nil {
-				out = append(out, item{Type: "message", Role: "user", Content: content})
-			}
-		case llm.RoleAssistant:
-			out, err = appendAssistant(out, m.Parts)
-		case llm.RoleTool:
-			out, err = appendToolOutputs(out, m.Parts)
-		default:
-			err = fmt.Errorf("unknown role %q", m.Role)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: message %d (%s): %w", providerName, i, m.Role, err)
+		if out, err = appendMessage(out, i, &msgs[i]); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
 }
+
+// appendMessage appends the input items of m, the message of index i.
+// They depend on m alone, which is what lets a [prefixcache.Cache] reuse
+// the items of a conversation's start.
+func appendMessage(out []item, i int, m *llm.Message) ([]item, error) {
+	var err error
+	switch m.Role {
+	case llm.RoleSystem:
+		var text string
+		if text, err = textOnly(m.Parts); err == nil {
+			out = append(out, item{Type: "message", Role: "system", Content: text})
+		}
+	case llm.RoleUser:
+		var content any
+		if content, err = userContent(m.Parts); err == nil {
+			out = append(out, item{Type: "message", Role: "user", Content: content})
+		}
+	case llm.RoleAssistant:
+		out, err = appendAssistant(out, m.Parts)
+	case llm.RoleTool:
+		out, err = appendToolOutputs(out, m.Parts)
+	default:
+		err = fmt.Errorf("unknown role %q", m.Role)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: message %d (%s): %w", providerName, i, m.Role, err)
+	}
+	return out, nil
+}
+
+// prefixKey is the key of a conversation's [prefixcache.Cache] for this
+// provider in its [llm.Conversation].
+type prefixKey struct{}
+
+// inputEncoder renders and encodes messages one at a time for a
+// [prefixcache.Cache]; every message is clean, its items being its own.
+type inputEncoder struct {
+	out []item
+	app prefixcache.Appender
+}
+
+// Add appends the input items of m, the message of index i.
+func (e *inputEncoder) Add(dst []byte, first bool, i int, m *llm.Message) ([]byte, bool, error) {
+	var err error
+	if e.out, err = appendMessage(e.out[:0], i, m); err != nil {
+		return dst, false, err
+	}
+	for j := range e.out {
+		if dst, err = e.app.Append(dst, first, &e.out[j]); err != nil {
+			return dst, false, fmt.Errorf("%s: encoding request: %w", providerName, err)
+		}
+		first = false
+	}
+	return dst, true, nil
+}
+
+// Finish appends nothing: no item ends the input.
+func (e *inputEncoder) Finish(dst []byte, _ bool) ([]byte, error) { return dst, nil }
 
 // textOnly joins the text parts of a message that may hold nothing else.
 func textOnly(parts []llm.Part) (string, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
+	"github.com/hrns-dev/hrns/responses"
 )
 
 // longTurns are the lengths of the long runs, in turns.
@@ -67,7 +68,10 @@ func (m *turnModel) Stream(_ context.Context, req *llm.Request) iter.Seq2[llm.Ch
 // bookkeeping, the tool and its validation. "openai-encode" is what the
 // OpenAI provider adds before sending: rendering each turn's request, the
 // whole conversation so far, to its JSON body (openai.Client.Stream renders
-// the request when called; the benchmark does not send it).
+// the request when called; the benchmark does not send it). Each run has a
+// conversation of its own (llm.Request.Conversation), as a run of the loop
+// does, so that the provider encodes only each turn's new messages.
+// "responses-encode" is the same with the Responses API's client.
 func BenchmarkLongRun(b *testing.B) {
 	for _, n := range longTurns {
 		b.Run(fmt.Sprintf("turns=%d/loop", n), func(b *testing.B) {
@@ -93,8 +97,25 @@ func BenchmarkLongRun(b *testing.B) {
 			ctx := context.Background()
 			m := startMeter(b)
 			for b.Loop() {
+				conv := new(llm.Conversation) // one per run, as the loop makes
 				for _, req := range reqs {
+					req.Conversation = conv
 					_ = c.Stream(ctx, req) // renders the body; not ranged, so not sent
+				}
+			}
+			m.report(n, "turn")
+		})
+		b.Run(fmt.Sprintf("turns=%d/responses-encode", n), func(b *testing.B) {
+			c := &responses.Client{BaseURL: "http://127.0.0.1:1/v1", Model: "bench-model"}
+			tool := readTool()
+			reqs := longRequests(n, llm.ToolSpec{Name: tool.Name, Description: tool.Description, InputSchema: tool.InputSchema})
+			ctx := context.Background()
+			m := startMeter(b)
+			for b.Loop() {
+				conv := new(llm.Conversation)
+				for _, req := range reqs {
+					req.Conversation = conv
+					_ = c.Stream(ctx, req)
 				}
 			}
 			m.report(n, "turn")

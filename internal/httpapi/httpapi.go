@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -63,15 +64,42 @@ type Client struct {
 // or more it returns the error of c.StatusError. When ctx has ended, it
 // returns ctx's error instead of any other.
 func (c *Client) Send(ctx context.Context, method, url string, body []byte, accept string) (*http.Response, error) {
-	var rd io.Reader
+	var pieces [][]byte
 	if body != nil {
-		rd = bytes.NewReader(body)
+		pieces = [][]byte{body}
+	}
+	return c.send(ctx, method, url, pieces, accept)
+}
+
+// send is [Client.Send] with a body in pieces, sent one after the other;
+// nil pieces send no body.
+func (c *Client) send(ctx context.Context, method, url string, pieces [][]byte, accept string) (*http.Response, error) {
+	var rd io.Reader
+	switch len(pieces) {
+	case 0:
+	case 1:
+		rd = bytes.NewReader(pieces[0])
+	default:
+		rd = piecesReader(pieces)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Provider, err)
 	}
-	c.setHeaders(req.Header, body != nil, accept)
+	if len(pieces) > 1 {
+		// What NewRequest does for a bytes.Reader: the length, and a copy
+		// of the body for the redirects and retries of the transport.
+		var n int64
+		for _, p := range pieces {
+			n += int64(len(p))
+		}
+		req.ContentLength = n
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(piecesReader(pieces)), nil }
+		if n == 0 {
+			req.Body, req.GetBody = http.NoBody, func() (io.ReadCloser, error) { return http.NoBody, nil }
+		}
+	}
+	c.setHeaders(req.Header, pieces != nil, accept)
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
@@ -119,13 +147,33 @@ func (c *Client) setHeaders(h http.Header, hasBody bool, accept string) {
 // RoundTripper may not, and closing the body unblocks any reader. Closing
 // the body, which the caller must do, ends the arrangement.
 func (c *Client) Stream(ctx context.Context, url string, body []byte) (*http.Response, error) {
-	resp, err := c.Send(ctx, http.MethodPost, url, body, "text/event-stream")
+	var pieces [][]byte
+	if body != nil {
+		pieces = [][]byte{body}
+	}
+	return c.StreamPieces(ctx, url, pieces)
+}
+
+// StreamPieces is [Client.Stream] with a body in pieces, sent one after the
+// other as one body: a provider that keeps the encoding of a conversation's
+// start sends it as it is, without copying it into each request. The
+// pieces must not change until the response's body is closed; nil pieces
+// send no body.
+func (c *Client) StreamPieces(ctx context.Context, url string, pieces [][]byte) (*http.Response, error) {
+	resp, err := c.send(ctx, http.MethodPost, url, pieces, "text/event-stream")
 	if err != nil {
 		return nil, err
 	}
 	rc := resp.Body
 	resp.Body = &ctxBody{ReadCloser: rc, stop: context.AfterFunc(ctx, func() { rc.Close() })}
 	return resp, nil
+}
+
+// piecesReader reads pieces one after the other, without changing them.
+func piecesReader(pieces [][]byte) io.Reader {
+	b := make(net.Buffers, len(pieces))
+	copy(b, pieces)
+	return &b
 }
 
 // ctxBody is a response body that ctx closes when it ends.

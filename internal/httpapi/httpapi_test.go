@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -405,5 +407,52 @@ func TestSeconds(t *testing.T) {
 		if got := Seconds(tt.in); got != tt.want {
 			t.Errorf("Seconds(%q) = %v, want %v", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestStreamPieces sends bodies in pieces, through a redirect that makes
+// the transport send the body again (GetBody), and checks that each
+// arrives whole, with its length, and that the pieces are left as they were.
+func TestStreamPieces(t *testing.T) {
+	tests := []struct {
+		name   string
+		pieces [][]byte
+		want   string
+	}{
+		{"several", [][]byte{[]byte(`{"a":`), nil, []byte(`[1,2]`), []byte(`}`)}, `{"a":[1,2]}`},
+		{"one", [][]byte{[]byte(`{}`)}, `{}`},
+		{"empty pieces", [][]byte{{}, {}}, ``},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, err := io.ReadAll(r.Body)
+				if err != nil || r.ContentLength != int64(len(b)) {
+					t.Errorf("%s: %d bytes (%v), Content-Length %d", r.URL.Path, len(b), err, r.ContentLength)
+				}
+				got = append(got, r.URL.Path+" "+string(b))
+				if r.URL.Path == "/first" {
+					http.Redirect(w, r, "/second", http.StatusTemporaryRedirect)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+			}))
+			defer srv.Close()
+			saved := bytes.Join(tt.pieces, []byte("|"))
+			c := &Client{Provider: "p", StatusError: func(*http.Response) error { return errors.New("status") }}
+			resp, err := c.StreamPieces(t.Context(), srv.URL+"/first", tt.pieces)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			want := []string{"/first " + tt.want, "/second " + tt.want}
+			if !slices.Equal(got, want) {
+				t.Errorf("server got %q, want %q", got, want)
+			}
+			if !bytes.Equal(bytes.Join(tt.pieces, []byte("|")), saved) {
+				t.Error("the pieces changed")
+			}
+		})
 	}
 }

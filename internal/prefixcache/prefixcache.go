@@ -1,0 +1,448 @@
+// Package prefixcache keeps, for a provider whose API is stateless, the
+// encoded JSON of the messages a conversation has sent, so that the next
+// request of the conversation encodes only the messages that are new: the
+// cost of a turn stays flat as the conversation grows, where encoding the
+// whole conversation every turn makes it grow with its length.
+//
+// A [Cache] lives in the [llm.Conversation] of the requests ([For]), one
+// per conversation and provider, never in a client shared by concurrent
+// conversations. Before reusing anything it compares each message of the
+// request with a copy of what it encoded ([keptMessages]), so that a
+// message the caller replaced, removed or rewrote in place is encoded
+// again, and everything after it: a body assembled from the cache is byte
+// for byte the body encoded from scratch. It holds at most a bound of
+// bytes; messages past it are encoded at every request.
+package prefixcache
+
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+	"unsafe"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// MaxBytes bounds what one conversation's [Cache] keeps (see [New]): the
+// encoded messages and the copies it checks them against. A conversation
+// past it encodes its later messages at every request, as without a cache.
+const MaxBytes = 32 << 20
+
+// For returns the cache of conv for the provider whose key is key (a value
+// of an unexported type of the provider's own, as for context values); nil
+// when conv is nil.
+func For(conv *llm.Conversation, key any) *Cache {
+	if conv == nil {
+		return nil
+	}
+	return conv.State(key, func() any { return New(MaxBytes) }).(*Cache)
+}
+
+// New returns an empty cache that keeps at most limit bytes: the encoded
+// messages and their copies, as [Cache.Size] counts them (the spare
+// capacity of its arrays aside). A message that does not fit is encoded at
+// every request, and so are the messages after it.
+func New(limit int) *Cache { return &Cache{limit: limit} }
+
+// A Cache keeps the encoded JSON of the messages a conversation has sent.
+//
+// buf holds the encoded array elements of the messages kept, joined by
+// commas; ends[i] is where those of message i end in buf. Bytes of buf
+// that a request has used are never written again: buf only grows by
+// append, and when the conversation changes before its end the cache goes
+// on in a new array (see truncate), so a body being sent never changes
+// under the transport.
+type Cache struct {
+	mu    sync.Mutex
+	buf   []byte
+	kept  keptMessages
+	ends  []int
+	clean []bool // clean[i]: what follows message i encodes the same whatever came before
+	size  int    // bytes kept: buf, and kept's copies
+	limit int    // the bound of size
+}
+
+// An Encoder renders and encodes a conversation one message at a time, as
+// the elements of a JSON array. [Cache.Encode] calls it for the messages
+// from the first it does not reuse on, in order, on an Encoder that starts
+// as for the first message of a conversation: it may only carry state from
+// one message to the next when Add reports the message not clean.
+type Encoder interface {
+	// Add appends to dst the elements message i becomes (none, one or
+	// more), each after a comma unless it is the first of the array
+	// (first says nothing precedes). clean reports that what the next
+	// messages become does not depend on message i or those before it.
+	Add(dst []byte, first bool, i int, m *llm.Message) (out []byte, clean bool, err error)
+	// Finish appends the elements that end the array, if any.
+	Finish(dst []byte, first bool) ([]byte, error)
+}
+
+// Encode encodes msgs, with e, as the elements of an array, without its
+// brackets: prefix, from the cache, followed by rest. prefix is never
+// written again; rest is the caller's. The error is e's, for the first
+// message e refuses, as encoding them all from scratch would give.
+func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix, rest []byte, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	// The messages still as kept, back to the last one after which the
+	// encoding starts afresh.
+	n := 0
+	for n < p.kept.len() && n < len(msgs) && p.kept.equal(n, &msgs[n]) {
+		n++
+	}
+	for n > 0 && !p.clean[n-1] {
+		n--
+	}
+	if n < p.kept.len() {
+		p.truncate(n)
+	}
+
+	full := false // a message did not fit in limit: the rest are not kept
+	for i := n; i < len(msgs); i++ {
+		if full {
+			if rest, _, err = e.Add(rest, len(p.buf)+len(rest) == 0, i, &msgs[i]); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		old := len(p.buf)
+		var clean bool
+		if p.buf, clean, err = e.Add(p.buf, old == 0, i, &msgs[i]); err != nil {
+			// Nothing of it is kept: buf is as it was but for bytes
+			// beyond its old length, which no request uses.
+			p.buf = p.buf[:old]
+			return nil, nil, err
+		}
+		if size := p.size + len(p.buf) - old + keptSize(&msgs[i]); size > p.limit {
+			// Past the bound: this message and the next ones go to rest,
+			// at every request.
+			rest = append(rest, p.buf[old:]...)
+			p.buf = p.buf[:old]
+			full = true
+			continue
+		}
+		p.size += p.kept.add(&msgs[i]) + len(p.buf) - old
+		p.ends = append(p.ends, len(p.buf))
+		p.clean = append(p.clean, clean)
+	}
+	if rest, err = e.Finish(rest, len(p.buf)+len(rest) == 0); err != nil {
+		return nil, nil, err
+	}
+	return p.buf[:len(p.buf):len(p.buf)], rest, nil
+}
+
+// Len returns the number of messages kept.
+func (p *Cache) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.kept.len()
+}
+
+// Size returns the bytes kept: the encoded messages and the copies.
+func (p *Cache) Size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.size
+}
+
+// end returns where the messages before message i end in buf.
+func (p *Cache) end(i int) int {
+	if i == 0 {
+		return 0
+	}
+	return p.ends[i-1]
+}
+
+// truncate drops what is kept from message n on. buf goes on in a new
+// array at the next append (its capacity is cut to its length), since
+// requests may still be sending the bytes after the cut.
+func (p *Cache) truncate(n int) {
+	end := p.end(n)
+	p.buf = p.buf[:end:end]
+	p.ends, p.clean = p.ends[:n], p.clean[:n]
+	p.size = end + p.kept.truncate(n)
+}
+
+// Split splits body, a JSON object encoded with the empty array field
+// (such as `"messages":[]`), around the array's elements: head ends with
+// its "[", tail begins with its "]". It finds the first occurrence, so
+// nothing before the field in body may hold the same bytes: a JSON string
+// cannot (a quote in it is escaped).
+func Split(body []byte, field string) (head, tail []byte, ok bool) {
+	i := bytes.Index(body, []byte(field))
+	if i < 0 {
+		return nil, nil, false
+	}
+	i += len(field) - 1 // at the closing bracket
+	return body[:i], body[i:], true
+}
+
+// An Appender appends values encoded as encoding/json does the elements of
+// an array, with HTML escaping off: a body assembled from them is byte for
+// byte the body encoded in one piece.
+type Appender struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// Append appends the encoding of v to dst, after a comma unless first.
+func (a *Appender) Append(dst []byte, first bool, v any) ([]byte, error) {
+	if a.enc == nil {
+		a.enc = json.NewEncoder(&a.buf)
+		a.enc.SetEscapeHTML(false)
+	}
+	a.buf.Reset()
+	if err := a.enc.Encode(v); err != nil {
+		return dst, err
+	}
+	if !first {
+		dst = append(dst, ',')
+	}
+	return append(dst, bytes.TrimSuffix(a.buf.Bytes(), []byte("\n"))...), nil
+}
+
+// keptMessages holds what the messages of a prefixCache were, to tell
+// whether a request's messages are still those: a copy of each message,
+// of each of its parts and of what they point to, with copies of their byte
+// slices (tool call arguments, media data), each kind in one array, in the
+// order [keptMessages.add] visits them.
+//
+// A message is equal to its copy when each struct of it holds the same
+// words as the copy, compared whole (the same string and slice headers:
+// Go strings never change, so the same header is the same text), and each
+// byte slice holds the same bytes as the copy's (the caller may rewrite
+// those in place). A field replaced by an equal string at another address
+// compares unequal, which only costs an encoding. Comparing so is a few
+// wide compares per part, which is what keeps a turn of a long
+// conversation cheap.
+type keptMessages struct {
+	msgs    []llm.Message
+	parts   []llm.Part
+	calls   []llm.ToolCall
+	results []llm.ToolResult
+	media   []llm.Media
+	reasons []llm.Reasoning
+	data    []byte
+	at      []keptAt // where each message's copies begin
+}
+
+// keptAt is where a message's copies begin in each array of keptMessages.
+type keptAt struct{ parts, calls, results, media, reasons, data int }
+
+// The sizes, in words, of the structs compared whole. Each line fails to
+// compile when its struct changes size: a field added to one of them must
+// be considered here (and TestEqualMessageSeesEveryField fails until it is
+// compared).
+const (
+	messageWords   = 5
+	partWords      = 8
+	callWords      = 9
+	resultWords    = 7 // IsError, after them, is compared apart
+	mediaWords     = 9
+	reasoningWords = 6
+)
+
+var (
+	_ = [1]int{}[unsafe.Sizeof(llm.Message{})-messageWords*8]
+	_ = [1]int{}[unsafe.Sizeof(llm.Part{})-partWords*8]
+	_ = [1]int{}[unsafe.Sizeof(llm.ToolCall{})-callWords*8]
+	_ = [1]int{}[unsafe.Sizeof(llm.ToolResult{})-resultWords*8-8]
+	_ = [1]int{}[unsafe.Offsetof(llm.ToolResult{}.IsError)-resultWords*8]
+	_ = [1]int{}[unsafe.Sizeof(llm.Media{})-mediaWords*8]
+	_ = [1]int{}[unsafe.Sizeof(llm.Reasoning{})-reasoningWords*8]
+	_ = [1]int{}[unsafe.Sizeof(uintptr(0))-8]
+)
+
+// The same* functions report whether the first words of the structs at a
+// and b are equal: unrolled word compares, far cheaper for structs this
+// small than the call of memequal that comparing arrays compiles to. Each
+// reads no further than its struct (the sizes are checked above).
+
+func sameMessage(a, b *llm.Message) bool {
+	x, y := (*[messageWords]uintptr)(unsafe.Pointer(a)), (*[messageWords]uintptr)(unsafe.Pointer(b))
+	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4]) == 0
+}
+
+func samePart(a, b *llm.Part) bool {
+	x, y := (*[partWords]uintptr)(unsafe.Pointer(a)), (*[partWords]uintptr)(unsafe.Pointer(b))
+	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4])|(x[5]^y[5])|(x[6]^y[6])|(x[7]^y[7]) == 0
+}
+
+func sameCall(a, b *llm.ToolCall) bool {
+	x, y := (*[callWords]uintptr)(unsafe.Pointer(a)), (*[callWords]uintptr)(unsafe.Pointer(b))
+	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4])|(x[5]^y[5])|(x[6]^y[6])|(x[7]^y[7])|(x[8]^y[8]) == 0
+}
+
+func sameResult(a, b *llm.ToolResult) bool {
+	x, y := (*[resultWords]uintptr)(unsafe.Pointer(a)), (*[resultWords]uintptr)(unsafe.Pointer(b))
+	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4])|(x[5]^y[5])|(x[6]^y[6]) == 0 && a.IsError == b.IsError
+}
+
+func sameMedia(a, b *llm.Media) bool {
+	x, y := (*[mediaWords]uintptr)(unsafe.Pointer(a)), (*[mediaWords]uintptr)(unsafe.Pointer(b))
+	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4])|(x[5]^y[5])|(x[6]^y[6])|(x[7]^y[7])|(x[8]^y[8]) == 0
+}
+
+func sameReasoning(a, b *llm.Reasoning) bool {
+	x, y := (*[reasoningWords]uintptr)(unsafe.Pointer(a)), (*[reasoningWords]uintptr)(unsafe.Pointer(b))
+	return (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3])|(x[4]^y[4])|(x[5]^y[5]) == 0
+}
+
+// len returns the number of messages kept.
+func (k *keptMessages) len() int { return len(k.at) }
+
+// add keeps a copy of m after the others and returns the bytes it holds.
+func (k *keptMessages) add(m *llm.Message) int {
+	before := k.size()
+	k.at = append(k.at, k.end())
+	k.msgs = append(k.msgs, *m)
+	k.addParts(m.Parts)
+	return k.size() - before
+}
+
+func (k *keptMessages) addParts(parts []llm.Part) {
+	k.parts = append(k.parts, parts...)
+	for i := range parts {
+		p := &parts[i]
+		if m := p.Media; m != nil {
+			k.media = append(k.media, *m)
+			k.data = append(k.data, m.Data...)
+		}
+		if c := p.ToolCall; c != nil {
+			k.calls = append(k.calls, *c)
+			k.data = append(k.data, c.Arguments...)
+		}
+		if r := p.ToolResult; r != nil {
+			k.results = append(k.results, *r)
+			k.addParts(r.Content)
+		}
+		if r := p.Reasoning; r != nil {
+			k.reasons = append(k.reasons, *r)
+		}
+	}
+}
+
+// keptSize returns what keeping a copy of m would add to the size of a
+// keptMessages, without copying anything.
+func keptSize(m *llm.Message) int {
+	const w = 8
+	return messageWords*w + 6*w + partsSize(m.Parts)
+}
+
+func partsSize(parts []llm.Part) int {
+	const w = 8
+	n := len(parts) * partWords * w
+	for i := range parts {
+		p := &parts[i]
+		if m := p.Media; m != nil {
+			n += mediaWords*w + len(m.Data)
+		}
+		if c := p.ToolCall; c != nil {
+			n += callWords*w + len(c.Arguments)
+		}
+		if r := p.ToolResult; r != nil {
+			n += (resultWords+1)*w + partsSize(r.Content)
+		}
+		if p.Reasoning != nil {
+			n += reasoningWords * w
+		}
+	}
+	return n
+}
+
+// end is where the next message's copies begin.
+func (k *keptMessages) end() keptAt {
+	return keptAt{len(k.parts), len(k.calls), len(k.results), len(k.media), len(k.reasons), len(k.data)}
+}
+
+// equal reports whether m is the message kept at i.
+func (k *keptMessages) equal(i int, m *llm.Message) bool {
+	if !sameMessage(&k.msgs[i], m) {
+		return false
+	}
+	c := k.at[i]
+	return k.equalParts(&c, m.Parts)
+}
+
+// equalParts compares parts with the copies at c, moving c past them.
+func (k *keptMessages) equalParts(c *keptAt, parts []llm.Part) bool {
+	if c.parts+len(parts) > len(k.parts) {
+		return false
+	}
+	kept := k.parts[c.parts : c.parts+len(parts)]
+	c.parts += len(parts)
+	for i := range parts {
+		p := &parts[i]
+		if !samePart(&kept[i], p) {
+			return false
+		}
+		// The same pointers as kept: compare what they point to.
+		if m := p.Media; m != nil {
+			km := &k.media[c.media]
+			c.media++
+			if !sameMedia(km, m) || !k.equalData(c, m.Data) {
+				return false
+			}
+		}
+		if tc := p.ToolCall; tc != nil {
+			kc := &k.calls[c.calls]
+			c.calls++
+			if !sameCall(kc, tc) || !k.equalData(c, tc.Arguments) {
+				return false
+			}
+		}
+		if r := p.ToolResult; r != nil {
+			kr := &k.results[c.results]
+			c.results++
+			if !sameResult(kr, r) ||
+				!k.equalParts(c, r.Content) {
+				return false
+			}
+		}
+		if r := p.Reasoning; r != nil {
+			kr := &k.reasons[c.reasons]
+			c.reasons++
+			if !sameReasoning(kr, r) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// equalData compares b with the copy at c, moving c past it. The headers
+// are equal already (so are the lengths); the bytes may not be.
+func (k *keptMessages) equalData(c *keptAt, b []byte) bool {
+	if c.data+len(b) > len(k.data) || !bytes.Equal(k.data[c.data:c.data+len(b)], b) {
+		return false
+	}
+	c.data += len(b)
+	return true
+}
+
+// truncate keeps the first n messages only, and returns the bytes they
+// hold.
+func (k *keptMessages) truncate(n int) int {
+	if n < len(k.at) {
+		at := k.at[n]
+		// Cleared for the collector: the copies hold the caller's strings.
+		clear(k.msgs[n:])
+		clear(k.parts[at.parts:])
+		clear(k.calls[at.calls:])
+		clear(k.results[at.results:])
+		clear(k.media[at.media:])
+		clear(k.reasons[at.reasons:])
+		k.msgs, k.parts, k.calls, k.results = k.msgs[:n], k.parts[:at.parts], k.calls[:at.calls], k.results[:at.results]
+		k.media, k.reasons, k.data, k.at = k.media[:at.media], k.reasons[:at.reasons], k.data[:at.data], k.at[:n]
+	}
+	return k.size()
+}
+
+// size is the bytes the copies hold.
+func (k *keptMessages) size() int {
+	const w = 8
+	return len(k.msgs)*messageWords*w + len(k.parts)*partWords*w + len(k.calls)*callWords*w +
+		len(k.results)*(resultWords+1)*w + len(k.media)*mediaWords*w + len(k.reasons)*reasoningWords*w +
+		len(k.data) + len(k.at)*6*w
+}

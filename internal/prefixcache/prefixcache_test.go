@@ -1,0 +1,206 @@
+package prefixcache
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// jsonEncoder encodes each message as one element, its llm JSON, and
+// counts the messages it encodes; clean is false after a message whose
+// text is "dirty".
+type jsonEncoder struct {
+	app   Appender
+	added *int
+}
+
+func (e jsonEncoder) Add(dst []byte, first bool, _ int, m *llm.Message) ([]byte, bool, error) {
+	if m.Role == "bad" {
+		return dst, false, fmt.Errorf("bad message")
+	}
+	*e.added++
+	dst, err := e.app.Append(dst, first, m)
+	return dst, m.Text() != "dirty", err
+}
+
+func (e jsonEncoder) Finish(dst []byte, _ bool) ([]byte, error) { return dst, nil }
+
+// encodeAll encodes msgs from scratch, as the cache must.
+func encodeAll(t *testing.T, msgs []llm.Message) string {
+	t.Helper()
+	b, err := json.Marshal(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(string(b), "["), "]")
+}
+
+// TestCacheEncodesOnlyNew checks that a request that appends to the last
+// encodes only the new messages, that a change re-encodes from the changed
+// message on (from before a message that is not clean), and that an
+// error keeps what was kept.
+func TestCacheEncodesOnlyNew(t *testing.T) {
+	var added int
+	e := jsonEncoder{added: &added}
+	c := New(MaxBytes)
+	step := func(msgs []llm.Message, wantAdded int) {
+		t.Helper()
+		added = 0
+		prefix, rest, err := c.Encode(msgs, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(prefix)+string(rest), encodeAll(t, msgs); got != want {
+			t.Fatalf("encoded %s, want %s", got, want)
+		}
+		if added != wantAdded {
+			t.Errorf("%d messages encoded, want %d", added, wantAdded)
+		}
+	}
+	msgs := []llm.Message{llm.UserMessage("a"), llm.UserMessage("b")}
+	step(msgs, 2)
+	msgs = append(msgs, llm.UserMessage("c"))
+	step(msgs, 1)
+	msgs[1].Parts[0].Text = "B" // in place
+	step(msgs, 2)
+	msgs = append(msgs, llm.UserMessage("dirty"), llm.UserMessage("d"))
+	step(msgs, 2)
+	msgs = append(msgs, llm.UserMessage("e"))
+	step(msgs, 1)
+	msgs[4] = llm.UserMessage("D") // after a message that is not clean
+	step(msgs, 3)
+	step(msgs[:2], 0)
+	if _, _, err := c.Encode(append(msgs[:2:2], llm.Message{Role: "bad"}), e); err == nil {
+		t.Fatal("no error for a bad message")
+	}
+	if c.Len() != 2 {
+		t.Errorf("%d messages kept after the error, want 2", c.Len())
+	}
+	step(msgs[:3], 1)
+}
+
+// TestCacheBound checks that a cache never holds more than its limit: a
+// message that does not fit is encoded at every request, with those after
+// it, and keptSize says what keeping a message costs.
+func TestCacheBound(t *testing.T) {
+	var added int
+	e := jsonEncoder{added: &added}
+	big := llm.Message{Role: llm.RoleUser, Parts: []llm.Part{llm.ImagePart("image/png", make([]byte, 5000))}}
+	small := llm.UserMessage("a")
+	for _, m := range []llm.Message{big, small} {
+		var k keptMessages
+		if got, want := k.add(&m), keptSize(&m); got != want {
+			t.Errorf("add kept %d bytes, keptSize says %d", got, want)
+		}
+	}
+	c := New(4000)
+	msgs := []llm.Message{small, small, big, small}
+	for turn := range 3 {
+		prefix, rest, err := c.Encode(msgs, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(prefix)+string(rest), encodeAll(t, msgs); got != want {
+			t.Fatalf("turn %d: encoded %s, want %s", turn, got, want)
+		}
+		if c.Size() > 4000 || c.Len() != 2 {
+			t.Fatalf("turn %d: %d messages, %d bytes kept; want 2, at most 4000", turn, c.Len(), c.Size())
+		}
+	}
+	// Without the big message, the rest fits again.
+	msgs = []llm.Message{small, small, small}
+	if _, _, err := c.Encode(msgs, e); err != nil {
+		t.Fatal(err)
+	}
+	if c.Len() != 3 {
+		t.Errorf("%d messages kept, want 3", c.Len())
+	}
+}
+
+// TestEqualMessageSeesEveryField changes each field of a message that has
+// every field set, one at a time and in place, and checks that
+// keptMessages tells it from what it kept. A field added to the message
+// types fails here until printer.message visits it.
+func TestEqualMessageSeesEveryField(t *testing.T) {
+	full := func() llm.Message {
+		media := func() *llm.Media { return &llm.Media{MIMEType: "a", Data: []byte("b"), URL: "c", Name: "d"} }
+		part := func() llm.Part {
+			return llm.Part{Kind: "k", Text: "t", Media: media(),
+				ToolCall:  &llm.ToolCall{ID: "i", Name: "n", Arguments: llm.Arguments("{}"), Signature: "s"},
+				Reasoning: &llm.Reasoning{Text: "r", Signature: "s", Redacted: "x"}}
+		}
+		p := part()
+		p.ToolResult = &llm.ToolResult{CallID: "c", Name: "n", Content: []llm.Part{part()}, IsError: false}
+		return llm.Message{Role: "r", Parts: []llm.Part{p}}
+	}
+	var paths []string
+	var walk func(v reflect.Value, path string, visit func(v reflect.Value, path string))
+	walk = func(v reflect.Value, path string, visit func(reflect.Value, string)) {
+		switch v.Kind() {
+		case reflect.Struct:
+			for i := range v.NumField() {
+				walk(v.Field(i), path+"."+v.Type().Field(i).Name, visit)
+			}
+		case reflect.Pointer:
+			if v.IsNil() {
+				if strings.Contains(path, ".Content[") {
+					return // a result's content holds no results
+				}
+				t.Fatalf("%s is nil in the full message", path)
+			}
+			visit(v, path)
+			walk(v.Elem(), path, visit)
+		case reflect.Slice:
+			visit(v, path)
+			if v.Type().Elem().Kind() != reflect.Uint8 {
+				for i := range v.Len() {
+					walk(v.Index(i), fmt.Sprintf("%s[%d]", path, i), visit)
+				}
+			}
+		default:
+			visit(v, path)
+		}
+	}
+	m := full()
+	walk(reflect.ValueOf(&m).Elem(), "", func(_ reflect.Value, path string) { paths = append(paths, path) })
+	for k, path := range paths {
+		m := full()
+		var kept keptMessages
+		kept.add(&m)
+		if !kept.equal(0, &m) {
+			t.Fatal("a message differs from what is kept of it")
+		}
+		n := 0
+		walk(reflect.ValueOf(&m).Elem(), "", func(v reflect.Value, p string) {
+			if n++; n-1 != k {
+				return
+			}
+			switch v.Kind() {
+			case reflect.String:
+				v.SetString(v.String() + "!")
+			case reflect.Bool:
+				v.SetBool(!v.Bool())
+			case reflect.Slice:
+				if v.Type().Elem().Kind() == reflect.Uint8 {
+					v.Index(0).Set(reflect.ValueOf(byte('!')).Convert(v.Type().Elem())) // in place
+				} else {
+					v.Set(v.Slice(0, 0)) // one element fewer
+				}
+			case reflect.Pointer:
+				v.Set(reflect.Zero(v.Type())) // nil
+			default:
+				t.Fatalf("%s: a field of kind %s: teach this test and printer.message about it", p, v.Kind())
+			}
+		})
+		if kept.equal(0, &m) {
+			t.Errorf("changing %s went unnoticed", path)
+		}
+	}
+	if len(paths) < 30 {
+		t.Fatalf("only %d fields visited", len(paths))
+	}
+}
