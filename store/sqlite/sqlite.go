@@ -45,6 +45,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -83,6 +84,8 @@ type Store struct {
 	getStmt, eventsStmt     *sql.Stmt // on the readers
 	versionStmt, updateStmt *sql.Stmt // on the writer
 	insertEventStmt         *sql.Stmt
+	// the transcript: messagesStmt on the readers, the others on the writer
+	messagesStmt, messageCountStmt, trimMessagesStmt, insertMessageStmt *sql.Stmt
 
 	closeOnce sync.Once
 	closeErr  error
@@ -174,6 +177,10 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.w, &s.versionStmt, `SELECT version, event_count, lease_owner, lease_until, owner, status FROM sessions WHERE id = ?`},
 		{s.w, &s.updateStmt, updateSQL},
 		{s.w, &s.insertEventStmt, `INSERT INTO events (session_id, idx, type, data, time) VALUES (?,?,?,?,?)`},
+		{s.r, &s.messagesStmt, `SELECT data FROM session_messages WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ?`},
+		{s.w, &s.messageCountStmt, `SELECT coalesce(max(idx) + 1, 0) FROM session_messages WHERE session_id = ?`},
+		{s.w, &s.trimMessagesStmt, `DELETE FROM session_messages WHERE session_id = ? AND idx >= ?`},
+		{s.w, &s.insertMessageStmt, `INSERT INTO session_messages (session_id, idx, data) VALUES (?,?,?)`},
 	} {
 		if *p.stmt, err = p.db.PrepareContext(ctx, p.sql); err != nil {
 			return err
@@ -234,7 +241,8 @@ func (s *Store) migrate(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
-		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.versionStmt, s.updateStmt, s.insertEventStmt} {
+		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.versionStmt, s.updateStmt, s.insertEventStmt,
+			s.messagesStmt, s.messageCountStmt, s.trimMessagesStmt, s.insertMessageStmt} {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}
@@ -388,6 +396,70 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, id string, from in
 	return nil
 }
 
+// writeTranscript applies t to the session's transcript: the messages
+// from t.From on are deleted (none when it appends) and t's inserted.
+func (s *Store) writeTranscript(ctx context.Context, tx *sql.Tx, id string, t *store.Transcript) error {
+	if t == nil {
+		return nil
+	}
+	var stored int64
+	if err := tx.StmtContext(ctx, s.messageCountStmt).QueryRowContext(ctx, id).Scan(&stored); err != nil {
+		return err
+	}
+	if t.From < 0 || t.From > stored {
+		return fmt.Errorf("%w: from %d, %d stored", store.ErrTranscriptGap, t.From, stored)
+	}
+	if t.From < stored {
+		if _, err := tx.StmtContext(ctx, s.trimMessagesStmt).ExecContext(ctx, id, t.From); err != nil {
+			return err
+		}
+	}
+	stmt := tx.StmtContext(ctx, s.insertMessageStmt)
+	for i, m := range t.Messages {
+		if m == nil {
+			m = json.RawMessage("null")
+		}
+		if _, err := stmt.ExecContext(ctx, id, t.From+int64(i), []byte(m)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Messages implements [store.Store].
+func (s *Store) Messages(ctx context.Context, id string, from int64, limit int) ([]json.RawMessage, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.messagesStmt.QueryContext(ctx, id, from, limit)
+	if err != nil {
+		return nil, fmt.Errorf("messages: %w", s.wrap(err))
+	}
+	defer rows.Close()
+	var out []json.RawMessage
+	for rows.Next() {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			return nil, fmt.Errorf("messages: %w", err)
+		}
+		out = append(out, data)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("messages: %w", err)
+	}
+	if len(out) == 0 {
+		var one int
+		err := s.r.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, store.ErrNotFound
+		}
+		if err != nil {
+			return nil, fmt.Errorf("messages: %w", s.wrap(err))
+		}
+	}
+	return out, nil
+}
+
 // write runs fn in a transaction on the writer connection.
 func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
@@ -524,6 +596,9 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 			return err
 		}
 		if err := s.insertEvents(ctx, tx, sess.ID, count, events, now); err != nil {
+			return err
+		}
+		if err := s.writeTranscript(ctx, tx, sess.ID, o.Transcript); err != nil {
 			return err
 		}
 		hooked, err = enqueueDeliveries(ctx, tx, owner, sess.ID, status, sess.Status, version+1, now)
