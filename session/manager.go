@@ -160,7 +160,9 @@ type Manager struct {
 	running  map[string]context.CancelCauseFunc
 	suspect  string // the session claimed often without progress running here, if any
 	freed    chan struct{}
-	lastBeat time.Time // the last heartbeat recorded in the store
+	// transcripts keeps the transcripts of the sessions run last decoded.
+	transcripts *transcriptCache
+	lastBeat    time.Time // the last heartbeat recorded in the store
 }
 
 // New returns a manager of the sessions in st that runs them with model.
@@ -169,7 +171,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	if st == nil || model == nil {
 		panic("session.New: nil store or model")
 	}
-	m := &Manager{st: st, model: model, inflight: map[string]bool{}, running: map[string]context.CancelCauseFunc{}, freed: make(chan struct{}, 1)}
+	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), inflight: map[string]bool{}, running: map[string]context.CancelCauseFunc{}, freed: make(chan struct{}, 1)}
 	if opts != nil {
 		m.opts = *opts
 	}

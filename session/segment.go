@@ -42,8 +42,12 @@ type segment struct {
 	// delivered are the inbox messages given to this run.
 	delivered []int64
 	// stored is how many messages of the run's transcript the store's
-	// transcript holds: a commit writes only those after them.
+	// transcript holds: a commit writes only those after them; size is
+	// their encoded size, and tag the tag of the checkpoint being
+	// committed.
 	stored int
+	size   int64
+	tag    string
 
 	// turns counts the BeforeTurn calls; final says whether the last
 	// turn started asked for the final answer.
@@ -109,6 +113,7 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 	}
 	if len(cp.Messages) == 0 {
 		g.stored = len(history)
+		g.size = m.transcripts.sizeOf(s.ID)
 	}
 	opts := loop.Options{
 		Model:             sp.Model,
@@ -269,6 +274,10 @@ func (g *segment) commitTranscript(ctx context.Context, msgs []llm.Message, fn f
 	if from > len(msgs) {
 		from = 0 // not a continuation of what is stored: write it all
 	}
+	size := g.size
+	if from == 0 {
+		size = 0
+	}
 	t := &store.Transcript{From: int64(from), Messages: make([]json.RawMessage, 0, len(msgs)-from)}
 	for _, msg := range msgs[from:] {
 		b, err := json.Marshal(msg)
@@ -276,18 +285,23 @@ func (g *segment) commitTranscript(ctx context.Context, msgs []llm.Message, fn f
 			panic(fmt.Sprintf("session: encoding a message: %v", err))
 		}
 		t.Messages = append(t.Messages, b)
+		size += int64(len(b))
 	}
+	g.tag = newID()
 	err := g.commitWith(ctx, &store.UpdateOptions{Lease: g.m.owner, ResetAttempts: true, Transcript: t}, fn)
-	if err == nil {
-		g.stored = len(msgs)
+	if err != nil {
+		g.m.transcripts.drop(g.id)
+		return err
 	}
-	return err
+	g.stored, g.size = len(msgs), size
+	g.m.transcripts.put(g.id, g.tag, msgs, size)
+	return nil
 }
 
 // checkpointOf is the checkpoint of a transcript committed with
-// commitTranscript.
-func checkpointOf(msgs []llm.Message, calls []callState) checkpoint {
-	return checkpoint{Length: int64(len(msgs)), Calls: calls}
+// commitTranscript (called within its fn).
+func (g *segment) checkpointOf(msgs []llm.Message, calls []callState) checkpoint {
+	return checkpoint{Length: int64(len(msgs)), Tag: g.tag, Calls: calls}
 }
 
 func (g *segment) commitWith(ctx context.Context, opts *store.UpdateOptions, fn func(s *store.Session, st *state) []store.Event) error {
@@ -376,7 +390,7 @@ func (g *segment) turnEnd(ctx context.Context, c loop.Chunk) error {
 		st.Usage[model] = u
 		st.Inbox = slices.DeleteFunc(st.Inbox, func(in inboxMessage) bool { return slices.Contains(delivered, in.ID) })
 		if len(cs) > 0 {
-			st.Checkpoint = checkpointOf(c.Messages, cs)
+			st.Checkpoint = g.checkpointOf(c.Messages, cs)
 		}
 	}
 	if len(calls) == 0 {
@@ -498,7 +512,7 @@ func (g *segment) invalidAnswer(ctx context.Context, res *loop.Result) error {
 			apply(s, st)
 			events = append(events, g.metricsEvent(st))
 		}
-		st.Checkpoint = checkpointOf(res.Messages, nil)
+		st.Checkpoint = g.checkpointOf(res.Messages, nil)
 		return append(events, finish(s, st, outcomeFailed(CodeAnswerValidation, res.Err.Error()))...)
 	})
 }
@@ -507,7 +521,7 @@ func (g *segment) invalidAnswer(ctx context.Context, res *loop.Result) error {
 // final one: timed out when time was the limit, else failed (no_answer).
 func (g *segment) noAnswer(ctx context.Context, res *loop.Result) error {
 	return g.commitTranscript(ctx, res.Messages, func(s *store.Session, st *state) []store.Event {
-		st.Checkpoint = checkpointOf(res.Messages, nil)
+		st.Checkpoint = g.checkpointOf(res.Messages, nil)
 		if st.Final == finalTimeout || res.Budget == "max_duration" {
 			return finish(s, st, outcomeTimedOut)
 		}
@@ -532,7 +546,7 @@ func (g *segment) answered(ctx context.Context, msgs []llm.Message, answer, budg
 			s.Answer = b
 			events = append(events, agentEvent(AgentEventData{Kind: KindAnswer, Answer: b}))
 		}
-		st.Checkpoint = checkpointOf(msgs, nil)
+		st.Checkpoint = g.checkpointOf(msgs, nil)
 		return append(events, st.afterAnswer(s, budget == "max_duration", time.Now())...)
 	})
 }
@@ -582,7 +596,7 @@ func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
 			}
 			cs = append(cs, c)
 		}
-		st.Checkpoint = checkpointOf(susp.Messages, cs)
+		st.Checkpoint = g.checkpointOf(susp.Messages, cs)
 		st.Checkpoint.TraceParent = susp.TraceParent
 		return st.afterSuspend()
 	})

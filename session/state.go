@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hrns-dev/hrns/llm"
@@ -85,9 +86,13 @@ type state struct {
 type checkpoint struct {
 	// Messages is the inline transcript, if any; when empty, the
 	// transcript is the first Length messages of the stored one.
-	Messages transcript  `json:"messages,omitempty"`
-	Length   int64       `json:"length,omitempty"`
-	Calls    []callState `json:"calls,omitempty"`
+	Messages transcript `json:"messages,omitempty"`
+	Length   int64      `json:"length,omitempty"`
+	// Tag changes with each commit of the transcript: a process that
+	// keeps the transcript it committed decoded knows it is still the
+	// checkpoint's (see transcriptCache).
+	Tag   string      `json:"tag,omitempty"`
+	Calls []callState `json:"calls,omitempty"`
 	// TraceParent is the suspended run's [loop.Suspension.TraceParent],
 	// while Calls wait.
 	TraceParent string `json:"trace_parent,omitempty"`
@@ -136,9 +141,16 @@ func (m *Manager) loadTranscript(ctx context.Context, id string, cp *checkpoint)
 	if len(cp.Messages) > 0 || cp.Length == 0 {
 		return cp.Messages.decode()
 	}
+	if msgs, ok := m.transcripts.get(id, cp.Tag, cp.Length); ok {
+		return msgs, nil
+	}
 	encoded, err := m.st.Messages(ctx, id, 0, int(cp.Length))
 	if err != nil {
 		return nil, &storeError{err}
+	}
+	var size int64
+	for _, b := range encoded {
+		size += int64(len(b))
 	}
 	if int64(len(encoded)) != cp.Length {
 		return nil, fmt.Errorf("session: corrupt transcript: %d messages stored, the checkpoint continues from %d", len(encoded), cp.Length)
@@ -149,7 +161,8 @@ func (m *Manager) loadTranscript(ctx context.Context, id string, cp *checkpoint)
 			return nil, fmt.Errorf("session: corrupt transcript: message %d: %w", i, err)
 		}
 	}
-	return msgs, nil
+	m.transcripts.put(id, cp.Tag, msgs, size)
+	return slices.Clip(msgs), nil
 }
 
 // Why a call has no result yet.
