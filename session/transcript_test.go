@@ -160,3 +160,51 @@ func TestOldFormatSessionResumes(t *testing.T) {
 		t.Errorf("checkpoint after the resume: %v, want length %d and no inline messages", cp, len(got))
 	}
 }
+
+// TestTranscriptRestart: a manager that did not commit the transcript
+// (a restart, another replica) reads it from the store; one whose stored
+// transcript lost messages fails the session saying so, and loses
+// nothing of its log.
+func TestTranscriptRestart(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		trim bool
+	}{{"intact", false}, {"truncated", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := openStore(t)
+			m1 := startManager(t, st, llmtest.NewModel(llmtest.Call("c1", "lookup", `{}`)), nil)
+			v := create(t, m1, transcriptAgent)
+			f := &follower{t: t, m: m1, id: v.ID}
+			f.status(session.StatusAwaitingToolResults)
+			if err := m1.Stop(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			want := storedMessages(t, st, v.ID)
+			if tt.trim {
+				s, _ := st.GetSession(t.Context(), v.ID)
+				if err := st.UpdateSession(t.Context(), s, nil, &store.UpdateOptions{Transcript: &store.Transcript{From: 1}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			model := llmtest.NewModel(llmtest.Text("done"))
+			m2 := startManager(t, st, model, nil)
+			f.m = m2
+			post(t, m2, v.ID, "c1", `"one"`)
+			if tt.trim {
+				c := f.status(session.StatusFailed)
+				if c.Error == nil || !strings.Contains(*c.Error, "corrupt transcript: 1 messages stored, the checkpoint continues from 3") {
+					t.Errorf("error %v, want it to say the transcript is short", c.Error)
+				}
+				if len(model.Requests()) != 0 {
+					t.Errorf("the model was asked with a broken transcript")
+				}
+				return
+			}
+			f.status(session.StatusCompleted)
+			reqs := model.Requests()
+			if diff := cmp.Diff(want, reqs[0].Messages[:len(want)]); diff != "" {
+				t.Errorf("the new manager's run did not continue the stored conversation (-stored +model):\n%s", diff)
+			}
+		})
+	}
+}
