@@ -62,6 +62,16 @@ type segment struct {
 	// call: they are committed with the end of the run.
 	answer       func(s *store.Session, st *state)
 	answerEvents []store.Event
+	// step holds the commit of a step whose calls all wait for the
+	// caller (client-side tools): the run suspends next, and the step is
+	// committed with the suspension, in one transaction instead of two.
+	// Any other commit commits it first (flush).
+	step *pendingStep
+}
+
+type pendingStep struct {
+	msgs []llm.Message
+	fn   func(s *store.Session, st *state) []store.Event
 }
 
 // runSegment runs the loop from the session's checkpoint.
@@ -288,6 +298,9 @@ func (g *segment) commitTranscript(ctx context.Context, msgs []llm.Message, fn f
 		size += int64(len(b))
 	}
 	g.tag = newID()
+	if err := g.flush(ctx); err != nil {
+		return err
+	}
 	err := g.commitWith(ctx, &store.UpdateOptions{Lease: g.m.owner, ResetAttempts: true, Transcript: t}, fn)
 	if err != nil {
 		g.m.transcripts.drop(g.id)
@@ -298,6 +311,16 @@ func (g *segment) commitTranscript(ctx context.Context, msgs []llm.Message, fn f
 	return nil
 }
 
+// flush commits the step held back for the suspension, if any.
+func (g *segment) flush(ctx context.Context) error {
+	p := g.step
+	if p == nil {
+		return nil
+	}
+	g.step = nil
+	return g.commitTranscript(ctx, p.msgs, p.fn)
+}
+
 // checkpointOf is the checkpoint of a transcript committed with
 // commitTranscript (called within its fn).
 func (g *segment) checkpointOf(msgs []llm.Message, calls []callState) checkpoint {
@@ -305,6 +328,9 @@ func (g *segment) checkpointOf(msgs []llm.Message, calls []callState) checkpoint
 }
 
 func (g *segment) commitWith(ctx context.Context, opts *store.UpdateOptions, fn func(s *store.Session, st *state) []store.Event) error {
+	if err := g.flush(ctx); err != nil {
+		return err
+	}
 	_, _, err := g.m.update(ctx, g.id, opts, func(s *store.Session, st *state) ([]store.Event, error) {
 		if st.Phase == phaseDone {
 			return nil, errStopped
@@ -398,10 +424,16 @@ func (g *segment) turnEnd(ctx context.Context, c loop.Chunk) error {
 		g.answerEvents = []store.Event{agentEvent(policy)}
 		return nil
 	}
-	return g.commitTranscript(ctx, c.Messages, func(s *store.Session, st *state) []store.Event {
+	fn := func(s *store.Session, st *state) []store.Event {
 		apply(s, st)
 		return []store.Event{agentEvent(policy), g.metricsEvent(st)}
-	})
+	}
+	if !slices.ContainsFunc(cs, func(c callState) bool { return c.Waiting != waitResult }) {
+		// Nothing runs before the run suspends: commit with it.
+		g.step = &pendingStep{msgs: c.Messages, fn: fn}
+		return nil
+	}
+	return g.commitTranscript(ctx, c.Messages, fn)
 }
 
 // toolDone commits the result of a server-side call (or a call refused
@@ -462,6 +494,11 @@ func (g *segment) end(ctx context.Context, res *loop.Result) error {
 		return g.answered(ctx, res.Messages, res.Answer, res.Budget)
 	case loop.StatusSuspended:
 		return g.suspended(ctx, res.Suspension)
+	}
+	if err := g.flush(ctx); err != nil {
+		return err
+	}
+	switch res.Status {
 	case loop.StatusYielded:
 		if errors.Is(g.yield, ErrTokenQuotaExceeded) {
 			return g.quotaStopped(ctx, g.yield)
@@ -570,7 +607,13 @@ func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
 	for _, c := range g.startChildren(ctx, pre) {
 		children[c.Call.ID] = c
 	}
+	step := g.step
+	g.step = nil
 	return g.commitTranscript(ctx, susp.Messages, func(s *store.Session, st *state) []store.Event {
+		var events []store.Event
+		if step != nil {
+			events = step.fn(s, st)
+		}
 		old := st.Checkpoint.Calls
 		var cs []callState
 		for _, sc := range susp.Calls {
@@ -598,7 +641,7 @@ func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
 		}
 		st.Checkpoint = g.checkpointOf(susp.Messages, cs)
 		st.Checkpoint.TraceParent = susp.TraceParent
-		return st.afterSuspend()
+		return append(events, st.afterSuspend()...)
 	})
 }
 

@@ -1,8 +1,11 @@
 package session_test
 
 import (
+	"context"
 	"encoding/json"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -206,5 +209,49 @@ func TestTranscriptRestart(t *testing.T) {
 				t.Errorf("the new manager's run did not continue the stored conversation (-stored +model):\n%s", diff)
 			}
 		})
+	}
+}
+
+// commitLog records the events of each committed update.
+type commitLog struct {
+	store.Store
+	mu      sync.Mutex
+	commits [][]store.Event
+}
+
+func (c *commitLog) UpdateSession(ctx context.Context, s *store.Session, events []store.Event, opts *store.UpdateOptions) error {
+	err := c.Store.UpdateSession(ctx, s, events, opts)
+	if err == nil {
+		c.mu.Lock()
+		c.commits = append(c.commits, slices.Clone(events))
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// TestClientStepCommittedWithSuspension: a step whose calls all wait for
+// the caller is committed in one transaction with the suspension that
+// follows it (its policy_event, metrics and the wait together).
+func TestClientStepCommittedWithSuspension(t *testing.T) {
+	st := &commitLog{Store: openStore(t)}
+	m := startManager(t, st, llmtest.NewModel(llmtest.Call("c1", "lookup", `{}`), llmtest.Text("done")), nil)
+	v := create(t, m, transcriptAgent)
+	f := &follower{t: t, m: m, id: v.ID}
+	f.status(session.StatusAwaitingToolResults)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var found []string
+	for _, events := range st.commits {
+		for _, e := range events {
+			if e.Type == session.EventAgent && strings.Contains(string(e.Data), `"policy_event"`) {
+				for _, e := range events {
+					found = append(found, e.Type)
+				}
+			}
+		}
+	}
+	want := []string{session.EventAgent, session.EventMetricsUpdate, session.EventActiveState}
+	if diff := cmp.Diff(want, found); diff != "" {
+		t.Errorf("the commit of the step holds (-want +got):\n%s", diff)
 	}
 }
