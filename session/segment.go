@@ -359,9 +359,11 @@ func (g *segment) requiresApproval(call llm.ToolCall) bool {
 }
 
 // turnEnd reports the model's step. A step that made calls is committed
-// at once, with the checkpoint that holds them, before any call runs; a
-// step that answered is committed with the end of the run, so that no
-// checkpoint ends on an answer the session has not reported.
+// at once, with the checkpoint that holds them, before any call runs
+// (when all of them wait for the caller, nothing runs: it is committed
+// with the suspension that follows); a step that answered is committed
+// with the end of the run, so that no checkpoint ends on an answer the
+// session has not reported.
 func (g *segment) turnEnd(ctx context.Context, c loop.Chunk) error {
 	if len(c.Messages) == 0 {
 		return errors.New("session: a step ended without its transcript")
