@@ -43,8 +43,11 @@
 // Every change of a session is committed to the store together with the
 // events that report it, before anyone is told: a long-poll sees an
 // event only once it is on disk. The run commits a checkpoint at each
-// step: after the model answers (the transcript and the calls it made,
-// before they run) and after each call finishes. A crash loses only the
+// step: after the model answers (the calls it made, before they run; a
+// step whose calls all wait for the caller with the wait that follows)
+// and after each call finishes. The transcript is stored as rows, each
+// step appending only its new messages ([store.Transcript]); the state
+// says how many of them the checkpoint continues from. A crash loses only the
 // step in progress: the model request in flight is sent again, and server
 // tools whose results were not committed run again (at least once). A
 // waiting session holds no goroutine; its checkpoint is in the store and

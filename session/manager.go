@@ -160,7 +160,9 @@ type Manager struct {
 	running  map[string]context.CancelCauseFunc
 	suspect  string // the session claimed often without progress running here, if any
 	freed    chan struct{}
-	lastBeat time.Time // the last heartbeat recorded in the store
+	// transcripts keeps the transcripts of the sessions run last decoded.
+	transcripts *transcriptCache
+	lastBeat    time.Time // the last heartbeat recorded in the store
 }
 
 // New returns a manager of the sessions in st that runs them with model.
@@ -169,7 +171,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	if st == nil || model == nil {
 		panic("session.New: nil store or model")
 	}
-	m := &Manager{st: st, model: model, inflight: map[string]bool{}, running: map[string]context.CancelCauseFunc{}, freed: make(chan struct{}, 1)}
+	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), inflight: map[string]bool{}, running: map[string]context.CancelCauseFunc{}, freed: make(chan struct{}, 1)}
 	if opts != nil {
 		m.opts = *opts
 	}
@@ -747,7 +749,11 @@ func (m *Manager) PostToolResults(ctx context.Context, owner, id string, results
 			}
 			idx := slices.IndexFunc(st.Checkpoint.Calls, func(c callState) bool { return c.Call.ID == r.ToolReq.ID })
 			if idx < 0 {
-				if answeredBefore(st.Checkpoint.Messages, r.ToolReq.ID) {
+				answered, err := m.answeredBefore(ctx, s.ID, &st.Checkpoint, r.ToolReq.ID)
+				if err != nil {
+					return nil, err
+				}
+				if answered {
 					continue // a retry of a result the run has used
 				}
 				v.add(fmt.Sprintf("the session has no pending tool call %q", r.ToolReq.ID), "body", "results", i, "tool_req", "id")
@@ -796,21 +802,40 @@ func callerError(st *state, r ToolResult) store.Event {
 	return agentEvent(AgentEventData{Kind: KindError, Error: r.Error, Origin: r.Origin})
 }
 
-// answeredBefore reports whether the transcript holds a result for the
-// call with the id.
-func answeredBefore(t transcript, id string) bool {
-	if !bytes.Contains(t, []byte(strconv.Quote(id))) {
-		return false
+// answeredBefore reports whether the checkpoint's transcript holds a
+// result for the call with the id. Only the messages that quote the id
+// are decoded.
+func (m *Manager) answeredBefore(ctx context.Context, id string, cp *checkpoint, callID string) (bool, error) {
+	encoded := []json.RawMessage{json.RawMessage(cp.Messages)}
+	if len(cp.Messages) == 0 && cp.Length > 0 {
+		var err error
+		if encoded, err = m.st.Messages(ctx, id, 0, int(cp.Length)); err != nil {
+			return false, &storeError{err}
+		}
 	}
-	msgs, _ := t.decode()
-	for _, msg := range msgs {
-		for _, p := range msg.Parts {
-			if p.Kind == llm.PartToolResult && p.ToolResult != nil && p.ToolResult.CallID == id {
-				return true
+	quoted := []byte(strconv.Quote(callID))
+	for _, raw := range encoded {
+		if !bytes.Contains(raw, quoted) {
+			continue
+		}
+		var msgs []llm.Message
+		if len(cp.Messages) > 0 {
+			msgs, _ = cp.Messages.decode()
+		} else {
+			var msg llm.Message
+			if json.Unmarshal(raw, &msg) == nil {
+				msgs = []llm.Message{msg}
+			}
+		}
+		for _, msg := range msgs {
+			for _, p := range msg.Parts {
+				if p.Kind == llm.PartToolResult && p.ToolResult != nil && p.ToolResult.CallID == callID {
+					return true, nil
+				}
 			}
 		}
 	}
-	return false
+	return false, nil
 }
 
 // resultText is what the model reads for a posted result: a string as it
@@ -846,7 +871,14 @@ func (m *Manager) Decide(ctx context.Context, owner, id string, decisions []Deci
 		for i, d := range decisions {
 			idx := slices.IndexFunc(st.Checkpoint.Calls, func(c callState) bool { return c.Call.ID == d.ID })
 			if idx < 0 || st.Checkpoint.Calls[idx].Waiting != waitApproval && st.Checkpoint.Calls[idx].Decision == nil {
-				if idx >= 0 && st.Checkpoint.Calls[idx].Result != nil || answeredBefore(st.Checkpoint.Messages, d.ID) {
+				if idx >= 0 && st.Checkpoint.Calls[idx].Result != nil {
+					continue
+				}
+				answered, err := m.answeredBefore(ctx, s.ID, &st.Checkpoint, d.ID)
+				if err != nil {
+					return nil, err
+				}
+				if answered {
 					continue
 				}
 				v.add(fmt.Sprintf("no tool call %q waits for approval", d.ID), "body", "decisions", i, "id")

@@ -41,6 +41,13 @@ type segment struct {
 	perms *loop.Permissions
 	// delivered are the inbox messages given to this run.
 	delivered []int64
+	// stored is how many messages of the run's transcript the store's
+	// transcript holds: a commit writes only those after them; size is
+	// their encoded size, and tag the tag of the checkpoint being
+	// committed.
+	stored int
+	size   int64
+	tag    string
 
 	// turns counts the BeforeTurn calls; final says whether the last
 	// turn started asked for the final answer.
@@ -55,6 +62,16 @@ type segment struct {
 	// call: they are committed with the end of the run.
 	answer       func(s *store.Session, st *state)
 	answerEvents []store.Event
+	// step holds the commit of a step whose calls all wait for the
+	// caller (client-side tools): the run suspends next, and the step is
+	// committed with the suspension, in one transaction instead of two.
+	// Any other commit commits it first (flush).
+	step *pendingStep
+}
+
+type pendingStep struct {
+	msgs []llm.Message
+	fn   func(s *store.Session, st *state) []store.Event
 }
 
 // runSegment runs the loop from the session's checkpoint.
@@ -97,6 +114,17 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 		msgs = append(msgs, in.Message)
 	}
 	cp := st.Checkpoint
+	history, err := m.loadTranscript(ctx, s.ID, &cp)
+	if _, ok := errors.AsType[*storeError](err); ok {
+		return err // the worker tries again
+	}
+	if err != nil {
+		return g.fail(ctx, err)
+	}
+	if len(cp.Messages) == 0 {
+		g.stored = len(history)
+		g.size = m.transcripts.sizeOf(s.ID)
+	}
 	opts := loop.Options{
 		Model:             sp.Model,
 		FinalAnswerPrompt: finalPromptBudget,
@@ -130,23 +158,15 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 	if len(cp.Calls) == 0 {
 		if len(msgs) == 0 && st.Final == finalNone {
 			// Nothing new to say: the agent's last answer stands.
-			msgs, err := cp.Messages.decode()
-			if err != nil {
-				return g.fail(ctx, err)
-			}
-			return g.answered(ctx, msgs, "", "")
+			return g.answered(ctx, history, "", "")
 		}
 		opts.MaxTurns = max(sp.MaxSteps-st.Steps, 1)
 		if st.Final != finalNone {
 			opts.MaxTurns = 1
 		}
-		history, err := cp.Messages.decode()
-		if err != nil {
-			return g.fail(ctx, err)
-		}
 		run = loop.NewAgent(m.model, g.tools, &opts).RunLoop(ctx, append(history, msgs...))
 	} else {
-		susp, in, err := resumeInput(&cp, st.Steps)
+		susp, in, err := resumeInput(&cp, history, st.Steps)
 		if err != nil {
 			return g.fail(ctx, err)
 		}
@@ -226,11 +246,7 @@ func (g *segment) control(ctx context.Context) error {
 // and the input that continues it: posted results are in the suspension,
 // decided approvals and server calls that had not finished (cut by a
 // crash or a shutdown) are approved or rejected in the input.
-func resumeInput(cp *checkpoint, steps int) (*loop.Suspension, *loop.ResumeInput, error) {
-	msgs, err := cp.Messages.decode()
-	if err != nil {
-		return nil, nil, err
-	}
+func resumeInput(cp *checkpoint, msgs []llm.Message, steps int) (*loop.Suspension, *loop.ResumeInput, error) {
 	s := &loop.Suspension{Messages: msgs, Turn: steps, TraceParent: cp.TraceParent}
 	in := &loop.ResumeInput{}
 	for _, c := range cp.Calls {
@@ -259,7 +275,62 @@ func (g *segment) commit(ctx context.Context, fn func(s *store.Session, st *stat
 	return g.commitWith(ctx, &store.UpdateOptions{Lease: g.m.owner, ResetAttempts: true}, fn)
 }
 
+// commitTranscript is commit for a step whose checkpoint continues from
+// msgs, the run's transcript: it appends to the store's transcript the
+// messages the store does not hold yet, in the same transaction. fn sets
+// the checkpoint (see checkpointOf).
+func (g *segment) commitTranscript(ctx context.Context, msgs []llm.Message, fn func(s *store.Session, st *state) []store.Event) error {
+	from := g.stored
+	if from > len(msgs) {
+		from = 0 // not a continuation of what is stored: write it all
+	}
+	size := g.size
+	if from == 0 {
+		size = 0
+	}
+	t := &store.Transcript{From: int64(from), Messages: make([]json.RawMessage, 0, len(msgs)-from)}
+	for _, msg := range msgs[from:] {
+		b, err := json.Marshal(msg)
+		if err != nil {
+			panic(fmt.Sprintf("session: encoding a message: %v", err))
+		}
+		t.Messages = append(t.Messages, b)
+		size += int64(len(b))
+	}
+	g.tag = newID()
+	if err := g.flush(ctx); err != nil {
+		return err
+	}
+	err := g.commitWith(ctx, &store.UpdateOptions{Lease: g.m.owner, ResetAttempts: true, Transcript: t}, fn)
+	if err != nil {
+		g.m.transcripts.drop(g.id)
+		return err
+	}
+	g.stored, g.size = len(msgs), size
+	g.m.transcripts.put(g.id, g.tag, msgs, size)
+	return nil
+}
+
+// flush commits the step held back for the suspension, if any.
+func (g *segment) flush(ctx context.Context) error {
+	p := g.step
+	if p == nil {
+		return nil
+	}
+	g.step = nil
+	return g.commitTranscript(ctx, p.msgs, p.fn)
+}
+
+// checkpointOf is the checkpoint of a transcript committed with
+// commitTranscript (called within its fn).
+func (g *segment) checkpointOf(msgs []llm.Message, calls []callState) checkpoint {
+	return checkpoint{Length: int64(len(msgs)), Tag: g.tag, Calls: calls}
+}
+
 func (g *segment) commitWith(ctx context.Context, opts *store.UpdateOptions, fn func(s *store.Session, st *state) []store.Event) error {
+	if err := g.flush(ctx); err != nil {
+		return err
+	}
 	_, _, err := g.m.update(ctx, g.id, opts, func(s *store.Session, st *state) ([]store.Event, error) {
 		if st.Phase == phaseDone {
 			return nil, errStopped
@@ -288,9 +359,11 @@ func (g *segment) requiresApproval(call llm.ToolCall) bool {
 }
 
 // turnEnd reports the model's step. A step that made calls is committed
-// at once, with the checkpoint that holds them, before any call runs; a
-// step that answered is committed with the end of the run, so that no
-// checkpoint ends on an answer the session has not reported.
+// at once, with the checkpoint that holds them, before any call runs
+// (when all of them wait for the caller, nothing runs: it is committed
+// with the suspension that follows); a step that answered is committed
+// with the end of the run, so that no checkpoint ends on an answer the
+// session has not reported.
 func (g *segment) turnEnd(ctx context.Context, c loop.Chunk) error {
 	if len(c.Messages) == 0 {
 		return errors.New("session: a step ended without its transcript")
@@ -334,10 +407,6 @@ func (g *segment) turnEnd(ctx context.Context, c loop.Chunk) error {
 		}
 		cs = append(cs, callState{Call: call, Client: client[call.Name], Waiting: w})
 	}
-	var encoded transcript
-	if len(cs) > 0 {
-		encoded = encodeTranscript(c.Messages)
-	}
 	delivered := g.delivered
 	apply := func(s *store.Session, st *state) {
 		st.Steps++
@@ -349,7 +418,7 @@ func (g *segment) turnEnd(ctx context.Context, c loop.Chunk) error {
 		st.Usage[model] = u
 		st.Inbox = slices.DeleteFunc(st.Inbox, func(in inboxMessage) bool { return slices.Contains(delivered, in.ID) })
 		if len(cs) > 0 {
-			st.Checkpoint = checkpoint{Messages: encoded, Calls: cs}
+			st.Checkpoint = g.checkpointOf(c.Messages, cs)
 		}
 	}
 	if len(calls) == 0 {
@@ -357,10 +426,16 @@ func (g *segment) turnEnd(ctx context.Context, c loop.Chunk) error {
 		g.answerEvents = []store.Event{agentEvent(policy)}
 		return nil
 	}
-	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
+	fn := func(s *store.Session, st *state) []store.Event {
 		apply(s, st)
 		return []store.Event{agentEvent(policy), g.metricsEvent(st)}
-	})
+	}
+	if !slices.ContainsFunc(cs, func(c callState) bool { return c.Waiting != waitResult }) {
+		// Nothing runs before the run suspends: commit with it.
+		g.step = &pendingStep{msgs: c.Messages, fn: fn}
+		return nil
+	}
+	return g.commitTranscript(ctx, c.Messages, fn)
 }
 
 // toolDone commits the result of a server-side call (or a call refused
@@ -421,6 +496,11 @@ func (g *segment) end(ctx context.Context, res *loop.Result) error {
 		return g.answered(ctx, res.Messages, res.Answer, res.Budget)
 	case loop.StatusSuspended:
 		return g.suspended(ctx, res.Suspension)
+	}
+	if err := g.flush(ctx); err != nil {
+		return err
+	}
+	switch res.Status {
 	case loop.StatusYielded:
 		if errors.Is(g.yield, ErrTokenQuotaExceeded) {
 			return g.quotaStopped(ctx, g.yield)
@@ -465,14 +545,13 @@ func (g *segment) answerRejected(ctx context.Context, c loop.Chunk) error {
 // invalidAnswer ends a session whose final answer never matched its
 // answer format (error_code answer_validation).
 func (g *segment) invalidAnswer(ctx context.Context, res *loop.Result) error {
-	encoded := encodeTranscript(res.Messages)
 	apply, events := g.answer, g.answerEvents
-	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
+	return g.commitTranscript(ctx, res.Messages, func(s *store.Session, st *state) []store.Event {
 		if apply != nil {
 			apply(s, st)
 			events = append(events, g.metricsEvent(st))
 		}
-		st.Checkpoint = checkpoint{Messages: encoded}
+		st.Checkpoint = g.checkpointOf(res.Messages, nil)
 		return append(events, finish(s, st, outcomeFailed(CodeAnswerValidation, res.Err.Error()))...)
 	})
 }
@@ -480,9 +559,8 @@ func (g *segment) invalidAnswer(ctx context.Context, res *loop.Result) error {
 // noAnswer ends a session whose model gave no answer when asked for its
 // final one: timed out when time was the limit, else failed (no_answer).
 func (g *segment) noAnswer(ctx context.Context, res *loop.Result) error {
-	encoded := encodeTranscript(res.Messages)
-	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
-		st.Checkpoint = checkpoint{Messages: encoded}
+	return g.commitTranscript(ctx, res.Messages, func(s *store.Session, st *state) []store.Event {
+		st.Checkpoint = g.checkpointOf(res.Messages, nil)
 		if st.Final == finalTimeout || res.Budget == "max_duration" {
 			return finish(s, st, outcomeTimedOut)
 		}
@@ -494,8 +572,7 @@ func (g *segment) noAnswer(ctx context.Context, res *loop.Result) error {
 // follows: the end of the session, a wait for the next message, or a run
 // with messages that came meanwhile.
 func (g *segment) answered(ctx context.Context, msgs []llm.Message, answer, budget string) error {
-	encoded := encodeTranscript(msgs)
-	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
+	return g.commitTranscript(ctx, msgs, func(s *store.Session, st *state) []store.Event {
 		var events []store.Event
 		if g.answer != nil {
 			g.answer(s, st)
@@ -508,7 +585,7 @@ func (g *segment) answered(ctx context.Context, msgs []llm.Message, answer, budg
 			s.Answer = b
 			events = append(events, agentEvent(AgentEventData{Kind: KindAnswer, Answer: b}))
 		}
-		st.Checkpoint = checkpoint{Messages: encoded}
+		st.Checkpoint = g.checkpointOf(msgs, nil)
 		return append(events, st.afterAnswer(s, budget == "max_duration", time.Now())...)
 	})
 }
@@ -520,7 +597,6 @@ func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
 	for _, t := range g.sp.ClientTools {
 		client[t.Name] = true
 	}
-	encoded := encodeTranscript(susp.Messages)
 	// The delegate calls' child sessions, created before the wait is
 	// committed (idempotently: a repeated run finds the same ones).
 	var pre []callState
@@ -533,7 +609,13 @@ func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
 	for _, c := range g.startChildren(ctx, pre) {
 		children[c.Call.ID] = c
 	}
-	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
+	step := g.step
+	g.step = nil
+	return g.commitTranscript(ctx, susp.Messages, func(s *store.Session, st *state) []store.Event {
+		var events []store.Event
+		if step != nil {
+			events = step.fn(s, st)
+		}
 		old := st.Checkpoint.Calls
 		var cs []callState
 		for _, sc := range susp.Calls {
@@ -559,8 +641,9 @@ func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
 			}
 			cs = append(cs, c)
 		}
-		st.Checkpoint = checkpoint{Messages: encoded, Calls: cs, TraceParent: susp.TraceParent}
-		return st.afterSuspend()
+		st.Checkpoint = g.checkpointOf(susp.Messages, cs)
+		st.Checkpoint.TraceParent = susp.TraceParent
+		return append(events, st.afterSuspend()...)
 	})
 }
 

@@ -1,8 +1,10 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hrns-dev/hrns/llm"
@@ -73,12 +75,24 @@ type state struct {
 // the last message of Messages is the assistant message that made them,
 // and each call has its result or says what it waits for.
 //
-// Messages stays encoded until a run needs it: the transcript is most of
-// a session's state, and callers' input (posting a result, a message)
-// must not pay for decoding it.
+// The transcript is most of a session's data, so it is not in the state:
+// the store keeps it as rows (store.Transcript), each step of a run
+// appending its new messages, and the checkpoint says how many of them it
+// continues from (Length). Only a new session's system prompt, and the
+// whole transcript of a session stored before transcripts had rows of
+// their own, are kept inline (Messages, still encoded): a run's first
+// commit moves them to the store. Callers' input (posting a result, a
+// message) reads and writes the state without the transcript.
 type checkpoint struct {
-	Messages transcript  `json:"messages"`
-	Calls    []callState `json:"calls,omitempty"`
+	// Messages is the inline transcript, if any; when empty, the
+	// transcript is the first Length messages of the stored one.
+	Messages transcript `json:"messages,omitempty"`
+	Length   int64      `json:"length,omitempty"`
+	// Tag changes with each commit of the transcript: a process that
+	// keeps the transcript it committed decoded knows it is still the
+	// checkpoint's (see transcriptCache).
+	Tag   string      `json:"tag,omitempty"`
+	Calls []callState `json:"calls,omitempty"`
 	// TraceParent is the suspended run's [loop.Suspension.TraceParent],
 	// while Calls wait.
 	TraceParent string `json:"trace_parent,omitempty"`
@@ -118,6 +132,37 @@ func (t transcript) MarshalJSON() ([]byte, error) {
 func (t *transcript) UnmarshalJSON(b []byte) error {
 	*t = append((*t)[:0], b...)
 	return nil
+}
+
+// loadTranscript returns the transcript a checkpoint continues from: the
+// inline one, or the first cp.Length messages of the session's stored
+// transcript.
+func (m *Manager) loadTranscript(ctx context.Context, id string, cp *checkpoint) ([]llm.Message, error) {
+	if len(cp.Messages) > 0 || cp.Length == 0 {
+		return cp.Messages.decode()
+	}
+	if msgs, ok := m.transcripts.get(id, cp.Tag, cp.Length); ok {
+		return msgs, nil
+	}
+	encoded, err := m.st.Messages(ctx, id, 0, int(cp.Length))
+	if err != nil {
+		return nil, &storeError{err}
+	}
+	var size int64
+	for _, b := range encoded {
+		size += int64(len(b))
+	}
+	if int64(len(encoded)) != cp.Length {
+		return nil, fmt.Errorf("session: corrupt transcript: %d messages stored, the checkpoint continues from %d", len(encoded), cp.Length)
+	}
+	msgs := make([]llm.Message, len(encoded))
+	for i, b := range encoded {
+		if err := json.Unmarshal(b, &msgs[i]); err != nil {
+			return nil, fmt.Errorf("session: corrupt transcript: message %d: %w", i, err)
+		}
+	}
+	m.transcripts.put(id, cp.Tag, msgs, size)
+	return slices.Clip(msgs), nil
 }
 
 // Why a call has no result yet.

@@ -12,7 +12,11 @@
 // fields the API lists, and two opaque JSON documents owned by package
 // session: the request as created, and the runtime state (the run's
 // checkpoint, undelivered messages, pending calls and posted results). A
-// session also has an append-only log of [Event]s, numbered from 0.
+// session also has an append-only log of [Event]s, numbered from 0, and a
+// transcript: the conversation's messages (JSON documents owned by package
+// session), numbered from 0, to which each step of a run appends its new
+// messages ([Transcript]), so that the cost of a step does not grow with
+// the conversation.
 //
 // Every change goes through [Store.UpdateSession], which checks the
 // version the caller read (optimistic concurrency), writes the session and
@@ -85,6 +89,9 @@ var (
 	// ErrLeaseLost: the caller no longer holds the session's lease
 	// (UpdateSession with UpdateOptions.Lease, Renew).
 	ErrLeaseLost = errors.New("store: lease lost")
+	// ErrTranscriptGap: an update's [Transcript] starts past the end
+	// of the stored transcript.
+	ErrTranscriptGap = errors.New("store: transcript change leaves a gap")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store: closed")
 )
@@ -139,6 +146,13 @@ type Store interface {
 	// ErrNotFound for an unknown session and no error for a range past
 	// the end.
 	Events(ctx context.Context, id string, from int64, limit int) ([]Event, error)
+
+	// Messages returns the messages of the session's transcript from
+	// index from, at most limit of them (all when limit <= 0), in order.
+	// It returns ErrNotFound for an unknown session and no error for a
+	// range past the end. Messages are written with UpdateSession
+	// ([UpdateOptions.Transcript]).
+	Messages(ctx context.Context, id string, from int64, limit int) ([]json.RawMessage, error)
 
 	// Claim leases sessions that need a worker: Runnable, or with a
 	// WakeAt at or before p.Now, whose lease is free or expired. Each is
@@ -345,6 +359,19 @@ type UpdateOptions struct {
 	// ResetAttempts sets the session's Attempts to 0 in the same
 	// transaction: the worker made progress.
 	ResetAttempts bool
+	// Transcript, when set, changes the session's transcript in the same
+	// transaction (see [Transcript]).
+	Transcript *Transcript
+}
+
+// A Transcript change replaces the messages of a session's transcript
+// from index From on with Messages, numbered from From: with From the
+// number of messages stored, it appends them, and only the new messages
+// are written. From must be at most the number stored (no gap):
+// otherwise UpdateSession fails with ErrTranscriptGap and writes nothing.
+type Transcript struct {
+	From     int64
+	Messages []json.RawMessage
 }
 
 // ClaimParams configure [Store.Claim].

@@ -59,6 +59,7 @@ package postgres
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -326,14 +327,30 @@ const (
 			lease_until = CASE WHEN $15::boolean THEN NULL ELSE lease_until END,
 			attempts = CASE WHEN $18::boolean THEN 0 ELSE attempts END
 		WHERE id = $1 AND version = $16 AND ($17::text = '' OR (lease_owner = $17 AND lease_until > $14))
+			AND ($25::bigint < 0 OR $25 <= (` + messageCountSQL + `))
 		RETURNING id, owner, status, (SELECT status FROM o) AS old_status, event_count - $11 AS base,
 			(runnable OR wake_at IS NOT NULL) AND (lease_owner = '' OR lease_until <= $14) AS work
-	), e AS (` + insertEventsSQL + `), d AS (` + enqueueSQL + `)
+	), e AS (` + insertEventsSQL + `), d AS (` + enqueueSQL + `),
+	-- The transcript ($25 < 0: unchanged): the messages from $25 on are
+	-- replaced by $26, those past them deleted (none when appending).
+	tt AS (
+		DELETE FROM hrns_session_messages
+		WHERE $25::bigint >= 0 AND session_id = (SELECT id FROM w) AND idx >= $25 + cardinality($26::bytea[])
+	), tm AS (
+		INSERT INTO hrns_session_messages (session_id, idx, data)
+		SELECT w.id, $25 + u.ord - 1, u.data FROM w, unnest($26::bytea[]) WITH ORDINALITY AS u(data, ord)
+		WHERE $25::bigint >= 0
+		ON CONFLICT (session_id, idx) DO UPDATE SET data = EXCLUDED.data
+	)
 	SELECT w.base, ` + notifySQL + `, ` + notifyDeliveriesSQL + ` FROM w`
 
 	getSQL = `SELECT ` + sessionColumns + ` FROM hrns_sessions WHERE id = $1`
 
 	existsSQL = `SELECT EXISTS (SELECT 1 FROM hrns_sessions WHERE id = $1)`
+
+	messageCountSQL = `SELECT coalesce(max(idx) + 1, 0) FROM hrns_session_messages WHERE session_id = $1`
+
+	messagesSQL = `SELECT data FROM hrns_session_messages WHERE session_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3`
 
 	eventsSQL = `SELECT idx, type, data, time FROM hrns_events WHERE session_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3`
 
@@ -585,11 +602,24 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	var notified bool
 	var hooked *bool
 	hookTypes, hookIDs := hookArrays(sess.ID, sess.Status, sess.Version+1)
+	from, msgs := int64(-1), [][]byte{}
+	if t := o.Transcript; t != nil {
+		if t.From < 0 {
+			return fmt.Errorf("update session %s: %w: from %d", sess.ID, store.ErrTranscriptGap, t.From)
+		}
+		from = t.From
+		for _, m := range t.Messages {
+			if m == nil {
+				m = json.RawMessage("null")
+			}
+			msgs = append(msgs, m)
+		}
+	}
 	err := s.pool.QueryRow(ctx, updateStmt,
 		sess.ID, sess.Status, sess.Agent, sess.FirstMessage, []byte(sess.State), []byte(sess.Answer),
 		sess.Error, sess.ErrorCode, sess.Runnable, ts(sess.WakeAt), int64(len(events)),
 		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease, o.Release || o.ResetAttempts,
-		types, data, times, s.channel, hookTypes, hookIDs).Scan(&base, &notified, &hooked)
+		types, data, times, s.channel, hookTypes, hookIDs, from, msgs).Scan(&base, &notified, &hooked)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = s.whyNotUpdated(ctx, sess, &o, now)
 	}
@@ -625,8 +655,47 @@ func (s *Store) whyNotUpdated(ctx context.Context, sess *store.Session, o *store
 		return err
 	case o.Lease != "" && (owner != o.Lease || !fromTS(until).After(now)):
 		return store.ErrLeaseLost
+	case version == sess.Version && o.Transcript != nil:
+		var stored int64
+		if err := s.pool.QueryRow(ctx, messageCountSQL, sess.ID).Scan(&stored); err != nil {
+			return err
+		}
+		if o.Transcript.From > stored {
+			return fmt.Errorf("%w: from %d, %d stored", store.ErrTranscriptGap, o.Transcript.From, stored)
+		}
 	}
 	return store.ErrConflict
+}
+
+// Messages implements [store.Store].
+func (s *Store) Messages(ctx context.Context, id string, from int64, limit int) ([]json.RawMessage, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	var lim *int64
+	if limit > 0 {
+		l := int64(limit)
+		lim = &l
+	}
+	rows, err := s.pool.Query(ctx, messagesSQL, id, from, lim)
+	if err != nil {
+		return nil, fmt.Errorf("messages: %w", s.wrap(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (json.RawMessage, error) {
+		var data []byte
+		err := r.Scan(&data)
+		return data, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("messages: %w", s.wrap(err))
+	}
+	if len(out) == 0 {
+		if err := s.mustExist(ctx, id); err != nil {
+			return nil, fmt.Errorf("messages: %w", err)
+		}
+		return nil, nil
+	}
+	return out, nil
 }
 
 // Events implements [store.Store].

@@ -22,15 +22,17 @@ func (s *Store) AddTokens(ctx context.Context, owner, period string, start time.
 	}
 	var total int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `INSERT INTO token_usage (owner, period, window_start, tokens) VALUES (?, ?, ?, ?)
-			ON CONFLICT (owner, period, window_start) DO UPDATE SET tokens = tokens + excluded.tokens
-			RETURNING tokens`, owner, period, windowNanos(start), n).Scan(&total)
+		return tx.StmtContext(ctx, s.addTokensStmt).QueryRowContext(ctx, owner, period, windowNanos(start), n).Scan(&total)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("add tokens: %w", err)
 	}
 	return total, nil
 }
+
+const addTokensSQL = `INSERT INTO token_usage (owner, period, window_start, tokens) VALUES (?, ?, ?, ?)
+	ON CONFLICT (owner, period, window_start) DO UPDATE SET tokens = tokens + excluded.tokens
+	RETURNING tokens`
 
 // TokensUsed implements [store.Quotas].
 func (s *Store) TokensUsed(ctx context.Context, owner, period string, start time.Time) (int64, error) {

@@ -45,6 +45,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -83,6 +84,11 @@ type Store struct {
 	getStmt, eventsStmt     *sql.Stmt // on the readers
 	versionStmt, updateStmt *sql.Stmt // on the writer
 	insertEventStmt         *sql.Stmt
+	// the transcript: messagesStmt on the readers, the others on the writer
+	messagesStmt, messageCountStmt, trimMessagesStmt, insertMessageStmt *sql.Stmt
+	// the dispatcher's and the leases': nextWakeStmt on the readers
+	claimStmt, takeStmt, renewStmt, releaseStmt, addTokensStmt *sql.Stmt
+	nextWakeStmt                                               *sql.Stmt
 
 	closeOnce sync.Once
 	closeErr  error
@@ -174,6 +180,16 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.w, &s.versionStmt, `SELECT version, event_count, lease_owner, lease_until, owner, status FROM sessions WHERE id = ?`},
 		{s.w, &s.updateStmt, updateSQL},
 		{s.w, &s.insertEventStmt, `INSERT INTO events (session_id, idx, type, data, time) VALUES (?,?,?,?,?)`},
+		{s.r, &s.messagesStmt, `SELECT data FROM session_messages WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ?`},
+		{s.w, &s.messageCountStmt, `SELECT coalesce(max(idx) + 1, 0) FROM session_messages WHERE session_id = ?`},
+		{s.w, &s.trimMessagesStmt, `DELETE FROM session_messages WHERE session_id = ? AND idx >= ?`},
+		{s.w, &s.insertMessageStmt, `INSERT INTO session_messages (session_id, idx, data) VALUES (?,?,?)`},
+		{s.w, &s.claimStmt, claimSQL},
+		{s.w, &s.takeStmt, `UPDATE sessions SET lease_owner = ?, lease_until = ?, attempts = attempts + 1 WHERE id = ?`},
+		{s.w, &s.renewStmt, `UPDATE sessions SET lease_until = ? WHERE id = ? AND lease_owner = ? AND lease_until > ?`},
+		{s.w, &s.releaseStmt, `UPDATE sessions SET lease_owner = '', lease_until = 0, attempts = 0 WHERE id = ? AND lease_owner = ?`},
+		{s.w, &s.addTokensStmt, addTokensSQL},
+		{s.r, &s.nextWakeStmt, nextWakeSQL},
 	} {
 		if *p.stmt, err = p.db.PrepareContext(ctx, p.sql); err != nil {
 			return err
@@ -234,7 +250,9 @@ func (s *Store) migrate(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
-		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.versionStmt, s.updateStmt, s.insertEventStmt} {
+		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.versionStmt, s.updateStmt, s.insertEventStmt,
+			s.messagesStmt, s.messageCountStmt, s.trimMessagesStmt, s.insertMessageStmt,
+			s.claimStmt, s.takeStmt, s.renewStmt, s.releaseStmt, s.addTokensStmt, s.nextWakeStmt} {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}
@@ -388,6 +406,70 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, id string, from in
 	return nil
 }
 
+// writeTranscript applies t to the session's transcript: the messages
+// from t.From on are deleted (none when it appends) and t's inserted.
+func (s *Store) writeTranscript(ctx context.Context, tx *sql.Tx, id string, t *store.Transcript) error {
+	if t == nil {
+		return nil
+	}
+	var stored int64
+	if err := tx.StmtContext(ctx, s.messageCountStmt).QueryRowContext(ctx, id).Scan(&stored); err != nil {
+		return err
+	}
+	if t.From < 0 || t.From > stored {
+		return fmt.Errorf("%w: from %d, %d stored", store.ErrTranscriptGap, t.From, stored)
+	}
+	if t.From < stored {
+		if _, err := tx.StmtContext(ctx, s.trimMessagesStmt).ExecContext(ctx, id, t.From); err != nil {
+			return err
+		}
+	}
+	stmt := tx.StmtContext(ctx, s.insertMessageStmt)
+	for i, m := range t.Messages {
+		if m == nil {
+			m = json.RawMessage("null")
+		}
+		if _, err := stmt.ExecContext(ctx, id, t.From+int64(i), []byte(m)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Messages implements [store.Store].
+func (s *Store) Messages(ctx context.Context, id string, from int64, limit int) ([]json.RawMessage, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.messagesStmt.QueryContext(ctx, id, from, limit)
+	if err != nil {
+		return nil, fmt.Errorf("messages: %w", s.wrap(err))
+	}
+	defer rows.Close()
+	var out []json.RawMessage
+	for rows.Next() {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			return nil, fmt.Errorf("messages: %w", err)
+		}
+		out = append(out, data)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("messages: %w", err)
+	}
+	if len(out) == 0 {
+		var one int
+		err := s.r.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, store.ErrNotFound
+		}
+		if err != nil {
+			return nil, fmt.Errorf("messages: %w", s.wrap(err))
+		}
+	}
+	return out, nil
+}
+
 // write runs fn in a transaction on the writer connection.
 func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
@@ -526,6 +608,9 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		if err := s.insertEvents(ctx, tx, sess.ID, count, events, now); err != nil {
 			return err
 		}
+		if err := s.writeTranscript(ctx, tx, sess.ID, o.Transcript); err != nil {
+			return err
+		}
 		hooked, err = enqueueDeliveries(ctx, tx, owner, sess.ID, status, sess.Status, version+1, now)
 		return err
 	})
@@ -597,13 +682,8 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		// Two halves, each on its partial index: with an OR, SQLite
 		// scans every session ever stored.
-		rows, err := tx.QueryContext(ctx, `SELECT `+sessionColumns+` FROM (
-				SELECT `+sessionColumns+` FROM sessions
-				WHERE runnable = 1 AND (lease_owner = '' OR lease_until <= ?1) AND (?3 <= 0 OR attempts < ?3)
-				UNION
-				SELECT `+sessionColumns+` FROM sessions
-				WHERE wake_at != 0 AND wake_at <= ?1 AND (lease_owner = '' OR lease_until <= ?1) AND (?3 <= 0 OR attempts < ?3))
-			ORDER BY created_at, id LIMIT ?2`, now, limit, p.BelowAttempts)
+		take := tx.StmtContext(ctx, s.takeStmt)
+		rows, err := tx.StmtContext(ctx, s.claimStmt).QueryContext(ctx, now, limit, p.BelowAttempts)
 		if err != nil {
 			return err
 		}
@@ -620,7 +700,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 			return err
 		}
 		for _, got := range out {
-			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_owner = ?, lease_until = ?, attempts = attempts + 1 WHERE id = ?`, p.Owner, until, got.ID); err != nil {
+			if _, err := take.ExecContext(ctx, p.Owner, until, got.ID); err != nil {
 				return err
 			}
 			got.LeaseOwner, got.LeaseUntil = p.Owner, fromNanos(until)
@@ -634,11 +714,20 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 	return out, nil
 }
 
+// claimSQL finds the sessions to claim.
+const claimSQL = `SELECT ` + sessionColumns + ` FROM (
+				SELECT ` + sessionColumns + ` FROM sessions
+				WHERE runnable = 1 AND (lease_owner = '' OR lease_until <= ?1) AND (?3 <= 0 OR attempts < ?3)
+				UNION
+				SELECT ` + sessionColumns + ` FROM sessions
+				WHERE wake_at != 0 AND wake_at <= ?1 AND (lease_owner = '' OR lease_until <= ?1) AND (?3 <= 0 OR attempts < ?3))
+			ORDER BY created_at, id LIMIT ?2`
+
 // Renew implements [store.Store].
 func (s *Store) Renew(ctx context.Context, id, owner string, until time.Time) error {
 	now := time.Now().UnixNano()
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_until = ? WHERE id = ? AND lease_owner = ? AND lease_until > ?`, nanos(until), id, owner, now)
+		res, err := tx.StmtContext(ctx, s.renewStmt).ExecContext(ctx, nanos(until), id, owner, now)
 		if err != nil {
 			return err
 		}
@@ -661,7 +750,7 @@ func (s *Store) Renew(ctx context.Context, id, owner string, until time.Time) er
 func (s *Store) Release(ctx context.Context, id, owner string) error {
 	var released bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET lease_owner = '', lease_until = 0, attempts = 0 WHERE id = ? AND lease_owner = ?`, id, owner)
+		res, err := tx.StmtContext(ctx, s.releaseStmt).ExecContext(ctx, id, owner)
 		if err != nil {
 			return err
 		}
@@ -692,13 +781,7 @@ func (s *Store) NextWake(ctx context.Context, now time.Time) (time.Time, error) 
 	// session when its lease ends; a waiting one at its wake time, or
 	// when its lease ends if that is later. Two halves, each on its
 	// partial index (an OR would scan every session).
-	err := s.r.QueryRowContext(ctx, `SELECT MIN(t) FROM (
-			SELECT lease_until AS t FROM sessions
-			WHERE runnable = 1 AND lease_owner != '' AND lease_until > ?1
-			UNION ALL
-			SELECT CASE WHEN lease_owner != '' AND lease_until > ?1 AND lease_until > wake_at THEN lease_until ELSE wake_at END
-			FROM sessions
-			WHERE wake_at != 0 AND runnable = 0)`, n).Scan(&next)
+	err := s.nextWakeStmt.QueryRowContext(ctx, n).Scan(&next)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next wake: %w", s.wrap(err))
 	}
@@ -707,6 +790,15 @@ func (s *Store) NextWake(ctx context.Context, now time.Time) (time.Time, error) 
 	}
 	return fromNanos(next.Int64), nil
 }
+
+// nextWakeSQL finds the next moment a session becomes claimable.
+const nextWakeSQL = `SELECT MIN(t) FROM (
+			SELECT lease_until AS t FROM sessions
+			WHERE runnable = 1 AND lease_owner != '' AND lease_until > ?1
+			UNION ALL
+			SELECT CASE WHEN lease_owner != '' AND lease_until > ?1 AND lease_until > wake_at THEN lease_until ELSE wake_at END
+			FROM sessions
+			WHERE wake_at != 0 AND runnable = 0)`
 
 // Subscribe implements [store.Store].
 func (s *Store) Subscribe(topic string) (<-chan struct{}, func()) {

@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	tests = append(tests, scheduleTests...)
 	tests = append(tests, vaultTests...)
 	tests = append(tests, webhookTests...)
+	tests = append(tests, transcriptTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
