@@ -8,6 +8,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -37,12 +38,16 @@ var (
 // entryName is the format of agent and skill names: lowercase ASCII
 // letters, digits and hyphens, starting and ending with a letter or
 // digit, at most 63 characters a segment, with an optional "org/" prefix.
-var entryName = regexp.MustCompile(`^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?/)?[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
+var entryName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?/)?[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
+})
 
 // toolNameRE is the format of the API's tool names.
-var toolNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+var toolNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`) })
 
-var uuidFormat = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+var uuidFormat = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+})
 
 // decodeObject decodes a JSON object into v, reporting a body that is not
 // one, or a field of the wrong type, as a validation error at loc.
@@ -87,7 +92,7 @@ func checkName(v *validation, name string, loc ...any) {
 	switch {
 	case name == "":
 		v.add("Field required", loc...)
-	case !entryName.MatchString(name):
+	case !entryName().MatchString(name):
 		v.add("name must be lowercase ASCII letters, digits and hyphens, start and end with a letter or digit, at most 63 characters, with an optional single 'org/' prefix", loc...)
 	}
 }
@@ -213,7 +218,7 @@ func validateEnvironment(v *validation, e *EnvironmentSpec, loc ...any) {
 			name string
 			val  *string
 		}{{"vault_id", e.VaultID}, {"browser_profile_id", e.BrowserProfileID}} {
-			if f.val != nil && !uuidFormat.MatchString(*f.val) {
+			if f.val != nil && !uuidFormat().MatchString(*f.val) {
 				v.add("Input should be a valid UUID", at(loc, f.name)...)
 			}
 		}
@@ -400,7 +405,7 @@ func validateAgent(v *validation, a *AgentSpec, depth int, loc ...any) {
 	for i, t := range a.Tools {
 		tloc := at(loc, "tools", i)
 		switch {
-		case !toolNameRE.MatchString(t.Name):
+		case !toolNameRE().MatchString(t.Name):
 			v.add("tool name must be 1 to 64 letters, digits or underscores, starting with a letter or underscore", at(tloc, "name")...)
 		case seen[t.Name]:
 			v.add(fmt.Sprintf("tool %q is declared twice", t.Name), at(tloc, "name")...)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/hrns-dev/hrns/loop"
 )
@@ -23,7 +24,9 @@ const (
 	maxSkillBytes = 256 << 10
 )
 
-var skillName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(/[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)?$`)
+var skillName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(/[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)?$`)
+})
 
 // resolveSkill returns the skill a reference names, or the inline one
 // checked. It is where names are looked up.
@@ -31,7 +34,7 @@ func (m *Manager) resolveSkill(ref SkillRef) (*Skill, error) {
 	if ref.Inline != nil {
 		s := *ref.Inline
 		switch {
-		case !skillName.MatchString(s.Name):
+		case !skillName().MatchString(s.Name):
 			return nil, fmt.Errorf("skill name %q must be lower-case letters, digits and hyphens, starting and ending with a letter or digit, with an optional 'org/' prefix", s.Name)
 		case strings.TrimSpace(s.Description) == "":
 			return nil, fmt.Errorf("skill %q has no description", s.Name)

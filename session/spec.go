@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hrns-dev/hrns/llm"
@@ -77,7 +78,7 @@ type spec struct {
 	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
 }
 
-var clientToolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
+var clientToolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`) })
 
 // normalize returns the request as hrns understands it: what the body
 // left to defaults is filled in, so that the stored request, which GET
@@ -150,7 +151,9 @@ var overridable = []string{"agent.tools", "agent.instructions", "agent.model", "
 	"max_steps", "max_time_s", "idle_timeout_s"}
 
 // envOverride matches agent.environments[kind=KIND].FIELD.
-var envOverride = regexp.MustCompile(`^agent\.environments\[kind=([a-z0-9_-]+)\]\.([a-z_]+)$`)
+var envOverride = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^agent\.environments\[kind=([a-z0-9_-]+)\]\.([a-z_]+)$`)
+})
 
 // applyOverrides applies the request's overrides to the resolved agent
 // and request, in the order of their paths; each value must have the
@@ -181,7 +184,7 @@ func (m *Manager) applyOverrides(req *Request, agent *Agent, sp *spec, v *valida
 		case "idle_timeout_s":
 			err = json.Unmarshal(raw, &req.IdleTimeoutS)
 		default:
-			mt := envOverride.FindStringSubmatch(path)
+			mt := envOverride().FindStringSubmatch(path)
 			if mt == nil {
 				err = fmt.Errorf("override %q is not supported (hrns supports %s and agent.environments[kind=KIND].FIELD)", path, strings.Join(overridable, ", "))
 				break
@@ -346,7 +349,7 @@ func (m *Manager) resolveDepth(req *Request, depth int) (*spec, []llm.Message, e
 	for i, t := range agent.Tools {
 		loc := []any{"body", "agent", "tools", i}
 		switch {
-		case !clientToolName.MatchString(t.Name):
+		case !clientToolName().MatchString(t.Name):
 			v.add("tool name must be 1 to 64 letters, digits or underscores, starting with a letter or underscore", append(loc, "name")...)
 			continue
 		case seen[t.Name]:

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hrns-dev/hrns/loop"
 )
@@ -49,7 +50,9 @@ var ErrVaultRefused = errors.New("vault refused")
 // "vaults:OWNER\x00ID...".
 const vaultsRef = "vaults:"
 
-var vaultIDRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+var vaultIDRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+})
 
 // bindVaults gives a session of owner the tools of the vaults its agent's
 // environments name, once it has checked with [Options.Vaults] that the
@@ -65,7 +68,7 @@ func (m *Manager) bindVaults(ctx context.Context, owner string, sp *spec) error 
 			continue
 		}
 		var id string
-		if json.Unmarshal(raw, &id) != nil || !vaultIDRE.MatchString(id) {
+		if json.Unmarshal(raw, &id) != nil || !vaultIDRE().MatchString(id) {
 			return invalid("Input should be a valid UUID", "body", "agent", "environments", kind, "vault_id")
 		}
 		id = strings.ToLower(id)
