@@ -293,15 +293,19 @@ func (g *segment) keep(s *store.Session) {
 	g.cur = &c
 }
 
-// stepRunsAgain reports whether a segment that ended with err leaves its
-// last step to be run again, by this worker or another: the lease was
-// lost, the worker shuts down, or the store failed (the session is
-// retried). The tokens of that step are counted when it is committed then.
+// stepRunsAgain reports whether a segment that ended with err (its
+// context ctx) leaves its last step to be run again, by this worker or
+// another: the lease was lost, the worker shuts down, or the store failed
+// (the session is retried). The tokens of that step are counted when it
+// is committed then. A session that ended meanwhile, or failed, does not
+// run it again.
 func stepRunsAgain(ctx context.Context, err error) bool {
-	if errors.Is(err, errLeaseLost) || errors.Is(err, store.ErrLeaseLost) || errors.As(err, new(*storeError)) {
-		return true
+	for _, e := range []error{err, context.Cause(ctx)} {
+		if errors.Is(e, errLeaseLost) || errors.Is(e, store.ErrLeaseLost) || errors.Is(e, errShutdown) || errors.As(e, new(*storeError)) {
+			return true
+		}
 	}
-	return ctx.Err() != nil && !errors.Is(context.Cause(ctx), errHardDeadline)
+	return false
 }
 
 // commit applies fn under the lease and commits the events it returns.
