@@ -669,9 +669,26 @@ var errNoChange = errors.New("no change")
 // the events fn returns, retrying from a fresh read when someone else
 // committed in between. fn must have no effect but on its arguments.
 func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptions, fn func(s *store.Session, st *state) ([]store.Event, error)) (*store.Session, *state, error) {
+	return m.updateFrom(ctx, id, nil, opts, fn)
+}
+
+// updateFrom is update that starts from cur, the session as this process
+// last read or committed it, instead of reading it again (nil: read it).
+// The store's version check still guards the commit: when someone else
+// committed since, the store answers ErrConflict and update reads the
+// session again. cur is not modified.
+func (m *Manager) updateFrom(ctx context.Context, id string, cur *store.Session, opts *store.UpdateOptions, fn func(s *store.Session, st *state) ([]store.Event, error)) (*store.Session, *state, error) {
 	for {
-		s, st, err := m.read(ctx, id)
-		if err != nil {
+		var s *store.Session
+		var st *state
+		var err error
+		if cur != nil {
+			c := *cur
+			s, cur = &c, nil
+			if st, err = stateOf(s); err != nil {
+				continue // not as committed: read it
+			}
+		} else if s, st, err = m.read(ctx, id); err != nil {
 			return nil, nil, err
 		}
 		wasActive := slices.Contains(activeStatuses, s.Status)

@@ -21,8 +21,12 @@ const (
 // TokenQuota limits the tokens each owner's (each API key's) sessions
 // may use in a window of time. Every model step's tokens (input plus
 // output, as the provider reports them) are added to the owner's count
-// in the store ([store.Quotas]) as soon as the step ends, so the count is
-// shared by every replica on the store and survives restarts.
+// in the store ([store.Quotas]) by the commit of the step, in its
+// transaction, so the count is shared by every replica on the store and
+// survives restarts. A step is counted once: a step whose commit fails
+// because the worker lost its lease or the store failed is counted when
+// it runs again; one that is never committed because its session ended
+// meanwhile is counted on its own.
 //
 // Once an owner has used Limit tokens in the current window, creating a
 // session or sending a message answers [*TokenQuotaError] (the server's
@@ -116,25 +120,41 @@ func (m *Manager) checkTokens(ctx context.Context, owner string) error {
 	return nil
 }
 
-// chargeTokens adds a step's tokens to the owner's count. The tokens are
-// spent whatever happens to the step, so they are counted before it is
-// committed; a store that fails here is logged, and the step goes on
-// (the commit that follows meets the same store).
-func (m *Manager) chargeTokens(ctx context.Context, owner string, u *llm.Usage) {
+// chargeTokens holds a step's tokens for the segment's next commit,
+// which adds them to the owner's count in its own transaction
+// ([store.UpdateOptions.Tokens]): they are counted once the step is
+// committed, once, and not for a step whose commit fails (the worker that
+// runs the step again counts it then).
+func (g *segment) chargeTokens(u *llm.Usage) {
 	if u == nil {
 		return
 	}
 	if u.InputTokens < 0 || u.OutputTokens < 0 || u.InputTokens > maxStepTokens || u.OutputTokens > maxStepTokens {
-		m.log.Warn("a step's usage is out of range; not counted", "owner", owner, "input", u.InputTokens, "output", u.OutputTokens)
+		g.m.log.Warn("a step's usage is out of range; not counted", "owner", g.owner, "input", u.InputTokens, "output", u.OutputTokens)
 		return
 	}
 	n := u.InputTokens + u.OutputTokens
 	if n == 0 {
 		return
 	}
-	period, start, _ := m.tokenWindow()
-	if _, err := m.st.AddTokens(context.WithoutCancel(ctx), owner, period, start, n); err != nil {
-		m.log.Error("counting tokens for the token quota", "owner", owner, "tokens", n, "err", err)
+	period, start, _ := g.m.tokenWindow()
+	if t := g.tokens; t != nil && t.Period == period && t.Start.Equal(start) && t.N <= maxStepTokens {
+		t.N += n
+		return
+	}
+	if g.tokens != nil {
+		// Another window (or an absurd sum): the held tokens are counted
+		// on their own first, as a plain count.
+		g.m.addTokens(g.owner, g.tokens)
+	}
+	g.tokens = &store.TokenCount{Period: period, Start: start, N: n}
+}
+
+// addTokens adds t to the owner's count outside any commit; a store that
+// fails is logged.
+func (m *Manager) addTokens(owner string, t *store.TokenCount) {
+	if _, err := m.st.AddTokens(context.Background(), owner, t.Period, t.Start, t.N); err != nil {
+		m.log.Error("counting tokens for the token quota", "owner", owner, "tokens", t.N, "err", err)
 	}
 }
 

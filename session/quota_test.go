@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -164,5 +165,73 @@ func TestTokenQuotaUnlimited(t *testing.T) {
 	month := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
 	if q.Limit != nil || q.Remaining != nil || *q.Used != 42 || !q.WindowStart.Equal(month) || !q.WindowEnd.Equal(month.AddDate(0, 1, 0)) {
 		t.Errorf("TokenQuota = %+v (used %d)", q, *q.Used)
+	}
+}
+
+// tokenStore records how tokens reach the store, and answers ErrConflict,
+// writing nothing, to the first update that carries tokens.
+type tokenStore struct {
+	store.Store
+	mu        sync.Mutex
+	added     int   // AddTokens calls
+	carried   int64 // tokens of the updates written
+	conflicts int
+}
+
+func (s *tokenStore) AddTokens(ctx context.Context, owner, period string, start time.Time, n int64) (int64, error) {
+	s.mu.Lock()
+	s.added++
+	s.mu.Unlock()
+	return s.Store.AddTokens(ctx, owner, period, start, n)
+}
+
+func (s *tokenStore) UpdateSession(ctx context.Context, sess *store.Session, events []store.Event, opts *store.UpdateOptions) error {
+	if opts != nil && opts.Tokens != nil {
+		s.mu.Lock()
+		first := s.conflicts == 0
+		s.conflicts++
+		s.mu.Unlock()
+		if first {
+			return store.ErrConflict
+		}
+	}
+	err := s.Store.UpdateSession(ctx, sess, events, opts)
+	if err == nil && opts != nil && opts.Tokens != nil {
+		s.mu.Lock()
+		s.carried += opts.Tokens.N
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// TestTokensCountedWithStep: a step's tokens are counted by the commit of
+// the step, in its transaction: no write of their own, and a commit
+// retried after a conflict counts them once.
+func TestTokensCountedWithStep(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 2, 14, 9, 0, 0, 0, time.UTC)}
+	st := &tokenStore{Store: openStore(t)}
+	model := llmtest.NewModel(
+		llmtest.Reply{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"1"}`)}},
+			Usage: llm.Usage{InputTokens: 100, OutputTokens: 10}},
+		llmtest.Reply{Text: "done", Usage: llm.Usage{InputTokens: 40, OutputTokens: 2}})
+	m := startManager(t, st, model, &session.Options{TokenQuota: &session.TokenQuota{Now: clock.Now}})
+	ctx := t.Context()
+	v := create(t, m, `{"agent":{"name":"support-agent","tools":[`+getOrderTool+`]},"messages":"Check order 1."}`)
+	f := &follower{t: t, m: m, id: v.ID}
+	f.status(session.StatusAwaitingToolResults)
+	if err := m.PostToolResults(ctx, owner, v.ID, []session.ToolResult{{Kind: "tool_result",
+		ToolReq: session.ToolRequest{ToolName: "get_order_status", ID: "call_1"}, Result: []byte(`"shipped"`)}}); err != nil {
+		t.Fatal(err)
+	}
+	f.status(session.StatusCompleted)
+	q, err := m.TokenQuota(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if *q.Used != 152 || st.carried != 152 || st.added != 0 || st.conflicts < 3 {
+		t.Errorf("used %d, carried by written updates %d, AddTokens calls %d, updates with tokens %d; want 152, 152, 0, at least 3",
+			*q.Used, st.carried, st.added, st.conflicts)
 	}
 }

@@ -67,6 +67,13 @@ type segment struct {
 	// committed with the suspension, in one transaction instead of two.
 	// Any other commit commits it first (flush).
 	step *pendingStep
+	// tokens are the tokens of the steps not committed yet: the next
+	// commit counts them in its transaction (see chargeTokens).
+	tokens *store.TokenCount
+	// cur is the session as the segment last read or committed it, which
+	// its next commit starts from instead of reading it again (nil: read
+	// it); the store's version check tells when it is out of date.
+	cur *store.Session
 }
 
 type pendingStep struct {
@@ -75,7 +82,7 @@ type pendingStep struct {
 }
 
 // runSegment runs the loop from the session's checkpoint.
-func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) error {
+func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) (retErr error) {
 	sp := st.Spec
 	if !st.Deadline.IsZero() {
 		var cancel context.CancelFunc
@@ -83,6 +90,12 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) e
 		defer cancel()
 	}
 	g := &segment{m: m, id: s.ID, owner: s.Owner, sp: sp}
+	g.keep(s)
+	defer func() {
+		if g.tokens != nil && !stepRunsAgain(ctx, retErr) {
+			m.addTokens(g.owner, g.tokens) // the step no commit carried is spent
+		}
+	}()
 	server, closeEnv, err := m.toolsets(sp, s.ID)
 	if err != nil {
 		return g.fail(ctx, fmt.Errorf("the session's agent cannot run here: %w", err))
@@ -224,7 +237,8 @@ func (g *segment) beforeTurn(ctx context.Context, next loop.NextTurn) bool {
 // before the next step: a message, a pause or a final-answer request
 // (unless the last step already asked for the final answer).
 func (g *segment) control(ctx context.Context) error {
-	_, st, err := g.m.read(ctx, g.id)
+	s, st, err := g.m.read(ctx, g.id)
+	g.keep(s)
 	if err != nil {
 		return err
 	}
@@ -266,6 +280,32 @@ func resumeInput(cp *checkpoint, msgs []llm.Message, steps int) (*loop.Suspensio
 		s.Calls = append(s.Calls, sc)
 	}
 	return s, in, nil
+}
+
+// keep makes s, as read or committed (nil: unknown), the session the
+// segment's next commit starts from. It keeps a copy: s is the caller's.
+func (g *segment) keep(s *store.Session) {
+	if s == nil {
+		g.cur = nil
+		return
+	}
+	c := *s
+	g.cur = &c
+}
+
+// stepRunsAgain reports whether a segment that ended with err (its
+// context ctx) leaves its last step to be run again, by this worker or
+// another: the lease was lost, the worker shuts down, or the store failed
+// (the session is retried). The tokens of that step are counted when it
+// is committed then. A session that ended meanwhile, or failed, does not
+// run it again.
+func stepRunsAgain(ctx context.Context, err error) bool {
+	for _, e := range []error{err, context.Cause(ctx)} {
+		if errors.Is(e, errLeaseLost) || errors.Is(e, store.ErrLeaseLost) || errors.Is(e, errShutdown) || errors.As(e, new(*storeError)) {
+			return true
+		}
+	}
+	return false
 }
 
 // commit applies fn under the lease and commits the events it returns.
@@ -331,12 +371,21 @@ func (g *segment) commitWith(ctx context.Context, opts *store.UpdateOptions, fn 
 	if err := g.flush(ctx); err != nil {
 		return err
 	}
-	_, _, err := g.m.update(ctx, g.id, opts, func(s *store.Session, st *state) ([]store.Event, error) {
+	if g.tokens != nil {
+		o := *opts
+		o.Tokens = g.tokens
+		opts = &o
+	}
+	cur, _, err := g.m.updateFrom(ctx, g.id, g.cur, opts, func(s *store.Session, st *state) ([]store.Event, error) {
 		if st.Phase == phaseDone {
 			return nil, errStopped
 		}
 		return fn(s, st), nil
 	})
+	g.keep(cur)
+	if err == nil {
+		g.tokens = nil
+	}
 	if errors.Is(err, store.ErrLeaseLost) {
 		return errLeaseLost
 	}
@@ -373,7 +422,7 @@ func (g *segment) turnEnd(ctx context.Context, c loop.Chunk) error {
 	if c.Usage != nil {
 		usage = *c.Usage
 	}
-	g.m.chargeTokens(ctx, g.owner, c.Usage)
+	g.chargeTokens(c.Usage)
 	model := firstNonEmpty(g.sp.Model, c.Model, "default")
 	policy := AgentEventData{Kind: KindPolicy, ToolReqs: []ToolRequest{}}
 	if t := msg.Text(); t != "" {

@@ -362,6 +362,21 @@ type UpdateOptions struct {
 	// Transcript, when set, changes the session's transcript in the same
 	// transaction (see [Transcript]).
 	Transcript *Transcript
+	// Tokens, when set, adds Tokens.N to the token count of the
+	// session's owner ([Quotas.AddTokens]) in the same transaction: the
+	// count moves if and only if the update is written, so an update
+	// that fails (ErrConflict, ErrLeaseLost, ...) counts nothing and its
+	// retry counts once. A negative N is refused with ErrNegativeTokens,
+	// and nothing is written.
+	Tokens *TokenCount
+}
+
+// A TokenCount is tokens to add to an owner's count in the window of
+// Period that starts at Start, as [Quotas.AddTokens] adds them.
+type TokenCount struct {
+	Period string
+	Start  time.Time
+	N      int64
 }
 
 // A Transcript change replaces the messages of a session's transcript

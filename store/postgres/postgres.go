@@ -341,6 +341,12 @@ const (
 		SELECT w.id, $25 + u.ord - 1, u.data FROM w, unnest($26::bytea[]) WITH ORDINALITY AS u(data, ord)
 		WHERE $25::bigint >= 0
 		ON CONFLICT (session_id, idx) DO UPDATE SET data = EXCLUDED.data
+	),
+	-- The step's tokens ($29 > 0), added to the owner's count.
+	tq AS (
+		INSERT INTO hrns_token_usage (owner, period, window_start, tokens)
+		SELECT w.owner, $27::text, $28::timestamptz, $29::bigint FROM w WHERE $29::bigint > 0
+		ON CONFLICT (owner, period, window_start) DO UPDATE SET tokens = hrns_token_usage.tokens + excluded.tokens
 	)
 	SELECT w.base, ` + notifySQL + `, ` + notifyDeliveriesSQL + ` FROM w`
 
@@ -615,11 +621,20 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 			msgs = append(msgs, m)
 		}
 	}
+	var tokPeriod string
+	var tokStart pgtype.Timestamptz
+	var tokN int64
+	if t := o.Tokens; t != nil {
+		if t.N < 0 {
+			return fmt.Errorf("update session %s: %w", sess.ID, store.ErrNegativeTokens)
+		}
+		tokPeriod, tokStart, tokN = t.Period, ts(t.Start.Truncate(time.Microsecond)), t.N
+	}
 	err := s.pool.QueryRow(ctx, updateStmt,
 		sess.ID, sess.Status, sess.Agent, sess.FirstMessage, []byte(sess.State), []byte(sess.Answer),
 		sess.Error, sess.ErrorCode, sess.Runnable, ts(sess.WakeAt), int64(len(events)),
 		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease, o.Release || o.ResetAttempts,
-		types, data, times, s.channel, hookTypes, hookIDs, from, msgs).Scan(&base, &notified, &hooked)
+		types, data, times, s.channel, hookTypes, hookIDs, from, msgs, tokPeriod, tokStart, tokN).Scan(&base, &notified, &hooked)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = s.whyNotUpdated(ctx, sess, &o, now)
 	}

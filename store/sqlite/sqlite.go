@@ -578,6 +578,9 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	if opts != nil {
 		o = *opts
 	}
+	if o.Tokens != nil && o.Tokens.N < 0 {
+		return fmt.Errorf("update session %s: %w", sess.ID, store.ErrNegativeTokens)
+	}
 	now := time.Now().UTC()
 	var count int64
 	var hooked bool
@@ -610,6 +613,12 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		}
 		if err := s.writeTranscript(ctx, tx, sess.ID, o.Transcript); err != nil {
 			return err
+		}
+		if t := o.Tokens; t != nil && t.N > 0 {
+			var total int64
+			if err := tx.StmtContext(ctx, s.addTokensStmt).QueryRowContext(ctx, owner, t.Period, windowNanos(t.Start), t.N).Scan(&total); err != nil {
+				return err
+			}
 		}
 		hooked, err = enqueueDeliveries(ctx, tx, owner, sess.ID, status, sess.Status, version+1, now)
 		return err

@@ -16,6 +16,7 @@ var quotaTests = []struct {
 }{
 	{"QuotaTokens", testQuotaTokens},
 	{"QuotaTokensConcurrent", testQuotaTokensConcurrent},
+	{"QuotaTokensWithUpdate", testQuotaTokensWithUpdate},
 }
 
 func testQuotaTokens(t *testing.T, st store.Store) {
@@ -110,5 +111,77 @@ func testQuotaTokensConcurrent(t *testing.T, st store.Store) {
 	}
 	if got != workers*each*3 {
 		t.Errorf("after %d concurrent additions of 3: %d tokens, want %d", workers*each, got, workers*each*3)
+	}
+}
+
+// testQuotaTokensWithUpdate: UpdateOptions.Tokens counts into the
+// session owner's window in the update's transaction: an update that
+// writes nothing counts nothing, and its retry counts once.
+func testQuotaTokensWithUpdate(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	day := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
+	used := func(owner string) int64 {
+		t.Helper()
+		n, err := st.TokensUsed(ctx, owner, "day", day)
+		if err != nil {
+			t.Fatalf("TokensUsed(%s) = %v", owner, err)
+		}
+		return n
+	}
+	s := newSession("tok", "carol")
+	s.Runnable = true
+	mustCreate(t, st, s)
+	if _, err := st.Claim(ctx, &store.ClaimParams{Owner: "w1", Now: time.Now(), TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := st.GetSession(ctx, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := func(n int64) *store.TokenCount { return &store.TokenCount{Period: "day", Start: day, N: n} }
+	stale := *cur
+
+	// Written: counted, to the session's owner.
+	cur.Status = "running"
+	if err := st.UpdateSession(ctx, cur, nil, &store.UpdateOptions{Lease: "w1", Tokens: tokens(500)}); err != nil {
+		t.Fatalf("update with tokens: %v", err)
+	}
+	if got := used("carol"); got != 500 {
+		t.Errorf("after a written update: %d tokens, want 500", got)
+	}
+	// Refused for its version, its lease or a negative count: nothing
+	// is counted, nothing written.
+	if err := st.UpdateSession(ctx, &stale, nil, &store.UpdateOptions{Lease: "w1", Tokens: tokens(70)}); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("stale update = %v, want ErrConflict", err)
+	}
+	if err := st.UpdateSession(ctx, cur, nil, &store.UpdateOptions{Lease: "w2", Tokens: tokens(70)}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("update with another's lease = %v, want ErrLeaseLost", err)
+	}
+	version := cur.Version
+	if err := st.UpdateSession(ctx, cur, nil, &store.UpdateOptions{Lease: "w1", Tokens: tokens(-1)}); !errors.Is(err, store.ErrNegativeTokens) {
+		t.Errorf("update with -1 tokens = %v, want ErrNegativeTokens", err)
+	}
+	if got := used("carol"); got != 500 {
+		t.Errorf("after refused updates: %d tokens, want 500", got)
+	}
+	if got, err := st.GetSession(ctx, "tok"); err != nil || got.Version != version {
+		t.Errorf("after refused updates: version %v (%v), want %d", got.Version, err, version)
+	}
+	// The retry, read again, counts once; zero counts nothing; the
+	// window adds to what AddTokens added.
+	if _, err := st.AddTokens(ctx, "carol", "day", day, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.UpdateSession(ctx, cur, nil, &store.UpdateOptions{Lease: "w1", Tokens: tokens(70)}); err != nil {
+		t.Fatalf("retried update: %v", err)
+	}
+	if err := st.UpdateSession(ctx, cur, nil, &store.UpdateOptions{Tokens: tokens(0)}); err != nil {
+		t.Fatalf("update with 0 tokens: %v", err)
+	}
+	if got := used("carol"); got != 575 {
+		t.Errorf("after the retry: %d tokens, want 575", got)
+	}
+	if got, err := st.TokensUsed(ctx, "w1", "day", day); err != nil || got != 0 {
+		t.Errorf("the lease holder's count: %d (%v), want 0", got, err)
 	}
 }
