@@ -72,6 +72,8 @@ type Config struct {
 	Prices pricing.Table `toml:"prices" yaml:"prices"`
 	// Quota is hrns serve's token quota per API key (serve_quota.go).
 	Quota QuotaConfig `toml:"quota" yaml:"quota"`
+	// Webhooks is how hrns serve delivers webhooks (serve_webhooks.go).
+	Webhooks WebhooksConfig `toml:"webhooks" yaml:"webhooks"`
 
 	path    string // where it was read from, for messages
 	project string // the project's .hrns/config.toml merged into it, if any

@@ -52,6 +52,8 @@ func (c *Config) mergeProject(workdir string) error {
 		refused = "agents"
 	case len(p.Catalog) > 0:
 		refused = "catalog"
+	case (p.Webhooks.AllowPrivate || p.Webhooks.Allow != nil || p.Webhooks.Timeout != "" || p.Webhooks.MaxAttempts != 0):
+		refused = "webhooks" // addresses deliveries may reach
 	case len(p.Hooks) > 0:
 		refused = "hooks" // programs to start
 	case p.Permissions.Mode != "" || len(p.Permissions.Allow) > 0 || len(p.Permissions.Deny) > 0 || len(p.Permissions.Ask) > 0:

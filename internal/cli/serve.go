@@ -252,7 +252,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if _, shared := st.(store.Replicas); shared {
 		where += ", replica " + m.ReplicaID()
 	}
-	hooks, err := o.webhooks.service(st, m.ReplicaID(), log)
+	hooks, err := o.webhooks.service(st, cfg, m.ReplicaID(), log)
 	if err != nil {
 		return err
 	}

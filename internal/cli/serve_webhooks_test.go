@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hrns-dev/hrns/client"
 	"github.com/hrns-dev/hrns/openai/openaitest"
@@ -80,5 +82,68 @@ func TestWebhookAllow(t *testing.T) {
 	}
 	if _, err := (&webhookOptions{allow: "nonsense"}).allowFunc(); err == nil {
 		t.Error("a bad --webhook-allow was accepted")
+	}
+}
+
+// TestWebhookConfig checks that the config's [webhooks] fills what the
+// flags leave unset, that flags win, that bad values are refused with the
+// key named, and that a project's config may not set it.
+func TestWebhookConfig(t *testing.T) {
+	parse := func(t *testing.T, text string) *Config {
+		t.Helper()
+		cfg, err := parseConfig("config.toml", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	for _, tc := range []struct {
+		name, config string
+		flags        webhookOptions
+		want         webhookOptions
+		err          string
+	}{
+		{"defaults", "", webhookOptions{}, webhookOptions{timeout: defaultWebhookTimeout, maxAttempts: defaultWebhookMaxAttempts}, ""},
+		{"config", "[webhooks]\nallow = [\"10.0.0.0/8\", \"192.168.1.5:443\"]\nallow_private = true\ntimeout = \"3s\"\nmax_attempts = 4\n", webhookOptions{},
+			webhookOptions{allow: "10.0.0.0/8,192.168.1.5:443", allowPrivate: true, timeout: 3 * time.Second, maxAttempts: 4}, ""},
+		{"flags win", "[webhooks]\nallow = [\"10.0.0.0/8\"]\ntimeout = \"3s\"\nmax_attempts = 4\n", webhookOptions{allow: "172.16.0.0/12", timeout: time.Second, maxAttempts: 2},
+			webhookOptions{allow: "172.16.0.0/12", timeout: time.Second, maxAttempts: 2}, ""},
+		{"bad timeout", "[webhooks]\ntimeout = \"soon\"\n", webhookOptions{}, webhookOptions{}, "[webhooks] timeout"},
+		{"negative timeout", "[webhooks]\ntimeout = \"-1s\"\n", webhookOptions{}, webhookOptions{}, "[webhooks] timeout"},
+		{"negative attempts", "[webhooks]\nmax_attempts = -1\n", webhookOptions{}, webhookOptions{}, "[webhooks] max_attempts"},
+		{"negative flag", "", webhookOptions{maxAttempts: -3}, webhookOptions{}, "must be positive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.flags
+			err := o.resolve(parse(t, tc.config))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o != tc.want {
+				t.Errorf("resolved %+v, want %+v", o, tc.want)
+			}
+		})
+	}
+
+	// A repository's .hrns/config.toml may not open addresses to deliveries.
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".hrns"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".hrns", "config.toml"), []byte("[webhooks]\nallow_private = true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := parse(t, "")
+	if err := cfg.mergeProject(dir); err == nil || !strings.Contains(err.Error(), `"webhooks"`) {
+		t.Errorf("a project config setting [webhooks]: %v", err)
+	}
+	if cfg.Webhooks.AllowPrivate {
+		t.Error("the project's allow_private reached the config")
 	}
 }
