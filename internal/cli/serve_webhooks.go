@@ -113,12 +113,6 @@ func (o *webhookOptions) allowFunc() (func(netip.AddrPort) bool, error) {
 		if list != nil && list(ap) {
 			return true
 		}
-		return !isMetadata(ap.Addr())
+		return !netpolicy.IsMetadata(ap.Addr())
 	}, nil
-}
-
-// isMetadata reports a cloud metadata address, which --webhook-allow-private
-// does not open.
-func isMetadata(a netip.Addr) bool {
-	return netpolicy.Reason(a) == "a cloud metadata address"
 }

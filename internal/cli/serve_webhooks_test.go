@@ -70,6 +70,10 @@ func TestWebhookAllow(t *testing.T) {
 		{webhookOptions{allowPrivate: true}, "[fd00::1]:80", true},
 		{webhookOptions{allowPrivate: true}, "169.254.169.254:80", false},
 		{webhookOptions{allowPrivate: true}, "[fd00:ec2::254]:80", false},
+		// The metadata address inside IPv6 forms stays closed too.
+		{webhookOptions{allowPrivate: true}, "[::ffff:169.254.169.254]:80", false},
+		{webhookOptions{allowPrivate: true}, "[64:ff9b::a9fe:a9fe]:80", false},
+		{webhookOptions{allowPrivate: true}, "[2002:a9fe:a9fe::1]:80", false},
 		{webhookOptions{allowPrivate: true, allow: "169.254.169.254"}, "169.254.169.254:80", true},
 	} {
 		allow, err := tc.o.allowFunc()

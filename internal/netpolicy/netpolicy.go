@@ -87,6 +87,18 @@ var (
 	isatapIIDGl = [4]byte{0x02, 0x00, 0x5e, 0xfe}
 )
 
+// metadataReason is Reason's answer for a cloud metadata address; inside
+// an IPv6 form it is followed by the form.
+const metadataReason = "a cloud metadata address"
+
+// IsMetadata reports whether a is a cloud metadata address, written as
+// itself or carried inside an IPv6 address (IPv4-mapped, NAT64, 6to4,
+// Teredo...): what an operator who opens the private addresses must still
+// not open by accident.
+func IsMetadata(a netip.Addr) bool {
+	return strings.HasPrefix(Reason(a), metadataReason)
+}
+
 // Reason says why a is not a public internet address, or "" if it is.
 func Reason(a netip.Addr) string {
 	a = a.Unmap() // ::ffff:a.b.c.d is a.b.c.d
@@ -97,7 +109,7 @@ func Reason(a netip.Addr) string {
 	}
 	switch {
 	case metadataAddrs[a]:
-		return "a cloud metadata address"
+		return metadataReason
 	case a.IsLoopback():
 		return "a loopback address"
 	case a.IsUnspecified():

@@ -133,3 +133,28 @@ func TestParseLooseIPv4(t *testing.T) {
 		}
 	}
 }
+
+// TestIsMetadata checks the metadata addresses in every form that carries
+// them, and that other non-public addresses are not taken for them.
+func TestIsMetadata(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		want bool
+	}{
+		{"169.254.169.254", true},
+		{"::ffff:169.254.169.254", true},
+		{"64:ff9b::a9fe:a9fe", true}, // NAT64
+		{"2002:a9fe:a9fe::1", true},  // 6to4
+		{"::169.254.169.254", true},  // IPv4-compatible
+		{"fd00:ec2::254", true},      // AWS's IPv6 one
+		{"169.254.1.1", false},       // link-local, not metadata
+		{"127.0.0.1", false},         // loopback
+		{"64:ff9b::7f00:1", false},   // NAT64 loopback
+		{"10.0.0.1", false},          // private
+		{"93.184.216.34", false},     // public
+	} {
+		if got := netpolicy.IsMetadata(netip.MustParseAddr(tc.addr)); got != tc.want {
+			t.Errorf("IsMetadata(%s) = %v, want %v (Reason %q)", tc.addr, got, tc.want, netpolicy.Reason(netip.MustParseAddr(tc.addr)))
+		}
+	}
+}
