@@ -22,7 +22,7 @@ var allowed = map[string][]string{
 	"llm/llmtest":                     {"llm"},
 	"internal/sse":                    {},
 	"internal/httpapi":                {"llm"},
-	"internal/prefixcache":            {"llm"},
+	"internal/prefixcache":            {"internal/httpapi", "llm"},
 	"internal/prefixcache/prefixtest": {"llm"},
 	"internal/safetext":               {},
 	"internal/netpolicy":              {},

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/hrns-dev/hrns/internal/httpapi"
 	"github.com/hrns-dev/hrns/internal/prefixcache"
 	"github.com/hrns-dev/hrns/llm"
 )
@@ -122,10 +121,7 @@ func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(pieces) == 1 {
-		return pieces[0], nil
-	}
-	return bytes.Join(pieces, nil), nil
+	return prefixcache.Join(pieces), nil
 }
 
 // encodeRequest renders req as the JSON body of a streaming request, in
@@ -150,35 +146,7 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // servers need no HTML escaping; keep text as written
-	if err := enc.Encode(w); err != nil {
-		return nil, fmt.Errorf("openai: encoding request: %w", err)
-	}
-	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	if cache == nil {
-		body, err = httpapi.MergeExtra("openai", body, req.Extra)
-		if err != nil {
-			return nil, err
-		}
-		return [][]byte{body}, nil
-	}
-	// Only the model precedes the messages, a JSON string, which cannot
-	// hold the field's bytes.
-	head, tail, ok := prefixcache.Split(body, `"messages":[]`)
-	if !ok {
-		return nil, errors.New("openai: encoding request: no messages field") // cannot happen
-	}
-	if len(req.Extra) > 0 {
-		// Extra fields are checked against the whole body.
-		body, err := httpapi.MergeExtra("openai", bytes.Join([][]byte{head, prefix, rest, tail}, nil), req.Extra)
-		if err != nil {
-			return nil, err
-		}
-		return [][]byte{body}, nil
-	}
-	return [][]byte{head, prefix, rest, tail}, nil
+	return prefixcache.Body("openai", w, cache, `"messages":[]`, prefix, rest, req.Extra)
 }
 
 // buildRequest translates req into its wire form; messages renders its

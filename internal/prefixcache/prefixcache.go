@@ -17,9 +17,11 @@ package prefixcache
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"unsafe"
 
+	"github.com/hrns-dev/hrns/internal/httpapi"
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -176,6 +178,55 @@ func Split(body []byte, field string) (head, tail []byte, ok bool) {
 	}
 	i += len(field) - 1 // at the closing bracket
 	return body[:i], body[i:], true
+}
+
+// Body encodes w, a provider's request in its wire form, as the pieces of
+// its JSON body (HTML escaping off, no trailing newline) and merges the
+// request's extra fields into it (see [httpapi.MergeExtra]). Without a
+// cache (c nil) the body is one piece. With one, w holds an empty list in
+// the field (such as `"messages":[]`) and prefix and rest are what
+// [Cache.Encode] returned for the messages: the pieces are the body up to
+// the list, prefix, rest and the rest of the body, the bytes of the body
+// encoded in one piece; extra fields, checked against the whole body, make
+// it one piece again.
+func Body(provider string, w any, c *Cache, field string, prefix, rest []byte, extra map[string]json.RawMessage) ([][]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // APIs need no HTML escaping; keep text as written
+	if err := enc.Encode(w); err != nil {
+		return nil, fmt.Errorf("%s: encoding request: %w", provider, err)
+	}
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if c == nil {
+		body, err := httpapi.MergeExtra(provider, body, extra)
+		if err != nil {
+			return nil, err
+		}
+		return [][]byte{body}, nil
+	}
+	// Only the model precedes the list, a JSON string, which cannot hold
+	// the field's bytes.
+	head, tail, ok := Split(body, field)
+	if !ok {
+		return nil, fmt.Errorf("%s: encoding request: no %s field", provider, field) // cannot happen
+	}
+	pieces := [][]byte{head, prefix, rest, tail}
+	if len(extra) > 0 {
+		body, err := httpapi.MergeExtra(provider, bytes.Join(pieces, nil), extra)
+		if err != nil {
+			return nil, err
+		}
+		return [][]byte{body}, nil
+	}
+	return pieces, nil
+}
+
+// Join returns pieces as one body.
+func Join(pieces [][]byte) []byte {
+	if len(pieces) == 1 {
+		return pieces[0]
+	}
+	return bytes.Join(pieces, nil)
 }
 
 // An Appender appends values encoded as encoding/json does the elements of
