@@ -122,16 +122,8 @@ func (s *Store) ListEntries(ctx context.Context, p *store.EntryListParams) ([]*s
 	if err != nil {
 		return nil, 0, fmt.Errorf("list %ss: %w", p.Kind, s.wrap(err))
 	}
-	defer rows.Close()
-	var out []*store.Entry
-	for rows.Next() {
-		e, err := scanEntry(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("list %ss: %w", p.Kind, err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, scanEntry)
+	if err != nil {
 		return nil, 0, fmt.Errorf("list %ss: %w", p.Kind, s.wrap(err))
 	}
 	return out, total, nil

@@ -119,20 +119,6 @@ func (s *Store) ListSchedules(ctx context.Context, p *store.ScheduleListParams) 
 	return out, total, nil
 }
 
-// collect scans every row and closes rows.
-func collect[T any](rows *sql.Rows, scan func(scanner) (*T, error)) ([]*T, error) {
-	defer rows.Close()
-	var out []*T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
-}
-
 // UpdateSchedule implements [store.Schedules].
 func (s *Store) UpdateSchedule(ctx context.Context, sc *store.Schedule) (*store.Schedule, error) {
 	var out *store.Schedule

@@ -277,6 +277,21 @@ const sessionColumns = `id, owner, idempotency_key, request_hash, status, agent,
 
 type scanner interface{ Scan(...any) error }
 
+// collect scans every row of rows with scan, and closes rows: how the
+// lists and claims of every table read their rows.
+func collect[T any](rows *sql.Rows, scan func(scanner) (*T, error)) ([]*T, error) {
+	defer rows.Close()
+	var out []*T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 func scanSession(sc scanner) (*store.Session, error) {
 	var (
 		s                                                     store.Session
@@ -554,17 +569,9 @@ func (s *Store) ListSessions(ctx context.Context, p *store.ListParams) ([]*store
 	if err != nil {
 		return nil, 0, fmt.Errorf("list sessions: %w", s.wrap(err))
 	}
-	defer rows.Close()
-	var out []*store.Session
-	for rows.Next() {
-		got, err := scanSession(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("list sessions: %w", err)
-		}
-		out = append(out, got)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("list sessions: %w", err)
+	out, err := collect(rows, scanSession)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list sessions: %w", s.wrap(err))
 	}
 	return out, total, nil
 }
@@ -696,16 +703,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			got, err := scanSession(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			out = append(out, got)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if out, err = collect(rows, scanSession); err != nil {
 			return err
 		}
 		for _, got := range out {

@@ -78,24 +78,11 @@ func (s *Store) ListVaults(ctx context.Context, p *store.VaultListParams) ([]*st
 	if err != nil {
 		return nil, 0, fmt.Errorf("list vaults: %w", s.wrap(err))
 	}
-	out, err := collectVaults(rows)
+	out, err := collect(rows, scanVault)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list vaults: %w", s.wrap(err))
 	}
 	return out, total, nil
-}
-
-func collectVaults(rows *sql.Rows) ([]*store.Vault, error) {
-	defer rows.Close()
-	var out []*store.Vault
-	for rows.Next() {
-		v, err := scanVault(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
 }
 
 // UpdateVault implements [store.Vaults].
@@ -145,7 +132,7 @@ func (s *Store) VaultsNotUnderKey(ctx context.Context, keyID, after string, limi
 	if err != nil {
 		return nil, fmt.Errorf("list vaults to re-encrypt: %w", s.wrap(err))
 	}
-	out, err := collectVaults(rows)
+	out, err := collect(rows, scanVault)
 	if err != nil {
 		return nil, fmt.Errorf("list vaults to re-encrypt: %w", s.wrap(err))
 	}

@@ -103,16 +103,8 @@ func (s *Store) ListWebhooks(ctx context.Context, p *store.WebhookListParams) ([
 	if err != nil {
 		return nil, 0, fmt.Errorf("list webhooks: %w", s.wrap(err))
 	}
-	defer rows.Close()
-	var out []*store.Webhook
-	for rows.Next() {
-		w, err := scanWebhook(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("list webhooks: %w", err)
-		}
-		out = append(out, w)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, scanWebhook)
+	if err != nil {
 		return nil, 0, fmt.Errorf("list webhooks: %w", s.wrap(err))
 	}
 	return out, total, nil
@@ -276,16 +268,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			d, err := scanDelivery(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			out = append(out, d)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if out, err = collect(rows, func(sc scanner) (*store.Delivery, error) { return scanDelivery(sc) }); err != nil {
 			return err
 		}
 		for _, d := range out {
