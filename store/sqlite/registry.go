@@ -118,7 +118,7 @@ func (s *Store) ListEntries(ctx context.Context, p *store.EntryListParams) ([]*s
 		limit = 50
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT kind, owner, name, type, description, spec, NULL, version, created_at, updated_at FROM registry WHERE `+
-		where+` ORDER BY `+order+` LIMIT ? OFFSET ?`, append(args, limit, max(p.Offset, 0))...)
+		where+` ORDER BY `+order+` LIMIT ? + 0 OFFSET ? + 0`, append(args, limit, max(p.Offset, 0))...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list %ss: %w", p.Kind, s.wrap(err))
 	}

@@ -107,7 +107,7 @@ func (s *Store) ListSchedules(ctx context.Context, p *store.ScheduleListParams) 
 	if limit <= 0 {
 		limit = 50
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+scheduleColumns+` FROM schedules WHERE owner = ? ORDER BY created_at `+order+`, id `+order+` LIMIT ? OFFSET ?`,
+	rows, err := s.r.QueryContext(ctx, `SELECT `+scheduleColumns+` FROM schedules WHERE owner = ? ORDER BY created_at `+order+`, id `+order+` LIMIT ? + 0 OFFSET ? + 0`,
 		p.Owner, limit, max(p.Offset, 0))
 	if err != nil {
 		return nil, 0, fmt.Errorf("list schedules: %w", s.wrap(err))
@@ -171,7 +171,7 @@ func (s *Store) DueSchedules(ctx context.Context, now time.Time, limit int) ([]*
 		limit = 100
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT `+scheduleColumns+` FROM schedules
-		WHERE paused = 0 AND next_run_at != 0 AND next_run_at <= ? ORDER BY next_run_at, id LIMIT ?`, nanos(now), limit)
+		WHERE paused = 0 AND next_run_at != 0 AND next_run_at <= ? ORDER BY next_run_at, id LIMIT ? + 0`, nanos(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("due schedules: %w", s.wrap(err))
 	}
@@ -285,7 +285,7 @@ func (s *Store) ClaimScheduleRuns(ctx context.Context, p *store.ClaimParams) ([]
 	until := micro(p.Now.Add(p.TTL))
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+` FROM schedule_runs
-			WHERE status = 'pending' AND lease_until <= ? ORDER BY created_at, id LIMIT ?`, nanos(p.Now), max(p.Limit, 1))
+			WHERE status = 'pending' AND lease_until <= ? ORDER BY created_at, id LIMIT ? + 0`, nanos(p.Now), max(p.Limit, 1))
 		if err != nil {
 			return err
 		}
@@ -332,7 +332,7 @@ func (s *Store) FinishScheduleRun(ctx context.Context, r *store.ScheduleRun, own
 		}
 		if keep > 0 {
 			_, err = tx.ExecContext(ctx, `DELETE FROM schedule_runs WHERE schedule_id = ?1 AND status != 'pending' AND id NOT IN (
-				SELECT id FROM schedule_runs WHERE schedule_id = ?1 AND status != 'pending' ORDER BY scheduled_for DESC, id DESC LIMIT ?2)`, scheduleID, keep)
+				SELECT id FROM schedule_runs WHERE schedule_id = ?1 AND status != 'pending' ORDER BY scheduled_for DESC, id DESC LIMIT ?2 + 0)`, scheduleID, keep)
 		}
 		return err
 	})
@@ -370,7 +370,7 @@ func (s *Store) ListScheduleRuns(ctx context.Context, p *store.ScheduleRunListPa
 		limit = 50
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT `+runColumns+` FROM schedule_runs WHERE `+where+
-		` ORDER BY scheduled_for `+order+`, id `+order+` LIMIT ? OFFSET ?`, p.ScheduleID, p.Owner, limit, max(p.Offset, 0))
+		` ORDER BY scheduled_for `+order+`, id `+order+` LIMIT ? + 0 OFFSET ? + 0`, p.ScheduleID, p.Owner, limit, max(p.Offset, 0))
 	if err != nil {
 		return nil, 0, fmt.Errorf("list schedule runs: %w", s.wrap(err))
 	}

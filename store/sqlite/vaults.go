@@ -74,7 +74,7 @@ func (s *Store) ListVaults(ctx context.Context, p *store.VaultListParams) ([]*st
 		limit = 50
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT id, owner, name, config, key_id, NULL, version, created_at, updated_at FROM vaults
-		WHERE owner = ? ORDER BY created_at DESC, id LIMIT ? OFFSET ?`, p.Owner, limit, max(p.Offset, 0))
+		WHERE owner = ? ORDER BY created_at DESC, id LIMIT ? + 0 OFFSET ? + 0`, p.Owner, limit, max(p.Offset, 0))
 	if err != nil {
 		return nil, 0, fmt.Errorf("list vaults: %w", s.wrap(err))
 	}
@@ -128,7 +128,7 @@ func (s *Store) DeleteVault(ctx context.Context, owner, id string) error {
 
 // VaultsNotUnderKey implements [store.Vaults].
 func (s *Store) VaultsNotUnderKey(ctx context.Context, keyID, after string, limit int) ([]*store.Vault, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+vaultColumns+` FROM vaults WHERE key_id <> ? AND id > ? ORDER BY id LIMIT ?`, keyID, after, max(limit, 1))
+	rows, err := s.r.QueryContext(ctx, `SELECT `+vaultColumns+` FROM vaults WHERE key_id <> ? AND id > ? ORDER BY id LIMIT ? + 0`, keyID, after, max(limit, 1))
 	if err != nil {
 		return nil, fmt.Errorf("list vaults to re-encrypt: %w", s.wrap(err))
 	}

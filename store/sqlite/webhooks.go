@@ -98,7 +98,7 @@ func (s *Store) ListWebhooks(ctx context.Context, p *store.WebhookListParams) ([
 	if p.Ascending {
 		order = "ASC"
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE owner = ? ORDER BY created_at `+order+`, id `+order+` LIMIT ? OFFSET ?`,
+	rows, err := s.r.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE owner = ? ORDER BY created_at `+order+`, id `+order+` LIMIT ? + 0 OFFSET ? + 0`,
 		p.Owner, limit, max(p.Offset, 0))
 	if err != nil {
 		return nil, 0, fmt.Errorf("list webhooks: %w", s.wrap(err))
@@ -264,7 +264,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
 			WHERE d.state = 'pending' AND d.next_attempt_at <= ?1 AND (d.lease_owner = '' OR d.lease_until <= ?1) AND w.disabled = 0
-			ORDER BY d.next_attempt_at, d.created_at, d.id LIMIT ?2`, now, max(p.Limit, 1))
+			ORDER BY d.next_attempt_at, d.created_at, d.id LIMIT ?2 + 0`, now, max(p.Limit, 1))
 		if err != nil {
 			return err
 		}
@@ -359,7 +359,7 @@ func (s *Store) ListDeliveries(ctx context.Context, p *store.DeliveryListParams)
 		limit = 50
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d WHERE `+where+
-		` ORDER BY d.created_at DESC, d.id DESC LIMIT ? OFFSET ?`, append(args, limit, max(p.Offset, 0))...)
+		` ORDER BY d.created_at DESC, d.id DESC LIMIT ? + 0 OFFSET ? + 0`, append(args, limit, max(p.Offset, 0))...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list deliveries: %w", s.wrap(err))
 	}
