@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/store"
 )
 
@@ -54,10 +55,10 @@ func (e *storeError) Unwrap() error { return e.err }
 // drive runs a claimed session until it waits or ends, and fails it when
 // it was claimed too often without progress, when running it panics, or
 // when it fails with an error that is not the store's. It reports whether
-// the worker stopped cleanly and releases the lease (resetting the
-// attempts); after an error of the store it keeps the lease, which
-// expires: the session is claimed again a lease TTL later, its attempt
-// counted.
+// the worker stopped cleanly and must still release the lease (resetting
+// the attempts): not when its last commit gave the lease up (see hold);
+// after an error of the store it keeps the lease, which expires: the
+// session is claimed again a lease TTL later, its attempt counted.
 func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session) (release bool) {
 	if s.Attempts > m.opts.MaxAttempts {
 		n := s.Attempts - 1
@@ -76,11 +77,12 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		}
 	})
 	var err error
+	h := &hold{}
 	if p := protect(func() {
 		if m.beforeRun != nil {
 			m.beforeRun(s.ID)
 		}
-		err = m.runSession(ctx, s.ID)
+		err = m.runSession(ctx, s, h)
 	}); p != nil {
 		err = p
 	}
@@ -105,7 +107,7 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		m.log.Error("running a session failed", "session", s.ID, "err", err)
 		m.failInternal(ctx, s.ID, "internal error: "+err.Error())
 	}
-	return true
+	return !h.released
 }
 
 // failInternal ends the session failed with error_code internal and an
@@ -169,6 +171,21 @@ func viewState(s *store.Session) *state {
 		return &state{}
 	}
 	return st
+}
+
+// usageState decodes, of the state of s, only what its metrics are made
+// of (steps and usage), for a long-poll's answer: skipping the rest (the
+// agent's spec, the checkpoint) costs much less than decoding it. A state
+// that does not decode reads as one without them, as in viewState.
+func usageState(s *store.Session) *state {
+	var u struct {
+		Steps int                  `json:"steps"`
+		Usage map[string]llm.Usage `json:"usage,omitempty"`
+	}
+	if json.Unmarshal(s.State, &u) != nil {
+		return &state{}
+	}
+	return &state{Steps: u.Steps, Usage: u.Usage}
 }
 
 // stateOf decodes the state of s, as [Manager.read] does.

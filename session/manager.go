@@ -157,8 +157,12 @@ type Manager struct {
 	inflight map[string]bool // owner + idempotency key being created
 	cancel   context.CancelCauseFunc
 	done     chan struct{}
-	running  map[string]context.CancelCauseFunc
-	suspect  string // the session claimed often without progress running here, if any
+	running  map[string]int // workers running each session here (two, briefly, after a release)
+	reserved int            // workers reserved for claims by callers' input (reserveClaim)
+	workCtx  context.Context
+	wg       sync.WaitGroup // the workers and the heartbeat
+	stopping bool           // set once the dispatcher waits for wg: no worker starts
+	suspect  string         // the session claimed often without progress running here, if any
 	freed    chan struct{}
 	// transcripts keeps the transcripts of the sessions run last decoded.
 	transcripts *transcriptCache
@@ -171,7 +175,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	if st == nil || model == nil {
 		panic("session.New: nil store or model")
 	}
-	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), inflight: map[string]bool{}, running: map[string]context.CancelCauseFunc{}, freed: make(chan struct{}, 1)}
+	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), inflight: map[string]bool{}, running: map[string]int{}, freed: make(chan struct{}, 1)}
 	if opts != nil {
 		m.opts = *opts
 	}
@@ -541,7 +545,7 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 }
 
 func (m *Manager) changes(ctx context.Context, s *store.Session, p *ChangesParams) (*Changes, int64, error) {
-	st := viewState(s)
+	st := usageState(s)
 	c := &Changes{
 		Status:     Status(s.Status),
 		StartedAt:  timePtr(s.StartedAt),
@@ -669,7 +673,7 @@ var errNoChange = errors.New("no change")
 // the events fn returns, retrying from a fresh read when someone else
 // committed in between. fn must have no effect but on its arguments.
 func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptions, fn func(s *store.Session, st *state) ([]store.Event, error)) (*store.Session, *state, error) {
-	return m.updateFrom(ctx, id, nil, opts, fn)
+	return m.updateFrom(ctx, id, nil, opts, nil, fn)
 }
 
 // updateFrom is update that starts from cur, the session as this process
@@ -677,7 +681,12 @@ func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptio
 // The store's version check still guards the commit: when someone else
 // committed since, the store answers ErrConflict and update reads the
 // session again. cur is not modified.
-func (m *Manager) updateFrom(ctx context.Context, id string, cur *store.Session, opts *store.UpdateOptions, fn func(s *store.Session, st *state) ([]store.Event, error)) (*store.Session, *state, error) {
+//
+// h, when not nil, records what the commit did to the lease (see hold):
+// with opts.Lease (a worker's commit), a commit after which the session
+// needs no worker gives the lease up in its own transaction; with
+// opts.Claim (a caller's input), the commit may claim the session.
+func (m *Manager) updateFrom(ctx context.Context, id string, cur *store.Session, opts *store.UpdateOptions, h *hold, fn func(s *store.Session, st *state) ([]store.Event, error)) (*store.Session, *state, error) {
 	for {
 		var s *store.Session
 		var st *state
@@ -708,12 +717,26 @@ func (m *Manager) updateFrom(ctx context.Context, id string, cur *store.Session,
 		if s.State, err = json.Marshal(st); err != nil {
 			return nil, nil, err
 		}
-		err = m.st.UpdateSession(ctx, s, events, opts)
+		o := opts
+		if h != nil && opts != nil && opts.Lease != "" && !opts.Release && needsNoWorker(s, time.Now()) {
+			c := *opts
+			c.Release = true
+			o = &c
+		}
+		if o != nil && o.Claim != nil {
+			// So that LeaseOwner tells whether this commit claimed it.
+			s.LeaseOwner, s.LeaseUntil = "", time.Time{}
+		}
+		err = m.st.UpdateSession(ctx, s, events, o)
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}
 		if err != nil {
 			return nil, nil, &storeError{err}
+		}
+		if h != nil && o != nil {
+			h.released = o.Release
+			h.claimed = o.Claim != nil && s.LeaseOwner == o.Claim.Owner
 		}
 		if wasActive && !slices.Contains(activeStatuses, s.Status) {
 			// A slot is free: the owner's queued sessions may start.
@@ -728,8 +751,15 @@ func (m *Manager) updateFrom(ctx context.Context, id string, cur *store.Session,
 
 // mutate is update for callers' input: the session must be the owner's,
 // and not finished.
+//
+// When the change makes the session runnable, the commit claims it for
+// this process, which runs it at once (see reserveClaim).
 func (m *Manager) mutate(ctx context.Context, owner, id string, fn func(s *store.Session, st *state) ([]store.Event, error)) error {
-	_, _, err := m.update(ctx, id, nil, func(s *store.Session, st *state) ([]store.Event, error) {
+	opts := m.reserveClaim()
+	h := &hold{}
+	var s *store.Session
+	defer func() { m.runClaimed(opts, s, h) }()
+	s, _, err := m.updateFrom(ctx, id, nil, opts, h, func(s *store.Session, st *state) ([]store.Event, error) {
 		if s.Owner != owner {
 			return nil, ErrNotFound
 		}

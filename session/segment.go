@@ -74,6 +74,9 @@ type segment struct {
 	// its next commit starts from instead of reading it again (nil: read
 	// it); the store's version check tells when it is out of date.
 	cur *store.Session
+	// hold is the worker's lease, which the segment's last commit may
+	// give up (see hold).
+	hold *hold
 }
 
 type pendingStep struct {
@@ -82,14 +85,14 @@ type pendingStep struct {
 }
 
 // runSegment runs the loop from the session's checkpoint.
-func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state) (retErr error) {
+func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h *hold) (retErr error) {
 	sp := st.Spec
 	if !st.Deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadlineCause(ctx, st.Deadline.Add(m.opts.TimeoutGrace), errHardDeadline)
 		defer cancel()
 	}
-	g := &segment{m: m, id: s.ID, owner: s.Owner, sp: sp}
+	g := &segment{m: m, id: s.ID, owner: s.Owner, sp: sp, hold: h}
 	g.keep(s)
 	defer func() {
 		if g.tokens != nil && !stepRunsAgain(ctx, retErr) {
@@ -376,7 +379,7 @@ func (g *segment) commitWith(ctx context.Context, opts *store.UpdateOptions, fn 
 		o.Tokens = g.tokens
 		opts = &o
 	}
-	cur, _, err := g.m.updateFrom(ctx, g.id, g.cur, opts, func(s *store.Session, st *state) ([]store.Event, error) {
+	cur, _, err := g.m.updateFrom(ctx, g.id, g.cur, opts, g.hold, func(s *store.Session, st *state) ([]store.Event, error) {
 		if st.Phase == phaseDone {
 			return nil, errStopped
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/hrns-dev/hrns/store"
@@ -36,6 +35,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	m.cancel = cancel
 	m.done = make(chan struct{})
+	m.workCtx = ctx
 	go m.dispatch(ctx)
 	return nil
 }
@@ -67,11 +67,15 @@ func (m *Manager) Stop(ctx context.Context) error {
 // dies has its sessions taken over once their leases expire. With a store
 // that keeps replicas, it also records this replica's heartbeat.
 func (m *Manager) dispatch(ctx context.Context) {
-	var wg sync.WaitGroup
 	defer close(m.done)
-	defer wg.Wait()
+	defer func() {
+		m.mu.Lock()
+		m.stopping = true // no worker starts after this
+		m.mu.Unlock()
+		m.wg.Wait()
+	}()
 	if rs, ok := m.st.(store.Replicas); ok {
-		wg.Go(func() {
+		m.wg.Go(func() {
 			for {
 				p := protect(func() { m.heartbeat(ctx, rs) })
 				if p == nil || ctx.Err() != nil {
@@ -85,18 +89,18 @@ func (m *Manager) dispatch(ctx context.Context) {
 	work, unsubscribe := m.st.Subscribe(store.WorkTopic)
 	defer unsubscribe()
 	for ctx.Err() == nil {
-		if p := protect(func() { m.dispatchOnce(ctx, &wg, work) }); p != nil {
+		if p := protect(func() { m.dispatchOnce(ctx, work) }); p != nil {
 			m.log.Error("session dispatcher panicked; going on", "panic", fmt.Sprint(p.value), "stack", string(p.stack))
 			sleep(ctx, time.Second)
 		}
 	}
 }
 
-// dispatchOnce claims the sessions it can run and starts their workers in
-// wg, then sleeps until there may be more.
-func (m *Manager) dispatchOnce(ctx context.Context, wg *sync.WaitGroup, work <-chan struct{}) {
+// dispatchOnce claims the sessions it can run and starts their workers,
+// then sleeps until there may be more.
+func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 	m.mu.Lock()
-	free := m.opts.Workers - len(m.running)
+	free := m.opts.Workers - m.workers() - m.reserved
 	m.mu.Unlock()
 	var wake <-chan time.Time
 	if free > 0 {
@@ -108,16 +112,11 @@ func (m *Manager) dispatchOnce(ctx context.Context, wg *sync.WaitGroup, work <-c
 			}
 			return
 		}
+		m.mu.Lock()
 		for _, s := range claimed {
-			wctx, cancel := context.WithCancelCause(ctx)
-			m.mu.Lock()
-			m.running[s.ID] = cancel
-			if s.Attempts > suspectAfter {
-				m.suspect = s.ID
-			}
-			m.mu.Unlock()
-			wg.Go(func() { m.work(wctx, cancel, s) })
+			m.startWorker(ctx, s)
 		}
+		m.mu.Unlock()
 		if len(claimed) == free {
 			return // there may be more
 		}
@@ -137,6 +136,65 @@ func (m *Manager) dispatchOnce(ctx context.Context, wg *sync.WaitGroup, work <-c
 	case <-work:
 	case <-wake:
 	case <-m.freed:
+	}
+}
+
+// startWorker runs the claimed session s in a worker goroutine (m.mu
+// held, m.stopping false).
+func (m *Manager) startWorker(ctx context.Context, s *store.Session) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	m.running[s.ID]++
+	if s.Attempts > suspectAfter {
+		m.suspect = s.ID
+	}
+	m.wg.Go(func() { m.work(wctx, cancel, s) })
+}
+
+// reserveClaim reserves a worker for the session a caller's input is
+// about to change and returns the update options that claim it in the
+// same commit (see [store.UpdateOptions.Claim]): the process that
+// receives a tool result or a message runs the session it made runnable
+// at once, without waking its dispatcher or a claim of its own. It
+// returns nil, and reserves nothing, when no worker is free or the
+// manager is not running. Sessions claimed often without progress are
+// left to the dispatcher, which runs them one at a time. Every non-nil
+// return must be followed by runClaimed.
+func (m *Manager) reserveClaim() *store.UpdateOptions {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.workCtx == nil || m.stopping || m.opts.Workers-m.workers()-m.reserved <= 0 {
+		return nil
+	}
+	m.reserved++
+	return &store.UpdateOptions{Claim: &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, BelowAttempts: suspectAfter}}
+}
+
+// runClaimed ends a reservation of reserveClaim: it runs s, as committed
+// with opts, when h says the commit claimed it, and frees the reserved
+// worker otherwise.
+func (m *Manager) runClaimed(opts *store.UpdateOptions, s *store.Session, h *hold) {
+	if opts == nil {
+		return
+	}
+	m.mu.Lock()
+	m.reserved--
+	if h.claimed && !m.stopping {
+		m.startWorker(m.workCtx, s)
+		m.mu.Unlock()
+		return
+	}
+	m.mu.Unlock()
+	if h.claimed {
+		// The manager stops: the next one to start claims it.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := m.st.Release(ctx, s.ID, m.owner); err != nil {
+			m.log.Warn("releasing session", "session", s.ID, "err", err)
+		}
+	}
+	select {
+	case m.freed <- struct{}{}: // the reserved worker is free again
+	default:
 	}
 }
 
@@ -189,9 +247,11 @@ func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *s
 	id := s.ID
 	defer func() {
 		m.mu.Lock()
-		delete(m.running, id)
-		if m.suspect == id {
-			m.suspect = ""
+		if m.running[id]--; m.running[id] <= 0 {
+			delete(m.running, id)
+			if m.suspect == id {
+				m.suspect = ""
+			}
 		}
 		m.mu.Unlock()
 		select {
@@ -243,15 +303,59 @@ func (m *Manager) watch(ctx context.Context, cancel context.CancelCauseFunc, id 
 	}
 }
 
+// workers counts the workers running here (m.mu held).
+func (m *Manager) workers() int {
+	n := 0
+	for _, c := range m.running {
+		n += c
+	}
+	return n
+}
+
 // leased is the update option of a worker's writes.
 func (m *Manager) leased() *store.UpdateOptions { return &store.UpdateOptions{Lease: m.owner} }
 
+// A hold records what commits did to a session's lease (see updateFrom).
+//
+// A worker's last commit gives its lease up in its own transaction when it
+// leaves the session needing no worker (waiting for the caller, idle,
+// paused or ended: see needsNoWorker), instead of a transaction of its own
+// afterwards; released records that it did. From then on the session may
+// be claimed again, here or by another replica, at once, and the worker
+// writes nothing more: it returns.
+//
+// A caller's input may claim the session in its commit (see
+// reserveClaim); claimed records that it did.
+type hold struct {
+	released bool
+	claimed  bool
+}
+
+// needsNoWorker reports whether s, as about to be committed, gives a
+// worker nothing to do until someone changes it: it is not runnable and
+// has no wake-up time due at now. runSession then has nothing to do
+// either: each of its passes returns at once for such a state.
+func needsNoWorker(s *store.Session, now time.Time) bool {
+	return !s.Runnable && (s.WakeAt.IsZero() || s.WakeAt.After(now))
+}
+
 // runSession does what the session needs until it waits or ends: each
 // pass reads the session and applies the one transition its state calls
-// for (see machine.go), or runs the agent.
-func (m *Manager) runSession(ctx context.Context, id string) error {
-	for ctx.Err() == nil {
-		s, st, err := m.read(ctx, id)
+// for (see machine.go), or runs the agent. The first pass starts from
+// claimed, the session as its claim returned it, instead of reading it.
+// It returns once h is released.
+func (m *Manager) runSession(ctx context.Context, claimed *store.Session, h *hold) error {
+	id := claimed.ID
+	for ctx.Err() == nil && !h.released {
+		var s *store.Session
+		var st *state
+		var err error
+		if claimed != nil {
+			s, claimed = claimed, nil
+			st, err = stateOf(s)
+		} else {
+			s, st, err = m.read(ctx, id)
+		}
 		if err != nil {
 			return err
 		}
@@ -262,11 +366,11 @@ func (m *Manager) runSession(ctx context.Context, id string) error {
 		switch {
 		case !st.Deadline.IsZero() && !now.Before(st.Deadline.Add(m.opts.TimeoutGrace)):
 			// The final answer asked for at the deadline never came.
-			return m.step(ctx, id, func(s *store.Session, st *state) ([]store.Event, bool) {
+			return m.step(ctx, id, h, func(s *store.Session, st *state) ([]store.Event, bool) {
 				return finish(s, st, outcomeTimedOut), true
 			})
 		case !st.Deadline.IsZero() && !now.Before(st.Deadline) && st.Final != finalTimeout:
-			err = m.step(ctx, id, func(s *store.Session, st *state) ([]store.Event, bool) {
+			err = m.step(ctx, id, h, func(s *store.Session, st *state) ([]store.Event, bool) {
 				if st.Final == finalTimeout {
 					return nil, false
 				}
@@ -281,7 +385,7 @@ func (m *Manager) runSession(ctx context.Context, id string) error {
 		case phaseQueued:
 			return nil // started by promote when a slot frees
 		case phaseNew:
-			err = m.step(ctx, id, func(s *store.Session, st *state) ([]store.Event, bool) {
+			err = m.step(ctx, id, h, func(s *store.Session, st *state) ([]store.Event, bool) {
 				if st.Phase != phaseNew {
 					return nil, false
 				}
@@ -291,7 +395,7 @@ func (m *Manager) runSession(ctx context.Context, id string) error {
 			if st.IdleUntil.IsZero() || now.Before(st.IdleUntil) {
 				return nil
 			}
-			return m.step(ctx, id, func(s *store.Session, st *state) ([]store.Event, bool) {
+			return m.step(ctx, id, h, func(s *store.Session, st *state) ([]store.Event, bool) {
 				if st.Phase != phaseIdle || time.Now().Before(st.IdleUntil) {
 					return nil, false
 				}
@@ -307,14 +411,14 @@ func (m *Manager) runSession(ctx context.Context, id string) error {
 			case st.Paused:
 				return nil
 			case st.PauseRequested:
-				return m.step(ctx, id, func(s *store.Session, st *state) ([]store.Event, bool) {
+				return m.step(ctx, id, h, func(s *store.Session, st *state) ([]store.Event, bool) {
 					if !st.PauseRequested {
 						return nil, false
 					}
 					return st.toPaused(), true
 				})
 			default:
-				err = m.runSegment(ctx, s, st)
+				err = m.runSegment(ctx, s, st, h)
 				if errors.Is(err, errYield) {
 					err = nil
 				}
@@ -330,8 +434,8 @@ func (m *Manager) runSession(ctx context.Context, id string) error {
 // step commits, under the lease, the transition fn applies to the session
 // unless it is done; fn reports false when the transition no longer
 // applies to the session as read again (nothing is written then).
-func (m *Manager) step(ctx context.Context, id string, fn func(s *store.Session, st *state) ([]store.Event, bool)) error {
-	_, _, err := m.update(ctx, id, m.leased(), func(s *store.Session, st *state) ([]store.Event, error) {
+func (m *Manager) step(ctx context.Context, id string, h *hold, fn func(s *store.Session, st *state) ([]store.Event, bool)) error {
+	_, _, err := m.updateFrom(ctx, id, nil, m.leased(), h, func(s *store.Session, st *state) ([]store.Event, error) {
 		if st.Phase == phaseDone {
 			return nil, errNoChange
 		}

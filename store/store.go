@@ -92,6 +92,10 @@ var (
 	// ErrTranscriptGap: an update's [Transcript] starts past the end
 	// of the stored transcript.
 	ErrTranscriptGap = errors.New("store: transcript change leaves a gap")
+	// ErrClaimWithLease: UpdateSession was asked to claim the session
+	// (UpdateOptions.Claim) in an update made under a lease or releasing
+	// one.
+	ErrClaimWithLease = errors.New("store: an update under a lease cannot claim")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store: closed")
 )
@@ -138,7 +142,8 @@ type Store interface {
 	// are updated, and each event gets its Index (the next ones of the
 	// log, without gaps) and, when zero, its Time. Subscribers of the
 	// session are notified, and subscribers of [WorkTopic] too when the
-	// session is Runnable or has a WakeAt.
+	// session is Runnable or has a WakeAt (and the update did not claim
+	// it, see [UpdateOptions.Claim]).
 	UpdateSession(ctx context.Context, s *Session, events []Event, opts *UpdateOptions) error
 
 	// Events returns the events of the session from index from, at most
@@ -362,6 +367,19 @@ type UpdateOptions struct {
 	// Transcript, when set, changes the session's transcript in the same
 	// transaction (see [Transcript]).
 	Transcript *Transcript
+	// Claim, when set, leases the session to Claim.Owner in the same
+	// transaction if the update leaves it Runnable, its lease free or
+	// expired at Claim.Now, and (when Claim.BelowAttempts > 0) its
+	// Attempts below Claim.BelowAttempts: as [Store.Claim] would, the
+	// lease lasts until Claim.Now+Claim.TTL and Attempts is incremented.
+	// On success the session given has the lease's fields as stored, so
+	// LeaseOwner tells whether it was claimed. An update that claims
+	// does not notify [WorkTopic]: its owner runs the session. This lets
+	// the process that receives a caller's input (a tool result, a
+	// message) run the session at once, without a claim of its own.
+	// Claim.Limit is ignored; Claim with Lease or Release is refused
+	// (ErrClaimWithLease) and nothing is written.
+	Claim *ClaimParams
 	// Tokens, when set, adds Tokens.N to the token count of the
 	// session's owner ([Quotas.AddTokens]) in the same transaction: the
 	// count moves if and only if the update is written, so an update

@@ -318,18 +318,24 @@ const (
 
 	updateSQL = `WITH o AS (
 		SELECT status FROM hrns_sessions WHERE id = $1
+	), lk AS (
+		-- With a claim only: the row locked, as the update will find it
+		-- (Claim does not move the version), and whether to claim it.
+		SELECT ` + claimsSQL + ` AS claims FROM hrns_sessions WHERE id = $1 AND $30::text <> '' FOR UPDATE
 	), w AS (
 		UPDATE hrns_sessions SET status = $2, agent = $3, first_message = $4, state = $5, answer = $6,
 			error = $7, error_code = $8, runnable = $9, wake_at = $10,
 			version = version + 1, event_count = event_count + $11,
 			started_at = $12, finished_at = $13, updated_at = $14,
-			lease_owner = CASE WHEN $15::boolean THEN '' ELSE lease_owner END,
-			lease_until = CASE WHEN $15::boolean THEN NULL ELSE lease_until END,
-			attempts = CASE WHEN $18::boolean THEN 0 ELSE attempts END
+			lease_owner = CASE WHEN $15::boolean THEN '' WHEN ` + claimedSQL + ` THEN $30 ELSE lease_owner END,
+			lease_until = CASE WHEN $15::boolean THEN NULL WHEN ` + claimedSQL + ` THEN $31 ELSE lease_until END,
+			attempts = CASE WHEN ` + claimedSQL + ` THEN (CASE WHEN $18::boolean THEN 0 ELSE attempts END) + 1
+				WHEN $18::boolean THEN 0 ELSE attempts END
 		WHERE id = $1 AND version = $16 AND ($17::text = '' OR (lease_owner = $17 AND lease_until > $14))
 			AND ($25::bigint < 0 OR $25 <= (` + messageCountSQL + `))
 		RETURNING id, owner, status, (SELECT status FROM o) AS old_status, event_count - $11 AS base,
-			(runnable OR wake_at IS NOT NULL) AND (lease_owner = '' OR lease_until <= $14) AS work
+			(runnable OR wake_at IS NOT NULL) AND (lease_owner = '' OR lease_until <= $14) AS work,
+			` + claimedSQL + ` AS claimed, lease_until, attempts
 	), e AS (` + insertEventsSQL + `), d AS (` + enqueueSQL + `),
 	-- The transcript ($25 < 0: unchanged): the messages from $25 on are
 	-- replaced by $26, those past them deleted (none when appending).
@@ -348,7 +354,16 @@ const (
 		SELECT w.owner, $27::text, $28::timestamptz, $29::bigint FROM w WHERE $29::bigint > 0
 		ON CONFLICT (owner, period, window_start) DO UPDATE SET tokens = hrns_token_usage.tokens + excluded.tokens
 	)
-	SELECT w.base, ` + notifySQL + `, ` + notifyDeliveriesSQL + ` FROM w`
+	SELECT w.base, ` + notifySQL + `, ` + notifyDeliveriesSQL + `, w.claimed, w.lease_until, w.attempts FROM w`
+
+	// claimsSQL: whether an update claims the session
+	// (store.UpdateOptions.Claim: $30 the owner, '' for no claim; $31 the
+	// lease's end; $32 BelowAttempts; $33 the claim's now), on the row as
+	// it is before the update and the runnable flag the update writes;
+	// claimedSQL is its value for the statement (the lk CTE).
+	claimedSQL = `coalesce((SELECT claims FROM lk), false)`
+	claimsSQL  = `($30::text <> '' AND $9::boolean AND (lease_owner = '' OR lease_until <= $33::timestamptz)
+			AND ($32::bigint <= 0 OR (CASE WHEN $18::boolean THEN 0 ELSE attempts END) < $32))`
 
 	getSQL = `SELECT ` + sessionColumns + ` FROM hrns_sessions WHERE id = $1`
 
@@ -630,11 +645,27 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		}
 		tokPeriod, tokStart, tokN = t.Period, ts(t.Start.Truncate(time.Microsecond)), t.N
 	}
+	var claimOwner string
+	var claimUntil, claimNow pgtype.Timestamptz
+	var claimBelow int64
+	if c := o.Claim; c != nil {
+		if o.Lease != "" || o.Release {
+			return fmt.Errorf("update session %s: %w", sess.ID, store.ErrClaimWithLease)
+		}
+		if c.Owner == "" {
+			return fmt.Errorf("update session %s: claim without an owner", sess.ID)
+		}
+		claimOwner, claimUntil, claimNow, claimBelow = c.Owner, ts(c.Now.Add(c.TTL)), ts(c.Now), int64(c.BelowAttempts)
+	}
+	var claimed bool
+	var leaseUntil pgtype.Timestamptz
+	var attempts int
 	err := s.pool.QueryRow(ctx, updateStmt,
 		sess.ID, sess.Status, sess.Agent, sess.FirstMessage, []byte(sess.State), []byte(sess.Answer),
 		sess.Error, sess.ErrorCode, sess.Runnable, ts(sess.WakeAt), int64(len(events)),
 		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease, o.Release || o.ResetAttempts,
-		types, data, times, s.channel, hookTypes, hookIDs, from, msgs, tokPeriod, tokStart, tokN).Scan(&base, &notified, &hooked)
+		types, data, times, s.channel, hookTypes, hookIDs, from, msgs, tokPeriod, tokStart, tokN,
+		claimOwner, claimUntil, claimBelow, claimNow).Scan(&base, &notified, &hooked, &claimed, &leaseUntil, &attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = s.whyNotUpdated(ctx, sess, &o, now)
 	}
@@ -652,6 +683,9 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	}
 	if o.Release || o.ResetAttempts {
 		sess.Attempts = 0
+	}
+	if claimed {
+		sess.LeaseOwner, sess.LeaseUntil, sess.Attempts = o.Claim.Owner, fromTS(leaseUntil), attempts
 	}
 	return nil
 }

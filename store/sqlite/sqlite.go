@@ -100,6 +100,7 @@ type Store struct {
 	messagesStmt, messageCountStmt, trimMessagesStmt, insertMessageStmt *sql.Stmt
 	// the dispatcher's and the leases': nextWakeStmt on the readers
 	claimStmt, takeStmt, renewStmt, releaseStmt, addTokensStmt *sql.Stmt
+	hooksStmt                                                  *sql.Stmt // an owner's webhooks, at each status change
 	nextWakeStmt                                               *sql.Stmt
 
 	closeOnce sync.Once
@@ -189,7 +190,7 @@ func (s *Store) prepare(ctx context.Context) error {
 	}{
 		{s.r, &s.getStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE id = ?`},
 		{s.r, &s.eventsStmt, `SELECT idx, type, data, time FROM events WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ? + 0`},
-		{s.w, &s.versionStmt, `SELECT version, event_count, lease_owner, lease_until, owner, status FROM sessions WHERE id = ?`},
+		{s.w, &s.versionStmt, `SELECT version, event_count, lease_owner, lease_until, owner, status, attempts FROM sessions WHERE id = ?`},
 		{s.w, &s.updateStmt, updateSQL},
 		{s.w, &s.insertEventStmt, `INSERT INTO events (session_id, idx, type, data, time) VALUES (?,?,?,?,?)`},
 		{s.r, &s.messagesStmt, `SELECT data FROM session_messages WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ? + 0`},
@@ -202,6 +203,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.w, &s.releaseStmt, `UPDATE sessions SET lease_owner = '', lease_until = 0, attempts = 0 WHERE id = ? AND lease_owner = ?`},
 		{s.w, &s.addTokensStmt, addTokensSQL},
 		{s.r, &s.nextWakeStmt, nextWakeSQL},
+		{s.w, &s.hooksStmt, `SELECT id, events FROM webhooks WHERE owner = ? AND disabled = 0`},
 	} {
 		if *p.stmt, err = p.db.PrepareContext(ctx, p.sql); err != nil {
 			return err
@@ -264,7 +266,7 @@ func (s *Store) Close() error {
 		var errs []error
 		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.versionStmt, s.updateStmt, s.insertEventStmt,
 			s.messagesStmt, s.messageCountStmt, s.trimMessagesStmt, s.insertMessageStmt,
-			s.claimStmt, s.takeStmt, s.renewStmt, s.releaseStmt, s.addTokensStmt, s.nextWakeStmt} {
+			s.claimStmt, s.takeStmt, s.renewStmt, s.releaseStmt, s.addTokensStmt, s.nextWakeStmt, s.hooksStmt} {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}
@@ -392,7 +394,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 		if err := s.insertEvents(ctx, tx, n.ID, 0, events, now); err != nil {
 			return err
 		}
-		hooked, err = enqueueDeliveries(ctx, tx, n.Owner, n.ID, "", n.Status, n.Version, now)
+		hooked, err = s.enqueueDeliveries(ctx, tx, n.Owner, n.ID, "", n.Status, n.Version, now)
 		return err
 	})
 	if err != nil {
@@ -600,14 +602,19 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	if o.Tokens != nil && o.Tokens.N < 0 {
 		return fmt.Errorf("update session %s: %w", sess.ID, store.ErrNegativeTokens)
 	}
+	if o.Claim != nil && (o.Lease != "" || o.Release) {
+		return fmt.Errorf("update session %s: %w", sess.ID, store.ErrClaimWithLease)
+	}
 	now := time.Now().UTC()
 	var count int64
 	var hooked bool
+	var claimed bool
+	var attempts int
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var version int64
 		var leaseOwner, owner, status string
 		var leaseUntil int64
-		err := tx.StmtContext(ctx, s.versionStmt).QueryRowContext(ctx, sess.ID).Scan(&version, &count, &leaseOwner, &leaseUntil, &owner, &status)
+		err := tx.StmtContext(ctx, s.versionStmt).QueryRowContext(ctx, sess.ID).Scan(&version, &count, &leaseOwner, &leaseUntil, &owner, &status, &attempts)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -639,7 +646,16 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 				return err
 			}
 		}
-		hooked, err = enqueueDeliveries(ctx, tx, owner, sess.ID, status, sess.Status, version+1, now)
+		if o.ResetAttempts {
+			attempts = 0
+		}
+		if c := o.Claim; c != nil && sess.Runnable && (leaseOwner == "" || leaseUntil <= nanos(c.Now)) && (c.BelowAttempts <= 0 || attempts < c.BelowAttempts) {
+			if _, err := tx.StmtContext(ctx, s.takeStmt).ExecContext(ctx, c.Owner, nanos(c.Now.Add(c.TTL)), sess.ID); err != nil {
+				return err
+			}
+			claimed = true
+		}
+		hooked, err = s.enqueueDeliveries(ctx, tx, owner, sess.ID, status, sess.Status, version+1, now)
 		return err
 	})
 	if err != nil {
@@ -657,8 +673,11 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	if o.Release || o.ResetAttempts {
 		sess.Attempts = 0
 	}
+	if claimed {
+		sess.LeaseOwner, sess.LeaseUntil, sess.Attempts = o.Claim.Owner, fromNanos(nanos(o.Claim.Now.Add(o.Claim.TTL))), attempts+1
+	}
 	s.hub.Notify(sess.ID)
-	if sess.Runnable || !sess.WakeAt.IsZero() || o.Release {
+	if (sess.Runnable || !sess.WakeAt.IsZero()) && !claimed {
 		s.hub.Notify(store.WorkTopic)
 	}
 	return nil

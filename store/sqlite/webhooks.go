@@ -178,12 +178,12 @@ func (s *Store) DeleteWebhook(ctx context.Context, owner, id string) error {
 // enqueueDeliveries writes, in tx, the outbox rows of a session whose
 // status changes from old to new at version (see [store.Webhooks]), and
 // reports whether it wrote any.
-func enqueueDeliveries(ctx context.Context, tx *sql.Tx, owner, sessionID, old, new string, version int64, now time.Time) (bool, error) {
+func (s *Store) enqueueDeliveries(ctx context.Context, tx *sql.Tx, owner, sessionID, old, new string, version int64, now time.Time) (bool, error) {
 	types := store.WebhookEvents(old, new)
 	if len(types) == 0 {
 		return false, nil
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, events FROM webhooks WHERE owner = ? AND disabled = 0`, owner)
+	rows, err := tx.StmtContext(ctx, s.hooksStmt).QueryContext(ctx, owner)
 	if err != nil {
 		return false, err
 	}

@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Claim", testClaim},
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"Leases", testLeases},
+		{"ClaimWithUpdate", testClaimWithUpdate},
 		{"Attempts", testAttempts},
 		{"NextWake", testNextWake},
 		{"Subscribe", testSubscribe},
@@ -636,6 +637,115 @@ func testLeases(t *testing.T, st store.Store) {
 
 // testAttempts: Claim counts the claims of a session, committed with the
 // lease; a worker that made progress or stopped cleanly resets the count.
+// testClaimWithUpdate: an update with UpdateOptions.Claim leases the
+// session it leaves runnable, and only a session Claim could take.
+func testClaimWithUpdate(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	now := time.Now()
+	claim := func(owner string, below int) *store.UpdateOptions {
+		return &store.UpdateOptions{Claim: &store.ClaimParams{Owner: owner, Now: now, TTL: time.Hour, BelowAttempts: below}}
+	}
+	get := func(id string) *store.Session {
+		t.Helper()
+		s, err := st.GetSession(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	update := func(s *store.Session, runnable bool, opts *store.UpdateOptions) *store.Session {
+		t.Helper()
+		s.Runnable = runnable
+		if err := st.UpdateSession(ctx, s, []store.Event{ev("AgentEvent", `{}`)}, opts); err != nil {
+			t.Fatalf("update of %s: %v", s.ID, err)
+		}
+		return s
+	}
+	type lease struct {
+		Owner    string
+		Attempts int
+		Until    bool // LeaseUntil is the claim's: now + 1h
+	}
+	leaseOf := func(s *store.Session) lease {
+		return lease{s.LeaseOwner, s.Attempts, s.LeaseUntil.Sub(now.Add(time.Hour)).Abs() < time.Millisecond}
+	}
+	check := func(name string, given *store.Session, want lease) {
+		t.Helper()
+		if got := leaseOf(given); got != want {
+			t.Errorf("%s: the updated session says %+v, want %+v", name, got, want)
+		}
+		if got := leaseOf(get(given.ID)); got != want {
+			t.Errorf("%s: stored %+v, want %+v", name, got, want)
+		}
+	}
+
+	// A free session the update makes runnable is claimed.
+	free := mustCreate(t, st, newSession("free", "alice"))
+	check("free", update(free, true, claim("w1", 2)), lease{"w1", 1, true})
+	if got, _ := st.Claim(ctx, &store.ClaimParams{Owner: "w2", Now: now, TTL: time.Hour, Limit: 10}); len(got) != 0 {
+		t.Errorf("Claim after an update claimed it = %d sessions, want none", len(got))
+	}
+
+	// Not runnable: not claimed.
+	idle := mustCreate(t, st, newSession("idle", "alice"))
+	check("not runnable", update(idle, false, claim("w1", 0)), lease{"", 0, false})
+
+	// Held by another, or by the claimer itself: not claimed, lease kept.
+	held := newSession("held", "alice")
+	held.Runnable = true
+	mustCreate(t, st, held)
+	if got, err := st.Claim(ctx, &store.ClaimParams{Owner: "w2", Now: now, TTL: 2 * time.Hour}); err != nil || len(got) != 1 {
+		t.Fatalf("Claim = %v, %v", got, err)
+	}
+	h := get("held")
+	update(h, true, claim("w1", 0))
+	if got := get("held"); got.LeaseOwner != "w2" || got.Attempts != 1 {
+		t.Errorf("held by another: stored lease %q, %d attempts; want w2's, 1", got.LeaseOwner, got.Attempts)
+	}
+	h = get("held")
+	update(h, true, claim("w2", 0))
+	if got := get("held"); got.LeaseOwner != "w2" || got.Attempts != 1 || got.LeaseUntil.Sub(now.Add(2*time.Hour)).Abs() > time.Millisecond {
+		t.Errorf("held by the claimer: stored lease %q until %v, %d attempts; want w2's as it was, 1", got.LeaseOwner, got.LeaseUntil, got.Attempts)
+	}
+
+	// An expired lease is taken over, its attempt counted.
+	expired := newSession("expired", "alice")
+	expired.Runnable = true
+	mustCreate(t, st, expired)
+	if got, err := st.Claim(ctx, &store.ClaimParams{Owner: "w2", Now: now.Add(-2 * time.Hour), TTL: time.Hour}); err != nil || len(got) == 0 {
+		t.Fatalf("Claim = %v, %v", got, err)
+	}
+	check("expired", update(get("expired"), true, claim("w1", 0)), lease{"w1", 2, true})
+
+	// BelowAttempts leaves a session claimed that often to Claim.
+	check("attempts", update(get("expired"), true, nil), lease{"w1", 2, true})
+	if err := st.Release(ctx, "expired", "w1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Duration{-3 * time.Hour, -2 * time.Hour} { // two claims whose leases expired
+		if got, err := st.Claim(ctx, &store.ClaimParams{Owner: "w2", Now: now.Add(at), TTL: time.Hour}); err != nil || len(got) == 0 {
+			t.Fatalf("Claim = %v, %v", got, err)
+		}
+	}
+	suspect := get("expired") // 2 attempts, lease expired
+	update(suspect, true, claim("w1", 2))
+	if got := get("expired"); got.LeaseOwner != "w2" || got.Attempts != 2 {
+		t.Errorf("at BelowAttempts: stored lease %q, %d attempts; want w2's (expired), 2", got.LeaseOwner, got.Attempts)
+	}
+
+	// A claim under a lease is refused, and nothing is written.
+	w := get("free")
+	version := w.Version
+	w.Runnable = true
+	err := st.UpdateSession(ctx, w, nil, &store.UpdateOptions{Lease: "w1", Claim: &store.ClaimParams{Owner: "w1", Now: now, TTL: time.Hour}})
+	if !errors.Is(err, store.ErrClaimWithLease) {
+		t.Errorf("claim with a lease = %v, want ErrClaimWithLease", err)
+	}
+	if got := get("free"); got.Version != version {
+		t.Errorf("a refused claim wrote version %d over %d", got.Version, version)
+	}
+}
+
 func testAttempts(t *testing.T, st store.Store) {
 	ctx := t.Context()
 	in := newSession("s", "alice")

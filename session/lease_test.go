@@ -1,0 +1,93 @@
+package session_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+
+	"github.com/hrns-dev/hrns/llm/llmtest"
+	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/store"
+)
+
+// leaseLog counts what happens to leases through the store: sessions
+// handed out by Claim, Release calls, and updates that released or
+// claimed.
+type leaseLog struct {
+	store.Store
+	mu                          sync.Mutex
+	claimed, releases           int
+	updateReleased, updateClaim int
+}
+
+func (l *leaseLog) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
+	got, err := l.Store.Claim(ctx, p)
+	l.mu.Lock()
+	l.claimed += len(got)
+	l.mu.Unlock()
+	return got, err
+}
+
+func (l *leaseLog) Release(ctx context.Context, id, owner string) error {
+	l.mu.Lock()
+	l.releases++
+	l.mu.Unlock()
+	return l.Store.Release(ctx, id, owner)
+}
+
+func (l *leaseLog) UpdateSession(ctx context.Context, s *store.Session, events []store.Event, opts *store.UpdateOptions) error {
+	err := l.Store.UpdateSession(ctx, s, events, opts)
+	if err == nil && opts != nil {
+		l.mu.Lock()
+		if opts.Release {
+			l.updateReleased++
+		}
+		if opts.Claim != nil && s.LeaseOwner == opts.Claim.Owner {
+			l.updateClaim++
+		}
+		l.mu.Unlock()
+	}
+	return err
+}
+
+// TestLeaseChangesInTheCommits: a client-side turn makes no transaction
+// for the lease alone. The worker's commit that parks the session (and
+// the one that ends it) gives the lease up, and the caller's result,
+// which makes the session runnable, claims it in its own commit, for the
+// process that received it, which runs it without a claim of its own.
+func TestLeaseChangesInTheCommits(t *testing.T) {
+	st := &leaseLog{Store: openStore(t)}
+	m := startManager(t, st, llmtest.NewModel(llmtest.Call("c1", "lookup", `{}`), llmtest.Call("c2", "lookup", `{}`), llmtest.Text("done")), nil)
+	v := create(t, m, transcriptAgent)
+	f := &follower{t: t, m: m, id: v.ID}
+	for _, id := range []string{"c1", "c2"} {
+		f.status(session.StatusAwaitingToolResults)
+		s, err := st.GetSession(t.Context(), v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.LeaseOwner != "" || s.Attempts != 0 {
+			t.Errorf("parked with the lease of %q, %d attempts; want it free, 0", s.LeaseOwner, s.Attempts)
+		}
+		req := session.ToolRequest{ToolName: "lookup", Args: json.RawMessage(`{}`), ID: id}
+		if err := m.PostToolResults(t.Context(), owner, v.ID, []session.ToolResult{{Kind: session.KindToolResult, ToolReq: req, Result: json.RawMessage(`"ok"`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.status(session.StatusCompleted)
+	if err := m.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.releases != 0 {
+		t.Errorf("Release called %d times; want none: the commits give the lease up", st.releases)
+	}
+	if st.updateReleased != 3 {
+		t.Errorf("%d commits released the lease; want 3 (two parks and the end)", st.updateReleased)
+	}
+	if st.claimed != 1 || st.updateClaim != 2 {
+		t.Errorf("claimed %d times by Claim and %d by the posted results; want 1 (the new session) and 2", st.claimed, st.updateClaim)
+	}
+}
