@@ -19,6 +19,17 @@ type leaseLog struct {
 	mu                          sync.Mutex
 	claimed, releases           int
 	updateReleased, updateClaim int
+	createdClaimed              int
+}
+
+func (l *leaseLog) CreateSession(ctx context.Context, s *store.Session, events []store.Event) (*store.Session, bool, error) {
+	got, created, err := l.Store.CreateSession(ctx, s, events)
+	if err == nil && created && got.LeaseOwner != "" {
+		l.mu.Lock()
+		l.createdClaimed++
+		l.mu.Unlock()
+	}
+	return got, created, err
 }
 
 func (l *leaseLog) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
@@ -51,11 +62,12 @@ func (l *leaseLog) UpdateSession(ctx context.Context, s *store.Session, events [
 	return err
 }
 
-// TestLeaseChangesInTheCommits: a client-side turn makes no transaction
-// for the lease alone. The worker's commit that parks the session (and
-// the one that ends it) gives the lease up, and the caller's result,
-// which makes the session runnable, claims it in its own commit, for the
-// process that received it, which runs it without a claim of its own.
+// TestLeaseChangesInTheCommits: a session makes no transaction for the
+// lease alone. It is created claimed by the process that creates it; the
+// worker's commit that parks it (and the one that ends it) gives the
+// lease up, and the caller's result, which makes it runnable, claims it
+// in its own commit, for the process that received it, which runs it
+// without a claim of its own.
 func TestLeaseChangesInTheCommits(t *testing.T) {
 	st := &leaseLog{Store: openStore(t)}
 	m := startManager(t, st, llmtest.NewModel(llmtest.Call("c1", "lookup", `{}`), llmtest.Call("c2", "lookup", `{}`), llmtest.Text("done")), nil)
@@ -87,7 +99,7 @@ func TestLeaseChangesInTheCommits(t *testing.T) {
 	if st.updateReleased != 3 {
 		t.Errorf("%d commits released the lease; want 3 (two parks and the end)", st.updateReleased)
 	}
-	if st.claimed != 1 || st.updateClaim != 2 {
-		t.Errorf("claimed %d times by Claim and %d by the posted results; want 1 (the new session) and 2", st.claimed, st.updateClaim)
+	if st.createdClaimed != 1 || st.claimed != 0 || st.updateClaim != 2 {
+		t.Errorf("claimed at creation %d times, by Claim %d and by the posted results %d; want 1, 0 and 2", st.createdClaimed, st.claimed, st.updateClaim)
 	}
 }

@@ -336,7 +336,16 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 			}
 		}
 	}
+	// A session that can start now is created claimed by this process,
+	// which runs it at once (see reserveClaim).
+	h := &hold{}
+	claim := m.reserveClaim()
+	if claim != nil && s.Runnable {
+		s.LeaseOwner, s.LeaseUntil = claim.Claim.Owner, claim.Claim.Now.Add(claim.Claim.TTL)
+	}
 	got, created, err := m.st.CreateSession(ctx, s, events)
+	h.claimed = err == nil && created && claim != nil && got.LeaseOwner == claim.Claim.Owner
+	m.runClaimed(claim, got, h)
 	if err != nil {
 		return nil, false, err
 	}

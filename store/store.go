@@ -115,7 +115,12 @@ type Store interface {
 
 	// CreateSession inserts s with its first events (indexed from 0)
 	// and returns it as stored. Version becomes 1; CreatedAt and
-	// UpdatedAt are set to now when zero.
+	// UpdatedAt are set to now when zero. A session created Runnable
+	// with LeaseOwner set is created leased to LeaseOwner until
+	// LeaseUntil, with Attempts 1, as if Claim had handed it to its
+	// creator (who runs it at once; [WorkTopic] is not notified);
+	// otherwise LeaseOwner and LeaseUntil are ignored. Attempts is not
+	// the caller's to set.
 	//
 	// When s.IdempotencyKey is set and the owner already has a session
 	// created with that key, nothing is written: the existing session is
@@ -291,7 +296,8 @@ type Session struct {
 	// again (a deadline or timeout), even if it is not Runnable.
 	WakeAt time.Time
 	// LeaseOwner holds the session until LeaseUntil. Set only by Claim,
-	// Renew and Release.
+	// Renew and Release, by UpdateSession with [UpdateOptions.Claim] or
+	// Release, and at creation (see [Store.CreateSession]).
 	LeaseOwner string
 	LeaseUntil time.Time
 	// Attempts counts the claims of the session since a worker last

@@ -310,9 +310,10 @@ const (
 
 	createSQL = `WITH w AS (
 		INSERT INTO hrns_sessions (` + sessionColumns + `)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, '', NULL, 0, 1, $15, $16, $17, $18, $19, $20, $21, $22)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $30, $31, CASE WHEN $30::text <> '' THEN 1 ELSE 0 END, 1,
+			$15, $16, $17, $18, $19, $20, $21, $22)
 		ON CONFLICT (owner, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
-		RETURNING id, owner, status, ''::text AS old_status, 0::bigint AS base, runnable OR wake_at IS NOT NULL AS work
+		RETURNING id, owner, status, ''::text AS old_status, 0::bigint AS base, (runnable OR wake_at IS NOT NULL) AND lease_owner = '' AS work
 	), e AS (` + insertEventsSQL + `), d AS (` + enqueueSQL + `)
 	SELECT ` + notifySQL + `, ` + notifyDeliveriesSQL + ` FROM w`
 
@@ -496,7 +497,16 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	}
 	n.Version = 1
 	n.EventCount = int64(len(events))
-	n.LeaseOwner, n.LeaseUntil, n.Attempts = "", time.Time{}, 0
+	n.Attempts = 0
+	if n.LeaseOwner == "" || !n.Runnable {
+		n.LeaseOwner, n.LeaseUntil = "", time.Time{}
+	} else {
+		n.Attempts = 1 // created claimed
+	}
+	var leaseUntil pgtype.Timestamptz
+	if n.LeaseOwner != "" {
+		leaseUntil = ts(n.LeaseUntil)
+	}
 	types, data, times := eventArrays(events, 0, now)
 	hookTypes, hookIDs := hookArrays(n.ID, n.Status, n.Version)
 	rows, err := s.pool.Query(ctx, createStmt,
@@ -504,7 +514,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 		[]byte(n.Request), []byte(n.State), []byte(n.Answer), n.Error, n.ErrorCode, n.Runnable, ts(n.WakeAt),
 		n.EventCount, ts(n.CreatedAt), ts(n.StartedAt), ts(n.FinishedAt), ts(n.UpdatedAt),
 		n.GroupID, n.ParentID, n.ScheduleID,
-		types, data, times, s.channel, hookTypes, hookIDs, ts(now))
+		types, data, times, s.channel, hookTypes, hookIDs, ts(now), n.LeaseOwner, leaseUntil)
 	if err != nil {
 		return nil, false, fmt.Errorf("create session: %w", s.wrap(err))
 	}

@@ -101,6 +101,7 @@ type Store struct {
 	// the dispatcher's and the leases': nextWakeStmt on the readers
 	claimStmt, takeStmt, renewStmt, releaseStmt, addTokensStmt *sql.Stmt
 	hooksStmt                                                  *sql.Stmt // an owner's webhooks, at each status change
+	insertSessionStmt, byKeyStmt                               *sql.Stmt // CreateSession
 	nextWakeStmt                                               *sql.Stmt
 
 	closeOnce sync.Once
@@ -204,6 +205,8 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.w, &s.addTokensStmt, addTokensSQL},
 		{s.r, &s.nextWakeStmt, nextWakeSQL},
 		{s.w, &s.hooksStmt, `SELECT id, events FROM webhooks WHERE owner = ? AND disabled = 0`},
+		{s.w, &s.insertSessionStmt, `INSERT INTO sessions (` + sessionColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+		{s.w, &s.byKeyStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE owner = ? AND idempotency_key = ? AND idempotency_key != ''`},
 	} {
 		if *p.stmt, err = p.db.PrepareContext(ctx, p.sql); err != nil {
 			return err
@@ -266,7 +269,7 @@ func (s *Store) Close() error {
 		var errs []error
 		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.versionStmt, s.updateStmt, s.insertEventStmt,
 			s.messagesStmt, s.messageCountStmt, s.trimMessagesStmt, s.insertMessageStmt,
-			s.claimStmt, s.takeStmt, s.renewStmt, s.releaseStmt, s.addTokensStmt, s.nextWakeStmt, s.hooksStmt} {
+			s.claimStmt, s.takeStmt, s.renewStmt, s.releaseStmt, s.addTokensStmt, s.nextWakeStmt, s.hooksStmt, s.insertSessionStmt, s.byKeyStmt} {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}
@@ -368,12 +371,17 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	}
 	n.Version = 1
 	n.EventCount = int64(len(events))
-	n.LeaseOwner, n.LeaseUntil, n.Attempts = "", time.Time{}, 0
+	n.Attempts = 0
+	if n.LeaseOwner == "" || !n.Runnable {
+		n.LeaseOwner, n.LeaseUntil = "", time.Time{}
+	} else {
+		n.Attempts = 1 // created claimed
+	}
 	var existing *store.Session
 	var hooked bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if n.IdempotencyKey != "" {
-			row := tx.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE owner = ? AND idempotency_key = ? AND idempotency_key != ''`, n.Owner, n.IdempotencyKey)
+			row := tx.StmtContext(ctx, s.byKeyStmt).QueryRowContext(ctx, n.Owner, n.IdempotencyKey)
 			got, err := scanSession(row)
 			switch {
 			case err == nil:
@@ -383,10 +391,10 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		_, err := tx.StmtContext(ctx, s.insertSessionStmt).ExecContext(ctx,
 			n.ID, n.Owner, n.IdempotencyKey, n.RequestHash, n.Status, n.Agent, n.FirstMessage,
 			blob(n.Request), blob(n.State), blob(n.Answer), n.Error, n.ErrorCode, boolInt(n.Runnable), nanos(n.WakeAt),
-			"", 0, 0, n.Version, n.EventCount, nanos(n.CreatedAt), nanos(n.StartedAt), nanos(n.FinishedAt), nanos(n.UpdatedAt),
+			n.LeaseOwner, nanos(n.LeaseUntil), n.Attempts, n.Version, n.EventCount, nanos(n.CreatedAt), nanos(n.StartedAt), nanos(n.FinishedAt), nanos(n.UpdatedAt),
 			n.GroupID, n.ParentID, n.ScheduleID)
 		if err != nil {
 			return err
@@ -407,7 +415,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	if hooked {
 		s.hub.Notify(store.WebhookTopic)
 	}
-	if n.Runnable || !n.WakeAt.IsZero() {
+	if (n.Runnable || !n.WakeAt.IsZero()) && n.LeaseOwner == "" {
 		s.hub.Notify(store.WorkTopic)
 	}
 	return &n, true, nil

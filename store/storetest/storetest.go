@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"Leases", testLeases},
 		{"ClaimWithUpdate", testClaimWithUpdate},
+		{"CreateClaimed", testCreateClaimed},
 		{"Attempts", testAttempts},
 		{"NextWake", testNextWake},
 		{"Subscribe", testSubscribe},
@@ -743,6 +744,57 @@ func testClaimWithUpdate(t *testing.T, st store.Store) {
 	}
 	if got := get("free"); got.Version != version {
 		t.Errorf("a refused claim wrote version %d over %d", got.Version, version)
+	}
+}
+
+// testCreateClaimed: a session created runnable with a lease owner is
+// created claimed by it; otherwise the lease given is ignored.
+func testCreateClaimed(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	now := time.Now()
+	in := newSession("claimed", "alice")
+	in.Runnable = true
+	in.LeaseOwner, in.LeaseUntil, in.Attempts = "w1", now.Add(time.Hour), 5
+	got := mustCreate(t, st, in)
+	stored, err := st.GetSession(ctx, "claimed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]*store.Session{"returned": got, "stored": stored} {
+		if s.LeaseOwner != "w1" || s.LeaseUntil.Sub(now.Add(time.Hour)).Abs() > time.Millisecond || s.Attempts != 1 {
+			t.Errorf("%s: lease %q until %v, %d attempts; want w1's for an hour, 1", name, s.LeaseOwner, s.LeaseUntil, s.Attempts)
+		}
+	}
+	if c, err := st.Claim(ctx, &store.ClaimParams{Owner: "w2", Now: now, TTL: time.Hour, Limit: 10}); err != nil || len(c) != 0 {
+		t.Errorf("Claim of a session created claimed = %d sessions, %v; want none", len(c), err)
+	}
+	if err := st.Release(ctx, "claimed", "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := st.Claim(ctx, &store.ClaimParams{Owner: "w2", Now: now, TTL: time.Hour, Limit: 10}); err != nil || len(c) != 1 {
+		t.Errorf("Claim after its release = %d sessions, %v; want it", len(c), err)
+	}
+
+	// Not runnable: no lease.
+	idle := newSession("idle", "alice")
+	idle.LeaseOwner, idle.LeaseUntil = "w1", now.Add(time.Hour)
+	if got := mustCreate(t, st, idle); got.LeaseOwner != "" || !got.LeaseUntil.IsZero() || got.Attempts != 0 {
+		t.Errorf("not runnable: created with the lease of %q, %d attempts; want none", got.LeaseOwner, got.Attempts)
+	}
+	if s, _ := st.GetSession(ctx, "idle"); s.LeaseOwner != "" || s.Attempts != 0 {
+		t.Errorf("not runnable: stored with the lease of %q, %d attempts; want none", s.LeaseOwner, s.Attempts)
+	}
+
+	// An idempotent creation that finds the session claims nothing.
+	first := newSession("k1", "alice")
+	first.IdempotencyKey, first.Runnable = "key", true
+	mustCreate(t, st, first)
+	again := newSession("k2", "alice")
+	again.IdempotencyKey, again.Runnable = "key", true
+	again.LeaseOwner, again.LeaseUntil = "w3", now.Add(time.Hour)
+	got, created, err := st.CreateSession(ctx, again, nil)
+	if err != nil || created || got.ID != "k1" || got.LeaseOwner != "" {
+		t.Errorf("second creation with the key = %s created %v, lease %q, %v; want k1, not created, no lease", got.ID, created, got.LeaseOwner, err)
 	}
 }
 
