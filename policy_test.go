@@ -36,6 +36,7 @@ var allowed = map[string][]string{
 	"gemini/geminitest":               {"llm"},
 	"loop":                            {"llm", "loop/compact"},
 	"loop/compact":                    {"llm"},
+	"loop/cmdline":                    {"loop"},
 	"store":                           {},
 	"store/sqlite":                    {"store", "store/internal/wake"},
 	"store/postgres":                  {"store", "store/internal/wake"},
@@ -189,6 +190,24 @@ func TestOnlyOtelImportsOpenTelemetry(t *testing.T) {
 		for imp := range p.all {
 			if strings.HasPrefix(imp, "go.opentelemetry.io/") {
 				t.Errorf("%s imports %s: only otel and internal/cli may use OpenTelemetry", dir, imp)
+			}
+		}
+	}
+}
+
+// TestOnlyCmdlineImportsTheShellParser keeps the shell parser out of the
+// loop: it parses command lines for permission rules in package
+// loop/cmdline, which tools that run commands give the loop through their
+// subject (loop.Subject.Parser), so that a program whose tools run no shell
+// does not link it.
+func TestOnlyCmdlineImportsTheShellParser(t *testing.T) {
+	for dir, p := range packages(t) {
+		if dir == "loop/cmdline" {
+			continue
+		}
+		for imp := range p.all {
+			if strings.HasPrefix(imp, "mvdan.cc/sh/") {
+				t.Errorf("%s imports %s: only loop/cmdline may use the shell parser", dir, imp)
 			}
 		}
 	}

@@ -119,8 +119,11 @@
 // Options.Permissions is a permission policy ([Permissions]): a mode
 // (default, acceptEdits, plan, bypassPermissions) and allow and deny
 // [Rule]s on tool names and on what calls act on (command prefixes, parsed
-// as shell by [ParseCommand]; path globs; URLs), which tools declare with
-// ToolDef.Access and ToolDef.Subject. Options.Hooks are functions called
+// as shell by the subject's [CommandParser]; path globs; URLs), which tools
+// declare with ToolDef.Access and ToolDef.Subject. The loop links no shell
+// parser: package github.com/hrns-dev/hrns/loop/cmdline has one, and a tool
+// that runs command lines declares its subject with cmdline.Subject; a
+// command subject without a parser fails closed ([ErrNoCommandParser]). Options.Hooks are functions called
 // before and after tool calls, on the user's prompt, when the model would
 // stop, before compaction and at the start and end of a run ([Hook]).
 // Every call is decided in one order: pre_tool hooks, deny rules, the mode,

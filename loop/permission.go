@@ -62,6 +62,13 @@ type Subject struct {
 	Kind SubjectKind
 	// Argument is the name of the argument in the arguments object.
 	Argument string
+	// Parser takes the argument apart when Kind is [SubjectCommand], and
+	// is required then (cmdline.Subject, from package
+	// github.com/hrns-dev/hrns/loop/cmdline, sets it): without one,
+	// [Toolset.Add] refuses the tool and [Permissions.Check] takes each
+	// call as a command line that does not parse ([ErrNoCommandParser]).
+	// Other kinds ignore it.
+	Parser CommandParser
 }
 
 // PermissionMode is how the permission policy treats calls that no rule
@@ -269,8 +276,12 @@ func (p *Permissions) check(def *ToolDef, args json.RawMessage, hookAsked bool) 
 	subj := subjectOf(def, args)
 	for _, r := range deny {
 		if r.matches(def.Name, subj, true) {
-			return PermissionDecision{Behavior: Deny, Step: StepDenyRule, Rule: r.String(),
-				Reason: fmt.Sprintf("the call to tool %q is denied by the rule %s", def.Name, r)}
+			reason := fmt.Sprintf("the call to tool %q is denied by the rule %s", def.Name, r)
+			if subj.err != nil && r.Pattern != "" {
+				// Matched because the command could not be taken apart.
+				reason += fmt.Sprintf(": the command cannot be checked (%v)", subj.err)
+			}
+			return PermissionDecision{Behavior: Deny, Step: StepDenyRule, Rule: r.String(), Reason: reason}
 		}
 	}
 	if hookAsked {
@@ -338,7 +349,7 @@ func subjectOf(def *ToolDef, args json.RawMessage) subject {
 	}
 	s.ok = true
 	if s.kind == SubjectCommand {
-		s.cmd, s.err = ParseCommand(s.value)
+		s.cmd, s.err = parseCommand(def.Subject.Parser, s.value)
 	}
 	return s
 }

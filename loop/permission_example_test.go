@@ -9,13 +9,14 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/llmtest"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/loop/cmdline"
 )
 
 // A policy in acceptEdits mode that lets "go test" run without asking and
 // never lets "rm" run, whatever else the line holds.
 func ExamplePermissions_Check() {
 	run := &loop.ToolDef{Name: "run_command", RequiresApproval: true, Access: loop.AccessExecute,
-		Subject: loop.Subject{Kind: loop.SubjectCommand, Argument: "command"}}
+		Subject: cmdline.Subject("command")}
 	perms := &loop.Permissions{Mode: loop.ModeAcceptEdits}
 	for _, s := range []string{"run_command(go test:*)"} {
 		r, _ := loop.ParseRule(s)

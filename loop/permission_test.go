@@ -11,11 +11,12 @@ import (
 
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/loop/cmdline"
 )
 
 func commandTool() loop.ToolDef {
 	return loop.ToolDef{Name: "run_command", RequiresApproval: true, Access: loop.AccessExecute,
-		Subject:     loop.Subject{Kind: loop.SubjectCommand, Argument: "command"},
+		Subject:     cmdline.Subject("command"),
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}`)}
 }
 
@@ -80,6 +81,53 @@ func TestCommandRules(t *testing.T) {
 		if got := p.Check(&def, commandArgs(tt.line)); got.Behavior != tt.want {
 			t.Errorf("allow %v deny %v: %q: got %+v, want %s", tt.allow, tt.deny, tt.line, got, tt.want)
 		}
+	}
+}
+
+// nilParser is a CommandParser that returns neither a command nor an error.
+type nilParser struct{}
+
+func (nilParser) ParseCommand(string) (*loop.ParsedCommand, error) { return nil, nil }
+
+// TestCommandSubjectWithoutParser checks that a command subject fails
+// closed without a parser (or with one that returns nothing): a toolset
+// refuses the tool, and the policy takes every line as one that does not
+// parse, so that deny rules match it and allow rules never do.
+func TestCommandSubjectWithoutParser(t *testing.T) {
+	def := commandTool()
+	def.Handler = func(context.Context, *loop.Call) (*loop.Output, error) { return loop.TextOutput("ran"), nil }
+	def.Subject.Parser = nil
+	_, err := loop.NewToolset(&def)
+	if !errors.Is(err, loop.ErrInvalidTool) || !errors.Is(err, loop.ErrNoCommandParser) {
+		t.Errorf("NewToolset with a command subject without a parser: %v, want ErrInvalidTool and ErrNoCommandParser", err)
+	}
+	for _, parser := range []loop.CommandParser{nil, nilParser{}} {
+		def.Subject.Parser = parser
+		tests := []struct {
+			allow, deny []string
+			line        string
+			want        loop.Behavior
+		}{
+			{[]string{"run_command(git status:*)"}, nil, "git status", loop.Ask},
+			{[]string{"run_command(git status)"}, nil, "git status", loop.Ask},
+			{nil, []string{"run_command(rm:*)"}, "git status", loop.Deny},
+			{[]string{"run_command"}, []string{"run_command(rm:*)"}, "ls", loop.Deny},
+			{[]string{"run_command"}, nil, "ls", loop.Allow}, // a rule on the name alone needs no parsing
+		}
+		for _, tt := range tests {
+			p := &loop.Permissions{Allow: mustRules(t, tt.allow...), Deny: mustRules(t, tt.deny...)}
+			got := p.Check(&def, commandArgs(tt.line))
+			if got.Behavior != tt.want {
+				t.Errorf("parser %T: allow %v deny %v: %q: got %+v, want %s", parser, tt.allow, tt.deny, tt.line, got, tt.want)
+			}
+			if got.Behavior == loop.Deny && !strings.Contains(got.Reason, "cannot be checked") {
+				t.Errorf("parser %T: %q: the reason %q does not say the command cannot be checked", parser, tt.line, got.Reason)
+			}
+		}
+	}
+	def.Subject.Parser = nil
+	if d := (&loop.Permissions{Deny: mustRules(t, "run_command(rm:*)")}).Check(&def, commandArgs("ls")); !strings.Contains(d.Reason, "Subject.Parser") {
+		t.Errorf("the reason %q does not say what is missing", d.Reason)
 	}
 }
 

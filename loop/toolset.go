@@ -75,8 +75,9 @@ func validToolName(name string) bool {
 
 // Add wires def into the toolset. It returns an error wrapping
 // [ErrDuplicateTool] if a tool of that name is already wired, and
-// [ErrInvalidTool] if def has no valid name, no handler, or an input schema
-// that is not a JSON Schema for an object.
+// [ErrInvalidTool] if def has no valid name, no handler, an input schema
+// that is not a JSON Schema for an object, or a command subject without a
+// parser ([ErrNoCommandParser]).
 func (ts *Toolset) Add(def *ToolDef) error {
 	if def == nil {
 		return fmt.Errorf("%w: nil ToolDef", ErrInvalidTool)
@@ -86,6 +87,9 @@ func (ts *Toolset) Add(def *ToolDef) error {
 	}
 	if def.Handler == nil {
 		return fmt.Errorf("%w: tool %q has no handler", ErrInvalidTool, def.Name)
+	}
+	if def.Subject.Kind == SubjectCommand && def.Subject.Parser == nil {
+		return fmt.Errorf("%w: tool %q: %w", ErrInvalidTool, def.Name, ErrNoCommandParser)
 	}
 	if _, dup := ts.index[def.Name]; dup {
 		return fmt.Errorf("%w: %q is already wired", ErrDuplicateTool, def.Name)

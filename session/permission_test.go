@@ -10,6 +10,7 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/llmtest"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/loop/cmdline"
 	"github.com/hrns-dev/hrns/session"
 )
 
@@ -20,7 +21,7 @@ func TestSessionPermissions(t *testing.T) {
 	var ran []string
 	var mu sync.Mutex
 	cmd := &loop.ToolDef{Name: "run_command", RequiresApproval: true, Access: loop.AccessExecute,
-		Subject:     loop.Subject{Kind: loop.SubjectCommand, Argument: "command"},
+		Subject:     cmdline.Subject("command"),
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}`),
 		Handler: func(_ context.Context, c *loop.Call) (*loop.Output, error) {
 			mu.Lock()

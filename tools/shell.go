@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/loop/cmdline"
 	"github.com/hrns-dev/hrns/sandbox"
 )
 
@@ -229,7 +230,7 @@ func (s *shell) tool() *loop.ToolDef {
 	})
 	def.RequiresApproval = !s.o.SkipApproval
 	// Permission rules match the command by prefix (run_command(git status:*)).
-	def.Access, def.Subject = loop.AccessExecute, loop.Subject{Kind: loop.SubjectCommand, Argument: "command"}
+	def.Access, def.Subject = loop.AccessExecute, cmdline.Subject("command")
 	// The command's own timeout fires first and reports its output; the
 	// tool's timeout is only a backstop.
 	def.Timeout = s.o.MaxTimeout + waitDelay + 30*time.Second

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/loop/cmdline"
 )
 
 // A call's preview is shown whole up to previewLines display lines; a
@@ -309,7 +310,7 @@ func alwaysRule(tool string, args []byte) (loop.Rule, bool) {
 	if json.Unmarshal(args, &a) != nil {
 		return loop.Rule{}, false
 	}
-	pc, err := loop.ParseCommand(a.Command)
+	pc, err := cmdline.Parse(a.Command)
 	if err != nil || pc.Opaque != "" || len(pc.Commands) != 1 {
 		return loop.Rule{}, false
 	}

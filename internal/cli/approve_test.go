@@ -11,6 +11,7 @@ import (
 
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/loop/cmdline"
 )
 
 func approvalReq(name, args string) *loop.ApprovalRequest {
@@ -290,7 +291,7 @@ func TestAlwaysAddsAllowRule(t *testing.T) {
 	if d, err := a.Approve(t.Context(), approvalReq("run_command", `{"command":"git status"}`)); err != nil || d.Verdict != loop.Approve {
 		t.Fatalf("%+v %v", d, err)
 	}
-	def := loop.ToolDef{Name: "run_command", RequiresApproval: true, Subject: loop.Subject{Kind: loop.SubjectCommand, Argument: "command"}}
+	def := loop.ToolDef{Name: "run_command", RequiresApproval: true, Subject: cmdline.Subject("command")}
 	for line, want := range map[string]loop.Behavior{"git status -s": loop.Allow, "git status; rm -rf x": loop.Ask, "git push": loop.Ask} {
 		b, _ := json.Marshal(map[string]string{"command": line})
 		if d := perms.Check(&def, b); d.Behavior != want {

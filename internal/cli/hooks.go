@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/loop/cmdline"
 	"github.com/hrns-dev/hrns/sandbox"
 	"github.com/hrns-dev/hrns/session"
 )
@@ -364,7 +365,7 @@ func hookReadOnly(hc HookConfig, env *hookEnv) []string {
 		}
 		ro = append(ro, p)
 	}
-	if pc, err := loop.ParseCommand(hc.Command); err == nil && len(pc.Commands) > 0 && len(pc.Commands[0]) > 0 {
+	if pc, err := cmdline.Parse(hc.Command); err == nil && len(pc.Commands) > 0 && len(pc.Commands[0]) > 0 {
 		if prog := pc.Commands[0][0]; strings.Contains(prog, "/") {
 			if !filepath.IsAbs(prog) {
 				prog = filepath.Join(env.workdir, prog)

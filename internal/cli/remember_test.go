@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/loop/cmdline"
 )
 
 // TestRememberAlways: the "r" answer adds the rule to the run and keeps
@@ -36,7 +37,7 @@ func TestRememberAlways(t *testing.T) {
 	if out := stdio.Err.(*strings.Builder).String(); !strings.Contains(out, "[r]emember it for this project") || !strings.Contains(out, "remembered for this project") {
 		t.Errorf("prompt:\n%s", out)
 	}
-	def := loop.ToolDef{Name: "run_command", RequiresApproval: true, Subject: loop.Subject{Kind: loop.SubjectCommand, Argument: "command"}}
+	def := loop.ToolDef{Name: "run_command", RequiresApproval: true, Subject: cmdline.Subject("command")}
 	args, _ := json.Marshal(map[string]string{"command": "go test -run X ./..."})
 	if d := perms.Check(&def, args); d.Behavior != loop.Allow {
 		t.Errorf("this run: %+v", d)

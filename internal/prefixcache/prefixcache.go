@@ -231,26 +231,40 @@ func Join(pieces [][]byte) []byte {
 
 // An Appender appends values encoded as encoding/json does the elements of
 // an array, with HTML escaping off: a body assembled from them is byte for
-// byte the body encoded in one piece.
+// byte the body encoded in one piece. Its encoder writes each value
+// straight onto the slice it is appended to, with no buffer in between.
 type Appender struct {
-	buf bytes.Buffer
+	w   appendWriter
 	enc *json.Encoder
 }
 
-// Append appends the encoding of v to dst, after a comma unless first.
+// appendWriter appends what is written to b.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// Append appends the encoding of v to dst, after a comma unless first. On
+// an error dst is returned at its old length: whatever was written past it
+// is dropped (only its spare capacity was written to).
 func (a *Appender) Append(dst []byte, first bool, v any) ([]byte, error) {
 	if a.enc == nil {
-		a.enc = json.NewEncoder(&a.buf)
+		a.enc = json.NewEncoder(&a.w)
 		a.enc.SetEscapeHTML(false)
 	}
-	a.buf.Reset()
-	if err := a.enc.Encode(v); err != nil {
-		return dst, err
-	}
+	old := len(dst)
 	if !first {
 		dst = append(dst, ',')
 	}
-	return append(dst, bytes.TrimSuffix(a.buf.Bytes(), []byte("\n"))...), nil
+	a.w.b = dst
+	err := a.enc.Encode(v)
+	dst, a.w.b = a.w.b, nil // the Appender keeps no hold on dst
+	if err != nil {
+		return dst[:old], err
+	}
+	return bytes.TrimSuffix(dst, []byte("\n")), nil
 }
 
 // keptMessages holds what the messages of a prefixCache were, to tell

@@ -1,6 +1,7 @@
 package prefixcache
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -202,5 +203,40 @@ func TestEqualMessageSeesEveryField(t *testing.T) {
 	}
 	if len(paths) < 30 {
 		t.Fatalf("only %d fields visited", len(paths))
+	}
+}
+
+// TestAppender checks that Append gives what json.Marshal gives, without
+// HTML escaping, joined by commas, and leaves dst as it was on an error.
+func TestAppender(t *testing.T) {
+	var a Appender
+	values := []any{"a<b>&", 12, nil, map[string]any{"k": []int{1, 2}}, llm.UserMessage("hi \u2028 \"there\"")}
+	var dst, want []byte
+	for i, v := range values {
+		var err error
+		if dst, err = a.Append(dst, i == 0, v); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			want = append(want, ',')
+		}
+		b = bytes.ReplaceAll(b, []byte(`\u003c`), []byte("<"))
+		b = bytes.ReplaceAll(b, []byte(`\u003e`), []byte(">"))
+		want = append(want, bytes.ReplaceAll(b, []byte(`\u0026`), []byte("&"))...)
+		if string(dst) != string(want) {
+			t.Fatalf("after %d values: %s, want %s", i+1, dst, want)
+		}
+	}
+	before := string(dst)
+	got, err := a.Append(dst, false, func() {})
+	if err == nil || string(got) != before || len(got) != len(before) {
+		t.Errorf("Append of a func: %q, %v; want an error and %q", got, err, before)
+	}
+	if a.w.b != nil {
+		t.Error("the Appender holds on to the slice it appended to")
 	}
 }

@@ -1,15 +1,17 @@
-package loop_test
+package cmdline_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/loop/cmdline"
 )
 
-func TestParseCommand(t *testing.T) {
+func TestParse(t *testing.T) {
 	tests := []struct {
 		line     string
 		commands [][]string
@@ -60,21 +62,21 @@ EOF`, [][]string{{"cat"}, {"rm", "-rf", "x"}}, true},
 		{"", nil, false},
 	}
 	for _, tt := range tests {
-		pc, err := loop.ParseCommand(tt.line)
+		pc, err := cmdline.Parse(tt.line)
 		if err != nil {
-			t.Errorf("ParseCommand(%q): %v", tt.line, err)
+			t.Errorf("Parse(%q): %v", tt.line, err)
 			continue
 		}
 		if diff := cmp.Diff(tt.commands, pc.Commands); diff != "" {
-			t.Errorf("ParseCommand(%q) commands (-want +got):\n%s", tt.line, diff)
+			t.Errorf("Parse(%q) commands (-want +got):\n%s", tt.line, diff)
 		}
 		if got := pc.Opaque != ""; got != tt.opaque {
-			t.Errorf("ParseCommand(%q) opaque = %q, want opaque %v", tt.line, pc.Opaque, tt.opaque)
+			t.Errorf("Parse(%q) opaque = %q, want opaque %v", tt.line, pc.Opaque, tt.opaque)
 		}
 	}
 }
 
-func TestParseCommandErrors(t *testing.T) {
+func TestParseErrors(t *testing.T) {
 	for _, line := range []string{
 		"git status (",
 		"echo 'unclosed",
@@ -83,8 +85,8 @@ func TestParseCommandErrors(t *testing.T) {
 		strings.Repeat("a ", 5000),
 		strings.Repeat("sh -c '", 1) + "sh -c \"eval eval eval eval eval x\"'",
 	} {
-		if _, err := loop.ParseCommand(line); err == nil {
-			t.Errorf("ParseCommand(%.40q) = nil error, want one", line)
+		if _, err := cmdline.Parse(line); err == nil {
+			t.Errorf("Parse(%.40q) = nil error, want one", line)
 		}
 	}
 }
@@ -97,7 +99,7 @@ func FuzzParseCommand(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		pc, err := loop.ParseCommand(line)
+		pc, err := cmdline.Parse(line)
 		if err != nil {
 			return
 		}
@@ -114,8 +116,9 @@ func FuzzParseCommand(f *testing.F) {
 			return
 		}
 		p := &loop.Permissions{Allow: []loop.Rule{rule}}
-		def := commandTool()
-		d := p.Check(&def, commandArgs(line))
+		def := loop.ToolDef{Name: "run_command", RequiresApproval: true, Subject: cmdline.Subject("command")}
+		args, _ := json.Marshal(map[string]string{"command": line})
+		d := p.Check(&def, args)
 		if d.Behavior == loop.Allow && (pc.Opaque != "" || len(pc.Commands) != 1 && !allSame(pc.Commands)) {
 			t.Fatalf("%q allowed by %s although it holds %v (opaque %q)", line, rule, pc.Commands, pc.Opaque)
 		}
