@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -129,9 +130,57 @@ func jsonName(f reflect.StructField) (name string, skip bool) {
 // emptyObjectSchema is the schema of a tool without arguments.
 var emptyObjectSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
+// Compiled schemas are kept by their bytes: the same schemas are wired
+// again and again (a session's client tools at each of its runs, an MCP
+// server's tools in each session), and compiling one costs far more than
+// looking it up. A compiled schema is only read once built (validation
+// and defaults), so toolsets share it. Bounded: at most maxCachedSchemas
+// schemas of at most maxCachedSchema bytes each; when full, an arbitrary
+// one makes room.
+const (
+	maxCachedSchemas = 512
+	maxCachedSchema  = 64 << 10
+)
+
+var schemaCache struct {
+	sync.Mutex
+	m map[string]*jsonschema.Resolved
+}
+
 // compileSchema checks that raw is a JSON Schema for an object and resolves
-// it for validation.
+// it for validation, or returns the schema it resolved for the same bytes
+// before.
 func compileSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
+	if len(raw) > maxCachedSchema {
+		return resolveSchema(raw)
+	}
+	schemaCache.Lock()
+	r, ok := schemaCache.m[string(raw)]
+	schemaCache.Unlock()
+	if ok {
+		return r, nil
+	}
+	r, err := resolveSchema(raw)
+	if err != nil {
+		return nil, err
+	}
+	schemaCache.Lock()
+	defer schemaCache.Unlock()
+	if schemaCache.m == nil {
+		schemaCache.m = make(map[string]*jsonschema.Resolved)
+	}
+	if len(schemaCache.m) >= maxCachedSchemas {
+		for k := range schemaCache.m {
+			delete(schemaCache.m, k)
+			break
+		}
+	}
+	schemaCache.m[string(raw)] = r
+	return r, nil
+}
+
+// resolveSchema is compileSchema without the cache.
+func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
 	var s jsonschema.Schema
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, fmt.Errorf("input schema is not a JSON Schema: %w", err)
