@@ -103,3 +103,26 @@ func TestLeaseChangesInTheCommits(t *testing.T) {
 		t.Errorf("claimed at creation %d times, by Claim %d and by the posted results %d; want 1, 0 and 2", st.createdClaimed, st.claimed, st.updateClaim)
 	}
 }
+
+// TestOneWorkerRunsThemAll: with a single worker, sessions created while
+// it is busy wait, unclaimed, and each is claimed when the worker frees
+// up: the dispatcher, which found no free worker, is woken by the worker's
+// end (and by nothing else: it does not claim again after each run when
+// it has claimed all there was).
+func TestOneWorkerRunsThemAll(t *testing.T) {
+	st := &leaseLog{Store: openStore(t)}
+	m := startManager(t, st, llmtest.NewModel(llmtest.Call("c1", "lookup", `{}`), llmtest.Call("c1", "lookup", `{}`), llmtest.Call("c1", "lookup", `{}`)), &session.Options{Workers: 1})
+	var ids []string
+	for range 3 {
+		ids = append(ids, create(t, m, transcriptAgent).ID)
+	}
+	for _, id := range ids {
+		f := &follower{t: t, m: m, id: id}
+		f.status(session.StatusAwaitingToolResults)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.createdClaimed+st.claimed != 3 {
+		t.Errorf("claimed %d at creation and %d by Claim; want 3 in all", st.createdClaimed, st.claimed)
+	}
+}

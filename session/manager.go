@@ -164,6 +164,7 @@ type Manager struct {
 	stopping bool           // set once the dispatcher waits for wg: no worker starts
 	suspect  string         // the session claimed often without progress running here, if any
 	freed    chan struct{}
+	wantSlot bool // the dispatcher waits for a worker to free up (see slotFreed)
 	// transcripts keeps the transcripts of the sessions run last decoded.
 	transcripts *transcriptCache
 	lastBeat    time.Time // the last heartbeat recorded in the store

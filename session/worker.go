@@ -101,6 +101,7 @@ func (m *Manager) dispatch(ctx context.Context) {
 func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 	m.mu.Lock()
 	free := m.opts.Workers - m.workers() - m.reserved
+	m.wantSlot = free <= 0
 	m.mu.Unlock()
 	var wake <-chan time.Time
 	if free > 0 {
@@ -116,6 +117,9 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 		for _, s := range claimed {
 			m.startWorker(ctx, s)
 		}
+		// A suspect running here keeps the others waiting (see claim):
+		// its end is worth claiming again.
+		m.wantSlot = m.suspect != ""
 		m.mu.Unlock()
 		if len(claimed) == free {
 			return // there may be more
@@ -183,6 +187,7 @@ func (m *Manager) runClaimed(opts *store.UpdateOptions, s *store.Session, h *hol
 		m.mu.Unlock()
 		return
 	}
+	m.slotFreed()
 	m.mu.Unlock()
 	if h.claimed {
 		// The manager stops: the next one to start claims it.
@@ -192,8 +197,19 @@ func (m *Manager) runClaimed(opts *store.UpdateOptions, s *store.Session, h *hol
 			m.log.Warn("releasing session", "session", s.ID, "err", err)
 		}
 	}
+}
+
+// slotFreed tells the dispatcher that a worker is free again, if it waits
+// for one (m.mu held): when it last looked, every worker was busy or a
+// suspect ran. Otherwise it has claimed all there was, and only new work
+// (announced on store.WorkTopic) or a wake-up time gives it more to do.
+func (m *Manager) slotFreed() {
+	if !m.wantSlot {
+		return
+	}
+	m.wantSlot = false
 	select {
-	case m.freed <- struct{}{}: // the reserved worker is free again
+	case m.freed <- struct{}{}:
 	default:
 	}
 }
@@ -253,11 +269,8 @@ func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *s
 				m.suspect = ""
 			}
 		}
+		m.slotFreed()
 		m.mu.Unlock()
-		select {
-		case m.freed <- struct{}{}:
-		default:
-		}
 	}()
 	release := false
 	if p := protect(func() { release = m.drive(ctx, cancel, s) }); p != nil {
