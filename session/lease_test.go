@@ -126,3 +126,22 @@ func TestOneWorkerRunsThemAll(t *testing.T) {
 		t.Errorf("claimed %d at creation and %d by Claim; want 3 in all", st.createdClaimed, st.claimed)
 	}
 }
+
+// TestMessageClaimsAnIdleSession: a message to an idle session (one that
+// answered and waits for more) claims it in the message's commit.
+func TestMessageClaimsAnIdleSession(t *testing.T) {
+	st := &leaseLog{Store: openStore(t)}
+	m := startManager(t, st, llmtest.NewModel(llmtest.Text("first"), llmtest.Text("second")), nil)
+	v := create(t, m, `{"agent":{"name":"a"},"messages":"go","idle_timeout_s":600}`)
+	f := &follower{t: t, m: m, id: v.ID}
+	f.status(session.StatusIdle)
+	if err := m.SendMessages(t.Context(), owner, v.ID, []session.UserMessage{{Message: "more"}}); err != nil {
+		t.Fatal(err)
+	}
+	f.until(func(c *session.Changes) bool { return c.Answer != nil && string(c.Answer) == `"second"` })
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.createdClaimed != 1 || st.claimed != 0 || st.updateClaim != 1 {
+		t.Errorf("claimed at creation %d times, by Claim %d and by the message %d; want 1, 0 and 1", st.createdClaimed, st.claimed, st.updateClaim)
+	}
+}

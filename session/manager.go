@@ -984,7 +984,13 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 	for i := range msgs {
 		callers[i] = normalizeMessage(msgs[i]).CallerID
 	}
-	_, _, err := m.update(ctx, id, nil, func(s *store.Session, st *state) ([]store.Event, error) {
+	// A message that makes the session runnable claims it for this
+	// process, as mutate does.
+	opts := m.reserveClaim()
+	h := &hold{}
+	var s *store.Session
+	defer func() { m.runClaimed(opts, s, h) }()
+	s, _, err := m.updateFrom(ctx, id, nil, opts, h, func(s *store.Session, st *state) ([]store.Event, error) {
 		if s.Owner != owner {
 			return nil, ErrNotFound
 		}
