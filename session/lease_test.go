@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 
@@ -144,4 +145,41 @@ func TestMessageClaimsAnIdleSession(t *testing.T) {
 	if st.createdClaimed != 1 || st.claimed != 0 || st.updateClaim != 1 {
 		t.Errorf("claimed at creation %d times, by Claim %d and by the message %d; want 1, 0 and 1", st.createdClaimed, st.claimed, st.updateClaim)
 	}
+}
+
+// TestStaleCommittedSession: a manager starts a caller's input from the
+// session as it last committed it, but what it decides on that copy
+// without committing (here: refusing a result for a call it does not see)
+// is decided again on the stored session. Two managers share a store, as
+// two replicas do: the second runs the session on after the first
+// committed it, and a result for the call the second committed, posted
+// through the first, is taken.
+func TestStaleCommittedSession(t *testing.T) {
+	st := openStore(t)
+	model := llmtest.NewModel(llmtest.Call("c1", "lookup", `{}`), llmtest.Call("c2", "lookup", `{}`), llmtest.Text("done"))
+	a := startManager(t, st, model, nil)
+	b := startManager(t, st, model, nil)
+	v := create(t, a, transcriptAgent)
+	f := &follower{t: t, m: a, id: v.ID}
+	f.status(session.StatusAwaitingToolResults)
+	post := func(m *session.Manager, id string) error {
+		req := session.ToolRequest{ToolName: "lookup", Args: json.RawMessage(`{}`), ID: id}
+		return m.PostToolResults(t.Context(), owner, v.ID, []session.ToolResult{{Kind: session.KindToolResult, ToolReq: req, Result: json.RawMessage(`"ok"`)}})
+	}
+	// Through b, which claims the session and runs it to its next wait.
+	if err := post(b, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	f.until(func(c *session.Changes) bool {
+		for _, e := range c.NewEvents {
+			seen = seen || strings.Contains(string(e.Data), `"c2"`)
+		}
+		return seen && c.Status == session.StatusAwaitingToolResults
+	})
+	// a last committed the session waiting for c1.
+	if err := post(a, "c2"); err != nil {
+		t.Fatalf("a result for the call the other manager committed, posted through the first: %v", err)
+	}
+	f.status(session.StatusCompleted)
 }

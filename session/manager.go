@@ -167,7 +167,9 @@ type Manager struct {
 	wantSlot bool // the dispatcher waits for a worker to free up (see slotFreed)
 	// transcripts keeps the transcripts of the sessions run last decoded.
 	transcripts *transcriptCache
-	lastBeat    time.Time // the last heartbeat recorded in the store
+	// committed keeps the sessions as this process last committed them.
+	committed *sessionCache
+	lastBeat  time.Time // the last heartbeat recorded in the store
 }
 
 // New returns a manager of the sessions in st that runs them with model.
@@ -176,7 +178,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	if st == nil || model == nil {
 		panic("session.New: nil store or model")
 	}
-	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), inflight: map[string]bool{}, running: map[string]int{}, freed: make(chan struct{}, 1)}
+	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), inflight: map[string]bool{}, running: map[string]int{}, freed: make(chan struct{}, 1)}
 	if opts != nil {
 		m.opts = *opts
 	}
@@ -690,7 +692,9 @@ func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptio
 // last read or committed it, instead of reading it again (nil: read it).
 // The store's version check still guards the commit: when someone else
 // committed since, the store answers ErrConflict and update reads the
-// session again. cur is not modified.
+// session again; when fn decides on cur to write nothing or refuses, the
+// decision is made again on the session read from the store. cur is not
+// modified.
 //
 // h, when not nil, records what the commit did to the lease (see hold):
 // with opts.Lease (a worker's commit), a commit after which the session
@@ -701,6 +705,7 @@ func (m *Manager) updateFrom(ctx context.Context, id string, cur *store.Session,
 		var s *store.Session
 		var st *state
 		var err error
+		fromCur := cur != nil
 		if cur != nil {
 			c := *cur
 			s, cur = &c, nil
@@ -713,6 +718,12 @@ func (m *Manager) updateFrom(ctx context.Context, id string, cur *store.Session,
 		wasActive := slices.Contains(activeStatuses, s.Status)
 		wasTerminal := Status(s.Status).Terminal()
 		events, err := fn(s, st)
+		if err != nil && fromCur {
+			// Only a commit is checked against the stored version: a
+			// decision to write nothing, or a refusal, is made again on
+			// the session as stored.
+			continue
+		}
 		if errors.Is(err, errNoChange) {
 			return s, st, nil
 		}
@@ -748,6 +759,7 @@ func (m *Manager) updateFrom(ctx context.Context, id string, cur *store.Session,
 			h.released = o.Release
 			h.claimed = o.Claim != nil && s.LeaseOwner == o.Claim.Owner
 		}
+		m.committed.put(s)
 		if wasActive && !slices.Contains(activeStatuses, s.Status) {
 			// A slot is free: the owner's queued sessions may start.
 			m.promote(context.WithoutCancel(ctx), s.Owner)
@@ -769,7 +781,7 @@ func (m *Manager) mutate(ctx context.Context, owner, id string, fn func(s *store
 	h := &hold{}
 	var s *store.Session
 	defer func() { m.runClaimed(opts, s, h) }()
-	s, _, err := m.updateFrom(ctx, id, nil, opts, h, func(s *store.Session, st *state) ([]store.Event, error) {
+	s, _, err := m.updateFrom(ctx, id, m.committed.get(id), opts, h, func(s *store.Session, st *state) ([]store.Event, error) {
 		if s.Owner != owner {
 			return nil, ErrNotFound
 		}
@@ -990,7 +1002,7 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 	h := &hold{}
 	var s *store.Session
 	defer func() { m.runClaimed(opts, s, h) }()
-	s, _, err := m.updateFrom(ctx, id, nil, opts, h, func(s *store.Session, st *state) ([]store.Event, error) {
+	s, _, err := m.updateFrom(ctx, id, m.committed.get(id), opts, h, func(s *store.Session, st *state) ([]store.Event, error) {
 		if s.Owner != owner {
 			return nil, ErrNotFound
 		}
