@@ -168,7 +168,10 @@ func describe(err error, ctx context.Context, timeout time.Duration) string {
 	if be, ok := errors.AsType[*netpolicy.BlockedError](err); ok {
 		return be.Error()
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	// The attempt's deadline, or the transport's own timeouts, which are
+	// the same length and may fire first (ResponseHeaderTimeout).
+	var ne net.Error
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
 		return "timed out after " + timeout.String()
 	}
 	var ue interface{ Unwrap() error }
