@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -293,17 +294,19 @@ func (x *execution) slice(thread *starlark.Thread, _ *starlark.Builtin, args sta
 	if err := x.charge(thread, size, "slicing a "+v.Type()); err != nil {
 		return nil, err
 	}
-	return starlark.Call(thread, sliceFunc, args, nil)
+	return starlark.Call(thread, sliceFunc(), args, nil)
 }
 
-// sliceFunc slices as the interpreter does, with its errors.
-var sliceFunc = func() starlark.Value {
+// sliceFunc slices as the interpreter does, with its errors. It is built at
+// the first slicing, not when the package is initialised: every hrns
+// command links codemode, few run a program that slices.
+var sliceFunc = sync.OnceValue(func() starlark.Value {
 	g, err := starlark.ExecFileOptions(&syntax.FileOptions{}, &starlark.Thread{}, "slice", "def slice(x, lo, hi, step):\n    return x[lo:hi:step]\n", nil)
 	if err != nil {
 		panic(err)
 	}
 	return g["slice"]
-}()
+})
 
 // attr is attr·(x, name): x.name, with the methods that build values
 // guarded.
