@@ -52,14 +52,27 @@ type storeError struct{ err error }
 func (e *storeError) Error() string { return e.err.Error() }
 func (e *storeError) Unwrap() error { return e.err }
 
+// How a worker leaves a session's lease when it stops (see drive).
+type leaseEnd int
+
+const (
+	// releaseLease: the worker stopped cleanly; it releases the lease.
+	releaseLease leaseEnd = iota
+	// leaseReleased: the worker's last commit gave the lease up.
+	leaseReleased
+	// leaseKept: after an error of the store (or a panic of the worker
+	// itself) the lease is left to expire, and the session runs again
+	// then.
+	leaseKept
+)
+
 // drive runs a claimed session until it waits or ends, and fails it when
 // it was claimed too often without progress, when running it panics, or
-// when it fails with an error that is not the store's. It reports whether
-// the worker stopped cleanly and must still release the lease (resetting
-// the attempts): not when its last commit gave the lease up (see hold);
-// after an error of the store it keeps the lease, which expires: the
-// session is claimed again a lease TTL later, its attempt counted.
-func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session) (release bool) {
+// when it fails with an error that is not the store's. It says how the
+// worker leaves the lease (resetting the attempts when it releases it):
+// after an error of the store it keeps it, and it expires: the session
+// is claimed again a lease TTL later, its attempt counted.
+func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session) leaseEnd {
 	if s.Attempts > m.opts.MaxAttempts {
 		n := s.Attempts - 1
 		m.log.Error("giving up on a session: every attempt to run it failed", "session", s.ID, "attempts", n)
@@ -68,7 +81,7 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 			times = fmt.Sprintf("%d times in a row (the server crashed or hit an internal error each time)", n)
 		}
 		m.failInternal(ctx, s.ID, "internal error: running the session failed "+times+"; it is not retried")
-		return true
+		return releaseLease
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -102,12 +115,15 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		// A shutdown, or someone else ended the session or holds it now.
 	case errors.As(err, new(*storeError)):
 		m.log.Error("running a session: the store failed; the session is retried when its lease expires", "session", s.ID, "err", err, "attempt", s.Attempts)
-		return false
+		return leaseKept
 	default:
 		m.log.Error("running a session failed", "session", s.ID, "err", err)
 		m.failInternal(ctx, s.ID, "internal error: "+err.Error())
 	}
-	return !h.released
+	if h.released {
+		return leaseReleased
+	}
+	return releaseLease
 }
 
 // failInternal ends the session failed with error_code internal and an

@@ -435,3 +435,39 @@ func TestDispatcherPanic(t *testing.T) {
 		t.Errorf("the panic was not logged:\n%s", log)
 	}
 }
+
+// TestStoreErrorAfterAClaimedResult: a session a caller's result claimed
+// (no dispatcher involved) whose worker then meets an error of the store
+// keeps its lease, which expires: the dispatcher must learn of it and run
+// the session again then, although nothing else happens on the server.
+func TestStoreErrorAfterAClaimedResult(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var failing atomic.Bool
+		st := &flakyStore{Store: openStore(t), fail: func() bool { return failing.CompareAndSwap(true, false) }}
+		model := llmtest.NewModel(llmtest.Call("c1", "lookup", `{}`), llmtest.Text("lost"), llmtest.Text("fine"))
+		m, log := newLogged(t, st, model, nil)
+		start(t, m)
+		v := create(t, m, transcriptAgent)
+		f := &follower{t: t, m: m, id: v.ID}
+		f.status(session.StatusAwaitingToolResults)
+		// Long enough for any wake-up the dispatcher had set to pass: it
+		// sleeps with nothing to wake it for.
+		time.Sleep(time.Minute)
+		failing.Store(true) // the next step's commit fails, once
+		began := time.Now()
+		req := session.ToolRequest{ToolName: "lookup", Args: json.RawMessage(`{}`), ID: "c1"}
+		if err := m.PostToolResults(t.Context(), owner, v.ID, []session.ToolResult{{Kind: session.KindToolResult, ToolReq: req, Result: json.RawMessage(`"ok"`)}}); err != nil {
+			t.Fatal(err)
+		}
+		c := f.until(func(c *session.Changes) bool { return c.Status.Terminal() })
+		if c.Status != session.StatusCompleted || string(c.Answer) != `"fine"` {
+			t.Fatalf("ended %s with %s, want completed with the retried step's answer; events:\n%s", c.Status, c.Answer, f.dump())
+		}
+		if took := time.Since(began); took < 15*time.Second || took > 16*time.Second {
+			t.Errorf("completed after %v of fake time, want one lease TTL (15s)", took)
+		}
+		if !strings.Contains(log.String(), "disk I/O error") {
+			t.Errorf("the store's error was not logged:\n%s", log)
+		}
+	})
+}

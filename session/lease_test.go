@@ -3,10 +3,16 @@ package session_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"iter"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
+	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/llmtest"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store"
@@ -182,4 +188,92 @@ func TestStaleCommittedSession(t *testing.T) {
 		t.Fatalf("a result for the call the other manager committed, posted through the first: %v", err)
 	}
 	f.status(session.StatusCompleted)
+}
+
+// frozenStore stands for a replica that stopped dead (a kill -9, a frozen
+// VM) while it held leases: once frozen, its writes never return until the
+// test thaws it.
+type frozenStore struct {
+	store.Store
+	frozen atomic.Bool
+	thaw   chan struct{}
+}
+
+func (f *frozenStore) wait(ctx context.Context) error {
+	if f.frozen.Load() {
+		select {
+		case <-f.thaw:
+		case <-ctx.Done():
+		}
+		return errors.New("the replica died")
+	}
+	return nil
+}
+
+func (f *frozenStore) UpdateSession(ctx context.Context, s *store.Session, events []store.Event, opts *store.UpdateOptions) error {
+	if err := f.wait(ctx); err != nil {
+		return err
+	}
+	return f.Store.UpdateSession(ctx, s, events, opts)
+}
+
+func (f *frozenStore) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
+	if err := f.wait(ctx); err != nil {
+		return nil, err
+	}
+	return f.Store.Claim(ctx, p)
+}
+
+func (f *frozenStore) Renew(ctx context.Context, id, owner string, until time.Time) error {
+	if err := f.wait(ctx); err != nil {
+		return err
+	}
+	return f.Store.Renew(ctx, id, owner, until)
+}
+
+// TestDeadReplicasClaimTakenOver: a replica claims a session in the
+// commit of a caller's result (announced to no one: it runs it itself)
+// and dies running it. Another replica, idle for long enough to have no
+// wake-up time set, takes the session over once the lease expires.
+func TestDeadReplicasClaimTakenOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := openStore(t)
+		dying := &frozenStore{Store: base, thaw: make(chan struct{})}
+		defer close(dying.thaw)
+		inner := llmtest.NewModel(llmtest.Call("c1", "lookup", `{}`), llmtest.Text("lost with the replica"), llmtest.Text("fine"))
+		// The model's second request is the dying replica's run after the
+		// result: the replica freezes then, before the step commits.
+		var calls atomic.Int32
+		model := modelFunc(func(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+			if calls.Add(1) == 2 {
+				dying.frozen.Store(true)
+			}
+			return inner.Stream(ctx, req)
+		})
+		a := startManager(t, dying, model, nil)
+		b := startManager(t, base, model, nil)
+		v := create(t, a, transcriptAgent)
+		f := &follower{t: t, m: b, id: v.ID}
+		f.status(session.StatusAwaitingToolResults)
+		time.Sleep(time.Minute) // b's dispatcher has nothing to wake for
+		began := time.Now()
+		req := session.ToolRequest{ToolName: "lookup", Args: json.RawMessage(`{}`), ID: "c1"}
+		if err := a.PostToolResults(t.Context(), owner, v.ID, []session.ToolResult{{Kind: session.KindToolResult, ToolReq: req, Result: json.RawMessage(`"ok"`)}}); err != nil {
+			t.Fatal(err)
+		}
+		c := f.until(func(c *session.Changes) bool { return c.Status.Terminal() })
+		if c.Status != session.StatusCompleted || string(c.Answer) != `"fine"` {
+			t.Fatalf("ended %s with %s, want completed by the other replica; events:\n%s", c.Status, c.Answer, f.dump())
+		}
+		if took := time.Since(began); took > 31*time.Second {
+			t.Errorf("taken over after %v of fake time, want at most two lease TTLs (30s)", took)
+		}
+	})
+}
+
+// modelFunc is an llm.Model of a function.
+type modelFunc func(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error]
+
+func (f modelFunc) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return f(ctx, req)
 }

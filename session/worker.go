@@ -129,11 +129,17 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 			m.log.Error("reading wake-up times", "err", err)
 			next = time.Now().Add(time.Second)
 		}
-		if !next.IsZero() {
-			timer := time.NewTimer(max(time.Until(next), time.Millisecond))
-			defer timer.Stop()
-			wake = timer.C
+		// Look again within a lease TTL in any case: a session claimed
+		// in the commit of a caller's input (or at its creation) by a
+		// replica that died since is announced to no one, and its lease
+		// expiry is in no wake-up time computed before; this bounds its
+		// takeover to two TTLs.
+		if limit := time.Now().Add(m.opts.LeaseTTL); next.IsZero() || next.After(limit) {
+			next = limit
 		}
+		timer := time.NewTimer(max(time.Until(next), time.Millisecond))
+		defer timer.Stop()
+		wake = timer.C
 	}
 	select {
 	case <-ctx.Done():
@@ -261,6 +267,7 @@ func sleep(ctx context.Context, d time.Duration) {
 // meanwhile (see drive), then releases it.
 func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session) {
 	id := s.ID
+	end := leaseKept
 	defer func() {
 		m.mu.Lock()
 		if m.running[id]--; m.running[id] <= 0 {
@@ -269,17 +276,22 @@ func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *s
 				m.suspect = ""
 			}
 		}
+		if end == leaseKept {
+			// The session needs a worker again once the lease expires:
+			// the dispatcher learns when, whatever it waits for.
+			m.wantSlot = true
+		}
 		m.slotFreed()
 		m.mu.Unlock()
 	}()
-	release := false
-	if p := protect(func() { release = m.drive(ctx, cancel, s) }); p != nil {
+	if p := protect(func() { end = m.drive(ctx, cancel, s) }); p != nil {
 		// drive recovers the run's panics; this one is its own. The
 		// lease expires, and the attempts bound the retries.
 		m.log.Error("session worker panicked", "session", id, "panic", fmt.Sprint(p.value), "stack", string(p.stack))
+		end = leaseKept
 	}
 	cancel(nil)
-	if !release {
+	if end != releaseLease {
 		return
 	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
