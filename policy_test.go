@@ -167,32 +167,14 @@ func TestClientDoesNotLinkTheRuntime(t *testing.T) {
 // TestOnlyStorePostgresImportsPgx keeps the PostgreSQL driver out of the
 // library: only store/postgres and its test helper use it.
 func TestOnlyStorePostgresImportsPgx(t *testing.T) {
-	for dir, p := range packages(t) {
-		if dir == "store/postgres" || strings.HasPrefix(dir, "store/postgres/") {
-			continue
-		}
-		for imp := range p.all {
-			if strings.HasPrefix(imp, "github.com/jackc/") {
-				t.Errorf("%s imports %s: only store/postgres may use pgx", dir, imp)
-			}
-		}
-	}
+	onlyImports(t, "github.com/jackc/", func(dir string) bool { return dir == "store/postgres" || strings.HasPrefix(dir, "store/postgres/") }, "only store/postgres may use pgx")
 }
 
 // TestOnlyOtelImportsOpenTelemetry keeps OpenTelemetry out of the library:
 // the loop exposes an observer hook, package otel implements it, and only
 // the command sets up exporters.
 func TestOnlyOtelImportsOpenTelemetry(t *testing.T) {
-	for dir, p := range packages(t) {
-		if dir == "otel" || dir == "internal/cli" {
-			continue
-		}
-		for imp := range p.all {
-			if strings.HasPrefix(imp, "go.opentelemetry.io/") {
-				t.Errorf("%s imports %s: only otel and internal/cli may use OpenTelemetry", dir, imp)
-			}
-		}
-	}
+	onlyImports(t, "go.opentelemetry.io/", func(dir string) bool { return dir == "otel" || dir == "internal/cli" }, "only otel and internal/cli may use OpenTelemetry")
 }
 
 // TestOnlyCmdlineImportsTheShellParser keeps the shell parser out of the
@@ -201,28 +183,27 @@ func TestOnlyOtelImportsOpenTelemetry(t *testing.T) {
 // subject (loop.Subject.Parser), so that a program whose tools run no shell
 // does not link it.
 func TestOnlyCmdlineImportsTheShellParser(t *testing.T) {
-	for dir, p := range packages(t) {
-		if dir == "loop/cmdline" {
-			continue
-		}
-		for imp := range p.all {
-			if strings.HasPrefix(imp, "mvdan.cc/sh/") {
-				t.Errorf("%s imports %s: only loop/cmdline may use the shell parser", dir, imp)
-			}
-		}
-	}
+	onlyImports(t, "mvdan.cc/sh/", func(dir string) bool { return dir == "loop/cmdline" }, "only loop/cmdline may use the shell parser")
 }
 
 // TestOnlyBrowserImportsChromedp keeps the DevTools client in the browser
 // package: the rest of hrns uses its tools.
 func TestOnlyBrowserImportsChromedp(t *testing.T) {
+	onlyImports(t, "github.com/chromedp/", func(dir string) bool { return dir == "browser" }, "only browser may use chromedp")
+}
+
+// onlyImports fails for each package, but those allowed, that imports a
+// package whose path starts with prefix (its own imports, not its
+// dependencies').
+func onlyImports(t *testing.T, prefix string, allowed func(dir string) bool, rule string) {
+	t.Helper()
 	for dir, p := range packages(t) {
-		if dir == "browser" {
+		if allowed(dir) {
 			continue
 		}
 		for imp := range p.all {
-			if strings.HasPrefix(imp, "github.com/chromedp/") {
-				t.Errorf("%s imports %s: only browser may use chromedp", dir, imp)
+			if strings.HasPrefix(imp, prefix) {
+				t.Errorf("%s imports %s: %s", dir, imp, rule)
 			}
 		}
 	}

@@ -1,11 +1,6 @@
 package session
 
-import (
-	"container/list"
-	"sync"
-
-	"github.com/hrns-dev/hrns/store"
-)
+import "github.com/hrns-dev/hrns/store"
 
 // sessionCacheBytes bounds the sessions a manager keeps as it last
 // committed them.
@@ -19,20 +14,11 @@ const sessionCacheBytes = 32 << 20
 // Only a session's lease fields may be out of date in it, and no update
 // writes them from the session given. Least recently used out.
 type sessionCache struct {
-	mu      sync.Mutex
-	max     int64
-	size    int64
-	order   *list.List // of *cachedSession, most recent first
-	entries map[string]*list.Element
-}
-
-type cachedSession struct {
-	s    store.Session
-	size int64
+	lru[store.Session]
 }
 
 func newSessionCache(max int64) *sessionCache {
-	return &sessionCache{max: max, order: list.New(), entries: map[string]*list.Element{}}
+	return &sessionCache{newLRU[store.Session](max)}
 }
 
 // sessionSize is what a cached session counts for: its documents and a
@@ -45,39 +31,14 @@ func sessionSize(s *store.Session) int64 {
 // or nil. The copy's documents are shared: they are replaced, never
 // modified in place.
 func (c *sessionCache) get(id string) *store.Session {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[id]
+	s, _, ok := c.lru.get(id)
 	if !ok {
 		return nil
 	}
-	c.order.MoveToFront(e)
-	s := e.Value.(*cachedSession).s
 	return &s
 }
 
 // put keeps a copy of s, as just committed.
 func (c *sessionCache) put(s *store.Session) {
-	size := sessionSize(s)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.dropLocked(s.ID)
-	if size > c.max {
-		return
-	}
-	c.entries[s.ID] = c.order.PushFront(&cachedSession{s: *s, size: size})
-	c.size += size
-	for c.size > c.max {
-		c.dropLocked(c.order.Back().Value.(*cachedSession).s.ID)
-	}
-}
-
-func (c *sessionCache) dropLocked(id string) {
-	e, ok := c.entries[id]
-	if !ok {
-		return
-	}
-	c.size -= e.Value.(*cachedSession).size
-	c.order.Remove(e)
-	delete(c.entries, id)
+	c.lru.put(s.ID, *s, sessionSize(s))
 }

@@ -1,0 +1,72 @@
+package session
+
+import (
+	"container/list"
+	"sync"
+)
+
+// An lru keeps values by key within a bound on their total size, the
+// least recently used going first. The caches of a manager are built on
+// it (transcriptCache, sessionCache). Safe for concurrent use.
+type lru[V any] struct {
+	mu      sync.Mutex
+	max     int64
+	size    int64
+	order   *list.List // of *lruEntry[V], most recent first
+	entries map[string]*list.Element
+}
+
+type lruEntry[V any] struct {
+	key  string
+	val  V
+	size int64
+}
+
+func newLRU[V any](max int64) lru[V] {
+	return lru[V]{max: max, order: list.New(), entries: map[string]*list.Element{}}
+}
+
+// get returns the value kept for key and its size, and makes it the most
+// recently used.
+func (c *lru[V]) get(key string) (val V, size int64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok {
+		return val, 0, false
+	}
+	c.order.MoveToFront(e)
+	le := e.Value.(*lruEntry[V])
+	return le.val, le.size, true
+}
+
+// put keeps val for key, replacing what it had; a value larger than the
+// bound is not kept (and the old one is dropped all the same).
+func (c *lru[V]) put(key string, val V, size int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropLocked(key)
+	if size > c.max {
+		return
+	}
+	c.entries[key] = c.order.PushFront(&lruEntry[V]{key: key, val: val, size: size})
+	c.size += size
+	for c.size > c.max {
+		c.dropLocked(c.order.Back().Value.(*lruEntry[V]).key)
+	}
+}
+
+// drop forgets key.
+func (c *lru[V]) drop(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropLocked(key)
+}
+
+func (c *lru[V]) dropLocked(key string) {
+	if e, ok := c.entries[key]; ok {
+		c.size -= e.Value.(*lruEntry[V]).size
+		c.order.Remove(e)
+		delete(c.entries, key)
+	}
+}
