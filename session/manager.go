@@ -771,17 +771,22 @@ func (m *Manager) updateFrom(ctx context.Context, id string, cur *store.Session,
 	}
 }
 
-// mutate is update for callers' input: the session must be the owner's,
-// and not finished.
-//
-// When the change makes the session runnable, the commit claims it for
-// this process, which runs it at once (see reserveClaim).
-func (m *Manager) mutate(ctx context.Context, owner, id string, fn func(s *store.Session, st *state) ([]store.Event, error)) error {
+// input is update for a caller's input: it starts from the session as
+// this process last committed it (see sessionCache), and when the change
+// makes the session runnable, its commit claims the session for this
+// process, which runs it at once (see reserveClaim).
+func (m *Manager) input(ctx context.Context, id string, fn func(s *store.Session, st *state) ([]store.Event, error)) error {
 	opts := m.reserveClaim()
 	h := &hold{}
 	var s *store.Session
-	defer func() { m.runClaimed(opts, s, h) }()
-	s, _, err := m.updateFrom(ctx, id, m.committed.get(id), opts, h, func(s *store.Session, st *state) ([]store.Event, error) {
+	defer func() { m.runClaimed(opts, s, h) }() // even after a panic: the reservation ends
+	s, _, err := m.updateFrom(ctx, id, m.committed.get(id), opts, h, fn)
+	return err
+}
+
+// mutate is input that must be the owner's, to a session not finished.
+func (m *Manager) mutate(ctx context.Context, owner, id string, fn func(s *store.Session, st *state) ([]store.Event, error)) error {
+	err := m.input(ctx, id, func(s *store.Session, st *state) ([]store.Event, error) {
 		if s.Owner != owner {
 			return nil, ErrNotFound
 		}
@@ -996,13 +1001,7 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 	for i := range msgs {
 		callers[i] = normalizeMessage(msgs[i]).CallerID
 	}
-	// A message that makes the session runnable claims it for this
-	// process, as mutate does.
-	opts := m.reserveClaim()
-	h := &hold{}
-	var s *store.Session
-	defer func() { m.runClaimed(opts, s, h) }()
-	s, _, err := m.updateFrom(ctx, id, m.committed.get(id), opts, h, func(s *store.Session, st *state) ([]store.Event, error) {
+	err := m.input(ctx, id, func(s *store.Session, st *state) ([]store.Event, error) {
 		if s.Owner != owner {
 			return nil, ErrNotFound
 		}
