@@ -169,7 +169,10 @@ type Manager struct {
 	transcripts *transcriptCache
 	// committed keeps the sessions as this process last committed them.
 	committed *sessionCache
-	lastBeat  time.Time // the last heartbeat recorded in the store
+	// recent keeps the last commits of sessions with their events, for
+	// the long-polls they wake (see Changes).
+	recent   *recentCommits
+	lastBeat time.Time // the last heartbeat recorded in the store
 }
 
 // New returns a manager of the sessions in st that runs them with model.
@@ -178,7 +181,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	if st == nil || model == nil {
 		panic("session.New: nil store or model")
 	}
-	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), inflight: map[string]bool{}, running: map[string]int{}, freed: make(chan struct{}, 1)}
+	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), recent: newRecentCommits(recentCommitsBytes), inflight: map[string]bool{}, running: map[string]int{}, freed: make(chan struct{}, 1)}
 	if opts != nil {
 		m.opts = *opts
 	}
@@ -525,7 +528,9 @@ type ChangesParams struct {
 // came by then (also for a cursor past the end of the log, as the
 // reference does), and the session's event count (the next cursor) either
 // way. An event wakes a waiting call at once: it is announced by the
-// store when committed.
+// store when committed. When this process made the session's last commit
+// and the cursor falls within that commit's events, the call is answered
+// from what the commit wrote (see recentCommits), without a read.
 func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParams) (*Changes, int64, error) {
 	notify, unsubscribe := m.st.Subscribe(id)
 	defer unsubscribe()
@@ -536,6 +541,9 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 		timeout = t.C
 	}
 	for {
+		if c, count, ok := m.recent.changes(owner, id, p); ok {
+			return c, count, nil
+		}
 		s, err := m.get(ctx, owner, id)
 		if err != nil {
 			return nil, 0, err
@@ -748,6 +756,16 @@ func (m *Manager) updateFrom(ctx context.Context, id string, cur *store.Session,
 			// So that LeaseOwner tells whether this commit claimed it.
 			s.LeaseOwner, s.LeaseUntil = "", time.Time{}
 		}
+		var c store.UpdateOptions
+		if o != nil {
+			c = *o
+		}
+		o = &c
+		o.Committed = func(s *store.Session, events []store.Event) {
+			// Before the session's long-polls are woken: they answer
+			// from it.
+			m.recent.put(s, events, m.metrics(st))
+		}
 		err = m.st.UpdateSession(ctx, s, events, o)
 		if errors.Is(err, store.ErrConflict) {
 			continue
@@ -755,7 +773,7 @@ func (m *Manager) updateFrom(ctx context.Context, id string, cur *store.Session,
 		if err != nil {
 			return nil, nil, &storeError{err}
 		}
-		if h != nil && o != nil {
+		if h != nil {
 			h.released = o.Release
 			h.claimed = o.Claim != nil && s.LeaseOwner == o.Claim.Owner
 		}

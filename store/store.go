@@ -393,6 +393,19 @@ type UpdateOptions struct {
 	// retry counts once. A negative N is refused with ErrNegativeTokens,
 	// and nothing is written.
 	Tokens *TokenCount
+	// Committed, when set, is called once the update is committed
+	// (never for an update that fails), on the caller's goroutine before
+	// UpdateSession returns, with the session and the events as stored:
+	// what GetSession and Events would now return for the fields the
+	// update wrote (Version, EventCount, UpdatedAt, the lease and
+	// Attempts, each event's Index and Time, times at the store's
+	// precision; s and events are also left so when UpdateSession
+	// returns). A store that announces changes in process ([Subscribe])
+	// calls it before it notifies the session's subscribers. It must not
+	// call the store, and it must not keep s or events without copying
+	// them. It lets the process that commits answer the session's
+	// long-polls from what it wrote instead of reading it back.
+	Committed func(s *Session, events []Event)
 }
 
 // A TokenCount is tokens to add to an owner's count in the window of

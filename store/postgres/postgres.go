@@ -697,7 +697,35 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	if claimed {
 		sess.LeaseOwner, sess.LeaseUntil, sess.Attempts = o.Claim.Owner, fromTS(leaseUntil), attempts
 	}
+	if o.Committed != nil {
+		asStored(sess, events)
+		o.Committed(sess, events)
+	}
 	return nil
+}
+
+// asStored gives the times of s and events the precision (microseconds)
+// and location they are read back with, and the events' missing data the
+// null stored (see [store.UpdateOptions.Committed]).
+func asStored(s *store.Session, events []store.Event) {
+	for _, t := range []*time.Time{&s.CreatedAt, &s.StartedAt, &s.FinishedAt, &s.UpdatedAt, &s.WakeAt, &s.LeaseUntil} {
+		*t = storedTime(*t)
+	}
+	for i := range events {
+		e := &events[i]
+		e.Time = storedTime(e.Time)
+		if e.Data == nil {
+			e.Data = json.RawMessage("null")
+		}
+	}
+}
+
+// storedTime is t as a timestamptz keeps it.
+func storedTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.Truncate(time.Microsecond).UTC()
 }
 
 // whyNotUpdated tells why an update wrote nothing: the session does not

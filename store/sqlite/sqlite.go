@@ -336,6 +336,22 @@ func nanos(t time.Time) int64 {
 	return t.UnixNano()
 }
 
+// asStored gives the times of s and events the precision and location
+// they are read back with, and the events' missing data the null stored
+// (see [store.UpdateOptions.Committed]).
+func asStored(s *store.Session, events []store.Event) {
+	for _, t := range []*time.Time{&s.CreatedAt, &s.StartedAt, &s.FinishedAt, &s.UpdatedAt, &s.WakeAt, &s.LeaseUntil} {
+		*t = fromNanos(nanos(*t))
+	}
+	for i := range events {
+		e := &events[i]
+		e.Time = fromNanos(nanos(e.Time))
+		if e.Data == nil {
+			e.Data = json.RawMessage("null")
+		}
+	}
+}
+
 func fromNanos(n int64) time.Time {
 	if n == 0 {
 		return time.Time{}
@@ -683,6 +699,10 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	}
 	if claimed {
 		sess.LeaseOwner, sess.LeaseUntil, sess.Attempts = o.Claim.Owner, fromNanos(nanos(o.Claim.Now.Add(o.Claim.TTL))), attempts+1
+	}
+	if o.Committed != nil {
+		asStored(sess, events)
+		o.Committed(sess, events)
 	}
 	s.hub.Notify(sess.ID)
 	if (sess.Runnable || !sess.WakeAt.IsZero()) && !claimed {

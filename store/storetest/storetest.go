@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -51,6 +52,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Leases", testLeases},
 		{"ClaimWithUpdate", testClaimWithUpdate},
 		{"CreateClaimed", testCreateClaimed},
+		{"Committed", testCommitted},
 		{"Attempts", testAttempts},
 		{"NextWake", testNextWake},
 		{"Subscribe", testSubscribe},
@@ -749,6 +751,81 @@ func testClaimWithUpdate(t *testing.T, st store.Store) {
 
 // testCreateClaimed: a session created runnable with a lease owner is
 // created claimed by it; otherwise the lease given is ignored.
+// testCommitted: UpdateOptions.Committed sees each committed update as
+// GetSession and Events then return it, exactly, and is not called for
+// an update that fails.
+func testCommitted(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	var calls int
+	var gotS store.Session
+	var gotE []store.Event
+	committed := func(s *store.Session, events []store.Event) {
+		calls++
+		gotS, gotE = *s, slices.Clone(events)
+	}
+	s := mustCreate(t, st, newSession("c", "alice"), ev("E0", `{}`))
+	// Times with nanoseconds in another zone, an event without data and
+	// one with its own time: each is given back as stored.
+	zone := time.FixedZone("X", 5*3600+1800)
+	s.Status = "running"
+	s.StartedAt = time.Date(2026, 6, 1, 18, 0, 0, 123456789, zone)
+	s.WakeAt = time.Now().Add(time.Hour).In(zone)
+	s.Runnable = true
+	s.State = json.RawMessage(`{"step": 1}`)
+	events := []store.Event{{Type: "E1"}, {Type: "E2", Data: json.RawMessage(`{"a": [1, 2]}`), Time: time.Date(2026, 6, 1, 18, 0, 1, 987654321, zone)}}
+	now := time.Now()
+	opts := &store.UpdateOptions{Committed: committed, Claim: &store.ClaimParams{Owner: "w1", Now: now, TTL: time.Hour}}
+	if err := st.UpdateSession(ctx, s, events, opts); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Fatalf("Committed called %d times, want once", calls)
+	}
+	stored, err := st.GetSession(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(stored, &gotS); d != "" {
+		t.Errorf("Committed's session differs from the stored one (-stored +given):\n%s", d)
+	}
+	if d := cmp.Diff(stored, s); d != "" {
+		t.Errorf("the updated session differs from the stored one (-stored +given):\n%s", d)
+	}
+	if gotS.LeaseOwner != "w1" || gotS.EventCount != 3 {
+		t.Errorf("Committed's session has lease %q and %d events, want w1 and 3", gotS.LeaseOwner, gotS.EventCount)
+	}
+	storedEvents, err := st.Events(ctx, "c", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(storedEvents, gotE); d != "" {
+		t.Errorf("Committed's events differ from the stored ones (-stored +given):\n%s", d)
+	}
+
+	// An update that fails calls nothing.
+	stale := *s
+	stale.Version--
+	lost := *s
+	gone := *s
+	gone.ID = "nobody"
+	for name, tc := range map[string]struct {
+		s    *store.Session
+		opts *store.UpdateOptions
+		want error
+	}{
+		"conflict":   {&stale, &store.UpdateOptions{Committed: committed}, store.ErrConflict},
+		"lease lost": {&lost, &store.UpdateOptions{Committed: committed, Lease: "w2"}, store.ErrLeaseLost},
+		"not found":  {&gone, &store.UpdateOptions{Committed: committed}, store.ErrNotFound},
+	} {
+		if err := st.UpdateSession(ctx, tc.s, []store.Event{ev("E", `{}`)}, tc.opts); !errors.Is(err, tc.want) {
+			t.Errorf("%s: UpdateSession = %v, want %v", name, err, tc.want)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("Committed called %d times after failed updates, want still once", calls)
+	}
+}
+
 func testCreateClaimed(t *testing.T, st store.Store) {
 	ctx := t.Context()
 	now := time.Now()
