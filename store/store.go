@@ -147,8 +147,11 @@ type Store interface {
 	// are updated, and each event gets its Index (the next ones of the
 	// log, without gaps) and, when zero, its Time. Subscribers of the
 	// session are notified, and subscribers of [WorkTopic] too when the
-	// session is Runnable or has a WakeAt (and the update did not claim
-	// it, see [UpdateOptions.Claim]).
+	// session is Runnable or has a WakeAt and its lease is free or expired
+	// after the update: an update that claims it ([UpdateOptions.Claim])
+	// or that its lease holder makes and keeps the lease
+	// ([UpdateOptions.Lease] without Release) wakes no worker, since the
+	// holder runs it.
 	UpdateSession(ctx context.Context, s *Session, events []Event, opts *UpdateOptions) error
 
 	// Events returns the events of the session from index from, at most

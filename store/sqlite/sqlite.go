@@ -634,10 +634,11 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	var hooked bool
 	var claimed bool
 	var attempts int
+	var leaseOwner string
+	var leaseUntil int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var version int64
-		var leaseOwner, owner, status string
-		var leaseUntil int64
+		var owner, status string
 		err := tx.StmtContext(ctx, s.versionStmt).QueryRowContext(ctx, sess.ID).Scan(&version, &count, &leaseOwner, &leaseUntil, &owner, &status, &attempts)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
@@ -705,7 +706,10 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		o.Committed(sess, events)
 	}
 	s.hub.Notify(sess.ID)
-	if (sess.Runnable || !sess.WakeAt.IsZero()) && !claimed {
+	// Workers are woken when the lease is free (or expired) after the
+	// update: a claim, or a lease its holder keeps, is its holder's to run.
+	leaseFree := o.Release || !claimed && (leaseOwner == "" || leaseUntil <= now.UnixNano())
+	if (sess.Runnable || !sess.WakeAt.IsZero()) && leaseFree {
 		s.hub.Notify(store.WorkTopic)
 	}
 	return nil

@@ -1100,6 +1100,31 @@ func testSubscribe(t *testing.T, st store.Store) {
 	if !received(ch) {
 		t.Error("no session notification")
 	}
+	// A runnable session whose lease its holder keeps is the holder's to
+	// run: its updates wake no worker, until the holder lets it go.
+	now := time.Now()
+	if got, err := st.Claim(ctx, &store.ClaimParams{Owner: "w1", Now: now, TTL: time.Hour, Limit: 10}); err != nil || len(got) != 1 {
+		t.Fatalf("Claim = %v, %v", got, err)
+	}
+	barrier(false)
+	for len(work) > 0 {
+		<-work
+	}
+	s, _ = st.GetSession(ctx, "s")
+	if err := st.UpdateSession(ctx, s, []store.Event{ev("E", `{}`)}, &store.UpdateOptions{Lease: "w1"}); err != nil {
+		t.Fatal(err)
+	}
+	barrier(false)
+	if !empty(work) {
+		t.Error("work notification for a runnable session its lease holder keeps")
+	}
+	if err := st.UpdateSession(ctx, s, nil, &store.UpdateOptions{Lease: "w1", Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !received(work) {
+		t.Error("no work notification for a runnable session its holder released")
+	}
+	barrier(true)
 	// After cancel, nothing more arrives; cancel twice is fine.
 	cancel()
 	cancel()
