@@ -9,12 +9,15 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hrns-dev/hrns/api"
 	"github.com/hrns-dev/hrns/client"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
@@ -386,5 +389,67 @@ func TestNewOperations(t *testing.T) {
 	}
 	if err := h.Unshare(ctx); err != nil {
 		t.Error(err)
+	}
+}
+
+// recorder records the cursors of long-polls and the event ranges posts
+// say they appended.
+type recorder struct {
+	mu      sync.Mutex
+	polls   []int64    // from_index of each GET changes
+	appends [][2]int64 // Hrns-Events of each POST tool_results
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case req.Method == "GET" && strings.HasSuffix(req.URL.Path, "/changes"):
+		from, _ := strconv.ParseInt(req.URL.Query().Get("from_index"), 10, 64)
+		r.polls = append(r.polls, from)
+	case req.Method == "POST" && strings.HasSuffix(req.URL.Path, "/tool_results"):
+		from, to, ok := api.ParseEventRange(resp.Header.Get(api.HeaderEvents))
+		if !ok {
+			return nil, fmt.Errorf("POST tool_results answered %s: %q", api.HeaderEvents, resp.Header.Get(api.HeaderEvents))
+		}
+		r.appends = append(r.appends, [2]int64{from, to})
+	}
+	return resp, nil
+}
+
+// TestNoPollForOwnResults: after posting results, WaitForCompletion goes
+// on from the events the post appended (the server's Hrns-Events), so no
+// long-poll returns only its own results: one long-poll a turn.
+func TestNoPollForOwnResults(t *testing.T) {
+	url, _ := startServer(t, nil,
+		calls("call_1", "get_order_status", `{"order_id":"4242"}`),
+		calls("call_2", "get_order_status", `{"order_id":"4243"}`, "call_3", "get_order_status", `{"order_id":"4244"}`),
+		openaitest.Reply{Text: "done"},
+	)
+	status := loop.NewTool("get_order_status", "Look up the status of an order.", func(_ context.Context, in orderArgs) (string, error) {
+		return "shipped", nil
+	})
+	rec := &recorder{}
+	c := client.New(url, apiKey, &client.Options{HTTPClient: &http.Client{Transport: rec}})
+	res, err := c.RunSession(t.Context(), inline("Check orders."), status)
+	if err != nil || res.Status != session.StatusCompleted || res.Answer != "done" {
+		t.Fatalf("RunSession = %+v, %v", res, err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.appends) != 2 {
+		t.Fatalf("%d posts of results, want 2", len(rec.appends))
+	}
+	for _, a := range rec.appends {
+		if a[1] <= a[0] {
+			t.Errorf("a post of new results appended no events: %v", a)
+		}
+		if slices.Contains(rec.polls, a[0]) {
+			t.Errorf("a long-poll read from %d, where the client's own post began (%v); polls %v", a[0], a, rec.polls)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -230,13 +231,35 @@ func (h *Handle) Cancel(ctx context.Context) error {
 // are several). Posting a result twice is harmless; once the session has
 // finished the error matches [ErrConflict].
 func (h *Handle) PostToolResults(ctx context.Context, results ...ToolResult) error {
+	_, err := h.postToolResults(ctx, results)
+	return err
+}
+
+// postToolResults posts results and returns the response's headers.
+func (h *Handle) postToolResults(ctx context.Context, results []ToolResult) (http.Header, error) {
+	var body any = map[string]any{"type": "batch", "results": results}
 	switch len(results) {
 	case 0:
-		return nil
+		return nil, nil
 	case 1:
-		return h.post(ctx, "/tool_results", results[0])
+		body = results[0]
 	}
-	return h.post(ctx, "/tool_results", map[string]any{"type": "batch", "results": results})
+	_, header, err := h.c.call(ctx, "POST", "/api/v2/sessions/"+h.id+"/tool_results", nil, body, nil, true)
+	return header, err
+}
+
+// skipOwn is the cursor after posting results at cursor: past the events
+// the post appended when the server says which they are (an hrns
+// addition, [api.HeaderEvents]) and they start at cursor, so that the
+// next long-poll waits for what comes next instead of returning them.
+// Otherwise, or when the range is longer than n results can append, it
+// is cursor: the log is read on from there.
+func skipOwn(header http.Header, cursor int64, n int) int64 {
+	from, to, ok := api.ParseEventRange(header.Get(api.HeaderEvents))
+	if !ok || from != cursor || to-from > 4*int64(n)+8 {
+		return cursor
+	}
+	return to
 }
 
 // Approve approves or rejects a call of a server tool that waits for
@@ -372,7 +395,7 @@ func (h *Handle) WaitForCompletion(ctx context.Context, tools ...*loop.ToolDef) 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		err = h.PostToolResults(ctx, results...)
+		header, err := h.postToolResults(ctx, results)
 		switch {
 		case errors.Is(err, ErrConflict):
 			// The session finished meanwhile; the next poll says how.
@@ -381,6 +404,9 @@ func (h *Handle) WaitForCompletion(ctx context.Context, tools ...*loop.ToolDef) 
 			// or abandoned by force_answer): go on from the log.
 		case err != nil:
 			return nil, err
+		}
+		if err == nil {
+			cursor = skipOwn(header, cursor, len(results))
 		}
 		for _, r := range results {
 			posted[r.ToolReq.ID] = r

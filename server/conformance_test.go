@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/hrns-dev/hrns/api"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai/openaitest"
 	"github.com/hrns-dev/hrns/session"
@@ -157,8 +158,19 @@ func TestPauseDuringStepWithClientCalls(t *testing.T) {
 	close(release)
 	f := e.follow(keyAlice, id)
 	f.status(session.StatusPaused)
-	e.expect(e.do("POST", base+"/tool_results", keyAlice, `{"kind":"tool_result","tool_req":{"tool_name":"get_order_status","args":{"order_id":"4242"},"id":"call_1"},"result":"shipped"}`), http.StatusAccepted)
+	before := int64(len(f.events))
+	result := `{"kind":"tool_result","tool_req":{"tool_name":"get_order_status","args":{"order_id":"4242"},"id":"call_1"},"result":"shipped"}`
+	r := e.expect(e.do("POST", base+"/tool_results", keyAlice, result), http.StatusAccepted)
 	f.until(func(c *changes) bool { return kinds(c.NewEvents)[0] == "AgentEvent/tool_result" })
+	// Hrns-Events (an hrns addition) says which events the post appended:
+	// here, while paused, the result's alone; posted again, none.
+	if got, want := r.header.Get(api.HeaderEvents), api.FormatEventRange(before, before+1); got != want || int64(len(f.events)) != before+1 {
+		t.Errorf("%s = %q, want %q (%d events before, %d after)", api.HeaderEvents, got, want, before, len(f.events))
+	}
+	r = e.expect(e.do("POST", base+"/tool_results", keyAlice, result), http.StatusAccepted)
+	if got, want := r.header.Get(api.HeaderEvents), api.FormatEventRange(before+1, before+1); got != want {
+		t.Errorf("posted again: %s = %q, want %q", api.HeaderEvents, got, want)
+	}
 	var st session.StatusView
 	e.expect(e.do("GET", base+"/status", keyAlice, nil), http.StatusOK).json(&st)
 	if st.Status != session.StatusPaused {

@@ -114,7 +114,7 @@ func (g *guard) corsAllowed(origin string) bool {
 const (
 	corsMethods       = "GET, POST, PUT, PATCH, DELETE"
 	corsHeaders       = "Authorization, Content-Type, Idempotency-Key, Last-Event-ID"
-	corsExposeHeaders = "ETag, Location, Idempotent-Replayed, Retry-After, WWW-Authenticate, Hrns-Lease, Hrns-Not-Honoured, Hrns-Quota"
+	corsExposeHeaders = "ETag, Location, Idempotent-Replayed, Retry-After, WWW-Authenticate, Hrns-Lease, Hrns-Not-Honoured, Hrns-Quota, Hrns-Events"
 )
 
 // check applies the Host and Origin rules to r. It answers the request

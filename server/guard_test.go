@@ -292,7 +292,7 @@ func TestCORS(t *testing.T) {
 		t.Errorf("preflight: %d %v %s", status, h, body)
 	}
 	status, h, body = e.send(t, "POST", "/api/v2/sessions", "", map[string]string{"Origin": app, "Authorization": "Bearer sk-k", "Content-Type": "application/json"}, createBody)
-	if status != http.StatusCreated || h.Get("Access-Control-Allow-Origin") != app || !strings.Contains(h.Get("Access-Control-Expose-Headers"), "Location") {
+	if status != http.StatusCreated || h.Get("Access-Control-Allow-Origin") != app || !strings.Contains(h.Get("Access-Control-Expose-Headers"), "Location") || !strings.Contains(h.Get("Access-Control-Expose-Headers"), "Hrns-Events") {
 		t.Errorf("request: %d %v %s", status, h, body)
 	}
 	// Error answers carry the header too, so the page can read them.

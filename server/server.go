@@ -837,9 +837,13 @@ func (s *Server) toolResults(w http.ResponseWriter, r *http.Request, owner strin
 	if len(fields) > 0 {
 		return &session.ValidationError{Fields: fields}
 	}
-	if err := s.m.PostToolResults(r.Context(), owner, r.PathValue("id"), results); err != nil {
+	appended, err := s.m.PostToolResultsRange(r.Context(), owner, r.PathValue("id"), results)
+	if err != nil {
 		return err
 	}
+	// An hrns addition: the events the results appended to the log (see
+	// docs/sessions-api.md), so that a caller can go on from there.
+	w.Header().Set(api.HeaderEvents, api.FormatEventRange(appended.From, appended.To))
 	w.WriteHeader(http.StatusAccepted)
 	return nil
 }

@@ -793,18 +793,34 @@ func (m *Manager) updateFrom(ctx context.Context, id string, cur *store.Session,
 // this process last committed it (see sessionCache), and when the change
 // makes the session runnable, its commit claims the session for this
 // process, which runs it at once (see reserveClaim).
-func (m *Manager) input(ctx context.Context, id string, fn func(s *store.Session, st *state) ([]store.Event, error)) error {
+// It returns the events the input appended.
+func (m *Manager) input(ctx context.Context, id string, fn func(s *store.Session, st *state) ([]store.Event, error)) (EventRange, error) {
 	opts := m.reserveClaim()
 	h := &hold{}
 	var s *store.Session
 	defer func() { m.runClaimed(opts, s, h) }() // even after a panic: the reservation ends
-	s, _, err := m.updateFrom(ctx, id, m.committed.get(id), opts, h, fn)
-	return err
+	var n int                                   // the events of the last call of fn: those committed
+	s, _, err := m.updateFrom(ctx, id, m.committed.get(id), opts, h, func(s *store.Session, st *state) ([]store.Event, error) {
+		events, err := fn(s, st)
+		n = len(events)
+		return events, err
+	})
+	if err != nil {
+		return EventRange{}, err
+	}
+	return EventRange{From: s.EventCount - int64(n), To: s.EventCount}, nil
+}
+
+// An EventRange is the events a caller's input appended to the session's
+// log: the indexes from From to To-1, none when From == To (the input
+// changed nothing, as a result posted again does).
+type EventRange struct {
+	From, To int64
 }
 
 // mutate is input that must be the owner's, to a session not finished.
-func (m *Manager) mutate(ctx context.Context, owner, id string, fn func(s *store.Session, st *state) ([]store.Event, error)) error {
-	err := m.input(ctx, id, func(s *store.Session, st *state) ([]store.Event, error) {
+func (m *Manager) mutate(ctx context.Context, owner, id string, fn func(s *store.Session, st *state) ([]store.Event, error)) (EventRange, error) {
+	r, err := m.input(ctx, id, func(s *store.Session, st *state) ([]store.Event, error) {
 		if s.Owner != owner {
 			return nil, ErrNotFound
 		}
@@ -814,9 +830,9 @@ func (m *Manager) mutate(ctx context.Context, owner, id string, fn func(s *store
 		return fn(s, st)
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return ErrNotFound
+		return EventRange{}, ErrNotFound
 	}
-	return err
+	return r, err
 }
 
 // PostToolResults records results of pending client-side calls. A result
@@ -827,6 +843,15 @@ func (m *Manager) mutate(ctx context.Context, owner, id string, fn func(s *store
 // *[ValidationError] for a result whose call the session does not have
 // or that waits for approval instead; then nothing is recorded.
 func (m *Manager) PostToolResults(ctx context.Context, owner, id string, results []ToolResult) error {
+	_, err := m.PostToolResultsRange(ctx, owner, id, results)
+	return err
+}
+
+// PostToolResultsRange is [Manager.PostToolResults] that also returns the
+// events the results appended to the session's log: a caller that saw
+// the log up to From (nothing else came in between) can go on from To
+// without reading its own results back.
+func (m *Manager) PostToolResultsRange(ctx context.Context, owner, id string, results []ToolResult) (EventRange, error) {
 	return m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
 		var events []store.Event
 		var v validation
@@ -956,7 +981,7 @@ func orNull(r json.RawMessage) json.RawMessage {
 //
 // Errors: as [Manager.PostToolResults].
 func (m *Manager) Decide(ctx context.Context, owner, id string, decisions []Decision) error {
-	return m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
+	_, err := m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
 		var events []store.Event
 		var v validation
 		changed := false
@@ -997,6 +1022,7 @@ func (m *Manager) Decide(ctx context.Context, owner, id string, decisions []Deci
 		}
 		return append(events, st.settle()...), nil
 	})
+	return err
 }
 
 // SendMessages gives the agent user messages: a running agent reads them
@@ -1019,7 +1045,7 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 	for i := range msgs {
 		callers[i] = normalizeMessage(msgs[i]).CallerID
 	}
-	err := m.input(ctx, id, func(s *store.Session, st *state) ([]store.Event, error) {
+	_, err := m.input(ctx, id, func(s *store.Session, st *state) ([]store.Event, error) {
 		if s.Owner != owner {
 			return nil, ErrNotFound
 		}
@@ -1038,34 +1064,37 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 // and a waiting session does not run again until it is resumed. Pausing a
 // paused session does nothing.
 func (m *Manager) Pause(ctx context.Context, owner, id string) error {
-	return m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
+	_, err := m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
 		if st.Paused || st.PauseRequested {
 			return nil, errNoChange
 		}
 		return pause(st), nil
 	})
+	return err
 }
 
 // Resume undoes [Manager.Pause].
 func (m *Manager) Resume(ctx context.Context, owner, id string) error {
-	return m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
+	_, err := m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
 		if !st.Paused && !st.PauseRequested {
 			return nil, errNoChange
 		}
 		return unpause(st), nil
 	})
+	return err
 }
 
 // ForceAnswer asks the agent for its final answer at its next step, without
 // tools. Calls it waits for are answered with an error saying so. An idle
 // session, which has answered, is left as it is.
 func (m *Manager) ForceAnswer(ctx context.Context, owner, id string) error {
-	return m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
+	_, err := m.mutate(ctx, owner, id, func(s *store.Session, st *state) ([]store.Event, error) {
 		if st.Final != finalNone || st.Phase == phaseIdle {
 			return nil, errNoChange
 		}
 		return forceAnswer(st), nil
 	})
+	return err
 }
 
 // Cancel ends the session as interrupted, stopping a running agent at
