@@ -94,7 +94,7 @@ type Store struct {
 	hub  wake.Hub
 	// prepared statements of the hot paths
 	getStmt, eventsStmt     *sql.Stmt // on the readers
-	versionStmt, updateStmt *sql.Stmt // on the writer
+	versionStmt, updateStmt, updateSameAgentStmt *sql.Stmt // on the writer
 	insertEventStmt         *sql.Stmt
 	// the transcript: messagesStmt on the readers, the others on the writer
 	messagesStmt, messageCountStmt, trimMessagesStmt, insertMessageStmt *sql.Stmt
@@ -191,8 +191,9 @@ func (s *Store) prepare(ctx context.Context) error {
 	}{
 		{s.r, &s.getStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE id = ?`},
 		{s.r, &s.eventsStmt, `SELECT idx, type, data, time FROM events WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ? + 0`},
-		{s.w, &s.versionStmt, `SELECT version, event_count, lease_owner, lease_until, owner, status, attempts FROM sessions WHERE id = ?`},
+		{s.w, &s.versionStmt, `SELECT version, event_count, lease_owner, lease_until, owner, status, attempts, agent FROM sessions WHERE id = ?`},
 		{s.w, &s.updateStmt, updateSQL},
+		{s.w, &s.updateSameAgentStmt, updateSameAgentSQL},
 		{s.w, &s.insertEventStmt, `INSERT INTO events (session_id, idx, type, data, time) VALUES (?,?,?,?,?)`},
 		{s.r, &s.messagesStmt, `SELECT data FROM session_messages WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ? + 0`},
 		{s.w, &s.messageCountStmt, `SELECT coalesce(max(idx) + 1, 0) FROM session_messages WHERE session_id = ?`},
@@ -215,13 +216,23 @@ func (s *Store) prepare(ctx context.Context) error {
 	return nil
 }
 
-const updateSQL = `UPDATE sessions SET status = ?, agent = ?, first_message = ?, state = ?, answer = ?,
-	error = ?, error_code = ?, runnable = ?, wake_at = ?, version = ?, event_count = ?,
-	started_at = ?, finished_at = ?, updated_at = ?,
-	lease_owner = CASE WHEN ? THEN '' ELSE lease_owner END,
-	lease_until = CASE WHEN ? THEN 0 ELSE lease_until END,
-	attempts = CASE WHEN ? THEN 0 ELSE attempts END
-	WHERE id = ?`
+// updateSQL writes a session's mutable fields. SQLite rewrites the
+// entries of every index on a column the statement sets, changed or not:
+// updateSameAgentSQL, used when the agent is the stored one (always, in
+// practice), leaves the agent out so that sessions_by_owner_agent is not
+// written at each step.
+const (
+	updateSQL = `UPDATE sessions SET status = ?1, agent = ?2, first_message = ?3, state = ?4, answer = ?5,
+	error = ?6, error_code = ?7, runnable = ?8, wake_at = ?9, version = ?10, event_count = ?11,
+	started_at = ?12, finished_at = ?13, updated_at = ?14,
+	lease_owner = CASE WHEN ?15 THEN '' ELSE lease_owner END,
+	lease_until = CASE WHEN ?16 THEN 0 ELSE lease_until END,
+	attempts = CASE WHEN ?17 THEN 0 ELSE attempts END
+	WHERE id = ?18`
+	sameAgent = "agent = ?2, "
+)
+
+var updateSameAgentSQL = strings.Replace(updateSQL, sameAgent, "", 1)
 
 func (s *Store) migrate(ctx context.Context) error {
 	var version int
@@ -267,7 +278,7 @@ func (s *Store) migrate(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
-		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.versionStmt, s.updateStmt, s.insertEventStmt,
+		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.versionStmt, s.updateStmt, s.updateSameAgentStmt, s.insertEventStmt,
 			s.messagesStmt, s.messageCountStmt, s.trimMessagesStmt, s.insertMessageStmt,
 			s.claimStmt, s.takeStmt, s.renewStmt, s.releaseStmt, s.addTokensStmt, s.nextWakeStmt, s.hooksStmt, s.insertSessionStmt, s.byKeyStmt} {
 			if st != nil {
@@ -638,8 +649,8 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	var leaseUntil int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var version int64
-		var owner, status string
-		err := tx.StmtContext(ctx, s.versionStmt).QueryRowContext(ctx, sess.ID).Scan(&version, &count, &leaseOwner, &leaseUntil, &owner, &status, &attempts)
+		var owner, status, agent string
+		err := tx.StmtContext(ctx, s.versionStmt).QueryRowContext(ctx, sess.ID).Scan(&version, &count, &leaseOwner, &leaseUntil, &owner, &status, &attempts, &agent)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -652,7 +663,11 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		if version != sess.Version {
 			return store.ErrConflict
 		}
-		_, err = tx.StmtContext(ctx, s.updateStmt).ExecContext(ctx,
+		update := s.updateStmt
+		if agent == sess.Agent {
+			update = s.updateSameAgentStmt
+		}
+		_, err = tx.StmtContext(ctx, update).ExecContext(ctx,
 			sess.Status, sess.Agent, sess.FirstMessage, blob(sess.State), blob(sess.Answer),
 			sess.Error, sess.ErrorCode, boolInt(sess.Runnable), nanos(sess.WakeAt), version+1, count+int64(len(events)),
 			nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now), o.Release, o.Release, o.Release || o.ResetAttempts, sess.ID)

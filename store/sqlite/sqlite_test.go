@@ -2,6 +2,8 @@ package sqlite_test
 
 import (
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,6 +152,109 @@ func TestListFiltersUseIndexes(t *testing.T) {
 		t.Logf("%s: %s", where, joined)
 		if strings.Contains(joined, "SCAN sessions") && !strings.Contains(joined, "USING INDEX") {
 			t.Errorf("%s: plan scans the table: %s", where, joined)
+		}
+	}
+}
+
+// TestMigrateRowidLogs upgrades a store of migration 9, whose events and
+// messages were WITHOUT ROWID tables, and checks that every row is kept,
+// that the logs go on from where they were, and that an index still
+// refuses a second row at one index.
+func TestMigrateRowidLogs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hrns.db")
+	db, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(ON)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 9; i++ {
+		files, _ := filepath.Glob(fmt.Sprintf("migrations/%03d_*.sql", i))
+		if len(files) != 1 {
+			t.Fatalf("migration %d: %v", i, files)
+		}
+		body, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(string(body)); err != nil {
+			t.Fatalf("%s: %v", files[0], err)
+		}
+	}
+	long := strings.Repeat("x", 3000) // longer than a WITHOUT ROWID row keeps on its page
+	for _, q := range []string{`PRAGMA user_version = 9`,
+		`INSERT INTO sessions (id, owner, status, version, event_count, created_at, updated_at) VALUES ('s', 'o', 'running', 3, 3, 1, 1)`,
+		`INSERT INTO events VALUES ('s', 0, 'A', X'7B7D', 1), ('s', 1, 'B', CAST('"` + long + `"' AS BLOB), 2), ('s', 2, 'C', CAST('null' AS BLOB), 3)`,
+		`INSERT INTO session_messages VALUES ('s', 0, CAST('{"role":"system"}' AS BLOB)), ('s', 1, CAST('"` + long + `"' AS BLOB))`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	st, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	events, err := st.Events(ctx, "s", 0, 0)
+	if err != nil || len(events) != 3 || events[1].Type != "B" || string(events[1].Data) != `"`+long+`"` || events[2].Time != time.Unix(0, 3).UTC() {
+		t.Fatalf("events after the upgrade = %d, %v", len(events), err)
+	}
+	msgs, err := st.Messages(ctx, "s", 0, 0)
+	if err != nil || len(msgs) != 2 || string(msgs[1]) != `"`+long+`"` {
+		t.Fatalf("messages after the upgrade = %d, %v", len(msgs), err)
+	}
+	s, err := st.GetSession(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &store.Transcript{From: 2, Messages: []json.RawMessage{json.RawMessage(`"more"`)}}
+	if err := st.UpdateSession(ctx, s, []store.Event{{Type: "D", Data: json.RawMessage(`{}`)}}, &store.UpdateOptions{Transcript: tr}); err != nil {
+		t.Fatal(err)
+	}
+	if events, _ := st.Events(ctx, "s", 3, 0); len(events) != 1 || events[0].Index != 3 || events[0].Type != "D" {
+		t.Errorf("the event appended after the upgrade: %+v", events)
+	}
+	if msgs, _ := st.Messages(ctx, "s", 2, 0); len(msgs) != 1 || string(msgs[0]) != `"more"` {
+		t.Errorf("the message appended after the upgrade: %s", msgs)
+	}
+	st.Close()
+
+	db, err = sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{`INSERT INTO events VALUES ('s', 1, 'X', X'7B7D', 1)`, `INSERT INTO session_messages VALUES ('s', 1, X'7B7D')`} {
+		if _, err := db.Exec(q); err == nil {
+			t.Errorf("%s: a second row at one index was accepted", q)
+		}
+	}
+}
+
+// TestStepTablesKeepRowsInTheTable: the tables a step's commit writes
+// keep their rows in a rowid table. A WITHOUT ROWID table keeps at most
+// about a kilobyte of a row on its page, the rest in overflow pages, and
+// orders whole rows by their key; for events, messages and sessions that
+// meant several pages written per commit.
+func TestStepTablesKeepRowsInTheTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hrns.db")
+	st, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, table := range []string{"sessions", "events", "session_messages", "webhook_deliveries"} {
+		var ddl string
+		if err := db.QueryRow(`SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?`, table).Scan(&ddl); err != nil {
+			t.Fatalf("table %s: %v", table, err)
+		}
+		if strings.Contains(strings.ToUpper(ddl), "WITHOUT ROWID") {
+			t.Errorf("table %s is WITHOUT ROWID:\n%s", table, ddl)
 		}
 	}
 }

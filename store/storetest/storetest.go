@@ -768,6 +768,7 @@ func testCommitted(t *testing.T, st store.Store) {
 	// one with its own time: each is given back as stored.
 	zone := time.FixedZone("X", 5*3600+1800)
 	s.Status = "running"
+	s.Agent = "billing-agent" // written too, though no session's agent changes in practice
 	s.StartedAt = time.Date(2026, 6, 1, 18, 0, 0, 123456789, zone)
 	s.WakeAt = time.Now().Add(time.Hour).In(zone)
 	s.Runnable = true
