@@ -93,9 +93,9 @@ type Store struct {
 	lock interface{ Close() error }
 	hub  wake.Hub
 	// prepared statements of the hot paths
-	getStmt, eventsStmt     *sql.Stmt // on the readers
+	getStmt, eventsStmt                          *sql.Stmt // on the readers
 	versionStmt, updateStmt, updateSameAgentStmt *sql.Stmt // on the writer
-	insertEventStmt         *sql.Stmt
+	insertEventStmt                              *sql.Stmt
 	// the transcript: messagesStmt on the readers, the others on the writer
 	messagesStmt, messageCountStmt, trimMessagesStmt, insertMessageStmt *sql.Stmt
 	// the dispatcher's and the leases': nextWakeStmt on the readers
