@@ -437,22 +437,22 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 		if key == "" && baseURL == "" {
 			return nil, "", usagef("no Anthropic API key: set ANTHROPIC_API_KEY (or api_key_env in the config)")
 		}
-		return &anthropic.Client{BaseURL: baseURL, APIKey: key, Model: model, Headers: headers}, model, nil
+		return &anthropic.Client{BaseURL: baseURL, APIKey: key, Model: model, Headers: headers, HTTPClient: providerHTTP()}, model, nil
 	case "gemini":
 		if key == "" && baseURL == "" {
 			return nil, "", usagef("no Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY, or api_key_env in the config)")
 		}
-		return &gemini.Client{BaseURL: baseURL, APIKey: key, Model: model, Headers: headers}, model, nil
+		return &gemini.Client{BaseURL: baseURL, APIKey: key, Model: model, Headers: headers, HTTPClient: providerHTTP()}, model, nil
 	case "openai-responses":
 		if key == "" && baseURL == "" {
 			return nil, "", usagef("no OpenAI API key: set OPENAI_API_KEY, or point --base-url (or OPENAI_BASE_URL) at a server that speaks the Responses API")
 		}
-		return &responses.Client{BaseURL: baseURL, APIKey: key, Model: model, Headers: headers}, model, nil
+		return &responses.Client{BaseURL: baseURL, APIKey: key, Model: model, Headers: headers, HTTPClient: providerHTTP()}, model, nil
 	default:
 		if key == "" && baseURL == "" {
 			return nil, "", usagef("no OpenAI API key: set OPENAI_API_KEY, or point --base-url (or OPENAI_BASE_URL) at an OpenAI-compatible server such as Ollama (http://localhost:11434/v1)")
 		}
-		return &openai.Client{BaseURL: baseURL, APIKey: key, Model: model, Headers: headers}, model, nil
+		return &openai.Client{BaseURL: baseURL, APIKey: key, Model: model, Headers: headers, HTTPClient: providerHTTP()}, model, nil
 	}
 }
 

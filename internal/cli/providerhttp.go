@@ -1,0 +1,26 @@
+package cli
+
+import (
+	"net/http"
+	"sync"
+)
+
+// providerIdleConns is how many idle connections to one provider host the
+// model clients keep: at least as many as hrns serve runs workers
+// (session.Options.Workers defaults to 64), with room for the subagents'.
+const providerIdleConns = 128
+
+// providerHTTP is the HTTP client of the model providers. net/http's
+// default transport keeps two idle connections per host, so hrns serve,
+// with many sessions streaming from one provider at once, closed the
+// others after each model turn and dialled again at the next: a TCP (and,
+// to a provider on the internet, a TLS) handshake per turn. This one is
+// the default transport (proxies from the environment, HTTP/2 where the
+// provider speaks it, the same timeouts) keeping one idle connection per
+// worker. Built at first use, not at start-up.
+var providerHTTP = sync.OnceValue(func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = providerIdleConns
+	t.MaxIdleConns = 2 * providerIdleConns
+	return &http.Client{Transport: t}
+})
