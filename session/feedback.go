@@ -34,7 +34,7 @@ func (m *Manager) feedback(ctx context.Context, owner, id string, index int64, f
 		if s.Owner != owner {
 			return nil, ErrNotFound
 		}
-		if st.Spec == nil {
+		if st.Spec.spec == nil {
 			return nil, fmt.Errorf("%w: its state is lost", ErrFinished)
 		}
 		if index < 0 {
@@ -65,7 +65,7 @@ func (m *Manager) Share(ctx context.Context, owner, id string) (string, error) {
 		if s.Owner != owner {
 			return nil, ErrNotFound
 		}
-		if st.Spec == nil {
+		if st.Spec.spec == nil {
 			return nil, fmt.Errorf("%w: its state is lost", ErrFinished)
 		}
 		if st.ShareSecret != "" {

@@ -138,7 +138,7 @@ func begin(s *store.Session, st *state, now time.Time) []store.Event {
 	}
 	events := []store.Event{event(EventAgentStarted, struct{}{})}
 	if len(st.Inbox) == 0 {
-		return append(events, st.toIdle(idleUntil(st.Spec, now))...)
+		return append(events, st.toIdle(idleUntil(st.Spec.spec, now))...)
 	}
 	return append(events, st.toRun()...)
 }

@@ -25,7 +25,7 @@ type machineState struct {
 }
 
 func (ms machineState) build() (*store.Session, *state) {
-	st := &state{Spec: &spec{}, Phase: ms.Phase, Paused: ms.Paused, PauseRequested: ms.PauseRequested,
+	st := &state{Spec: agentSpec{spec: &spec{}}, Phase: ms.Phase, Paused: ms.Paused, PauseRequested: ms.PauseRequested,
 		RunningUnannounced: ms.RunningUnannounced, Final: ms.Final}
 	s := &store.Session{ID: "s1", Status: string(ms.Status), ErrorCode: ms.Code}
 	if ms.Phase != phaseDone {

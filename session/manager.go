@@ -288,7 +288,7 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 	if err != nil {
 		return nil, false, err
 	}
-	st := &state{Spec: sp, Phase: phaseNew}
+	st := &state{Spec: agentSpec{spec: sp}, Phase: phaseNew}
 	if sp.System != "" {
 		st.Checkpoint.Messages = encodeTranscript([]llm.Message{llm.SystemMessage(sp.System)})
 	}
@@ -1049,7 +1049,7 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 		if s.Owner != owner {
 			return nil, ErrNotFound
 		}
-		if st.Phase == phaseDone && st.Spec == nil {
+		if st.Phase == phaseDone && st.Spec.spec == nil {
 			return nil, fmt.Errorf("%w: it is %s and its state is lost", ErrFinished, s.Status)
 		}
 		return receive(s, st, converted, callers, time.Now()), nil

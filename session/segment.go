@@ -86,7 +86,7 @@ type pendingStep struct {
 
 // runSegment runs the loop from the session's checkpoint.
 func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h *hold) (retErr error) {
-	sp := st.Spec
+	sp := st.Spec.spec
 	if !st.Deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadlineCause(ctx, st.Deadline.Add(m.opts.TimeoutGrace), errHardDeadline)

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,7 +30,7 @@ const (
 // store.Session.State. Every change to it is committed together with the
 // events that report it.
 type state struct {
-	Spec  *spec `json:"spec"`
+	Spec  agentSpec `json:"spec"`
 	Phase phase `json:"phase"`
 	// Checkpoint is where a run continues from.
 	Checkpoint checkpoint `json:"checkpoint"`
@@ -189,12 +190,67 @@ type inboxMessage struct {
 	Message llm.Message `json:"message"`
 }
 
+// agentSpec is the agent spec of a state. A session's spec does not change
+// once it is created, and it is most of the state's bytes: it is decoded
+// once per distinct encoding (see specCache) and written back as it was
+// read, instead of being decoded and encoded again at each of the
+// session's changes. The *spec may be shared: it is never modified.
+type agentSpec struct {
+	*spec
+	raw json.RawMessage // the encoding read; nil for a spec not read
+}
+
+// MarshalJSON implements [json.Marshaler].
+func (a agentSpec) MarshalJSON() ([]byte, error) {
+	if a.raw != nil {
+		return a.raw, nil
+	}
+	return json.Marshal(a.spec)
+}
+
+// UnmarshalJSON implements [json.Unmarshaler].
+func (a *agentSpec) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*a = agentSpec{}
+		return nil
+	}
+	d, err := specs.decode(b)
+	if err != nil {
+		return err
+	}
+	*a = d
+	return nil
+}
+
+// specCacheBytes bounds the encoded specs kept decoded.
+const specCacheBytes = 4 << 20
+
+// specs keeps specs decoded, by their encoding: a pure memo of
+// json.Unmarshal, shared by the managers of the process.
+var specs = &specCache{newLRU[agentSpec](specCacheBytes)}
+
+type specCache struct {
+	lru[agentSpec]
+}
+
+func (c *specCache) decode(b []byte) (agentSpec, error) {
+	if a, _, ok := c.get(string(b)); ok {
+		return a, nil
+	}
+	a := agentSpec{spec: &spec{}, raw: bytes.Clone(b)}
+	if err := json.Unmarshal(b, a.spec); err != nil {
+		return agentSpec{}, err
+	}
+	c.put(string(b), a, int64(2*len(b))+512)
+	return a, nil
+}
+
 func decodeState(s *store.Session) (*state, error) {
 	st := &state{}
 	if err := json.Unmarshal(s.State, st); err != nil {
 		return nil, fmt.Errorf("session %s: corrupt state: %w", s.ID, err)
 	}
-	if st.Spec == nil {
+	if st.Spec.spec == nil {
 		return nil, fmt.Errorf("session %s: state has no agent", s.ID)
 	}
 	return st, nil

@@ -15,7 +15,7 @@ import (
 // usage, and for one that does not decode.
 func TestUsageStateAsViewState(t *testing.T) {
 	full := &state{
-		Spec:  &spec{Agent: "a", Model: "m", System: "be brief"},
+		Spec:  agentSpec{spec: &spec{Agent: "a", Model: "m", System: "be brief"}},
 		Phase: phaseWait,
 		Steps: 7,
 		Usage: map[string]llm.Usage{
@@ -29,7 +29,7 @@ func TestUsageStateAsViewState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	empty, _ := json.Marshal(&state{Spec: &spec{Agent: "a"}})
+	empty, _ := json.Marshal(&state{Spec: agentSpec{spec: &spec{Agent: "a"}}})
 	m := &Manager{}
 	for name, raw := range map[string][]byte{"with usage": b, "without": empty, "corrupt": []byte(`{"steps":"x"`), "no state": nil} {
 		s := &store.Session{ID: "s", State: raw}
