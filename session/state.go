@@ -31,7 +31,7 @@ const (
 // events that report it.
 type state struct {
 	Spec  agentSpec `json:"spec"`
-	Phase phase `json:"phase"`
+	Phase phase     `json:"phase"`
 	// Checkpoint is where a run continues from.
 	Checkpoint checkpoint `json:"checkpoint"`
 	// Inbox holds user messages not yet delivered to the model.
