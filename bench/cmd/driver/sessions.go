@@ -32,7 +32,8 @@ import (
 //  2. roundtrip: sessions one at a time, each tool result posted by hand:
 //     post → the next model request at the mock;
 //  3. wakeup: a long-poll held on a paused session, then a message posted:
-//     post → the long-poll's return;
+//     post → the long-poll's return (a new paused session every ten
+//     samples, so that no session's inbox grows long);
 //  4. the idle process: VmRSS (/proc/PID/status), the live heap after a
 //     collection and the goroutines (from the probe);
 //  5. park: sessions created 8 at a time until the first count of
