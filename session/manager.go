@@ -544,22 +544,31 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 		if c, count, ok := m.recent.changes(owner, id, p); ok {
 			return c, count, nil
 		}
-		s, err := m.get(ctx, owner, id)
+		// The count first: most long-polls find nothing new and wait,
+		// and it reads none of the session's documents.
+		sOwner, count, err := m.st.EventCount(ctx, id)
+		if errors.Is(err, store.ErrNotFound) || err == nil && sOwner != owner {
+			return nil, 0, ErrNotFound
+		}
 		if err != nil {
 			return nil, 0, err
 		}
-		if s.EventCount > max(p.From, 0) {
-			return m.changes(ctx, s, p)
+		if count > max(p.From, 0) {
+			s, err := m.get(ctx, owner, id)
+			if err != nil {
+				return nil, 0, err
+			}
+			return m.changes(ctx, s, p) // the log only grows: s has them
 		}
 		if timeout == nil {
-			return nil, s.EventCount, nil
+			return nil, count, nil
 		}
 		select {
 		case <-notify:
 		case <-timeout:
-			return nil, s.EventCount, nil
+			return nil, count, nil
 		case <-ctx.Done():
-			return nil, s.EventCount, ctx.Err()
+			return nil, count, ctx.Err()
 		}
 	}
 }

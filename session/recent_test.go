@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -18,12 +20,17 @@ import (
 // readCounter counts the reads a long-poll makes.
 type readCounter struct {
 	store.Store
-	sessions, events atomic.Int64
+	sessions, events, counts atomic.Int64
 }
 
 func (r *readCounter) GetSession(ctx context.Context, id string) (*store.Session, error) {
 	r.sessions.Add(1)
 	return r.Store.GetSession(ctx, id)
+}
+
+func (r *readCounter) EventCount(ctx context.Context, id string) (string, int64, error) {
+	r.counts.Add(1)
+	return r.Store.EventCount(ctx, id)
 }
 
 func (r *readCounter) Events(ctx context.Context, id string, from int64, limit int) ([]store.Event, error) {
@@ -67,12 +74,12 @@ func TestChangesFromTheCommit(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s, e := st.sessions.Load(), st.events.Load()
+				s, e, n := st.sessions.Load(), st.events.Load(), st.counts.Load()
 				got, gotCount, err := m.Changes(ctx, owner, v.ID, &p)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if st.sessions.Load() == s && st.events.Load() == e {
+				if st.sessions.Load() == s && st.events.Load() == e && st.counts.Load() == n {
 					unread++
 				}
 				if d := cmp.Diff(want, got); d != "" || wantCount != gotCount {
@@ -105,5 +112,55 @@ func TestChangesFromTheCommit(t *testing.T) {
 	f.status(session.StatusCompleted)
 	if n := compare("completed"); n == 0 {
 		t.Error("completed: every long-poll read the store")
+	}
+}
+
+// TestLongPollWaitsOnTheCount: a long-poll with nothing new reads the
+// session's event count, not the session, before it waits, and the
+// commit that wakes it answers it.
+func TestLongPollWaitsOnTheCount(t *testing.T) {
+	model := llmtest.NewModel(llmtest.Calls(llm.ToolCall{ID: "call_1", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"4242"}`)}))
+	st := &readCounter{Store: openStore(t)}
+	m := startManager(t, st, model, nil)
+	v := create(t, m, `{"agent":{"name":"support-agent","tools":[{"name":"get_order_status","description":"Look up an order.","input_schema":{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}}]},"messages":"Check order 4242."}`)
+	f := &follower{t: t, m: m, id: v.ID}
+	f.status(session.StatusAwaitingToolResults)
+	ctx := t.Context()
+	if err := m.Pause(ctx, owner, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.status(session.StatusPaused)
+	from := int64(len(f.events))
+
+	sessions, events, counts := st.sessions.Load(), st.events.Load(), st.counts.Load()
+	type answer struct {
+		c   *session.Changes
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		c, _, err := m.Changes(ctx, owner, v.ID, &session.ChangesParams{From: from, Wait: 20 * time.Second})
+		done <- answer{c, err}
+	}()
+	for st.counts.Load() == counts { // until the long-poll has looked, and waits
+		select {
+		case a := <-done:
+			t.Fatalf("the long-poll returned before anything came: %+v, %v", a.c, a.err)
+		default:
+			runtime.Gosched()
+		}
+	}
+	if err := m.SendMessages(ctx, owner, v.ID, []session.UserMessage{{Type: "user_message", Message: "ping"}}); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil || a.c == nil || len(a.c.NewEvents) == 0 || a.c.NewEvents[0].Index != from {
+		t.Fatalf("the long-poll answered %+v, %v", a.c, a.err)
+	}
+	if n := st.sessions.Load() - sessions; n != 0 {
+		t.Errorf("the long-poll and the message read the session %d times, want none", n)
+	}
+	if n := st.events.Load() - events; n != 0 {
+		t.Errorf("the long-poll read the events %d times, want none", n)
 	}
 }

@@ -132,6 +132,12 @@ type Store interface {
 	// GetSession returns the session with the id, or ErrNotFound.
 	GetSession(ctx context.Context, id string) (*Session, error)
 
+	// EventCount returns the owner of the session with the id and the
+	// number of events in its log (Session.EventCount), or ErrNotFound:
+	// what a long-poll needs to know whether there is anything new,
+	// without reading the session's documents.
+	EventCount(ctx context.Context, id string) (owner string, count int64, err error)
+
 	// ListSessions returns a page of the sessions matching p, newest
 	// first (or oldest first with p.Ascending), and the number of
 	// sessions that match in all.

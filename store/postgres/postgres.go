@@ -368,6 +368,8 @@ const (
 
 	getSQL = `SELECT ` + sessionColumns + ` FROM hrns_sessions WHERE id = $1`
 
+	eventCountSQL = `SELECT owner, event_count FROM hrns_sessions WHERE id = $1`
+
 	existsSQL = `SELECT EXISTS (SELECT 1 FROM hrns_sessions WHERE id = $1)`
 
 	messageCountSQL = `SELECT coalesce(max(idx) + 1, 0) FROM hrns_session_messages WHERE session_id = $1`
@@ -549,6 +551,23 @@ func (s *Store) GetSession(ctx context.Context, id string) (*store.Session, erro
 		return nil, fmt.Errorf("get session: %w", s.wrap(err))
 	}
 	return got, nil
+}
+
+// EventCount implements [store.Store].
+func (s *Store) EventCount(ctx context.Context, id string) (string, int64, error) {
+	if err := s.check(); err != nil {
+		return "", 0, err
+	}
+	var owner string
+	var count int64
+	err := s.pool.QueryRow(ctx, eventCountSQL, id).Scan(&owner, &count)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, store.ErrNotFound
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("event count: %w", s.wrap(err))
+	}
+	return owner, count, nil
 }
 
 // ListSessions implements [store.Store].

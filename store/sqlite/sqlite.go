@@ -93,7 +93,7 @@ type Store struct {
 	lock interface{ Close() error }
 	hub  wake.Hub
 	// prepared statements of the hot paths
-	getStmt, eventsStmt                          *sql.Stmt // on the readers
+	getStmt, eventsStmt, countStmt               *sql.Stmt // on the readers
 	versionStmt, updateStmt, updateSameAgentStmt *sql.Stmt // on the writer
 	insertEventStmt                              *sql.Stmt
 	// the transcript: messagesStmt on the readers, the others on the writer
@@ -192,6 +192,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.r, &s.getStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE id = ?`},
 		{s.r, &s.eventsStmt, `SELECT idx, type, data, time FROM events WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ? + 0`},
 		{s.w, &s.versionStmt, `SELECT version, event_count, lease_owner, lease_until, owner, status, attempts, agent FROM sessions WHERE id = ?`},
+		{s.r, &s.countStmt, `SELECT owner, event_count FROM sessions WHERE id = ?`},
 		{s.w, &s.updateStmt, updateSQL},
 		{s.w, &s.updateSameAgentStmt, updateSameAgentSQL},
 		{s.w, &s.insertEventStmt, `INSERT INTO events (session_id, idx, type, data, time) VALUES (?,?,?,?,?)`},
@@ -278,7 +279,7 @@ func (s *Store) migrate(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
-		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.versionStmt, s.updateStmt, s.updateSameAgentStmt, s.insertEventStmt,
+		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.countStmt, s.versionStmt, s.updateStmt, s.updateSameAgentStmt, s.insertEventStmt,
 			s.messagesStmt, s.messageCountStmt, s.trimMessagesStmt, s.insertMessageStmt,
 			s.claimStmt, s.takeStmt, s.renewStmt, s.releaseStmt, s.addTokensStmt, s.nextWakeStmt, s.hooksStmt, s.insertSessionStmt, s.byKeyStmt} {
 			if st != nil {
@@ -728,6 +729,20 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		s.hub.Notify(store.WorkTopic)
 	}
 	return nil
+}
+
+// EventCount implements [store.Store].
+func (s *Store) EventCount(ctx context.Context, id string) (string, int64, error) {
+	var owner string
+	var count int64
+	err := s.countStmt.QueryRowContext(ctx, id).Scan(&owner, &count)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, store.ErrNotFound
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("event count: %w", s.wrap(err))
+	}
+	return owner, count, nil
 }
 
 // Events implements [store.Store].

@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ClaimWithUpdate", testClaimWithUpdate},
 		{"CreateClaimed", testCreateClaimed},
 		{"Committed", testCommitted},
+		{"EventCount", testEventCount},
 		{"Attempts", testAttempts},
 		{"NextWake", testNextWake},
 		{"Subscribe", testSubscribe},
@@ -824,6 +825,25 @@ func testCommitted(t *testing.T, st store.Store) {
 	}
 	if calls != 1 {
 		t.Errorf("Committed called %d times after failed updates, want still once", calls)
+	}
+}
+
+// testEventCount: EventCount gives the owner and the event count of the
+// session as GetSession does, after creation and after updates.
+func testEventCount(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	if _, _, err := st.EventCount(ctx, "nobody"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("EventCount of an unknown session = %v, want ErrNotFound", err)
+	}
+	s := mustCreate(t, st, newSession("n", "alice"), ev("A", `{}`), ev("B", `{}`))
+	for i := range 3 {
+		owner, count, err := st.EventCount(ctx, "n")
+		if err != nil || owner != "alice" || count != s.EventCount || count != int64(2+i) {
+			t.Fatalf("EventCount after %d updates = %q, %d, %v; want alice, %d", i, owner, count, err, 2+i)
+		}
+		if err := st.UpdateSession(ctx, s, []store.Event{ev("C", `{}`)}, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
