@@ -540,25 +540,34 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 		defer t.Stop()
 		timeout = t.C
 	}
-	for {
+	for woken := false; ; woken = true {
 		if c, count, ok := m.recent.changes(owner, id, p); ok {
 			return c, count, nil
 		}
-		// The count first: most long-polls find nothing new and wait,
-		// and it reads none of the session's documents.
-		sOwner, count, err := m.st.EventCount(ctx, id)
-		if errors.Is(err, store.ErrNotFound) || err == nil && sOwner != owner {
-			return nil, 0, ErrNotFound
+		var count int64
+		if !woken {
+			// The count first: most long-polls find nothing new and
+			// wait, and it reads none of the session's documents.
+			sOwner, n, err := m.st.EventCount(ctx, id)
+			if errors.Is(err, store.ErrNotFound) || err == nil && sOwner != owner {
+				return nil, 0, ErrNotFound
+			}
+			if err != nil {
+				return nil, 0, err
+			}
+			count = n
 		}
-		if err != nil {
-			return nil, 0, err
-		}
-		if count > max(p.From, 0) {
+		if woken || count > max(p.From, 0) {
+			// Woken by a change this manager did not record (another
+			// process's, or one announced before it was recorded), or
+			// with events already there: read them.
 			s, err := m.get(ctx, owner, id)
 			if err != nil {
 				return nil, 0, err
 			}
-			return m.changes(ctx, s, p) // the log only grows: s has them
+			if count = s.EventCount; count > max(p.From, 0) {
+				return m.changes(ctx, s, p)
+			}
 		}
 		if timeout == nil {
 			return nil, count, nil
