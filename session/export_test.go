@@ -12,3 +12,7 @@ func SetBeforeRun(m *Manager, f func(id string)) { m.beforeRun = f }
 // their parents (as a crash at that moment would), and check waiting
 // parents' children every d. Call it before [Manager.Start].
 func SetLostDelivery(m *Manager, d time.Duration) { m.dropDelivery, m.childCheck = true, d }
+
+// SetFlightWaited makes m call f when a woken long-poll waits for a commit
+// of the session that is in flight. Call it before [Manager.Start].
+func SetFlightWaited(m *Manager, f func(id string)) { m.flightWaited = f }

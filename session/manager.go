@@ -171,8 +171,14 @@ type Manager struct {
 	committed *sessionCache
 	// recent keeps the last commits of sessions with their events, for
 	// the long-polls they wake (see Changes).
-	recent   *recentCommits
-	lastBeat time.Time // the last heartbeat recorded in the store
+	recent *recentCommits
+	// flights counts the commits in flight by session, for the
+	// long-polls their notifications wake before they are recorded.
+	flights flights
+	// flightWaited, set by tests only, is called when a woken long-poll
+	// waits for a commit in flight.
+	flightWaited func(id string)
+	lastBeat     time.Time // the last heartbeat recorded in the store
 }
 
 // New returns a manager of the sessions in st that runs them with model.
@@ -540,11 +546,25 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 		defer t.Stop()
 		timeout = t.C
 	}
+	var count int64
 	for woken := false; ; woken = true {
 		if c, count, ok := m.recent.changes(owner, id, p); ok {
 			return c, count, nil
 		}
-		var count int64
+		if done := m.flightOf(woken, id); done != nil {
+			// Woken by a commit of this process not yet recorded: wait
+			// for it to be (see flights), rather than read it back.
+			select {
+			case <-done:
+			case <-timeout:
+				return nil, count, nil
+			case <-ctx.Done():
+				return nil, count, ctx.Err()
+			}
+			if c, count, ok := m.recent.changes(owner, id, p); ok {
+				return c, count, nil
+			}
+		}
 		if !woken {
 			// The count first: most long-polls find nothing new and
 			// wait, and it reads none of the session's documents.
@@ -580,6 +600,19 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 			return nil, count, ctx.Err()
 		}
 	}
+}
+
+// flightOf returns, for a woken long-poll, the end of the commits of id
+// in flight here (nil: none, or not woken).
+func (m *Manager) flightOf(woken bool, id string) <-chan struct{} {
+	if !woken {
+		return nil
+	}
+	done := m.flights.wait(id)
+	if done != nil && m.flightWaited != nil {
+		m.flightWaited(id)
+	}
+	return done
 }
 
 func (m *Manager) changes(ctx context.Context, s *store.Session, p *ChangesParams) (*Changes, int64, error) {
@@ -784,7 +817,10 @@ func (m *Manager) updateFrom(ctx context.Context, id string, cur *store.Session,
 			// from it.
 			m.recent.put(s, events, m.metrics(st))
 		}
-		err = m.st.UpdateSession(ctx, s, events, o)
+		err = func() error {
+			defer m.flights.begin(id)() // even if the store panics
+			return m.st.UpdateSession(ctx, s, events, o)
+		}()
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}

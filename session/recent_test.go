@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -162,5 +164,107 @@ func TestLongPollWaitsOnTheCount(t *testing.T) {
 	}
 	if n := st.events.Load() - events; n != 0 {
 		t.Errorf("the long-poll read the events %d times, want none", n)
+	}
+}
+
+// lateRecord is a store that, once armed, announces a commit before the
+// commit's record comes back to the manager, as PostgreSQL's listening
+// connection can, and holds the record until release is closed.
+type lateRecord struct {
+	store.Store
+	armed    atomic.Bool
+	notified chan struct{} // closed once the armed commit is announced
+	release  chan struct{}
+}
+
+func (l *lateRecord) UpdateSession(ctx context.Context, s *store.Session, events []store.Event, opts *store.UpdateOptions) error {
+	if opts == nil || opts.Committed == nil || !l.armed.CompareAndSwap(true, false) {
+		return l.Store.UpdateSession(ctx, s, events, opts)
+	}
+	o := *opts
+	var record func()
+	o.Committed = func(s *store.Session, events []store.Event) {
+		cs, ce := *s, slices.Clone(events)
+		record = func() { opts.Committed(&cs, ce) }
+	}
+	err := l.Store.UpdateSession(ctx, s, events, &o) // committed and announced
+	close(l.notified)
+	<-l.release
+	if record != nil {
+		record()
+	}
+	return err
+}
+
+// TestWokenBeforeRecorded: a long-poll woken by a commit of this process
+// before the commit is recorded waits for it, and answers from it
+// without reading the session back.
+func TestWokenBeforeRecorded(t *testing.T) {
+	model := llmtest.NewModel(llmtest.Calls(llm.ToolCall{ID: "call_1", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"4242"}`)}))
+	late := &lateRecord{Store: openStore(t), notified: make(chan struct{}), release: make(chan struct{})}
+	st := &readCounter{Store: late}
+	waited := make(chan struct{}, 1)
+	m := session.New(st, model, &session.Options{Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))})
+	session.SetFlightWaited(m, func(string) {
+		select {
+		case waited <- struct{}{}:
+		default:
+		}
+	})
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Stop(context.Background()) })
+	v := create(t, m, `{"agent":{"name":"support-agent","tools":[{"name":"get_order_status","description":"Look up an order.","input_schema":{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}}]},"messages":"Check order 4242."}`)
+	f := &follower{t: t, m: m, id: v.ID}
+	f.status(session.StatusAwaitingToolResults)
+	ctx := t.Context()
+	if err := m.Pause(ctx, owner, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.status(session.StatusPaused)
+	from := int64(len(f.events))
+
+	type answer struct {
+		c   *session.Changes
+		err error
+	}
+	counts := st.counts.Load()
+	done := make(chan answer, 1)
+	go func() {
+		c, _, err := m.Changes(ctx, owner, v.ID, &session.ChangesParams{From: from, Wait: 20 * time.Second})
+		done <- answer{c, err}
+	}()
+	for st.counts.Load() == counts { // until the long-poll has looked, and waits
+		select {
+		case a := <-done:
+			t.Fatalf("the long-poll returned before anything came: %+v, %v", a.c, a.err)
+		default:
+			runtime.Gosched()
+		}
+	}
+	sessions, events := st.sessions.Load(), st.events.Load()
+	late.armed.Store(true)
+	sent := make(chan error, 1)
+	go func() {
+		sent <- m.SendMessages(ctx, owner, v.ID, []session.UserMessage{{Type: "user_message", Message: "ping"}})
+	}()
+	<-late.notified
+	select {
+	case <-waited:
+	case a := <-done:
+		t.Fatalf("woken before the commit was recorded, the long-poll answered without waiting for it (%+v, %v), reading the session %d times",
+			a.c, a.err, st.sessions.Load()-sessions)
+	}
+	close(late.release)
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil || a.c == nil || len(a.c.NewEvents) == 0 || a.c.NewEvents[0].Index != from {
+		t.Fatalf("the long-poll answered %+v, %v", a.c, a.err)
+	}
+	if n, e := st.sessions.Load()-sessions, st.events.Load()-events; n != 0 || e != 0 {
+		t.Errorf("the long-poll and the message read the session %d times and the events %d times, want none", n, e)
 	}
 }
