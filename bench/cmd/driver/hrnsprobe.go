@@ -12,6 +12,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -19,6 +20,8 @@ import (
 	"net/http/pprof"
 	"os"
 	"runtime"
+	rpprof "runtime/pprof"
+	"strings"
 )
 
 func init() {
@@ -44,10 +47,37 @@ func init() {
 			"stack_inuse": ms.StackInuse,
 			"sys":         ms.Sys,
 			"goroutines":  runtime.NumGoroutine(),
+			// The goroutines of net/http's kept-alive client
+			// connections (two each: to the model provider, at most
+			// 128 idle per host): a pool, not anything a session holds.
+			"connection_goroutines": connectionGoroutines(),
 		})
 	})
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	go http.Serve(ln, mux)
+}
+
+// connectionGoroutines counts the goroutines in the read or write loop of
+// a net/http client connection, from the goroutine profile.
+func connectionGoroutines() int {
+	var b bytes.Buffer
+	if err := rpprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
+		return 0
+	}
+	n := 0
+	// debug=1: records separated by blank lines, each starting with
+	// "COUNT @ ADDRESSES" and listing its frames.
+	_, profile, _ := strings.Cut(b.String(), "\n") // the "goroutine profile: total N" line
+	for _, rec := range strings.Split(profile, "\n\n") {
+		if !strings.Contains(rec, "net/http.(*persistConn).readLoop") && !strings.Contains(rec, "net/http.(*persistConn).writeLoop") {
+			continue
+		}
+		var count int
+		if _, err := fmt.Sscanf(rec, "%d @", &count); err == nil {
+			n += count
+		}
+	}
+	return n
 }

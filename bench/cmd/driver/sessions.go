@@ -205,8 +205,11 @@ type fill struct {
 type memReading struct {
 	rss        int64 // VmRSS
 	heap       int64 // live heap after a collection
-	goroutines int
-	cpu        time.Duration // user + system so far
+	goroutines int   // but those of connGoroutines
+	// connGoroutines are the goroutines of the HTTP client connections
+	// kept alive (two each), reported apart.
+	connGoroutines int
+	cpu            time.Duration // user + system so far
 }
 
 // measureSessions runs the sessions benchmark on each store.
@@ -698,11 +701,15 @@ func (s *serveProc) read(ctx context.Context) (memReading, error) {
 	var m struct {
 		HeapAlloc  int64 `json:"heap_alloc"`
 		Goroutines int   `json:"goroutines"`
+		// Connections: the goroutines of kept-alive HTTP client
+		// connections (to the model provider), counted apart: a
+		// bounded pool, not anything a session holds.
+		Connections int `json:"connection_goroutines"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
 		return r, fmt.Errorf("hrns serve's probe: %w", err)
 	}
-	r.heap, r.goroutines = m.HeapAlloc, m.Goroutines
+	r.heap, r.goroutines, r.connGoroutines = m.HeapAlloc, m.Goroutines-m.Connections, m.Connections
 	return r, nil
 }
 

@@ -83,6 +83,8 @@ func rss(m memReading) float64        { return float64(m.rss) }
 func heap(m memReading) float64       { return float64(m.heap) }
 func goroutines(m memReading) float64 { return float64(m.goroutines) }
 
+func connGoroutines(m memReading) float64 { return float64(m.connGoroutines) }
+
 func rate(fl *fill, d func(*fill) time.Duration) float64 {
 	return float64(fl.n) / d(fl).Seconds()
 }
@@ -236,6 +238,21 @@ func (r *sessionsResult) markdown(p pin) string {
 				return fmt.Sprintf("%s / %s / %.4f", fmtBytes(f.perSession(i, rss)), fmtBytes(f.perSession(i, heap)), f.perSession(i, goroutines))
 			})
 		}
+		conns := "goroutines of the HTTP client connections kept alive (to the model; not counted above): idle"
+		for _, c := range r.counts {
+			conns += " / at " + count(c)
+		}
+		row(conns, func(f *storeFigures) string {
+			out := fmt.Sprintf("%.0f", medianF(f.base, connGoroutines))
+			for i := range r.counts {
+				if len(f.fills[i]) == 0 {
+					out += " / —"
+					continue
+				}
+				out += fmt.Sprintf(" / %.0f", medianF(f.fills[i], func(fl *fill) float64 { return connGoroutines(fl.mem) }))
+			}
+			return out
+		})
 		for i := 1; i < len(r.counts); i++ {
 			row(fmt.Sprintf("per parked session from %s to %s: VmRSS / live heap", count(r.counts[i-1]), count(r.counts[i])), func(f *storeFigures) string {
 				if len(f.fills[i]) == 0 {
