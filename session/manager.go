@@ -615,9 +615,10 @@ func (m *Manager) flightOf(woken bool, id string) <-chan struct{} {
 	return done
 }
 
-func (m *Manager) changes(ctx context.Context, s *store.Session, p *ChangesParams) (*Changes, int64, error) {
-	st := usageState(s)
-	c := &Changes{
+// statusChanges is a Changes with the status fields of s and its metrics,
+// and no events yet.
+func statusChanges(s *store.Session, met Metrics) *Changes {
+	return &Changes{
 		Status:     Status(s.Status),
 		StartedAt:  timePtr(s.StartedAt),
 		FinishedAt: timePtr(s.FinishedAt),
@@ -625,8 +626,12 @@ func (m *Manager) changes(ctx context.Context, s *store.Session, p *ChangesParam
 		ErrorCode:  strPtr(s.ErrorCode),
 		NewEvents:  []Event{},
 		Answer:     s.Answer,
-		Metrics:    m.metrics(st),
+		Metrics:    met,
 	}
+}
+
+func (m *Manager) changes(ctx context.Context, s *store.Session, p *ChangesParams) (*Changes, int64, error) {
+	c := statusChanges(s, m.metrics(usageState(s)))
 	if !p.NoEvents {
 		// Only the events the session had when read: the status fields
 		// then describe the session as of the last event returned.

@@ -53,17 +53,7 @@ func (r *recentCommits) changes(owner, id string, p *ChangesParams) (c *Changes,
 	if !found || rec.s.Owner != owner || rec.s.EventCount <= from || from < rec.first {
 		return nil, 0, false
 	}
-	s := &rec.s
-	c = &Changes{
-		Status:     Status(s.Status),
-		StartedAt:  timePtr(s.StartedAt),
-		FinishedAt: timePtr(s.FinishedAt),
-		Error:      strPtr(s.Error),
-		ErrorCode:  strPtr(s.ErrorCode),
-		NewEvents:  []Event{},
-		Answer:     s.Answer,
-		Metrics:    rec.metrics,
-	}
+	c = statusChanges(&rec.s, rec.metrics)
 	if !p.NoEvents {
 		events := rec.events[from-rec.first:]
 		if p.Limit != nil && *p.Limit < len(events) {
@@ -71,7 +61,7 @@ func (r *recentCommits) changes(owner, id string, p *ChangesParams) (c *Changes,
 		}
 		c.NewEvents = apiEvents(events)
 	}
-	return c, s.EventCount, true
+	return c, rec.s.EventCount, true
 }
 
 // flights counts, by session, the commits this process has in flight

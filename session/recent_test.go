@@ -124,35 +124,12 @@ func TestLongPollWaitsOnTheCount(t *testing.T) {
 	model := llmtest.NewModel(llmtest.Calls(llm.ToolCall{ID: "call_1", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"4242"}`)}))
 	st := &readCounter{Store: openStore(t)}
 	m := startManager(t, st, model, nil)
-	v := create(t, m, `{"agent":{"name":"support-agent","tools":[{"name":"get_order_status","description":"Look up an order.","input_schema":{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}}]},"messages":"Check order 4242."}`)
-	f := &follower{t: t, m: m, id: v.ID}
-	f.status(session.StatusAwaitingToolResults)
+	id, from := pausedAtFirstCall(t, m)
 	ctx := t.Context()
-	if err := m.Pause(ctx, owner, v.ID); err != nil {
-		t.Fatal(err)
-	}
-	f.status(session.StatusPaused)
-	from := int64(len(f.events))
 
-	sessions, events, counts := st.sessions.Load(), st.events.Load(), st.counts.Load()
-	type answer struct {
-		c   *session.Changes
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		c, _, err := m.Changes(ctx, owner, v.ID, &session.ChangesParams{From: from, Wait: 20 * time.Second})
-		done <- answer{c, err}
-	}()
-	for st.counts.Load() == counts { // until the long-poll has looked, and waits
-		select {
-		case a := <-done:
-			t.Fatalf("the long-poll returned before anything came: %+v, %v", a.c, a.err)
-		default:
-			runtime.Gosched()
-		}
-	}
-	if err := m.SendMessages(ctx, owner, v.ID, []session.UserMessage{{Type: "user_message", Message: "ping"}}); err != nil {
+	sessions, events := st.sessions.Load(), st.events.Load()
+	done := waitingLongPoll(t, m, st, id, from)
+	if err := m.SendMessages(ctx, owner, id, []session.UserMessage{{Type: "user_message", Message: "ping"}}); err != nil {
 		t.Fatal(err)
 	}
 	a := <-done
@@ -215,39 +192,15 @@ func TestWokenBeforeRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Stop(context.Background()) })
-	v := create(t, m, `{"agent":{"name":"support-agent","tools":[{"name":"get_order_status","description":"Look up an order.","input_schema":{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}}]},"messages":"Check order 4242."}`)
-	f := &follower{t: t, m: m, id: v.ID}
-	f.status(session.StatusAwaitingToolResults)
+	id, from := pausedAtFirstCall(t, m)
 	ctx := t.Context()
-	if err := m.Pause(ctx, owner, v.ID); err != nil {
-		t.Fatal(err)
-	}
-	f.status(session.StatusPaused)
-	from := int64(len(f.events))
 
-	type answer struct {
-		c   *session.Changes
-		err error
-	}
-	counts := st.counts.Load()
-	done := make(chan answer, 1)
-	go func() {
-		c, _, err := m.Changes(ctx, owner, v.ID, &session.ChangesParams{From: from, Wait: 20 * time.Second})
-		done <- answer{c, err}
-	}()
-	for st.counts.Load() == counts { // until the long-poll has looked, and waits
-		select {
-		case a := <-done:
-			t.Fatalf("the long-poll returned before anything came: %+v, %v", a.c, a.err)
-		default:
-			runtime.Gosched()
-		}
-	}
+	done := waitingLongPoll(t, m, st, id, from)
 	sessions, events := st.sessions.Load(), st.events.Load()
 	late.armed.Store(true)
 	sent := make(chan error, 1)
 	go func() {
-		sent <- m.SendMessages(ctx, owner, v.ID, []session.UserMessage{{Type: "user_message", Message: "ping"}})
+		sent <- m.SendMessages(ctx, owner, id, []session.UserMessage{{Type: "user_message", Message: "ping"}})
 	}()
 	<-late.notified
 	select {
@@ -267,4 +220,49 @@ func TestWokenBeforeRecorded(t *testing.T) {
 	if n, e := st.sessions.Load()-sessions, st.events.Load()-events; n != 0 || e != 0 {
 		t.Errorf("the long-poll and the message read the session %d times and the events %d times, want none", n, e)
 	}
+}
+
+// oneOrderRequest creates a session whose model calls one client tool.
+const oneOrderRequest = `{"agent":{"name":"support-agent","tools":[{"name":"get_order_status","description":"Look up an order.","input_schema":{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}}]},"messages":"Check order 4242."}`
+
+// pausedAtFirstCall creates a session of oneOrderRequest, waits until it
+// waits for its call's result, pauses it, and returns it with the
+// number of its events.
+func pausedAtFirstCall(t *testing.T, m *session.Manager) (id string, events int64) {
+	t.Helper()
+	v := create(t, m, oneOrderRequest)
+	f := &follower{t: t, m: m, id: v.ID}
+	f.status(session.StatusAwaitingToolResults)
+	if err := m.Pause(t.Context(), owner, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.status(session.StatusPaused)
+	return v.ID, int64(len(f.events))
+}
+
+type answer struct {
+	c   *session.Changes
+	err error
+}
+
+// waitingLongPoll starts a long-poll of the session from from and
+// returns once it has read the event count, and so waits, with the
+// channel its answer comes on.
+func waitingLongPoll(t *testing.T, m *session.Manager, st *readCounter, id string, from int64) <-chan answer {
+	t.Helper()
+	counts := st.counts.Load()
+	done := make(chan answer, 1)
+	go func() {
+		c, _, err := m.Changes(t.Context(), owner, id, &session.ChangesParams{From: from, Wait: 20 * time.Second})
+		done <- answer{c, err}
+	}()
+	for st.counts.Load() == counts {
+		select {
+		case a := <-done:
+			t.Fatalf("the long-poll returned before anything came: %+v, %v", a.c, a.err)
+		default:
+			runtime.Gosched()
+		}
+	}
+	return done
 }

@@ -113,17 +113,7 @@ func TestMigrateAttempts(t *testing.T) {
 // served by an index within the owner's sessions: no query plan scans the
 // table.
 func TestListFiltersUseIndexes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "hrns.db")
-	st, err := sqlite.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := freshSchema(t)
 	for _, where := range []string{
 		`owner = 'a' AND status IN ('queued')`,
 		`owner = 'a' AND agent IN ('x', 'y')`,
@@ -237,6 +227,22 @@ func TestMigrateRowidLogs(t *testing.T) {
 // orders whole rows by their key; for events, messages and sessions that
 // meant several pages written per commit.
 func TestStepTablesKeepRowsInTheTable(t *testing.T) {
+	db := freshSchema(t)
+	for _, table := range []string{"sessions", "events", "session_messages", "webhook_deliveries"} {
+		var ddl string
+		if err := db.QueryRow(`SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?`, table).Scan(&ddl); err != nil {
+			t.Fatalf("table %s: %v", table, err)
+		}
+		if strings.Contains(strings.ToUpper(ddl), "WITHOUT ROWID") {
+			t.Errorf("table %s is WITHOUT ROWID:\n%s", table, ddl)
+		}
+	}
+}
+
+// freshSchema creates a store in a new file, closes it, and opens the file
+// as a plain database, to look at the schema the migrations made.
+func freshSchema(t *testing.T) *sql.DB {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "hrns.db")
 	st, err := sqlite.Open(path, nil)
 	if err != nil {
@@ -247,14 +253,6 @@ func TestStepTablesKeepRowsInTheTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	for _, table := range []string{"sessions", "events", "session_messages", "webhook_deliveries"} {
-		var ddl string
-		if err := db.QueryRow(`SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?`, table).Scan(&ddl); err != nil {
-			t.Fatalf("table %s: %v", table, err)
-		}
-		if strings.Contains(strings.ToUpper(ddl), "WITHOUT ROWID") {
-			t.Errorf("table %s is WITHOUT ROWID:\n%s", table, ddl)
-		}
-	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
