@@ -16,3 +16,10 @@ func SetLostDelivery(m *Manager, d time.Duration) { m.dropDelivery, m.childCheck
 // SetFlightWaited makes m call f when a woken long-poll waits for a commit
 // of the session that is in flight. Call it before [Manager.Start].
 func SetFlightWaited(m *Manager, f func(id string)) { m.flightWaited = f }
+
+// Workers returns how many workers run the session with the id here.
+func Workers(m *Manager, id string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.running[id]
+}

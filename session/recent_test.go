@@ -30,8 +30,10 @@ func (r *readCounter) GetSession(ctx context.Context, id string) (*store.Session
 	return r.Store.GetSession(ctx, id)
 }
 
+// EventCount counts once the count is read, so that a long-poll seen to
+// have read it goes on to wait (see waitingLongPoll).
 func (r *readCounter) EventCount(ctx context.Context, id string) (string, int64, error) {
-	r.counts.Add(1)
+	defer r.counts.Add(1)
 	return r.Store.EventCount(ctx, id)
 }
 
@@ -129,7 +131,7 @@ func TestLongPollWaitsOnTheCount(t *testing.T) {
 
 	sessions, events := st.sessions.Load(), st.events.Load()
 	done := waitingLongPoll(t, m, st, id, from)
-	if err := m.SendMessages(ctx, owner, id, []session.UserMessage{{Type: "user_message", Message: "ping"}}); err != nil {
+	if err := postWhilePaused(ctx, m, id); err != nil {
 		t.Fatal(err)
 	}
 	a := <-done
@@ -137,7 +139,7 @@ func TestLongPollWaitsOnTheCount(t *testing.T) {
 		t.Fatalf("the long-poll answered %+v, %v", a.c, a.err)
 	}
 	if n := st.sessions.Load() - sessions; n != 0 {
-		t.Errorf("the long-poll and the message read the session %d times, want none", n)
+		t.Errorf("the long-poll and the result read the session %d times, want none", n)
 	}
 	if n := st.events.Load() - events; n != 0 {
 		t.Errorf("the long-poll read the events %d times, want none", n)
@@ -200,7 +202,7 @@ func TestWokenBeforeRecorded(t *testing.T) {
 	late.armed.Store(true)
 	sent := make(chan error, 1)
 	go func() {
-		sent <- m.SendMessages(ctx, owner, id, []session.UserMessage{{Type: "user_message", Message: "ping"}})
+		sent <- postWhilePaused(ctx, m, id)
 	}()
 	<-late.notified
 	select {
@@ -218,7 +220,7 @@ func TestWokenBeforeRecorded(t *testing.T) {
 		t.Fatalf("the long-poll answered %+v, %v", a.c, a.err)
 	}
 	if n, e := st.sessions.Load()-sessions, st.events.Load()-events; n != 0 || e != 0 {
-		t.Errorf("the long-poll and the message read the session %d times and the events %d times, want none", n, e)
+		t.Errorf("the long-poll and the result read the session %d times and the events %d times, want none", n, e)
 	}
 }
 
@@ -226,8 +228,8 @@ func TestWokenBeforeRecorded(t *testing.T) {
 const oneOrderRequest = `{"agent":{"name":"support-agent","tools":[{"name":"get_order_status","description":"Look up an order.","input_schema":{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}}]},"messages":"Check order 4242."}`
 
 // pausedAtFirstCall creates a session of oneOrderRequest, waits until it
-// waits for its call's result, pauses it, and returns it with the
-// number of its events.
+// waits for its call's result, pauses it, waits until no worker runs it,
+// and returns it with the number of its events.
 func pausedAtFirstCall(t *testing.T, m *session.Manager) (id string, events int64) {
 	t.Helper()
 	v := create(t, m, oneOrderRequest)
@@ -237,7 +239,20 @@ func pausedAtFirstCall(t *testing.T, m *session.Manager) (id string, events int6
 		t.Fatal(err)
 	}
 	f.status(session.StatusPaused)
+	// The worker that ran it up to its call may still be winding down:
+	// its watcher would read the session at the next commit.
+	for session.Workers(m, v.ID) > 0 {
+		runtime.Gosched()
+	}
 	return v.ID, int64(len(f.events))
+}
+
+// postWhilePaused posts the result of the call of a session of
+// pausedAtFirstCall. The session stays paused: no worker runs, whose
+// reads (its watcher's) would count with the long-poll's.
+func postWhilePaused(ctx context.Context, m *session.Manager, id string) error {
+	return m.PostToolResults(ctx, owner, id, []session.ToolResult{{Kind: "tool_result",
+		ToolReq: session.ToolRequest{ToolName: "get_order_status", ID: "call_1"}, Result: json.RawMessage(`"shipped"`)}})
 }
 
 type answer struct {
@@ -246,8 +261,9 @@ type answer struct {
 }
 
 // waitingLongPoll starts a long-poll of the session from from and
-// returns once it has read the event count, and so waits, with the
-// channel its answer comes on.
+// returns once it has read the event count (nothing new then), with the
+// channel its answer comes on: a commit made after it returns wakes the
+// long-poll, which subscribed before reading.
 func waitingLongPoll(t *testing.T, m *session.Manager, st *readCounter, id string, from int64) <-chan answer {
 	t.Helper()
 	counts := st.counts.Load()
