@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -185,15 +186,35 @@ func TestSessionsReport(t *testing.T) {
 		"| per parked session at 10,000, minus idle: VmRSS / live heap / goroutines | 3.0 KiB / 500 B / 0.0000 |",
 		"| per parked session from 1,000 to 10,000: VmRSS / live heap | 2.9 KiB / 500 B |",
 		"**PostgreSQL: not measured**",
-		"| SQLite | 1 | 20.0 (19.0–21.0) | 40 ms |",
+		"| SQLite | 1 | 20.0 (19.0–21.0) | 40.0 ms |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("no %q in:\n%s", want, md)
 		}
 	}
 	v := res.verdicts()
-	if len(v) != 2 || !strings.Contains(v[0], "**met**") || !strings.Contains(v[1], "not measured") {
+	if len(v) != 5 || !strings.Contains(v[3], "**met**") || !strings.Contains(v[4], "not measured") {
 		t.Errorf("verdicts %q", v)
+	}
+	for i, want := range []string{
+		"at most 1 ms: **missed** (6.67 ms a turn, 40.0 ms a session of 6 turns)",
+		"at most 2 ms: **missed** (4.00 ms, n = 6)",
+		"at most 1 ms: **missed** (2.00 ms, n = 3)",
+	} {
+		if !strings.Contains(v[i], want) {
+			t.Errorf("verdict %d %q, want %q", i, v[i], want)
+		}
+	}
+	// The same server, fast enough.
+	res.throughput[0].cpu = []time.Duration{5 * ms}
+	for _, r := range res.stores[0].reps {
+		r.roundTrip, r.wakeUp = []time.Duration{ms, 3 * ms, ms}, []time.Duration{ms, 900 * time.Microsecond}
+	}
+	v = res.verdicts()
+	for i, want := range []string{"**met** (833 µs a turn", "**met** (1.00 ms, n = 9)", "**met** (900 µs, n = 6)"} {
+		if !strings.Contains(v[i], want) {
+			t.Errorf("verdict %d %q, want %q", i, v[i], want)
+		}
 	}
 	if md := (&sessionsResult{err: errSessionsSkipped}).markdown(pin{}); !strings.Contains(md, "Not measured") {
 		t.Errorf("skipped: %s", md)
@@ -228,5 +249,86 @@ func TestClientVerdicts(t *testing.T) {
 		if !strings.Contains(v, want) {
 			t.Errorf("no %q in:\n%s", want, v)
 		}
+	}
+}
+
+// TestLengthReport checks the server's half of target 3 against made-up
+// figures: the worst of CPU, bytes stored and bytes written decides.
+func TestLengthReport(t *testing.T) {
+	run := func(turns int, cpu, stored, written, file float64) *microResult {
+		return &microResult{name: fmt.Sprintf("SessionLength/turns=%d", turns),
+			values: map[string]float64{"cpu-µs/turn": cpu, "stored-B/turn": stored, "written-B/turn": written, "file-B/turn": file}}
+	}
+	out := []byte("BenchmarkSessionLength/turns=10-2 1 28212678 ns/op 1990 cpu-µs/turn 100528 file-B/turn 25287 stored-B/turn 100528 written-B/turn\n" +
+		"BenchmarkSessionLength/turns=500-2 1 1837107866 ns/op 2393 cpu-µs/turn 26137 file-B/turn 27934 stored-B/turn 127126 written-B/turn\n")
+	if got := parseBench(out); len(got) != 2 || got[1].values["cpu-µs/turn"] != 2393 {
+		t.Fatalf("parseBench: %+v", got)
+	}
+	r := &lengthResult{count: 1, runs: map[int]*microResult{
+		10: run(10, 2000, 25000, 100000, 100000), 100: run(100, 2100, 27000, 120000, 50000), 500: run(500, 2400, 28000, 160000, 26000),
+	}}
+	v := strings.Join(r.verdicts(), "\n")
+	if !strings.Contains(v, "**missed** (CPU 1.20×, bytes handed to the store 1.12×, bytes written (database and WAL) 1.60×)") {
+		t.Errorf("verdicts: %s", v)
+	}
+	r.runs[500] = run(500, 2400, 28000, 140000, 26000)
+	if v := strings.Join(r.verdicts(), "\n"); !strings.Contains(v, "**met**") {
+		t.Errorf("verdicts: %s", v)
+	}
+	md := r.markdown()
+	for _, want := range []string{"| CPU | 2.00 ms | 2.10 ms | 2.40 ms | 1.20 |", "| growth of the files | 98 KiB | 49 KiB | 25 KiB | 0.26 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in:\n%s", want, md)
+		}
+	}
+	if v := (&lengthResult{err: errors.New("x")}).verdicts(); !strings.Contains(v[0], "not measured") {
+		t.Errorf("failed run: %q", v)
+	}
+}
+
+// TestStartupReport checks target 4 against made-up processes: both the
+// time to the first request and the start-up CPU must be within 2×.
+func TestStartupReport(t *testing.T) {
+	ms := time.Millisecond
+	c := func(name string, first, cpu, idle time.Duration, faults int64) *startupClient {
+		return &startupClient{name: name, first: []time.Duration{first, first + ms, first - ms}, cpu: []time.Duration{cpu}, idleC: []time.Duration{idle}, faults: []int64{faults}}
+	}
+	r := &startupResult{n: 3, clients: []*startupClient{c("raw", 4*ms, 6*ms, 3*ms, 400), c("hrns-run", 8*ms, 12*ms, 7*ms, 900)}}
+	v := strings.Join(r.verdicts(), "\n")
+	if !strings.Contains(v, "**missed** (to the first request 2.00×, 8.00 ms against 4.00 ms; start-up CPU 2.33×") {
+		t.Errorf("verdicts: %s", v)
+	}
+	r.clients[1].idleC[0] = 6 * ms
+	if v := strings.Join(r.verdicts(), "\n"); !strings.Contains(v, "**met**") {
+		t.Errorf("verdicts: %s", v)
+	}
+	if md := r.markdown(); !strings.Contains(md, "| hrns-run | 8.00 ms | 2.00 | 6.00 ms | 2.00 | 12.0 ms | 2.00 | 900 |") {
+		t.Errorf("markdown:\n%s", md)
+	}
+	for _, bad := range []string{"x", "=p", "raw=/bin/x", "a=", "hrns-run=/x"} {
+		if _, err := parseStartupExtra(bad); err == nil {
+			t.Errorf("parseStartupExtra(%q) accepted", bad)
+		}
+	}
+	if x, err := parseStartupExtra("tag=/tmp/h,old=/tmp/o"); err != nil || len(x) != 2 || x[1] != (startupExtra{"old", "/tmp/o"}) {
+		t.Errorf("parseStartupExtra: %v %v", x, err)
+	}
+}
+
+// TestPGCostReport checks the per-turn division of pgcount's counts.
+func TestPGCostReport(t *testing.T) {
+	r := &pgcostResult{rows: []*pgcostRow{
+		{replicas: 1, turns: 600, busy: pgCounts{Statements: 2700, RoundTrips: 2400, RowsReturned: 600, Notifications: 1320, BytesToServer: 600 << 10, BytesToClient: 1200 << 10, Connections: 4},
+			wal: 600 * 11 << 10, idle: pgCounts{Statements: 15}, idleFor: 15 * time.Second},
+		{replicas: 2, err: errors.New("boom")},
+	}}
+	md := r.markdown()
+	for _, want := range []string{"| 1 | 4.50 | 4.00 | 1.00 | 2.20 | 1.0 KiB | 2.0 KiB | 11 KiB | 4 | 1.00 |", "**2 replica(s): failed**"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in:\n%s", want, md)
+		}
+	}
+	if v := strings.Join(r.verdicts(), ""); !strings.Contains(v, "**measured** (1 replica: 4.50 statements, 4.00 round trips, 11 KiB of WAL per turn; idle 1.00 statements / s)") {
+		t.Errorf("verdicts: %s", v)
 	}
 }

@@ -227,13 +227,16 @@ type usage struct {
 	cpu    time.Duration // user + system
 	wall   time.Duration
 	maxRSS int64 // bytes, the largest of the processes
-	conns  int64 // connections the mock accepted
+	// minFaults are the minor page faults (the sum).
+	minFaults int64
+	conns     int64 // connections the mock accepted
 }
 
 func (u *usage) add(v usage) {
 	u.cpu += v.cpu
 	u.wall += v.wall
 	u.maxRSS = max(u.maxRSS, v.maxRSS)
+	u.minFaults += v.minFaults
 	u.conns += v.conns
 }
 
@@ -269,6 +272,7 @@ func (e *env) runPinned(ctx context.Context, cpu int, dir string, argv []string,
 	u := usage{cpu: ps.UserTime() + ps.SystemTime(), wall: wall}
 	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 		u.maxRSS = ru.Maxrss * 1024 // kilobytes on Linux
+		u.minFaults = ru.Minflt
 	}
 	return u, stdout.Bytes(), nil
 }

@@ -59,6 +59,15 @@ type options struct {
 	clientCPU  int
 	tree       string
 	sessions   sessionsOptions
+
+	length       bool
+	lengthCount  int
+	startup      bool
+	startupN     int
+	startupExtra []startupExtra
+	extraFlag    string
+	pgcost       bool
+	pgcostIdle   time.Duration
 }
 
 func (o *options) flags(fs *flag.FlagSet) {
@@ -77,6 +86,13 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.mockCPU, "mock-cpu", 0, "CPU the mock is pinned to")
 	fs.IntVar(&o.clientCPU, "client-cpu", 1, "CPU the clients and micro-benchmarks are pinned to")
 	o.sessions.flags(fs)
+	fs.BoolVar(&o.length, "length", true, "also run the hrns module's BenchmarkSessionLength (sessions of 10, 100 and 500 turns)")
+	fs.IntVar(&o.lengthCount, "length-count", 5, "go test -count for BenchmarkSessionLength")
+	fs.BoolVar(&o.startup, "startup", true, "also measure raw and hrns run as processes, up to their first request")
+	fs.IntVar(&o.startupN, "startup-n", 40, "processes of each client in the start-up job")
+	fs.StringVar(&o.extraFlag, "startup-extra", "", "other builds of hrns to measure in the start-up job beside hrns run, as NAME=PATH,…")
+	fs.BoolVar(&o.pgcost, "pgcost", true, "also count what hrns serve asks of PostgreSQL per turn, through bench/cmd/pgcount, for each -sessions-replicas")
+	fs.DurationVar(&o.pgcostIdle, "pgcost-idle", 30*time.Second, "how long the PostgreSQL cost job watches idle replicas")
 	fs.StringVar(&o.tree, "tree", "head", "what to build: \"head\", the last commit (exported with git archive), or \"working\", the working tree as it is")
 }
 
@@ -95,6 +111,13 @@ func (o *options) Validate() error {
 		return fmt.Errorf("-mock-cpu and -client-cpu must differ")
 	}
 	if _, err := selectClients(o.clients); err != nil {
+		return err
+	}
+	if o.lengthCount < 1 || o.startupN < 1 || o.pgcostIdle <= 0 {
+		return fmt.Errorf("-length-count, -startup-n and -pgcost-idle must be positive")
+	}
+	var err error
+	if o.startupExtra, err = parseStartupExtra(o.extraFlag); err != nil {
 		return err
 	}
 	return o.sessions.Validate()
@@ -169,6 +192,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	results := measureClients(ctx, e, m, clients, &o)
 	rep.clients = results
 	rep.sessions = measureSessions(ctx, e, &o)
+	rep.pgcost = measurePGCost(ctx, e, &o)
+	if o.length {
+		logf(stderr, "running BenchmarkSessionLength")
+		rep.length = runLength(ctx, e, &o)
+	}
+	if o.startup {
+		logf(stderr, "start-up: %d processes of each client", o.startupN)
+		rep.startup = measureStartup(ctx, e, &o)
+	}
 
 	if o.micro {
 		logf(stderr, "running the micro-benchmarks")

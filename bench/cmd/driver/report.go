@@ -30,6 +30,9 @@ type report struct {
 	task      mock.Stats
 	clients   []*clientResult
 	sessions  *sessionsResult
+	pgcost    *pgcostResult
+	length    *lengthResult
+	startup   *startupResult
 	micro     []*microResult
 	microErr  error
 }
@@ -122,6 +125,12 @@ func (r *report) markdown() string {
 	}
 	p("\n#### Sessions server\n\n")
 	b.WriteString(r.sessions.markdown(r.pin))
+	p("#### PostgreSQL per session turn\n\n")
+	b.WriteString(r.pgcost.markdown())
+	p("#### Sessions in length\n\n")
+	b.WriteString(r.length.markdown())
+	p("#### Start-up\n\n")
+	b.WriteString(r.startup.markdown())
 
 	p("#### Micro-benchmarks\n\n")
 	if r.microErr != nil {
@@ -198,7 +207,10 @@ func (r *report) verdicts() []string {
 			kind, metOrMissed(ratio <= 1), ratio, fmtNum(hc), fmtNum(bc)))
 	}
 	out = append(out, r.longRunVerdicts()...)
-	return append(out, r.sessions.verdicts()...)
+	out = append(out, r.sessions.verdicts()...)
+	out = append(out, r.length.verdicts()...)
+	out = append(out, r.pgcost.verdicts()...)
+	return append(out, r.startup.verdicts()...)
 }
 
 // longRunVerdicts checks that a turn costs about as much at 500 turns as
@@ -267,7 +279,7 @@ func cpuMetric(mr *microResult) (float64, string) {
 func fmtDur(d time.Duration) string {
 	switch {
 	case d >= 10*time.Millisecond:
-		return fmt.Sprintf("%.0f ms", float64(d)/1e6)
+		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
 	case d >= time.Millisecond:
 		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
 	case d >= 10*time.Microsecond:

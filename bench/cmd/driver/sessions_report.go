@@ -303,13 +303,15 @@ func (r *sessionsResult) markdown(p pin) string {
 	return b.String()
 }
 
-// verdicts checks the parked-session target on each store measured.
+// verdicts checks the sessions server's targets: on SQLite, its CPU per
+// model turn, the tool-result round trip and the long-poll wake-up
+// (issue 21, target 2); on each store measured, the parked sessions.
 func (r *sessionsResult) verdicts() []string {
 	const target = "a parked session costs no goroutine and under 20 KiB of memory; 10,000 parked sessions on this machine"
 	if r == nil || r.err != nil {
-		return []string{target + ": not measured in this run."}
+		return []string{"the sessions server's targets: not measured in this run.", target + ": not measured in this run."}
 	}
-	var out []string
+	out := r.serverVerdicts()
 	last := len(r.counts) - 1
 	for _, sr := range r.stores {
 		if sr.err != nil {
@@ -327,6 +329,51 @@ func (r *sessionsResult) verdicts() []string {
 		ok := g < float64(n)/100 && rs < 20<<10 && hp < 20<<10 && n >= 10000
 		out = append(out, fmt.Sprintf("%s (%s): **%s** (%s sessions parked; %.0f goroutines more than idle; per session %s of VmRSS, %s of live heap).",
 			target, sr.name, metOrMissed(ok), count(n), g, fmtBytes(rs), fmtBytes(hp)))
+	}
+	return out
+}
+
+// serverVerdicts checks target 2 on SQLite: at most 1 ms of server CPU per
+// model turn (the throughput job: create to completion, divided by its
+// turns), a tool-result round trip p50 of at most 2 ms and a long-poll
+// wake-up p50 of at most 1 ms.
+func (r *sessionsResult) serverVerdicts() []string {
+	var out []string
+	cpu := "the sessions server's CPU per model turn on SQLite (throughput job, created to completed, divided by its turns) at most 1 ms"
+	var tp *throughputResult
+	for _, t := range r.throughput {
+		if t.store == "sqlite" && t.replicas == 1 && t.err == nil && len(t.cpu) > 0 {
+			tp = t
+		}
+	}
+	if tp == nil {
+		out = append(out, cpu+": not measured in this run.")
+	} else {
+		perSession := time.Duration(medianF(tp.cpu, func(d time.Duration) float64 { return float64(d) }))
+		perTurn := perSession / time.Duration(r.toolCalls+1)
+		out = append(out, fmt.Sprintf("%s: **%s** (%s a turn, %s a session of %d turns).", cpu, metOrMissed(perTurn <= time.Millisecond),
+			fmtDur(perTurn), fmtDur(perSession), r.toolCalls+1))
+	}
+	var f *storeFigures
+	for _, sr := range r.stores {
+		if sr.name == "SQLite" && sr.err == nil {
+			f = sr.figures(r.counts)
+		}
+	}
+	for _, v := range []struct {
+		what    string
+		samples func(*storeFigures) []time.Duration
+		limit   time.Duration
+	}{
+		{"the tool-result round trip p50 on SQLite (post → next model request) at most 2 ms", func(f *storeFigures) []time.Duration { return f.roundTrip }, 2 * time.Millisecond},
+		{"the long-poll wake-up p50 on SQLite (post → `changes` returns) at most 1 ms", func(f *storeFigures) []time.Duration { return f.wakeUp }, time.Millisecond},
+	} {
+		if f == nil || len(v.samples(f)) == 0 {
+			out = append(out, v.what+": not measured in this run.")
+			continue
+		}
+		p50 := percentile(v.samples(f), 50)
+		out = append(out, fmt.Sprintf("%s: **%s** (%s, n = %d).", v.what, metOrMissed(p50 <= v.limit), fmtDur(p50), len(v.samples(f))))
 	}
 	return out
 }
