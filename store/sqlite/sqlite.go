@@ -106,6 +106,15 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// the writes waiting to be committed (see write.go)
+	wmu     sync.Mutex
+	queue   []*writeReq
+	leading bool // a writer is committing, or the head of queue is told to
+	// batchHook, set by tests only, is called with each batch's size.
+	batchHook func(n int)
+	// savepoint statements on the writer, for batches of writes
+	savepointStmt, rollbackToStmt, releaseSavepointStmt *sql.Stmt
 }
 
 var _ store.Store = (*Store)(nil)
@@ -209,6 +218,9 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.w, &s.hooksStmt, `SELECT id, events FROM webhooks WHERE owner = ? AND disabled = 0`},
 		{s.w, &s.insertSessionStmt, `INSERT INTO sessions (` + sessionColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
 		{s.w, &s.byKeyStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE owner = ? AND idempotency_key = ? AND idempotency_key != ''`},
+		{s.w, &s.savepointStmt, `SAVEPOINT hrns_write`},
+		{s.w, &s.rollbackToStmt, `ROLLBACK TO hrns_write`},
+		{s.w, &s.releaseSavepointStmt, `RELEASE hrns_write`},
 	} {
 		if *p.stmt, err = p.db.PrepareContext(ctx, p.sql); err != nil {
 			return err
@@ -281,7 +293,8 @@ func (s *Store) Close() error {
 		var errs []error
 		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.countStmt, s.versionStmt, s.updateStmt, s.updateSameAgentStmt, s.insertEventStmt,
 			s.messagesStmt, s.messageCountStmt, s.trimMessagesStmt, s.insertMessageStmt,
-			s.claimStmt, s.takeStmt, s.renewStmt, s.releaseStmt, s.addTokensStmt, s.nextWakeStmt, s.hooksStmt, s.insertSessionStmt, s.byKeyStmt} {
+			s.claimStmt, s.takeStmt, s.renewStmt, s.releaseStmt, s.addTokensStmt, s.nextWakeStmt, s.hooksStmt, s.insertSessionStmt, s.byKeyStmt,
+			s.savepointStmt, s.rollbackToStmt, s.releaseSavepointStmt} {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}
@@ -407,7 +420,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	}
 	var existing *store.Session
 	var hooked bool
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if n.IdempotencyKey != "" {
 			row := tx.StmtContext(ctx, s.byKeyStmt).QueryRowContext(ctx, n.Owner, n.IdempotencyKey)
 			got, err := scanSession(row)
@@ -535,19 +548,6 @@ func (s *Store) Messages(ctx context.Context, id string, from int64, limit int) 
 	return out, nil
 }
 
-// write runs fn in a transaction on the writer connection.
-func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return s.wrap(err)
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return s.wrap(err)
-	}
-	return s.wrap(tx.Commit())
-}
-
 func (s *Store) wrap(err error) error {
 	if err != nil && strings.Contains(err.Error(), "database is closed") {
 		return fmt.Errorf("%w: %w", store.ErrClosed, err)
@@ -648,7 +648,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	var attempts int
 	var leaseOwner string
 	var leaseUntil int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var version int64
 		var owner, status, agent string
 		err := tx.StmtContext(ctx, s.versionStmt).QueryRowContext(ctx, sess.ID).Scan(&version, &count, &leaseOwner, &leaseUntil, &owner, &status, &attempts, &agent)
@@ -788,7 +788,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 	now := nanos(p.Now)
 	until := nanos(p.Now.Add(p.TTL))
 	var out []*store.Session
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// Two halves, each on its partial index: with an OR, SQLite
 		// scans every session ever stored.
 		take := tx.StmtContext(ctx, s.takeStmt)
@@ -826,7 +826,7 @@ const claimSQL = `SELECT ` + sessionColumns + ` FROM (
 // Renew implements [store.Store].
 func (s *Store) Renew(ctx context.Context, id, owner string, until time.Time) error {
 	now := time.Now().UnixNano()
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.StmtContext(ctx, s.renewStmt).ExecContext(ctx, nanos(until), id, owner, now)
 		if err != nil {
 			return err
@@ -849,7 +849,7 @@ func (s *Store) Renew(ctx context.Context, id, owner string, until time.Time) er
 // Release implements [store.Store].
 func (s *Store) Release(ctx context.Context, id, owner string) error {
 	var released bool
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.StmtContext(ctx, s.releaseStmt).ExecContext(ctx, id, owner)
 		if err != nil {
 			return err

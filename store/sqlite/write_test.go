@@ -1,0 +1,266 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hrns-dev/hrns/store"
+)
+
+func openTest(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "hrns.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// holdWriter starts a write that blocks until release is called, and
+// returns once it runs: the writes started after it queue behind it and
+// are committed together when it is released.
+func holdWriter(t *testing.T, s *Store) (release func()) {
+	t.Helper()
+	running, gate := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+			close(running)
+			<-gate
+			return nil
+		})
+	}()
+	<-running
+	return func() {
+		close(gate)
+		if err := <-done; err != nil {
+			t.Errorf("the holding write: %v", err)
+		}
+	}
+}
+
+// waitQueued waits until n writes are queued.
+func waitQueued(s *Store, n int) {
+	for {
+		s.wmu.Lock()
+		q := len(s.queue)
+		s.wmu.Unlock()
+		if q >= n {
+			return
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestGroupCommit queues writes behind a held one and checks that they are
+// committed in one batch in which each succeeds or fails alone: a write
+// that returns an error, one that panics and one whose caller gave up
+// before it ran leave nothing behind and fail with their own errors; the
+// others are committed and readable once they return.
+func TestGroupCommit(t *testing.T) {
+	s := openTest(t)
+	var mu sync.Mutex
+	var batches []int
+	s.batchHook = func(n int) { mu.Lock(); batches = append(batches, n); mu.Unlock() }
+	if err := s.write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE t (k INTEGER PRIMARY KEY)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	release := holdWriter(t, s)
+	const n = 10
+	errBoom := errors.New("boom")
+	cancelled, cancel := context.WithCancel(context.Background())
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		ctx := context.Background()
+		if i == 7 {
+			ctx = cancelled
+		}
+		wg.Go(func() {
+			errs[i] = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (?)`, i); err != nil {
+					return err
+				}
+				switch i {
+				case 3:
+					return errBoom
+				case 5:
+					panic("write 5")
+				}
+				return nil
+			})
+		})
+		waitQueued(s, i+1) // in order
+	}
+	cancel()
+	release()
+	wg.Wait()
+	for i, err := range errs {
+		switch i {
+		case 3:
+			if !errors.Is(err, errBoom) {
+				t.Errorf("write 3: %v, want boom", err)
+			}
+		case 5:
+			if err == nil || !strings.Contains(err.Error(), "panicked: write 5") {
+				t.Errorf("write 5: %v, want its panic", err)
+			}
+		case 7:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("write 7: %v, want context.Canceled", err)
+			}
+		default:
+			if err != nil {
+				t.Errorf("write %d: %v", i, err)
+			}
+		}
+	}
+	rows, err := s.r.Query(`SELECT k FROM t ORDER BY k`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var k int
+		rows.Scan(&k)
+		got = append(got, fmt.Sprint(k))
+	}
+	rows.Close()
+	if g := strings.Join(got, ","); g != "0,1,2,4,6,8,9" {
+		t.Errorf("committed rows %s, want 0,1,2,4,6,8,9", g)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []int{1, 1, n}; fmt.Sprint(batches) != fmt.Sprint(want) {
+		t.Errorf("batches %v, want %v (the table, the held write, then the ten together)", batches, want)
+	}
+}
+
+// TestGroupCommitLostTransaction: a write that ends the transaction itself
+// (as SQLite does on an I/O error or a full disk) fails the writes
+// committed alongside it, none of which is left behind, and the store goes
+// on.
+func TestGroupCommitLostTransaction(t *testing.T) {
+	s := openTest(t)
+	if err := s.write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE t (k INTEGER PRIMARY KEY)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	release := holdWriter(t, s)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			errs[i] = s.write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (?)`, i); err != nil {
+					return err
+				}
+				if i == 1 {
+					tx.ExecContext(ctx, `ROLLBACK`)
+					return errors.New("disk I/O error")
+				}
+				return nil
+			})
+		})
+		waitQueued(s, i+1)
+	}
+	release()
+	wg.Wait()
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "rolled back with a write committed alongside") {
+		t.Errorf("write 0: %v, want rolled back with the batch", errs[0])
+	}
+	for i := 1; i < 3; i++ {
+		if errs[i] == nil || !strings.Contains(errs[i].Error(), "disk I/O error") {
+			t.Errorf("write %d: %v, want the I/O error", i, errs[i])
+		}
+	}
+	var count int
+	if err := s.r.QueryRow(`SELECT count(*) FROM t`).Scan(&count); err != nil || count != 0 {
+		t.Errorf("rows left: %d (%v), want 0", count, err)
+	}
+	if err := s.write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (42)`)
+		return err
+	}); err != nil {
+		t.Errorf("a write after: %v", err)
+	}
+}
+
+// TestGroupCommitSessions runs the store's own updates in one batch: of
+// ten sessions' updates, those made on a stale version fail with
+// ErrConflict and write none of their events; the others are committed
+// with theirs.
+func TestGroupCommitSessions(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var batches []int
+	s.batchHook = func(n int) { mu.Lock(); batches = append(batches, n); mu.Unlock() }
+	const n = 10
+	sessions := make([]*store.Session, n)
+	for i := range n {
+		sessions[i] = &store.Session{ID: fmt.Sprintf("s%d", i), Owner: "k", Status: "running", Agent: "a", State: []byte(`{}`)}
+		got, _, err := s.CreateSession(ctx, sessions[i], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions[i] = got
+	}
+	mu.Lock()
+	batches = nil
+	mu.Unlock()
+	release := holdWriter(t, s)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, sess := range sessions {
+		if i%2 == 1 {
+			sess.Version-- // stale
+		}
+		sess.Status = "idle"
+		wg.Go(func() {
+			errs[i] = s.UpdateSession(ctx, sess, []store.Event{{Type: "x", Data: []byte(`{"i":1}`)}, {Type: "y", Data: []byte(`{}`)}}, nil)
+		})
+		waitQueued(s, i+1)
+	}
+	release()
+	wg.Wait()
+	for i := range n {
+		got, err := s.GetSession(ctx, fmt.Sprintf("s%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		events, err := s.Events(ctx, got.ID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 {
+			if !errors.Is(errs[i], store.ErrConflict) || got.Status != "running" || got.Version != 1 || len(events) != 0 {
+				t.Errorf("stale update %d: %v; stored %s v%d with %d events", i, errs[i], got.Status, got.Version, len(events))
+			}
+			continue
+		}
+		if errs[i] != nil || got.Status != "idle" || got.Version != 2 || got.EventCount != 2 || len(events) != 2 {
+			t.Errorf("update %d: %v; stored %s v%d, %d events counted, %d read", i, errs[i], got.Status, got.Version, got.EventCount, len(events))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(batches) != fmt.Sprint([]int{1, n}) {
+		t.Errorf("batches %v, want [1 %d]", batches, n)
+	}
+}
