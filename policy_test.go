@@ -6,7 +6,10 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -206,5 +209,67 @@ func onlyImports(t *testing.T, prefix string, allowed func(dir string) bool, rul
 				t.Errorf("%s imports %s: %s", dir, imp, rule)
 			}
 		}
+	}
+}
+
+// buildTags are the tags hrns is built with, as the README's install line
+// says: grpcnotrace drops gRPC's golang.org/x/net/trace (gRPC is linked by
+// OpenTelemetry's OTLP/HTTP exporters; hrns runs no gRPC).
+const buildTags = "grpcnotrace"
+
+// TestHrnsLinksNoTextTemplate keeps text/template out of the hrns binary
+// built as documented. Its calls of methods by name make the linker keep
+// every exported method of every type in the binary (about 7 MB of 53), and
+// the process starts the slower for it. It came with gRPC's
+// golang.org/x/net/trace, which the grpcnotrace tag drops; a new dependency
+// that brings it back fails here, with the chain of imports that does.
+func TestHrnsLinksNoTextTemplate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list over the module: not in -short mode")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	cmd := exec.Command(goBin, "list", "-deps", "-tags", buildTags, "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./cmd/hrns")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	imports := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		if len(fields) > 0 {
+			imports[fields[0]] = fields[1:]
+		}
+	}
+	root := module + "/cmd/hrns"
+	if _, ok := imports[root]; !ok {
+		t.Fatalf("go list did not list %s:\n%s", root, out)
+	}
+	// Breadth first from cmd/hrns: the shortest chain to each package.
+	via := map[string]string{root: ""}
+	queue := []string{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, imp := range imports[p] {
+			if _, seen := via[imp]; !seen {
+				via[imp] = p
+				queue = append(queue, imp)
+			}
+		}
+	}
+	for _, forbidden := range []string{"text/template", "golang.org/x/net/trace"} {
+		if _, linked := via[forbidden]; !linked {
+			continue
+		}
+		chain := []string{forbidden}
+		for p := via[forbidden]; p != ""; p = via[p] {
+			chain = append(chain, p)
+		}
+		slices.Reverse(chain)
+		t.Errorf("hrns built with -tags %s links %s:\n\t%s", buildTags, forbidden, strings.Join(chain, "\n\t-> "))
 	}
 }

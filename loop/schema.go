@@ -28,8 +28,22 @@ func schemaFor[In any]() (json.RawMessage, error) {
 	if err := refine(t, s); err != nil {
 		return nil, err
 	}
-	return json.Marshal(s)
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	inferred.LoadOrStore(string(raw), s)
+	return raw, nil
 }
+
+// inferred holds each schema schemaFor inferred, by the bytes it encoded it
+// to, for resolveSchema to resolve it without decoding those bytes back:
+// decoding is most of what wiring a typed tool costs, in every process
+// before its first model request. Decoding them would give the same schema
+// (but for PropertyOrder, which only encoding reads): TestInferredSchemas
+// checks it. The schemas are not changed once stored. One entry per
+// distinct arguments type given to NewTool, so bounded by the program.
+var inferred sync.Map // string -> *jsonschema.Schema
 
 // refine applies the `enum` and `default` tags of t's fields to s, the
 // schema inferred for t, and drops the "null" alternative that jsonschema-go
@@ -181,9 +195,12 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
 
 // resolveSchema is compileSchema without the cache.
 func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, fmt.Errorf("input schema is not a JSON Schema: %w", err)
+	s, ok := inferredSchema(raw)
+	if !ok {
+		s = new(jsonschema.Schema)
+		if err := json.Unmarshal(raw, s); err != nil {
+			return nil, fmt.Errorf("input schema is not a JSON Schema: %w", err)
+		}
 	}
 	if s.Type != "object" && !(len(s.Types) > 0 && s.Types[0] == "object") {
 		return nil, errors.New(`input schema must have "type": "object"`)
@@ -193,4 +210,14 @@ func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
 		return nil, fmt.Errorf("input schema: %w", err)
 	}
 	return r, nil
+}
+
+// inferredSchema is the schema schemaFor inferred and encoded to raw, if it
+// did.
+func inferredSchema(raw json.RawMessage) (*jsonschema.Schema, bool) {
+	v, ok := inferred.Load(string(raw))
+	if !ok {
+		return nil, false
+	}
+	return v.(*jsonschema.Schema), true
 }

@@ -4,7 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // TestSchemaCache: the same bytes give the same compiled schema, other
@@ -49,4 +54,111 @@ func TestSchemaCache(t *testing.T) {
 	if n > maxCachedSchemas {
 		t.Errorf("the cache holds %d schemas, over its bound of %d", n, maxCachedSchemas)
 	}
+}
+
+// Arguments types for TestInferredSchemas: every feature of inference and
+// of refine.
+type inferArgs struct {
+	Query      string            `json:"query" jsonschema:"what to search for"`
+	Limit      int               `json:"limit,omitempty" jsonschema:"how many" default:"10"`
+	Sort       string            `json:"sort,omitempty" enum:"relevance,date" default:"relevance"`
+	Tags       []string          `json:"tags,omitempty" enum:"go,rust,python"`
+	Levels     []int             `json:"levels" enum:"1,2,3"`
+	Ratio      float64           `json:"ratio,omitempty" default:"1.5"`
+	Count      *uint             `json:"count,omitempty"`
+	On         bool              `json:"on,omitempty" default:"true"`
+	Filter     *inferFilter      `json:"filter,omitempty"`
+	Sources    []inferFilter     `json:"sources"`
+	Weights    map[string]int    `json:"weights,omitempty"`
+	Nested     map[string][]bool `json:"nested,omitempty"`
+	Raw        json.RawMessage   `json:"raw,omitempty"`
+	Anything   any               `json:"anything,omitempty"`
+	Skipped    string            `json:"-"`
+	unexported int
+	inferEmbedded
+}
+
+type inferFilter struct {
+	After  string `json:"after,omitempty" jsonschema:"ISO date"`
+	Author string `json:"author"`
+}
+
+type inferEmbedded struct {
+	Page int `json:"page,omitempty" default:"1"`
+}
+
+// TestInferredSchemas: a schema NewTool inferred is resolved as inferred,
+// not decoded back from its bytes; decoding them gives the same schema
+// (but for PropertyOrder, which only encoding reads), so the same
+// validation.
+func TestInferredSchemas(t *testing.T) {
+	check := func(name string, raw json.RawMessage, err error, args []string) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		s, ok := inferredSchema(raw)
+		if !ok {
+			t.Fatalf("%s: the inferred schema was not kept", name)
+		}
+		var decoded jsonschema.Schema
+		if err := json.Unmarshal(raw, &decoded); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(&decoded, s, cmpopts.IgnoreFields(jsonschema.Schema{}, "PropertyOrder")); diff != "" {
+			t.Errorf("%s: the schema decoded from its bytes differs from the inferred one (-decoded +inferred):\n%s", name, diff)
+		}
+		direct, err := resolveSchema(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		viaBytes, err := decoded.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range args {
+			var v1, v2 map[string]any
+			json.Unmarshal([]byte(a), &v1)
+			json.Unmarshal([]byte(a), &v2)
+			e1, e2 := fmt.Sprint(direct.Validate(v1)), fmt.Sprint(viaBytes.Validate(v2))
+			if e1 != e2 {
+				t.Errorf("%s: %s: validated as inferred: %s; decoded from its bytes: %s", name, a, e1, e2)
+			}
+			direct.ApplyDefaults(&v1)
+			viaBytes.ApplyDefaults(&v2)
+			if diff := cmp.Diff(v2, v1); diff != "" {
+				t.Errorf("%s: %s: defaults applied (-decoded +inferred):\n%s", name, a, diff)
+			}
+		}
+	}
+	raw, err := schemaFor[inferArgs]()
+	args := []string{
+		`{"query":"q","levels":[1],"sources":[]}`,
+		`{"query":"q","levels":[4],"sources":[]}`,
+		`{"query":"q","levels":[1],"sources":[{"author":"a"}],"sort":"date","tags":["go"],"count":3,"filter":{"author":"b"},"weights":{"x":1},"nested":{"y":[true]},"raw":[1],"anything":null,"page":2}`,
+		`{}`,
+	}
+	// One error each: with several, which one is told first depends on
+	// the order of a map's iteration.
+	for _, bad := range []string{`"query":1`, `"levels":"x"`, `"levels":[4]`, `"sources":[{}]`, `"sort":"other"`, `"tags":["c"]`, `"count":-1`, `"weights":{"x":"y"}`, `"on":"yes"`, `"page":"one"`, `"nested":{"y":[1]}`} {
+		args = append(args, `{"query":"q","levels":[1],"sources":[],`+bad+`}`)
+	}
+	check("inferArgs", raw, err, args)
+	raw, err = schemaFor[map[string]string]()
+	check("map", raw, err, []string{`{"a":"b"}`, `{"a":1}`})
+	raw, err = schemaFor[struct{}]()
+	check("empty", raw, err, []string{`{}`, `{"a":1}`})
+
+	// Resolving one inferred schema in several goroutines at once only
+	// reads it (under -race).
+	raw, _ = schemaFor[inferArgs]()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if _, err := resolveSchema(raw); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
 }

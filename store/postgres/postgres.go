@@ -410,12 +410,15 @@ const (
 		WHERE (runnable OR wake_at IS NOT NULL) AND NOT (runnable AND (lease_owner = '' OR lease_until <= $1))`
 )
 
-// The statements with their parameter numbers filled in.
-var (
-	createStmt  = fmt.Sprintf(createSQL, 23, 24, 25, 27, 28, 29, 26, 26)
-	updateStmt  = fmt.Sprintf(updateSQL, 19, 20, 21, 23, 24, 14, 22, 22)
-	releaseStmt = fmt.Sprintf(releaseSQL, 3)
-)
+// statements are the statements with their parameter numbers filled in,
+// at first use: every hrns command links this package, few open a
+// PostgreSQL store.
+var statements = sync.OnceValue(func() (s struct{ create, update, release string }) {
+	s.create = fmt.Sprintf(createSQL, 23, 24, 25, 27, 28, 29, 26, 26)
+	s.update = fmt.Sprintf(updateSQL, 19, 20, 21, 23, 24, 14, 22, 22)
+	s.release = fmt.Sprintf(releaseSQL, 3)
+	return s
+})
 
 type scanner interface{ Scan(...any) error }
 
@@ -511,7 +514,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	}
 	types, data, times := eventArrays(events, 0, now)
 	hookTypes, hookIDs := hookArrays(n.ID, n.Status, n.Version)
-	rows, err := s.pool.Query(ctx, createStmt,
+	rows, err := s.pool.Query(ctx, statements().create,
 		n.ID, n.Owner, n.IdempotencyKey, n.RequestHash, n.Status, n.Agent, n.FirstMessage,
 		[]byte(n.Request), []byte(n.State), []byte(n.Answer), n.Error, n.ErrorCode, n.Runnable, ts(n.WakeAt),
 		n.EventCount, ts(n.CreatedAt), ts(n.StartedAt), ts(n.FinishedAt), ts(n.UpdatedAt),
@@ -689,7 +692,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	var claimed bool
 	var leaseUntil pgtype.Timestamptz
 	var attempts int
-	err := s.pool.QueryRow(ctx, updateStmt,
+	err := s.pool.QueryRow(ctx, statements().update,
 		sess.ID, sess.Status, sess.Agent, sess.FirstMessage, []byte(sess.State), []byte(sess.Answer),
 		sess.Error, sess.ErrorCode, sess.Runnable, ts(sess.WakeAt), int64(len(events)),
 		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease, o.Release || o.ResetAttempts,
@@ -899,7 +902,7 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	rows, err := s.pool.Query(ctx, releaseStmt, id, owner, s.channel)
+	rows, err := s.pool.Query(ctx, statements().release, id, owner, s.channel)
 	if err != nil {
 		return fmt.Errorf("release lease of %s: %w", id, s.wrap(err))
 	}
