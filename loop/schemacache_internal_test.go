@@ -59,21 +59,22 @@ func TestSchemaCache(t *testing.T) {
 // Arguments types for TestInferredSchemas: every feature of inference and
 // of refine.
 type inferArgs struct {
-	Query      string            `json:"query" jsonschema:"what to search for"`
-	Limit      int               `json:"limit,omitempty" jsonschema:"how many" default:"10"`
-	Sort       string            `json:"sort,omitempty" enum:"relevance,date" default:"relevance"`
-	Tags       []string          `json:"tags,omitempty" enum:"go,rust,python"`
-	Levels     []int             `json:"levels" enum:"1,2,3"`
-	Ratio      float64           `json:"ratio,omitempty" default:"1.5"`
-	Count      *uint             `json:"count,omitempty"`
-	On         bool              `json:"on,omitempty" default:"true"`
-	Filter     *inferFilter      `json:"filter,omitempty"`
-	Sources    []inferFilter     `json:"sources"`
-	Weights    map[string]int    `json:"weights,omitempty"`
-	Nested     map[string][]bool `json:"nested,omitempty"`
-	Raw        json.RawMessage   `json:"raw,omitempty"`
-	Anything   any               `json:"anything,omitempty"`
-	Skipped    string            `json:"-"`
+	Query    string            `json:"query" jsonschema:"what to search for"`
+	Limit    int               `json:"limit,omitempty" jsonschema:"how many" default:"10"`
+	Sort     string            `json:"sort,omitempty" enum:"relevance,date" default:"relevance"`
+	Tags     []string          `json:"tags,omitempty" enum:"go,rust,python"`
+	Levels   []int             `json:"levels" enum:"1,2,3"`
+	Ratio    float64           `json:"ratio,omitempty" default:"1.5"`
+	Count    *uint             `json:"count,omitempty"`
+	On       bool              `json:"on,omitempty" default:"true"`
+	Filter   *inferFilter      `json:"filter,omitempty"`
+	Sources  []inferFilter     `json:"sources"`
+	Weights  map[string]int    `json:"weights,omitempty"`
+	Nested   map[string][]bool `json:"nested,omitempty"`
+	Raw      json.RawMessage   `json:"raw,omitempty"`
+	Anything any               `json:"anything,omitempty"`
+	Skipped  string            `json:"-"`
+	//lint:ignore U1000 never used: the inference must leave unexported fields out
 	unexported int
 	inferEmbedded
 }
