@@ -814,14 +814,25 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 	return out, nil
 }
 
-// claimSQL finds the sessions to claim.
-const claimSQL = `SELECT ` + sessionColumns + ` FROM (
-				SELECT ` + sessionColumns + ` FROM sessions
-				WHERE runnable = 1 AND (lease_owner = '' OR lease_until <= ?1) AND (?3 <= 0 OR attempts < ?3)
-				UNION
-				SELECT ` + sessionColumns + ` FROM sessions
-				WHERE wake_at != 0 AND wake_at <= ?1 AND (lease_owner = '' OR lease_until <= ?1) AND (?3 <= 0 OR attempts < ?3))
-			ORDER BY created_at, id LIMIT ?2 + 0`
+// claimSQL finds the sessions to claim: the oldest runnable or due ones
+// whose lease is free. Each half takes its oldest ?2 on its partial index
+// (the runnable half reads the index in creation order and stops there),
+// the halves are merged on their rowids and creation times alone, and only
+// the sessions claimed are read whole. Merging whole rows (states
+// included) of every runnable session made each claim cost as much as the
+// whole backlog, so a burst of sessions created faster than the workers
+// took them cost time quadratic in its size.
+const claimSQL = `SELECT ` + sessionColumns + ` FROM sessions WHERE rowid IN (
+				SELECT r FROM (
+					SELECT * FROM (SELECT rowid AS r, created_at FROM sessions INDEXED BY sessions_runnable
+						WHERE runnable = 1 AND (lease_owner = '' OR lease_until <= ?1) AND (?3 <= 0 OR attempts < ?3)
+						ORDER BY created_at, rowid LIMIT ?2 + 0)
+					UNION
+					SELECT * FROM (SELECT rowid AS r, created_at FROM sessions INDEXED BY sessions_wake
+						WHERE wake_at != 0 AND wake_at <= ?1 AND (lease_owner = '' OR lease_until <= ?1) AND (?3 <= 0 OR attempts < ?3)
+						ORDER BY created_at, rowid LIMIT ?2 + 0))
+				ORDER BY created_at, r LIMIT ?2 + 0)
+			ORDER BY created_at, rowid`
 
 // Renew implements [store.Store].
 func (s *Store) Renew(ctx context.Context, id, owner string, until time.Time) error {

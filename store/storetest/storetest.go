@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ListFilters", testListFilters},
 		{"Claim", testClaim},
 		{"ClaimConcurrent", testClaimConcurrent},
+		{"ClaimBacklog", testClaimBacklog},
 		{"Leases", testLeases},
 		{"ClaimWithUpdate", testClaimWithUpdate},
 		{"CreateClaimed", testCreateClaimed},
@@ -522,6 +523,100 @@ func testClaim(t *testing.T, st store.Store) {
 	}
 	if diff := cmp.Diff([]string{"wake-later", "run-old", "wake-due", "run-new"}, claim("w4", now.Add(2*time.Hour), 10)); diff != "" {
 		t.Errorf("claim in two hours (-want +got):\n%s", diff)
+	}
+}
+
+// testClaimBacklog claims, a few at a time, from many sessions of every
+// kind (runnable, due, due later, both runnable and due, waiting, leased
+// by another worker until before or after the claim, claimed too often),
+// and checks each claim against a model: the oldest sessions that are
+// runnable or due, whose lease is free and which are below the attempts
+// bound, each once.
+func testClaimBacklog(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Millisecond) // Renew checks leases against the clock
+	type model struct {
+		id         string
+		created    time.Time
+		runnable   bool
+		wake       time.Time
+		leaseUntil time.Time
+		attempts   int
+	}
+	var all []*model
+	r := uint32(7)
+	next := func(n uint32) uint32 { r = r*1664525 + 1013904223; return (r >> 8) % n }
+	for i := range 90 {
+		m := &model{id: fmt.Sprintf("s%02d", i), created: base.Add(time.Duration(next(1_000_000)) * time.Millisecond)}
+		switch next(6) {
+		case 0, 1:
+			m.runnable = true
+		case 2:
+			m.wake = now.Add(-time.Duration(next(100)+1) * time.Second)
+		case 3:
+			m.wake = now.Add(time.Hour)
+		case 4:
+			m.runnable, m.wake = true, now.Add(-time.Second)
+		}
+		s := newSession(m.id, "alice")
+		s.Runnable, s.WakeAt, s.CreatedAt = m.runnable, m.wake, m.created
+		mustCreate(t, st, s)
+		all = append(all, m)
+	}
+	// Some are held by another worker: a lease that ends before the
+	// claims (as if it had expired) or long after them; their attempts
+	// count.
+	held, err := st.Claim(ctx, &store.ClaimParams{Owner: "other", Now: now, TTL: time.Minute, Limit: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(10 * time.Minute) // when the claims below are made
+	for i, s := range held {
+		m := all[slices.IndexFunc(all, func(m *model) bool { return m.id == s.ID })]
+		m.attempts++
+		m.leaseUntil = now.Add(time.Minute)
+		if i%2 == 0 {
+			if err := st.Renew(ctx, s.ID, "other", later.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			m.leaseUntil = later.Add(time.Hour)
+		}
+	}
+	const below = 2
+	for round := 0; ; round++ {
+		limit := int(next(5)) + 1
+		var want []string
+		eligible := slices.Clone(all)
+		slices.SortFunc(eligible, func(a, b *model) int { return a.created.Compare(b.created) })
+		for _, m := range eligible {
+			due := m.runnable || !m.wake.IsZero() && !m.wake.After(later)
+			if due && !m.leaseUntil.After(later) && m.attempts < below && len(want) < limit {
+				want = append(want, m.id)
+			}
+		}
+		got, err := st.Claim(ctx, &store.ClaimParams{Owner: "w", Now: later, TTL: time.Hour, Limit: limit, BelowAttempts: below})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, s := range got {
+			ids = append(ids, s.ID)
+			m := all[slices.IndexFunc(all, func(m *model) bool { return m.id == s.ID })]
+			m.leaseUntil = later.Add(time.Hour)
+			m.attempts++
+			if s.State == nil || s.Owner != "alice" {
+				t.Errorf("claimed %s without its fields: %+v", s.ID, s)
+			}
+		}
+		if diff := cmp.Diff(want, ids); diff != "" {
+			t.Fatalf("claim %d, limit %d (-want +got):\n%s", round, limit, diff)
+		}
+		if len(want) == 0 {
+			if round < 10 {
+				t.Fatalf("only %d claims: the backlog is too small to test", round)
+			}
+			return
+		}
 	}
 }
 
