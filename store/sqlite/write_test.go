@@ -48,6 +48,17 @@ func holdWriter(t *testing.T, s *Store) (release func()) {
 	}
 }
 
+// createTable creates the table t (k INTEGER PRIMARY KEY) the tests write.
+func createTable(t *testing.T, s *Store) {
+	t.Helper()
+	if err := s.write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE t (k INTEGER PRIMARY KEY)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitQueued waits until n writes are queued.
 func waitQueued(s *Store, n int) {
 	for {
@@ -72,12 +83,7 @@ func TestGroupCommit(t *testing.T) {
 	var mu sync.Mutex
 	var batches []int
 	s.batchHook = func(n int) { mu.Lock(); batches = append(batches, n); mu.Unlock() }
-	if err := s.write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `CREATE TABLE t (k INTEGER PRIMARY KEY)`)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	createTable(t, s)
 	release := holdWriter(t, s)
 	const n = 10
 	errBoom := errors.New("boom")
@@ -155,12 +161,7 @@ func TestGroupCommit(t *testing.T) {
 // on.
 func TestGroupCommitLostTransaction(t *testing.T) {
 	s := openTest(t)
-	if err := s.write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `CREATE TABLE t (k INTEGER PRIMARY KEY)`)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	createTable(t, s)
 	release := holdWriter(t, s)
 	errs := make([]error, 3)
 	var wg sync.WaitGroup

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 )
@@ -40,19 +38,13 @@ type lengthResult struct {
 // client CPU, and keeps the medians.
 func runLength(ctx context.Context, e *env, o *options) *lengthResult {
 	res := &lengthResult{count: o.lengthCount, runs: map[int]*microResult{}}
-	argv := e.pin.command(e.pin.clientCPU, []string{"go", "test", "-run", "^$", "-bench", "^BenchmarkSessionLength$",
-		"-benchtime", "1x", "-count", strconv.Itoa(o.lengthCount), "./session/"})
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = e.rootDir
-	cmd.Env = goEnv()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	results, err := e.goTestBench(ctx, e.rootDir, "-bench", "^BenchmarkSessionLength$", "-benchtime", "1x",
+		"-count", strconv.Itoa(o.lengthCount), "./session/")
 	if err != nil {
-		res.err = fmt.Errorf("%s: %w\n%s%s", strings.Join(argv, " "), err, out, stderr.Bytes())
+		res.err = err
 		return res
 	}
-	for _, mr := range parseBench(out) {
+	for _, mr := range results {
 		turns, ok := strings.CutPrefix(mr.name, "SessionLength/turns=")
 		if n, err := strconv.Atoi(turns); ok && err == nil {
 			res.runs[n] = mr
@@ -60,7 +52,7 @@ func runLength(ctx context.Context, e *env, o *options) *lengthResult {
 	}
 	for _, n := range lengthTurns {
 		if res.runs[n] == nil {
-			res.err = fmt.Errorf("BenchmarkSessionLength printed no figures for %d turns:\n%s", n, out)
+			res.err = fmt.Errorf("BenchmarkSessionLength printed no figures for %d turns", n)
 			return res
 		}
 	}

@@ -60,10 +60,16 @@ func (r *microResult) variant() string { return r.name[strings.LastIndexByte(r.n
 // runMicro runs the micro-benchmarks pinned to the client CPU and returns
 // the medians, in the order go test printed them.
 func runMicro(ctx context.Context, e *env, o *options) ([]*microResult, error) {
-	argv := e.pin.command(e.pin.clientCPU, []string{"go", "test", "-run", "^$", "-bench", ".", "-benchmem",
-		"-count", strconv.Itoa(o.microCount), "-benchtime", o.microTime, "./micro"})
+	return e.goTestBench(ctx, e.benchDir, "-bench", ".", "-benchmem",
+		"-count", strconv.Itoa(o.microCount), "-benchtime", o.microTime, "./micro")
+}
+
+// goTestBench runs go test -run '^$' with args in dir, pinned to the
+// client CPU, and returns the medians of what it printed.
+func (e *env) goTestBench(ctx context.Context, dir string, args ...string) ([]*microResult, error) {
+	argv := e.pin.command(e.pin.clientCPU, append([]string{"go", "test", "-run", "^$"}, args...))
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = e.benchDir
+	cmd.Dir = dir
 	cmd.Env = goEnv()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -126,20 +126,10 @@ func (e *env) pgcostOnce(ctx context.Context, m *mockProc, pc *pgcount, newDB st
 		return err
 	}
 	du.Host = proxyAddr
-	var srvs []*serveProc
-	defer func() {
-		for _, s := range srvs {
-			s.stop()
-		}
-	}()
-	var urls []string
-	for i := range row.replicas {
-		s, err := e.startServe(ctx, du.String(), m.baseURL, filepath.Join(e.tmp, fmt.Sprintf("serve-pgcost-%d-%d.log", row.replicas, i)))
-		if err != nil {
-			return err
-		}
-		srvs = append(srvs, s)
-		urls = append(urls, s.url)
+	srvs, urls, err := e.startReplicas(ctx, row.replicas, du.String(), m.baseURL, fmt.Sprintf("serve-pgcost-%d", row.replicas))
+	defer stopAll(srvs)
+	if err != nil {
+		return err
 	}
 	load := func(n int) error {
 		_, err := e.sessload(ctx, "throughput", "--url", strings.Join(urls, ","), "--key", sessionsKey,

@@ -296,20 +296,10 @@ func (e *env) throughputOnce(ctx context.Context, m *mockProc, t *throughputResu
 	}
 	defer rdb.drop()
 	db := rdb.db
-	var srvs []*serveProc
-	defer func() {
-		for _, s := range srvs {
-			s.stop()
-		}
-	}()
-	var urls []string
-	for i := range t.replicas {
-		s, err := e.startServe(ctx, db, m.baseURL, filepath.Join(e.tmp, fmt.Sprintf("serve-tp-%d-%d.log", id, i)))
-		if err != nil {
-			return 0, 0, err
-		}
-		srvs = append(srvs, s)
-		urls = append(urls, s.url)
+	srvs, urls, err := e.startReplicas(ctx, t.replicas, db, m.baseURL, fmt.Sprintf("serve-tp-%d", id))
+	defer stopAll(srvs)
+	if err != nil {
+		return 0, 0, err
 	}
 	fail := func(err error) (float64, time.Duration, error) {
 		var logs []string
@@ -346,6 +336,29 @@ func (e *env) throughputOnce(ctx context.Context, m *mockProc, t *throughputResu
 		after += c
 	}
 	return float64(so.tpSessions) / time.Duration(r.ElapsedNS).Seconds(), (after - before) / time.Duration(so.tpSessions), nil
+}
+
+// startReplicas starts n servers on db, logging to files named after
+// prefix, and returns those it started (all of them, unless err) and
+// their URLs.
+func (e *env) startReplicas(ctx context.Context, n int, db, modelURL, prefix string) ([]*serveProc, []string, error) {
+	var srvs []*serveProc
+	var urls []string
+	for i := range n {
+		s, err := e.startServe(ctx, db, modelURL, filepath.Join(e.tmp, fmt.Sprintf("%s-%d.log", prefix, i)))
+		if err != nil {
+			return srvs, nil, err
+		}
+		srvs = append(srvs, s)
+		urls = append(urls, s.url)
+	}
+	return srvs, urls, nil
+}
+
+func stopAll(srvs []*serveProc) {
+	for _, s := range srvs {
+		s.stop()
+	}
 }
 
 // buildServe builds hrns with the probe as hrns-serve, and sessload.
