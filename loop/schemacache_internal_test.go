@@ -163,3 +163,34 @@ func TestInferredSchemas(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestInferredSchemaShared: the schemas kept in inferred are shared by
+// every tool of their type, so resolving and validating with one from
+// several goroutines at once must not write to it (run with -race).
+func TestInferredSchemaShared(t *testing.T) {
+	raw, err := schemaFor[inferArgs]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := inferredSchema(raw); !ok {
+		t.Fatal("the inferred schema is not kept")
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			r, err := resolveSchema(raw)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			args := map[string]any{"query": "x", "levels": []any{1.0}, "sources": []any{}}
+			if err := r.ApplyDefaults(&args); err != nil {
+				t.Error(err)
+			}
+			if err := r.Validate(args); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+}

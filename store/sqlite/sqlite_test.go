@@ -77,22 +77,8 @@ func TestReopenVoidsLeases(t *testing.T) {
 // it: the upgrade gives the session an attempt count of 0, which claims
 // then increment.
 func TestMigrateAttempts(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "hrns.db")
-	schema, err := os.ReadFile("migrations/001_init.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{string(schema), `PRAGMA user_version = 1`,
-		`INSERT INTO sessions (id, owner, status, runnable, version, created_at, updated_at) VALUES ('s', 'o', 'running', 1, 3, 1, 1)`} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
+	path := storeAtVersion(t, 1,
+		`INSERT INTO sessions (id, owner, status, runnable, version, created_at, updated_at) VALUES ('s', 'o', 'running', 1, 3, 1, 1)`)
 	st, err := sqlite.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -151,34 +137,11 @@ func TestListFiltersUseIndexes(t *testing.T) {
 // that the logs go on from where they were, and that an index still
 // refuses a second row at one index.
 func TestMigrateRowidLogs(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "hrns.db")
-	db, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(ON)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= 9; i++ {
-		files, _ := filepath.Glob(fmt.Sprintf("migrations/%03d_*.sql", i))
-		if len(files) != 1 {
-			t.Fatalf("migration %d: %v", i, files)
-		}
-		body, err := os.ReadFile(files[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(string(body)); err != nil {
-			t.Fatalf("%s: %v", files[0], err)
-		}
-	}
 	long := strings.Repeat("x", 3000) // longer than a WITHOUT ROWID row keeps on its page
-	for _, q := range []string{`PRAGMA user_version = 9`,
+	path := storeAtVersion(t, 9,
 		`INSERT INTO sessions (id, owner, status, version, event_count, created_at, updated_at) VALUES ('s', 'o', 'running', 3, 3, 1, 1)`,
-		`INSERT INTO events VALUES ('s', 0, 'A', X'7B7D', 1), ('s', 1, 'B', CAST('"` + long + `"' AS BLOB), 2), ('s', 2, 'C', CAST('null' AS BLOB), 3)`,
-		`INSERT INTO session_messages VALUES ('s', 0, CAST('{"role":"system"}' AS BLOB)), ('s', 1, CAST('"` + long + `"' AS BLOB))`} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
+		`INSERT INTO events VALUES ('s', 0, 'A', X'7B7D', 1), ('s', 1, 'B', CAST('"`+long+`"' AS BLOB), 2), ('s', 2, 'C', CAST('null' AS BLOB), 3)`,
+		`INSERT INTO session_messages VALUES ('s', 0, CAST('{"role":"system"}' AS BLOB)), ('s', 1, CAST('"`+long+`"' AS BLOB))`)
 
 	st, err := sqlite.Open(path, nil)
 	if err != nil {
@@ -209,7 +172,7 @@ func TestMigrateRowidLogs(t *testing.T) {
 	}
 	st.Close()
 
-	db, err = sql.Open("sqlite", path)
+	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,4 +218,36 @@ func freshSchema(t *testing.T) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// storeAtVersion writes a database file with the schema of migrations 1 to
+// version, user_version set to it, and the rows stmts insert, as a store of
+// that version left it, and returns its path.
+func storeAtVersion(t *testing.T, version int, stmts ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "hrns.db")
+	db, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(ON)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := 1; i <= version; i++ {
+		files, _ := filepath.Glob(fmt.Sprintf("migrations/%03d_*.sql", i))
+		if len(files) != 1 {
+			t.Fatalf("migration %d: %v", i, files)
+		}
+		body, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(string(body)); err != nil {
+			t.Fatalf("%s: %v", files[0], err)
+		}
+	}
+	for _, q := range append([]string{fmt.Sprintf("PRAGMA user_version = %d", version)}, stmts...) {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return path
 }

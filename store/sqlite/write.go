@@ -95,6 +95,12 @@ func (s *Store) commit(batch []*writeReq) {
 			}
 		}
 	}
+	if len(batch) == 1 {
+		if err := batch[0].ctx.Err(); err != nil {
+			batch[0].err = err
+			return
+		}
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		fail(err, batch)
@@ -102,11 +108,6 @@ func (s *Store) commit(batch []*writeReq) {
 	}
 	if len(batch) == 1 {
 		r := batch[0]
-		if err := r.ctx.Err(); err != nil {
-			tx.Rollback()
-			r.err = err
-			return
-		}
 		if err := r.run(ctx, tx); err != nil {
 			tx.Rollback()
 			r.err = s.wrap(err)
@@ -115,7 +116,7 @@ func (s *Store) commit(batch []*writeReq) {
 		r.err = s.wrap(tx.Commit())
 		return
 	}
-	done := batch[:0:0] // the writes in the transaction
+	var done []*writeReq // the writes in the transaction
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			r.err = err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -103,7 +104,7 @@ func measureStartup(ctx context.Context, e *env, o *options) *startupResult {
 	}
 	for range o.startupN {
 		for _, c := range res.clients {
-			from, err := arrivals(ctx, m, -1)
+			before, err := arrivals(ctx, m, math.MaxInt32) // the count alone: the mock clamps from
 			if err != nil {
 				return fail(err)
 			}
@@ -112,14 +113,14 @@ func measureStartup(ctx context.Context, e *env, o *options) *startupResult {
 			if err != nil {
 				return fail(err)
 			}
-			first, err := arrivals(ctx, m, int(from))
+			after, err := arrivals(ctx, m, before.Total)
 			if err != nil {
 				return fail(err)
 			}
-			if first == 0 {
+			if len(after.UnixNano) == 0 {
 				return fail(fmt.Errorf("%s: the mock saw no request", c.name))
 			}
-			c.first = append(c.first, time.Duration(first-t0.UnixNano()))
+			c.first = append(c.first, time.Duration(after.UnixNano[0]-t0.UnixNano()))
 			c.cpu = append(c.cpu, u.cpu)
 			u, _, err = e.runProcess(ctx, e.work, c.idle, environ)
 			if err != nil {
@@ -132,30 +133,23 @@ func measureStartup(ctx context.Context, e *env, o *options) *startupResult {
 	return res
 }
 
-// arrivals, with from < 0, returns how many requests the mock has seen;
-// with from ≥ 0, the arrival time (Unix nanoseconds) of the from-th, or 0.
-func arrivals(ctx context.Context, m *mockProc, from int) (int64, error) {
-	url := strings.TrimSuffix(m.baseURL, "/v1") + fmt.Sprintf("/arrivals?from=%d", max(from, 0))
+// arrivals reads the mock's arrival times from the from-th request on.
+func arrivals(ctx context.Context, m *mockProc, from int) (mock.Arrivals, error) {
+	var a mock.Arrivals
+	url := strings.TrimSuffix(m.baseURL, "/v1") + fmt.Sprintf("/arrivals?from=%d", from)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, err
+		return a, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("mock arrivals: %w", err)
+		return a, fmt.Errorf("mock arrivals: %w", err)
 	}
 	defer resp.Body.Close()
-	var a mock.Arrivals
 	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
-		return 0, fmt.Errorf("mock arrivals: %w", err)
+		return a, fmt.Errorf("mock arrivals: %w", err)
 	}
-	switch {
-	case from < 0:
-		return int64(a.Total), nil
-	case len(a.UnixNano) == 0:
-		return 0, nil
-	}
-	return a.UnixNano[0], nil
+	return a, nil
 }
 
 // copyWritten copies src to dst through write(2) and fsync, executable.
