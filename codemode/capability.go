@@ -156,7 +156,8 @@ func (e *capError) Error() string { return e.msg }
 func (e *capError) Unwrap() error { return e.err }
 
 // builtin returns the Starlark function that calls c within run x. The
-// call itself is the loop's ([loop.Toolset.Invoke]): arguments validated
+// call itself is the loop's ([loop.Toolset.Invoke], made by the parent
+// process: see [execution.serve]): arguments validated
 // against the schema with its defaults, approval with its deadline, the
 // handler's timeout, panic recovery. What is codemode's is the conversion
 // of Starlark values to and from JSON, and the messages a program reads.
@@ -186,16 +187,18 @@ func (c *capability) builtin(x *execution) *starlark.Builtin {
 		if err != nil {
 			return nil, &capError{name: c.name, msg: fmt.Sprintf("%s: arguments: %v", c.name, err), err: err}
 		}
-		call := llm.ToolCall{ID: fmt.Sprintf("%s/%d", x.id, x.calls.Add(1)), Name: c.def.Name, Arguments: raw}
-		out, err := x.r.opts.Capabilities.Invoke(x.ctx, call, x.r.invokeOpts)
-		if err != nil {
-			return nil, c.failure(x.ctx, err)
+		// The parent makes the call (see process.go).
+		reply, err := x.invoke(c.def.Name, raw)
+		switch {
+		case err != nil:
+			return nil, &capError{name: c.name, msg: fmt.Sprintf("%s was interrupted: %v", c.name, err), err: err}
+		case reply.Stop != nil:
+			x.halt(thread, reply.Stop.Kind)
+			return nil, &capError{name: c.name, msg: c.name + " was interrupted", err: context.Cause(x.parent)}
+		case reply.Err != "":
+			return nil, &capError{name: c.name, msg: reply.Err}
 		}
-		text := outputText(out)
-		if out.IsError {
-			return nil, &capError{name: c.name, msg: fmt.Sprintf("%s failed: %s", c.name, text)}
-		}
-		return resultValue(text), nil
+		return resultValue(reply.Text), nil
 	})
 }
 

@@ -41,7 +41,8 @@ type Options struct {
 	MaxSteps uint64
 	// Timeout bounds the wall time of one program, its capability calls
 	// included (approval and waiting for a free slot are not); 0 means 60
-	// seconds.
+	// seconds. A program stuck in one built-in past it is stopped by
+	// killing its interpreter process, at most 2 seconds later.
 	Timeout time.Duration
 	// CapabilityTimeout bounds one capability call unless the tool sets
 	// its own Timeout; 0 means 5 minutes, the loop's default. Each call is
@@ -65,9 +66,9 @@ type Options struct {
 	// single steps (under 1 KiB) are not weighed one by one: the heap is
 	// sampled every 4096 steps and every 10 ms, so a program may pass the
 	// limit by what a few thousand steps allocate before it is stopped.
-	// The heap is the
-	// whole process's: allocations of other goroutines count too, so
-	// leave headroom. 0 means 512 MiB; negative disables the check.
+	// The heap is that of the program's interpreter process, which holds
+	// only the program's values. 0 means 512 MiB; negative disables the
+	// check.
 	MaxMemory int64
 	// MaxConcurrent bounds the programs running at once across every
 	// agent using this runner; further programs wait for a slot. 0
@@ -313,8 +314,7 @@ func SourceOf(req *loop.ApprovalRequest) (string, bool) {
 }
 
 func (r *Runner) run(ctx context.Context, id, code string) (*Result, error) {
-	prog, err := r.compile(code)
-	if err != nil {
+	if _, err := r.compile(code); err != nil {
 		return nil, err
 	}
 	if r.gate != nil {
@@ -328,7 +328,7 @@ func (r *Runner) run(ctx context.Context, id, code string) (*Result, error) {
 		return nil, cancelled(ctx, "")
 	}
 	x := &execution{r: r, id: id}
-	res, err := x.exec(ctx, prog)
+	res, err := x.runRemote(ctx, code)
 	r.record(id, code, x, res, err)
 	return res, err
 }

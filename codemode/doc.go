@@ -53,14 +53,25 @@
 // refusal is an *[Error] whose message gives the line and column, a
 // traceback through the program's functions, and what it printed first.
 //
+// # The interpreter process
+//
+// Each program runs in a process of its own: the binary holding the
+// runner, re-executed in a helper mode that this package's init enters
+// (so any binary that imports codemode serves, with nothing to call). It
+// gets the program, its limits and its capabilities' schemas, and an
+// empty environment; capability calls come back over a pipe and run in
+// the caller's process. At the time limit or a cancellation the program
+// is stopped at its next step, or, if one built-in does not return (a
+// comparison or hash of values that share their elements can take longer
+// than any limit), its interpreter is killed: [Runner.Run] does not return
+// before the process is gone, so no program outlives its call.
+//
 // # What it does not guarantee
 //
 // Memory is bounded by estimates, not exactly: an operation's allocation
-// is estimated from above before it runs, the small allocations of single
-// steps are caught by sampling the heap every few thousand steps, and the
-// heap measured is the whole process's, so other goroutines' allocations
-// count too. Programs run
-// in the application's process, not in a separate one: the guarantees are
-// those of the Starlark interpreter and of the capabilities granted, which
-// do whatever their handlers do. See docs/codemode.md.
+// is estimated from above before it runs, and the small allocations of
+// single steps are caught by sampling the interpreter's heap every few
+// thousand steps. The interpreter is not sandboxed (it has no file or
+// network access because Starlark has none); the capabilities granted do
+// whatever their handlers do. See docs/codemode.md.
 package codemode

@@ -2,6 +2,7 @@ package codemode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,10 +15,13 @@ import (
 	"github.com/hrns-dev/hrns/loop"
 )
 
-// grace is how long a stopped program's interpreter is waited for before
-// the program is reported stopped anyway. Starlark notices a cancellation
-// at its next step, so only one long built-in operation (sorting a huge
-// list, say) takes longer; its slot is freed when it does return.
+// grace is how long a stopped program's interpreter process is waited
+// for before it is killed and the program reported stopped anyway.
+// Starlark notices a cancellation at its next step, so only one long
+// built-in operation (comparing or hashing values that share their
+// elements, say) takes longer. Inside the interpreter, the program is
+// waited for half as long: a stuck program is then reported by the
+// interpreter itself, with what it printed, before the kill.
 var grace = 2 * time.Second
 
 // memoryTick is how often the heap is sampled while a program runs, in
@@ -38,6 +42,9 @@ type execution struct {
 	steps  atomic.Uint64
 	stop   atomic.Pointer[ErrorKind] // why the program was halted
 	meter  *meter
+	// invoke asks the parent for a capability call (in the
+	// interpreter).
+	invoke func(name string, args json.RawMessage) (*replyMsg, error)
 
 	mu  sync.Mutex // guards out
 	out strings.Builder
@@ -48,8 +55,9 @@ type outcome struct {
 	err     error
 }
 
-// exec runs prog. The caller holds a slot of r.sem; exec frees it once the
-// interpreter has returned, even if that is after exec itself returned.
+// exec runs prog in this process: it is what the interpreter process
+// does. It returns within the time limit and grace even if a built-in is
+// stuck, leaving that goroutine behind: the process then exits.
 func (x *execution) exec(parent context.Context, prog *starlark.Program) (*Result, error) {
 	o := &x.r.opts
 	ctx, cancel := context.WithTimeout(parent, o.Timeout)
@@ -77,7 +85,6 @@ func (x *execution) exec(parent context.Context, prog *starlark.Program) (*Resul
 
 	done := make(chan outcome, 1)
 	go func() {
-		defer func() { <-x.r.sem }()
 		defer func() {
 			if v := recover(); v != nil {
 				done <- outcome{err: fmt.Errorf("internal error: %v", v)}
@@ -103,10 +110,7 @@ func (x *execution) exec(parent context.Context, prog *starlark.Program) (*Resul
 				x.halt(thread, KindMemoryLimit)
 			}
 		case <-ctx.Done():
-			kind := KindTimeLimit
-			if parent.Err() != nil {
-				kind = KindCancelled
-			}
+			kind := x.endKind()
 			x.halt(thread, kind)
 			timer := time.NewTimer(grace)
 			defer timer.Stop()
@@ -156,10 +160,7 @@ func (x *execution) finish(out outcome) (*Result, error) {
 		} else if x.ctx.Err() != nil {
 			// A capability call saw the context end before the watchdog
 			// halted the program.
-			kind = KindTimeLimit
-			if x.parent.Err() != nil {
-				kind = KindCancelled
-			}
+			kind = x.endKind()
 		} else if _, ok := errors.AsType[*capError](out.err); ok {
 			kind = KindCapability
 		}

@@ -2,9 +2,8 @@ package codemode_test
 
 import (
 	"context"
-	"runtime"
 	"strings"
-	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,49 +11,34 @@ import (
 	"github.com/hrns-dev/hrns/loop"
 )
 
-// peakHeap runs f and returns by how much the heap grew at most while it
-// ran: the larger of the growth of the heap obtained from the OS and the
-// highest live heap sampled every millisecond.
-func peakHeap(f func()) uint64 {
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
-	var peak uint64
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	wg.Go(func() {
-		var m runtime.MemStats
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			runtime.ReadMemStats(&m)
-			peak = max(peak, m.HeapAlloc)
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
+// interpreterGrowth runs f, which runs one program, and returns by how
+// much the program's interpreter process grew at most: the peak resident
+// size the kernel recorded for it, less that of an interpreter that ran
+// an empty program.
+func interpreterGrowth(t *testing.T, f func()) int64 {
+	t.Helper()
+	peak := func(f func()) int64 {
+		interpreters := codemode.WatchInterpreters(t)
+		f()
+		seen := interpreters()
+		if len(seen) != 1 || seen[0].State == nil {
+			t.Fatalf("interpreters: %+v, want one, waited for", seen)
+		}
+		return seen[0].State.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
+	}
+	idle := peak(func() {
+		r := newRunner(t, nil)
+		if _, err := r.Run(t.Context(), "x = 1"); err != nil {
+			t.Fatal(err)
 		}
 	})
-	f()
-	close(done)
-	wg.Wait()
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
-	grew := uint64(0)
-	if peak > before.HeapAlloc {
-		grew = peak - before.HeapAlloc
-	}
-	if after.HeapSys > before.HeapSys {
-		grew = max(grew, after.HeapSys-before.HeapSys)
-	}
-	return grew
+	return max(0, peak(f)-idle)
 }
 
 // TestMemoryBombs (issue 13): each program would allocate far more than
 // its limit, most in one operation. Each is stopped with KindMemoryLimit,
-// at the line of the operation, before the memory is allocated: the heap
-// never grows much past the limit. Before the guards, the first killed
+// at the line of the operation, before the memory is allocated: the
+// interpreter process never grows much past the limit. Before the guards, the first killed
 // the process (16 GiB at once) and the second was reported as a time
 // limit while it went on allocating.
 func TestMemoryBombs(t *testing.T) {
@@ -106,7 +90,7 @@ func TestMemoryBombs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRunner(t, &codemode.Options{MaxMemory: limit, MaxSteps: 100_000_000, Timeout: 5 * time.Minute}, echo)
 			var err error
-			grew := peakHeap(func() { _, err = r.Run(t.Context(), tt.code) })
+			grew := interpreterGrowth(t, func() { _, err = r.Run(t.Context(), tt.code) })
 			e := asError(t, err)
 			if e.Kind != codemode.KindMemoryLimit {
 				t.Fatalf("kind = %q (%v), want %q", e.Kind, e, codemode.KindMemoryLimit)
@@ -120,11 +104,12 @@ func TestMemoryBombs(t *testing.T) {
 				t.Errorf("message = %q", e)
 			}
 			// The limit, what the last step may have added, and room for
-			// the garbage collector's pace.
-			if grew > 3*limit {
-				t.Errorf("the heap grew by %d MiB, limit %d MiB", grew>>20, limit>>20)
+			// the garbage collector's pace (and for the race detector's
+			// shadow memory).
+			if grew > 3*limit*residentFactor {
+				t.Errorf("the interpreter grew by %d MiB, limit %d MiB", grew>>20, limit>>20)
 			}
-			t.Logf("%v; heap grew by at most %d MiB", e, grew>>20)
+			t.Logf("%v; the interpreter grew by at most %d MiB", e, grew>>20)
 		})
 	}
 }
