@@ -13,6 +13,18 @@ type Interpreter struct {
 	State *os.ProcessState
 }
 
+// OnInterpreterStart calls f with each interpreter started, after the
+// hook of WatchInterpreters.
+func OnInterpreterStart(f func(pid int)) {
+	prev := interpreterStarted
+	interpreterStarted = func(pid int) {
+		if prev != nil {
+			prev(pid)
+		}
+		f(pid)
+	}
+}
+
 // WatchInterpreters records the interpreter processes started until the
 // end of the test; the function returned lists them.
 func WatchInterpreters(t testing.TB) func() []Interpreter {

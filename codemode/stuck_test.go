@@ -1,8 +1,12 @@
 package codemode_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"syscall"
@@ -145,4 +149,73 @@ func TestStuckProgramKeepsItsOutput(t *testing.T) {
 		t.Errorf("error = %q (%s, output %q), want %q", e, e.Kind, e.Output, want)
 	}
 	checkInterpretersGone(t, interpreters(), 200*time.Millisecond)
+}
+
+// TestInterpreterDiesWithItsParent: when the process that runs a program
+// dies (hrns serve killed or crashed while a program is stuck in a
+// built-in), the interpreter dies too instead of running on as an orphan.
+// The test binary is run again as that parent; it reports its
+// interpreter's PID and is killed.
+func TestInterpreterDiesWithItsParent(t *testing.T) {
+	if os.Getenv("CODEMODE_TEST_PARENT") == "1" {
+		runStuckParent(t)
+		return
+	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestInterpreterDiesWithItsParent$")
+	cmd.Env = append(os.Environ(), "CODEMODE_TEST_PARENT=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	var pid int
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if _, err := fmt.Sscanf(sc.Text(), "interpreter %d", &pid); err == nil {
+			break
+		}
+	}
+	if pid == 0 {
+		t.Fatal("the parent reported no interpreter")
+	}
+	if !alive(pid) {
+		t.Fatalf("interpreter %d is not running before its parent is killed", pid)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	// The kernel's parent-death signal, or the end of its input, ends
+	// it; whoever adopts it reaps it.
+	deadline := time.Now().Add(30 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("interpreter %d still runs 30 s after its parent was killed", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || !strings.HasPrefix(s[i+1:], " Z")
+}
+
+// runStuckParent runs a stuck program and prints its interpreter's PID;
+// it is killed before the program's limit.
+func runStuckParent(t *testing.T) {
+	codemode.WatchInterpreters(t)
+	codemode.OnInterpreterStart(func(pid int) { fmt.Printf("interpreter %d\n", pid) })
+	r := newRunner(t, &codemode.Options{Timeout: time.Hour})
+	r.Run(t.Context(), "a = [0] * 100\nfor i in range(8):\n    a = [a] * 100\nx = a == a[:]")
+	t.Error("the program ended")
 }
