@@ -39,10 +39,11 @@ type Options struct {
 	// MaxSteps bounds the Starlark computation steps of one program; 0
 	// means 10,000,000.
 	MaxSteps uint64
-	// Timeout bounds the wall time of one program, its capability calls
-	// included (approval and waiting for a free slot are not); 0 means 60
-	// seconds. A program stuck in one built-in past it is stopped by
-	// killing its interpreter process, at most 2 seconds later.
+	// Timeout bounds the wall time of one program from when its
+	// interpreter process starts it, its capability calls included
+	// (approval, waiting for a free slot and starting the process are
+	// not); 0 means 60 seconds. A program stuck in one built-in past it
+	// is stopped by killing its interpreter, at most 2 seconds later.
 	Timeout time.Duration
 	// CapabilityTimeout bounds one capability call unless the tool sets
 	// its own Timeout; 0 means 5 minutes, the loop's default. Each call is

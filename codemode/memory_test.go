@@ -3,37 +3,12 @@ package codemode_test
 import (
 	"context"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hrns-dev/hrns/codemode"
 	"github.com/hrns-dev/hrns/loop"
 )
-
-// interpreterGrowth runs f, which runs one program, and returns by how
-// much the program's interpreter process grew at most: the peak resident
-// size the kernel recorded for it, less that of an interpreter that ran
-// an empty program.
-func interpreterGrowth(t *testing.T, f func()) int64 {
-	t.Helper()
-	peak := func(f func()) int64 {
-		interpreters := codemode.WatchInterpreters(t)
-		f()
-		seen := interpreters()
-		if len(seen) != 1 || seen[0].State == nil {
-			t.Fatalf("interpreters: %+v, want one, waited for", seen)
-		}
-		return seen[0].State.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
-	}
-	idle := peak(func() {
-		r := newRunner(t, nil)
-		if _, err := r.Run(t.Context(), "x = 1"); err != nil {
-			t.Fatal(err)
-		}
-	})
-	return max(0, peak(f)-idle)
-}
 
 // TestMemoryBombs (issue 13): each program would allocate far more than
 // its limit, most in one operation. Each is stopped with KindMemoryLimit,
@@ -167,4 +142,27 @@ func TestMemoryErrorsKeepTheirPosition(t *testing.T) {
 			t.Errorf("%q: message = %q, want %q", tt.code, e, tt.msg)
 		}
 	}
+}
+
+// TestUnweighedMemoryCapped: what the guards do not weigh is bounded by
+// the interpreter's address space. The message of a missing dict key
+// quotes the key, here a tuple that repeats a 1 MB string 600 times: 600
+// MB of text that no guard sees. The interpreter runs out of memory
+// instead, and never grows much past its bound. Without the bound it grew
+// by 1.8 GiB (with a limit of 16 MiB) before the heap's sample stopped it.
+func TestUnweighedMemoryCapped(t *testing.T) {
+	const limit = 16 << 20
+	r := newRunner(t, &codemode.Options{MaxMemory: limit})
+	var err error
+	grew := interpreterGrowth(t, func() {
+		_, err = r.Run(t.Context(), "s = 'x' * 1000000\nk = (s,) * 600\nd = {}\nx = d[k]")
+	})
+	e := asError(t, err)
+	if want := "the program was stopped: memory grew by more than its limit of 16777216 bytes"; e.Kind != codemode.KindMemoryLimit || e.Msg != want {
+		t.Errorf("error = %.200q (%s), want %q", e, e.Kind, want)
+	}
+	if bound := int64(4*limit+512<<20) * residentFactor; grew > bound {
+		t.Errorf("the interpreter grew by %d MiB, more than %d MiB", grew>>20, bound>>20)
+	}
+	t.Logf("%v; the interpreter grew by at most %d MiB", e, grew>>20)
 }

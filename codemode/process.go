@@ -30,7 +30,7 @@ import (
 // standard input and output:
 //
 //	parent → interpreter: start, then a reply to each call, and stop
-//	interpreter → parent: call (a capability call), then done
+//	interpreter → parent: running, a call for each capability call, done
 //
 // Capabilities run in the parent, through loop.Toolset.Invoke as before:
 // the interpreter holds no tool, no key and no file, only the program.
@@ -45,11 +45,12 @@ var startAllowance = 10 * time.Second
 
 // message is one message of the protocol; exactly one field is set.
 type message struct {
-	Start *startMsg `json:"start,omitempty"`
-	Reply *replyMsg `json:"reply,omitempty"`
-	Stop  *stopMsg  `json:"stop,omitempty"`
-	Call  *callMsg  `json:"call,omitempty"`
-	Done  *doneMsg  `json:"done,omitempty"`
+	Start   *startMsg `json:"start,omitempty"`
+	Reply   *replyMsg `json:"reply,omitempty"`
+	Stop    *stopMsg  `json:"stop,omitempty"`
+	Call    *callMsg  `json:"call,omitempty"`
+	Running bool      `json:"running,omitempty"` // the program starts
+	Done    *doneMsg  `json:"done,omitempty"`
 }
 
 // startMsg is the program and its limits.
@@ -256,7 +257,8 @@ func (p *interpreter) send(m message) error { return p.enc.Encode(m) }
 
 // close kills the interpreter if it still runs, waits for it, and
 // releases everything; once it returns, the process is gone. It returns
-// what the interpreter wrote to stderr, at most its last 4 KiB.
+// the first 4 KiB of what the interpreter wrote to stderr: a Go runtime
+// that dies says why first.
 func (p *interpreter) close() (stderr string) {
 	p.cmd.Process.Kill()
 	p.cmd.Wait()
@@ -269,12 +271,9 @@ func (p *interpreter) close() (stderr string) {
 	<-p.read
 	if p.stderr != nil {
 		defer p.stderr.Close()
-		if fi, err := p.stderr.Stat(); err == nil {
-			off := max(0, fi.Size()-4096)
-			b := make([]byte, fi.Size()-off)
-			n, _ := p.stderr.ReadAt(b, off)
-			stderr = string(b[:n])
-		}
+		b := make([]byte, 4096)
+		n, _ := p.stderr.ReadAt(b, 0)
+		stderr = string(b[:n])
 	}
 	return stderr
 }
@@ -285,9 +284,9 @@ func (p *interpreter) close() (stderr string) {
 func (x *execution) runRemote(parent context.Context, code string) (*Result, error) {
 	defer func() { <-x.r.sem }()
 	o := &x.r.opts
-	ctx, cancel := context.WithTimeout(parent, o.Timeout)
-	defer cancel()
-	x.ctx, x.parent = ctx, parent
+	// The time limit starts when the interpreter does: starting a
+	// process is not the program's time (startAllowance bounds it).
+	x.ctx, x.parent = parent, parent
 
 	p, err := startInterpreter()
 	if err != nil {
@@ -318,7 +317,7 @@ func (x *execution) runRemote(parent context.Context, code string) (*Result, err
 	backstop := time.NewTimer(o.Timeout + 2*grace + startAllowance)
 	defer backstop.Stop()
 	var graceC <-chan time.Time
-	done := ctx.Done()
+	done := parent.Done()
 	var stopKind ErrorKind
 	var capErr error // the cause of the last failed capability call
 	for {
@@ -330,7 +329,7 @@ func (x *execution) runRemote(parent context.Context, code string) (*Result, err
 			}
 			switch {
 			case m.Call != nil:
-				reply, err := x.serve(ctx, m.Call)
+				reply, err := x.serve(x.ctx, m.Call)
 				if err != nil {
 					capErr = err
 				}
@@ -338,6 +337,11 @@ func (x *execution) runRemote(parent context.Context, code string) (*Result, err
 					exited = true
 					return nil, x.died(p.close(), err)
 				}
+				p.next()
+			case m.Running && done != nil:
+				ctx, cancel := context.WithTimeout(parent, o.Timeout)
+				defer cancel()
+				x.ctx, done = ctx, ctx.Done()
 				p.next()
 			case m.Done != nil:
 				exited = true
@@ -445,17 +449,26 @@ func (x *execution) died(stderr string, err error) *Error {
 	if x.ctx.Err() != nil {
 		return x.failure(x.endKind(), nil)
 	}
-	if strings.Contains(stderr, "out of memory") {
+	if outOfMemory(stderr) {
 		return x.failure(KindMemoryLimit, nil)
 	}
-	why := strings.TrimSpace(stderr)
-	if i := strings.LastIndexByte(why, '\n'); i >= 0 && !strings.HasPrefix(why, "panic") && !strings.HasPrefix(why, "fatal") {
-		why = why[i+1:]
-	}
+	why, _, _ := strings.Cut(strings.TrimSpace(stderr), "\n")
 	if why == "" && err != nil {
 		why = err.Error()
 	}
 	return x.failure(KindRuntime, fmt.Errorf("internal error: the interpreter ended unexpectedly: %s", loop.Elide(why, 1024)))
+}
+
+// outOfMemory reports whether the interpreter died for want of memory: the
+// Go runtime says "out of memory"; under the race detector, its runtime
+// reports failed mappings in words of its own.
+func outOfMemory(stderr string) bool {
+	for _, s := range []string{"out of memory", "failed to allocate", "cannot allocate memory", "too many address space collisions"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // helperMain is the interpreter: it runs one program as the parent's
@@ -498,6 +511,7 @@ func helperMain(in io.Reader, out io.Writer) int {
 		r.order = append(r.order, c.name)
 	}
 	grace = s.Grace
+	capAddressSpace(s.MaxMemory)
 
 	parent, stop := context.WithCancelCause(context.Background())
 	replies := make(chan *replyMsg, 1)
@@ -533,6 +547,7 @@ func helperMain(in io.Reader, out io.Writer) int {
 	prog, err := r.compile(s.Code)
 	var res *Result
 	if err == nil {
+		send(message{Running: true})
 		res, err = x.exec(parent, prog)
 	}
 	d.Output, d.Steps = x.output(), x.steps.Load()

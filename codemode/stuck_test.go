@@ -1,3 +1,5 @@
+//go:build linux
+
 package codemode_test
 
 import (
@@ -144,9 +146,11 @@ func TestStuckProgramKeepsItsOutput(t *testing.T) {
 	r := newRunner(t, &codemode.Options{Timeout: 200 * time.Millisecond})
 	_, err := r.Run(t.Context(), "print('comparing')\na = [0] * 100\nfor i in range(8):\n    a = [a] * 100\nx = a == a[:]")
 	e := asError(t, err)
-	want := "the program was stopped: it exceeded its time limit of 200ms\nOutput before it stopped:\ncomparing"
-	if e.Kind != codemode.KindTimeLimit || e.Msg != want || e.Output != "comparing\n" {
-		t.Errorf("error = %q (%s, output %q), want %q", e, e.Kind, e.Output, want)
+	// Stuck in ==, it has no position; on a loaded machine the limit can
+	// also come before, at a step of line 5.
+	want := ": it exceeded its time limit of 200ms\nOutput before it stopped:\ncomparing"
+	if e.Kind != codemode.KindTimeLimit || !strings.HasPrefix(e.Msg, "the program was stopped") || !strings.HasSuffix(e.Msg, want) || e.Output != "comparing\n" {
+		t.Errorf("error = %q (%s, output %q), want it to end with %q", e, e.Kind, e.Output, want)
 	}
 	checkInterpretersGone(t, interpreters(), 200*time.Millisecond)
 }
