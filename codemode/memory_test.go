@@ -2,6 +2,7 @@ package codemode_test
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +152,9 @@ func TestMemoryErrorsKeepTheirPosition(t *testing.T) {
 // instead, and never grows much past its bound. Without the bound it grew
 // by 1.8 GiB (with a limit of 16 MiB) before the heap's sample stopped it.
 func TestUnweighedMemoryCapped(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the interpreter's address space is bounded on Linux only")
+	}
 	const limit = 16 << 20
 	r := newRunner(t, &codemode.Options{MaxMemory: limit})
 	var err error
