@@ -278,8 +278,8 @@ func (p *interpreter) close() (stderr string) {
 	return stderr
 }
 
-// runRemote runs prog's source in an interpreter process, serving its
-// capability calls. The caller holds a slot of r.sem; runRemote frees it
+// runRemote runs code in an interpreter process, serving its capability
+// calls. The caller holds a slot of r.sem; runRemote frees it
 // once the process is gone, before it returns.
 func (x *execution) runRemote(parent context.Context, code string) (*Result, error) {
 	defer func() { <-x.r.sem }()
@@ -298,6 +298,10 @@ func (x *execution) runRemote(parent context.Context, code string) (*Result, err
 			p.close()
 		}
 	}()
+	// A write to an interpreter that stopped reading (wedged, not dead)
+	// must not hold the call past the backstop either.
+	kill := o.Timeout + 2*grace + startAllowance
+	p.in.SetWriteDeadline(time.Now().Add(kill))
 	start := &startMsg{
 		ID: x.id, Code: code, MaxSteps: o.MaxSteps, Timeout: o.Timeout, Grace: grace / 2,
 		MaxOutput: o.MaxOutput, OutputLimit: o.OutputLimit, MaxMemory: o.MaxMemory,
@@ -314,7 +318,7 @@ func (x *execution) runRemote(parent context.Context, code string) (*Result, err
 	// The interpreter stops itself at its limits, and reports within its
 	// grace even when a built-in is stuck. The backstop is for an
 	// interpreter that does not: it is killed.
-	backstop := time.NewTimer(o.Timeout + 2*grace + startAllowance)
+	backstop := time.NewTimer(kill)
 	defer backstop.Stop()
 	var graceC <-chan time.Time
 	done := parent.Done()
