@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -302,8 +303,11 @@ func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *s
 }
 
 // watch renews the lease of a running session and stops the run when the
-// session ends (cancelled by its caller) or the lease is lost.
-func (m *Manager) watch(ctx context.Context, cancel context.CancelCauseFunc, id string) {
+// session ends (cancelled by its caller), when its run generation moves
+// on (it ended and restarted: Cancel followed at once by a message), or
+// when the lease is lost. run is the generation the worker was claimed
+// for.
+func (m *Manager) watch(ctx context.Context, cancel context.CancelCauseFunc, id string, run int64) {
 	notify, unsubscribe := m.st.Subscribe(id)
 	defer unsubscribe()
 	tick := time.NewTicker(m.opts.LeaseTTL / 3)
@@ -320,7 +324,7 @@ func (m *Manager) watch(ctx context.Context, cancel context.CancelCauseFunc, id 
 			}
 		case <-notify:
 			s, err := m.st.GetSession(ctx, id)
-			if err == nil && Status(s.Status).Terminal() {
+			if err == nil && (Status(s.Status).Terminal() || runOf(s) != run) {
 				cancel(errStopped)
 				return
 			}
@@ -471,4 +475,15 @@ func (m *Manager) step(ctx context.Context, id string, h *hold, fn func(s *store
 		return events, nil
 	})
 	return err
+}
+
+// runOf reads the run generation of the stored state of s (see
+// state.Run) without decoding the rest; a state that does not decode
+// has generation 0.
+func runOf(s *store.Session) int64 {
+	var r struct {
+		Run int64 `json:"run"`
+	}
+	json.Unmarshal(s.State, &r)
+	return r.Run
 }
