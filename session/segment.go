@@ -694,7 +694,7 @@ func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
 	}
 	step := g.step
 	g.step = nil
-	return g.commitTranscript(ctx, susp.Messages, func(s *store.Session, st *state) []store.Event {
+	err := g.commitTranscript(ctx, susp.Messages, func(s *store.Session, st *state) []store.Event {
 		var events []store.Event
 		if step != nil {
 			events = step.fn(s, st)
@@ -728,6 +728,20 @@ func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
 		st.Checkpoint.TraceParent = susp.TraceParent
 		return append(events, st.afterSuspend()...)
 	})
+	if err != nil {
+		return err
+	}
+	// A child that ended before this commit (at once: it failed to
+	// start) found no call waiting for it: deliver its end now.
+	for _, c := range children {
+		if c.Child == "" || g.m.dropDelivery {
+			continue
+		}
+		if child, err := g.m.st.GetSession(ctx, c.Child); err == nil && Status(child.Status).Terminal() {
+			g.m.deliver(ctx, child)
+		}
+	}
+	return nil
 }
 
 // fail ends the session as failed.
