@@ -525,37 +525,52 @@ func TestPromptHooksSeeEveryMessage(t *testing.T) {
 
 // TestSteeringDuringRerun (issue 31, item 11): a message and a force answer
 // accepted while a restarted run re-runs a cut call are in the very next
-// model request, which offers no tools.
+// model request, which offers no tools; the run was cut by a stop (as on
+// SIGTERM) or by the death of its replica (as on kill -9: its store
+// freezes, and another manager takes the session over once the lease
+// expires).
 func TestSteeringDuringRerun(t *testing.T) {
-	st := openStore(t)
-	g := newGatedTool()
-	m1 := session.New(st, llmtest.NewModel(llmtest.Call("c1", "slow", `{}`)), gatedOptions(g, nil))
-	start(t, m1)
-	v := create(t, m1, `{"agent":"w","messages":"go"}`)
-	received(t, g.started, "the call")
-	if err := m1.Stop(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	model := llmtest.NewModel(llmtest.Text("stopped as asked"))
-	m2 := startManager(t, st, model, gatedOptions(g, nil))
-	received(t, g.started, "the call run again")
-	if err := m2.SendMessages(t.Context(), owner, v.ID, []session.UserMessage{{Message: "stop, do not do that"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := m2.ForceAnswer(t.Context(), owner, v.ID); err != nil {
-		t.Fatal(err)
-	}
-	g.open()
-	f := &follower{t: t, m: m2, id: v.ID}
-	untilStatus(t, f, session.StatusCompleted)
-	reqs := model.Requests()
-	if len(reqs) == 0 {
-		t.Fatal("no model request")
-	}
-	if got := requestText(reqs[0]); !strings.Contains(got, "stop, do not do that") {
-		t.Errorf("the first request after the re-run lacks the message:\n%s", got)
-	}
-	if offersTools(reqs[0]) {
-		t.Errorf("the first request after the force answer offers tools:\n%s", requestText(reqs[0]))
+	for _, cause := range []string{"stop", "crash"} {
+		t.Run(cause, func(t *testing.T) {
+			base := openStore(t)
+			dying := &frozenStore{Store: base, thaw: make(chan struct{})}
+			defer close(dying.thaw)
+			g1 := newGatedTool()
+			m1 := session.New(dying, llmtest.NewModel(llmtest.Call("c1", "slow", `{}`)), gatedOptions(g1, &session.Options{LeaseTTL: 300 * time.Millisecond}))
+			start(t, m1)
+			t.Cleanup(func() { m1.Stop(context.Background()) })
+			v := create(t, m1, `{"agent":"w","messages":"go"}`)
+			received(t, g1.started, "the call")
+			if cause == "stop" {
+				if err := m1.Stop(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				dying.frozen.Store(true)
+			}
+			g2 := newGatedTool()
+			model := llmtest.NewModel(llmtest.Text("stopped as asked"))
+			m2 := startManager(t, base, model, gatedOptions(g2, &session.Options{LeaseTTL: 300 * time.Millisecond}))
+			received(t, g2.started, "the call run again")
+			if err := m2.SendMessages(t.Context(), owner, v.ID, []session.UserMessage{{Message: "stop, do not do that"}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := m2.ForceAnswer(t.Context(), owner, v.ID); err != nil {
+				t.Fatal(err)
+			}
+			g2.open()
+			f := &follower{t: t, m: m2, id: v.ID}
+			untilStatus(t, f, session.StatusCompleted)
+			reqs := model.Requests()
+			if len(reqs) == 0 {
+				t.Fatal("no model request")
+			}
+			if got := requestText(reqs[0]); !strings.Contains(got, "stop, do not do that") {
+				t.Errorf("the first request after the re-run lacks the message:\n%s", got)
+			}
+			if offersTools(reqs[0]) {
+				t.Errorf("the first request after the force answer offers tools:\n%s", requestText(reqs[0]))
+			}
+		})
 	}
 }
