@@ -276,7 +276,7 @@ func (g *segment) control(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if st.Phase == phaseDone {
+	if st.Phase == phaseDone || st.Run != g.run {
 		return errStopped
 	}
 	if st.PauseRequested || st.Paused || st.Final != finalNone && !g.final {
