@@ -19,7 +19,8 @@ import (
 // does what follows from it whoever made it: a session that stops being
 // active promotes its owner's queued sessions (promote), and a child
 // session that ends tells its parent (deliver). No change is written
-// around it, so none can skip those.
+// around it, so none can skip those: the only other writes are a
+// session's creation and the lease's own (Store.Renew, Store.Release).
 
 // errNoChange makes update return without writing.
 var errNoChange = errors.New("no change")
