@@ -29,9 +29,10 @@ const (
 	// hook that fails or times out withholds the result: the model is
 	// told the call's result was withheld.
 	HookPostTool HookEvent = "post_tool"
-	// HookUserPrompt runs on the user's message: the last message given
-	// to [Agent.RunLoop] when it is a user message, and each user
-	// message given to [Agent.Resume]. It may add context (text added
+	// HookUserPrompt runs on the user's messages: each of the user
+	// messages that end the messages given to [Agent.RunLoop] (those
+	// after the last message of another role), and each user message
+	// given to [Agent.Resume]. It may add context (text added
 	// to the message) or block it: the run then fails with
 	// [ErrPromptBlocked] before the model sees the message.
 	HookUserPrompt HookEvent = "user_prompt"
@@ -391,7 +392,7 @@ func (r *run) simpleHooks(ctx context.Context, ev HookEvent, in *HookInput) []*H
 }
 
 // startHooks runs the run_start hooks, and the user_prompt hooks on the
-// last message when it is the user's; fresh says the run is not a
+// user messages that end the transcript; fresh says the run is not a
 // resumption. It reports whether the run goes on.
 func (r *run) startHooks(ctx context.Context, fresh bool) bool {
 	if r.hooks == nil {
@@ -407,12 +408,19 @@ func (r *run) startHooks(ctx context.Context, fresh bool) bool {
 	if !fresh || len(r.msgs) == 0 || r.msgs[len(r.msgs)-1].Role != llm.RoleUser {
 		return true
 	}
-	last := &r.msgs[len(r.msgs)-1]
-	ok := r.promptHooks(ctx, last)
-	if ok && len(added) > 0 {
-		addContext(last, added)
+	// Every new user message, however many came at once: a batch
+	// ["do the forbidden thing", "thanks"] is judged whole.
+	first := len(r.msgs) - 1
+	for first > 0 && r.msgs[first-1].Role == llm.RoleUser {
+		first--
 	}
-	return ok
+	for i := first; i < len(r.msgs); i++ {
+		if !r.promptHooks(ctx, &r.msgs[i]) {
+			return false
+		}
+	}
+	addContext(&r.msgs[len(r.msgs)-1], added)
+	return true
 }
 
 // promptHooks runs the user_prompt hooks on m, adding their context to it;

@@ -380,3 +380,29 @@ func TestPreToolHookAsks(t *testing.T) {
 		t.Errorf("the approver was told %+v", got)
 	}
 }
+
+// TestUserPromptHookSeesEveryNewMessage: each of the user messages that
+// end a run's input is judged, not only the last.
+func TestUserPromptHookSeesEveryNewMessage(t *testing.T) {
+	var seen []string
+	model := llmtest.NewModel(llmtest.Text("never"))
+	agent := loop.NewAgent(model, nil, &loop.Options{Hooks: []loop.Hook{{Event: loop.HookUserPrompt,
+		Func: func(_ context.Context, in *loop.HookInput) (*loop.HookOutput, error) {
+			seen = append(seen, in.Prompt)
+			if strings.Contains(in.Prompt, "forbidden") {
+				return &loop.HookOutput{Decision: loop.HookBlock, Reason: "no"}, nil
+			}
+			return nil, nil
+		}}}})
+	history := []llm.Message{llm.UserMessage("earlier"), {Role: llm.RoleAssistant, Parts: []llm.Part{llm.TextPart("ok")}}}
+	_, res := collect(t, agent.RunLoop(t.Context(), append(history, llm.UserMessage("do the forbidden thing"), llm.UserMessage("thanks"))))
+	if !errors.Is(res.Err, loop.ErrPromptBlocked) {
+		t.Fatalf("err = %v, want the batch blocked", res.Err)
+	}
+	if len(model.Requests()) != 0 {
+		t.Error("the model saw the blocked message")
+	}
+	if strings.Join(seen, "|") != "do the forbidden thing" {
+		t.Errorf("the hook saw %q, want the new messages only, up to the block", seen)
+	}
+}

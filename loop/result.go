@@ -146,8 +146,19 @@ type ResumeInput struct {
 	// Results answer calls that wait for a result, by CallID. A result
 	// for a call that waits for approval replaces the call.
 	Results []llm.ToolResult
-	// Approvals decide calls that wait for approval.
+	// Approvals decide calls that wait for approval: a decision made
+	// (by a person, or recorded earlier) that the call runs or not. An
+	// approved call runs without being evaluated again.
 	Approvals []ApprovalDecision
+	// Reevaluate names calls that wait for approval with no decision
+	// made, to be decided again as calls the model just made: each goes
+	// through the whole permission evaluation (pre_tool hooks, deny and
+	// ask rules, the mode, allow rules, the approver), and runs, is
+	// refused, or waits for approval again as it says. A runtime that
+	// resumes a call cut before it finished (its process stopped or
+	// died) gives it here, never in Approvals: only a decision skips
+	// the evaluation.
+	Reevaluate []string
 	// Messages are appended after the tool results, before the next
 	// model request: for example a user message that steers the run.
 	Messages []llm.Message

@@ -35,6 +35,12 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 			return false
 		}
 	}
+	for _, id := range in.Reevaluate {
+		if _, ok := index[id]; !ok {
+			r.refuseResume(s, fmt.Errorf("%w: %q", ErrUnknownCall, id))
+			return false
+		}
+	}
 	find := func(id string) (int, bool) {
 		i, ok := index[id]
 		return i, ok
@@ -82,6 +88,13 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 			return false
 		}
 	}
+	for _, id := range in.Reevaluate {
+		st := &states[index[id]]
+		if st.Result != nil || st.Waiting != PendingApproval || slices.ContainsFunc(approved, func(c llm.ToolCall) bool { return c.ID == id }) {
+			continue
+		}
+		approved = append(approved, st.Call) // not in pre: evaluated
+	}
 	for _, st := range states {
 		// Suspended sub-agents given input resume: their calls run
 		// again (already approved, if they needed it).
@@ -91,6 +104,7 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 		}
 	}
 	if len(approved) > 0 {
+		slices.SortFunc(approved, func(a, b llm.ToolCall) int { return index[a.ID] - index[b.ID] })
 		ran, err := r.exec.execute(r.nest.withResumes(ctx, nested), approved, pre)
 		if err != nil {
 			r.fail(err)

@@ -407,6 +407,17 @@ func routeResume(states []SuspendedCall, in *ResumeInput) (*ResumeInput, map[str
 			top.Approvals = append(top.Approvals, d)
 		}
 	}
+	for _, id := range in.Reevaluate {
+		cr, err := find(id)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case cr != nil:
+			cr.in.Reevaluate = append(cr.in.Reevaluate, id)
+		default:
+			top.Reevaluate = append(top.Reevaluate, id)
+		}
+	}
 	return top, nested, nil
 }
 

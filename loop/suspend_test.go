@@ -257,3 +257,39 @@ func TestApproverCancelEndsTheRun(t *testing.T) {
 		t.Fatalf("err %v runs %d", res.Err, *runs)
 	}
 }
+
+// TestReevaluateIsNoApproval: a call given to Resume to evaluate again goes
+// through the permission evaluation (a deny rule refuses it, an approver
+// that defers makes it wait), while an approval runs it as decided.
+func TestReevaluateIsNoApproval(t *testing.T) {
+	defer_ := loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
+		return loop.Decision{Verdict: loop.Defer}, nil
+	})
+	tests := []struct {
+		name   string
+		perms  *loop.Permissions
+		in     loop.ResumeInput
+		runs   int
+		status loop.Status
+	}{
+		{"evaluated: denied", &loop.Permissions{Deny: []loop.Rule{{Tool: "delete_file"}}}, loop.ResumeInput{Reevaluate: []string{"c1"}}, 0, loop.StatusCompleted},
+		{"evaluated: waits for approval", nil, loop.ResumeInput{Reevaluate: []string{"c1"}}, 0, loop.StatusSuspended},
+		{"approved", nil, loop.ResumeInput{Approvals: []loop.ApprovalDecision{{CallID: "c1", Approved: true}}}, 1, loop.StatusCompleted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tool, runs := guarded()
+			model := llmtest.NewModel(llmtest.Text("ok"))
+			agent := loop.NewAgent(model, loop.MustToolset(tool), &loop.Options{Approver: defer_, Permissions: tt.perms})
+			s := &loop.Suspension{
+				Messages: []llm.Message{llm.UserMessage("go"), {Role: llm.RoleAssistant, Parts: []llm.Part{{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "c1", Name: "delete_file", Arguments: llm.Arguments(`{"path":"a.txt"}`)}}}}},
+				Calls:    []loop.SuspendedCall{{Call: llm.ToolCall{ID: "c1", Name: "delete_file", Arguments: llm.Arguments(`{"path":"a.txt"}`)}, Waiting: loop.PendingApproval}},
+				Turn:     1,
+			}
+			_, res := collect(t, agent.Resume(t.Context(), s, &tt.in))
+			if res.Status != tt.status || *runs != tt.runs {
+				t.Fatalf("status %s (%v), tool ran %d times; want %s, %d", res.Status, res.Err, *runs, tt.status, tt.runs)
+			}
+		})
+	}
+}

@@ -85,7 +85,7 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if p := protect(func() { m.watch(ctx, cancel, s.ID) }); p != nil {
+		if p := protect(func() { m.watch(ctx, cancel, s.ID, runOf(s)) }); p != nil {
 			cancel(p)
 		}
 	})
@@ -129,39 +129,22 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 // failInternal ends the session failed with error_code internal and an
 // AgentErrorEvent saying why, and releases its lease, if the worker still
 // holds it. The session's state need not decode: a session whose stored
-// state is corrupt fails too, and then reads as one without steps.
+// state is corrupt fails too, and then reads as one without steps. It
+// commits through the one commit path (see commit.go), so that the
+// owner's queued sessions start and a parent learns of its child's end
+// as after any other ending.
 func (m *Manager) failInternal(ctx context.Context, id, msg string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	for {
-		s, err := m.st.GetSession(ctx, id)
-		if err != nil {
-			m.log.Error("recording the failure of a session", "session", id, "err", err)
-			return
+	c := &change{opts: &store.UpdateOptions{Lease: m.owner, Release: true}, corrupt: true}
+	_, _, err := m.commit(ctx, id, c, func(s *store.Session, st *state) ([]store.Event, error) {
+		if st.Phase == phaseDone {
+			return nil, errNoChange
 		}
-		if Status(s.Status).Terminal() {
-			return
-		}
-		st, err := decodeState(s)
-		keep := err == nil
-		if !keep {
-			st = &state{}
-		}
-		events := finish(s, st, outcomeFailed(CodeInternal, msg))
-		derive(s, st)
-		if keep {
-			if b, err := json.Marshal(st); err == nil {
-				s.State = b
-			}
-		}
-		err = m.st.UpdateSession(ctx, s, events, &store.UpdateOptions{Lease: m.owner, Release: true})
-		if errors.Is(err, store.ErrConflict) {
-			continue
-		}
-		if err != nil && !errors.Is(err, store.ErrLeaseLost) {
-			m.log.Error("recording the failure of a session", "session", id, "err", err)
-		}
-		return
+		return finish(s, st, outcomeFailed(CodeInternal, msg)), nil
+	})
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrNotFound) {
+		m.log.Error("recording the failure of a session", "session", id, "err", err)
 	}
 }
 

@@ -68,6 +68,7 @@ func outcomeFailed(code, err string) outcome {
 func finish(s *store.Session, st *state, o outcome) []store.Event {
 	st.Phase = phaseDone
 	st.Final = finalNone
+	st.Run++ // the run is over: nothing it still tries to commit lands
 	s.Status = string(o.status)
 	s.Error, s.ErrorCode = o.err, o.code
 	s.FinishedAt = time.Now().UTC()
@@ -172,8 +173,13 @@ func (st *state) afterAnswer(s *store.Session, outOfTime bool, now time.Time) []
 // afterSuspend is what follows a run that stopped with calls waiting: a
 // wait, taking a pause asked for during the step now rather than once
 // the results are in; or the run again, when every call was answered
-// while it ran.
+// while it ran, or when the final answer was asked for meanwhile (a
+// force answer, max_time_s): then the calls are answered with an error
+// the model reads, as forceAnswer does for a waiting session.
 func (st *state) afterSuspend() []store.Event {
+	if st.Final != finalNone {
+		return abandonPending(st, finalWhy(st.Final))
+	}
 	if st.settled() {
 		return st.toRun() // it runs on
 	}
@@ -209,7 +215,8 @@ func timeUp(s *store.Session, st *state) []store.Event {
 	}
 	st.Final = finalTimeout
 	st.PauseRequested = false
-	events := abandonPending(st, "the session's time limit (max_time_s) was reached before this call got a result")
+	events := abandonPending(st, finalWhy(finalTimeout))
+	events = append(events, failCut(st, "the session's time limit (max_time_s) was reached before this call finished")...)
 	if st.Phase == phaseWait {
 		events = append(events, st.toRun()...)
 	}
@@ -222,7 +229,7 @@ func forceAnswer(st *state) []store.Event {
 	st.Final = finalForced
 	events := []store.Event{flowEvent("force_answer")}
 	if st.Phase == phaseWait {
-		events = append(events, abandonPending(st, "the user asked for a final answer before this call got a result")...)
+		events = append(events, abandonPending(st, finalWhy(finalForced))...)
 		events = append(events, st.toRun()...)
 	}
 	return events
@@ -282,6 +289,16 @@ func receive(s *store.Session, st *state, msgs []llm.Message, callers []string, 
 // towards max_steps. Its phase stays done until the message makes it run.
 func restart(s *store.Session, st *state, now time.Time) []store.Event {
 	events := abandonPending(st, "the session ended before this call got a result")
+	// A call cut when the session ended is not run again: it was
+	// cancelled, or the session failed (possibly because of it).
+	why := "the session ended before this call finished"
+	switch Status(s.Status) {
+	case StatusInterrupted:
+		why = "the session was cancelled while this call ran"
+	case StatusFailed:
+		why = "the session failed while this call ran"
+	}
+	events = append(events, failCut(st, why+"; it was not run again")...)
 	st.Final, st.Paused, st.PauseRequested = finalNone, false, false
 	st.Deadline = time.Time{}
 	if st.Spec.MaxTime > 0 {
@@ -292,13 +309,22 @@ func restart(s *store.Session, st *state, now time.Time) []store.Event {
 	return append(events, event(EventAgentStarted, struct{}{}))
 }
 
-// abandonPending answers every call that still waits with an error the
-// model reads.
+// finalWhy is what the model reads of a call abandoned because the final
+// answer was asked for.
+func finalWhy(f finalReason) string {
+	if f == finalTimeout {
+		return "the session's time limit (max_time_s) was reached before this call got a result"
+	}
+	return "the user asked for a final answer before this call got a result"
+}
+
+// abandonPending answers every call that still waits for the caller (a
+// result, a decision, a child session) with an error the model reads.
 func abandonPending(st *state, why string) []store.Event {
 	var events []store.Event
 	for i := range st.Checkpoint.Calls {
 		c := &st.Checkpoint.Calls[i]
-		if c.Result != nil || c.Waiting == waitRun || c.Decision != nil {
+		if c.Result != nil || c.Waiting == waitUnfinished || c.Decision != nil {
 			continue
 		}
 		msg := fmt.Sprintf("tool %q was not run: %s", c.Call.Name, why)
@@ -312,4 +338,37 @@ func abandonPending(st *state, why string) []store.Event {
 		events = append(events, agentEvent(AgentEventData{Kind: KindError, Error: msg, Origin: "hrns", ToolReq: &req}))
 	}
 	return events
+}
+
+// failCut answers the calls cut before they finished (see cutCalls) with
+// an error the model reads, instead of running them again. It is for the
+// causes that must not run them again: the session was cancelled or
+// failed, or its time is up. A call cut by a stop or a crash of its
+// worker is decided again instead (see resumeInput).
+func failCut(st *state, why string) []store.Event {
+	var events []store.Event
+	for _, i := range cutCalls(st) {
+		c := &st.Checkpoint.Calls[i]
+		msg := fmt.Sprintf("tool %q was cut before it finished: %s", c.Call.Name, why)
+		c.Result = &llm.ToolResult{CallID: c.Call.ID, Name: c.Call.Name, Content: []llm.Part{llm.TextPart(msg)}, IsError: true}
+		c.Waiting = ""
+		req := toolRequest(c.Call)
+		events = append(events, agentEvent(AgentEventData{Kind: KindError, Error: msg, Origin: "hrns", ToolReq: &req}))
+	}
+	return events
+}
+
+// cutCalls returns the indexes of the checkpoint's calls that are cut:
+// server-side calls committed before their run evaluated and ran them,
+// still without a result or a decision. Read while no run is in flight
+// (a new run's start, a restart), these are the calls a stopped, failed
+// or cancelled run left.
+func cutCalls(st *state) []int {
+	var out []int
+	for i, c := range st.Checkpoint.Calls {
+		if c.Result == nil && c.Decision == nil && c.Waiting == waitUnfinished {
+			out = append(out, i)
+		}
+	}
+	return out
 }

@@ -70,6 +70,11 @@ func clientCall(st *state, answered bool) {
 	st.Checkpoint.Calls = []callState{c}
 }
 
+// cutCall puts a server call its run did not finish in the checkpoint.
+func cutCall(st *state) {
+	st.Checkpoint.Calls = []callState{{Call: llm.ToolCall{ID: "c1", Name: "slow", Arguments: llm.Arguments(`{}`)}, Waiting: waitUnfinished}}
+}
+
 // TestTransitions is the state machine of machine.go as a table: a state,
 // an input, and the state and events that follow. No store is involved.
 func TestTransitions(t *testing.T) {
@@ -159,6 +164,29 @@ func TestTransitions(t *testing.T) {
 		setup: func(st *state) { clientCall(st, true) },
 		input: func(s *store.Session, st *state) []store.Event { return st.afterSuspend() },
 		to:    machineState{Phase: phaseRun, Status: StatusRunning},
+	}, {
+		name:  "a force answer that came during a step ending in client calls abandons them and runs on",
+		from:  machineState{Phase: phaseRun, Final: finalForced},
+		setup: func(st *state) { clientCall(st, false) },
+		input: func(s *store.Session, st *state) []store.Event { return st.afterSuspend() },
+		to:    machineState{Phase: phaseRun, Final: finalForced, Status: StatusRunning},
+		want:  []string{"AgentEvent/error_event"},
+	}, {
+		name:  "a message restarts a cancelled session whose call was cut: the call fails",
+		from:  machineState{Phase: phaseDone, Status: StatusInterrupted},
+		setup: cutCall,
+		input: func(s *store.Session, st *state) []store.Event {
+			return receive(s, st, []llm.Message{llm.UserMessage("again")}, []string{"user"}, now)
+		},
+		to:   machineState{Phase: phaseRun, Status: StatusRunning},
+		want: []string{"AgentEvent/error_event", "AgentStartedEvent", "AgentEvent/message_event", "ActiveStateChangeEvent:running"},
+	}, {
+		name:  "max_time_s fails a cut call instead of running it",
+		from:  machineState{Phase: phaseRun},
+		setup: cutCall,
+		input: func(s *store.Session, st *state) []store.Event { return timeUp(s, st) },
+		to:    machineState{Phase: phaseRun, Final: finalTimeout, Status: StatusRunning},
+		want:  []string{"AgentEvent/error_event"},
 	}, {
 		name:  "the last result runs a waiting session",
 		from:  machineState{Phase: phaseWait},
@@ -332,6 +360,24 @@ func TestEveryPhaseChangeIsReported(t *testing.T) {
 					t.Errorf("%s from %s (answered %v): phase %s with events %q", name, from, answered, st.Phase, said)
 				}
 			}
+		}
+	}
+}
+
+// TestEveryEndingFencesTheRun: every ending moves the run generation on,
+// so that no commit of the run it ended lands (see segment.commitWith),
+// and a restart does not move it back.
+func TestEveryEndingFencesTheRun(t *testing.T) {
+	for _, o := range []outcome{outcomeFinished, outcomeTimedOut, outcomeInterrupted, outcomeFailed(CodeInternal, "x")} {
+		s, st := machineState{Phase: phaseRun}.build()
+		st.Run = 7
+		finish(s, st, o)
+		if st.Run != 8 {
+			t.Errorf("%s: run generation %d after the ending, want 8", o.status, st.Run)
+		}
+		receive(s, st, []llm.Message{llm.UserMessage("again")}, []string{"user"}, time.Now())
+		if st.Run != 8 {
+			t.Errorf("%s: run generation %d after the restart, want 8", o.status, st.Run)
 		}
 	}
 }

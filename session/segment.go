@@ -39,6 +39,9 @@ type segment struct {
 	sp    *spec
 	tools *loop.Toolset
 	perms *loop.Permissions
+	// run is the session's run generation this segment runs (see
+	// state.Run): a commit finding another one lands nothing.
+	run int64
 	// delivered are the inbox messages given to this run.
 	delivered []int64
 	// stored is how many messages of the run's transcript the store's
@@ -50,18 +53,24 @@ type segment struct {
 	tag    string
 
 	// turns counts the BeforeTurn calls; final says whether the last
-	// turn started asked for the final answer.
-	turns int
-	final bool
+	// turn started asked for the final answer (or, before the first,
+	// whether the run was started for it). ranCalls says that a call
+	// ended (ran, refused) before the first turn: a resumed run that ran
+	// calls first reads the caller's input before its first request.
+	turns    int
+	final    bool
+	ranCalls bool
 	// yield is why BeforeTurn stopped the run: errYield to apply the
 	// caller's input, errStopped when the session ended meanwhile, or
 	// the store's error reading it.
 	yield error
 
-	// answer holds the state change and events of a step that made no
-	// call: they are committed with the end of the run.
-	answer       func(s *store.Session, st *state)
-	answerEvents []store.Event
+	// answer is the last step, when it made no call: it is committed
+	// with what follows it (see stepCommits): the end of the run, or a
+	// rejection of its answer. msgs is the run's transcript as of the
+	// last step.
+	answer *stepRecord
+	msgs   []llm.Message
 	// step holds the commit of a step whose calls all wait for the
 	// caller (client-side tools): the run suspends next, and the step is
 	// committed with the suspension, in one transaction instead of two.
@@ -84,6 +93,27 @@ type pendingStep struct {
 	fn   func(s *store.Session, st *state) []store.Event
 }
 
+// A stepRecord is what a step of the model adds to the session, however
+// it ends: one step, its usage and the policy_event that reports it (see
+// stepCommits).
+type stepRecord struct {
+	model  string
+	usage  llm.Usage
+	policy store.Event
+}
+
+// apply counts the step in st; it returns the events that report it.
+func (r *stepRecord) apply(g *segment, st *state) []store.Event {
+	st.Steps++
+	if st.Usage == nil {
+		st.Usage = map[string]llm.Usage{}
+	}
+	u := st.Usage[r.model]
+	u.Add(r.usage)
+	st.Usage[r.model] = u
+	return []store.Event{r.policy, g.metricsEvent(st)}
+}
+
 // runSegment runs the loop from the session's checkpoint.
 func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h *hold) (retErr error) {
 	sp := st.Spec.spec
@@ -92,7 +122,7 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h
 		ctx, cancel = context.WithDeadlineCause(ctx, st.Deadline.Add(m.opts.TimeoutGrace), errHardDeadline)
 		defer cancel()
 	}
-	g := &segment{m: m, id: s.ID, owner: s.Owner, sp: sp, hold: h}
+	g := &segment{m: m, id: s.ID, owner: s.Owner, sp: sp, hold: h, run: st.Run, final: st.Final != finalNone}
 	g.keep(s)
 	defer func() {
 		if g.tokens != nil && !stepRunsAgain(ctx, retErr) {
@@ -171,21 +201,22 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h
 		opts.MaxDuration = max(time.Until(st.Deadline), time.Nanosecond)
 	}
 	var run iter.Seq[loop.Chunk]
-	if len(cp.Calls) == 0 {
-		if len(msgs) == 0 && st.Final == finalNone {
-			// Nothing new to say: the agent's last answer stands.
-			return g.answered(ctx, history, "", "")
-		}
+	resume := len(cp.Calls) > 0 || endsOnUser(history)
+	switch {
+	case !resume && len(msgs) == 0 && st.Final == finalNone:
+		// Nothing new to say: the agent's last answer stands.
+		return g.answered(ctx, history, "", "")
+	case !resume:
 		opts.MaxTurns = max(sp.MaxSteps-st.Steps, 1)
 		if st.Final != finalNone {
 			opts.MaxTurns = 1
 		}
 		run = loop.NewAgent(m.model, g.tools, &opts).RunLoop(ctx, append(history, msgs...))
-	} else {
-		susp, in, err := resumeInput(&cp, history, st.Steps)
-		if err != nil {
-			return g.fail(ctx, err)
-		}
+	default:
+		// The checkpoint ends mid-turn: on calls, or on what the model
+		// must answer (a rejected answer sent back). The run goes on
+		// from there; new messages come after, each seen by the hooks.
+		susp, in := resumeInput(&cp, history, st.Steps)
 		in.Messages = msgs
 		opts.MaxTurns = max(sp.MaxSteps, st.Steps+1)
 		if st.Final != finalNone {
@@ -223,7 +254,7 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h
 // beforeTurn is the run's [loop.Options.BeforeTurn]: before each step but
 // the first, it reads the session and yields to the caller's input.
 func (g *segment) beforeTurn(ctx context.Context, next loop.NextTurn) bool {
-	if g.turns > 0 {
+	if g.turns > 0 || g.ranCalls {
 		if g.yield = g.control(ctx); g.yield != nil {
 			return false
 		}
@@ -245,7 +276,7 @@ func (g *segment) control(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if st.Phase == phaseDone {
+	if st.Phase == phaseDone || st.Run != g.run {
 		return errStopped
 	}
 	if st.PauseRequested || st.Paused || st.Final != finalNone && !g.final {
@@ -259,11 +290,20 @@ func (g *segment) control(ctx context.Context) error {
 	return nil
 }
 
-// resumeInput turns a checkpoint with calls into the loop's suspension
-// and the input that continues it: posted results are in the suspension,
-// decided approvals and server calls that had not finished (cut by a
-// crash or a shutdown) are approved or rejected in the input.
-func resumeInput(cp *checkpoint, msgs []llm.Message, steps int) (*loop.Suspension, *loop.ResumeInput, error) {
+// endsOnUser reports whether a transcript ends on a message the model has
+// not answered yet (a rejected answer's correction).
+func endsOnUser(msgs []llm.Message) bool {
+	return len(msgs) > 0 && msgs[len(msgs)-1].Role == llm.RoleUser
+}
+
+// resumeInput turns a checkpoint into the loop's suspension and the input
+// that continues it: posted results are in the suspension, recorded
+// decisions in the input's approvals, and the server calls that had not
+// finished (cut by a stop, a crash or a failed write) in its calls to
+// evaluate again: they are never approved by being cut. A cut call of a
+// session that was cancelled or failed got an error result before (see
+// restart), and one of a session whose time was up too (see timeUp).
+func resumeInput(cp *checkpoint, msgs []llm.Message, steps int) (*loop.Suspension, *loop.ResumeInput) {
 	s := &loop.Suspension{Messages: msgs, Turn: steps, TraceParent: cp.TraceParent}
 	in := &loop.ResumeInput{}
 	for _, c := range cp.Calls {
@@ -276,13 +316,13 @@ func resumeInput(cp *checkpoint, msgs []llm.Message, steps int) (*loop.Suspensio
 			switch {
 			case c.Decision != nil:
 				in.Approvals = append(in.Approvals, *c.Decision)
-			case c.Waiting == waitRun:
-				in.Approvals = append(in.Approvals, loop.ApprovalDecision{CallID: c.Call.ID, Approved: true})
+			case c.Waiting == waitUnfinished:
+				in.Reevaluate = append(in.Reevaluate, c.Call.ID)
 			}
 		}
 		s.Calls = append(s.Calls, sc)
 	}
-	return s, in, nil
+	return s, in
 }
 
 // keep makes s, as read or committed (nil: unknown), the session the
@@ -380,8 +420,8 @@ func (g *segment) commitWith(ctx context.Context, opts *store.UpdateOptions, fn 
 		opts = &o
 	}
 	cur, _, err := g.m.updateFrom(ctx, g.id, g.cur, opts, g.hold, func(s *store.Session, st *state) ([]store.Event, error) {
-		if st.Phase == phaseDone {
-			return nil, errStopped
+		if st.Phase == phaseDone || st.Run != g.run {
+			return nil, errStopped // the run was ended: fenced off
 		}
 		return fn(s, st), nil
 	})
@@ -448,7 +488,7 @@ func (g *segment) turnEnd(ctx context.Context, c loop.Chunk) error {
 	var cs []callState
 	for _, call := range calls {
 		policy.ToolReqs = append(policy.ToolReqs, toolRequest(call))
-		w := waitRun
+		w := waitUnfinished
 		switch {
 		case call.Name == delegateTool && len(g.sp.Subagents) > 0:
 			w = waitChild
@@ -459,29 +499,14 @@ func (g *segment) turnEnd(ctx context.Context, c loop.Chunk) error {
 		}
 		cs = append(cs, callState{Call: call, Client: client[call.Name], Waiting: w})
 	}
-	delivered := g.delivered
-	apply := func(s *store.Session, st *state) {
-		st.Steps++
-		if st.Usage == nil {
-			st.Usage = map[string]llm.Usage{}
-		}
-		u := st.Usage[model]
-		u.Add(usage)
-		st.Usage[model] = u
-		st.Inbox = slices.DeleteFunc(st.Inbox, func(in inboxMessage) bool { return slices.Contains(delivered, in.ID) })
-		if len(cs) > 0 {
-			st.Checkpoint = g.checkpointOf(c.Messages, cs)
-		}
-	}
+	rec := &stepRecord{model: model, usage: usage, policy: agentEvent(policy)}
+	g.msgs = c.Messages
 	if len(calls) == 0 {
-		g.answer = apply
-		g.answerEvents = []store.Event{agentEvent(policy)}
+		g.answer = rec // committed with what follows (see end)
 		return nil
 	}
-	fn := func(s *store.Session, st *state) []store.Event {
-		apply(s, st)
-		return []store.Event{agentEvent(policy), g.metricsEvent(st)}
-	}
+	g.answer = nil
+	fn := g.stepCommit(endCalls, rec, c.Messages, cs, nil)
 	if !slices.ContainsFunc(cs, func(c callState) bool { return c.Waiting != waitResult }) {
 		// Nothing runs before the run suspends: commit with it.
 		g.step = &pendingStep{msgs: c.Messages, fn: fn}
@@ -512,6 +537,9 @@ func (g *segment) toolDone(ctx context.Context, c loop.Chunk) error {
 			origin = "approval"
 		}
 		ev = agentEvent(AgentEventData{Kind: KindError, Error: c.Content, Origin: origin, ToolReq: &req})
+	}
+	if g.turns == 0 {
+		g.ranCalls = true
 	}
 	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
 		for i := range st.Checkpoint.Calls {
@@ -574,62 +602,66 @@ func (g *segment) end(ctx context.Context, res *loop.Result) error {
 		return g.noAnswer(ctx, res)
 	case errors.Is(res.Err, loop.ErrInvalidOutput):
 		return g.invalidAnswer(ctx, res)
+	case errors.Is(res.Err, loop.ErrPromptBlocked):
+		return g.blocked(ctx, res.Err)
 	}
 	return g.fail(ctx, res.Err)
 }
 
+// blocked ends a session whose new messages a user_prompt hook blocked
+// (see stepCommits, endBlocked): they leave the inbox, refused, in the
+// commit that says so; the model never saw them, so no checkpoint holds
+// them, and a message sent later does not bring them back.
+func (g *segment) blocked(ctx context.Context, err error) error {
+	return g.commit(ctx, g.stepCommit(endBlocked, nil, nil, nil, func(s *store.Session, st *state) []store.Event {
+		return finish(s, st, outcomeFailed(CodeInternal, err.Error()))
+	}))
+}
+
 // answerRejected commits a final answer that did not match the answer
-// format: its step, and an error_event saying why; the loop asks the model
-// again.
+// format (see stepCommits, endRejected): its step, with the transcript
+// that holds it and the message that sends it back as the checkpoint, and
+// an error_event saying why; the loop asks the model again.
 func (g *segment) answerRejected(ctx context.Context, c loop.Chunk) error {
-	apply, events := g.answer, g.answerEvents
-	g.answer, g.answerEvents = nil, nil
+	rec := g.answer
+	g.answer = nil
+	// The loop appended the message the model reads (c.Content) to the
+	// transcript of the step's end.
+	msgs := append(slices.Clip(g.msgs), llm.UserMessage(c.Content))
+	g.msgs = msgs
 	ev := agentEvent(AgentEventData{Kind: KindError, Origin: "answer_validation", Error: fmt.Sprint(c.Err)})
-	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
-		if apply != nil {
-			apply(s, st)
-			events = append(events, g.metricsEvent(st))
-		}
-		return append(events, ev)
-	})
+	return g.commitTranscript(ctx, msgs, g.stepCommit(endRejected, rec, msgs, nil, func(*store.Session, *state) []store.Event {
+		return []store.Event{ev}
+	}))
 }
 
 // invalidAnswer ends a session whose final answer never matched its
 // answer format (error_code answer_validation).
 func (g *segment) invalidAnswer(ctx context.Context, res *loop.Result) error {
-	apply, events := g.answer, g.answerEvents
-	return g.commitTranscript(ctx, res.Messages, func(s *store.Session, st *state) []store.Event {
-		if apply != nil {
-			apply(s, st)
-			events = append(events, g.metricsEvent(st))
-		}
-		st.Checkpoint = g.checkpointOf(res.Messages, nil)
-		return append(events, finish(s, st, outcomeFailed(CodeAnswerValidation, res.Err.Error()))...)
-	})
+	return g.commitTranscript(ctx, res.Messages, g.stepCommit(endInvalid, g.answer, res.Messages, nil, func(s *store.Session, st *state) []store.Event {
+		return finish(s, st, outcomeFailed(CodeAnswerValidation, res.Err.Error()))
+	}))
 }
 
 // noAnswer ends a session whose model gave no answer when asked for its
 // final one: timed out when time was the limit, else failed (no_answer).
 func (g *segment) noAnswer(ctx context.Context, res *loop.Result) error {
-	return g.commitTranscript(ctx, res.Messages, func(s *store.Session, st *state) []store.Event {
-		st.Checkpoint = g.checkpointOf(res.Messages, nil)
+	return g.commitTranscript(ctx, res.Messages, g.stepCommit(endNoAnswer, g.answer, res.Messages, nil, func(s *store.Session, st *state) []store.Event {
 		if st.Final == finalTimeout || res.Budget == "max_duration" {
 			return finish(s, st, outcomeTimedOut)
 		}
 		return finish(s, st, outcomeFailed(CodeNoAnswer, res.Err.Error()))
-	})
+	}))
 }
 
 // answered commits the agent's answer (if the run gave one) and what
 // follows: the end of the session, a wait for the next message, or a run
 // with messages that came meanwhile.
 func (g *segment) answered(ctx context.Context, msgs []llm.Message, answer, budget string) error {
-	return g.commitTranscript(ctx, msgs, func(s *store.Session, st *state) []store.Event {
+	rec := g.answer
+	return g.commitTranscript(ctx, msgs, g.stepCommit(endAnswer, rec, msgs, nil, func(s *store.Session, st *state) []store.Event {
 		var events []store.Event
-		if g.answer != nil {
-			g.answer(s, st)
-			events = append(events, g.answerEvents...)
-			events = append(events, g.metricsEvent(st))
+		if rec != nil {
 			b, _ := json.Marshal(answer)
 			if st.Spec.AnswerFormat != nil && json.Valid([]byte(answer)) {
 				b = json.RawMessage(answer) // the structured answer, validated by the loop
@@ -637,9 +669,8 @@ func (g *segment) answered(ctx context.Context, msgs []llm.Message, answer, budg
 			s.Answer = b
 			events = append(events, agentEvent(AgentEventData{Kind: KindAnswer, Answer: b}))
 		}
-		st.Checkpoint = g.checkpointOf(msgs, nil)
 		return append(events, st.afterAnswer(s, budget == "max_duration", time.Now())...)
-	})
+	}))
 }
 
 // suspended commits the calls the run waits for, keeping results the
@@ -663,7 +694,7 @@ func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
 	}
 	step := g.step
 	g.step = nil
-	return g.commitTranscript(ctx, susp.Messages, func(s *store.Session, st *state) []store.Event {
+	err := g.commitTranscript(ctx, susp.Messages, func(s *store.Session, st *state) []store.Event {
 		var events []store.Event
 		if step != nil {
 			events = step.fn(s, st)
@@ -697,6 +728,20 @@ func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
 		st.Checkpoint.TraceParent = susp.TraceParent
 		return append(events, st.afterSuspend()...)
 	})
+	if err != nil {
+		return err
+	}
+	// A child that ended before this commit (at once: it failed to
+	// start) found no call waiting for it: deliver its end now.
+	for _, c := range children {
+		if c.Child == "" || g.m.dropDelivery {
+			continue
+		}
+		if child, err := g.m.st.GetSession(ctx, c.Child); err == nil && Status(child.Status).Terminal() {
+			g.m.deliver(ctx, child)
+		}
+	}
+	return nil
 }
 
 // fail ends the session as failed.

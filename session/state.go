@@ -50,6 +50,13 @@ type state struct {
 	// tools, and says why.
 	Final finalReason `json:"final,omitempty"`
 
+	// Run is the session's run generation: it changes with every
+	// transition that ends a run (finish: an answer that completes it,
+	// Cancel, a failure, a time-out), so that a worker still running
+	// the old run, and every commit it tries, is fenced off from the
+	// session's next run (see segment.commitWith and Manager.watch).
+	Run int64 `json:"run,omitempty"`
+
 	Steps int                  `json:"steps"`
 	Usage map[string]llm.Usage `json:"usage,omitempty"`
 	// Deadline is the end of max_time_s, set when the session starts.
@@ -170,7 +177,11 @@ func (m *Manager) loadTranscript(ctx context.Context, id string, cp *checkpoint)
 const (
 	waitResult   = "result"   // a client-side tool: the caller posts it
 	waitApproval = "approval" // a decision is needed before it runs
-	waitRun      = "run"      // a server-side tool that has not finished
+	// waitUnfinished: a server-side call the run has not finished, nor
+	// refused: it is committed so before the run evaluates its
+	// permission. A call still so when its run stops is cut (see
+	// cutCalls): it was never approved, whatever the run did with it.
+	waitUnfinished = "run"
 )
 
 type callState struct {
@@ -179,7 +190,8 @@ type callState struct {
 	Result *llm.ToolResult `json:"result,omitempty"`
 	// Waiting says why Result is nil.
 	Waiting string `json:"waiting,omitempty"`
-	// Decision is an approval decision not yet applied by a run.
+	// Decision is an approval decision not yet applied by a run: the
+	// only thing that lets a call run without the permission evaluation.
 	Decision *loop.ApprovalDecision `json:"decision,omitempty"`
 	// Child is the child session a delegate call waits for.
 	Child string `json:"child,omitempty"`

@@ -1,0 +1,165 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/hrns-dev/hrns/store"
+)
+
+// The one commit path. Every change of a session (a caller's input, a
+// worker's step or transition, a child's end delivered to its parent, a
+// queued session promoted, a failure of the runtime) is committed by
+// Manager.commit: it applies the change to the session, writes it with
+// its events in one store transaction (the store wakes the session's
+// waiters: long-polls, streams, the worker that watches it), and then
+// does what follows from it whoever made it: a session that stops being
+// active promotes its owner's queued sessions (promote), and a child
+// session that ends tells its parent (deliver). No change is written
+// around it, so none can skip those: the only other writes are a
+// session's creation and the lease's own (Store.Renew, Store.Release).
+
+// errNoChange makes update return without writing.
+var errNoChange = errors.New("no change")
+
+// update applies fn to the session as stored and commits the result with
+// the events fn returns, retrying from a fresh read when someone else
+// committed in between. fn must have no effect but on its arguments.
+func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptions, fn func(s *store.Session, st *state) ([]store.Event, error)) (*store.Session, *state, error) {
+	return m.commit(ctx, id, &change{opts: opts}, fn)
+}
+
+// updateFrom is update that starts from cur, the session as this process
+// last read or committed it, instead of reading it again (nil: read it).
+// The store's version check still guards the commit: when someone else
+// committed since, the store answers ErrConflict and update reads the
+// session again; when fn decides on cur to write nothing or refuses, the
+// decision is made again on the session read from the store. cur is not
+// modified.
+//
+// h, when not nil, records what the commit did to the lease (see hold):
+// with opts.Lease (a worker's commit), a commit after which the session
+// needs no worker gives the lease up in its own transaction; with
+// opts.Claim (a caller's input), the commit may claim the session.
+func (m *Manager) updateFrom(ctx context.Context, id string, cur *store.Session, opts *store.UpdateOptions, h *hold, fn func(s *store.Session, st *state) ([]store.Event, error)) (*store.Session, *state, error) {
+	return m.commit(ctx, id, &change{cur: cur, opts: opts, hold: h}, fn)
+}
+
+// A change says how commit writes: from which copy of the session, with
+// which store options, recording what to the lease.
+type change struct {
+	// cur, opts and hold are updateFrom's.
+	cur  *store.Session
+	opts *store.UpdateOptions
+	hold *hold
+	// corrupt lets the change apply to a session whose stored state does
+	// not decode (a failure of the runtime ends such a session): fn gets
+	// an empty state, whose changes but the phase and the fields of the
+	// session are not written; the state stays as stored.
+	corrupt bool
+}
+
+// commit is the one commit path (see the top of this file).
+func (m *Manager) commit(ctx context.Context, id string, c *change, fn func(s *store.Session, st *state) ([]store.Event, error)) (*store.Session, *state, error) {
+	cur := c.cur
+	for {
+		var s *store.Session
+		var st *state
+		var err error
+		fromCur := cur != nil
+		if cur != nil {
+			cp := *cur
+			s, cur = &cp, nil
+			if st, err = stateOf(s); err != nil {
+				continue // not as committed: read it
+			}
+		} else if s, st, err = m.read(ctx, id); err != nil {
+			if _, ok := errors.AsType[*storeError](err); ok || !c.corrupt {
+				return nil, nil, err
+			}
+			st = nil // the state does not decode: keep it as stored
+		}
+		keep := st == nil
+		if keep {
+			st = &state{}
+		}
+		wasActive := slices.Contains(activeStatuses, s.Status)
+		wasTerminal := Status(s.Status).Terminal()
+		events, err := fn(s, st)
+		if err != nil && fromCur {
+			// Only a commit is checked against the stored version: a
+			// decision to write nothing, or a refusal, is made again on
+			// the session as stored.
+			continue
+		}
+		if errors.Is(err, errNoChange) {
+			return s, st, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		st.CheckChildrenAt = time.Time{}
+		if st.Phase == phaseWait && st.waitsForChild() {
+			st.CheckChildrenAt = time.Now().Add(m.childCheck)
+		}
+		derive(s, st)
+		if !keep {
+			if s.State, err = json.Marshal(st); err != nil {
+				return nil, nil, err
+			}
+		}
+		o := c.opts
+		if c.hold != nil && o != nil && o.Lease != "" && !o.Release && needsNoWorker(s, time.Now()) {
+			released := *o
+			released.Release = true
+			o = &released
+		}
+		if o != nil && o.Claim != nil {
+			// So that LeaseOwner tells whether this commit claimed it.
+			s.LeaseOwner, s.LeaseUntil = "", time.Time{}
+		}
+		var uo store.UpdateOptions
+		if o != nil {
+			uo = *o
+		}
+		o = &uo
+		o.Committed = func(s *store.Session, events []store.Event) {
+			// Before the session's long-polls are woken: they answer
+			// from it.
+			m.recent.put(s, events, m.metrics(st))
+		}
+		err = func() error {
+			defer m.flights.begin(id)() // even if the store panics
+			return m.st.UpdateSession(ctx, s, events, o)
+		}()
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, &storeError{err}
+		}
+		if c.hold != nil {
+			c.hold.released = o.Release
+			c.hold.claimed = o.Claim != nil && s.LeaseOwner == o.Claim.Owner
+		}
+		m.committed.put(s)
+		m.followUp(ctx, s, wasActive, wasTerminal)
+		return s, st, nil
+	}
+}
+
+// followUp does what follows from a committed change of s, whoever made
+// it: a session that stops being active frees a slot of its owner, whose
+// queued sessions may start; a child session that ends gives its end to
+// its parent.
+func (m *Manager) followUp(ctx context.Context, s *store.Session, wasActive, wasTerminal bool) {
+	if wasActive && !slices.Contains(activeStatuses, s.Status) {
+		m.promote(context.WithoutCancel(ctx), s.Owner)
+	}
+	if s.ParentID != "" && !wasTerminal && Status(s.Status).Terminal() && !m.dropDelivery {
+		m.deliver(context.WithoutCancel(ctx), s) // a subagent's session ended
+	}
+}

@@ -1,0 +1,268 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hrns-dev/hrns/store"
+)
+
+// Claiming sessions. The dispatcher (one per manager, started by Start)
+// claims the sessions that need a worker, up to Options.Workers at once,
+// and starts a worker goroutine for each (see work in worker.go); a
+// caller's input may claim a session in its own commit instead
+// (reserveClaim). Sessions claimed often without progress (suspects) run
+// one at a time.
+
+// Start starts the workers: from now until ctx is done or [Manager.Stop]
+// is called, they claim the sessions that need running (those a stopped
+// or crashed process left running included) and run them. Cancelling ctx
+// stops them as Stop does, without waiting; call Stop to wait. Start
+// returns an error if the manager was started before.
+func (m *Manager) Start(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done != nil {
+		return errors.New("session: manager already started")
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	m.cancel = cancel
+	m.done = make(chan struct{})
+	m.workCtx = ctx
+	go m.dispatch(ctx)
+	return nil
+}
+
+// Stop stops the workers and waits for them until ctx is done. A running
+// session stops where it is and stays runnable: its last checkpoint is in
+// the store, and the next manager to start resumes it (a model request in
+// flight is sent again). Stop is idempotent.
+func (m *Manager) Stop(ctx context.Context) error {
+	m.mu.Lock()
+	cancel, done := m.cancel, m.done
+	m.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel(errShutdown)
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// dispatch claims sessions and runs each in a worker goroutine. It sleeps
+// until the store announces work, a wake-up time comes, or a worker frees
+// up: no polling loop. Wake-up times include the expiry of leases other
+// replicas hold on sessions that need a worker, so that a replica that
+// dies has its sessions taken over once their leases expire. With a store
+// that keeps replicas, it also records this replica's heartbeat.
+func (m *Manager) dispatch(ctx context.Context) {
+	defer close(m.done)
+	defer func() {
+		m.mu.Lock()
+		m.stopping = true // no worker starts after this
+		m.mu.Unlock()
+		m.wg.Wait()
+	}()
+	if rs, ok := m.st.(store.Replicas); ok {
+		m.wg.Go(func() {
+			for {
+				p := protect(func() { m.heartbeat(ctx, rs) })
+				if p == nil || ctx.Err() != nil {
+					return
+				}
+				m.log.Error("replica heartbeat panicked; restarting it", "panic", fmt.Sprint(p.value), "stack", string(p.stack))
+				sleep(ctx, m.opts.LeaseTTL/3)
+			}
+		})
+	}
+	work, unsubscribe := m.st.Subscribe(store.WorkTopic)
+	defer unsubscribe()
+	for ctx.Err() == nil {
+		if p := protect(func() { m.dispatchOnce(ctx, work) }); p != nil {
+			m.log.Error("session dispatcher panicked; going on", "panic", fmt.Sprint(p.value), "stack", string(p.stack))
+			sleep(ctx, time.Second)
+		}
+	}
+}
+
+// dispatchOnce claims the sessions it can run and starts their workers,
+// then sleeps until there may be more.
+func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
+	m.mu.Lock()
+	free := m.opts.Workers - m.workers() - m.reserved
+	m.wantSlot = free <= 0
+	m.mu.Unlock()
+	var wake <-chan time.Time
+	if free > 0 {
+		claimed, err := m.claim(ctx, free)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.log.Error("claiming sessions", "err", err)
+				sleep(ctx, time.Second)
+			}
+			return
+		}
+		m.mu.Lock()
+		for _, s := range claimed {
+			m.startWorker(ctx, s)
+		}
+		// A suspect running here keeps the others waiting (see claim):
+		// its end is worth claiming again.
+		m.wantSlot = m.suspect != ""
+		m.mu.Unlock()
+		if len(claimed) == free {
+			return // there may be more
+		}
+		next, err := m.st.NextWake(ctx, time.Now())
+		if err != nil && ctx.Err() == nil {
+			m.log.Error("reading wake-up times", "err", err)
+			next = time.Now().Add(time.Second)
+		}
+		// Look again within a lease TTL in any case: a session claimed
+		// in the commit of a caller's input (or at its creation) by a
+		// replica that died since is announced to no one, and its lease
+		// expiry is in no wake-up time computed before; this bounds its
+		// takeover to two TTLs.
+		if limit := time.Now().Add(m.opts.LeaseTTL); next.IsZero() || next.After(limit) {
+			next = limit
+		}
+		timer := time.NewTimer(max(time.Until(next), time.Millisecond))
+		defer timer.Stop()
+		wake = timer.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-work:
+	case <-wake:
+	case <-m.freed:
+	}
+}
+
+// startWorker runs the claimed session s in a worker goroutine (m.mu
+// held, m.stopping false).
+func (m *Manager) startWorker(ctx context.Context, s *store.Session) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	m.running[s.ID]++
+	if s.Attempts > suspectAfter {
+		m.suspect = s.ID
+	}
+	m.wg.Go(func() { m.work(wctx, cancel, s) })
+}
+
+// reserveClaim reserves a worker for the session a caller's input is
+// about to change and returns the update options that claim it in the
+// same commit (see [store.UpdateOptions.Claim]): the process that
+// receives a tool result or a message runs the session it made runnable
+// at once, without waking its dispatcher or a claim of its own. It
+// returns nil, and reserves nothing, when no worker is free or the
+// manager is not running. Sessions claimed often without progress are
+// left to the dispatcher, which runs them one at a time. Every non-nil
+// return must be followed by runClaimed.
+func (m *Manager) reserveClaim() *store.UpdateOptions {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.workCtx == nil || m.stopping || m.opts.Workers-m.workers()-m.reserved <= 0 {
+		return nil
+	}
+	m.reserved++
+	return &store.UpdateOptions{Claim: &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, BelowAttempts: suspectAfter}}
+}
+
+// runClaimed ends a reservation of reserveClaim: it runs s, as committed
+// with opts, when h says the commit claimed it, and frees the reserved
+// worker otherwise.
+func (m *Manager) runClaimed(opts *store.UpdateOptions, s *store.Session, h *hold) {
+	if opts == nil {
+		return
+	}
+	m.mu.Lock()
+	m.reserved--
+	if h.claimed && !m.stopping {
+		m.startWorker(m.workCtx, s)
+		m.mu.Unlock()
+		return
+	}
+	m.slotFreed()
+	m.mu.Unlock()
+	if h.claimed {
+		// The manager stops: the next one to start claims it.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := m.st.Release(ctx, s.ID, m.owner); err != nil {
+			m.log.Warn("releasing session", "session", s.ID, "err", err)
+		}
+	}
+}
+
+// slotFreed tells the dispatcher that a worker is free again, if it waits
+// for one (m.mu held): when it last looked, every worker was busy or a
+// suspect ran. Otherwise it has claimed all there was, and only new work
+// (announced on store.WorkTopic) or a wake-up time gives it more to do.
+func (m *Manager) slotFreed() {
+	if !m.wantSlot {
+		return
+	}
+	m.wantSlot = false
+	select {
+	case m.freed <- struct{}{}:
+	default:
+	}
+}
+
+// suspectAfter is the number of claims without progress after which a
+// session is a suspect: it was running when its worker died or failed,
+// twice in a row. A replica runs one suspect at a time, so that a session
+// that takes the process down (each time, the attempts of the sessions
+// running with it count too) brings down few others: they progress, run
+// alone or with sessions that are not suspects, and are suspects no more.
+const suspectAfter = 2
+
+// claim claims up to free sessions: those claimed fewer than suspectAfter
+// times without progress, and one more, the oldest, when no suspect runs
+// here.
+func (m *Manager) claim(ctx context.Context, free int) ([]*store.Session, error) {
+	p := &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, Limit: free, BelowAttempts: suspectAfter}
+	claimed, err := m.st.Claim(ctx, p)
+	if err != nil || len(claimed) == free {
+		return claimed, err
+	}
+	m.mu.Lock()
+	busy := m.suspect != ""
+	m.mu.Unlock()
+	if busy {
+		return claimed, nil
+	}
+	p.Now, p.Limit, p.BelowAttempts = time.Now(), 1, 0
+	more, err := m.st.Claim(ctx, p)
+	if err != nil {
+		if len(claimed) == 0 {
+			return nil, err
+		}
+		m.log.Error("claiming sessions", "err", err) // the others run
+	}
+	return append(claimed, more...), nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// workers counts the workers running here (m.mu held).
+func (m *Manager) workers() int {
+	n := 0
+	for _, c := range m.running {
+		n += c
+	}
+	return n
+}
