@@ -103,3 +103,62 @@ func TestClonedRepositoryCannotSendKeys(t *testing.T) {
 		t.Errorf("the command read hrns's environment:\n%s", results[0])
 	}
 }
+
+// TestInheritedDescriptorsNotPassedOn (issue 32, finding 4) starts the
+// binary with two descriptors left open, as a careless launcher would: a
+// 0600 file to read and a file outside the workdir to write. A command
+// the model runs, sandboxed or not, can use neither.
+func TestInheritedDescriptorsNotPassedOn(t *testing.T) {
+	outside := t.TempDir()
+	const secret = "DECOY-0600-contents-51e0"
+	secretPath, targetPath := filepath.Join(outside, "secret"), filepath.Join(outside, "target")
+	if err := os.WriteFile(secretPath, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	probe := `for fd in 3 4 5 6 7 8 9; do (eval \"cat <&$fd\") 2>/dev/null; (eval \"echo WRITTEN >&$fd\") 2>/dev/null && echo wrote $fd; done; echo PROBED`
+	for name, flags := range map[string][]string{"unsandboxed": {"--no-sandbox"}, "sandboxed": nil} {
+		t.Run(name, func(t *testing.T) {
+			if err := os.WriteFile(targetPath, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			srv := openaitest.NewServer(
+				openaitest.Reply{ToolCalls: []llm.ToolCall{call("c1", "run_command", `{"command":"`+probe+`"}`)}},
+				openaitest.Reply{Text: "done"},
+			)
+			defer srv.Close()
+			r, err := os.Open(secretPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			w, err := os.OpenFile(targetPath, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			args := append([]string{"run", "--yes"}, flags...)
+			cmd := exec.CommandContext(t.Context(), hrnsBin, append(args, "probe the descriptors")...)
+			cmd.Dir = workdir(t)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
+				"OPENAI_BASE_URL=" + srv.URL(), "OPENAI_API_KEY=sk-test", "OPENAI_MODEL=test-model"}
+			cmd.ExtraFiles = []*os.File{r, w, r, w} // 3, 4, 5, 6
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d model requests, want 2", len(reqs))
+			}
+			res := toolResults(t, reqs[1].Body)
+			if len(res) != 1 || !strings.Contains(res[0], "PROBED") {
+				t.Fatalf("the command did not run: %q", res)
+			}
+			if strings.Contains(res[0], secret) || strings.Contains(res[0], "wrote") {
+				t.Errorf("the command used an inherited descriptor:\n%s", res[0])
+			}
+			if b, _ := os.ReadFile(targetPath); len(b) > 0 {
+				t.Errorf("the file outside the workdir holds %q", b)
+			}
+		})
+	}
+}
