@@ -28,39 +28,39 @@ import (
 
 // runOptions are the flags of "hrns run".
 type runOptions struct {
-	config    string
-	provider  string
-	model     string
-	baseURL   string
-	workdir   string
-	tools     string
-	system    string
-	agentFile string
-	maxTurns  int
-	timeout   time.Duration
-	json      bool
-	yes       bool
-	record    string
-	replay    string
-	skills    stringList
-	noSkills  bool
-	mcp       stringList
-	noSandbox bool
-	noNetwork bool
-	outSchema string
-	permMode  string
-	allow     stringList
-	ask       stringList
-	deny      stringList
-	cont      bool
-	// trustProject uses what the project's config enables without
-	// asking (projecttrust.go).
-	trustProject bool
-	prompt       string
-	stdinBytes   int // piped to stdin and added to the prompt
+	config     string
+	provider   string
+	model      string
+	baseURL    string
+	workdir    string
+	tools      string
+	system     string
+	agentFile  string
+	maxTurns   int
+	timeout    time.Duration
+	json       bool
+	yes        bool
+	record     string
+	replay     string
+	skills     stringList
+	noSkills   bool
+	mcp        stringList
+	noSandbox  bool
+	noNetwork  bool
+	outSchema  string
+	permMode   string
+	allow      stringList
+	ask        stringList
+	deny       stringList
+	cont       bool
+	prompt     string
+	stdinBytes int // piped to stdin and added to the prompt
 	// browser flags (internal/cli/browser.go)
 	browser      bool
 	browserAllow string
+	// trustProject uses what the project's config enables beyond the
+	// user's tools without asking (projecttrust.go).
+	trustProject bool
 }
 
 // stringList is a repeatable string flag.
