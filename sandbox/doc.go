@@ -30,8 +30,13 @@
 // read-only tmpfs holding only the paths the command may access, bound at
 // their own paths, and a /proc of the new PID namespace), drops root's
 // capabilities, starts the second stage, and reaps. The second stage sets
-// the rlimits, applies Landlock and execs the command, which keeps the
-// confinement for itself and every process it starts.
+// the rlimits, applies Landlock, marks every descriptor but the standard
+// three close-on-exec (none that the caller inherited reaches the command)
+// and execs the command, which keeps the confinement for itself and every
+// process it starts. The writable paths are mounted nosuid in the root,
+// and once the command has ended [Run] clears the set-user-ID and
+// set-group-ID bits of the files it left in them ([Result.SetIDCleared]):
+// run as root, a command cannot leave a set-user-ID-root program behind.
 //
 // The command may read the system directories (/usr, /bin, /lib…, a list of
 // harmless files in /etc, its own /proc and a few devices) and

@@ -115,6 +115,11 @@ func runInit() {
 		writeStatus(status, st)
 		os.Exit(127)
 	}
+	// Nothing this process inherited besides its standard files, its
+	// config and its status reaches the second stage, nor the command.
+	if err := closeOnExecFrom(statusFD + 1); err != nil {
+		fail(helperStatus{Error: "closing inherited descriptors: " + err.Error()})
+	}
 	cfg := readConfig(status)
 	if cfg.Cgroup != "" {
 		// Before the root is built: the cgroup file system is read-only
@@ -270,6 +275,12 @@ func runExec() {
 	path, err := lookPath(cfg.Argv[0], cfg.Env)
 	if err != nil {
 		fail(helperStatus{Confinement: &conf, Error: err.Error()})
+	}
+	// The command gets its standard files and nothing else: a
+	// descriptor open here would give it a file or socket beyond its
+	// paths.
+	if err := closeOnExecFrom(3); err != nil {
+		fail(helperStatus{Confinement: &conf, Error: "closing inherited descriptors: " + err.Error()})
 	}
 	writeStatus(status, helperStatus{Confinement: &conf})
 

@@ -107,6 +107,10 @@ func buildRoot(cfg *helperConfig) (err error) {
 			if err := remountTreeReadOnly(target); err != nil {
 				return fmt.Errorf("making %s read-only: %w", b.real, err)
 			}
+		} else if err := remountTree(target, unix.MS_NOSUID); err != nil {
+			// What the command writes executes without its set-ID
+			// bits in the sandbox.
+			return fmt.Errorf("making %s nosuid: %w", b.real, err)
 		}
 		done = append(done, b)
 	}
@@ -187,7 +191,11 @@ func mountPoint(p string, dir bool) error {
 
 // remountTreeReadOnly makes the mount at p, and every mount below it,
 // read-only: a recursive bind brings the submounts along writable.
-func remountTreeReadOnly(p string) error {
+func remountTreeReadOnly(p string) error { return remountTree(p, unix.MS_RDONLY) }
+
+// remountTree adds flags (MS_RDONLY, MS_NOSUID, MS_NODEV) to the mount at
+// p and every mount below it, keeping those each has.
+func remountTree(p string, flags uintptr) error {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return err
@@ -204,7 +212,7 @@ func remountTreeReadOnly(p string) error {
 		}
 	}
 	for _, mp := range points {
-		if err := remountReadOnly(mp); err != nil {
+		if err := remount(mp, flags); err != nil {
 			return fmt.Errorf("%s: %w", mp, err)
 		}
 	}
@@ -242,13 +250,18 @@ func unescapeMountinfo(s string) string {
 
 // remountReadOnly makes the mount at p read-only, keeping the flags that a
 // user namespace may not clear.
-func remountReadOnly(p string) error {
+func remountReadOnly(p string) error { return remount(p, unix.MS_RDONLY) }
+
+// remount adds flags to the mount at p, keeping those it has (a user
+// namespace may not clear them).
+func remount(p string, add uintptr) error {
 	var st unix.Statfs_t
 	if err := unix.Statfs(p, &st); err != nil {
 		return err
 	}
-	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
+	flags := unix.MS_BIND | unix.MS_REMOUNT | add
 	for _, f := range []struct{ st, ms int64 }{
+		{unix.ST_RDONLY, unix.MS_RDONLY},
 		{unix.ST_NOSUID, unix.MS_NOSUID},
 		{unix.ST_NODEV, unix.MS_NODEV},
 		{unix.ST_NOEXEC, unix.MS_NOEXEC},

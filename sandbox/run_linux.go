@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -49,12 +50,33 @@ const drainTimeout = time.Second
 // ([ErrInvalidSpec]), one that could not be confined when confinement was
 // required ([ErrNotConfined]), or one that could not be started
 // ([ErrStart]). When Run returns, every process of the command has been
-// killed: background processes do not outlive it.
+// killed: background processes do not outlive it; and the files it left
+// set-user-ID or set-group-ID under Dir, Scratch and ReadWrite (those
+// whose change time is at or after its start) have lost those bits, or,
+// for a file with several names, their name there
+// ([Result.SetIDCleared]).
 func Run(ctx context.Context, spec *Spec) (*Result, error) {
 	p, err := prepare(spec)
 	if err != nil {
 		return nil, err
 	}
+	since := inodeClock()
+	res, err := p.runGrouped(ctx)
+	// Every process of the command is gone: what it left set-user-ID or
+	// set-group-ID in the paths it may write loses those bits, whether
+	// it ran or failed midway.
+	cleared := clearSetID(p.writable, since)
+	if res != nil {
+		res.SetIDCleared = cleared
+	}
+	return res, err
+}
+
+// runGrouped runs the prepared command in a pids cgroup when the spec
+// bounds its processes.
+func (p *prepared) runGrouped(ctx context.Context) (*Result, error) {
+	var err error
+	spec := p.spec
 	var cg *pidsCgroup
 	if n := spec.Limits.Processes; n > 0 {
 		if cg, err = newPidsCgroup(n); err == nil {
@@ -69,12 +91,15 @@ func Run(ctx context.Context, spec *Spec) (*Result, error) {
 
 // prepared is a validated spec and the helper's config.
 type prepared struct {
-	spec    *Spec
-	dir     string
-	cfg     helperConfig
-	timeout time.Duration
-	grace   time.Duration
-	max     int
+	spec *Spec
+	dir  string
+	// writable are the paths the command may write but the devices:
+	// Dir, Scratch, ReadWrite.
+	writable []string
+	cfg      helperConfig
+	timeout  time.Duration
+	grace    time.Duration
+	max      int
 }
 
 func prepare(spec *Spec) (*prepared, error) {
@@ -131,7 +156,7 @@ func prepare(spec *Spec) (*prepared, error) {
 		}
 		p.cfg.ReadOnly = append(p.cfg.ReadOnly, a)
 	}
-	p.cfg.ReadWrite = append(p.cfg.ReadWrite, systemReadWrite...)
+	var extra []string
 	for _, rw := range spec.ReadWrite {
 		a, err := filepath.Abs(rw)
 		if err != nil {
@@ -140,8 +165,10 @@ func prepare(spec *Spec) (*prepared, error) {
 		if _, err := os.Stat(a); err != nil {
 			return nil, fmt.Errorf("%w: ReadWrite: %w", ErrInvalidSpec, err)
 		}
-		p.cfg.ReadWrite = append(p.cfg.ReadWrite, a)
+		extra = append(extra, a)
 	}
+	p.writable = append(slices.Clone(p.cfg.ReadWrite), extra...)
+	p.cfg.ReadWrite = append(append(p.cfg.ReadWrite, systemReadWrite...), extra...)
 	p.cfg.Env = environ(spec.Env, scratch)
 	p.cfg.DenyNet = !spec.AllowNetwork
 	p.cfg.Unconfined = spec.Unconfined

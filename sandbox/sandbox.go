@@ -135,6 +135,11 @@ type Result struct {
 	OutputHeld bool
 	// Confinement says what confined the command.
 	Confinement Confinement
+	// SetIDCleared lists the files under the paths the command may write
+	// (Dir, Scratch, ReadWrite) that it left set-user-ID or
+	// set-group-ID: their bits were cleared once it ended (a file of
+	// several names lost the names it had there instead; see [Run]).
+	SetIDCleared []string
 	// Duration is the wall time from start to exit.
 	Duration time.Duration
 }

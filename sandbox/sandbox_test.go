@@ -22,6 +22,7 @@ import (
 // handles it.)
 func TestMain(m *testing.M) {
 	isolationHelper()
+	descriptorsHelper()
 	if addr := os.Getenv("SANDBOX_TEST_DIAL"); addr != "" {
 		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {

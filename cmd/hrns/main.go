@@ -17,8 +17,11 @@ import (
 )
 
 func main() {
+	// First: the keys out of the process's environment (and out of
+	// /proc/self/environ), inherited descriptors closed on exec.
+	getenv := cli.TakeEnvironment()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Run(ctx, os.Args[1:], &cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	code := cli.Run(ctx, os.Args[1:], &cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Getenv: getenv})
 	stop()
 	os.Exit(code)
 }

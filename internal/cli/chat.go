@@ -174,6 +174,9 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 	if err := cfg.mergeProject(o.workdir); err != nil {
 		return nil, &usageError{err.Error()}
 	}
+	if err := cfg.trustProject(o, stdio); err != nil {
+		return nil, err
+	}
 	agentDef, err := o.loadAgent()
 	if err != nil {
 		return nil, err

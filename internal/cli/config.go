@@ -77,6 +77,12 @@ type Config struct {
 
 	path    string // where it was read from, for messages
 	project string // the project's .hrns/config.toml merged into it, if any
+	// projectHash is the SHA-256 of the project's file, in hex.
+	projectHash string
+	// projectEnables are the tools the project's file selects beyond
+	// hrns's defaults and the user's own: offered only once the person
+	// agreed (trustProject).
+	projectEnables []string
 }
 
 // AgentConfig defines an agent that callers of hrns serve can name.

@@ -63,10 +63,25 @@ func loadInstructions(workdir string, getenv func(string) string) ([]instruction
 			break
 		}
 	}
+	// The repository's files are read inside it (its root, or the
+	// workdir outside any): a link out of it, a device, a FIFO or a file
+	// of /proc is refused (issue 32: AGENTS.md linked to
+	// /proc/self/environ put hrns's environment in the prompt).
+	repo, err := os.OpenRoot(dirs[len(dirs)-1])
+	if err != nil {
+		return nil, err
+	}
+	defer repo.Close()
 	var out []instruction
 	total := 0
-	add := func(path, shown string) error {
-		text, err := readBounded(path, maxInstructionFile)
+	add := func(path, shown string, inRepo bool) error {
+		var text string
+		var err error
+		if inRepo {
+			text, err = readInRoot(repo, path, maxInstructionFile)
+		} else {
+			text, err = readBounded(path, maxInstructionFile)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
@@ -88,7 +103,7 @@ func loadInstructions(workdir string, getenv func(string) string) ([]instruction
 			if rel, err := filepath.Rel(home, shown); home != "" && err == nil && !strings.HasPrefix(rel, "..") {
 				shown = filepath.Join("~", rel)
 			}
-			if err := add(filepath.Join(dir, n), shown); err != nil {
+			if err := add(filepath.Join(dir, n), shown, false); err != nil {
 				return nil, err
 			}
 		}
@@ -100,7 +115,11 @@ func loadInstructions(workdir string, getenv func(string) string) ([]instruction
 			if err != nil {
 				shown = p
 			}
-			if err := add(p, shown); err != nil {
+			inRepo, err := filepath.Rel(dirs[len(dirs)-1], p)
+			if err != nil {
+				return nil, err
+			}
+			if err := add(inRepo, shown, true); err != nil {
 				return nil, err
 			}
 		}
@@ -137,6 +156,48 @@ func readBounded(path string, limit int64) (string, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		return "", errors.New("not a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return "", err
+	}
+	if int64(len(b)) > limit {
+		return "", fmt.Errorf("longer than %d KiB", limit>>10)
+	}
+	return string(b), nil
+}
+
+// errNotInRepository is the error of a project file that is not a regular
+// file of the repository's own.
+var errNotInRepository = errors.New("refused: not a regular file inside the repository (a symbolic link out of it, a hard link, a device, a FIFO or a socket)")
+
+// readInRoot reads the file name of root, a file of the repository: a
+// regular file of at most limit bytes, with one name, reached without
+// leaving root (symbolic links inside it are followed).
+func readInRoot(root *os.Root, name string, limit int64) (string, error) {
+	if _, err := root.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	} else if err != nil {
+		return "", fmt.Errorf("%w: %v", errNotInRepository, err)
+	}
+	// Non-blocking: a FIFO is refused below, not waited on.
+	f, err := root.OpenFile(name, os.O_RDONLY|openNonblock, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%w: it leads nowhere", errNotInRepository)
+		}
+		return "", fmt.Errorf("%w: %v", errNotInRepository, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() || linkCount(fi) > 1 {
+		return "", errNotInRepository
+	}
+	if fi.Size() > limit {
+		return "", fmt.Errorf("longer than %d KiB", limit>>10)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/hrns-dev/hrns/openai/openaitest"
@@ -119,5 +120,70 @@ func TestProjectConfigMayNotAddEndpoints(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(errOut.String(), "may be set only in your own config file") {
 			t.Errorf("%q: exit %d: %s", file, code, errOut.String())
 		}
+	}
+}
+
+// TestInstructionFilesStayInRepository (issue 32, finding 2): an
+// instruction file of a cloned repository is read only as a regular file
+// inside it. A link to /proc/self/environ (the whole environment, keys
+// included, into the system prompt), out of the repository, to a device,
+// a FIFO or a hard link is refused; a link inside it is followed.
+func TestInstructionFilesStayInRepository(t *testing.T) {
+	const secret = "sk-DECOY-outside-the-repository"
+	outside := t.TempDir()
+	putFile(t, filepath.Join(outside, "secret.md"), secret)
+	putFile(t, filepath.Join(outside, "sub", "AGENTS.md"), secret)
+	tests := []struct {
+		name  string
+		setup func(repo string) error
+		ok    bool
+	}{
+		{"environ", func(repo string) error { return os.Symlink("/proc/self/environ", filepath.Join(repo, "AGENTS.md")) }, false},
+		{"link out", func(repo string) error {
+			return os.Symlink(filepath.Join(outside, "secret.md"), filepath.Join(repo, "CLAUDE.md"))
+		}, false},
+		{"relative link out", func(repo string) error {
+			rel, _ := filepath.Rel(repo, filepath.Join(outside, "secret.md"))
+			return os.Symlink(rel, filepath.Join(repo, "AGENTS.md"))
+		}, false},
+		{"device", func(repo string) error { return os.Symlink("/dev/zero", filepath.Join(repo, "AGENTS.md")) }, false},
+		{"fifo", func(repo string) error { return syscall.Mkfifo(filepath.Join(repo, "AGENTS.md"), 0o644) }, false},
+		{"hard link", func(repo string) error {
+			return os.Link(filepath.Join(outside, "secret.md"), filepath.Join(repo, "AGENTS.md"))
+		}, false},
+		{"directory linked out", func(repo string) error {
+			return os.Symlink(filepath.Join(outside, "sub"), filepath.Join(repo, "sub"))
+		}, false},
+		{"link inside", func(repo string) error {
+			putFile(t, filepath.Join(repo, "docs", "rules.md"), "repo rules")
+			return os.Symlink("docs/rules.md", filepath.Join(repo, "CLAUDE.md"))
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := t.TempDir()
+			os.MkdirAll(filepath.Join(repo, ".git"), 0o755)
+			if err := tt.setup(repo); err != nil {
+				t.Fatal(err)
+			}
+			workdir := repo
+			if tt.name == "directory linked out" {
+				workdir = filepath.Join(repo, "sub")
+			}
+			ins, err := loadInstructions(workdir, func(string) string { return "" })
+			prompt := instructionsPrompt(ins)
+			if strings.Contains(prompt, secret) || strings.Contains(prompt, "PATH=") {
+				t.Fatalf("the prompt holds what is outside the repository:\n%s", prompt)
+			}
+			if tt.ok {
+				if err != nil || !strings.Contains(prompt, "repo rules") {
+					t.Errorf("a link inside the repository: %v\n%s", err, prompt)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "refused") {
+				t.Errorf("not refused: %v, %+v", err, ins)
+			}
+		})
 	}
 }

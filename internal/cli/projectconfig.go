@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // projectConfigNames are the per-project config files, looked for in
@@ -21,12 +25,22 @@ var projectConfigNames = []string{"config.toml", "config.yaml", "config.yml"}
 // endpoints, keys, headers, MCP servers or skill folders, nor set what hrns
 // serve reads. A repository cloned from a stranger cannot send the user's
 // key to another server or start a program with it.
+//
+// Tools beyond those the user would have anyway (hrns's defaults and the
+// user's own tools) are noted in c.projectEnables: the person must agree
+// to them once ([Config.trustProject]) before they are offered.
 func (c *Config) mergeProject(workdir string) error {
-	path, err := findProjectConfig(workdir)
-	if path == "" || err != nil {
+	top, rel, err := findProjectConfig(workdir)
+	if rel == "" || err != nil {
 		return err
 	}
-	data, err := readBounded(path, 1<<20)
+	path := filepath.Join(top, rel)
+	root, err := os.OpenRoot(top)
+	if err != nil {
+		return fmt.Errorf("project config %s: %w", path, err)
+	}
+	data, err := readInRoot(root, rel, 1<<20)
+	root.Close()
 	if err != nil {
 		return fmt.Errorf("project config %s: %w", path, err)
 	}
@@ -70,6 +84,7 @@ func (c *Config) mergeProject(workdir string) error {
 		c.Model = p.Model
 	}
 	if p.Tools != nil {
+		c.projectEnables = toolsBeyond(p.Tools, c.Tools)
 		c.Tools = p.Tools
 	}
 	if p.MaxTurns != 0 {
@@ -83,15 +98,40 @@ func (c *Config) mergeProject(workdir string) error {
 		}
 	}
 	c.project = path
+	sum := sha256.Sum256([]byte(data))
+	c.projectHash = hex.EncodeToString(sum[:])
 	return nil
 }
 
-// findProjectConfig returns the nearest .hrns/config.* from workdir up to
-// the repository's root (workdir alone outside a repository), or "".
-func findProjectConfig(workdir string) (string, error) {
+// toolsBeyond returns the tools of names (a project's selection) that are
+// neither among hrns's defaults nor among the user's own selection:
+// "all" stands for every tool.
+func toolsBeyond(names, users []string) []string {
+	if len(names) == 1 && strings.TrimSpace(names[0]) == "all" {
+		names = allToolNames()
+	}
+	if len(users) == 1 && strings.TrimSpace(users[0]) == "all" {
+		return nil
+	}
+	var out []string
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" || n == "none" || slices.Contains(defaultTools, n) || slices.Contains(users, n) || slices.Contains(out, n) {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// findProjectConfig finds the nearest .hrns/config.* from workdir up to
+// the repository's root (workdir alone outside a repository): the
+// directory it is read inside (that root) and its path there; rel is ""
+// when there is none.
+func findProjectConfig(workdir string) (top, rel string, err error) {
 	abs, err := filepath.Abs(workdir)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	var dirs []string
 	for d := abs; ; d = filepath.Dir(d) {
@@ -104,17 +144,19 @@ func findProjectConfig(workdir string) (string, error) {
 			break
 		}
 	}
+	top = dirs[len(dirs)-1]
 	for _, d := range dirs {
 		for _, n := range projectConfigNames {
 			p := filepath.Join(d, ".hrns", n)
-			_, err := os.Stat(p)
+			_, err := os.Lstat(p)
 			if err == nil {
-				return p, nil
+				rel, err := filepath.Rel(top, p)
+				return top, rel, err
 			}
 			if !errors.Is(err, fs.ErrNotExist) {
-				return "", fmt.Errorf("project config %s: %w", p, err)
+				return "", "", fmt.Errorf("project config %s: %w", p, err)
 			}
 		}
 	}
-	return "", nil
+	return top, "", nil
 }
