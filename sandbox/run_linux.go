@@ -50,11 +50,14 @@ const drainTimeout = time.Second
 // ([ErrInvalidSpec]), one that could not be confined when confinement was
 // required ([ErrNotConfined]), or one that could not be started
 // ([ErrStart]). When Run returns, every process of the command has been
-// killed: background processes do not outlive it; and the files it left
-// set-user-ID or set-group-ID under Dir, Scratch and ReadWrite (those
-// whose change time is at or after its start) have lost those bits, or,
-// for a file with several names, their name there
-// ([Result.SetIDCleared]).
+// killed: background processes do not outlive it; and, when the caller
+// runs as root, the files it left set-user-ID or set-group-ID under Dir,
+// Scratch and ReadWrite (those whose change time is at or after its start)
+// have lost those bits, or, for a file with several names, their name
+// there ([Result.SetIDCleared]). Run by another user, a command can only
+// make set-ID files of that user, which give no one more than any of the
+// user's own programs could, so the walk (a stat of every file under the
+// writable paths) is not paid for them.
 func Run(ctx context.Context, spec *Spec) (*Result, error) {
 	p, err := prepare(spec)
 	if err != nil {
@@ -65,7 +68,10 @@ func Run(ctx context.Context, spec *Spec) (*Result, error) {
 	// Every process of the command is gone: what it left set-user-ID or
 	// set-group-ID in the paths it may write loses those bits, whether
 	// it ran or failed midway.
-	cleared := clearSetID(p.writable, since)
+	var cleared []string
+	if os.Geteuid() == 0 {
+		cleared = clearSetID(p.writable, since)
+	}
 	if res != nil {
 		res.SetIDCleared = cleared
 	}
