@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -163,8 +164,25 @@ func Discover(paths []string, opts *Options) ([]*Skill, []Problem) {
 		d.root(p, true)
 	}
 	if !o.NoDefaults {
-		for _, p := range DefaultRoots(&o) {
+		// The project's skills come with the repository: a cloned one
+		// must not read the user's files through them, so they stay
+		// inside it (unless the project is the home, whose skills are the
+		// user's). DefaultRoots gives the project's first when it has one.
+		project := projectRoot(&o)
+		if home := o.Home; project != "" {
+			if home == "" {
+				home, _ = os.UserHomeDir()
+			}
+			if real, err := filepath.EvalSymlinks(home); err == nil && real == project {
+				project = ""
+			}
+		}
+		for i, p := range DefaultRoots(&o) {
+			if i == 0 {
+				d.confine = project
+			}
 			d.root(p, false)
+			d.confine = ""
 		}
 	}
 	slices.SortFunc(d.skills, func(a, b *Skill) int { return strings.Compare(a.Name, b.Name) })
@@ -172,7 +190,11 @@ func Discover(paths []string, opts *Options) ([]*Skill, []Problem) {
 }
 
 type discovery struct {
-	o         Options
+	o Options
+	// confine, when set, is the real path of the folder that the skills
+	// of the root being searched must stay in (the project's): a skill
+	// folder or SKILL.md whose links lead outside it is a problem.
+	confine   string
 	skills    []*Skill
 	byName    map[string]*Skill
 	problems  []Problem
@@ -240,6 +262,17 @@ func (d *discovery) root(p string, given bool) {
 // skill reads the skill in dir, found under root.
 func (d *discovery) skill(root, dir string) {
 	path := filepath.Join(dir, FileName)
+	if d.confine != "" {
+		real, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			d.problem(path, err)
+			return
+		}
+		if !within(d.confine, real) {
+			d.problem(path, fmt.Errorf("%w: a skill of the project must stay inside it, and this one leads to %s", ErrInvalid, real))
+			return
+		}
+	}
 	s, err := parseFile(path, d.o.MaxFileBytes)
 	if err != nil {
 		d.problem(path, err)
@@ -349,12 +382,43 @@ func checkName(name string) error {
 	return nil
 }
 
+// projectRoot returns the real path of the project whose
+// ./.agents/skills Discover searches, or "" if there is none.
+func projectRoot(o *Options) string {
+	wd := o.WorkDir
+	if wd == "" {
+		wd, _ = os.Getwd()
+	}
+	if wd == "" {
+		return ""
+	}
+	real, err := filepath.EvalSymlinks(wd)
+	if err != nil {
+		return ""
+	}
+	return real
+}
+
+// within reports whether the real path p is dir or inside it.
+func within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// parseFile reads and parses the SKILL.md at path, which must be a
+// regular file: it is opened without blocking, so that a FIFO or a device
+// a repository names SKILL.md neither hangs discovery nor is read.
 func parseFile(path string, max int64) (*Skill, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: not a regular file", ErrInvalid)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err
