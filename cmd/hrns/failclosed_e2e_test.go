@@ -54,3 +54,38 @@ func TestShellHookThatCannotRunRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestRulesJudgedAsTheShellReadsIt: run_command runs its line with
+// /bin/sh (dash on Debian), which reads "git status &>/dev/null touch
+// pwned" as "git status &" and "touch pwned", where bash reads one git
+// command. The allow rule for git status must not run it, nor may --yes
+// get it past the deny rule for touch.
+func TestRulesJudgedAsTheShellReadsIt(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		args  []string
+		model string // what the model reads
+	}{
+		{"allow rule", []string{"--allow", "run_command(git status:*)"}, "needs approval"},
+		{"deny rule", []string{"--yes", "--deny", "run_command(touch:*)"}, "cannot be checked"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := openaitest.NewServer(
+				openaitest.Reply{ToolCalls: []llm.ToolCall{call("c1", "run_command", `{"command":"git status &>/dev/null touch pwned"}`)}},
+				openaitest.Reply{Text: "Done."},
+			)
+			defer srv.Close()
+			dir := workdir(t)
+			r := hrns(t, dir, srv, append(append([]string{"run"}, tt.args...), "check the status")...)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+				t.Fatalf("the line ran\n%s", r.stderr)
+			}
+			if got := toolResults(t, srv.Requests()[1].Body); len(got) != 1 || !strings.Contains(got[0], tt.model) {
+				t.Errorf("the model read %q, want %q", got, tt.model)
+			}
+		})
+	}
+}
