@@ -460,8 +460,10 @@ func allowEach(tool string, pc *ParsedCommand, allow []Rule) (string, bool) {
 }
 
 // commandMatches reports whether the words of cmd match pattern. For a deny
-// rule, a command whose name is not a constant matches (it could be
-// anything), and a path is matched by its last element ("/bin/rm" is rm).
+// rule, a command matches from its first word that is not a constant on
+// (it could be any words: `git $X` matches git push:*; a name that is not
+// a constant matches every rule), and a path is matched by its last
+// element ("/bin/rm" is rm).
 func commandMatches(pattern string, cmd []string, deny bool) bool {
 	prefix := false
 	if p, ok := strings.CutSuffix(pattern, ":*"); ok {
@@ -480,6 +482,20 @@ func commandMatches(pattern string, cmd []string, deny bool) bool {
 		if i := strings.LastIndexByte(cmd[0], '/'); i >= 0 && !strings.Contains(want[0], "/") {
 			cmd = slices.Concat([]string{cmd[0][i+1:]}, cmd[1:])
 		}
+		// A word that is not a constant may be any words, or none:
+		// from there on, the command could be the pattern's.
+		for i, w := range want {
+			switch {
+			case i >= len(cmd):
+				return false
+			case cmd[i] == "":
+				return true
+			case cmd[i] != w:
+				return false
+			}
+		}
+		// Words past the pattern's that are not constants may be none.
+		return prefix || !slices.ContainsFunc(cmd[len(want):], func(w string) bool { return w != "" })
 	}
 	if len(cmd) < len(want) || !prefix && len(cmd) != len(want) {
 		return false
