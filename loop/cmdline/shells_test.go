@@ -177,66 +177,85 @@ func stubNames(line string) []string {
 	return names
 }
 
-// shellRun runs line with shell (-c) in the sandbox and returns the
-// commands it ran by name (each as its words, the name without its
-// folder), and the names of the files it left in its working directory.
-func shellRun(t testing.TB, shell, line string) (ran [][]string, files []string) {
+// shellRun runs line with each of shells (-c), one after the other in
+// one sandbox, each in a working directory and with stubs of its own, and
+// returns, for each shell, the commands it ran by name (each as its
+// words, the name without its folder) and the names of the files it left
+// in its working directory.
+func shellRun(t testing.TB, shells []string, line string) (ran [][][]string, files [][]string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "cmdline-shell-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	bin, work, log := filepath.Join(dir, "bin"), filepath.Join(dir, "work"), filepath.Join(dir, "log")
-	for _, d := range []string{bin, work, log} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	dash, err := exec.LookPath("dash")
 	if err != nil {
 		t.Fatal(err)
 	}
-	record := "#!" + dash + "\nprintf '%s\\0' \"${0##*/}\" \"$@\" > " + log + "/$$\n"
-	for _, n := range stubNames(line) {
-		stub := record + "exit 0\n"
-		if n == "sh" || n == "bash" || n == "dash" {
-			stub = record + "exec " + shell + " \"$@\"\n"
+	// The driver runs each shell in a subshell: a line that ends its
+	// shell does not end the others' turn.
+	argv := []string{dash, "-c", `l=$1; shift
+while [ "$#" -gt 0 ]; do
+	(cd "$3" && export PATH="$2" HOME="$3" && exec "$1" -c "$l") </dev/null >/dev/null 2>&1
+	shift 3
+done`, "driver", line}
+	var bins, logs, works []string
+	for i, shell := range shells {
+		bin, work, log := filepath.Join(dir, "bin"+strconv.Itoa(i)), filepath.Join(dir, "work"+strconv.Itoa(i)), filepath.Join(dir, "log"+strconv.Itoa(i))
+		for _, d := range []string{bin, work, log} {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := os.WriteFile(filepath.Join(bin, n), []byte(stub), 0o755); err != nil {
-			t.Fatal(err)
+		record := "#!" + dash + "\nprintf '%s\\0' \"${0##*/}\" \"$@\" > " + log + "/$$\n"
+		for _, n := range stubNames(line) {
+			stub := record + "exit 0\n"
+			if n == "sh" || n == "bash" || n == "dash" {
+				stub = record + "exec " + shell + " \"$@\"\n"
+			}
+			if err := os.WriteFile(filepath.Join(bin, n), []byte(stub), 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
+		argv = append(argv, shell, bin, work)
+		bins, logs, works = append(bins, bin), append(logs, log), append(works, work)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := sandbox.Run(ctx, &sandbox.Spec{
-		Command:            []string{shell, "-c", line},
-		Dir:                work,
-		ReadOnly:           []string{bin},
-		ReadWrite:          []string{log},
-		Env:                []string{"PATH=" + bin, "HOME=" + work, "LC_ALL=C"},
+		Command:            argv,
+		Dir:                dir,
+		ReadOnly:           bins,
+		ReadWrite:          append(slices.Clone(logs), works...),
+		Env:                []string{"PATH=/nonexistent", "LC_ALL=C"},
 		Limits:             sandbox.Limits{CPUTime: 5 * time.Second, AddressSpace: 1 << 30, FileSize: 1 << 20, Processes: 64},
 		Timeout:            5 * time.Second,
 		Grace:              100 * time.Millisecond,
 		MaxOutput:          1 << 10,
 		RequireConfinement: true,
 	}); err != nil {
-		t.Fatalf("running %q with %s: %v", line, shell, err)
+		t.Fatalf("running %q: %v", line, err)
 	}
-	logs, err := os.ReadDir(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range logs {
-		b, err := os.ReadFile(filepath.Join(log, e.Name()))
-		if err != nil || len(b) == 0 {
-			continue // a stub stopped before it wrote
+	for i := range shells {
+		var r [][]string
+		entries, err := os.ReadDir(logs[i])
+		if err != nil {
+			t.Fatal(err)
 		}
-		ran = append(ran, strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"))
-	}
-	entries, _ := os.ReadDir(work)
-	for _, e := range entries {
-		files = append(files, e.Name())
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(logs[i], e.Name()))
+			if err != nil || len(b) == 0 {
+				continue // a stub stopped before it wrote
+			}
+			r = append(r, strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"))
+		}
+		var f []string
+		entries, _ = os.ReadDir(works[i])
+		for _, e := range entries {
+			f = append(f, e.Name())
+		}
+		ran, files = append(ran, r), append(files, f)
 	}
 	return ran, files
 }
@@ -263,9 +282,9 @@ func checkAgainstShells(t testing.TB, shells []string, line string) {
 			seesAll = false
 		}
 	}
-	for _, sh := range shells {
-		ran, files := shellRun(t, sh, line)
-		for _, r := range ran {
+	ran, files := shellRun(t, shells, line)
+	for i, sh := range shells {
+		for _, r := range ran[i] {
 			if seesAll && !names[r[0]] {
 				t.Errorf("%s ran %q for %q; Parse saw %q (opaque %q)", sh, r, line, pc.Commands, pc.Opaque)
 			}
@@ -275,8 +294,8 @@ func checkAgainstShells(t testing.TB, shells []string, line string) {
 				t.Errorf("%s ran %q for %q, which Parse finds transparent with %q", sh, r, line, pc.Commands)
 			}
 		}
-		if pc.Opaque == "" && len(files) > 0 {
-			t.Errorf("%s wrote %q for %q, which Parse finds transparent", sh, files, line)
+		if pc.Opaque == "" && len(files[i]) > 0 {
+			t.Errorf("%s wrote %q for %q, which Parse finds transparent", sh, files[i], line)
 		}
 	}
 }
@@ -327,8 +346,9 @@ func TestShellReadingsAgainstRules(t *testing.T) {
 		args, _ := json.Marshal(map[string]string{"command": line})
 		allowed := allow.Check(def, args).Behavior == loop.Allow
 		passes := deny.Check(def, args).Behavior == loop.Allow
-		for _, sh := range shells {
-			ran, _ := shellRun(t, sh, line)
+		runs, _ := shellRun(t, shells, line)
+		for i, sh := range shells {
+			ran := runs[i]
 			onlyGit := !slices.ContainsFunc(ran, func(r []string) bool { return !slices.Equal(r[:min(2, len(r))], []string{"git", "status"}) })
 			if allowed && !onlyGit {
 				t.Errorf("run_command(git status:*) allows %q, which %s runs as %q", line, sh, ran)
