@@ -4,13 +4,15 @@
 // not show.
 //
 // run_command runs a line with /bin/sh, which is dash on Debian and
-// Ubuntu, bash elsewhere (and in its POSIX mode on macOS). Parse reads the
-// line both ways, as a POSIX shell and as bash (with mvdan.cc/sh), and
-// refuses a line the two read differently, or one a form of which the
-// shells themselves disagree on (see [Parse]): the rules are judged on
-// what runs whichever shell runs it. A differential test and a fuzz target
-// run lines through dash and bash themselves and check that every command
-// they run is one Parse saw.
+// Ubuntu, bash on Fedora and macOS (in its POSIX mode there), another
+// POSIX shell elsewhere (busybox's ash on Alpine). Parse reads the
+// line both ways, as a POSIX shell and as bash (with mvdan.cc/sh): it
+// gives the commands of both readings, finds a line they read differently
+// opaque, and refuses a line either cannot parse or that holds a form the
+// parser reads otherwise than the shells do (see [Parse]), so that the
+// rules are judged on what runs whichever of them runs it. A differential
+// test and a fuzz target run lines through dash and bash themselves and
+// check that every command they run is one Parse saw.
 //
 // A tool whose calls run command lines declares its command argument with
 // [Subject], which gives loop the parser:
