@@ -9,9 +9,11 @@ type ParsedCommand struct {
 	// Commands are the simple commands the line runs, each as its words
 	// with quotes removed, in source order: the segments split by ; & &&
 	// || | and newlines, those inside subshells, groups, control
-	// structures and command substitutions, and those of sh -c and eval
-	// arguments. A word that is not a constant (it expands a variable, a
-	// glob of braces, a substitution) is held as the empty string.
+	// structures and command substitutions, those of the scripts of sh
+	// -c, eval and trap, and the command after command, exec and
+	// builtin. A word that is not a constant (it expands a variable, a
+	// glob of braces, a substitution) is held as the empty string; a
+	// script that is not a constant is a command of one such word.
 	Commands [][]string
 	// Opaque, when not empty, says why the line cannot be proved to run
 	// only Commands as they read: a command substitution, a variable or
@@ -24,7 +26,8 @@ type ParsedCommand struct {
 // A CommandParser takes the command lines of a tool's calls apart for
 // permission rules ([Subject.Parser]). Package
 // github.com/hrns-dev/hrns/loop/cmdline has the one hrns's tools use: it
-// parses as bash does (cmdline.Subject gives a subject with it). The loop
+// parses as a POSIX shell (dash) and as bash do, and refuses what they
+// could read differently (cmdline.Subject gives a subject with it). The loop
 // holds no shell parser of its own, so that a program whose tools run no
 // shell does not link one.
 type CommandParser interface {

@@ -304,10 +304,15 @@ func (p *Permissions) check(def *ToolDef, args json.RawMessage, hookAsked bool) 
 		return PermissionDecision{Behavior: Allow, Step: StepMode, Rule: string(mode)}
 	case mode == ModePlan && def.Access != AccessRead:
 		return PermissionDecision{Behavior: Deny, Step: StepMode, Rule: string(mode), Reason: planRefusal(def.Name)}
-	case mode == ModeAcceptEdits && def.Access == AccessEdit, !def.RequiresApproval:
+	case mode == ModeAcceptEdits && def.Access == AccessEdit && !subj.protected():
+		return PermissionDecision{Behavior: Allow, Step: StepMode, Rule: string(mode)}
+	case !def.RequiresApproval:
 		return PermissionDecision{Behavior: Allow, Step: StepMode, Rule: string(mode)}
 	}
 	for _, r := range allow {
+		if r.Pattern == "" && subj.protected() {
+			continue // only a rule naming the path allows it
+		}
 		if r.matches(def.Name, subj, false) {
 			return PermissionDecision{Behavior: Allow, Step: StepAllowRule, Rule: r.String()}
 		}
@@ -352,6 +357,45 @@ func subjectOf(def *ToolDef, args json.RawMessage) subject {
 		s.cmd, s.err = parseCommand(def.Subject.Parser, s.value)
 	}
 	return s
+}
+
+// protected reports whether s is a path that configures what programs run
+// ([ConfiguresPrograms]).
+func (s subject) protected() bool {
+	return s.kind == SubjectPath && s.ok && ConfiguresPrograms(s.value)
+}
+
+// ConfiguresPrograms reports whether writing the file at p (a path as a
+// file tool takes it: relative to its directory, or absolute; / or \
+// separated; compared without regard to case, as some file systems do)
+// can change what a program run in the directory executes, though the
+// program itself is not changed: git's repository (.git, a directory or
+// the file that points to one, and everything in it: config and its
+// core.fsmonitor, core.pager, diff and filter drivers, hooks, info), at
+// any depth; .gitattributes and .gitmodules (which name the drivers and
+// submodules those run); Mercurial's .hg; direnv's .envrc; hrns's own
+// project folder .hrns and Claude Code's .claude (hooks, tools, settings).
+//
+// acceptEdits does not allow an edit of such a path, nor does an allow
+// rule without a pattern: only an allow rule whose pattern matches the
+// path, or bypassPermissions, runs it without asking. Files whose purpose
+// is to be run (sources, tests, Makefile, package.json scripts) are not
+// in the list: an allow rule for a build or test command runs what the
+// model writes in them.
+func ConfiguresPrograms(p string) bool {
+	p = strings.ToLower(path.Clean(strings.ReplaceAll(p, `\`, "/")))
+	segs := strings.Split(p, "/")
+	for _, s := range segs {
+		switch s {
+		case ".git", ".hg", ".hrns", ".claude":
+			return true
+		}
+	}
+	switch segs[len(segs)-1] {
+	case ".gitattributes", ".gitmodules", ".envrc":
+		return true
+	}
+	return false
 }
 
 // matches reports whether r matches a call of tool with subject s; deny
@@ -416,8 +460,10 @@ func allowEach(tool string, pc *ParsedCommand, allow []Rule) (string, bool) {
 }
 
 // commandMatches reports whether the words of cmd match pattern. For a deny
-// rule, a command whose name is not a constant matches (it could be
-// anything), and a path is matched by its last element ("/bin/rm" is rm).
+// rule, a command matches from its first word that is not a constant on
+// (it could be any words: `git $X` matches git push:*; a name that is not
+// a constant matches every rule), and a path is matched by its last
+// element ("/bin/rm" is rm).
 func commandMatches(pattern string, cmd []string, deny bool) bool {
 	prefix := false
 	if p, ok := strings.CutSuffix(pattern, ":*"); ok {
@@ -436,6 +482,20 @@ func commandMatches(pattern string, cmd []string, deny bool) bool {
 		if i := strings.LastIndexByte(cmd[0], '/'); i >= 0 && !strings.Contains(want[0], "/") {
 			cmd = slices.Concat([]string{cmd[0][i+1:]}, cmd[1:])
 		}
+		// A word that is not a constant may be any words, or none:
+		// from there on, the command could be the pattern's.
+		for i, w := range want {
+			switch {
+			case i >= len(cmd):
+				return false
+			case cmd[i] == "":
+				return true
+			case cmd[i] != w:
+				return false
+			}
+		}
+		// Words past the pattern's that are not constants may be none.
+		return prefix || !slices.ContainsFunc(cmd[len(want):], func(w string) bool { return w != "" })
 	}
 	if len(cmd) < len(want) || !prefix && len(cmd) != len(want) {
 		return false

@@ -74,6 +74,17 @@ func TestCommandRules(t *testing.T) {
 		{[]string{"run_command"}, []string{"run_command(rm:*)"}, "echo rm", loop.Allow},
 		{[]string{"run_command"}, []string{"run_command(git push)"}, "git push --force", loop.Allow},
 		{[]string{"run_command"}, []string{"run_command(git push:*)"}, "git push --force", loop.Deny},
+		// Words that are not constants may be the pattern's (issue 32).
+		{[]string{"run_command"}, []string{"run_command(git push:*)"}, "X=push; git $X --force", loop.Deny},
+		{[]string{"run_command"}, []string{"run_command(git push:*)"}, `git "$(echo push)"`, loop.Deny},
+		{[]string{"run_command"}, []string{"run_command(git push)"}, `git push $X`, loop.Deny},
+		{[]string{"run_command"}, []string{"run_command(git push:*)"}, `git pull $X`, loop.Allow},
+		{[]string{"run_command"}, []string{"run_command(rm:*)"}, `eval "$X"`, loop.Deny},
+		{[]string{"run_command"}, []string{"run_command(rm:*)"}, `command rm -rf x`, loop.Deny},
+		{[]string{"run_command"}, []string{"run_command(rm:*)"}, `trap 'rm -rf x' EXIT`, loop.Deny},
+		// What dash runs as two commands (issue 32, 1).
+		{[]string{"run_command(git status:*)"}, nil, "git status &>/dev/null sh -c 'id'", loop.Ask},
+		{[]string{"run_command"}, []string{"run_command(rm:*)"}, "git status &>/dev/null rm -rf x", loop.Deny},
 	}
 	def := commandTool()
 	for _, tt := range tests {

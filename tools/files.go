@@ -555,6 +555,9 @@ func (f *fileTools) write(in writeFileArgs) (string, error) {
 	if rel == "." {
 		return "", fmt.Errorf("%s is the working directory itself, not a file", in.Path)
 	}
+	if err := f.c.throughLink(in.Path, rel); err != nil {
+		return "", err
+	}
 	if dir := path.Dir(rel); dir != "." {
 		if err := f.c.root.MkdirAll(dir, 0o755); err != nil {
 			return "", f.c.explain(in.Path, err)
@@ -625,6 +628,9 @@ func (f *fileTools) edit(in editFileArgs) (string, error) {
 	}
 	rel, err := f.c.rel(in.Path)
 	if err != nil {
+		return "", err
+	}
+	if err := f.c.throughLink(in.Path, rel); err != nil {
 		return "", err
 	}
 	// Read and rewrite through one handle: the file changed is the file

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/hrns-dev/hrns/loop"
 )
 
 // confined resolves the paths the model gives against one directory, opened
@@ -109,3 +111,54 @@ type pathError struct {
 
 func (e *pathError) Error() string { return e.msg }
 func (e *pathError) Unwrap() error { return e.err }
+
+// throughLink refuses a write to rel (name as the model gave it) that
+// symbolic links lead to a file that configures what programs run
+// ([loop.ConfiguresPrograms]) under a name that does not: the permission
+// policy, which judges the name, asks before such a file is written, and
+// must see it named, links that lead to a file not there yet included.
+func (c *confined) throughLink(name, rel string) error {
+	if loop.ConfiguresPrograms(rel) || len(c.bases) == 0 {
+		return nil
+	}
+	real := ""
+	cur := filepath.Join(c.bases[0], filepath.FromSlash(rel))
+	for range 40 { // as many links as the kernel follows
+		fi, err := os.Lstat(cur)
+		if err != nil {
+			// Not there yet: where its folder leads.
+			dir, err := filepath.EvalSymlinks(filepath.Dir(cur))
+			if err != nil {
+				return nil // the write fails on its own
+			}
+			real = filepath.Join(dir, filepath.Base(cur))
+			break
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			if real, err = filepath.EvalSymlinks(cur); err != nil {
+				return nil
+			}
+			break
+		}
+		target, err := os.Readlink(cur)
+		if err != nil {
+			return nil
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(cur), target)
+		}
+		cur = target
+	}
+	if real == "" {
+		return nil // too many links: the write fails on its own
+	}
+	for _, base := range c.bases {
+		if r, err := filepath.Rel(base, real); err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			if loop.ConfiguresPrograms(filepath.ToSlash(r)) {
+				return &pathError{fmt.Sprintf("%s leads through a symbolic link to %s, which configures what programs run here; write it by that name", name, filepath.ToSlash(r)), ErrNotRegular}
+			}
+			return nil
+		}
+	}
+	return nil
+}

@@ -266,6 +266,10 @@ func runShellHook(ctx context.Context, in *loop.HookInput, hc HookConfig, env *h
 		return nil, fmt.Errorf("the hook timed out after %v", timeout)
 	case res.Signal != "":
 		return nil, fmt.Errorf("the hook was killed (%s)", res.Signal)
+	case res.ExitCode >= 126:
+		// The shell's statuses for a program it could not run, and
+		// for one a signal ended: the hook did not answer.
+		return nil, fmt.Errorf("the hook did not run: %s", failedStatus(res.ExitCode, stderr))
 	case res.ExitCode == 2:
 		return blockingExit(in.Event, firstString(stderr, "the hook exited with status 2")), nil
 	case res.ExitCode != 0:
@@ -276,6 +280,26 @@ func runShellHook(ctx context.Context, in *loop.HookInput, hc HookConfig, env *h
 		return nil, fmt.Errorf("the hook wrote more than %d bytes on stdout", maxHookOutput)
 	}
 	return parseHookReply(in.Event, bytes.TrimSpace(stdout.buf.Bytes()))
+}
+
+// failedStatus says what the shell's exit status code, 126 or above,
+// means, with the hook's stderr.
+func failedStatus(code int, stderr string) string {
+	var what string
+	switch {
+	case code == 126:
+		what = "its program cannot be executed (exit 126)"
+	case code == 127:
+		what = "its program was not found (exit 127)"
+	case code > 128 && code < 128+65:
+		what = fmt.Sprintf("its program was killed by signal %d (exit %d)", code-128, code)
+	default:
+		what = fmt.Sprintf("exit %d", code)
+	}
+	if stderr != "" {
+		what += ": " + clip(stderr, 500)
+	}
+	return what
 }
 
 // blockingExit is the answer of a hook that exited with status 2.

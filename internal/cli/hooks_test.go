@@ -140,3 +140,41 @@ func TestHookReadOnly(t *testing.T) {
 		t.Errorf("a program on the PATH grants %v", got)
 	}
 }
+
+// TestShellHookFailsClosed: issue 32, finding 8. A pre_tool hook whose
+// program cannot run (missing, not executable, the shell's 126 and 127)
+// or does not finish (timeout, killed by a signal, its own or its
+// program's) fails, which refuses the call; it is never the non-blocking
+// error of a hook that ran and exited 1.
+func TestShellHookFailsClosed(t *testing.T) {
+	dir := t.TempDir()
+	notExec := filepath.Join(t.TempDir(), "check.sh")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\nexit 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := &hookEnv{workdir: dir, sessionID: "s", mode: loop.ModeDefault}
+	call := &loop.HookInput{Event: loop.HookPreTool, Tool: "run_command", Arguments: json.RawMessage(`{"command":"ls"}`)}
+	tests := []struct {
+		name, command string
+		timeout       int
+		want          string
+	}{
+		{"missing program", filepath.Join(dir, "no-such-hook.sh"), 10, "not found (exit 127)"},
+		{"missing program in PATH", "no-such-hook-program --check", 10, "not found (exit 127)"},
+		{"not executable", notExec, 10, "cannot be executed (exit 126)"},
+		{"exit 126", "exit 126", 10, "exit 126"},
+		{"exit 127", "exit 127", 10, "exit 127"},
+		{"timeout", "sleep 30", 1, "timed out"},
+		{"the hook's shell killed", "kill -KILL $$", 10, "killed"},
+		{"its program killed", "sh -c 'kill -SEGV $$'", 10, "killed by signal 11"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := shellHook(loop.HookPreTool, HookConfig{Matcher: "run_command", Command: tt.command, Timeout: tt.timeout}, env)
+			out, err := h.Func(context.Background(), call)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%q: %+v, %v; want an error saying %q", tt.command, out, err, tt.want)
+			}
+		})
+	}
+}

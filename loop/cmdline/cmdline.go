@@ -1,7 +1,18 @@
 // Package cmdline takes shell command lines apart for the permission rules
-// of package loop: [Parse] parses a line as bash reads it (with
-// mvdan.cc/sh) into the simple commands it runs, and says whether anything
-// else in it could run something its words do not show.
+// of package loop: [Parse] parses a line into the simple commands it runs,
+// and says whether anything else in it could run something its words do
+// not show.
+//
+// run_command runs a line with /bin/sh, which is dash on Debian and
+// Ubuntu, bash on Fedora and macOS (in its POSIX mode there), another
+// POSIX shell elsewhere (busybox's ash on Alpine). Parse reads the
+// line both ways, as a POSIX shell and as bash (with mvdan.cc/sh): it
+// gives the commands of both readings, finds a line they read differently
+// opaque, and refuses a line either cannot parse or that holds a form the
+// parser reads otherwise than the shells do (see [Parse]), so that the
+// rules are judged on what runs whichever of them runs it. A differential
+// test and a fuzz target run lines through dash and bash themselves and
+// check that every command they run is one Parse saw.
 //
 // A tool whose calls run command lines declares its command argument with
 // [Subject], which gives loop the parser:
@@ -17,6 +28,7 @@ package cmdline
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -45,16 +57,23 @@ const (
 	maxNesting      = 4 // sh -c / eval inside each other
 )
 
-// Parse parses a command line as the shell reads it (bash syntax, a
-// superset of what /bin/sh accepts). A line that does not parse, or is
-// longer than 64 KiB, is an error: it matches no allow rule and every deny
-// rule of its tool.
+// Parse parses a command line as /bin/sh reads it, whichever shell that
+// is: as a POSIX shell (dash) and as bash. Its commands are those of both
+// readings; where the readings differ the line is opaque, so that it
+// matches no allow rule, and deny rules see the commands of each. A line
+// that does not parse either way (bash's &> and &>> redirections, which a
+// POSIX shell reads as & and a redirection of the next command; |&;
+// here-strings; process substitutions), that holds a here-document and a
+// line continued with a backslash (dash and bash end such a document, or
+// join its lines, otherwise than the parser does), that defines an alias
+// (which changes how what follows reads), or that is longer than 64 KiB,
+// is an error: it matches no allow rule and every deny rule of its tool.
 func Parse(line string) (*loop.ParsedCommand, error) {
 	if len(line) > maxCommandBytes {
 		return nil, fmt.Errorf("the command is longer than %d bytes", maxCommandBytes)
 	}
-	pc := &parsed{}
-	if err := pc.parse(line, 0); err != nil {
+	pc, err := parseLine(line, 0)
+	if err != nil {
 		return nil, err
 	}
 	return &pc.ParsedCommand, nil
@@ -66,11 +85,62 @@ type parsed struct{ loop.ParsedCommand }
 // errTooManyWords bounds the work done on one line.
 var errTooManyWords = errors.New("the command has too many words")
 
-func (pc *parsed) parse(line string, depth int) error {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(line), "")
-	if err != nil {
-		return fmt.Errorf("the command does not parse: %w", err)
+// parseLine reads line as a POSIX shell and as bash, and returns the
+// reading: bash's, with the commands only the POSIX reading has, and
+// opaque if either is or if they differ.
+func parseLine(line string, depth int) (*parsed, error) {
+	if why := unsettled(line); why != "" {
+		return nil, fmt.Errorf("the command holds %s, which the shells read otherwise than the parser", why)
 	}
+	bash, err := walk(line, syntax.LangBash, depth)
+	if err != nil {
+		return nil, err
+	}
+	posix, err := walk(line, syntax.LangPOSIX, depth)
+	if err != nil {
+		return nil, fmt.Errorf("the command is not read by a POSIX shell (/bin/sh) as bash reads it: %w", err)
+	}
+	pc := bash
+	pc.opaque(posix.Opaque)
+	if !slices.EqualFunc(bash.Commands, posix.Commands, slices.Equal) {
+		// Both readings' commands, for deny rules; none for allow rules.
+		pc.Opaque = "a line read differently by a POSIX shell (/bin/sh) and by bash"
+		for _, c := range posix.Commands {
+			if !slices.ContainsFunc(pc.Commands, func(d []string) bool { return slices.Equal(c, d) }) {
+				pc.Commands = append(pc.Commands, c)
+			}
+		}
+	}
+	return pc, nil
+}
+
+// unsettled says what in line the parser reads otherwise than dash or
+// bash, found by the differential test against them (shells_test.go), or
+// "".
+func unsettled(line string) string {
+	continued := strings.Contains(line, "\\\n")
+	switch {
+	case strings.ContainsRune(line, '\r'):
+		// The parser takes a carriage return for a blank.
+		return "a carriage return"
+	case continued && strings.Contains(line, "<<"):
+		// The shells join the lines of a here-document's body, or end
+		// it, where the parser does not.
+		return "a here-document and a line continued with a backslash"
+	case continued && strings.Contains(line, "#"):
+		// The parser continues a comment past a backslash-newline.
+		return "a comment and a line continued with a backslash"
+	}
+	return ""
+}
+
+// walk parses line in the shell language lang.
+func walk(line string, lang syntax.LangVariant, depth int) (*parsed, error) {
+	f, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(line), "")
+	if err != nil {
+		return nil, fmt.Errorf("the command does not parse: %w", err)
+	}
+	pc := &parsed{}
 	words := 0
 	var failed error
 	syntax.Walk(f, func(n syntax.Node) bool {
@@ -95,20 +165,20 @@ func (pc *parsed) parse(line string, depth int) error {
 				return true
 			}
 			cmd := make([]string, len(n.Args))
+			known := make([]bool, len(n.Args))
 			for i, w := range n.Args {
 				s, ok := wordLiteral(w)
 				if !ok {
 					pc.opaque("an expansion")
 				}
-				cmd[i] = s
+				cmd[i], known[i] = s, ok
 			}
 			words += len(cmd)
 			if words > maxCommandWords {
 				failed = errTooManyWords
 				return false
 			}
-			pc.Commands = append(pc.Commands, cmd)
-			if err := pc.nested(cmd, depth); err != nil {
+			if err := pc.command(cmd, known, depth); err != nil {
 				failed = err
 				return false
 			}
@@ -130,35 +200,85 @@ func (pc *parsed) parse(line string, depth int) error {
 		}
 		return true
 	})
-	return failed
+	if failed != nil {
+		return nil, failed
+	}
+	return pc, nil
 }
 
-// nested parses what a command runs itself: the script of sh -c and the
-// words of eval, so that deny rules see them.
-func (pc *parsed) nested(cmd []string, depth int) error {
+// command adds the simple command cmd (known says which of its words are
+// constants), and what it runs itself: the script of sh -c, eval and
+// trap, the command after the builtins command, exec and builtin. A
+// script that is not a constant is a command whose name is not known,
+// which every deny rule matches.
+func (pc *parsed) command(cmd []string, known []bool, depth int) error {
+	pc.Commands = append(pc.Commands, cmd)
 	name := cmd[0]
-	var script string
 	switch {
+	case name == "alias" && len(cmd) > 1:
+		return errors.New("the command defines an alias, which changes how the commands after it read")
+	case name == "command" || name == "exec" || name == "builtin":
+		// The shell runs the words after the options as a command.
+		i := 1
+		for ; i < len(cmd) && strings.HasPrefix(cmd[i], "-") && len(cmd[i]) > 1; i++ {
+			if cmd[i] == "--" {
+				i++
+				break
+			}
+			if name == "exec" && cmd[i] == "-a" {
+				i++ // exec -a NAME
+			}
+		}
+		if i < len(cmd) {
+			return pc.command(cmd[i:], known[i:], depth)
+		}
+		return nil
 	case name == "eval":
-		script = strings.Join(cmd[1:], " ")
+		if slices.Contains(known[1:], false) {
+			return pc.script("", false, depth)
+		}
+		return pc.script(strings.Join(cmd[1:], " "), true, depth)
+	case name == "trap":
+		i := 1
+		if i < len(cmd) && cmd[i] == "--" {
+			i++
+		}
+		if i < len(cmd)-1 && cmd[i] != "-" && !isDigits(cmd[i]) {
+			return pc.script(cmd[i], known[i], depth)
+		}
+		return nil
+	case name == "." || name == "source":
+		pc.opaque("a script read from a file")
 	case isShell(name):
 		for i := 1; i < len(cmd)-1; i++ {
 			if a := cmd[i]; strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c") {
-				script = cmd[i+1]
-				break
+				return pc.script(cmd[i+1], known[i+1], depth)
 			}
 		}
-		if script == "" {
-			return nil
-		}
-	default:
+		pc.opaque("a shell, which runs a script from a file or its input")
+	}
+	return nil
+}
+
+// script parses a script a command runs, so that deny rules see its
+// commands; one that is not a constant (known false) is a command of
+// unknown name.
+func (pc *parsed) script(script string, known bool, depth int) error {
+	pc.opaque("a command that runs a script")
+	if !known {
+		pc.Commands = append(pc.Commands, []string{""})
 		return nil
 	}
-	pc.opaque("a command that runs a script")
 	if depth >= maxNesting {
 		return errors.New("the command nests shells too deeply")
 	}
-	return pc.parse(script, depth+1)
+	inner, err := parseLine(script, depth+1)
+	if err != nil {
+		return err
+	}
+	pc.Commands = append(pc.Commands, inner.Commands...)
+	pc.opaque(inner.Opaque)
+	return nil
 }
 
 func isShell(name string) bool {
@@ -173,7 +293,7 @@ func isShell(name string) bool {
 }
 
 func (pc *parsed) opaque(why string) {
-	if pc.Opaque == "" {
+	if pc.Opaque == "" && why != "" {
 		pc.Opaque = why
 	}
 }

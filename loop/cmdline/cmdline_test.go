@@ -29,13 +29,22 @@ func TestParse(t *testing.T) {
 		{"{ git status; rm -rf x; }", [][]string{{"git", "status"}, {"rm", "-rf", "x"}}, false},
 		{"git status $(rm -rf x)", [][]string{{"git", "status", ""}, {"rm", "-rf", "x"}}, true},
 		{"git status `rm -rf x`", [][]string{{"git", "status", ""}, {"rm", "-rf", "x"}}, true},
-		{"git status <(rm -rf x)", [][]string{{"git", "status", ""}, {"rm", "-rf", "x"}}, true},
 		{`git "status"`, [][]string{{"git", "status"}}, false},
 		{`git 'status'`, [][]string{{"git", "status"}}, false},
 		{`g\it st\atus`, [][]string{{"git", "status"}}, false},
 		{`git "st\"at"`, [][]string{{"git", `st"at`}}, false},
 		{"git stat\\\nus", [][]string{{"git", "status"}}, false},
-		{`git $'status'`, [][]string{{"git", ""}}, true},
+		{`git $'status'`, [][]string{{"git", ""}, {"git", "$status"}}, true},   // dash: $ then 'status'
+		{`export A=b; rm x`, [][]string{{"rm", "x"}, {"export", "A=b"}}, true}, // bash: a declaration
+		{`command rm -rf x`, [][]string{{"command", "rm", "-rf", "x"}, {"rm", "-rf", "x"}}, false},
+		{`exec -a n rm x`, [][]string{{"exec", "-a", "n", "rm", "x"}, {"rm", "x"}}, false},
+		{`command -p -- rm x`, [][]string{{"command", "-p", "--", "rm", "x"}, {"rm", "x"}}, false},
+		{`trap 'rm -rf x' EXIT`, [][]string{{"trap", "rm -rf x", "EXIT"}, {"rm", "-rf", "x"}}, true},
+		{`eval "$X"`, [][]string{{"eval", ""}, {""}}, true},
+		{`sh -c "$X"`, [][]string{{"sh", "-c", ""}, {""}}, true},
+		{`echo rm x | sh`, [][]string{{"echo", "rm", "x"}, {"sh"}}, true},
+		{`bash script.sh`, [][]string{{"bash", "script.sh"}}, true},
+		{`. ./env.sh && go test`, [][]string{{".", "./env.sh"}, {"go", "test"}}, true},
 		{`git "$X"`, [][]string{{"git", ""}}, true},
 		{`$CMD status`, [][]string{{"", "status"}}, true},
 		{`{rm,-rf,x}`, [][]string{{""}}, true},
@@ -81,6 +90,25 @@ func TestParseErrors(t *testing.T) {
 		"git status (",
 		"echo 'unclosed",
 		"if true; then",
+		// Read differently by dash and by bash (issue 32, 1): a POSIX
+		// shell reads &> as & and a redirection of the next command.
+		"git status &>/dev/null sh -c 'id > f'",
+		"git status &>>/dev/null rm -rf x",
+		"git status |& rm -rf x",
+		"cat <<<x",
+		"git status <(rm -rf x)",
+		// A here-document with a backslash-newline in its body: the
+		// shells join the lines into a command substitution.
+		"cat <<EOF\n$\\\n(rm -rf x)\nEOF",
+		// A here-document whose end marker follows a backslash-newline.
+		"cat <<EOF\nhi \\\nEOF\nrm -rf x\nEOF\n",
+		"cat <<E\\\nOF\nx\nEOF\nrm -rf x\nEOF\n",
+		"alias ls='rm -rf x'\nls",
+		// The parser takes \r for a blank, the shells for a letter.
+		"git st\ratus; rm x",
+		"git status\r\nrm x",
+		// The parser continues a comment past a backslash-newline.
+		"git status #\\\nrm x",
 		strings.Repeat("a", 65<<10),
 		strings.Repeat("a ", 5000),
 		strings.Repeat("sh -c '", 1) + "sh -c \"eval eval eval eval eval x\"'",
