@@ -80,3 +80,15 @@ func TestProjectSkillsStayInTheProject(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectSkillsRelativeWorkDir: a relative WorkDir (the CLI's ".")
+// confines the project's skills to the same folder, and finds them.
+func TestProjectSkillsRelativeWorkDir(t *testing.T) {
+	project := t.TempDir()
+	writeSkill(t, filepath.Join(project, ".agents", "skills"), "ok", skillMD("ok", "A project skill.", "ok"), nil)
+	t.Chdir(project)
+	found, problems := skills.Discover(nil, &skills.Options{WorkDir: ".", Home: t.TempDir()})
+	if names(found) != "ok" || len(problems) != 0 {
+		t.Errorf("skills %s, problems %v", names(found), problems)
+	}
+}

@@ -173,7 +173,7 @@ func Discover(paths []string, opts *Options) ([]*Skill, []Problem) {
 			if home == "" {
 				home, _ = os.UserHomeDir()
 			}
-			if real, err := filepath.EvalSymlinks(home); err == nil && real == project {
+			if home != "" && realPath(home) == project {
 				project = ""
 			}
 		}
@@ -392,7 +392,17 @@ func projectRoot(o *Options) string {
 	if wd == "" {
 		return ""
 	}
-	real, err := filepath.EvalSymlinks(wd)
+	return realPath(wd)
+}
+
+// realPath returns p made absolute with its links resolved, or "" if that
+// cannot be done.
+func realPath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return ""
+	}
+	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return ""
 	}
