@@ -40,6 +40,15 @@
 // attempt leaves a lease that expires, and the delivery is attempted
 // again.
 //
+// # Fairness
+//
+// A worker attempts up to [Options.Concurrency] deliveries at once, each
+// in its own goroutine, and claims more as soon as one ends. The store's
+// claim takes each API key's due deliveries in turn, the key with the
+// fewest in flight first, and leaves no key more than [Options.PerKey]
+// in flight across the workers: a receiver that is slow or never answers
+// costs only its own key's deliveries.
+//
 // # Secrets and rotation
 //
 // A secret is "whsec_" and the base64 of 32 random bytes, returned only by
@@ -151,8 +160,14 @@ type Options struct {
 	// still pending); 0 means 7 days.
 	Retention time.Duration
 	// Concurrency bounds the deliveries a worker attempts at once; 0
-	// means 8.
+	// means 64.
 	Concurrency int
+	// PerKey bounds the deliveries of one API key attempted at once,
+	// by all the workers sharing the store (approximately: two claims
+	// at once may each take the last place); 0 means 8. With it, and
+	// claims that take each key's deliveries in turn, a receiver that
+	// is slow or never answers delays only its own key's deliveries.
+	PerKey int
 	// PollEvery is the longest a worker waits without a notification
 	// before it looks for due deliveries; 0 means 30 seconds.
 	PollEvery time.Duration
@@ -224,7 +239,10 @@ func New(st store.Store, opts *Options) *Service {
 		o.Retention = 7 * 24 * time.Hour
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = 8
+		o.Concurrency = 64
+	}
+	if o.PerKey <= 0 {
+		o.PerKey = 8
 	}
 	if o.PollEvery <= 0 {
 		o.PollEvery = 30 * time.Second
