@@ -301,7 +301,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 			}
 			rows, err := tx.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
 				WHERE d.owner = ?1 AND d.state = 'pending' AND d.next_attempt_at <= ?2 AND (d.lease_owner = '' OR d.lease_until <= ?2) AND w.disabled = 0
-				ORDER BY d.next_attempt_at, d.created_at, d.id LIMIT ?3`, o, now, room)
+				ORDER BY d.next_attempt_at, d.created_at, d.id LIMIT ?3 + 0`, o, now, room)
 			if err != nil {
 				return err
 			}
