@@ -18,10 +18,13 @@ import (
 	"github.com/hrns-dev/hrns/store"
 )
 
-// payload is the body of a delivery.
+// payload is the body of a delivery: the fields of Standard Webhooks'
+// examples and of H's (created_at, which H's SDK requires), both the time
+// of the event.
 type payload struct {
 	ID        string    `json:"id"`
 	Type      string    `json:"type"`
+	CreatedAt time.Time `json:"created_at"`
 	Timestamp time.Time `json:"timestamp"`
 	Data      any       `json:"data"`
 }
@@ -33,13 +36,14 @@ type SessionData = api.WebhookSessionData
 const PingType = "webhook.ping"
 
 func sessionBody(d *store.Delivery) []byte {
-	b, _ := json.Marshal(payload{ID: d.EventID, Type: d.EventType, Timestamp: d.OccurredAt.UTC(),
+	at := d.OccurredAt.UTC()
+	b, _ := json.Marshal(payload{ID: d.EventID, Type: d.EventType, CreatedAt: at, Timestamp: at,
 		Data: SessionData{SessionID: d.SessionID, Status: d.SessionStatus, PreviousStatus: optString(d.PreviousStatus)}})
 	return b
 }
 
 func pingBody(id, webhookID string, now time.Time) []byte {
-	b, _ := json.Marshal(payload{ID: id, Type: PingType, Timestamp: now.UTC(), Data: map[string]string{"webhook_id": webhookID}})
+	b, _ := json.Marshal(payload{ID: id, Type: PingType, CreatedAt: now.UTC(), Timestamp: now.UTC(), Data: map[string]string{"webhook_id": webhookID}})
 	return b
 }
 
@@ -113,6 +117,8 @@ func (c *client) do(ctx context.Context, w *store.Webhook, id string, now time.T
 	req.Header.Set("webhook-id", id)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set("webhook-signature", sig)
+	req.Header.Set(HTimestampHeader, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(HSignatureHeader, hSignature(w.Secret, w.PreviousSecret, w.PreviousSecretUntil, now, body))
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return result{Error: describe(err, ctx, c.timeout)}
