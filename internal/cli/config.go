@@ -100,6 +100,10 @@ type AgentConfig struct {
 	// ones for this agent's sessions.
 	Permissions *PermissionsConfig      `toml:"permissions" yaml:"permissions"`
 	Hooks       map[string][]HookConfig `toml:"hooks" yaml:"hooks"`
+	// Network lets the agent's commands (run_command, and run_code's) use
+	// the network in hrns serve, where by default they have none (see
+	// --command-network).
+	Network bool `toml:"network" yaml:"network"`
 }
 
 // PermissionsConfig is the permission policy of the config file:
