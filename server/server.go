@@ -560,6 +560,12 @@ func (q *query) time(name string) time.Time {
 	if err != nil {
 		q.add(name, "Input should be a valid datetime (RFC 3339)", raw)
 	}
+	if err == nil && t.IsZero() {
+		// 0001-01-01T00:00:00Z is the zero time, which means "no
+		// filter" to the store: a nanosecond later compares the same
+		// with every time a session can have.
+		t = t.Add(time.Nanosecond)
+	}
 	return t
 }
 
