@@ -532,9 +532,10 @@ func TestFeedbackAndShare(t *testing.T) {
 		ShareURL string `json:"share_url"`
 	}
 	e.expect(e.do("POST", base+"/share", keyAlice, nil), http.StatusOK).json(&again)
-	if link.ShareURL == "" || again != link {
-		t.Errorf("share urls %q then %q", link.ShareURL, again.ShareURL)
+	if !strings.HasPrefix(link.ShareURL, e.url+"/api/v2/shared/") || again != link {
+		t.Errorf("share urls %q then %q, want absolute ones under %s", link.ShareURL, again.ShareURL, e.url)
 	}
+	link.ShareURL = strings.TrimPrefix(link.ShareURL, e.url)
 	var v struct{ ID string }
 	e.expect(e.do("GET", link.ShareURL, "", nil), http.StatusOK).json(&v)
 	if v.ID != id {

@@ -164,6 +164,13 @@ type Options struct {
 	Vaults *vault.Service
 	// Logger receives request errors; nil discards them.
 	Logger *slog.Logger
+	// PublicURL is the server's address as its clients reach it
+	// ("https://hrns.example.com", with the path prefix of a proxy if
+	// any): the share URLs it gives are made from it. Empty means each
+	// request's own: https when it came over TLS or through a proxy that
+	// says X-Forwarded-Proto: https, http otherwise, and its Host (which
+	// AllowedHosts checked).
+	PublicURL string
 	// Schedules, when set, serves the /api/v2/schedules routes with it
 	// (a scheduler of the same store as the manager's); nil leaves them
 	// out.
@@ -968,8 +975,21 @@ func (s *Server) share(w http.ResponseWriter, r *http.Request, owner string) err
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"share_url": "/api/v2/shared/" + token})
+	writeJSON(w, http.StatusOK, map[string]string{"share_url": s.publicBase(r) + "/api/v2/shared/" + token})
 	return nil
+}
+
+// publicBase is the absolute URL of the server's root, without a final
+// slash: Options.PublicURL, or the request's scheme and Host.
+func (s *Server) publicBase(r *http.Request) string {
+	if s.opts.PublicURL != "" {
+		return strings.TrimRight(s.opts.PublicURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 func (s *Server) unshare(w http.ResponseWriter, r *http.Request, owner string) error {

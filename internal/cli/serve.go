@@ -36,6 +36,7 @@ type serveOptions struct {
 	keysFile  string
 	hosts     stringList
 	origins   stringList
+	publicURL string
 	config    string
 	provider  string
 	model     string
@@ -73,6 +74,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.keysFile, "api-keys-file", "", "a file of accepted API keys, one a line, readable by its owner only (mode 0600); also HRNS_API_KEYS=k1,k2 and api_keys in the config file")
 	fs.StringVar(&o.vaultKeyFile, "vault-key-file", "", "a file of the keys that encrypt vaults (ID:BASE64 of 32 bytes, the primary first), readable by its owner only (mode 0600); also HRNS_VAULT_KEY")
 	fs.Var(&o.hosts, "allowed-host", "a Host name (or HOST:PORT) the API answers besides loopback's, as a proxy or browser sends it (repeatable; also allowed_hosts in the config)")
+	fs.StringVar(&o.publicURL, "public-url", "", "the server's address as clients reach it (https://hrns.example.com, with a proxy's path prefix if any), which share URLs are made from (default: each request's scheme and Host; also public_url in the config)")
 	fs.Var(&o.origins, "cors-origin", "an origin (https://app.example.com) whose web pages may call the API (repeatable; also cors_origins in the config)")
 	fs.StringVar(&o.config, "config", "", "config file (default ~/.config/hrns/config.toml or .yaml)")
 	fs.StringVar(&o.provider, "provider", "", "provider: openai, openai-responses, anthropic, gemini, or a name from the config file")
@@ -183,6 +185,10 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return err
 	}
+	publicURL, err := checkPublicURL(firstString(o.publicURL, cfg.PublicURL))
+	if err != nil {
+		return err
+	}
 	model, modelName, err := buildModel(&runOptions{config: o.config, provider: o.provider, model: o.model, baseURL: o.baseURL}, cfg, &agentFile{}, stdio.getenv)
 	if err != nil {
 		return err
@@ -287,7 +293,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch}),
+		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
@@ -494,4 +500,17 @@ func firstPerms(p ...*loop.Permissions) *loop.Permissions {
 		}
 	}
 	return nil
+}
+
+// checkPublicURL checks --public-url (or public_url): an absolute http or
+// https URL, without query or fragment; "" stays "".
+func checkPublicURL(raw string) (string, error) {
+	if raw == "" {
+		return "", nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", usagef("--public-url %q: want the absolute http or https URL clients reach the server at, such as https://hrns.example.com or https://example.com/hrns, without query or fragment", raw)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
 }
