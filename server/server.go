@@ -377,8 +377,12 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusTooManyRequests, "Concurrent session limit reached: retry later, or create the session with queue: true to wait in the queue")
 	case errors.Is(err, session.ErrInFlight):
+		// The reference gives no words for it; these are the IETF's
+		// (draft-ietf-httpapi-idempotency-key-header: 409, "A request
+		// is outstanding for this Idempotency-Key"). Creating a session
+		// takes well under a second: retrying after one finds it made.
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusConflict, err.Error())
+		writeError(w, http.StatusConflict, inFlightDetail)
 	case errors.Is(err, session.ErrIdempotencyMismatch):
 		writeError(w, http.StatusUnprocessableEntity, []session.FieldError{{Loc: []any{"header", "Idempotency-Key"}, Msg: err.Error(), Type: "value_error"}})
 	case r.Context().Err() != nil:
@@ -978,6 +982,10 @@ func (s *Server) share(w http.ResponseWriter, r *http.Request, owner string) err
 	writeJSON(w, http.StatusOK, map[string]string{"share_url": s.publicBase(r) + "/api/v2/shared/" + token})
 	return nil
 }
+
+// inFlightDetail is the detail of the 409 answered while a request with
+// the same Idempotency-Key is being processed.
+const inFlightDetail = "A request with the same Idempotency-Key for the same operation is being processed or is outstanding: retry after Retry-After seconds to get its result."
 
 // publicBase is the absolute URL of the server's root, without a final
 // slash: Options.PublicURL, or the request's scheme and Host.
