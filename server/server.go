@@ -376,6 +376,8 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, session.ErrQuotaExceeded):
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusTooManyRequests, "Concurrent session limit reached: retry later, or create the session with queue: true to wait in the queue")
+	case errors.Is(err, session.ErrSessionFull):
+		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
 	case errors.Is(err, session.ErrInFlight):
 		// The reference gives no words for it; these are the IETF's
 		// (draft-ietf-httpapi-idempotency-key-header: 409, "A request
