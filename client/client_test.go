@@ -384,7 +384,7 @@ func TestNewOperations(t *testing.T) {
 		t.Errorf("EventFeedback of a missing event = %v", err)
 	}
 	link, err := h.Share(ctx)
-	if err != nil || !strings.HasPrefix(link, "/api/v2/shared/") {
+	if err != nil || !strings.HasPrefix(link, url+"/api/v2/shared/") {
 		t.Errorf("Share = %q, %v", link, err)
 	}
 	if err := h.Unshare(ctx); err != nil {

@@ -21,12 +21,23 @@ func (h *Handle) ListFeedback(ctx context.Context) (*FeedbackList, error) {
 
 // SharedEvents returns a page (from 1, of size events, oldest first) of
 // the events of the session a share URL names ([Handle.Share]), as anyone
-// with the URL may read them: the request carries no key. A revoked URL is
-// an *APIError that matches [ErrNotFound].
+// with the URL may read them: the request carries no key, and goes to
+// this client's server (the URL's token is what is used, from the absolute
+// URL the server gives or its path alone). A revoked URL is an *APIError
+// that matches [ErrNotFound].
 func (c *Client) SharedEvents(ctx context.Context, shareURL string, page, size int) (*api.Page[Event], error) {
-	token, ok := strings.CutPrefix(shareURL, "/api/v2/shared/")
-	if !ok || token == "" || strings.Contains(token, "/") {
-		return nil, fmt.Errorf("hrns API: %q is not a share URL (/api/v2/shared/TOKEN)", shareURL)
+	path := shareURL
+	if u, err := url.Parse(shareURL); err == nil && u.IsAbs() {
+		path = u.EscapedPath()
+	}
+	const marker = "/api/v2/shared/"
+	i := strings.LastIndex(path, marker)
+	token := ""
+	if i >= 0 {
+		token, _ = url.PathUnescape(path[i+len(marker):])
+	}
+	if token == "" || strings.Contains(token, "/") {
+		return nil, fmt.Errorf("hrns API: %q is not a share URL (.../api/v2/shared/TOKEN)", shareURL)
 	}
 	anon := *c
 	anon.key = ""

@@ -281,7 +281,8 @@ func (h *Handle) EventFeedback(ctx context.Context, index int64, fb Feedback) er
 }
 
 // Share makes the session readable without a key by whoever has the URL
-// path it returns (relative to the server), until [Handle.Unshare].
+// it returns (absolute, from the server's public address), until
+// [Handle.Unshare].
 func (h *Handle) Share(ctx context.Context) (string, error) {
 	var link struct {
 		ShareURL string `json:"share_url"`

@@ -5,6 +5,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/hrns-dev/hrns/api"
@@ -168,13 +170,20 @@ const (
 // VerifyWebhook checks that a delivery of hrns serve was signed with one
 // of secrets (during a rotation, pass the new and the old one): header
 // and body are the request's, body exactly as received, before any JSON
-// decoding. It returns the event id (the webhook-id header, the same on
-// every attempt of one event: deduplicate on it), or an error wrapping
-// ErrWebhookSignature or ErrWebhookTimestamp.
+// decoding. It returns the event id (the webhook-id header, or the body's
+// id, the same on every attempt of one event: deduplicate on it), or an
+// error wrapping ErrWebhookSignature or ErrWebhookTimestamp.
 //
-// The signature is Standard Webhooks 1.0: webhook-signature holds
-// space-separated "v1,BASE64" values, each the HMAC-SHA256 of
-// "ID.TIMESTAMP.BODY" with the base64-decoded part of a "whsec_" secret.
+// hrns signs each delivery twice, and either signature is enough:
+//
+//   - Standard Webhooks 1.0, checked when the webhook-signature header is
+//     present: webhook-signature holds space-separated "v1,BASE64" values,
+//     each the HMAC-SHA256 of "ID.TIMESTAMP.BODY" with the base64-decoded
+//     part of a "whsec_" secret.
+//   - H's scheme otherwise (the headers H's SDKs read):
+//     X-H-Webhook-Signature is "sha256=" and the hex HMAC-SHA256 of
+//     "TIMESTAMP.BODY" keyed with the whole secret string, TIMESTAMP being
+//     X-H-Webhook-Timestamp; the event id is then the body's "id".
 func VerifyWebhook(header http.Header, body []byte, opts *VerifyOptions, secrets ...string) (string, error) {
 	var o VerifyOptions
 	if opts != nil {
@@ -186,6 +195,9 @@ func VerifyWebhook(header http.Header, body []byte, opts *VerifyOptions, secrets
 	if o.Tolerance <= 0 {
 		o.Tolerance = WebhookTolerance
 	}
+	if header.Get("webhook-signature") == "" && header.Get(HSignatureHeader) != "" {
+		return verifyH(header, body, &o, secrets)
+	}
 	id, ts, sigs := header.Get("webhook-id"), header.Get("webhook-timestamp"), header.Get("webhook-signature")
 	if id == "" || ts == "" || sigs == "" {
 		return "", fmt.Errorf("%w: missing webhook-id, webhook-timestamp or webhook-signature", ErrWebhookSignature)
@@ -193,12 +205,8 @@ func VerifyWebhook(header http.Header, body []byte, opts *VerifyOptions, secrets
 	if len(sigs) > maxSignatureHeader || len(id) > 256 {
 		return "", fmt.Errorf("%w: header too long", ErrWebhookSignature)
 	}
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return "", fmt.Errorf("%w: webhook-timestamp %q is not Unix seconds", ErrWebhookSignature, ts)
-	}
-	if d := o.Now.Sub(time.Unix(sec, 0)); d > o.Tolerance || d < -o.Tolerance {
-		return "", fmt.Errorf("%w: signed at %s, %s from now", ErrWebhookTimestamp, time.Unix(sec, 0).UTC().Format(time.RFC3339), d.Round(time.Second))
+	if err := checkTimestamp(ts, &o); err != nil {
+		return "", err
 	}
 	var macs [][]byte
 	for _, secret := range secrets {
@@ -231,4 +239,55 @@ func VerifyWebhook(header http.Header, body []byte, opts *VerifyOptions, secrets
 		}
 	}
 	return "", ErrWebhookSignature
+}
+
+// The headers of H's signature scheme, which H's SDKs verify.
+const (
+	HTimestampHeader = "X-H-Webhook-Timestamp"
+	HSignatureHeader = "X-H-Webhook-Signature"
+)
+
+// checkTimestamp checks Unix seconds ts against o's clock and tolerance.
+func checkTimestamp(ts string, o *VerifyOptions) error {
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: timestamp %q is not Unix seconds", ErrWebhookSignature, ts)
+	}
+	if d := o.Now.Sub(time.Unix(sec, 0)); d > o.Tolerance || d < -o.Tolerance {
+		return fmt.Errorf("%w: signed at %s, %s from now", ErrWebhookTimestamp, time.Unix(sec, 0).UTC().Format(time.RFC3339), d.Round(time.Second))
+	}
+	return nil
+}
+
+// verifyH is VerifyWebhook for H's scheme.
+func verifyH(header http.Header, body []byte, o *VerifyOptions, secrets []string) (string, error) {
+	ts, sig := header.Get(HTimestampHeader), header.Get(HSignatureHeader)
+	if ts == "" || len(sig) > maxSignatureHeader {
+		return "", fmt.Errorf("%w: missing %s, or a header too long", ErrWebhookSignature, HTimestampHeader)
+	}
+	if err := checkTimestamp(ts, o); err != nil {
+		return "", err
+	}
+	hexSig, ok := strings.CutPrefix(sig, "sha256=")
+	got, err := hex.DecodeString(hexSig)
+	if !ok || err != nil {
+		return "", fmt.Errorf("%w: %s is not sha256=HEX", ErrWebhookSignature, HSignatureHeader)
+	}
+	matched := false
+	for _, secret := range secrets {
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write([]byte(ts + "."))
+		mac.Write(body)
+		matched = hmac.Equal(got, mac.Sum(nil)) || matched
+	}
+	if !matched {
+		return "", ErrWebhookSignature
+	}
+	var event struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(body, &event); err != nil || event.ID == "" {
+		return "", fmt.Errorf("%w: the body has no event id", ErrWebhookSignature)
+	}
+	return event.ID, nil
 }

@@ -33,6 +33,15 @@ func signed(t *testing.T, id string, at time.Time, body []byte, secrets ...strin
 	return h
 }
 
+// hSigned returns H's headers of a delivery of body signed with secret at
+// t, as the server makes them.
+func hSigned(at time.Time, body []byte, secret string) http.Header {
+	h := http.Header{}
+	h.Set(client.HTimestampHeader, strconv.FormatInt(at.Unix(), 10))
+	h.Set(client.HSignatureHeader, webhook.SignH(secret, at, body))
+	return h
+}
+
 func TestVerifyWebhook(t *testing.T) {
 	now := time.Unix(1767225600, 0)
 	secret, other := webhook.NewSecret(), webhook.NewSecret()
@@ -53,6 +62,17 @@ func TestVerifyWebhook(t *testing.T) {
 		{"old", signed(t, "e1", now.Add(-6*time.Minute), body, secret), body, []string{secret}, client.ErrWebhookTimestamp},
 		{"future", signed(t, "e1", now.Add(6*time.Minute), body, secret), body, []string{secret}, client.ErrWebhookTimestamp},
 		{"no headers", http.Header{}, body, []string{secret}, client.ErrWebhookSignature},
+		{"H: valid", hSigned(now, body, secret), body, []string{secret}, nil},
+		{"H: one of two secrets", hSigned(now, body, secret), body, []string{other, secret}, nil},
+		{"H: tampered body", hSigned(now, body, secret), []byte(`{"id":"e1","type":"session.failed"}`), []string{secret}, client.ErrWebhookSignature},
+		{"H: wrong secret", hSigned(now, body, other), body, []string{secret}, client.ErrWebhookSignature},
+		{"H: old", hSigned(now.Add(-6*time.Minute), body, secret), body, []string{secret}, client.ErrWebhookTimestamp},
+		{"H: other timestamp", func() http.Header {
+			h := hSigned(now, body, secret)
+			h.Set(client.HTimestampHeader, strconv.FormatInt(now.Unix()+1, 10))
+			return h
+		}(), body, []string{secret}, client.ErrWebhookSignature},
+		{"H: no id in the body", hSigned(now, []byte(`{}`), secret), []byte(`{}`), []string{secret}, client.ErrWebhookSignature},
 		{"garbage signature", func() http.Header {
 			h := signed(t, "e1", now, body, secret)
 			h.Set("webhook-signature", "v1,@@@ v2,abc nocomma")

@@ -290,6 +290,20 @@ func TestListFilters(t *testing.T) {
 		{"finished_before=" + ts(before), []string{}},
 		{"owner=me-or-organization&group_id=g1", []string{done}},
 		{"schedule_id=6f1c2a0e-1b2c-4d3e-8f90-123456789abc", []string{}},
+		// Times beyond int64 nanoseconds (1678 to 2262) compare as
+		// times (issue 33, defect 3): every one the API accepts.
+		{"created_after=2300-01-01T00:00:00Z", []string{}},
+		{"created_after=9999-12-31T23:59:59.999999999Z", []string{}},
+		{"created_before=2300-01-01T00:00:00Z", []string{child, done}},
+		{"created_after=1600-01-01T00:00:00Z", []string{child, done}},
+		{"created_before=1600-01-01T00:00:00Z", []string{}},
+		{"created_after=0001-01-01T00:00:00Z", []string{child, done}},
+		{"created_before=0001-01-01T00:00:00Z", []string{}},
+		{"created_before=0000-01-01T00:00:00%2B01:00", []string{}},
+		{"finished_after=2300-01-01T00:00:00Z", []string{}},
+		{"finished_before=2300-01-01T00:00:00Z", []string{done}},
+		{"finished_after=1600-01-01T00:00:00Z", []string{done}},
+		{"finished_before=1600-01-01T00:00:00Z", []string{}},
 	} {
 		if diff := cmp.Diff(tc.want, list(tc.q)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.q, diff)
@@ -518,9 +532,10 @@ func TestFeedbackAndShare(t *testing.T) {
 		ShareURL string `json:"share_url"`
 	}
 	e.expect(e.do("POST", base+"/share", keyAlice, nil), http.StatusOK).json(&again)
-	if link.ShareURL == "" || again != link {
-		t.Errorf("share urls %q then %q", link.ShareURL, again.ShareURL)
+	if !strings.HasPrefix(link.ShareURL, e.url+"/api/v2/shared/") || again != link {
+		t.Errorf("share urls %q then %q, want absolute ones under %s", link.ShareURL, again.ShareURL, e.url)
 	}
+	link.ShareURL = strings.TrimPrefix(link.ShareURL, e.url)
 	var v struct{ ID string }
 	e.expect(e.do("GET", link.ShareURL, "", nil), http.StatusOK).json(&v)
 	if v.ID != id {

@@ -164,6 +164,13 @@ type Options struct {
 	Vaults *vault.Service
 	// Logger receives request errors; nil discards them.
 	Logger *slog.Logger
+	// PublicURL is the server's address as its clients reach it
+	// ("https://hrns.example.com", with the path prefix of a proxy if
+	// any): the share URLs it gives are made from it. Empty means each
+	// request's own: https when it came over TLS or through a proxy that
+	// says X-Forwarded-Proto: https, http otherwise, and its Host (which
+	// AllowedHosts checked).
+	PublicURL string
 	// Schedules, when set, serves the /api/v2/schedules routes with it
 	// (a scheduler of the same store as the manager's); nil leaves them
 	// out.
@@ -369,9 +376,15 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, session.ErrQuotaExceeded):
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusTooManyRequests, "Concurrent session limit reached: retry later, or create the session with queue: true to wait in the queue")
+	case errors.Is(err, session.ErrSessionFull):
+		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
 	case errors.Is(err, session.ErrInFlight):
+		// The reference gives no words for it; these are the IETF's
+		// (draft-ietf-httpapi-idempotency-key-header: 409, "A request
+		// is outstanding for this Idempotency-Key"). Creating a session
+		// takes well under a second: retrying after one finds it made.
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusConflict, err.Error())
+		writeError(w, http.StatusConflict, inFlightDetail)
 	case errors.Is(err, session.ErrIdempotencyMismatch):
 		writeError(w, http.StatusUnprocessableEntity, []session.FieldError{{Loc: []any{"header", "Idempotency-Key"}, Msg: err.Error(), Type: "value_error"}})
 	case r.Context().Err() != nil:
@@ -559,6 +572,12 @@ func (q *query) time(name string) time.Time {
 	t, err := time.Parse(time.RFC3339Nano, raw)
 	if err != nil {
 		q.add(name, "Input should be a valid datetime (RFC 3339)", raw)
+	}
+	if err == nil && t.IsZero() {
+		// 0001-01-01T00:00:00Z is the zero time, which means "no
+		// filter" to the store: a nanosecond later compares the same
+		// with every time a session can have.
+		t = t.Add(time.Nanosecond)
 	}
 	return t
 }
@@ -962,8 +981,25 @@ func (s *Server) share(w http.ResponseWriter, r *http.Request, owner string) err
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"share_url": "/api/v2/shared/" + token})
+	writeJSON(w, http.StatusOK, map[string]string{"share_url": s.publicBase(r) + "/api/v2/shared/" + token})
 	return nil
+}
+
+// inFlightDetail is the detail of the 409 answered while a request with
+// the same Idempotency-Key is being processed.
+const inFlightDetail = "A request with the same Idempotency-Key for the same operation is being processed or is outstanding: retry after Retry-After seconds to get its result."
+
+// publicBase is the absolute URL of the server's root, without a final
+// slash: Options.PublicURL, or the request's scheme and Host.
+func (s *Server) publicBase(r *http.Request) string {
+	if s.opts.PublicURL != "" {
+		return strings.TrimRight(s.opts.PublicURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 func (s *Server) unshare(w http.ResponseWriter, r *http.Request, owner string) error {

@@ -354,8 +354,10 @@ func TestIdempotencyKey(t *testing.T) {
 	go func() { done <- e.do("POST", "/api/v2/sessions", keyAlice, body, "Idempotency-Key", "slow") }()
 	<-bs.entered
 	r = e.expect(e.do("POST", "/api/v2/sessions", keyAlice, body, "Idempotency-Key", "slow"), http.StatusConflict)
-	if r.header.Get("Retry-After") == "" {
-		t.Error("409 without Retry-After")
+	var inFlight struct{ Detail string }
+	r.json(&inFlight)
+	if r.header.Get("Retry-After") != "1" || !strings.HasPrefix(inFlight.Detail, "A request with the same Idempotency-Key for the same operation is being processed or is outstanding") {
+		t.Errorf("in flight: Retry-After %q, %s", r.header.Get("Retry-After"), r.body)
 	}
 	close(bs.release)
 	e.expect(<-done, http.StatusCreated)

@@ -6,25 +6,30 @@ import (
 	"time"
 )
 
-// The web page's login (POST /ui/login) takes an API key, so it is where
-// keys can be guessed from a browser's reach. Failed logins are bounded
-// per client address (an IPv6 client by its /64, which one machine
-// usually holds whole) and for the whole server: each bound is a bucket
-// of failures that refills at a steady rate. While either bucket of a
-// request is empty, its login is refused with 429 and Retry-After before
-// the key is looked at, so that a guess made then tells nothing, even
-// when right. A successful login costs nothing.
+// The web page's login (POST /ui/login) takes an API key. A right key is
+// never refused: every key sent is checked (a SHA-256 of at most 4 KiB
+// and one lookup of the digest, the same work whatever the key), and a
+// success takes nothing from any bound. Failed logins are bounded per
+// client address (an IPv6 client by its /64, which one machine usually
+// holds whole), as a bucket of failures that refills at a steady rate:
+// once an address's bucket is empty, its wrong keys are answered 429 with
+// Retry-After instead of 401. There is no bound across addresses, so that
+// failures from some addresses never lock out the others (a bound for the
+// whole server let eleven addresses lock the login for every key).
+//
+// The bound limits what one address's failures cost the server and its
+// logs. It is not what keeps keys from being guessed: the bearer API
+// takes keys without a limit, and a right key gets in from an address
+// that has failed; keys must be long random strings.
 //
 // The client address is the connection's: behind a reverse proxy every
-// client has the proxy's, and the per-address bound then acts as a
-// second global one (X-Forwarded-For is not trusted: any client can
-// write it).
+// client has the proxy's, and the bound is then shared by all (X-
+// Forwarded-For is not trusted: any client can write it); a right key
+// still gets in.
 const (
-	loginBurstPerAddr  = 10              // failures an address may make at once
-	loginRefillPerAddr = time.Minute     // then one more each
-	loginBurstGlobal   = 100             // failures all addresses may make at once
-	loginRefillGlobal  = 2 * time.Second // then one more each
-	loginMaxAddrs      = 10000           // addresses tracked at most
+	loginBurstPerAddr  = 10          // failures an address may make at once
+	loginRefillPerAddr = time.Minute // then one more each
+	loginMaxAddrs      = 10000       // addresses tracked at most
 )
 
 // A bucket counts failures as the time at which it will be empty: each
@@ -42,15 +47,6 @@ func (b bucket) add(now time.Time, refill time.Duration) bucket {
 	return bucket{empty: b.empty.Add(refill)}
 }
 
-// refund takes back a failure added at now.
-func (b bucket) refund(now time.Time, refill time.Duration) bucket {
-	b.empty = b.empty.Add(-refill)
-	if b.empty.Before(now) {
-		b.empty = now
-	}
-	return b
-}
-
 // drained reports whether the bucket is empty at now.
 func (b bucket) drained(now time.Time) bool { return !b.empty.After(now) }
 
@@ -63,11 +59,11 @@ func (b bucket) wait(now time.Time, burst int, refill time.Duration) time.Durati
 	return max(0, b.empty.Sub(now)-time.Duration(burst-1)*refill)
 }
 
-// loginLimiter bounds failed logins. Its zero value is ready.
+// loginLimiter bounds failed logins per client address. Its zero value
+// is ready.
 type loginLimiter struct {
-	mu     sync.Mutex
-	global bucket
-	addrs  map[netip.Prefix]bucket
+	mu    sync.Mutex
+	addrs map[netip.Prefix]bucket
 }
 
 // clientKey is the bucket of a connection's remote address ("ip:port"):
@@ -87,19 +83,18 @@ func clientKey(remote string) netip.Prefix {
 	return p
 }
 
-// begin starts a login of the client at remote: it returns how long the
-// client must wait, or 0 when it may try now. A login that may go on is
-// counted as a failure at once, so that concurrent attempts cannot pass
-// the bound together; [loginLimiter.succeeded] takes it back.
-func (l *loginLimiter) begin(remote string, now time.Time) time.Duration {
+// failed records a failed login of the client at remote and returns 0,
+// or, when the client's bucket is full, records nothing and returns how
+// long until it takes one more failure. Concurrent failures are counted
+// one at a time: no more than the burst are answered 401 together.
+func (l *loginLimiter) failed(remote string, now time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := clientKey(remote)
 	b := l.addrs[k]
-	if w := max(l.global.wait(now, loginBurstGlobal, loginRefillGlobal), b.wait(now, loginBurstPerAddr, loginRefillPerAddr)); w > 0 {
+	if w := b.wait(now, loginBurstPerAddr, loginRefillPerAddr); w > 0 {
 		return w
 	}
-	l.global = l.global.add(now, loginRefillGlobal)
 	if l.addrs == nil {
 		l.addrs = map[netip.Prefix]bucket{}
 	}
@@ -110,22 +105,11 @@ func (l *loginLimiter) begin(remote string, now time.Time) time.Duration {
 	return 0
 }
 
-// succeeded takes back the failure begin counted for a login that
-// succeeded.
-func (l *loginLimiter) succeeded(remote string, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.global = l.global.refund(now, loginRefillGlobal)
-	k := clientKey(remote)
-	if b, ok := l.addrs[k]; ok {
-		l.addrs[k] = b.refund(now, loginRefillPerAddr)
-	}
-}
-
 // prune makes room for an address: the drained buckets go, and if none
-// has drained, the one nearest to it. (An attacker who owns
-// many addresses to push its own out is still held by the global
-// bucket.)
+// has drained, the one nearest to it. (An attacker who owns many
+// addresses can push its own buckets out this way, and so fail more: a
+// cost to the server bounded by the addresses it owns, never a lockout
+// of others.)
 func (l *loginLimiter) prune(now time.Time) {
 	var oldest netip.Prefix
 	var at time.Time

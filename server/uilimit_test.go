@@ -1,68 +1,52 @@
 package server
 
 import (
-	"context"
 	"fmt"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/hrns-dev/hrns/llm/llmtest"
-	"github.com/hrns-dev/hrns/session"
-	"github.com/hrns-dev/hrns/store/sqlite"
 )
 
-// TestLoginLimiter: logins are bounded per address (an IPv6 client by
-// its /64) and globally, each bucket refilling at its rate; successes
-// cost nothing; concurrent attempts cannot pass the bound together; and
-// the addresses tracked stay bounded.
+// TestLoginLimiter: failures are bounded per address (an IPv6 client by
+// its /64), each bucket refilling at its rate; concurrent failures cannot
+// pass the bound together; the addresses tracked stay bounded.
 func TestLoginLimiter(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var l loginLimiter
 	const a, b = "192.0.2.1:5000", "192.0.2.2:5000"
 	for i := range loginBurstPerAddr {
-		if w := l.begin(a, t0); w != 0 {
+		if w := l.failed(a, t0); w != 0 {
 			t.Fatalf("failure %d: wait %v", i, w)
 		}
 	}
-	if w := l.begin(a, t0); w != loginRefillPerAddr {
+	if w := l.failed(a, t0); w != loginRefillPerAddr {
 		t.Errorf("a full address waits %v, want %v", w, loginRefillPerAddr)
 	}
-	if w := l.begin("192.0.2.1:6000", t0); w == 0 {
+	if w := l.failed("192.0.2.1:6000", t0); w == 0 {
 		t.Error("another port of the address is not limited")
 	}
-	if w := l.begin(b, t0); w != 0 {
+	if w := l.failed(b, t0); w != 0 {
 		t.Errorf("another address waits %v", w)
 	}
-	if w := l.begin(a, t0.Add(loginRefillPerAddr/2)); w != loginRefillPerAddr/2 {
+	if w := l.failed(a, t0.Add(loginRefillPerAddr/2)); w != loginRefillPerAddr/2 {
 		t.Errorf("half a refill later: wait %v, want %v", w, loginRefillPerAddr/2)
 	}
-	if w := l.begin(a, t0.Add(loginRefillPerAddr)); w != 0 {
+	if w := l.failed(a, t0.Add(loginRefillPerAddr)); w != 0 {
 		t.Errorf("a refill later: wait %v", w)
 	}
 
-	// Successes cost nothing.
-	var ls loginLimiter
-	for i := range 3 * loginBurstPerAddr {
-		if w := ls.begin(a, t0); w != 0 {
-			t.Fatalf("login %d after successes: wait %v", i, w)
-		}
-		ls.succeeded(a, t0)
-	}
-
-	// Concurrent attempts: the burst, no more.
+	// Concurrent failures: the burst, no more.
 	var lc loginLimiter
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	passed := 0
 	for range 5 * loginBurstPerAddr {
 		wg.Go(func() {
-			if lc.begin(a, t0) == 0 {
+			if lc.failed(a, t0) == 0 {
 				mu.Lock()
 				passed++
 				mu.Unlock()
@@ -71,14 +55,14 @@ func TestLoginLimiter(t *testing.T) {
 	}
 	wg.Wait()
 	if passed != loginBurstPerAddr {
-		t.Errorf("%d concurrent attempts passed, want %d", passed, loginBurstPerAddr)
+		t.Errorf("%d concurrent failures passed, want %d", passed, loginBurstPerAddr)
 	}
 
 	// IPv6: the /64 is the client; a mapped IPv4 address is the IPv4
 	// one.
 	var l6 loginLimiter
 	for range loginBurstPerAddr {
-		l6.begin("[2001:db8:1:2::1]:443", t0)
+		l6.failed("[2001:db8:1:2::1]:443", t0)
 	}
 	for _, tc := range []struct {
 		remote  string
@@ -90,7 +74,7 @@ func TestLoginLimiter(t *testing.T) {
 		{"[::ffff:192.0.2.9]:1", false},
 		{"not an address", false},
 	} {
-		if got := l6.begin(tc.remote, t0) > 0; got != tc.limited {
+		if got := l6.failed(tc.remote, t0) > 0; got != tc.limited {
 			t.Errorf("%s limited = %v, want %v", tc.remote, got, tc.limited)
 		}
 	}
@@ -98,18 +82,16 @@ func TestLoginLimiter(t *testing.T) {
 		t.Error("a mapped IPv4 address is not its IPv4 address")
 	}
 
-	// The global bucket: many addresses, one attempt each.
+	// No bound across addresses: a thousand addresses at their burst
+	// leave the next one free.
 	var lg loginLimiter
-	for i := range loginBurstGlobal {
-		if w := lg.begin(fmt.Sprintf("198.51.%d.%d:1", i/250, i%250), t0); w != 0 {
-			t.Fatalf("address %d waits %v", i, w)
+	for i := range 1000 {
+		for range loginBurstPerAddr {
+			lg.failed(fmt.Sprintf("198.51.%d.%d:1", i/250, i%250), t0)
 		}
 	}
-	if w := lg.begin("203.0.113.7:1", t0); w != loginRefillGlobal {
-		t.Errorf("a new address after the global burst waits %v, want %v", w, loginRefillGlobal)
-	}
-	if w := lg.begin("203.0.113.7:1", t0.Add(loginRefillGlobal)); w != 0 {
-		t.Errorf("a global refill later: wait %v", w)
+	if w := lg.failed("203.0.113.7:1", t0); w != 0 {
+		t.Errorf("a new address after others' failures waits %v", w)
 	}
 
 	// The addresses tracked stay bounded: drained ones go first, then
@@ -120,73 +102,64 @@ func TestLoginLimiter(t *testing.T) {
 		k, _ := netip.MustParseAddr(fmt.Sprintf("10.0.%d.%d", i>>8, i&255)).Prefix(32)
 		lb.addrs[k] = bucket{empty: t0.Add(time.Hour + time.Duration(i)*time.Second)}
 	}
-	lb.begin("10.255.0.1:1", t0)
+	lb.failed("10.255.0.1:1", t0)
 	first, _ := netip.MustParseAddr("10.0.0.0").Prefix(32)
 	if _, kept := lb.addrs[first]; len(lb.addrs) != loginMaxAddrs || kept {
 		t.Errorf("%d addresses tracked (the nearest to draining kept: %v), want %d", len(lb.addrs), kept, loginMaxAddrs)
 	}
-	lb.begin("10.255.0.2:1", t0.Add(24*time.Hour))
+	lb.failed("10.255.0.2:1", t0.Add(24*time.Hour))
 	if len(lb.addrs) != 1 {
 		t.Errorf("%d addresses tracked after they all drained, want 1", len(lb.addrs))
 	}
 }
 
-// TestLoginRateLimited: over loopback, the page's login answers 429 with
-// Retry-After once an address has failed too often, then refuses even
-// the right key until the wait is over (so that a guess made then tells
-// nothing); a success costs nothing.
+// clientFrom is an HTTP client whose connections leave from the loopback
+// address ip (Linux routes all of 127.0.0.0/8 to lo).
+func clientFrom(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
+// TestLoginRateLimited: over loopback, an address that has failed too
+// often gets 429 with Retry-After for its wrong keys, and its right key
+// still gets in; failures from other addresses, however many, never lock
+// a right key out (issue 32, finding 11: eleven addresses used to lock
+// the login for everyone).
 func TestLoginRateLimited(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), &sqlite.Options{RelaxedSync: true})
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	_, url := newLoginServer(t, func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	for i := range loginBurstPerAddr {
+		if code, _ := uiLogin(t, http.DefaultClient, url, fmt.Sprintf("sk-guess-%d", i)); code != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d", i, code)
+		}
+	}
+	resp, err := http.Post(url+"/ui/login", "application/json", strings.NewReader(`{"key":"sk-guess-x"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	m := session.New(st, llmtest.NewModel(), nil)
-	if err := m.Start(context.Background()); err != nil {
-		t.Fatal(err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "60" {
+		t.Errorf("a wrong key after the burst: %d, Retry-After %q; want 429 and 60", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
-	defer m.Stop(context.Background())
-	s := New(m, &Options{APIKeys: []string{"sk-right"}})
-	var mu sync.Mutex
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	login := func(key string) *http.Response {
-		t.Helper()
-		resp, err := http.Post(srv.URL+"/ui/login", "application/json", strings.NewReader(`{"key":"`+key+`"}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp
+	if code, ck := uiLogin(t, http.DefaultClient, url, "sk-alice"); code != http.StatusOK || ck == nil {
+		t.Errorf("the right key from the address that failed: %d", code)
 	}
-	for range 3 {
-		if resp := login("sk-right"); resp.StatusCode != http.StatusOK {
-			t.Fatalf("right key: %d", resp.StatusCode)
+
+	// Twenty more addresses fail past their bounds; a right key from
+	// any address, theirs included, gets in.
+	for a := range 20 {
+		c := clientFrom(fmt.Sprintf("127.0.1.%d", a+1))
+		for i := range loginBurstPerAddr + 2 {
+			uiLogin(t, c, url, fmt.Sprintf("sk-guess-%d-%d", a, i))
 		}
 	}
-	for i := range loginBurstPerAddr {
-		if resp := login(fmt.Sprintf("sk-guess-%d", i)); resp.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("guess %d: %d", i, resp.StatusCode)
+	for _, ip := range []string{"127.0.1.1", "127.0.2.1"} {
+		if code, ck := uiLogin(t, clientFrom(ip), url, "sk-bob"); code != http.StatusOK || ck == nil {
+			t.Errorf("the right key from %s after others' failures: %d", ip, code)
 		}
 	}
-	for _, key := range []string{"sk-guess-x", "sk-right"} {
-		resp := login(key)
-		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "60" {
-			t.Errorf("%s after the burst: %d, Retry-After %q; want 429 and 60", key, resp.StatusCode, resp.Header.Get("Retry-After"))
-		}
-	}
-	mu.Lock()
-	now = now.Add(loginRefillPerAddr - time.Second)
-	mu.Unlock()
-	if resp := login("sk-right"); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" {
-		t.Errorf("a second early: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
-	}
-	mu.Lock()
-	now = now.Add(time.Second)
-	mu.Unlock()
-	if resp := login("sk-right"); resp.StatusCode != http.StatusOK {
-		t.Errorf("after the wait, the right key: %d", resp.StatusCode)
+	if code, _ := uiLogin(t, clientFrom("127.0.2.1"), url, "sk-wrong"); code != http.StatusUnauthorized {
+		t.Errorf("a wrong key from a fresh address: %d, want 401", code)
 	}
 }

@@ -23,14 +23,18 @@ import (
 // anything (any method but GET and HEAD) only together with the header
 // X-CSRF-Token carrying the cookie session's CSRF token, which the page
 // reads from GET /ui/session. The cookie sessions live in this process's
-// memory: a restart or another replica logs the page out.
+// memory (at most uiMaxSessionsPerKey per key): a restart or another
+// replica logs the page out.
 
 const (
-	uiCookie       = "hrns_ui"
-	uiCSRFHeader   = "X-CSRF-Token"
-	uiSessionTTL   = 12 * time.Hour
-	uiMaxSessions  = 1000
-	uiMaxLoginBody = 4 << 10
+	uiCookie     = "hrns_ui"
+	uiCSRFHeader = "X-CSRF-Token"
+	uiSessionTTL = 12 * time.Hour
+	// uiMaxSessionsPerKey bounds the cookie sessions of one API key: a
+	// key's login beyond it ends that key's oldest, never another key's.
+	// All keys together hold at most this times the number of keys.
+	uiMaxSessionsPerKey = 20
+	uiMaxLoginBody      = 4 << 10
 )
 
 // uiSessions are the page's logged-in browsers, by the SHA-256 of their
@@ -38,6 +42,9 @@ const (
 type uiSessions struct {
 	mu sync.Mutex
 	m  map[[32]byte]*uiSession
+	// byOwner lists each owner's sessions in m, oldest first (and some
+	// that left m since, dropped at the owner's next login).
+	byOwner map[string][][32]byte
 }
 
 type uiSession struct {
@@ -51,33 +58,33 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// add returns a new session's cookie token. At uiMaxSessions, expired
-// sessions go first, then the one nearest its expiry.
+// add returns a new session's cookie token. The owner's expired sessions
+// go, and at uiMaxSessionsPerKey its oldest: the sessions of other
+// owners are never touched.
 func (u *uiSessions) add(owner string, now time.Time) (token string, s *uiSession) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.m == nil {
 		u.m = map[[32]byte]*uiSession{}
+		u.byOwner = map[string][][32]byte{}
 	}
-	if len(u.m) >= uiMaxSessions {
-		var oldest [32]byte
-		var at time.Time
-		for k, v := range u.m {
-			if !v.expires.After(now) {
-				delete(u.m, k)
-				continue
-			}
-			if at.IsZero() || v.expires.Before(at) {
-				oldest, at = k, v.expires
-			}
+	live := u.byOwner[owner][:0]
+	for _, k := range u.byOwner[owner] {
+		if v, ok := u.m[k]; ok && v.expires.After(now) {
+			live = append(live, k)
+		} else {
+			delete(u.m, k)
 		}
-		if len(u.m) >= uiMaxSessions {
-			delete(u.m, oldest)
-		}
+	}
+	for len(live) >= uiMaxSessionsPerKey {
+		delete(u.m, live[0])
+		live = live[1:]
 	}
 	token = randomToken()
 	s = &uiSession{owner: owner, csrf: randomToken(), expires: now.Add(uiSessionTTL)}
-	u.m[sha256.Sum256([]byte(token))] = s
+	k := sha256.Sum256([]byte(token))
+	u.m[k] = s
+	u.byOwner[owner] = append(live, k)
 	return token, s
 }
 
@@ -176,19 +183,20 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 		uiJSON(w, http.StatusOK, map[string]any{"auth_required": false, "logged_in": true, "csrf": ""})
 		return
 	}
+	// Every key is checked, whatever the address has failed before (see
+	// uilimit.go): a right key always gets in.
 	now := s.now()
-	if wait := s.logins.begin(r.RemoteAddr, now); wait > 0 {
-		secs := int64((wait + time.Second - 1) / time.Second)
-		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("Too many failed logins: try again in %d seconds", secs))
-		return
-	}
 	owner, ok := s.keys[sha256.Sum256([]byte(strings.TrimSpace(body.Key)))]
 	if !ok {
+		if wait := s.logins.failed(r.RemoteAddr, now); wait > 0 {
+			secs := int64((wait + time.Second - 1) / time.Second)
+			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+			writeError(w, http.StatusTooManyRequests, fmt.Sprintf("Too many failed logins: try again in %d seconds", secs))
+			return
+		}
 		writeError(w, http.StatusUnauthorized, "Unknown API key")
 		return
 	}
-	s.logins.succeeded(r.RemoteAddr, now)
 	token, us := s.ui.add(owner, now)
 	http.SetCookie(w, &http.Cookie{
 		Name: uiCookie, Value: token, Path: "/", MaxAge: int(uiSessionTTL / time.Second),

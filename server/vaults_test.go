@@ -29,6 +29,7 @@ import (
 	"github.com/hrns-dev/hrns/openai/openaitest"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/session/schedule"
 	"github.com/hrns-dev/hrns/store"
 	"github.com/hrns-dev/hrns/store/sqlite"
 	"github.com/hrns-dev/hrns/vault"
@@ -101,7 +102,8 @@ func newVaultEnv(t *testing.T, keys string, now time.Time, replies ...openaitest
 		t.Fatal(err)
 	}
 	resp := &syncBuffer{}
-	h := contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Vaults: svc, Logger: log}))
+	sch := schedule.New(m, st, &schedule.Options{Owner: "replica-1"})
+	h := contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Vaults: svc, Schedules: sch, Logger: log}))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(&teeWriter{ResponseWriter: w, to: resp}, r)
 	}))
@@ -333,6 +335,40 @@ func TestVaultSessionScope(t *testing.T) {
 	if h := r.header.Get("Hrns-Not-Honoured"); strings.Contains(h, "vault_id") {
 		t.Errorf("Hrns-Not-Honoured: %s", h)
 	}
+}
+
+// TestVaultScheduleScope: a schedule's session template is validated as
+// a session request, at creation and at update: another key's vault in
+// it is refused (422) as it is for a session, and the key's own is taken
+// (issue 32, finding 12).
+func TestVaultScheduleScope(t *testing.T) {
+	e := newVaultEnv(t, testVaultKey, time.Unix(0, 0))
+	bobs := e.createVault(keyBob, "Bob's", testSeed)
+	alices := e.createVault(keyAlice, "Alice's", testSeed)
+	schedule := func(template string) string {
+		return `{"name":"nightly","timing":{"expression":"0 9 * * *","timezone":"UTC"},"session_request":` + template + `}`
+	}
+	bad := map[string]string{
+		"another key's vault":             `{"agent":{"name":"a","environments":[{"kind":"web","vault_id":"` + bobs + `"}]},"messages":"hi"}`,
+		"unknown vault":                   `{"agent":{"name":"a","environments":[{"kind":"web","vault_id":"6f1c2a0e-1b2c-4d3e-8f90-123456789abc"}]},"messages":"hi"}`,
+		"override to another key's vault": `{"agent":{"name":"a","environments":[{"kind":"web"}]},"messages":"hi","overrides":{"agent.environments[kind=web].vault_id":"` + bobs + `"}}`,
+		"client tool clash":               `{"agent":{"name":"a","environments":[{"kind":"web","vault_id":"` + alices + `"}],"tools":[{"name":"one_time_code","description":"mine"}]},"messages":"hi"}`,
+	}
+	r := e.call("POST", "/api/v2/schedules", keyAlice, schedule(`{"agent":{"name":"a","environments":[{"kind":"web","vault_id":"`+alices+`"}]},"messages":"hi"}`), http.StatusCreated, "")
+	var own struct{ ID string }
+	r.json(&own)
+	for name, template := range bad {
+		for _, op := range []struct{ method, path, body string }{
+			{"POST", "/api/v2/sessions", template},
+			{"POST", "/api/v2/schedules", schedule(template)},
+			{"PATCH", "/api/v2/schedules/" + own.ID, `{"session_request":` + template + `}`},
+		} {
+			if r := e.do(op.method, op.path, keyAlice, op.body); r.status != http.StatusUnprocessableEntity {
+				t.Errorf("%s: %s %s = %d, want 422: %s", name, op.method, op.path, r.status, r.body)
+			}
+		}
+	}
+	e.call("POST", "/api/v2/schedules", keyBob, schedule(`{"agent":{"name":"a","environments":[{"kind":"web","vault_id":"`+bobs+`"}]},"messages":"hi"}`), http.StatusCreated, "")
 }
 
 // TestVaultOneTimeCode runs a session whose agent asks for a one-time

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +28,17 @@ import (
 // delivered; webhooks may reach loopback, where the tests' receivers are.
 func newHookEnv(t *testing.T, replies ...openaitest.Reply) (*env, *webhook.Service) {
 	t.Helper()
+	return newHookEnvWith(t, nil, replies...)
+}
+
+// newHookEnvWith is newHookEnv with the webhooks' options (Allow is set).
+func newHookEnvWith(t *testing.T, o *webhook.Options, replies ...openaitest.Reply) (*env, *webhook.Service) {
+	t.Helper()
+	var opts webhook.Options
+	if o != nil {
+		opts = *o
+	}
+	opts.Allow = func(a netip.AddrPort) bool { return a.Addr().IsLoopback() }
 	model := openaitest.NewServer(replies...)
 	t.Cleanup(model.Close)
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), &sqlite.Options{RelaxedSync: true})
@@ -37,7 +50,7 @@ func newHookEnv(t *testing.T, replies ...openaitest.Reply) (*env, *webhook.Servi
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	hooks := webhook.New(st, &webhook.Options{Allow: func(a netip.AddrPort) bool { return a.Addr().IsLoopback() }})
+	hooks := webhook.New(st, &opts)
 	hooks.Start()
 	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Webhooks: hooks})))
 	t.Cleanup(func() {
@@ -283,4 +296,57 @@ func TestWebhooksValidation(t *testing.T) {
 func TestWebhooksDisabled(t *testing.T) {
 	e := newEnv(t, nil)
 	e.expect(e.do("GET", "/api/v2/webhooks", keyAlice, nil), http.StatusNotImplemented)
+}
+
+// TestWebhooksFairAcrossKeys: Alice's fifty webhooks at a receiver that
+// never answers do not hold back Bob's delivery (issue 32, finding 7).
+// Bob's delivery arrives while every attempt made for Alice is still in
+// flight, and Alice never has more than PerKey of them at once.
+func TestWebhooksFairAcrossKeys(t *testing.T) {
+	const perKey = 3
+	// The attempts at Alice's receiver last until the test ends: no
+	// timeout frees their slots.
+	e, _ := newHookEnvWith(t, &webhook.Options{Timeout: time.Hour, Concurrency: 8, PerKey: perKey})
+	var started, ended atomic.Int32
+	arrived := make(chan struct{}, 256)
+	release := make(chan struct{})
+	stuck := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started.Add(1)
+		arrived <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		ended.Add(1)
+	}))
+	t.Cleanup(func() {
+		close(release)
+		stuck.Close()
+	})
+	for i := range 50 {
+		e.expect(e.do("POST", "/api/v2/webhooks", keyAlice, map[string]any{"url": fmt.Sprintf("%s/%d", stuck.URL, i), "enabled_events": []string{"*"}}),
+			http.StatusCreated)
+	}
+	rc := newHookReceiver(t)
+	var bob client.WebhookWithSecret
+	e.expect(e.do("POST", "/api/v2/webhooks", keyBob, map[string]any{"url": rc.URL, "enabled_events": []string{"*"}}), http.StatusCreated).json(&bob)
+	rc.trust(bob.Secret)
+
+	// A session of Alice's: a hundred deliveries (pending, then idle).
+	e.create(keyAlice, `{"agent":{"name":"a","environments":[]}}`)
+	for range perKey {
+		select {
+		case <-arrived:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("Alice's receiver got %d requests, want %d", started.Load(), perKey)
+		}
+	}
+	id := e.create(keyBob, `{"agent":{"name":"b","environments":[]}}`)
+	got := rc.next(t)
+	if !got.verified || got.event.Data.SessionID != id {
+		t.Errorf("Bob's delivery: verified %v, %+v", got.verified, got.event)
+	}
+	if n, done := started.Load(), ended.Load(); n != perKey || done != 0 {
+		t.Errorf("when Bob's delivery arrived, Alice's receiver had %d requests (%d ended), want %d in flight", n, done, perKey)
+	}
 }

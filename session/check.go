@@ -5,16 +5,24 @@ import "context"
 // CheckRequest validates a request for the owner as [Manager.Create]
 // would, without creating a session, and returns it normalised as Create
 // would store it. Names (agents, environments, skills) are resolved
-// against the registry now; a later Create resolves them again.
+// against the registry now, and the vaults the agent names are checked to
+// be the owner's ([Options.Vaults], called without a session); a later
+// Create resolves and checks them again.
 //
 // Errors: a *[ValidationError] for an invalid request.
 func (m *Manager) CheckRequest(ctx context.Context, owner string, r *Request) (*Request, error) {
+	// The steps of Manager.create up to the session's state.
 	echo := m.normalize(r)
-	req, _, err := m.Registry().forSession(ctx, owner, echo)
+	req, reg, err := m.Registry().forSession(ctx, owner, echo)
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := m.resolve(req); err != nil {
+	sp, _, err := m.resolve(req)
+	if err != nil {
+		return nil, err
+	}
+	reg.apply(sp)
+	if err := m.bindVaults(ctx, owner, sp); err != nil {
 		return nil, err
 	}
 	return echo, nil

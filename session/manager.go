@@ -101,6 +101,9 @@ type Options struct {
 	// bound is approximate: two creations on two replicas at once may
 	// both be admitted.
 	MaxActiveSessions int
+	// MaxUnreadBytes bounds what a session holds of input its agent has
+	// not read yet (see [ErrSessionFull]); 0 means [MaxUnreadBytes].
+	MaxUnreadBytes int
 	// Prices price the sessions' usage in their metrics (the costs of
 	// GET /changes and of MetricsUpdateEvent); nil means
 	// [pricing.Default]. A model that is not in the table has null
@@ -777,6 +780,9 @@ func (m *Manager) PostToolResultsRange(ctx context.Context, owner, id string, re
 			if r.Kind == KindError && r.ToolReq.ID == "" {
 				// An error not tied to a call: logged, and read by the
 				// agent as a message before its next step.
+				if err := m.checkUnread(st, len(r.Error)); err != nil {
+					return nil, err
+				}
 				events = append(events, callerError(st, r))
 				changed = true
 				continue
@@ -968,6 +974,13 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 		}
 		if st.Phase == phaseDone && st.Spec.spec == nil {
 			return nil, fmt.Errorf("%w: it is %s and its state is lost", ErrFinished, s.Status)
+		}
+		adding := 0
+		for i := range converted {
+			adding += messageBytes(&converted[i])
+		}
+		if err := m.checkUnread(st, adding); err != nil {
+			return nil, err
 		}
 		return receive(s, st, converted, callers, time.Now()), nil
 	})

@@ -448,4 +448,10 @@ type ClaimParams struct {
 	// at least BelowAttempts: those claimed that often without progress
 	// (a worker claims them one at a time instead).
 	BelowAttempts int
+	// PerKey, when > 0, bounds the deliveries of one API key
+	// ([Delivery.Owner]) that ClaimDeliveries leaves leased at once,
+	// counting those already leased by any worker (approximately: two
+	// concurrent claims may each take the last place). Only
+	// ClaimDeliveries reads it.
+	PerKey int
 }

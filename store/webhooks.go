@@ -139,9 +139,17 @@ type Webhooks interface {
 	// or before p.Now, of enabled webhooks, whose lease is free or
 	// expired: each is returned with LeaseOwner p.Owner, LeaseUntil
 	// p.Now+p.TTL, Attempts incremented (the attempt is counted when it
-	// starts, so a worker that dies has used it) and Webhook set, oldest
-	// first, at most p.Limit (<= 0 means 1). Two concurrent claims never
-	// return the same delivery.
+	// starts, so a worker that dies has used it) and Webhook set, at most
+	// p.Limit (<= 0 means 1). Two concurrent claims never return the
+	// same delivery.
+	//
+	// The claim is fair across API keys (the deliveries' Owner): it takes
+	// each key's oldest due deliveries in turn, a key with fewer
+	// deliveries leased first (each delivery ranks by the key's leased
+	// deliveries plus its place among the key's due ones, oldest first),
+	// so that one key's backlog does not hold back another's first
+	// delivery; and, with p.PerKey > 0, it leaves no key more than
+	// p.PerKey deliveries leased. The result is in that order.
 	ClaimDeliveries(ctx context.Context, p *ClaimParams) ([]*Delivery, error)
 
 	// FinishDelivery records an attempt of a delivery the caller leased,

@@ -50,6 +50,9 @@ type Config struct {
 	// CORSOrigins are origins whose web pages may call hrns serve
 	// (--cors-origin).
 	CORSOrigins []string `toml:"cors_origins" yaml:"cors_origins"`
+	// PublicURL is hrns serve's address as its clients reach it, which
+	// share URLs are made from (--public-url).
+	PublicURL string `toml:"public_url" yaml:"public_url"`
 	// Agents are the agents hrns serve offers by name.
 	Agents map[string]AgentConfig `toml:"agents" yaml:"agents"`
 	// Catalog gives agents of hrns serve more names, such as the
@@ -106,6 +109,10 @@ type AgentConfig struct {
 	// ones for this agent's sessions.
 	Permissions *PermissionsConfig      `toml:"permissions" yaml:"permissions"`
 	Hooks       map[string][]HookConfig `toml:"hooks" yaml:"hooks"`
+	// Network lets the agent's commands (run_command, and run_code's) use
+	// the network in hrns serve, where by default they have none (see
+	// --command-network).
+	Network bool `toml:"network" yaml:"network"`
 }
 
 // PermissionsConfig is the permission policy of the config file:

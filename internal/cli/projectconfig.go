@@ -62,6 +62,8 @@ func (c *Config) mergeProject(workdir string) error {
 		refused = "allowed_hosts"
 	case len(p.CORSOrigins) > 0:
 		refused = "cors_origins"
+	case p.PublicURL != "":
+		refused = "public_url"
 	case len(p.Agents) > 0:
 		refused = "agents"
 	case len(p.Catalog) > 0:

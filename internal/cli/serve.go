@@ -36,6 +36,7 @@ type serveOptions struct {
 	keysFile  string
 	hosts     stringList
 	origins   stringList
+	publicURL string
 	config    string
 	provider  string
 	model     string
@@ -46,11 +47,15 @@ type serveOptions struct {
 	// prepareWorkdir.
 	workdirReal string
 	yes         bool
-	workers     int
-	maxActive   int
-	maxSteps    int
-	drain       time.Duration
-	quota       quotaFlags
+	// commandNetwork lets every agent's commands use the network
+	// (--command-network); an agent of the config may have it alone
+	// (network = true).
+	commandNetwork bool
+	workers        int
+	maxActive      int
+	maxSteps       int
+	drain          time.Duration
+	quota          quotaFlags
 	// browser flags (internal/cli/browser.go)
 	browserAllow    string
 	browserProfiles string
@@ -69,6 +74,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.keysFile, "api-keys-file", "", "a file of accepted API keys, one a line, readable by its owner only (mode 0600); also HRNS_API_KEYS=k1,k2 and api_keys in the config file")
 	fs.StringVar(&o.vaultKeyFile, "vault-key-file", "", "a file of the keys that encrypt vaults (ID:BASE64 of 32 bytes, the primary first), readable by its owner only (mode 0600); also HRNS_VAULT_KEY")
 	fs.Var(&o.hosts, "allowed-host", "a Host name (or HOST:PORT) the API answers besides loopback's, as a proxy or browser sends it (repeatable; also allowed_hosts in the config)")
+	fs.StringVar(&o.publicURL, "public-url", "", "the server's address as clients reach it (https://hrns.example.com, with a proxy's path prefix if any), which share URLs are made from (default: each request's scheme and Host; also public_url in the config)")
 	fs.Var(&o.origins, "cors-origin", "an origin (https://app.example.com) whose web pages may call the API (repeatable; also cors_origins in the config)")
 	fs.StringVar(&o.config, "config", "", "config file (default ~/.config/hrns/config.toml or .yaml)")
 	fs.StringVar(&o.provider, "provider", "", "provider: openai, openai-responses, anthropic, gemini, or a name from the config file")
@@ -77,6 +83,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.agentsDir, "agents", "", "a folder of agent files (Markdown, as hrns run --agent takes) that callers may name")
 	fs.StringVar(&o.workdir, "workdir", "", "root directory of the file and shell tools named agents may use (default: none)")
 	fs.BoolVar(&o.yes, "yes", false, "run calls of tools that require approval without waiting for a decision")
+	fs.BoolVar(&o.commandNetwork, "command-network", false, "let the commands of every agent (run_command, and run_code's) use the network, loopback and private addresses included (default: no network; network = true in [agents.NAME] for one agent)")
 	fs.IntVar(&o.workers, "workers", 0, "sessions run at once (default 64)")
 	fs.IntVar(&o.maxActive, "max-sessions-per-key", 0, "active sessions an API key may have at once; more wait as queued, or get 429 with queue: false (default no limit)")
 	fs.IntVar(&o.maxSteps, "max-steps", 0, "step budget of sessions that set none (default 100)")
@@ -178,6 +185,10 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return err
 	}
+	publicURL, err := checkPublicURL(firstString(o.publicURL, cfg.PublicURL))
+	if err != nil {
+		return err
+	}
 	model, modelName, err := buildModel(&runOptions{config: o.config, provider: o.provider, model: o.model, baseURL: o.baseURL}, cfg, &agentFile{}, stdio.getenv)
 	if err != nil {
 		return err
@@ -227,7 +238,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		if a.Hooks != nil {
 			ac.Hooks = shellHooks(a.Hooks, withMode(henv, firstPerms(ac.Permissions, opts.Permissions)))
 		}
-		if err := o.addAgent(opts, name, ac, a.Tools, "config"+cfg.where()); err != nil {
+		if err := o.addAgent(opts, name, ac, a.Tools, a.Network, "config"+cfg.where()); err != nil {
 			return err
 		}
 	}
@@ -282,7 +293,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch}),
+		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
@@ -332,7 +343,7 @@ func (o *serveOptions) loadAgents(opts *session.Options) error {
 		}
 		name := firstString(a.Name, strings.TrimSuffix(filepath.Base(f), ".md"))
 		cfg := &session.AgentConfig{Description: a.Description, Instructions: a.System, Model: a.Model, MaxSteps: a.MaxTurns}
-		if err := o.addAgent(opts, name, cfg, a.Tools, f); err != nil {
+		if err := o.addAgent(opts, name, cfg, a.Tools, false, f); err != nil {
 			return err
 		}
 	}
@@ -340,13 +351,14 @@ func (o *serveOptions) loadAgents(opts *session.Options) error {
 }
 
 // addAgent offers an agent by name, with its tools (see
-// [serveOptions.agentTools]). source names where the agent was defined,
-// for errors.
-func (o *serveOptions) addAgent(opts *session.Options, name string, cfg *session.AgentConfig, toolNames []string, source string) error {
+// [serveOptions.agentTools]); network lets its commands use the network
+// even without --command-network. source names where the agent was
+// defined, for errors.
+func (o *serveOptions) addAgent(opts *session.Options, name string, cfg *session.AgentConfig, toolNames []string, network bool, source string) error {
 	if _, dup := opts.Agents[name]; dup {
 		return usagef("agent %q is defined twice (again in %s)", name, source)
 	}
-	at, err := o.agentTools(toolNames)
+	at, err := o.agentTools(toolNames, network || o.commandNetwork)
 	if err != nil {
 		return usagef("agent %s (%s): %v", name, source, err)
 	}
@@ -406,9 +418,10 @@ var dirless = map[string]bool{"web_fetch": true, "todo_write": true, runCodeName
 // that requires approval, and the calls it makes of capabilities that
 // require approval are refused, since a running program cannot wait for a
 // decision, unless hrns serve runs with --yes. An unknown name is an
-// error. The agents defined in the config, in --agents files, and through
-// the agents API resolve their tools with it.
-func (o *serveOptions) agentTools(names []string) (*servedTools, error) {
+// error. Commands (run_command, and run_code's) have no network unless
+// network is set. The agents defined in the config, in --agents files,
+// and through the agents API resolve their tools with it.
+func (o *serveOptions) agentTools(names []string, network bool) (*servedTools, error) {
 	var st servedTools
 	var own []string
 	code, needDir := false, false
@@ -433,7 +446,7 @@ func (o *serveOptions) agentTools(names []string) (*servedTools, error) {
 		return &st, nil
 	}
 	env := func(dir string) *toolEnv {
-		e := &toolEnv{Dir: dir, NoCapabilityApproval: "a program run by hrns serve cannot wait for an approval: call the tool directly (the operator can start hrns serve with --yes to allow such calls in programs)"}
+		e := &toolEnv{Dir: dir, Shell: &tools.ShellOptions{DenyNetwork: !network}, NoCapabilityApproval: "a program run by hrns serve cannot wait for an approval: call the tool directly (the operator can start hrns serve with --yes to allow such calls in programs)"}
 		if o.yes {
 			e.Capabilities = loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
 				return loop.Decision{Verdict: loop.Approve}, nil
@@ -487,4 +500,17 @@ func firstPerms(p ...*loop.Permissions) *loop.Permissions {
 		}
 	}
 	return nil
+}
+
+// checkPublicURL checks --public-url (or public_url): an absolute http or
+// https URL, without query or fragment; "" stays "".
+func checkPublicURL(raw string) (string, error) {
+	if raw == "" {
+		return "", nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", usagef("--public-url %q: want the absolute http or https URL clients reach the server at, such as https://hrns.example.com or https://example.com/hrns, without query or fragment", raw)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
 }

@@ -18,10 +18,13 @@ import (
 	"github.com/hrns-dev/hrns/store"
 )
 
-// payload is the body of a delivery.
+// payload is the body of a delivery: the fields of Standard Webhooks'
+// examples and of H's (created_at, which H's SDK requires), both the time
+// of the event.
 type payload struct {
 	ID        string    `json:"id"`
 	Type      string    `json:"type"`
+	CreatedAt time.Time `json:"created_at"`
 	Timestamp time.Time `json:"timestamp"`
 	Data      any       `json:"data"`
 }
@@ -33,13 +36,14 @@ type SessionData = api.WebhookSessionData
 const PingType = "webhook.ping"
 
 func sessionBody(d *store.Delivery) []byte {
-	b, _ := json.Marshal(payload{ID: d.EventID, Type: d.EventType, Timestamp: d.OccurredAt.UTC(),
+	at := d.OccurredAt.UTC()
+	b, _ := json.Marshal(payload{ID: d.EventID, Type: d.EventType, CreatedAt: at, Timestamp: at,
 		Data: SessionData{SessionID: d.SessionID, Status: d.SessionStatus, PreviousStatus: optString(d.PreviousStatus)}})
 	return b
 }
 
 func pingBody(id, webhookID string, now time.Time) []byte {
-	b, _ := json.Marshal(payload{ID: id, Type: PingType, Timestamp: now.UTC(), Data: map[string]string{"webhook_id": webhookID}})
+	b, _ := json.Marshal(payload{ID: id, Type: PingType, CreatedAt: now.UTC(), Timestamp: now.UTC(), Data: map[string]string{"webhook_id": webhookID}})
 	return b
 }
 
@@ -113,6 +117,8 @@ func (c *client) do(ctx context.Context, w *store.Webhook, id string, now time.T
 	req.Header.Set("webhook-id", id)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set("webhook-signature", sig)
+	req.Header.Set(HTimestampHeader, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(HSignatureHeader, hSignature(w.Secret, w.PreviousSecret, w.PreviousSecretUntil, now, body))
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return result{Error: describe(err, ctx, c.timeout)}
@@ -235,9 +241,15 @@ func (s *Service) run(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	wake, cancel := s.st.Subscribe(store.WebhookTopic)
 	defer cancel()
+	d := s.newDispatcher()
+	// Stop returns once the attempts in progress are recorded.
+	defer d.wg.Wait()
 	var pruned time.Time
 	for {
-		if _, err := s.DeliverDue(ctx); err != nil && ctx.Err() == nil {
+		if _, err := d.fill(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("webhook deliveries", "err", err)
+		}
+		for _, err := range d.takeErrs() {
 			s.log.Error("webhook deliveries", "err", err)
 		}
 		now := s.opts.Now()
@@ -251,9 +263,16 @@ func (s *Service) run(ctx context.Context, done chan struct{}) {
 		}
 		wait := s.opts.PollEvery
 		if next, err := s.st.NextDelivery(ctx, now); err == nil && !next.IsZero() {
-			// A delivery due now is another replica's, or was just
-			// refused a claim: look again soon, not at once.
-			wait = min(wait, max(next.Sub(now), 100*time.Millisecond))
+			// A delivery due now is leased by another replica, was
+			// just refused a claim, or its key has PerKey deliveries
+			// in flight: look again soon, not at once. When this
+			// worker's own attempts are in flight, the end of each
+			// wakes it (freed), so it looks less often.
+			floor := 100 * time.Millisecond
+			if d.busy() > 0 {
+				floor = time.Second
+			}
+			wait = min(wait, max(next.Sub(now), floor))
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -261,6 +280,7 @@ func (s *Service) run(ctx context.Context, done chan struct{}) {
 			t.Stop()
 			return
 		case <-wake:
+		case <-d.freed:
 		case <-t.C:
 		}
 		t.Stop()
@@ -268,48 +288,104 @@ func (s *Service) run(ctx context.Context, done chan struct{}) {
 }
 
 // DeliverDue attempts every delivery that is due now (by Options.Now),
-// up to Options.Concurrency at a time (a slow receiver holds one slot,
-// not a batch), records each attempt, and returns how many it attempted.
-// It returns when none is left due and the attempts it started are
-// recorded, or when ctx is done; attempts already started finish and are
-// recorded even then. The worker calls it; tests and tools may too.
+// up to Options.Concurrency at a time and Options.PerKey of one API key
+// (a slow receiver holds its own key's slots, not a batch), records each
+// attempt, and returns how many it attempted. It returns when none is
+// left due and the attempts it started are recorded, or when ctx is
+// done; attempts already started finish and are recorded even then. The
+// worker does the same without waiting for its attempts; tests and tools
+// may call DeliverDue.
 func (s *Service) DeliverDue(ctx context.Context) (int, error) {
-	slots := make(chan struct{}, s.opts.Concurrency)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		n    int
-	)
-	defer wg.Wait()
-	for ctx.Err() == nil {
-		slots <- struct{}{} // one free slot at least
-		free := cap(slots) - len(slots) + 1
-		ds, err := s.st.ClaimDeliveries(ctx, &store.ClaimParams{Owner: s.opts.ReplicaID, Now: s.opts.Now(), TTL: s.opts.LeaseTTL, Limit: free})
-		if err != nil || len(ds) == 0 {
-			<-slots
-			wg.Wait()
-			mu.Lock()
-			defer mu.Unlock()
-			return n, errors.Join(append(errs, err)...)
+	d := s.newDispatcher()
+	total := 0
+	for {
+		n, err := d.fill(ctx)
+		total += n
+		if err != nil || n == 0 && d.busy() == 0 {
+			d.wg.Wait()
+			return total, errors.Join(append(d.takeErrs(), err)...)
 		}
-		n += len(ds)
-		for i, d := range ds {
-			if i > 0 {
-				slots <- struct{}{} // free: only this loop takes slots
-			}
-			wg.Go(func() {
-				defer func() { <-slots }()
-				if err := s.attempt(context.WithoutCancel(ctx), d); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
+		select {
+		case <-d.freed:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// A dispatcher attempts claimed deliveries, each in a goroutine of its
+// own, at most Options.Concurrency at a time. One goroutine calls fill;
+// attempts end on their own.
+type dispatcher struct {
+	s     *Service
+	slots chan struct{} // one per attempt in progress
+	// freed receives (without blocking the sender, so one value may
+	// stand for several) when an attempt ends.
+	freed chan struct{}
+	wg    sync.WaitGroup
+
+	mu   sync.Mutex
+	errs []error // of attempts, since takeErrs
+}
+
+func (s *Service) newDispatcher() *dispatcher {
+	return &dispatcher{s: s, slots: make(chan struct{}, s.opts.Concurrency), freed: make(chan struct{}, 1)}
+}
+
+// busy returns how many attempts are in progress.
+func (d *dispatcher) busy() int { return len(d.slots) }
+
+// fill claims due deliveries for the free slots and starts their
+// attempts, until the slots are full or the store has no more to give
+// (none due, or their keys at Options.PerKey); it returns how many it
+// started.
+func (d *dispatcher) fill(ctx context.Context) (int, error) {
+	s := d.s
+	n := 0
+	for ctx.Err() == nil {
+		// Only fill takes slots: free can only grow meanwhile.
+		free := cap(d.slots) - len(d.slots)
+		if free == 0 {
+			return n, nil
+		}
+		ds, err := s.st.ClaimDeliveries(ctx, &store.ClaimParams{Owner: s.opts.ReplicaID, Now: s.opts.Now(), TTL: s.opts.LeaseTTL,
+			Limit: free, PerKey: s.opts.PerKey})
+		if err != nil {
+			return n, err
+		}
+		for _, del := range ds {
+			d.slots <- struct{}{}
+			d.wg.Go(func() {
+				defer d.release()
+				if err := s.attempt(context.WithoutCancel(ctx), del); err != nil {
+					d.mu.Lock()
+					d.errs = append(d.errs, err)
+					d.mu.Unlock()
 				}
 			})
 		}
+		n += len(ds)
+		if len(ds) < free {
+			return n, nil
+		}
 	}
-	wg.Wait()
 	return n, ctx.Err()
+}
+
+func (d *dispatcher) release() {
+	<-d.slots
+	select {
+	case d.freed <- struct{}{}:
+	default:
+	}
+}
+
+// takeErrs returns the errors of the attempts ended since the last call.
+func (d *dispatcher) takeErrs() []error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	errs := d.errs
+	d.errs = nil
+	return errs
 }
 
 // attempt posts one claimed delivery and records the outcome.

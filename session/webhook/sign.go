@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
@@ -69,4 +70,38 @@ func signatures(secret, previous string, previousUntil time.Time, id string, now
 		sig += " " + old
 	}
 	return sig, nil
+}
+
+// The headers of H's signature scheme, which H Company's SDKs verify
+// (verify_webhook): the Unix seconds of the attempt, and [SignH]'s
+// signature.
+const (
+	HTimestampHeader = "X-H-Webhook-Timestamp"
+	HSignatureHeader = "X-H-Webhook-Signature"
+)
+
+// SignH returns the signature of a delivery as H's X-H-Webhook-Signature
+// header carries it: "sha256=" and the hex of HMAC-SHA256(key, timestamp
+// "." body), where key is the bytes of the whole secret as the API
+// returned it ("whsec_" included) and timestamp the Unix seconds of the
+// X-H-Webhook-Timestamp header.
+func SignH(secret string, timestamp time.Time, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(strconv.FormatInt(timestamp.Unix(), 10)))
+	mac.Write([]byte{'.'})
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// hSignature returns the X-H-Webhook-Signature header of a delivery at
+// now. The header holds one signature (H's receivers compare it whole), so
+// while a rotation's overlap lasts it is made with the previous secret,
+// which receivers not yet given the new one still hold; a receiver given
+// the new secret during the overlap verifies with both (H's
+// verify_webhook takes a list), and with the new one alone afterwards.
+func hSignature(secret, previous string, previousUntil time.Time, now time.Time, body []byte) string {
+	if previous != "" && now.Before(previousUntil) {
+		secret = previous
+	}
+	return SignH(secret, now, body)
 }

@@ -23,14 +23,18 @@
 // to one of them at a time ([Options.LeaseTTL], longer than an attempt's
 // [Options.Timeout]). A delivery is a POST of a JSON body
 //
-//	{"id": EVENT_ID, "type": "session.completed", "timestamp": "2026-...Z",
+//	{"id": EVENT_ID, "type": "session.completed", "created_at": "2026-...Z", "timestamp": "2026-...Z",
 //	 "data": {"session_id": "...", "status": "completed", "previous_status": "running"}}
 //
-// signed as Standard Webhooks 1.0 describes: headers webhook-id (the event
-// id, the same on every attempt: receivers deduplicate on it),
-// webhook-timestamp (Unix seconds of the attempt) and webhook-signature
-// ("v1," and the base64 HMAC-SHA256 of "ID.TIMESTAMP.BODY" with the
-// decoded secret; see [Sign]). Any 2xx answer is a success; anything else,
+// signed twice with the one secret: as Standard Webhooks 1.0 describes,
+// with headers webhook-id (the event id, the same on every attempt:
+// receivers deduplicate on it), webhook-timestamp (Unix seconds of the
+// attempt) and webhook-signature ("v1," and the base64 HMAC-SHA256 of
+// "ID.TIMESTAMP.BODY" with the decoded secret; see [Sign]); and as H's
+// SDKs verify, with headers X-H-Webhook-Timestamp (the same seconds) and
+// X-H-Webhook-Signature ("sha256=" and the hex HMAC-SHA256 of
+// "TIMESTAMP.BODY" keyed with the whole secret string; see [SignH]). Any
+// 2xx answer is a success; anything else,
 // a redirect, a timeout or a refused address is a failed attempt, retried
 // after an exponential backoff with jitter ([Options.BaseDelay],
 // [Options.MaxDelay]), or the longer Retry-After of a 429 or 503 (at most
@@ -40,13 +44,23 @@
 // attempt leaves a lease that expires, and the delivery is attempted
 // again.
 //
+// # Fairness
+//
+// A worker attempts up to [Options.Concurrency] deliveries at once, each
+// in its own goroutine, and claims more as soon as one ends. The store's
+// claim takes each API key's due deliveries in turn, the key with the
+// fewest in flight first, and leaves no key more than [Options.PerKey]
+// in flight across the workers: a receiver that is slow or never answers
+// costs only its own key's deliveries.
+//
 // # Secrets and rotation
 //
 // A secret is "whsec_" and the base64 of 32 random bytes, returned only by
 // [Service.Create] and [Service.Rotate]. After a rotation, deliveries are
 // signed with both the new and the previous secret for
-// [Options.RotationOverlap] (the header holds both signatures,
-// space-separated), so a receiver can switch secrets without missing one.
+// [Options.RotationOverlap] (webhook-signature holds both signatures,
+// space-separated; X-H-Webhook-Signature, which holds one, is made with the
+// previous secret), so a receiver can switch secrets without missing one.
 //
 // # Addresses
 //
@@ -151,8 +165,14 @@ type Options struct {
 	// still pending); 0 means 7 days.
 	Retention time.Duration
 	// Concurrency bounds the deliveries a worker attempts at once; 0
-	// means 8.
+	// means 64.
 	Concurrency int
+	// PerKey bounds the deliveries of one API key attempted at once,
+	// by all the workers sharing the store (approximately: two claims
+	// at once may each take the last place); 0 means 8. With it, and
+	// claims that take each key's deliveries in turn, a receiver that
+	// is slow or never answers delays only its own key's deliveries.
+	PerKey int
 	// PollEvery is the longest a worker waits without a notification
 	// before it looks for due deliveries; 0 means 30 seconds.
 	PollEvery time.Duration
@@ -224,7 +244,10 @@ func New(st store.Store, opts *Options) *Service {
 		o.Retention = 7 * 24 * time.Hour
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = 8
+		o.Concurrency = 64
+	}
+	if o.PerKey <= 0 {
+		o.PerKey = 8
 	}
 	if o.PollEvery <= 0 {
 		o.PollEvery = 30 * time.Second

@@ -1,9 +1,12 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -199,13 +202,13 @@ const deliveryColumns = `d.id, d.webhook_id, d.owner, d.event_id, d.event_type, 
 	d.occurred_at, d.state, d.attempts, d.next_attempt_at, d.lease_owner, d.lease_until, d.last_status_code, d.last_error,
 	d.created_at, d.updated_at`
 
-func scanDelivery(row pgx.Row) (*store.Delivery, error) {
+func scanDelivery(row pgx.Row, more ...any) (*store.Delivery, error) {
 	var (
 		d                                            store.Delivery
 		occurred, next, leaseUntil, created, updated pgtype.Timestamptz
 	)
-	err := row.Scan(&d.ID, &d.WebhookID, &d.Owner, &d.EventID, &d.EventType, &d.SessionID, &d.SessionStatus, &d.PreviousStatus,
-		&occurred, &d.State, &d.Attempts, &next, &d.LeaseOwner, &leaseUntil, &d.LastStatusCode, &d.LastError, &created, &updated)
+	err := row.Scan(append([]any{&d.ID, &d.WebhookID, &d.Owner, &d.EventID, &d.EventType, &d.SessionID, &d.SessionStatus, &d.PreviousStatus,
+		&occurred, &d.State, &d.Attempts, &next, &d.LeaseOwner, &leaseUntil, &d.LastStatusCode, &d.LastError, &created, &updated}, more...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -214,64 +217,95 @@ func scanDelivery(row pgx.Row) (*store.Delivery, error) {
 	return &d, nil
 }
 
-// ClaimDeliveries implements [store.Webhooks]. The rows are locked (FOR
-// UPDATE OF d SKIP LOCKED): a concurrent claim takes others, or none.
+// ClaimDeliveries implements [store.Webhooks]: for each owner with an
+// enabled webhook, it counts the owner's leased deliveries and locks its
+// oldest due ones (FOR UPDATE OF d SKIP LOCKED: a concurrent claim takes
+// others, or none), then takes them in turn across owners.
 func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*store.Delivery, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
 	var out []*store.Delivery
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `WITH c AS (
-				SELECT d.id FROM hrns_webhook_deliveries d JOIN hrns_webhooks w ON w.id = d.webhook_id
-				WHERE d.state = 'pending' AND d.next_attempt_at <= $1 AND (d.lease_owner = '' OR d.lease_until <= $1) AND NOT w.disabled
-				ORDER BY d.next_attempt_at, d.created_at, d.id
+		rows, err := tx.Query(ctx, `WITH busy AS (
+				SELECT o.owner, (SELECT count(*) FROM hrns_webhook_deliveries b
+					WHERE b.owner = o.owner AND b.state = 'pending' AND b.lease_owner <> '' AND b.lease_until > $1) AS n
+				FROM (SELECT DISTINCT owner FROM hrns_webhooks WHERE NOT disabled) o
+			), cand AS (
+				SELECT x.id, x.owner, x.next_attempt_at, x.created_at, busy.n AS busy FROM busy
+				CROSS JOIN LATERAL (
+					SELECT d.id, d.owner, d.next_attempt_at, d.created_at
+					FROM hrns_webhook_deliveries d JOIN hrns_webhooks w ON w.id = d.webhook_id
+					WHERE d.owner = busy.owner AND d.state = 'pending' AND d.next_attempt_at <= $1
+						AND (d.lease_owner = '' OR d.lease_until <= $1) AND NOT w.disabled
+					ORDER BY d.next_attempt_at, d.created_at, d.id
+					LIMIT $2
+					FOR UPDATE OF d SKIP LOCKED
+				) x
+				WHERE $5::int <= 0 OR busy.n < $5::int
+			), ranked AS (
+				SELECT id, next_attempt_at, created_at,
+					busy + row_number() OVER (PARTITION BY owner ORDER BY next_attempt_at, created_at, id) - 1 AS rank
+				FROM cand
+			), c AS (
+				SELECT id, rank FROM ranked WHERE $5::int <= 0 OR rank < $5::int
+				ORDER BY rank, next_attempt_at, created_at, id
 				LIMIT $2
-				FOR UPDATE OF d SKIP LOCKED
 			)
 			UPDATE hrns_webhook_deliveries d SET lease_owner = $3, lease_until = $4, attempts = attempts + 1
 			FROM c WHERE d.id = c.id
-			RETURNING `+deliveryColumns, ts(p.Now), max(p.Limit, 1), p.Owner, ts(p.Now.Add(p.TTL)))
+			RETURNING `+deliveryColumns+`, c.rank`, ts(p.Now), max(p.Limit, 1), p.Owner, ts(p.Now.Add(p.TTL)), p.PerKey)
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.Delivery, error) { return scanDelivery(r) })
+		var ranked []rankedDelivery
+		ranked, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (rankedDelivery, error) {
+			var rank int64
+			d, err := scanDelivery(r, &rank)
+			return rankedDelivery{d, rank}, err
+		})
 		if err != nil {
 			return err
 		}
-		for _, d := range out {
+		// RETURNING keeps no order: put them back in the claim's.
+		slices.SortFunc(ranked, rankedDelivery.compare)
+		out = make([]*store.Delivery, len(ranked))
+		for i, c := range ranked {
+			d := c.d
 			if d.Webhook, err = scanWebhook(tx.QueryRow(ctx, `SELECT `+webhookColumns+` FROM hrns_webhooks WHERE id = $1`, d.WebhookID)); err != nil {
 				return err
 			}
 			d.LeaseUntil = p.Now.Add(p.TTL)
+			out[i] = d
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", s.wrap(err))
 	}
-	sortDeliveries(out)
 	return out, nil
 }
 
-// sortDeliveries puts claimed deliveries in the order Claim selected them:
-// RETURNING keeps no order.
-func sortDeliveries(ds []*store.Delivery) {
-	for i := 1; i < len(ds); i++ {
-		for j := i; j > 0 && deliveryBefore(ds[j], ds[j-1]); j-- {
-			ds[j], ds[j-1] = ds[j-1], ds[j]
-		}
-	}
+// A rankedDelivery is a claimed delivery and its turn in the claim: its
+// owner's leased deliveries plus its place among the owner's due ones.
+type rankedDelivery struct {
+	d    *store.Delivery
+	rank int64
 }
 
-func deliveryBefore(a, b *store.Delivery) bool {
-	if c := a.NextAttemptAt.Compare(b.NextAttemptAt); c != 0 {
-		return c < 0
+// compare orders claimed deliveries as the claim took them: by rank, then
+// due time, creation and id.
+func (a rankedDelivery) compare(b rankedDelivery) int {
+	if a.rank != b.rank {
+		return cmp.Compare(a.rank, b.rank)
 	}
-	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-		return c < 0
+	if c := a.d.NextAttemptAt.Compare(b.d.NextAttemptAt); c != 0 {
+		return c
 	}
-	return a.ID < b.ID
+	if c := a.d.CreatedAt.Compare(b.d.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.d.ID, b.d.ID)
 }
 
 // FinishDelivery implements [store.Webhooks].

@@ -61,6 +61,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -377,6 +378,24 @@ func asStored(s *store.Session, events []store.Event) {
 	}
 }
 
+// filterNanos is t in Unix nanoseconds for a comparison with stored
+// times, which all fit: a time before or after what int64 nanoseconds hold
+// (1678 to 2262) becomes the least or greatest of them, which compares
+// with every stored time as t does. (t.UnixNano overflows there: a filter
+// created_after=2300-01-01 matched every session.)
+func filterNanos(t time.Time) int64 {
+	switch {
+	case t.Before(minNanosTime):
+		return math.MinInt64
+	case t.After(maxNanosTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// The least and greatest times of int64 Unix nanoseconds.
+var minNanosTime, maxNanosTime = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+
 func fromNanos(n int64) time.Time {
 	if n == 0 {
 		return time.Time{}
@@ -590,10 +609,10 @@ func (s *Store) ListSessions(ctx context.Context, p *store.ListParams) ([]*store
 	for _, f := range []struct {
 		cond string
 		t    time.Time
-	}{{"created_at > ?", p.CreatedAfter}, {"created_at < ?", p.CreatedBefore}, {"finished_at > ?", p.FinishedAfter}, {"finished_at != 0 AND finished_at < ?", p.FinishedBefore}} {
+	}{{"created_at > ?", p.CreatedAfter}, {"created_at < ?", p.CreatedBefore}, {"finished_at != 0 AND finished_at > ?", p.FinishedAfter}, {"finished_at != 0 AND finished_at < ?", p.FinishedBefore}} {
 		if !f.t.IsZero() {
 			where += ` AND ` + f.cond
-			args = append(args, f.t.UnixNano())
+			args = append(args, filterNanos(f.t))
 		}
 	}
 	if p.Search != "" {

@@ -1,12 +1,14 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -257,21 +259,62 @@ func scanDelivery(sc scanner, more ...any) (*store.Delivery, error) {
 	return &d, nil
 }
 
-// ClaimDeliveries implements [store.Webhooks].
+// ClaimDeliveries implements [store.Webhooks]: for each owner with an
+// enabled webhook, it counts the owner's leased deliveries and reads its
+// oldest due ones (both through partial indexes on owner), then takes
+// them in turn across owners.
 func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*store.Delivery, error) {
 	now, until := nanos(p.Now), nanos(p.Now.Add(p.TTL))
+	limit := max(p.Limit, 1)
 	var out []*store.Delivery
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-			WHERE d.state = 'pending' AND d.next_attempt_at <= ?1 AND (d.lease_owner = '' OR d.lease_until <= ?1) AND w.disabled = 0
-			ORDER BY d.next_attempt_at, d.created_at, d.id LIMIT ?2 + 0`, now, max(p.Limit, 1))
+		out = nil
+		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT owner FROM webhooks WHERE disabled = 0`)
 		if err != nil {
 			return err
 		}
-		if out, err = collect(rows, func(sc scanner) (*store.Delivery, error) { return scanDelivery(sc) }); err != nil {
+		var owners []string
+		for rows.Next() {
+			var o string
+			if err := rows.Scan(&o); err != nil {
+				rows.Close()
+				return err
+			}
+			owners = append(owners, o)
+		}
+		if err := rows.Close(); err != nil {
 			return err
 		}
-		for _, d := range out {
+		var cands []rankedDelivery
+		for _, o := range owners {
+			var busy int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_deliveries
+				WHERE owner = ? AND state = 'pending' AND lease_owner <> '' AND lease_until > ?`, o, now).Scan(&busy); err != nil {
+				return err
+			}
+			room := limit
+			if p.PerKey > 0 {
+				room = min(room, p.PerKey-busy)
+			}
+			if room <= 0 {
+				continue
+			}
+			rows, err := tx.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+				WHERE d.owner = ?1 AND d.state = 'pending' AND d.next_attempt_at <= ?2 AND (d.lease_owner = '' OR d.lease_until <= ?2) AND w.disabled = 0
+				ORDER BY d.next_attempt_at, d.created_at, d.id LIMIT ?3 + 0`, o, now, room)
+			if err != nil {
+				return err
+			}
+			ds, err := collect(rows, func(sc scanner) (*store.Delivery, error) { return scanDelivery(sc) })
+			if err != nil {
+				return err
+			}
+			for i, d := range ds {
+				cands = append(cands, rankedDelivery{d, busy + i})
+			}
+		}
+		for _, c := range takeFair(cands, limit) {
+			d := c.d
 			if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?, attempts = attempts + 1 WHERE id = ?`,
 				p.Owner, until, d.ID); err != nil {
 				return err
@@ -281,6 +324,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 			if d.Webhook, err = scanWebhook(tx.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE id = ?`, d.WebhookID)); err != nil {
 				return err
 			}
+			out = append(out, d)
 		}
 		return nil
 	})
@@ -288,6 +332,31 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
 	return out, nil
+}
+
+// A rankedDelivery is a due delivery and its turn in a fair claim: its
+// owner's leased deliveries plus its place among the owner's due ones.
+type rankedDelivery struct {
+	d    *store.Delivery
+	rank int
+}
+
+// takeFair returns the first n of cands by rank, then due time, creation
+// and id.
+func takeFair(cands []rankedDelivery, n int) []rankedDelivery {
+	slices.SortFunc(cands, func(a, b rankedDelivery) int {
+		if a.rank != b.rank {
+			return cmp.Compare(a.rank, b.rank)
+		}
+		if c := a.d.NextAttemptAt.Compare(b.d.NextAttemptAt); c != 0 {
+			return c
+		}
+		if c := a.d.CreatedAt.Compare(b.d.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.d.ID, b.d.ID)
+	})
+	return cands[:min(n, len(cands))]
 }
 
 // FinishDelivery implements [store.Webhooks].

@@ -442,6 +442,7 @@ func testListFilters(t *testing.T, st store.Store) {
 		t.Errorf("stored group, parent, schedule = %q, %q, %q", got.GroupID, got.ParentID, got.ScheduleID)
 	}
 	at := func(min int) time.Time { return base.Add(time.Duration(min) * time.Minute) }
+	far := func(year int) time.Time { return time.Date(year, 1, 1, 0, 0, 0, 0, time.UTC) }
 	tests := []struct {
 		name string
 		p    store.ListParams
@@ -461,6 +462,19 @@ func testListFilters(t *testing.T, st store.Store) {
 		{"created before", store.ListParams{CreatedBefore: at(1)}, []string{"s0"}},
 		{"finished after", store.ListParams{FinishedAfter: at(15)}, []string{"s2"}},
 		{"finished before", store.ListParams{FinishedBefore: at(15)}, []string{"s1"}},
+		// Times beyond int64 nanoseconds (1678 to 2262) compare as
+		// times, on both sides.
+		{"created after 2300", store.ListParams{CreatedAfter: far(2300)}, nil},
+		{"created after 9999", store.ListParams{CreatedAfter: far(9999)}, nil},
+		{"created before 2300", store.ListParams{CreatedBefore: far(2300)}, []string{"s3", "s2", "s1", "s0"}},
+		{"created after 1600", store.ListParams{CreatedAfter: far(1600)}, []string{"s3", "s2", "s1", "s0"}},
+		{"created before 1600", store.ListParams{CreatedBefore: far(1600)}, nil},
+		{"created before year 2", store.ListParams{CreatedBefore: far(2)}, nil},
+		{"finished after 2300", store.ListParams{FinishedAfter: far(2300)}, nil},
+		{"finished before 2300", store.ListParams{FinishedBefore: far(2300)}, []string{"s2", "s1"}},
+		{"finished after 1600", store.ListParams{FinishedAfter: far(1600)}, []string{"s2", "s1"}},
+		{"finished after 1960", store.ListParams{FinishedAfter: far(1960)}, []string{"s2", "s1"}},
+		{"finished before 1600", store.ListParams{FinishedBefore: far(1600)}, nil},
 		{"combined", store.ListParams{Agents: []string{"web"}, ParentID: "s0", Statuses: []string{"failed"}}, []string{"s2"}},
 	}
 	for _, tt := range tests {

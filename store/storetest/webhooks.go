@@ -25,6 +25,7 @@ var webhookTests = []struct {
 	{"WebhookOutboxRollback", testWebhookOutboxRollback},
 	{"WebhookDeliveries", testWebhookDeliveries},
 	{"WebhookClaimConcurrent", testWebhookClaimConcurrent},
+	{"WebhookClaimFair", testWebhookClaimFair},
 	{"WebhookDisable", testWebhookDisable},
 }
 
@@ -453,6 +454,52 @@ func testWebhookClaimConcurrent(t *testing.T, st store.Store) {
 		if n != 1 {
 			t.Errorf("delivery %s claimed %d times", id, n)
 		}
+	}
+}
+
+// testWebhookClaimFair: one owner's backlog does not hold back another's
+// first delivery, and PerKey bounds what an owner has leased at once.
+func testWebhookClaimFair(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	mustCreateWebhook(t, st, newWebhook(hookID(1), "alice", "*"))
+	mustCreateWebhook(t, st, newWebhook(hookID(2), "bob", "*"))
+	for i := range 6 {
+		mustCreate(t, st, newSession(fmt.Sprintf("a%d", i), "alice"))
+	}
+	mustCreate(t, st, newSession("b0", "bob"))
+	now := time.Now().Add(time.Second)
+	claim := func(limit, perKey int, at time.Time) map[string]int {
+		t.Helper()
+		got, err := st.ClaimDeliveries(ctx, &store.ClaimParams{Owner: "r", Now: at, TTL: time.Minute, Limit: limit, PerKey: perKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]int{}
+		for _, d := range got {
+			n[d.Owner]++
+		}
+		return n
+	}
+	// Bob's only delivery, newer than all of Alice's, is taken in the
+	// first claim of two.
+	if got := claim(2, 0, now); got["alice"] != 1 || got["bob"] != 1 {
+		t.Errorf("claim of 2 = %v, want one of each owner", got)
+	}
+	// Alice has one leased: with PerKey 3, two more, however many are
+	// asked for, and then none.
+	if got := claim(10, 3, now); got["alice"] != 2 || got["bob"] != 0 {
+		t.Errorf("claim with PerKey 3 = %v, want alice:2", got)
+	}
+	if got := claim(10, 3, now); len(got) != 0 {
+		t.Errorf("claim with Alice at PerKey = %v, want none", got)
+	}
+	// Without the bound, the rest.
+	if got := claim(10, 0, now); got["alice"] != 3 {
+		t.Errorf("claim without PerKey = %v, want alice:3", got)
+	}
+	// Expired leases are not counted.
+	if got := claim(10, 2, now.Add(2*time.Minute)); got["alice"] != 2 || got["bob"] != 1 {
+		t.Errorf("claim after the leases expired = %v, want alice:2 bob:1", got)
 	}
 }
 

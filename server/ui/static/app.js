@@ -369,6 +369,53 @@
     return el('div', {}, ...out);
   }
 
+  // WS_RUN is a run of spaces and tabs long enough to hide what follows
+  // it off the line: shown as a marker.
+  const WS_RUN = /[ \t]{8,}/g;
+
+  // spaced returns the nodes of a line of a command: its text, each run of
+  // eight or more spaces and tabs as a marker saying how many.
+  function spaced(line) {
+    const out = [];
+    let at = 0;
+    for (const m of line.matchAll(WS_RUN)) {
+      out.push(line.slice(at, m.index));
+      const kinds = [/ /.test(m[0]) && 'spaces', /\t/.test(m[0]) && 'tabs'].filter(Boolean).join(' and ');
+      out.push(el('span', { class: 'ws', text: '[' + m[0].length + ' ' + kinds + ']' }));
+      at = m.index + m[0].length;
+    }
+    out.push(line.slice(at));
+    return out.filter((n) => n !== '');
+  }
+
+  // commandBlock shows a command waiting for approval so that every line
+  // of it is seen, as the terminal shows it: one line as "$ command";
+  // more with a note of how many, line numbers, and each run of blank (or
+  // whitespace-only) lines as one marker line saying how many. Long runs
+  // of spaces and tabs inside a line show as markers too. The block is
+  // never cut or scrolled (an approval card grows to fit it), so Approve
+  // comes after its last line.
+  function commandBlock(cmd) {
+    const ls = cmd.split('\n');
+    if (ls.length === 1) return [el('pre', { class: 'command' }, '$ ', ...spaced(cmd))];
+    const num = (n) => String(n).padStart(4);
+    const pre = el('pre', { class: 'command numbered' });
+    let run = 0, blanks = 0;
+    for (let i = 0; i <= ls.length; i++) {
+      if (i < ls.length && /^[ \t]*$/.test(ls[i])) { run++; blanks++; continue; }
+      if (run) {
+        const from = i - run + 1;
+        pre.append(el('span', { class: 'blank', text: run === 1
+          ? num(from) + '  (blank line)'
+          : num(from) + '–' + i + '  (' + run + ' blank lines)' }));
+        run = 0;
+      }
+      if (i < ls.length) pre.append(el('span', { class: 'line' }, num(i + 1) + '  ', ...spaced(ls[i])));
+    }
+    const note = '(' + ls.length + ' lines' + (blanks ? ', ' + blanks + ' of them blank' : '') + ': every line is shown)';
+    return [el('p', { class: 'muted note', text: note }), pre];
+  }
+
   // preview shows a call waiting for approval as the terminal does: the
   // command of run_command, a diff for write_file and edit_file, then
   // every other argument. The page sees only the API, not the files, so
@@ -386,7 +433,7 @@
     const parts = [];
     let title = name + ' wants to run';
     if (name === 'run_command' && typeof args.command === 'string') {
-      parts.push(el('pre', { class: 'command', text: '$ ' + args.command }));
+      parts.push(...commandBlock(args.command));
       shown.add('command');
     } else if (name === 'write_file' && typeof args.content === 'string') {
       title = name + ' wants to write ' + str('path');
