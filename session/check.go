@@ -14,7 +14,7 @@ func (m *Manager) CheckRequest(ctx context.Context, owner string, r *Request) (*
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := m.resolve(req); err != nil {
+	if _, _, err := m.resolve(ctx, owner, req); err != nil {
 		return nil, err
 	}
 	return echo, nil
