@@ -17,7 +17,7 @@ func (m *Manager) CheckRequest(ctx context.Context, owner string, r *Request) (*
 	if err != nil {
 		return nil, err
 	}
-	sp, _, err := m.resolve(req)
+	sp, _, err := m.resolve(ctx, owner, req)
 	if err != nil {
 		return nil, err
 	}

@@ -156,7 +156,11 @@
 // ([Registry.ResolveAgent]): a registered agent becomes an inline
 // definition, an environment's id its definition, and skills named by
 // the agent reach the model through the skill tools of package skills,
-// read from the store each time the session runs.
+// read from the store each time the session runs. Subagents given by
+// name are resolved the same way, with the same owner: a registered one
+// is kept as its definition in the parent's spec (cycles refused, the
+// nesting bounded). [HCatalog] gives the agents of H Company's published
+// names (web surfers) for [Options.Agents].
 //
 // # Quotas
 //

@@ -285,7 +285,7 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 	if err != nil {
 		return nil, false, err
 	}
-	sp, msgs, err := m.resolve(req)
+	sp, msgs, err := m.resolve(ctx, p.Owner, req)
 	if err != nil {
 		return nil, false, err
 	}

@@ -138,7 +138,7 @@ func (r *Registry) configAgent(name, target string) builtin {
 		a.MaxSteps = &cfg.MaxSteps
 	}
 	for _, ts := range cfg.Toolsets {
-		if _, ok := r.m.opts.Environments[ts]; ok {
+		if r.m.hasEnvironment(ts) {
 			a.Environments = append(a.Environments, json.RawMessage(fmt.Sprintf("%q", ts)))
 		}
 	}

@@ -52,41 +52,17 @@ var skillToolNames = []string{"list_skills", "load_skill", "read_skill", "search
 func (r *Registry) ResolveAgent(ctx context.Context, owner string, ref AgentRef) (*ResolvedAgent, error) {
 	out := &ResolvedAgent{Ref: ref}
 	if ref.Inline == nil {
-		name := ref.Name
-		if name == "" {
+		if ref.Name == "" {
 			return out, nil // resolve reports the missing agent
 		}
-		if _, ok := r.m.opts.Agents[name]; ok {
-			return out, nil
-		}
-		if target, ok := r.m.opts.Catalog[name]; ok {
-			out.Ref = AgentRef{Name: target}
-			return out, nil
-		}
-		e, err := r.st.GetEntry(ctx, store.KindAgent, owner, name)
-		if errors.Is(err, store.ErrEntryNotFound) {
-			var known []string
-			for k := range r.m.opts.Agents {
-				known = append(known, k)
-			}
-			for k := range r.m.opts.Catalog {
-				known = append(known, k)
-			}
-			slices.Sort(known)
-			list := strings.Join(known, ", ")
-			if list == "" {
-				list = "none"
-			}
-			return nil, invalid(fmt.Sprintf("unknown agent %q: neither an agent of this server (%s) nor one registered with this API key", name, list), "body", "agent")
-		}
+		got, steps, err := r.lookupAgent(ctx, owner, ref.Name)
 		if err != nil {
 			return nil, err
 		}
-		a, steps, err := inlineAgent(e.Spec)
-		if err != nil {
-			return nil, err
+		out.Ref, out.MaxSteps = got, steps
+		if got.Inline == nil {
+			return out, nil // an agent of the server
 		}
-		out.Ref, out.MaxSteps = AgentRef{Inline: a}, steps
 	} else {
 		a := *ref.Inline
 		out.Ref = AgentRef{Inline: &a}
@@ -151,6 +127,35 @@ func (r *Registry) ResolveAgent(ctx context.Context, owner string, ref AgentRef)
 		return nil, err
 	}
 	return out, nil
+}
+
+// lookupAgent finds the agent a name gives, for a session of owner:
+// a configured agent's name is kept, a catalog name becomes its agent's
+// name, and the name of one of the owner's registered agents becomes its
+// definition (inline), with its step budget. Another key's agents are
+// never looked at.
+//
+// Errors: a *[ValidationError] at ["body", "agent"] for a name found in
+// none of them, which says where it looked.
+func (r *Registry) lookupAgent(ctx context.Context, owner, name string) (AgentRef, int, error) {
+	if _, ok := r.m.opts.Agents[name]; ok {
+		return AgentRef{Name: name}, 0, nil
+	}
+	if target, ok := r.m.opts.Catalog[name]; ok {
+		return AgentRef{Name: target}, 0, nil
+	}
+	e, err := r.st.GetEntry(ctx, store.KindAgent, owner, name)
+	if errors.Is(err, store.ErrEntryNotFound) {
+		return AgentRef{}, 0, invalid(fmt.Sprintf("unknown agent %q: looked among the agents of this server (%s), its catalog names (%s) and the agents registered with this API key", name, keys(r.m.opts.Agents), keys(r.m.opts.Catalog)), "body", "agent")
+	}
+	if err != nil {
+		return AgentRef{}, 0, err
+	}
+	a, steps, err := inlineAgent(e.Spec)
+	if err != nil {
+		return AgentRef{}, 0, err
+	}
+	return AgentRef{Inline: a}, steps, nil
 }
 
 // inlineAgent is the inline definition of a registered agent, and its

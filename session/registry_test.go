@@ -64,7 +64,7 @@ func TestResolveAgent(t *testing.T) {
 		{name: "registered and inline skills", ref: `{"name":"x","skills":["lookup",{"name":"inline"}]}`, wantErr: `body.agent.skills: an agent's skills are either all registered`},
 		{name: "inline agent with a desktop", ref: `{"name":"x","environments":["pc"]}`,
 			want: `{"name":"x","environments":[{"id":"pc","kind":"desktop","host":"user_device"}]}`},
-		{name: "unknown agent", ref: `"nope"`, wantErr: `body.agent: unknown agent "nope": neither an agent of this server (h/web-surfer-flash, reviewer) nor one registered with this API key`},
+		{name: "unknown agent", ref: `"nope"`, wantErr: `body.agent: unknown agent "nope": looked among the agents of this server (reviewer), its catalog names (h/web-surfer-flash) and the agents registered with this API key`},
 		{name: "another key's agent", owner: "bob", ref: `"support"`, wantErr: `body.agent: unknown agent "support"`},
 		{name: "unknown environment", ref: `{"name":"x","environments":["web","mars"]}`, wantErr: `body.agent.environments.1: unknown environment "mars"`},
 		{name: "another key's environment", owner: "bob", ref: `{"name":"x","environments":["shop"]}`, wantErr: `body.agent.environments.0: unknown environment "shop"`},

@@ -273,7 +273,7 @@ func TestValidation(t *testing.T) {
 		{"shadowing", `{"agent":{"name":"a","environments":["web"],"tools":[{"name":"web_fetch","description":"d"}]},"messages":"hi"}`, []string{"environment"}},
 		{"budgets", `{"agent":{"name":"a"},"messages":"hi","max_steps":0,"max_time_s":-1,"idle_timeout_s":0}`, []string{"max_steps", "max_time_s", "idle_timeout_s"}},
 		{"bad image", `{"agent":{"name":"a"},"messages":{"message":"look","images":["file:///etc/passwd"]}}`, []string{"body.messages.0.images.0"}},
-		{"unknown subagent", `{"agent":{"name":"a","subagents":["b"]},"messages":"hi"}`, []string{`subagent "b": body.agent: unknown agent "b"`}},
+		{"unknown subagent", `{"agent":{"name":"a","subagents":["b"]},"messages":"hi"}`, []string{`body.agent.subagents.0: subagent "b": unknown agent "b"`}},
 		{"subagents too deep", `{"agent":{"name":"a","subagents":[{"name":"b","subagents":[{"name":"c","subagents":[{"name":"d","subagents":[{"name":"e"}]}]}]}]},"messages":"hi"}`, []string{"nest at most 3 deep"}},
 		{"override", `{"agent":{"name":"a"},"messages":"hi","overrides":{"agent.name":"x"}}`, []string{"not supported"}},
 		{"override of a missing environment", `{"agent":{"name":"a"},"messages":"hi","overrides":{"agent.environments[kind=web].start_url":"x"}}`, []string{"the agent has no web environment"}},

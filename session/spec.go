@@ -247,13 +247,22 @@ func normalizeMessage(um UserMessage) UserMessage {
 	return um
 }
 
-// resolve validates a request and resolves its agent.
-func (m *Manager) resolve(req *Request) (*spec, []llm.Message, error) {
-	return m.resolveDepth(req, 0)
+// resolve validates a request of owner, whose agent the registry has
+// resolved ([Registry.forSession]), and resolves its agent and subagents.
+func (m *Manager) resolve(ctx context.Context, owner string, req *Request) (*spec, []llm.Message, error) {
+	left := maxSubagents
+	rs := &resolving{ctx: ctx, owner: owner, left: &left}
+	if req.Agent.Inline != nil {
+		rs.path = []string{req.Agent.Inline.Name}
+	} else if req.Agent.Name != "" {
+		rs.path = []string{req.Agent.Name}
+	}
+	return m.resolveDepth(rs, req, 0)
 }
 
-// resolveDepth is resolve for an agent depth subagents down.
-func (m *Manager) resolveDepth(req *Request, depth int) (*spec, []llm.Message, error) {
+// resolveDepth is resolve for an agent depth subagents down, whose
+// ancestors rs names.
+func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, []llm.Message, error) {
 	var v validation
 	sp := &spec{MaxSteps: m.opts.MaxSteps}
 	var agent Agent
@@ -294,7 +303,7 @@ func (m *Manager) resolveDepth(req *Request, depth int) (*spec, []llm.Message, e
 				sp.EnvDefs[e.Kind] = def
 			}
 		}
-		sp.Subagents = m.resolveSubagents(agent.Subagents, depth, &v)
+		sp.Subagents = m.resolveSubagents(rs, agent.Subagents, depth, &v)
 		sp.Skills = m.resolveSkills(agent.Skills, &v)
 
 	case req.Agent.Name != "":

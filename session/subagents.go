@@ -36,16 +36,42 @@ const waitChild = "child"
 // maxSubagentDepth bounds the nesting of subagents in one request.
 const maxSubagentDepth = 3
 
+// maxSubagents bounds the subagents one request resolves, theirs
+// included: each may be a registered agent with subagents of its own.
+const maxSubagents = 64
+
 // A subagent is one subagent of a spec: its name, and the agent of its
-// child sessions (an inline definition or a name, as JSON).
+// child sessions (an inline definition or the name of an agent of the
+// server, as JSON).
 type subagent struct {
 	Name  string          `json:"name"`
 	Agent json.RawMessage `json:"agent"`
+	// Description is what the delegate tool says of it.
+	Description string `json:"description,omitempty"`
+	// MaxSteps is a registered agent's step budget for its child
+	// sessions; 0 when it has none.
+	MaxSteps int `json:"max_steps,omitempty"`
 }
 
-// resolveSubagents checks the agent's subagents (each must be a valid
-// agent for a child session) and returns them for the spec.
-func (m *Manager) resolveSubagents(refs []AgentRef, depth int, v *validation) []subagent {
+// resolving is what the resolution of a request's agent carries down to
+// its subagents: the context and owner the registry is read with, the
+// names of the agents above (to refuse cycles), and how many subagents
+// may still be resolved.
+type resolving struct {
+	ctx   context.Context
+	owner string
+	path  []string
+	left  *int
+}
+
+// resolveSubagents resolves the agent's subagents as the agent of a
+// session is: a configured agent's name, a catalog name, the name of an
+// agent the owner registered, or an inline definition (whose names of
+// environments and skills are the owner's too). Each must be a valid
+// agent for a child session. A registered agent is stored as its
+// definition now, its subagents too, so that the child sessions run what
+// the parent was created with, and the nesting stays bounded.
+func (m *Manager) resolveSubagents(rs *resolving, refs []AgentRef, depth int, v *validation) []subagent {
 	if len(refs) == 0 {
 		return nil
 	}
@@ -56,24 +82,92 @@ func (m *Manager) resolveSubagents(refs []AgentRef, depth int, v *validation) []
 	var out []subagent
 	seen := map[string]bool{}
 	for i, ref := range refs {
+		loc := []any{"body", "agent", "subagents", i}
 		name := ref.Name
 		if ref.Inline != nil {
 			name = ref.Inline.Name
 		}
 		if name == "" || seen[name] {
-			v.add(fmt.Sprintf("subagent %q: a subagent needs a name of its own", name), "body", "agent", "subagents", i)
+			v.add(fmt.Sprintf("subagent %q: a subagent needs a name of its own", name), loc...)
 			continue
 		}
 		seen[name] = true
-		child := m.normalize(&Request{Agent: ref, Messages: Messages{{Message: "check"}}})
-		if _, _, err := m.resolveDepth(child, depth+1); err != nil {
-			v.add(fmt.Sprintf("subagent %q: %v", name, err), "body", "agent", "subagents", i)
+		if slices.Contains(rs.path, name) {
+			v.add(fmt.Sprintf("subagent %q: a cycle (%s → %s): an agent cannot be its own subagent, directly or not", name, strings.Join(rs.path, " → "), name), loc...)
 			continue
 		}
-		raw, _ := json.Marshal(child.Agent)
-		out = append(out, subagent{Name: name, Agent: raw})
+		if *rs.left <= 0 {
+			v.add(fmt.Sprintf("an agent has at most %d subagents, theirs included", maxSubagents), loc...)
+			return out
+		}
+		*rs.left--
+		def, steps := ref, 0
+		if ref.Inline == nil {
+			got, n, err := m.Registry().lookupAgent(rs.ctx, rs.owner, ref.Name)
+			if err != nil {
+				nest(v, err, name, loc)
+				continue
+			}
+			def, steps = got, n
+		}
+		child := m.normalize(&Request{Agent: def, Messages: Messages{{Message: "check"}}})
+		creq, _, err := m.Registry().forSession(rs.ctx, rs.owner, child)
+		if err != nil {
+			nest(v, err, name, loc)
+			continue
+		}
+		sub := &resolving{ctx: rs.ctx, owner: rs.owner, path: append(slices.Clip(rs.path), name), left: rs.left}
+		csp, _, err := m.resolveDepth(sub, creq, depth+1)
+		if err != nil {
+			nest(v, err, name, loc)
+			continue
+		}
+		stored := child.Agent
+		if a := stored.Inline; a != nil {
+			// Its subagents as resolved: registered ones by definition.
+			a.Subagents = nil
+			for _, s := range csp.Subagents {
+				var r AgentRef
+				if err := json.Unmarshal(s.Agent, &r); err != nil {
+					v.add(fmt.Sprintf("subagent %q: %v", name, err), loc...)
+					continue
+				}
+				a.Subagents = append(a.Subagents, r)
+			}
+		}
+		raw, _ := json.Marshal(stored)
+		desc := ""
+		if stored.Inline != nil {
+			desc = stored.Inline.Description
+		} else if cfg := m.opts.Agents[stored.Name]; cfg != nil {
+			desc = cfg.Description
+		}
+		out = append(out, subagent{Name: name, Agent: raw, Description: desc, MaxSteps: steps})
 	}
 	return out
+}
+
+// nest adds the errors of a subagent's resolution at its place in the
+// request, saying which subagent they are about.
+func nest(v *validation, err error, name string, loc []any) {
+	ve, ok := errors.AsType[*ValidationError](err)
+	if !ok {
+		v.add(fmt.Sprintf("subagent %q: %v", name, err), loc...)
+		return
+	}
+	for _, f := range ve.Fields {
+		rest := f.Loc
+		if len(rest) >= 2 && rest[0] == "body" && rest[1] == "agent" {
+			rest = rest[2:]
+		} else if len(rest) >= 1 && rest[0] == "body" {
+			rest = rest[1:]
+		}
+		msg := f.Msg
+		if !strings.HasPrefix(msg, "subagent ") {
+			msg = fmt.Sprintf("subagent %q: %s", name, msg)
+		}
+		v.fields = append(v.fields, FieldError{Loc: at(loc, rest...), Msg: msg, Type: f.Type})
+	}
 }
 
 // delegateSchema is the input schema of the delegate tool.
@@ -98,10 +192,10 @@ func delegateDescription(subs []subagent) string {
 	var b strings.Builder
 	b.WriteString("Delegate a task to a subagent, which works on it alone and returns its answer. Subagents:")
 	for _, s := range subs {
+		desc := s.Description
 		var a Agent
-		desc := ""
-		if json.Unmarshal(s.Agent, &a) == nil {
-			desc = a.Description
+		if desc == "" && json.Unmarshal(s.Agent, &a) == nil {
+			desc = a.Description // a spec stored before Description was
 		}
 		fmt.Fprintf(&b, "\n- %s: %s", s.Name, desc)
 	}
@@ -148,6 +242,9 @@ func (g *segment) startChild(ctx context.Context, call llm.ToolCall) (string, er
 	}
 	parent := g.id
 	req := &Request{Agent: ref, Messages: Messages{{Type: "user_message", Message: in.Task, CallerID: "agent:" + g.sp.Agent}}, ParentSessionID: &parent}
+	if n := g.sp.Subagents[i].MaxSteps; n > 0 {
+		req.MaxSteps = &n
+	}
 	raw, _ := json.Marshal(req)
 	v, _, err := g.m.create(ctx, &CreateParams{Owner: g.owner, Request: req, Raw: raw, IdempotencyKey: "subagent:" + parent + ":" + call.ID}, true)
 	if err != nil {

@@ -57,10 +57,14 @@ type Config struct {
 	Agents map[string]AgentConfig `toml:"agents" yaml:"agents"`
 	// Catalog gives agents of hrns serve more names, such as the
 	// catalog names of the Agents API ("h/web-surfer-flash"): each maps
-	// to the name of an agent of Agents or of --agents.
+	// to the name of an agent of Agents, of --agents or of the built-in
+	// catalog (session.HCatalog). A name of the built-in catalog mapped
+	// here runs the agent it maps to instead of the built-in web surfer;
+	// mapped to "", it is not offered.
 	//
 	//	[catalog]
 	//	"h/web-surfer-flash" = "repo-helper"
+	//	"h/web" = ""
 	Catalog map[string]string `toml:"catalog" yaml:"catalog"`
 	// Permissions is the permission policy of hrns run (and the default
 	// of hrns serve's agents).

@@ -247,6 +247,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 			return err
 		}
 	}
+	addHCatalog(opts, cfg)
 	if err := setCatalog(opts, cfg); err != nil {
 		return err
 	}
@@ -374,7 +375,9 @@ func (o *serveOptions) addAgent(opts *session.Options, name string, cfg *session
 }
 
 // setCatalog gives agents the further names of the config's catalog; each
-// must name an agent, and none may be an agent's own name.
+// must name an agent, and none may be an agent's own name. A name mapped
+// to "" is given to no agent: it takes a name of the built-in catalog
+// away (see [addHCatalog]).
 func setCatalog(opts *session.Options, cfg *Config) error {
 	opts.Catalog = map[string]string{}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Catalog)) {
@@ -382,6 +385,8 @@ func setCatalog(opts *session.Options, cfg *Config) error {
 		switch {
 		case strings.TrimSpace(name) == "" || strings.ContainsFunc(name, unicode.IsControl):
 			return usagef("catalog%s: %q is not a name", cfg.where(), name)
+		case target == "":
+			continue
 		case opts.Agents[target] == nil:
 			return usagef("catalog%s: %q names agent %q, which is not defined (agents: %s)", cfg.where(), name, target, strings.Join(slices.Sorted(maps.Keys(opts.Agents)), ", "))
 		case opts.Agents[name] != nil:
@@ -390,6 +395,20 @@ func setCatalog(opts *session.Options, cfg *Config) error {
 		opts.Catalog[name] = target
 	}
 	return nil
+}
+
+// addHCatalog offers the agents of the built-in catalog
+// ([session.HCatalog]: H Company's published agent names, each a web
+// surfer on the server's model), except the names the config's catalog
+// maps (to an agent of the operator's, or to "" to offer none) and the
+// names of the operator's own agents.
+func addHCatalog(opts *session.Options, cfg *Config) {
+	for name, a := range session.HCatalog() {
+		if _, mapped := cfg.Catalog[name]; mapped || opts.Agents[name] != nil {
+			continue
+		}
+		opts.Agents[name] = a
+	}
 }
 
 // servedTools are how the tools an agent names reach its sessions.
