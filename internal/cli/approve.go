@@ -12,6 +12,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/hrns-dev/hrns/internal/callview"
 	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/loop/cmdline"
@@ -46,13 +47,22 @@ type termApprover struct {
 	remember func(loop.Rule) error
 	// mark highlights escapes; nil when stderr is not a terminal.
 	mark func(string) string
+	// hold, when set, stops whatever else draws on the terminal (the
+	// progress line, the run's narration) until release is called: a
+	// question is written after hold and stays the last thing on the
+	// screen until its answer is read.
+	hold func() (release func())
+
+	// asking lets one question at a time on the screen: calls approved
+	// at once (a program's capabilities, parallel calls) wait their turn.
+	asking chan struct{}
 
 	mu    sync.Mutex
 	lines chan string // lines read from stdin by one reader goroutine
 }
 
 func newTermApprover(stdio *IO, perms *loop.Permissions) *termApprover {
-	a := &termApprover{stdio: stdio, perms: perms}
+	a := &termApprover{stdio: stdio, perms: perms, asking: make(chan struct{}, 1)}
 	if stdio.errTerminal() && stdio.getenv("NO_COLOR") == "" {
 		a.mark = reverseVideo
 	}
@@ -63,6 +73,16 @@ func newTermApprover(stdio *IO, perms *loop.Permissions) *termApprover {
 func reverseVideo(s string) string { return "\x1b[7m" + s + "\x1b[27m" }
 
 func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (loop.Decision, error) {
+	select {
+	case a.asking <- struct{}{}:
+		defer func() { <-a.asking }()
+	case <-ctx.Done():
+		return loop.Decision{}, ctx.Err()
+	}
+	if a.hold != nil {
+		release := a.hold()
+		defer release()
+	}
 	w := a.stdio.Err
 	if !a.stdio.interactive() {
 		fmt.Fprintf(w, "  ✗ %s needs approval and there is no terminal to ask: rerun with --yes to allow it, or allow it with --allow or --permission-mode\n", safetext.Escape(req.Call.Name))
@@ -233,12 +253,16 @@ func describeCall(name string, raw []byte, opts *safetext.Options) *preview {
 		p.text("  $ ", "  > ", "  ↪ ", a.Command)
 		shown["command"] = true
 	case runCodeName:
-		// The program, every line of it, as a command is shown.
+		// The program, every line of it numbered.
 		var a struct {
 			Code string `json:"code"`
 		}
 		json.Unmarshal(raw, &a)
-		p.text("  │ ", "  │ ", "  ↪ ", strings.TrimSuffix(a.Code, "\n"))
+		lines, escaped := callview.Program(a.Code, p.opts)
+		for _, l := range lines {
+			p.lines = append(p.lines, "  "+l.Gutter+l.Text)
+		}
+		p.escaped += escaped
 		shown["code"] = true
 	case "edit_file":
 		var a struct {

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
@@ -320,5 +323,66 @@ func TestApprovalShowsTheAskingHook(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), `(the hook guard.sh asks you: prod\x1b[2J!)`) {
 		t.Errorf("prompt:\n%s", errOut.String())
+	}
+}
+
+// TestOneQuestionAtATime: two calls put to the person at once are asked
+// one after the other; the second is not written, and holds nothing, while
+// the first waits for its answer, and each question is held (the screen
+// kept for it) until its own answer is read.
+func TestOneQuestionAtATime(t *testing.T) {
+	in, answers := io.Pipe()
+	defer answers.Close()
+	var errOut syncBuffer
+	a := newTermApprover(&IO{In: in, Err: &errOut, Interactive: func() bool { return true }}, &loop.Permissions{})
+	var mu sync.Mutex
+	held, most := 0, 0
+	a.hold = func() func() {
+		mu.Lock()
+		held++
+		most = max(most, held)
+		mu.Unlock()
+		return func() { mu.Lock(); held--; mu.Unlock() }
+	}
+	ask := func(cmd string, got chan<- loop.Verdict) {
+		d, err := a.Approve(t.Context(), approvalReq("run_command", `{"command":"`+cmd+`"}`))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- d.Verdict
+	}
+	first, second := make(chan loop.Verdict, 1), make(chan loop.Verdict, 1)
+	go ask("make one", first)
+	awaitText(t, &errOut, "Allow?")
+	go ask("make two", second)
+	// The window in which the second question, were it not held back,
+	// would be written: the first waits for its answer meanwhile.
+	time.Sleep(200 * time.Millisecond)
+	if s := errOut.String(); strings.Contains(s, "make two") {
+		t.Errorf("the second question was written while the first waited:\n%s", s)
+	}
+	io.WriteString(answers, "y\n")
+	if v := <-first; v != loop.Approve {
+		t.Errorf("first: %v", v)
+	}
+	awaitText(t, &errOut, "make two")
+	io.WriteString(answers, "n\nnot two\n")
+	if v := <-second; v != loop.Reject {
+		t.Errorf("second: %v", v)
+	}
+	if most != 1 || held != 0 {
+		t.Errorf("questions held at once: at most %d, %d left held; want 1 and 0", most, held)
+	}
+}
+
+// awaitText waits until w shows s.
+func awaitText(t *testing.T, w interface{ String() string }, s string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second) // a hang, not a speed check
+	for !strings.Contains(w.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%q never shown:\n%s", s, w.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

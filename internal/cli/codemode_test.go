@@ -89,7 +89,7 @@ func TestRunCodeApprovals(t *testing.T) {
 	}
 	log := errOut.String()
 	for _, want := range []string{
-		"run_code wants to run:\n  ⚠ 1 characters that are invisible or that a terminal would interpret are shown escaped (\\r, \\x1b, \\u202e...)\n  │ text = read_file(path=\"in.txt\")\n  │ # \\x1b[2K looks innocent\n",
+		"run_code wants to run:\n  ⚠ 1 characters that are invisible or that a terminal would interpret are shown escaped (\\r, \\x1b, \\u202e...)\n  1 │ text = read_file(path=\"in.txt\")\n  2 │ # \\x1b[2K looks innocent\n",
 		"write_file wants to run:\n  write out.txt (2 bytes, 1 lines)\n  +17\n",
 	} {
 		if !strings.Contains(log, want) {
@@ -109,14 +109,30 @@ func TestRunCodeApprovals(t *testing.T) {
 	}
 }
 
+// TestDescribeProgram: hrns run shows a program as callview renders it,
+// every line numbered (blank ones too), escaped, a long one continued.
 func TestDescribeProgram(t *testing.T) {
-	got := describeCall(runCodeName, []byte(`{"code":"x = 1\n\u202eevil = 2\nprint(x)\n"}`), nil)
-	want := []string{"  │ x = 1", `  │ \u202eevil = 2`, "  │ print(x)"}
-	if diff := cmp.Diff(want, got.lines); diff != "" {
-		t.Errorf("(-want +got)\n%s", diff)
+	tests := []struct {
+		name    string
+		code    string
+		want    []string
+		escaped int
+	}{
+		{"bidi", "x = 1\n\u202eevil = 2\nprint(x)\n", []string{"  1 │ x = 1", `  2 │ \u202eevil = 2`, "  3 │ print(x)"}, 1},
+		{"blank lines and an escape", "a = 1\n\n\n\x1b[2Kb = 2\n\n", []string{"  1 │ a = 1", "  2 │ ", "  3 │ ", `  4 │ \x1b[2Kb = 2`, "  5 │ "}, 1},
+		{"long line", "s = \"" + strings.Repeat("x", 130) + "\"", []string{"  1 │ s = \"" + strings.Repeat("x", 115), "    ↪ " + strings.Repeat("x", 15) + "\""}, 0},
 	}
-	if got.escaped != 1 {
-		t.Errorf("%d escaped, want 1", got.escaped)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args, _ := json.Marshal(map[string]string{"code": tt.code})
+			got := describeCall(runCodeName, args, nil)
+			if diff := cmp.Diff(tt.want, got.lines); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+			if got.escaped != tt.escaped {
+				t.Errorf("%d escaped, want %d", got.escaped, tt.escaped)
+			}
+		})
 	}
 }
 

@@ -18,8 +18,11 @@ type progress struct {
 	what  string
 	since time.Time
 	shown bool
-	stop  chan struct{}
-	done  chan struct{}
+	// paused counts the questions on the screen: while one is, the
+	// line is not drawn.
+	paused int
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // set says what the run now waits for ("" for nothing); the caller holds mu.
@@ -42,7 +45,7 @@ func (p *progress) tick(now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	el := now.Sub(p.since)
-	if p.what == "" || el < time.Second {
+	if p.what == "" || el < time.Second || p.paused > 0 {
 		return
 	}
 	frames := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/hrns-dev/hrns/internal/callview"
 	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
@@ -69,7 +71,16 @@ func (r *jsonRenderer) close() error { return r.err }
 //
 // Everything narrated on log (reasoning, tool names, arguments, results,
 // errors) is escaped the same way.
+//
+// While the approver asks the person a question ([textRenderer.hold]),
+// nothing is drawn: the progress line is erased and stopped, and chunks
+// are kept and shown once the answer is read.
 type textRenderer struct {
+	// mu orders chunk, hold and close, which run on the run's goroutine
+	// and the approver's.
+	mu       sync.Mutex
+	held     int          // questions on the screen
+	queued   []loop.Chunk // chunks that came while one was
 	out, log io.Writer
 	stream   bool            // out is a terminal: write the answer as it comes
 	attempt  strings.Builder // the current attempt's text, when not streaming
@@ -93,6 +104,64 @@ func newTextRenderer(out, log io.Writer, stream bool) *textRenderer {
 }
 
 func (r *textRenderer) chunk(c loop.Chunk) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held > 0 {
+		r.queued = append(r.queued, c)
+		return
+	}
+	r.render(c)
+}
+
+// hold stops all drawing while a question is on the screen: it erases the
+// progress line and keeps it from being drawn, and keeps the chunks that
+// come until release, which shows them. The caller writes the question
+// after hold returns and calls release once the answer is read; release
+// may be called more than once.
+func (r *textRenderer) hold() (release func()) {
+	r.mu.Lock()
+	r.held++
+	if r.prog != nil {
+		r.prog.mu.Lock()
+		r.prog.clear()
+		r.prog.paused++
+		r.prog.mu.Unlock()
+	}
+	r.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.held == 0 {
+				return // close let go of it already
+			}
+			r.held--
+			if r.prog != nil {
+				r.prog.mu.Lock()
+				r.prog.paused--
+				r.prog.mu.Unlock()
+			}
+			r.flushQueued()
+		})
+	}
+}
+
+// flushQueued shows the chunks kept while a question was on the screen,
+// once none is; the caller holds mu.
+func (r *textRenderer) flushQueued() {
+	if r.held > 0 {
+		return
+	}
+	q := r.queued
+	r.queued = nil
+	for _, c := range q {
+		r.render(c)
+	}
+}
+
+// render shows c; the caller holds mu.
+func (r *textRenderer) render(c loop.Chunk) {
 	if r.prog != nil {
 		r.prog.mu.Lock()
 		defer r.prog.mu.Unlock()
@@ -178,23 +247,17 @@ func (r *textRenderer) chunk(c loop.Chunk) {
 }
 
 // writePlan shows the agent's plan, as todo_write recorded it, as a
-// checklist: ✓ done, ▶ in progress, ☐ to do. Each step is the model's
-// text, escaped.
+// checklist: ✓ done, ▶ in progress, ☐ to do ([callview.Plan]). Each step
+// is the model's text, escaped.
 func writePlan(w io.Writer, plan *tools.TodoList) {
-	if len(plan.Todos) == 0 {
+	lines := callview.Plan(plan)
+	if len(lines) == 0 {
 		io.WriteString(w, "  plan: (cleared)\n")
 		return
 	}
 	io.WriteString(w, "  plan:\n")
-	for _, t := range plan.Todos {
-		mark := "☐"
-		switch t.Status {
-		case tools.TodoCompleted:
-			mark = "✓"
-		case tools.TodoInProgress:
-			mark = "▶"
-		}
-		fmt.Fprintf(w, "    %s %s\n", mark, clip(t.Content, tools.MaxTodoBytes))
+	for _, l := range lines {
+		fmt.Fprintf(w, "    %s\n", l)
 	}
 }
 
@@ -235,6 +298,17 @@ func (r *textRenderer) close() error {
 	if r.prog != nil {
 		r.prog.close()
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// A question left unanswered (the run ended under it) keeps nothing
+	// back.
+	r.held = 0
+	if r.prog != nil {
+		r.prog.mu.Lock()
+		r.prog.paused = 0
+		r.prog.mu.Unlock()
+	}
+	r.flushQueued()
 	return nil
 }
 

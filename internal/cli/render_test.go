@@ -176,3 +176,45 @@ func TestRenderProgress(t *testing.T) {
 		t.Errorf("the line is left at the end: %q", log.String())
 	}
 }
+
+// TestHoldKeepsTheScreenForAQuestion: while a question is on the screen,
+// the progress line is erased and not drawn, and the run's chunks are kept
+// and shown, in order, once the answer is read.
+func TestHoldKeepsTheScreenForAQuestion(t *testing.T) {
+	var out, log bytes.Buffer
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := newTextRenderer(&out, &log, true)
+	r.prog = &progress{w: &log}
+	r.now = func() time.Time { return t0 }
+	r.chunk(loop.Chunk{Type: loop.ChunkToolCallStart, ToolCall: &loop.ToolCallInfo{Name: "run_code", Arguments: []byte(`{"code":"x = 1"}`)}})
+	r.prog.tick(t0.Add(2 * time.Second))
+	if !strings.HasSuffix(log.String(), "running run_code 2s") {
+		t.Fatalf("no progress line: %q", log.String())
+	}
+	release := r.hold()
+	log.WriteString("Allow? ")
+	r.prog.tick(t0.Add(3 * time.Second))
+	r.chunk(loop.Chunk{Type: loop.ChunkToolCallResult, ToolCall: &loop.ToolCallInfo{Name: "read_file", Arguments: []byte(`{"path":"a.txt"}`)}, Content: "one line"})
+	r.chunk(loop.Chunk{Type: loop.ChunkToolCallStart, ToolCall: &loop.ToolCallInfo{Name: "grep", Arguments: []byte(`{}`)}})
+	if !strings.HasSuffix(log.String(), "running run_code 2s\r\x1b[KAllow? ") {
+		t.Errorf("something was drawn over or after the question: %q", log.String())
+	}
+	log.WriteString("y\n")
+	release()
+	release() // a second release changes nothing
+	if want := "Allow? y\n  ✓ read_file a.txt: one line\n→ grep {}\n"; !strings.HasSuffix(log.String(), want) {
+		t.Errorf("the kept chunks are not shown after the answer: %q, want the end %q", log.String(), want)
+	}
+	r.prog.tick(t0.Add(5 * time.Second))
+	if !strings.HasSuffix(log.String(), "running grep 5s") {
+		t.Errorf("the progress line does not come back: %q", log.String())
+	}
+	// Held at the end of the run: close shows what was kept.
+	release = r.hold()
+	r.chunk(loop.Chunk{Type: loop.ChunkEnd, Result: &loop.Result{Status: loop.StatusCompleted}})
+	r.close()
+	release()
+	if !strings.Contains(log.String(), "— completed in 0 turns") {
+		t.Errorf("close does not show the kept end: %q", log.String())
+	}
+}

@@ -269,6 +269,8 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 	if tr, ok := out.(*textRenderer); ok {
 		tr.configure(modelName, cfg, stdio)
+		// Nothing draws over a question (approve.go).
+		approver.hold = tr.hold
 	}
 	var res *loop.Result
 	for chunk := range agent.RunLoop(ctx, msgs) {

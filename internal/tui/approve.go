@@ -9,9 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/hrns-dev/hrns/internal/callview"
 	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/loop"
 )
@@ -213,6 +215,15 @@ func describe(call *loop.ApprovalRequest, workdir string, st *styles, width int)
 		text("$ ", st.command.Render, a.Command)
 		p.prefix = commandPrefix(a.Command)
 		shown["command"] = true
+	case "run_code":
+		// The program, every line of it numbered, as hrns run shows it.
+		var a struct {
+			Code string `json:"code"`
+		}
+		json.Unmarshal(raw, &a)
+		n := p.program(a.Code, st, opts, width)
+		p.title = fmt.Sprintf("%s wants to run a program of %s", name, plural(n, "line"))
+		shown["code"] = true
 	case "write_file", "edit_file":
 		var a struct {
 			Path       string `json:"path"`
@@ -275,6 +286,21 @@ func describe(call *loop.ApprovalRequest, workdir string, st *styles, width int)
 		text(k+": ", plain, string(args[k]))
 	}
 	return p
+}
+
+// program adds code as numbered lines ([callview.Program]), the numbers
+// dimmed, fitted to the screen's width, and returns how many lines the
+// program has.
+func (p *preview) program(code string, st *styles, opts *safetext.Options, width int) int {
+	n := strings.Count(strings.TrimSuffix(code, "\n"), "\n") + 1
+	o := *opts
+	o.Width = max(20, width-4-len(strconv.Itoa(n))-3)
+	lines, escaped := callview.Program(code, &o)
+	p.escaped += escaped
+	for _, l := range lines {
+		p.lines = append(p.lines, st.dim.Render(l.Gutter)+l.Text)
+	}
+	return n
 }
 
 // diff adds a coloured diff of old to new, with line numbers and three

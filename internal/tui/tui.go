@@ -33,11 +33,13 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/hrns-dev/hrns/internal/callview"
 	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/loop/compact"
 	"github.com/hrns-dev/hrns/pricing"
+	"github.com/hrns-dev/hrns/tools"
 )
 
 // Config configures a chat.
@@ -1215,6 +1217,17 @@ func (c *chat) renderTool(b *block) []string {
 			lines = append(lines, c.st.dim.Render(ansi.Truncate("  │ "+l, c.width, "…")))
 		}
 	}
+	plan := toolPlan(b)
+	if plan != nil {
+		// The plan as a checklist, as hrns run shows it.
+		steps := callview.Plan(plan)
+		if len(steps) == 0 {
+			steps = []string{"(the plan is cleared)"}
+		}
+		for _, l := range steps {
+			lines = append(lines, ansi.Truncate("    "+l, c.width, "…"))
+		}
+	}
 	if !c.expandTools || b.state < toolRunning {
 		return lines
 	}
@@ -1230,20 +1243,68 @@ func (c *chat) renderTool(b *block) []string {
 			lines = append(lines, "    "+l.Text)
 		}
 	}
-	args := b.args
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, args, "", "  ") == nil {
-		args = pretty.Bytes()
+	if code, ok := programOf(b.name, b.args); ok {
+		// The program numbered, as its approval showed it.
+		lines = append(lines, c.st.dim.Render("  program"))
+		prog, _ := callview.Program(code, &safetext.Options{Width: max(20, c.width-12)})
+		for i, l := range prog {
+			if i == 40 {
+				lines = append(lines, c.st.dim.Render(fmt.Sprintf("    … %d more lines", len(prog)-i)))
+				break
+			}
+			lines = append(lines, "    "+c.st.dim.Render(l.Gutter)+l.Text)
+		}
+	} else if plan == nil {
+		args := b.args
+		var pretty bytes.Buffer
+		if json.Indent(&pretty, args, "", "  ") == nil {
+			args = pretty.Bytes()
+		}
+		add("arguments", string(args), 40)
 	}
-	add("arguments", string(args), 40)
 	if b.state >= toolDone {
 		add("result", b.result, 200)
 	}
 	return lines
 }
 
-// argSummary shows the one argument that says what a call does.
+// toolPlan returns the plan a finished todo_write call recorded, or nil.
+func toolPlan(b *block) *tools.TodoList {
+	if b.name != "todo_write" || b.state != toolDone {
+		return nil
+	}
+	plan, err := tools.ParsePlan(b.args)
+	if err != nil {
+		return nil
+	}
+	return plan
+}
+
+// programOf returns the program of a run_code call whose only argument is
+// its code.
+func programOf(tool string, args json.RawMessage) (string, bool) {
+	if tool != "run_code" {
+		return "", false
+	}
+	var a map[string]json.RawMessage
+	var code string
+	if json.Unmarshal(args, &a) != nil || len(a) != 1 || json.Unmarshal(a["code"], &code) != nil {
+		return "", false
+	}
+	return code, true
+}
+
+// argSummary shows the one argument that says what a call does: for a
+// program its size, for a plan its steps.
 func argSummary(tool string, args json.RawMessage) string {
+	if code, ok := programOf(tool, args); ok {
+		return "a program of " + plural(strings.Count(strings.TrimSuffix(code, "\n"), "\n")+1, "line")
+	}
+	if tool == "todo_write" {
+		if plan, err := tools.ParsePlan(args); err == nil {
+			return "plan of " + plural(len(plan.Todos), "step")
+		}
+	}
 	var a map[string]any
 	if json.Unmarshal(args, &a) != nil {
 		return clip(string(args), 60)
