@@ -59,7 +59,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w *store.Webhook) (*store.Web
 		n.UpdatedAt = n.CreatedAt
 	}
 	n.Version = 1
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO webhooks (`+webhookColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			n.ID, n.Owner, n.URL, eventsJSON(n.Events), n.Description, boolInt(n.Disabled), n.Secret, n.PreviousSecret, nanos(n.PreviousSecretUntil),
 			n.LastDeliveryStatus, n.LastDeliveryError, nanos(n.LastDeliveryAt), nanos(n.LastSuccessAt), n.ConsecutiveFailures,
@@ -124,7 +124,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, w *store.Webhook) (*store.Web
 	now := time.Now().UTC()
 	var got *store.Webhook
 	var enabled bool
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		cur, err := scanWebhook(tx.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE id = ? AND owner = ?`, w.ID, w.Owner))
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrWebhookNotFound
@@ -159,7 +159,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, w *store.Webhook) (*store.Web
 
 // DeleteWebhook implements [store.Webhooks].
 func (s *Store) DeleteWebhook(ctx context.Context, owner, id string) error {
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM webhooks WHERE id = ? AND owner = ?`, id, owner)
 		if err != nil {
 			return err
@@ -178,7 +178,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, owner, id string) error {
 // enqueueDeliveries writes, in tx, the outbox rows of a session whose
 // status changes from old to new at version (see [store.Webhooks]), and
 // reports whether it wrote any.
-func (s *Store) enqueueDeliveries(ctx context.Context, tx *sql.Tx, owner, sessionID, old, new string, version int64, now time.Time) (bool, error) {
+func (s *Store) enqueueDeliveries(ctx context.Context, tx *writeTx, owner, sessionID, old, new string, version int64, now time.Time) (bool, error) {
 	types := store.WebhookEvents(old, new)
 	if len(types) == 0 {
 		return false, nil
@@ -261,7 +261,7 @@ func scanDelivery(sc scanner, more ...any) (*store.Delivery, error) {
 func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*store.Delivery, error) {
 	now, until := nanos(p.Now), nanos(p.Now.Add(p.TTL))
 	var out []*store.Delivery
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
 			WHERE d.state = 'pending' AND d.next_attempt_at <= ?1 AND (d.lease_owner = '' OR d.lease_until <= ?1) AND w.disabled = 0
 			ORDER BY d.next_attempt_at, d.created_at, d.id LIMIT ?2 + 0`, now, max(p.Limit, 1))
@@ -294,7 +294,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 func (s *Store) FinishDelivery(ctx context.Context, p *store.DeliveryResult) error {
 	now := nanos(p.Now)
 	a := &p.Attempt
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		var webhookID string
 		var attempts int
 		err := tx.QueryRowContext(ctx, `SELECT webhook_id, attempts FROM webhook_deliveries WHERE id = ? AND state = 'pending' AND lease_owner = ? AND lease_until > ?`,
@@ -427,7 +427,7 @@ func (s *Store) NextDelivery(ctx context.Context, now time.Time) (time.Time, err
 // PruneDeliveries implements [store.Webhooks].
 func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int, error) {
 	var n int64
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE (state != 'pending' AND updated_at < ?1) OR (state = 'pending' AND created_at < ?1)`, nanos(before))
 		if err != nil {
 			return err
