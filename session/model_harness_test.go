@@ -31,7 +31,10 @@ import (
 // does when it reads it (see mtReply).
 
 // mtTag matches a caller message's tag and directive.
-var mtTag = regexp.MustCompile(`^(s\d+\.m\d+) (\S+)$`)
+// The session's part, "q<sequence>s<session>", is unique in the test
+// process (a session a sequence left behind may run in a later one); a
+// child session's adds "c<tick>".
+var mtTag = regexp.MustCompile(`^(q\d+s\d+(?:c\d+)?\.m\d+) (\S+)$`)
 
 // mtClock orders what happens in a test: model requests, tool runs and
 // the caller's actions each take a tick, so that "after it was accepted"
@@ -83,8 +86,8 @@ func newWorld() *mtWorld {
 	return &mtWorld{open: map[string]bool{}, blocked: make(chan string, 64), gate: make(chan struct{})}
 }
 
-// release opens the gate of tag: its slow step goes on, and no later
-// request for it blocks.
+// release opens the gate of tag (every gate for "*"): its slow step goes
+// on, and no later request for it blocks.
 func (w *mtWorld) release(tag string) {
 	w.mu.Lock()
 	w.open[tag] = true
@@ -98,7 +101,7 @@ func (w *mtWorld) release(tag string) {
 func (w *mtWorld) hold(ctx context.Context, tag string, obey bool) error {
 	for {
 		w.mu.Lock()
-		open, gate := w.open[tag], w.gate
+		open, gate := w.open[tag] || w.open["*"], w.gate
 		w.mu.Unlock()
 		if open {
 			return nil
@@ -179,7 +182,9 @@ func (w *mtWorld) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ch
 // blocks on the tag's gate, the second deaf to cancellation); deny (a
 // call the policy refuses); approve (a call that needs approval);
 // badjson (an answer the answer_format rejects, then a good one);
-// badslow (the same, the second request blocking); mute (a client call,
+// badslow (the same, the second request blocking); delegate,
+// delegate-fail and delegate-panic (a child session whose model answers,
+// fails or panics); mute (a client call,
 // and nothing when asked for a final answer); fail (an error that is not
 // retried); panic (the model panics). "slow-" before one makes the
 // request block on the tag's gate first.
@@ -231,6 +236,16 @@ func (w *mtWorld) reply(req *llm.Request, r *mtRequest, last int) (llmtest.Reply
 		return llmtest.Calls(call(0, "forbidden")), slow
 	case "approve":
 		return llmtest.Calls(call(0, "guarded")), slow
+	case "delegate", "delegate-fail", "delegate-panic":
+		// A child session whose model answers, fails or panics.
+		child := "answer"
+		if _, how, ok := strings.Cut(directive, "-"); ok {
+			child = how
+		}
+		c := call(0, "delegate")
+		args, _ := json.Marshal(map[string]any{"agent": "helper", "task": fmt.Sprintf("%sc%d.m0 %s", tag[:strings.IndexByte(tag, '.')], r.start, child)})
+		c.Arguments = llm.Arguments(args)
+		return llmtest.Calls(c), slow
 	case "badjson", "badslow":
 		return llmtest.Text("not json"), slow
 	case "fail":
@@ -322,6 +337,13 @@ func (s *failingStore) arm(skip, fails int) {
 	s.mu.Lock()
 	s.skip, s.fails = skip, fails
 	s.mu.Unlock()
+}
+
+// failures counts the updates failed so far.
+func (s *failingStore) failures() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
 }
 
 func (s *failingStore) UpdateSession(ctx context.Context, sess *store.Session, events []store.Event, opts *store.UpdateOptions) error {
