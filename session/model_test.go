@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -183,6 +184,8 @@ type mtSeq struct {
 	owner    string
 	sessions []*mtSession
 	restarts int // managers started
+	actMark  int // disruptions() before the action of the moment
+	log      mtLog
 	// queuedStuck is set once a queued session was seen left behind.
 	queuedStuck bool
 	actions     []string
@@ -207,6 +210,10 @@ func (q *mtSeq) violation(s *mtSession, invariant, format string, args ...any) {
 		if _, ok := q.stats["seed:"+invariant]; !ok {
 			q.stats["seed:"+invariant] = int(q.seed)
 			q.t.Logf("%s: first seen with seed %d: %s\n  %s", invariant, q.seed, msg, strings.Join(q.actions, "\n  "))
+			for _, o := range q.sessions {
+				q.dump(o)
+			}
+			q.t.Logf("the managers' log:\n%s", q.log.String())
 		}
 		if s != nil && s.tainted == "" {
 			s.tainted = invariant
@@ -216,6 +223,7 @@ func (q *mtSeq) violation(s *mtSession, invariant, format string, args ...any) {
 			for _, o := range q.sessions {
 				q.dump(o)
 			}
+			q.t.Logf("the managers' log:\n%s", q.log.String())
 		}
 		return
 	}
@@ -235,7 +243,7 @@ func (q *mtSeq) newManager() {
 		Permissions:       mtPermissions,
 		MaxActiveSessions: mtMaxActive,
 		LeaseTTL:          400 * time.Millisecond,
-		Logger:            slog.New(slog.DiscardHandler),
+		Logger:            slog.New(slog.NewTextHandler(&q.log, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err := q.m.Start(context.Background()); err != nil {
 		q.t.Fatal(err)
@@ -310,6 +318,7 @@ func (q *mtSeq) tag(s *mtSession, directive string) string {
 // act does one random action of the caller, or of the world.
 func (q *mtSeq) act() {
 	ctx := context.Background()
+	q.actMark = q.disruptions()
 	if len(q.sessions) == 0 || len(q.sessions) < 5 && q.rng.IntN(6) == 0 {
 		q.create(ctx)
 		return
@@ -402,7 +411,7 @@ func (q *mtSeq) active() int {
 func (q *mtSeq) runOn(s *mtSession, d string) {
 	s.inbox, s.paused, s.clients, s.approvals, s.forced = "", false, 0, 0, false
 	d = strings.TrimPrefix(d, "slow-")
-	s.waiting, s.mark = d, q.disruptions()
+	s.waiting, s.mark = d, q.actMark
 	switch d {
 	case "client", "mute":
 		s.phase, s.status, s.clients = "wait", session.StatusAwaitingToolResults, 1
@@ -734,7 +743,7 @@ func (q *mtSeq) settle() {
 				busy = fmt.Sprintf("%s is %s (runnable %v, lease %q)", got.ID, got.Status, got.Runnable, got.LeaseOwner)
 			}
 		}
-		grace := time.Since(start) < time.Second
+		grace := time.Since(start) < 3*time.Second
 		if busy == "" && !grace && last != "" {
 			q.stats["grace ran out: "+last]++
 		}
@@ -1053,6 +1062,24 @@ func (q *mtSeq) checkRuns(s *mtSession) {
 			}
 		}
 	}
+}
+
+// mtLog keeps the managers' warnings and errors, shown with a finding.
+type mtLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *mtLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *mtLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // dump logs what the model saw of s and its events (with -modeltest.seed).
