@@ -232,6 +232,10 @@ func (q *mtSeq) violation(s *mtSession, invariant, format string, args ...any) {
 	}
 	if !q.failed {
 		q.t.Errorf("seed %d: invariant %s broken: %s\nactions:\n  %s", q.seed, invariant, msg, strings.Join(q.actions, "\n  "))
+		for _, o := range q.sessions {
+			q.dump(o)
+		}
+		q.t.Logf("the managers' log:\n%s", q.log.String())
 	}
 	q.failed = true
 }
