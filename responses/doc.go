@@ -62,7 +62,9 @@
 // summaries as [llm.ChunkReasoning] (parts joined by a blank line), and
 // function calls as [llm.ChunkToolCallStart] (with the call_id, which
 // results answer, not the item id) followed by [llm.ChunkToolCallDelta]
-// chunks, accumulated per output item. The final [llm.ChunkDone] carries
+// chunks, accumulated per output item. The call_id is a call's identity:
+// an item that closes a call under another item id but with the call's
+// call_id is that call, not a second one. The final [llm.ChunkDone] carries
 // the assembled [llm.Response], its parts in output order; a reasoning
 // item becomes an [llm.PartReasoning] part whose Text is the summary and
 // whose Redacted is the encrypted content.

@@ -141,13 +141,14 @@ type decoder struct {
 
 	id, model string
 	items     []*itemState // in the order they started
-	// byID, byIndex and callIDs find items and calls without a scan per
-	// event: a stream may hold any number of them. The output index is a
-	// map key only, never the size or index of a slice.
-	byID    map[string]*itemState
-	byIndex map[int]*itemState
-	callIDs map[string]bool
-	calls   int
+	// byID, byIndex, byCallID and callIDs find items and calls without a
+	// scan per event: a stream may hold any number of them. The output
+	// index is a map key only, never the size or index of a slice.
+	byID     map[string]*itemState
+	byIndex  map[int]*itemState
+	byCallID map[string]*itemState // by the call_id the server gave
+	callIDs  map[string]bool       // the IDs given to calls
+	calls    int
 
 	status     string // the terminal response's status
 	incomplete string // incomplete_details.reason
@@ -334,6 +335,7 @@ func (d *decoder) start(index int, id, typ string) *itemState {
 	if d.byIndex == nil {
 		d.byIndex = make(map[int]*itemState)
 		d.byID = make(map[string]*itemState)
+		d.byCallID = make(map[string]*itemState)
 		d.callIDs = make(map[string]bool)
 	}
 	it := &itemState{index: index, id: id, typ: typ, part: -1}
@@ -371,6 +373,9 @@ func (d *decoder) addItem(index int, w *itemWire) error {
 func (d *decoder) startCall(it *itemState, w *itemWire) {
 	it.name, it.call = w.Name, d.calls
 	it.callID = w.CallID
+	if _, taken := d.byCallID[w.CallID]; w.CallID != "" && !taken {
+		d.byCallID[w.CallID] = it
+	}
 	if it.callID == "" || d.callIDs[it.callID] {
 		// Results are matched to calls by this ID: make it unique.
 		it.callID = "call_" + strconv.Itoa(it.call)
@@ -386,11 +391,28 @@ func (d *decoder) startCall(it *itemState, w *itemWire) {
 	}
 }
 
+// closing returns the item that w, a complete item (of
+// response.output_item.done or of the final response), closes, or nil if
+// it is a new one: the item with w's id; else, for a function call, the
+// call with w's call_id, which is a call's identity (a server may close a
+// call, or list it in the final response, under another item id than the
+// one it started with, and it is still one call, run once); else the item
+// at w's output index, unless that has another id.
+func (d *decoder) closing(index int, w *itemWire) *itemState {
+	if it := d.byID[w.ID]; w.ID != "" && it != nil {
+		return it
+	}
+	if it := d.byCallID[w.CallID]; w.Type == typeFunctionCall && w.CallID != "" && it != nil {
+		return it
+	}
+	return d.match(w.ID, index)
+}
+
 // itemDone closes an output item, taking from the complete item what the
 // deltas did not give: the encrypted reasoning, and text, summaries or
 // arguments a server sent whole.
 func (d *decoder) itemDone(index int, w *itemWire) error {
-	it := d.match(w.ID, index)
+	it := d.closing(index, w)
 	if it == nil {
 		if err := d.addItem(index, w); err != nil {
 			return err
@@ -491,7 +513,7 @@ func (d *decoder) terminal(r *responseWire) error {
 	}
 	for i := range r.Output {
 		w := &r.Output[i]
-		if it := d.match(w.ID, i); it != nil && it.done {
+		if it := d.closing(i, w); it != nil && it.done {
 			continue
 		}
 		if err := d.itemDone(i, w); err != nil {

@@ -64,6 +64,16 @@ func TestStreamTestdata(t *testing.T) {
 			finish: llm.FinishToolCalls,
 		},
 		{
+			// The call is closed, and listed in the final response, under
+			// other item ids than the one it started with: its call_id
+			// says it is the same call, made once.
+			file:   "call_id_identity.sse",
+			want:   summary{calls: []string{`0 call_abc get_weather {"city":"Paris"}`}},
+			parts:  []llm.Part{callPart("call_abc", "get_weather", `{"city":"Paris"}`)},
+			usage:  llm.Usage{InputTokens: 50, OutputTokens: 18},
+			finish: llm.FinishToolCalls,
+		},
+		{
 			file:   "refusal.sse",
 			want:   summary{text: "I can't help with that."},
 			parts:  []llm.Part{llm.TextPart("I can't help with that.")},

@@ -21,7 +21,7 @@ func (s *Store) AddTokens(ctx context.Context, owner, period string, start time.
 		return 0, store.ErrNegativeTokens
 	}
 	var total int64
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		return tx.StmtContext(ctx, s.addTokensStmt).QueryRowContext(ctx, owner, period, windowNanos(start), n).Scan(&total)
 	})
 	if err != nil {

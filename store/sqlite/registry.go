@@ -43,7 +43,7 @@ func (s *Store) CreateEntry(ctx context.Context, e *store.Entry) (*store.Entry, 
 	}
 	n.CreatedAt, n.UpdatedAt = n.CreatedAt.UTC().Truncate(time.Microsecond), n.UpdatedAt.UTC().Truncate(time.Microsecond)
 	n.Version = 1
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO registry (`+entryColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`,
 			n.Kind, n.Owner, n.Name, n.Type, n.Description, specBlob(n.Spec), blob(n.Files), n.Version, nanos(n.CreatedAt), nanos(n.UpdatedAt))
 		if err != nil {
@@ -149,7 +149,7 @@ func entryOrder(sort string) (string, error) {
 func (s *Store) UpdateEntry(ctx context.Context, e *store.Entry) (*store.Entry, error) {
 	n := *e
 	n.UpdatedAt = entryTime()
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		var created int64
 		err := tx.QueryRowContext(ctx, `UPDATE registry SET type = ?, description = ?, spec = ?, files = ?, version = version + 1, updated_at = ?
 			WHERE kind = ? AND owner = ? AND name = ? AND version = ? RETURNING created_at, version`,
@@ -173,7 +173,7 @@ func (s *Store) UpdateEntry(ctx context.Context, e *store.Entry) (*store.Entry, 
 
 // DeleteEntry implements [store.Registry].
 func (s *Store) DeleteEntry(ctx context.Context, kind, owner, name string) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM registry WHERE kind = ? AND owner = ? AND name = ?`, kind, owner, name)
 		if err != nil {
 			return fmt.Errorf("delete %s %q: %w", kind, name, err)

@@ -69,7 +69,7 @@ func (s *Store) CreateSchedule(ctx context.Context, sc *store.Schedule) (*store.
 	}
 	n.CreatedAt, n.UpdatedAt, n.NextRunAt, n.LastRunAt = micro(n.CreatedAt), micro(n.UpdatedAt), micro(n.NextRunAt), time.Time{}
 	n.Version = 1
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO schedules (`+scheduleColumns+`) VALUES (?,?,?,?,?,?,?,?,?)`,
 			n.ID, n.Owner, specBlob(n.Spec), boolInt(n.Paused), nanos(n.NextRunAt), 0, n.Version, nanos(n.CreatedAt), nanos(n.UpdatedAt))
 		return err
@@ -123,7 +123,7 @@ func (s *Store) ListSchedules(ctx context.Context, p *store.ScheduleListParams) 
 func (s *Store) UpdateSchedule(ctx context.Context, sc *store.Schedule) (*store.Schedule, error) {
 	var out *store.Schedule
 	now := entryTime()
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		got, err := scanSchedule(tx.QueryRowContext(ctx, `UPDATE schedules SET spec = ?, paused = ?, next_run_at = ?, version = version + 1, updated_at = ?
 			WHERE id = ? AND owner = ? AND version = ? RETURNING `+scheduleColumns,
 			specBlob(sc.Spec), boolInt(sc.Paused), nanos(micro(sc.NextRunAt)), nanos(now), sc.ID, sc.Owner, sc.Version))
@@ -142,7 +142,7 @@ func (s *Store) UpdateSchedule(ctx context.Context, sc *store.Schedule) (*store.
 
 // scheduleMissing returns ErrScheduleNotFound when the owner has no
 // schedule with the id, else otherwise.
-func (s *Store) scheduleMissing(ctx context.Context, tx *sql.Tx, owner, id string, otherwise error) error {
+func (s *Store) scheduleMissing(ctx context.Context, tx *writeTx, owner, id string, otherwise error) error {
 	var one int
 	err := tx.QueryRowContext(ctx, `SELECT 1 FROM schedules WHERE id = ? AND owner = ?`, id, owner).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -153,7 +153,7 @@ func (s *Store) scheduleMissing(ctx context.Context, tx *sql.Tx, owner, id strin
 
 // DeleteSchedule implements [store.Schedules].
 func (s *Store) DeleteSchedule(ctx context.Context, owner, id string) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM schedules WHERE id = ? AND owner = ?`, id, owner)
 		if err != nil {
 			return fmt.Errorf("delete schedule %s: %w", id, err)
@@ -213,7 +213,7 @@ func newRun(r *store.ScheduleRun, scheduleID, owner string) store.ScheduleRun {
 	return n
 }
 
-func insertRun(ctx context.Context, tx *sql.Tx, n *store.ScheduleRun) (bool, error) {
+func insertRun(ctx context.Context, tx *writeTx, n *store.ScheduleRun) (bool, error) {
 	res, err := tx.ExecContext(ctx, `INSERT INTO schedule_runs (`+runColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT DO NOTHING`,
 		n.ID, n.ScheduleID, n.Owner, n.Status, nanos(n.ScheduledFor), boolInt(n.Manual), n.Skipped, n.SessionID, n.Error,
@@ -229,7 +229,7 @@ func insertRun(ctx context.Context, tx *sql.Tx, n *store.ScheduleRun) (bool, err
 func (s *Store) FireSchedule(ctx context.Context, p *store.FireParams) (*store.ScheduleRun, error) {
 	n := newRun(p.Run, p.ID, p.Owner)
 	n.Manual = false
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE schedules SET next_run_at = ?, last_run_at = ?, version = version + 1
 			WHERE id = ? AND owner = ? AND version = ? AND paused = 0`,
 			nanos(micro(p.NextRunAt)), nanos(n.CreatedAt), p.ID, p.Owner, p.Version)
@@ -258,7 +258,7 @@ func (s *Store) AddScheduleRun(ctx context.Context, r *store.ScheduleRun) (*stor
 		return nil, errors.New("add schedule run: only manual runs are added (ticks are fired)")
 	}
 	n := newRun(r, r.ScheduleID, r.Owner)
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE schedules SET last_run_at = ? WHERE id = ? AND owner = ?`, nanos(n.CreatedAt), n.ScheduleID, n.Owner)
 		if err != nil {
 			return err
@@ -283,7 +283,7 @@ func (s *Store) AddScheduleRun(ctx context.Context, r *store.ScheduleRun) (*stor
 func (s *Store) ClaimScheduleRuns(ctx context.Context, p *store.ClaimParams) ([]*store.ScheduleRun, error) {
 	var out []*store.ScheduleRun
 	until := micro(p.Now.Add(p.TTL))
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+` FROM schedule_runs
 			WHERE status = 'pending' AND lease_until <= ? ORDER BY created_at, id LIMIT ? + 0`, nanos(p.Now), max(p.Limit, 1))
 		if err != nil {
@@ -314,7 +314,7 @@ func (s *Store) FinishScheduleRun(ctx context.Context, r *store.ScheduleRun, own
 		return fmt.Errorf("finish schedule run %s: status %q is not an outcome", r.ID, r.Status)
 	}
 	now := entryTime()
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		var holder, scheduleID string
 		err := tx.QueryRowContext(ctx, `SELECT lease_owner, schedule_id FROM schedule_runs WHERE id = ? AND status = 'pending'`, r.ID).Scan(&holder, &scheduleID)
 		if errors.Is(err, sql.ErrNoRows) {

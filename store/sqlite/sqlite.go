@@ -439,7 +439,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	}
 	var existing *store.Session
 	var hooked bool
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		if n.IdempotencyKey != "" {
 			row := tx.StmtContext(ctx, s.byKeyStmt).QueryRowContext(ctx, n.Owner, n.IdempotencyKey)
 			got, err := scanSession(row)
@@ -481,7 +481,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	return &n, true, nil
 }
 
-func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, id string, from int64, events []store.Event, now time.Time) error {
+func (s *Store) insertEvents(ctx context.Context, tx *writeTx, id string, from int64, events []store.Event, now time.Time) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -505,7 +505,7 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, id string, from in
 
 // writeTranscript applies t to the session's transcript: the messages
 // from t.From on are deleted (none when it appends) and t's inserted.
-func (s *Store) writeTranscript(ctx context.Context, tx *sql.Tx, id string, t *store.Transcript) error {
+func (s *Store) writeTranscript(ctx context.Context, tx *writeTx, id string, t *store.Transcript) error {
 	if t == nil {
 		return nil
 	}
@@ -667,7 +667,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	var attempts int
 	var leaseOwner string
 	var leaseUntil int64
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		var version int64
 		var owner, status, agent string
 		err := tx.StmtContext(ctx, s.versionStmt).QueryRowContext(ctx, sess.ID).Scan(&version, &count, &leaseOwner, &leaseUntil, &owner, &status, &attempts, &agent)
@@ -807,7 +807,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 	now := nanos(p.Now)
 	until := nanos(p.Now.Add(p.TTL))
 	var out []*store.Session
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		// Two halves, each on its partial index: with an OR, SQLite
 		// scans every session ever stored.
 		take := tx.StmtContext(ctx, s.takeStmt)
@@ -856,7 +856,7 @@ const claimSQL = `SELECT ` + sessionColumns + ` FROM sessions WHERE rowid IN (
 // Renew implements [store.Store].
 func (s *Store) Renew(ctx context.Context, id, owner string, until time.Time) error {
 	now := time.Now().UnixNano()
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		res, err := tx.StmtContext(ctx, s.renewStmt).ExecContext(ctx, nanos(until), id, owner, now)
 		if err != nil {
 			return err
@@ -879,7 +879,7 @@ func (s *Store) Renew(ctx context.Context, id, owner string, until time.Time) er
 // Release implements [store.Store].
 func (s *Store) Release(ctx context.Context, id, owner string) error {
 	var released bool
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		res, err := tx.StmtContext(ctx, s.releaseStmt).ExecContext(ctx, id, owner)
 		if err != nil {
 			return err

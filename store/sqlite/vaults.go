@@ -40,7 +40,7 @@ func (s *Store) CreateVault(ctx context.Context, v *store.Vault) (*store.Vault, 
 	n.CreatedAt, n.UpdatedAt = n.CreatedAt.UTC().Truncate(time.Microsecond), n.UpdatedAt.UTC().Truncate(time.Microsecond)
 	n.Version = 1
 	n.Config, n.Secret = cloneBytes(n.Config), cloneBytes(n.Secret)
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO vaults (`+vaultColumns+`) VALUES (?,?,?,?,?,?,?,?,?)`,
 			n.ID, n.Owner, n.Name, specBlob(n.Config), n.KeyID, notNil(n.Secret), n.Version, nanos(n.CreatedAt), nanos(n.UpdatedAt))
 		return err
@@ -90,7 +90,7 @@ func (s *Store) UpdateVault(ctx context.Context, v *store.Vault) (*store.Vault, 
 	n := *v
 	n.UpdatedAt = entryTime()
 	n.Config, n.Secret = cloneBytes(n.Config), cloneBytes(n.Secret)
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		var created int64
 		err := tx.QueryRowContext(ctx, `UPDATE vaults SET name = ?, config = ?, key_id = ?, secret = ?, version = version + 1, updated_at = ?
 			WHERE id = ? AND owner = ? AND version = ? RETURNING created_at, version`,
@@ -114,7 +114,7 @@ func (s *Store) UpdateVault(ctx context.Context, v *store.Vault) (*store.Vault, 
 
 // DeleteVault implements [store.Vaults].
 func (s *Store) DeleteVault(ctx context.Context, owner, id string) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM vaults WHERE id = ? AND owner = ?`, id, owner)
 		if err != nil {
 			return fmt.Errorf("delete vault %s: %w", id, err)

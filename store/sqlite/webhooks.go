@@ -61,7 +61,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w *store.Webhook) (*store.Web
 		n.UpdatedAt = n.CreatedAt
 	}
 	n.Version = 1
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO webhooks (`+webhookColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			n.ID, n.Owner, n.URL, eventsJSON(n.Events), n.Description, boolInt(n.Disabled), n.Secret, n.PreviousSecret, nanos(n.PreviousSecretUntil),
 			n.LastDeliveryStatus, n.LastDeliveryError, nanos(n.LastDeliveryAt), nanos(n.LastSuccessAt), n.ConsecutiveFailures,
@@ -126,7 +126,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, w *store.Webhook) (*store.Web
 	now := time.Now().UTC()
 	var got *store.Webhook
 	var enabled bool
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		cur, err := scanWebhook(tx.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE id = ? AND owner = ?`, w.ID, w.Owner))
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrWebhookNotFound
@@ -161,7 +161,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, w *store.Webhook) (*store.Web
 
 // DeleteWebhook implements [store.Webhooks].
 func (s *Store) DeleteWebhook(ctx context.Context, owner, id string) error {
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM webhooks WHERE id = ? AND owner = ?`, id, owner)
 		if err != nil {
 			return err
@@ -180,7 +180,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, owner, id string) error {
 // enqueueDeliveries writes, in tx, the outbox rows of a session whose
 // status changes from old to new at version (see [store.Webhooks]), and
 // reports whether it wrote any.
-func (s *Store) enqueueDeliveries(ctx context.Context, tx *sql.Tx, owner, sessionID, old, new string, version int64, now time.Time) (bool, error) {
+func (s *Store) enqueueDeliveries(ctx context.Context, tx *writeTx, owner, sessionID, old, new string, version int64, now time.Time) (bool, error) {
 	types := store.WebhookEvents(old, new)
 	if len(types) == 0 {
 		return false, nil
@@ -267,7 +267,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 	now, until := nanos(p.Now), nanos(p.Now.Add(p.TTL))
 	limit := max(p.Limit, 1)
 	var out []*store.Delivery
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		out = nil
 		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT owner FROM webhooks WHERE disabled = 0`)
 		if err != nil {
@@ -363,7 +363,7 @@ func takeFair(cands []rankedDelivery, n int) []rankedDelivery {
 func (s *Store) FinishDelivery(ctx context.Context, p *store.DeliveryResult) error {
 	now := nanos(p.Now)
 	a := &p.Attempt
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		var webhookID string
 		var attempts int
 		err := tx.QueryRowContext(ctx, `SELECT webhook_id, attempts FROM webhook_deliveries WHERE id = ? AND state = 'pending' AND lease_owner = ? AND lease_until > ?`,
@@ -496,7 +496,7 @@ func (s *Store) NextDelivery(ctx context.Context, now time.Time) (time.Time, err
 // PruneDeliveries implements [store.Webhooks].
 func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int, error) {
 	var n int64
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE (state != 'pending' AND updated_at < ?1) OR (state = 'pending' AND created_at < ?1)`, nanos(before))
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 )
 
@@ -28,6 +29,13 @@ import (
 // may roll back the whole transaction, which would fail the other writes
 // of the batch. A caller's context is checked before its write starts; a
 // write that started runs to its end (each is a few statements).
+//
+// A write sees the transaction as a *writeTx, which keeps every result set
+// the write opens and closes them all when the write returns, before its
+// savepoint is released or rolled back: SQLite refuses to release a
+// savepoint while a writing statement is unfinished (an INSERT ...
+// RETURNING whose rows were not all read), so a result set left open
+// would otherwise fail every write of its batch.
 
 // maxBatch bounds the writes committed together.
 const maxBatch = 64
@@ -35,7 +43,7 @@ const maxBatch = 64
 // writeReq is one write waiting to be committed.
 type writeReq struct {
 	ctx context.Context
-	fn  func(context.Context, *sql.Tx) error
+	fn  func(context.Context, *writeTx) error
 	err error
 	// lead is sent true when this write's caller is to commit the
 	// batch at the head of the queue, which holds its write, and false
@@ -45,7 +53,7 @@ type writeReq struct {
 
 // write runs fn in a transaction on the writer connection, and returns
 // once it is committed (or failed).
-func (s *Store) write(ctx context.Context, fn func(context.Context, *sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, fn func(context.Context, *writeTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -159,12 +167,119 @@ func (s *Store) commit(batch []*writeReq) {
 
 // run runs the write's function, turning a panic into its error, so that
 // a bug in one write neither leaves the transaction open nor stops the
-// writes queued behind it.
+// writes queued behind it, and closes the result sets it left open.
 func (r *writeReq) run(ctx context.Context, tx *sql.Tx) (err error) {
+	wt := &writeTx{tx: tx}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("sqlite store: write panicked: %v", p)
 		}
+		if cerr := wt.close(); err == nil && cerr != nil {
+			err = cerr
+		}
 	}()
-	return r.fn(ctx, tx)
+	return r.fn(ctx, wt)
+}
+
+// writeTx is a write's view of its batch's transaction: the methods of
+// [sql.Tx] a write needs, which keep the result sets they open so that
+// the batch closes them when the write returns (see "Group commit"
+// above). A writeTx is used by one goroutine, for one write.
+type writeTx struct {
+	tx   *sql.Tx
+	open []*sql.Rows
+}
+
+// ExecContext runs a statement that returns no rows, as
+// [sql.Tx.ExecContext].
+func (t *writeTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, query, args...)
+}
+
+// QueryContext runs a query, as [sql.Tx.QueryContext]. The rows are closed
+// when the write returns, if not before.
+func (t *writeTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return t.keep(t.tx.QueryContext(ctx, query, args...))
+}
+
+// QueryRowContext runs a query that returns at most one row, as
+// [sql.Tx.QueryRowContext]: [row.Scan] reads it and closes the rows, which
+// are closed when the write returns if it never scans them.
+func (t *writeTx) QueryRowContext(ctx context.Context, query string, args ...any) *row {
+	rows, err := t.QueryContext(ctx, query, args...)
+	return &row{rows: rows, err: err}
+}
+
+// StmtContext returns the transaction's version of a prepared statement,
+// as [sql.Tx.StmtContext].
+func (t *writeTx) StmtContext(ctx context.Context, st *sql.Stmt) *writeStmt {
+	return &writeStmt{t: t, st: t.tx.StmtContext(ctx, st)}
+}
+
+func (t *writeTx) keep(rows *sql.Rows, err error) (*sql.Rows, error) {
+	if err != nil {
+		return nil, err
+	}
+	t.open = append(t.open, rows)
+	return rows, nil
+}
+
+// close closes the result sets the write opened; closing one already
+// closed does nothing.
+func (t *writeTx) close() error {
+	var errs []error
+	for _, rows := range t.open {
+		errs = append(errs, rows.Close())
+	}
+	t.open = nil
+	return errors.Join(errs...)
+}
+
+// writeStmt is a prepared statement bound to a write's transaction.
+type writeStmt struct {
+	t  *writeTx
+	st *sql.Stmt
+}
+
+// ExecContext runs the statement, as [sql.Stmt.ExecContext].
+func (s *writeStmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	return s.st.ExecContext(ctx, args...)
+}
+
+// QueryContext runs the statement as a query, as [sql.Stmt.QueryContext];
+// the rows are closed when the write returns, if not before.
+func (s *writeStmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
+	return s.t.keep(s.st.QueryContext(ctx, args...))
+}
+
+// QueryRowContext runs the statement as a query of at most one row, as
+// [sql.Stmt.QueryRowContext].
+func (s *writeStmt) QueryRowContext(ctx context.Context, args ...any) *row {
+	rows, err := s.QueryContext(ctx, args...)
+	return &row{rows: rows, err: err}
+}
+
+// row is the result of QueryRowContext, read as [sql.Row] is read.
+type row struct {
+	rows *sql.Rows
+	err  error
+}
+
+// Scan copies the first row's columns into dest and closes the rows; with
+// no row it returns [sql.ErrNoRows].
+func (r *row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	return r.rows.Close()
 }

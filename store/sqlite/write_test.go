@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -33,7 +32,7 @@ func holdWriter(t *testing.T, s *Store) (release func()) {
 	running, gate := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- s.write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+		done <- s.write(context.Background(), func(ctx context.Context, tx *writeTx) error {
 			close(running)
 			<-gate
 			return nil
@@ -51,7 +50,7 @@ func holdWriter(t *testing.T, s *Store) (release func()) {
 // createTable creates the table t (k INTEGER PRIMARY KEY) the tests write.
 func createTable(t *testing.T, s *Store) {
 	t.Helper()
-	if err := s.write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+	if err := s.write(context.Background(), func(ctx context.Context, tx *writeTx) error {
 		_, err := tx.ExecContext(ctx, `CREATE TABLE t (k INTEGER PRIMARY KEY)`)
 		return err
 	}); err != nil {
@@ -96,7 +95,7 @@ func TestGroupCommit(t *testing.T) {
 			ctx = cancelled
 		}
 		wg.Go(func() {
-			errs[i] = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			errs[i] = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 				if _, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (?)`, i); err != nil {
 					return err
 				}
@@ -167,7 +166,7 @@ func TestGroupCommitLostTransaction(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 3 {
 		wg.Go(func() {
-			errs[i] = s.write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+			errs[i] = s.write(context.Background(), func(ctx context.Context, tx *writeTx) error {
 				if _, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (?)`, i); err != nil {
 					return err
 				}
@@ -194,7 +193,7 @@ func TestGroupCommitLostTransaction(t *testing.T) {
 	if err := s.r.QueryRow(`SELECT count(*) FROM t`).Scan(&count); err != nil || count != 0 {
 		t.Errorf("rows left: %d (%v), want 0", count, err)
 	}
-	if err := s.write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+	if err := s.write(context.Background(), func(ctx context.Context, tx *writeTx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (42)`)
 		return err
 	}); err != nil {
@@ -263,5 +262,101 @@ func TestGroupCommitSessions(t *testing.T) {
 	defer mu.Unlock()
 	if fmt.Sprint(batches) != fmt.Sprint([]int{1, n}) {
 		t.Errorf("batches %v, want [1 %d]", batches, n)
+	}
+}
+
+// TestGroupCommitUnreadStatement: a write that leaves a result set open
+// (an INSERT ... RETURNING read in part, a row never scanned, rows left
+// open by a write that fails) fails neither itself nor the writes
+// committed alongside it: the batch closes what each write left open
+// before it releases or rolls back the write's savepoint. SQLite refuses
+// to release a savepoint while a writing statement is unfinished, so
+// before, every write of the batch failed with "cannot release savepoint
+// - SQL statements in progress".
+func TestGroupCommitUnreadStatement(t *testing.T) {
+	errLeft := errors.New("fails with rows open")
+	writes := []func(ctx context.Context, tx *writeTx) error{
+		func(ctx context.Context, tx *writeTx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (1)`)
+			return err
+		},
+		func(ctx context.Context, tx *writeTx) error { // two rows, one read
+			rows, err := tx.QueryContext(ctx, `INSERT INTO t (k) VALUES (2), (3) RETURNING k`)
+			if err != nil {
+				return err
+			}
+			if !rows.Next() {
+				return rows.Err()
+			}
+			return nil
+		},
+		func(ctx context.Context, tx *writeTx) error { // a row never scanned
+			tx.QueryRowContext(ctx, `INSERT INTO t (k) VALUES (4) RETURNING k`)
+			return nil
+		},
+		func(ctx context.Context, tx *writeTx) error { // rolled back
+			if _, err := tx.QueryContext(ctx, `INSERT INTO t (k) VALUES (5) RETURNING k`); err != nil {
+				return err
+			}
+			return errLeft
+		},
+		func(ctx context.Context, tx *writeTx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (6)`)
+			return err
+		},
+	}
+	for _, batched := range []bool{true, false} {
+		t.Run(fmt.Sprintf("batched=%v", batched), func(t *testing.T) {
+			s := openTest(t)
+			var mu sync.Mutex
+			var batches []int
+			s.batchHook = func(n int) { mu.Lock(); batches = append(batches, n); mu.Unlock() }
+			createTable(t, s)
+			release := func() {}
+			if batched {
+				release = holdWriter(t, s)
+			}
+			errs := make([]error, len(writes))
+			var wg sync.WaitGroup
+			for i, w := range writes {
+				if !batched {
+					errs[i] = s.write(context.Background(), w)
+					continue
+				}
+				wg.Go(func() { errs[i] = s.write(context.Background(), w) })
+				waitQueued(s, i+1)
+			}
+			release()
+			wg.Wait()
+			for i, err := range errs {
+				if want := error(nil); i == 3 {
+					want = errLeft
+					if !errors.Is(err, want) {
+						t.Errorf("write %d: %v, want %v", i, err, want)
+					}
+				} else if err != nil {
+					t.Errorf("write %d: %v", i, err)
+				}
+			}
+			var got []string
+			rows, err := s.r.Query(`SELECT k FROM t ORDER BY k`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var k int
+				rows.Scan(&k)
+				got = append(got, fmt.Sprint(k))
+			}
+			rows.Close()
+			if g := strings.Join(got, ","); g != "1,2,3,4,6" {
+				t.Errorf("committed rows %s, want 1,2,3,4,6", g)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if batched && fmt.Sprint(batches) != fmt.Sprint([]int{1, 1, len(writes)}) {
+				t.Errorf("batches %v, want the table, the held write, then the %d together", batches, len(writes))
+			}
+		})
 	}
 }
