@@ -809,6 +809,35 @@ func (s *Store) Messages(ctx context.Context, id string, from int64, limit int) 
 
 // Events implements [store.Store].
 func (s *Store) Events(ctx context.Context, id string, from int64, limit int) ([]store.Event, error) {
+	return s.EventsWithin(ctx, id, from, limit, 0)
+}
+
+// EventIndexes implements [store.Store].
+func (s *Store) EventIndexes(ctx context.Context, id, typ string) ([]int64, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT idx FROM hrns_events WHERE session_id = $1 AND type = $2 ORDER BY idx`, id, typ)
+	if err != nil {
+		return nil, fmt.Errorf("event indexes: %w", s.wrap(err))
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("event indexes: %w", s.wrap(err))
+	}
+	if len(out) == 0 {
+		if err := s.mustExist(ctx, id); err != nil {
+			return nil, fmt.Errorf("event indexes: %w", err)
+		}
+		return []int64{}, nil
+	}
+	return out, nil
+}
+
+// EventsWithin implements [store.Store]: rows are read one at a time, and
+// the read stops at the budget (the rows the server sent past it are
+// read off the connection and dropped, one at a time).
+func (s *Store) EventsWithin(ctx context.Context, id string, from int64, limit int, maxBytes int64) ([]store.Event, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -821,14 +850,25 @@ func (s *Store) Events(ctx context.Context, id string, from int64, limit int) ([
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", s.wrap(err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
-		var e store.Event
-		var data []byte
-		var t time.Time
-		err := r.Scan(&e.Index, &e.Type, &data, &t)
-		e.Data, e.Time = data, t.UTC()
-		return e, err
-	})
+	out, err := func() ([]store.Event, error) {
+		defer rows.Close()
+		var out []store.Event
+		var read int64
+		for rows.Next() {
+			var e store.Event
+			var data []byte
+			var t time.Time
+			if err := rows.Scan(&e.Index, &e.Type, &data, &t); err != nil {
+				return nil, err
+			}
+			e.Data, e.Time = data, t.UTC()
+			out = append(out, e)
+			if read += int64(len(data)); maxBytes > 0 && read >= maxBytes {
+				break
+			}
+		}
+		return out, rows.Err()
+	}()
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", s.wrap(err))
 	}
