@@ -377,6 +377,13 @@ const (
 	messagesSQL = `SELECT data FROM hrns_session_messages WHERE session_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3`
 
 	eventsSQL = `SELECT idx, type, data, time FROM hrns_events WHERE session_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3`
+	// eventsWithinSQL is eventsSQL stopping after the event that brings
+	// the data to $4 bytes: the rows past it are left out by the database
+	// (octet_length reads a stored value's size without its bytes).
+	eventsWithinSQL = `SELECT idx, type, data, time FROM (
+		SELECT idx, type, data, time, SUM(octet_length(data)) OVER (ORDER BY idx) - octet_length(data) AS before
+		FROM hrns_events WHERE session_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3) e
+		WHERE before < $4 ORDER BY idx`
 
 	claimSQL = `WITH c AS (
 		SELECT id FROM hrns_sessions
@@ -834,9 +841,8 @@ func (s *Store) EventIndexes(ctx context.Context, id, typ string) ([]int64, erro
 	return out, nil
 }
 
-// EventsWithin implements [store.Store]: rows are read one at a time, and
-// the read stops at the budget (the rows the server sent past it are
-// read off the connection and dropped, one at a time).
+// EventsWithin implements [store.Store]: the database leaves out the
+// rows past the budget.
 func (s *Store) EventsWithin(ctx context.Context, id string, from int64, limit int, maxBytes int64) ([]store.Event, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -846,7 +852,13 @@ func (s *Store) EventsWithin(ctx context.Context, id string, from int64, limit i
 		l := int64(limit)
 		lim = &l
 	}
-	rows, err := s.pool.Query(ctx, eventsSQL, id, from, lim)
+	var rows pgx.Rows
+	var err error
+	if maxBytes > 0 {
+		rows, err = s.pool.Query(ctx, eventsWithinSQL, id, from, lim, maxBytes)
+	} else {
+		rows, err = s.pool.Query(ctx, eventsSQL, id, from, lim)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", s.wrap(err))
 	}
