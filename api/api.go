@@ -558,6 +558,11 @@ type Page[T any] struct {
 	Items []T `json:"items"`
 	Total int `json:"total"`
 	Page  int `json:"page"`
+	// NextIndex (an hrns addition, on pages of events only) is set when
+	// the page stopped early at the server's bound on the bytes one read
+	// loads: the rest of the page, and the pages after it, are read with
+	// from_index=NextIndex (see docs/sessions-api.md).
+	NextIndex *int64 `json:"next_index,omitempty"`
 }
 
 // Changes is the body of GET /api/v2/sessions/{id}/changes.

@@ -24,8 +24,21 @@ func (h *Handle) ListFeedback(ctx context.Context) (*FeedbackList, error) {
 // with the URL may read them: the request carries no key, and goes to
 // this client's server (the URL's token is what is used, from the absolute
 // URL the server gives or its path alone). A revoked URL is an *APIError
-// that matches [ErrNotFound].
+// that matches [ErrNotFound]. A page that stopped early at the server's
+// bound on what one read loads has NextIndex set: read on with
+// [Client.SharedEventsFrom].
 func (c *Client) SharedEvents(ctx context.Context, shareURL string, page, size int) (*api.Page[Event], error) {
+	return c.sharedEvents(ctx, shareURL, fmt.Sprintf("page=%d&size=%d", page, size))
+}
+
+// SharedEventsFrom is [Client.SharedEvents] for the page of at most size
+// events that starts at event index from: the NextIndex of a page that
+// stopped early.
+func (c *Client) SharedEventsFrom(ctx context.Context, shareURL string, from int64, size int) (*api.Page[Event], error) {
+	return c.sharedEvents(ctx, shareURL, fmt.Sprintf("from_index=%d&size=%d", from, size))
+}
+
+func (c *Client) sharedEvents(ctx context.Context, shareURL, query string) (*api.Page[Event], error) {
 	path := shareURL
 	if u, err := url.Parse(shareURL); err == nil && u.IsAbs() {
 		path = u.EscapedPath()
@@ -42,6 +55,6 @@ func (c *Client) SharedEvents(ctx context.Context, shareURL string, page, size i
 	anon := *c
 	anon.key = ""
 	var p api.Page[Event]
-	_, _, err := anon.call(ctx, "GET", fmt.Sprintf("/api/v2/shared/%s/events?page=%d&size=%d", url.PathEscape(token), page, size), nil, nil, &p, true)
+	_, _, err := anon.call(ctx, "GET", "/api/v2/shared/"+url.PathEscape(token)+"/events?"+query, nil, nil, &p, true)
 	return &p, err
 }

@@ -192,6 +192,49 @@ func TestFeedbackAndSharedEvents(t *testing.T) {
 	}
 }
 
+// TestSharedEventsFollowTheCursor: with a read bound of one byte, each
+// page of a share URL's events stops after its first event and gives
+// NextIndex; SharedEventsFrom reads on from there, through every event.
+func TestSharedEventsFollowTheCursor(t *testing.T) {
+	c := client.New(startFilesServer(t, &session.Options{MaxReadBytes: 1}, openaitest.Reply{Text: "done"}), apiKey, nil)
+	ctx := t.Context()
+	res, err := c.RunSession(ctx, inline("Hi."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := c.Session(res.SessionID).Share(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.SharedEvents(ctx, link, 1, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for {
+		for _, e := range page.Items {
+			got = append(got, e.Index)
+		}
+		if page.NextIndex == nil {
+			break
+		}
+		if len(page.Items) != 1 {
+			t.Fatalf("a cut page of %d events", len(page.Items))
+		}
+		if page, err = c.SharedEventsFrom(ctx, link, *page.NextIndex, 50); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != page.Total || len(got) < 3 {
+		t.Fatalf("read %v of %d events", got, page.Total)
+	}
+	for i, idx := range got {
+		if idx != int64(i) {
+			t.Fatalf("read %v, want every index in order", got)
+		}
+	}
+}
+
 // ExampleClient_TokenQuota reads the key's token quota: the server allows
 // each key 50,000 tokens a day.
 func ExampleClient_TokenQuota() {

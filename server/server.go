@@ -378,6 +378,9 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusTooManyRequests, "Concurrent session limit reached: retry later, or create the session with queue: true to wait in the queue")
 	case errors.Is(err, session.ErrSessionFull):
 		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
+	case errors.Is(err, session.ErrReadBusy):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, err.Error())
 	case errors.Is(err, session.ErrInFlight):
 		// The reference gives no words for it; these are the IETF's
 		// (draft-ietf-httpapi-idempotency-key-header: 409, "A request
@@ -704,6 +707,9 @@ func eventsParams(r *http.Request) (*session.EventsParams, error) {
 			q.add("sort", "Input should be 'timestamp' or '-timestamp'", sort)
 		}
 	}
+	if r.URL.Query().Get("from_index") != "" {
+		p.From = new(int64(q.int("from_index", 0, 0, 1<<62)))
+	}
 	return p, q.err()
 }
 
@@ -760,6 +766,16 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 	rc.Flush()
 	for {
 		c, count, err := s.m.Changes(r.Context(), owner, id, &session.ChangesParams{From: from, Wait: 15 * time.Second})
+		if errors.Is(err, session.ErrReadBusy) {
+			// The key's other reads are loading: wait for them, as a
+			// client told 429 would.
+			select {
+			case <-time.After(time.Second):
+				continue
+			case <-r.Context().Done():
+				return nil
+			}
+		}
 		if err != nil {
 			if r.Context().Err() == nil {
 				fmt.Fprintf(w, "event: error\ndata: %s\n\n", mustJSON(map[string]string{"detail": err.Error()}))

@@ -104,6 +104,12 @@ type Options struct {
 	// MaxUnreadBytes bounds what a session holds of input its agent has
 	// not read yet (see [ErrSessionFull]); 0 means [MaxUnreadBytes].
 	MaxUnreadBytes int
+	// MaxReadBytes bounds the bytes of events one read loads (a page of
+	// events, one answer of /changes); 0 means [MaxReadBytes].
+	MaxReadBytes int
+	// MaxReadsPerOwner bounds the event reads of one owner loading at
+	// once (see [ErrReadBusy]); 0 means [MaxReadsPerOwner].
+	MaxReadsPerOwner int
 	// Prices price the sessions' usage in their metrics (the costs of
 	// GET /changes and of MetricsUpdateEvent); nil means
 	// [pricing.Default]. A model that is not in the table has null
@@ -153,6 +159,8 @@ type Manager struct {
 	// it (a fallback for a delivery lost to a crash): childCheckEvery,
 	// or shorter in tests.
 	childCheck time.Duration
+
+	reads readSlots // the event reads loading, per owner
 
 	admit sync.Mutex // serialises admission (counting and creating) with MaxActiveSessions
 
@@ -516,7 +524,7 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 	var count int64
 	for woken := false; ; woken = true {
 		if c, count, ok := m.recent.changes(owner, id, p); ok {
-			return c, count, nil
+			return m.withinBudget(c), count, nil
 		}
 		if done := m.flightOf(woken, id); done != nil {
 			// Woken by a commit of this process not yet recorded: wait
@@ -529,7 +537,7 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 				return nil, count, ctx.Err()
 			}
 			if c, count, ok := m.recent.changes(owner, id, p); ok {
-				return c, count, nil
+				return m.withinBudget(c), count, nil
 			}
 		}
 		if !woken {
@@ -608,7 +616,14 @@ func (m *Manager) changes(ctx context.Context, s *store.Session, p *ChangesParam
 			limit = min(limit, *p.Limit)
 		}
 		if limit > 0 {
-			events, err := m.st.Events(ctx, s.ID, from, limit)
+			// At most the read budget (plus one event): the caller's
+			// cursor moves by the events returned.
+			release, err := m.acquireRead(s.Owner)
+			if err != nil {
+				return nil, 0, err
+			}
+			events, err := m.st.EventsWithin(ctx, s.ID, from, limit, m.readBudget())
+			release()
 			if err != nil {
 				return nil, 0, err
 			}
@@ -622,56 +637,105 @@ func (m *Manager) changes(ctx context.Context, s *store.Session, p *ChangesParam
 type EventsParams struct {
 	// Page counts from 1.
 	Page, Size int
+	// From, when set, starts the page at this event index instead of at
+	// Page (the newest event listed, when Descending): the cursor a page
+	// that stopped early gives ([Page.NextIndex]).
+	From *int64
 	// Descending lists newest first.
 	Descending bool
 	// Type keeps events of this type only.
 	Type string
 }
 
-// Events returns a page of the session's event history.
+// Events returns a page of the session's event history. A page loads at
+// most Options.MaxReadBytes of events (plus one event): one that stops
+// early sets [Page.NextIndex]. It fails with [ErrReadBusy] when the
+// owner has Options.MaxReadsPerOwner reads loading.
 func (m *Manager) Events(ctx context.Context, owner, id string, p *EventsParams) (*Page[Event], error) {
+	return m.events(ctx, owner, owner, id, p)
+}
+
+// events is Events, its reads counted for reader.
+func (m *Manager) events(ctx context.Context, reader, owner, id string, p *EventsParams) (*Page[Event], error) {
 	s, err := m.get(ctx, owner, id)
 	if err != nil {
 		return nil, err
 	}
-	page := &Page[Event]{Items: []Event{}, Page: p.Page}
-	if p.Type == "" {
-		total := s.EventCount
-		page.Total = int(total)
-		from := int64((p.Page - 1) * p.Size)
-		limit := int64(p.Size)
-		if p.Descending {
-			from = total - int64(p.Page*p.Size)
-			if from < 0 {
-				limit += from
-				from = 0
-			}
-		}
-		if limit <= 0 || from >= total {
-			return page, nil
-		}
-		events, err := m.st.Events(ctx, id, from, int(limit))
-		if err != nil {
-			return nil, err
-		}
-		page.Items = apiEvents(events)
-		if p.Descending {
-			slices.Reverse(page.Items)
-		}
-		return page, nil
-	}
-	events, err := m.st.Events(ctx, id, 0, 0)
+	release, err := m.acquireRead(reader)
 	if err != nil {
 		return nil, err
 	}
-	all := slices.DeleteFunc(apiEvents(events), func(e Event) bool { return e.Type != p.Type })
-	if p.Descending {
-		slices.Reverse(all)
+	defer release()
+	page := &Page[Event]{Items: []Event{}, Page: p.Page}
+	// idx: the indexes of the events that match, ascending; nil with no
+	// type: every index below total.
+	var idx []int64
+	total := s.EventCount
+	if p.Type != "" {
+		if idx, err = m.st.EventIndexes(ctx, id, p.Type); err != nil {
+			return nil, err
+		}
+		total = int64(len(idx))
 	}
-	page.Total = len(all)
-	lo := min((p.Page-1)*p.Size, len(all))
-	page.Items = all[lo:min(lo+p.Size, len(all))]
+	at := func(i int64) int64 { // the index of the i-th match
+		if p.Type == "" {
+			return i
+		}
+		return idx[i]
+	}
+	page.Total = int(total)
+	// The page: positions [lo, hi) among the matches, in the page's order.
+	lo := int64((p.Page - 1) * p.Size)
+	if p.Descending {
+		lo = total - int64(p.Page*p.Size)
+	}
+	if p.From != nil {
+		// The first match at or after From (the last at or before it,
+		// descending).
+		pos := sortSearch(total, func(i int64) bool { return at(i) >= *p.From })
+		lo = pos
+		if p.Descending {
+			if pos < total && at(pos) == *p.From {
+				pos++
+			}
+			lo = pos - int64(p.Size)
+		}
+	}
+	hi := lo + int64(p.Size)
+	lo, hi = max(lo, 0), min(hi, total)
+	if lo >= hi {
+		return page, nil
+	}
+	want := make([]int64, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		want = append(want, at(i))
+	}
+	if p.Descending {
+		slices.Reverse(want)
+	}
+	events, err := m.eventsAt(ctx, id, want)
+	if err != nil {
+		return nil, err
+	}
+	page.Items = apiEvents(events)
+	if len(events) < len(want) {
+		page.NextIndex = &want[len(events)]
+	}
 	return page, nil
+}
+
+// sortSearch is [sort.Search] over int64.
+func sortSearch(n int64, f func(int64) bool) int64 {
+	lo, hi := int64(0), n
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if !f(mid) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 func apiEvents(events []store.Event) []Event {

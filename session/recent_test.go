@@ -42,6 +42,11 @@ func (r *readCounter) Events(ctx context.Context, id string, from int64, limit i
 	return r.Store.Events(ctx, id, from, limit)
 }
 
+func (r *readCounter) EventsWithin(ctx context.Context, id string, from int64, limit int, maxBytes int64) ([]store.Event, error) {
+	r.events.Add(1)
+	return r.Store.EventsWithin(ctx, id, from, limit, maxBytes)
+}
+
 // TestChangesFromTheCommit: a long-poll of a session this process just
 // committed is answered from the commit, without reading the session or
 // its events back, and the answer is the one a read gives, for every

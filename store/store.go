@@ -166,6 +166,17 @@ type Store interface {
 	// the end.
 	Events(ctx context.Context, id string, from int64, limit int) ([]Event, error)
 
+	// EventsWithin is Events bounded in bytes: it stops after the event
+	// that brings the size of the events' data to maxBytes or more, so
+	// a read loads at most maxBytes plus one event (the first event is
+	// always returned). maxBytes <= 0 means no bound.
+	EventsWithin(ctx context.Context, id string, from int64, limit int, maxBytes int64) ([]Event, error)
+
+	// EventIndexes returns the indexes of the session's events of type
+	// typ, in order, without their data. It returns ErrNotFound for an
+	// unknown session.
+	EventIndexes(ctx context.Context, id, typ string) ([]int64, error)
+
 	// Messages returns the messages of the session's transcript from
 	// index from, at most limit of them (all when limit <= 0), in order.
 	// It returns ErrNotFound for an unknown session and no error for a

@@ -377,6 +377,13 @@ const (
 	messagesSQL = `SELECT data FROM hrns_session_messages WHERE session_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3`
 
 	eventsSQL = `SELECT idx, type, data, time FROM hrns_events WHERE session_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3`
+	// eventsWithinSQL is eventsSQL stopping after the event that brings
+	// the data to $4 bytes: the rows past it are left out by the database
+	// (octet_length reads a stored value's size without its bytes).
+	eventsWithinSQL = `SELECT idx, type, data, time FROM (
+		SELECT idx, type, data, time, SUM(octet_length(data)) OVER (ORDER BY idx) - octet_length(data) AS before
+		FROM hrns_events WHERE session_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3) e
+		WHERE before < $4 ORDER BY idx`
 
 	claimSQL = `WITH c AS (
 		SELECT id FROM hrns_sessions
@@ -809,6 +816,34 @@ func (s *Store) Messages(ctx context.Context, id string, from int64, limit int) 
 
 // Events implements [store.Store].
 func (s *Store) Events(ctx context.Context, id string, from int64, limit int) ([]store.Event, error) {
+	return s.EventsWithin(ctx, id, from, limit, 0)
+}
+
+// EventIndexes implements [store.Store].
+func (s *Store) EventIndexes(ctx context.Context, id, typ string) ([]int64, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT idx FROM hrns_events WHERE session_id = $1 AND type = $2 ORDER BY idx`, id, typ)
+	if err != nil {
+		return nil, fmt.Errorf("event indexes: %w", s.wrap(err))
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("event indexes: %w", s.wrap(err))
+	}
+	if len(out) == 0 {
+		if err := s.mustExist(ctx, id); err != nil {
+			return nil, fmt.Errorf("event indexes: %w", err)
+		}
+		return []int64{}, nil
+	}
+	return out, nil
+}
+
+// EventsWithin implements [store.Store]: the database leaves out the
+// rows past the budget.
+func (s *Store) EventsWithin(ctx context.Context, id string, from int64, limit int, maxBytes int64) ([]store.Event, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -817,18 +852,35 @@ func (s *Store) Events(ctx context.Context, id string, from int64, limit int) ([
 		l := int64(limit)
 		lim = &l
 	}
-	rows, err := s.pool.Query(ctx, eventsSQL, id, from, lim)
+	var rows pgx.Rows
+	var err error
+	if maxBytes > 0 {
+		rows, err = s.pool.Query(ctx, eventsWithinSQL, id, from, lim, maxBytes)
+	} else {
+		rows, err = s.pool.Query(ctx, eventsSQL, id, from, lim)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", s.wrap(err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
-		var e store.Event
-		var data []byte
-		var t time.Time
-		err := r.Scan(&e.Index, &e.Type, &data, &t)
-		e.Data, e.Time = data, t.UTC()
-		return e, err
-	})
+	out, err := func() ([]store.Event, error) {
+		defer rows.Close()
+		var out []store.Event
+		var read int64
+		for rows.Next() {
+			var e store.Event
+			var data []byte
+			var t time.Time
+			if err := rows.Scan(&e.Index, &e.Type, &data, &t); err != nil {
+				return nil, err
+			}
+			e.Data, e.Time = data, t.UTC()
+			out = append(out, e)
+			if read += int64(len(data)); maxBytes > 0 && read >= maxBytes {
+				break
+			}
+		}
+		return out, rows.Err()
+	}()
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", s.wrap(err))
 	}

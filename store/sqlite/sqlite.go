@@ -766,6 +766,43 @@ func (s *Store) EventCount(ctx context.Context, id string) (string, int64, error
 
 // Events implements [store.Store].
 func (s *Store) Events(ctx context.Context, id string, from int64, limit int) ([]store.Event, error) {
+	return s.EventsWithin(ctx, id, from, limit, 0)
+}
+
+// EventIndexes implements [store.Store].
+func (s *Store) EventIndexes(ctx context.Context, id, typ string) ([]int64, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT idx FROM events WHERE session_id = ? AND type = ? ORDER BY idx`, id, typ)
+	if err != nil {
+		return nil, fmt.Errorf("event indexes: %w", s.wrap(err))
+	}
+	defer rows.Close()
+	out := []int64{}
+	for rows.Next() {
+		var i int64
+		if err := rows.Scan(&i); err != nil {
+			return nil, fmt.Errorf("event indexes: %w", err)
+		}
+		out = append(out, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("event indexes: %w", err)
+	}
+	if len(out) == 0 {
+		var one int
+		err := s.r.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, store.ErrNotFound
+		}
+		if err != nil {
+			return nil, fmt.Errorf("event indexes: %w", s.wrap(err))
+		}
+	}
+	return out, nil
+}
+
+// EventsWithin implements [store.Store]: rows are read one at a time, and
+// the read stops at the budget.
+func (s *Store) EventsWithin(ctx context.Context, id string, from int64, limit int, maxBytes int64) ([]store.Event, error) {
 	if limit <= 0 {
 		limit = -1
 	}
@@ -775,6 +812,7 @@ func (s *Store) Events(ctx context.Context, id string, from int64, limit int) ([
 	}
 	defer rows.Close()
 	var out []store.Event
+	var read int64
 	for rows.Next() {
 		var e store.Event
 		var data []byte
@@ -784,6 +822,9 @@ func (s *Store) Events(ctx context.Context, id string, from int64, limit int) ([
 		}
 		e.Data, e.Time = data, fromNanos(t)
 		out = append(out, e)
+		if read += int64(len(data)); maxBytes > 0 && read >= maxBytes {
+			break
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("events: %w", err)

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,6 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
 		{"UpdateVersion", testUpdateVersion},
 		{"EventsRange", testEventsRange},
+		{"EventsWithin", testEventsWithin},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"List", testList},
 		{"ListFilters", testListFilters},
@@ -311,6 +313,65 @@ func testEventsRange(t *testing.T, st store.Store) {
 		if diff := cmp.Diff(tt.want, idx); diff != "" {
 			t.Errorf("Events(from %d, limit %d) indexes (-want +got):\n%s", tt.from, tt.limit, diff)
 		}
+	}
+}
+
+// testEventsWithin: a read bounded in bytes stops after the event that
+// reaches the bound, always gives the first, and EventIndexes lists the
+// events of one type without their data.
+func testEventsWithin(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	var events []store.Event
+	for i := range 10 {
+		typ := "A"
+		if i%3 == 0 {
+			typ = "B"
+		}
+		events = append(events, ev(typ, fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, strings.Repeat("x", 90))))
+	}
+	mustCreate(t, st, newSession("s", "alice"), events...)
+	size := int64(len(events[0].Data)) // all the same size
+	tests := []struct {
+		from     int64
+		limit    int
+		maxBytes int64
+		want     []int64
+	}{
+		{0, 0, 0, []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}},
+		{0, 0, 3 * size, []int64{0, 1, 2}},
+		{0, 0, 3*size - 1, []int64{0, 1, 2}},
+		{0, 0, 3*size + 1, []int64{0, 1, 2, 3}},
+		{4, 0, 1, []int64{4}},
+		{4, 2, 100 * size, []int64{4, 5}},
+		{10, 0, 1, nil},
+	}
+	for _, tt := range tests {
+		got, err := st.EventsWithin(ctx, "s", tt.from, tt.limit, tt.maxBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var idx []int64
+		for _, e := range got {
+			idx = append(idx, e.Index)
+		}
+		if diff := cmp.Diff(tt.want, idx); diff != "" {
+			t.Errorf("EventsWithin(from %d, limit %d, %d bytes) indexes (-want +got):\n%s", tt.from, tt.limit, tt.maxBytes, diff)
+		}
+	}
+	if _, err := st.EventsWithin(ctx, "nope", 0, 0, 1); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("EventsWithin of an unknown session = %v, want ErrNotFound", err)
+	}
+	for typ, want := range map[string][]int64{"B": {0, 3, 6, 9}, "A": {1, 2, 4, 5, 7, 8}, "C": {}} {
+		got, err := st.EventIndexes(ctx, "s", typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("EventIndexes(%s) (-want +got):\n%s", typ, diff)
+		}
+	}
+	if _, err := st.EventIndexes(ctx, "nope", "A"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("EventIndexes of an unknown session = %v, want ErrNotFound", err)
 	}
 }
 

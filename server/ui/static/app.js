@@ -796,7 +796,7 @@
         let total = 0, grew = false;
         for (let n = 0; n < SHARED_PAGES; n++) {
           const count = tv.last() + 1;
-          const p = await sharedGet(base + '/events?size=' + SHARED_PAGE + '&page=' + (Math.floor(count / SHARED_PAGE) + 1));
+          const p = await sharedGet(base + '/events?size=' + SHARED_PAGE + '&from_index=' + count);
           if (stopped) return;
           total = typeof p.total === 'number' ? p.total : 0;
           const before = tv.last();
