@@ -133,7 +133,7 @@ func (m *Manager) commit(ctx context.Context, id string, c *change, fn func(s *s
 		}
 		err = func() error {
 			defer m.flights.begin(id)() // even if the store panics
-			return m.st.UpdateSession(ctx, s, events, o)
+			return m.write(ctx, s, events, o)
 		}()
 		if errors.Is(err, store.ErrConflict) {
 			continue
@@ -149,6 +149,23 @@ func (m *Manager) commit(ctx context.Context, id string, c *change, fn func(s *s
 		m.followUp(ctx, s, wasActive, wasTerminal)
 		return s, st, nil
 	}
+}
+
+// write writes the change to the store. A write that is sent is waited for
+// to its answer, whatever happens to ctx meanwhile: its outcome must be
+// known, or what follows from it (promote, deliver) is skipped although
+// it landed. A worker's context is cancelled by its own watcher when it
+// sees the session end (see watch), and PostgreSQL notifies the watcher
+// of the commit before the committer reads the answer: a worker's last
+// commit, written, returned "context canceled", and the owner's queued
+// sessions were not promoted nor the parent told. A context already done
+// sends nothing, as the stores do; one sent is bounded by the store's own
+// limits (its connection's and the database's), not by ctx.
+func (m *Manager) write(ctx context.Context, s *store.Session, events []store.Event, o *store.UpdateOptions) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return m.st.UpdateSession(context.WithoutCancel(ctx), s, events, o)
 }
 
 // followUp does what follows from a committed change of s, whoever made

@@ -219,14 +219,25 @@ type commitLog struct {
 	commits [][]store.Event
 }
 
+// UpdateSession records the events of each commit from the store's
+// Committed callback, which the store calls before it notifies the
+// session's subscribers (store.UpdateOptions.Committed): whoever learns
+// of a commit (a long-poll, a follower) finds it recorded.
 func (c *commitLog) UpdateSession(ctx context.Context, s *store.Session, events []store.Event, opts *store.UpdateOptions) error {
-	err := c.Store.UpdateSession(ctx, s, events, opts)
-	if err == nil {
+	var o store.UpdateOptions
+	if opts != nil {
+		o = *opts
+	}
+	next := o.Committed
+	o.Committed = func(s *store.Session, events []store.Event) {
 		c.mu.Lock()
 		c.commits = append(c.commits, slices.Clone(events))
 		c.mu.Unlock()
+		if next != nil {
+			next(s, events)
+		}
 	}
-	return err
+	return c.Store.UpdateSession(ctx, s, events, &o)
 }
 
 // TestClientStepCommittedWithSuspension: a step whose calls all wait for
