@@ -80,7 +80,9 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		if n != 1 {
 			times = fmt.Sprintf("%d times in a row (the server crashed or hit an internal error each time)", n)
 		}
-		m.failInternal(ctx, s.ID, "internal error: running the session failed "+times+"; it is not retried")
+		if m.failInternal(ctx, s.ID, "internal error: running the session failed "+times+"; it is not retried") {
+			return leaseReleased
+		}
 		return releaseLease
 	}
 	var wg sync.WaitGroup
@@ -106,11 +108,12 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		err = p
 	}
 	var p *panicError
+	failed := false // failInternal's commit gave the lease up
 	switch {
 	case err == nil:
 	case errors.As(err, &p):
 		m.log.Error("running a session panicked", "session", s.ID, "panic", fmt.Sprint(p.value), "stack", string(p.stack))
-		m.failInternal(ctx, s.ID, fmt.Sprintf("internal error: running the session panicked: %v", p.value))
+		failed = m.failInternal(ctx, s.ID, fmt.Sprintf("internal error: running the session panicked: %v", p.value))
 	case stopped || errors.Is(err, errStopped) || errors.Is(err, errLeaseLost) || errors.Is(err, store.ErrLeaseLost):
 		// A shutdown, or someone else ended the session or holds it now.
 	case errors.As(err, new(*storeError)):
@@ -118,9 +121,12 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		return leaseKept
 	default:
 		m.log.Error("running a session failed", "session", s.ID, "err", err)
-		m.failInternal(ctx, s.ID, "internal error: "+err.Error())
+		failed = m.failInternal(ctx, s.ID, "internal error: "+err.Error())
 	}
-	if h.released {
+	if h.released || failed {
+		// Released in a commit: releasing it again could release the
+		// claim a caller's input made for this process since (the same
+		// lease owner), and leave the session to a second worker.
 		return leaseReleased
 	}
 	return releaseLease
@@ -133,19 +139,31 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 // commits through the one commit path (see commit.go), so that the
 // owner's queued sessions start and a parent learns of its child's end
 // as after any other ending.
-func (m *Manager) failInternal(ctx context.Context, id, msg string) {
+//
+// It reports whether it gave the lease up in its commit, or no longer
+// holds it: then the worker must not release it again, as a caller's
+// input may have claimed the session for this process (the same lease
+// owner) since.
+func (m *Manager) failInternal(ctx context.Context, id, msg string) (released bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	c := &change{opts: &store.UpdateOptions{Lease: m.owner, Release: true}, corrupt: true}
+	ended := false // ended already: nothing is written, the lease is still held
 	_, _, err := m.commit(ctx, id, c, func(s *store.Session, st *state) ([]store.Event, error) {
-		if st.Phase == phaseDone {
+		ended = st.Phase == phaseDone
+		if ended {
 			return nil, errNoChange
 		}
 		return finish(s, st, outcomeFailed(CodeInternal, msg)), nil
 	})
-	if err != nil && !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrNotFound) {
-		m.log.Error("recording the failure of a session", "session", id, "err", err)
+	switch {
+	case err == nil:
+		return !ended
+	case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrNotFound):
+		return true
 	}
+	m.log.Error("recording the failure of a session", "session", id, "err", err)
+	return false
 }
 
 // read returns the session as stored and its state. An error of the store

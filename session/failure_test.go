@@ -471,3 +471,66 @@ func TestStoreErrorAfterAClaimedResult(t *testing.T) {
 		}
 	})
 }
+
+// releaseSpy is a store whose Release calls run onRelease first.
+type releaseSpy struct {
+	store.Store
+	mu        sync.Mutex
+	releases  int
+	onRelease func(id string)
+}
+
+func (r *releaseSpy) Release(ctx context.Context, id, owner string) error {
+	r.mu.Lock()
+	r.releases++
+	f := r.onRelease
+	r.onRelease = nil
+	r.mu.Unlock()
+	if f != nil {
+		f(id)
+	}
+	return r.Store.Release(ctx, id, owner)
+}
+
+// TestFailedWorkerDoesNotReleaseAgain: a worker that failed its session
+// (here: given up, poison) gave the lease up in that commit; releasing
+// it again afterwards released the claim that a message sent in between
+// made for the same process (the same lease owner), so that the
+// dispatcher ran the restarted session in a second worker beside the
+// first: two model requests, the first answer lost, and the second run's
+// error failing the session. The worker releases nothing more, and the
+// message gets one answer.
+func TestFailedWorkerDoesNotReleaseAgain(t *testing.T) {
+	eachStore(t, func(t *testing.T, base store.Store) {
+		st := &releaseSpy{Store: base}
+		model := llmtest.NewModel(llmtest.Text("sorry"), llmtest.Text("a second run"))
+		m, _ := newLogged(t, st, model, nil)
+		v := create(t, m, `{"agent":{"name":"a"},"messages":"hi"}`)
+		claimAndDie(t, base, 3, 1)
+		var sent atomic.Bool
+		st.onRelease = func(id string) {
+			// What a caller could do between the failure's commit and
+			// a late release: restart the session with a message.
+			if id != v.ID {
+				return
+			}
+			err := m.SendMessages(context.Background(), owner, id, []session.UserMessage{{Message: "what happened?"}})
+			t.Logf("message sent before the late release: %v", err)
+			sent.Store(err == nil)
+		}
+		start(t, m)
+		f, _ := ended(t, m, v.ID)
+		if !sent.Load() {
+			if err := m.SendMessages(t.Context(), owner, v.ID, []session.UserMessage{{Message: "what happened?"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := untilStatus(t, f, session.StatusCompleted)
+		if c.Status != session.StatusCompleted {
+			t.Fatalf("ended %s, want completed; events:\n%s", c.Status, f.dump())
+		}
+		if n := len(model.Requests()); n != 1 {
+			t.Errorf("%d model requests after the restart, want 1", n)
+		}
+	})
+}
