@@ -72,13 +72,15 @@ func Plan(plan *tools.TodoList) []string {
 		case tools.TodoInProgress:
 			mark = MarkInProgress
 		}
-		lines = append(lines, mark+" "+oneLine(t.Content, tools.MaxTodoBytes))
+		lines = append(lines, mark+" "+OneLine(t.Content, tools.MaxTodoBytes))
 	}
 	return lines
 }
 
-// oneLine shows s on one line, escaped, cut to about n bytes of s.
-func oneLine(s string, n int) string {
+// OneLine shows untrusted s on one line, escaped by [safetext.Escape]
+// (newlines as ⏎), cut to about n bytes of s (at a character boundary,
+// with … after).
+func OneLine(s string, n int) string {
 	cut := len(s) > n
 	if cut {
 		for n > 0 && s[n]&0xC0 == 0x80 {

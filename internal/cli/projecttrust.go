@@ -1,18 +1,13 @@
 package cli
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/BurntSushi/toml"
 
 	"github.com/hrns-dev/hrns/internal/safetext"
 )
@@ -61,18 +56,7 @@ func trustedPath(getenv func(string) string) string {
 }
 
 func readTrusted(path string) (*trustedFile, error) {
-	var f trustedFile
-	data, err := readBounded(path, maxTrustedFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &f, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if _, err := toml.Decode(data, &f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &f, nil
+	return readStateFile[trustedFile](path, maxTrustedFile)
 }
 
 // projectTrusted reports whether the person agreed to the project file at
@@ -105,31 +89,7 @@ func rememberTrust(config, sum string, enables []string, getenv func(string) str
 	}
 	f.Project = slices.DeleteFunc(f.Project, func(p trustedProject) bool { return p.Config == config })
 	f.Project = append(f.Project, trustedProject{Config: config, SHA256: sum, Enables: enables})
-	var buf bytes.Buffer
-	buf.WriteString("# Project config files whose tools you agreed to, by content; written by hrns, yours to edit.\n")
-	if err := toml.NewEncoder(&buf).Encode(f); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".trusted-*.toml")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return writeStateFile(path, "# Project config files whose tools you agreed to, by content; written by hrns, yours to edit.\n", f)
 }
 
 // whatToolDoes says, for the person deciding, what a tool a project file

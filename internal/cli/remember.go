@@ -73,18 +73,7 @@ func projectDir(workdir string) (string, error) {
 }
 
 func readRemembered(path string) (*rememberedFile, error) {
-	var f rememberedFile
-	data, err := readBounded(path, maxRememberedFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &f, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if _, err := toml.Decode(data, &f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &f, nil
+	return readStateFile[rememberedFile](path, maxRememberedFile)
 }
 
 // rememberedRules returns the rules remembered for workdir's project.
@@ -142,15 +131,39 @@ func remember(workdir string, getenv func(string) string, rule loop.Rule) error 
 	if s := rule.String(); !slices.Contains(f.Project[i].Allow, s) {
 		f.Project[i].Allow = append(f.Project[i].Allow, s)
 	}
+	return writeStateFile(path, "# Allow rules remembered from \"always\" answers, per project; written by hrns, yours to edit.\n", f)
+}
+
+// readStateFile reads the TOML file of hrns's own at path (at most max
+// bytes); a missing file reads as the zero T.
+func readStateFile[T any](path string, max int64) (*T, error) {
+	var f T
+	data, err := readBounded(path, max)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &f, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := toml.Decode(data, &f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &f, nil
+}
+
+// writeStateFile writes v as TOML, after header, to path (mode 0600, its
+// folder 0700), replacing the file at once: a reader sees the old file or
+// the new one, never a part.
+func writeStateFile(path, header string, v any) error {
 	var buf bytes.Buffer
-	buf.WriteString("# Allow rules remembered from \"always\" answers, per project; written by hrns, yours to edit.\n")
-	if err := toml.NewEncoder(&buf).Encode(f); err != nil {
+	buf.WriteString(header)
+	if err := toml.NewEncoder(&buf).Encode(v); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".remembered-*.toml")
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}

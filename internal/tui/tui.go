@@ -1342,18 +1342,5 @@ func plural(n int, thing string) string {
 	return fmt.Sprintf("%d %ss", n, thing)
 }
 
-// clip shows s on one line, escaped, cut to about n bytes.
-func clip(s string, n int) string {
-	cut := len(s) > n
-	if cut {
-		for n > 0 && s[n]&0xC0 == 0x80 {
-			n--
-		}
-		s = s[:n]
-	}
-	s = safetext.Escape(strings.ReplaceAll(s, "\n", "⏎"))
-	if cut {
-		s += "…"
-	}
-	return s
-}
+// clip shows s on one line, escaped, cut to about n bytes of s.
+func clip(s string, n int) string { return callview.OneLine(s, n) }

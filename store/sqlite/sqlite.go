@@ -555,16 +555,26 @@ func (s *Store) Messages(ctx context.Context, id string, from int64, limit int) 
 		return nil, fmt.Errorf("messages: %w", err)
 	}
 	if len(out) == 0 {
-		var one int
-		err := s.r.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, store.ErrNotFound
-		}
-		if err != nil {
-			return nil, fmt.Errorf("messages: %w", s.wrap(err))
+		if err := s.sessionExists(ctx, id, "messages"); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// sessionExists tells an empty read of session id's rows from a read of
+// a session that does not exist: it returns store.ErrNotFound for one, and
+// an error of the store prefixed with what, the read's name.
+func (s *Store) sessionExists(ctx context.Context, id, what string) error {
+	var one int
+	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return store.ErrNotFound
+	case err != nil:
+		return fmt.Errorf("%s: %w", what, s.wrap(err))
+	}
+	return nil
 }
 
 func (s *Store) wrap(err error) error {
@@ -788,13 +798,8 @@ func (s *Store) EventIndexes(ctx context.Context, id, typ string) ([]int64, erro
 		return nil, fmt.Errorf("event indexes: %w", err)
 	}
 	if len(out) == 0 {
-		var one int
-		err := s.r.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, store.ErrNotFound
-		}
-		if err != nil {
-			return nil, fmt.Errorf("event indexes: %w", s.wrap(err))
+		if err := s.sessionExists(ctx, id, "event indexes"); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -830,13 +835,8 @@ func (s *Store) EventsWithin(ctx context.Context, id string, from int64, limit i
 		return nil, fmt.Errorf("events: %w", err)
 	}
 	if len(out) == 0 {
-		var one int
-		err := s.r.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, store.ErrNotFound
-		}
-		if err != nil {
-			return nil, fmt.Errorf("events: %w", s.wrap(err))
+		if err := s.sessionExists(ctx, id, "events"); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
