@@ -1,11 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -314,4 +316,28 @@ type DeliveryListParams struct {
 	State string
 	// Offset and Limit select the page; Limit <= 0 means 50.
 	Offset, Limit int
+}
+
+// A RankedDelivery is a due delivery and its turn in a fair claim
+// ([ClaimParams.PerKey]): the count of its owner's deliveries in flight
+// plus its place among the owner's due ones. The stores order a claim's
+// deliveries by it ([CompareRanked]).
+type RankedDelivery struct {
+	Delivery *Delivery
+	Rank     int64
+}
+
+// CompareRanked orders deliveries as a fair claim takes them: by rank,
+// then due time, creation and id.
+func CompareRanked(a, b RankedDelivery) int {
+	if a.Rank != b.Rank {
+		return cmp.Compare(a.Rank, b.Rank)
+	}
+	if c := a.Delivery.NextAttemptAt.Compare(b.Delivery.NextAttemptAt); c != 0 {
+		return c
+	}
+	if c := a.Delivery.CreatedAt.Compare(b.Delivery.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Delivery.ID, b.Delivery.ID)
 }

@@ -1,12 +1,10 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -258,20 +256,20 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 		if err != nil {
 			return err
 		}
-		var ranked []rankedDelivery
-		ranked, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (rankedDelivery, error) {
+		var ranked []store.RankedDelivery
+		ranked, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.RankedDelivery, error) {
 			var rank int64
 			d, err := scanDelivery(r, &rank)
-			return rankedDelivery{d, rank}, err
+			return store.RankedDelivery{Delivery: d, Rank: rank}, err
 		})
 		if err != nil {
 			return err
 		}
 		// RETURNING keeps no order: put them back in the claim's.
-		slices.SortFunc(ranked, rankedDelivery.compare)
+		slices.SortFunc(ranked, store.CompareRanked)
 		out = make([]*store.Delivery, len(ranked))
 		for i, c := range ranked {
-			d := c.d
+			d := c.Delivery
 			if d.Webhook, err = scanWebhook(tx.QueryRow(ctx, `SELECT `+webhookColumns+` FROM hrns_webhooks WHERE id = $1`, d.WebhookID)); err != nil {
 				return err
 			}
@@ -284,28 +282,6 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 		return nil, fmt.Errorf("claim deliveries: %w", s.wrap(err))
 	}
 	return out, nil
-}
-
-// A rankedDelivery is a claimed delivery and its turn in the claim: its
-// owner's leased deliveries plus its place among the owner's due ones.
-type rankedDelivery struct {
-	d    *store.Delivery
-	rank int64
-}
-
-// compare orders claimed deliveries as the claim took them: by rank, then
-// due time, creation and id.
-func (a rankedDelivery) compare(b rankedDelivery) int {
-	if a.rank != b.rank {
-		return cmp.Compare(a.rank, b.rank)
-	}
-	if c := a.d.NextAttemptAt.Compare(b.d.NextAttemptAt); c != 0 {
-		return c
-	}
-	if c := a.d.CreatedAt.Compare(b.d.CreatedAt); c != 0 {
-		return c
-	}
-	return strings.Compare(a.d.ID, b.d.ID)
 }
 
 // FinishDelivery implements [store.Webhooks].

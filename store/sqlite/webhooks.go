@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -285,7 +284,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 		if err := rows.Close(); err != nil {
 			return err
 		}
-		var cands []rankedDelivery
+		var cands []store.RankedDelivery
 		for _, o := range owners {
 			var busy int
 			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_deliveries
@@ -310,11 +309,12 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 				return err
 			}
 			for i, d := range ds {
-				cands = append(cands, rankedDelivery{d, busy + i})
+				cands = append(cands, store.RankedDelivery{Delivery: d, Rank: int64(busy + i)})
 			}
 		}
-		for _, c := range takeFair(cands, limit) {
-			d := c.d
+		slices.SortFunc(cands, store.CompareRanked)
+		for _, c := range cands[:min(limit, len(cands))] {
+			d := c.Delivery
 			if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?, attempts = attempts + 1 WHERE id = ?`,
 				p.Owner, until, d.ID); err != nil {
 				return err
@@ -332,31 +332,6 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
 	return out, nil
-}
-
-// A rankedDelivery is a due delivery and its turn in a fair claim: its
-// owner's leased deliveries plus its place among the owner's due ones.
-type rankedDelivery struct {
-	d    *store.Delivery
-	rank int
-}
-
-// takeFair returns the first n of cands by rank, then due time, creation
-// and id.
-func takeFair(cands []rankedDelivery, n int) []rankedDelivery {
-	slices.SortFunc(cands, func(a, b rankedDelivery) int {
-		if a.rank != b.rank {
-			return cmp.Compare(a.rank, b.rank)
-		}
-		if c := a.d.NextAttemptAt.Compare(b.d.NextAttemptAt); c != 0 {
-			return c
-		}
-		if c := a.d.CreatedAt.Compare(b.d.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.d.ID, b.d.ID)
-	})
-	return cands[:min(n, len(cands))]
 }
 
 // FinishDelivery implements [store.Webhooks].
