@@ -60,7 +60,7 @@ func chatCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 	defer s.close()
 	if demo {
-		s.notices = append(s.notices, "This is the offline demo: type anything (say, \"Tell me about this repository\"); the answers are recorded, the tools really read this directory.")
+		s.notices = append(s.notices, "This is the offline demo: the model is a small script, not a language model, and it understands a few requests (say \"tell me about this directory\", \"read go.mod\", \"find TODO\", \"list docs\", \"help\"); the tools really read this directory.")
 	}
 
 	cfg := &tui.Config{
@@ -234,7 +234,7 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 	}
 	s.system = systemPrompt(o, agentDef, system, ins)
 	s.maxTurns = firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
-	s.prices = pricing.Default().With(cfg.Prices)
+	s.prices = pricing.Default().With(demoPrices).With(cfg.Prices)
 	return s, nil
 }
 

@@ -2,31 +2,20 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"os"
-
-	"github.com/hrns-dev/hrns/examples"
 )
 
-// demoCommand plays the embedded tour (examples/tour.jsonl): in the chat on
-// a terminal, else as hrns run. The model's answers are recorded; the tools
-// (only the reading ones) run for real in the workdir.
+// demoCommand runs hrns offline with the demo's scripted model (provider
+// "demo", see demoModel): in the chat on a terminal, else as hrns run with
+// the first question a newcomer asks. The model is a script, said so on
+// screen; the tools (only the reading ones) run for real in the workdir,
+// so its answers are about the directory it runs in.
 func demoCommand(ctx context.Context, args []string, stdio *IO) error {
-	f, err := os.CreateTemp("", "hrns-tour-*.jsonl")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(examples.Tour)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	base := []string{"--replay", f.Name(), "--tools", "list_files,read_file", "--no-skills"}
+	base := []string{"--provider", "demo", "--tools", "list_files,read_file,grep", "--no-skills"}
 	if stdio.interactive() && stdio.outTerminal() {
 		return chatCommand(ctx, append(append(base, args...), "--demo"), stdio)
 	}
-	return runCommand(ctx, append(append(base, args...), "Tell me about this repository"), stdio)
+	if len(args) == 0 || args[len(args)-1] == "" || args[len(args)-1][0] == '-' {
+		args = append(args, "Tell me about this directory")
+	}
+	return runCommand(ctx, append(base, args...), stdio)
 }

@@ -95,15 +95,6 @@ func TestRunTimeoutSaysSo(t *testing.T) {
 	}
 }
 
-// TestDemoAnywhere plays the embedded tour outside the checkout.
-func TestDemoAnywhere(t *testing.T) {
-	t.Chdir(t.TempDir())
-	code, stdout, stderr := runIn(t, "", "demo")
-	if code != ExitOK || !strings.Contains(stdout, "This repository is **hrns**") {
-		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
-	}
-}
-
 func TestSmallFrictions(t *testing.T) {
 	for _, cmd := range []string{"tools", "skills", "run", "chat"} {
 		if code, _, stderr := runIn(t, "", cmd, "-h"); code != ExitOK || !strings.Contains(stderr, "-") {

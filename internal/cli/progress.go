@@ -86,7 +86,7 @@ func (p *progress) close() {
 // stderr is a terminal.
 func (r *textRenderer) configure(model string, cfg *Config, stdio *IO) {
 	r.model = model
-	r.prices = pricing.Default().With(cfg.Prices)
+	r.prices = pricing.Default().With(demoPrices).With(cfg.Prices)
 	if stdio.errTerminal() && r.log == stdio.Err {
 		r.prog = &progress{w: r.log}
 		r.prog.start()

@@ -403,13 +403,18 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 		return p, firstString(o.model, p.Model), nil
 	}
 	name := firstString(o.provider, a.Provider, getenv("HRNS_PROVIDER"), cfg.Provider, "openai")
+	if _, configured := cfg.Providers[name]; name == "demo" && !configured {
+		// The offline demo's scripted model (hrns demo): no key, no
+		// network, answers written from what the reading tools return.
+		return &demoModel{}, demoModelName, nil
+	}
 	p, named := cfg.Providers[name]
 	if !named {
 		switch name {
 		case "openai", "openai-responses", "anthropic", "gemini":
 			p = Provider{Kind: name}
 		default:
-			return nil, "", usagef("unknown provider %q: use openai, openai-responses, anthropic, gemini, or a provider of the config file%s", name, cfg.where())
+			return nil, "", usagef("unknown provider %q: use openai, openai-responses, anthropic, gemini, demo (the offline scripted model), or a provider of the config file%s", name, cfg.where())
 		}
 	}
 	kind := firstString(p.Kind, "openai")
