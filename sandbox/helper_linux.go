@@ -36,19 +36,20 @@ const (
 
 // helperConfig is what the parent tells the helper.
 type helperConfig struct {
-	Argv       []string `json:"argv"`
-	Env        []string `json:"env"`
-	Dir        string   `json:"dir"`
-	ReadOnly   []string `json:"ro"`
-	ReadWrite  []string `json:"rw"`
-	DenyNet    bool     `json:"deny_net"`
-	Unconfined bool     `json:"unconfined"`
-	Require    bool     `json:"require"`
-	Cgroup     string   `json:"cgroup,omitempty"` // cgroup.procs file to join
-	CPU        uint64   `json:"cpu,omitempty"`    // seconds
-	AS         uint64   `json:"as,omitempty"`
-	FSize      uint64   `json:"fsize,omitempty"`
-	NProc      uint64   `json:"nproc,omitempty"`
+	Argv       []string  `json:"argv"`
+	Env        []string  `json:"env"`
+	Dir        string    `json:"dir"`
+	ReadOnly   []string  `json:"ro"`
+	ReadWrite  []string  `json:"rw"`
+	DenyNet    bool      `json:"deny_net"`
+	Unconfined bool      `json:"unconfined"`
+	Require    bool      `json:"require"`
+	Cgroup     string    `json:"cgroup,omitempty"` // cgroup.procs file to join
+	CPU        uint64    `json:"cpu,omitempty"`    // seconds
+	AS         uint64    `json:"as,omitempty"`
+	FSize      uint64    `json:"fsize,omitempty"`
+	NProc      uint64    `json:"nproc,omitempty"`
+	Overlays   []Overlay `json:"overlays,omitempty"`
 
 	// Set by the parent: the namespaces the helper was started in.
 	NetNS    bool `json:"netns,omitempty"`
@@ -57,8 +58,11 @@ type helperConfig struct {
 	// root in a user namespace: the user to be again in the second.
 	UID int `json:"uid,omitempty"`
 	GID int `json:"gid,omitempty"`
-	// Set by the first stage for the second: the root was built.
-	Rooted bool `json:"rooted,omitempty"`
+	// Set by the first stage for the second: the root was built, with
+	// this many of the overlays mounted (and why the others were not).
+	Rooted          bool     `json:"rooted,omitempty"`
+	OverlaysMounted int      `json:"overlays_mounted,omitempty"`
+	OverlayNotes    []string `json:"overlay_notes,omitempty"`
 	// Set by the parent when an isolated start failed: why.
 	NotIsolated string `json:"not_isolated,omitempty"`
 }
@@ -223,7 +227,11 @@ func runExec() {
 	}
 	cfg := readConfig(status)
 
-	conf := Confinement{ABI: landlockABI(), Network: "allowed", Isolated: cfg.Rooted}
+	conf := Confinement{ABI: landlockABI(), Network: "allowed", Isolated: cfg.Rooted, Overlays: cfg.OverlaysMounted}
+	conf.Notes = append(conf.Notes, cfg.OverlayNotes...)
+	if !cfg.Rooted && len(cfg.Overlays) > 0 {
+		conf.Notes = append(conf.Notes, "overlays not mounted (no mount namespace): their targets are plain directories")
+	}
 	if os.Geteuid() == 0 && hasCapabilities() {
 		conf.Notes = append(conf.Notes, "root's capabilities could not be dropped")
 	}

@@ -114,6 +114,7 @@ func buildRoot(cfg *helperConfig) (err error) {
 		}
 		done = append(done, b)
 	}
+	mountOverlays(cfg)
 	// A granted path reached through a symbolic link (/bin on a merged
 	// /usr, /etc/resolv.conf into /run) is a link to where it was bound.
 	for _, b := range binds {
@@ -274,4 +275,28 @@ func remount(p string, add uintptr) error {
 		}
 	}
 	return unix.Mount("", p, "", flags, "")
+}
+
+// mountOverlays mounts the spec's overlays in the staged root, each over
+// its Target, from the binds of its Lower (read-only), Upper and Work. An
+// overlay the kernel refuses is left out, with a note: its Target stays
+// the plain directory it is, which only costs the command the shared
+// files.
+func mountOverlays(cfg *helperConfig) {
+	for _, o := range cfg.Overlays {
+		opts := "lowerdir=" + rootStaging + o.Lower + ",upperdir=" + rootStaging + o.Upper + ",workdir=" + rootStaging + o.Work
+		target := rootStaging + o.Target
+		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+		err := unix.Mount("overlay", target, "overlay", flags, opts)
+		if err != nil {
+			// An unprivileged mount (in a user namespace) keeps the
+			// overlay's own attributes under user.* instead.
+			err = unix.Mount("overlay", target, "overlay", flags, opts+",userxattr")
+		}
+		if err != nil {
+			cfg.OverlayNotes = append(cfg.OverlayNotes, fmt.Sprintf("the overlay on %s was not mounted: %v", o.Target, err))
+			continue
+		}
+		cfg.OverlaysMounted++
+	}
 }

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -175,6 +177,14 @@ func prepare(spec *Spec) (*prepared, error) {
 	}
 	p.writable = append(slices.Clone(p.cfg.ReadWrite), extra...)
 	p.cfg.ReadWrite = append(append(p.cfg.ReadWrite, systemReadWrite...), extra...)
+	for _, o := range spec.Overlays {
+		o, err := checkOverlay(o, p.writable)
+		if err != nil {
+			return nil, fmt.Errorf("%w: Overlays: %w", ErrInvalidSpec, err)
+		}
+		p.cfg.ReadOnly = append(p.cfg.ReadOnly, o.Lower)
+		p.cfg.Overlays = append(p.cfg.Overlays, o)
+	}
 	p.cfg.Env = environ(spec.Env, scratch)
 	p.cfg.DenyNet = !spec.AllowNetwork
 	p.cfg.Unconfined = spec.Unconfined
@@ -556,4 +566,43 @@ func parseStatus(b []byte) (conf *Confinement, isolationFailed string, err error
 		return nil, "", fmt.Errorf("%w: the sandbox helper did not report its confinement", ErrStart)
 	}
 	return st.Confinement, "", nil
+}
+
+// checkOverlay makes o's paths absolute and checks them: all exist as
+// directories, none holds a character the overlay's mount options give a
+// meaning to, Target and Upper are inside writable paths, and Upper and
+// Work are not inside Lower (nor Lower inside them).
+func checkOverlay(o Overlay, writable []string) (Overlay, error) {
+	paths := []*string{&o.Lower, &o.Upper, &o.Work, &o.Target}
+	for _, p := range paths {
+		if *p == "" {
+			return o, errors.New("an overlay needs Lower, Upper, Work and Target")
+		}
+		a, err := filepath.Abs(*p)
+		if err != nil {
+			return o, err
+		}
+		if a, err = filepath.EvalSymlinks(a); err != nil {
+			return o, err
+		}
+		if fi, err := os.Stat(a); err != nil || !fi.IsDir() {
+			return o, fmt.Errorf("%s is not a directory", a)
+		}
+		if strings.ContainsAny(a, ",:\\") {
+			return o, fmt.Errorf("%s: an overlay's paths cannot hold ',', ':' or '\\'", a)
+		}
+		*p = a
+	}
+	inWritable := func(p string) bool {
+		return slices.ContainsFunc(writable, func(w string) bool { return within(p, w) })
+	}
+	if !inWritable(o.Target) || !inWritable(o.Upper) || !inWritable(o.Work) {
+		return o, fmt.Errorf("the overlay on %s: Target, Upper and Work must be inside Dir, Scratch or ReadWrite", o.Target)
+	}
+	for _, p := range []string{o.Upper, o.Work, o.Target} {
+		if within(p, o.Lower) || within(o.Lower, p) {
+			return o, fmt.Errorf("the overlay on %s: %s and its Lower %s overlap", o.Target, p, o.Lower)
+		}
+	}
+	return o, nil
 }

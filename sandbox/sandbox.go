@@ -39,6 +39,10 @@ type Spec struct {
 	// ReadOnly lists more files and directories the command may read
 	// (and execute). ReadWrite lists more it may also write.
 	ReadOnly, ReadWrite []string
+	// Overlays are copy-on-write views of directories the command may
+	// read but must not change, such as the user's Go build cache: see
+	// [Overlay].
+	Overlays []Overlay
 
 	// Env is the command's whole environment, as "KEY=value": nothing is
 	// inherited from this process. PATH defaults to DefaultPath.
@@ -81,6 +85,24 @@ type Spec struct {
 	// running a command it cannot confine with Landlock. It does not
 	// require the namespaces: see [Confinement.Isolated].
 	RequireConfinement bool
+}
+
+// An Overlay shows the files of Lower at Target, where the command may
+// also write: what it writes or deletes goes to Upper, and Lower stays as
+// it was (an overlay file system, mounted in the command's mount
+// namespace). It gives a command the use of a shared cache that it cannot
+// poison for anyone else.
+//
+// Target and Upper must be inside paths the command may write (Dir,
+// Scratch or ReadWrite), Work an empty directory beside Upper on the same
+// file system; all four must exist and their names hold no ',', ':' or
+// '\\'. Lower is read-only to the command at its own path too. Where the
+// command runs without a mount namespace of its own (see
+// [Confinement.Isolated]), or the kernel refuses the mount, Target is
+// only what it is on disk: the command's writes go there and Lower's
+// files are not shown ([Result.Confinement] says which).
+type Overlay struct {
+	Lower, Upper, Work, Target string
 }
 
 // DefaultPath is the PATH of a command whose Env sets none.
@@ -162,6 +184,8 @@ type Confinement struct {
 	// both joined by "+", "allowed" when the spec allowed it, or "none"
 	// when it was denied but nothing could enforce it.
 	Network string
+	// Overlays is how many of the spec's Overlays were mounted.
+	Overlays int
 	// Processes is how the process count is bounded: "cgroup",
 	// "rlimit", "none" (asked for but not enforceable) or "" (not asked
 	// for).

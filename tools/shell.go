@@ -161,9 +161,11 @@ func Shell(dir string, opts *ShellOptions) (*loop.Toolset, error) {
 		s.o.Env = slices.DeleteFunc(s.o.Env, func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") })
 		// Copies: commandHome appends to them.
 		s.o.ReadOnly, s.o.ReadWrite = slices.Clone(s.o.ReadOnly), slices.Clone(s.o.ReadWrite)
-		if err := commandHome(&s.o, abs); err != nil {
+		overlays, err := commandHome(&s.o, abs)
+		if err != nil {
 			return nil, fmt.Errorf("tools: shell: %w", err)
 		}
+		s.overlays = overlays
 	}
 	return loop.MustToolset(s.tool()), nil
 }
@@ -171,6 +173,8 @@ func Shell(dir string, opts *ShellOptions) (*loop.Toolset, error) {
 type shell struct {
 	dir string
 	o   ShellOptions
+	// overlays are the shared caches commandHome offers copy-on-write.
+	overlays []sandbox.Overlay
 	// confined is set when commands go through the sandbox; why says
 	// otherwise why not.
 	confined bool
@@ -339,6 +343,7 @@ func (s *shell) runConfined(ctx context.Context, command string, timeout time.Du
 		Scratch:      scratch,
 		ReadOnly:     s.o.ReadOnly,
 		ReadWrite:    s.o.ReadWrite,
+		Overlays:     s.overlays,
 		Env:          s.o.Env,
 		AllowNetwork: !s.o.DenyNetwork,
 		Limits:       limits,

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hrns-dev/hrns/sandbox"
 )
 
 // commandHome gives confined commands a home of their own, in place of the
@@ -20,9 +22,20 @@ import (
 // files (~/.gitconfig, ~/.netrc, ~/.npmrc, ~/.ssh, ~/.config,
 // ~/.cache/huggingface...) stay out of reach. The user's shared caches are
 // offered read-only where that works offline: the Go module cache as a
-// GOPROXY file:// source, npm's cache when the network is denied. It
-// changes o (Env, ReadOnly, ReadWrite) and is used only with the default
-// environment.
+// GOPROXY file:// source, the Go build cache as the lower layer of an
+// overlay (see below), npm's cache when the network is denied. It changes
+// o (Env, ReadOnly, ReadWrite), returns the overlays to mount, and is used
+// only with the default environment.
+//
+// The Go build cache: GOCACHE is an overlay whose lower layer is the
+// user's build cache, read-only, and whose upper layer is private to the
+// workdir's home. A command's build finds the standard library and every
+// package the user already built (the first go test of a small package
+// costs what it costs outside, not a rebuild of the standard library), and
+// what it writes stays in its own layer: the user's cache, which builds
+// outside the sandbox trust by key, never holds an entry a command made.
+// Where the overlay cannot be mounted (no mount namespace), GOCACHE is
+// the private directory alone, as before.
 //
 // The home is private to one workdir: under the user's cache directory,
 // named after a hash of the workdir (in the workdir, .hrns/home, where this
@@ -32,7 +45,7 @@ import (
 // (a poisoned module or build cache) can reach only later commands of the
 // same workdir, which the command could reach anyway by writing the
 // workdir.
-func commandHome(o *ShellOptions, workdir string) error {
+func commandHome(o *ShellOptions, workdir string) ([]sandbox.Overlay, error) {
 	home := o.Home
 	if home == "" {
 		if cache, err := os.UserCacheDir(); err == nil {
@@ -46,10 +59,10 @@ func commandHome(o *ShellOptions, workdir string) error {
 	}
 	home, err := filepath.Abs(home)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
-		return fmt.Errorf("making the commands' home: %w", err)
+		return nil, fmt.Errorf("making the commands' home: %w", err)
 	}
 	o.ReadWrite = append(o.ReadWrite, home)
 	set := func(k, v string) {
@@ -59,11 +72,25 @@ func commandHome(o *ShellOptions, workdir string) error {
 	userHome, _ := os.UserHomeDir()
 	set("HOME", home)
 
-	// Go: a private GOPATH, module and build cache under the new home;
-	// the shared module cache's downloads, read-only, as the first
-	// proxy. (A shared build cache is not offered: its entries are
-	// trusted by key, and one written by a command would be linked into
-	// later builds outside the sandbox.)
+	// Go: a private GOPATH and module cache under the new home; the
+	// shared module cache's downloads, read-only, as the first proxy;
+	// the shared build cache under a private overlay. (The shared build
+	// cache itself is never writable: its entries are trusted by key,
+	// and one written by a command would be linked into later builds
+	// outside the sandbox.)
+	var overlays []sandbox.Overlay
+	goCache := filepath.Join(home, ".cache", "go-build")
+	if err := os.MkdirAll(goCache, 0o700); err != nil {
+		return nil, fmt.Errorf("making the commands' Go build cache: %w", err)
+	}
+	set("GOCACHE", goCache)
+	if shared := sharedGoBuildCache(); shared != "" && isDir(shared) && !within(home, shared) && !within(shared, home) {
+		layer := filepath.Join(home, ".cache", "hrns-overlay", "go-build")
+		upper, work := filepath.Join(layer, "upper"), filepath.Join(layer, "work")
+		if os.MkdirAll(upper, 0o700) == nil && os.MkdirAll(work, 0o700) == nil {
+			overlays = append(overlays, sandbox.Overlay{Lower: shared, Upper: upper, Work: work, Target: goCache})
+		}
+	}
 	if dl := filepath.Join(sharedGoModCache(userHome), "cache", "download"); isDir(dl) {
 		o.ReadOnly = append(o.ReadOnly, dl)
 		upstream := os.Getenv("GOPROXY")
@@ -131,7 +158,23 @@ func commandHome(o *ShellOptions, workdir string) error {
 			}
 		}
 	}
-	return nil
+	return overlays, nil
+}
+
+// sharedGoBuildCache is the user's Go build cache, as the go command finds
+// it from the environment ("" when there is none, or it is off).
+func sharedGoBuildCache() string {
+	if c := os.Getenv("GOCACHE"); c != "" {
+		if c == "off" || !filepath.IsAbs(c) {
+			return ""
+		}
+		return c
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "go-build")
 }
 
 // sharedGoModCache is the user's Go module cache, as the go command finds

@@ -205,3 +205,58 @@ func TestSandboxHomeWithoutUserCache(t *testing.T) {
 		t.Errorf("got %q, want the home %s", r.text, want)
 	}
 }
+
+// TestSandboxSharesGoBuildCache (issue 34, item 9): a sandboxed command's
+// go build finds what the user's build cache already holds, so a workdir's
+// first build does not rebuild it all; and what the command writes to its
+// GOCACHE stays out of the user's cache, which it cannot write through its
+// own path either.
+func TestSandboxSharesGoBuildCache(t *testing.T) {
+	needLandlock(t)
+	shared := t.TempDir()
+	t.Setenv("GOCACHE", shared)
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("GOFLAGS", "")
+	ts, dir := sandboxed(t, &tools.ShellOptions{DenyNetwork: true, DefaultTimeout: 5 * time.Minute})
+	writeTestFile(t, filepath.Join(dir, "go.mod"), "module example.com/shared\n\ngo 1.22\n")
+	writeTestFile(t, filepath.Join(dir, "p.go"), "package shared\n\n// F is built once, outside.\nfunc F() int { return 42 }\n")
+
+	// The user builds it outside the sandbox: the shared cache holds it.
+	cmd := exec.Command("go", "build", "-v", "./...")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "example.com/shared") {
+		t.Fatalf("go build outside: %v\n%s", err, out)
+	}
+	before := listTree(t, shared)
+
+	r := run(t, t.Context(), ts, "go build -v ./... && echo BUILT; echo poison > \"$(go env GOCACHE)/hrns-poison\" && echo WROTE-OWN; "+
+		"echo poison > "+shared+"/hrns-poison2 || echo REFUSED-SHARED; go env GOCACHE", 0)
+	t.Logf("in the sandbox:\n%s", r.text)
+	if !strings.Contains(r.text, "BUILT") || !strings.Contains(r.text, "WROTE-OWN") || !strings.Contains(r.text, "REFUSED-SHARED") {
+		t.Fatalf("the command did not build, write its own cache, or was not refused the shared one:\n%s", r.text)
+	}
+	if strings.Contains(r.text, "example.com/shared\n") {
+		t.Errorf("the package was compiled again in the sandbox: the user's build cache was not used:\n%s", r.text)
+	}
+	if after := listTree(t, shared); after != before {
+		t.Errorf("the user's build cache changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// listTree lists the names under dir, one per line.
+func listTree(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		b.WriteString(strings.TrimPrefix(p, dir) + "\n")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
