@@ -93,8 +93,8 @@ func (p Problem) Unwrap() error { return p.Err }
 // Options configure [Discover]. A nil *Options, and the zero value of each
 // field, mean the documented defaults.
 type Options struct {
-	// NoDefaults searches only the paths given to Discover, not
-	// ./.agents/skills and ~/.agents/skills.
+	// NoDefaults searches only the paths given to Discover, not the
+	// [DefaultRoots].
 	NoDefaults bool
 	// WorkDir is the directory of the project's ./.agents/skills. "" means
 	// the current directory.
@@ -108,33 +108,40 @@ type Options struct {
 }
 
 // DefaultRoots returns the roots Discover searches after the paths it is
-// given, in order of precedence: the project's ./.agents/skills, then the
-// user's ~/.agents/skills.
+// given, in order of precedence: the project's ./.agents/skills and
+// ./.claude/skills (Claude Code's), then the user's ~/.agents/skills and
+// ~/.claude/skills.
 func DefaultRoots(opts *Options) []string {
+	project, user := defaultRoots(opts)
+	return append(project, user...)
+}
+
+// defaultRoots returns the project's default roots and the user's.
+func defaultRoots(opts *Options) (project, user []string) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	var roots []string
 	wd := o.WorkDir
 	if wd == "" {
 		wd, _ = os.Getwd()
 	}
 	if wd != "" {
-		roots = append(roots, filepath.Join(wd, ".agents", "skills"))
+		project = []string{filepath.Join(wd, ".agents", "skills"), filepath.Join(wd, ".claude", "skills")}
 	}
 	home := o.Home
 	if home == "" {
 		home, _ = os.UserHomeDir()
 	}
 	if home != "" {
-		roots = append(roots, filepath.Join(home, ".agents", "skills"))
+		user = []string{filepath.Join(home, ".agents", "skills"), filepath.Join(home, ".claude", "skills")}
 	}
-	return roots
+	return project, user
 }
 
 // Discover finds the skills in paths and, unless opts.NoDefaults is set, in
-// the [DefaultRoots]: ./.agents/skills and ~/.agents/skills.
+// the [DefaultRoots]: ./.agents/skills, ./.claude/skills, ~/.agents/skills
+// and ~/.claude/skills.
 //
 // Each path is either a root holding one folder per skill
 // (<root>/<name>/SKILL.md, the Agent Skills layout) or a single skill's
@@ -143,7 +150,8 @@ func DefaultRoots(opts *Options) []string {
 // folders are followed.
 //
 // When two skills have the same name, the first one found wins: the paths
-// given, in order, then ./.agents/skills, then ~/.agents/skills; so a skill
+// given, in order, then ./.agents/skills, ./.claude/skills,
+// ~/.agents/skills and ~/.claude/skills; so a skill
 // given explicitly or kept in the project overrides the user's. The other
 // is skipped and reported as a [Problem] wrapping [ErrShadowed].
 //
@@ -177,12 +185,14 @@ func Discover(paths []string, opts *Options) ([]*Skill, []Problem) {
 				project = ""
 			}
 		}
-		for i, p := range DefaultRoots(&o) {
-			if i == 0 {
-				d.confine = project
-			}
+		projectRoots, userRoots := defaultRoots(&o)
+		for _, p := range projectRoots {
+			d.confine = project
 			d.root(p, false)
 			d.confine = ""
+		}
+		for _, p := range userRoots {
+			d.root(p, false)
 		}
 	}
 	slices.SortFunc(d.skills, func(a, b *Skill) int { return strings.Compare(a.Name, b.Name) })

@@ -228,7 +228,7 @@ func TestDiscoverSizeCap(t *testing.T) {
 
 func TestDefaultRoots(t *testing.T) {
 	got := skills.DefaultRoots(&skills.Options{WorkDir: "/w", Home: "/h"})
-	if strings.Join(got, " ") != "/w/.agents/skills /h/.agents/skills" {
+	if strings.Join(got, " ") != "/w/.agents/skills /w/.claude/skills /h/.agents/skills /h/.claude/skills" {
 		t.Errorf("got %v", got)
 	}
 }

@@ -90,6 +90,10 @@ type Config struct {
 	// hrns's defaults and the user's own: offered only once the person
 	// agreed (trustProject).
 	projectEnables []string
+	// claude is what the project's Claude Code files (.claude/settings.json,
+	// .mcp.json) ask for beyond restrictions: applied once the person
+	// agreed (trustClaude).
+	claude *claudeProject
 }
 
 // AgentConfig defines an agent that callers of hrns serve can name.

@@ -30,6 +30,19 @@ var projectConfigNames = []string{"config.toml", "config.yaml", "config.yml"}
 // user's own tools) are noted in c.projectEnables: the person must agree
 // to them once ([Config.trustProject]) before they are offered.
 func (c *Config) mergeProject(workdir string) error {
+	if err := c.mergeHrnsProject(workdir); err != nil {
+		return err
+	}
+	cp, err := c.readClaudeProject(workdir)
+	if err != nil {
+		return usagef("Claude Code project settings: %v", err)
+	}
+	c.claude = cp
+	return nil
+}
+
+// mergeHrnsProject merges the project's .hrns/config.toml.
+func (c *Config) mergeHrnsProject(workdir string) error {
 	top, rel, err := findProjectConfig(workdir)
 	if rel == "" || err != nil {
 		return err

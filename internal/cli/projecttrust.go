@@ -113,6 +113,14 @@ func whatToolDoes(name string) string {
 // --trust-project, or asked now on the terminal (and remembered). Without
 // a terminal, or with --json, such a file is refused.
 func (c *Config) trustProject(o *runOptions, stdio *IO) error {
+	if err := c.trustHrnsProject(o, stdio); err != nil {
+		return err
+	}
+	return c.trustClaude(o, stdio)
+}
+
+// trustHrnsProject is trustProject for the project's .hrns/config.toml.
+func (c *Config) trustHrnsProject(o *runOptions, stdio *IO) error {
 	if len(c.projectEnables) == 0 || o.trustProject {
 		return nil
 	}

@@ -95,7 +95,7 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.browser, "browser", false, "give the model a headless Chromium (the browser_* tools; see docs/browser.md)")
 	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
 	fs.StringVar(&o.outSchema, "output-schema", "", "a JSON Schema file: the final answer must be JSON matching it; stdout gets only that JSON (progress goes to stderr), and the run fails if the answer never matches")
-	fs.BoolVar(&o.trustProject, "trust-project", false, "use the tools the project's .hrns/config.toml enables beyond yours (web_fetch, run_code...) without being asked; by default a terminal asks once per project and file content, and a run without one refuses")
+	fs.BoolVar(&o.trustProject, "trust-project", false, "use the tools the project's .hrns/config.toml enables beyond yours (web_fetch, run_code...), and the allow rules, hooks and MCP servers of its Claude Code files, without being asked; by default a terminal asks once per project and file content, and a run without one refuses (.hrns) or leaves them out (Claude Code's)")
 	fs.BoolVar(&o.cont, "continue", false, "continue the last conversation of this directory (a chat's or a run's)")
 	fs.Var(&o.mcp, "mcp", "an MCP server whose tools to add: '[NAME=]COMMAND ARGS', '[NAME=]URL', or the NAME of one in the config (repeatable)")
 }

@@ -14,7 +14,8 @@ import (
 )
 
 // discoverSkills finds the skills of the config, the extra paths, and the
-// default roots (./.agents/skills under workdir, ~/.agents/skills).
+// default roots (./.agents/skills and ./.claude/skills under workdir, the
+// same under the home).
 func discoverSkills(extra []string, cfg *Config, workdir string, getenv func(string) string) ([]*skills.Skill, []skills.Problem) {
 	paths := append(append([]string(nil), cfg.Skills...), extra...)
 	return skills.Discover(paths, &skills.Options{WorkDir: workdir, Home: getenv("HOME")})
@@ -110,7 +111,7 @@ func skillsCommand(_ context.Context, args []string, stdio *IO) error {
 		return enc.Encode(out)
 	}
 	if len(found) == 0 {
-		fmt.Fprintln(stdio.Out, "No skills found. hrns looks in ./.agents/skills, ~/.agents/skills, the config's skills and --skills folders;\na skill is a folder holding a SKILL.md with name and description in its front matter.")
+		fmt.Fprintln(stdio.Out, "No skills found. hrns looks in ./.agents/skills, ./.claude/skills, ~/.agents/skills, ~/.claude/skills, the config's skills and --skills folders;\na skill is a folder holding a SKILL.md with name and description in its front matter.")
 	} else {
 		tw := tabwriter.NewWriter(stdio.Out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SKILL\tDESCRIPTION\tFOLDER")
