@@ -146,7 +146,7 @@ func (m *Manager) commit(ctx context.Context, id string, c *change, fn func(s *s
 			c.hold.claimed = o.Claim != nil && s.LeaseOwner == o.Claim.Owner
 		}
 		m.committed.put(s)
-		m.followUp(ctx, s, wasActive, wasTerminal)
+		m.followUp(ctx, s, wasActive, wasTerminal, keep || len(st.Spec.Subagents) > 0)
 		return s, st, nil
 	}
 }
@@ -171,12 +171,18 @@ func (m *Manager) write(ctx context.Context, s *store.Session, events []store.Ev
 // followUp does what follows from a committed change of s, whoever made
 // it: a session that stops being active frees a slot of its owner, whose
 // queued sessions may start; a child session that ends gives its end to
-// its parent.
-func (m *Manager) followUp(ctx context.Context, s *store.Session, wasActive, wasTerminal bool) {
+// its parent; a session that may have children (mayParent: its agent has
+// subagents, or its state could not be read) and ends cancels those still
+// running, whose answers nothing will read.
+func (m *Manager) followUp(ctx context.Context, s *store.Session, wasActive, wasTerminal, mayParent bool) {
 	if wasActive && !slices.Contains(activeStatuses, s.Status) {
 		m.promote(context.WithoutCancel(ctx), s.Owner)
 	}
-	if s.ParentID != "" && !wasTerminal && Status(s.Status).Terminal() && !m.dropDelivery {
+	ended := !wasTerminal && Status(s.Status).Terminal()
+	if s.ParentID != "" && ended && !m.dropDelivery {
 		m.deliver(context.WithoutCancel(ctx), s) // a subagent's session ended
+	}
+	if ended && mayParent {
+		m.cancelChildren(context.WithoutCancel(ctx), s)
 	}
 }

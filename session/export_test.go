@@ -13,6 +13,10 @@ func SetBeforeRun(m *Manager, f func(id string)) { m.beforeRun = f }
 // parents' children every d. Call it before [Manager.Start].
 func SetLostDelivery(m *Manager, d time.Duration) { m.dropDelivery, m.childCheck = true, d }
 
+// SetAfterChild makes m call f when a run has created a child session of
+// parent. Call it before [Manager.Start].
+func SetAfterChild(m *Manager, f func(parent string)) { m.afterChild = f }
+
 // SetFlightWaited makes m call f when a woken long-poll waits for a commit
 // of the session that is in flight. Call it before [Manager.Start].
 func SetFlightWaited(m *Manager, f func(id string)) { m.flightWaited = f }

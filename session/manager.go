@@ -155,6 +155,9 @@ type Manager struct {
 	// dropDelivery, set by tests only, loses the delivery of children's
 	// ends to their parents, as a crash at that moment would.
 	dropDelivery bool
+	// afterChild, set by tests only, is called when a run has created a
+	// child session.
+	afterChild func(parent string)
 	// childCheck is how often a parent waiting for a child session checks
 	// it (a fallback for a delivery lost to a crash): childCheckEvery,
 	// or shorter in tests.

@@ -246,11 +246,64 @@ func (g *segment) startChild(ctx context.Context, call llm.ToolCall) (string, er
 		req.MaxSteps = &n
 	}
 	raw, _ := json.Marshal(req)
-	v, _, err := g.m.create(ctx, &CreateParams{Owner: g.owner, Request: req, Raw: raw, IdempotencyKey: "subagent:" + parent + ":" + call.ID}, true)
+	// Idempotent per run generation: a run repeated after a crash (the
+	// same generation) finds its children; a later run, whose model may
+	// give a call the same ID, gets children of its own.
+	key := "subagent:" + parent + ":" + call.ID
+	if g.run != 0 {
+		key = fmt.Sprintf("subagent:%s:r%d:%s", parent, g.run, call.ID)
+	}
+	v, _, err := g.m.create(ctx, &CreateParams{Owner: g.owner, Request: req, Raw: raw, IdempotencyKey: key}, true)
 	if err != nil {
 		return "", fmt.Errorf("delegate: the subagent's session could not be created: %v", err)
 	}
+	if g.m.afterChild != nil {
+		g.m.afterChild(parent)
+	}
+	// The parent's run may have been ended (cancelled, failed, timed
+	// out) while the child was being made: then nothing will wait for
+	// it. The ending cancels the children it finds (cancelChildren); one
+	// made after it is found here, since the ending was committed before
+	// this read or the child was there for its listing.
+	if _, st, err := g.m.read(ctx, parent); err == nil && (st.Phase == phaseDone || st.Run != g.run) {
+		if err := g.m.Cancel(context.WithoutCancel(ctx), g.owner, v.ID); err != nil {
+			g.m.log.Error("cancelling the child session of an ended run", "session", v.ID, "parent", parent, "err", err)
+		}
+		return "", errStopped
+	}
 	return v.ID, nil
+}
+
+// maxChildrenCancelled bounds the children an ending cancels.
+const maxChildrenCancelled = 10_000
+
+// cancelChildren cancels the child sessions of parent that have not ended:
+// the parent ended, so nothing will read their answers. Each child's own
+// ending cancels its children in turn.
+func (m *Manager) cancelChildren(ctx context.Context, parent *store.Session) {
+	running := []string{string(StatusQueued), string(StatusPending), string(StatusRunning), string(StatusPaused), string(StatusIdle), string(StatusAwaitingToolResults)}
+	for done := 0; done < maxChildrenCancelled; {
+		page, _, err := m.st.ListSessions(ctx, &store.ListParams{Owner: parent.Owner, ParentID: parent.ID, Statuses: running, Limit: 100, Ascending: true})
+		if err != nil {
+			m.log.Error("listing the children of an ended session", "session", parent.ID, "err", err)
+			return
+		}
+		if len(page) == 0 {
+			return
+		}
+		progress := false
+		for _, c := range page {
+			if err := m.Cancel(ctx, parent.Owner, c.ID); err != nil {
+				m.log.Error("cancelling a child of an ended session", "session", c.ID, "parent", parent.ID, "err", err)
+				continue
+			}
+			progress = true
+			done++
+		}
+		if !progress {
+			return
+		}
+	}
 }
 
 // childCheckEvery is how often a parent waiting for child sessions looks
