@@ -80,7 +80,7 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		if n != 1 {
 			times = fmt.Sprintf("%d times in a row (the server crashed or hit an internal error each time)", n)
 		}
-		if m.failInternal(ctx, s.ID, "internal error: running the session failed "+times+"; it is not retried") {
+		if m.failInternal(ctx, s.ID, runOf(s), "internal error: running the session failed "+times+"; it is not retried") {
 			return leaseReleased
 		}
 		return releaseLease
@@ -113,7 +113,7 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 	case err == nil:
 	case errors.As(err, &p):
 		m.log.Error("running a session panicked", "session", s.ID, "panic", fmt.Sprint(p.value), "stack", string(p.stack))
-		failed = m.failInternal(ctx, s.ID, fmt.Sprintf("internal error: running the session panicked: %v", p.value))
+		failed = m.failInternal(ctx, s.ID, runOf(s), fmt.Sprintf("internal error: running the session panicked: %v", p.value))
 	case stopped || errors.Is(err, errStopped) || errors.Is(err, errLeaseLost) || errors.Is(err, store.ErrLeaseLost):
 		// A shutdown, or someone else ended the session or holds it now.
 	case errors.As(err, new(*storeError)):
@@ -121,7 +121,7 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		return leaseKept
 	default:
 		m.log.Error("running a session failed", "session", s.ID, "err", err)
-		failed = m.failInternal(ctx, s.ID, "internal error: "+err.Error())
+		failed = m.failInternal(ctx, s.ID, runOf(s), "internal error: "+err.Error())
 	}
 	if h.released || failed {
 		// Released in a commit: releasing it again could release the
@@ -140,23 +140,38 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 // owner's queued sessions start and a parent learns of its child's end
 // as after any other ending.
 //
+// It fails only the run it was given (run, the worker's run generation,
+// as runOf reads it): a session whose run was ended since (Cancel, then
+// a message that started the next run, perhaps already running in
+// another worker of this process) is not the worker's to fail.
+//
 // It reports whether it gave the lease up in its commit, or no longer
-// holds it: then the worker must not release it again, as a caller's
-// input may have claimed the session for this process (the same lease
-// owner) since.
-func (m *Manager) failInternal(ctx context.Context, id, msg string) (released bool) {
+// holds it: then the worker must not release it again, as a caller's input may have claimed the session for this
+// process (the same lease owner) since.
+func (m *Manager) failInternal(ctx context.Context, id string, run int64, msg string) (released bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	c := &change{opts: &store.UpdateOptions{Lease: m.owner, Release: true}, corrupt: true}
 	ended := false // ended already: nothing is written, the lease is still held
+	fenced := false
 	_, _, err := m.commit(ctx, id, c, func(s *store.Session, st *state) ([]store.Event, error) {
+		// runOf, not st.Run: a state that does not decode reads as an
+		// empty one, and runOf reads it as the worker did.
 		ended = st.Phase == phaseDone
 		if ended {
+			return nil, errNoChange
+		}
+		if fenced = runOf(s) != run; fenced {
 			return nil, errNoChange
 		}
 		return finish(s, st, outcomeFailed(CodeInternal, msg)), nil
 	})
 	switch {
+	case err == nil && fenced:
+		// Nothing was written: the worker leaves the lease as after any
+		// run that someone else ended (errStopped).
+		m.log.Warn("not failing a session: the run that failed was ended, and another runs", "session", id, "run", run)
+		return false
 	case err == nil:
 		return !ended
 	case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrNotFound):

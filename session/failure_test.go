@@ -534,3 +534,32 @@ func TestFailedWorkerDoesNotReleaseAgain(t *testing.T) {
 		}
 	})
 }
+
+// TestFailureOfAnEndedRun: a worker whose run panics after that run was
+// ended (Cancel) and the next one started (a message) does not fail the
+// session: the failure was the old run's; the new run answers.
+func TestFailureOfAnEndedRun(t *testing.T) {
+	gate := make(chan struct{})
+	asked := make(chan struct{}, 1)
+	model := llmtest.NewModel(llmtest.Reply{Func: func(*llm.Request) llmtest.Reply {
+		asked <- struct{}{}
+		<-gate
+		panic("the old run's model exploded")
+	}}, llmtest.Text("the new run's answer"))
+	m, _ := newLogged(t, openStore(t), model, nil)
+	start(t, m)
+	v := create(t, m, `{"agent":{"name":"a"},"messages":"go"}`)
+	received(t, asked, "the first model request")
+	if err := m.Cancel(t.Context(), owner, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SendMessages(t.Context(), owner, v.ID, []session.UserMessage{{Message: "try again"}}); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	f := &follower{t: t, m: m, id: v.ID}
+	c := untilStatus(t, f, session.StatusCompleted)
+	if string(c.Answer) != `"the new run's answer"` {
+		t.Errorf("answer %s; events:\n%s", c.Answer, f.dump())
+	}
+}
