@@ -51,6 +51,9 @@ type CompactionInfo struct {
 	// TokensBefore and TokensAfter estimate the transcript's tokens.
 	TokensBefore int `json:"tokens_before"`
 	TokensAfter  int `json:"tokens_after"`
+	// Window is the context window compaction kept the requests within
+	// ([Compaction.ContextWindow]), 0 when unknown.
+	Window int `json:"window,omitempty"`
 	// MessagesBefore and MessagesAfter count the transcript's messages.
 	MessagesBefore int `json:"messages_before"`
 	MessagesAfter  int `json:"messages_after"`
@@ -172,6 +175,7 @@ func (r *run) compact(ctx context.Context, reason string, before, target int) (b
 		Reason:         reason,
 		Strategy:       res.Strategy,
 		TokensBefore:   before,
+		Window:         c.ContextWindow,
 		MessagesBefore: len(r.msgs),
 		MessagesAfter:  len(res.Messages),
 		Trimmed:        res.Trimmed,

@@ -181,6 +181,7 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h
 		Hooks:             hooks,
 		Observer:          m.opts.Observer,
 		BeforeTurn:        g.beforeTurn,
+		Compaction:        m.compaction(sp.Model),
 		Approver: loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
 			if m.opts.AutoApprove {
 				return loop.Decision{Verdict: loop.Approve}, nil
@@ -235,6 +236,8 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h
 				Error: fmt.Sprintf("model request failed (attempt %d), retrying in %v: %v", c.Retry.Attempt, c.Retry.Delay.Round(time.Millisecond), c.Err)})
 			// A retry is no step: the attempts stay counted.
 			err = g.commitWith(ctx, g.m.leased(), func(*store.Session, *state) []store.Event { return []store.Event{ev} })
+		case loop.ChunkCompaction:
+			err = g.compacted(ctx, c.Compaction)
 		case loop.ChunkTurnEnd:
 			err = g.turnEnd(ctx, c)
 		case loop.ChunkAnswerRejected:
