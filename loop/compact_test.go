@@ -544,3 +544,43 @@ func TestCompactionFailureAfterContextLength(t *testing.T) {
 		t.Errorf("the transcript changed: %d messages", len(res.Messages))
 	}
 }
+
+// A suspension carries the provider's count of the transcript, and the
+// resumed run estimates the next request from it: a count past the
+// threshold compacts before the first request of the resumed run, where
+// the transcript's own estimate (far smaller) would not.
+func TestCompactionCountSurvivesSuspension(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		forget  bool // drop the count from the suspension, as an older one would
+		compact bool
+	}{{"count carried", false, true}, {"no count", true, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			call := llmtest.Call("c1", "ask", `{}`)
+			call.Usage = llm.Usage{InputTokens: 1900, OutputTokens: 10}
+			model := llmtest.NewModel(call, llmtest.Text("Done."))
+			ask := loop.NewClientTool("ask", "Asks the user.", json.RawMessage(`{"type":"object"}`))
+			agent := loop.NewAgent(model, loop.MustToolset(ask), &loop.Options{Compaction: &loop.Compaction{
+				ContextWindow: 2000, KeepTurns: 1, Strategy: loopcompact.Trim{MinBytes: 1},
+			}})
+			msgs := []llm.Message{llm.SystemMessage("s"), llm.UserMessage("go"),
+				{Role: llm.RoleAssistant, Parts: []llm.Part{{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "c0", Name: "ask", Arguments: llm.Arguments(`{}`)}}}},
+				llm.ToolResultMessage("c0", strings.Repeat("z", 400))}
+			_, res := collect(t, agent.RunLoop(t.Context(), msgs))
+			s := res.Suspension
+			if res.Status != loop.StatusSuspended || s.Counted != 1910 || s.CountedMessages != 5 {
+				t.Fatalf("status %s, counted %d of %d messages", res.Status, s.Counted, s.CountedMessages)
+			}
+			if tc.forget {
+				s.Counted, s.CountedMessages = 0, 0
+			}
+			chunks, res := collect(t, agent.Resume(t.Context(), s, &loop.ResumeInput{Results: []llm.ToolResult{{CallID: "c1", Content: []llm.Part{llm.TextPart("yes")}}}}))
+			if res.Err != nil || res.Answer != "Done." {
+				t.Fatalf("resume: err %v, answer %q", res.Err, res.Answer)
+			}
+			if got := len(only(chunks, loop.ChunkCompaction)) > 0; got != tc.compact {
+				t.Errorf("compacted %v, want %v", got, tc.compact)
+			}
+		})
+	}
+}

@@ -51,6 +51,7 @@ func (g *segment) compacted(ctx context.Context, info *loop.CompactionInfo) erro
 		return err
 	}
 	g.stored, g.size = 0, 0
+	g.countedLen = 0 // the count was of the transcript before
 	ev := event(EventContextCompacted, ContextCompacted{
 		Reason: info.Reason, Strategy: info.Strategy,
 		TokensBefore: info.TokensBefore, TokensAfter: info.TokensAfter,

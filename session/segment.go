@@ -51,6 +51,11 @@ type segment struct {
 	stored int
 	size   int64
 	tag    string
+	// counted is the provider's count of the tokens of the first
+	// countedLen messages of the run's transcript (0: none), which the
+	// checkpoint keeps for the next run's compaction estimate.
+	counted    int64
+	countedLen int
 
 	// turns counts the BeforeTurn calls; final says whether the last
 	// turn started asked for the final answer (or, before the first,
@@ -122,7 +127,8 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h
 		ctx, cancel = context.WithDeadlineCause(ctx, st.Deadline.Add(m.opts.TimeoutGrace), errHardDeadline)
 		defer cancel()
 	}
-	g := &segment{m: m, id: s.ID, owner: s.Owner, sp: sp, hold: h, run: st.Run, final: st.Final != finalNone}
+	g := &segment{m: m, id: s.ID, owner: s.Owner, sp: sp, hold: h, run: st.Run, final: st.Final != finalNone,
+		counted: st.Checkpoint.Counted, countedLen: int(st.Checkpoint.CountedLength)}
 	g.keep(s)
 	defer func() {
 		if g.tokens != nil && !stepRunsAgain(ctx, retErr) {
@@ -308,6 +314,9 @@ func endsOnUser(msgs []llm.Message) bool {
 // restart), and one of a session whose time was up too (see timeUp).
 func resumeInput(cp *checkpoint, msgs []llm.Message, steps int) (*loop.Suspension, *loop.ResumeInput) {
 	s := &loop.Suspension{Messages: msgs, Turn: steps, TraceParent: cp.TraceParent}
+	if cp.CountedLength > 0 && cp.CountedLength <= int64(len(msgs)) {
+		s.Counted, s.CountedMessages = cp.Counted, int(cp.CountedLength)
+	}
 	in := &loop.ResumeInput{}
 	for _, c := range cp.Calls {
 		sc := loop.SuspendedCall{Call: c.Call, Result: c.Result}
@@ -410,7 +419,11 @@ func (g *segment) flush(ctx context.Context) error {
 // checkpointOf is the checkpoint of a transcript committed with
 // commitTranscript (called within its fn).
 func (g *segment) checkpointOf(msgs []llm.Message, calls []callState) checkpoint {
-	return checkpoint{Length: int64(len(msgs)), Tag: g.tag, Calls: calls}
+	cp := checkpoint{Length: int64(len(msgs)), Tag: g.tag, Calls: calls}
+	if g.countedLen > 0 && g.countedLen <= len(msgs) {
+		cp.Counted, cp.CountedLength = g.counted, int64(g.countedLen)
+	}
+	return cp
 }
 
 func (g *segment) commitWith(ctx context.Context, opts *store.UpdateOptions, fn func(s *store.Session, st *state) []store.Event) error {
@@ -469,6 +482,11 @@ func (g *segment) turnEnd(ctx context.Context, c loop.Chunk) error {
 		usage = *c.Usage
 	}
 	g.chargeTokens(c.Usage)
+	if c.Usage != nil && c.Usage.InputTokens > 0 {
+		g.counted, g.countedLen = c.Usage.InputTokens+c.Usage.OutputTokens, len(c.Messages)
+	} else {
+		g.countedLen = 0
+	}
 	model := firstNonEmpty(g.sp.Model, c.Model, "default")
 	policy := AgentEventData{Kind: KindPolicy, ToolReqs: []ToolRequest{}}
 	if t := msg.Text(); t != "" {
