@@ -331,7 +331,7 @@ func runError(err error, model string) error {
 	case errors.Is(err, llm.ErrBadRequest) && strings.Contains(strings.ToLower(err.Error()), "model"):
 		return fmt.Errorf("%w\nIs %q a model this endpoint serves? Pick one with --model", err, model)
 	case errors.Is(err, llm.ErrContextLength):
-		return fmt.Errorf("%w\nThe conversation no longer fits %q's context window, even compacted: give the model's window with [context_windows] in the config (so that hrns compacts before it is reached), lower [compaction] target, or start a new conversation", err, model)
+		return fmt.Errorf("%w\nThe conversation does not fit %q's context window. hrns compacts it before the window it knows for the model is reached, and once after such a refusal, unless [compaction] enabled = false: give the model's window with [context_windows] in the config, lower [compaction] target, or start a new conversation", err, model)
 	case errors.Is(err, replay.ErrExhausted):
 		return fmt.Errorf("%w: the recording ended before the run did", err)
 	}
