@@ -461,3 +461,44 @@ func tail(s string, n int) string {
 	}
 	return "…" + s[len(s)-n:]
 }
+
+// TestCompactionConfig: [context_windows] and [compaction] are read,
+// validated (a bad value is a clear error), and give each model's
+// compaction: the window from the config over the built-in table, none
+// when turned off.
+func TestCompactionConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		model      string
+		err        string // a substring; "" for valid
+		want       *loop.Compaction
+	}{
+		{"defaults, known model", "", "gpt-4.1-2025-04-14", "", &loop.Compaction{ContextWindow: 1047576}},
+		{"defaults, unknown model", "", "qwen3:8b", "", &loop.Compaction{}},
+		{"window from the config", "[context_windows]\n\"qwen3:8b\" = 40960\n", "qwen3:8b", "", &loop.Compaction{ContextWindow: 40960}},
+		{"config over the table", "[context_windows]\n\"gpt-4o\" = 64000\n", "gpt-4o", "", &loop.Compaction{ContextWindow: 64000}},
+		{"tuned", "[compaction]\nthreshold = 0.7\ntarget = 0.4\nkeep_turns = 4\n", "gpt-4o", "", &loop.Compaction{ContextWindow: 128000, Threshold: 0.7, Target: 0.4, KeepTurns: 4}},
+		{"off", "[compaction]\nenabled = false\n", "gpt-4o", "", nil},
+		{"window too small", "[context_windows]\n\"m\" = 100\n", "m", "context_windows: context window of \"m\": 100", nil},
+		{"threshold not a fraction", "[compaction]\nthreshold = 80\n", "m", "compaction: threshold = 80", nil},
+		{"target above threshold", "[compaction]\nthreshold = 0.5\ntarget = 0.6\n", "m", "compaction: target = 0.6: want less than the threshold", nil},
+		{"unknown key", "[compaction]\nthreshhold = 0.5\n", "m", "unknown key", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := parseConfig("config.toml", []byte(tc.file))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := cfg.compaction(tc.model)
+			if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+				t.Errorf("compaction(%q) = %+v, want %+v", tc.model, got, tc.want)
+			}
+		})
+	}
+}
