@@ -60,10 +60,19 @@ func (g *segment) compacted(ctx context.Context, info *loop.CompactionInfo) erro
 	})
 	usage := info.Usage
 	g.chargeTokens(usage)
-	model := firstNonEmpty(g.sp.Model, "default")
 	return g.commitWith(ctx, g.m.leased(), func(_ *store.Session, st *state) []store.Event {
 		events := []store.Event{ev}
 		if usage != nil && (usage.InputTokens > 0 || usage.OutputTokens > 0) {
+			// The summary was written by the model of the session's
+			// steps: the agent's, else the one its steps were counted
+			// under (the provider's name for its default).
+			model := firstNonEmpty(g.sp.Model, g.model)
+			if model == "" && len(st.Usage) == 1 {
+				for name := range st.Usage {
+					model = name
+				}
+			}
+			model = firstNonEmpty(model, "default")
 			if st.Usage == nil {
 				st.Usage = map[string]llm.Usage{}
 			}

@@ -56,6 +56,8 @@ type segment struct {
 	// checkpoint keeps for the next run's compaction estimate.
 	counted    int64
 	countedLen int
+	// model is the model name the run's last step was counted under.
+	model string
 
 	// turns counts the BeforeTurn calls; final says whether the last
 	// turn started asked for the final answer (or, before the first,
@@ -488,6 +490,7 @@ func (g *segment) turnEnd(ctx context.Context, c loop.Chunk) error {
 		g.countedLen = 0
 	}
 	model := firstNonEmpty(g.sp.Model, c.Model, "default")
+	g.model = model
 	policy := AgentEventData{Kind: KindPolicy, ToolReqs: []ToolRequest{}}
 	if t := msg.Text(); t != "" {
 		policy.Content = &t
