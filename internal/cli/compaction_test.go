@@ -390,67 +390,93 @@ func TestRunCompactsAfterContextLengthError(t *testing.T) {
 // TestServeCompactsLongSession: a session of hrns serve, over HTTP, does
 // 300 steps whose client-side tool returns 8 KiB each with a model whose
 // window is 32k tokens: it completes with the right answer, no request
-// passes the window, and its events say where it compacted.
+// passes the window, and its events say where it compacted. And a model
+// that refuses a request as too long before hrns's estimate of its window
+// says so (the config gives it twice its real window) gets the request
+// again, compacted, and the session completes.
 func TestServeCompactsLongSession(t *testing.T) {
-	if testing.Short() {
-		t.Skip("300 steps")
-	}
-	const parts, answer = 300, "saffron-2718"
-	task := "Follow the chain of parts from part 1 to its end with read_part and tell me its answer."
-	model := newWindowModel(t, &windowModel{Window: 32768, Tool: "read_part", Task: task,
-		Args: func(n int) string { return fmt.Sprintf(`{"part":%d}`, n) }})
-	home := t.TempDir()
-	cfg := filepath.Join(home, "config.toml")
-	os.WriteFile(cfg, []byte("[context_windows]\n\"scripted-32k\" = 32768\n"), 0o600)
-	s := startServe(t, map[string]string{"OPENAI_BASE_URL": model.URL(), "OPENAI_API_KEY": "k", "HRNS_API_KEYS": "sk-long"},
-		"--model", "scripted-32k", "--config", cfg, "--max-steps", "400", "--db", "sqlite:"+filepath.Join(t.TempDir(), "hrns.db"))
-	c := client.New(s.url, "sk-long", &client.Options{PollWait: 5 * time.Second})
-	tool := loop.NewTool("read_part", "Reads a part of the chain.", func(_ context.Context, in struct {
-		Part int `json:"part"`
-	}) (string, error) {
-		if in.Part < 1 || in.Part > parts {
-			return "", fmt.Errorf("no part %d", in.Part)
-		}
-		return partText(in.Part, parts, answer), nil
-	})
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	res, err := c.RunSession(ctx, &client.SessionRequest{Agent: client.AgentRef{Inline: &client.Agent{Name: "reader"}}, Messages: client.Text(task)}, tool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != session.StatusCompleted || res.Answer != "The answer is: "+answer {
-		t.Fatalf("session ended %s with %q, want completed with the answer %q", res.Status, res.Answer, answer)
-	}
-	var compacted []session.ContextCompacted
-	for e, err := range c.Session(res.SessionID).Stream(ctx) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.Type == session.EventContextCompacted {
-			var d session.ContextCompacted
-			if err := json.Unmarshal(e.Data, &d); err != nil {
+	for _, tc := range []struct {
+		name   string
+		parts  int
+		window int // in the config
+		refuse bool
+	}{
+		{"300 steps within the window", 300, 32768, false},
+		{"refused before the estimate", 40, 65536, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && tc.parts > 100 {
+				t.Skip("300 steps")
+			}
+			parts, answer := tc.parts, "saffron-2718"
+			task := "Follow the chain of parts from part 1 to its end with read_part and tell me its answer."
+			model := newWindowModel(t, &windowModel{Window: 32768, Tool: "read_part", Task: task,
+				Args: func(n int) string { return fmt.Sprintf(`{"part":%d}`, n) }})
+			home := t.TempDir()
+			cfg := filepath.Join(home, "config.toml")
+			os.WriteFile(cfg, []byte(fmt.Sprintf("[context_windows]\n\"scripted-32k\" = %d\n", tc.window)), 0o600)
+			s := startServe(t, map[string]string{"OPENAI_BASE_URL": model.URL(), "OPENAI_API_KEY": "k", "HRNS_API_KEYS": "sk-long"},
+				"--model", "scripted-32k", "--config", cfg, "--max-steps", "400", "--db", "sqlite:"+filepath.Join(t.TempDir(), "hrns.db"))
+			c := client.New(s.url, "sk-long", &client.Options{PollWait: 5 * time.Second})
+			tool := loop.NewTool("read_part", "Reads a part of the chain.", func(_ context.Context, in struct {
+				Part int `json:"part"`
+			}) (string, error) {
+				if in.Part < 1 || in.Part > parts {
+					return "", fmt.Errorf("no part %d", in.Part)
+				}
+				return partText(in.Part, parts, answer), nil
+			})
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+			defer cancel()
+			res, err := c.RunSession(ctx, &client.SessionRequest{Agent: client.AgentRef{Inline: &client.Agent{Name: "reader"}}, Messages: client.Text(task)}, tool)
+			if err != nil {
 				t.Fatal(err)
 			}
-			compacted = append(compacted, d)
-		}
-	}
-	model.mu.Lock()
-	defer model.mu.Unlock()
-	t.Logf("%d requests (%d summaries), largest %d tokens of 32768, %d refused; %d compactions", model.requests, model.summary, model.maxSeen, model.refused, len(compacted))
-	if model.maxSeen > model.Window || model.refused > 0 {
-		t.Errorf("a request had %d tokens, past the window of %d (%d refused)", model.maxSeen, model.Window, model.refused)
-	}
-	if model.invalid != "" || model.lostTask > 0 {
-		t.Errorf("the transcript was broken: %q; %d requests without the task", model.invalid, model.lostTask)
-	}
-	if len(compacted) == 0 {
-		t.Fatal("no ContextCompactedEvent")
-	}
-	for _, d := range compacted {
-		if d.Reason != "context_window" || d.Window != 32768 || d.TokensAfter >= d.TokensBefore {
-			t.Errorf("ContextCompactedEvent %+v", d)
-		}
+			if res.Status != session.StatusCompleted || res.Answer != "The answer is: "+answer {
+				t.Fatalf("session ended %s with %q, want completed with the answer %q", res.Status, res.Answer, answer)
+			}
+			var compacted []session.ContextCompacted
+			for e, err := range c.Session(res.SessionID).Stream(ctx) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e.Type == session.EventContextCompacted {
+					var d session.ContextCompacted
+					if err := json.Unmarshal(e.Data, &d); err != nil {
+						t.Fatal(err)
+					}
+					compacted = append(compacted, d)
+				}
+			}
+			model.mu.Lock()
+			defer model.mu.Unlock()
+			t.Logf("%d requests (%d summaries), largest %d tokens of 32768 (%d answered), %d refused; %d compactions",
+				model.requests, model.summary, model.maxSeen, model.maxOK, model.refused, len(compacted))
+			if model.invalid != "" || model.lostTask > 0 {
+				t.Errorf("the transcript was broken: %q; %d requests without the task", model.invalid, model.lostTask)
+			}
+			if len(compacted) == 0 {
+				t.Fatal("no ContextCompactedEvent")
+			}
+			fromError := 0
+			for _, d := range compacted {
+				if d.Window != tc.window || d.TokensAfter >= d.TokensBefore {
+					t.Errorf("ContextCompactedEvent %+v", d)
+				}
+				if d.Reason == "context_length" {
+					fromError++
+				}
+			}
+			if !tc.refuse {
+				if model.maxSeen > model.Window || model.refused > 0 {
+					t.Errorf("a request had %d tokens, past the window of %d (%d refused)", model.maxSeen, model.Window, model.refused)
+				}
+				return
+			}
+			if model.refused == 0 || fromError != model.refused {
+				t.Errorf("%d requests refused, %d compactions after a refusal: want each refusal compacted and sent again", model.refused, fromError)
+			}
+		})
 	}
 }
 
