@@ -584,3 +584,34 @@ func TestCompactionCountSurvivesSuspension(t *testing.T) {
 		})
 	}
 }
+
+// A request refused as too long whose latest turns alone are past the
+// target (here the only two turns, each with a large result) is compacted
+// keeping only the last turn whole, and sent again, instead of failing
+// the run for want of anything older to compact.
+func TestCompactionAfterContextLengthKeepsLastTurnOnly(t *testing.T) {
+	ctxErr := &llm.APIError{Provider: "p", StatusCode: 400, Code: "context_length_exceeded", Message: "too long"}
+	model := llmtest.NewModel(
+		llmtest.Call("c1", "read", `{"n":1}`),
+		llmtest.Call("c2", "read", `{"n":2}`),
+		llmtest.Fail(ctxErr),
+		llmtest.Text("done"),
+	)
+	agent := loop.NewAgent(model, loop.MustToolset(readTool(8000)), &loop.Options{Compaction: &loop.Compaction{Strategy: loopcompact.Trim{}}})
+	chunks, res := collect(t, agent.RunLoop(t.Context(), []llm.Message{llm.UserMessage("go")}))
+	if res.Err != nil || res.Answer != "done" {
+		t.Fatalf("err %v, answer %q", res.Err, res.Answer)
+	}
+	cs := only(chunks, loop.ChunkCompaction)
+	if len(cs) != 1 || cs[0].Compaction.Reason != "context_length" || cs[0].Compaction.Trimmed != 1 || cs[0].Compaction.Strategy != "trim" {
+		t.Fatalf("compactions %+v", cs)
+	}
+	// The retry carries c1's result as a stub, c2's whole.
+	last := model.Requests()[3].Messages
+	if r := last[2].Parts[0].ToolResult.Text(); !strings.HasPrefix(r, "[compacted:") {
+		t.Errorf("c1's result in the retry: %.40q", r)
+	}
+	if r := last[4].Parts[0].ToolResult.Text(); !strings.HasPrefix(r, "part 2: xxx") {
+		t.Errorf("c2's result in the retry: %.40q", r)
+	}
+}
