@@ -337,7 +337,35 @@ const (
 	EventActiveState     = "ActiveStateChangeEvent"
 	EventMetricsUpdate   = "MetricsUpdateEvent"
 	EventAgent           = "AgentEvent"
+	// EventContextCompacted (an hrns addition) says that the session's
+	// transcript was compacted to fit the model's context window; its
+	// data is a [ContextCompacted].
+	EventContextCompacted = "ContextCompactedEvent"
 )
+
+// ContextCompacted is the data of a ContextCompactedEvent: why the
+// transcript was compacted, how, and from what to what. Token counts are
+// estimates of the transcript's input tokens.
+type ContextCompacted struct {
+	// Reason is "context_window" (the next request would have passed the
+	// threshold of the window) or "context_length" (the provider refused
+	// a request as too long; it was sent again compacted).
+	Reason string `json:"reason"`
+	// Strategy is what was done: "trim" (old tool results replaced by a
+	// stub), "summarize" (old turns replaced by a summary the model
+	// wrote), or "trim+summarize".
+	Strategy       string `json:"strategy"`
+	TokensBefore   int    `json:"tokens_before"`
+	TokensAfter    int    `json:"tokens_after"`
+	MessagesBefore int    `json:"messages_before"`
+	MessagesAfter  int    `json:"messages_after"`
+	// Window is the model's context window in tokens, 0 when unknown.
+	Window int `json:"window,omitempty"`
+	// Trimmed counts the tool results dropped; Summarized the messages
+	// replaced by a summary.
+	Trimmed    int `json:"trimmed,omitempty"`
+	Summarized int `json:"summarized,omitempty"`
+}
 
 // Kinds of AgentEvent data.
 const (

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop/compact"
@@ -51,6 +53,9 @@ type CompactionInfo struct {
 	// TokensBefore and TokensAfter estimate the transcript's tokens.
 	TokensBefore int `json:"tokens_before"`
 	TokensAfter  int `json:"tokens_after"`
+	// Window is the context window compaction kept the requests within
+	// ([Compaction.ContextWindow]), 0 when unknown.
+	Window int `json:"window,omitempty"`
 	// MessagesBefore and MessagesAfter count the transcript's messages.
 	MessagesBefore int `json:"messages_before"`
 	MessagesAfter  int `json:"messages_after"`
@@ -154,24 +159,36 @@ func (r *run) compact(ctx context.Context, reason string, before, target int) (b
 	if before > est && before > 0 {
 		target = int(float64(target) * float64(est) / float64(before))
 	}
-	res, err := c.Strategy.Compact(ctx, &compact.Request{
+	req := &compact.Request{
 		Messages:  r.msgs,
 		Target:    target,
 		KeepTurns: c.KeepTurns,
 		Model:     r.a.model,
 		ModelName: r.a.opts.Model,
 		Window:    c.ContextWindow,
-	})
+	}
+	res, err := c.Strategy.Compact(ctx, req)
 	if err != nil {
 		return false, err
 	}
 	if res == nil {
 		return false, errors.New("compaction strategy returned no result")
 	}
+	if reason == compactContextLength && c.KeepTurns > 1 && compact.Estimate(res.Messages) > target {
+		// The provider refused the request, and the turns kept whole
+		// are past the target by themselves (large results, parallel
+		// calls): keep only the last one whole rather than fail.
+		again := *req
+		again.Messages, again.KeepTurns = res.Messages, 1
+		if more, err := c.Strategy.Compact(ctx, &again); err == nil && more != nil {
+			res = mergeCompactions(res, more)
+		}
+	}
 	info := &CompactionInfo{
 		Reason:         reason,
 		Strategy:       res.Strategy,
 		TokensBefore:   before,
+		Window:         c.ContextWindow,
 		MessagesBefore: len(r.msgs),
 		MessagesAfter:  len(res.Messages),
 		Trimmed:        res.Trimmed,
@@ -196,6 +213,27 @@ func (r *run) compact(ctx context.Context, reason string, before, target int) (b
 		return false, context.Canceled
 	}
 	return true, nil
+}
+
+// mergeCompactions is what a compaction then another of its result did.
+func mergeCompactions(a, b *compact.Result) *compact.Result {
+	out := &compact.Result{Messages: b.Messages, Trimmed: a.Trimmed + b.Trimmed, Summarized: a.Summarized + b.Summarized, Usage: a.Usage}
+	out.Usage.Add(b.Usage)
+	var names []string
+	for _, n := range []string{"trim", "summarize"} {
+		if slices.Contains(strings.Split(a.Strategy, "+"), n) || slices.Contains(strings.Split(b.Strategy, "+"), n) {
+			names = append(names, n)
+		}
+	}
+	for _, s := range []string{a.Strategy, b.Strategy} {
+		for _, n := range strings.Split(s, "+") {
+			if n != "" && !slices.Contains(names, n) {
+				names = append(names, n) // a strategy of the caller's
+			}
+		}
+	}
+	out.Strategy = strings.Join(names, "+")
+	return out
 }
 
 // fill sets the documented defaults of the fields of c left at zero.

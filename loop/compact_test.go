@@ -544,3 +544,74 @@ func TestCompactionFailureAfterContextLength(t *testing.T) {
 		t.Errorf("the transcript changed: %d messages", len(res.Messages))
 	}
 }
+
+// A suspension carries the provider's count of the transcript, and the
+// resumed run estimates the next request from it: a count past the
+// threshold compacts before the first request of the resumed run, where
+// the transcript's own estimate (far smaller) would not.
+func TestCompactionCountSurvivesSuspension(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		forget  bool // drop the count from the suspension, as an older one would
+		compact bool
+	}{{"count carried", false, true}, {"no count", true, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			call := llmtest.Call("c1", "ask", `{}`)
+			call.Usage = llm.Usage{InputTokens: 1900, OutputTokens: 10}
+			model := llmtest.NewModel(call, llmtest.Text("Done."))
+			ask := loop.NewClientTool("ask", "Asks the user.", json.RawMessage(`{"type":"object"}`))
+			agent := loop.NewAgent(model, loop.MustToolset(ask), &loop.Options{Compaction: &loop.Compaction{
+				ContextWindow: 2000, KeepTurns: 1, Strategy: loopcompact.Trim{MinBytes: 1},
+			}})
+			msgs := []llm.Message{llm.SystemMessage("s"), llm.UserMessage("go"),
+				{Role: llm.RoleAssistant, Parts: []llm.Part{{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{ID: "c0", Name: "ask", Arguments: llm.Arguments(`{}`)}}}},
+				llm.ToolResultMessage("c0", strings.Repeat("z", 400))}
+			_, res := collect(t, agent.RunLoop(t.Context(), msgs))
+			s := res.Suspension
+			if res.Status != loop.StatusSuspended || s.Counted != 1910 || s.CountedMessages != 5 {
+				t.Fatalf("status %s, counted %d of %d messages", res.Status, s.Counted, s.CountedMessages)
+			}
+			if tc.forget {
+				s.Counted, s.CountedMessages = 0, 0
+			}
+			chunks, res := collect(t, agent.Resume(t.Context(), s, &loop.ResumeInput{Results: []llm.ToolResult{{CallID: "c1", Content: []llm.Part{llm.TextPart("yes")}}}}))
+			if res.Err != nil || res.Answer != "Done." {
+				t.Fatalf("resume: err %v, answer %q", res.Err, res.Answer)
+			}
+			if got := len(only(chunks, loop.ChunkCompaction)) > 0; got != tc.compact {
+				t.Errorf("compacted %v, want %v", got, tc.compact)
+			}
+		})
+	}
+}
+
+// A request refused as too long whose latest turns alone are past the
+// target (here the only two turns, each with a large result) is compacted
+// keeping only the last turn whole, and sent again, instead of failing
+// the run for want of anything older to compact.
+func TestCompactionAfterContextLengthKeepsLastTurnOnly(t *testing.T) {
+	ctxErr := &llm.APIError{Provider: "p", StatusCode: 400, Code: "context_length_exceeded", Message: "too long"}
+	model := llmtest.NewModel(
+		llmtest.Call("c1", "read", `{"n":1}`),
+		llmtest.Call("c2", "read", `{"n":2}`),
+		llmtest.Fail(ctxErr),
+		llmtest.Text("done"),
+	)
+	agent := loop.NewAgent(model, loop.MustToolset(readTool(8000)), &loop.Options{Compaction: &loop.Compaction{Strategy: loopcompact.Trim{}}})
+	chunks, res := collect(t, agent.RunLoop(t.Context(), []llm.Message{llm.UserMessage("go")}))
+	if res.Err != nil || res.Answer != "done" {
+		t.Fatalf("err %v, answer %q", res.Err, res.Answer)
+	}
+	cs := only(chunks, loop.ChunkCompaction)
+	if len(cs) != 1 || cs[0].Compaction.Reason != "context_length" || cs[0].Compaction.Trimmed != 1 || cs[0].Compaction.Strategy != "trim" {
+		t.Fatalf("compactions %+v", cs)
+	}
+	// The retry carries c1's result as a stub, c2's whole.
+	last := model.Requests()[3].Messages
+	if r := last[2].Parts[0].ToolResult.Text(); !strings.HasPrefix(r, "[compacted:") {
+		t.Errorf("c1's result in the retry: %.40q", r)
+	}
+	if r := last[4].Parts[0].ToolResult.Text(); !strings.HasPrefix(r, "part 2: xxx") {
+		t.Errorf("c2's result in the retry: %.40q", r)
+	}
+}

@@ -90,6 +90,13 @@ type Suspension struct {
 	// segments (the time spent suspended does not count), so that
 	// MaxDuration bounds the whole run across resumptions.
 	Elapsed time.Duration `json:"elapsed_ns,omitempty"`
+	// Counted is the provider's count of the tokens of the first
+	// CountedMessages messages of Messages (the input of the last
+	// request and its answer, from its usage report), 0 when unknown:
+	// the run resumed starts its estimate of the next request from it
+	// (see [Compaction]) instead of estimating the whole transcript.
+	Counted         int64 `json:"counted,omitempty"`
+	CountedMessages int   `json:"counted_messages,omitempty"`
 	// TraceParent is the W3C traceparent of the run that suspended, as
 	// its [Options.Observer] gave it, so that [Agent.Resume] continues
 	// the run's trace wherever it runs; empty without an observer.

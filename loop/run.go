@@ -136,6 +136,9 @@ func (a *Agent) newRun(yield func(Chunk) bool, msgs []llm.Message, turn int, s *
 		r.start = r.start.Add(-s.Elapsed)
 		r.res.Usage = s.Usage
 		r.res.Turns = slices.Clone(s.Turns)
+		if s.CountedMessages > 0 && s.CountedMessages <= len(msgs) && s.Counted > 0 {
+			r.ctxTokens, r.ctxLen = s.Counted, s.CountedMessages
+		}
 	}
 	return r
 }
@@ -244,6 +247,10 @@ func (r *run) yieldRun() {
 
 // suspension is the run as it stands, waiting for calls.
 func (r *run) suspension(calls []SuspendedCall) *Suspension {
+	counted := r.ctxTokens
+	if r.ctxLen == 0 {
+		counted = 0
+	}
 	return &Suspension{
 		Messages: slices.Clone(r.msgs),
 		Calls:    calls,
@@ -251,6 +258,9 @@ func (r *run) suspension(calls []SuspendedCall) *Suspension {
 		Usage:    r.res.Usage,
 		Turns:    slices.Clone(r.res.Turns),
 		Elapsed:  time.Since(r.start),
+
+		Counted:         counted,
+		CountedMessages: r.ctxLen,
 
 		TraceParent: r.traceParent(),
 	}

@@ -1,12 +1,15 @@
 // Package pricing prices model usage in US dollars: a [Table] of list
 // prices per million tokens, by model name, and the [Cost] of a [Usage]
-// at a [Price].
+// at a [Price]. Beside the prices it keeps each model's context window
+// ([Windows], [DefaultWindows]), with the page and the month each figure
+// was read, which automatic compaction keeps requests within.
 //
 // The chat (internal/tui), hrns run and hrns serve (package session, whose
 // session metrics carry costs) share it, so a model costs the same
 // wherever it is shown. A model that is not in the table has no price:
 // callers show "unknown" (or null), never a guess. The operator adds or
-// overrides prices with [prices."MODEL"] in the config file.
+// overrides prices with [prices."MODEL"] in the config file, and context
+// windows with [context_windows].
 //
 // It imports no other hrns package.
 package pricing

@@ -9,38 +9,39 @@ import "github.com/hrns-dev/hrns/api"
 
 // Types of the sessions API; see package api.
 type (
-	Status          = api.Status
-	Request         = api.Request
-	AgentRef        = api.AgentRef
-	Agent           = api.Agent
-	SkillRef        = api.SkillRef
-	Skill           = api.Skill
-	Environment     = api.Environment
-	ToolDefinition  = api.ToolDefinition
-	UserMessage     = api.UserMessage
-	Messages        = api.Messages
-	ToolRequest     = api.ToolRequest
-	ToolResult      = api.ToolResult
-	Decision        = api.Decision
-	Event           = api.Event
-	ActiveState     = api.ActiveState
-	AgentEventData  = api.AgentEventData
-	ImageContent    = api.ImageContent
-	Metrics         = api.Metrics
-	ModelCost       = api.ModelCost
-	ModelUsage      = api.ModelUsage
-	StatusView      = api.StatusView
-	View            = api.View
-	Lease           = api.Lease
-	Replica         = api.Replica
-	Summary         = api.Summary
-	Page[T any]     = api.Page[T]
-	Changes         = api.Changes
-	Quota           = api.Quota
-	Feedback        = api.Feedback
-	AgentSpec       = api.AgentSpec
-	EnvironmentSpec = api.EnvironmentSpec
-	SkillSpec       = api.SkillSpec
+	Status           = api.Status
+	Request          = api.Request
+	AgentRef         = api.AgentRef
+	Agent            = api.Agent
+	SkillRef         = api.SkillRef
+	Skill            = api.Skill
+	Environment      = api.Environment
+	ToolDefinition   = api.ToolDefinition
+	UserMessage      = api.UserMessage
+	Messages         = api.Messages
+	ToolRequest      = api.ToolRequest
+	ToolResult       = api.ToolResult
+	Decision         = api.Decision
+	Event            = api.Event
+	ActiveState      = api.ActiveState
+	AgentEventData   = api.AgentEventData
+	ImageContent     = api.ImageContent
+	Metrics          = api.Metrics
+	ModelCost        = api.ModelCost
+	ModelUsage       = api.ModelUsage
+	StatusView       = api.StatusView
+	View             = api.View
+	Lease            = api.Lease
+	Replica          = api.Replica
+	Summary          = api.Summary
+	Page[T any]      = api.Page[T]
+	Changes          = api.Changes
+	Quota            = api.Quota
+	Feedback         = api.Feedback
+	AgentSpec        = api.AgentSpec
+	EnvironmentSpec  = api.EnvironmentSpec
+	SkillSpec        = api.SkillSpec
+	ContextCompacted = api.ContextCompacted
 )
 
 // Constants of the sessions API; see package api.
@@ -66,6 +67,7 @@ const (
 	EventActiveState          = api.EventActiveState
 	EventMetricsUpdate        = api.EventMetricsUpdate
 	EventAgent                = api.EventAgent
+	EventContextCompacted     = api.EventContextCompacted
 	KindPolicy                = api.KindPolicy
 	KindToolResult            = api.KindToolResult
 	KindAnswer                = api.KindAnswer

@@ -115,6 +115,24 @@ type Options struct {
 	// [pricing.Default]. A model that is not in the table has null
 	// costs.
 	Prices pricing.Table
+	// ContextWindows are the context windows of the models, in tokens
+	// (see [pricing.Windows]); nil means [pricing.DefaultWindows].
+	ContextWindows pricing.Windows
+	// Compaction tunes the automatic compaction of the sessions'
+	// transcripts, on unless DisableCompaction is set: before a request
+	// would pass Threshold of the window of the session's model
+	// (ContextWindows; a model in none is compacted only when its
+	// provider refuses a request as too long), and after such a refusal,
+	// before the request is sent again. Its ContextWindow, when 0, is
+	// the window from ContextWindows. Nil means the loop's defaults (see
+	// [loop.Compaction]). Each compaction is logged as a
+	// ContextCompactedEvent, and the compacted transcript is what the
+	// session's next checkpoint holds, so a session runs on compacted
+	// after a restart.
+	Compaction *loop.Compaction
+	// DisableCompaction turns automatic compaction off: a session whose
+	// transcript outgrows the window fails with the provider's error.
+	DisableCompaction bool
 	// TokenQuota, when set, limits the tokens each owner's sessions use
 	// per day or month (see [TokenQuota]); tokens are counted either way.
 	TokenQuota *TokenQuota
@@ -213,6 +231,11 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	o.Toolsets = maps.Clone(o.Toolsets)
 	o.Skills = maps.Clone(o.Skills)
 	o.Prices = maps.Clone(o.Prices)
+	o.ContextWindows = maps.Clone(o.ContextWindows)
+	if o.Compaction != nil {
+		c := *o.Compaction
+		o.Compaction = &c
+	}
 	if o.MaxSteps <= 0 {
 		o.MaxSteps = 100
 	}

@@ -51,6 +51,13 @@ type segment struct {
 	stored int
 	size   int64
 	tag    string
+	// counted is the provider's count of the tokens of the first
+	// countedLen messages of the run's transcript (0: none), which the
+	// checkpoint keeps for the next run's compaction estimate.
+	counted    int64
+	countedLen int
+	// model is the model name the run's last step was counted under.
+	model string
 
 	// turns counts the BeforeTurn calls; final says whether the last
 	// turn started asked for the final answer (or, before the first,
@@ -122,7 +129,8 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h
 		ctx, cancel = context.WithDeadlineCause(ctx, st.Deadline.Add(m.opts.TimeoutGrace), errHardDeadline)
 		defer cancel()
 	}
-	g := &segment{m: m, id: s.ID, owner: s.Owner, sp: sp, hold: h, run: st.Run, final: st.Final != finalNone}
+	g := &segment{m: m, id: s.ID, owner: s.Owner, sp: sp, hold: h, run: st.Run, final: st.Final != finalNone,
+		counted: st.Checkpoint.Counted, countedLen: int(st.Checkpoint.CountedLength)}
 	g.keep(s)
 	defer func() {
 		if g.tokens != nil && !stepRunsAgain(ctx, retErr) {
@@ -181,6 +189,7 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h
 		Hooks:             hooks,
 		Observer:          m.opts.Observer,
 		BeforeTurn:        g.beforeTurn,
+		Compaction:        m.compaction(sp.Model),
 		Approver: loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
 			if m.opts.AutoApprove {
 				return loop.Decision{Verdict: loop.Approve}, nil
@@ -235,6 +244,8 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h
 				Error: fmt.Sprintf("model request failed (attempt %d), retrying in %v: %v", c.Retry.Attempt, c.Retry.Delay.Round(time.Millisecond), c.Err)})
 			// A retry is no step: the attempts stay counted.
 			err = g.commitWith(ctx, g.m.leased(), func(*store.Session, *state) []store.Event { return []store.Event{ev} })
+		case loop.ChunkCompaction:
+			err = g.compacted(ctx, c.Compaction)
 		case loop.ChunkTurnEnd:
 			err = g.turnEnd(ctx, c)
 		case loop.ChunkAnswerRejected:
@@ -305,6 +316,9 @@ func endsOnUser(msgs []llm.Message) bool {
 // restart), and one of a session whose time was up too (see timeUp).
 func resumeInput(cp *checkpoint, msgs []llm.Message, steps int) (*loop.Suspension, *loop.ResumeInput) {
 	s := &loop.Suspension{Messages: msgs, Turn: steps, TraceParent: cp.TraceParent}
+	if cp.CountedLength > 0 && cp.CountedLength <= int64(len(msgs)) {
+		s.Counted, s.CountedMessages = cp.Counted, int(cp.CountedLength)
+	}
 	in := &loop.ResumeInput{}
 	for _, c := range cp.Calls {
 		sc := loop.SuspendedCall{Call: c.Call, Result: c.Result}
@@ -407,7 +421,11 @@ func (g *segment) flush(ctx context.Context) error {
 // checkpointOf is the checkpoint of a transcript committed with
 // commitTranscript (called within its fn).
 func (g *segment) checkpointOf(msgs []llm.Message, calls []callState) checkpoint {
-	return checkpoint{Length: int64(len(msgs)), Tag: g.tag, Calls: calls}
+	cp := checkpoint{Length: int64(len(msgs)), Tag: g.tag, Calls: calls}
+	if g.countedLen > 0 && g.countedLen <= len(msgs) {
+		cp.Counted, cp.CountedLength = g.counted, int64(g.countedLen)
+	}
+	return cp
 }
 
 func (g *segment) commitWith(ctx context.Context, opts *store.UpdateOptions, fn func(s *store.Session, st *state) []store.Event) error {
@@ -466,7 +484,13 @@ func (g *segment) turnEnd(ctx context.Context, c loop.Chunk) error {
 		usage = *c.Usage
 	}
 	g.chargeTokens(c.Usage)
+	if c.Usage != nil && c.Usage.InputTokens > 0 {
+		g.counted, g.countedLen = c.Usage.InputTokens+c.Usage.OutputTokens, len(c.Messages)
+	} else {
+		g.countedLen = 0
+	}
 	model := firstNonEmpty(g.sp.Model, c.Model, "default")
+	g.model = model
 	policy := AgentEventData{Kind: KindPolicy, ToolReqs: []ToolRequest{}}
 	if t := msg.Text(); t != "" {
 		policy.Content = &t

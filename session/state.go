@@ -104,6 +104,13 @@ type checkpoint struct {
 	// TraceParent is the suspended run's [loop.Suspension.TraceParent],
 	// while Calls wait.
 	TraceParent string `json:"trace_parent,omitempty"`
+	// Counted is the provider's count of the tokens of the transcript's
+	// first CountedLength messages (the last step's request and answer,
+	// from its usage report), 0 when unknown: a run resumed from the
+	// checkpoint estimates its next request from it, for compaction
+	// (see [loop.Suspension.Counted]).
+	Counted       int64 `json:"counted,omitempty"`
+	CountedLength int64 `json:"counted_length,omitempty"`
 }
 
 // transcript is an encoded []llm.Message.

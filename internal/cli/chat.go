@@ -68,6 +68,9 @@ func chatCommand(ctx context.Context, args []string, stdio *IO) error {
 		Options: loop.Options{MaxTurns: s.maxTurns, Permissions: s.perms, Hooks: s.hooks},
 		Workdir: o.absWorkdir(),
 		Prices:  s.prices,
+		Compaction: func(model string) *loop.Compaction {
+			return s.cfg.compaction(model)
+		},
 		Notices: s.notices,
 		Input:   stdio.In, Output: stdio.Out,
 		WithLiveOutput: func(ctx context.Context, f func(string, []byte)) context.Context {
@@ -154,6 +157,7 @@ type chatSetup struct {
 	perms     *loop.Permissions
 	hooks     []loop.Hook
 	prices    pricing.Table
+	cfg       *Config
 	notices   []string
 	closers   []func() error
 }
@@ -235,6 +239,7 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 	s.system = systemPrompt(o, agentDef, system, ins)
 	s.maxTurns = firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
 	s.prices = pricing.Default().With(demoPrices).With(cfg.Prices)
+	s.cfg = cfg
 	return s, nil
 }
 

@@ -77,6 +77,13 @@ type Config struct {
 	// dollars per million tokens: [prices."my-model"] input = 1.0,
 	// cached_input = 0.1, cache_write = 1.25, output = 4.0.
 	Prices pricing.Table `toml:"prices" yaml:"prices"`
+	// ContextWindows override or add to the built-in context windows
+	// (pricing.DefaultWindows), per model, in tokens:
+	// [context_windows] "my-model" = 32768. Compaction keeps the
+	// requests of hrns run, the chat and hrns serve within them.
+	ContextWindows map[string]int `toml:"context_windows" yaml:"context_windows"`
+	// Compaction tunes automatic compaction (compaction.go).
+	Compaction CompactionConfig `toml:"compaction" yaml:"compaction"`
 	// Quota is hrns serve's token quota per API key (serve_quota.go).
 	Quota QuotaConfig `toml:"quota" yaml:"quota"`
 	// Webhooks is how hrns serve delivers webhooks (serve_webhooks.go).
@@ -268,6 +275,12 @@ func parseConfig(path string, data []byte) (*Config, error) {
 	}
 	if err := cfg.Prices.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s: prices: %w", path, err)
+	}
+	if err := pricing.Tokens(cfg.ContextWindows).Validate(); err != nil {
+		return nil, fmt.Errorf("config %s: context_windows: %w", path, err)
+	}
+	if err := cfg.Compaction.validate(); err != nil {
+		return nil, fmt.Errorf("config %s: compaction: %w", path, err)
 	}
 	for name, p := range cfg.Providers {
 		switch p.Kind {

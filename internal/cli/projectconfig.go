@@ -112,6 +112,14 @@ func (c *Config) mergeHrnsProject(workdir string) error {
 			maps.Copy(c.Prices, p.Prices)
 		}
 	}
+	if len(p.ContextWindows) > 0 {
+		if c.ContextWindows == nil {
+			c.ContextWindows = maps.Clone(p.ContextWindows)
+		} else {
+			maps.Copy(c.ContextWindows, p.ContextWindows)
+		}
+	}
+	c.Compaction.merge(p.Compaction)
 	c.project = path
 	sum := sha256.Sum256([]byte(data))
 	c.projectHash = hex.EncodeToString(sum[:])

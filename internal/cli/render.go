@@ -198,6 +198,11 @@ func (r *textRenderer) render(c loop.Chunk) {
 		r.attempt.Reset()
 		r.streamed = false
 		fmt.Fprintf(r.log, "retrying in %v (attempt %d failed: %s)\n", c.Retry.Delay.Round(1e6), c.Retry.Attempt, clip(fmt.Sprint(c.Err), 500))
+	case loop.ChunkCompaction:
+		if c.Compaction != nil && c.Depth == 0 {
+			r.newline()
+			fmt.Fprintln(r.log, compactionLine(c.Compaction))
+		}
 	case loop.ChunkAnswerRejected:
 		r.newline()
 		fmt.Fprintf(r.log, "(the answer above does not match the output schema: %s; the model is asked again)\n", clip(safetext.EscapeText(fmt.Sprint(c.Err)), 500))

@@ -239,6 +239,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 		Observer:        tel.observer,
 		Permissions:     perms,
 		Hooks:           hooks,
+		Compaction:      cfg.compaction(modelName),
 	})
 
 	if o.timeout > 0 {
@@ -329,6 +330,8 @@ func runError(err error, model string) error {
 		return fmt.Errorf("%w\nThe API key was refused: check OPENAI_API_KEY (or ANTHROPIC_API_KEY, or the provider's api_key_env in the config)", err)
 	case errors.Is(err, llm.ErrBadRequest) && strings.Contains(strings.ToLower(err.Error()), "model"):
 		return fmt.Errorf("%w\nIs %q a model this endpoint serves? Pick one with --model", err, model)
+	case errors.Is(err, llm.ErrContextLength):
+		return fmt.Errorf("%w\nThe conversation does not fit %q's context window. hrns compacts it before the window it knows for the model is reached, and once after such a refusal, unless [compaction] enabled = false: give the model's window with [context_windows] in the config, lower [compaction] target, or start a new conversation", err, model)
 	case errors.Is(err, replay.ErrExhausted):
 		return fmt.Errorf("%w: the recording ended before the run did", err)
 	}

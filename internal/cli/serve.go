@@ -212,6 +212,11 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		Logger:            log,
 		Observer:          tel.observer,
 		Prices:            pricing.Default().With(cfg.Prices),
+		ContextWindows:    cfg.windows(),
+		DisableCompaction: cfg.compactionOff(),
+		Compaction: &loop.Compaction{
+			Threshold: cfg.Compaction.Threshold, Target: cfg.Compaction.Target, KeepTurns: cfg.Compaction.KeepTurns,
+		},
 	}
 	opts.Skills = serverSkills(cfg, stdio)
 	hookDir, err := o.hookDir()

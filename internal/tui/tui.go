@@ -50,8 +50,12 @@ type Config struct {
 	// System is the system prompt, sent first in every conversation.
 	System string
 	// Options are the agent's options. The chat sets Model, Approver and
-	// ApprovalTimeout.
+	// ApprovalTimeout, and Compaction when Compaction is set.
 	Options loop.Options
+	// Compaction, when set, gives the automatic compaction of each run
+	// for the model it runs (nil: none); it is asked at every run, so a
+	// change of model changes the window.
+	Compaction func(model string) *loop.Compaction
 	// Workdir is where the file tools work: write and edit approvals diff
 	// against the files there.
 	Workdir string
@@ -496,6 +500,9 @@ func (c *chat) startRun() tea.Cmd {
 	opts := c.cfg.Options
 	opts.Model = c.modelName
 	opts.Approver = &approver{allow: c.cfg.Allow, send: c.send}
+	if c.cfg.Compaction != nil {
+		opts.Compaction = c.cfg.Compaction(c.modelName)
+	}
 	if opts.ApprovalTimeout == 0 {
 		opts.ApprovalTimeout = 30 * time.Minute // a person at a terminal
 	}
@@ -642,8 +649,7 @@ func (c *chat) onChunk(m chunkMsg) {
 		}
 	case loop.ChunkCompaction:
 		if info := ch.Compaction; info != nil && !sub {
-			c.notice(fmt.Sprintf("(context compacted: %d → %d messages, about %s → %s tokens)", info.MessagesBefore, info.MessagesAfter,
-				formatTokens(int64(info.TokensBefore)), formatTokens(int64(info.TokensAfter))))
+			c.notice(compactionNotice(info))
 		}
 	case loop.ChunkAnswerRejected:
 		if !sub {
@@ -904,6 +910,21 @@ func (c *chat) refuseApproval(d loop.Decision) {
 	if c.approval != nil {
 		c.decide(d, "refused")
 	}
+}
+
+// compactionNotice is the chat's line for an automatic compaction: from
+// what to what, and why.
+func compactionNotice(info *loop.CompactionInfo) string {
+	window := ""
+	if info.Window > 0 {
+		window = " of a " + formatTokens(int64(info.Window)) + " window"
+	}
+	why := "before the next request"
+	if info.Reason == "context_length" {
+		why = "the provider refused the request as too long; sent again"
+	}
+	return fmt.Sprintf("(context compacted by %s: %d → %d messages, about %s → %s tokens%s; %s)", info.Strategy,
+		info.MessagesBefore, info.MessagesAfter, formatTokens(int64(info.TokensBefore)), formatTokens(int64(info.TokensAfter)), window, why)
 }
 
 // compactNow compacts the conversation with the library's default

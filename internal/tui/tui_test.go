@@ -3,8 +3,10 @@ package tui
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/llmtest"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/loop/compact"
 	"github.com/hrns-dev/hrns/tools"
 )
 
@@ -283,3 +286,40 @@ var _ loop.Approver = (*approver)(nil)
 
 func llmReplyCall(name, args string) llmtest.Reply { return llmtest.Call("c1", name, args) }
 func llmReplyText(s string) llmtest.Reply          { return llmtest.Text(s) }
+
+// TestAutoCompaction: the chat runs with the compaction its Config gives
+// for the model in use (asked again after /model), and says in a line
+// that it compacted, from what to what.
+func TestAutoCompaction(t *testing.T) {
+	var replies []llmtest.Reply
+	for i := range 4 {
+		r := llmtest.Call(fmt.Sprintf("c%d", i), "read_file", `{"path":"big.txt"}`)
+		r.Usage = llm.Usage{InputTokens: int64(300 + 1100*i), OutputTokens: 10}
+		replies = append(replies, r)
+	}
+	replies = append(replies, llmtest.Text("read it four times"), llmtest.Text("again"))
+	h := newHarness(t, replies...)
+	if err := os.WriteFile(filepath.Join(h.dir, "big.txt"), []byte(strings.Repeat("a line of the big file\n", 180)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	h.c.cfg.Compaction = func(model string) *loop.Compaction {
+		asked = append(asked, model)
+		return &loop.Compaction{ContextWindow: 4000, KeepTurns: 1, Strategy: compact.Trim{}}
+	}
+	h.typeText("read big.txt four times")
+	h.settle()
+	screen := strings.Join(strings.Fields(h.screen()), " ") // the line wraps
+	if !strings.Contains(screen, "(context compacted by trim: ") || !strings.Contains(screen, "of a 4.0k window; before the next request)") {
+		t.Errorf("no compaction line on the screen:\n%s", screen)
+	}
+	if h.c.msgs[len(h.c.msgs)-1].Text() != "read it four times" {
+		t.Errorf("the conversation ends with %q", h.c.msgs[len(h.c.msgs)-1].Text())
+	}
+	h.typeText("/model other-model")
+	h.typeText("again")
+	h.settle()
+	if !slices.Equal(asked, []string{"gpt-4.1", "other-model"}) {
+		t.Errorf("compaction asked for %q, want each run's model", asked)
+	}
+}

@@ -477,6 +477,17 @@
     return i;
   }
 
+  // compactedText says what a ContextCompactedEvent says: the transcript
+  // was compacted, by what, from what to what, and why.
+  function compactedText(d) {
+    const n = (v) => (typeof v === 'number' && isFinite(v) ? v : 0);
+    const tokens = (v) => (n(v) >= 1000 ? (n(v) / 1000).toFixed(1) + 'k' : String(n(v)));
+    let t = 'context compacted' + (d.strategy ? ' by ' + d.strategy : '') + ': ' + n(d.messages_before) + ' → ' + n(d.messages_after) +
+      ' messages, about ' + tokens(d.tokens_before) + ' → ' + tokens(d.tokens_after) + ' tokens';
+    if (n(d.window) > 0) t += ' of a ' + tokens(d.window) + ' window';
+    return t + (d.reason === 'context_length' ? '; the model refused the request as too long, and it was sent again' : '; before the next request');
+  }
+
   // renderEvent returns the element of one event of the trajectory.
   function renderEvent(e) {
     const d = e.data || {};
@@ -528,6 +539,9 @@
         break;
       case 'AgentRunStatusChangeEvent':
         node = el('div', { class: 'ev meta AgentRunStatusChangeEvent', text: 'status: ' + (d.status || '') });
+        break;
+      case 'ContextCompactedEvent':
+        node = el('div', { class: 'ev meta ContextCompactedEvent', text: compactedText(d) });
         break;
       default:
         node = el('div', { class: 'ev meta ' + (e.type || ''), text: (e.type || '?') + (Object.keys(d).length ? ' ' + JSON.stringify(d) : '') });
@@ -702,7 +716,7 @@
         try { tv.add(JSON.parse(m.data)); } catch { /* a malformed event is skipped */ }
         streamInfo.textContent = 'live';
       };
-      for (const t of ['AgentEvent', 'AgentStartedEvent', 'AgentCompletionEvent', 'AgentErrorEvent', 'AgentRunStatusChangeEvent', 'ActiveStateChangeEvent', 'MetricsUpdateEvent', 'message']) {
+      for (const t of ['AgentEvent', 'AgentStartedEvent', 'AgentCompletionEvent', 'AgentErrorEvent', 'AgentRunStatusChangeEvent', 'ActiveStateChangeEvent', 'MetricsUpdateEvent', 'ContextCompactedEvent', 'message']) {
         src.addEventListener(t, onEvent);
       }
       src.addEventListener('end', () => {

@@ -1,0 +1,66 @@
+package responses
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// TestContextLengthGolden: the provider's own refusals of a request too
+// long for the model's context window, as its API sends them (recorded in
+// testdata; see docs/loop.md, "Compaction", for where each body was
+// seen), are llm.ErrContextLength, so that the loop compacts the
+// transcript and sends the request again instead of failing the run.
+func TestContextLengthGolden(t *testing.T) {
+	for _, tc := range []struct {
+		file    string
+		status  int
+		message string // a substring of the error's message
+	}{
+		{"context_length.http", 400, "exceeds the context window"},
+		{"context_length.sse", 0, "exceeds the context window"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			raw := readTestdata(t, tc.file)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				if strings.HasSuffix(tc.file, ".sse") {
+					w.Header().Set("Content-Type", "text/event-stream")
+					w.Write(raw)
+					return
+				}
+				resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), r)
+				if err != nil {
+					t.Errorf("testdata/%s: %v", tc.file, err)
+					return
+				}
+				defer resp.Body.Close()
+				for k, vs := range resp.Header {
+					w.Header()[k] = vs
+				}
+				w.WriteHeader(resp.StatusCode)
+				io.Copy(w, resp.Body)
+			}))
+			defer srv.Close()
+			_, err := collect(testClient(srv).Stream(context.Background(), &llm.Request{Messages: []llm.Message{llm.UserMessage("hi")}}))
+			if !errors.Is(err, llm.ErrContextLength) {
+				t.Fatalf("error %v is not llm.ErrContextLength", err)
+			}
+			if llm.IsRetryable(err) {
+				t.Errorf("error %v is retryable: sending it again unchanged cannot succeed", err)
+			}
+			apiErr, ok := errors.AsType[*llm.APIError](err)
+			if !ok || apiErr.StatusCode != tc.status || !strings.Contains(apiErr.Message, tc.message) {
+				t.Errorf("error %#v, want status %d and a message with %q", apiErr, tc.status, tc.message)
+			}
+		})
+	}
+}
