@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hrns-dev/hrns/browser"
+	"github.com/hrns-dev/hrns/browser/userdata"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/tools"
@@ -85,7 +89,7 @@ func (o *serveOptions) addBrowser(opts *session.Options, log *slog.Logger) error
 	if opts.SessionEnvironments == nil {
 		opts.SessionEnvironments = map[string]session.EnvironmentFunc{}
 	}
-	opts.SessionEnvironments["web"] = webEnvironment(root, allow, log)
+	opts.SessionEnvironments["web"] = webEnvironment(root, allow, &o.profileLimits.Unpacked, log)
 	return nil
 }
 
@@ -94,7 +98,12 @@ var safeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(
 
 // webEnvironment gives a session web_fetch and a browser of its own, set
 // up from the session's web environment entry (start_url, headless, mode).
-func webEnvironment(root string, allow func(netip.AddrPort) bool, log *slog.Logger) session.EnvironmentFunc {
+// A session whose entry names a browser profile (p.Profile) starts from a
+// copy of it: the first time the environment runs for the session here,
+// the profile's archive is unpacked (checked again, within lim) into the
+// session's profile directory, which the browser then keeps and changes
+// as its own; the stored profile is never changed.
+func webEnvironment(root string, allow func(netip.AddrPort) bool, lim *userdata.Limits, log *slog.Logger) session.EnvironmentFunc {
 	fetch := tools.Web(nil)
 	return func(p *session.EnvironmentParams) (*loop.Toolset, func(bool), error) {
 		env, err := browser.ParseEnvironment(p.Config)
@@ -108,6 +117,11 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, log *slog.Logg
 				return nil, nil, fmt.Errorf("session id %q cannot name a browser profile", p.Session)
 			}
 			o.ProfileDir = filepath.Join(root, p.Session)
+			if p.Profile != nil {
+				if err := seedProfile(p.Profile, root, o.ProfileDir, lim); err != nil {
+					return nil, nil, err
+				}
+			}
 		}
 		// New starts nothing: Chromium starts on the first tool call.
 		b := browser.New(&o)
@@ -134,4 +148,35 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, log *slog.Logg
 			}
 		}, nil
 	}
+}
+
+// seedProfile unpacks the browser profile into dir, the session's profile
+// directory, unless dir exists (the session ran here before: its browser
+// keeps what it changed). The archive is unpacked beside dir and renamed
+// into place, so that a failure leaves no half profile.
+func seedProfile(p *session.BrowserProfile, root, dir string, lim *userdata.Limits) error {
+	if _, err := os.Lstat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return fmt.Errorf("the browser profiles' directory: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	archive, err := p.Archive(ctx)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(root, ".seed-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := userdata.Extract(archive, filepath.Join(tmp, "p"), lim); err != nil {
+		return fmt.Errorf("browser profile %s: %w", p.ID, err)
+	}
+	if err := os.Rename(filepath.Join(tmp, "p"), dir); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("browser profile %s: %w", p.ID, err)
+	}
+	return nil
 }
