@@ -105,6 +105,8 @@ var safeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(
 // as its own; the stored profile is never changed.
 func webEnvironment(root string, allow func(netip.AddrPort) bool, lim *userdata.Limits, log *slog.Logger) session.EnvironmentFunc {
 	fetch := tools.Web(nil)
+	// Unpacking a profile holds its archive in memory: two at once.
+	seeding := make(chan struct{}, 2)
 	return func(p *session.EnvironmentParams) (*loop.Toolset, func(bool), error) {
 		env, err := browser.ParseEnvironment(p.Config)
 		if err != nil {
@@ -118,7 +120,10 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, lim *userdata.
 			}
 			o.ProfileDir = filepath.Join(root, p.Session)
 			if p.Profile != nil {
-				if err := seedProfile(p.Profile, root, o.ProfileDir, lim); err != nil {
+				seeding <- struct{}{}
+				err := seedProfile(p.Profile, root, o.ProfileDir, lim)
+				<-seeding
+				if err != nil {
 					return nil, nil, err
 				}
 			}
