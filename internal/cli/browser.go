@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/netip"
@@ -49,19 +50,63 @@ func browserTools(names []string, o *runOptions) ([]string, *loop.Toolset, func(
 	if err != nil {
 		return nil, nil, nil, usagef("--browser-allow: %v", err)
 	}
-	b := browser.New(&browser.Options{Allow: allow})
+	bo := &browser.Options{Allow: allow}
+	cleanup := func() {}
+	if o.browserProfile != "" {
+		dir, err := copyProfile(o.browserProfile)
+		if err != nil {
+			return nil, nil, nil, usagef("--browser-profile: %v", err)
+		}
+		bo.ProfileDir = filepath.Join(dir, "p")
+		cleanup = func() { os.RemoveAll(dir) }
+	}
+	b := browser.New(bo)
+	closeAll := func() {
+		b.Close()
+		cleanup()
+	}
 	all := b.Tools()
 	ts := &loop.Toolset{}
 	for _, n := range browser.Names() {
 		if slices.Contains(picked, n) {
 			def, _ := all.Lookup(n)
 			if err := ts.Add(&def); err != nil {
-				b.Close()
+				closeAll()
 				return nil, nil, nil, err
 			}
 		}
 	}
-	return rest, ts, func() { b.Close() }, nil
+	return rest, ts, closeAll, nil
+}
+
+// maxProfileArchive bounds the archive --browser-profile reads.
+const maxProfileArchive = 1 << 30
+
+// copyProfile unpacks the archive of a user-data directory at path into
+// DIR/p, DIR a new temporary directory (0700), checked as hrns serve
+// checks uploaded profiles (package browser/userdata), and returns DIR.
+func copyProfile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	archive, err := io.ReadAll(io.LimitReader(f, maxProfileArchive+1))
+	if err != nil {
+		return "", err
+	}
+	if len(archive) > maxProfileArchive {
+		return "", fmt.Errorf("%s is larger than %d bytes", path, maxProfileArchive)
+	}
+	dir, err := os.MkdirTemp("", "hrns-browser-profile-")
+	if err != nil {
+		return "", err
+	}
+	if err := userdata.Extract(archive, filepath.Join(dir, "p"), nil); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
 }
 
 // addBrowser makes the web environment of hrns serve a real browser: each

@@ -198,7 +198,8 @@ var cookiesRE = regexp.MustCompile(`Cookies: \[([^\]]*)\]`)
 // id, then as the key's default) gets a browser that sends the cookie.
 // What a session's browser changes (a new cookie) is not written back,
 // a session without the profile sends no cookie, and another key cannot
-// use the profile.
+// use the profile. hrns run --browser-profile starts its browser from
+// the same archive.
 func TestServeBrowserProfile(t *testing.T) {
 	needChromium(t)
 	t.Parallel()
@@ -279,6 +280,35 @@ func TestServeBrowserProfile(t *testing.T) {
 	}
 	if got != "cookies: none" {
 		t.Fatalf("without a profile the site saw %q", got)
+	}
+
+	// hrns run --browser-profile: the same archive, the same cookie.
+	zipFile := filepath.Join(t.TempDir(), "profile.zip")
+	if err := os.WriteFile(zipFile, archive, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runModel := openaitest.NewServer(visit, answer)
+	defer runModel.Close()
+	var out, errOut bytes.Buffer
+	exit := Run(t.Context(), []string{"run", "--base-url", runModel.URL(), "--model", "m", "--tools", "none", "--no-skills",
+		"--workdir", t.TempDir(), "--browser", "--browser-allow", site.Listener.Addr().String(), "--browser-profile", zipFile, "Which cookies?"},
+		&IO{In: strings.NewReader(""), Out: &out, Err: &errOut, Getenv: func(string) string { return "" }})
+	if exit != ExitOK || !strings.Contains(out.String(), "cookies: pref=dark42") {
+		t.Fatalf("hrns run --browser-profile: exit %d\nstdout: %s\nstderr: %s", exit, out.String(), errOut.String())
+	}
+	// A hostile archive is refused before anything runs.
+	bad := filepath.Join(t.TempDir(), "bad.zip")
+	var hostile bytes.Buffer
+	zw := zip.NewWriter(&hostile)
+	zw.Create("Local State")
+	zw.Create("../../escape")
+	zw.Close()
+	os.WriteFile(bad, hostile.Bytes(), 0o600)
+	errOut.Reset()
+	exit = Run(t.Context(), []string{"run", "--base-url", runModel.URL(), "--model", "m", "--tools", "none", "--no-skills",
+		"--browser", "--browser-profile", bad, "x"}, &IO{In: strings.NewReader(""), Out: &out, Err: &errOut, Getenv: func(string) string { return "" }})
+	if exit != ExitUsage || !strings.Contains(errOut.String(), "a path leaving the profile") {
+		t.Fatalf("a hostile --browser-profile: exit %d: %s", exit, errOut.String())
 	}
 
 	code, b := api(t, "GET", s.url+"/api/v2/browser-profiles/"+id, keyA, "")
