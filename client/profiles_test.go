@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http/httptest"
 	"path/filepath"
@@ -138,8 +139,30 @@ func TestBrowserProfiles(t *testing.T) {
 	if err := b.DeleteBrowserProfile(ctx, p.ID); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("another key's DeleteBrowserProfile: %v", err)
 	}
+	// A field of the wrong type is refused, naming it.
+	var bad client.Environment
+	if err := json.Unmarshal([]byte(`{"kind":"web","browser_profile_id":5}`), &bad); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(a, bad); !errors.Is(err, client.ErrInvalid) || !strings.Contains(err.Error(), "browser_profile_id") {
+		t.Errorf("a profile id of the wrong type: %v", err)
+	}
+	// A session created with the profile, whose browser has not run when
+	// the profile is deleted, fails to set it up, saying why.
+	waiting, err := a.StartSession(ctx, &client.SessionRequest{
+		Agent: client.AgentRef{Inline: &client.Agent{Name: "x", Environments: []client.Environment{client.WebWithProfile(p.ID)}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := a.DeleteBrowserProfile(ctx, p.ID); err != nil {
 		t.Fatal(err)
+	}
+	if err := waiting.SendMessage(ctx, "go"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := waiting.WaitForCompletion(ctx); err != nil || res.Status != client.Status("failed") || !strings.Contains(res.Error, "deleted since the session was created") {
+		t.Errorf("a session whose profile was deleted: %+v %v", res, err)
 	}
 	if _, err := a.GetBrowserProfile(ctx, p.ID); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("after delete: %v", err)

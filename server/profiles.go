@@ -483,7 +483,12 @@ func (s *Server) profileComplete(w http.ResponseWriter, r *http.Request, owner s
 	sum := sha256.Sum256(archive)
 	browser := strings.ToLower(*in.BrowserName)
 	done, err := st.CompleteProfile(r.Context(), &store.Profile{ID: id, Owner: owner, Name: *in.Name, Description: in.Description,
-		BrowserName: browser, BrowserVersion: *in.BrowserVersion, Labels: labels, SizeBytes: int64(len(archive)), Checksum: hex.EncodeToString(sum[:])})
+		BrowserName: browser, BrowserVersion: *in.BrowserVersion, Labels: labels, SizeBytes: int64(len(archive)), Checksum: hex.EncodeToString(sum[:])}, archive)
+	if errors.Is(err, store.ErrProfileNotFound) {
+		// Deleted, completed, or uploaded again while it was checked.
+		writeError(w, http.StatusConflict, "the profile's upload changed while it was checked (uploaded again, completed or deleted): complete it again")
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -53,15 +53,29 @@ func (m *Manager) bindProfiles(ctx context.Context, owner string, sp *spec) erro
 		if m.opts.SessionEnvironments[kind] == nil {
 			continue
 		}
-		var def struct {
-			ID         *string `json:"browser_profile_id"`
-			UseDefault *bool   `json:"use_default_browser_profile"`
-			Persist    *bool   `json:"persist_browser_profile"`
-		}
-		if err := json.Unmarshal(sp.EnvDefs[kind], &def); err != nil {
-			continue // a bare kind, or fields the environment's func checks
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(sp.EnvDefs[kind], &fields) != nil {
+			continue // a bare kind
 		}
 		loc := []any{"body", "agent", "environments", kind}
+		var def struct {
+			ID         *string
+			UseDefault *bool
+			Persist    *bool
+		}
+		for _, f := range []struct {
+			name string
+			v    any
+			want string
+		}{
+			{"browser_profile_id", &def.ID, "a valid UUID"},
+			{"use_default_browser_profile", &def.UseDefault, "a valid boolean"},
+			{"persist_browser_profile", &def.Persist, "a valid boolean"},
+		} {
+			if raw, ok := fields[f.name]; ok && json.Unmarshal(raw, f.v) != nil {
+				return invalid("Input should be "+f.want, append(loc, f.name)...)
+			}
+		}
 		useDefault := def.UseDefault != nil && *def.UseDefault
 		switch {
 		case def.Persist != nil && *def.Persist:

@@ -51,10 +51,12 @@ type Profiles interface {
 
 	// CompleteProfile makes the owner's pending profile p.ID ready with
 	// p's Name, Description, BrowserName, BrowserVersion, Labels,
-	// SizeBytes and Checksum, if it has an upload; it returns the
-	// profile as stored (UpdatedAt now), or ErrProfileNotFound when the
-	// owner has no such pending profile with an upload.
-	CompleteProfile(ctx context.Context, p *Profile) (*Profile, error)
+	// SizeBytes and Checksum, if its upload is archive (the archive the
+	// caller checked: an upload that replaced it meanwhile is not made
+	// ready); it returns the profile as stored (UpdatedAt now), or
+	// ErrProfileNotFound when the owner has no such pending profile with
+	// that upload.
+	CompleteProfile(ctx context.Context, p *Profile, archive []byte) (*Profile, error)
 
 	// ListProfiles returns a page of the owner's ready profiles, newest
 	// first (ties by id), and how many the owner has in all.

@@ -117,14 +117,14 @@ func (s *Store) PutProfileUpload(ctx context.Context, id string, tokenHash []byt
 }
 
 // CompleteProfile implements [store.Profiles].
-func (s *Store) CompleteProfile(ctx context.Context, p *store.Profile) (*store.Profile, error) {
+func (s *Store) CompleteProfile(ctx context.Context, p *store.Profile, archive []byte) (*store.Profile, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
 	got, err := scanProfile(s.pool.QueryRow(ctx, `UPDATE hrns_browser_profiles SET ready = true, upload_token = '', name = $1,
 		description = $2, browser_name = $3, browser_version = $4, labels = $5, size_bytes = $6, checksum = $7, updated_at = $8
-		WHERE id = $9 AND owner = $10 AND NOT ready AND archive IS NOT NULL RETURNING `+profileColumns,
-		p.Name, p.Description, p.BrowserName, p.BrowserVersion, []byte(p.Labels), p.SizeBytes, p.Checksum, ts(entryTime(time.Now())), p.ID, p.Owner))
+		WHERE id = $9 AND owner = $10 AND NOT ready AND archive = $11 RETURNING `+profileColumns,
+		p.Name, p.Description, p.BrowserName, p.BrowserVersion, []byte(p.Labels), p.SizeBytes, p.Checksum, ts(entryTime(time.Now())), p.ID, p.Owner, notNil(archive)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrProfileNotFound
 	}

@@ -110,14 +110,14 @@ func (s *Store) PutProfileUpload(ctx context.Context, id string, tokenHash []byt
 }
 
 // CompleteProfile implements [store.Profiles].
-func (s *Store) CompleteProfile(ctx context.Context, p *store.Profile) (*store.Profile, error) {
+func (s *Store) CompleteProfile(ctx context.Context, p *store.Profile, archive []byte) (*store.Profile, error) {
 	var out *store.Profile
 	now := entryTime()
 	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE browser_profiles SET ready = 1, upload_token = X'', name = ?, description = ?, browser_name = ?,
 			browser_version = ?, labels = ?, size_bytes = ?, checksum = ?, updated_at = ?
-			WHERE id = ? AND owner = ? AND ready = 0 AND archive IS NOT NULL`,
-			p.Name, p.Description, p.BrowserName, p.BrowserVersion, p.Labels, p.SizeBytes, p.Checksum, nanos(now), p.ID, p.Owner)
+			WHERE id = ? AND owner = ? AND ready = 0 AND archive = ?`,
+			p.Name, p.Description, p.BrowserName, p.BrowserVersion, p.Labels, p.SizeBytes, p.Checksum, nanos(now), p.ID, p.Owner, notNil(archive))
 		if err != nil {
 			return err
 		}

@@ -39,7 +39,7 @@ func readyProfile(t *testing.T, st store.Store, id, owner, browser string, creat
 	if err := st.PutProfileUpload(ctx, id, profileToken, base, []byte("archive of "+id)); err != nil {
 		t.Fatal(err)
 	}
-	p, err := st.CompleteProfile(ctx, &store.Profile{ID: id, Owner: owner, Name: "p " + id, BrowserName: browser, BrowserVersion: "140", SizeBytes: 10, Checksum: "c"})
+	p, err := st.CompleteProfile(ctx, &store.Profile{ID: id, Owner: owner, Name: "p " + id, BrowserName: browser, BrowserVersion: "140", SizeBytes: 10, Checksum: "c"}, []byte("archive of "+id))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func testProfileLifecycle(t *testing.T, st store.Store) {
 		t.Errorf("archive before the upload: %q %v", a, err)
 	}
 	// Completing without an upload finds nothing to complete.
-	if _, err := st.CompleteProfile(ctx, &store.Profile{ID: id, Owner: "alice", Name: "n", BrowserName: "chromium", BrowserVersion: "1"}); !errors.Is(err, store.ErrProfileNotFound) {
+	if _, err := st.CompleteProfile(ctx, &store.Profile{ID: id, Owner: "alice", Name: "n", BrowserName: "chromium", BrowserVersion: "1"}, nil); !errors.Is(err, store.ErrProfileNotFound) {
 		t.Errorf("complete without an upload: %v", err)
 	}
 	// A pending profile is not listed, made default or used.
@@ -92,9 +92,15 @@ func testProfileLifecycle(t *testing.T, st store.Store) {
 	if a, err := st.ProfileArchive(ctx, "alice", id); err != nil || string(a) != "\x50\x4b\x00\xff\x10" {
 		t.Errorf("archive %q %v", a, err)
 	}
+	// An archive other than the upload (one replaced after it was
+	// checked) is not made ready.
+	if _, err := st.CompleteProfile(ctx, &store.Profile{ID: id, Owner: "alice", Name: "n", BrowserName: "chromium", BrowserVersion: "1"}, []byte("first")); !errors.Is(err, store.ErrProfileNotFound) {
+		t.Errorf("complete with another archive: %v", err)
+	}
+	archive[0] = 0x50
 	desc := "Logged in to the shop"
 	done, err := st.CompleteProfile(ctx, &store.Profile{ID: id, Owner: "alice", Name: "shop", Description: &desc, BrowserName: "chromium",
-		BrowserVersion: "140.0", Labels: json.RawMessage(`{"team":"ops"}`), SizeBytes: 5, Checksum: "abc"})
+		BrowserVersion: "140.0", Labels: json.RawMessage(`{"team":"ops"}`), SizeBytes: 5, Checksum: "abc"}, archive)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +110,7 @@ func testProfileLifecycle(t *testing.T, st store.Store) {
 		t.Errorf("completed %+v", done)
 	}
 	// Completed once: no second completion, no upload.
-	if _, err := st.CompleteProfile(ctx, &store.Profile{ID: id, Owner: "alice", Name: "again", BrowserName: "chromium", BrowserVersion: "1"}); !errors.Is(err, store.ErrProfileNotFound) {
+	if _, err := st.CompleteProfile(ctx, &store.Profile{ID: id, Owner: "alice", Name: "again", BrowserName: "chromium", BrowserVersion: "1"}, archive); !errors.Is(err, store.ErrProfileNotFound) {
 		t.Errorf("second completion: %v", err)
 	}
 	if err := st.PutProfileUpload(ctx, id, profileToken, base, []byte("late")); !errors.Is(err, store.ErrProfileNotFound) {
@@ -154,7 +160,7 @@ func testProfileScope(t *testing.T, st store.Store) {
 	if err := st.UseProfile(ctx, "bob", id, base); !errors.Is(err, store.ErrProfileNotFound) {
 		t.Errorf("bob uses alice's profile: %v", err)
 	}
-	if _, err := st.CompleteProfile(ctx, &store.Profile{ID: id, Owner: "bob", Name: "x", BrowserName: "chromium", BrowserVersion: "1"}); !errors.Is(err, store.ErrProfileNotFound) {
+	if _, err := st.CompleteProfile(ctx, &store.Profile{ID: id, Owner: "bob", Name: "x", BrowserName: "chromium", BrowserVersion: "1"}, []byte("archive of "+id)); !errors.Is(err, store.ErrProfileNotFound) {
 		t.Errorf("bob completes alice's profile: %v", err)
 	}
 	if err := st.DeleteProfile(ctx, "bob", id); !errors.Is(err, store.ErrProfileNotFound) {
