@@ -27,6 +27,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -245,6 +246,12 @@ func cleanName(raw string) (string, error) {
 }
 
 func (w *walker) zip(archive []byte) error {
+	// The central directory's count first: zip.NewReader reads every
+	// record of it into memory (a few hundred bytes each) before the
+	// entries can be counted.
+	if n, ok := zipEntries(archive); ok && n > uint64(w.lim.MaxEntries) {
+		return refused("more than %d entries", w.lim.MaxEntries)
+	}
 	zr, err := zip.NewReader(bytes.NewReader(archive), int64(len(archive)))
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		return refused("not a readable zip archive: %v", err)
@@ -358,4 +365,31 @@ func (c *counter) Read(p []byte) (int, error) {
 	c.left -= int64(n)
 	c.n += int64(n)
 	return n, err
+}
+
+// zipEntries reads the number of entries the archive's end of central
+// directory record (or its zip64 record) declares; ok is false when it
+// cannot be found.
+func zipEntries(b []byte) (n uint64, ok bool) {
+	const eocdLen = 22
+	start := max(0, len(b)-eocdLen-0xffff)
+	i := bytes.LastIndex(b[start:], []byte("PK\x05\x06"))
+	if i < 0 || start+i+eocdLen > len(b) {
+		return 0, false
+	}
+	eocd := start + i
+	if n := binary.LittleEndian.Uint16(b[eocd+10:]); n != 0xffff {
+		return uint64(n), true
+	}
+	// Zip64: the locator just before the record points to the zip64 end
+	// of central directory record, which holds the count at offset 32.
+	loc := eocd - 20
+	if loc < 0 || !bytes.Equal(b[loc:loc+4], []byte("PK\x06\x07")) {
+		return 0, false
+	}
+	off := binary.LittleEndian.Uint64(b[loc+8:])
+	if off > uint64(len(b)) || uint64(len(b))-off < 40 || !bytes.Equal(b[off:off+4], []byte("PK\x06\x06")) {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(b[off+32:]), true
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -159,6 +160,44 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("error %v, want ErrRefused with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestZipEntriesCountedFirst: a zip whose central directory declares more
+// entries than the limit is refused from its end record, before the
+// directory is read (a forged count too: the records are not there).
+func TestZipEntriesCountedFirst(t *testing.T) {
+	b := zipOf(t, top, cookie)
+	forged := append([]byte{}, b...)
+	eocd := bytes.LastIndex(forged, []byte("PK\x05\x06"))
+	forged[eocd+8], forged[eocd+9] = 0x30, 0x75 // 30000 on this disk
+	forged[eocd+10], forged[eocd+11] = 0x30, 0x75
+	_, err := userdata.Check(forged, &userdata.Limits{MaxEntries: 20000})
+	if err == nil || !strings.Contains(err.Error(), "more than 20000 entries") {
+		t.Fatalf("a declared count over the limit: %v", err)
+	}
+	if _, err := userdata.Check(b, &userdata.Limits{MaxEntries: 2}); err != nil {
+		t.Fatalf("two entries, limit two: %v", err)
+	}
+	// More than 65535 entries: the count is in the zip64 record.
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for i := range 70000 {
+		zw.CreateHeader(&zip.FileHeader{Name: "d/" + strconv.Itoa(i), Method: zip.Store})
+	}
+	zw.Close()
+	big := buf.Bytes()
+	if !bytes.Contains(big[len(big)-200:], []byte("PK\x06\x06")) {
+		t.Fatal("the writer made no zip64 record")
+	}
+	if n, ok := userdata.ZipEntries(big); !ok || n != 70000 {
+		t.Fatalf("the zip64 count read: %d, %v", n, ok)
+	}
+	if n, ok := userdata.ZipEntries(forged); !ok || n != 30000 {
+		t.Fatalf("the count read: %d, %v", n, ok)
+	}
+	if _, err := userdata.Check(big, nil); err == nil || !strings.Contains(err.Error(), "more than 20000 entries") {
+		t.Fatalf("a zip64 archive over the limit: %v", err)
 	}
 }
 
