@@ -12,7 +12,8 @@
 //     more than [Limits.MaxBytes] (counted as they are read, not as the
 //     headers claim: zip and tar bombs stop there);
 //   - a path that could leave the directory: absolute, with a ".."
-//     segment, a backslash, a NUL, or not in its clean form;
+//     segment, a backslash, a NUL, or not in its clean form; or one
+//     longer than 4096 bytes or 64 levels deep;
 //   - anything but regular files and directories: symbolic links, hard
 //     links, devices, FIFOs, sockets; encrypted zip entries;
 //   - the same path twice, or a file where a directory is needed;
@@ -235,6 +236,8 @@ func cleanName(raw string) (string, error) {
 		return "", refused("entry %q: a backslash or NUL in a path", raw)
 	case strings.HasPrefix(raw, "/"):
 		return "", refused("entry %q: an absolute path", raw)
+	case strings.Count(name, "/") >= 64:
+		return "", refused("entry %q: more than 64 levels deep", raw)
 	case name == "" || name == ".":
 		return "", nil
 	case name == ".." || strings.HasPrefix(name, "../") || strings.Contains(name, "/../") || strings.HasSuffix(name, "/.."):

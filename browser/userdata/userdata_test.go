@@ -127,6 +127,7 @@ func TestCheck(t *testing.T) {
 		{"absolute", tarOf(t, false, top, zent{name: "/etc/cron.d/x"}), "an absolute path"},
 		{"backslash", zipOf(t, top, zent{name: `..\evil`}), "a backslash"},
 		{"unclean", zipOf(t, top, zent{name: "Default//Cookies"}), "not in its clean form"},
+		{"deep", zipOf(t, top, zent{name: strings.Repeat("d/", 70) + "f"}), "more than 64 levels deep"},
 		{"symlink zip", zipOf(t, top, zent{name: "Default/Cookies", body: "/etc/passwd", mode: fs.ModeSymlink | 0o777}), "is a symbolic link"},
 		{"symlink tar", tarOf(t, false, top, zent{name: "Default", typ: tar.TypeSymlink, link: "/"}), "is a symbolic link"},
 		{"hard link", tarOf(t, false, top, zent{name: "x", typ: tar.TypeLink, link: "/etc/shadow"}), "is a hard link"},
