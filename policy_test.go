@@ -51,11 +51,12 @@ var allowed = map[string][]string{
 	"session":                         {"api", "llm", "loop", "pricing", "skills", "store"},
 	"session/schedule":                {"api", "session", "store"},
 	"session/webhook":                 {"api", "internal/netpolicy", "store"},
-	"server":                          {"api", "session", "session/schedule", "session/webhook", "server/ui", "store", "tools", "vault"},
+	"server":                          {"api", "browser/userdata", "session", "session/schedule", "session/webhook", "server/ui", "store", "tools", "vault"},
 	"vault":                           {"api", "loop", "session", "store"},
 	"server/ui":                       {},
 	"client":                          {"api", "llm", "loop"},
 	"browser":                         {"llm", "loop", "internal/netpolicy"},
+	"browser/userdata":                {},
 	"otel":                            {"llm", "loop"},
 }
 

@@ -256,6 +256,10 @@ func TestContractSchemas(t *testing.T) {
 		{"SessionChanges", `{"status":"running","new_events":[{"type":"AgentEvent","data":{"kind":"answer_event","answer":{"x":1}},"timestamp":"2026-01-01T00:00:00Z"}]}`, true},
 		{"SessionChanges", `{"status":"running","answer":[1]}`, false},
 		{"SessionChanges", `{"status":"running","new_events":[{"type":"AgentEvent","timestamp":"2026-01-01T00:00:00Z"}]}`, false},
+		{"BrowserProfileRead", `{"id":"6f1c2a0e-1b2c-4d3e-8f90-123456789abc","user_id":"6f1c2a0e-1b2c-4d3e-8f90-123456789abd","org_id":"6f1c2a0e-1b2c-4d3e-8f90-123456789abe","name":"shop","browser_name":"chromium","browser_version":"140","labels":null,"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}`, true},
+		{"BrowserProfileRead", `{"id":"6f1c2a0e-1b2c-4d3e-8f90-123456789abc","name":"shop","browser_name":"chromium","browser_version":"140","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}`, false},
+		{"InitiateUploadResponse", `{"profile_id":"6f1c2a0e-1b2c-4d3e-8f90-123456789abc","upload_url":"http://x/u","upload_fields":{"token":"t"},"upload_expires_in":3600}`, true},
+		{"InitiateUploadResponse", `{"profile_id":"6f1c2a0e-1b2c-4d3e-8f90-123456789abc","upload_url":"http://x/u","upload_fields":{"token":1},"upload_expires_in":3600}`, false},
 	} {
 		var v any
 		if err := json.Unmarshal([]byte(tc.body), &v); err != nil {

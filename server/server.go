@@ -80,6 +80,19 @@
 //	PATCH  /api/v2/{agents,environments,skills}/{name}   change the fields given
 //	DELETE /api/v2/{agents,environments,skills}/{name}   204
 //
+// the browser profiles (server/profiles.go), kept in the store:
+//
+//	GET    /api/v2/browser-profiles                          list (limit, offset)
+//	POST   /api/v2/browser-profiles/initiate-upload          a pending profile, its upload URL
+//	POST   /api/v2/browser-profiles/{profile_id}/upload      the upload target (multipart,
+//	                                                         the token of upload_fields)
+//	POST   /api/v2/browser-profiles/{profile_id}/complete-upload  check and store (201)
+//	GET    /api/v2/browser-profiles/default?browser_name=    the key's default (404 if none)
+//	PUT    /api/v2/browser-profiles/{profile_id}/default     make it the default
+//	DELETE /api/v2/browser-profiles/{profile_id}/default     unmark it
+//	GET    /api/v2/browser-profiles/{profile_id}             one
+//	DELETE /api/v2/browser-profiles/{profile_id}             204
+//
 // the vaults (server/vaults.go; 501 without [Options.Vaults]):
 // /api/v2/vaults, /api/v2/vaults/{vault_id}, .../token and .../health.
 // and the webhooks of [Options.Webhooks] (server/webhooks.go lists them).
@@ -175,6 +188,9 @@ type Options struct {
 	// (a scheduler of the same store as the manager's); nil leaves them
 	// out.
 	Schedules *schedule.Scheduler
+	// Profiles bound the browser profiles callers upload
+	// (server/profiles.go); the zero value means the defaults.
+	Profiles ProfileOptions
 }
 
 // Server is the sessions API as an [http.Handler].
@@ -191,6 +207,10 @@ type Server struct {
 	// (time.Now; tests set another).
 	logins loginLimiter
 	now    func() time.Time
+	// popts are Options.Profiles with defaults; profileSlots bounds the
+	// profile uploads and completions in progress.
+	popts        ProfileOptions
+	profileSlots chan struct{}
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -253,6 +273,7 @@ func New(m *session.Manager, opts *Options) *Server {
 	s.scheduleRoutes()
 	s.vaultRoutes()
 	s.webhookRoutes()
+	s.profileRoutes()
 	s.uiRoutes()
 	s.mux.HandleFunc("GET /healthz", s.health)
 	// A shared session is public: its token is the capability.

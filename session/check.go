@@ -25,5 +25,8 @@ func (m *Manager) CheckRequest(ctx context.Context, owner string, r *Request) (*
 	if err := m.bindVaults(ctx, owner, sp); err != nil {
 		return nil, err
 	}
+	if err := m.bindProfiles(ctx, owner, sp); err != nil {
+		return nil, err
+	}
 	return echo, nil
 }

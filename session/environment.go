@@ -37,6 +37,12 @@ type EnvironmentParams struct {
 	// nil when the entry was a bare kind or the environment comes with
 	// a named agent.
 	Config json.RawMessage
+	// Profile is the browser profile the entry names
+	// (browser_profile_id, or the owner's default with
+	// use_default_browser_profile), nil when none. The environment starts
+	// its browser from a copy of it, the first time it runs for the
+	// session (see [BrowserProfile]).
+	Profile *BrowserProfile
 }
 
 // hasEnvironment reports whether the server offers the environment kind.

@@ -327,6 +327,9 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 	if err := m.bindVaults(ctx, p.Owner, sp); err != nil {
 		return nil, false, err
 	}
+	if err := m.bindProfiles(ctx, p.Owner, sp); err != nil {
+		return nil, false, err
+	}
 	normalized, err := json.Marshal(echo)
 	if err != nil {
 		return nil, false, err

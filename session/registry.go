@@ -580,3 +580,8 @@ func (r *Registry) Delete(ctx context.Context, kind EntryKind, owner, name strin
 	}
 	return err
 }
+
+// Profiles is where the browser profiles of the manager's store are kept
+// (the store itself): the server's /api/v2/browser-profiles operations
+// use it, and sessions read the profiles their web environment names.
+func (m *Manager) Profiles() store.Profiles { return m.st }

@@ -112,6 +112,7 @@ type Store interface {
 	Schedules
 	Vaults
 	Webhooks
+	Profiles
 
 	// CreateSession inserts s with its first events (indexed from 0)
 	// and returns it as stored. Version becomes 1; CreatedAt and

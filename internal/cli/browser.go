@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -13,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hrns-dev/hrns/browser"
+	"github.com/hrns-dev/hrns/browser/userdata"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/tools"
@@ -45,19 +50,63 @@ func browserTools(names []string, o *runOptions) ([]string, *loop.Toolset, func(
 	if err != nil {
 		return nil, nil, nil, usagef("--browser-allow: %v", err)
 	}
-	b := browser.New(&browser.Options{Allow: allow})
+	bo := &browser.Options{Allow: allow}
+	cleanup := func() {}
+	if o.browserProfile != "" {
+		dir, err := copyProfile(o.browserProfile)
+		if err != nil {
+			return nil, nil, nil, usagef("--browser-profile: %v", err)
+		}
+		bo.ProfileDir = filepath.Join(dir, "p")
+		cleanup = func() { os.RemoveAll(dir) }
+	}
+	b := browser.New(bo)
+	closeAll := func() {
+		b.Close()
+		cleanup()
+	}
 	all := b.Tools()
 	ts := &loop.Toolset{}
 	for _, n := range browser.Names() {
 		if slices.Contains(picked, n) {
 			def, _ := all.Lookup(n)
 			if err := ts.Add(&def); err != nil {
-				b.Close()
+				closeAll()
 				return nil, nil, nil, err
 			}
 		}
 	}
-	return rest, ts, func() { b.Close() }, nil
+	return rest, ts, closeAll, nil
+}
+
+// maxProfileArchive bounds the archive --browser-profile reads.
+const maxProfileArchive = 1 << 30
+
+// copyProfile unpacks the archive of a user-data directory at path into
+// DIR/p, DIR a new temporary directory (0700), checked as hrns serve
+// checks uploaded profiles (package browser/userdata), and returns DIR.
+func copyProfile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	archive, err := io.ReadAll(io.LimitReader(f, maxProfileArchive+1))
+	if err != nil {
+		return "", err
+	}
+	if len(archive) > maxProfileArchive {
+		return "", fmt.Errorf("%s is larger than %d bytes", path, maxProfileArchive)
+	}
+	dir, err := os.MkdirTemp("", "hrns-browser-profile-")
+	if err != nil {
+		return "", err
+	}
+	if err := userdata.Extract(archive, filepath.Join(dir, "p"), nil); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
 }
 
 // addBrowser makes the web environment of hrns serve a real browser: each
@@ -85,7 +134,7 @@ func (o *serveOptions) addBrowser(opts *session.Options, log *slog.Logger) error
 	if opts.SessionEnvironments == nil {
 		opts.SessionEnvironments = map[string]session.EnvironmentFunc{}
 	}
-	opts.SessionEnvironments["web"] = webEnvironment(root, allow, log)
+	opts.SessionEnvironments["web"] = webEnvironment(root, allow, &o.profileLimits.Unpacked, log)
 	return nil
 }
 
@@ -94,8 +143,15 @@ var safeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(
 
 // webEnvironment gives a session web_fetch and a browser of its own, set
 // up from the session's web environment entry (start_url, headless, mode).
-func webEnvironment(root string, allow func(netip.AddrPort) bool, log *slog.Logger) session.EnvironmentFunc {
+// A session whose entry names a browser profile (p.Profile) starts from a
+// copy of it: the first time the environment runs for the session here,
+// the profile's archive is unpacked (checked again, within lim) into the
+// session's profile directory, which the browser then keeps and changes
+// as its own; the stored profile is never changed.
+func webEnvironment(root string, allow func(netip.AddrPort) bool, lim *userdata.Limits, log *slog.Logger) session.EnvironmentFunc {
 	fetch := tools.Web(nil)
+	// Unpacking a profile holds its archive in memory: two at once.
+	seeding := make(chan struct{}, 2)
 	return func(p *session.EnvironmentParams) (*loop.Toolset, func(bool), error) {
 		env, err := browser.ParseEnvironment(p.Config)
 		if err != nil {
@@ -108,6 +164,14 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, log *slog.Logg
 				return nil, nil, fmt.Errorf("session id %q cannot name a browser profile", p.Session)
 			}
 			o.ProfileDir = filepath.Join(root, p.Session)
+			if p.Profile != nil {
+				seeding <- struct{}{}
+				err := seedProfile(p.Profile, root, o.ProfileDir, lim)
+				<-seeding
+				if err != nil {
+					return nil, nil, err
+				}
+			}
 		}
 		// New starts nothing: Chromium starts on the first tool call.
 		b := browser.New(&o)
@@ -134,4 +198,35 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, log *slog.Logg
 			}
 		}, nil
 	}
+}
+
+// seedProfile unpacks the browser profile into dir, the session's profile
+// directory, unless dir exists (the session ran here before: its browser
+// keeps what it changed). The archive is unpacked beside dir and renamed
+// into place, so that a failure leaves no half profile.
+func seedProfile(p *session.BrowserProfile, root, dir string, lim *userdata.Limits) error {
+	if _, err := os.Lstat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return fmt.Errorf("the browser profiles' directory: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	archive, err := p.Archive(ctx)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(root, ".seed-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := userdata.Extract(archive, filepath.Join(tmp, "p"), lim); err != nil {
+		return fmt.Errorf("browser profile %s: %w", p.ID, err)
+	}
+	if err := os.Rename(filepath.Join(tmp, "p"), dir); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("browser profile %s: %w", p.ID, err)
+	}
+	return nil
 }

@@ -56,8 +56,9 @@ type runOptions struct {
 	prompt     string
 	stdinBytes int // piped to stdin and added to the prompt
 	// browser flags (internal/cli/browser.go)
-	browser      bool
-	browserAllow string
+	browser        bool
+	browserAllow   string
+	browserProfile string
 	// trustProject uses what the project's config enables beyond the
 	// user's tools without asking (projecttrust.go).
 	trustProject bool
@@ -94,6 +95,7 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.noNetwork, "deny-network", false, "deny network access to commands run by run_command")
 	fs.BoolVar(&o.browser, "browser", false, "give the model a headless Chromium (the browser_* tools; see docs/browser.md)")
 	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
+	fs.StringVar(&o.browserProfile, "browser-profile", "", "start the browser from a copy of a Chromium user-data directory, given as a zip, tar or tar.gz of its contents (as hrns serve's /api/v2/browser-profiles takes it); the copy is removed when the run ends")
 	fs.StringVar(&o.outSchema, "output-schema", "", "a JSON Schema file: the final answer must be JSON matching it; stdout gets only that JSON (progress goes to stderr), and the run fails if the answer never matches")
 	fs.BoolVar(&o.trustProject, "trust-project", false, "use the tools the project's .hrns/config.toml enables beyond yours (web_fetch, run_code...), and the allow rules, hooks and MCP servers of its Claude Code files, without being asked; by default a terminal asks once per project and file content, and a run without one refuses (.hrns) or leaves them out (Claude Code's)")
 	fs.BoolVar(&o.cont, "continue", false, "continue the last conversation of this directory (a chat's or a run's)")

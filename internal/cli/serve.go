@@ -59,6 +59,9 @@ type serveOptions struct {
 	// browser flags (internal/cli/browser.go)
 	browserAllow    string
 	browserProfiles string
+	// profileLimits bound the browser profiles callers upload
+	// (--browser-profile-max-bytes, --browser-profile-max-unpacked-bytes).
+	profileLimits server.ProfileOptions
 	// vaultKeyFile holds the vault keys (internal/cli/serve_vault.go).
 	vaultKeyFile string
 	webhooks     webhookOptions
@@ -91,6 +94,8 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.drain, "shutdown-timeout", 10*time.Second, "how long to wait for requests and runs to stop on SIGTERM")
 	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the web environment's browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
 	fs.StringVar(&o.browserProfiles, "browser-profiles", "", "where sessions' browser profiles are kept while they wait (default: a directory in the system's temporary directory)")
+	fs.Int64Var(&o.profileLimits.MaxArchiveBytes, "browser-profile-max-bytes", 64<<20, "the largest browser profile archive a caller may upload (/api/v2/browser-profiles; 413 beyond)")
+	fs.Int64Var(&o.profileLimits.Unpacked.MaxBytes, "browser-profile-max-unpacked-bytes", 512<<20, "the most a browser profile archive may unpack to (422 beyond)")
 	o.webhooks.flags(fs)
 }
 
@@ -104,6 +109,9 @@ func (o *serveOptions) Validate() error {
 	}
 	if o.workers < 0 || o.maxSteps < 0 || o.maxActive < 0 {
 		return usagef("--workers, --max-steps and --max-sessions-per-key must be positive")
+	}
+	if o.profileLimits.MaxArchiveBytes < 1 || o.profileLimits.Unpacked.MaxBytes < 1 {
+		return usagef("--browser-profile-max-bytes and --browser-profile-max-unpacked-bytes must be positive")
 	}
 	return nil
 }
@@ -299,7 +307,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch}),
+		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch, Profiles: o.profileLimits}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}

@@ -67,6 +67,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	tests = append(tests, quotaTests...)
 	tests = append(tests, scheduleTests...)
 	tests = append(tests, vaultTests...)
+	tests = append(tests, profileTests...)
 	tests = append(tests, webhookTests...)
 	tests = append(tests, transcriptTests...)
 	for _, tt := range tests {

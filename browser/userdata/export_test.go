@@ -1,0 +1,4 @@
+package userdata
+
+// ZipEntries is zipEntries, for the tests.
+var ZipEntries = zipEntries
