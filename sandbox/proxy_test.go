@@ -60,7 +60,7 @@ func TestProxy(t *testing.T) {
 	}
 	script := fmt.Sprintf(`P=%s
 echo PROXY=$HTTP_PROXY $https_proxy $ALL_PROXY NO=$NO_PROXY
-(exec 3<>/dev/tcp/127.0.0.1/$P) 2>/dev/null && echo DIRECT=yes || echo DIRECT=no
+bash -c "exec 3<>/dev/tcp/127.0.0.1/$P" 2>/dev/null && echo DIRECT=yes || echo DIRECT=no
 C="curl -s --noproxy '' --max-time 20 -o /dev/null"
 echo PLAIN=$($C -w '%%{http_code}' http://127.0.0.1:$P/)
 echo TUNNEL=$($C -p -w '%%{http_code}/%%{http_connect}' http://127.0.0.1:$P/)
@@ -134,7 +134,7 @@ func TestProxyNeedsNamespace(t *testing.T) {
 	sandbox.SetNoNetns(true)
 	defer sandbox.SetNoNetns(false)
 	p := &sandbox.Proxy{Dial: (&net.Dialer{}).DialContext}
-	res, err := sandbox.Run(t.Context(), &sandbox.Spec{Shell: "(exec 3<>/dev/tcp/127.0.0.1/" + port + ") 2>/dev/null && echo DIRECT=yes || echo DIRECT=no; echo P=$HTTP_PROXY", Dir: t.TempDir(), Proxy: p})
+	res, err := sandbox.Run(t.Context(), &sandbox.Spec{Shell: "bash -c \"exec 3<>/dev/tcp/127.0.0.1/" + port + "\" 2>/dev/null && echo DIRECT=yes || echo DIRECT=no; echo P=$HTTP_PROXY", Dir: t.TempDir(), Proxy: p})
 	if err != nil {
 		t.Fatal(err)
 	}
