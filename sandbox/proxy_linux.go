@@ -176,6 +176,12 @@ func (s *proxyServer) take(fd int) {
 	if err != nil {
 		return
 	}
+	s.adopt(conn)
+}
+
+// adopt serves conn if the proxy has room for it, else closes it. The
+// connection holds its room until it is closed, by whoever serves it.
+func (s *proxyServer) adopt(conn net.Conn) {
 	select {
 	case s.sem <- struct{}{}:
 	default:
@@ -186,11 +192,14 @@ func (s *proxyServer) take(fd int) {
 		<-s.sem
 		return
 	}
+	oc := &ownedConn{Conn: conn, release: func() {
+		s.untrack(conn)
+		<-s.sem
+	}}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		defer func() { <-s.sem }()
-		s.serve(conn)
+		s.serve(oc)
 	}()
 }
 
@@ -200,13 +209,11 @@ func (s *proxyServer) serve(conn net.Conn) {
 	br := bufio.NewReader(conn)
 	first, err := br.Peek(1)
 	if err != nil {
-		s.untrack(conn)
 		conn.Close()
 		return
 	}
 	pc := &peekedConn{Conn: conn, r: br}
 	if first[0] == 5 {
-		defer s.untrack(conn)
 		defer conn.Close()
 		s.socks(pc)
 		return
@@ -404,6 +411,26 @@ func (c *peekedConn) CloseWrite() error {
 		return cw.CloseWrite()
 	}
 	return c.Conn.Close()
+}
+
+// ownedConn is a connection of a client of the proxy: closing it gives
+// its room back.
+type ownedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *ownedConn) Close() error {
+	c.once.Do(c.release)
+	return c.Conn.Close()
+}
+
+func (c *ownedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Close()
 }
 
 // trackedConn is a connection to a destination, forgotten by the proxy
