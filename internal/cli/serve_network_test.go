@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -108,7 +109,10 @@ echo PRIVATE=$(curl -s --max-time 5 http://10.255.255.1/ | head -c 10).
 echo METADATA=$(curl -s --max-time 5 http://169.254.169.254/ | head -c 10).`, port)
 	probe, _ := json.Marshal(map[string]string{"command": script})
 	call := openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("c1", "run_command", string(probe))}}
-	model := openaitest.NewServer(call, openaitest.Reply{Text: "done"}, call, openaitest.Reply{Text: "done"}, call, openaitest.Reply{Text: "done"})
+	// run_code's calls of run_command go through the same proxy.
+	program, _ := json.Marshal(map[string]string{"code": "r = run_command(command=" + strconv.Quote(script) + ")\nprint(r)\n"})
+	codeCall := openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("c1", "run_code", string(program))}}
+	model := openaitest.NewServer(call, openaitest.Reply{Text: "done"}, call, openaitest.Reply{Text: "done"}, call, openaitest.Reply{Text: "done"}, codeCall, openaitest.Reply{Text: "done"})
 	defer model.Close()
 	cfg := filepath.Join(t.TempDir(), "config.toml")
 	os.WriteFile(cfg, []byte(`[agents.closed]
@@ -122,6 +126,10 @@ network = true
 tools = ["run_command"]
 network = true
 network_allow = ["127.0.0.1:`+port+`"]
+
+[agents.code]
+tools = ["run_code", "run_command"]
+network = true
 `), 0o600)
 	s := startServe(t, map[string]string{"OPENAI_BASE_URL": model.URL(), "OPENAI_API_KEY": "k", "HRNS_API_KEYS": "sk-a"},
 		"--model", "test-model", "--config", cfg, "--workdir", t.TempDir(), "--yes", "--db", "sqlite:"+filepath.Join(t.TempDir(), "hrns.db"))
@@ -129,12 +137,14 @@ network_allow = ["127.0.0.1:`+port+`"]
 	for i, tc := range []struct {
 		agent          string
 		want           []string
-		conns, request int32 // at least, after this agent's command
+		conns, request int32 // this agent's command's, at least (0: none)
 	}{
 		{"closed", []string{"DIRECT=no", "LOOP=000", "TUNNEL=000/000", "PRIVATE=.", "METADATA=."}, 0, 0},
 		{"public", []string{"DIRECT=no", "LOOP=403", "TUNNEL=000/403", "PRIVATE=hrns proxy.", "METADATA=hrns proxy."}, 0, 0},
 		{"allowed", []string{"DIRECT=no", "LOOP=200", "TUNNEL=200/200", "PRIVATE=hrns proxy.", "METADATA=hrns proxy."}, 2, 2},
+		{"code", []string{"DIRECT=no", "LOOP=403", "TUNNEL=000/403", "PRIVATE=hrns proxy.", "METADATA=hrns proxy."}, 0, 0},
 	} {
+		conns0, requests0 := conns.Load(), requests.Load()
 		res, err := c.RunSession(t.Context(), &client.SessionRequest{Agent: client.AgentRef{Name: tc.agent}, Messages: client.Text("probe")})
 		if err != nil || res.Status != session.StatusCompleted {
 			t.Fatalf("%s: %v %+v", tc.agent, err, res)
@@ -151,8 +161,9 @@ network_allow = ["127.0.0.1:`+port+`"]
 				t.Errorf("agent %s: want %s in the command's output:\n%s", tc.agent, w, out)
 			}
 		}
-		if conns.Load() < tc.conns || requests.Load() < tc.request || (tc.conns == 0 && conns.Load() != 0) {
-			t.Errorf("agent %s: the loopback server had %d connections and %d requests (want %d and %d)", tc.agent, conns.Load(), requests.Load(), tc.conns, tc.request)
+		dc, dr := conns.Load()-conns0, requests.Load()-requests0
+		if dc < tc.conns || dr < tc.request || (tc.conns == 0 && dc != 0) {
+			t.Errorf("agent %s: the loopback server had %d connections and %d requests (want %d and %d)", tc.agent, dc, dr, tc.conns, tc.request)
 		}
 	}
 }
