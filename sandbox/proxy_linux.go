@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -63,6 +64,7 @@ func serveProxy(ctl *os.File, p *Proxy) *proxyServer {
 			pr.Out.Host = pr.In.Host
 		},
 		Transport: s.tr,
+		ErrorLog:  log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			refuse(w, err)
 		},
@@ -81,7 +83,8 @@ func serveProxy(ctl *os.File, p *Proxy) *proxyServer {
 		ReadHeaderTimeout: proxyHandshake,
 		MaxHeaderBytes:    64 << 10,
 		IdleTimeout:       time.Minute,
-		ErrorLog:          nil,
+		// What a command sends it is no news for this process's log.
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	s.wg.Add(2)
 	go func() {
