@@ -710,7 +710,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, owner string) er
 // next_index). The events are read a piece at a time, each piece at most
 // the read budget plus one event ([session.EventPageReader]), encoded
 // event by event to the response and flushed before the next is read:
-// what the request makes the server hold is one piece, not the page. A
+// what the request makes the server hold is one piece, not the page. The
+// read slot of the key (session.MaxReadsPerOwner) is held until the page
+// is sent; a client that takes no piece within pageWriteTimeout loses
+// the answer, so a reader that stops reading cannot hold it longer. A
 // read that fails once the answer has begun aborts it (the client sees a
 // broken response, never a page short of events); before, it is an
 // error answer as usual.
@@ -729,6 +732,7 @@ func (s *Server) writeEventPage(w http.ResponseWriter, r *http.Request, pr *sess
 	buf.WriteString(`{"items":[`)
 	n := 0
 	for len(events) > 0 {
+		rc.SetWriteDeadline(time.Now().Add(pageWriteTimeout))
 		for _, e := range events {
 			if n > 0 {
 				buf.WriteByte(',')
@@ -756,8 +760,13 @@ func (s *Server) writeEventPage(w http.ResponseWriter, r *http.Request, pr *sess
 	}
 	fmt.Fprintf(&buf, `],"total":%d,"page":%d}`+"\n", pr.Total, pr.Page)
 	w.Write(buf.Bytes())
+	rc.SetWriteDeadline(time.Time{})
 	return nil
 }
+
+// pageWriteTimeout bounds the time a client may take to receive one
+// piece of a page of events (at most the read budget plus one event).
+const pageWriteTimeout = time.Minute
 
 // eventsParams reads the query of an events listing.
 func eventsParams(r *http.Request) (*session.EventsParams, error) {

@@ -649,8 +649,9 @@ type EventsParams struct {
 
 // Events returns a page of the session's event history. A page loads at
 // most Options.MaxReadBytes of events (plus one event): one that stops
-// early sets [Page.NextIndex]. It fails with [ErrReadBusy] when the
-// owner has Options.MaxReadsPerOwner reads loading.
+// early sets [Page.NextIndex] ([Manager.EventPage] gives a page whole,
+// in pieces of that size). It fails with [ErrReadBusy] when the owner
+// has Options.MaxReadsPerOwner reads loading.
 func (m *Manager) Events(ctx context.Context, owner, id string, p *EventsParams) (*Page[Event], error) {
 	return m.events(ctx, owner, owner, id, p)
 }
