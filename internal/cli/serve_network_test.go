@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -165,5 +166,42 @@ network = true
 		if dc < tc.conns || dr < tc.request || (tc.conns == 0 && dc != 0) {
 			t.Errorf("agent %s: the loopback server had %d connections and %d requests (want %d and %d)", tc.agent, dc, dr, tc.conns, tc.request)
 		}
+	}
+}
+
+// TestServeCommandNetworkConfig: what an agent's network settings give
+// its commands, and the settings refused.
+func TestServeCommandNetworkConfig(t *testing.T) {
+	pg := netip.MustParseAddrPort("127.0.0.1:5432")
+	for _, tc := range []struct {
+		name    string
+		global  bool
+		allowed string
+		agent   commandNet
+		on      bool
+		reaches bool // pg through the proxy
+		err     string
+	}{
+		{name: "none"},
+		{name: "agent", agent: commandNet{on: true}, on: true},
+		{name: "global", global: true, on: true},
+		{name: "agent allows", agent: commandNet{on: true, allow: []string{"127.0.0.1:5432"}}, on: true, reaches: true},
+		{name: "global allows", global: true, allowed: "127.0.0.0/8", on: true, reaches: true},
+		{name: "allow without network", agent: commandNet{allow: []string{"127.0.0.1:5432"}}, err: "network_allow without network = true"},
+		{name: "not an address", agent: commandNet{on: true, allow: []string{"db.internal"}}, err: "not an address"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &serveOptions{commandNetwork: tc.global, commandNetAllow: tc.allowed}
+			on, allow, err := o.commandNetworkOf(tc.agent)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || on != tc.on || (allow != nil && allow(pg)) != tc.reaches {
+				t.Errorf("on %v, reaches %v, err %v", on, allow != nil && allow(pg), err)
+			}
+		})
 	}
 }
