@@ -24,16 +24,16 @@ func (h *Handle) ListFeedback(ctx context.Context) (*FeedbackList, error) {
 // with the URL may read them: the request carries no key, and goes to
 // this client's server (the URL's token is what is used, from the absolute
 // URL the server gives or its path alone). A revoked URL is an *APIError
-// that matches [ErrNotFound]. A page that stopped early at the server's
-// bound on what one read loads has NextIndex set: read on with
-// [Client.SharedEventsFrom].
+// that matches [ErrNotFound]. A page asked by number is whole, however
+// large its events (the server sends it in pieces).
 func (c *Client) SharedEvents(ctx context.Context, shareURL string, page, size int) (*api.Page[Event], error) {
 	return c.sharedEvents(ctx, shareURL, fmt.Sprintf("page=%d&size=%d", page, size))
 }
 
 // SharedEventsFrom is [Client.SharedEvents] for the page of at most size
-// events that starts at event index from: the NextIndex of a page that
-// stopped early.
+// events that starts at event index from. Such a page stops early at the
+// server's bound on what one read loads (4 MiB of events, plus one): it
+// then has NextIndex set, where the next page starts.
 func (c *Client) SharedEventsFrom(ctx context.Context, shareURL string, from int64, size int) (*api.Page[Event], error) {
 	return c.sharedEvents(ctx, shareURL, fmt.Sprintf("from_index=%d&size=%d", from, size))
 }

@@ -193,8 +193,9 @@ func TestFeedbackAndSharedEvents(t *testing.T) {
 }
 
 // TestSharedEventsFollowTheCursor: with a read bound of one byte, each
-// page of a share URL's events stops after its first event and gives
-// NextIndex; SharedEventsFrom reads on from there, through every event.
+// page of a share URL's events read from an index stops after its first
+// event and gives NextIndex; SharedEventsFrom reads on from there,
+// through every event. A page asked by number is whole.
 func TestSharedEventsFollowTheCursor(t *testing.T) {
 	c := client.New(startFilesServer(t, &session.Options{MaxReadBytes: 1}, openaitest.Reply{Text: "done"}), apiKey, nil)
 	ctx := t.Context()
@@ -206,7 +207,14 @@ func TestSharedEventsFollowTheCursor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := c.SharedEvents(ctx, link, 1, 50)
+	whole, err := c.SharedEvents(ctx, link, 1, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.NextIndex != nil || len(whole.Items) != whole.Total {
+		t.Fatalf("page 1: %d of %d events, next_index %v", len(whole.Items), whole.Total, whole.NextIndex)
+	}
+	page, err := c.SharedEventsFrom(ctx, link, 0, 50)
 	if err != nil {
 		t.Fatal(err)
 	}

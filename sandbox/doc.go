@@ -45,7 +45,9 @@
 // not its pathname Unix sockets, not its other processes, which it can
 // neither list nor read. Unless [Spec.AllowNetwork], its network namespace
 // has no interfaces but a down loopback, and Landlock denies TCP bind and
-// connect (ABI 4 and later). Landlock's scoping (ABI 6) keeps it from
+// connect (ABI 4 and later); with a [Spec.Proxy], the loopback is up and
+// the command reaches beyond it only through the proxy, whose Dial
+// decides every destination. Landlock's scoping (ABI 6) keeps it from
 // signalling processes outside the sandbox or reaching their abstract Unix
 // sockets.
 //

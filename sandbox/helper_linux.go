@@ -28,10 +28,12 @@ const (
 	execMark = "v2-exec"
 )
 
-// The helper's file descriptors: the config to read, the status to write.
+// The helper's file descriptors: the config to read, the status to write,
+// and, with a proxy, the socket to hand connections to the proxy over.
 const (
 	configFD = 3
 	statusFD = 4
+	proxyFD  = 5
 )
 
 // helperConfig is what the parent tells the helper.
@@ -52,8 +54,14 @@ type helperConfig struct {
 	Overlays   []Overlay `json:"overlays,omitempty"`
 
 	// Set by the parent: the namespaces the helper was started in.
-	NetNS    bool `json:"netns,omitempty"`
-	Isolated bool `json:"isolated,omitempty"` // PID, mount and IPC namespaces
+	NetNS bool `json:"netns,omitempty"`
+	// Proxy: the network is reached through the parent's proxy, over
+	// the socket at proxyFD (set only with NetNS).
+	Proxy bool `json:"proxy,omitempty"`
+	// ProxyPort is set by the first stage for the second: the port its
+	// forwarder listens on at 127.0.0.1.
+	ProxyPort int  `json:"proxy_port,omitempty"`
+	Isolated  bool `json:"isolated,omitempty"` // PID, mount and IPC namespaces
 	// Set by the parent for a user other than root, whose first stage is
 	// root in a user namespace: the user to be again in the second.
 	UID int `json:"uid,omitempty"`
@@ -141,6 +149,16 @@ func runInit() {
 		// Orphans come to this process rather than to the host's
 		// init, so that it reaps them.
 		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	}
+	if cfg.Proxy {
+		// Before the capabilities go: bringing the loopback up needs
+		// CAP_NET_ADMIN in the namespace.
+		port, err := startForwarder(os.NewFile(proxyFD, "proxy"))
+		if err != nil {
+			fail(helperStatus{Error: "the network proxy's forwarder: " + err.Error()})
+		}
+		cfg.ProxyPort = port
+		cfg.Env = proxyEnv(cfg.Env, port)
 	}
 	if os.Geteuid() == 0 {
 		// A failure shows in the second stage, which reports it.
@@ -255,7 +273,9 @@ func runExec() {
 	case conf.ABI == 0:
 		conf.Notes = append(conf.Notes, "the kernel does not offer Landlock")
 	}
-	if cfg.DenyNet {
+	if cfg.DenyNet && cfg.ProxyPort > 0 {
+		conf.Network = "namespace+proxy"
+	} else if cfg.DenyNet {
 		var how []string
 		if cfg.NetNS {
 			how = append(how, "namespace")
@@ -313,7 +333,10 @@ func setLimit(resource int, soft, hard uint64) {
 // unless allowed, and scoping of signals and abstract Unix sockets.
 func restrict(cfg *helperConfig) error {
 	c := landlock.V11
-	if !cfg.DenyNet {
+	if !cfg.DenyNet || cfg.ProxyPort > 0 {
+		// With a proxy the namespace is the wall: inside it the
+		// command may serve itself on its loopback and reach the
+		// forwarder.
 		c.HandledAccessNet = 0
 	}
 	var rules []landlock.Rule

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // systemReadOnly are the paths every command may read and execute. /etc is
@@ -187,6 +189,14 @@ func prepare(spec *Spec) (*prepared, error) {
 	}
 	p.cfg.Env = environ(spec.Env, scratch)
 	p.cfg.DenyNet = !spec.AllowNetwork
+	if spec.Proxy != nil {
+		switch {
+		case spec.AllowNetwork:
+			return nil, fmt.Errorf("%w: both AllowNetwork and Proxy are set", ErrInvalidSpec)
+		case spec.Proxy.Dial == nil:
+			return nil, fmt.Errorf("%w: a Proxy without Dial", ErrInvalidSpec)
+		}
+	}
 	p.cfg.Unconfined = spec.Unconfined
 	p.cfg.Require = spec.RequireConfinement
 	l := spec.Limits
@@ -224,6 +234,9 @@ func (p *prepared) run(ctx context.Context, cg *pidsCgroup) (*Result, error) {
 		cfg := p.cfg
 		cfg.Isolated = mode == nsIsolated
 		cfg.NetNS = netns && mode != nsNone
+		// The proxy needs the namespace: without it the command has
+		// no network at all.
+		cfg.Proxy = cfg.NetNS && p.spec.Proxy != nil
 		var h *helper
 		if h, err = p.start(mode, &cfg); err != nil {
 			if mode == nsIsolated {
@@ -245,6 +258,9 @@ func (p *prepared) run(ctx context.Context, cg *pidsCgroup) (*Result, error) {
 type helper struct {
 	cmd   *exec.Cmd
 	pipes *helperPipes
+	// proxy is this end of the socket pair over which the first stage
+	// hands over the connections to the proxy; nil without one.
+	proxy *os.File
 }
 
 // wait waits for the command run by h and cleans up. It returns a non-empty
@@ -252,6 +268,11 @@ type helper struct {
 func (p *prepared) wait(ctx context.Context, h *helper, cg *pidsCgroup) (res *Result, retry string, err error) {
 	cmd, pipes := h.cmd, h.pipes
 	pgid := cmd.Process.Pid
+	if h.proxy != nil {
+		// Served until every process of the command is gone; then
+		// every connection through it is closed.
+		defer serveProxy(h.proxy, p.spec.Proxy).close()
+	}
 
 	// The status: the first line when the command starts (or the helper
 	// failed), then the command's wait status when it ends.
@@ -407,6 +428,9 @@ func (p *prepared) wait(ctx context.Context, h *helper, cg *pidsCgroup) (res *Re
 	pipes.output.Close()
 	<-statusEOF
 
+	if p.spec.Proxy != nil && conf.Network != "namespace+proxy" {
+		conf.Notes = append(conf.Notes, "no network namespace for the proxy: the command had no network")
+	}
 	if p.spec.Limits.Processes > 0 && conf.Processes == "" {
 		conf.Processes = "none"
 		conf.Notes = append(conf.Notes, "the process count is not bounded: no writable pids cgroup, and RLIMIT_NPROC does not bind root")
@@ -479,6 +503,21 @@ func (p *prepared) start(mode nsMode, cfg *helperConfig) (*helper, error) {
 		}
 		stdin = stdinR
 	}
+	extra := []*os.File{cfgR, statW}
+	var proxyHere *os.File
+	if cfg.Proxy {
+		// The first stage sends each connection made to its forwarder
+		// as one end of a new socket pair, over this one.
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("the proxy's socket pair: %w", err)
+		}
+		proxyHere = os.NewFile(uintptr(fds[0]), "proxy")
+		proxyThere := os.NewFile(uintptr(fds[1]), "proxy")
+		files = append(files, proxyThere)
+		extra = append(extra, proxyThere)
+	}
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{"hrns-sandbox"},
@@ -487,7 +526,7 @@ func (p *prepared) start(mode nsMode, cfg *helperConfig) (*helper, error) {
 		Stdin:      stdin,
 		Stdout:     outW,
 		Stderr:     outW,
-		ExtraFiles: []*os.File{cfgR, statW},
+		ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{
 			// A session of its own: the command has no controlling
 			// terminal (it cannot open /dev/tty), and its process
@@ -529,11 +568,17 @@ func (p *prepared) start(mode nsMode, cfg *helperConfig) (*helper, error) {
 	}
 	if err := cmd.Start(); err != nil {
 		closeAll()
+		if proxyHere != nil {
+			proxyHere.Close()
+		}
 		return nil, err
 	}
 	cfgR.Close()
 	statW.Close()
 	outW.Close()
+	if len(extra) > 2 {
+		extra[2].Close()
+	}
 	if stdinR != nil {
 		stdinR.Close()
 	}
@@ -541,7 +586,7 @@ func (p *prepared) start(mode nsMode, cfg *helperConfig) (*helper, error) {
 		json.NewEncoder(cfgW).Encode(cfg)
 		cfgW.Close()
 	}()
-	return &helper{cmd: cmd, pipes: &helperPipes{config: cfgW, status: statR, output: outR, stdin: stdinW}}, nil
+	return &helper{cmd: cmd, pipes: &helperPipes{config: cfgW, status: statR, output: outR, stdin: stdinW}, proxy: proxyHere}, nil
 }
 
 // helperSetupTimeout bounds the helper's setup (re-executing the binary,

@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"time"
 )
@@ -18,6 +20,11 @@ var (
 	// ErrStart: the command could not be started (not found, not
 	// executable, or the helper failed). It was not run.
 	ErrStart = errors.New("sandbox: cannot start the command")
+	// ErrDestinationRefused is what a [Proxy]'s Dial wraps when its
+	// policy refuses a destination: the proxy then answers the command
+	// 403 (HTTP) or "not allowed by ruleset" (SOCKS5), and 502 or a
+	// failure for any other error.
+	ErrDestinationRefused = errors.New("sandbox: destination refused")
 )
 
 // A Spec describes one command to run.
@@ -50,9 +57,14 @@ type Spec struct {
 	// Stdin is the command's standard input; nil means /dev/null.
 	Stdin io.Reader
 
-	// AllowNetwork lets the command use the network. By default it is
-	// denied.
+	// AllowNetwork lets the command use the network, all of it: the
+	// host's network as this process has it. By default it is denied.
 	AllowNetwork bool
+	// Proxy, when set (and AllowNetwork is not), gives the command the
+	// network through the proxy alone, which decides every destination:
+	// see [Proxy]. Without a network namespace the command gets no
+	// network at all (Confinement.Network says so).
+	Proxy *Proxy
 	// Limits bound the command's resources; the zero value bounds none.
 	Limits Limits
 	// Timeout bounds the wall time: the process group is sent SIGTERM,
@@ -103,6 +115,33 @@ type Spec struct {
 // files are not shown ([Result.Confinement] says which).
 type Overlay struct {
 	Lower, Upper, Work, Target string
+}
+
+// A Proxy is a command's only way to the network ([Spec.Proxy]). The
+// command runs in a network namespace of its own that holds only its
+// loopback (up, so that it may serve itself there); in it, the sandbox's
+// first stage listens on 127.0.0.1 and relays each connection to a proxy
+// that [Run] serves in the calling process, over a Unix socket pair the
+// namespace cannot otherwise reach. The proxy speaks HTTP (CONNECT tunnels,
+// and plain requests with an absolute http:// URL) and SOCKS5 (CONNECT,
+// without authentication, with names resolved by Dial), on the same port.
+// The command's environment names it: HTTP_PROXY and HTTPS_PROXY
+// (http://127.0.0.1:PORT), ALL_PROXY (socks5h://127.0.0.1:PORT), and their
+// lower-case forms; NO_PROXY names the namespace's own loopback
+// (localhost, 127.0.0.1, ::1). Programs that honour these variables (curl,
+// git, pip, go, npm...) reach what Dial lets them; nothing else reaches
+// anything beyond the namespace.
+type Proxy struct {
+	// Dial connects to address ("host:port" as the command asked: a
+	// name or an IP address) over "tcp", or refuses. The address policy
+	// is Dial's: it must judge the address it actually connects to, after
+	// name resolution, and wrap [ErrDestinationRefused] in a refusal.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// MaxConns bounds the connections open through the proxy at once;
+	// more are closed as they come. 0 means 256.
+	MaxConns int
+	// DialTimeout bounds one connection's Dial; 0 means 30 seconds.
+	DialTimeout time.Duration
 }
 
 // DefaultPath is the PATH of a command whose Env sets none.
@@ -182,7 +221,8 @@ type Confinement struct {
 	Isolated bool
 	// Network is how the network was denied: "namespace", "landlock-tcp",
 	// both joined by "+", "allowed" when the spec allowed it, or "none"
-	// when it was denied but nothing could enforce it.
+	// when it was denied but nothing could enforce it; "namespace+proxy"
+	// when the command reached it only through the spec's [Proxy].
 	Network string
 	// Overlays is how many of the spec's Overlays were mounted.
 	Overlays int

@@ -22,6 +22,17 @@ func (s *Server) sharedEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
+	if p.From == nil {
+		// A page asked by number is given whole, in pieces.
+		pr, err := s.m.SharedEventPage(r.Context(), r.PathValue("token"), p)
+		if err == nil {
+			err = s.writeEventPage(w, r, pr)
+		}
+		if err != nil {
+			s.writeErr(w, r, err)
+		}
+		return
+	}
 	page, err := s.m.SharedEvents(r.Context(), r.PathValue("token"), p)
 	if err != nil {
 		s.writeErr(w, r, err)

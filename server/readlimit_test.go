@@ -1,14 +1,18 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hrns-dev/hrns/openai/openaitest"
 	"github.com/hrns-dev/hrns/session"
@@ -73,11 +77,13 @@ func TestEventReadsBounded(t *testing.T) {
 		name, path, key string
 		descending      bool
 	}{
-		{"page", "/api/v2/sessions/" + id + "/events?size=200", keyAlice, false},
-		{"newest first", "/api/v2/sessions/" + id + "/events?size=200&sort=-timestamp", keyAlice, true},
-		{"by type", "/api/v2/sessions/" + id + "/events?size=200&type=AgentEvent", keyAlice, false},
-		{"shared", shared + "/events?size=200", "", false},
-		{"shared newest first", shared + "/events?size=200&sort=-timestamp", "", true},
+		// Pages asked by number are given whole (TestEventPagesByNumber);
+		// those asked from an index stop at the budget.
+		{"page", "/api/v2/sessions/" + id + "/events?size=200&from_index=0", keyAlice, false},
+		{"newest first", "/api/v2/sessions/" + id + "/events?size=200&sort=-timestamp&from_index=1000000", keyAlice, true},
+		{"by type", "/api/v2/sessions/" + id + "/events?size=200&type=AgentEvent&from_index=0", keyAlice, false},
+		{"shared", shared + "/events?size=200&from_index=0", "", false},
+		{"shared newest first", shared + "/events?size=200&sort=-timestamp&from_index=1000000", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seen := map[string]bool{}
@@ -101,7 +107,7 @@ func TestEventReadsBounded(t *testing.T) {
 				if page.NextIndex == nil {
 					break
 				}
-				path = fmt.Sprintf("%s&from_index=%d", tc.path, *page.NextIndex)
+				path = fmt.Sprintf("%s&from_index=%d", tc.path[:strings.LastIndex(tc.path, "&from_index=")], *page.NextIndex)
 			}
 			if pages < 2 || len(seen) != posts {
 				t.Errorf("%d pages, %d of %d errors read", pages, len(seen), posts)
@@ -230,4 +236,201 @@ func TestEventReadsPerKey(t *testing.T) {
 	if len(page.Items) == 0 {
 		t.Error("no events")
 	}
+}
+
+// pieceStore records what each bounded event read of one session loads,
+// and can hold the read after the first of a request until the client
+// has received what the first read gave.
+type pieceStore struct {
+	store.Store
+	id atomic.Pointer[string]
+
+	mu    sync.Mutex
+	reads []int64 // the bytes of the events' data each read loaded, but its last event's
+	calls int
+	// gate, when set, holds the second read until it is closed.
+	gate chan struct{}
+}
+
+func (s *pieceStore) EventsWithin(ctx context.Context, id string, from int64, limit int, maxBytes int64) ([]store.Event, error) {
+	if p := s.id.Load(); p == nil || id != *p {
+		return s.Store.EventsWithin(ctx, id, from, limit, maxBytes)
+	}
+	s.mu.Lock()
+	s.calls++
+	gate := s.gate
+	if s.calls != 2 {
+		gate = nil
+	}
+	s.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	events, err := s.Store.EventsWithin(ctx, id, from, limit, maxBytes)
+	var n int64
+	for i, e := range events {
+		if i < len(events)-1 {
+			n += int64(len(e.Data))
+		}
+	}
+	s.mu.Lock()
+	s.reads = append(s.reads, n)
+	s.mu.Unlock()
+	return events, err
+}
+
+// TestEventPagesByNumber: a client that pages a session's events by
+// number (page and size, as H's SDK does), over HTTP, receives every
+// event exactly once, in order, though the pages hold more than the
+// server's read budget: a page asked by number is given whole, with no
+// next_index, newest first, filtered by type and through a share link
+// too (issue 32, finding 6's caveat: such a client lost the events of a
+// page cut at the budget). The server reads each page in pieces, none of
+// which loads more than the budget plus one event, and sends each piece
+// before it reads the next: the second read of a page waits here until
+// the client has received the events of the first.
+func TestEventPagesByNumber(t *testing.T) {
+	const (
+		budget = 64 << 10
+		posts  = 16
+		size   = 24 << 10
+	)
+	ps := &pieceStore{}
+	e := newEnv(t, &envOptions{
+		session: &session.Options{MaxReadBytes: budget},
+		wrap:    func(st store.Store) store.Store { ps.Store = st; return ps },
+	}, calls(openaitest.ToolCall("call_1", "get_order_status", `{"order_id":"4242"}`)), openaitest.Reply{Text: "done"})
+	id := e.create(keyAlice, orderAgent)
+	e.follow(keyAlice, id).status(session.StatusAwaitingToolResults)
+	for i := range posts {
+		body, _ := json.Marshal(map[string]string{"kind": "error_event", "error": fmt.Sprintf("%04d", i) + strings.Repeat("x", size), "origin": "custom_tools"})
+		e.expect(e.do("POST", "/api/v2/sessions/"+id+"/tool_results", keyAlice, body), http.StatusAccepted)
+	}
+	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/tool_results", keyAlice,
+		`{"kind":"tool_result","tool_req":{"id":"call_1","tool_name":"get_order_status","args":{"order_id":"4242"}},"result":"shipped"}`), http.StatusAccepted)
+	e.follow(keyAlice, id).status(session.StatusCompleted)
+	var link struct {
+		ShareURL string `json:"share_url"`
+	}
+	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/share", keyAlice, nil), http.StatusOK).json(&link)
+	shared := link.ShareURL[strings.Index(link.ShareURL, "/api/v2/shared/"):]
+	ps.id.Store(&id)
+
+	for _, tc := range []struct {
+		name, path, key string
+		descending      bool
+	}{
+		{"oldest first", "/api/v2/sessions/" + id + "/events?size=10", keyAlice, false},
+		{"newest first", "/api/v2/sessions/" + id + "/events?size=10&sort=-timestamp", keyAlice, true},
+		{"by type", "/api/v2/sessions/" + id + "/events?size=7&type=AgentEvent", keyAlice, false},
+		{"shared", shared + "/events?size=10", "", false},
+		{"shared newest first", shared + "/events?size=200&sort=-timestamp", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps.mu.Lock()
+			ps.reads, ps.calls = nil, 0
+			ps.mu.Unlock()
+			seen := map[int64]int{}
+			errors := 0
+			var last int64 = -1
+			total := -1
+			for n := 1; total < 0 || (n-1)*pageSize(tc.path) < total; n++ {
+				var page struct {
+					session.Page[session.Event]
+					NextIndex json.RawMessage `json:"next_index"`
+				}
+				e.expect(e.do("GET", fmt.Sprintf("%s&page=%d", tc.path, n), tc.key, nil), http.StatusOK).json(&page)
+				if page.NextIndex != nil {
+					t.Errorf("page %d has next_index %s", n, page.NextIndex)
+				}
+				total = page.Total
+				if want := min(pageSize(tc.path), total-(n-1)*pageSize(tc.path)); len(page.Items) != want {
+					t.Errorf("page %d: %d events, want %d", n, len(page.Items), want)
+				}
+				for _, ev := range page.Items {
+					if last >= 0 && (ev.Index > last) == tc.descending {
+						t.Fatalf("event %d after %d", ev.Index, last)
+					}
+					last = ev.Index
+					seen[ev.Index]++
+					if strings.Contains(string(ev.Data), `"error_event"`) {
+						errors++
+					}
+				}
+			}
+			if len(seen) != total || errors != posts {
+				t.Errorf("%d distinct events of %d, %d of %d errors", len(seen), total, errors, posts)
+			}
+			for i, n := range seen {
+				if n != 1 {
+					t.Errorf("event %d received %d times", i, n)
+				}
+			}
+			ps.mu.Lock()
+			defer ps.mu.Unlock()
+			for _, n := range ps.reads {
+				if n >= budget {
+					t.Errorf("a read loaded %d bytes before its last event, budget %d", n, budget)
+				}
+			}
+			if len(ps.reads) <= (total+pageSize(tc.path)-1)/pageSize(tc.path) {
+				t.Errorf("%d reads for %d pages: the pages were not read in pieces", len(ps.reads), (total+pageSize(tc.path)-1)/pageSize(tc.path))
+			}
+		})
+	}
+
+	t.Run("sent before the next piece is read", func(t *testing.T) {
+		gate := make(chan struct{})
+		ps.mu.Lock()
+		ps.reads, ps.calls, ps.gate = nil, 0, gate
+		ps.mu.Unlock()
+		defer func() {
+			ps.mu.Lock()
+			ps.gate = nil
+			ps.mu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", e.url+"/api/v2/sessions/"+id+"/events?size=200", nil)
+		req.Header.Set("Authorization", "Bearer "+keyAlice)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("no answer before the second read: %v", err)
+		}
+		defer resp.Body.Close()
+		// The first piece: events up to the budget.
+		var got bytes.Buffer
+		buf := make([]byte, 32<<10)
+		for got.Len() < budget {
+			n, err := resp.Body.Read(buf)
+			got.Write(buf[:n])
+			if err != nil {
+				t.Fatalf("after %d bytes: %v (the server held the page)", got.Len(), err)
+			}
+		}
+		close(gate)
+		if _, err := got.ReadFrom(resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		var page session.Page[session.Event]
+		if err := json.Unmarshal(got.Bytes(), &page); err != nil || len(page.Items) != page.Total || page.NextIndex != nil {
+			t.Fatalf("%v: %d of %d events", err, len(page.Items), page.Total)
+		}
+		for i, ev := range page.Items {
+			if ev.Index != int64(i) {
+				t.Fatalf("event %d at position %d", ev.Index, i)
+			}
+		}
+	})
+}
+
+// pageSize is the size parameter of path.
+func pageSize(path string) int {
+	_, after, _ := strings.Cut(path, "size=")
+	n, _ := strconv.Atoi(strings.SplitN(after, "&", 2)[0])
+	return n
 }

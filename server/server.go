@@ -118,6 +118,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -707,6 +708,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, owner string) er
 	if err != nil {
 		return err
 	}
+	if p.From == nil {
+		// A page asked by number is given whole, in pieces.
+		pr, err := s.m.EventPage(r.Context(), owner, r.PathValue("id"), p)
+		if err != nil {
+			return err
+		}
+		return s.writeEventPage(w, r, pr)
+	}
 	page, err := s.m.Events(r.Context(), owner, r.PathValue("id"), p)
 	if err != nil {
 		return err
@@ -714,6 +723,71 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, owner string) er
 	writeJSON(w, http.StatusOK, page)
 	return nil
 }
+
+// writeEventPage answers a page of events asked by its number (page and
+// size, as H's SDK pages): whole, {"items": [...], "total": N, "page":
+// P}, however many bytes its events hold, since such a client has no
+// other way to the events of a page cut short (it does not know
+// next_index). The events are read a piece at a time, each piece at most
+// the read budget plus one event ([session.EventPageReader]), encoded
+// event by event to the response and flushed before the next is read:
+// what the request makes the server hold is one piece, not the page. The
+// read slot of the key (session.MaxReadsPerOwner) is held until the page
+// is sent; a client that takes no piece within pageWriteTimeout loses
+// the answer, so a reader that stops reading cannot hold it longer. A
+// read that fails once the answer has begun aborts it (the client sees a
+// broken response, never a page short of events); before, it is an
+// error answer as usual.
+func (s *Server) writeEventPage(w http.ResponseWriter, r *http.Request, pr *session.EventPageReader) error {
+	defer pr.Close()
+	events, err := pr.Next()
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	buf.WriteString(`{"items":[`)
+	n := 0
+	for len(events) > 0 {
+		rc.SetWriteDeadline(time.Now().Add(pageWriteTimeout))
+		for _, e := range events {
+			if n > 0 {
+				buf.WriteByte(',')
+			}
+			n++
+			if err := enc.Encode(e); err != nil {
+				s.log.Error("encoding an event", "session", r.PathValue("id"), "index", e.Index, "err", err)
+				panic(http.ErrAbortHandler)
+			}
+			buf.Truncate(buf.Len() - 1) // the encoder's newline
+			if _, err := w.Write(buf.Bytes()); err != nil {
+				return nil // the client went away
+			}
+			buf.Reset()
+		}
+		if err := rc.Flush(); err != nil {
+			return nil
+		}
+		if events, err = pr.Next(); err != nil {
+			if r.Context().Err() == nil {
+				s.log.Error("reading a page of events", "session", r.PathValue("id"), "err", err)
+			}
+			panic(http.ErrAbortHandler)
+		}
+	}
+	fmt.Fprintf(&buf, `],"total":%d,"page":%d}`+"\n", pr.Total, pr.Page)
+	w.Write(buf.Bytes())
+	rc.SetWriteDeadline(time.Time{})
+	return nil
+}
+
+// pageWriteTimeout bounds the time a client may take to receive one
+// piece of a page of events (at most the read budget plus one event).
+const pageWriteTimeout = time.Minute
 
 // eventsParams reads the query of an events listing.
 func eventsParams(r *http.Request) (*session.EventsParams, error) {

@@ -53,3 +53,20 @@ func (m *Manager) SharedEvents(ctx context.Context, token string, p *EventsParam
 	// can hold up only each other.
 	return m.events(ctx, "shared:"+s.Owner, s.Owner, id, p)
 }
+
+// SharedEventPage is [Manager.EventPage] for the session a share token
+// names, as [Manager.SharedEvents] reads it.
+func (m *Manager) SharedEventPage(ctx context.Context, token string, p *EventsParams) (*EventPageReader, error) {
+	if _, err := m.Shared(ctx, token); err != nil {
+		return nil, err
+	}
+	id, _, _ := strings.Cut(token, ".")
+	s, err := m.st.GetSession(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m.eventPage(ctx, "shared:"+s.Owner, s.Owner, id, p)
+}

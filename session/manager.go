@@ -678,14 +678,86 @@ type EventsParams struct {
 
 // Events returns a page of the session's event history. A page loads at
 // most Options.MaxReadBytes of events (plus one event): one that stops
-// early sets [Page.NextIndex]. It fails with [ErrReadBusy] when the
-// owner has Options.MaxReadsPerOwner reads loading.
+// early sets [Page.NextIndex] ([Manager.EventPage] gives a page whole,
+// in pieces of that size). It fails with [ErrReadBusy] when the owner
+// has Options.MaxReadsPerOwner reads loading.
 func (m *Manager) Events(ctx context.Context, owner, id string, p *EventsParams) (*Page[Event], error) {
 	return m.events(ctx, owner, owner, id, p)
 }
 
 // events is Events, its reads counted for reader.
 func (m *Manager) events(ctx context.Context, reader, owner, id string, p *EventsParams) (*Page[Event], error) {
+	r, err := m.eventPage(ctx, reader, owner, id, p)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	page := &Page[Event]{Items: []Event{}, Page: r.Page, Total: r.Total}
+	events, err := m.eventsAt(ctx, id, r.want)
+	if err != nil {
+		return nil, err
+	}
+	page.Items = apiEvents(events)
+	if len(events) < len(r.want) {
+		page.NextIndex = &r.want[len(events)]
+	}
+	return page, nil
+}
+
+// An EventPageReader gives a page of a session's events whole, in
+// pieces: each [EventPageReader.Next] loads at most Options.MaxReadBytes
+// of events (plus one event), so that a page of any size is given
+// entire while the process holds one piece of it at a time. It holds one
+// of the owner's reads (Options.MaxReadsPerOwner) until Close.
+type EventPageReader struct {
+	// Total is the number of matching events; Page the page's number.
+	Total, Page int
+
+	m       *Manager
+	ctx     context.Context
+	id      string
+	want    []int64 // the page's indexes, in its order
+	release func()
+}
+
+// EventPage opens the page p of the session's events for reading in
+// pieces ([EventPageReader]); it fails as [Manager.Events] does,
+// before anything is read. p.From is honoured as Events honours it; the
+// page is then the one Events would start there, whole.
+func (m *Manager) EventPage(ctx context.Context, owner, id string, p *EventsParams) (*EventPageReader, error) {
+	return m.eventPage(ctx, owner, owner, id, p)
+}
+
+// Next returns the page's next events, at least one, in the page's
+// order; none, and no error, once the page was given whole.
+func (r *EventPageReader) Next() ([]Event, error) {
+	if len(r.want) == 0 {
+		return nil, nil
+	}
+	events, err := r.m.eventsAt(r.ctx, r.id, r.want)
+	if err != nil {
+		return nil, err
+	}
+	if len(events) == 0 {
+		// The log is shorter than its count said: nothing more to give.
+		r.want = nil
+		return nil, nil
+	}
+	r.want = r.want[len(events):]
+	return apiEvents(events), nil
+}
+
+// Close gives the owner's read back. It may be called more than once.
+func (r *EventPageReader) Close() {
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
+}
+
+// eventPage resolves page p of the session's events to their indexes,
+// holding one of reader's reads.
+func (m *Manager) eventPage(ctx context.Context, reader, owner, id string, p *EventsParams) (*EventPageReader, error) {
 	s, err := m.get(ctx, owner, id)
 	if err != nil {
 		return nil, err
@@ -694,8 +766,13 @@ func (m *Manager) events(ctx context.Context, reader, owner, id string, p *Event
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	page := &Page[Event]{Items: []Event{}, Page: p.Page}
+	ok := false
+	defer func() {
+		if !ok {
+			release()
+		}
+	}()
+	r := &EventPageReader{Page: p.Page, m: m, ctx: ctx, id: id}
 	// idx: the indexes of the events that match, ascending; nil with no
 	// type: every index below total.
 	var idx []int64
@@ -712,7 +789,7 @@ func (m *Manager) events(ctx context.Context, reader, owner, id string, p *Event
 		}
 		return idx[i]
 	}
-	page.Total = int(total)
+	r.Total = int(total)
 	// The page: positions [lo, hi) among the matches, in the page's order.
 	lo := int64((p.Page - 1) * p.Size)
 	if p.Descending {
@@ -732,25 +809,18 @@ func (m *Manager) events(ctx context.Context, reader, owner, id string, p *Event
 	}
 	hi := lo + int64(p.Size)
 	lo, hi = max(lo, 0), min(hi, total)
-	if lo >= hi {
-		return page, nil
+	if lo < hi {
+		r.want = make([]int64, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			r.want = append(r.want, at(i))
+		}
+		if p.Descending {
+			slices.Reverse(r.want)
+		}
 	}
-	want := make([]int64, 0, hi-lo)
-	for i := lo; i < hi; i++ {
-		want = append(want, at(i))
-	}
-	if p.Descending {
-		slices.Reverse(want)
-	}
-	events, err := m.eventsAt(ctx, id, want)
-	if err != nil {
-		return nil, err
-	}
-	page.Items = apiEvents(events)
-	if len(events) < len(want) {
-		page.NextIndex = &want[len(events)]
-	}
-	return page, nil
+	ok = true
+	r.release = release
+	return r, nil
 }
 
 // sortSearch is [sort.Search] over int64.

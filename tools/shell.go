@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,6 +57,21 @@ type ShellOptions struct {
 	// DenyNetwork denies confined commands the network. By default they
 	// may use it.
 	DenyNetwork bool
+	// PublicNetwork gives confined commands the network only through a
+	// proxy of this process ([sandbox.Proxy]: HTTP_PROXY, HTTPS_PROXY and
+	// ALL_PROXY name it), which refuses what web_fetch refuses
+	// (internal/netpolicy: loopback, private, link-local, metadata and
+	// other non-public addresses, judged on the address connected to,
+	// after name resolution) and this machine's own addresses, unless
+	// NetworkAllow lets the destination through. Commands cannot reach
+	// anything else; programs that ignore the proxy variables reach
+	// nothing. DenyNetwork wins over it. Unconfined commands are not
+	// held to it.
+	PublicNetwork bool
+	// NetworkAllow lets commands given PublicNetwork reach the
+	// destinations it returns true for, beyond the public internet (as
+	// browser.ParseAllowList makes them). Nil allows none.
+	NetworkAllow func(netip.AddrPort) bool
 	// Limits bound the resources of a confined command; nil means
 	// [sandbox.DefaultLimits], and a zero Limits bounds none.
 	Limits *sandbox.Limits
@@ -224,8 +240,13 @@ func (s *shell) tool() *loop.ToolDef {
 			"directory, in $HOME (a home of this working directory's own, where toolchain caches live) and in " +
 			"$TMPDIR (emptied after each command), read little besides these and the system's directories, and " +
 			"sees only its own processes"
-		if s.o.DenyNetwork {
+		switch {
+		case s.o.DenyNetwork:
 			desc += "; it has no network access"
+		case s.o.PublicNetwork:
+			desc += "; it reaches the network only through the HTTP proxy that $HTTP_PROXY, $HTTPS_PROXY and " +
+				"$ALL_PROXY name (the public internet only: not this machine nor private addresses, and no direct " +
+				"connection or DNS lookup)"
 		}
 		desc += ". A result says when commands are not sandboxed."
 	}
@@ -314,13 +335,15 @@ func (s *shell) unconfinedBecause(e *ended) string {
 		if why == "" {
 			why = e.conf.Summary()
 		}
-	case s.o.DenyNetwork && e.conf.Network == "none":
+	case (s.o.DenyNetwork || s.o.PublicNetwork) && e.conf.Network == "none":
 		return "the network could not be denied"
 	default:
 		return ""
 	}
 	if s.o.DenyNetwork {
 		why += "; the network is not denied either"
+	} else if s.o.PublicNetwork {
+		why += "; the network is not limited to the public internet either"
 	}
 	return why
 }
@@ -337,6 +360,10 @@ func (s *shell) runConfined(ctx context.Context, command string, timeout time.Du
 		limits = *s.o.Limits
 	}
 	out := newHeadTail(s.o.MaxOutput)
+	var proxy *sandbox.Proxy
+	if s.o.PublicNetwork && !s.o.DenyNetwork {
+		proxy = commandProxy(s.o.NetworkAllow)
+	}
 	res, err := sandbox.Run(ctx, &sandbox.Spec{
 		Shell:        command,
 		Dir:          s.dir,
@@ -345,7 +372,8 @@ func (s *shell) runConfined(ctx context.Context, command string, timeout time.Du
 		ReadWrite:    s.o.ReadWrite,
 		Overlays:     s.overlays,
 		Env:          s.o.Env,
-		AllowNetwork: !s.o.DenyNetwork,
+		AllowNetwork: !s.o.DenyNetwork && !s.o.PublicNetwork,
+		Proxy:        proxy,
 		Limits:       limits,
 		Timeout:      timeout,
 		WaitDelay:    waitDelay,

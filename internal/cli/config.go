@@ -125,9 +125,13 @@ type AgentConfig struct {
 	Permissions *PermissionsConfig      `toml:"permissions" yaml:"permissions"`
 	Hooks       map[string][]HookConfig `toml:"hooks" yaml:"hooks"`
 	// Network lets the agent's commands (run_command, and run_code's) use
-	// the network in hrns serve, where by default they have none (see
-	// --command-network).
-	Network bool `toml:"network" yaml:"network"`
+	// the public internet in hrns serve, through the proxy that refuses
+	// loopback, private and the machine's own addresses, where by default
+	// they have no network (see --command-network). NetworkAllow lists
+	// destinations beyond the public internet they may reach (IPs,
+	// prefixes, IP:port), besides --command-network-allow.
+	Network      bool     `toml:"network" yaml:"network"`
+	NetworkAllow []string `toml:"network_allow" yaml:"network_allow"`
 }
 
 // PermissionsConfig is the permission policy of the config file:

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hrns-dev/hrns/anthropic"
+	"github.com/hrns-dev/hrns/browser"
 	"github.com/hrns-dev/hrns/gemini"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/replay"
@@ -28,33 +30,39 @@ import (
 
 // runOptions are the flags of "hrns run".
 type runOptions struct {
-	config     string
-	provider   string
-	model      string
-	baseURL    string
-	workdir    string
-	tools      string
-	system     string
-	agentFile  string
-	maxTurns   int
-	timeout    time.Duration
-	json       bool
-	yes        bool
-	record     string
-	replay     string
-	skills     stringList
-	noSkills   bool
-	mcp        stringList
-	noSandbox  bool
-	noNetwork  bool
-	outSchema  string
-	permMode   string
-	allow      stringList
-	ask        stringList
-	deny       stringList
-	cont       bool
-	prompt     string
-	stdinBytes int // piped to stdin and added to the prompt
+	config    string
+	provider  string
+	model     string
+	baseURL   string
+	workdir   string
+	tools     string
+	system    string
+	agentFile string
+	maxTurns  int
+	timeout   time.Duration
+	json      bool
+	yes       bool
+	record    string
+	replay    string
+	skills    stringList
+	noSkills  bool
+	mcp       stringList
+	noSandbox bool
+	noNetwork bool
+	// commandNet is --command-network: all, public or none;
+	// commandNetAllow is --command-network-allow, parsed into netAllow
+	// by Validate.
+	commandNet      string
+	commandNetAllow string
+	netAllow        func(netip.AddrPort) bool
+	outSchema       string
+	permMode        string
+	allow           stringList
+	ask             stringList
+	deny            stringList
+	cont            bool
+	prompt          string
+	stdinBytes      int // piped to stdin and added to the prompt
 	// browser flags (internal/cli/browser.go)
 	browser        bool
 	browserAllow   string
@@ -92,7 +100,9 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.Var(&o.skills, "skills", "a folder of skills to add (repeatable)")
 	fs.BoolVar(&o.noSkills, "no-skills", false, "do not discover skills")
 	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "run commands without confinement (by default run_command is confined to --workdir with Landlock where the kernel supports it)")
-	fs.BoolVar(&o.noNetwork, "deny-network", false, "deny network access to commands run by run_command")
+	fs.BoolVar(&o.noNetwork, "deny-network", false, "deny network access to commands run by run_command (--command-network none)")
+	fs.StringVar(&o.commandNet, "command-network", "all", "the network of commands run by run_command: all (this machine's, as you have it), public (only the public internet, through a proxy of hrns's that refuses loopback, private, link-local and metadata addresses and this machine's own) or none")
+	fs.StringVar(&o.commandNetAllow, "command-network-allow", "", "with --command-network public, addresses commands may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
 	fs.BoolVar(&o.browser, "browser", false, "give the model a headless Chromium (the browser_* tools; see docs/browser.md)")
 	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
 	fs.StringVar(&o.browserProfile, "browser-profile", "", "start the browser from a copy of a Chromium user-data directory, given as a zip, tar or tar.gz of its contents (as hrns serve's /api/v2/browser-profiles takes it); the copy is removed when the run ends")
@@ -122,6 +132,19 @@ func (o *runOptions) Validate() error {
 	if o.yes && o.permMode != "" && o.permMode != string(loop.ModeBypass) {
 		return usagef("--yes means --permission-mode bypassPermissions: it cannot be used with --permission-mode %s", o.permMode)
 	}
+	switch o.commandNet {
+	case "all", "public", "none", "":
+	default:
+		return usagef("--command-network %q: want all, public or none", o.commandNet)
+	}
+	if o.commandNetAllow != "" && o.commandNet != "public" {
+		return usagef("--command-network-allow needs --command-network public")
+	}
+	allow, err := browser.ParseAllowList(o.commandNetAllow)
+	if err != nil {
+		return usagef("--command-network-allow: %v", err)
+	}
+	o.netAllow = allow
 	fi, err := os.Stat(o.workdir)
 	if err != nil || !fi.IsDir() {
 		return usagef("--workdir %s is not a directory", o.workdir)

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/hrns-dev/hrns/browser"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/server"
@@ -47,15 +49,17 @@ type serveOptions struct {
 	// prepareWorkdir.
 	workdirReal string
 	yes         bool
-	// commandNetwork lets every agent's commands use the network
-	// (--command-network); an agent of the config may have it alone
-	// (network = true).
-	commandNetwork bool
-	workers        int
-	maxActive      int
-	maxSteps       int
-	drain          time.Duration
-	quota          quotaFlags
+	// commandNetwork lets every agent's commands use the public
+	// internet through the proxy (--command-network); an agent of the
+	// config may have it alone (network = true). commandNetAllow is
+	// --command-network-allow: destinations beyond the public internet.
+	commandNetwork  bool
+	commandNetAllow string
+	workers         int
+	maxActive       int
+	maxSteps        int
+	drain           time.Duration
+	quota           quotaFlags
 	// browser flags (internal/cli/browser.go)
 	browserAllow    string
 	browserProfiles string
@@ -86,7 +90,8 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.agentsDir, "agents", "", "a folder of agent files (Markdown, as hrns run --agent takes) that callers may name")
 	fs.StringVar(&o.workdir, "workdir", "", "root directory of the file and shell tools named agents may use (default: none)")
 	fs.BoolVar(&o.yes, "yes", false, "run calls of tools that require approval without waiting for a decision")
-	fs.BoolVar(&o.commandNetwork, "command-network", false, "let the commands of every agent (run_command, and run_code's) use the network, loopback and private addresses included (default: no network; network = true in [agents.NAME] for one agent)")
+	fs.BoolVar(&o.commandNetwork, "command-network", false, "let the commands of every agent (run_command, and run_code's) reach the public internet, through a proxy that refuses loopback, private, link-local and metadata addresses and this machine's own (default: no network; network = true in [agents.NAME] for one agent)")
+	fs.StringVar(&o.commandNetAllow, "command-network-allow", "", "addresses the commands of agents given the network may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port (also network_allow in [agents.NAME], for one agent)")
 	fs.IntVar(&o.workers, "workers", 0, "sessions run at once (default 64)")
 	fs.IntVar(&o.maxActive, "max-sessions-per-key", 0, "active sessions an API key may have at once; more wait as queued, or get 429 with queue: false (default no limit)")
 	fs.IntVar(&o.maxSteps, "max-steps", 0, "step budget of sessions that set none (default 100)")
@@ -112,6 +117,9 @@ func (o *serveOptions) Validate() error {
 	}
 	if o.profileLimits.MaxArchiveBytes < 1 || o.profileLimits.Unpacked.MaxBytes < 1 {
 		return usagef("--browser-profile-max-bytes and --browser-profile-max-unpacked-bytes must be positive")
+	}
+	if _, err := browser.ParseAllowList(o.commandNetAllow); err != nil {
+		return usagef("--command-network-allow: %v", err)
 	}
 	return nil
 }
@@ -251,7 +259,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		if a.Hooks != nil {
 			ac.Hooks = shellHooks(a.Hooks, withMode(henv, firstPerms(ac.Permissions, opts.Permissions)))
 		}
-		if err := o.addAgent(opts, name, ac, a.Tools, a.Network, "config"+cfg.where()); err != nil {
+		if err := o.addAgent(opts, name, ac, a.Tools, commandNet{on: a.Network, allow: a.NetworkAllow}, "config"+cfg.where()); err != nil {
 			return err
 		}
 	}
@@ -357,22 +365,51 @@ func (o *serveOptions) loadAgents(opts *session.Options) error {
 		}
 		name := firstString(a.Name, strings.TrimSuffix(filepath.Base(f), ".md"))
 		cfg := &session.AgentConfig{Description: a.Description, Instructions: a.System, Model: a.Model, MaxSteps: a.MaxTurns}
-		if err := o.addAgent(opts, name, cfg, a.Tools, false, f); err != nil {
+		if err := o.addAgent(opts, name, cfg, a.Tools, commandNet{}, f); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// commandNet is the network an agent of the config gives its commands:
+// on (network = true) and the destinations beyond the public internet it
+// lists (network_allow).
+type commandNet struct {
+	on    bool
+	allow []string
+}
+
+// commandNetworkOf is the network of an agent's commands: none, or the
+// public internet through the proxy ([tools.ShellOptions.PublicNetwork])
+// with the destinations of --command-network-allow and the agent's own.
+func (o *serveOptions) commandNetworkOf(n commandNet) (on bool, allow func(netip.AddrPort) bool, err error) {
+	list := o.commandNetAllow
+	if len(n.allow) > 0 {
+		list = strings.Join(append([]string{list}, n.allow...), ",")
+	}
+	if allow, err = browser.ParseAllowList(list); err != nil {
+		return false, nil, fmt.Errorf("network_allow: %w", err)
+	}
+	if len(n.allow) > 0 && !n.on && !o.commandNetwork {
+		return false, nil, errors.New("network_allow without network = true (or --command-network)")
+	}
+	return n.on || o.commandNetwork, allow, nil
+}
+
 // addAgent offers an agent by name, with its tools (see
-// [serveOptions.agentTools]); network lets its commands use the network
-// even without --command-network. source names where the agent was
-// defined, for errors.
-func (o *serveOptions) addAgent(opts *session.Options, name string, cfg *session.AgentConfig, toolNames []string, network bool, source string) error {
+// [serveOptions.agentTools]); network lets its commands reach the public
+// internet even without --command-network. source names where the agent
+// was defined, for errors.
+func (o *serveOptions) addAgent(opts *session.Options, name string, cfg *session.AgentConfig, toolNames []string, network commandNet, source string) error {
 	if _, dup := opts.Agents[name]; dup {
 		return usagef("agent %q is defined twice (again in %s)", name, source)
 	}
-	at, err := o.agentTools(toolNames, network || o.commandNetwork)
+	on, allow, err := o.commandNetworkOf(network)
+	if err != nil {
+		return usagef("agent %s (%s): %v", name, source, err)
+	}
+	at, err := o.agentTools(toolNames, on, allow)
 	if err != nil {
 		return usagef("agent %s (%s): %v", name, source, err)
 	}
@@ -451,9 +488,11 @@ var dirless = map[string]bool{"web_fetch": true, "todo_write": true, runCodeName
 // require approval are refused, since a running program cannot wait for a
 // decision, unless hrns serve runs with --yes. An unknown name is an
 // error. Commands (run_command, and run_code's) have no network unless
-// network is set. The agents defined in the config, in --agents files,
+// network is set, and then only the public internet, through the proxy
+// that enforces internal/netpolicy's address policy, and what allow lets
+// through. The agents defined in the config, in --agents files,
 // and through the agents API resolve their tools with it.
-func (o *serveOptions) agentTools(names []string, network bool) (*servedTools, error) {
+func (o *serveOptions) agentTools(names []string, network bool, allow func(netip.AddrPort) bool) (*servedTools, error) {
 	var st servedTools
 	var own []string
 	code, needDir := false, false
@@ -478,7 +517,7 @@ func (o *serveOptions) agentTools(names []string, network bool) (*servedTools, e
 		return &st, nil
 	}
 	env := func(dir string) *toolEnv {
-		e := &toolEnv{Dir: dir, Shell: &tools.ShellOptions{DenyNetwork: !network}, NoCapabilityApproval: "a program run by hrns serve cannot wait for an approval: call the tool directly (the operator can start hrns serve with --yes to allow such calls in programs)"}
+		e := &toolEnv{Dir: dir, Shell: &tools.ShellOptions{DenyNetwork: !network, PublicNetwork: network, NetworkAllow: allow}, NoCapabilityApproval: "a program run by hrns serve cannot wait for an approval: call the tool directly (the operator can start hrns serve with --yes to allow such calls in programs)"}
 		if o.yes {
 			e.Capabilities = loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
 				return loop.Decision{Verdict: loop.Approve}, nil

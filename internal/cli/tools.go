@@ -241,5 +241,10 @@ func toolsCommand(_ context.Context, args []string, stdio *IO) error {
 // is granted (package tools gives each workdir a private home for caches and
 // offers the shared module caches read-only; see docs/tools.md).
 func shellOptions(o *runOptions) *tools.ShellOptions {
-	return &tools.ShellOptions{Unconfined: o.noSandbox, DenyNetwork: o.noNetwork}
+	return &tools.ShellOptions{
+		Unconfined:    o.noSandbox,
+		DenyNetwork:   o.noNetwork || o.commandNet == "none",
+		PublicNetwork: o.commandNet == "public",
+		NetworkAllow:  o.netAllow,
+	}
 }

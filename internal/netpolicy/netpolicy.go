@@ -28,6 +28,7 @@ package netpolicy
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -196,6 +197,27 @@ func Control(exempt func(netip.AddrPort) bool) func(network, address string, c s
 		}
 		return nil
 	}
+}
+
+// IsOwnAddress reports whether a is an address of one of this machine's
+// network interfaces (a public one included): a proxy that must keep its
+// clients off this machine's services (a server listening on all
+// addresses, a database) refuses these too. The interfaces are read at
+// each call, so an address added since counts.
+func IsOwnAddress(a netip.Addr) bool {
+	a = a.Unmap()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return true // unknown: refused
+	}
+	for _, ia := range addrs {
+		if n, ok := ia.(*net.IPNet); ok {
+			if b, ok := netip.AddrFromSlice(n.IP); ok && b.Unmap() == a {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // CheckHost refuses a URL host that is a number some resolvers read as an

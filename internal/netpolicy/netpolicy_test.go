@@ -158,3 +158,17 @@ func TestIsMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestIsOwnAddress: the addresses of this machine's interfaces are its
+// own, others are not.
+func TestIsOwnAddress(t *testing.T) {
+	if !netpolicy.IsOwnAddress(netip.MustParseAddr("127.0.0.1")) {
+		t.Error("127.0.0.1 is not this machine's")
+	}
+	if !netpolicy.IsOwnAddress(netip.MustParseAddr("::ffff:127.0.0.1")) {
+		t.Error("::ffff:127.0.0.1 is not this machine's")
+	}
+	if netpolicy.IsOwnAddress(netip.MustParseAddr("192.0.2.77")) {
+		t.Error("a documentation address is this machine's")
+	}
+}
