@@ -24,10 +24,20 @@ type renderer interface {
 }
 
 // jsonRenderer prints one JSON object per chunk, the loop's vocabulary.
+// The end line also carries, like claude -p --output-format json,
+// "session_id" (the saved conversation's ID, for hrns run --resume and
+// hrns chat --resume; absent when it was not saved) and "total_cost_usd"
+// (the run's usage at the price table; null when the model's price is
+// unknown).
 type jsonRenderer struct {
 	w   *bufio.Writer
 	enc *json.Encoder
 	err error
+
+	// sessionID returns the saved conversation's ID, or "".
+	sessionID func() string
+	// cost prices the run's usage; nil or false means unknown.
+	cost func(llm.Usage) (float64, bool)
 }
 
 func newJSONRenderer(w io.Writer) *jsonRenderer {
@@ -47,12 +57,45 @@ func (r *jsonRenderer) chunk(c loop.Chunk) {
 		res := *c.Result
 		res.Messages = nil
 		c.Result = &res
+		r.err = r.end(c)
+		if r.err == nil {
+			r.err = r.w.Flush()
+		}
+		return
 	}
 	r.err = r.enc.Encode(c)
 	if r.err == nil {
 		// Each line is flushed so a reader sees events as they happen.
 		r.err = r.w.Flush()
 	}
+}
+
+// end writes the end line with the conversation's ID and the cost.
+func (r *jsonRenderer) end(c loop.Chunk) error {
+	b, err := json.Marshal(c)
+	if err != nil || len(b) < 2 || b[len(b)-1] != '}' {
+		return r.enc.Encode(c)
+	}
+	extra := struct {
+		SessionID string   `json:"session_id,omitempty"`
+		Cost      *float64 `json:"total_cost_usd"`
+	}{}
+	if r.sessionID != nil {
+		extra.SessionID = r.sessionID()
+	}
+	if r.cost != nil {
+		if v, ok := r.cost(c.Result.Usage); ok {
+			extra.Cost = &v
+		}
+	}
+	e, err := json.Marshal(extra)
+	if err != nil {
+		return err
+	}
+	r.w.Write(b[:len(b)-1])
+	r.w.WriteByte(',')
+	r.w.Write(e[1:])
+	return r.w.WriteByte('\n')
 }
 
 func (r *jsonRenderer) close() error { return r.err }

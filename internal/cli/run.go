@@ -23,6 +23,7 @@ import (
 	"github.com/hrns-dev/hrns/llm/replay"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
+	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/responses"
 )
 
@@ -53,6 +54,7 @@ type runOptions struct {
 	ask        stringList
 	deny       stringList
 	cont       bool
+	resumeID   string // hrns run --resume ID
 	prompt     string
 	stdinBytes int // piped to stdin and added to the prompt
 	// browser flags (internal/cli/browser.go)
@@ -132,6 +134,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	fs := flag.NewFlagSet("hrns run", flag.ContinueOnError)
 	fs.SetOutput(stdio.Err)
 	o.flags(fs)
+	fs.StringVar(&o.resumeID, "resume", "", "continue the saved conversation of this ID (a chat's or a run's: --json's end line gives it as session_id)")
 	fs.Usage = func() {
 		fmt.Fprintln(stdio.Err, "Usage: hrns run [flags] \"PROMPT\"\n\nFlags:")
 		fs.PrintDefaults()
@@ -146,6 +149,9 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 	if err := o.Validate(); err != nil {
 		return err
+	}
+	if o.cont && o.resumeID != "" {
+		return usagef("--continue and --resume cannot be used together")
 	}
 	o.describeStdin(stdio)
 	cfg, err := loadConfig(o.config, stdio.getenv)
@@ -182,6 +188,8 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return err
 	}
+	model0 := model // the provider's client, before it is wrapped
+	prices := pricing.Default().With(cfg.Prices)
 	tel, err := setupTelemetry(ctx, stdio.getenv, providerName(model), stdio.Err)
 	if err != nil {
 		return err
@@ -259,7 +267,16 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	var out renderer
 	switch {
 	case o.json:
-		out = newJSONRenderer(stdio.Out)
+		jr := newJSONRenderer(stdio.Out)
+		jr.sessionID = conv.savedID
+		jr.cost = func(u llm.Usage) (float64, bool) {
+			p, ok := prices.Lookup(modelName)
+			if !ok {
+				return 0, false
+			}
+			return p.Cost(pricing.Usage(u)).Total, true
+		}
+		out = jr
 	case outSchema != nil:
 		// stdout is for the validated answer alone; what the run says
 		// on the way (including rejected answers) goes to stderr.
@@ -274,12 +291,16 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 	var res *loop.Result
 	for chunk := range agent.RunLoop(ctx, msgs) {
-		out.chunk(chunk)
 		if chunk.Type == loop.ChunkEnd {
 			res = chunk.Result
+			// Saved before the end line, which names it.
+			conv.finish(res, modelName, endpointOf(model0), stdio)
 		}
+		out.chunk(chunk)
 	}
-	conv.finish(res, modelName, stdio)
+	if res == nil {
+		conv.finish(nil, modelName, "", stdio) // closes the store
+	}
 	if err := out.close(); err != nil {
 		return err
 	}

@@ -70,6 +70,19 @@ type Config struct {
 	// Input and Output are the terminal; nil means stdin and stdout.
 	Input  io.Reader
 	Output io.Writer
+	// ListModels, when set, lists the provider's models for /model (it
+	// is given a context with a deadline); KnownModels are shown when it
+	// is not set or fails.
+	ListModels  func(ctx context.Context) ([]string, error)
+	KnownModels []string
+	// Endpoint names the provider and its URL. A conversation resumed
+	// from the same endpoint continues with the model it was switched to,
+	// unless ModelFixed (the model was named on the command line).
+	Endpoint   string
+	ModelFixed bool
+	// PickResume opens the picker of this directory's conversations when
+	// the chat starts (hrns chat --resume without an ID).
+	PickResume bool
 	// WithLiveOutput, when set, returns a context in which running
 	// commands send their output to f as it comes (tools.WithLiveOutput):
 	// the chat shows the last lines under the command's line.
@@ -200,6 +213,12 @@ type chat struct {
 	approval *pendingApproval
 	reason   bool // the input holds the reason of a refusal
 
+	perms     *loop.Permissions // the policy of every run; Shift+Tab changes its mode
+	bypassOK  bool              // the chat started in bypassPermissions, which Shift+Tab may come back to
+	menu      *menu             // the "/" menu, "@" completion or a picker, shown above the input
+	dismissed string            // the input when Esc closed its menu: not shown again until it changes
+	paths     []string          // the workdir's paths for "@", walked once per turn
+
 	expandTools  bool
 	showThinking bool
 
@@ -245,6 +264,11 @@ func newChat(ctx context.Context, cfg *Config) *chat {
 	if cfg.Prices == nil {
 		cfg.Prices = pricing.Default()
 	}
+	if cfg.Options.Permissions == nil {
+		cfg.Options.Permissions = &loop.Permissions{}
+	}
+	c.perms = cfg.Options.Permissions
+	c.bypassOK = c.perms.CurrentMode() == loop.ModeBypass
 	ta := textarea.New()
 	ta.ShowLineNumbers = false
 	ta.SetPromptFunc(2, func(pi textarea.PromptInfo) string {
@@ -269,6 +293,9 @@ func newChat(ctx context.Context, cfg *Config) *chat {
 		c.load(cfg.Resume)
 	} else {
 		c.reset()
+	}
+	if cfg.PickResume {
+		c.pickConversation()
 	}
 	return c
 }
@@ -345,10 +372,17 @@ func (c *chat) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case compactedMsg:
 		c.onCompacted(msg)
 		return c, c.wait()
+	case modelsMsg:
+		c.pickModel(msg.models, msg.err)
+		return c, c.wait()
 	case tea.PasteMsg:
+		if c.menu != nil && c.menu.kind == menuPick {
+			return c, nil
+		}
 		if c.approval == nil || c.reason {
 			var cmd tea.Cmd
 			c.input, cmd = c.input.Update(msg)
+			c.refreshCompletion()
 			return c, cmd
 		}
 		return c, nil
@@ -391,6 +425,17 @@ func (c *chat) onKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			c.notice("Press Ctrl-C again to exit (or type /exit).")
 		}
 		return c, nil
+	}
+	if key == "shift+tab" {
+		c.cycleMode()
+		return c, nil
+	}
+	if c.menu != nil {
+		if done, cmd := c.menuKey(key, k); done {
+			return c, cmd
+		}
+	}
+	switch key {
 	case "esc":
 		if c.busy {
 			c.refuseApproval(loop.Decision{Verdict: loop.Cancel, Reason: "the user interrupted the turn"})
@@ -459,6 +504,7 @@ func (c *chat) onKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	}
 	var cmd tea.Cmd
 	c.input, cmd = c.input.Update(k)
+	c.refreshCompletion()
 	return c, cmd
 }
 
@@ -740,6 +786,7 @@ func (c *chat) endRun(res *loop.Result) {
 	c.busy = false
 	c.stopRun = nil
 	c.act = ""
+	c.paths = nil // the turn may have made files: walk again
 	c.refuseApproval(loop.Decision{Verdict: loop.Cancel})
 	if res == nil {
 		return
@@ -793,6 +840,12 @@ func closeCalls(msgs []llm.Message) []llm.Message {
 // ask shows an approval.
 func (c *chat) ask(m approvalMsg) {
 	c.closeText()
+	if c.menu != nil {
+		if c.menu.kind == menuPick {
+			c.notice("(the picker is closed: a call waits for your answer)")
+		}
+		c.menu = nil
+	}
 	p := describe(m.req, c.cfg.Workdir, c.st, c.width)
 	b := &block{kind: blockApproval, done: true}
 	a := &pendingApproval{msg: m, prev: p, block: b}
@@ -981,7 +1034,7 @@ func (c *chat) bottomHeight() int {
 	if c.approval != nil && !c.reason {
 		return 1 + strings.Count(c.question(), "\n") + 1 // status, rule, question
 	}
-	return c.input.Height() + 2
+	return c.input.Height() + 2 + len(c.menuLines())
 }
 
 // screen renders the whole screen.
@@ -1000,6 +1053,12 @@ func (c *chat) screen() string {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
+	if c.approval == nil || c.reason {
+		for _, l := range c.menuLines() {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
 	b.WriteString(c.status())
 	b.WriteByte('\n')
 	if c.approval != nil && !c.reason {
@@ -1012,16 +1071,20 @@ func (c *chat) screen() string {
 	return b.String()
 }
 
-// status is the line above the input: what is going on, usage, cost.
+// status is the line above the input: the permission mode, what is
+// going on, usage, cost.
 func (c *chat) status() string {
-	left := ""
+	mode := c.perms.CurrentMode()
+	left := c.st.mode(mode).Render("⏵ "+string(mode)) + " "
 	if c.busy {
 		el := c.now().Sub(c.actAt).Truncate(time.Second)
 		frames := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 		f := frames[int(c.now().UnixMilli()/100)%len(frames)]
-		left = c.st.accent.Render(f) + " " + c.act + " " + c.st.dim.Render(fmt.Sprintf("%ds · Esc interrupts", int(el.Seconds())))
+		left += c.st.accent.Render(f) + " " + c.act + " " + c.st.dim.Render(fmt.Sprintf("%ds · Esc interrupts", int(el.Seconds())))
 	} else if c.scroll > 0 {
-		left = c.st.dim.Render(fmt.Sprintf("scrolled up %d lines · PgDn goes back", c.scroll))
+		left += c.st.dim.Render(fmt.Sprintf("scrolled up %d lines · PgDn goes back", c.scroll))
+	} else {
+		left += c.st.dim.Render("(Shift+Tab cycles)")
 	}
 	u := c.totalUsage()
 	right := formatTokens(u.InputTokens) + " in"
@@ -1042,6 +1105,10 @@ func (c *chat) status() string {
 	right = c.st.dim.Render(right)
 	gap := c.width - lipgloss.Width(left) - lipgloss.Width(right)
 	if gap < 1 {
+		// The activity gives way first: usage, cost and model stay.
+		if room := c.width - lipgloss.Width(right) - 1; room >= 20 {
+			return ansi.Truncate(left, room, "…") + " " + right
+		}
 		return ansi.Truncate(left+" "+right, c.width, "…")
 	}
 	return left + strings.Repeat(" ", gap) + right
