@@ -225,7 +225,7 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 		workdir: o.absWorkdir(), sessionID: newSessionID(), mode: s.perms.Mode, perms: s.perms,
 		unconfined: o.noSandbox,
 	})
-	names := toolNames(o.tools, agentDef.Tools, cfg.Tools)
+	names, wantTask := splitTask(toolNames(o.tools, agentDef.Tools, cfg.Tools))
 	// run_code's programs are approved by the chat's approver, as any
 	// call; capability calls needing approval are refused inside them.
 	tools, system, closeMCP, err := buildTools(ctx, names, o, cfg, stdio, nil)
@@ -247,6 +247,10 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 	}
 	s.system = systemPrompt(o, agentDef, system, ins)
 	s.maxTurns = firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
+	if s.tools, err = addTaskTool(s.tools, wantTask, s.model, s.modelName, s.system, s.maxTurns); err != nil {
+		s.close()
+		return nil, err
+	}
 	s.prices = pricing.Default().With(cfg.Prices)
 	return s, nil
 }

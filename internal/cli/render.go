@@ -211,6 +211,10 @@ func (r *textRenderer) render(c loop.Chunk) {
 		r.prog.clear()
 		r.prog.set(waitingFor(c, r.prog.what), r.clock())
 	}
+	if c.Agent != "" {
+		r.renderSub(c)
+		return
+	}
 	switch c.Type {
 	case loop.ChunkTurnStart:
 		r.attempt.Reset()
@@ -286,6 +290,25 @@ func (r *textRenderer) render(c loop.Chunk) {
 		if res.Err == nil {
 			fmt.Fprintf(r.log, "— %s in %s, %s\n", res.Status, plural(len(res.Turns), "turn"), r.usageLine(res.Usage))
 		}
+	}
+}
+
+// renderSub shows a chunk of a sub-agent (the task tool's): its calls,
+// one line each, indented under the call that runs it and named by the
+// agent; its text, thinking and turns stay folded (its answer is the
+// call's result). The caller holds mu.
+func (r *textRenderer) renderSub(c loop.Chunk) {
+	indent := strings.Repeat("  ", max(1, c.Depth))
+	who := safetext.Escape(c.Agent) + " › "
+	switch c.Type {
+	case loop.ChunkToolCallStart:
+		r.newline()
+		fmt.Fprintf(r.log, "%s↳ %s%s\n", indent, who, callLabel(c.ToolCall))
+	case loop.ChunkToolCallError:
+		r.newline()
+		fmt.Fprintf(r.log, "%s  ✗ %s%s: %s\n", indent, who, callLabel(c.ToolCall), clip(c.Content, 200))
+	case loop.ChunkToolCallPending:
+		fmt.Fprintf(r.log, "%s  … %s%s waits\n", indent, who, safetext.Escape(c.ToolCall.Name))
 	}
 }
 
@@ -411,7 +434,7 @@ func callLabel(c *loop.ToolCallInfo) string {
 	label := safetext.Escape(c.Name)
 	var args map[string]any
 	if json.Unmarshal(c.Arguments, &args) == nil {
-		for _, k := range []string{"path", "command", "url", "pattern", "query", "name", "skill"} {
+		for _, k := range []string{"path", "command", "url", "pattern", "query", "name", "skill", "description", "task"} {
 			if v, ok := args[k].(string); ok && v != "" {
 				return label + " " + clip(v, 60)
 			}

@@ -211,6 +211,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	approver := newTermApprover(stdio, perms)
 	approver.remember = rememberFunc(o.workdir, stdio)
 	names := toolNames(o.tools, agentDef.Tools, cfg.Tools)
+	names, wantTask := splitTask(names)
 	names, browserSet, closeBrowser, err := browserTools(names, &o)
 	if err != nil {
 		return err
@@ -234,6 +235,9 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	system = systemPrompt(&o, agentDef, system, ins)
 
 	maxTurns := firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
+	if tools, err = addTaskTool(tools, wantTask, model, modelName, system, maxTurns); err != nil {
+		return err
+	}
 	hooks := shellHooks(cfg.Hooks, &hookEnv{
 		workdir: o.absWorkdir(), sessionID: newSessionID(), mode: perms.Mode,
 		unconfined: o.noSandbox,

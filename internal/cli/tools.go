@@ -25,8 +25,8 @@ var defaultTools = []string{"read_file", "list_files", "write_file", "edit_file"
 const runCodeName = codemode.DefaultName
 
 // allToolNames are the tools "all" selects: the built-in tools, then
-// run_code.
-func allToolNames() []string { return append(tools.Names(), runCodeName) }
+// run_code and task.
+func allToolNames() []string { return append(tools.Names(), runCodeName, taskToolName) }
 
 // toolNames resolves the tool selection: the flag, else the agent file, else
 // the config, else the defaults.
@@ -92,6 +92,8 @@ func namedTools(names []string, env *toolEnv) (*loop.Toolset, error) {
 		switch n = strings.TrimSpace(n); n {
 		case runCodeName:
 			code = true
+		case taskToolName:
+			return nil, fmt.Errorf("the %s tool runs sub-agents in hrns run and hrns chat; an agent of hrns serve delegates to its subagents instead (docs/serve.md)", taskToolName)
 		case "":
 		default:
 			builtin = append(builtin, n)
@@ -151,9 +153,18 @@ func programsAndCapabilities(programs, caps loop.Approver) loop.Approver {
 // builtinToolset builds every tool hrns offers, confined to workdir, for
 // hrns tools.
 func builtinToolset(workdir string) (*loop.Toolset, error) {
-	return namedTools(allToolNames(), &toolEnv{Dir: workdir, Programs: loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
+	names, _ := splitTask(allToolNames())
+	ts, err := namedTools(names, &toolEnv{Dir: workdir, Programs: loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
 		return loop.Decision{Verdict: loop.Reject}, nil
 	})})
+	if err != nil {
+		return nil, err
+	}
+	// Listed, never called here: a run gives it its model.
+	if err := ts.Add(taskTool(nil, "", ts, "", 0)); err != nil {
+		return nil, err
+	}
+	return ts, nil
 }
 
 // buildTools builds the run's toolset, and the text it adds to the system

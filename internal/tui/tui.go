@@ -157,6 +157,13 @@ type block struct {
 	// running commands: the tail of their output so far
 	live []byte
 
+	// sub-agents: a call of a sub-agent (a task) has the call that runs
+	// it as parent, and is folded into its line; the parent counts them
+	// and names the last.
+	parent    *block
+	children  int
+	lastChild string
+
 	// cache of the rendered lines
 	cacheKey string
 	cache    []string
@@ -635,6 +642,17 @@ func (c *chat) tool(info *loop.ToolCallInfo, agent string) *block {
 	}
 	c.closeText()
 	b := &block{kind: blockTool, id: info.ID, name: info.Name, agent: agent}
+	if agent != "" {
+		// The call of the sub-agent that runs it: the latest running
+		// call of that name.
+		for i := len(c.blocks) - 1; i >= 0; i-- {
+			if p := c.blocks[i]; p.kind == blockTool && p.agent == "" && p.name == agent && p.state == toolRunning {
+				b.parent = p
+				p.children++
+				break
+			}
+		}
+	}
 	c.blocks = append(c.blocks, b)
 	return b
 }
@@ -712,6 +730,9 @@ func (c *chat) onChunk(m chunkMsg) {
 		b.state, b.start = toolRunning, c.now()
 		b.args = ch.ToolCall.Arguments
 		b.cache = nil
+		if b.parent != nil {
+			b.parent.lastChild = safetext.Escape(b.name) + " " + argSummary(b.name, b.args)
+		}
 		c.setAct("running " + safetext.Escape(b.name))
 	case loop.ChunkToolCallResult, loop.ChunkToolCallError:
 		b := c.tool(ch.ToolCall, ch.Agent)
@@ -1253,7 +1274,16 @@ func (c *chat) renderTool(b *block) []string {
 		name = safetext.Escape(b.agent) + " › " + name
 	}
 	head := icon + " " + c.st.tool.Render(name) + " " + argSummary(b.name, b.args)
+	if b.parent != nil && !c.expandTools && b.state != toolAsking {
+		return nil // folded into the line of the call that runs it (Ctrl+O shows it)
+	}
 	var tail []string
+	if b.children > 0 {
+		tail = append(tail, plural(b.children, "call"))
+		if b.state == toolRunning && b.lastChild != "" {
+			tail = append(tail, "now "+b.lastChild)
+		}
+	}
 	switch b.state {
 	case toolDone, toolFailed:
 		tail = append(tail, resultSummary(b.result))
@@ -1270,6 +1300,9 @@ func (c *chat) renderTool(b *block) []string {
 	line := head
 	if len(tail) > 0 {
 		line += c.st.dim.Render(" · " + strings.Join(tail, " · "))
+	}
+	if b.parent != nil {
+		line = "  " + line // under the call that runs it
 	}
 	lines := []string{ansi.Truncate(line, c.width, "…")}
 	if b.state == toolAsking && c.approval != nil {
@@ -1376,7 +1409,7 @@ func argSummary(tool string, args json.RawMessage) string {
 	if json.Unmarshal(args, &a) != nil {
 		return clip(string(args), 60)
 	}
-	for _, k := range []string{"command", "path", "url", "pattern", "query", "name", "skill"} {
+	for _, k := range []string{"command", "path", "url", "pattern", "query", "name", "skill", "description", "task"} {
 		if v, ok := a[k].(string); ok {
 			return clip(v, 80)
 		}
