@@ -24,7 +24,15 @@ The chat takes the flags of hrns run that make sense in it.`
 
 // chatCommand opens the interactive chat (package tui).
 func chatCommand(ctx context.Context, args []string, stdio *IO) error {
+	return chatWith(ctx, args, stdio, nil)
+}
+
+// chatWith is hrns chat with preset setting options no flag sets.
+func chatWith(ctx context.Context, args []string, stdio *IO, preset func(*runOptions)) error {
 	var o runOptions
+	if preset != nil {
+		preset(&o)
+	}
 	var resume, demo bool
 	fs := commandFlags("hrns chat", chatUsage, stdio)
 	o.flags(fs)
@@ -201,7 +209,7 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 	s.client = s.model
 	s.model = diagnose(s.model)
 	if o.replay != "" {
-		s.notices = append(s.notices, "(replay: the model's answers come from "+safetext.Escape(o.replay)+"; the tools run for real)")
+		s.notices = append(s.notices, "(replay: the model's answers come from "+o.replayName()+"; the tools run for real)")
 	}
 	if o.record != "" {
 		rec, err := replay.Create(o.record, s.model, s.modelName)

@@ -25,8 +25,10 @@ func demoCommand(ctx context.Context, args []string, stdio *IO) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	base := []string{"--replay", f.Name(), "--tools", "list_files,read_file", "--no-skills"}
+	// The tour's temporary file is no one's business.
+	label := func(o *runOptions) { o.replayLabel = "the recorded tour built into hrns" }
 	if stdio.interactive() && stdio.outTerminal() {
-		return chatCommand(ctx, append(append(base, args...), "--demo"), stdio)
+		return chatWith(ctx, append(append(base, args...), "--demo"), stdio, label)
 	}
-	return runCommand(ctx, append(append(base, args...), "Tell me about this repository"), stdio)
+	return runWith(ctx, append(append(base, args...), "Tell me about this repository"), stdio, label)
 }

@@ -101,6 +101,9 @@ func TestDemoAnywhere(t *testing.T) {
 	code, stdout, stderr := runIn(t, "", "demo")
 	if code != ExitOK || !strings.Contains(stdout, "This repository is **hrns**") {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	} // The banner names the tour, not the temporary file it is played from.
+	if strings.Contains(stderr, "hrns-tour-") || strings.Contains(stderr, ".jsonl") || !strings.Contains(stderr, "the recorded tour built into hrns") {
+		t.Errorf("the demo's banner: %s", stderr)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -133,6 +134,15 @@ type textRenderer struct {
 	wrote     bool
 	thinking  bool
 
+	// started are the calls started and not yet reported, in call order;
+	// finished holds the results of those that ended before an earlier
+	// one, so that the result lines of parallel calls keep the order of
+	// the calls.
+	started  []string
+	finished map[string]loop.Chunk
+	// lastRetry is the error of the last retry, said once.
+	lastRetry string
+
 	// model and prices price the run's usage on the last line; nil
 	// prices say nothing of cost.
 	model  string
@@ -217,6 +227,7 @@ func (r *textRenderer) render(c loop.Chunk) {
 	}
 	switch c.Type {
 	case loop.ChunkTurnStart:
+		r.flushFinished()
 		r.attempt.Reset()
 		r.streamed = false
 	case loop.ChunkMessage:
@@ -236,6 +247,7 @@ func (r *textRenderer) render(c loop.Chunk) {
 	case loop.ChunkTurnEnd:
 		r.endThinking()
 		r.flushAttempt()
+		r.lastRetry = ""
 	case loop.ChunkRetry:
 		r.endThinking()
 		if r.streamed {
@@ -244,23 +256,18 @@ func (r *textRenderer) render(c loop.Chunk) {
 		}
 		r.attempt.Reset()
 		r.streamed = false
-		fmt.Fprintf(r.log, "retrying in %v (attempt %d failed: %s)\n", c.Retry.Delay.Round(1e6), c.Retry.Attempt, clip(fmt.Sprint(c.Err), 500))
+		msg := fmt.Sprint(c.Err)
+		fmt.Fprintln(r.log, clip(callview.RetryLine(c.Retry.Delay.Round(1e6).String(), c.Retry.Attempt, msg, r.lastRetry), 600))
+		r.lastRetry = msg
 	case loop.ChunkAnswerRejected:
 		r.newline()
 		fmt.Fprintf(r.log, "(the answer above does not match the output schema: %s; the model is asked again)\n", clip(safetext.EscapeText(fmt.Sprint(c.Err)), 500))
 	case loop.ChunkToolCallStart:
 		r.newline()
 		fmt.Fprintf(r.log, "→ %s %s\n", safetext.Escape(c.ToolCall.Name), clip(string(c.ToolCall.Arguments), 200))
-	case loop.ChunkToolCallResult:
-		// The call is named: results of parallel calls come after all
-		// their starts.
-		fmt.Fprintf(r.log, "  ✓ %s: %s\n", callLabel(c.ToolCall), summary(c.Content))
-		if plan, ok := tools.PlanOf(c); ok {
-			writePlan(r.log, plan)
-		}
-	case loop.ChunkToolCallError:
-		r.newline()
-		fmt.Fprintf(r.log, "  ✗ %s: %s\n", callLabel(c.ToolCall), clip(c.Content, 300))
+		r.started = append(r.started, c.ToolCall.ID)
+	case loop.ChunkToolCallResult, loop.ChunkToolCallError:
+		r.finish(c)
 	case loop.ChunkToolCallPending:
 		fmt.Fprintf(r.log, "  … %s waits\n", safetext.Escape(c.ToolCall.Name))
 	case loop.ChunkHook:
@@ -271,6 +278,7 @@ func (r *textRenderer) render(c loop.Chunk) {
 		}
 		fmt.Fprintln(r.log, line)
 	case loop.ChunkEnd:
+		r.flushFinished()
 		r.endThinking()
 		res := c.Result
 		if r.attempt.Len() > 0 {
@@ -291,6 +299,64 @@ func (r *textRenderer) render(c loop.Chunk) {
 			fmt.Fprintf(r.log, "— %s in %s, %s\n", res.Status, plural(len(res.Turns), "turn"), r.usageLine(res.Usage))
 		}
 	}
+}
+
+// finish reports a call's result in call order: at once when no call
+// started before it is still running, else once they are reported. The
+// call is named: results of parallel calls come after all their starts.
+// The caller holds mu.
+func (r *textRenderer) finish(c loop.Chunk) {
+	id := ""
+	if c.ToolCall != nil {
+		id = c.ToolCall.ID
+	}
+	i := slices.Index(r.started, id)
+	if i < 0 || id == "" {
+		r.result(c) // refused before it started
+		return
+	}
+	if i > 0 {
+		if r.finished == nil {
+			r.finished = map[string]loop.Chunk{}
+		}
+		r.finished[id] = c
+		return
+	}
+	r.started = r.started[1:]
+	r.result(c)
+	for len(r.started) > 0 {
+		next, ok := r.finished[r.started[0]]
+		if !ok {
+			return
+		}
+		delete(r.finished, r.started[0])
+		r.started = r.started[1:]
+		r.result(next)
+	}
+}
+
+// result writes a call's result line.
+func (r *textRenderer) result(c loop.Chunk) {
+	if c.Type == loop.ChunkToolCallError {
+		r.newline()
+		fmt.Fprintf(r.log, "  ✗ %s: %s\n", callLabel(c.ToolCall), clip(c.Content, 300))
+		return
+	}
+	fmt.Fprintf(r.log, "  ✓ %s: %s\n", callLabel(c.ToolCall), summary(c.Content))
+	if plan, ok := tools.PlanOf(c); ok {
+		writePlan(r.log, plan)
+	}
+}
+
+// flushFinished reports the results kept back, in call order, when the
+// calls before them will never be reported (the turn or run ended).
+func (r *textRenderer) flushFinished() {
+	for _, id := range r.started {
+		if c, ok := r.finished[id]; ok {
+			r.result(c)
+		}
+	}
+	r.started, r.finished = nil, nil
 }
 
 // renderSub shows a chunk of a sub-agent (the task tool's): its calls,

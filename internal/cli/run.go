@@ -19,6 +19,7 @@ import (
 
 	"github.com/hrns-dev/hrns/anthropic"
 	"github.com/hrns-dev/hrns/gemini"
+	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/replay"
 	"github.com/hrns-dev/hrns/loop"
@@ -29,34 +30,37 @@ import (
 
 // runOptions are the flags of "hrns run".
 type runOptions struct {
-	config     string
-	provider   string
-	model      string
-	baseURL    string
-	workdir    string
-	tools      string
-	system     string
-	agentFile  string
-	maxTurns   int
-	timeout    time.Duration
-	json       bool
-	yes        bool
-	record     string
-	replay     string
-	skills     stringList
-	noSkills   bool
-	mcp        stringList
-	noSandbox  bool
-	noNetwork  bool
-	outSchema  string
-	permMode   string
-	allow      stringList
-	ask        stringList
-	deny       stringList
-	cont       bool
-	resumeID   string // hrns run --resume ID
-	prompt     string
-	stdinBytes int // piped to stdin and added to the prompt
+	config    string
+	provider  string
+	model     string
+	baseURL   string
+	workdir   string
+	tools     string
+	system    string
+	agentFile string
+	maxTurns  int
+	timeout   time.Duration
+	json      bool
+	yes       bool
+	record    string
+	replay    string
+	// replayLabel, when set, names the replay for people instead of its
+	// path (hrns demo's tour, in a temporary file).
+	replayLabel string
+	skills      stringList
+	noSkills    bool
+	mcp         stringList
+	noSandbox   bool
+	noNetwork   bool
+	outSchema   string
+	permMode    string
+	allow       stringList
+	ask         stringList
+	deny        stringList
+	cont        bool
+	resumeID    string // hrns run --resume ID
+	prompt      string
+	stdinBytes  int // piped to stdin and added to the prompt
 	// browser flags (internal/cli/browser.go)
 	browser      bool
 	browserAllow string
@@ -129,8 +133,24 @@ func (o *runOptions) Validate() error {
 	return nil
 }
 
+// replayName names the replayed responses for people.
+func (o *runOptions) replayName() string {
+	if o.replayLabel != "" {
+		return o.replayLabel
+	}
+	return safetext.Escape(o.replay)
+}
+
 func runCommand(ctx context.Context, args []string, stdio *IO) error {
+	return runWith(ctx, args, stdio, nil)
+}
+
+// runWith is hrns run with preset setting options no flag sets.
+func runWith(ctx context.Context, args []string, stdio *IO, preset func(*runOptions)) error {
 	var o runOptions
+	if preset != nil {
+		preset(&o)
+	}
 	fs := flag.NewFlagSet("hrns run", flag.ContinueOnError)
 	fs.SetOutput(stdio.Err)
 	o.flags(fs)
@@ -197,7 +217,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	defer tel.close(ctx, stdio.Err)
 	model = diagnose(model) // after providerName, which reads the provider's type
 	if o.replay != "" && !o.json {
-		fmt.Fprintf(stdio.Err, "(replay: the model's answers come from %s; the tools run for real)\n", o.replay)
+		fmt.Fprintf(stdio.Err, "(replay: the model's answers come from %s; the tools run for real)\n", o.replayName())
 	}
 	if o.record != "" {
 		rec, err := replay.Create(o.record, model, modelName)

@@ -217,8 +217,10 @@ type chat struct {
 	ctrlC   bool
 	ticking bool
 
-	approval *pendingApproval
-	reason   bool // the input holds the reason of a refusal
+	approval    *pendingApproval
+	reason      bool   // the input holds the reason of a refusal
+	interrupted bool   // the person interrupted the run, and the chat said so
+	lastRetry   string // the error of the last retry, said once
 
 	perms     *loop.Permissions // the policy of every run; Shift+Tab changes its mode
 	bypassOK  bool              // the chat started in bypassPermissions, which Shift+Tab may come back to
@@ -243,6 +245,9 @@ type pendingApproval struct {
 	block  *block
 	hidden int
 }
+
+// placeholder is the input's hint when it is empty.
+const placeholder = "Ask, or /help. Enter sends, Alt+Enter or Ctrl+J adds a line."
 
 // previewLines and headLines keep the view-before-allow rule of hrns run:
 // a preview longer than previewLines shows its first headLines, and the
@@ -284,7 +289,7 @@ func newChat(ctx context.Context, cfg *Config) *chat {
 		}
 		return "  "
 	})
-	ta.Placeholder = "Ask, or /help. Enter sends, Alt+Enter or Ctrl+J adds a line."
+	ta.Placeholder = placeholder
 	ta.SetHeight(3)
 	ta.KeyMap.InsertNewline.SetKeys("ctrl+j", "alt+enter", "shift+enter")
 	s := ta.Styles()
@@ -424,9 +429,7 @@ func (c *chat) onKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		c.ctrlC = true
 		if c.busy {
-			c.refuseApproval(loop.Decision{Verdict: loop.Cancel, Reason: "the user interrupted the turn"})
-			c.cancelRun()
-			c.notice("Interrupted. Press Ctrl-C again to exit.")
+			c.interrupt("turn interrupted: press Ctrl-C again to exit")
 		} else {
 			c.input.Reset()
 			c.notice("Press Ctrl-C again to exit (or type /exit).")
@@ -445,9 +448,7 @@ func (c *chat) onKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	switch key {
 	case "esc":
 		if c.busy {
-			c.refuseApproval(loop.Decision{Verdict: loop.Cancel, Reason: "the user interrupted the turn"})
-			c.cancelRun()
-			c.notice("Interrupted.")
+			c.interrupt("turn interrupted")
 		}
 		return c, nil
 	case "pgup":
@@ -540,6 +541,8 @@ func (c *chat) submit(text string) tea.Cmd {
 // startRun runs the agent on the conversation.
 func (c *chat) startRun() tea.Cmd {
 	c.runID++
+	c.interrupted = false
+	c.lastRetry = ""
 	id := c.runID
 	ctx, cancel := context.WithCancel(c.life)
 	c.stopRun = cancel
@@ -697,7 +700,9 @@ func (c *chat) onChunk(m chunkMsg) {
 		}
 		// The attempt's text is void: the next one starts again.
 		c.blocks = c.blocks[:c.attempt]
-		c.errorNotice(fmt.Sprintf("retrying in %v (attempt %d failed: %v)", ch.Retry.Delay.Round(time.Millisecond), ch.Retry.Attempt, ch.Err))
+		msg := fmt.Sprint(ch.Err)
+		c.errorNotice(callview.RetryLine(ch.Retry.Delay.Round(time.Millisecond).String(), ch.Retry.Attempt, msg, c.lastRetry))
+		c.lastRetry = msg
 		c.attempt = len(c.blocks)
 	case loop.ChunkTurnEnd:
 		c.closeText()
@@ -736,11 +741,21 @@ func (c *chat) onChunk(m chunkMsg) {
 		c.setAct("running " + safetext.Escape(b.name))
 	case loop.ChunkToolCallResult, loop.ChunkToolCallError:
 		b := c.tool(ch.ToolCall, ch.Agent)
+		if b.state == toolAsking {
+			// Refused: its line goes after the approval, and says so.
+			if i := slices.Index(c.blocks, b); i >= 0 {
+				c.blocks = append(slices.Delete(c.blocks, i, i+1), b)
+			}
+		}
 		b.state = toolDone
 		if ch.Type == loop.ChunkToolCallError {
 			b.state = toolFailed
 		}
 		b.result = ch.Content
+		if ch.Type == loop.ChunkToolCallError && c.interrupted && b.state == toolFailed {
+			// The interruption is said once, by the chat's line.
+			b.result = "stopped"
+		}
 		if ch.ToolCall != nil {
 			b.dur = ch.ToolCall.Duration
 			if len(b.args) == 0 {
@@ -758,7 +773,9 @@ func (c *chat) onChunk(m chunkMsg) {
 			return
 		}
 		if errors.Is(ch.Err, context.Canceled) || errors.Is(ch.Err, loop.ErrCancelled) {
-			c.errorNotice("turn interrupted")
+			if !c.interrupted {
+				c.errorNotice("turn interrupted")
+			}
 		} else {
 			c.errorNotice(fmt.Sprint(ch.Err))
 		}
@@ -967,10 +984,28 @@ func (c *chat) decide(d loop.Decision, what string) {
 		return
 	}
 	c.approval, c.reason = nil, false
-	c.input.Placeholder = "Ask, or /help. Enter sends, Alt+Enter or Ctrl+J adds a line."
+	c.input.Placeholder = placeholder
 	a.msg.reply <- d
-	c.notice("  → " + what)
+	if d.Verdict != loop.Reject {
+		// A refusal is said once, by the call's line after the
+		// approval (the reason the model reads).
+		c.notice("  → " + what)
+	}
 	c.setAct("waiting for the tool")
+}
+
+// interrupt stops the run on the person's word (Esc, Ctrl-C), cancelling
+// the approval it waits for, if any, and says so in one line: the run's
+// cancellation error is not shown again.
+func (c *chat) interrupt(line string) {
+	if a := c.approval; a != nil {
+		c.approval, c.reason = nil, false
+		c.input.Placeholder = placeholder
+		a.msg.reply <- loop.Decision{Verdict: loop.Cancel, Reason: "the user interrupted the turn"}
+	}
+	c.cancelRun()
+	c.errorNotice(line)
+	c.interrupted = true
 }
 
 // refuseApproval answers a waiting approval, if any, with d.
@@ -1285,7 +1320,14 @@ func (c *chat) renderTool(b *block) []string {
 		}
 	}
 	switch b.state {
-	case toolDone, toolFailed:
+	case toolFailed:
+		// The error itself, its first line: it says why.
+		first, _, _ := strings.Cut(strings.TrimSpace(b.result), "\n")
+		tail = append(tail, clip(first, 160))
+		if b.dur >= time.Second {
+			tail = append(tail, b.dur.Round(100*time.Millisecond).String())
+		}
+	case toolDone:
 		tail = append(tail, resultSummary(b.result))
 		if b.dur >= time.Second {
 			tail = append(tail, b.dur.Round(100*time.Millisecond).String())
