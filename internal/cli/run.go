@@ -447,7 +447,10 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 		}
 		return p, firstString(o.model, p.Model), nil
 	}
-	name := firstString(o.provider, a.Provider, getenv("HRNS_PROVIDER"), cfg.Provider, "openai")
+	name := firstString(o.provider, a.Provider, getenv("HRNS_PROVIDER"), cfg.Provider)
+	if name == "" {
+		name = keyedProvider(cfg, getenv)
+	}
 	p, named := cfg.Providers[name]
 	if !named {
 		switch name {
@@ -482,9 +485,17 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 	for k, v := range p.Headers {
 		headers.Set(k, v)
 	}
+	if model == "" && key != "" && baseURL == "" && (builtin || !named) {
+		// The provider's own endpoint, with a key: its default model.
+		model = defaultModels[kind]
+	}
 	if model == "" {
-		return nil, "", usagef("no model configured: pass --model NAME, set %s_MODEL, or set model in ~/.config/hrns/config.toml.\n"+
-			"Without a key, try the offline demo: hrns demo", prefix)
+		if key == "" && baseURL == "" && !named {
+			return nil, "", usagef("no model configured and no key: set OPENAI_API_KEY (hrns then uses %s), ANTHROPIC_API_KEY (%s) or GEMINI_API_KEY (%s); "+
+				"for another server, pass --base-url URL and --model NAME.\nWithout a key, try the offline demo: hrns demo",
+				defaultModels["openai"], defaultModels["anthropic"], defaultModels["gemini"])
+		}
+		return nil, "", usagef("no model configured: pass --model NAME, set %s_MODEL, or set model in ~/.config/hrns/config.toml", prefix)
 	}
 	switch kind {
 	case "anthropic":
@@ -508,6 +519,33 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 		}
 		return &openai.Client{BaseURL: baseURL, APIKey: key, Model: model, Headers: headers, HTTPClient: providerHTTP()}, model, nil
 	}
+}
+
+// defaultModels are the models used on a provider's own endpoint when a
+// key is set and no model is named (docs/cli.md, "Choosing a model"):
+// current models good at tool use (OpenAI's and Anthropic's priced in
+// the built-in table).
+var defaultModels = map[string]string{
+	"openai":           "gpt-4.1",
+	"openai-responses": "gpt-4.1",
+	"anthropic":        "claude-sonnet-4-5",
+	"gemini":           "gemini-2.5-flash",
+}
+
+// keyedProvider is the provider when none is named: openai, unless the
+// config sets up none and only Anthropic's or Gemini's key (or base URL)
+// is in the environment.
+func keyedProvider(cfg *Config, getenv func(string) string) string {
+	if len(cfg.Providers) > 0 || cfg.Model != "" || getenv("OPENAI_API_KEY") != "" || getenv("OPENAI_BASE_URL") != "" {
+		return "openai"
+	}
+	switch {
+	case getenv("ANTHROPIC_API_KEY") != "" || getenv("ANTHROPIC_BASE_URL") != "":
+		return "anthropic"
+	case getenv("GEMINI_API_KEY") != "" || getenv("GOOGLE_API_KEY") != "" || getenv("GEMINI_BASE_URL") != "":
+		return "gemini"
+	}
+	return "openai"
 }
 
 func (c *Config) where() string {
