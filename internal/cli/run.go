@@ -64,6 +64,7 @@ type runOptions struct {
 	// browser flags (internal/cli/browser.go)
 	browser      bool
 	browserAllow string
+	webAllow     string // web_fetch's allow-list
 	// trustProject uses what the project's config enables beyond the
 	// user's tools without asking (projecttrust.go).
 	trustProject bool
@@ -100,6 +101,7 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.noNetwork, "deny-network", false, "deny network access to commands run by run_command")
 	fs.BoolVar(&o.browser, "browser", false, "give the model a headless Chromium (the browser_* tools; see docs/browser.md)")
 	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
+	fs.StringVar(&o.webAllow, "web-allow", "", "addresses web_fetch may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port (127.0.0.1:8080); never a cloud metadata address")
 	fs.StringVar(&o.outSchema, "output-schema", "", "a JSON Schema file: the final answer must be JSON matching it; stdout gets only that JSON (progress goes to stderr), and the run fails if the answer never matches")
 	fs.BoolVar(&o.trustProject, "trust-project", false, "use the tools the project's .hrns/config.toml enables beyond yours (web_fetch, run_code...) without being asked; by default a terminal asks once per project and file content, and a run without one refuses")
 	fs.BoolVar(&o.cont, "continue", false, "continue the last conversation of this directory (a chat's or a run's)")

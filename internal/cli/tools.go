@@ -76,6 +76,8 @@ type toolEnv struct {
 	// More are capabilities granted to run_code besides the built-in
 	// tools named (skills, MCP tools); nil adds none.
 	More *loop.Toolset
+	// Web are web_fetch's options; nil means the defaults.
+	Web *tools.WebOptions
 }
 
 // namedTools builds the tools names selects, in that order: the built-in
@@ -99,7 +101,7 @@ func namedTools(names []string, env *toolEnv) (*loop.Toolset, error) {
 			builtin = append(builtin, n)
 		}
 	}
-	ts, err := tools.ByName(builtin, &tools.Config{Dir: env.Dir, Shell: env.Shell})
+	ts, err := tools.ByName(builtin, &tools.Config{Dir: env.Dir, Shell: env.Shell, Web: env.Web})
 	if err != nil {
 		if strings.Contains(err.Error(), "unknown tool") {
 			return nil, fmt.Errorf("%v, %s", err, runCodeName)
@@ -185,7 +187,13 @@ func buildTools(ctx context.Context, names []string, o *runOptions, cfg *Config,
 		closeMCP()
 		return nil, "", nil, usagef("%v (name the MCP server, or set its prefix, so that its tools do not clash)", err)
 	}
+	web, err := webFetchOptions(o.webAllow)
+	if err != nil {
+		closeMCP()
+		return nil, "", nil, err
+	}
 	ts, err := namedTools(names, &toolEnv{
+		Web:             web,
 		Dir:             o.workdir,
 		Shell:           shellOptions(o),
 		Programs:        approver,
