@@ -74,6 +74,8 @@ type menu struct {
 	// token is the "@" token being completed: its line, and its start
 	// and end columns (runes) in that line.
 	line, from, to int
+	// waiting: the workdir's paths are being walked.
+	waiting bool
 }
 
 // modes returns the permission modes Shift+Tab cycles through, in order:
@@ -164,10 +166,8 @@ func (c *chat) refreshCompletion() {
 	for _, p := range tools.MatchPaths(paths, tok, 50) {
 		items = append(items, menuItem{label: "@" + safetext.Escape(p), value: p})
 	}
-	if len(items) == 0 {
-		items = []menuItem{} // the menu says nothing matches
-	}
 	c.setMenu(menuPaths, items)
+	c.menu.waiting = paths == nil
 	c.menu.line, c.menu.from, c.menu.to = line, from, to
 }
 
@@ -210,15 +210,37 @@ func (c *chat) atToken() (line, from, to int, tok string, ok bool) {
 
 func isBlank(r rune) bool { return r == ' ' || r == '\t' }
 
-// workdirPaths returns the paths of the workdir, walked once per turn.
+// pathsMsg carries the workdir's paths, walked off the UI's goroutine.
+type pathsMsg struct {
+	walk  int
+	paths []string
+}
+
+// workdirPaths returns the paths of the workdir, walked once per turn; nil
+// while the walk goes on (a pathsMsg ends it).
 func (c *chat) workdirPaths() []string {
-	if c.paths == nil && c.cfg.Workdir != "" {
-		ctx, cancel := context.WithTimeout(c.life, 2*time.Second)
-		defer cancel()
-		ps, _, _ := tools.ListPaths(ctx, c.cfg.Workdir, maxPathWalk)
-		c.paths = append([]string{}, ps...)
+	if c.paths == nil && !c.walking && c.cfg.Workdir != "" {
+		c.walking = true
+		c.walk++
+		walk, dir := c.walk, c.cfg.Workdir
+		go func() {
+			ctx, cancel := context.WithTimeout(c.life, 10*time.Second)
+			defer cancel()
+			ps, _, _ := tools.ListPaths(ctx, dir, maxPathWalk)
+			c.send(c.life, pathsMsg{walk: walk, paths: append([]string{}, ps...)})
+		}()
 	}
 	return c.paths
+}
+
+// onPaths takes the walked paths and shows the completion they give.
+func (c *chat) onPaths(m pathsMsg) {
+	if m.walk != c.walk {
+		return // a walk from before the last turn
+	}
+	c.walking = false
+	c.paths = m.paths
+	c.refreshCompletion()
 }
 
 // completePath puts the chosen path in place of the "@" token. A
@@ -357,8 +379,10 @@ func (c *chat) menuLines() []string {
 		out = append(out, c.st.accent.Render(ansi.Truncate(t, c.width, "…")))
 	}
 	if len(m.items) == 0 {
-		switch m.kind {
-		case menuPaths:
+		switch {
+		case m.kind == menuPaths && m.waiting:
+			out = append(out, c.st.dim.Render("  (listing the working directory…)"))
+		case m.kind == menuPaths:
 			out = append(out, c.st.dim.Render("  no path of the working directory matches"))
 		default:
 			out = append(out, c.st.dim.Render("  nothing matches"))

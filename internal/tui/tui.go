@@ -227,6 +227,8 @@ type chat struct {
 	menu      *menu             // the "/" menu, "@" completion or a picker, shown above the input
 	dismissed string            // the input when Esc closed its menu: not shown again until it changes
 	paths     []string          // the workdir's paths for "@", walked once per turn
+	walking   bool              // the walk of paths goes on
+	walk      int               // the number of the latest walk
 
 	expandTools  bool
 	showThinking bool
@@ -386,6 +388,9 @@ func (c *chat) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return c, c.wait()
 	case modelsMsg:
 		c.pickModel(msg.models, msg.err)
+		return c, c.wait()
+	case pathsMsg:
+		c.onPaths(msg)
 		return c, c.wait()
 	case tea.PasteMsg:
 		if c.menu != nil && c.menu.kind == menuPick {
@@ -824,7 +829,8 @@ func (c *chat) endRun(res *loop.Result) {
 	c.busy = false
 	c.stopRun = nil
 	c.act = ""
-	c.paths = nil // the turn may have made files: walk again
+	c.paths, c.walking = nil, false // the turn may have made files: walk again
+	c.walk++                        // and a walk going on is stale
 	c.refuseApproval(loop.Decision{Verdict: loop.Cancel})
 	if res == nil {
 		return

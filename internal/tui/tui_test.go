@@ -283,3 +283,44 @@ var _ loop.Approver = (*approver)(nil)
 
 func llmReplyCall(name, args string) llmtest.Reply { return llmtest.Call("c1", name, args) }
 func llmReplyText(s string) llmtest.Reply          { return llmtest.Text(s) }
+
+// TestAtCompletion: "@" lists the workdir's paths (walked off the UI's
+// goroutine, .gitignore honoured) matching what follows it, and Tab puts
+// the chosen one in place of the token, the cursor after it.
+func TestAtCompletion(t *testing.T) {
+	h := newHarness(t)
+	for name, body := range map[string]string{".gitignore": "gen/\n", "cmd/main.go": "x", "gen/main.go": "x", "README.md": "x"} {
+		p := filepath.Join(h.dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(body), 0o644)
+	}
+	for _, r := range "see @mai" {
+		h.c.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	guard := time.NewTimer(30 * time.Second) // a hang, not a speed check
+	defer guard.Stop()
+	for h.c.menu == nil || len(h.c.menu.items) == 0 {
+		select {
+		case e := <-h.c.events:
+			h.c.Update(e)
+		case <-guard.C:
+			t.Fatalf("no completion:\n%s", h.screen())
+		}
+	}
+	if s := h.screen(); !strings.Contains(s, "@cmd/main.go") || strings.Contains(s, "gen/main.go") {
+		t.Errorf("the completion menu:\n%s", s)
+	}
+	h.key(tea.KeyPressMsg{Code: tea.KeyTab})
+	if got := h.c.input.Value(); got != "see @cmd/main.go " {
+		t.Errorf("after Tab the input is %q", got)
+	}
+	if h.c.menu != nil {
+		t.Error("the menu stays open after the completion")
+	}
+	for _, r := range "please" {
+		h.c.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	if got := h.c.input.Value(); got != "see @cmd/main.go please" {
+		t.Errorf("typing after the completion gives %q", got)
+	}
+}
