@@ -105,6 +105,10 @@ func (c *chat) setMode(arg string) {
 		return
 	}
 	m, err := loop.ParsePermissionMode(arg)
+	if err == nil && m == loop.ModeBypass && !c.bypassOK {
+		c.notice("bypassPermissions is offered only to a chat started in it (hrns chat --yes, or --permission-mode bypassPermissions)")
+		return
+	}
 	if err != nil || !slices.Contains(c.modes(), m) {
 		c.notice("unknown mode " + safetext.Escape(arg) + ": use one of " + joinModes(c.modes()))
 		return

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -322,5 +323,46 @@ func TestAtCompletion(t *testing.T) {
 	}
 	if got := h.c.input.Value(); got != "see @cmd/main.go please" {
 		t.Errorf("typing after the completion gives %q", got)
+	}
+}
+
+// TestModeCycle: Shift+Tab cycles default, acceptEdits and plan, and
+// bypassPermissions only in a chat started in it; /mode sets one.
+func TestModeCycle(t *testing.T) {
+	h := newHarness(t)
+	shiftTab := tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}
+	var seen []loop.PermissionMode
+	for range 4 {
+		h.key(shiftTab)
+		seen = append(seen, h.c.perms.CurrentMode())
+	}
+	want := []loop.PermissionMode{loop.ModeAcceptEdits, loop.ModePlan, loop.ModeDefault, loop.ModeAcceptEdits}
+	if !slices.Equal(seen, want) {
+		t.Errorf("Shift+Tab gives %v, want %v", seen, want)
+	}
+	if s := h.screen(); !strings.Contains(s, "⏵ acceptEdits") {
+		t.Errorf("the status line does not show the mode:\n%s", s)
+	}
+	h.typeText("/mode bypassPermissions")
+	if h.c.perms.CurrentMode() != loop.ModeAcceptEdits || !strings.Contains(h.screen(), "offered only to a chat started in it") {
+		t.Errorf("/mode bypassPermissions in a default chat: %s\n%s", h.c.perms.CurrentMode(), h.screen())
+	}
+	h.typeText("/mode plan")
+	if h.c.perms.CurrentMode() != loop.ModePlan {
+		t.Errorf("/mode plan: %s", h.c.perms.CurrentMode())
+	}
+
+	b := newHarness(t)
+	b.c.perms.SetMode(loop.ModeBypass)
+	b.c.bypassOK = true
+	b.key(shiftTab)
+	if got := b.c.perms.CurrentMode(); got != loop.ModeDefault {
+		t.Errorf("after bypassPermissions: %s", got)
+	}
+	for range 3 {
+		b.key(shiftTab)
+	}
+	if got := b.c.perms.CurrentMode(); got != loop.ModeBypass {
+		t.Errorf("a chat started in bypassPermissions cycles back to it: %s", got)
 	}
 }
