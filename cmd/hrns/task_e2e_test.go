@@ -103,3 +103,35 @@ func TestTaskSubagentInChat(t *testing.T) {
 	s.await("  ✓ task › read_file hello.txt")
 	checkSubagentRequests(t, srv, "use a sub-agent")
 }
+
+// TestTaskSubagentApprovalInChat: a sub-agent's call that needs approval
+// is asked of the same person, saying whose call it is; once allowed it
+// runs, and the sub-agent's line stays folded.
+func TestTaskSubagentApprovalInChat(t *testing.T) {
+	srv := openaitest.NewServer(
+		openaitest.Reply{ToolCalls: []llm.ToolCall{call("t1", "task",
+			`{"description":"write the note","task":"Write note.txt saying hi.","tools":["write_file"]}`)}},
+		openaitest.Reply{ToolCalls: []llm.ToolCall{call("c1", "write_file", `{"path":"note.txt","content":"hi\n"}`)}},
+		openaitest.Reply{Text: "Wrote note.txt."},
+		openaitest.Reply{Text: "The note is written."},
+	)
+	defer srv.Close()
+	dir := t.TempDir()
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TERM=xterm-256color",
+		"OPENAI_BASE_URL=" + srv.URL(), "OPENAI_API_KEY=sk-test", "OPENAI_MODEL=test-model"}
+	s := startTmux(t, dir, env, "chat", "--tools", "write_file,task")
+	s.await("Ask, or /help")
+	s.send("write a note with a sub-agent", "Enter")
+	scr := s.await("Allow write_file?")
+	if !strings.Contains(scr, "the sub-agent task: write_file wants to create note.txt") {
+		t.Errorf("the approval does not say it is the sub-agent's call:\n%s", scr)
+	}
+	s.send("y")
+	scr = s.await("The note is written.")
+	if !strings.Contains(scr, "✓ task write the note · 1 call") {
+		t.Errorf("no folded task line:\n%s", scr)
+	}
+	if got, err := os.ReadFile(dir + "/note.txt"); err != nil || string(got) != "hi\n" {
+		t.Errorf("note.txt = %q, %v", got, err)
+	}
+}

@@ -900,7 +900,17 @@ func (c *chat) ask(m approvalMsg) {
 	} else {
 		b.lines = p.lines
 	}
-	b.text.WriteString(p.title)
+	title := p.title
+	for i := len(c.blocks) - 1; i >= 0; i-- {
+		// A sub-agent's call says whose it is.
+		if tb := c.blocks[i]; tb.kind == blockTool && tb.id == m.req.Call.ID && tb.state == toolAsking {
+			if tb.agent != "" {
+				title = "the sub-agent " + safetext.Escape(tb.agent) + ": " + title
+			}
+			break
+		}
+	}
+	b.text.WriteString(title)
 	if p.escaped > 0 {
 		b.lines = append([]string{c.st.warn.Render(fmt.Sprintf("⚠ %d characters that are invisible or that a terminal would interpret are shown escaped", p.escaped))}, b.lines...)
 	}
