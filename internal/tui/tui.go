@@ -901,14 +901,9 @@ func (c *chat) ask(m approvalMsg) {
 		b.lines = p.lines
 	}
 	title := p.title
-	for i := len(c.blocks) - 1; i >= 0; i-- {
+	if m.agent != "" {
 		// A sub-agent's call says whose it is.
-		if tb := c.blocks[i]; tb.kind == blockTool && tb.id == m.req.Call.ID && tb.state == toolAsking {
-			if tb.agent != "" {
-				title = "the sub-agent " + safetext.Escape(tb.agent) + ": " + title
-			}
-			break
-		}
+		title = "the sub-agent " + safetext.Escape(m.agent) + ": " + title
 	}
 	b.text.WriteString(title)
 	if p.escaped > 0 {
