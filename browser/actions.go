@@ -281,7 +281,7 @@ func (t *tab) back(ctx context.Context) error {
 	}
 	prev := h.Entries[h.CurrentIndex-1]
 	if err := t.b.pol.checkURL(ctx, prev.URL); err != nil && prev.URL != "about:blank" {
-		return fmt.Errorf("refused to go back to %s: %s", quote(prev.URL, 200), reasonText(err))
+		return fmt.Errorf("refused to go back to %s: %s%s", quote(prev.URL, 200), reasonText(err), t.b.hint(err))
 	}
 	return t.settleAfter(ctx, func(ctx context.Context) error {
 		_, err := cdp.Call(ctx, t.target(), page.NavigateToHistoryEntry, page.NavigateToHistoryEntryParams{EntryID: prev.ID})

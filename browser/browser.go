@@ -51,6 +51,10 @@ type Options struct {
 	// Allow, when set, lets single addresses through the policy: an
 	// operator's allow-list, or the httptest servers of tests.
 	Allow func(netip.AddrPort) bool
+	// RefusalHint, when set, ends the note of requests the policy
+	// refused: the way out for the person who runs the browser (the CLI
+	// names --browser-allow).
+	RefusalHint string
 
 	// ActionTimeout bounds each tool call's browser work (navigation
 	// included). 0 means 30 seconds.

@@ -26,7 +26,7 @@ func TestTools(t *testing.T) {
 	needChromium(t)
 	t.Parallel()
 	s := newSite(t)
-	b := browser.New(&browser.Options{Allow: allowOnly(s.Server), MaxSnapshotBytes: 16 << 10, MaxTabs: 3})
+	b := browser.New(&browser.Options{Allow: allowOnly(s.Server), MaxSnapshotBytes: 16 << 10, MaxTabs: 3, RefusalHint: "start it with --browser-allow"})
 	t.Cleanup(func() { b.Close() })
 	ts := b.Tools()
 
@@ -203,7 +203,7 @@ func TestTools(t *testing.T) {
 		s.other = other.URL
 
 		out := call(t, ts, "browser_navigate", map[string]any{"url": s.URL + "/leak"})
-		mustContain(t, out, "The address policy refused", other.URL+"/img.png", other.URL+"/api", "a loopback address")
+		mustContain(t, out, "The address policy refused", other.URL+"/img.png", other.URL+"/api", "a loopback address", "(start it with --browser-allow)")
 		out = call(t, ts, "browser_wait_for", map[string]any{"text": "fetch failed"})
 		mustContain(t, out, "fetch failed")
 
@@ -212,7 +212,7 @@ func TestTools(t *testing.T) {
 			t.Fatalf("a redirect to a refused address: %v", err)
 		}
 		_, err = invoke(ts, "browser_navigate", map[string]any{"url": other.URL + "/direct"})
-		if err == nil || !strings.Contains(err.Error(), "refused to open") {
+		if err == nil || !strings.Contains(err.Error(), "refused to open") || !strings.Contains(err.Error(), "(start it with --browser-allow)") {
 			t.Fatalf("opening a refused address: %v", err)
 		}
 		for _, u := range []string{"http://0x7f000001/", "http://169.254.169.254/latest/meta-data/", "http://[::ffff:127.0.0.1]:1/"} {

@@ -129,6 +129,15 @@ func (t *tab) judge(ev *fetch.EventRequestPaused) {
 	cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
 }
 
+// hint is the way out of a refusal by the policy (Options.RefusalHint),
+// to end its message with; "" for other errors or when there is none.
+func (b *Browser) hint(err error) string {
+	if _, ok := errors.AsType[*netpolicy.BlockedError](err); !ok || b.o.RefusalHint == "" {
+		return ""
+	}
+	return " (" + b.o.RefusalHint + ")"
+}
+
 func reasonText(err error) string {
 	if be, ok := errors.AsType[*netpolicy.BlockedError](err); ok {
 		return fmt.Sprintf("%v is %s", be.Addr, be.Reason)
@@ -167,7 +176,7 @@ func (t *tab) navigate(ctx context.Context, u string) error {
 	if u == "about:blank" {
 		// The empty page: nothing to judge.
 	} else if err := t.b.pol.checkURL(ctx, u); err != nil {
-		return fmt.Errorf("refused to open %s: %s", quote(u, 200), reasonText(err))
+		return fmt.Errorf("refused to open %s: %s%s", quote(u, 200), reasonText(err), t.b.hint(err))
 	}
 	var errText string
 	err := t.settleAfter(ctx, func(ctx context.Context) error {

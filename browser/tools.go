@@ -284,6 +284,9 @@ func (b *Browser) act(ctx context.Context, snap bool, fn func(ctx context.Contex
 		if dropped > 0 {
 			s += fmt.Sprintf("; and %d more", dropped)
 		}
+		if b.o.RefusalHint != "" {
+			s += " (" + b.o.RefusalHint + ")"
+		}
 		notes = append(notes, s+".")
 	}
 	if err != nil {

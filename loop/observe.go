@@ -333,3 +333,12 @@ func observeSafely(log func(string, ...any), hook string, f func()) {
 
 // agentNameKey carries the name of the agent tool a child run runs for.
 type agentNameKey struct{}
+
+// AgentName returns the name of the agent tool whose child run ctx belongs
+// to ("" in a top-level run): an approver or a tool learns from it that
+// the call is a sub-agent's (the chunks of such a call carry it as
+// Chunk.Agent).
+func AgentName(ctx context.Context) string {
+	name, _ := ctx.Value(agentNameKey{}).(string)
+	return name
+}

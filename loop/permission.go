@@ -180,8 +180,9 @@ func ParseRule(s string) (Rule, error) {
 //     with none the call is refused.
 //
 // Mode, Deny and Allow are set before the policy is used; [Permissions.AddAllow]
-// adds allow rules while runs go on (a person's "always" answer). A nil
-// *Permissions is the default mode without rules.
+// adds allow rules while runs go on (a person's "always" answer), and
+// [Permissions.SetMode] changes the mode (a person cycling it in the
+// chat). A nil *Permissions is the default mode without rules.
 type Permissions struct {
 	Mode  PermissionMode
 	Deny  []Rule
@@ -202,12 +203,35 @@ func (p *Permissions) AddAllow(rules ...Rule) {
 	p.added = append(p.added, rules...)
 }
 
+// SetMode changes the mode; it is safe to call while runs use p. The
+// calls decided after it returns follow m.
+func (p *Permissions) SetMode(m PermissionMode) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.Mode = m
+}
+
+// CurrentMode returns the mode in force ([ModeDefault] when none is set);
+// it is safe to call while [Permissions.SetMode] changes it. A nil
+// *Permissions is in the default mode.
+func (p *Permissions) CurrentMode() PermissionMode {
+	if p == nil {
+		return ModeDefault
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.Mode == "" {
+		return ModeDefault
+	}
+	return p.Mode
+}
+
 // Validate checks the mode and every rule.
 func (p *Permissions) Validate() error {
 	if p == nil {
 		return nil
 	}
-	if _, err := ParsePermissionMode(string(p.Mode)); err != nil {
+	if _, err := ParsePermissionMode(string(p.CurrentMode())); err != nil {
 		return err
 	}
 	for _, r := range slices.Concat(p.Deny, p.Allow, p.Ask) {
@@ -271,7 +295,7 @@ func (p *Permissions) check(def *ToolDef, args json.RawMessage, hookAsked bool) 
 		return PermissionDecision{Behavior: Ask, Step: StepApprover}
 	}
 	p.mu.RLock()
-	deny, allow := p.Deny, slices.Concat(p.Allow, p.added)
+	deny, allow, mode := p.Deny, slices.Concat(p.Allow, p.added), p.Mode
 	p.mu.RUnlock()
 	subj := subjectOf(def, args)
 	for _, r := range deny {
@@ -287,7 +311,6 @@ func (p *Permissions) check(def *ToolDef, args json.RawMessage, hookAsked bool) 
 	if hookAsked {
 		return PermissionDecision{Behavior: Ask, Step: StepApprover}
 	}
-	mode := p.Mode
 	if mode == "" {
 		mode = ModeDefault
 	}

@@ -469,3 +469,46 @@ func TestPathGlobBounded(t *testing.T) {
 		t.Errorf("a path the pattern does not match: %+v", d)
 	}
 }
+
+// TestSetModeWhileChecking: the mode changes while calls are decided (a
+// person pressing Shift+Tab in the chat while a run goes on), without a
+// data race, and the calls decided after SetMode follow the new mode.
+func TestSetModeWhileChecking(t *testing.T) {
+	edit := loop.ToolDef{Name: "write_file", RequiresApproval: true, Access: loop.AccessEdit, Subject: loop.Subject{Kind: loop.SubjectPath, Argument: "path"}}
+	args := json.RawMessage(`{"path":"a.txt"}`)
+	p := &loop.Permissions{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			p.Check(&edit, args)
+			p.CurrentMode()
+		}
+	}()
+	for _, m := range []loop.PermissionMode{loop.ModeAcceptEdits, loop.ModePlan, loop.ModeBypass, loop.ModeDefault} {
+		p.SetMode(m)
+	}
+	<-done
+	tests := []struct {
+		mode loop.PermissionMode
+		want loop.Behavior
+	}{
+		{loop.ModeDefault, loop.Ask},
+		{loop.ModeAcceptEdits, loop.Allow},
+		{loop.ModePlan, loop.Deny},
+		{loop.ModeBypass, loop.Allow},
+	}
+	for _, tt := range tests {
+		p.SetMode(tt.mode)
+		if got := p.CurrentMode(); got != tt.mode {
+			t.Errorf("CurrentMode() = %q after SetMode(%q)", got, tt.mode)
+		}
+		if d := p.Check(&edit, args); d.Behavior != tt.want {
+			t.Errorf("in %s: %+v, want %s", tt.mode, d, tt.want)
+		}
+	}
+	var none *loop.Permissions
+	if got := none.CurrentMode(); got != loop.ModeDefault {
+		t.Errorf("nil policy: CurrentMode() = %q", got)
+	}
+}

@@ -227,8 +227,10 @@ func TestAgentToolCancellation(t *testing.T) {
 func TestAgentToolApprovals(t *testing.T) {
 	del, runs := guarded()
 	var asked atomic.Int32
-	approver := loop.ApproverFunc(func(_ context.Context, req *loop.ApprovalRequest) (loop.Decision, error) {
+	var whose atomic.Value
+	approver := loop.ApproverFunc(func(ctx context.Context, req *loop.ApprovalRequest) (loop.Decision, error) {
 		asked.Add(1)
+		whose.Store(loop.AgentName(ctx))
 		return loop.Decision{Verdict: loop.Approve}, nil
 	})
 	child := loop.NewAgent(llmtest.NewModel(llmtest.Call("k1", "delete_file", `{"path":"a"}`), llmtest.Text("deleted")), loop.MustToolset(del), nil)
@@ -240,6 +242,12 @@ func TestAgentToolApprovals(t *testing.T) {
 	}
 	if ar := only(chunks, loop.ChunkApprovalRequest); len(ar) != 1 || ar[0].Agent != "cleaner" {
 		t.Errorf("approval requests %+v", ar)
+	}
+	if got := whose.Load(); got != "cleaner" {
+		t.Errorf("the approver's context names the agent %q, want cleaner", got)
+	}
+	if got := loop.AgentName(t.Context()); got != "" {
+		t.Errorf("a top-level context names the agent %q", got)
 	}
 	// A child with its own approver uses it.
 	del, runs = guarded()

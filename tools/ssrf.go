@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -20,8 +21,12 @@ func checkHost(host string) error {
 }
 
 // blockedError rewords a refusal of the policy for the model.
-func blockedError(be *netpolicy.BlockedError) error {
-	return fmt.Errorf("web_fetch refuses to connect to %v: %s; only public internet addresses are allowed", be.Addr, be.Reason)
+func blockedError(be *netpolicy.BlockedError, hint string) error {
+	msg := fmt.Sprintf("web_fetch refuses to connect to %v: %s; only public internet addresses are allowed", be.Addr, be.Reason)
+	if hint != "" {
+		msg += " (" + hint + ")"
+	}
+	return errors.New(msg)
 }
 
 // newDialer returns the dialer of web_fetch: every connection it makes,

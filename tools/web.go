@@ -42,6 +42,13 @@ type WebOptions struct {
 	// are refused, which keeps a model from reaching services on the
 	// machine or its network. Tests against httptest servers need it.
 	AllowPrivate bool
+	// Allow, when set, lets the addresses it accepts through the policy:
+	// an operator's allow-list (hrns run --web-allow 127.0.0.1:8080; see
+	// netpolicy.ParseAllowList), judged on the address dialled.
+	Allow func(netip.AddrPort) bool
+	// RefusalHint, when set, ends the message of a refused address: the
+	// way out for the person who runs the tool (the CLI names its flag).
+	RefusalHint string
 
 	// exempt, when set, lets single addresses through the default policy
 	// (tests only).
@@ -93,7 +100,12 @@ type web struct {
 }
 
 func newWeb(o WebOptions) *web {
-	dialer := newDialer(o.AllowPrivate, o.exempt)
+	exempt := o.exempt
+	if o.Allow != nil {
+		allow, test := o.Allow, o.exempt
+		exempt = func(ap netip.AddrPort) bool { return allow(ap) || test != nil && test(ap) }
+	}
+	dialer := newDialer(o.AllowPrivate, exempt)
 	dialer.Timeout = o.Timeout
 	transport := &http.Transport{
 		Proxy:                 nil,
@@ -175,12 +187,12 @@ func (w *web) fetch(ctx context.Context, raw string) (*loop.Output, error) {
 	req.Header.Set("Accept", "text/html, text/markdown, text/plain, application/json, application/xhtml+xml, */*;q=0.5")
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return nil, explainFetchError(err)
+		return nil, explainFetchError(err, w.o.RefusalHint)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, w.o.MaxBodyBytes+1))
 	if err != nil && len(body) == 0 {
-		return nil, fmt.Errorf("reading %s: %v", resp.Request.URL, explainFetchError(err))
+		return nil, fmt.Errorf("reading %s: %v", resp.Request.URL, explainFetchError(err, w.o.RefusalHint))
 	}
 	readErr := err
 	bodyCut := int64(len(body)) > w.o.MaxBodyBytes
@@ -263,9 +275,9 @@ func isTextType(mt string) bool {
 
 // explainFetchError unwraps the errors of the HTTP client to what the
 // model needs: a refused address, a timeout, or the cause.
-func explainFetchError(err error) error {
+func explainFetchError(err error, hint string) error {
 	if be, ok := errors.AsType[*netpolicy.BlockedError](err); ok {
-		return blockedError(be)
+		return blockedError(be, hint)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

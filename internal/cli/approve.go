@@ -94,7 +94,12 @@ func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (
 	rule, canAlways := alwaysRule(req.Call.Name, req.Call.Arguments)
 	canAlways = canAlways && a.perms != nil
 	p := describeCall(req.Call.Name, req.Call.Arguments, opts)
-	fmt.Fprintf(w, "\n%s wants to run:\n", name)
+	if ag := loop.AgentName(ctx); ag != "" {
+		// A sub-agent's call (the task tool's): say whose.
+		fmt.Fprintf(w, "\nthe sub-agent %s: %s wants to run:\n", a.inline(ag), name)
+	} else {
+		fmt.Fprintf(w, "\n%s wants to run:\n", name)
+	}
 	if pd := req.Permission; pd != nil && pd.Step == loop.StepHook {
 		// The hook is the operator's, its reason may quote the model.
 		fmt.Fprintf(w, "  (the hook %s asks you: %s)\n", a.inline(clip(pd.Rule, 80)), a.inline(clip(pd.Reason, 300)))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hrns-dev/hrns/browser"
 	"github.com/hrns-dev/hrns/browser/userdata"
+	"github.com/hrns-dev/hrns/internal/netpolicy"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/tools"
@@ -50,7 +51,7 @@ func browserTools(names []string, o *runOptions) ([]string, *loop.Toolset, func(
 	if err != nil {
 		return nil, nil, nil, usagef("--browser-allow: %v", err)
 	}
-	bo := &browser.Options{Allow: allow}
+	bo := &browser.Options{Allow: allow, RefusalHint: browserHint("hrns")}
 	cleanup := func() {}
 	if o.browserProfile != "" {
 		dir, err := copyProfile(o.browserProfile)
@@ -157,7 +158,7 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, lim *userdata.
 		if err != nil {
 			return nil, nil, err
 		}
-		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10}
+		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10, RefusalHint: browserHint("hrns serve")}
 		env.Apply(&o)
 		if p.Session != "" {
 			if !safeName().MatchString(p.Session) {
@@ -229,4 +230,25 @@ func seedProfile(p *session.BrowserProfile, root, dir string, lim *userdata.Limi
 		return fmt.Errorf("browser profile %s: %w", p.ID, err)
 	}
 	return nil
+}
+
+// browserHint is the way out a browser's refusal names: the flag of cmd.
+func browserHint(cmd string) string {
+	return "to let the browser reach such an address, the person running " + cmd +
+		" can start it with --browser-allow ADDRESS, PREFIX or ADDRESS:PORT (127.0.0.1:8080)"
+}
+
+// webFetchOptions are web_fetch's options from --web-allow: the addresses
+// it may reach beyond the public internet (never a cloud metadata
+// address, whatever prefix holds it), and its refusals' way out.
+func webFetchOptions(list string) (*tools.WebOptions, error) {
+	allow, err := netpolicy.ParseAllowList(list)
+	if err != nil {
+		return nil, usagef("--web-allow: %v", err)
+	}
+	o := &tools.WebOptions{RefusalHint: "to let web_fetch reach such an address, the person running hrns can pass --web-allow ADDRESS, PREFIX or ADDRESS:PORT (127.0.0.1:8080)"}
+	if allow != nil {
+		o.Allow = func(ap netip.AddrPort) bool { return allow(ap) && !netpolicy.IsMetadata(ap.Addr()) }
+	}
+	return o, nil
 }

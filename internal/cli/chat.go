@@ -24,7 +24,15 @@ The chat takes the flags of hrns run that make sense in it.`
 
 // chatCommand opens the interactive chat (package tui).
 func chatCommand(ctx context.Context, args []string, stdio *IO) error {
+	return chatWith(ctx, args, stdio, nil)
+}
+
+// chatWith is hrns chat with preset setting options no flag sets.
+func chatWith(ctx context.Context, args []string, stdio *IO, preset func(*runOptions)) error {
 	var o runOptions
+	if preset != nil {
+		preset(&o)
+	}
 	var resume, demo bool
 	fs := commandFlags("hrns chat", chatUsage, stdio)
 	o.flags(fs)
@@ -73,12 +81,14 @@ func chatCommand(ctx context.Context, args []string, stdio *IO) error {
 		},
 		Notices: s.notices,
 		Input:   stdio.In, Output: stdio.Out,
+		ListModels: modelLister(s.client), KnownModels: knownModels(s.client, s.prices),
+		Endpoint: endpointOf(s.client), ModelFixed: o.model != "",
 		WithLiveOutput: func(ctx context.Context, f func(string, []byte)) context.Context {
 			return tools.WithLiveOutput(ctx, f)
 		},
 	}
 	if o.yes {
-		cfg.Allow = allowAll{}
+		cfg.Allow = allowAll{p: s.perms}
 		cfg.Notices = append(cfg.Notices, "(--yes: every call is allowed without asking, but for deny rules and hooks)")
 	} else {
 		cfg.Allow = policyAllower{p: s.perms, remember: rememberFunc(o.workdir, stdio)}
@@ -99,7 +109,7 @@ func chatCommand(ctx context.Context, args []string, stdio *IO) error {
 				return usagef("--resume: %v", err)
 			}
 		case resume:
-			cfg.Notices = append(cfg.Notices, "Type /resume to list the conversations of this directory, /resume ID to continue one.")
+			cfg.PickResume = true
 		}
 	}
 	return tui.Run(ctx, cfg)
@@ -140,16 +150,26 @@ func chatRule(tool, prefix string) loop.Rule {
 	return r
 }
 
-// allowAll is the chat's [tui.Allower] with --yes: every call is allowed.
-type allowAll struct{}
+// allowAll is the chat's [tui.Allower] with --yes: every call is allowed
+// while the mode is bypassPermissions; once Shift+Tab left it, the calls
+// the policy sends to the approver are asked, and "always" answers are
+// its allow rules.
+type allowAll struct{ p *loop.Permissions }
 
-func (allowAll) Allowed(string, json.RawMessage) bool { return true }
-func (allowAll) AlwaysAllow(string, string) error     { return nil }
+func (a allowAll) Allowed(string, json.RawMessage) bool {
+	return a.p.CurrentMode() == loop.ModeBypass
+}
+
+func (a allowAll) AlwaysAllow(tool, prefix string) error {
+	a.p.AddAllow(chatRule(tool, prefix))
+	return nil
+}
 
 // chatSetup is what a chat is made of: the model, the tools and
 // the system prompt, built from the flags, the config and the agent file.
 type chatSetup struct {
 	model     llm.Model
+	client    llm.Model // the provider's client, unwrapped
 	modelName string
 	tools     *loop.Toolset
 	system    string
@@ -190,9 +210,10 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 	if err != nil {
 		return nil, err
 	}
+	s.client = s.model
 	s.model = diagnose(s.model)
 	if o.replay != "" {
-		s.notices = append(s.notices, "(replay: the model's answers come from "+safetext.Escape(o.replay)+"; the tools run for real)")
+		s.notices = append(s.notices, "(replay: the model's answers come from "+o.replayName()+"; the tools run for real)")
 	}
 	if o.record != "" {
 		rec, err := replay.Create(o.record, s.model, s.modelName)
@@ -213,10 +234,10 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 		return nil, err
 	}
 	s.hooks = shellHooks(cfg.Hooks, &hookEnv{
-		workdir: o.absWorkdir(), sessionID: newSessionID(), mode: s.perms.Mode,
+		workdir: o.absWorkdir(), sessionID: newSessionID(), mode: s.perms.Mode, perms: s.perms,
 		unconfined: o.noSandbox,
 	})
-	names := toolNames(o.tools, agentDef.Tools, cfg.Tools)
+	names, wantTask := splitTask(toolNames(o.tools, agentDef.Tools, cfg.Tools))
 	// run_code's programs are approved by the chat's approver, as any
 	// call; capability calls needing approval are refused inside them.
 	tools, system, closeMCP, err := buildTools(ctx, names, o, cfg, stdio, nil)
@@ -238,6 +259,10 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 	}
 	s.system = systemPrompt(o, agentDef, system, ins)
 	s.maxTurns = firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
+	if s.tools, err = addTaskTool(s.tools, wantTask, s.model, s.modelName, s.system, s.maxTurns); err != nil {
+		s.close()
+		return nil, err
+	}
 	s.prices = pricing.Default().With(demoPrices).With(cfg.Prices)
 	s.cfg = cfg
 	return s, nil
@@ -257,26 +282,44 @@ func openConversations(getenv func(string) string) (*tui.Store, error) {
 type runConversation struct {
 	store *tui.Store // nil until the run is saved, unless it continues
 	conv  *tui.Conversation
+	saved bool
+	id    string // of the saved conversation
+}
+
+// savedID returns the ID of the conversation once it is saved, else "".
+func (rc *runConversation) savedID() string {
+	if rc == nil || !rc.saved {
+		return ""
+	}
+	return rc.id
 }
 
 // startConversation prepares the conversation of a run. With --continue
-// it opens the store and returns the earlier messages to send before the
-// prompt; a store that cannot be opened is an error only then. Without,
-// the store is opened when the run is saved, so that a run's first
-// request waits for no database.
+// or --resume it opens the store and returns the earlier messages to send
+// before the prompt; a store that cannot be opened is an error only then.
+// Without, the store is opened when the run is saved, so that a run's
+// first request waits for no database.
 func startConversation(o *runOptions, modelName string, stdio *IO) (*runConversation, []llm.Message, error) {
-	if !o.cont {
+	if !o.cont && o.resumeID == "" {
 		return &runConversation{conv: tui.NewConversation(o.absWorkdir(), modelName)}, nil, nil
+	}
+	flag := "--continue"
+	if o.resumeID != "" {
+		flag = "--resume"
 	}
 	st, err := openConversations(stdio.getenv)
 	if err != nil {
-		return nil, nil, usagef("--continue: %v", err)
+		return nil, nil, usagef("%s: %v", flag, err)
 	}
 	rc := &runConversation{store: st}
-	rc.conv, err = st.Last(o.absWorkdir())
+	if o.resumeID != "" {
+		rc.conv, err = st.Get(o.resumeID)
+	} else {
+		rc.conv, err = st.Last(o.absWorkdir())
+	}
 	if err != nil {
 		st.Close()
-		return nil, nil, usagef("--continue: %v", err)
+		return nil, nil, usagef("%s: %v", flag, err)
 	}
 	return rc, tui.Resumable(rc.conv.Messages), nil
 }
@@ -284,10 +327,11 @@ func startConversation(o *runOptions, modelName string, stdio *IO) (*runConversa
 // finish saves the run's transcript and closes the store. A store that
 // cannot be opened loses the transcript silently, as it always has for a
 // run that does not continue.
-func (rc *runConversation) finish(res *loop.Result, modelName string, stdio *IO) {
-	if rc == nil {
+func (rc *runConversation) finish(res *loop.Result, modelName, endpoint string, stdio *IO) {
+	if rc == nil || rc.conv == nil {
 		return
 	}
+	defer func() { rc.conv = nil }() // once
 	if rc.store == nil {
 		if res == nil || res.Messages == nil {
 			return
@@ -310,8 +354,12 @@ func (rc *runConversation) finish(res *loop.Result, modelName string, stdio *IO)
 	u.Add(res.Usage)
 	rc.conv.Usage[modelName] = u
 	rc.conv.Model = modelName
+	rc.conv.Endpoint = endpoint
 	rc.conv.Updated = time.Now()
 	if err := rc.store.Save(rc.conv); err != nil {
 		fmt.Fprintf(stdio.Err, "hrns: %v\n", err)
+		return
 	}
+	rc.saved = true
+	rc.id = rc.conv.ID
 }

@@ -60,8 +60,8 @@ func TestNamedTools(t *testing.T) {
 	if diff := cmp.Diff(defaultTools, toolNames("", nil, nil)); diff != "" {
 		t.Errorf("defaults (-want +got)\n%s", diff)
 	}
-	if got := toolNames("all", nil, nil); got[len(got)-1] != runCodeName {
-		t.Errorf("all = %v, without run_code", got)
+	if got := toolNames("all", nil, nil); !slices.Contains(got, runCodeName) || got[len(got)-1] != taskToolName {
+		t.Errorf("all = %v, without run_code, then task", got)
 	}
 }
 

@@ -212,7 +212,7 @@ func TestToolSelection(t *testing.T) {
 	if diff := cmp.Diff(defaultTools, toolNames("", nil, nil)); diff != "" {
 		t.Error(diff)
 	}
-	if diff := cmp.Diff(append(tools.Names(), "run_code"), toolNames("all", nil, nil)); diff != "" {
+	if diff := cmp.Diff(append(tools.Names(), "run_code", "task"), toolNames("all", nil, nil)); diff != "" {
 		t.Error(diff)
 	}
 	if got := toolNames("none", nil, nil); len(got) != 0 {

@@ -117,6 +117,7 @@ type hookEnv struct {
 	workdir    string // absolute
 	sessionID  string
 	mode       loop.PermissionMode
+	perms      *loop.Permissions // when set, its mode in force wins over mode (the chat's Shift+Tab changes it)
 	unconfined bool
 	readOnly   []string // more paths every command may read
 }
@@ -221,8 +222,12 @@ func runShellHook(ctx context.Context, in *loop.HookInput, hc HookConfig, env *h
 	if id, ok := session.IDFromContext(ctx); ok {
 		sid = id // hrns serve's
 	}
+	mode := env.mode
+	if env.perms != nil {
+		mode = env.perms.CurrentMode()
+	}
 	req := hookRequest{
-		SessionID: sid, Cwd: env.workdir, PermissionMode: string(env.mode),
+		SessionID: sid, Cwd: env.workdir, PermissionMode: string(mode),
 		HookEventName: claudeEventName(in.Event), HrnsEvent: in.Event,
 		ToolName: in.Tool, ToolInput: in.Arguments, ToolUseID: in.CallID, ToolResponse: in.Result, IsError: in.IsError,
 		Prompt: in.Prompt, Answer: in.Answer, StopHookActive: in.StopHookActive, Trigger: in.Trigger,

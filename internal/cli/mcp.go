@@ -512,10 +512,17 @@ func mcpServe(ctx context.Context, args []string, stdio *IO) error {
 		return &usageError{err.Error()}
 	}
 	names := toolNames(o.tools, nil, cfg.Tools)
+	if n, had := splitTask(names); had {
+		// The client runs its own sub-agents.
+		if !slices.Equal(names, allToolNames()) {
+			fmt.Fprintln(stdio.Err, "hrns mcp serve: task is not served over MCP; the client runs its own sub-agents")
+		}
+		names = n
+	}
 	if i := slices.Index(names, runCodeName); i >= 0 {
 		// The client's model calls the tools itself: there is no
 		// program of its to run here.
-		if !slices.Equal(names, allToolNames()) {
+		if all, _ := splitTask(allToolNames()); !slices.Equal(names, all) {
 			fmt.Fprintln(stdio.Err, "hrns mcp serve: run_code is not served over MCP; the client calls the other tools directly")
 		}
 		names = slices.Delete(slices.Clone(names), i, i+1)

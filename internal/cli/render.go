@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,10 +25,20 @@ type renderer interface {
 }
 
 // jsonRenderer prints one JSON object per chunk, the loop's vocabulary.
+// The end line also carries, like claude -p --output-format json,
+// "session_id" (the saved conversation's ID, for hrns run --resume and
+// hrns chat --resume; absent when it was not saved) and "total_cost_usd"
+// (the run's usage at the price table; null when the model's price is
+// unknown).
 type jsonRenderer struct {
 	w   *bufio.Writer
 	enc *json.Encoder
 	err error
+
+	// sessionID returns the saved conversation's ID, or "".
+	sessionID func() string
+	// cost prices the run's usage; nil or false means unknown.
+	cost func(llm.Usage) (float64, bool)
 }
 
 func newJSONRenderer(w io.Writer) *jsonRenderer {
@@ -47,12 +58,45 @@ func (r *jsonRenderer) chunk(c loop.Chunk) {
 		res := *c.Result
 		res.Messages = nil
 		c.Result = &res
+		r.err = r.end(c)
+		if r.err == nil {
+			r.err = r.w.Flush()
+		}
+		return
 	}
 	r.err = r.enc.Encode(c)
 	if r.err == nil {
 		// Each line is flushed so a reader sees events as they happen.
 		r.err = r.w.Flush()
 	}
+}
+
+// end writes the end line with the conversation's ID and the cost.
+func (r *jsonRenderer) end(c loop.Chunk) error {
+	b, err := json.Marshal(c)
+	if err != nil || len(b) < 2 || b[len(b)-1] != '}' {
+		return r.enc.Encode(c)
+	}
+	extra := struct {
+		SessionID string   `json:"session_id,omitempty"`
+		Cost      *float64 `json:"total_cost_usd"`
+	}{}
+	if r.sessionID != nil {
+		extra.SessionID = r.sessionID()
+	}
+	if r.cost != nil {
+		if v, ok := r.cost(c.Result.Usage); ok {
+			extra.Cost = &v
+		}
+	}
+	e, err := json.Marshal(extra)
+	if err != nil {
+		return err
+	}
+	r.w.Write(b[:len(b)-1])
+	r.w.WriteByte(',')
+	r.w.Write(e[1:])
+	return r.w.WriteByte('\n')
 }
 
 func (r *jsonRenderer) close() error { return r.err }
@@ -89,6 +133,15 @@ type textRenderer struct {
 	atLineEnd bool // out's last byte was a newline (or nothing written)
 	wrote     bool
 	thinking  bool
+
+	// started are the calls started and not yet reported, in call order;
+	// finished holds the results of those that ended before an earlier
+	// one, so that the result lines of parallel calls keep the order of
+	// the calls.
+	started  []string
+	finished map[string]loop.Chunk
+	// lastRetry is the error of the last retry, said once.
+	lastRetry string
 
 	// model and prices price the run's usage on the last line; nil
 	// prices say nothing of cost.
@@ -168,8 +221,13 @@ func (r *textRenderer) render(c loop.Chunk) {
 		r.prog.clear()
 		r.prog.set(waitingFor(c, r.prog.what), r.clock())
 	}
+	if c.Agent != "" {
+		r.renderSub(c)
+		return
+	}
 	switch c.Type {
 	case loop.ChunkTurnStart:
+		r.flushFinished()
 		r.attempt.Reset()
 		r.streamed = false
 	case loop.ChunkMessage:
@@ -189,6 +247,7 @@ func (r *textRenderer) render(c loop.Chunk) {
 	case loop.ChunkTurnEnd:
 		r.endThinking()
 		r.flushAttempt()
+		r.lastRetry = ""
 	case loop.ChunkRetry:
 		r.endThinking()
 		if r.streamed {
@@ -197,7 +256,9 @@ func (r *textRenderer) render(c loop.Chunk) {
 		}
 		r.attempt.Reset()
 		r.streamed = false
-		fmt.Fprintf(r.log, "retrying in %v (attempt %d failed: %s)\n", c.Retry.Delay.Round(1e6), c.Retry.Attempt, clip(fmt.Sprint(c.Err), 500))
+		msg := fmt.Sprint(c.Err)
+		fmt.Fprintln(r.log, clip(callview.RetryLine(c.Retry.Delay.Round(1e6).String(), c.Retry.Attempt, msg, r.lastRetry), 600))
+		r.lastRetry = msg
 	case loop.ChunkCompaction:
 		if c.Compaction != nil && c.Depth == 0 {
 			r.newline()
@@ -209,16 +270,9 @@ func (r *textRenderer) render(c loop.Chunk) {
 	case loop.ChunkToolCallStart:
 		r.newline()
 		fmt.Fprintf(r.log, "→ %s %s\n", safetext.Escape(c.ToolCall.Name), clip(string(c.ToolCall.Arguments), 200))
-	case loop.ChunkToolCallResult:
-		// The call is named: results of parallel calls come after all
-		// their starts.
-		fmt.Fprintf(r.log, "  ✓ %s: %s\n", callLabel(c.ToolCall), summary(c.Content))
-		if plan, ok := tools.PlanOf(c); ok {
-			writePlan(r.log, plan)
-		}
-	case loop.ChunkToolCallError:
-		r.newline()
-		fmt.Fprintf(r.log, "  ✗ %s: %s\n", callLabel(c.ToolCall), clip(c.Content, 300))
+		r.started = append(r.started, c.ToolCall.ID)
+	case loop.ChunkToolCallResult, loop.ChunkToolCallError:
+		r.finish(c)
 	case loop.ChunkToolCallPending:
 		fmt.Fprintf(r.log, "  … %s waits\n", safetext.Escape(c.ToolCall.Name))
 	case loop.ChunkHook:
@@ -229,6 +283,7 @@ func (r *textRenderer) render(c loop.Chunk) {
 		}
 		fmt.Fprintln(r.log, line)
 	case loop.ChunkEnd:
+		r.flushFinished()
 		r.endThinking()
 		res := c.Result
 		if r.attempt.Len() > 0 {
@@ -248,6 +303,83 @@ func (r *textRenderer) render(c loop.Chunk) {
 		if res.Err == nil {
 			fmt.Fprintf(r.log, "— %s in %s, %s\n", res.Status, plural(len(res.Turns), "turn"), r.usageLine(res.Usage))
 		}
+	}
+}
+
+// finish reports a call's result in call order: at once when no call
+// started before it is still running, else once they are reported. The
+// call is named: results of parallel calls come after all their starts.
+// The caller holds mu.
+func (r *textRenderer) finish(c loop.Chunk) {
+	id := ""
+	if c.ToolCall != nil {
+		id = c.ToolCall.ID
+	}
+	i := slices.Index(r.started, id)
+	if i < 0 || id == "" {
+		r.result(c) // refused before it started
+		return
+	}
+	if i > 0 {
+		if r.finished == nil {
+			r.finished = map[string]loop.Chunk{}
+		}
+		r.finished[id] = c
+		return
+	}
+	r.started = r.started[1:]
+	r.result(c)
+	for len(r.started) > 0 {
+		next, ok := r.finished[r.started[0]]
+		if !ok {
+			return
+		}
+		delete(r.finished, r.started[0])
+		r.started = r.started[1:]
+		r.result(next)
+	}
+}
+
+// result writes a call's result line.
+func (r *textRenderer) result(c loop.Chunk) {
+	if c.Type == loop.ChunkToolCallError {
+		r.newline()
+		fmt.Fprintf(r.log, "  ✗ %s: %s\n", callLabel(c.ToolCall), clip(c.Content, 300))
+		return
+	}
+	fmt.Fprintf(r.log, "  ✓ %s: %s\n", callLabel(c.ToolCall), summary(c.Content))
+	if plan, ok := tools.PlanOf(c); ok {
+		writePlan(r.log, plan)
+	}
+}
+
+// flushFinished reports the results kept back, in call order, when the
+// calls before them will never be reported (the turn or run ended).
+func (r *textRenderer) flushFinished() {
+	for _, id := range r.started {
+		if c, ok := r.finished[id]; ok {
+			r.result(c)
+		}
+	}
+	r.started, r.finished = nil, nil
+}
+
+// renderSub shows a chunk of a sub-agent (the task tool's): its calls,
+// one line each, indented under the call that runs it and named by the
+// agent; its text, thinking and turns stay folded (its answer is the
+// call's result). The caller holds mu.
+func (r *textRenderer) renderSub(c loop.Chunk) {
+	indent := strings.Repeat("  ", max(1, c.Depth))
+	who := safetext.Escape(c.Agent) + " › "
+	switch c.Type {
+	case loop.ChunkToolCallStart:
+		r.newline()
+		fmt.Fprintf(r.log, "%s↳ %s%s\n", indent, who, callLabel(c.ToolCall))
+	case loop.ChunkToolCallError:
+		r.newline()
+		fmt.Fprintf(r.log, "%s  ✗ %s%s: %s\n", indent, who, callLabel(c.ToolCall), clip(c.Content, 200))
+	case loop.ChunkToolCallPending:
+		fmt.Fprintf(r.log, "%s  … %s%s waits\n", indent, who, safetext.Escape(c.ToolCall.Name))
 	}
 }
 
@@ -373,7 +505,7 @@ func callLabel(c *loop.ToolCallInfo) string {
 	label := safetext.Escape(c.Name)
 	var args map[string]any
 	if json.Unmarshal(c.Arguments, &args) == nil {
-		for _, k := range []string{"path", "command", "url", "pattern", "query", "name", "skill"} {
+		for _, k := range []string{"path", "command", "url", "pattern", "query", "name", "skill", "description", "task"} {
 			if v, ok := args[k].(string); ok && v != "" {
 				return label + " " + clip(v, 60)
 			}

@@ -218,3 +218,40 @@ func TestHoldKeepsTheScreenForAQuestion(t *testing.T) {
 		t.Errorf("close does not show the kept end: %q", log.String())
 	}
 }
+
+// TestParallelResultsInCallOrder: calls run at the same time finish in any
+// order; their result lines on stderr keep the order of the calls.
+func TestParallelResultsInCallOrder(t *testing.T) {
+	call := func(id, path string) *loop.ToolCallInfo {
+		return &loop.ToolCallInfo{ID: id, Name: "read_file", Arguments: []byte(`{"path":"` + path + `"}`)}
+	}
+	chunks := []loop.Chunk{
+		{Type: loop.ChunkTurnStart, Turn: 1},
+		{Type: loop.ChunkTurnEnd, Turn: 1, Usage: &llm.Usage{}, FinishReason: llm.FinishToolCalls},
+		{Type: loop.ChunkToolCallStart, ToolCall: call("a", "first.txt")},
+		{Type: loop.ChunkToolCallStart, ToolCall: call("b", "second.txt")},
+		{Type: loop.ChunkToolCallStart, ToolCall: call("c", "third.txt")},
+		{Type: loop.ChunkToolCallResult, ToolCall: call("c", "third.txt"), Content: "3"},
+		{Type: loop.ChunkToolCallError, ToolCall: call("b", "second.txt"), Content: "second.txt does not exist"},
+		{Type: loop.ChunkToolCallResult, ToolCall: call("a", "first.txt"), Content: "1"},
+		{Type: loop.ChunkTurnStart, Turn: 2},
+		{Type: loop.ChunkMessage, Turn: 2, Content: "Done."},
+		{Type: loop.ChunkTurnEnd, Turn: 2, Usage: &llm.Usage{}, FinishReason: llm.FinishStop},
+		{Type: loop.ChunkEnd, Result: &loop.Result{Status: loop.StatusCompleted, Answer: "Done."}},
+	}
+	_, log := render(false, chunks)
+	a, b, c := strings.Index(log, "✓ read_file first.txt"), strings.Index(log, "✗ read_file second.txt"), strings.Index(log, "✓ read_file third.txt")
+	if a < 0 || b < 0 || c < 0 || !(a < b && b < c) {
+		t.Errorf("results not in call order (%d, %d, %d):\n%s", a, b, c, log)
+	}
+	// A result whose earlier call never reports is not lost.
+	_, log = render(false, []loop.Chunk{
+		{Type: loop.ChunkToolCallStart, ToolCall: call("a", "first.txt")},
+		{Type: loop.ChunkToolCallStart, ToolCall: call("b", "second.txt")},
+		{Type: loop.ChunkToolCallResult, ToolCall: call("b", "second.txt"), Content: "2"},
+		{Type: loop.ChunkEnd, Result: &loop.Result{Status: loop.StatusCompleted}},
+	})
+	if !strings.Contains(log, "✓ read_file second.txt: 2") {
+		t.Errorf("a kept result was lost:\n%s", log)
+	}
+}

@@ -21,10 +21,12 @@ import (
 	"github.com/hrns-dev/hrns/anthropic"
 	"github.com/hrns-dev/hrns/browser"
 	"github.com/hrns-dev/hrns/gemini"
+	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/replay"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
+	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/responses"
 )
 
@@ -44,11 +46,14 @@ type runOptions struct {
 	yes       bool
 	record    string
 	replay    string
-	skills    stringList
-	noSkills  bool
-	mcp       stringList
-	noSandbox bool
-	noNetwork bool
+	// replayLabel, when set, names the replay for people instead of its
+	// path.
+	replayLabel string
+	skills      stringList
+	noSkills    bool
+	mcp         stringList
+	noSandbox   bool
+	noNetwork   bool
 	// commandNet is --command-network: all, public or none;
 	// commandNetAllow is --command-network-allow, parsed into netAllow
 	// by Validate.
@@ -61,12 +66,14 @@ type runOptions struct {
 	ask             stringList
 	deny            stringList
 	cont            bool
+	resumeID        string // hrns run --resume ID
 	prompt          string
 	stdinBytes      int // piped to stdin and added to the prompt
 	// browser flags (internal/cli/browser.go)
 	browser        bool
 	browserAllow   string
 	browserProfile string
+	webAllow       string // web_fetch's allow-list
 	// trustProject uses what the project's config enables beyond the
 	// user's tools without asking (projecttrust.go).
 	trustProject bool
@@ -106,6 +113,7 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.browser, "browser", false, "give the model a headless Chromium (the browser_* tools; see docs/browser.md)")
 	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
 	fs.StringVar(&o.browserProfile, "browser-profile", "", "start the browser from a copy of a Chromium user-data directory, given as a zip, tar or tar.gz of its contents (as hrns serve's /api/v2/browser-profiles takes it); the copy is removed when the run ends")
+	fs.StringVar(&o.webAllow, "web-allow", "", "addresses web_fetch may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port (127.0.0.1:8080); never a cloud metadata address")
 	fs.StringVar(&o.outSchema, "output-schema", "", "a JSON Schema file: the final answer must be JSON matching it; stdout gets only that JSON (progress goes to stderr), and the run fails if the answer never matches")
 	fs.BoolVar(&o.trustProject, "trust-project", false, "use the tools the project's .hrns/config.toml enables beyond yours (web_fetch, run_code...), and the allow rules, hooks and MCP servers of its Claude Code files, without being asked; by default a terminal asks once per project and file content, and a run without one refuses (.hrns) or leaves them out (Claude Code's)")
 	fs.BoolVar(&o.cont, "continue", false, "continue the last conversation of this directory (a chat's or a run's)")
@@ -152,11 +160,28 @@ func (o *runOptions) Validate() error {
 	return nil
 }
 
+// replayName names the replayed responses for people.
+func (o *runOptions) replayName() string {
+	if o.replayLabel != "" {
+		return o.replayLabel
+	}
+	return safetext.Escape(o.replay)
+}
+
 func runCommand(ctx context.Context, args []string, stdio *IO) error {
+	return runWith(ctx, args, stdio, nil)
+}
+
+// runWith is hrns run with preset setting options no flag sets.
+func runWith(ctx context.Context, args []string, stdio *IO, preset func(*runOptions)) error {
 	var o runOptions
+	if preset != nil {
+		preset(&o)
+	}
 	fs := flag.NewFlagSet("hrns run", flag.ContinueOnError)
 	fs.SetOutput(stdio.Err)
 	o.flags(fs)
+	fs.StringVar(&o.resumeID, "resume", "", "continue the saved conversation of this ID (a chat's or a run's: --json's end line gives it as session_id)")
 	fs.Usage = func() {
 		fmt.Fprintln(stdio.Err, "Usage: hrns run [flags] \"PROMPT\"\n\nFlags:")
 		fs.PrintDefaults()
@@ -171,6 +196,9 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 	if err := o.Validate(); err != nil {
 		return err
+	}
+	if o.cont && o.resumeID != "" {
+		return usagef("--continue and --resume cannot be used together")
 	}
 	o.describeStdin(stdio)
 	cfg, err := loadConfig(o.config, stdio.getenv)
@@ -207,6 +235,8 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return err
 	}
+	model0 := model // the provider's client, before it is wrapped
+	prices := pricing.Default().With(cfg.Prices)
 	tel, err := setupTelemetry(ctx, stdio.getenv, providerName(model), stdio.Err)
 	if err != nil {
 		return err
@@ -214,7 +244,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	defer tel.close(ctx, stdio.Err)
 	model = diagnose(model) // after providerName, which reads the provider's type
 	if o.replay != "" && !o.json {
-		fmt.Fprintf(stdio.Err, "(replay: the model's answers come from %s; the tools run for real)\n", o.replay)
+		fmt.Fprintf(stdio.Err, "(replay: the model's answers come from %s; the tools run for real)\n", o.replayName())
 	}
 	if o.record != "" {
 		rec, err := replay.Create(o.record, model, modelName)
@@ -228,6 +258,7 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	approver := newTermApprover(stdio, perms)
 	approver.remember = rememberFunc(o.workdir, stdio)
 	names := toolNames(o.tools, agentDef.Tools, cfg.Tools)
+	names, wantTask := splitTask(names)
 	names, browserSet, closeBrowser, err := browserTools(names, &o)
 	if err != nil {
 		return err
@@ -251,6 +282,9 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	system = systemPrompt(&o, agentDef, system, ins)
 
 	maxTurns := firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
+	if tools, err = addTaskTool(tools, wantTask, model, modelName, system, maxTurns); err != nil {
+		return err
+	}
 	hooks := shellHooks(cfg.Hooks, &hookEnv{
 		workdir: o.absWorkdir(), sessionID: newSessionID(), mode: perms.Mode,
 		unconfined: o.noSandbox,
@@ -285,7 +319,16 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	var out renderer
 	switch {
 	case o.json:
-		out = newJSONRenderer(stdio.Out)
+		jr := newJSONRenderer(stdio.Out)
+		jr.sessionID = conv.savedID
+		jr.cost = func(u llm.Usage) (float64, bool) {
+			p, ok := prices.Lookup(modelName)
+			if !ok {
+				return 0, false
+			}
+			return p.Cost(pricing.Usage(u)).Total, true
+		}
+		out = jr
 	case outSchema != nil:
 		// stdout is for the validated answer alone; what the run says
 		// on the way (including rejected answers) goes to stderr.
@@ -300,12 +343,16 @@ func runCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 	var res *loop.Result
 	for chunk := range agent.RunLoop(ctx, msgs) {
-		out.chunk(chunk)
 		if chunk.Type == loop.ChunkEnd {
 			res = chunk.Result
+			// Saved before the end line, which names it.
+			conv.finish(res, modelName, endpointOf(model0), stdio)
 		}
+		out.chunk(chunk)
 	}
-	conv.finish(res, modelName, stdio)
+	if res == nil {
+		conv.finish(nil, modelName, "", stdio) // closes the store
+	}
 	if err := out.close(); err != nil {
 		return err
 	}
@@ -430,11 +477,14 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 		}
 		return p, firstString(o.model, p.Model), nil
 	}
-	name := firstString(o.provider, a.Provider, getenv("HRNS_PROVIDER"), cfg.Provider, "openai")
+	name := firstString(o.provider, a.Provider, getenv("HRNS_PROVIDER"), cfg.Provider)
 	if _, configured := cfg.Providers[name]; name == "demo" && !configured {
 		// The offline demo's scripted model (hrns demo): no key, no
 		// network, answers written from what the reading tools return.
 		return &demoModel{}, demoModelName, nil
+	}
+	if name == "" {
+		name = keyedProvider(cfg, getenv)
 	}
 	p, named := cfg.Providers[name]
 	if !named {
@@ -470,9 +520,17 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 	for k, v := range p.Headers {
 		headers.Set(k, v)
 	}
+	if model == "" && key != "" && baseURL == "" && (builtin || !named) {
+		// The provider's own endpoint, with a key: its default model.
+		model = defaultModels[kind]
+	}
 	if model == "" {
-		return nil, "", usagef("no model configured: pass --model NAME, set %s_MODEL, or set model in ~/.config/hrns/config.toml.\n"+
-			"Without a key, try the offline demo: hrns demo", prefix)
+		if key == "" && baseURL == "" && !named {
+			return nil, "", usagef("no model configured and no key: set OPENAI_API_KEY (hrns then uses %s), ANTHROPIC_API_KEY (%s) or GEMINI_API_KEY (%s); "+
+				"for another server, pass --base-url URL and --model NAME.\nWithout a key, try the offline demo: hrns demo",
+				defaultModels["openai"], defaultModels["anthropic"], defaultModels["gemini"])
+		}
+		return nil, "", usagef("no model configured: pass --model NAME, set %s_MODEL, or set model in ~/.config/hrns/config.toml", prefix)
 	}
 	switch kind {
 	case "anthropic":
@@ -496,6 +554,33 @@ func buildModel(o *runOptions, cfg *Config, a *agentFile, getenv func(string) st
 		}
 		return &openai.Client{BaseURL: baseURL, APIKey: key, Model: model, Headers: headers, HTTPClient: providerHTTP()}, model, nil
 	}
+}
+
+// defaultModels are the models used on a provider's own endpoint when a
+// key is set and no model is named (docs/cli.md, "Choosing a model"):
+// current models good at tool use (OpenAI's and Anthropic's priced in
+// the built-in table).
+var defaultModels = map[string]string{
+	"openai":           "gpt-4.1",
+	"openai-responses": "gpt-4.1",
+	"anthropic":        "claude-sonnet-4-5",
+	"gemini":           "gemini-2.5-flash",
+}
+
+// keyedProvider is the provider when none is named: openai, unless the
+// config sets up none and only Anthropic's or Gemini's key (or base URL)
+// is in the environment.
+func keyedProvider(cfg *Config, getenv func(string) string) string {
+	if len(cfg.Providers) > 0 || cfg.Model != "" || getenv("OPENAI_API_KEY") != "" || getenv("OPENAI_BASE_URL") != "" {
+		return "openai"
+	}
+	switch {
+	case getenv("ANTHROPIC_API_KEY") != "" || getenv("ANTHROPIC_BASE_URL") != "":
+		return "anthropic"
+	case getenv("GEMINI_API_KEY") != "" || getenv("GOOGLE_API_KEY") != "" || getenv("GEMINI_BASE_URL") != "":
+		return "gemini"
+	}
+	return "openai"
 }
 
 func (c *Config) where() string {

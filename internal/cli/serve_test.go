@@ -47,7 +47,7 @@ func TestServeOptions(t *testing.T) {
 		{"postgres lease TTL", []string{"--db", "postgres://x", "--addr", "127.0.0.1:0", "--model", "m"}, map[string]string{"OPENAI_API_KEY": "k", "HRNS_LEASE_TTL": "soon"}, "HRNS_LEASE_TTL"},
 		{"bad db", []string{"--db", "mysql:x"}, nil, "want sqlite:PATH"},
 		{"no keys off loopback", []string{"--addr", "0.0.0.0:0"}, nil, "no API keys"},
-		{"no model", []string{"--addr", "127.0.0.1:0"}, map[string]string{"OPENAI_API_KEY": "k"}, "no model configured"},
+		{"no model", []string{"--addr", "127.0.0.1:0"}, map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}, "no model configured"},
 		{"file tools need a workdir", []string{"--addr", "127.0.0.1:0", "--model", "m", "--agents", agents}, map[string]string{"OPENAI_API_KEY": "k"}, "--workdir"},
 		{"arguments", []string{"extra"}, nil, "no arguments"},
 	}

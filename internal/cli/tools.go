@@ -25,8 +25,8 @@ var defaultTools = []string{"read_file", "list_files", "write_file", "edit_file"
 const runCodeName = codemode.DefaultName
 
 // allToolNames are the tools "all" selects: the built-in tools, then
-// run_code.
-func allToolNames() []string { return append(tools.Names(), runCodeName) }
+// run_code and task.
+func allToolNames() []string { return append(tools.Names(), runCodeName, taskToolName) }
 
 // toolNames resolves the tool selection: the flag, else the agent file, else
 // the config, else the defaults.
@@ -76,6 +76,8 @@ type toolEnv struct {
 	// More are capabilities granted to run_code besides the built-in
 	// tools named (skills, MCP tools); nil adds none.
 	More *loop.Toolset
+	// Web are web_fetch's options; nil means the defaults.
+	Web *tools.WebOptions
 }
 
 // namedTools builds the tools names selects, in that order: the built-in
@@ -92,12 +94,14 @@ func namedTools(names []string, env *toolEnv) (*loop.Toolset, error) {
 		switch n = strings.TrimSpace(n); n {
 		case runCodeName:
 			code = true
+		case taskToolName:
+			return nil, fmt.Errorf("the %s tool runs sub-agents in hrns run and hrns chat; an agent of hrns serve delegates to its subagents instead (docs/serve.md)", taskToolName)
 		case "":
 		default:
 			builtin = append(builtin, n)
 		}
 	}
-	ts, err := tools.ByName(builtin, &tools.Config{Dir: env.Dir, Shell: env.Shell})
+	ts, err := tools.ByName(builtin, &tools.Config{Dir: env.Dir, Shell: env.Shell, Web: env.Web})
 	if err != nil {
 		if strings.Contains(err.Error(), "unknown tool") {
 			return nil, fmt.Errorf("%v, %s", err, runCodeName)
@@ -151,9 +155,18 @@ func programsAndCapabilities(programs, caps loop.Approver) loop.Approver {
 // builtinToolset builds every tool hrns offers, confined to workdir, for
 // hrns tools.
 func builtinToolset(workdir string) (*loop.Toolset, error) {
-	return namedTools(allToolNames(), &toolEnv{Dir: workdir, Programs: loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
+	names, _ := splitTask(allToolNames())
+	ts, err := namedTools(names, &toolEnv{Dir: workdir, Programs: loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
 		return loop.Decision{Verdict: loop.Reject}, nil
 	})})
+	if err != nil {
+		return nil, err
+	}
+	// Listed, never called here: a run gives it its model.
+	if err := ts.Add(taskTool(nil, "", ts, "", 0)); err != nil {
+		return nil, err
+	}
+	return ts, nil
 }
 
 // buildTools builds the run's toolset, and the text it adds to the system
@@ -174,7 +187,13 @@ func buildTools(ctx context.Context, names []string, o *runOptions, cfg *Config,
 		closeMCP()
 		return nil, "", nil, usagef("%v (name the MCP server, or set its prefix, so that its tools do not clash)", err)
 	}
+	web, err := webFetchOptions(o.webAllow)
+	if err != nil {
+		closeMCP()
+		return nil, "", nil, err
+	}
 	ts, err := namedTools(names, &toolEnv{
+		Web:             web,
 		Dir:             o.workdir,
 		Shell:           shellOptions(o),
 		Programs:        approver,

@@ -3,6 +3,7 @@ package netpolicy_test
 import (
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/hrns-dev/hrns/internal/netpolicy"
@@ -170,5 +171,38 @@ func TestIsOwnAddress(t *testing.T) {
 	}
 	if netpolicy.IsOwnAddress(netip.MustParseAddr("192.0.2.77")) {
 		t.Error("a documentation address is this machine's")
+	}
+}
+
+func TestParseAllowList(t *testing.T) {
+	allow, err := netpolicy.ParseAllowList(" 10.0.0.0/8, 127.0.0.1:8080 ,192.168.1.5,[::1]:9000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		ap   string
+		want bool
+	}{
+		{"10.1.2.3:80", true},
+		{"127.0.0.1:8080", true},
+		{"127.0.0.1:8081", false},
+		{"[::ffff:127.0.0.1]:8080", true},
+		{"192.168.1.5:1", true},
+		{"192.168.1.6:1", false},
+		{"[::1]:9000", true},
+		{"[::1]:9001", false},
+	}
+	for _, tt := range tests {
+		if got := allow(netip.MustParseAddrPort(tt.ap)); got != tt.want {
+			t.Errorf("allow(%s) = %v, want %v", tt.ap, got, tt.want)
+		}
+	}
+	if f, err := netpolicy.ParseAllowList(" , "); err != nil || f != nil {
+		t.Errorf("an empty list: %v, %v", f != nil, err)
+	}
+	for _, bad := range []string{"localhost", "10.0.0.0/33", "1.2.3.4:x"} {
+		if _, err := netpolicy.ParseAllowList(bad); err == nil || !strings.Contains(err.Error(), "allow-list") {
+			t.Errorf("ParseAllowList(%q): %v", bad, err)
+		}
 	}
 }

@@ -144,6 +144,7 @@ func plainWord(w string) bool {
 type approvalMsg struct {
 	req   *loop.ApprovalRequest
 	reply chan loop.Decision
+	agent string // the sub-agent whose call it is, "" for the chat's own
 }
 
 // approver is the chat's [loop.Approver]: it asks the UI through the
@@ -158,7 +159,7 @@ func (a *approver) Approve(ctx context.Context, req *loop.ApprovalRequest) (loop
 		return loop.Decision{Verdict: loop.Approve}, nil
 	}
 	reply := make(chan loop.Decision, 1)
-	if !a.send(ctx, approvalMsg{req: req, reply: reply}) {
+	if !a.send(ctx, approvalMsg{req: req, reply: reply, agent: loop.AgentName(ctx)}) {
 		return loop.Decision{}, ctx.Err()
 	}
 	select {

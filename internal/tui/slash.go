@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/llm"
@@ -14,19 +15,26 @@ import (
 )
 
 // helpText lists the slash commands and keys.
-const helpText = `Commands:
-  /model [NAME]    show or switch the model (same provider)
-  /tools           list the tools the model may call
-  /clear           start a new conversation
-  /compact         summarise older turns to free context
-  /cost            token usage and cost of this conversation
-  /resume [ID]     list this directory's conversations, or continue one
-  /help            this help
-  /exit            leave (also Ctrl-C twice)
+func helpText() string {
+	var b strings.Builder
+	b.WriteString("Commands (typing / opens this list as a menu):")
+	w := 0
+	for _, sc := range slashCommands {
+		w = max(w, len(sc.name)+1+len(sc.args))
+	}
+	for _, sc := range slashCommands {
+		head := strings.TrimSpace(sc.name + " " + sc.args)
+		fmt.Fprintf(&b, "\n  %-*s  %s", w, head, sc.help)
+	}
+	b.WriteString(`
 Keys:
   Enter sends · Alt+Enter or Ctrl+J adds a line · ↑/↓ history
+  Shift+Tab cycles the permission mode (shown on the status line)
+  @ completes a path of the working directory (Tab or Enter takes it)
   Esc interrupts the turn · Ctrl-C interrupts, twice exits
-  PgUp/PgDn scroll · Ctrl+O expands tool calls · Ctrl+T shows thinking`
+  PgUp/PgDn scroll · Ctrl+O expands tool calls · Ctrl+T shows thinking`)
+	return b.String()
+}
 
 // command runs a slash command.
 func (c *chat) command(text string) tea.Cmd {
@@ -35,36 +43,22 @@ func (c *chat) command(text string) tea.Cmd {
 	c.notice("› " + safetext.Escape(text))
 	switch name {
 	case "/help", "/?":
-		c.notice(helpText)
+		c.notice(helpText())
 	case "/exit", "/quit":
 		return tea.Quit
 	case "/model":
 		if arg == "" {
-			c.notice("model: " + safetext.Escape(c.modelName) + " (/model NAME switches)")
-			return nil
+			return c.listModels()
 		}
-		c.modelName = arg
-		if c.conv != nil {
-			c.conv.Model = arg
-		}
-		c.notice("model: " + safetext.Escape(arg) + " from the next message on")
+		c.switchModel(arg)
+	case "/mode":
+		c.setMode(arg)
 	case "/tools":
 		if c.cfg.Tools == nil || c.cfg.Tools.Len() == 0 {
 			c.notice("no tools: the model can only answer")
 			return nil
 		}
-		var b strings.Builder
-		b.WriteString("Tools:")
-		for def := range c.cfg.Tools.All() {
-			desc, _, _ := strings.Cut(def.Description, "\n")
-			ask := ""
-			if def.RequiresApproval {
-				ask = " (asks)"
-			}
-			head := "  " + safetext.Escape(def.Name) + ask + "  "
-			fmt.Fprintf(&b, "\n%s%s", head, clip(desc, max(10, c.width-len(head)-2)))
-		}
-		c.notice(b.String())
+		c.notice(c.toolList())
 	case "/clear":
 		if c.busy {
 			c.notice("a turn is running: Esc interrupts it first")
@@ -128,21 +122,7 @@ func (c *chat) resume(id string) {
 		return
 	}
 	if id == "" {
-		list, err := st.List(c.cfg.Workdir, 15)
-		if err != nil {
-			c.errorNotice(err.Error())
-			return
-		}
-		if len(list) == 0 {
-			c.notice("no saved conversation in this directory")
-			return
-		}
-		var b strings.Builder
-		b.WriteString("Conversations of this directory (/resume ID continues one):")
-		for _, cv := range list {
-			fmt.Fprintf(&b, "\n  %s  %s  %s", cv.ID, cv.Updated.Local().Format("2006-01-02 15:04"), safetext.Escape(cv.Title))
-		}
-		c.notice(b.String())
+		c.pickConversation()
 		return
 	}
 	cv, err := st.Get(id)
@@ -163,6 +143,7 @@ func (c *chat) save() {
 	c.conv.Messages = WithoutSystem(c.msgs)
 	c.conv.Usage = c.usage
 	c.conv.Model = c.modelName
+	c.conv.Endpoint = c.cfg.Endpoint
 	if err := c.cfg.Store.Save(c.conv); err != nil {
 		c.errorNotice(err.Error())
 	}
@@ -181,8 +162,15 @@ func (c *chat) load(cv *Conversation) {
 	if c.usage == nil {
 		c.usage = map[string]llm.Usage{}
 	}
-	if cv.Model != "" && c.cfg.ModelName == "" {
+	switch {
+	case cv.Model == "":
+	case c.cfg.ModelName == "":
 		c.modelName = cv.Model
+	case !c.cfg.ModelFixed && cv.Endpoint != "" && cv.Endpoint == c.cfg.Endpoint:
+		// The model it was switched to, on the provider it was held with.
+		c.modelName = cv.Model
+	default:
+		c.modelName = c.cfg.ModelName
 	}
 	results := map[string]*llm.ToolResult{}
 	for _, m := range cv.Messages {
@@ -219,5 +207,29 @@ func (c *chat) load(cv *Conversation) {
 			}
 		}
 	}
-	c.notice(fmt.Sprintf("Resumed conversation %s (%s), last saved %s.", cv.ID, safetext.Escape(cv.Title), cv.Updated.Local().Format("2006-01-02 15:04")))
+	c.notice(fmt.Sprintf("Resumed conversation %s (%s), last saved %s; model %s.", cv.ID, safetext.Escape(cv.Title), cv.Updated.Local().Format("2006-01-02 15:04"), safetext.Escape(c.modelName)))
+}
+
+// toolList is /tools: each tool's name, whether it asks, and the first
+// line of its description, in aligned columns.
+func (c *chat) toolList() string {
+	type row struct{ name, ask, desc string }
+	var rows []row
+	wn := 0
+	for def := range c.cfg.Tools.All() {
+		desc, _, _ := strings.Cut(def.Description, "\n")
+		r := row{name: safetext.Escape(def.Name), desc: desc}
+		if def.RequiresApproval {
+			r.ask = "asks"
+		}
+		wn = max(wn, ansi.StringWidth(r.name))
+		rows = append(rows, r)
+	}
+	var b strings.Builder
+	b.WriteString("Tools (asks: needs your approval, unless a rule or the mode allows it):")
+	for _, r := range rows {
+		head := "  " + r.name + strings.Repeat(" ", wn-ansi.StringWidth(r.name)) + "  " + fmt.Sprintf("%-4s", r.ask) + "  "
+		fmt.Fprintf(&b, "\n%s%s", head, clip(r.desc, max(10, c.width-ansi.StringWidth(head)-2)))
+	}
+	return b.String()
 }

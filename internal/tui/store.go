@@ -36,8 +36,12 @@ type Conversation struct {
 	Workdir string
 	Title   string
 	Model   string
-	Created time.Time
-	Updated time.Time
+	// Endpoint names the provider and URL the conversation was held
+	// with (Config.Endpoint), so that a resumed one keeps its model only
+	// there; empty in conversations saved before it was kept.
+	Endpoint string
+	Created  time.Time
+	Updated  time.Time
 	// Messages is the transcript without system messages at its head.
 	Messages []llm.Message
 	// Usage is the token usage per model.
@@ -75,6 +79,12 @@ CREATE TABLE IF NOT EXISTS conversations (
 CREATE INDEX IF NOT EXISTS conversations_by_workdir ON conversations (workdir, updated_at);
 `
 
+// migrations are applied in order to a store made before them; each is
+// skipped when its column exists.
+var migrations = []struct{ column, stmt string }{
+	{"endpoint", `ALTER TABLE conversations ADD COLUMN endpoint TEXT NOT NULL DEFAULT ''`},
+}
+
 // OpenStore opens (creating it if needed) the store at path. The file and
 // its directory are private to the user: a transcript holds what the tools
 // read.
@@ -96,7 +106,41 @@ func OpenStore(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("conversation store %s: %w", path, err)
 	}
+	if err := migrate(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("conversation store %s: %w", path, err)
+	}
 	return &Store{db: db}, nil
+}
+
+// migrate adds the columns a store made by an older hrns lacks.
+func migrate(db *sql.DB) error {
+	rows, err := db.Query(`SELECT name FROM pragma_table_info('conversations')`)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return err
+		}
+		have[n] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, m := range migrations {
+		if have[m.column] {
+			continue
+		}
+		if _, err := db.Exec(m.stmt); err != nil && !strings.Contains(err.Error(), "duplicate column") {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close closes the store.
@@ -136,11 +180,11 @@ func (s *Store) Save(c *Conversation) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.db.Exec(`INSERT INTO conversations (id, workdir, title, model, created_at, updated_at, messages, usage)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	_, err = s.db.Exec(`INSERT INTO conversations (id, workdir, title, model, created_at, updated_at, messages, usage, endpoint)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET model = excluded.model, updated_at = excluded.updated_at,
-			messages = excluded.messages, usage = excluded.usage`,
-		c.ID, c.Workdir, c.Title, c.Model, c.Created.UnixMilli(), c.Updated.UnixMilli(), msgs, usage)
+			messages = excluded.messages, usage = excluded.usage, endpoint = excluded.endpoint`,
+		c.ID, c.Workdir, c.Title, c.Model, c.Created.UnixMilli(), c.Updated.UnixMilli(), msgs, usage, c.Endpoint)
 	if err != nil {
 		return fmt.Errorf("saving conversation %s: %w", c.ID, err)
 	}
@@ -165,13 +209,13 @@ func title(msgs []llm.Message) string {
 	return ""
 }
 
-const columns = `id, workdir, title, model, created_at, updated_at, messages, usage`
+const columns = `id, workdir, title, model, created_at, updated_at, messages, usage, endpoint`
 
 func scan(row interface{ Scan(...any) error }) (*Conversation, error) {
 	var c Conversation
 	var created, updated int64
 	var msgs, usage string
-	if err := row.Scan(&c.ID, &c.Workdir, &c.Title, &c.Model, &created, &updated, &msgs, &usage); err != nil {
+	if err := row.Scan(&c.ID, &c.Workdir, &c.Title, &c.Model, &created, &updated, &msgs, &usage, &c.Endpoint); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, ErrNoConversation
 		}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -82,5 +83,43 @@ func TestResumeInChat(t *testing.T) {
 	}
 	if s := h2.screen(); !strings.Contains(s, "Resumed conversation "+id) || !strings.Contains(s, "Paris.") {
 		t.Errorf("the resumed conversation is not shown:\n%s", s)
+	}
+}
+
+// TestStoreMigratesOldSchema: a store written before conversations kept
+// their endpoint opens, keeps its conversations, and saves endpoints.
+func TestStoreMigratesOldSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chats.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := `CREATE TABLE conversations (id TEXT PRIMARY KEY, workdir TEXT NOT NULL, title TEXT NOT NULL, model TEXT NOT NULL,
+		created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, messages TEXT NOT NULL, usage TEXT NOT NULL);
+		INSERT INTO conversations VALUES ('20260101-aaaa', '/w', 'old one', 'gpt-4.1', 1, 1, '[]', '{}');`
+	if _, err := db.Exec(old); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	want := ""
+	for range 2 { // and again, migrated already
+		st, err := OpenStore(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := st.Get("20260101-aaaa")
+		if err != nil || c.Title != "old one" || c.Endpoint != want {
+			t.Fatalf("the old conversation: %+v, %v", c, err)
+		}
+		c.Messages = []llm.Message{llm.UserMessage("hi")}
+		c.Endpoint = "openai http://x/v1"
+		if err := st.Save(c); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := st.Get("20260101-aaaa"); err != nil || c.Endpoint != "openai http://x/v1" {
+			t.Fatalf("after saving: %+v, %v", c, err)
+		}
+		st.Close()
+		want = "openai http://x/v1"
 	}
 }

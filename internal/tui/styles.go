@@ -1,6 +1,10 @@
 package tui
 
-import "charm.land/lipgloss/v2"
+import (
+	"charm.land/lipgloss/v2"
+
+	"github.com/hrns-dev/hrns/loop"
+)
 
 // styles are the chat's colours. They are the only escape sequences the
 // chat writes besides Bubble Tea's own.
@@ -23,4 +27,18 @@ func newStyles() *styles {
 		rule:    lipgloss.NewStyle().Faint(true),
 		mark:    func(s string) string { return rev.Render(s) },
 	}
+}
+
+// mode is the style of the permission mode on the status line: the modes
+// that run more without asking stand out.
+func (s *styles) mode(m loop.PermissionMode) lipgloss.Style {
+	switch m {
+	case loop.ModeAcceptEdits:
+		return s.warn
+	case loop.ModeBypass:
+		return s.del.Bold(true)
+	case loop.ModePlan:
+		return s.accent
+	}
+	return s.dim
 }

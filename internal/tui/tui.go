@@ -74,6 +74,19 @@ type Config struct {
 	// Input and Output are the terminal; nil means stdin and stdout.
 	Input  io.Reader
 	Output io.Writer
+	// ListModels, when set, lists the provider's models for /model (it
+	// is given a context with a deadline); KnownModels are shown when it
+	// is not set or fails.
+	ListModels  func(ctx context.Context) ([]string, error)
+	KnownModels []string
+	// Endpoint names the provider and its URL. A conversation resumed
+	// from the same endpoint continues with the model it was switched to,
+	// unless ModelFixed (the model was named on the command line).
+	Endpoint   string
+	ModelFixed bool
+	// PickResume opens the picker of this directory's conversations when
+	// the chat starts (hrns chat --resume without an ID).
+	PickResume bool
 	// WithLiveOutput, when set, returns a context in which running
 	// commands send their output to f as it comes (tools.WithLiveOutput):
 	// the chat shows the last lines under the command's line.
@@ -148,6 +161,13 @@ type block struct {
 	// running commands: the tail of their output so far
 	live []byte
 
+	// sub-agents: a call of a sub-agent (a task) has the call that runs
+	// it as parent, and is folded into its line; the parent counts them
+	// and names the last.
+	parent    *block
+	children  int
+	lastChild string
+
 	// cache of the rendered lines
 	cacheKey string
 	cache    []string
@@ -201,8 +221,18 @@ type chat struct {
 	ctrlC   bool
 	ticking bool
 
-	approval *pendingApproval
-	reason   bool // the input holds the reason of a refusal
+	approval    *pendingApproval
+	reason      bool   // the input holds the reason of a refusal
+	interrupted bool   // the person interrupted the run, and the chat said so
+	lastRetry   string // the error of the last retry, said once
+
+	perms     *loop.Permissions // the policy of every run; Shift+Tab changes its mode
+	bypassOK  bool              // the chat started in bypassPermissions, which Shift+Tab may come back to
+	menu      *menu             // the "/" menu, "@" completion or a picker, shown above the input
+	dismissed string            // the input when Esc closed its menu: not shown again until it changes
+	paths     []string          // the workdir's paths for "@", walked once per turn
+	walking   bool              // the walk of paths goes on
+	walk      int               // the number of the latest walk
 
 	expandTools  bool
 	showThinking bool
@@ -221,6 +251,9 @@ type pendingApproval struct {
 	block  *block
 	hidden int
 }
+
+// placeholder is the input's hint when it is empty.
+const placeholder = "Ask, or /help. Enter sends, Alt+Enter or Ctrl+J adds a line."
 
 // previewLines and headLines keep the view-before-allow rule of hrns run:
 // a preview longer than previewLines shows its first headLines, and the
@@ -249,6 +282,11 @@ func newChat(ctx context.Context, cfg *Config) *chat {
 	if cfg.Prices == nil {
 		cfg.Prices = pricing.Default()
 	}
+	if cfg.Options.Permissions == nil {
+		cfg.Options.Permissions = &loop.Permissions{}
+	}
+	c.perms = cfg.Options.Permissions
+	c.bypassOK = c.perms.CurrentMode() == loop.ModeBypass
 	ta := textarea.New()
 	ta.ShowLineNumbers = false
 	ta.SetPromptFunc(2, func(pi textarea.PromptInfo) string {
@@ -257,7 +295,7 @@ func newChat(ctx context.Context, cfg *Config) *chat {
 		}
 		return "  "
 	})
-	ta.Placeholder = "Ask, or /help. Enter sends, Alt+Enter or Ctrl+J adds a line."
+	ta.Placeholder = placeholder
 	ta.SetHeight(3)
 	ta.KeyMap.InsertNewline.SetKeys("ctrl+j", "alt+enter", "shift+enter")
 	s := ta.Styles()
@@ -273,6 +311,9 @@ func newChat(ctx context.Context, cfg *Config) *chat {
 		c.load(cfg.Resume)
 	} else {
 		c.reset()
+	}
+	if cfg.PickResume {
+		c.pickConversation()
 	}
 	return c
 }
@@ -349,10 +390,20 @@ func (c *chat) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case compactedMsg:
 		c.onCompacted(msg)
 		return c, c.wait()
+	case modelsMsg:
+		c.pickModel(msg.models, msg.err)
+		return c, c.wait()
+	case pathsMsg:
+		c.onPaths(msg)
+		return c, c.wait()
 	case tea.PasteMsg:
+		if c.menu != nil && c.menu.kind == menuPick {
+			return c, nil
+		}
 		if c.approval == nil || c.reason {
 			var cmd tea.Cmd
 			c.input, cmd = c.input.Update(msg)
+			c.refreshCompletion()
 			return c, cmd
 		}
 		return c, nil
@@ -387,19 +438,26 @@ func (c *chat) onKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		c.ctrlC = true
 		if c.busy {
-			c.refuseApproval(loop.Decision{Verdict: loop.Cancel, Reason: "the user interrupted the turn"})
-			c.cancelRun()
-			c.notice("Interrupted. Press Ctrl-C again to exit.")
+			c.interrupt("turn interrupted: press Ctrl-C again to exit")
 		} else {
 			c.input.Reset()
 			c.notice("Press Ctrl-C again to exit (or type /exit).")
 		}
 		return c, nil
+	}
+	if key == "shift+tab" {
+		c.cycleMode()
+		return c, nil
+	}
+	if c.menu != nil {
+		if done, cmd := c.menuKey(key, k); done {
+			return c, cmd
+		}
+	}
+	switch key {
 	case "esc":
 		if c.busy {
-			c.refuseApproval(loop.Decision{Verdict: loop.Cancel, Reason: "the user interrupted the turn"})
-			c.cancelRun()
-			c.notice("Interrupted.")
+			c.interrupt("turn interrupted")
 		}
 		return c, nil
 	case "pgup":
@@ -463,6 +521,7 @@ func (c *chat) onKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	}
 	var cmd tea.Cmd
 	c.input, cmd = c.input.Update(k)
+	c.refreshCompletion()
 	return c, cmd
 }
 
@@ -491,6 +550,8 @@ func (c *chat) submit(text string) tea.Cmd {
 // startRun runs the agent on the conversation.
 func (c *chat) startRun() tea.Cmd {
 	c.runID++
+	c.interrupted = false
+	c.lastRetry = ""
 	id := c.runID
 	ctx, cancel := context.WithCancel(c.life)
 	c.stopRun = cancel
@@ -596,6 +657,17 @@ func (c *chat) tool(info *loop.ToolCallInfo, agent string) *block {
 	}
 	c.closeText()
 	b := &block{kind: blockTool, id: info.ID, name: info.Name, agent: agent}
+	if agent != "" {
+		// The call of the sub-agent that runs it: the latest running
+		// call of that name.
+		for i := len(c.blocks) - 1; i >= 0; i-- {
+			if p := c.blocks[i]; p.kind == blockTool && p.agent == "" && p.name == agent && p.state == toolRunning {
+				b.parent = p
+				p.children++
+				break
+			}
+		}
+	}
 	c.blocks = append(c.blocks, b)
 	return b
 }
@@ -640,7 +712,9 @@ func (c *chat) onChunk(m chunkMsg) {
 		}
 		// The attempt's text is void: the next one starts again.
 		c.blocks = c.blocks[:c.attempt]
-		c.errorNotice(fmt.Sprintf("retrying in %v (attempt %d failed: %v)", ch.Retry.Delay.Round(time.Millisecond), ch.Retry.Attempt, ch.Err))
+		msg := fmt.Sprint(ch.Err)
+		c.errorNotice(callview.RetryLine(ch.Retry.Delay.Round(time.Millisecond).String(), ch.Retry.Attempt, msg, c.lastRetry))
+		c.lastRetry = msg
 		c.attempt = len(c.blocks)
 	case loop.ChunkTurnEnd:
 		c.closeText()
@@ -672,14 +746,27 @@ func (c *chat) onChunk(m chunkMsg) {
 		b.state, b.start = toolRunning, c.now()
 		b.args = ch.ToolCall.Arguments
 		b.cache = nil
+		if b.parent != nil {
+			b.parent.lastChild = safetext.Escape(b.name) + " " + argSummary(b.name, b.args)
+		}
 		c.setAct("running " + safetext.Escape(b.name))
 	case loop.ChunkToolCallResult, loop.ChunkToolCallError:
 		b := c.tool(ch.ToolCall, ch.Agent)
+		if b.state == toolAsking {
+			// Refused: its line goes after the approval, and says so.
+			if i := slices.Index(c.blocks, b); i >= 0 {
+				c.blocks = append(slices.Delete(c.blocks, i, i+1), b)
+			}
+		}
 		b.state = toolDone
 		if ch.Type == loop.ChunkToolCallError {
 			b.state = toolFailed
 		}
 		b.result = ch.Content
+		if ch.Type == loop.ChunkToolCallError && c.interrupted && b.state == toolFailed {
+			// The interruption is said once, by the chat's line.
+			b.result = "stopped"
+		}
 		if ch.ToolCall != nil {
 			b.dur = ch.ToolCall.Duration
 			if len(b.args) == 0 {
@@ -697,7 +784,9 @@ func (c *chat) onChunk(m chunkMsg) {
 			return
 		}
 		if errors.Is(ch.Err, context.Canceled) || errors.Is(ch.Err, loop.ErrCancelled) {
-			c.errorNotice("turn interrupted")
+			if !c.interrupted {
+				c.errorNotice("turn interrupted")
+			}
 		} else {
 			c.errorNotice(fmt.Sprint(ch.Err))
 		}
@@ -746,6 +835,8 @@ func (c *chat) endRun(res *loop.Result) {
 	c.busy = false
 	c.stopRun = nil
 	c.act = ""
+	c.paths, c.walking = nil, false // the turn may have made files: walk again
+	c.walk++                        // and a walk going on is stale
 	c.refuseApproval(loop.Decision{Verdict: loop.Cancel})
 	if res == nil {
 		return
@@ -799,6 +890,12 @@ func closeCalls(msgs []llm.Message) []llm.Message {
 // ask shows an approval.
 func (c *chat) ask(m approvalMsg) {
 	c.closeText()
+	if c.menu != nil {
+		if c.menu.kind == menuPick {
+			c.notice("(the picker is closed: a call waits for your answer)")
+		}
+		c.menu = nil
+	}
 	p := describe(m.req, c.cfg.Workdir, c.st, c.width)
 	b := &block{kind: blockApproval, done: true}
 	a := &pendingApproval{msg: m, prev: p, block: b}
@@ -809,7 +906,12 @@ func (c *chat) ask(m approvalMsg) {
 	} else {
 		b.lines = p.lines
 	}
-	b.text.WriteString(p.title)
+	title := p.title
+	if m.agent != "" {
+		// A sub-agent's call says whose it is.
+		title = "the sub-agent " + safetext.Escape(m.agent) + ": " + title
+	}
+	b.text.WriteString(title)
 	if p.escaped > 0 {
 		b.lines = append([]string{c.st.warn.Render(fmt.Sprintf("⚠ %d characters that are invisible or that a terminal would interpret are shown escaped", p.escaped))}, b.lines...)
 	}
@@ -899,10 +1001,28 @@ func (c *chat) decide(d loop.Decision, what string) {
 		return
 	}
 	c.approval, c.reason = nil, false
-	c.input.Placeholder = "Ask, or /help. Enter sends, Alt+Enter or Ctrl+J adds a line."
+	c.input.Placeholder = placeholder
 	a.msg.reply <- d
-	c.notice("  → " + what)
+	if d.Verdict != loop.Reject {
+		// A refusal is said once, by the call's line after the
+		// approval (the reason the model reads).
+		c.notice("  → " + what)
+	}
 	c.setAct("waiting for the tool")
+}
+
+// interrupt stops the run on the person's word (Esc, Ctrl-C), cancelling
+// the approval it waits for, if any, and says so in one line: the run's
+// cancellation error is not shown again.
+func (c *chat) interrupt(line string) {
+	if a := c.approval; a != nil {
+		c.approval, c.reason = nil, false
+		c.input.Placeholder = placeholder
+		a.msg.reply <- loop.Decision{Verdict: loop.Cancel, Reason: "the user interrupted the turn"}
+	}
+	c.cancelRun()
+	c.errorNotice(line)
+	c.interrupted = true
 }
 
 // refuseApproval answers a waiting approval, if any, with d.
@@ -1002,7 +1122,7 @@ func (c *chat) bottomHeight() int {
 	if c.approval != nil && !c.reason {
 		return 1 + strings.Count(c.question(), "\n") + 1 // status, rule, question
 	}
-	return c.input.Height() + 2
+	return c.input.Height() + 2 + len(c.menuLines())
 }
 
 // screen renders the whole screen.
@@ -1021,6 +1141,12 @@ func (c *chat) screen() string {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
+	if c.approval == nil || c.reason {
+		for _, l := range c.menuLines() {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
 	b.WriteString(c.status())
 	b.WriteByte('\n')
 	if c.approval != nil && !c.reason {
@@ -1033,16 +1159,20 @@ func (c *chat) screen() string {
 	return b.String()
 }
 
-// status is the line above the input: what is going on, usage, cost.
+// status is the line above the input: the permission mode, what is
+// going on, usage, cost.
 func (c *chat) status() string {
-	left := ""
+	mode := c.perms.CurrentMode()
+	left := c.st.mode(mode).Render("⏵ "+string(mode)) + " "
 	if c.busy {
 		el := c.now().Sub(c.actAt).Truncate(time.Second)
 		frames := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 		f := frames[int(c.now().UnixMilli()/100)%len(frames)]
-		left = c.st.accent.Render(f) + " " + c.act + " " + c.st.dim.Render(fmt.Sprintf("%ds · Esc interrupts", int(el.Seconds())))
+		left += c.st.accent.Render(f) + " " + c.act + " " + c.st.dim.Render(fmt.Sprintf("%ds · Esc interrupts", int(el.Seconds())))
 	} else if c.scroll > 0 {
-		left = c.st.dim.Render(fmt.Sprintf("scrolled up %d lines · PgDn goes back", c.scroll))
+		left += c.st.dim.Render(fmt.Sprintf("scrolled up %d lines · PgDn goes back", c.scroll))
+	} else {
+		left += c.st.dim.Render("(Shift+Tab cycles)")
 	}
 	u := c.totalUsage()
 	right := formatTokens(u.InputTokens) + " in"
@@ -1063,6 +1193,10 @@ func (c *chat) status() string {
 	right = c.st.dim.Render(right)
 	gap := c.width - lipgloss.Width(left) - lipgloss.Width(right)
 	if gap < 1 {
+		// The activity gives way first: usage, cost and model stay.
+		if room := c.width - lipgloss.Width(right) - 1; room >= 20 {
+			return ansi.Truncate(left, room, "…") + " " + right
+		}
 		return ansi.Truncate(left+" "+right, c.width, "…")
 	}
 	return left + strings.Repeat(" ", gap) + right
@@ -1207,9 +1341,25 @@ func (c *chat) renderTool(b *block) []string {
 		name = safetext.Escape(b.agent) + " › " + name
 	}
 	head := icon + " " + c.st.tool.Render(name) + " " + argSummary(b.name, b.args)
+	if b.parent != nil && !c.expandTools && b.state != toolAsking {
+		return nil // folded into the line of the call that runs it (Ctrl+O shows it)
+	}
 	var tail []string
+	if b.children > 0 {
+		tail = append(tail, plural(b.children, "call"))
+		if b.state == toolRunning && b.lastChild != "" {
+			tail = append(tail, "now "+b.lastChild)
+		}
+	}
 	switch b.state {
-	case toolDone, toolFailed:
+	case toolFailed:
+		// The error itself, its first line: it says why.
+		first, _, _ := strings.Cut(strings.TrimSpace(b.result), "\n")
+		tail = append(tail, clip(first, 160))
+		if b.dur >= time.Second {
+			tail = append(tail, b.dur.Round(100*time.Millisecond).String())
+		}
+	case toolDone:
 		tail = append(tail, resultSummary(b.result))
 		if b.dur >= time.Second {
 			tail = append(tail, b.dur.Round(100*time.Millisecond).String())
@@ -1224,6 +1374,9 @@ func (c *chat) renderTool(b *block) []string {
 	line := head
 	if len(tail) > 0 {
 		line += c.st.dim.Render(" · " + strings.Join(tail, " · "))
+	}
+	if b.parent != nil {
+		line = "  " + line // under the call that runs it
 	}
 	lines := []string{ansi.Truncate(line, c.width, "…")}
 	if b.state == toolAsking && c.approval != nil {
@@ -1330,7 +1483,7 @@ func argSummary(tool string, args json.RawMessage) string {
 	if json.Unmarshal(args, &a) != nil {
 		return clip(string(args), 60)
 	}
-	for _, k := range []string{"command", "path", "url", "pattern", "query", "name", "skill"} {
+	for _, k := range []string{"command", "path", "url", "pattern", "query", "name", "skill", "description", "task"} {
 		if v, ok := a[k].(string); ok {
 			return clip(v, 80)
 		}

@@ -323,3 +323,85 @@ func TestAutoCompaction(t *testing.T) {
 		t.Errorf("compaction asked for %q, want each run's model", asked)
 	}
 }
+
+// TestAtCompletion: "@" lists the workdir's paths (walked off the UI's
+// goroutine, .gitignore honoured) matching what follows it, and Tab puts
+// the chosen one in place of the token, the cursor after it.
+func TestAtCompletion(t *testing.T) {
+	h := newHarness(t)
+	for name, body := range map[string]string{".gitignore": "gen/\n", "cmd/main.go": "x", "gen/main.go": "x", "README.md": "x"} {
+		p := filepath.Join(h.dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(body), 0o644)
+	}
+	for _, r := range "see @mai" {
+		h.c.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	guard := time.NewTimer(30 * time.Second) // a hang, not a speed check
+	defer guard.Stop()
+	for h.c.menu == nil || len(h.c.menu.items) == 0 {
+		select {
+		case e := <-h.c.events:
+			h.c.Update(e)
+		case <-guard.C:
+			t.Fatalf("no completion:\n%s", h.screen())
+		}
+	}
+	if s := h.screen(); !strings.Contains(s, "@cmd/main.go") || strings.Contains(s, "gen/main.go") {
+		t.Errorf("the completion menu:\n%s", s)
+	}
+	h.key(tea.KeyPressMsg{Code: tea.KeyTab})
+	if got := h.c.input.Value(); got != "see @cmd/main.go " {
+		t.Errorf("after Tab the input is %q", got)
+	}
+	if h.c.menu != nil {
+		t.Error("the menu stays open after the completion")
+	}
+	for _, r := range "please" {
+		h.c.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	if got := h.c.input.Value(); got != "see @cmd/main.go please" {
+		t.Errorf("typing after the completion gives %q", got)
+	}
+}
+
+// TestModeCycle: Shift+Tab cycles default, acceptEdits and plan, and
+// bypassPermissions only in a chat started in it; /mode sets one.
+func TestModeCycle(t *testing.T) {
+	h := newHarness(t)
+	shiftTab := tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}
+	var seen []loop.PermissionMode
+	for range 4 {
+		h.key(shiftTab)
+		seen = append(seen, h.c.perms.CurrentMode())
+	}
+	want := []loop.PermissionMode{loop.ModeAcceptEdits, loop.ModePlan, loop.ModeDefault, loop.ModeAcceptEdits}
+	if !slices.Equal(seen, want) {
+		t.Errorf("Shift+Tab gives %v, want %v", seen, want)
+	}
+	if s := h.screen(); !strings.Contains(s, "⏵ acceptEdits") {
+		t.Errorf("the status line does not show the mode:\n%s", s)
+	}
+	h.typeText("/mode bypassPermissions")
+	if h.c.perms.CurrentMode() != loop.ModeAcceptEdits || !strings.Contains(h.screen(), "offered only to a chat started in it") {
+		t.Errorf("/mode bypassPermissions in a default chat: %s\n%s", h.c.perms.CurrentMode(), h.screen())
+	}
+	h.typeText("/mode plan")
+	if h.c.perms.CurrentMode() != loop.ModePlan {
+		t.Errorf("/mode plan: %s", h.c.perms.CurrentMode())
+	}
+
+	b := newHarness(t)
+	b.c.perms.SetMode(loop.ModeBypass)
+	b.c.bypassOK = true
+	b.key(shiftTab)
+	if got := b.c.perms.CurrentMode(); got != loop.ModeDefault {
+		t.Errorf("after bypassPermissions: %s", got)
+	}
+	for range 3 {
+		b.key(shiftTab)
+	}
+	if got := b.c.perms.CurrentMode(); got != loop.ModeBypass {
+		t.Errorf("a chat started in bypassPermissions cycles back to it: %s", got)
+	}
+}
