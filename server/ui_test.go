@@ -90,7 +90,7 @@ func newUIEnvWrapped(t *testing.T, wrap func(http.Handler) http.Handler, replies
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	var h http.Handler = server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}})
+	var h http.Handler = server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: filepath.Join(t.TempDir(), "workspaces")})
 	if wrap != nil {
 		h = wrap(h)
 	}

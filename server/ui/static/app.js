@@ -130,6 +130,141 @@
     return api('GET', 'sessions/' + encodeURIComponent(id) + '/changes?include_events=false');
   }
 
+  // --- attachments: files given with a new session or a message ---
+
+  // Images go with the message (as data URIs, which the model sees);
+  // other files are written into the session's workspace
+  // (POST .../files/write_file), which the agent's file tools read, and
+  // the message names them. MAX_FILES files, MAX_FILE_BYTES each and
+  // MAX_IMAGE_BYTES of images at most: the API's body limit is 5 MB of
+  // JSON, and base64 grows by a third.
+  const MAX_FILES = 20;
+  const MAX_FILE_BYTES = 3 << 20;
+  const MAX_IMAGE_BYTES = 3 << 20;
+  const ATTACH_IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+
+  function readAs(file, how) {
+    return new Promise((resolve, reject) => {
+      const r = new FileReader();
+      r.onload = () => resolve(r.result);
+      r.onerror = () => reject(new Error('cannot read ' + file.name));
+      if (how === 'url') r.readAsDataURL(file); else r.readAsArrayBuffer(file);
+    });
+  }
+
+  function b64(buf) {
+    const bytes = new Uint8Array(buf);
+    let s = '';
+    for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+    return btoa(s);
+  }
+
+  // FILE_NAME is what a file's name may be to travel as a workspace path:
+  // no directory part, no control character.
+  const FILE_NAME = /^[^/\\\u0000-\u001f\u007f]{1,255}$/;
+
+  // readAttachments checks and reads the files of an <input type=file>:
+  // {images: [data URI], files: [{name, content_base64}]}, or throws an
+  // error that says which file and why, before anything is sent.
+  async function readAttachments(list) {
+    const all = Array.from(list || []);
+    if (all.length > MAX_FILES) throw new Error('at most ' + MAX_FILES + ' files at once (' + all.length + ' chosen)');
+    const images = [], files = [];
+    let imageBytes = 0;
+    const names = new Set();
+    for (const f of all) {
+      if (ATTACH_IMAGE_TYPES.has(f.type)) {
+        imageBytes += f.size;
+        if (imageBytes > MAX_IMAGE_BYTES) throw new Error('the images add up to more than ' + (MAX_IMAGE_BYTES >> 20) + ' MiB');
+        images.push(await readAs(f, 'url'));
+        continue;
+      }
+      if (!FILE_NAME.test(f.name) || f.name === '.' || f.name === '..') throw new Error('a file name the workspace cannot hold: ' + JSON.stringify(f.name));
+      if (names.has(f.name)) throw new Error('two files named ' + f.name);
+      names.add(f.name);
+      if (f.size > MAX_FILE_BYTES) throw new Error(f.name + ' is larger than ' + (MAX_FILE_BYTES >> 20) + ' MiB');
+      files.push({ name: f.name, content_base64: b64(await readAs(f, 'buffer')) });
+    }
+    return { images, files };
+  }
+
+  // userMessage is the message of text and attachments: the files
+  // written to the workspace are named at its end.
+  function userMessage(text, att) {
+    let m = text;
+    if (att.files.length) m += '\n\n(Attached in the workspace: ' + att.files.map((f) => f.name).join(', ') + ')';
+    const msg = { type: 'user_message', message: m };
+    if (att.images.length) msg.images = att.images;
+    return msg;
+  }
+
+  // writeFiles writes the attached files into a session's workspace.
+  async function writeFiles(id, att) {
+    for (const f of att.files) {
+      await api('POST', 'sessions/' + encodeURIComponent(id) + '/files/write_file', { path: f.name, content_base64: f.content_base64 });
+    }
+  }
+
+  // startSession creates a session of agent with a message and files,
+  // and returns its id. With files, the session is created waiting for
+  // its first message, the files are written, then the message is sent:
+  // the agent never starts without them. A file that cannot be written
+  // cancels the session, and the error says why.
+  async function startSession(agent, text, list) {
+    const att = await readAttachments(list);
+    if (!att.files.length) {
+      const v = await api('POST', 'sessions', { agent, messages: [userMessage(text, att)] });
+      return v.id;
+    }
+    const v = await api('POST', 'sessions', { agent });
+    try {
+      await writeFiles(v.id, att);
+    } catch (e) {
+      api('DELETE', 'sessions/' + encodeURIComponent(v.id)).catch(() => {});
+      throw new Error('attaching the files: ' + e.message);
+    }
+    await api('POST', 'sessions/' + encodeURIComponent(v.id) + '/messages', userMessage(text, att));
+    return v.id;
+  }
+
+  // newSessionForm is the form that starts a session: an agent of the
+  // server or of the key, a message, files.
+  function newSessionForm() {
+    const agent = el('select', { id: 'new-agent', 'aria-label': 'Agent', required: true });
+    const message = el('textarea', { id: 'new-message', rows: 3, placeholder: 'What should the agent do?', required: true });
+    const files = el('input', { type: 'file', id: 'new-files', multiple: true, 'aria-label': 'Files' });
+    const err = el('p', { class: 'error', id: 'new-error' });
+    const start = el('button', { type: 'submit', class: 'primary', id: 'new-start', text: 'Start', disabled: true });
+    const form = el('form', { class: 'card new-session', id: 'new-session' },
+      el('h2', { text: 'New session' }),
+      el('div', { class: 'row' }, el('label', { for: 'new-agent', text: 'Agent' }), agent),
+      message,
+      el('div', { class: 'row' }, el('label', { for: 'new-files', text: 'Files' }), files,
+        el('span', { class: 'muted small', text: 'images go to the model; other files to the session’s workspace' })),
+      err, el('div', { class: 'controls' }, start));
+    api('GET', 'agents?size=100').then((res) => {
+      const items = (res.items || []).filter((a) => a && typeof a.name === 'string');
+      agent.replaceChildren(...items.map((a) => el('option', { value: a.name, text: a.name + (a.read_only ? ' (server)' : '') })));
+      start.disabled = !items.length;
+      if (!items.length) err.textContent = 'No agent: register one under Manage, or configure one for the server.';
+    }).catch((e) => { err.textContent = visible('Cannot list the agents: ' + e.message); });
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      err.textContent = '';
+      if (!message.value.trim()) { err.textContent = 'Write a message.'; return; }
+      start.disabled = true;
+      try {
+        const id = await startSession(agent.value, message.value, files.files);
+        message.value = '';
+        files.value = '';
+        location.hash = '#/s/' + encodeURIComponent(id);
+      } catch (e) {
+        err.textContent = visible('Not started: ' + e.message);
+      } finally { start.disabled = false; }
+    });
+    return form;
+  }
+
   function stateBadge(st) {
     return el('span', { class: 'state ' + (STATES.includes(st) ? st : ''), text: st || '?', 'data-state': st });
   }
@@ -194,7 +329,7 @@
       el('table', { class: 'sessions agents-table' },
         el('thead', {}, el('tr', {}, ...['Agent', 'Description', 'Model', ''].map((h) => el('th', { text: h })))),
         agentsBody));
-    main.replaceChildren(
+    main.replaceChildren(newSessionForm(),
       el('div', { class: 'filters' }, state, agent, names, search),
       el('table', { class: 'sessions' },
         el('thead', {}, el('tr', {}, ...['Session', 'State', 'Agent', 'Age', 'Usage · cost'].map((h) => el('th', { text: h })))),
@@ -614,16 +749,23 @@
       act('Pause', '/pause'), act('Resume', '/resume'), act('Force answer', '/force_answer'),
       act('Cancel', '', 'DELETE', 'danger'), share);
     const msg = el('textarea', { id: 'message', placeholder: 'Message to the agent', rows: 2 });
-    const send = el('form', { class: 'send', id: 'send' }, msg, el('button', { type: 'submit', class: 'primary', text: 'Send' }));
+    const msgFiles = el('input', { type: 'file', id: 'message-files', multiple: true, 'aria-label': 'Files' });
+    const sendBtn = el('button', { type: 'submit', class: 'primary', id: 'btn-send', text: 'Send' });
+    const send = el('form', { class: 'send', id: 'send' }, msg, el('div', { class: 'send-side' }, msgFiles, sendBtn));
     send.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       if (!msg.value.trim()) return;
+      sendBtn.disabled = true;
       try {
-        await api('POST', 'sessions/' + encodeURIComponent(id) + '/messages', { type: 'user_message', message: msg.value });
+        const att = await readAttachments(msgFiles.files);
+        await writeFiles(id, att);
+        await api('POST', 'sessions/' + encodeURIComponent(id) + '/messages', userMessage(msg.value, att));
         msg.value = '';
+        msgFiles.value = '';
         connect();
         poll();
       } catch (e) { toast('Sending failed: ' + e.message); }
+      sendBtn.disabled = false;
     });
     const pending = el('div', { class: 'pending', id: 'pending' });
     const tv = trajectoryView(renderPending, () => {});
