@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/openai/openaitest"
 )
 
@@ -43,7 +44,7 @@ func TestUIBrowserStartSession(t *testing.T) {
 	b.login(e)
 	var refused string
 	b.step("too many files",
-		chromedp.WaitVisible(chromedp.CSS(`#new-agent option[value="ops"]`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#new-agent option[value="ops"]') !== null`),
 		chromedp.SetValue(chromedp.CSS(`#new-agent`), "ops"),
 		chromedp.SendKeys(chromedp.CSS(`#new-message`), "look at these"),
 		chromedp.SetUploadFiles(chromedp.CSS(`#new-files`), many),
@@ -69,7 +70,7 @@ func TestUIBrowserStartSession(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="completed"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event`)),
 		eval(`location.hash`, &hash),
-		eval(`document.querySelector('#answer').textContent`, &answer),
+		eval(`document.querySelector('.ev.answer_event .answer').textContent`, &answer),
 	)
 	id := strings.TrimPrefix(hash, "#/s/")
 	if id == hash || !strings.Contains(answer, "I see the chart and orders.csv") {
@@ -101,4 +102,149 @@ func TestUIBrowserStartSession(t *testing.T) {
 		t.Errorf("the follow-up's request:\n%s", last)
 	}
 	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/files/read_file", keyAlice, `{"path":"more.txt"}`), http.StatusOK)
+}
+
+// hostileMarkdown is an answer in Markdown whose HTML, event handlers
+// and javascript:, data: and mixed-case links must stay inert.
+const hostileMarkdown = "# Report\n\n**bold** and _em_ and `<b>code</b>` and snake_case_name\n\n" +
+	`<script>window.pwned=1</script><img src=x onerror="window.pwned=2">` + "\n\n" +
+	"[click me](javascript:window.pwned=3) [also](JaVaScRiPt:alert(1)) [data](data:text/html,<script>alert(1)</script>) [ok](https://example.com/a?b=1)\n\n" +
+	"![pic](https://evil.example/p.png)\n\n" +
+	"- one\n- two with [x](vbscript:msgbox)\n\n" +
+	"| a | b |\n|---|--:|\n| 1 | <i onmouseover=alert(1)>2</i> |\n\n" +
+	"```html\n<iframe src=javascript:alert(1)></iframe>\n```\n"
+
+// TestUIBrowserConversation reads a session as a conversation, in a
+// headless Chromium: the steps labelled in words with a time each, the
+// tool call and its result folded to a line that opens, the answer
+// rendered as Markdown once, with hostile HTML and links inert; and the
+// controls enabled only when the session's state allows them.
+func TestUIBrowserConversation(t *testing.T) {
+	e := newUIEnv(t,
+		openaitest.Reply{Text: "I will *deploy* it.", ToolCalls: []llm.ToolCall{openaitest.ToolCall("call_1", "deploy", `{"service":"api"}`)}},
+		openaitest.Reply{Text: hostileMarkdown},
+	)
+	b := newUIBrowser(t)
+	b.login(e)
+	id := e.create(keyAlice, `{"agent":"ops","messages":"deploy **api** <img src=x onerror=window.pwned=4>"}`)
+	buttons := func(want string) chromedp.Action[chromedp.Void] {
+		return chromedp.Poll[chromedp.Void](`['pause','resume','force-answer','cancel','send','share'].map(b => document.querySelector('#btn-' + b).disabled ? '-' : b).join(' ') === '` + want + `'`)
+	}
+	var scripts int
+	b.step("waiting for approval",
+		eval(`location.hash = '#/s/`+id+`'`, nil),
+		chromedp.WaitVisible(chromedp.CSS(`.approval[data-call="call_1"] button.approve`)),
+		eval(`document.scripts.length`, &scripts),
+		buttons("pause - force-answer cancel send share"),
+		chromedp.Click(chromedp.CSS(`#btn-pause`)),
+		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="paused"]`)),
+		buttons("- resume force-answer cancel send share"),
+		chromedp.Click(chromedp.CSS(`#btn-resume`)),
+		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="awaiting_tool_results"]`)),
+		buttons("pause - force-answer cancel send share"),
+	)
+	var call struct {
+		Summary string `json:"summary"`
+		Hidden  bool   `json:"hidden"`
+	}
+	b.step("a call folded to a line",
+		eval(`(() => { const d = document.querySelector('.ev.policy_event details.call'); return {summary: d.querySelector('summary').textContent, hidden: !d.querySelector('pre.args').checkVisibility()}; })()`, &call),
+		chromedp.Click(chromedp.CSS(`.ev.policy_event details.call summary`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('.ev.policy_event details.call pre.args').checkVisibility()`),
+	)
+	if call.Summary != `deploy {"service":"api"}` || !call.Hidden {
+		t.Errorf("the folded call: %+v", call)
+	}
+	var got struct {
+		Pwned     string   `json:"pwned"`
+		Scripts   int      `json:"scripts"`
+		Bad       []string `json:"bad"`
+		Links     []string `json:"links"`
+		Strong    string   `json:"strong"`
+		Em        string   `json:"em"`
+		Code      []string `json:"code"`
+		Heading   string   `json:"heading"`
+		Items     []string `json:"items"`
+		Cells     []string `json:"cells"`
+		Text      string   `json:"text"`
+		Answers   int      `json:"answers"`
+		Repeated  int      `json:"repeated"`
+		Labels    []string `json:"labels"`
+		Untimed   []string `json:"untimed"`
+		Result    string   `json:"result"`
+		ResultVis bool     `json:"resultVis"`
+		Message   string   `json:"message"`
+		MsgStrong string   `json:"msgStrong"`
+	}
+	b.step("answered",
+		chromedp.Click(chromedp.CSS(`.approval[data-call="call_1"] button.approve`)),
+		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event`)),
+		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="completed"]`)),
+		buttons("- - - - send share"),
+		eval(`(() => {
+			const a = document.querySelector('.ev.answer_event .answer');
+			const bad = [];
+			for (const n of document.querySelectorAll('#events *')) {
+				if (['SCRIPT', 'IMG', 'IFRAME', 'I', 'B', 'OBJECT', 'EMBED', 'STYLE'].includes(n.tagName) && !n.closest('.observation_event')) bad.push(n.tagName);
+				for (const at of n.attributes) if (/^on/i.test(at.name) || /^\s*(javascript|data|vbscript):/i.test(at.value)) bad.push(n.tagName + ' ' + at.name + '=' + at.value);
+			}
+			return {
+				pwned: typeof window.pwned, scripts: document.scripts.length, bad,
+				links: [...a.querySelectorAll('a')].map(l => l.getAttribute('href') + ' ' + l.rel + ' ' + l.target + ' ' + l.textContent),
+				strong: a.querySelector('strong').textContent, em: a.querySelector('em').textContent,
+				code: [...a.querySelectorAll('code')].map(c => c.textContent),
+				heading: a.querySelector('h3').textContent,
+				items: [...a.querySelectorAll('li')].map(l => l.textContent),
+				cells: [...a.querySelectorAll('td')].map(l => l.textContent),
+				text: a.textContent,
+				answers: document.querySelectorAll('.ev.answer_event').length,
+				repeated: [...document.querySelectorAll('#events .ev')].filter(n => !n.classList.contains('answer_event') && n.textContent.includes('Report')).length,
+				labels: [...document.querySelectorAll('#events .ev')].map(n => (n.querySelector(':scope > .label .what, :scope > .what, :scope > details > summary .what') || n).textContent),
+				untimed: [...document.querySelectorAll('#events .ev')].filter(n => !n.querySelector('time.at')).map(n => n.dataset.type),
+				result: document.querySelector('.ev.tool_result details.fold summary').textContent,
+				resultVis: document.querySelector('.ev.tool_result pre.result').checkVisibility(),
+				message: document.querySelector('.ev.message_event .text').textContent,
+				msgStrong: (document.querySelector('.ev.message_event strong') || {}).textContent || '',
+			};
+		})()`, &got),
+	)
+	if got.Pwned != "undefined" || got.Scripts != scripts || len(got.Bad) != 0 {
+		t.Errorf("hostile Markdown ran or became elements: pwned %s, scripts %d (before %d), %q", got.Pwned, got.Scripts, scripts, got.Bad)
+	}
+	wantLinks := []string{
+		"https://example.com/a?b=1 noopener noreferrer nofollow _blank ok",
+		"https://evil.example/p.png noopener noreferrer nofollow _blank image: pic",
+	}
+	if strings.Join(got.Links, "\n") != strings.Join(wantLinks, "\n") {
+		t.Errorf("links:\n%s", strings.Join(got.Links, "\n"))
+	}
+	for _, s := range []string{`<script>window.pwned=1</script><img src=x onerror="window.pwned=2">`, "click me (javascript:window.pwned=3)", "also (JaVaScRiPt:alert(1))", "snake_case_name"} {
+		if !strings.Contains(got.Text, s) {
+			t.Errorf("the answer does not show %q as text:\n%s", s, got.Text)
+		}
+	}
+	if got.Strong != "bold" || got.Em != "em" || strings.Join(got.Code, "|") != "<b>code</b>|<iframe src=javascript:alert(1)></iframe>" || got.Heading != "Report" ||
+		strings.Join(got.Items, "|") != "one|two with x (vbscript:msgbox)" || strings.Join(got.Cells, "|") != "1|<i onmouseover=alert(1)>2</i>" {
+		t.Errorf("Markdown rendered as %+v", got)
+	}
+	if got.Answers != 1 || got.Repeated != 0 {
+		t.Errorf("the answer shows %d times, and %d more in other steps", got.Answers, got.Repeated)
+	}
+	for _, l := range got.Labels {
+		if strings.Contains(l, "Event") || strings.Contains(l, "_") {
+			t.Errorf("a step labelled %q, not in words (all: %q)", l, got.Labels)
+		}
+	}
+	if len(got.Untimed) != 0 {
+		t.Errorf("steps without a time: %q", got.Untimed)
+	}
+	if !strings.HasPrefix(got.Result, "Result of deploy <script>") || got.ResultVis {
+		t.Errorf("the result is not folded to a line: %q (open %v)", got.Result, got.ResultVis)
+	}
+	if got.MsgStrong != "api" || !strings.Contains(got.Message, "<img src=x onerror=window.pwned=4>") {
+		t.Errorf("the message: %q (strong %q)", got.Message, got.MsgStrong)
+	}
+	if shots := os.Getenv("HRNS_UI_SCREENSHOTS"); shots != "" {
+		b.shot(filepath.Join(shots, "ui-conversation.png"))
+	}
 }

@@ -90,7 +90,9 @@ func newUIEnvWrapped(t *testing.T, wrap func(http.Handler) http.Handler, replies
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	var h http.Handler = server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: filepath.Join(t.TempDir(), "workspaces")})
+	// Every session's workspace, for the page's attachments.
+	workspaces := t.TempDir()
+	var h http.Handler = server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: workspaces})
 	if wrap != nil {
 		h = wrap(h)
 	}
@@ -365,7 +367,7 @@ func TestUIBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event`)),
 	)
 	var flows []string
-	step("flows", eval(`[...document.querySelectorAll('.ev.flow_event')].map(e => e.textContent)`, &flows))
+	step("flows", eval(`[...document.querySelectorAll('.ev.flow_event')].map(e => e.dataset.flow)`, &flows))
 	if strings.Join(flows, ",") != "pause,resume" {
 		t.Errorf("flow events shown = %q", flows)
 	}
@@ -418,8 +420,8 @@ func TestUIBrowser(t *testing.T) {
 	)
 	step("open the shared link",
 		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error { return chromedp.Do(ctx, chromedp.Navigate(link)) }),
-		chromedp.WaitVisible(chromedp.CSS(`#answer .text`)),
-		eval(`document.querySelector('#answer .text').textContent`, &shared),
+		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event .answer`)),
+		eval(`document.querySelector('.ev.answer_event .answer').textContent`, &shared),
 	)
 	if !strings.HasPrefix(link, e.url+"/ui/#/shared/") || !strings.Contains(shared, "done <script>") {
 		t.Errorf("shared link %q shows %q", link, shared)
@@ -563,7 +565,7 @@ func TestUIBrowserSteer(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event`)),
 		chromedp.WaitVisible(chromedp.CSS(`.ev.flow_event`)),
 		eval(`document.querySelector('.ev.answer_event .answer').textContent + ' / ' +
-			[...document.querySelectorAll('.ev.flow_event')].map(e => e.textContent).join(',')`, &answer),
+			[...document.querySelectorAll('.ev.flow_event')].map(e => e.dataset.flow).join(',')`, &answer),
 	)
 	if answer != "best effort: 4242 is probably shipped / force_answer" {
 		t.Errorf("after force answer: %q", answer)
@@ -723,13 +725,13 @@ func TestUIBrowserShared(t *testing.T) {
 		Controls int      `json:"controls"`
 	}
 	b.step("live to the end",
-		chromedp.WaitVisible(chromedp.CSS(`#answer .text`)),
+		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event .answer`)),
 		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="completed"]`)),
 		chromedp.Poll[chromedp.Void](`document.querySelector('#stream-info').textContent.startsWith('the session has ended')`),
 		eval(`({pwned: typeof window.pwned, scripts: document.scripts.length,
 			imgs: [...document.querySelectorAll('img')].map(i => i.src.slice(0, 22)),
 			results: [...document.querySelectorAll('.ev.tool_result pre.result')].map(p => p.textContent),
-			answer: document.querySelector('#answer .text').textContent,
+			answer: document.querySelector('.ev.answer_event .answer').textContent,
 			usage: document.querySelector('#usage').textContent,
 			stream: document.querySelector('#stream-info').textContent,
 			pending: document.querySelectorAll('#pending .card').length,
@@ -758,7 +760,7 @@ func TestUIBrowserShared(t *testing.T) {
 	var controls int
 	b.step("open the link, logged in",
 		chromedp.Navigate(url),
-		chromedp.WaitVisible(chromedp.CSS(`#answer .text`)),
+		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event .answer`)),
 		chromedp.Poll[chromedp.Void](`document.querySelector('#stream-info').textContent.startsWith('the session has ended')`),
 		eval(`document.querySelectorAll('main button, main input, main textarea, main select, main form').length`, &controls),
 	)

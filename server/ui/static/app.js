@@ -266,7 +266,7 @@
   }
 
   function stateBadge(st) {
-    return el('span', { class: 'state ' + (STATES.includes(st) ? st : ''), text: st || '?', 'data-state': st });
+    return el('span', { class: 'state ' + (STATES.includes(st) ? st : ''), text: words(st), title: st || '', 'data-state': st });
   }
 
   function leave() {
@@ -411,13 +411,245 @@
     return e.data && typeof e.data.kind === 'string' ? e.data.kind : '';
   }
 
-  function block(label, cls, ...children) {
-    return el('div', { class: 'ev ' + cls }, el('div', { class: 'label', text: label }), ...children);
+  // --- Markdown, as elements ---
+
+  // markdown renders Markdown (CommonMark's common part and GitHub's
+  // tables and strikethrough) from untrusted text as elements built with
+  // createElement and text nodes: nothing is ever parsed as HTML, so raw
+  // HTML in the text shows as text. Links are kept only for http, https
+  // and mailto URLs (rel="noopener noreferrer nofollow", opened in a new
+  // tab); any other link, javascript: included, shows as its text and
+  // its URL, inert. Images are not loaded (the CSP forbids other hosts
+  // anyway): they show as links. Text past MD_MAX_CHARS shows as plain
+  // text (a paragraph past MD_MAX_INLINE, without inline Markdown), and nesting stops at MD_MAX_DEPTH.
+  const MD_MAX_CHARS = 100000;
+  const MD_MAX_INLINE = 20000;
+  const MD_MAX_DEPTH = 8;
+  const SAFE_URL = /^(https?:\/\/|mailto:)[^\s\u0000-\u001f\u007f]*$/i;
+
+  function markdown(src) {
+    const box = el('div', { class: 'md' });
+    src = String(src);
+    if (src.length > MD_MAX_CHARS) {
+      box.append(el('p', { class: 'muted', text: '(long text: shown as it is, not as Markdown)' }), el('div', { class: 'text', text: src }));
+      return box;
+    }
+    mdBlocks(src.replace(/\r\n?/g, '\n').split('\n'), box, 0);
+    return box;
   }
 
+  const MD_FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)/;
+  const MD_HEADING = /^ {0,3}(#{1,6})(?:\s+(.*?))?\s*#*\s*$/;
+  const MD_HR = /^ {0,3}([-*_])(?:\s*\1){2,}\s*$/;
+  const MD_QUOTE = /^ {0,3}> ?(.*)$/;
+  const MD_ITEM = /^( *)([-*+]|\d{1,9}[.)])(?:\s+(.*))?$/;
+  const MD_TABLE_SEP = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
+
+  function mdStarts(line) {
+    return MD_FENCE.test(line) || MD_HEADING.test(line) || MD_HR.test(line) || MD_QUOTE.test(line) || MD_ITEM.test(line);
+  }
+
+  function mdCells(line) {
+    let s = line.trim();
+    if (s.startsWith('|')) s = s.slice(1);
+    if (s.endsWith('|') && !s.endsWith('\\|')) s = s.slice(0, -1);
+    return s.split(/(?<!\\)\|/).map((c) => c.trim().replace(/\\\|/g, '|'));
+  }
+
+  // mdBlocks appends the blocks of lines to parent.
+  function mdBlocks(lines, parent, depth) {
+    if (depth > MD_MAX_DEPTH) { parent.append(el('div', { class: 'text', text: lines.join('\n') })); return; }
+    let i = 0;
+    while (i < lines.length) {
+      const line = lines[i];
+      if (!line.trim()) { i++; continue; }
+      let m;
+      if ((m = line.match(MD_FENCE))) {
+        const fence = m[1];
+        const body = [];
+        i++;
+        while (i < lines.length && !(lines[i].trim().startsWith(fence[0].repeat(fence.length)) && /^\s*[`~]+\s*$/.test(lines[i]))) body.push(lines[i++]);
+        i++;
+        const code = el('code', { text: body.join('\n') });
+        if (m[2]) code.dataset.lang = m[2].slice(0, 40);
+        parent.append(el('pre', { class: 'code' }, code));
+        continue;
+      }
+      if ((m = line.match(MD_HEADING))) {
+        const h = el('h' + Math.min(6, m[1].length + 2), { class: 'md-h' });
+        mdInline(m[2] || '', h, 0);
+        parent.append(h);
+        i++;
+        continue;
+      }
+      if (MD_HR.test(line)) { parent.append(el('hr')); i++; continue; }
+      if (MD_QUOTE.test(line)) {
+        const inner = [];
+        while (i < lines.length && (m = lines[i].match(MD_QUOTE))) { inner.push(m[1]); i++; }
+        const q = el('blockquote');
+        mdBlocks(inner, q, depth + 1);
+        parent.append(q);
+        continue;
+      }
+      if ((m = line.match(MD_ITEM))) {
+        const ordered = /\d/.test(m[2]);
+        const list = el(ordered ? 'ol' : 'ul');
+        if (ordered && parseInt(m[2], 10) !== 1) list.setAttribute('start', String(parseInt(m[2], 10)));
+        const indent = m[1].length;
+        while (i < lines.length) {
+          const im = lines[i].match(MD_ITEM);
+          if (!im || im[1].length !== indent || /\d/.test(im[2]) !== ordered) break;
+          const body = [im[3] || ''];
+          const pad = indent + im[2].length + 1;
+          i++;
+          // The item's other lines: indented ones (a nested list, more
+          // text), and lazy continuations of its text.
+          while (i < lines.length) {
+            const l = lines[i];
+            if (!l.trim()) {
+              if (i + 1 < lines.length && lines[i + 1].match(/^ */)[0].length > indent && lines[i + 1].trim()) { body.push(''); i++; continue; }
+              break;
+            }
+            const lead = l.match(/^ */)[0].length;
+            if (lead > indent) { body.push(l.slice(Math.min(lead, pad))); i++; continue; }
+            if (mdStarts(l)) break;
+            body.push(l.trim());
+            i++;
+          }
+          const li = el('li');
+          const task = body[0].match(/^\[([ xX])\]\s+(.*)$/);
+          if (task) {
+            li.className = 'task';
+            li.append(el('span', { class: 'mark', 'aria-hidden': 'true', text: task[1] === ' ' ? '☐' : '☑' }), ' ');
+            body[0] = task[2];
+          }
+          if (body.length === 1 || !body.slice(1).some((b) => mdStarts(b) || b === '')) {
+            mdInline(body.join('\n'), li, 0);
+          } else mdBlocks(body, li, depth + 1);
+          list.append(li);
+          while (i < lines.length && !lines[i].trim() && i + 1 < lines.length && (m = lines[i + 1].match(MD_ITEM)) && m[1].length === indent) i++;
+        }
+        parent.append(list);
+        continue;
+      }
+      if (line.includes('|') && i + 1 < lines.length && MD_TABLE_SEP.test(lines[i + 1]) && lines[i + 1].includes('-')) {
+        const head = mdCells(line);
+        const aligns = mdCells(lines[i + 1]).map((c) => (c.endsWith(':') ? (c.startsWith(':') ? 'center' : 'right') : c.startsWith(':') ? 'left' : ''));
+        i += 2;
+        const rows = [];
+        while (i < lines.length && lines[i].includes('|') && lines[i].trim()) rows.push(mdCells(lines[i++]));
+        const cell = (tag, text, k) => {
+          const c = el(tag, aligns[k] ? { class: 'al-' + aligns[k] } : {});
+          mdInline(text, c, 0);
+          return c;
+        };
+        parent.append(el('div', { class: 'table-wrap' }, el('table', { class: 'md-table' },
+          el('thead', {}, el('tr', {}, ...head.map((h, k) => cell('th', h, k)))),
+          el('tbody', {}, ...rows.map((r) => el('tr', {}, ...head.map((_, k) => cell('td', r[k] || '', k))))))));
+        continue;
+      }
+      const para = [];
+      while (i < lines.length && lines[i].trim() && !(para.length && mdStarts(lines[i]))) para.push(lines[i++]);
+      const p = el('p');
+      mdInline(para.join('\n'), p, 0);
+      parent.append(p);
+    }
+  }
+
+  // MD_INLINE finds the next inline construct: a code span, an image, a
+  // link, an autolink, a bare URL, strong, emphasis, strikethrough, an
+  // escaped character or a line break.
+  const MD_INLINE = /(`+)([\s\S]{0,2000}?[^`])\1(?!`)|!\[([^\]\n]*)\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)|\[((?:[^\[\]\n]|\[[^\]\n]*\]){0,500})\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)|<((?:https?:\/\/|mailto:)[^>\s]+)>|(https?:\/\/[^\s<>()]*[^\s<>().,;:!?'"])|(\*\*|__)(?=\S)([^\n]{0,1000}?\S)\9|(\*|_)(?=\S)([^\n]{0,1000}?\S)\11(?![A-Za-z0-9])|~~(?=\S)([^\n]{0,1000}?\S)~~|\\([!-\/:-@\[-`{-~])|( {2,}|\\)?\n/;
+
+  function mdLink(text, url, parent, depth, title) {
+    const u = String(url || '').trim();
+    if (SAFE_URL.test(u)) {
+      const a = el('a', { href: u, rel: 'noopener noreferrer nofollow', target: '_blank', title: title || null });
+      mdInline(text || u, a, depth + 1);
+      parent.append(a);
+      return;
+    }
+    // Not a link: the text, then the URL, as text.
+    const span = el('span', { class: 'inert-link', title: 'not a web link: not opened' });
+    mdInline(text, span, depth + 1);
+    if (u) span.append(document.createTextNode(visible(' (' + u + ')')));
+    parent.append(span);
+  }
+
+  // mdInline appends the inline content of text to parent.
+  function mdInline(text, parent, depth) {
+    if (depth > MD_MAX_DEPTH || text.length > MD_MAX_INLINE) { parent.append(document.createTextNode(visible(text))); return; }
+    let rest = text;
+    for (let guard = 0; rest && guard < 100000; guard++) {
+      const m = rest.match(MD_INLINE);
+      if (!m) break;
+      // An underscore inside a word is not emphasis (snake_case).
+      if (m[11] === '_' && m.index > 0 && /[A-Za-z0-9]/.test(rest[m.index - 1])) {
+        parent.append(document.createTextNode(visible(rest.slice(0, m.index + 1))));
+        rest = rest.slice(m.index + 1);
+        continue;
+      }
+      if (m.index) parent.append(document.createTextNode(visible(rest.slice(0, m.index))));
+      rest = rest.slice(m.index + m[0].length);
+      if (m[1] !== undefined) {
+        parent.append(el('code', { text: m[2].replace(/^ (.*) $/s, '$1') }));
+      } else if (m[4] !== undefined) {
+        mdLink('image: ' + (m[3] || m[4]), m[4], parent, depth);
+      } else if (m[6] !== undefined) {
+        mdLink(m[5], m[6], parent, depth);
+      } else if (m[7] !== undefined) {
+        mdLink(m[7], m[7], parent, depth);
+      } else if (m[8] !== undefined) {
+        mdLink(m[8], m[8], parent, depth);
+      } else if (m[9] !== undefined) {
+        const s = el('strong');
+        mdInline(m[10], s, depth + 1);
+        parent.append(s);
+      } else if (m[11] !== undefined) {
+        const s = el('em');
+        mdInline(m[12], s, depth + 1);
+        parent.append(s);
+      } else if (m[13] !== undefined) {
+        const s = el('del');
+        mdInline(m[13], s, depth + 1);
+        parent.append(s);
+      } else if (m[14] !== undefined) {
+        parent.append(document.createTextNode(m[14]));
+      } else {
+        parent.append(el('br'));
+      }
+    }
+    if (rest) parent.append(document.createTextNode(visible(rest)));
+  }
+
+  // clock shows an event's time: the hour on the day it happened, with
+  // the date before on another day; the full time is its title.
+  function clock(iso) {
+    const t = new Date(iso);
+    if (isNaN(t)) return null;
+    const now = new Date();
+    const hm = t.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+    const text = t.toDateString() === now.toDateString() ? hm : t.toLocaleDateString() + ' ' + hm;
+    return el('time', { class: 'at', datetime: t.toISOString(), title: t.toISOString(), text });
+  }
+
+  function block(label, cls, ...children) {
+    return el('div', { class: 'ev ' + cls }, el('div', { class: 'label' }, el('span', { class: 'what', text: label })), ...children);
+  }
+
+  // oneLine is a value on one line, cut at max characters.
+  function oneLine(v, max) {
+    let s = (typeof v === 'string' ? v : JSON.stringify(v === undefined ? {} : v)) || '';
+    s = s.replace(/\s+/g, ' ').trim();
+    return s.length > max ? s.slice(0, max - 1) + '…' : s;
+  }
+
+  // toolCall is a call folded to one line (its name and arguments) that
+  // opens on the whole arguments.
   function toolCall(req) {
-    return el('div', { class: 'call' },
-      el('strong', { text: req.tool_name || '?' }), ' ', el('span', { class: 'muted', text: req.id || '' }),
+    return el('details', { class: 'call', 'data-call': req.id || '' },
+      el('summary', {}, el('strong', { text: req.tool_name || '?' }), ' ', el('span', { class: 'muted oneline', text: oneLine(req.args, 140) })),
+      el('div', { class: 'muted small', text: 'call ' + (req.id || '') }),
       el('pre', { class: 'args', text: pretty(req.args === undefined ? {} : req.args) }));
   }
 
@@ -612,60 +844,115 @@
     return i;
   }
 
-  // renderEvent returns the element of one event of the trajectory.
+  // STATUS_WORDS say a session's state in words.
+  const STATUS_WORDS = {
+    queued: 'queued', pending: 'about to run', running: 'running', paused: 'paused',
+    idle: 'waiting for a message', awaiting_tool_results: 'waiting for tool results or approvals',
+    completed: 'completed', failed: 'failed', timed_out: 'timed out', interrupted: 'cancelled',
+  };
+  function words(st) { return STATUS_WORDS[st] || String(st || '?'); }
+
+  const FLOW_WORDS = {
+    pause: 'Paused', resume: 'Resumed', force_answer: 'Asked for the answer now',
+    approved: 'Approved', rejected: 'Rejected',
+  };
+
+  // activeWords says what an ActiveStateChangeEvent means.
+  function activeWords(d) {
+    const a = (d.pending_approvals || []).length, c = (d.pending_tool_calls || []).length;
+    if (d.state === 'running') return 'Working';
+    if (d.state === 'idle') return 'Waiting for a message';
+    const parts = [];
+    if (a) parts.push(a + (a === 1 ? ' approval' : ' approvals'));
+    if (c) parts.push(c + (c === 1 ? ' client tool result' : ' client tool results'));
+    return 'Waiting for ' + (parts.join(' and ') || 'tool results');
+  }
+
+  // folded is a result folded to one line, opening on the whole text.
+  function folded(label, cls, text) {
+    return el('details', { class: 'fold ' + cls },
+      el('summary', {}, el('span', { class: 'what', text: label }), ' ', el('span', { class: 'muted oneline', text: oneLine(text, 140) })),
+      el('pre', { class: 'result', text }));
+  }
+
+  // renderEvent returns the element of one event of the trajectory:
+  // what people say and the agent answers as Markdown, its tool calls
+  // and their results folded to a line, the rest as short lines in
+  // words; each with its time.
   function renderEvent(e) {
     const d = e.data || {};
     let node;
     switch (e.type === 'AgentEvent' ? kindOf(e) : e.type) {
       case 'message_event': {
         const parts = Array.isArray(d.content) ? d.content : [d.content];
-        node = block('message' + (d.caller_id ? ' from ' + d.caller_id : ''), 'message_event', ...parts.map((p) => {
-          if (typeof p === 'string') return el('div', { class: 'text', text: p });
-          if (p && typeof p.text === 'string') return el('div', { class: 'text', text: p.text });
+        node = block(d.caller_id ? 'Message from ' + d.caller_id : 'You', 'message_event bubble', ...parts.map((p) => {
+          if (typeof p === 'string') return el('div', { class: 'text' }, markdown(p));
+          if (p && typeof p.text === 'string') return el('div', { class: 'text' }, markdown(p.text));
+          if (p && p.type === 'image_url' && p.image_url && typeof p.image_url.url === 'string') {
+            const m = p.image_url.url.match(/^data:([a-z/]+);base64,(.*)$/s);
+            return m ? image({ type: 'base64', media_type: m[1], source: m[2] }, 'an image of the message') : el('p', { class: 'muted', text: '(an image)' });
+          }
           return el('pre', { text: pretty(p) });
         }));
         break;
       }
-      case 'policy_event':
-        node = block('model', 'policy_event',
+      case 'policy_event': {
+        const reqs = d.tool_reqs || [];
+        node = block(reqs.length ? (reqs.length === 1 ? 'Agent: calls a tool' : 'Agent: calls ' + reqs.length + ' tools') : 'Agent', 'policy_event',
           d.reasoning_content ? el('details', { class: 'thinking' }, el('summary', { text: 'thinking' }), el('div', { class: 'text', text: d.reasoning_content })) : null,
-          d.content ? el('div', { class: 'text', text: d.content }) : null,
-          ...(d.tool_reqs || []).map(toolCall),
+          d.content ? el('div', { class: 'text content' }, markdown(d.content)) : null,
+          ...reqs.map(toolCall),
           ...(d.validation_errors || []).map((v) => el('p', { class: 'error', text: v })));
+        if (d.content) node.dataset.content = String(d.content).slice(0, MD_MAX_CHARS);
         break;
+      }
       case 'tool_result': {
-        const plan = d.tool_req && d.tool_req.tool_name === 'todo_write' ? checklist(d.tool_req.args) : null;
-        node = block('result of ' + ((d.tool_req && d.tool_req.tool_name) || '?'), 'tool_result',
-          plan, el('pre', { class: 'result', text: pretty(d.result) }));
+        const name = (d.tool_req && d.tool_req.tool_name) || '?';
+        const plan = name === 'todo_write' ? checklist(d.tool_req.args) : null;
+        node = el('div', { class: 'ev tool_result' }, plan, folded('Result of ' + name, 'result-fold', pretty(d.result)));
         break;
       }
       case 'error_event':
-        node = block('error' + (d.origin ? ' (' + d.origin + ')' : '') + (d.tool_req ? ' in ' + d.tool_req.tool_name : ''), 'error_event',
+        node = block('Error' + (d.tool_req ? ' in ' + d.tool_req.tool_name : '') + (d.origin ? ' (' + d.origin + ')' : ''), 'error_event',
           el('pre', { class: 'result', text: d.error || '' }));
         break;
       case 'answer_event':
-        node = block('answer' + (d.outcome ? ' (' + d.outcome + ')' : ''), 'answer_event', el('div', { class: 'text answer', text: pretty(d.answer) }));
+        node = block('Answer' + (d.outcome && d.outcome !== 'success' ? ' (' + d.outcome + ')' : ''), 'answer_event bubble',
+          el('div', { class: 'text answer' }, typeof d.answer === 'string' ? markdown(d.answer) : el('pre', { text: pretty(d.answer) })));
         break;
       case 'observation_event':
-        node = block(d.type === 'web' ? 'browser screenshot' : 'image' + (d.type ? ' (' + d.type + ')' : ''), 'observation_event', image(d.image, d.type === 'web' ? 'browser screenshot' : 'image from ' + ((d.tool_req && d.tool_req.tool_name) || 'a tool')));
+        node = block(d.type === 'web' ? 'Browser screenshot' : 'Image' + (d.tool_req ? ' from ' + d.tool_req.tool_name : ''), 'observation_event', image(d.image, d.type === 'web' ? 'browser screenshot' : 'image from ' + ((d.tool_req && d.tool_req.tool_name) || 'a tool')));
         break;
       case 'flow_event':
-        node = el('div', { class: 'ev meta flow_event', text: d.flow + (d.tool_req ? ' ' + d.tool_req.tool_name + ' ' + (d.tool_req.id || '') : '') });
+        node = el('div', { class: 'ev meta flow_event', 'data-flow': d.flow || '' },
+          el('span', { class: 'what', text: (FLOW_WORDS[d.flow] || String(d.flow || '?')) + (d.tool_req ? ' ' + d.tool_req.tool_name : '') }));
+        break;
+      case 'AgentStartedEvent':
+        node = el('div', { class: 'ev meta AgentStartedEvent' }, el('span', { class: 'what', text: 'Started' }));
+        break;
+      case 'AgentCompletionEvent':
+        node = el('div', { class: 'ev meta AgentCompletionEvent' }, el('span', { class: 'what', text: 'Finished' + (d.status ? ': ' + words(d.status) : '') }));
         break;
       case 'AgentErrorEvent':
-        node = block('agent error', 'AgentErrorEvent', el('pre', { text: pretty(d) }));
+        node = block('The agent failed', 'AgentErrorEvent', el('pre', { text: typeof d.message === 'string' ? d.message : pretty(d) }));
         break;
       case 'MetricsUpdateEvent':
-        node = el('div', { class: 'ev meta MetricsUpdateEvent', text: 'so far: ' + summary(d) });
+        node = el('div', { class: 'ev meta MetricsUpdateEvent' }, el('span', { class: 'what', text: 'So far: ' + summary(d) }));
         break;
       case 'ActiveStateChangeEvent':
-        node = el('div', { class: 'ev meta ActiveStateChangeEvent', text: 'state: ' + (d.state || '') });
+        node = el('div', { class: 'ev meta ActiveStateChangeEvent' }, el('span', { class: 'what', text: activeWords(d) }));
         break;
       case 'AgentRunStatusChangeEvent':
-        node = el('div', { class: 'ev meta AgentRunStatusChangeEvent', text: 'status: ' + (d.status || '') });
+        node = el('div', { class: 'ev meta AgentRunStatusChangeEvent' }, el('span', { class: 'what', text: 'Now ' + words(d.status) }));
         break;
       default:
-        node = el('div', { class: 'ev meta ' + (e.type || ''), text: (e.type || '?') + (Object.keys(d).length ? ' ' + JSON.stringify(d) : '') });
+        node = el('div', { class: 'ev meta ' + (e.type || '') }, el('span', { class: 'what', text: String(e.type || '?') }),
+          Object.keys(d).length ? el('span', { class: 'muted', text: ' ' + oneLine(d, 200) }) : null);
+    }
+    const at = clock(e.timestamp);
+    if (at) {
+      const label = node.querySelector(':scope > .label, :scope > details > summary') || node;
+      label.append(' ', at);
     }
     node.dataset.index = String(e.index);
     node.dataset.type = e.type === 'AgentEvent' ? kindOf(e) : e.type;
@@ -673,31 +960,39 @@
   }
 
   // trajectoryView is a session's trajectory as the session page and the
-  // shared view both show it: the plan, the latest answer and the events,
-  // each event once and in the order of the log. onActive receives the
-  // data of each ActiveStateChangeEvent (the calls waiting), onMetrics
-  // that of each MetricsUpdateEvent.
-  function trajectoryView(onActive, onMetrics) {
+  // shared view both show it: the plan, then the events as a
+  // conversation, each event once and in the order of the log. The
+  // answer shows once: the model's text that an answer repeats is left
+  // out of the step that wrote it. onActive receives the data of each
+  // ActiveStateChangeEvent (the calls waiting), onMetrics that of each
+  // MetricsUpdateEvent, onEvent each event.
+  function trajectoryView(onActive, onMetrics, onEvent) {
     const planBox = el('div', { id: 'plan' });
-    const answerBox = el('div', { id: 'answer' });
     const traj = el('div', { id: 'events' });
-    let last = -1;
+    let last = -1, lastPolicy = null;
     function add(e) {
       if (!e || typeof e.index !== 'number' || e.index <= last) return;
       last = e.index;
-      traj.append(renderEvent(e));
+      const node = renderEvent(e);
       const d = e.data || {};
+      const kind = e.type === 'AgentEvent' ? kindOf(e) : e.type;
+      if (kind === 'answer_event' && lastPolicy && typeof d.answer === 'string' && lastPolicy.dataset.content === d.answer.slice(0, MD_MAX_CHARS)) {
+        const c = lastPolicy.querySelector(':scope > .content');
+        if (c) c.remove();
+        if (!lastPolicy.querySelector(':scope > .call, :scope > details.thinking, :scope > .error')) lastPolicy.remove();
+      }
+      if (kind === 'policy_event') lastPolicy = node;
+      else if (kind !== 'MetricsUpdateEvent' && kind !== 'ActiveStateChangeEvent' && kind !== 'AgentRunStatusChangeEvent') lastPolicy = null;
+      traj.append(node);
       if (e.type === 'ActiveStateChangeEvent') onActive(d);
       if (e.type === 'MetricsUpdateEvent') onMetrics(d);
-      if (e.type === 'AgentEvent' && kindOf(e) === 'tool_result' && d.tool_req && d.tool_req.tool_name === 'todo_write') {
+      if (onEvent) onEvent(e);
+      if (kind === 'tool_result' && d.tool_req && d.tool_req.tool_name === 'todo_write') {
         const plan = checklist(d.tool_req.args);
         if (plan) planBox.replaceChildren(el('div', { class: 'card' }, el('div', { class: 'label', text: 'plan' }), plan));
       }
-      if (e.type === 'AgentEvent' && kindOf(e) === 'answer_event') {
-        answerBox.replaceChildren(el('div', { class: 'card' }, el('div', { class: 'label', text: 'latest answer' }), el('div', { class: 'text', text: pretty(d.answer) })));
-      }
     }
-    return { planBox, answerBox, traj, add, last: () => last };
+    return { planBox, traj, add, last: () => last };
   }
 
   // pendingCards shows the calls an ActiveStateChangeEvent says are
@@ -732,9 +1027,10 @@
       type: 'button', class: cls, id: 'btn-' + label.toLowerCase().replace(/\s+/g, '-'), text: label,
       on: { click: async (ev) => {
         const b = ev.currentTarget; b.disabled = true;
-        try { await api(method || 'POST', 'sessions/' + encodeURIComponent(id) + path); toast(label + ': sent'); connect(); poll(); } catch (e) { toast(label + ' failed: ' + e.message); }
-        b.disabled = false;
+        try { await api(method || 'POST', 'sessions/' + encodeURIComponent(id) + path); toast(label + ': sent'); connect(); } catch (e) { toast(label + ' failed: ' + e.message); }
+        poll();
       } },
+      disabled: true,
     });
     const share = el('button', { type: 'button', id: 'btn-share', text: 'Share', on: { click: async () => {
       try {
@@ -770,8 +1066,29 @@
     const pending = el('div', { class: 'pending', id: 'pending' });
     const tv = trajectoryView(renderPending, () => {});
     const streamInfo = el('p', { class: 'muted', id: 'stream-info', text: 'connecting…' });
-    main.replaceChildren(head, meta, controls, shareOut, send, pending, tv.planBox, tv.answerBox,
-      el('div', { class: 'traj' }, el('h2', { text: 'Trajectory' }), tv.traj, streamInfo));
+    main.replaceChildren(head, meta, controls, shareOut, tv.planBox,
+      el('div', { class: 'traj' }, el('h2', { text: 'Conversation' }), tv.traj, streamInfo), pending, send);
+
+    // allowed says which controls a state allows: pause what has not
+    // ended and is not paused, resume what is paused, force the answer of
+    // what has not ended and has not answered, cancel what has not ended.
+    // A message is always allowed (it restarts an ended session).
+    function allowed(st) {
+      const ended = TERMINAL.has(st);
+      return {
+        'btn-pause': !!st && !ended && st !== 'paused',
+        'btn-resume': st === 'paused',
+        'btn-force-answer': !!st && !ended && st !== 'idle',
+        'btn-cancel': !!st && !ended,
+      };
+    }
+    function setButtons(st) {
+      for (const [bid, ok] of Object.entries(allowed(st))) {
+        const b = controls.querySelector('#' + bid);
+        b.disabled = !ok;
+        b.title = ok ? '' : 'not while the session is ' + words(st);
+      }
+    }
 
     let stopped = false, timer = 0;
     const decided = new Set();
@@ -783,6 +1100,7 @@
         if (stopped) return;
         const st = v.status && v.status.status;
         badge.replaceChildren(stateBadge(st));
+        setButtons(st);
         usageLine.textContent = visible((agentName(v) ? agentName(v) + ' · ' : '') + summary(c));
         if (TERMINAL.has(st)) renderPending(null);
         else connect();
@@ -918,7 +1236,7 @@
     const streamInfo = el('p', { class: 'muted', id: 'stream-info', text: 'loading…' });
     main.replaceChildren(el('div', { class: 'head' }, title, badge), info, usageLine,
       el('details', { class: 'request' }, el('summary', { text: 'request' }), request),
-      pending, tv.planBox, tv.answerBox,
+      pending, tv.planBox,
       el('div', { class: 'traj' }, el('h2', { text: 'Trajectory' }), tv.traj, streamInfo));
 
     let stopped = false, timer = 0, wait = SHARED_WAIT_MIN, shown = false;
