@@ -1,18 +1,28 @@
 package server_test
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/openai"
 	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/server"
+	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/store/sqlite"
 )
 
 // TestUIBrowserStartSession starts a session from the page's form, in a
@@ -247,4 +257,229 @@ func TestUIBrowserConversation(t *testing.T) {
 	if shots := os.Getenv("HRNS_UI_SCREENSHOTS"); shots != "" {
 		b.shot(filepath.Join(shots, "ui-conversation.png"))
 	}
+}
+
+// setJSON replaces the text of the page's JSON editor.
+func setJSON(v string) chromedp.Action[chromedp.Void] {
+	b, _ := json.Marshal(v)
+	return eval(`document.querySelector('#manage-json').value = `+string(b), nil)
+}
+
+// TestUIBrowserManage manages from the page, in a headless Chromium,
+// what the API manages: agents (the server's read-only, one registered,
+// edited and deleted), environments, skills, a webhook (its secret
+// shown once, a ping, its delivery log) and a schedule (run by hand,
+// its runs, paused); bad JSON and what the server refuses are said
+// beside the editor, which keeps the text.
+func TestUIBrowserManage(t *testing.T) {
+	e := newUIEnv(t, openaitest.Reply{Text: "digest done"}, openaitest.Reply{Text: "ok"})
+	var (
+		mu       sync.Mutex
+		received []string
+	)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		received = append(received, string(body))
+		mu.Unlock()
+	}))
+	t.Cleanup(receiver.Close)
+
+	b := newUIBrowser(t)
+	b.login(e)
+	rows := func(want string) chromedp.Action[chromedp.Void] {
+		return chromedp.Poll[chromedp.Void](`[...document.querySelectorAll('#manage-items tr')].map(r => r.dataset.name).join(',') === '` + want + `'`)
+	}
+	errorSays := func(s string) chromedp.Action[chromedp.Void] {
+		return chromedp.Poll[chromedp.Void](`document.querySelector('#manage-edit .error').textContent.includes(` + strconvQuote(s) + `)`)
+	}
+	var readOnly string
+	b.step("agents",
+		chromedp.Click(chromedp.CSS(`#nav-manage`)),
+		rows("coder,ops"),
+		chromedp.Click(chromedp.CSS(`#manage-items tr[data-name="ops"] button.open`)),
+		chromedp.WaitVisible(chromedp.CSS(`#manage-edit[data-name="ops"]`)),
+		eval(`document.querySelector('#manage-edit').textContent`, &readOnly),
+	)
+	if !strings.Contains(readOnly, "read-only") || strings.Contains(readOnly, "Save") {
+		t.Errorf("a server agent: %q", readOnly)
+	}
+	var kept string
+	b.step("a new agent",
+		chromedp.Click(chromedp.CSS(`#manage-new`)),
+		chromedp.WaitVisible(chromedp.CSS(`#manage-json`)),
+		setJSON(`{"name": "helper",`),
+		chromedp.Click(chromedp.CSS(`#manage-edit button[type="submit"]`)),
+		errorSays("Not JSON"),
+		setJSON(`{"name": "Bad Name", "description": "d", "environments": []}`),
+		chromedp.Click(chromedp.CSS(`#manage-edit button[type="submit"]`)),
+		errorSays("name"),
+		eval(`document.querySelector('#manage-json').value`, &kept),
+		setJSON(`{"name": "helper", "description": "Helps.", "environments": []}`),
+		chromedp.Click(chromedp.CSS(`#manage-edit button[type="submit"]`)),
+		rows("coder,ops,helper"),
+	)
+	if !strings.Contains(kept, "Bad Name") {
+		t.Errorf("the refused text was not kept: %q", kept)
+	}
+	b.step("edit the agent",
+		chromedp.Click(chromedp.CSS(`#manage-items tr[data-name="helper"] button.open`)),
+		chromedp.WaitVisible(chromedp.CSS(`#manage-edit[data-name="helper"] #manage-json`)),
+		setJSON(`{"name": "helper", "description": "Helps more.", "environments": [], "model": "test-model"}`),
+		chromedp.Click(chromedp.CSS(`#manage-edit button[type="submit"]`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#manage-items tr[data-name="helper"]').textContent.includes('Helps more.test-model')`),
+	)
+	var agent struct{ Description, Model string }
+	e.expect(e.do("GET", "/api/v2/agents/helper", keyAlice, nil), http.StatusOK).json(&agent)
+	if agent.Description != "Helps more." || agent.Model != "test-model" {
+		t.Errorf("the agent after Save: %+v", agent)
+	}
+	b.step("delete the agent",
+		eval(`document.querySelector('#manage-detail').replaceChildren()`, nil),
+		chromedp.Click(chromedp.CSS(`#manage-items tr[data-name="helper"] button.open`)),
+		chromedp.WaitVisible(chromedp.CSS(`#manage-edit[data-name="helper"] #manage-delete`)),
+		chromedp.Click(chromedp.CSS(`#manage-delete`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#manage-delete').textContent.includes('Click again')`),
+		chromedp.Click(chromedp.CSS(`#manage-delete`)),
+		rows("coder,ops"),
+	)
+	e.expect(e.do("GET", "/api/v2/agents/helper", keyAlice, nil), http.StatusNotFound)
+
+	b.step("environments and skills",
+		chromedp.Click(chromedp.CSS(`#manage-tabs a[data-kind="environments"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#manage-new`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#manage-info').textContent.startsWith('0 ')`),
+		chromedp.Click(chromedp.CSS(`#manage-new`)),
+		setJSON(`{"id": "shop/checkout", "kind": "web", "start_url": "https://shop.example/"}`),
+		chromedp.Click(chromedp.CSS(`#manage-edit button[type="submit"]`)),
+		rows("shop/checkout"),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#manage-items tr').textContent.includes('https://shop.example/')`),
+		chromedp.Click(chromedp.CSS(`#manage-tabs a[data-kind="skills"]`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#manage-info').textContent.startsWith('0 skills')`),
+		chromedp.Click(chromedp.CSS(`#manage-new`)),
+		setJSON(`{"name": "order-lookup", "description": "Looking orders up.", "body": "Read the API."}`),
+		chromedp.Click(chromedp.CSS(`#manage-edit button[type="submit"]`)),
+		rows("order-lookup"),
+	)
+
+	// A webhook: created with its secret shown once, pinged, and its
+	// delivery log after a session's changes.
+	var secret string
+	b.step("a webhook",
+		chromedp.Click(chromedp.CSS(`#manage-tabs a[data-kind="webhooks"]`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#manage-info').textContent.startsWith('0 webhooks')`),
+		chromedp.Click(chromedp.CSS(`#manage-new`)),
+		setJSON(`{"url": "`+receiver.URL+`/hook", "enabled_events": ["*"]}`),
+		chromedp.Click(chromedp.CSS(`#manage-edit button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#manage-secret pre`)),
+		eval(`document.querySelector('#manage-secret pre').textContent`, &secret),
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll('#manage-items tr').length === 1`),
+		chromedp.Click(chromedp.CSS(`#manage-items tr button.open`)),
+		chromedp.WaitVisible(chromedp.CSS(`#manage-edit button[data-action="ping"]`)),
+		chromedp.Click(chromedp.CSS(`#manage-edit button[data-action="ping"]`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#manage-result').textContent.includes('HTTP 200')`),
+	)
+	if !strings.HasPrefix(secret, "whsec_") {
+		t.Errorf("the secret shown: %q", secret)
+	}
+	id := e.create(keyAlice, `{"agent":"ops","messages":"hi"}`)
+	e.follow(keyAlice, id).status("completed")
+	var deliveries []string
+	b.step("the delivery log",
+		chromedp.Poll[chromedp.Void](`fetch('../api/v2/webhooks/' + document.querySelector('#manage-items tr').dataset.name + '/deliveries?state=delivered&size=100', {credentials: 'same-origin'}).then(r => r.json()).then(p => p.total >= 3)`, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Click(chromedp.CSS(`#manage-items tr button.open`)),
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll('#manage-sub tr').length >= 3`),
+		eval(`[...document.querySelectorAll('#manage-sub tr')].map(r => r.textContent)`, &deliveries),
+	)
+	if !strings.Contains(strings.Join(deliveries, "\n"), "session.status_updated"+id+"delivered#1 HTTP 200") {
+		t.Errorf("the delivery log:\n%s", strings.Join(deliveries, "\n"))
+	}
+	mu.Lock()
+	if len(received) < 4 {
+		t.Errorf("the receiver got %d requests", len(received))
+	}
+	mu.Unlock()
+
+	// A schedule: run by hand, its run leads to its session; paused.
+	var runs []string
+	b.step("a schedule",
+		chromedp.Click(chromedp.CSS(`#manage-tabs a[data-kind="schedules"]`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#manage-info').textContent.startsWith('0 schedules')`),
+		chromedp.Click(chromedp.CSS(`#manage-new`)),
+		setJSON(`{"name": "digest", "timing": {"type": "cron", "expression": "0 9 * * 1-5", "timezone": "Europe/Paris"}, "session_request": {"agent": "ops", "messages": "digest"}}`),
+		chromedp.Click(chromedp.CSS(`#manage-edit button[type="submit"]`)),
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll('#manage-items tr').length === 1`),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#manage-items tr').textContent.includes('0 9 * * 1-5 (Europe/Paris)active')`),
+		chromedp.Click(chromedp.CSS(`#manage-items tr button.open`)),
+		chromedp.WaitVisible(chromedp.CSS(`#manage-edit button[data-action="trigger"]`)),
+		chromedp.Click(chromedp.CSS(`#manage-edit button[data-action="trigger"]`)),
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll('#manage-sub tr a').length === 1`),
+		eval(`[...document.querySelectorAll('#manage-sub tr')].map(r => r.textContent)`, &runs),
+		chromedp.Click(chromedp.CSS(`#manage-edit button[data-action="pause"]`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#manage-items tr').textContent.includes('paused')`),
+		chromedp.WaitVisible(chromedp.CSS(`#manage-edit button[data-action="resume"]`)),
+		chromedp.Click(chromedp.CSS(`#manage-sub tr a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#status`)),
+	)
+	if len(runs) != 1 || !strings.Contains(runs[0], "(by hand)created") {
+		t.Errorf("the runs: %q", runs)
+	}
+	if shots := os.Getenv("HRNS_UI_SCREENSHOTS"); shots != "" {
+		b.step("screenshot", eval(`location.hash = '#/manage/webhooks'`, nil), chromedp.WaitVisible(chromedp.CSS(`#manage-items tr button.open`)),
+			chromedp.Click(chromedp.CSS(`#manage-items tr button.open`)), chromedp.Poll[chromedp.Void](`document.querySelectorAll('#manage-sub tr').length >= 3`))
+		b.shot(filepath.Join(shots, "ui-manage.png"))
+	}
+}
+
+// TestUIKeyless: a server without keys says so on the page and asks
+// for none, and its root leads to the page (behind a path prefix too).
+func TestUIKeyless(t *testing.T) {
+	model := openaitest.NewServer()
+	t.Cleanup(model.Close)
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), &sqlite.Options{RelaxedSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, nil)
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(uiPrefix+"/", http.StripPrefix(uiPrefix, server.New(m, nil)))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		srv.Close()
+		m.Stop(context.Background())
+	})
+	req, _ := http.NewRequest("GET", srv.URL+uiPrefix+"/", nil)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || loc != "ui/" {
+		t.Errorf("GET /: %d %q", resp.StatusCode, loc)
+	}
+	b := newUIBrowser(t)
+	var got struct {
+		URL     string `json:"url"`
+		Keyless string `json:"keyless"`
+		Login   bool   `json:"login"`
+		Logout  bool   `json:"logout"`
+	}
+	b.step("open the root",
+		chromedp.Navigate(srv.URL+uiPrefix+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#sessions`)),
+		chromedp.WaitVisible(chromedp.CSS(`#keyless`)),
+		eval(`({url: location.pathname, keyless: document.querySelector('#keyless').textContent, login: !!document.querySelector('#key'), logout: !document.querySelector('#logout').hidden})`, &got),
+	)
+	if got.URL != uiPrefix+"/ui/" || !strings.Contains(got.Keyless, "No API keys") || got.Login || got.Logout {
+		t.Errorf("a keyless server's page: %+v", got)
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,8 @@ import (
 	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/session/schedule"
+	"github.com/hrns-dev/hrns/session/webhook"
 	"github.com/hrns-dev/hrns/store/sqlite"
 	"github.com/hrns-dev/hrns/tools"
 )
@@ -92,7 +95,12 @@ func newUIEnvWrapped(t *testing.T, wrap func(http.Handler) http.Handler, replies
 	mux := http.NewServeMux()
 	// Every session's workspace, for the page's attachments.
 	workspaces := t.TempDir()
-	var h http.Handler = server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: workspaces})
+	// Webhooks (which may reach loopback, where the tests' receivers
+	// are) and schedules, for the page's management views.
+	hooks := webhook.New(st, &webhook.Options{Allow: func(a netip.AddrPort) bool { return a.Addr().IsLoopback() }})
+	hooks.Start()
+	sch := schedule.New(m, st, &schedule.Options{Owner: "replica-1"})
+	var h http.Handler = server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: workspaces, Webhooks: hooks, Schedules: sch})
 	if wrap != nil {
 		h = wrap(h)
 	}
@@ -100,6 +108,7 @@ func newUIEnvWrapped(t *testing.T, wrap func(http.Handler) http.Handler, replies
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		srv.Close()
+		hooks.Stop(context.Background())
 		m.Stop(context.Background())
 	})
 	return &env{t: t, model: model, url: srv.URL + uiPrefix, st: st, work: work}

@@ -302,7 +302,11 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		fmt.Fprintln(stdio.Err, "hrns serve: no API keys: anyone who can reach this machine's loopback can use the API")
 	}
 	fmt.Fprintf(stdio.Err, "hrns serve: listening on http://%s (sessions in %s, model %s)\n", ln.Addr(), where, modelName)
-	fmt.Fprintf(stdio.Err, "hrns serve: the web page is http://%s/ui/ (log in with an API key)\n", ln.Addr())
+	if len(keys) == 0 {
+		fmt.Fprintf(stdio.Err, "hrns serve: the web page is http://%s/ui/ (no key needed: the server has none)\n", ln.Addr())
+	} else {
+		fmt.Fprintf(stdio.Err, "hrns serve: the web page is http://%s/ui/ (log in with an API key)\n", ln.Addr())
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

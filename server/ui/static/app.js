@@ -1183,6 +1183,184 @@
     poll();
   }
 
+  // --- managing what the API manages ---
+
+  // The registries (agents, environments, skills), webhooks and
+  // schedules of the key, each listed with what it is, and edited as
+  // the JSON the API takes (the server checks it, and its error shows
+  // beside the editor: nothing typed is lost).
+  function itemPath(name) {
+    return String(name).split('/').map(encodeURIComponent).join('/');
+  }
+
+  const KINDS = {
+    agents: {
+      title: 'Agents', path: 'agents', key: (x) => x.name,
+      cols: ['Name', 'Description', 'Model', 'Environments'],
+      row: (x) => [x.name, x.description || '', x.model || 'default model', (x.environments || []).map((e) => (typeof e === 'string' ? e : e.id || e.kind)).join(', ')],
+      template: { name: 'my-agent', description: 'What it does.', instructions: 'How it works.', environments: [] },
+      replace: 'PUT',
+    },
+    environments: {
+      title: 'Environments', path: 'environments', key: (x) => x.id,
+      cols: ['Id', 'Kind', 'Start URL'],
+      row: (x) => [x.id, x.kind || '', x.start_url || ''],
+      template: { id: 'my-web', kind: 'web', start_url: 'https://example.com/' },
+      replace: 'PUT',
+    },
+    skills: {
+      title: 'Skills', path: 'skills', key: (x) => x.name,
+      cols: ['Name', 'Description'],
+      row: (x) => [x.name, x.description || ''],
+      template: { name: 'my-skill', description: 'When to use it.', body: 'What to do.' },
+      replace: 'PUT',
+    },
+    webhooks: {
+      title: 'Webhooks', path: 'webhooks', key: (x) => x.id,
+      cols: ['URL', 'Events', 'State', 'Last delivery'],
+      row: (x) => [x.url, (x.enabled_events || []).join(', '), x.disabled ? 'disabled' : 'enabled',
+        x.last_delivery_status ? x.last_delivery_status + (x.last_delivery_at ? ' · ' + age(x.last_delivery_at) + ' ago' : '') + (x.consecutive_failures ? ' · ' + x.consecutive_failures + ' failures in a row' : '') : 'none yet'],
+      template: { url: 'https://example.com/hooks/hrns', enabled_events: ['*'], description: 'My receiver' },
+      editable: (x) => ({ url: x.url, enabled_events: x.enabled_events, description: x.description, disabled: x.disabled }),
+      replace: 'PATCH',
+      actions: (x) => [['Ping', 'POST', '/ping'], ['Rotate secret', 'POST', '/rotate']],
+      sub: { title: 'Delivery log', path: '/deliveries?size=50', cols: ['Event', 'Session', 'State', 'Attempts', 'When'],
+        row: (d) => [d.event_type, d.session_id || '', d.state, (d.attempts || []).map((a) => '#' + a.attempt + ' ' + (a.status_code ? 'HTTP ' + a.status_code : a.error || '?')).join('; '), age(d.created_at) + ' ago'] },
+    },
+    schedules: {
+      title: 'Schedules', path: 'schedules', key: (x) => x.id,
+      cols: ['Name', 'When', 'State', 'Next run'],
+      row: (x) => [x.name, (x.timing && x.timing.expression || '') + (x.timing && x.timing.timezone ? ' (' + x.timing.timezone + ')' : ''),
+        x.paused ? 'paused' + (x.pause_note ? ': ' + x.pause_note : '') : 'active', (x.next_run_times || [])[0] || ''],
+      template: { name: 'morning digest', timing: { type: 'cron', expression: '0 9 * * 1-5', timezone: 'UTC' }, session_request: { agent: 'my-agent', messages: 'Summarise what happened overnight.' } },
+      editable: (x) => ({ name: x.name, description: x.description, timing: x.timing, session_request: x.session_request }),
+      replace: 'PATCH',
+      actions: (x) => [x.paused ? ['Resume', 'POST', '/resume'] : ['Pause', 'POST', '/pause'], ['Run now', 'POST', '/trigger']],
+      sub: { title: 'Runs', path: '/runs?size=50', cols: ['Scheduled for', 'Status', 'Session', 'Error'],
+        row: (r) => [r.scheduled_for + (r.triggered_manually ? ' (by hand)' : ''), r.status, r.session_id ? { link: '#/s/' + encodeURIComponent(r.session_id), text: r.session_id } : '', r.error || ''] },
+    },
+  };
+
+  function cell(v) {
+    if (v && typeof v === 'object' && v.link) return el('td', {}, el('a', { href: v.link, text: v.text }));
+    return el('td', { text: v === undefined || v === null ? '' : String(v) });
+  }
+
+  // jsonEditor is a textarea of JSON with a button; save receives the
+  // parsed value and throws what the server said.
+  function jsonEditor(id, value, label, save) {
+    const area = el('textarea', { class: 'json', id, rows: Math.min(24, pretty(value).split('\n').length + 1), spellcheck: 'false' });
+    area.value = pretty(value);
+    const err = el('p', { class: 'error' });
+    const btn = el('button', { type: 'submit', class: 'primary', text: label });
+    const form = el('form', { class: 'editor' }, area, err, el('div', { class: 'controls' }, btn));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      err.textContent = '';
+      let v;
+      try { v = JSON.parse(area.value); } catch (e) { err.textContent = visible('Not JSON: ' + e.message); return; }
+      btn.disabled = true;
+      try { await save(v); } catch (e) { err.textContent = visible(e.message); }
+      btn.disabled = false;
+    });
+    return form;
+  }
+
+  function showManage(kind) {
+    const k = KINDS[kind] ? kind : 'agents';
+    const spec = KINDS[k];
+    const tabs = el('nav', { class: 'tabs', id: 'manage-tabs' }, ...Object.entries(KINDS).map(([key, s]) =>
+      el('a', { href: '#/manage/' + key, class: key === k ? 'current' : '', 'data-kind': key, text: s.title })));
+    const info = el('p', { class: 'muted', id: 'manage-info', text: 'loading…' });
+    const body = el('tbody', { id: 'manage-items' });
+    const out = el('div', { id: 'manage-detail' });
+    const newBtn = el('button', { type: 'button', id: 'manage-new', text: 'New ' + spec.title.replace(/s$/, '').toLowerCase() });
+    main.replaceChildren(el('div', { class: 'head' }, el('a', { href: '#/', text: '← sessions' }), el('h1', { class: 'plain', text: 'Manage' })), tabs,
+      el('div', { class: 'controls' }, newBtn), info,
+      el('table', { class: 'sessions manage' }, el('thead', {}, el('tr', {}, ...spec.cols.map((h) => el('th', { text: h })), el('th', {}))), body), out);
+    let stopped = false;
+    cleanup.push(() => { stopped = true; });
+
+    newBtn.addEventListener('click', () => {
+      out.replaceChildren(el('div', { class: 'card', id: 'manage-edit' }, el('h2', { text: 'New ' + spec.title.replace(/s$/, '').toLowerCase() }),
+        jsonEditor('manage-json', spec.template, 'Create', async (v) => {
+          const r = await api('POST', spec.path, v);
+          out.replaceChildren(r && r.secret ? el('div', { class: 'card', id: 'manage-secret' },
+            el('p', { text: 'Created. Its signing secret, shown this once:' }), el('pre', { text: r.secret })) : el('div'));
+          toast('Created');
+          load();
+        })));
+    });
+
+    async function open(x) {
+      const name = spec.key(x);
+      const base = spec.path + '/' + itemPath(name);
+      let full = x;
+      try { full = await api('GET', base); } catch (e) { toast(e.message); return; }
+      if (stopped) return;
+      const parts = [el('h2', { text: spec.title.replace(/s$/, '') + ' ' + name })];
+      if (full.read_only) {
+        parts.push(el('p', { class: 'muted', text: 'Defined by the server’s configuration: read-only here.' }), el('pre', { text: pretty(full) }));
+      } else {
+        const buttons = [];
+        for (const [label, method, suffix] of spec.actions ? spec.actions(full) : []) {
+          buttons.push(el('button', { type: 'button', class: 'action', 'data-action': suffix.slice(1), text: label, on: { click: async () => {
+            try {
+              const r = await api(method, base + suffix);
+              if (r && r.secret) out.querySelector('#manage-result').replaceChildren(el('p', { text: 'The new signing secret, shown this once:' }), el('pre', { text: r.secret }));
+              else if (r && r.response_status !== undefined) out.querySelector('#manage-result').replaceChildren(el('p', { text: 'The receiver answered HTTP ' + r.response_status }));
+              toast(label + ': done');
+              await load();
+              open(full);
+            } catch (e) { toast(label + ' failed: ' + e.message); }
+          } } }));
+        }
+        buttons.push(el('button', { type: 'button', class: 'danger', id: 'manage-delete', text: 'Delete', on: { click: async (ev) => {
+          // A second click confirms.
+          const b = ev.currentTarget;
+          if (!b.dataset.armed) { b.dataset.armed = '1'; b.textContent = 'Delete ' + name + '? Click again'; return; }
+          try { await api('DELETE', base); out.replaceChildren(); toast('Deleted'); load(); } catch (e) { toast('Delete failed: ' + e.message); }
+        } } }));
+        parts.push(el('div', { class: 'controls' }, ...buttons), el('div', { id: 'manage-result' }),
+          jsonEditor('manage-json', spec.editable ? spec.editable(full) : full, 'Save', async (v) => {
+            await api(spec.replace, base, v);
+            toast('Saved');
+            load();
+          }));
+      }
+      if (spec.sub) {
+        const subBody = el('tbody', { id: 'manage-sub' });
+        const subInfo = el('p', { class: 'muted' });
+        parts.push(el('h3', { text: spec.sub.title }), el('table', { class: 'sessions sub' },
+          el('thead', {}, el('tr', {}, ...spec.sub.cols.map((h) => el('th', { text: h })))), subBody), subInfo);
+        api('GET', base + spec.sub.path).then((p) => {
+          const items = p.items || [];
+          subBody.replaceChildren(...items.map((d) => el('tr', {}, ...spec.sub.row(d).map(cell))));
+          subInfo.textContent = visible(items.length ? (p.total > items.length ? 'the latest ' + items.length + ' of ' + p.total : '') : 'none yet');
+        }).catch((e) => { subInfo.textContent = visible(e.message); });
+      }
+      out.replaceChildren(el('div', { class: 'card', id: 'manage-edit', 'data-name': name }, ...parts));
+    }
+
+    async function load() {
+      try {
+        const res = await api('GET', spec.path + '?size=100');
+        if (stopped) return;
+        const items = (res.items || []).filter((x) => x && spec.key(x) !== undefined);
+        body.replaceChildren(...items.map((x) => el('tr', { 'data-name': spec.key(x) },
+          ...spec.row(x).map(cell),
+          el('td', {}, el('button', { type: 'button', class: 'open', text: x.read_only ? 'View' : 'Edit', on: { click: () => open(x) } })))));
+        info.textContent = visible((res.total || 0) + ' ' + spec.title.toLowerCase() + (res.total > items.length ? ', the first ' + items.length + ' shown' : ''));
+      } catch (e) {
+        if (stopped) return;
+        body.replaceChildren();
+        newBtn.disabled = /not enabled|Not Found|HTTP 404|HTTP 501/i.test(e.message);
+        info.textContent = visible(newBtn.disabled ? spec.title + ' are not enabled on this server (' + e.message + ').' : 'Cannot list: ' + e.message);
+      }
+    }
+    load();
+  }
+
   // --- a shared session, read-only and without a key ---
 
   // The shared view polls GET shared/TOKEN/events (the stream needs a
@@ -1313,8 +1491,11 @@
       if (!loggedIn) { showLogin(); return; }
     }
     document.getElementById('logout').hidden = !authRequired;
+    document.getElementById('keyless').hidden = authRequired;
     const m = h.match(/^\/s\/([^/?]+)$/);
+    const mg = h.match(/^\/manage(?:\/([a-z]+))?$/);
     if (m) showSession(decodeURIComponent(m[1]));
+    else if (mg) showManage(mg[1] || 'agents');
     else showList();
   }
 
