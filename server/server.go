@@ -175,6 +175,12 @@ type Options struct {
 	// (a scheduler of the same store as the manager's); nil leaves them
 	// out.
 	Schedules *schedule.Scheduler
+	// LiveFrame, when set, gives the latest picture of a session's
+	// browser while the session runs (a JPEG, and when it was taken), or
+	// an error when there is none: GET /api/v2/sessions/{id}/live (an
+	// hrns addition; server/live.go). hrns serve sets it to
+	// browser.Live's Frame. Nil answers that route with 404.
+	LiveFrame func(ctx context.Context, session string) (jpeg []byte, at time.Time, err error)
 }
 
 // Server is the sessions API as an [http.Handler].
@@ -253,6 +259,7 @@ func New(m *session.Manager, opts *Options) *Server {
 	s.scheduleRoutes()
 	s.vaultRoutes()
 	s.webhookRoutes()
+	s.liveRoutes()
 	s.uiRoutes()
 	s.mux.HandleFunc("GET /healthz", s.health)
 	// A shared session is public: its token is the capability.

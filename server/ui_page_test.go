@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +19,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/hrns-dev/hrns/browser"
 	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
 	"github.com/hrns-dev/hrns/openai/openaitest"
 	"github.com/hrns-dev/hrns/server"
@@ -482,4 +486,119 @@ func TestUIKeyless(t *testing.T) {
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestUIBrowserLive watches a session's browser live, in a headless
+// Chromium: while the agent browses (a real Chromium of the session's
+// web environment) the page shows its latest picture, which follows the
+// agent from a red page to a blue one while the model is still thinking,
+// with no screenshot in the events; another key sees nothing; once the
+// session has ended there is no live picture, and the page says so.
+func TestUIBrowserLive(t *testing.T) {
+	chromium, err := browser.FindChromium()
+	if err != nil {
+		t.Skip(err)
+	}
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		color := strings.TrimPrefix(r.URL.Path, "/")
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!doctype html><title>%s</title><body style="margin:0;background:%s;height:100vh">%s</body>`, color, color, color)
+	}))
+	t.Cleanup(site.Close)
+	gate1, gate2 := make(chan struct{}, 1), make(chan struct{}, 1)
+	hold := func(gate chan struct{}, r openaitest.Reply) openaitest.Reply {
+		return openaitest.Reply{Func: func([]byte) openaitest.Reply {
+			select {
+			case <-gate:
+			case <-time.After(time.Minute):
+			}
+			return r
+		}}
+	}
+	model := openaitest.NewServer(
+		calls(openaitest.ToolCall("call_1", "browser_navigate", `{"url":"`+site.URL+`/red"}`)),
+		hold(gate1, calls(openaitest.ToolCall("call_2", "browser_navigate", `{"url":"`+site.URL+`/blue"}`))),
+		hold(gate2, openaitest.Reply{Text: "saw red, then blue"}),
+	)
+	t.Cleanup(model.Close)
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), &sqlite.Options{RelaxedSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var live browser.Live
+	web := func(p *session.EnvironmentParams) (*loop.Toolset, func(bool), error) {
+		b := browser.New(&browser.Options{ExecPath: chromium, Allow: func(a netip.AddrPort) bool { return a.Addr().IsLoopback() }, LiveFrames: p.Session != ""})
+		if p.Session == "" {
+			return b.Tools(), nil, nil
+		}
+		live.Add(p.Session, b)
+		return b.Tools(), func(bool) { live.Remove(p.Session, b); b.Close() }, nil
+	}
+	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{
+		SessionEnvironments: map[string]session.EnvironmentFunc{"web": web},
+	})
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	frame := func(ctx context.Context, id string) ([]byte, time.Time, error) {
+		f, err := live.Frame(ctx, id)
+		return f.JPEG, f.At, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(uiPrefix+"/", http.StripPrefix(uiPrefix, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, LiveFrame: frame})))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		srv.Close()
+		m.Stop(context.Background())
+	})
+	e := &env{t: t, model: model, url: srv.URL + uiPrefix, st: st}
+
+	b := newUIBrowser(t)
+	b.login(e)
+	id := e.create(keyAlice, `{"agent":{"name":"surfer","environments":["web"]},"messages":"look at the red page, then the blue one"}`)
+	// pixel is the colour at the middle of the live picture.
+	pixel := func(want string) chromedp.Action[chromedp.Void] {
+		return chromedp.Poll[chromedp.Void](`(() => {
+			const i = document.querySelector('#live[data-source="live"] #live-img');
+			if (!i || !i.complete || !i.naturalWidth) return false;
+			const c = document.createElement('canvas'); c.width = i.naturalWidth; c.height = i.naturalHeight;
+			const g = c.getContext('2d'); g.drawImage(i, 0, 0);
+			const [r, gr, b] = g.getImageData(c.width >> 1, c.height >> 1, 1, 1).data;
+			return '` + want + `' === (r > 180 && gr < 80 && b < 80 ? 'red' : b > 180 && r < 80 && gr < 80 ? 'blue' : 'other');
+		})()`)
+	}
+	var redFrames, blueFrames int
+	var observations int
+	b.step("red, live",
+		eval(`location.hash = '#/s/`+id+`'`, nil),
+		pixel("red"),
+		eval(`Number(document.querySelector('#live').dataset.frames)`, &redFrames),
+	)
+	// Another key sees nothing of it.
+	e.expect(e.do("GET", "/api/v2/sessions/"+id+"/live", keyBob, nil), http.StatusNotFound)
+	r := e.expect(e.do("GET", "/api/v2/sessions/"+id+"/live", keyAlice, nil), http.StatusOK)
+	if r.header.Get("Content-Type") != "image/jpeg" || r.header.Get("Cache-Control") != "no-store" || !bytes.HasPrefix(r.body, []byte{0xff, 0xd8}) {
+		t.Errorf("a live frame: %v, %d bytes", r.header, len(r.body))
+	}
+	gate1 <- struct{}{}
+	b.step("blue, live, while the model thinks",
+		pixel("blue"),
+		eval(`Number(document.querySelector('#live').dataset.frames)`, &blueFrames),
+		eval(`document.querySelectorAll('.ev.observation_event').length`, &observations),
+	)
+	if observations != 0 || blueFrames <= redFrames {
+		t.Errorf("frames %d then %d, %d screenshots in the events", redFrames, blueFrames, observations)
+	}
+	gate2 <- struct{}{}
+	var note string
+	b.step("ended",
+		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="completed"]`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#live-note').textContent.startsWith('the session has ended')`),
+		eval(`document.querySelector('#live-note').textContent`, &note),
+	)
+	e.expect(e.do("GET", "/api/v2/sessions/"+id+"/live", keyAlice, nil), http.StatusNotFound)
+	if shots := os.Getenv("HRNS_UI_SCREENSHOTS"); shots != "" {
+		b.shot(filepath.Join(shots, "ui-live.png"))
+	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -85,23 +86,32 @@ func (o *serveOptions) addBrowser(opts *session.Options, log *slog.Logger) error
 	if opts.SessionEnvironments == nil {
 		opts.SessionEnvironments = map[string]session.EnvironmentFunc{}
 	}
-	opts.SessionEnvironments["web"] = webEnvironment(root, allow, log)
+	opts.SessionEnvironments["web"] = webEnvironment(root, allow, &o.live, log)
 	return nil
 }
 
 // safeName matches the session IDs used as profile directory names.
 var safeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`) })
 
+// liveFrame is the server's LiveFrame: the latest picture of a session's
+// browser while it runs.
+func (o *serveOptions) liveFrame(ctx context.Context, id string) ([]byte, time.Time, error) {
+	f, err := o.live.Frame(ctx, id)
+	return f.JPEG, f.At, err
+}
+
 // webEnvironment gives a session web_fetch and a browser of its own, set
 // up from the session's web environment entry (start_url, headless, mode).
-func webEnvironment(root string, allow func(netip.AddrPort) bool, log *slog.Logger) session.EnvironmentFunc {
+// While the session runs, its browser is in live under the session's ID,
+// keeping frames for the page's live view.
+func webEnvironment(root string, allow func(netip.AddrPort) bool, live *browser.Live, log *slog.Logger) session.EnvironmentFunc {
 	fetch := tools.Web(nil)
 	return func(p *session.EnvironmentParams) (*loop.Toolset, func(bool), error) {
 		env, err := browser.ParseEnvironment(p.Config)
 		if err != nil {
 			return nil, nil, err
 		}
-		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10}
+		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10, LiveFrames: p.Session != ""}
 		env.Apply(&o)
 		if p.Session != "" {
 			if !safeName().MatchString(p.Session) {
@@ -125,7 +135,9 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, log *slog.Logg
 		if p.Session == "" {
 			return ts, nil, nil
 		}
+		live.Add(p.Session, b)
 		return ts, func(ended bool) {
+			live.Remove(p.Session, b)
 			if err := b.Close(); err != nil {
 				log.Warn("closing a session's browser", "session", p.Session, "err", err)
 			}

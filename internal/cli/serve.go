@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/hrns-dev/hrns/browser"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/server"
@@ -59,6 +60,8 @@ type serveOptions struct {
 	// browser flags (internal/cli/browser.go)
 	browserAllow    string
 	browserProfiles string
+	// live holds the sessions' running browsers, for the page's live view.
+	live browser.Live
 	// vaultKeyFile holds the vault keys (internal/cli/serve_vault.go).
 	vaultKeyFile string
 	webhooks     webhookOptions
@@ -294,7 +297,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch}),
+		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch, LiveFrame: o.liveFrame}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}

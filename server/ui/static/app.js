@@ -1018,6 +1018,96 @@
     return cards;
   }
 
+  // --- the live view of a session's browser ---
+
+  // liveView shows the latest picture of the session's browser: while
+  // the session has not ended, it asks GET .../live for a frame, one
+  // request at a time, LIVE_WAIT after a frame and from LIVE_WAIT_MIN
+  // doubling to LIVE_WAIT_MAX while there is none (the browser starts
+  // with the agent's first browser call, and closes while the session
+  // waits), and not while the page is hidden; it stops once the session
+  // has ended. Between live frames, and after the end, it shows the
+  // latest browser screenshot of the events. A frame is at most
+  // LIVE_MAX_BYTES of JPEG.
+  const LIVE_WAIT = 1000, LIVE_WAIT_MIN = 2000, LIVE_WAIT_MAX = 16000;
+  const LIVE_MAX_BYTES = 1 << 20;
+
+  function liveView(id) {
+    // The picture is made with the first frame: until then the view has
+    // no element to show.
+    let img = null;
+    const note = el('span', { class: 'muted', id: 'live-note' });
+    const box = el('div', { class: 'card live', id: 'live', hidden: true },
+      el('div', { class: 'label' }, el('span', { class: 'what', text: 'Browser' }), note));
+    let stopped = false, timer = 0, busy = false, wait = LIVE_WAIT_MIN, st = '', shownAt = 0, frames = 0;
+    function show(src, at, what) {
+      if (at < shownAt) return;
+      shownAt = at;
+      if (!img) box.append(img = el('img', { id: 'live-img', alt: 'the session’s browser' }));
+      img.src = src;
+      box.hidden = false;
+      box.dataset.source = what;
+      note.textContent = visible((what === 'live' ? 'live · ' : 'screenshot · ') + new Date(at).toLocaleTimeString());
+    }
+    async function tick() {
+      timer = 0;
+      if (stopped || busy || TERMINAL.has(st)) return;
+      if (document.hidden) { timer = setTimeout(tick, LIVE_WAIT_MIN); return; }
+      busy = true;
+      let next = LIVE_WAIT;
+      try {
+        const r = await fetch(new URL('sessions/' + encodeURIComponent(id) + '/live', API), { credentials: 'same-origin', cache: 'no-store' });
+        if (r.ok && r.headers.get('Content-Type') === 'image/jpeg') {
+          const blob = await r.blob();
+          if (blob.size > 0 && blob.size <= LIVE_MAX_BYTES) {
+            const url = await readAs(blob, 'url');
+            const at = Date.parse(r.headers.get('X-Frame-Time') || '') || Date.now();
+            if (!stopped && typeof url === 'string' && url.startsWith('data:image/jpeg;base64,')) {
+              frames++;
+              box.dataset.frames = String(frames);
+              show(url, at, 'live');
+            }
+          }
+          wait = LIVE_WAIT_MIN;
+        } else {
+          if (r.status === 401) { stopped = true; return; }
+          if (!box.hidden && box.dataset.source === 'live') note.textContent = visible('the browser is closed while the session waits · last seen ' + new Date(shownAt).toLocaleTimeString());
+          next = wait;
+          wait = Math.min(wait * 2, LIVE_WAIT_MAX);
+        }
+      } catch {
+        next = wait;
+        wait = Math.min(wait * 2, LIVE_WAIT_MAX);
+      } finally { busy = false; }
+      if (!stopped && !TERMINAL.has(st)) timer = setTimeout(tick, next);
+    }
+    return {
+      box,
+      // state follows the session's state: a session that runs again
+      // (a message, a resume) is watched again at once.
+      state(s) {
+        const was = st;
+        st = s || '';
+        if (TERMINAL.has(st)) {
+          clearTimeout(timer); timer = 0;
+          if (!box.hidden) note.textContent = visible('the session has ended · last seen ' + new Date(shownAt).toLocaleTimeString());
+          return;
+        }
+        if (was !== st) wait = LIVE_WAIT_MIN;
+        if (!timer && !busy) tick();
+      },
+      // onEvent shows a browser screenshot of the events when it is newer.
+      onEvent(e) {
+        const d = e.data || {};
+        if (e.type !== 'AgentEvent' || kindOf(e) !== 'observation_event' || d.type !== 'web') return;
+        const i = d.image;
+        if (!i || i.type !== 'base64' || !IMAGE_TYPES.has(i.media_type) || typeof i.source !== 'string' || !/^[A-Za-z0-9+/=\s]*$/.test(i.source)) return;
+        show('data:' + i.media_type + ';base64,' + i.source.replace(/\s/g, ''), Date.parse(e.timestamp) || 0, 'event');
+      },
+      stop() { stopped = true; clearTimeout(timer); },
+    };
+  }
+
   function showSession(id) {
     const head = el('div', { class: 'head' }, el('a', { href: '#/', text: '← sessions' }), el('h1', { text: id }));
     const badge = el('span', { id: 'status' });
@@ -1064,9 +1154,10 @@
       sendBtn.disabled = false;
     });
     const pending = el('div', { class: 'pending', id: 'pending' });
-    const tv = trajectoryView(renderPending, () => {});
+    const live = liveView(id);
+    const tv = trajectoryView(renderPending, () => {}, live.onEvent);
     const streamInfo = el('p', { class: 'muted', id: 'stream-info', text: 'connecting…' });
-    main.replaceChildren(head, meta, controls, shareOut, tv.planBox,
+    main.replaceChildren(head, meta, controls, shareOut, live.box, tv.planBox,
       el('div', { class: 'traj' }, el('h2', { text: 'Conversation' }), tv.traj, streamInfo), pending, send);
 
     // allowed says which controls a state allows: pause what has not
@@ -1102,6 +1193,7 @@
         badge.replaceChildren(stateBadge(st));
         setButtons(st);
         usageLine.textContent = visible((agentName(v) ? agentName(v) + ' · ' : '') + summary(c));
+        live.state(st);
         if (TERMINAL.has(st)) renderPending(null);
         else connect();
       } catch (e) {
@@ -1178,7 +1270,7 @@
         } else streamInfo.textContent = 'reconnecting…';
       });
     }
-    cleanup.push(() => { stopped = true; clearTimeout(timer); if (es) es.close(); });
+    cleanup.push(() => { stopped = true; clearTimeout(timer); if (es) es.close(); live.stop(); });
     connect();
     poll();
   }
