@@ -854,7 +854,7 @@
 
   const FLOW_WORDS = {
     pause: 'Paused', resume: 'Resumed', force_answer: 'Asked for the answer now',
-    approved: 'Approved', rejected: 'Rejected',
+    approve: 'Approved', reject: 'Rejected',
   };
 
   // activeWords says what an ActiveStateChangeEvent means.
@@ -885,7 +885,7 @@
     switch (e.type === 'AgentEvent' ? kindOf(e) : e.type) {
       case 'message_event': {
         const parts = Array.isArray(d.content) ? d.content : [d.content];
-        node = block(d.caller_id ? 'Message from ' + d.caller_id : 'You', 'message_event bubble', ...parts.map((p) => {
+        node = block(d.caller_id && d.caller_id !== 'user' ? 'Message from ' + d.caller_id : 'You', 'message_event bubble', ...parts.map((p) => {
           if (typeof p === 'string') return el('div', { class: 'text' }, markdown(p));
           if (p && typeof p.text === 'string') return el('div', { class: 'text' }, markdown(p.text));
           if (p && p.type === 'image_url' && p.image_url && typeof p.image_url.url === 'string') {
@@ -1317,7 +1317,7 @@
       replace: 'PATCH',
       actions: (x) => [['Ping', 'POST', '/ping'], ['Rotate secret', 'POST', '/rotate']],
       sub: { title: 'Delivery log', path: '/deliveries?size=50', cols: ['Event', 'Session', 'State', 'Attempts', 'When'],
-        row: (d) => [d.event_type, d.session_id || '', d.state, (d.attempts || []).map((a) => '#' + a.attempt + ' ' + (a.status_code ? 'HTTP ' + a.status_code : a.error || '?')).join('; '), age(d.created_at) + ' ago'] },
+        row: (d) => [d.event_type, d.session_id ? { link: '#/s/' + encodeURIComponent(d.session_id), text: d.session_id } : '', d.state, (d.attempts || []).map((a) => '#' + a.attempt + ' ' + (a.status_code ? 'HTTP ' + a.status_code : a.error || '?')).join('; '), age(d.created_at) + ' ago'] },
     },
     schedules: {
       title: 'Schedules', path: 'schedules', key: (x) => x.id,
@@ -1442,7 +1442,7 @@
         body.replaceChildren(...items.map((x) => el('tr', { 'data-name': spec.key(x) },
           ...spec.row(x).map(cell),
           el('td', {}, el('button', { type: 'button', class: 'open', text: x.read_only ? 'View' : 'Edit', on: { click: () => open(x) } })))));
-        info.textContent = visible((res.total || 0) + ' ' + spec.title.toLowerCase() + (res.total > items.length ? ', the first ' + items.length + ' shown' : ''));
+        info.textContent = visible((res.total || 0) + ' ' + (res.total === 1 ? spec.title.replace(/s$/, '') : spec.title).toLowerCase() + (res.total > items.length ? ', the first ' + items.length + ' shown' : ''));
       } catch (e) {
         if (stopped) return;
         body.replaceChildren();
