@@ -602,3 +602,47 @@ func TestUIBrowserLive(t *testing.T) {
 		b.shot(filepath.Join(shots, "ui-live.png"))
 	}
 }
+
+// TestUIBrowserMarkdownBounded: answers made to be slow to parse (long
+// runs of emphasis markers, backticks and brackets, deep lists and
+// quotes, a text past the Markdown limit) are shown whole, as text where
+// the limits say so.
+func TestUIBrowserMarkdownBounded(t *testing.T) {
+	var deepList strings.Builder
+	for i := range 200 {
+		deepList.WriteString(strings.Repeat("  ", i) + "- item\n")
+	}
+	answers := []string{
+		strings.Repeat("*a", 10000),
+		"a " + strings.Repeat("`", 5000) + "x" + strings.Repeat("_b", 5000),
+		strings.Repeat("[", 10000) + "](https://example.com/)" + strings.Repeat("]", 5000),
+		strings.Repeat(">", 5000) + " deep\n\n" + deepList.String(),
+		strings.Repeat("**x** ", 20000),
+	}
+	var replies []openaitest.Reply
+	for _, a := range answers {
+		replies = append(replies, openaitest.Reply{Text: a + " END"})
+	}
+	e := newUIEnv(t, replies...)
+	b := newUIBrowser(t)
+	b.login(e)
+	for i := range answers {
+		id := e.create(keyAlice, `{"agent":"ops","messages":"hi"}`)
+		var shown struct {
+			End    bool `json:"end"`
+			Plain  bool `json:"plain"`
+			Strong int  `json:"strong"`
+		}
+		b.step(fmt.Sprintf("answer %d", i),
+			eval(`location.hash = '#/s/`+id+`'`, nil),
+			chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event .answer`)),
+			eval(`(() => { const a = document.querySelector('.ev.answer_event .answer'); return {end: a.textContent.trimEnd().endsWith('END'), plain: a.textContent.includes('shown as it is'), strong: a.querySelectorAll('strong').length}; })()`, &shown),
+		)
+		if !shown.End {
+			t.Errorf("answer %d is not shown whole", i)
+		}
+		if i == 4 && (!shown.Plain || shown.Strong != 0) {
+			t.Errorf("a text past the limit: %+v", shown)
+		}
+	}
+}

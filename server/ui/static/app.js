@@ -558,8 +558,10 @@
 
   // MD_INLINE finds the next inline construct: a code span, an image, a
   // link, an autolink, a bare URL, strong, emphasis, strikethrough, an
-  // escaped character or a line break.
-  const MD_INLINE = /(`+)([\s\S]{0,2000}?[^`])\1(?!`)|!\[([^\]\n]*)\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)|\[((?:[^\[\]\n]|\[[^\]\n]*\]){0,500})\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)|<((?:https?:\/\/|mailto:)[^>\s]+)>|(https?:\/\/[^\s<>()]*[^\s<>().,;:!?'"])|(\*\*|__)(?=\S)([^\n]{0,1000}?\S)\9|(\*|_)(?=\S)([^\n]{0,1000}?\S)\11(?![A-Za-z0-9])|~~(?=\S)([^\n]{0,1000}?\S)~~|\\([!-\/:-@\[-`{-~])|( {2,}|\\)?\n/;
+  // escaped character or a line break. Each alternative looks at most a
+  // bounded distance from where it starts (a code span's opening run is
+  // taken whole, never backtracked into), so that no text makes it slow.
+  const MD_INLINE = /(?<!`)(`+)(?!`)([\s\S]{0,2000}?[^`])\1(?!`)|!\[([^\]\n]{0,500})\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)|\[((?:[^\[\]\n]|\[[^\[\]\n]{0,500}\]){0,500})\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)|<((?:https?:\/\/|mailto:)[^>\s]+)>|(https?:\/\/[^\s<>()]*[^\s<>().,;:!?'"])|(\*\*|__)(?=\S)([^\n]{0,1000}?\S)\9|(\*|_)(?=\S)([^\n]{0,1000}?\S)\11(?!(?<=_)[A-Za-z0-9])|~~(?=\S)([^\n]{0,1000}?\S)~~|\\([!-\/:-@\[-`{-~])|( {2,}|\\)?\n/;
 
   function mdLink(text, url, parent, depth, title) {
     const u = String(url || '').trim();
