@@ -74,6 +74,10 @@ type Options struct {
 	// MaxScreenshotBytes bounds a screenshot (JPEG; its quality is
 	// lowered until it fits). 0 means 1 MiB.
 	MaxScreenshotBytes int
+	// LiveFrames keeps a picture of the current tab for a live view
+	// ([Browser.Frame]): one is taken at the end of each tool call, and
+	// between calls when asked for. The model never sees these.
+	LiveFrames bool
 	// Logger receives the browser's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -146,6 +150,11 @@ type Browser struct {
 	tabs        []*tab
 	cur         int
 	restarted   string // a note for the next result
+
+	// frame is the latest picture for a live view (Options.LiveFrames),
+	// guarded by fmu, not mu: it is read while a tool call holds mu.
+	fmu   sync.Mutex
+	frame Frame
 }
 
 // New returns a browser; Chromium starts on the first tool call.

@@ -276,6 +276,9 @@ func (b *Browser) act(ctx context.Context, snap bool, fn func(ctx context.Contex
 	if n := b.adoptOpened(rctx); n != "" {
 		notes = append(notes, n)
 	}
+	if b.o.LiveFrames {
+		b.takeFrame(rctx)
+	}
 	for _, t := range b.tabs {
 		notes = append(notes, t.takeDialogs()...)
 	}

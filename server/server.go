@@ -192,6 +192,12 @@ type Options struct {
 	// Profiles bound the browser profiles callers upload
 	// (server/profiles.go); the zero value means the defaults.
 	Profiles ProfileOptions
+	// LiveFrame, when set, gives the latest picture of a session's
+	// browser while the session runs (a JPEG, and when it was taken), or
+	// an error when there is none: GET /api/v2/sessions/{id}/live (an
+	// hrns addition; server/live.go). hrns serve sets it to
+	// browser.Live's Frame. Nil answers that route with 404.
+	LiveFrame func(ctx context.Context, session string) (jpeg []byte, at time.Time, err error)
 }
 
 // Server is the sessions API as an [http.Handler].
@@ -275,6 +281,7 @@ func New(m *session.Manager, opts *Options) *Server {
 	s.vaultRoutes()
 	s.webhookRoutes()
 	s.profileRoutes()
+	s.liveRoutes()
 	s.uiRoutes()
 	s.mux.HandleFunc("GET /healthz", s.health)
 	// A shared session is public: its token is the capability.

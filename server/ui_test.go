@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,8 @@ import (
 	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/session/schedule"
+	"github.com/hrns-dev/hrns/session/webhook"
 	"github.com/hrns-dev/hrns/store/sqlite"
 	"github.com/hrns-dev/hrns/tools"
 )
@@ -90,7 +93,14 @@ func newUIEnvWrapped(t *testing.T, wrap func(http.Handler) http.Handler, replies
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	var h http.Handler = server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}})
+	// Every session's workspace, for the page's attachments.
+	workspaces := t.TempDir()
+	// Webhooks (which may reach loopback, where the tests' receivers
+	// are) and schedules, for the page's management views.
+	hooks := webhook.New(st, &webhook.Options{Allow: func(a netip.AddrPort) bool { return a.Addr().IsLoopback() }})
+	hooks.Start()
+	sch := schedule.New(m, st, &schedule.Options{Owner: "replica-1"})
+	var h http.Handler = server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: workspaces, Webhooks: hooks, Schedules: sch})
 	if wrap != nil {
 		h = wrap(h)
 	}
@@ -98,6 +108,7 @@ func newUIEnvWrapped(t *testing.T, wrap func(http.Handler) http.Handler, replies
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		srv.Close()
+		hooks.Stop(context.Background())
 		m.Stop(context.Background())
 	})
 	return &env{t: t, model: model, url: srv.URL + uiPrefix, st: st, work: work}
@@ -365,7 +376,7 @@ func TestUIBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event`)),
 	)
 	var flows []string
-	step("flows", eval(`[...document.querySelectorAll('.ev.flow_event')].map(e => e.textContent)`, &flows))
+	step("flows", eval(`[...document.querySelectorAll('.ev.flow_event')].map(e => e.dataset.flow)`, &flows))
 	if strings.Join(flows, ",") != "pause,resume" {
 		t.Errorf("flow events shown = %q", flows)
 	}
@@ -418,8 +429,8 @@ func TestUIBrowser(t *testing.T) {
 	)
 	step("open the shared link",
 		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error { return chromedp.Do(ctx, chromedp.Navigate(link)) }),
-		chromedp.WaitVisible(chromedp.CSS(`#answer .text`)),
-		eval(`document.querySelector('#answer .text').textContent`, &shared),
+		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event .answer`)),
+		eval(`document.querySelector('.ev.answer_event .answer').textContent`, &shared),
 	)
 	if !strings.HasPrefix(link, e.url+"/ui/#/shared/") || !strings.Contains(shared, "done <script>") {
 		t.Errorf("shared link %q shows %q", link, shared)
@@ -563,7 +574,7 @@ func TestUIBrowserSteer(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event`)),
 		chromedp.WaitVisible(chromedp.CSS(`.ev.flow_event`)),
 		eval(`document.querySelector('.ev.answer_event .answer').textContent + ' / ' +
-			[...document.querySelectorAll('.ev.flow_event')].map(e => e.textContent).join(',')`, &answer),
+			[...document.querySelectorAll('.ev.flow_event')].map(e => e.dataset.flow).join(',')`, &answer),
 	)
 	if answer != "best effort: 4242 is probably shipped / force_answer" {
 		t.Errorf("after force answer: %q", answer)
@@ -723,13 +734,13 @@ func TestUIBrowserShared(t *testing.T) {
 		Controls int      `json:"controls"`
 	}
 	b.step("live to the end",
-		chromedp.WaitVisible(chromedp.CSS(`#answer .text`)),
+		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event .answer`)),
 		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="completed"]`)),
 		chromedp.Poll[chromedp.Void](`document.querySelector('#stream-info').textContent.startsWith('the session has ended')`),
 		eval(`({pwned: typeof window.pwned, scripts: document.scripts.length,
 			imgs: [...document.querySelectorAll('img')].map(i => i.src.slice(0, 22)),
 			results: [...document.querySelectorAll('.ev.tool_result pre.result')].map(p => p.textContent),
-			answer: document.querySelector('#answer .text').textContent,
+			answer: document.querySelector('.ev.answer_event .answer').textContent,
 			usage: document.querySelector('#usage').textContent,
 			stream: document.querySelector('#stream-info').textContent,
 			pending: document.querySelectorAll('#pending .card').length,
@@ -758,7 +769,7 @@ func TestUIBrowserShared(t *testing.T) {
 	var controls int
 	b.step("open the link, logged in",
 		chromedp.Navigate(url),
-		chromedp.WaitVisible(chromedp.CSS(`#answer .text`)),
+		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event .answer`)),
 		chromedp.Poll[chromedp.Void](`document.querySelector('#stream-info').textContent.startsWith('the session has ended')`),
 		eval(`document.querySelectorAll('main button, main input, main textarea, main select, main form').length`, &controls),
 	)

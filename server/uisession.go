@@ -132,12 +132,14 @@ func csrfOK(r *http.Request, us *uiSession) bool {
 }
 
 func (s *Server) uiRoutes() {
-	s.mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) {
-		// Relative, so that it works behind a path prefix.
-		// (http.Redirect would make it absolute.)
+	// The root and /ui lead to the page. Relative, so that it works
+	// behind a path prefix. (http.Redirect would make it absolute.)
+	toPage := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", "ui/")
 		w.WriteHeader(http.StatusFound)
-	})
+	}
+	s.mux.HandleFunc("GET /{$}", toPage)
+	s.mux.HandleFunc("GET /ui", toPage)
 	s.mux.Handle("GET /ui/", ui.Handler())
 	s.mux.HandleFunc("GET /ui/session", s.uiSession)
 	s.mux.HandleFunc("POST /ui/login", s.uiLogin)

@@ -135,12 +135,19 @@ func (o *serveOptions) addBrowser(opts *session.Options, log *slog.Logger) error
 	if opts.SessionEnvironments == nil {
 		opts.SessionEnvironments = map[string]session.EnvironmentFunc{}
 	}
-	opts.SessionEnvironments["web"] = webEnvironment(root, allow, &o.profileLimits.Unpacked, log)
+	opts.SessionEnvironments["web"] = webEnvironment(root, allow, &o.profileLimits.Unpacked, &o.live, log)
 	return nil
 }
 
 // safeName matches the session IDs used as profile directory names.
 var safeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`) })
+
+// liveFrame is the server's LiveFrame: the latest picture of a session's
+// browser while it runs.
+func (o *serveOptions) liveFrame(ctx context.Context, id string) ([]byte, time.Time, error) {
+	f, err := o.live.Frame(ctx, id)
+	return f.JPEG, f.At, err
+}
 
 // webEnvironment gives a session web_fetch and a browser of its own, set
 // up from the session's web environment entry (start_url, headless, mode).
@@ -148,8 +155,10 @@ var safeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(
 // copy of it: the first time the environment runs for the session here,
 // the profile's archive is unpacked (checked again, within lim) into the
 // session's profile directory, which the browser then keeps and changes
-// as its own; the stored profile is never changed.
-func webEnvironment(root string, allow func(netip.AddrPort) bool, lim *userdata.Limits, log *slog.Logger) session.EnvironmentFunc {
+// as its own; the stored profile is never changed. While the session
+// runs, its browser is in live under the session's ID, keeping frames for
+// the page's live view.
+func webEnvironment(root string, allow func(netip.AddrPort) bool, lim *userdata.Limits, live *browser.Live, log *slog.Logger) session.EnvironmentFunc {
 	fetch := tools.Web(nil)
 	// Unpacking a profile holds its archive in memory: two at once.
 	seeding := make(chan struct{}, 2)
@@ -158,7 +167,7 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, lim *userdata.
 		if err != nil {
 			return nil, nil, err
 		}
-		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10, RefusalHint: browserHint("hrns serve")}
+		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10, RefusalHint: browserHint("hrns serve"), LiveFrames: p.Session != ""}
 		env.Apply(&o)
 		if p.Session != "" {
 			if !safeName().MatchString(p.Session) {
@@ -190,7 +199,9 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, lim *userdata.
 		if p.Session == "" {
 			return ts, nil, nil
 		}
+		live.Add(p.Session, b)
 		return ts, func(ended bool) {
+			live.Remove(p.Session, b)
 			if err := b.Close(); err != nil {
 				log.Warn("closing a session's browser", "session", p.Session, "err", err)
 			}

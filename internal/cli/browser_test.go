@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -154,6 +155,32 @@ func TestServeBrowser(t *testing.T) {
 	t.Parallel()
 	site := loginSite(t)
 	typing, answer := loginSteps()
+	var mu sync.Mutex
+	// liveStatus is the answer of GET .../live for the server's one
+	// session: its status and content type.
+	var serveURL string
+	var liveWhileRunning, liveWhileWaiting string
+	liveStatus := func() string {
+		var list struct {
+			Items []struct{ ID string } `json:"items"`
+		}
+		r, err := http.Get(serveURL + "/api/v2/sessions")
+		if err != nil {
+			return err.Error()
+		}
+		json.NewDecoder(r.Body).Decode(&list)
+		r.Body.Close()
+		if len(list.Items) != 1 {
+			return fmt.Sprintf("%d sessions", len(list.Items))
+		}
+		r, err = http.Get(serveURL + "/api/v2/sessions/" + list.Items[0].ID + "/live")
+		if err != nil {
+			return err.Error()
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		return fmt.Sprintf("%d %s %v", r.StatusCode, r.Header.Get("Content-Type"), bytes.HasPrefix(b, []byte{0xff, 0xd8}))
+	}
 	call := func(id, name, args string) openaitest.Reply {
 		return openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall(id, name, args)}}
 	}
@@ -161,8 +188,16 @@ func TestServeBrowser(t *testing.T) {
 		call("call_look", "browser_snapshot", `{}`), // the start URL is open
 		typing,
 		call("call_shot", "browser_take_screenshot", `{}`),
-		call("call_ask", "confirm", `{"question":"Read the balance?"}`), // the session waits
-		call("call_look2", "browser_snapshot", `{}`),                    // a new browser, same profile
+		// While the session runs, its browser is live; the reply's Func
+		// looks before answering.
+		openaitest.Reply{Func: func([]byte) openaitest.Reply {
+			got := liveStatus()
+			mu.Lock()
+			liveWhileRunning = got
+			mu.Unlock()
+			return call("call_ask", "confirm", `{"question":"Read the balance?"}`) // the session waits
+		}},
+		call("call_look2", "browser_snapshot", `{}`), // a new browser, same profile
 		answer,
 	)
 	defer model.Close()
@@ -171,12 +206,20 @@ func TestServeBrowser(t *testing.T) {
 		"--model", "test-model", "--db", "sqlite:"+filepath.Join(t.TempDir(), "hrns.db"),
 		"--browser-allow", site.Listener.Addr().String(), "--browser-profiles", profiles)
 	c := client.New(s.url, "", nil)
+	serveURL = s.url
 
-	var mu sync.Mutex
 	var during []string // the profiles while the session waits
 	confirm := client.Tool("confirm", loop.NewSimpleTool("Asks the user.", []loop.ToolArgument{{Name: "question", Type: "string"}}, func(map[string]any) string {
 		mu.Lock()
 		defer mu.Unlock()
+		// The browser closes once the run has stopped, which may be just
+		// after the call reached us: wait for it (bounded).
+		for range 250 {
+			if liveWhileWaiting = liveStatus(); strings.HasPrefix(liveWhileWaiting, "404 ") {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		entries, _ := os.ReadDir(profiles)
 		for _, e := range entries {
 			during = append(during, e.Name())
@@ -202,6 +245,11 @@ func TestServeBrowser(t *testing.T) {
 	mu.Lock()
 	if len(during) != 1 || during[0] != h.ID() {
 		t.Errorf("profiles while waiting: %v, want the session's (%s)", during, h.ID())
+	}
+	// The page's live view: a frame while the browser runs, none while
+	// the session waits (its browser is closed).
+	if liveWhileRunning != "200 image/jpeg true" || !strings.HasPrefix(liveWhileWaiting, "404 ") {
+		t.Errorf("GET .../live: %q while running, %q while waiting", liveWhileRunning, liveWhileWaiting)
 	}
 	mu.Unlock()
 	// The browser closes when the run stops, just after the session's

@@ -66,6 +66,8 @@ type serveOptions struct {
 	// profileLimits bound the browser profiles callers upload
 	// (--browser-profile-max-bytes, --browser-profile-max-unpacked-bytes).
 	profileLimits server.ProfileOptions
+	// live holds the sessions' running browsers, for the page's live view.
+	live browser.Live
 	// vaultKeyFile holds the vault keys (internal/cli/serve_vault.go).
 	vaultKeyFile string
 	webhooks     webhookOptions
@@ -315,7 +317,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch, Profiles: o.profileLimits}),
+		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch, Profiles: o.profileLimits, LiveFrame: o.liveFrame}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
@@ -323,7 +325,11 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		fmt.Fprintln(stdio.Err, "hrns serve: no API keys: anyone who can reach this machine's loopback can use the API")
 	}
 	fmt.Fprintf(stdio.Err, "hrns serve: listening on http://%s (sessions in %s, model %s)\n", ln.Addr(), where, modelName)
-	fmt.Fprintf(stdio.Err, "hrns serve: the web page is http://%s/ui/ (log in with an API key)\n", ln.Addr())
+	if len(keys) == 0 {
+		fmt.Fprintf(stdio.Err, "hrns serve: the web page is http://%s/ui/ (no key needed: the server has none)\n", ln.Addr())
+	} else {
+		fmt.Fprintf(stdio.Err, "hrns serve: the web page is http://%s/ui/ (log in with an API key)\n", ln.Addr())
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

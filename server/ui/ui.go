@@ -1,7 +1,9 @@
-// Package ui is the web page of hrns serve: a session list and a session
-// page that watch sessions live and steer them, and a read-only view of
-// a shared session's trajectory that needs no key, as plain HTML, CSS
-// and JavaScript embedded in the binary (no build step).
+// Package ui is the web page of hrns serve: a session list with a form
+// that starts sessions, a session page that shows a session as a
+// conversation, live (its browser too), and steers it, views that manage
+// the registries, webhooks and schedules, and a read-only view of a
+// shared session's trajectory that needs no key, as plain HTML, CSS and
+// JavaScript embedded in the binary (no build step).
 //
 // The page uses only the public /api/v2 endpoints, with relative URLs, so
 // that it works behind a path prefix: it is served at PREFIX/ui/ and calls
@@ -9,8 +11,10 @@
 // turns an API key into a session cookie; see docs/serve.md.
 //
 // Everything the page shows from a session (model text, tool arguments
-// and results) is set as text (textContent), never parsed as HTML, and
-// the page runs under [CSP], which allows no inline script.
+// and results) is set as text (textContent), never parsed as HTML:
+// Markdown (messages and answers) is rendered by building elements, with
+// links only to http, https and mailto URLs. The page runs under [CSP],
+// which allows no inline script.
 package ui
 
 import (

@@ -130,8 +130,143 @@
     return api('GET', 'sessions/' + encodeURIComponent(id) + '/changes?include_events=false');
   }
 
+  // --- attachments: files given with a new session or a message ---
+
+  // Images go with the message (as data URIs, which the model sees);
+  // other files are written into the session's workspace
+  // (POST .../files/write_file), which the agent's file tools read, and
+  // the message names them. MAX_FILES files, MAX_FILE_BYTES each and
+  // MAX_IMAGE_BYTES of images at most: the API's body limit is 5 MB of
+  // JSON, and base64 grows by a third.
+  const MAX_FILES = 20;
+  const MAX_FILE_BYTES = 3 << 20;
+  const MAX_IMAGE_BYTES = 3 << 20;
+  const ATTACH_IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+
+  function readAs(file, how) {
+    return new Promise((resolve, reject) => {
+      const r = new FileReader();
+      r.onload = () => resolve(r.result);
+      r.onerror = () => reject(new Error('cannot read ' + file.name));
+      if (how === 'url') r.readAsDataURL(file); else r.readAsArrayBuffer(file);
+    });
+  }
+
+  function b64(buf) {
+    const bytes = new Uint8Array(buf);
+    let s = '';
+    for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+    return btoa(s);
+  }
+
+  // FILE_NAME is what a file's name may be to travel as a workspace path:
+  // no directory part, no control character.
+  const FILE_NAME = /^[^/\\\u0000-\u001f\u007f]{1,255}$/;
+
+  // readAttachments checks and reads the files of an <input type=file>:
+  // {images: [data URI], files: [{name, content_base64}]}, or throws an
+  // error that says which file and why, before anything is sent.
+  async function readAttachments(list) {
+    const all = Array.from(list || []);
+    if (all.length > MAX_FILES) throw new Error('at most ' + MAX_FILES + ' files at once (' + all.length + ' chosen)');
+    const images = [], files = [];
+    let imageBytes = 0;
+    const names = new Set();
+    for (const f of all) {
+      if (ATTACH_IMAGE_TYPES.has(f.type)) {
+        imageBytes += f.size;
+        if (imageBytes > MAX_IMAGE_BYTES) throw new Error('the images add up to more than ' + (MAX_IMAGE_BYTES >> 20) + ' MiB');
+        images.push(await readAs(f, 'url'));
+        continue;
+      }
+      if (!FILE_NAME.test(f.name) || f.name === '.' || f.name === '..') throw new Error('a file name the workspace cannot hold: ' + JSON.stringify(f.name));
+      if (names.has(f.name)) throw new Error('two files named ' + f.name);
+      names.add(f.name);
+      if (f.size > MAX_FILE_BYTES) throw new Error(f.name + ' is larger than ' + (MAX_FILE_BYTES >> 20) + ' MiB');
+      files.push({ name: f.name, content_base64: b64(await readAs(f, 'buffer')) });
+    }
+    return { images, files };
+  }
+
+  // userMessage is the message of text and attachments: the files
+  // written to the workspace are named at its end.
+  function userMessage(text, att) {
+    let m = text;
+    if (att.files.length) m += '\n\n(Attached in the workspace: ' + att.files.map((f) => f.name).join(', ') + ')';
+    const msg = { type: 'user_message', message: m };
+    if (att.images.length) msg.images = att.images;
+    return msg;
+  }
+
+  // writeFiles writes the attached files into a session's workspace.
+  async function writeFiles(id, att) {
+    for (const f of att.files) {
+      await api('POST', 'sessions/' + encodeURIComponent(id) + '/files/write_file', { path: f.name, content_base64: f.content_base64 });
+    }
+  }
+
+  // startSession creates a session of agent with a message and files,
+  // and returns its id. With files, the session is created waiting for
+  // its first message, the files are written, then the message is sent:
+  // the agent never starts without them. A file that cannot be written
+  // cancels the session, and the error says why.
+  async function startSession(agent, text, list) {
+    const att = await readAttachments(list);
+    if (!att.files.length) {
+      const v = await api('POST', 'sessions', { agent, messages: [userMessage(text, att)] });
+      return v.id;
+    }
+    const v = await api('POST', 'sessions', { agent });
+    try {
+      await writeFiles(v.id, att);
+    } catch (e) {
+      api('DELETE', 'sessions/' + encodeURIComponent(v.id)).catch(() => {});
+      throw new Error('attaching the files: ' + e.message);
+    }
+    await api('POST', 'sessions/' + encodeURIComponent(v.id) + '/messages', userMessage(text, att));
+    return v.id;
+  }
+
+  // newSessionForm is the form that starts a session: an agent of the
+  // server or of the key, a message, files.
+  function newSessionForm() {
+    const agent = el('select', { id: 'new-agent', 'aria-label': 'Agent', required: true });
+    const message = el('textarea', { id: 'new-message', rows: 3, placeholder: 'What should the agent do?', required: true });
+    const files = el('input', { type: 'file', id: 'new-files', multiple: true, 'aria-label': 'Files' });
+    const err = el('p', { class: 'error', id: 'new-error' });
+    const start = el('button', { type: 'submit', class: 'primary', id: 'new-start', text: 'Start', disabled: true });
+    const form = el('form', { class: 'card new-session', id: 'new-session' },
+      el('h2', { text: 'New session' }),
+      el('div', { class: 'row' }, el('label', { for: 'new-agent', text: 'Agent' }), agent),
+      message,
+      el('div', { class: 'row' }, el('label', { for: 'new-files', text: 'Files' }), files,
+        el('span', { class: 'muted small', text: 'images go to the model; other files to the session’s workspace' })),
+      err, el('div', { class: 'controls' }, start));
+    api('GET', 'agents?size=100').then((res) => {
+      const items = (res.items || []).filter((a) => a && typeof a.name === 'string');
+      agent.replaceChildren(...items.map((a) => el('option', { value: a.name, text: a.name + (a.read_only ? ' (server)' : '') })));
+      start.disabled = !items.length;
+      if (!items.length) err.textContent = 'No agent: register one under Manage, or configure one for the server.';
+    }).catch((e) => { err.textContent = visible('Cannot list the agents: ' + e.message); });
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      err.textContent = '';
+      if (!message.value.trim()) { err.textContent = 'Write a message.'; return; }
+      start.disabled = true;
+      try {
+        const id = await startSession(agent.value, message.value, files.files);
+        message.value = '';
+        files.value = '';
+        location.hash = '#/s/' + encodeURIComponent(id);
+      } catch (e) {
+        err.textContent = visible('Not started: ' + e.message);
+      } finally { start.disabled = false; }
+    });
+    return form;
+  }
+
   function stateBadge(st) {
-    return el('span', { class: 'state ' + (STATES.includes(st) ? st : ''), text: st || '?', 'data-state': st });
+    return el('span', { class: 'state ' + (STATES.includes(st) ? st : ''), text: words(st), title: st || '', 'data-state': st });
   }
 
   function leave() {
@@ -194,7 +329,7 @@
       el('table', { class: 'sessions agents-table' },
         el('thead', {}, el('tr', {}, ...['Agent', 'Description', 'Model', ''].map((h) => el('th', { text: h })))),
         agentsBody));
-    main.replaceChildren(
+    main.replaceChildren(newSessionForm(),
       el('div', { class: 'filters' }, state, agent, names, search),
       el('table', { class: 'sessions' },
         el('thead', {}, el('tr', {}, ...['Session', 'State', 'Agent', 'Age', 'Usage · cost'].map((h) => el('th', { text: h })))),
@@ -276,13 +411,247 @@
     return e.data && typeof e.data.kind === 'string' ? e.data.kind : '';
   }
 
-  function block(label, cls, ...children) {
-    return el('div', { class: 'ev ' + cls }, el('div', { class: 'label', text: label }), ...children);
+  // --- Markdown, as elements ---
+
+  // markdown renders Markdown (CommonMark's common part and GitHub's
+  // tables and strikethrough) from untrusted text as elements built with
+  // createElement and text nodes: nothing is ever parsed as HTML, so raw
+  // HTML in the text shows as text. Links are kept only for http, https
+  // and mailto URLs (rel="noopener noreferrer nofollow", opened in a new
+  // tab); any other link, javascript: included, shows as its text and
+  // its URL, inert. Images are not loaded (the CSP forbids other hosts
+  // anyway): they show as links. Text past MD_MAX_CHARS shows as plain
+  // text (a paragraph past MD_MAX_INLINE, without inline Markdown), and nesting stops at MD_MAX_DEPTH.
+  const MD_MAX_CHARS = 100000;
+  const MD_MAX_INLINE = 20000;
+  const MD_MAX_DEPTH = 8;
+  const SAFE_URL = /^(https?:\/\/|mailto:)[^\s\u0000-\u001f\u007f]*$/i;
+
+  function markdown(src) {
+    const box = el('div', { class: 'md' });
+    src = String(src);
+    if (src.length > MD_MAX_CHARS) {
+      box.append(el('p', { class: 'muted', text: '(long text: shown as it is, not as Markdown)' }), el('div', { class: 'text', text: src }));
+      return box;
+    }
+    mdBlocks(src.replace(/\r\n?/g, '\n').split('\n'), box, 0);
+    return box;
   }
 
+  const MD_FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)/;
+  const MD_HEADING = /^ {0,3}(#{1,6})(?:\s+(.*?))?\s*#*\s*$/;
+  const MD_HR = /^ {0,3}([-*_])(?:\s*\1){2,}\s*$/;
+  const MD_QUOTE = /^ {0,3}> ?(.*)$/;
+  const MD_ITEM = /^( *)([-*+]|\d{1,9}[.)])(?:\s+(.*))?$/;
+  const MD_TABLE_SEP = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
+
+  function mdStarts(line) {
+    return MD_FENCE.test(line) || MD_HEADING.test(line) || MD_HR.test(line) || MD_QUOTE.test(line) || MD_ITEM.test(line);
+  }
+
+  function mdCells(line) {
+    let s = line.trim();
+    if (s.startsWith('|')) s = s.slice(1);
+    if (s.endsWith('|') && !s.endsWith('\\|')) s = s.slice(0, -1);
+    return s.split(/(?<!\\)\|/).map((c) => c.trim().replace(/\\\|/g, '|'));
+  }
+
+  // mdBlocks appends the blocks of lines to parent.
+  function mdBlocks(lines, parent, depth) {
+    if (depth > MD_MAX_DEPTH) { parent.append(el('div', { class: 'text', text: lines.join('\n') })); return; }
+    let i = 0;
+    while (i < lines.length) {
+      const line = lines[i];
+      if (!line.trim()) { i++; continue; }
+      let m;
+      if ((m = line.match(MD_FENCE))) {
+        const fence = m[1];
+        const body = [];
+        i++;
+        while (i < lines.length && !(lines[i].trim().startsWith(fence[0].repeat(fence.length)) && /^\s*[`~]+\s*$/.test(lines[i]))) body.push(lines[i++]);
+        i++;
+        const code = el('code', { text: body.join('\n') });
+        if (m[2]) code.dataset.lang = m[2].slice(0, 40);
+        parent.append(el('pre', { class: 'code' }, code));
+        continue;
+      }
+      if ((m = line.match(MD_HEADING))) {
+        const h = el('h' + Math.min(6, m[1].length + 2), { class: 'md-h' });
+        mdInline(m[2] || '', h, 0);
+        parent.append(h);
+        i++;
+        continue;
+      }
+      if (MD_HR.test(line)) { parent.append(el('hr')); i++; continue; }
+      if (MD_QUOTE.test(line)) {
+        const inner = [];
+        while (i < lines.length && (m = lines[i].match(MD_QUOTE))) { inner.push(m[1]); i++; }
+        const q = el('blockquote');
+        mdBlocks(inner, q, depth + 1);
+        parent.append(q);
+        continue;
+      }
+      if ((m = line.match(MD_ITEM))) {
+        const ordered = /\d/.test(m[2]);
+        const list = el(ordered ? 'ol' : 'ul');
+        if (ordered && parseInt(m[2], 10) !== 1) list.setAttribute('start', String(parseInt(m[2], 10)));
+        const indent = m[1].length;
+        while (i < lines.length) {
+          const im = lines[i].match(MD_ITEM);
+          if (!im || im[1].length !== indent || /\d/.test(im[2]) !== ordered) break;
+          const body = [im[3] || ''];
+          const pad = indent + im[2].length + 1;
+          i++;
+          // The item's other lines: indented ones (a nested list, more
+          // text), and lazy continuations of its text.
+          while (i < lines.length) {
+            const l = lines[i];
+            if (!l.trim()) {
+              if (i + 1 < lines.length && lines[i + 1].match(/^ */)[0].length > indent && lines[i + 1].trim()) { body.push(''); i++; continue; }
+              break;
+            }
+            const lead = l.match(/^ */)[0].length;
+            if (lead > indent) { body.push(l.slice(Math.min(lead, pad))); i++; continue; }
+            if (mdStarts(l)) break;
+            body.push(l.trim());
+            i++;
+          }
+          const li = el('li');
+          const task = body[0].match(/^\[([ xX])\]\s+(.*)$/);
+          if (task) {
+            li.className = 'task';
+            li.append(el('span', { class: 'mark', 'aria-hidden': 'true', text: task[1] === ' ' ? '☐' : '☑' }), ' ');
+            body[0] = task[2];
+          }
+          if (body.length === 1 || !body.slice(1).some((b) => mdStarts(b) || b === '')) {
+            mdInline(body.join('\n'), li, 0);
+          } else mdBlocks(body, li, depth + 1);
+          list.append(li);
+          while (i < lines.length && !lines[i].trim() && i + 1 < lines.length && (m = lines[i + 1].match(MD_ITEM)) && m[1].length === indent) i++;
+        }
+        parent.append(list);
+        continue;
+      }
+      if (line.includes('|') && i + 1 < lines.length && MD_TABLE_SEP.test(lines[i + 1]) && lines[i + 1].includes('-')) {
+        const head = mdCells(line);
+        const aligns = mdCells(lines[i + 1]).map((c) => (c.endsWith(':') ? (c.startsWith(':') ? 'center' : 'right') : c.startsWith(':') ? 'left' : ''));
+        i += 2;
+        const rows = [];
+        while (i < lines.length && lines[i].includes('|') && lines[i].trim()) rows.push(mdCells(lines[i++]));
+        const cell = (tag, text, k) => {
+          const c = el(tag, aligns[k] ? { class: 'al-' + aligns[k] } : {});
+          mdInline(text, c, 0);
+          return c;
+        };
+        parent.append(el('div', { class: 'table-wrap' }, el('table', { class: 'md-table' },
+          el('thead', {}, el('tr', {}, ...head.map((h, k) => cell('th', h, k)))),
+          el('tbody', {}, ...rows.map((r) => el('tr', {}, ...head.map((_, k) => cell('td', r[k] || '', k))))))));
+        continue;
+      }
+      const para = [];
+      while (i < lines.length && lines[i].trim() && !(para.length && mdStarts(lines[i]))) para.push(lines[i++]);
+      const p = el('p');
+      mdInline(para.join('\n'), p, 0);
+      parent.append(p);
+    }
+  }
+
+  // MD_INLINE finds the next inline construct: a code span, an image, a
+  // link, an autolink, a bare URL, strong, emphasis, strikethrough, an
+  // escaped character or a line break. Each alternative looks at most a
+  // bounded distance from where it starts (a code span's opening run is
+  // taken whole, never backtracked into), so that no text makes it slow.
+  const MD_INLINE = /(?<!`)(`+)(?!`)([\s\S]{0,2000}?[^`])\1(?!`)|!\[([^\]\n]{0,500})\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)|\[((?:[^\[\]\n]|\[[^\[\]\n]{0,500}\]){0,500})\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)|<((?:https?:\/\/|mailto:)[^>\s]+)>|(https?:\/\/[^\s<>()]*[^\s<>().,;:!?'"])|(\*\*|__)(?=\S)([^\n]{0,1000}?\S)\9|(\*|_)(?=\S)([^\n]{0,1000}?\S)\11(?!(?<=_)[A-Za-z0-9])|~~(?=\S)([^\n]{0,1000}?\S)~~|\\([!-\/:-@\[-`{-~])|( {2,}|\\)?\n/;
+
+  function mdLink(text, url, parent, depth, title) {
+    const u = String(url || '').trim();
+    if (SAFE_URL.test(u)) {
+      const a = el('a', { href: u, rel: 'noopener noreferrer nofollow', target: '_blank', title: title || null });
+      mdInline(text || u, a, depth + 1);
+      parent.append(a);
+      return;
+    }
+    // Not a link: the text, then the URL, as text.
+    const span = el('span', { class: 'inert-link', title: 'not a web link: not opened' });
+    mdInline(text, span, depth + 1);
+    if (u) span.append(document.createTextNode(visible(' (' + u + ')')));
+    parent.append(span);
+  }
+
+  // mdInline appends the inline content of text to parent.
+  function mdInline(text, parent, depth) {
+    if (depth > MD_MAX_DEPTH || text.length > MD_MAX_INLINE) { parent.append(document.createTextNode(visible(text))); return; }
+    let rest = text;
+    for (let guard = 0; rest && guard < 100000; guard++) {
+      const m = rest.match(MD_INLINE);
+      if (!m) break;
+      // An underscore inside a word is not emphasis (snake_case).
+      if (m[11] === '_' && m.index > 0 && /[A-Za-z0-9]/.test(rest[m.index - 1])) {
+        parent.append(document.createTextNode(visible(rest.slice(0, m.index + 1))));
+        rest = rest.slice(m.index + 1);
+        continue;
+      }
+      if (m.index) parent.append(document.createTextNode(visible(rest.slice(0, m.index))));
+      rest = rest.slice(m.index + m[0].length);
+      if (m[1] !== undefined) {
+        parent.append(el('code', { text: m[2].replace(/^ (.*) $/s, '$1') }));
+      } else if (m[4] !== undefined) {
+        mdLink('image: ' + (m[3] || m[4]), m[4], parent, depth);
+      } else if (m[6] !== undefined) {
+        mdLink(m[5], m[6], parent, depth);
+      } else if (m[7] !== undefined) {
+        mdLink(m[7], m[7], parent, depth);
+      } else if (m[8] !== undefined) {
+        mdLink(m[8], m[8], parent, depth);
+      } else if (m[9] !== undefined) {
+        const s = el('strong');
+        mdInline(m[10], s, depth + 1);
+        parent.append(s);
+      } else if (m[11] !== undefined) {
+        const s = el('em');
+        mdInline(m[12], s, depth + 1);
+        parent.append(s);
+      } else if (m[13] !== undefined) {
+        const s = el('del');
+        mdInline(m[13], s, depth + 1);
+        parent.append(s);
+      } else if (m[14] !== undefined) {
+        parent.append(document.createTextNode(m[14]));
+      } else {
+        parent.append(el('br'));
+      }
+    }
+    if (rest) parent.append(document.createTextNode(visible(rest)));
+  }
+
+  // clock shows an event's time: the hour on the day it happened, with
+  // the date before on another day; the full time is its title.
+  function clock(iso) {
+    const t = new Date(iso);
+    if (isNaN(t)) return null;
+    const now = new Date();
+    const hm = t.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+    const text = t.toDateString() === now.toDateString() ? hm : t.toLocaleDateString() + ' ' + hm;
+    return el('time', { class: 'at', datetime: t.toISOString(), title: t.toISOString(), text });
+  }
+
+  function block(label, cls, ...children) {
+    return el('div', { class: 'ev ' + cls }, el('div', { class: 'label' }, el('span', { class: 'what', text: label })), ...children);
+  }
+
+  // oneLine is a value on one line, cut at max characters.
+  function oneLine(v, max) {
+    let s = (typeof v === 'string' ? v : JSON.stringify(v === undefined ? {} : v)) || '';
+    s = s.replace(/\s+/g, ' ').trim();
+    return s.length > max ? s.slice(0, max - 1) + '…' : s;
+  }
+
+  // toolCall is a call folded to one line (its name and arguments) that
+  // opens on the whole arguments.
   function toolCall(req) {
-    return el('div', { class: 'call' },
-      el('strong', { text: req.tool_name || '?' }), ' ', el('span', { class: 'muted', text: req.id || '' }),
+    return el('details', { class: 'call', 'data-call': req.id || '' },
+      el('summary', {}, el('strong', { text: req.tool_name || '?' }), ' ', el('span', { class: 'muted oneline', text: oneLine(req.args, 140) })),
+      el('div', { class: 'muted small', text: 'call ' + (req.id || '') }),
       el('pre', { class: 'args', text: pretty(req.args === undefined ? {} : req.args) }));
   }
 
@@ -488,63 +857,118 @@
     return t + (d.reason === 'context_length' ? '; the model refused the request as too long, and it was sent again' : '; before the next request');
   }
 
-  // renderEvent returns the element of one event of the trajectory.
+  // STATUS_WORDS say a session's state in words.
+  const STATUS_WORDS = {
+    queued: 'queued', pending: 'about to run', running: 'running', paused: 'paused',
+    idle: 'waiting for a message', awaiting_tool_results: 'waiting for tool results or approvals',
+    completed: 'completed', failed: 'failed', timed_out: 'timed out', interrupted: 'cancelled',
+  };
+  function words(st) { return STATUS_WORDS[st] || String(st || '?'); }
+
+  const FLOW_WORDS = {
+    pause: 'Paused', resume: 'Resumed', force_answer: 'Asked for the answer now',
+    approve: 'Approved', reject: 'Rejected',
+  };
+
+  // activeWords says what an ActiveStateChangeEvent means.
+  function activeWords(d) {
+    const a = (d.pending_approvals || []).length, c = (d.pending_tool_calls || []).length;
+    if (d.state === 'running') return 'Working';
+    if (d.state === 'idle') return 'Waiting for a message';
+    const parts = [];
+    if (a) parts.push(a + (a === 1 ? ' approval' : ' approvals'));
+    if (c) parts.push(c + (c === 1 ? ' client tool result' : ' client tool results'));
+    return 'Waiting for ' + (parts.join(' and ') || 'tool results');
+  }
+
+  // folded is a result folded to one line, opening on the whole text.
+  function folded(label, cls, text) {
+    return el('details', { class: 'fold ' + cls },
+      el('summary', {}, el('span', { class: 'what', text: label }), ' ', el('span', { class: 'muted oneline', text: oneLine(text, 140) })),
+      el('pre', { class: 'result', text }));
+  }
+
+  // renderEvent returns the element of one event of the trajectory:
+  // what people say and the agent answers as Markdown, its tool calls
+  // and their results folded to a line, the rest as short lines in
+  // words; each with its time.
   function renderEvent(e) {
     const d = e.data || {};
     let node;
     switch (e.type === 'AgentEvent' ? kindOf(e) : e.type) {
       case 'message_event': {
         const parts = Array.isArray(d.content) ? d.content : [d.content];
-        node = block('message' + (d.caller_id ? ' from ' + d.caller_id : ''), 'message_event', ...parts.map((p) => {
-          if (typeof p === 'string') return el('div', { class: 'text', text: p });
-          if (p && typeof p.text === 'string') return el('div', { class: 'text', text: p.text });
+        node = block(d.caller_id && d.caller_id !== 'user' ? 'Message from ' + d.caller_id : 'You', 'message_event bubble', ...parts.map((p) => {
+          if (typeof p === 'string') return el('div', { class: 'text' }, markdown(p));
+          if (p && typeof p.text === 'string') return el('div', { class: 'text' }, markdown(p.text));
+          if (p && p.type === 'image_url' && p.image_url && typeof p.image_url.url === 'string') {
+            const m = p.image_url.url.match(/^data:([a-z/]+);base64,(.*)$/s);
+            return m ? image({ type: 'base64', media_type: m[1], source: m[2] }, 'an image of the message') : el('p', { class: 'muted', text: '(an image)' });
+          }
           return el('pre', { text: pretty(p) });
         }));
         break;
       }
-      case 'policy_event':
-        node = block('model', 'policy_event',
+      case 'policy_event': {
+        const reqs = d.tool_reqs || [];
+        node = block(reqs.length ? (reqs.length === 1 ? 'Agent: calls a tool' : 'Agent: calls ' + reqs.length + ' tools') : 'Agent', 'policy_event',
           d.reasoning_content ? el('details', { class: 'thinking' }, el('summary', { text: 'thinking' }), el('div', { class: 'text', text: d.reasoning_content })) : null,
-          d.content ? el('div', { class: 'text', text: d.content }) : null,
-          ...(d.tool_reqs || []).map(toolCall),
+          d.content ? el('div', { class: 'text content' }, markdown(d.content)) : null,
+          ...reqs.map(toolCall),
           ...(d.validation_errors || []).map((v) => el('p', { class: 'error', text: v })));
+        if (d.content) node.dataset.content = String(d.content).slice(0, MD_MAX_CHARS);
         break;
+      }
       case 'tool_result': {
-        const plan = d.tool_req && d.tool_req.tool_name === 'todo_write' ? checklist(d.tool_req.args) : null;
-        node = block('result of ' + ((d.tool_req && d.tool_req.tool_name) || '?'), 'tool_result',
-          plan, el('pre', { class: 'result', text: pretty(d.result) }));
+        const name = (d.tool_req && d.tool_req.tool_name) || '?';
+        const plan = name === 'todo_write' ? checklist(d.tool_req.args) : null;
+        node = el('div', { class: 'ev tool_result' }, plan, folded('Result of ' + name, 'result-fold', pretty(d.result)));
         break;
       }
       case 'error_event':
-        node = block('error' + (d.origin ? ' (' + d.origin + ')' : '') + (d.tool_req ? ' in ' + d.tool_req.tool_name : ''), 'error_event',
+        node = block('Error' + (d.tool_req ? ' in ' + d.tool_req.tool_name : '') + (d.origin ? ' (' + d.origin + ')' : ''), 'error_event',
           el('pre', { class: 'result', text: d.error || '' }));
         break;
       case 'answer_event':
-        node = block('answer' + (d.outcome ? ' (' + d.outcome + ')' : ''), 'answer_event', el('div', { class: 'text answer', text: pretty(d.answer) }));
+        node = block('Answer' + (d.outcome && d.outcome !== 'success' ? ' (' + d.outcome + ')' : ''), 'answer_event bubble',
+          el('div', { class: 'text answer' }, typeof d.answer === 'string' ? markdown(d.answer) : el('pre', { text: pretty(d.answer) })));
         break;
       case 'observation_event':
-        node = block(d.type === 'web' ? 'browser screenshot' : 'image' + (d.type ? ' (' + d.type + ')' : ''), 'observation_event', image(d.image, d.type === 'web' ? 'browser screenshot' : 'image from ' + ((d.tool_req && d.tool_req.tool_name) || 'a tool')));
+        node = block(d.type === 'web' ? 'Browser screenshot' : 'Image' + (d.tool_req ? ' from ' + d.tool_req.tool_name : ''), 'observation_event', image(d.image, d.type === 'web' ? 'browser screenshot' : 'image from ' + ((d.tool_req && d.tool_req.tool_name) || 'a tool')));
         break;
       case 'flow_event':
-        node = el('div', { class: 'ev meta flow_event', text: d.flow + (d.tool_req ? ' ' + d.tool_req.tool_name + ' ' + (d.tool_req.id || '') : '') });
+        node = el('div', { class: 'ev meta flow_event', 'data-flow': d.flow || '' },
+          el('span', { class: 'what', text: (FLOW_WORDS[d.flow] || String(d.flow || '?')) + (d.tool_req ? ' ' + d.tool_req.tool_name : '') }));
+        break;
+      case 'AgentStartedEvent':
+        node = el('div', { class: 'ev meta AgentStartedEvent' }, el('span', { class: 'what', text: 'Started' }));
+        break;
+      case 'AgentCompletionEvent':
+        node = el('div', { class: 'ev meta AgentCompletionEvent' }, el('span', { class: 'what', text: 'Finished' + (d.status ? ': ' + words(d.status) : '') }));
         break;
       case 'AgentErrorEvent':
-        node = block('agent error', 'AgentErrorEvent', el('pre', { text: pretty(d) }));
+        node = block('The agent failed', 'AgentErrorEvent', el('pre', { text: typeof d.message === 'string' ? d.message : pretty(d) }));
         break;
       case 'MetricsUpdateEvent':
-        node = el('div', { class: 'ev meta MetricsUpdateEvent', text: 'so far: ' + summary(d) });
+        node = el('div', { class: 'ev meta MetricsUpdateEvent' }, el('span', { class: 'what', text: 'So far: ' + summary(d) }));
         break;
       case 'ActiveStateChangeEvent':
-        node = el('div', { class: 'ev meta ActiveStateChangeEvent', text: 'state: ' + (d.state || '') });
+        node = el('div', { class: 'ev meta ActiveStateChangeEvent' }, el('span', { class: 'what', text: activeWords(d) }));
         break;
       case 'AgentRunStatusChangeEvent':
-        node = el('div', { class: 'ev meta AgentRunStatusChangeEvent', text: 'status: ' + (d.status || '') });
+        node = el('div', { class: 'ev meta AgentRunStatusChangeEvent' }, el('span', { class: 'what', text: 'Now ' + words(d.status) }));
         break;
       case 'ContextCompactedEvent':
         node = el('div', { class: 'ev meta ContextCompactedEvent', text: compactedText(d) });
         break;
       default:
-        node = el('div', { class: 'ev meta ' + (e.type || ''), text: (e.type || '?') + (Object.keys(d).length ? ' ' + JSON.stringify(d) : '') });
+        node = el('div', { class: 'ev meta ' + (e.type || '') }, el('span', { class: 'what', text: String(e.type || '?') }),
+          Object.keys(d).length ? el('span', { class: 'muted', text: ' ' + oneLine(d, 200) }) : null);
+    }
+    const at = clock(e.timestamp);
+    if (at) {
+      const label = node.querySelector(':scope > .label, :scope > details > summary') || node;
+      label.append(' ', at);
     }
     node.dataset.index = String(e.index);
     node.dataset.type = e.type === 'AgentEvent' ? kindOf(e) : e.type;
@@ -552,31 +976,39 @@
   }
 
   // trajectoryView is a session's trajectory as the session page and the
-  // shared view both show it: the plan, the latest answer and the events,
-  // each event once and in the order of the log. onActive receives the
-  // data of each ActiveStateChangeEvent (the calls waiting), onMetrics
-  // that of each MetricsUpdateEvent.
-  function trajectoryView(onActive, onMetrics) {
+  // shared view both show it: the plan, then the events as a
+  // conversation, each event once and in the order of the log. The
+  // answer shows once: the model's text that an answer repeats is left
+  // out of the step that wrote it. onActive receives the data of each
+  // ActiveStateChangeEvent (the calls waiting), onMetrics that of each
+  // MetricsUpdateEvent, onEvent each event.
+  function trajectoryView(onActive, onMetrics, onEvent) {
     const planBox = el('div', { id: 'plan' });
-    const answerBox = el('div', { id: 'answer' });
     const traj = el('div', { id: 'events' });
-    let last = -1;
+    let last = -1, lastPolicy = null;
     function add(e) {
       if (!e || typeof e.index !== 'number' || e.index <= last) return;
       last = e.index;
-      traj.append(renderEvent(e));
+      const node = renderEvent(e);
       const d = e.data || {};
+      const kind = e.type === 'AgentEvent' ? kindOf(e) : e.type;
+      if (kind === 'answer_event' && lastPolicy && typeof d.answer === 'string' && lastPolicy.dataset.content === d.answer.slice(0, MD_MAX_CHARS)) {
+        const c = lastPolicy.querySelector(':scope > .content');
+        if (c) c.remove();
+        if (!lastPolicy.querySelector(':scope > .call, :scope > details.thinking, :scope > .error')) lastPolicy.remove();
+      }
+      if (kind === 'policy_event') lastPolicy = node;
+      else if (kind !== 'MetricsUpdateEvent' && kind !== 'ActiveStateChangeEvent' && kind !== 'AgentRunStatusChangeEvent') lastPolicy = null;
+      traj.append(node);
       if (e.type === 'ActiveStateChangeEvent') onActive(d);
       if (e.type === 'MetricsUpdateEvent') onMetrics(d);
-      if (e.type === 'AgentEvent' && kindOf(e) === 'tool_result' && d.tool_req && d.tool_req.tool_name === 'todo_write') {
+      if (onEvent) onEvent(e);
+      if (kind === 'tool_result' && d.tool_req && d.tool_req.tool_name === 'todo_write') {
         const plan = checklist(d.tool_req.args);
         if (plan) planBox.replaceChildren(el('div', { class: 'card' }, el('div', { class: 'label', text: 'plan' }), plan));
       }
-      if (e.type === 'AgentEvent' && kindOf(e) === 'answer_event') {
-        answerBox.replaceChildren(el('div', { class: 'card' }, el('div', { class: 'label', text: 'latest answer' }), el('div', { class: 'text', text: pretty(d.answer) })));
-      }
     }
-    return { planBox, answerBox, traj, add, last: () => last };
+    return { planBox, traj, add, last: () => last };
   }
 
   // pendingCards shows the calls an ActiveStateChangeEvent says are
@@ -602,6 +1034,96 @@
     return cards;
   }
 
+  // --- the live view of a session's browser ---
+
+  // liveView shows the latest picture of the session's browser: while
+  // the session has not ended, it asks GET .../live for a frame, one
+  // request at a time, LIVE_WAIT after a frame and from LIVE_WAIT_MIN
+  // doubling to LIVE_WAIT_MAX while there is none (the browser starts
+  // with the agent's first browser call, and closes while the session
+  // waits), and not while the page is hidden; it stops once the session
+  // has ended. Between live frames, and after the end, it shows the
+  // latest browser screenshot of the events. A frame is at most
+  // LIVE_MAX_BYTES of JPEG.
+  const LIVE_WAIT = 1000, LIVE_WAIT_MIN = 2000, LIVE_WAIT_MAX = 16000;
+  const LIVE_MAX_BYTES = 1 << 20;
+
+  function liveView(id) {
+    // The picture is made with the first frame: until then the view has
+    // no element to show.
+    let img = null;
+    const note = el('span', { class: 'muted', id: 'live-note' });
+    const box = el('div', { class: 'card live', id: 'live', hidden: true },
+      el('div', { class: 'label' }, el('span', { class: 'what', text: 'Browser' }), note));
+    let stopped = false, timer = 0, busy = false, wait = LIVE_WAIT_MIN, st = '', shownAt = 0, frames = 0;
+    function show(src, at, what) {
+      if (at < shownAt) return;
+      shownAt = at;
+      if (!img) box.append(img = el('img', { id: 'live-img', alt: 'the session’s browser' }));
+      img.src = src;
+      box.hidden = false;
+      box.dataset.source = what;
+      note.textContent = visible((what === 'live' ? 'live · ' : 'screenshot · ') + new Date(at).toLocaleTimeString());
+    }
+    async function tick() {
+      timer = 0;
+      if (stopped || busy || TERMINAL.has(st)) return;
+      if (document.hidden) { timer = setTimeout(tick, LIVE_WAIT_MIN); return; }
+      busy = true;
+      let next = LIVE_WAIT;
+      try {
+        const r = await fetch(new URL('sessions/' + encodeURIComponent(id) + '/live', API), { credentials: 'same-origin', cache: 'no-store' });
+        if (r.ok && r.headers.get('Content-Type') === 'image/jpeg') {
+          const blob = await r.blob();
+          if (blob.size > 0 && blob.size <= LIVE_MAX_BYTES) {
+            const url = await readAs(blob, 'url');
+            const at = Date.parse(r.headers.get('X-Frame-Time') || '') || Date.now();
+            if (!stopped && typeof url === 'string' && url.startsWith('data:image/jpeg;base64,')) {
+              frames++;
+              box.dataset.frames = String(frames);
+              show(url, at, 'live');
+            }
+          }
+          wait = LIVE_WAIT_MIN;
+        } else {
+          if (r.status === 401) { stopped = true; return; }
+          if (!box.hidden && box.dataset.source === 'live') note.textContent = visible('the browser is closed while the session waits · last seen ' + new Date(shownAt).toLocaleTimeString());
+          next = wait;
+          wait = Math.min(wait * 2, LIVE_WAIT_MAX);
+        }
+      } catch {
+        next = wait;
+        wait = Math.min(wait * 2, LIVE_WAIT_MAX);
+      } finally { busy = false; }
+      if (!stopped && !TERMINAL.has(st)) timer = setTimeout(tick, next);
+    }
+    return {
+      box,
+      // state follows the session's state: a session that runs again
+      // (a message, a resume) is watched again at once.
+      state(s) {
+        const was = st;
+        st = s || '';
+        if (TERMINAL.has(st)) {
+          clearTimeout(timer); timer = 0;
+          if (!box.hidden) note.textContent = visible('the session has ended · last seen ' + new Date(shownAt).toLocaleTimeString());
+          return;
+        }
+        if (was !== st) wait = LIVE_WAIT_MIN;
+        if (!timer && !busy) tick();
+      },
+      // onEvent shows a browser screenshot of the events when it is newer.
+      onEvent(e) {
+        const d = e.data || {};
+        if (e.type !== 'AgentEvent' || kindOf(e) !== 'observation_event' || d.type !== 'web') return;
+        const i = d.image;
+        if (!i || i.type !== 'base64' || !IMAGE_TYPES.has(i.media_type) || typeof i.source !== 'string' || !/^[A-Za-z0-9+/=\s]*$/.test(i.source)) return;
+        show('data:' + i.media_type + ';base64,' + i.source.replace(/\s/g, ''), Date.parse(e.timestamp) || 0, 'event');
+      },
+      stop() { stopped = true; clearTimeout(timer); },
+    };
+  }
+
   function showSession(id) {
     const head = el('div', { class: 'head' }, el('a', { href: '#/', text: '← sessions' }), el('h1', { text: id }));
     const badge = el('span', { id: 'status' });
@@ -611,9 +1133,10 @@
       type: 'button', class: cls, id: 'btn-' + label.toLowerCase().replace(/\s+/g, '-'), text: label,
       on: { click: async (ev) => {
         const b = ev.currentTarget; b.disabled = true;
-        try { await api(method || 'POST', 'sessions/' + encodeURIComponent(id) + path); toast(label + ': sent'); connect(); poll(); } catch (e) { toast(label + ' failed: ' + e.message); }
-        b.disabled = false;
+        try { await api(method || 'POST', 'sessions/' + encodeURIComponent(id) + path); toast(label + ': sent'); connect(); } catch (e) { toast(label + ' failed: ' + e.message); }
+        poll();
       } },
+      disabled: true,
     });
     const share = el('button', { type: 'button', id: 'btn-share', text: 'Share', on: { click: async () => {
       try {
@@ -628,22 +1151,51 @@
       act('Pause', '/pause'), act('Resume', '/resume'), act('Force answer', '/force_answer'),
       act('Cancel', '', 'DELETE', 'danger'), share);
     const msg = el('textarea', { id: 'message', placeholder: 'Message to the agent', rows: 2 });
-    const send = el('form', { class: 'send', id: 'send' }, msg, el('button', { type: 'submit', class: 'primary', text: 'Send' }));
+    const msgFiles = el('input', { type: 'file', id: 'message-files', multiple: true, 'aria-label': 'Files' });
+    const sendBtn = el('button', { type: 'submit', class: 'primary', id: 'btn-send', text: 'Send' });
+    const send = el('form', { class: 'send', id: 'send' }, msg, el('div', { class: 'send-side' }, msgFiles, sendBtn));
     send.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       if (!msg.value.trim()) return;
+      sendBtn.disabled = true;
       try {
-        await api('POST', 'sessions/' + encodeURIComponent(id) + '/messages', { type: 'user_message', message: msg.value });
+        const att = await readAttachments(msgFiles.files);
+        await writeFiles(id, att);
+        await api('POST', 'sessions/' + encodeURIComponent(id) + '/messages', userMessage(msg.value, att));
         msg.value = '';
+        msgFiles.value = '';
         connect();
         poll();
       } catch (e) { toast('Sending failed: ' + e.message); }
+      sendBtn.disabled = false;
     });
     const pending = el('div', { class: 'pending', id: 'pending' });
-    const tv = trajectoryView(renderPending, () => {});
+    const live = liveView(id);
+    const tv = trajectoryView(renderPending, () => {}, live.onEvent);
     const streamInfo = el('p', { class: 'muted', id: 'stream-info', text: 'connecting…' });
-    main.replaceChildren(head, meta, controls, shareOut, send, pending, tv.planBox, tv.answerBox,
-      el('div', { class: 'traj' }, el('h2', { text: 'Trajectory' }), tv.traj, streamInfo));
+    main.replaceChildren(head, meta, controls, shareOut, live.box, tv.planBox,
+      el('div', { class: 'traj' }, el('h2', { text: 'Conversation' }), tv.traj, streamInfo), pending, send);
+
+    // allowed says which controls a state allows: pause what has not
+    // ended and is not paused, resume what is paused, force the answer of
+    // what has not ended and has not answered, cancel what has not ended.
+    // A message is always allowed (it restarts an ended session).
+    function allowed(st) {
+      const ended = TERMINAL.has(st);
+      return {
+        'btn-pause': !!st && !ended && st !== 'paused',
+        'btn-resume': st === 'paused',
+        'btn-force-answer': !!st && !ended && st !== 'idle',
+        'btn-cancel': !!st && !ended,
+      };
+    }
+    function setButtons(st) {
+      for (const [bid, ok] of Object.entries(allowed(st))) {
+        const b = controls.querySelector('#' + bid);
+        b.disabled = !ok;
+        b.title = ok ? '' : 'not while the session is ' + words(st);
+      }
+    }
 
     let stopped = false, timer = 0;
     const decided = new Set();
@@ -655,7 +1207,9 @@
         if (stopped) return;
         const st = v.status && v.status.status;
         badge.replaceChildren(stateBadge(st));
+        setButtons(st);
         usageLine.textContent = visible((agentName(v) ? agentName(v) + ' · ' : '') + summary(c));
+        live.state(st);
         if (TERMINAL.has(st)) renderPending(null);
         else connect();
       } catch (e) {
@@ -732,9 +1286,187 @@
         } else streamInfo.textContent = 'reconnecting…';
       });
     }
-    cleanup.push(() => { stopped = true; clearTimeout(timer); if (es) es.close(); });
+    cleanup.push(() => { stopped = true; clearTimeout(timer); if (es) es.close(); live.stop(); });
     connect();
     poll();
+  }
+
+  // --- managing what the API manages ---
+
+  // The registries (agents, environments, skills), webhooks and
+  // schedules of the key, each listed with what it is, and edited as
+  // the JSON the API takes (the server checks it, and its error shows
+  // beside the editor: nothing typed is lost).
+  function itemPath(name) {
+    return String(name).split('/').map(encodeURIComponent).join('/');
+  }
+
+  const KINDS = {
+    agents: {
+      title: 'Agents', path: 'agents', key: (x) => x.name,
+      cols: ['Name', 'Description', 'Model', 'Environments'],
+      row: (x) => [x.name, x.description || '', x.model || 'default model', (x.environments || []).map((e) => (typeof e === 'string' ? e : e.id || e.kind)).join(', ')],
+      template: { name: 'my-agent', description: 'What it does.', instructions: 'How it works.', environments: [] },
+      replace: 'PUT',
+    },
+    environments: {
+      title: 'Environments', path: 'environments', key: (x) => x.id,
+      cols: ['Id', 'Kind', 'Start URL'],
+      row: (x) => [x.id, x.kind || '', x.start_url || ''],
+      template: { id: 'my-web', kind: 'web', start_url: 'https://example.com/' },
+      replace: 'PUT',
+    },
+    skills: {
+      title: 'Skills', path: 'skills', key: (x) => x.name,
+      cols: ['Name', 'Description'],
+      row: (x) => [x.name, x.description || ''],
+      template: { name: 'my-skill', description: 'When to use it.', body: 'What to do.' },
+      replace: 'PUT',
+    },
+    webhooks: {
+      title: 'Webhooks', path: 'webhooks', key: (x) => x.id,
+      cols: ['URL', 'Events', 'State', 'Last delivery'],
+      row: (x) => [x.url, (x.enabled_events || []).join(', '), x.disabled ? 'disabled' : 'enabled',
+        x.last_delivery_status ? x.last_delivery_status + (x.last_delivery_at ? ' · ' + age(x.last_delivery_at) + ' ago' : '') + (x.consecutive_failures ? ' · ' + x.consecutive_failures + ' failures in a row' : '') : 'none yet'],
+      template: { url: 'https://example.com/hooks/hrns', enabled_events: ['*'], description: 'My receiver' },
+      editable: (x) => ({ url: x.url, enabled_events: x.enabled_events, description: x.description, disabled: x.disabled }),
+      replace: 'PATCH',
+      actions: (x) => [['Ping', 'POST', '/ping'], ['Rotate secret', 'POST', '/rotate']],
+      sub: { title: 'Delivery log', path: '/deliveries?size=50', cols: ['Event', 'Session', 'State', 'Attempts', 'When'],
+        row: (d) => [d.event_type, d.session_id ? { link: '#/s/' + encodeURIComponent(d.session_id), text: d.session_id } : '', d.state, (d.attempts || []).map((a) => '#' + a.attempt + ' ' + (a.status_code ? 'HTTP ' + a.status_code : a.error || '?')).join('; '), age(d.created_at) + ' ago'] },
+    },
+    schedules: {
+      title: 'Schedules', path: 'schedules', key: (x) => x.id,
+      cols: ['Name', 'When', 'State', 'Next run'],
+      row: (x) => [x.name, (x.timing && x.timing.expression || '') + (x.timing && x.timing.timezone ? ' (' + x.timing.timezone + ')' : ''),
+        x.paused ? 'paused' + (x.pause_note ? ': ' + x.pause_note : '') : 'active', (x.next_run_times || [])[0] || ''],
+      template: { name: 'morning digest', timing: { type: 'cron', expression: '0 9 * * 1-5', timezone: 'UTC' }, session_request: { agent: 'my-agent', messages: 'Summarise what happened overnight.' } },
+      editable: (x) => ({ name: x.name, description: x.description, timing: x.timing, session_request: x.session_request }),
+      replace: 'PATCH',
+      actions: (x) => [x.paused ? ['Resume', 'POST', '/resume'] : ['Pause', 'POST', '/pause'], ['Run now', 'POST', '/trigger']],
+      sub: { title: 'Runs', path: '/runs?size=50', cols: ['Scheduled for', 'Status', 'Session', 'Error'],
+        row: (r) => [r.scheduled_for + (r.triggered_manually ? ' (by hand)' : ''), r.status, r.session_id ? { link: '#/s/' + encodeURIComponent(r.session_id), text: r.session_id } : '', r.error || ''] },
+    },
+  };
+
+  function cell(v) {
+    if (v && typeof v === 'object' && v.link) return el('td', {}, el('a', { href: v.link, text: v.text }));
+    return el('td', { text: v === undefined || v === null ? '' : String(v) });
+  }
+
+  // jsonEditor is a textarea of JSON with a button; save receives the
+  // parsed value and throws what the server said.
+  function jsonEditor(id, value, label, save) {
+    const area = el('textarea', { class: 'json', id, rows: Math.min(24, pretty(value).split('\n').length + 1), spellcheck: 'false' });
+    area.value = pretty(value);
+    const err = el('p', { class: 'error' });
+    const btn = el('button', { type: 'submit', class: 'primary', text: label });
+    const form = el('form', { class: 'editor' }, area, err, el('div', { class: 'controls' }, btn));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      err.textContent = '';
+      let v;
+      try { v = JSON.parse(area.value); } catch (e) { err.textContent = visible('Not JSON: ' + e.message); return; }
+      btn.disabled = true;
+      try { await save(v); } catch (e) { err.textContent = visible(e.message); }
+      btn.disabled = false;
+    });
+    return form;
+  }
+
+  function showManage(kind) {
+    const k = KINDS[kind] ? kind : 'agents';
+    const spec = KINDS[k];
+    const tabs = el('nav', { class: 'tabs', id: 'manage-tabs' }, ...Object.entries(KINDS).map(([key, s]) =>
+      el('a', { href: '#/manage/' + key, class: key === k ? 'current' : '', 'data-kind': key, text: s.title })));
+    const info = el('p', { class: 'muted', id: 'manage-info', text: 'loading…' });
+    const body = el('tbody', { id: 'manage-items' });
+    const out = el('div', { id: 'manage-detail' });
+    const newBtn = el('button', { type: 'button', id: 'manage-new', text: 'New ' + spec.title.replace(/s$/, '').toLowerCase() });
+    main.replaceChildren(el('div', { class: 'head' }, el('a', { href: '#/', text: '← sessions' }), el('h1', { class: 'plain', text: 'Manage' })), tabs,
+      el('div', { class: 'controls' }, newBtn), info,
+      el('table', { class: 'sessions manage' }, el('thead', {}, el('tr', {}, ...spec.cols.map((h) => el('th', { text: h })), el('th', {}))), body), out);
+    let stopped = false;
+    cleanup.push(() => { stopped = true; });
+
+    newBtn.addEventListener('click', () => {
+      out.replaceChildren(el('div', { class: 'card', id: 'manage-edit' }, el('h2', { text: 'New ' + spec.title.replace(/s$/, '').toLowerCase() }),
+        jsonEditor('manage-json', spec.template, 'Create', async (v) => {
+          const r = await api('POST', spec.path, v);
+          out.replaceChildren(r && r.secret ? el('div', { class: 'card', id: 'manage-secret' },
+            el('p', { text: 'Created. Its signing secret, shown this once:' }), el('pre', { text: r.secret })) : el('div'));
+          toast('Created');
+          load();
+        })));
+    });
+
+    async function open(x) {
+      const name = spec.key(x);
+      const base = spec.path + '/' + itemPath(name);
+      let full = x;
+      try { full = await api('GET', base); } catch (e) { toast(e.message); return; }
+      if (stopped) return;
+      const parts = [el('h2', { text: spec.title.replace(/s$/, '') + ' ' + name })];
+      if (full.read_only) {
+        parts.push(el('p', { class: 'muted', text: 'Defined by the server’s configuration: read-only here.' }), el('pre', { text: pretty(full) }));
+      } else {
+        const buttons = [];
+        for (const [label, method, suffix] of spec.actions ? spec.actions(full) : []) {
+          buttons.push(el('button', { type: 'button', class: 'action', 'data-action': suffix.slice(1), text: label, on: { click: async () => {
+            try {
+              const r = await api(method, base + suffix);
+              if (r && r.secret) out.querySelector('#manage-result').replaceChildren(el('p', { text: 'The new signing secret, shown this once:' }), el('pre', { text: r.secret }));
+              else if (r && r.response_status !== undefined) out.querySelector('#manage-result').replaceChildren(el('p', { text: 'The receiver answered HTTP ' + r.response_status }));
+              toast(label + ': done');
+              await load();
+              open(full);
+            } catch (e) { toast(label + ' failed: ' + e.message); }
+          } } }));
+        }
+        buttons.push(el('button', { type: 'button', class: 'danger', id: 'manage-delete', text: 'Delete', on: { click: async (ev) => {
+          // A second click confirms.
+          const b = ev.currentTarget;
+          if (!b.dataset.armed) { b.dataset.armed = '1'; b.textContent = 'Delete ' + name + '? Click again'; return; }
+          try { await api('DELETE', base); out.replaceChildren(); toast('Deleted'); load(); } catch (e) { toast('Delete failed: ' + e.message); }
+        } } }));
+        parts.push(el('div', { class: 'controls' }, ...buttons), el('div', { id: 'manage-result' }),
+          jsonEditor('manage-json', spec.editable ? spec.editable(full) : full, 'Save', async (v) => {
+            await api(spec.replace, base, v);
+            toast('Saved');
+            load();
+          }));
+      }
+      if (spec.sub) {
+        const subBody = el('tbody', { id: 'manage-sub' });
+        const subInfo = el('p', { class: 'muted' });
+        parts.push(el('h3', { text: spec.sub.title }), el('table', { class: 'sessions sub' },
+          el('thead', {}, el('tr', {}, ...spec.sub.cols.map((h) => el('th', { text: h })))), subBody), subInfo);
+        api('GET', base + spec.sub.path).then((p) => {
+          const items = p.items || [];
+          subBody.replaceChildren(...items.map((d) => el('tr', {}, ...spec.sub.row(d).map(cell))));
+          subInfo.textContent = visible(items.length ? (p.total > items.length ? 'the latest ' + items.length + ' of ' + p.total : '') : 'none yet');
+        }).catch((e) => { subInfo.textContent = visible(e.message); });
+      }
+      out.replaceChildren(el('div', { class: 'card', id: 'manage-edit', 'data-name': name }, ...parts));
+    }
+
+    async function load() {
+      try {
+        const res = await api('GET', spec.path + '?size=100');
+        if (stopped) return;
+        const items = (res.items || []).filter((x) => x && spec.key(x) !== undefined);
+        body.replaceChildren(...items.map((x) => el('tr', { 'data-name': spec.key(x) },
+          ...spec.row(x).map(cell),
+          el('td', {}, el('button', { type: 'button', class: 'open', text: x.read_only ? 'View' : 'Edit', on: { click: () => open(x) } })))));
+        info.textContent = visible((res.total || 0) + ' ' + (res.total === 1 ? spec.title.replace(/s$/, '') : spec.title).toLowerCase() + (res.total > items.length ? ', the first ' + items.length + ' shown' : ''));
+      } catch (e) {
+        if (stopped) return;
+        body.replaceChildren();
+        newBtn.disabled = /not enabled|Not Found|HTTP 404|HTTP 501/i.test(e.message);
+        info.textContent = visible(newBtn.disabled ? spec.title + ' are not enabled on this server (' + e.message + ').' : 'Cannot list: ' + e.message);
+      }
+    }
+    load();
   }
 
   // --- a shared session, read-only and without a key ---
@@ -790,7 +1522,7 @@
     const streamInfo = el('p', { class: 'muted', id: 'stream-info', text: 'loading…' });
     main.replaceChildren(el('div', { class: 'head' }, title, badge), info, usageLine,
       el('details', { class: 'request' }, el('summary', { text: 'request' }), request),
-      pending, tv.planBox, tv.answerBox,
+      pending, tv.planBox,
       el('div', { class: 'traj' }, el('h2', { text: 'Trajectory' }), tv.traj, streamInfo));
 
     let stopped = false, timer = 0, wait = SHARED_WAIT_MIN, shown = false;
@@ -867,8 +1599,11 @@
       if (!loggedIn) { showLogin(); return; }
     }
     document.getElementById('logout').hidden = !authRequired;
+    document.getElementById('keyless').hidden = authRequired;
     const m = h.match(/^\/s\/([^/?]+)$/);
+    const mg = h.match(/^\/manage(?:\/([a-z]+))?$/);
     if (m) showSession(decodeURIComponent(m[1]));
+    else if (mg) showManage(mg[1] || 'agents');
     else showList();
   }
 
