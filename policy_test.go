@@ -56,6 +56,7 @@ var allowed = map[string][]string{
 	"server/ui":                       {},
 	"client":                          {"api", "llm", "loop"},
 	"browser":                         {"llm", "loop", "internal/netpolicy"},
+	"desktop":                         {"llm", "loop", "sandbox"}, // the computer tool (loop), its screenshots (llm), the sandboxed display (sandbox)
 	"otel":                            {"llm", "loop"},
 }
 

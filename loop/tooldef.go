@@ -43,7 +43,14 @@ type ToolDef struct {
 	// command of a shell tool, the path of a file tool, the URL of a
 	// fetch); the zero value means rules match the tool's name only.
 	Subject Subject
+	// Computer marks a computer-use tool (the desktop package's) on a
+	// screen of this size, for providers with a native computer tool
+	// ([llm.ToolSpec.Computer]); nil for every other tool.
+	Computer *Computer
 }
+
+// Computer is the screen of a computer-use tool, as its screenshots show it.
+type Computer = llm.ComputerSpec
 
 // A Handler answers one call of a tool. ctx is done when the call times out
 // or the run stops. A non-nil error is reported to the model as a tool error

@@ -59,6 +59,10 @@ type helperConfig struct {
 	GID int `json:"gid,omitempty"`
 	// Set by the first stage for the second: the root was built.
 	Rooted bool `json:"rooted,omitempty"`
+	// PrivateTmp: a tmpfs of its own at /tmp (Spec.PrivateTmp).
+	PrivateTmp bool `json:"private_tmp,omitempty"`
+	// Terminals: a devpts instance of its own (Spec.Terminals).
+	Terminals bool `json:"terminals,omitempty"`
 	// Set by the parent when an isolated start failed: why.
 	NotIsolated string `json:"not_isolated,omitempty"`
 }
@@ -320,7 +324,15 @@ func restrict(cfg *helperConfig) error {
 			rules = append(rules, landlock.ROFiles(p))
 		}
 	}
-	for _, p := range cfg.ReadWrite {
+	rw := cfg.ReadWrite
+	if cfg.PrivateTmp && cfg.Rooted {
+		rw = append(slices.Clone(rw), "/tmp") // the root's own tmpfs
+	}
+	if cfg.Terminals && cfg.Rooted {
+		// The root's own devpts, whose terminals are set up by ioctl.
+		rules = append(rules, landlock.RWDirs("/dev/pts").WithIoctlDev())
+	}
+	for _, p := range rw {
 		fi, err := os.Stat(p)
 		if err != nil {
 			if strings.HasPrefix(p, "/dev/") {

@@ -177,6 +177,8 @@ func prepare(spec *Spec) (*prepared, error) {
 	p.cfg.ReadWrite = append(append(p.cfg.ReadWrite, systemReadWrite...), extra...)
 	p.cfg.Env = environ(spec.Env, scratch)
 	p.cfg.DenyNet = !spec.AllowNetwork
+	p.cfg.PrivateTmp = spec.PrivateTmp
+	p.cfg.Terminals = spec.Terminals
 	p.cfg.Unconfined = spec.Unconfined
 	p.cfg.Require = spec.RequireConfinement
 	l := spec.Limits
