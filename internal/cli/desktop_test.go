@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/openai/openaitest"
+)
+
+// needDesktop skips a test without the X tools, except in CI, where
+// .ci/run installs them.
+func needDesktop(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"Xvfb", "xdotool", "xwd", "xmessage"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("CI must have %s (.ci/run installs it)", tool)
+			}
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+}
+
+// procsIn lists the processes whose command line or working folder is
+// inside dir.
+func procsIn(dir string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		cwd, _ := os.Readlink("/proc/" + e.Name() + "/cwd")
+		if strings.Contains(string(cmd), dir) || strings.HasPrefix(cwd, dir) {
+			out = append(out, strings.ReplaceAll(string(cmd), "\x00", " "))
+		}
+	}
+	return out
+}
+
+// TestRunDesktop: hrns run --desktop starts a sandboxed desktop with the
+// app given; the model (Chat Completions: the computer tool as a plain
+// function tool) takes a screenshot, sees it, and clicks the dialog's
+// button, which the dialog prints; when the run ends, nothing of the
+// desktop is left.
+func TestRunDesktop(t *testing.T) {
+	needDesktop(t)
+	dir := filepath.Join(t.TempDir(), "desk")
+	model := openaitest.NewServer(
+		openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("call_1", "computer", `{"action":"screenshot"}`)}},
+		// No window manager: the dialog is where it asked to be,
+		// 116x52 at (100, 100), its second button at its bottom right.
+		openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("call_2", "computer", `{"action":"left_click","coordinate":[191,140]}`)}},
+		openaitest.Reply{Text: "I picked Banana."},
+	)
+	defer model.Close()
+	var out, errOut bytes.Buffer
+	code := Run(t.Context(), []string{"run", "--base-url", model.URL(), "--model", "m", "--tools", "none", "--no-skills",
+		"--workdir", t.TempDir(), "--desktop", "--desktop-size", "1280x800", "--desktop-wm", "none", "--desktop-dir", dir,
+		"--desktop-app", "xmessage -print -buttons Apple,Banana -geometry +100+100 'Pick a fruit'", "Pick a fruit."},
+		&IO{In: strings.NewReader(""), Out: &out, Err: &errOut, Getenv: func(string) string { return "" }})
+	if code != ExitOK {
+		t.Fatalf("exit %d\nstderr:\n%s", code, errOut.String())
+	}
+	reqs := model.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if !bytes.Contains(reqs[0].Body, []byte(`"name":"computer"`)) || !bytes.Contains(reqs[0].Body, []byte(`1280x800 pixels`)) {
+		t.Fatalf("the computer tool is not offered:\n%.2000s", reqs[0].Body)
+	}
+	// The screenshot reaches the model as an image.
+	if !bytes.Contains(reqs[1].Body, []byte(`data:image/png;base64,iVBORw0KGgo`)) {
+		t.Fatalf("no screenshot in the second request:\n%.2000s", reqs[1].Body)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "app-0.log"))
+	if err != nil || !strings.HasPrefix(string(b), "Banana\n") {
+		t.Fatalf("the dialog printed %q (%v)\nstderr:\n%s", b, err, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "desktop: a sandboxed display of 1280x800") {
+		t.Fatalf("stderr:\n%s", errOut.String())
+	}
+	if p := procsIn(dir); len(p) != 0 {
+		t.Fatalf("left after the run: %q", p)
+	}
+
+	// The flags are checked.
+	for _, args := range [][]string{
+		{"--desktop-size", "12x8"},
+		{"--desktop", "--desktop-size", "wide"},
+		{"--desktop", "--desktop-app", "'unclosed"},
+	} {
+		errOut.Reset()
+		code := Run(t.Context(), append([]string{"run", "--base-url", model.URL(), "--model", "m", "--tools", "none", "--no-skills"}, append(args, "x")...),
+			&IO{In: strings.NewReader(""), Out: &out, Err: &errOut, Getenv: func(string) string { return "" }})
+		if code != ExitUsage {
+			t.Errorf("%q: exit %d: %s", args, code, errOut.String())
+		}
+	}
+}
