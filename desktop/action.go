@@ -64,6 +64,18 @@ type Action struct {
 	ScrollAmount    int    `json:"scroll_amount,omitempty"`
 	// Duration is how long to wait or hold a key, in seconds.
 	Duration float64 `json:"duration,omitempty"`
+	// SafetyChecks are a provider's checks on this action (OpenAI's
+	// pending safety checks) that a person must acknowledge before it
+	// runs: the tool sends such a call to the approver whatever else
+	// would allow it ([loop.ToolDef.AskPerson]).
+	SafetyChecks []SafetyCheck `json:"safety_checks,omitempty"`
+}
+
+// A SafetyCheck is a provider's warning about an action.
+type SafetyCheck struct {
+	ID      string `json:"id"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // Limits of one action.
@@ -91,7 +103,9 @@ const schema = `{
     "text": {"type": "string", "description": "The text to type, the keys to press or hold, or the modifier keys held during a click (shift, ctrl, alt, super)."},
     "scroll_direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
     "scroll_amount": {"type": "integer", "minimum": 1, "maximum": 30, "description": "Wheel clicks to scroll."},
-    "duration": {"type": "number", "minimum": 0, "maximum": 30, "description": "Seconds to wait or to hold keys."}
+    "duration": {"type": "number", "minimum": 0, "maximum": 30, "description": "Seconds to wait or to hold keys."},
+    "safety_checks": {"type": "array", "maxItems": 8, "items": {"type": "object", "properties": {"id": {"type": "string", "maxLength": 200}, "code": {"type": "string", "maxLength": 200}, "message": {"type": "string", "maxLength": 2000}}, "required": ["id"], "additionalProperties": false},
+      "description": "Leave out: set by the provider for a person to acknowledge."}
   },
   "required": ["action"],
   "additionalProperties": false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hrns-dev/hrns/llm"
@@ -34,11 +35,18 @@ func (d *Desktop) Tool() *loop.ToolDef {
 		// The desktop is one: its actions run in turn. Typing and a
 		// hold get more time, by Do's own bounds; this is the outer
 		// bound of one call.
-		Timeout: d.o.ActionTimeout + d.o.ScreenshotTimeout + MaxWait*time.Second + MaxText*40*time.Millisecond + 10*time.Second,
+		Timeout:   d.o.ActionTimeout + d.o.ScreenshotTimeout + MaxWait*time.Second + MaxText*40*time.Millisecond + 10*time.Second,
+		AskPerson: askPerson,
 		Handler: func(ctx context.Context, call *loop.Call) (*loop.Output, error) {
 			a, err := ParseAction(call.Arguments, w, h)
 			if err != nil {
-				return loop.ErrorOutput(err.Error()), nil
+				// The screen as it is, with the error: a provider's
+				// computer call answers with a screenshot.
+				out := loop.ErrorOutput(err.Error())
+				if img, mime, serr := d.Screenshot(ctx); serr == nil {
+					out.Content = append(out.Content, llm.ImagePart(mime, img))
+				}
+				return out, nil
 			}
 			res, err := d.Do(ctx, a)
 			if err != nil {
@@ -47,6 +55,24 @@ func (d *Desktop) Tool() *loop.ToolDef {
 			return res.Output(), nil
 		},
 	}
+}
+
+// askPerson says why a call must be approved by a person: the provider's
+// safety checks on it, quoted as they came (the approver renders them
+// safely), or "" when it has none.
+func askPerson(args json.RawMessage) string {
+	var a struct {
+		SafetyChecks []SafetyCheck `json:"safety_checks"`
+	}
+	if json.Unmarshal(args, &a) != nil || len(a.SafetyChecks) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("the model's provider asks a person to acknowledge its safety checks on this computer action:")
+	for _, c := range a.SafetyChecks {
+		fmt.Fprintf(&b, " [%s] %s;", c.Code, c.Message)
+	}
+	return strings.TrimSuffix(b.String(), ";")
 }
 
 // Tools returns a toolset holding [Desktop.Tool].

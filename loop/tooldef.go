@@ -47,6 +47,13 @@ type ToolDef struct {
 	// screen of this size, for providers with a native computer tool
 	// ([llm.ToolSpec.Computer]); nil for every other tool.
 	Computer *Computer
+	// AskPerson, if set, is asked about each call with its validated
+	// arguments; a reason it returns sends the call to the agent's
+	// [Approver], a person, whatever the mode, the allow rules and the
+	// pre_tool hooks say (deny rules and hooks still refuse it), and
+	// without an approver the call is refused. For what only a person
+	// may acknowledge: a provider's safety check on a computer action.
+	AskPerson func(args json.RawMessage) string
 }
 
 // Computer is the screen of a computer-use tool, as its screenshots show it.
