@@ -68,7 +68,7 @@ func agentMain(cfgJSON string, in io.Reader, out io.Writer) int {
 		}
 		x.kill()
 	}()
-	start := func(argv []string, name string) error {
+	start := func(argv []string, name string, extra ...string) error {
 		if len(argv) == 0 {
 			return nil
 		}
@@ -77,7 +77,7 @@ func agentMain(cfgJSON string, in io.Reader, out io.Writer) int {
 			return err
 		}
 		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Env, cmd.Dir = env, os.Getenv("HOME")
+		cmd.Env, cmd.Dir = append(env[:len(env):len(env)], extra...), os.Getenv("HOME")
 		cmd.Stdout, cmd.Stderr = f, f
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
@@ -95,7 +95,17 @@ func agentMain(cfgJSON string, in io.Reader, out io.Writer) int {
 		procs = append(procs, w)
 		return nil
 	}
-	if err := start(cfg.WM, "wm"); err != nil {
+	// twm places a new window where the user clicks, holding the
+	// pointer (and, by default, the server) until then: nobody would.
+	if len(cfg.WM) == 1 && filepath.Base(cfg.WM[0]) == "twm" {
+		rc := filepath.Join(os.Getenv("HOME"), ".twmrc")
+		if _, err := os.Stat(rc); err != nil {
+			_ = os.WriteFile(rc, []byte(twmrc), 0o600)
+		}
+	}
+	// twm, in a UTF-8 locale, wants a font set that a minimal system
+	// lacks, and exits: window managers run in the C locale.
+	if err := start(cfg.WM, "wm", "LANG=C", "LC_ALL=C"); err != nil {
 		return fail(err)
 	}
 	for i, app := range cfg.Apps {
@@ -133,6 +143,15 @@ func agentMain(cfgJSON string, in io.Reader, out io.Writer) int {
 		}
 	}
 }
+
+// twmrc is the twm configuration a desktop's home gets unless it has one:
+// windows placed where they ask or at random, never by hand, and no grab
+// of the server.
+const twmrc = `RandomPlacement
+UsePPosition "on"
+NoGrabServer
+DecorateTransients
+`
 
 // waited is a started process and the end of its wait.
 type waited struct {
