@@ -3,8 +3,10 @@ package desktop
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hrns-dev/hrns/llm"
@@ -24,6 +26,12 @@ const ToolName = "computer"
 // screenshot of the model's view.
 func (d *Desktop) Tool() *loop.ToolDef {
 	w, h := d.View()
+	return computerTool(w, h, &d.o, func(context.Context) (*Desktop, error) { return d, nil })
+}
+
+// computerTool is the computer tool on a view of w×h, whose calls act on
+// the desktop get returns.
+func computerTool(w, h int, o *Options, get func(context.Context) (*Desktop, error)) *loop.ToolDef {
 	return &loop.ToolDef{
 		Name: ToolName,
 		Description: fmt.Sprintf("Use a computer's desktop with the mouse and keyboard, seeing it through screenshots. "+
@@ -34,10 +42,14 @@ func (d *Desktop) Tool() *loop.ToolDef {
 		Computer:    &loop.Computer{Width: w, Height: h},
 		// The desktop is one: its actions run in turn. Typing and a
 		// hold get more time, by Do's own bounds; this is the outer
-		// bound of one call.
-		Timeout:   d.o.ActionTimeout + d.o.ScreenshotTimeout + MaxWait*time.Second + MaxText*40*time.Millisecond + 10*time.Second,
+		// bound of one call (and of a lazy desktop's start).
+		Timeout:   o.ActionTimeout + o.ScreenshotTimeout + MaxWait*time.Second + MaxText*40*time.Millisecond + 70*time.Second,
 		AskPerson: askPerson,
 		Handler: func(ctx context.Context, call *loop.Call) (*loop.Output, error) {
+			d, err := get(ctx)
+			if err != nil {
+				return nil, err
+			}
 			a, err := ParseAction(call.Arguments, w, h)
 			if err != nil {
 				// The screen as it is, with the error: a provider's
@@ -55,6 +67,79 @@ func (d *Desktop) Tool() *loop.ToolDef {
 			return res.Output(), nil
 		},
 	}
+}
+
+// A Lazy is a sandboxed desktop ([Start]) that starts on the first call of
+// its tool, as a browser starts on its first page: a session that never
+// uses it costs nothing. Its view is known before it starts.
+type Lazy struct {
+	o      SandboxOptions
+	vw, vh int
+	mu     sync.Mutex
+	d      *Desktop
+	closed bool
+}
+
+// NewLazy returns a desktop that [Start]s with o on its tool's first call.
+func NewLazy(o *SandboxOptions) *Lazy {
+	l := &Lazy{}
+	if o != nil {
+		l.o = *o
+	}
+	if l.o.Width <= 0 || l.o.Height <= 0 {
+		l.o.Width, l.o.Height = 1280, 800
+	}
+	l.o.Options = l.o.Options.withDefaults()
+	l.vw, l.vh = fit(l.o.Width, l.o.Height, l.o.MaxWidth, l.o.MaxHeight)
+	return l
+}
+
+// Tool returns the computer tool of the desktop; its first call starts it.
+func (l *Lazy) Tool() *loop.ToolDef {
+	return computerTool(l.vw, l.vh, &l.o.Options, l.desktop)
+}
+
+// Tools returns a toolset holding [Lazy.Tool].
+func (l *Lazy) Tools() *loop.Toolset {
+	ts := &loop.Toolset{}
+	if err := ts.Add(l.Tool()); err != nil {
+		panic(err)
+	}
+	return ts
+}
+
+// Started returns the desktop once it has started, else nil.
+func (l *Lazy) Started() *Desktop {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.d
+}
+
+func (l *Lazy) desktop(ctx context.Context) (*Desktop, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, errors.New("the desktop has ended")
+	}
+	if l.d == nil {
+		d, err := Start(ctx, &l.o)
+		if err != nil {
+			return nil, err
+		}
+		l.d = d
+	}
+	return l.d, nil
+}
+
+// Close ends the desktop, if it started; its tool then fails.
+func (l *Lazy) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	if l.d == nil {
+		return nil
+	}
+	return l.d.Close()
 }
 
 // askPerson says why a call must be approved by a person: the provider's

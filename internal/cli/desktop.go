@@ -3,11 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os/exec"
 	"strconv"
 	"strings"
 
 	"github.com/hrns-dev/hrns/desktop"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/session"
 )
 
 // desktopTools starts the sandboxed desktop of --desktop and returns its
@@ -64,4 +67,39 @@ func desktopTools(ctx context.Context, o *runOptions, note func(string)) (*loop.
 	}
 	note(fmt.Sprintf("desktop: a %s display of %dx%d, seen by the model as %dx%d; its folder: %s", where, sw, sh, vw, vh, d.Dir()))
 	return d.Tools(), func() { d.Close() }, nil
+}
+
+// addWorkstation gives hrns serve the workstation environment kind: a
+// sandboxed desktop (desktop.Lazy: started on the computer tool's first
+// call) for each run of a session that names it, ended when the run stops.
+// A session that waits (for a client's tool result, an approval, a
+// message) holds no environment, so its next run gets a fresh desktop.
+// Without the X tools installed the kind is not offered, and the log says
+// so.
+func addWorkstation(opts *session.Options, log *slog.Logger) {
+	for _, tool := range []string{"Xvfb", "xdotool", "xwd"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			log.Info("hrns serve: no workstation environment", "missing", tool)
+			return
+		}
+	}
+	if opts.SessionEnvironments == nil {
+		opts.SessionEnvironments = map[string]session.EnvironmentFunc{}
+	}
+	opts.SessionEnvironments["workstation"] = workstationEnvironment(log)
+}
+
+// workstationEnvironment is the EnvironmentFunc of the workstation kind.
+func workstationEnvironment(log *slog.Logger) session.EnvironmentFunc {
+	return func(p *session.EnvironmentParams) (*loop.Toolset, func(bool), error) {
+		l := desktop.NewLazy(&desktop.SandboxOptions{})
+		if p.Session == "" {
+			return l.Tools(), nil, nil // validating a request: nothing starts
+		}
+		return l.Tools(), func(bool) {
+			if err := l.Close(); err != nil {
+				log.Warn("closing a session's desktop", "session", p.Session, "err", err)
+			}
+		}, nil
+	}
 }

@@ -2,15 +2,19 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hrns-dev/hrns/client"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/session"
 )
 
 // needDesktop skips a test without the X tools, except in CI, where
@@ -103,5 +107,54 @@ func TestRunDesktop(t *testing.T) {
 		if code != ExitUsage {
 			t.Errorf("%q: exit %d: %s", args, code, errOut.String())
 		}
+	}
+}
+
+// TestServeWorkstation: a hrns serve session whose agent names the
+// workstation environment gets the computer tool on a sandboxed desktop
+// of its own, which starts on the first call, answers with a screenshot
+// the model sees, and is gone once the session ends.
+func TestServeWorkstation(t *testing.T) {
+	needDesktop(t)
+	before := len(procsIn("/tmp/hrns-desktop-"))
+	model := openaitest.NewServer(
+		openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("call_1", "computer", `{"action":"screenshot"}`)}},
+		openaitest.Reply{Text: "I see an empty desktop."},
+	)
+	defer model.Close()
+	s := startServe(t, map[string]string{"OPENAI_BASE_URL": model.URL(), "OPENAI_API_KEY": "k"},
+		"--model", "test-model", "--db", "sqlite:"+filepath.Join(t.TempDir(), "hrns.db"))
+	c := client.New(s.url, "", nil)
+	var env client.Environment
+	if err := json.Unmarshal([]byte(`{"kind":"workstation"}`), &env); err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.StartSession(t.Context(), &client.SessionRequest{
+		Agent:    client.AgentRef{Inline: &client.Agent{Name: "operator", Environments: []client.Environment{env}}},
+		Messages: client.Text("What is on the screen?"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.WaitForCompletion(t.Context())
+	if err != nil || res.Status != session.StatusCompleted || res.Answer != "I see an empty desktop." {
+		t.Fatalf("%v %+v\n%s", err, res, s.logs.String())
+	}
+	reqs := model.Requests()
+	if len(reqs) != 2 || !bytes.Contains(reqs[0].Body, []byte(`"name":"computer"`)) ||
+		!bytes.Contains(reqs[1].Body, []byte(`data:image/png;base64,iVBORw0KGgo`)) {
+		t.Fatalf("%d requests:\n%.2000s", len(reqs), reqs[len(reqs)-1].Body)
+	}
+	// The desktop ends when the run stops, just after the session's end
+	// is committed: wait for it (bounded).
+	var left []string
+	for range 100 {
+		if left = procsIn("/tmp/hrns-desktop-"); len(left) <= before {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(left) > before {
+		t.Fatalf("left after the session: %q", left)
 	}
 }
