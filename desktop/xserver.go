@@ -75,13 +75,13 @@ func startXvfb(ctx context.Context, w, h int, authFile string, log io.Writer) (*
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 0 {
 			x.kill()
-			return nil, errors.New("Xvfb did not start (see its log)")
+			return nil, errors.New("the X server (Xvfb) did not start (see its log)")
 		}
 		x.display = ":" + strconv.Itoa(n)
 		return x, nil
 	case <-timer.C:
 		x.kill()
-		return nil, errors.New("Xvfb did not start within 20s")
+		return nil, errors.New("the X server (Xvfb) did not start within 20s")
 	case <-ctx.Done():
 		x.kill()
 		return nil, ctx.Err()
