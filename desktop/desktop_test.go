@@ -286,3 +286,20 @@ func TestStuckDisplay(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDefaultDesktop: the desktop as it starts by default shows a terminal
+// and the browser (Chromium's launcher reads /etc/chromium.d, which the
+// sandbox must let it read, or it exits at once).
+func TestDefaultDesktop(t *testing.T) {
+	needX(t)
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skip("no chromium")
+	}
+	d, err := Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	waitWindow(t, d, "st-256color")
+	waitWindow(t, d, "chromium")
+}

@@ -176,7 +176,7 @@ func Start(ctx context.Context, o *SandboxOptions) (d *Desktop, err error) {
 			Dir:     home,
 			Scratch: filepath.Join(dir, "tmp"),
 			ReadOnly: append([]string{exe, "/etc/fonts", "/etc/X11", "/usr/share/fonts", "/usr/share/X11",
-				"/etc/xdg", "/etc/alternatives", "/etc/machine-id"}, so.ReadOnly...),
+				"/etc/xdg", "/etc/alternatives", "/etc/machine-id", "/etc/chromium.d", "/etc/chromium"}, so.ReadOnly...),
 			ReadWrite: []string{dir},
 			Env: []string{agentEnv + "=" + string(cfg), "HOME=" + home, "XAUTHORITY=" + filepath.Join(dir, "Xauthority"),
 				"LANG=C.UTF-8", "PATH=" + sandbox.DefaultPath},
