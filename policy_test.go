@@ -57,6 +57,7 @@ var allowed = map[string][]string{
 	"client":                          {"api", "llm", "loop"},
 	"browser":                         {"llm", "loop", "internal/netpolicy"},
 	"browser/userdata":                {},
+	"desktop":                         {"llm", "loop", "sandbox"}, // the computer tool (loop), its screenshots (llm), the sandboxed display (sandbox)
 	"otel":                            {"llm", "loop"},
 }
 

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/hrns-dev/hrns/internal/httpapi"
@@ -183,19 +184,19 @@ var (
 // yielded by the iterator before anything is sent. Each range over the
 // returned iterator sends the request again.
 func (c *Client) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
-	body, err := c.marshalRequest(req)
+	body, beta, err := c.marshal(req)
 	return func(yield func(llm.Chunk, error) bool) {
 		if err != nil {
 			yield(llm.Chunk{}, err)
 			return
 		}
-		c.stream(ctx, body, yield)
+		c.stream(ctx, body, beta, yield)
 	}
 }
 
 // stream sends one rendered request and yields its chunks.
-func (c *Client) stream(ctx context.Context, body []byte, yield func(llm.Chunk, error) bool) {
-	resp, err := c.api().Stream(ctx, c.url("/v1/messages"), body)
+func (c *Client) stream(ctx context.Context, body []byte, beta string, yield func(llm.Chunk, error) bool) {
+	resp, err := c.api(beta).Stream(ctx, c.url("/v1/messages"), body)
 	if err != nil {
 		yield(llm.Chunk{}, err)
 		return
@@ -233,14 +234,30 @@ func (c *Client) stream(ctx context.Context, body []byte, yield func(llm.Chunk, 
 	}
 }
 
-// api returns the sender of c's HTTP requests.
-func (c *Client) api() *httpapi.Client {
+// api returns the sender of c's HTTP requests; beta, if set, is an
+// anthropic-beta flag the request needs, sent besides those of c.Headers.
+func (c *Client) api(beta string) *httpapi.Client {
+	extra := c.Headers
+	header := c.setHeaders
+	if beta != "" {
+		if v := c.Headers.Values("Anthropic-Beta"); len(v) > 0 {
+			extra = c.Headers.Clone()
+			if !slices.ContainsFunc(v, func(s string) bool { return strings.Contains(s, beta) }) {
+				extra.Add("Anthropic-Beta", beta)
+			}
+		} else {
+			header = func(h http.Header) {
+				c.setHeaders(h)
+				h.Set("Anthropic-Beta", beta)
+			}
+		}
+	}
 	return &httpapi.Client{
 		Provider:    providerName,
 		HTTP:        c.HTTPClient,
 		UserAgent:   userAgent,
-		Header:      c.setHeaders,
-		Extra:       c.Headers,
+		Header:      header,
+		Extra:       extra,
 		StatusError: c.statusError,
 	}
 }

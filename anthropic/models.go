@@ -60,7 +60,7 @@ func (c *Client) ListModels(ctx context.Context) ([]llm.ModelInfo, error) {
 // modelsPage fetches and decodes one page of the model list.
 func (c *Client) modelsPage(ctx context.Context, path string) (*modelList, error) {
 	var list modelList
-	if err := c.api().GetJSON(ctx, c.url(path), "model list", &list); err != nil {
+	if err := c.api("").GetJSON(ctx, c.url(path), "model list", &list); err != nil {
 		return nil, err
 	}
 	return &list, nil

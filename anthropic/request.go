@@ -30,6 +30,10 @@ type messagesRequest struct {
 	TopP          *float64      `json:"top_p,omitempty"`
 	StopSequences []string      `json:"stop_sequences,omitempty"`
 	Stream        bool          `json:"stream"`
+
+	// beta is the anthropic-beta flag the request needs (a computer
+	// tool's), sent as a header.
+	beta string
 }
 
 // wireMessage is one entry of "messages": a user or assistant turn.
@@ -81,10 +85,15 @@ type cacheControl struct {
 
 // wireTool is one entry of "tools".
 type wireTool struct {
-	Name         string          `json:"name"`
-	Description  string          `json:"description,omitempty"`
-	InputSchema  json.RawMessage `json:"input_schema"`
-	CacheControl *cacheControl   `json:"cache_control,omitempty"`
+	// Type is set for Anthropic's own tools (computer_20250124): they
+	// have a size, not a schema or a description.
+	Type            string          `json:"type,omitempty"`
+	Name            string          `json:"name"`
+	Description     string          `json:"description,omitempty"`
+	InputSchema     json.RawMessage `json:"input_schema,omitempty"`
+	DisplayWidthPx  int             `json:"display_width_px,omitempty"`
+	DisplayHeightPx int             `json:"display_height_px,omitempty"`
+	CacheControl    *cacheControl   `json:"cache_control,omitempty"`
 }
 
 type toolChoice struct {
@@ -127,17 +136,25 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // marshalRequest renders req as the JSON body of a streaming request.
 func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
+	body, _, err := c.marshal(req)
+	return body, err
+}
+
+// marshal renders req as the JSON body of a streaming request, with the
+// anthropic-beta flag it needs ("" for none).
+func (c *Client) marshal(req *llm.Request) ([]byte, string, error) {
 	w, err := c.buildRequest(req)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // the API needs no HTML escaping; keep text as written
 	if err := enc.Encode(w); err != nil {
-		return nil, fmt.Errorf("anthropic: encoding request: %w", err)
+		return nil, "", fmt.Errorf("anthropic: encoding request: %w", err)
 	}
-	return httpapi.MergeExtra("anthropic", bytes.TrimSuffix(buf.Bytes(), []byte("\n")), req.Extra)
+	body, err := httpapi.MergeExtra("anthropic", bytes.TrimSuffix(buf.Bytes(), []byte("\n")), req.Extra)
+	return body, w.beta, err
 }
 
 // buildRequest translates req into its wire form.
@@ -178,7 +195,7 @@ func (c *Client) buildRequest(req *llm.Request) (*messagesRequest, error) {
 	if w.System, w.Messages, err = renderConversation(req.Messages); err != nil {
 		return nil, err
 	}
-	if w.Tools, err = renderTools(req.Tools); err != nil {
+	if w.Tools, w.beta, err = renderTools(req.Tools, w.Model); err != nil {
 		return nil, err
 	}
 	// The API rejects tool_choice without tools.
@@ -308,25 +325,59 @@ func markLastBlock(content []block, cc *cacheControl) {
 	}
 }
 
-// renderTools renders tool specs in their given order.
-func renderTools(tools []llm.ToolSpec) ([]wireTool, error) {
+// renderTools renders tool specs in their given order. A computer tool
+// ([llm.ToolSpec.Computer]) named computer is rendered as Anthropic's own,
+// in the version the model takes, and beta is the anthropic-beta flag it
+// needs.
+func renderTools(tools []llm.ToolSpec, model string) (out []wireTool, beta string, err error) {
 	if len(tools) == 0 {
-		return nil, nil
+		return nil, "", nil
 	}
-	out := make([]wireTool, len(tools))
+	out = make([]wireTool, len(tools))
 	for i, t := range tools {
 		if t.Name == "" {
-			return nil, fmt.Errorf("anthropic: tool %d has no name", i)
+			return nil, "", fmt.Errorf("anthropic: tool %d has no name", i)
+		}
+		if c := t.Computer; c != nil && t.Name == "computer" {
+			if typ, b := ComputerTool(model); typ != "" {
+				if c.Width <= 0 || c.Height <= 0 {
+					return nil, "", fmt.Errorf("anthropic: computer tool with a display of %dx%d", c.Width, c.Height)
+				}
+				out[i] = wireTool{Type: typ, Name: t.Name, DisplayWidthPx: c.Width, DisplayHeightPx: c.Height}
+				beta = b
+				continue
+			}
 		}
 		schema := t.InputSchema
 		if len(bytes.TrimSpace(schema)) == 0 {
 			schema = emptySchema
 		} else if !json.Valid(schema) {
-			return nil, fmt.Errorf("anthropic: tool %q: input schema is not valid JSON", t.Name)
+			return nil, "", fmt.Errorf("anthropic: tool %q: input schema is not valid JSON", t.Name)
 		}
 		out[i] = wireTool{Name: t.Name, Description: t.Description, InputSchema: schema}
 	}
-	return out, nil
+	return out, beta, nil
+}
+
+// ComputerTool returns the type of Anthropic's computer tool that model
+// takes and the anthropic-beta flag that enables it, or "" for a model
+// trained on none (Claude 3 Haiku, Opus and Sonnet, Claude 2), which gets
+// the computer tool as a plain function tool: computer_20251124 for Claude
+// Opus 4.5, computer_20241022 for Claude 3.5 Sonnet, computer_20250124 for
+// the others (Claude 3.7 and the Claude 4 family, and models of other
+// names, such as a proxy's).
+func ComputerTool(model string) (typ, beta string) {
+	m := strings.ToLower(model)
+	switch {
+	case strings.Contains(m, "opus-4-5") || strings.Contains(m, "opus-4.5"):
+		return "computer_20251124", "computer-use-2025-11-24"
+	case strings.Contains(m, "claude-3-5-sonnet") || strings.Contains(m, "claude-3.5-sonnet"):
+		return "computer_20241022", "computer-use-2024-10-22"
+	case strings.Contains(m, "claude-3-") && !strings.Contains(m, "claude-3-7"),
+		strings.Contains(m, "claude-2"), strings.Contains(m, "claude-instant"):
+		return "", ""
+	}
+	return "computer_20250124", "computer-use-2025-01-24"
 }
 
 // renderToolChoice renders a tool choice. Auto is the API's default and is

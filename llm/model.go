@@ -160,6 +160,18 @@ type ToolSpec struct {
 	// InputSchema is the JSON Schema of the argument object. It is always
 	// an object schema.
 	InputSchema json.RawMessage `json:"input_schema"`
+	// Computer, when set, marks the tool as a computer-use tool on a
+	// screen of this size: providers with a native computer tool
+	// (Anthropic's computer tool, OpenAI Responses' computer use) render
+	// it as that, and translate its calls into this tool's arguments; the
+	// others render the function tool above.
+	Computer *ComputerSpec `json:"computer,omitempty"`
+}
+
+// A ComputerSpec is the screen of a computer-use tool, as the model sees it.
+type ComputerSpec struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
 }
 
 // ChunkKind says what a [Chunk] carries.

@@ -10,7 +10,11 @@ import (
 // wait. Only an approver's Cancel or the end of the run returns an error.
 func (x *executor) authorize(ctx context.Context, p *pcall) error {
 	perms := x.opts.Permissions
-	if x.hooks == nil && perms == nil {
+	person := ""
+	if f := p.tool.def.AskPerson; f != nil {
+		person = f(p.parsed.Arguments)
+	}
+	if x.hooks == nil && perms == nil && person == "" {
 		// No policy: the default mode without rules, as cheap as it
 		// was before there were policies.
 		if p.tool.def.RequiresApproval {
@@ -28,11 +32,19 @@ func (x *executor) authorize(ctx context.Context, p *pcall) error {
 		switch {
 		case p.state.Result != nil:
 			return nil // refused
-		case d == HookAllow:
+		case d == HookAllow && person == "":
 			return nil
 		case d == HookAsk:
 			asked = true
 		}
+	}
+	if person != "" {
+		// Deny rules may refuse the call; nothing but a person allows it.
+		if d := perms.check(&p.tool.def, p.parsed.Arguments, true); d.Behavior == Deny {
+			x.failCall(p, &ToolError{Kind: ToolRefused, Msg: d.Reason, Err: ErrPermission, Permission: &d})
+			return nil
+		}
+		return x.approve(ctx, p, &PermissionDecision{Behavior: Ask, Step: StepApprover, Reason: person})
 	}
 	d := perms.check(&p.tool.def, p.parsed.Arguments, asked)
 	switch d.Behavior {

@@ -43,7 +43,21 @@ type ToolDef struct {
 	// command of a shell tool, the path of a file tool, the URL of a
 	// fetch); the zero value means rules match the tool's name only.
 	Subject Subject
+	// Computer marks a computer-use tool (the desktop package's) on a
+	// screen of this size, for providers with a native computer tool
+	// ([llm.ToolSpec.Computer]); nil for every other tool.
+	Computer *Computer
+	// AskPerson, if set, is asked about each call with its validated
+	// arguments; a reason it returns sends the call to the agent's
+	// [Approver], a person, whatever the mode, the allow rules and the
+	// pre_tool hooks say (deny rules and hooks still refuse it), and
+	// without an approver the call is refused. For what only a person
+	// may acknowledge: a provider's safety check on a computer action.
+	AskPerson func(args json.RawMessage) string
 }
+
+// Computer is the screen of a computer-use tool, as its screenshots show it.
+type Computer = llm.ComputerSpec
 
 // A Handler answers one call of a tool. ctx is done when the call times out
 // or the run stops. A non-nil error is reported to the model as a tool error

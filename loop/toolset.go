@@ -197,7 +197,7 @@ func (ts *Toolset) Specs() []llm.ToolSpec {
 	}
 	specs := make([]llm.ToolSpec, len(ts.tools))
 	for i, w := range ts.tools {
-		specs[i] = llm.ToolSpec{Name: w.def.Name, Description: w.def.Description, InputSchema: w.def.InputSchema}
+		specs[i] = llm.ToolSpec{Name: w.def.Name, Description: w.def.Description, InputSchema: w.def.InputSchema, Computer: w.def.Computer}
 	}
 	return specs
 }

@@ -29,6 +29,7 @@ type request struct {
 	PromptCacheKey    string      `json:"prompt_cache_key,omitempty"`
 	CacheRetention    string      `json:"prompt_cache_retention,omitempty"`
 	Include           []string    `json:"include,omitempty"`
+	Truncation        string      `json:"truncation,omitempty"`
 	Store             bool        `json:"store"`
 	Stream            bool        `json:"stream"`
 }
@@ -56,6 +57,7 @@ type textFormat struct {
 //   - "reasoning": Summary and EncryptedContent.
 type item struct {
 	Type             string         `json:"type"`
+	ID               string         `json:"id,omitempty"` // computer_call
 	Role             string         `json:"role,omitempty"`
 	Content          any            `json:"content,omitempty"`
 	CallID           string         `json:"call_id,omitempty"`
@@ -64,6 +66,11 @@ type item struct {
 	Output           any            `json:"output,omitempty"`
 	Summary          *[]summaryPart `json:"summary,omitempty"`
 	EncryptedContent string         `json:"encrypted_content,omitempty"`
+	// computer_call and computer_call_output
+	Action                   json.RawMessage `json:"action,omitempty"`
+	PendingSafetyChecks      json.RawMessage `json:"pending_safety_checks,omitempty"`
+	AcknowledgedSafetyChecks []safetyCheck   `json:"acknowledged_safety_checks,omitempty"`
+	Status                   string          `json:"status,omitempty"`
 }
 
 // contentPart is one part of a message's content or of a function call's
@@ -84,13 +91,17 @@ type summaryPart struct {
 	Text string `json:"text"`
 }
 
-// tool is one entry of "tools": a function tool.
+// tool is one entry of "tools": a function tool, or the computer tool
+// (computer_use_preview: a display and an environment, nothing else).
 type tool struct {
-	Type        string          `json:"type"`
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters"`
-	Strict      bool            `json:"strict"`
+	Type          string          `json:"type"`
+	Name          string          `json:"name,omitempty"`
+	Description   string          `json:"description,omitempty"`
+	Parameters    json.RawMessage `json:"parameters,omitempty"`
+	Strict        *bool           `json:"strict,omitempty"`
+	DisplayWidth  int             `json:"display_width,omitempty"`
+	DisplayHeight int             `json:"display_height,omitempty"`
+	Environment   string          `json:"environment,omitempty"`
 }
 
 // namedToolChoice forces a call of one function.
@@ -202,8 +213,13 @@ func (c *Client) buildRequest(req *llm.Request, input func([]llm.Message) ([]ite
 	if w.Input, err = input(req.Messages); err != nil {
 		return nil, err
 	}
-	if w.Tools, err = renderTools(req.Tools, !c.NoStrict); err != nil {
+	if w.Tools, err = renderTools(req.Tools, !c.NoStrict, w.Model); err != nil {
 		return nil, err
+	}
+	for _, t := range w.Tools {
+		if t.Type == "computer_use_preview" {
+			w.Truncation = "auto" // the computer-use models require it
+		}
 	}
 	// tool_choice and parallel_tool_calls mean nothing without tools.
 	if len(w.Tools) > 0 {
@@ -216,15 +232,29 @@ func (c *Client) buildRequest(req *llm.Request, input func([]llm.Message) ([]ite
 }
 
 // renderTools renders tool specs in their given order, each strict when
-// strict is set and its schema allows it (see [strictSchema]).
-func renderTools(tools []llm.ToolSpec, strict bool) ([]tool, error) {
+// strict is set and its schema allows it (see [strictSchema]); a computer
+// tool as computer_use_preview for the models that take it
+// ([ComputerUseModel]).
+func renderTools(tools []llm.ToolSpec, strict bool, model string) ([]tool, error) {
 	if len(tools) == 0 {
 		return nil, nil
 	}
 	out := make([]tool, len(tools))
+	computer := false
 	for i, t := range tools {
 		if t.Name == "" {
 			return nil, fmt.Errorf("%s: tool %d has no name", providerName, i)
+		}
+		if c := t.Computer; c != nil && ComputerUseModel(model) {
+			if computer {
+				return nil, fmt.Errorf("%s: more than one computer tool", providerName)
+			}
+			if c.Width <= 0 || c.Height <= 0 {
+				return nil, fmt.Errorf("%s: computer tool with a display of %dx%d", providerName, c.Width, c.Height)
+			}
+			computer = true
+			out[i] = tool{Type: "computer_use_preview", DisplayWidth: c.Width, DisplayHeight: c.Height, Environment: "linux"}
+			continue
 		}
 		schema := t.InputSchema
 		if len(bytes.TrimSpace(schema)) == 0 {
@@ -232,10 +262,10 @@ func renderTools(tools []llm.ToolSpec, strict bool) ([]tool, error) {
 		} else if !json.Valid(schema) {
 			return nil, fmt.Errorf("%s: tool %q: input schema is not valid JSON", providerName, t.Name)
 		}
-		w := tool{Type: "function", Name: t.Name, Description: t.Description, Parameters: schema}
+		w := tool{Type: "function", Name: t.Name, Description: t.Description, Parameters: schema, Strict: new(bool)}
 		if strict {
 			if s, ok := strictSchema(schema); ok {
-				w.Parameters, w.Strict = s, true
+				w.Parameters, *w.Strict = s, true
 			}
 		}
 		out[i] = w
@@ -472,6 +502,14 @@ func appendAssistant(out []item, parts []llm.Part) ([]item, error) {
 				return nil, errors.New("tool call part without a call")
 			}
 			flush()
+			if strings.HasPrefix(tc.ID, computerCallPrefix) && tc.Signature != "" {
+				it, err := computerCallItem(tc)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, it)
+				continue
+			}
 			// The arguments are documented as a JSON string; what the model
 			// wrote is sent when it is an object, {} otherwise (the call's
 			// error result tells the model what was wrong).
@@ -496,6 +534,13 @@ func appendToolOutputs(out []item, parts []llm.Part) ([]item, error) {
 		r := p.ToolResult
 		if r == nil {
 			return nil, errors.New("tool result part without a result")
+		}
+		if strings.HasPrefix(r.CallID, computerCallPrefix) {
+			var err error
+			if out, err = appendComputerOutput(out, r); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		hasMedia := false
 		for _, c := range r.Content {

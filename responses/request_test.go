@@ -134,7 +134,7 @@ func TestStrictGolden(t *testing.T) {
 	for _, s := range schemas {
 		specs = append(specs, llm.ToolSpec{Name: s.name, InputSchema: json.RawMessage(s.schema)})
 	}
-	tools, err := renderTools(specs, true)
+	tools, err := renderTools(specs, true, "gpt-5")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,11 +145,11 @@ func TestStrictGolden(t *testing.T) {
 	golden(t, "strict.tools.json", body)
 
 	// NoStrict: nothing strict, schemas as given.
-	tools, err = renderTools(specs[:1], false)
+	tools, err = renderTools(specs[:1], false, "gpt-5")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tools[0].Strict || string(tools[0].Parameters) != schemas[0].schema {
+	if *tools[0].Strict || string(tools[0].Parameters) != schemas[0].schema {
 		t.Errorf("NoStrict rendered %+v", tools[0])
 	}
 }

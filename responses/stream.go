@@ -65,6 +65,9 @@ type itemWire struct {
 	Content          []contentWire `json:"content"`   // message; reasoning (reasoning_text)
 	Summary          []contentWire `json:"summary"`   // reasoning
 	EncryptedContent string        `json:"encrypted_content"`
+	// computer_call
+	Action              json.RawMessage `json:"action"`
+	PendingSafetyChecks json.RawMessage `json:"pending_safety_checks"`
 }
 
 // contentWire is a part of a message's content (output_text, refusal) or of
@@ -103,7 +106,12 @@ const (
 	typeMessage      = "message"
 	typeFunctionCall = "function_call"
 	typeReasoning    = "reasoning"
+	typeComputerCall = "computer_call"
 )
+
+// computerToolName is the name a computer_call is a call of: the computer
+// tool's (the desktop package names it so).
+const computerToolName = "computer"
 
 // reasoningSeparator joins the parts of a reasoning summary.
 const reasoningSeparator = "\n\n"
@@ -123,6 +131,7 @@ type itemState struct {
 	encrypted string // reasoning
 	callID    string // function_call: the ID results answer
 	name      string // function_call
+	signature string // computer_call: the item as it came
 	call      int    // function_call: the position among the response's calls
 	done      bool
 }
@@ -358,13 +367,23 @@ func (d *decoder) addItem(index int, w *itemWire) error {
 	}
 	typ := w.Type
 	switch typ {
-	case typeMessage, typeFunctionCall, typeReasoning:
+	case typeMessage, typeFunctionCall, typeReasoning, typeComputerCall:
 	default:
 		typ = "" // web search, file search and other items this package does not keep
 	}
 	it := d.start(index, w.ID, typ)
-	if typ == typeFunctionCall {
+	switch typ {
+	case typeFunctionCall:
 		d.startCall(it, w)
+	case typeComputerCall:
+		// A call of the computer tool; its arguments come with the
+		// complete item (itemDone).
+		c := *w
+		c.Name, c.Arguments = computerToolName, ""
+		var checks []safetyCheck
+		_ = json.Unmarshal(w.PendingSafetyChecks, &checks)
+		c.CallID = computerCallID(cmp.Or(w.CallID, w.ID, "call_"+strconv.Itoa(d.calls)), checks)
+		d.startCall(it, &c)
 	}
 	return nil
 }
@@ -404,6 +423,13 @@ func (d *decoder) closing(index int, w *itemWire) *itemState {
 	}
 	if it := d.byCallID[w.CallID]; w.Type == typeFunctionCall && w.CallID != "" && it != nil {
 		return it
+	}
+	if w.Type == typeComputerCall && w.CallID != "" {
+		var checks []safetyCheck
+		_ = json.Unmarshal(w.PendingSafetyChecks, &checks)
+		if it := d.byCallID[computerCallID(w.CallID, checks)]; it != nil {
+			return it
+		}
 	}
 	return d.match(w.ID, index)
 }
@@ -448,6 +474,12 @@ func (d *decoder) itemDone(index int, w *itemWire) error {
 		}
 	case typeFunctionCall:
 		d.settleArguments(it, w.Arguments)
+	case typeComputerCall:
+		if it.text.Len() == 0 {
+			d.appendArguments(it, computerArguments(w.Action, w.PendingSafetyChecks))
+		}
+		sig, _ := json.Marshal(computerSignature{Type: typeComputerCall, ID: w.ID, Action: w.Action, PendingSafetyChecks: w.PendingSafetyChecks})
+		it.signature = string(sig)
 	}
 	return nil
 }
@@ -552,9 +584,9 @@ func (d *decoder) finish() {
 			if it.text.Len() > 0 || it.encrypted != "" {
 				parts = append(parts, llm.Part{Kind: llm.PartReasoning, Reasoning: &llm.Reasoning{Text: it.text.String(), Redacted: it.encrypted}})
 			}
-		case typeFunctionCall:
+		case typeFunctionCall, typeComputerCall:
 			parts = append(parts, llm.Part{Kind: llm.PartToolCall, ToolCall: &llm.ToolCall{
-				ID: it.callID, Name: it.name, Arguments: llm.Arguments(it.text.String()),
+				ID: it.callID, Name: it.name, Arguments: llm.Arguments(it.text.String()), Signature: it.signature,
 			}})
 		}
 	}

@@ -71,6 +71,10 @@ type helperConfig struct {
 	Rooted          bool     `json:"rooted,omitempty"`
 	OverlaysMounted int      `json:"overlays_mounted,omitempty"`
 	OverlayNotes    []string `json:"overlay_notes,omitempty"`
+	// PrivateTmp: a tmpfs of its own at /tmp (Spec.PrivateTmp).
+	PrivateTmp bool `json:"private_tmp,omitempty"`
+	// Terminals: a devpts instance of its own (Spec.Terminals).
+	Terminals bool `json:"terminals,omitempty"`
 	// Set by the parent when an isolated start failed: why.
 	NotIsolated string `json:"not_isolated,omitempty"`
 }
@@ -351,7 +355,15 @@ func restrict(cfg *helperConfig) error {
 			rules = append(rules, landlock.ROFiles(p))
 		}
 	}
-	for _, p := range cfg.ReadWrite {
+	rw := cfg.ReadWrite
+	if cfg.PrivateTmp && cfg.Rooted {
+		rw = append(slices.Clone(rw), "/tmp") // the root's own tmpfs
+	}
+	if cfg.Terminals && cfg.Rooted {
+		// The root's own devpts, whose terminals are set up by ioctl.
+		rules = append(rules, landlock.RWDirs("/dev/pts").WithIoctlDev())
+	}
+	for _, p := range rw {
 		fi, err := os.Stat(p)
 		if err != nil {
 			if strings.HasPrefix(p, "/dev/") {

@@ -361,3 +361,48 @@ func TestRootMountsReadOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivateTmp: with PrivateTmp the command writes a /tmp of its own,
+// where the host's files are not, and nothing of it reaches the host's;
+// without it /tmp is not there to write.
+func TestPrivateTmp(t *testing.T) {
+	needIsolation(t)
+	marker := filepath.Join("/tmp", fmt.Sprintf("hrns-private-tmp-%d", os.Getpid()))
+	host := marker + "-host"
+	if err := os.WriteFile(host, []byte("host"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(host)
+	defer os.Remove(marker)
+	res := run(t, &sandbox.Spec{Shell: "test -e " + host + " && echo seen; echo x > " + marker + " && cat " + marker, PrivateTmp: true})
+	if res.ExitCode != 0 || res.Output != "x\n" {
+		t.Fatalf("exit %d, output %q", res.ExitCode, res.Output)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatalf("the command's /tmp reached the host's: %v", err)
+	}
+	res = run(t, &sandbox.Spec{Shell: "echo x > " + marker})
+	if res.ExitCode == 0 {
+		t.Fatal("wrote /tmp without PrivateTmp")
+	}
+}
+
+// TestTerminals: with Terminals the command opens pseudo-terminals of its
+// own devpts, where no terminal of the host is; without it it has none.
+func TestTerminals(t *testing.T) {
+	needIsolation(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	prog := `import os, pty
+m, s = os.openpty()
+print(os.ttyname(s), sorted(os.listdir("/dev/pts")))`
+	res := run(t, &sandbox.Spec{Command: []string{"python3", "-c", prog}, Terminals: true})
+	if res.ExitCode != 0 || res.Output != "/dev/pts/0 ['0', 'ptmx']\n" {
+		t.Fatalf("exit %d, output %q", res.ExitCode, res.Output)
+	}
+	res = run(t, &sandbox.Spec{Command: []string{"python3", "-c", prog}})
+	if res.ExitCode == 0 {
+		t.Fatalf("a terminal without Terminals: %q", res.Output)
+	}
+}

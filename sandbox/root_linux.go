@@ -91,6 +91,16 @@ func buildRoot(cfg *helperConfig) (err error) {
 	if err := unix.Mount("tmpfs", rootStaging, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
 		return fmt.Errorf("mounting the root's tmpfs: %w", err)
 	}
+	// A private /tmp before the binds, so that granted paths inside /tmp
+	// are bound on top of it.
+	if cfg.PrivateTmp {
+		if err := mountPoint(rootStaging+"/tmp", true); err != nil {
+			return fmt.Errorf("making the mount point of /tmp: %w", err)
+		}
+		if err := unix.Mount("tmpfs", rootStaging+"/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=256m"); err != nil {
+			return fmt.Errorf("mounting a private /tmp: %w", err)
+		}
+	}
 	var done []rootBind
 	for _, b := range binds {
 		if slices.ContainsFunc(done, func(d rootBind) bool { return within(b.real, d.real) && (d.rw || !b.rw) }) {
@@ -127,6 +137,18 @@ func buildRoot(cfg *helperConfig) (err error) {
 		}
 		if os.MkdirAll(filepath.Dir(link), 0o755) == nil {
 			_ = os.Symlink(b.real, link)
+		}
+	}
+	if cfg.Terminals {
+		pts := rootStaging + "/dev/pts"
+		if err := mountPoint(pts, true); err != nil {
+			return fmt.Errorf("making the mount point of /dev/pts: %w", err)
+		}
+		if err := unix.Mount("devpts", pts, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5"); err != nil {
+			return fmt.Errorf("mounting a devpts of its own: %w", err)
+		}
+		if err := os.Symlink("pts/ptmx", rootStaging+"/dev/ptmx"); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("linking /dev/ptmx: %w", err)
 		}
 	}
 	if err := mountPoint(rootStaging+"/proc", true); err != nil {

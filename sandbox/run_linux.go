@@ -197,6 +197,8 @@ func prepare(spec *Spec) (*prepared, error) {
 			return nil, fmt.Errorf("%w: a Proxy without Dial", ErrInvalidSpec)
 		}
 	}
+	p.cfg.PrivateTmp = spec.PrivateTmp
+	p.cfg.Terminals = spec.Terminals
 	p.cfg.Unconfined = spec.Unconfined
 	p.cfg.Require = spec.RequireConfinement
 	l := spec.Limits

@@ -50,6 +50,18 @@ type Spec struct {
 	// read but must not change, such as the user's Go build cache: see
 	// [Overlay].
 	Overlays []Overlay
+	// PrivateTmp gives the command a /tmp of its own: an empty tmpfs
+	// (at most 256 MiB), writable, gone when the command ends; for
+	// programs that insist on /tmp (an X server's sockets and keymaps).
+	// Only where the command is isolated ([Confinement.Isolated]):
+	// without the namespaces there is no private /tmp, and /tmp is then
+	// granted only if listed.
+	PrivateTmp bool
+	// Terminals gives the command pseudo-terminals of its own (a new
+	// devpts instance at /dev/pts, /dev/ptmx its multiplexer), for
+	// terminal emulators: none of the host's terminals is reachable.
+	// Only where the command is isolated, as PrivateTmp.
+	Terminals bool
 
 	// Env is the command's whole environment, as "KEY=value": nothing is
 	// inherited from this process. PATH defaults to DefaultPath.

@@ -104,6 +104,11 @@ func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (
 		// The hook is the operator's, its reason may quote the model.
 		fmt.Fprintf(w, "  (the hook %s asks you: %s)\n", a.inline(clip(pd.Rule, 80)), a.inline(clip(pd.Reason, 300)))
 	}
+	if pd := req.Permission; pd != nil && pd.Step == loop.StepApprover && pd.Reason != "" {
+		// The tool asks for a person (a provider's safety check on a
+		// computer action); the reason quotes the provider.
+		fmt.Fprintf(w, "  ⚠ %s\n", a.inline(clip(pd.Reason, 600)))
+	}
 	if p.escaped > 0 {
 		fmt.Fprintf(w, "  ⚠ %d characters that are invisible or that a terminal would interpret are shown escaped (\\r, \\x1b, \\u202e...)\n", p.escaped)
 	}

@@ -326,6 +326,21 @@ func TestApprovalShowsTheAskingHook(t *testing.T) {
 	}
 }
 
+// TestApprovalShowsWhyAPersonIsAsked: a call a tool sends to a person (a
+// provider's safety check on a computer action) shows the reason, escaped.
+func TestApprovalShowsWhyAPersonIsAsked(t *testing.T) {
+	var errOut bytes.Buffer
+	a := newTermApprover(&IO{In: strings.NewReader("n\n\n"), Err: &errOut, Interactive: func() bool { return true }}, &loop.Permissions{})
+	req := approvalReq("computer", `{"action":"type","text":"x"}`)
+	req.Permission = &loop.PermissionDecision{Behavior: loop.Ask, Step: loop.StepApprover, Reason: "safety check: [sensitive_domain] a bank\u202e"}
+	if d, err := a.Approve(t.Context(), req); err != nil || d.Verdict != loop.Reject {
+		t.Fatalf("%+v %v", d, err)
+	}
+	if !strings.Contains(errOut.String(), `⚠ safety check: [sensitive_domain] a bank\u202e`) {
+		t.Errorf("prompt:\n%s", errOut.String())
+	}
+}
+
 // TestOneQuestionAtATime: two calls put to the person at once are asked
 // one after the other; the second is not written, and holds nothing, while
 // the first waits for its answer, and each question is held (the screen

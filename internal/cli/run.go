@@ -74,6 +74,13 @@ type runOptions struct {
 	browserAllow   string
 	browserProfile string
 	webAllow       string // web_fetch's allow-list
+	// desktop flags (internal/cli/desktop.go)
+	desktop        bool
+	desktopSize    string
+	desktopApps    stringList
+	desktopWM      string
+	desktopNetwork bool
+	desktopDir     string
 	// trustProject uses what the project's config enables beyond the
 	// user's tools without asking (projecttrust.go).
 	trustProject bool
@@ -114,6 +121,12 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
 	fs.StringVar(&o.browserProfile, "browser-profile", "", "start the browser from a copy of a Chromium user-data directory, given as a zip, tar or tar.gz of its contents (as hrns serve's /api/v2/browser-profiles takes it); the copy is removed when the run ends")
 	fs.StringVar(&o.webAllow, "web-allow", "", "addresses web_fetch may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port (127.0.0.1:8080); never a cloud metadata address")
+	fs.BoolVar(&o.desktop, "desktop", false, "give the model a private desktop in the sandbox (Xvfb, a window manager, a terminal and the browser) through the computer tool; see docs/desktop.md")
+	fs.StringVar(&o.desktopSize, "desktop-size", "", "the desktop's screen, WIDTHxHEIGHT (default 1280x800)")
+	fs.Var(&o.desktopApps, "desktop-app", "a command line started on the desktop, in place of the terminal and the browser (repeatable; \"none\" for none)")
+	fs.StringVar(&o.desktopWM, "desktop-wm", "", "the desktop's window manager's command line, or \"none\" (default twm, if installed)")
+	fs.BoolVar(&o.desktopNetwork, "desktop-network", false, "let the desktop's apps use the network (by default they have none)")
+	fs.StringVar(&o.desktopDir, "desktop-dir", "", "keep the desktop's folder (its home, the apps' output, the display's log) here; by default a temporary one, removed at the end")
 	fs.StringVar(&o.outSchema, "output-schema", "", "a JSON Schema file: the final answer must be JSON matching it; stdout gets only that JSON (progress goes to stderr), and the run fails if the answer never matches")
 	fs.BoolVar(&o.trustProject, "trust-project", false, "use the tools the project's .hrns/config.toml enables beyond yours (web_fetch, run_code...), and the allow rules, hooks and MCP servers of its Claude Code files, without being asked; by default a terminal asks once per project and file content, and a run without one refuses (.hrns) or leaves them out (Claude Code's)")
 	fs.BoolVar(&o.cont, "continue", false, "continue the last conversation of this directory (a chat's or a run's)")
@@ -264,12 +277,21 @@ func runWith(ctx context.Context, args []string, stdio *IO, preset func(*runOpti
 		return err
 	}
 	defer closeBrowser()
+	desktopSet, closeDesktop, err := desktopTools(ctx, &o, func(s string) {
+		if !o.json {
+			fmt.Fprintf(stdio.Err, "(%s)\n", s)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer closeDesktop()
 	tools, system, closeMCP, err := buildTools(ctx, names, &o, cfg, stdio, approver)
 	if err != nil {
 		return err
 	}
 	defer closeMCP()
-	if tools, err = loop.Join(tools, browserSet); err != nil {
+	if tools, err = loop.Join(tools, browserSet, desktopSet); err != nil {
 		return usagef("%v", err)
 	}
 	ins, err := loadInstructions(o.workdir, stdio.getenv)

@@ -250,6 +250,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err := o.addBrowser(opts, log); err != nil {
 		return err
 	}
+	addWorkstation(opts, log)
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		a := cfg.Agents[name]
 		ac := &session.AgentConfig{Description: a.Description, Instructions: a.Instructions, Model: a.Model, MaxSteps: firstNonZero(a.MaxTurns, a.MaxSteps)}
