@@ -20,21 +20,24 @@ const module = "github.com/hrns-dev/hrns"
 // allowed lists, for each package, the hrns packages its non-test code may
 // import. A package not listed may import anything but cmd.
 var allowed = map[string][]string{
-	"llm":                             {},
-	"pricing":                         {},
-	"llm/llmtest":                     {"llm"},
-	"internal/sse":                    {},
-	"internal/httpapi":                {"llm"},
+	"llm":              {},
+	"pricing":          {},
+	"llm/llmtest":      {"llm"},
+	"internal/sse":     {},
+	"internal/httpapi": {"llm"},
+	// internal/openaimodels: the table of OpenAI's model families (their
+	// reasoning efforts), which openai and responses share.
+	"internal/openaimodels":           {"llm"},
 	"internal/prefixcache":            {"internal/httpapi", "llm"},
 	"internal/prefixcache/prefixtest": {"llm"},
 	"internal/safetext":               {},
 	"internal/netpolicy":              {},
 	"internal/tui":                    {"internal/callview", "internal/safetext", "llm", "loop", "loop/compact", "pricing", "tools"},
 	"internal/callview":               {"internal/safetext", "tools"},
-	"openai":                          {"llm", "internal/httpapi", "internal/prefixcache", "internal/sse"},
+	"openai":                          {"llm", "internal/httpapi", "internal/openaimodels", "internal/prefixcache", "internal/sse"},
 	"openai/openaitest":               {"llm"},
 	"anthropic":                       {"llm", "internal/httpapi", "internal/sse"},
-	"responses":                       {"llm", "internal/httpapi", "internal/prefixcache", "internal/sse"},
+	"responses":                       {"llm", "internal/httpapi", "internal/openaimodels", "internal/prefixcache", "internal/sse"},
 	"responses/responsestest":         {"llm"},
 	"gemini":                          {"llm", "internal/httpapi", "internal/sse"},
 	"gemini/geminitest":               {"llm"},

@@ -132,6 +132,11 @@ type Agent struct {
 	Description  string `json:"description,omitempty"`
 	Instructions string `json:"instructions,omitempty"`
 	Model        string `json:"model,omitempty"`
+	// ReasoningEffort is how much the model thinks before each step:
+	// "disabled", "low", "medium", "high" or "xhigh" (see
+	// [ReasoningEfforts]); nil leaves it to the model. A model without a
+	// reasoning setting takes only "disabled".
+	ReasoningEffort *string `json:"reasoning_effort,omitempty"`
 	// Environments are the environments the agent works in: an
 	// environment's id (a string) or an inline definition with a kind.
 	Environments []Environment `json:"environments"`
@@ -147,6 +152,11 @@ type Agent struct {
 	// match; nil means a text answer.
 	AnswerFormat json.RawMessage `json:"answer_format,omitempty"`
 }
+
+// ReasoningEfforts are the values of an agent's reasoning_effort, least
+// first: the API's ("disabled", "low", "medium", "xhigh") and "high",
+// which hrns also takes.
+var ReasoningEfforts = []string{"disabled", "low", "medium", "high", "xhigh"}
 
 // A SkillRef is a skill named by the server (Name) or inline (Inline).
 type SkillRef struct {

@@ -10,9 +10,12 @@ type AgentSpec struct {
 	Description  string            `json:"description"`
 	Environments []json.RawMessage `json:"environments"`
 	Model        *string           `json:"model"`
-	Instructions *string           `json:"instructions"`
-	Subagents    []json.RawMessage `json:"subagents"`
-	Skills       []json.RawMessage `json:"skills"`
+	// ReasoningEffort is one of [ReasoningEfforts], or nil for the
+	// model's default.
+	ReasoningEffort *string           `json:"reasoning_effort,omitempty"`
+	Instructions    *string           `json:"instructions"`
+	Subagents       []json.RawMessage `json:"subagents"`
+	Skills          []json.RawMessage `json:"skills"`
 	// AnswerFormat is a JSON Schema object, or nil.
 	AnswerFormat json.RawMessage  `json:"answer_format"`
 	Tools        []ToolDefinition `json:"tools"`

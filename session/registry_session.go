@@ -172,6 +172,7 @@ func inlineAgent(spec json.RawMessage) (*Agent, int, error) {
 	if s.Instructions != nil {
 		a.Instructions = *s.Instructions
 	}
+	a.ReasoningEffort = s.ReasoningEffort
 	for _, raw := range s.Environments {
 		var e Environment
 		if err := e.UnmarshalJSON(raw); err != nil {

@@ -418,6 +418,11 @@ func validateAgent(v *validation, a *AgentSpec, depth int, loc ...any) {
 			v.add("Input should be an object", at(tloc, "input_schema")...)
 		}
 	}
+	if a.ReasoningEffort != nil {
+		if err := checkReasoningEffort(*a.ReasoningEffort); err != nil {
+			v.add(err.Error(), at(loc, "reasoning_effort")...)
+		}
+	}
 	if a.MaxSteps != nil && *a.MaxSteps < 1 {
 		v.add("Input should be greater than or equal to 1", at(loc, "max_steps")...)
 	}

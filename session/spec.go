@@ -24,6 +24,9 @@ type AgentConfig struct {
 	Instructions string
 	// Model names the model; empty means the server's default.
 	Model string
+	// ReasoningEffort is the agent's reasoning_effort ("disabled",
+	// "low", "medium", "high", "xhigh"); empty leaves it to the model.
+	ReasoningEffort string
 	// Toolsets name toolsets of [Options.Toolsets] and environment kinds
 	// of [Options.Environments] the agent uses.
 	Toolsets []string
@@ -54,10 +57,13 @@ type spec struct {
 	Agent string `json:"agent"`
 	// Named says Agent names an agent of the server (not an inline one
 	// that may bear the same name): its policy applies.
-	Named       bool             `json:"named,omitempty"`
-	System      string           `json:"system,omitempty"`
-	Model       string           `json:"model,omitempty"`
-	ClientTools []ToolDefinition `json:"client_tools,omitempty"`
+	Named  bool   `json:"named,omitempty"`
+	System string `json:"system,omitempty"`
+	Model  string `json:"model,omitempty"`
+	// Reasoning is the model's reasoning setting, from the agent's
+	// reasoning_effort (see reasoningConfig); nil leaves it to the model.
+	Reasoning   *llm.ReasoningConfig `json:"reasoning,omitempty"`
+	ClientTools []ToolDefinition     `json:"client_tools,omitempty"`
 	// Toolsets are "env:KIND", "toolset:NAME" or "workspace:AGENT:NAME"
 	// (the tools AGENT's AgentConfig.Workspace gives the session's
 	// workspace NAME).
@@ -147,7 +153,7 @@ func normalizeAgent(in *Agent) *Agent {
 
 // overridable are the override paths hrns applies, besides the
 // environment paths agent.environments[kind=KIND].FIELD.
-var overridable = []string{"agent.tools", "agent.instructions", "agent.model", "agent.description", "agent.answer_format",
+var overridable = []string{"agent.tools", "agent.instructions", "agent.model", "agent.reasoning_effort", "agent.description", "agent.answer_format",
 	"max_steps", "max_time_s", "idle_timeout_s"}
 
 // envOverride matches agent.environments[kind=KIND].FIELD.
@@ -173,6 +179,8 @@ func (m *Manager) applyOverrides(req *Request, agent *Agent, sp *spec, v *valida
 			err = json.Unmarshal(raw, &agent.Instructions)
 		case "agent.model":
 			err = json.Unmarshal(raw, &agent.Model)
+		case "agent.reasoning_effort":
+			err = json.Unmarshal(raw, &agent.ReasoningEffort)
 		case "agent.description":
 			err = json.Unmarshal(raw, &agent.Description)
 		case "agent.answer_format":
@@ -313,6 +321,9 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 			break
 		}
 		agent = Agent{Name: req.Agent.Name, Description: cfg.Description, Instructions: cfg.Instructions, Model: cfg.Model}
+		if cfg.ReasoningEffort != "" {
+			agent.ReasoningEffort = &cfg.ReasoningEffort
+		}
 		sp.Named = true
 		if cfg.MaxSteps > 0 {
 			sp.MaxSteps = cfg.MaxSteps
@@ -344,6 +355,15 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 	}
 	sp.Agent = agent.Name
 	sp.Model = firstNonEmpty(agent.Model, m.opts.DefaultModel)
+	if e := agent.ReasoningEffort; e != nil {
+		// The model's name as its provider gets it: the client's own
+		// model when the agent and the server name none.
+		rc, err := reasoningConfig(firstNonEmpty(sp.Model, "(the provider's default model)"), *e, m.reasoningSupport(sp.Model))
+		if err != nil {
+			v.add(err.Error(), "body", "agent", "reasoning_effort")
+		}
+		sp.Reasoning = rc
+	}
 	sp.System = systemPrompt(&agent)
 	if p := skillsPrompt(sp.Skills); p != "" {
 		sp.System = strings.TrimSpace(sp.System + "\n\n" + p)
