@@ -51,15 +51,17 @@ var allowed = map[string][]string{
 	"store/storetest":                 {"store"},
 	"store/internal/wake":             {},
 	"api":                             {},
-	"session":                         {"api", "llm", "loop", "pricing", "skills", "store"},
-	"session/schedule":                {"api", "session", "store"},
-	"session/webhook":                 {"api", "internal/netpolicy", "store"},
-	"server":                          {"api", "session", "session/schedule", "session/webhook", "server/ui", "store", "tools", "vault"},
-	"vault":                           {"api", "loop", "session", "store"},
-	"server/ui":                       {},
-	"client":                          {"api", "llm", "loop"},
-	"browser":                         {"llm", "loop", "internal/netpolicy"},
-	"otel":                            {"llm", "loop"},
+	// session fetches the URL files of user messages under the address
+	// policy (session/files.go).
+	"session":          {"api", "internal/netpolicy", "llm", "loop", "pricing", "skills", "store"},
+	"session/schedule": {"api", "session", "store"},
+	"session/webhook":  {"api", "internal/netpolicy", "store"},
+	"server":           {"api", "session", "session/schedule", "session/webhook", "server/ui", "store", "tools", "vault"},
+	"vault":            {"api", "loop", "session", "store"},
+	"server/ui":        {},
+	"client":           {"api", "llm", "loop"},
+	"browser":          {"llm", "loop", "internal/netpolicy"},
+	"otel":             {"llm", "loop"},
 }
 
 type pkg struct {

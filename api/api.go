@@ -264,8 +264,46 @@ type UserMessage struct {
 	Type    string `json:"type,omitempty"` // "user_message"
 	Message string `json:"message"`
 	// Images are base64 data URIs ("data:image/png;base64,...").
-	Images   []string `json:"images,omitempty"`
-	CallerID string   `json:"caller_id,omitempty"`
+	Images []string `json:"images,omitempty"`
+	// Files are files attached to the message (at most 10 a message,
+	// 7 MB in all a request): saved in the session's workspace, under
+	// files/, and shown to the model (see docs/sessions-api.md).
+	Files    []FileContent `json:"files,omitempty"`
+	CallerID string        `json:"caller_id,omitempty"`
+}
+
+// FileContent is a file attached to a user message: sent as base64
+// (Type "base64", Source the standard padded encoding) or named by a URL
+// the server fetches (Type "url", Source the URL); a stored request shows
+// each file as Type "url" with the URL that downloads the saved file.
+type FileContent struct {
+	Type   string `json:"type,omitempty"`
+	Source string `json:"source"`
+	// Name is the file's name, without a directory.
+	Name string `json:"name"`
+	// MediaType is its MIME type; guessed from the name or the bytes
+	// when empty.
+	MediaType string `json:"media_type,omitempty"`
+	// SizeBytes is the file's size; the server sets it, and refuses a
+	// request whose size differs from the file's.
+	SizeBytes *int64 `json:"size_bytes,omitempty"`
+}
+
+// AttachmentData is the data of an AttachmentEvent: a file passed
+// between the caller and the agent's environment.
+type AttachmentData struct {
+	// Origin is "user" for a file attached to a message, "agent" for one
+	// the agent produced.
+	Origin string `json:"origin"`
+	Name   string `json:"name"`
+	// Path is where the file is, relative to the session's workspace
+	// ("files/report.pdf").
+	Path      string `json:"path"`
+	MediaType string `json:"media_type"`
+	SizeBytes int64  `json:"size_bytes"`
+	// URL downloads it: the resources operation of the session's files,
+	// relative to the server's root.
+	URL string `json:"url"`
 }
 
 // Messages is a list of user messages that reads from JSON as a string,
@@ -347,6 +385,9 @@ const (
 	EventActiveState     = "ActiveStateChangeEvent"
 	EventMetricsUpdate   = "MetricsUpdateEvent"
 	EventAgent           = "AgentEvent"
+	// EventAttachment reports a file given with a message or produced
+	// by the agent (data: [AttachmentData]).
+	EventAttachment = "AttachmentEvent"
 )
 
 // Kinds of AgentEvent data.

@@ -367,6 +367,9 @@ func messageEvent(m llm.Message, caller string) store.Event {
 			content = append(content, p.Text)
 		case llm.PartImage:
 			switch {
+			case p.Media != nil && p.Media.Name != "":
+				// A file attached to the message: its AttachmentEvent
+				// reports it.
 			case p.Media != nil && p.Media.URL != "":
 				content = append(content, map[string]any{"type": "url", "source": p.Media.URL})
 			case p.Media != nil:

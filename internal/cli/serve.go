@@ -212,6 +212,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		Logger:            log,
 		Observer:          tel.observer,
 		Prices:            pricing.Default().With(cfg.Prices),
+		Workspaces:        o.workspaces(),
 	}
 	opts.Skills = serverSkills(cfg, stdio)
 	hookDir, err := o.hookDir()
