@@ -514,10 +514,15 @@ type ModelCost struct {
 
 // ModelUsage is one model's token usage.
 type ModelUsage struct {
-	Name            string `json:"name"`
-	InputTokens     int64  `json:"input_tokens"`
-	OutputTokens    int64  `json:"output_tokens"`
-	ReasoningTokens int64  `json:"reasoning_tokens"`
+	Name string `json:"name"`
+	// InputTokens counts all input tokens, CachedTokens among them.
+	InputTokens int64 `json:"input_tokens"`
+	// CachedTokens counts the input tokens served from the provider's
+	// prompt cache, which cost less (the costs of [ModelCost] price them
+	// at the cached input price).
+	CachedTokens    int64 `json:"cached_tokens"`
+	OutputTokens    int64 `json:"output_tokens"`
+	ReasoningTokens int64 `json:"reasoning_tokens"`
 }
 
 // StatusView is the body of GET /api/v2/sessions/{id}/status.

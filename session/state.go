@@ -398,7 +398,7 @@ func (st *state) usage() []ModelUsage {
 	out := []ModelUsage{}
 	for _, name := range sortedKeys(st.Usage) {
 		u := st.Usage[name]
-		out = append(out, ModelUsage{Name: name, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ReasoningTokens: u.ReasoningTokens})
+		out = append(out, ModelUsage{Name: name, InputTokens: u.InputTokens, CachedTokens: u.CacheReadTokens, OutputTokens: u.OutputTokens, ReasoningTokens: u.ReasoningTokens})
 	}
 	return out
 }
