@@ -39,9 +39,12 @@ type EnvironmentSpec struct {
 	SessionID *string `json:"session_id,omitempty"`
 
 	// The fields of a browser only.
-	StartURL                 *string         `json:"start_url,omitempty"`
-	Headless                 *bool           `json:"headless,omitempty"`
-	Mode                     json.RawMessage `json:"mode,omitempty"`
+	StartURL *string         `json:"start_url,omitempty"`
+	Headless *bool           `json:"headless,omitempty"`
+	Mode     json.RawMessage `json:"mode,omitempty"`
+	// PageChars bounds the characters of page text the agent reads per
+	// page (snapshots; with the multimodal mode, the page's Markdown).
+	PageChars                *int            `json:"page_chars,omitempty"`
 	Lazy                     *bool           `json:"lazy,omitempty"`
 	VaultID                  *string         `json:"vault_id,omitempty"`
 	BrowserProfileID         *string         `json:"browser_profile_id,omitempty"`

@@ -303,3 +303,28 @@ func hasDetail(body []byte, loc, msg string) bool {
 	}
 	return false
 }
+
+// TestRegisteredBrowserModes: a registered web environment takes the
+// multimodal mode (as a type or an object) and page_chars, validated
+// against the schemas; bad ones are 422 at their field.
+func TestRegisteredBrowserModes(t *testing.T) {
+	e := regEnv(t)
+	e.call("POST", "/api/v2/environments", keyAlice, `{"id":"mm","kind":"web","mode":"multimodal","page_chars":5000}`, http.StatusCreated, "Environment")
+	e.call("POST", "/api/v2/environments", keyAlice, `{"id":"mm2","kind":"web","mode":{"type":"multimodal","width":800,"height":600}}`, http.StatusCreated, "Environment")
+	var got map[string]any
+	e.call("PATCH", "/api/v2/environments/mm", keyAlice, `{"page_chars":100,"mode":{"type":"text","chunk_size":50}}`, http.StatusOK, "Environment").json(&got)
+	if got["page_chars"] != float64(100) {
+		t.Errorf("patched environment %v", got)
+	}
+	for body, loc := range map[string]string{
+		`{"id":"b1","kind":"web","page_chars":0}`:           "body.page_chars",
+		`{"id":"b2","kind":"web","page_chars":1000001}`:     "body.page_chars",
+		`{"id":"b3","kind":"web","mode":"cinematic"}`:       "body.mode",
+		`{"id":"b4","kind":"web","mode":{"type":"cinema"}}`: "body.mode.type",
+	} {
+		r := e.call("POST", "/api/v2/environments", keyAlice, body, http.StatusUnprocessableEntity, "")
+		if !hasDetail(r.body, loc, "") {
+			t.Errorf("%s: %s, want an error at %s", body, r.body, loc)
+		}
+	}
+}

@@ -488,7 +488,7 @@ func (r *Registry) Replace(ctx context.Context, kind EntryKind, owner, name stri
 // patchable are the fields a PATCH may change, by kind.
 var patchable = map[EntryKind][]string{
 	EntryAgent:       {"description", "environments", "model", "reasoning_effort", "instructions", "subagents", "skills", "answer_format", "tools", "max_steps"},
-	EntryEnvironment: {"host", "start_url", "headless", "session_id", "mode", "lazy", "vault_id", "browser_profile_id", "use_default_browser_profile", "persist_browser_profile", "network"},
+	EntryEnvironment: {"host", "start_url", "headless", "session_id", "mode", "page_chars", "lazy", "vault_id", "browser_profile_id", "use_default_browser_profile", "persist_browser_profile", "network"},
 	EntrySkill:       {"description", "body", "source", "url_pattern", "files"},
 }
 

@@ -22,6 +22,7 @@ const (
 	maxEntryRefs       = 64 // entries of environments, skills, subagents, tools
 	maxInlineDepth     = 3  // inline subagents within inline subagents
 	maxEnvironmentID   = 255
+	maxPageChars       = 1_000_000 // a browser's page_chars (browser.MaxPageChars)
 	// maxLookups bounds the references one check or resolution looks
 	// up.
 	maxLookups = 256
@@ -214,6 +215,9 @@ func validateEnvironment(v *validation, e *EnvironmentSpec, loc ...any) {
 			v.add("Input should be 'user_device' or 'cloud'", at(loc, "host")...)
 		}
 		validateMode(v, e.Mode, at(loc, "mode")...)
+		if e.PageChars != nil && (*e.PageChars < 1 || *e.PageChars > maxPageChars) {
+			v.add(fmt.Sprintf("Input should be from 1 to %d", maxPageChars), at(loc, "page_chars")...)
+		}
 		for _, f := range []struct {
 			name string
 			val  *string
@@ -250,6 +254,14 @@ func validateMode(v *validation, raw json.RawMessage, loc ...any) {
 	if isNull(raw) {
 		return
 	}
+	if t, ok := isString(raw); ok {
+		switch t {
+		case "visual", "multimodal", "text":
+		default:
+			v.add("Input should be 'visual', 'multimodal' or 'text'", loc...)
+		}
+		return
+	}
 	var m struct {
 		Type      string `json:"type"`
 		Width     *int   `json:"width"`
@@ -267,13 +279,13 @@ func validateMode(v *validation, raw json.RawMessage, loc ...any) {
 		}
 	}
 	switch m.Type {
-	case "visual", "":
+	case "visual", "multimodal", "":
 		positive("width", m.Width)
 		positive("height", m.Height)
 	case "text":
 		positive("chunk_size", m.ChunkSize)
 	default:
-		v.add("Input tag '"+m.Type+"' found using 'type' does not match any of the expected tags: 'visual', 'text'", at(loc, "type")...)
+		v.add("Input tag '"+m.Type+"' found using 'type' does not match any of the expected tags: 'visual', 'multimodal', 'text'", at(loc, "type")...)
 	}
 }
 

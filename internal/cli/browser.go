@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -101,7 +103,7 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, log *slog.Logg
 		if err != nil {
 			return nil, nil, err
 		}
-		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10}
+		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10, PageMarkdown: pageMarkdown}
 		env.Apply(&o)
 		if p.Session != "" {
 			if !safeName().MatchString(p.Session) {
@@ -134,4 +136,18 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, log *slog.Logg
 			}
 		}, nil
 	}
+}
+
+// pageMarkdown converts a page's HTML to Markdown for the browser's
+// multimodal mode, with web_fetch's converter.
+func pageMarkdown(ctx context.Context, html string, base *url.URL, maxBytes int) (string, error) {
+	md, err := tools.HTMLToMarkdown(ctx, html, base, maxBytes)
+	if err != nil {
+		return "", err
+	}
+	s := md.Text
+	if md.Cut {
+		s += "\n[the page's Markdown was cut to fit]"
+	}
+	return s, nil
 }
