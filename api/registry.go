@@ -28,8 +28,9 @@ type AgentSpec struct {
 }
 
 // EnvironmentSpec is a registered environment, as /api/v2/environments
-// takes and returns it: a web browser (Kind "web") or a desktop (Kind
-// "desktop"). Fields left nil take the API's defaults.
+// takes and returns it: a web browser (Kind "web"), a desktop (Kind
+// "desktop"), a workstation (Kind "workstation") or an Android device
+// (Kind "android"). Fields left nil take the API's defaults.
 type EnvironmentSpec struct {
 	ID   string `json:"id"`
 	Kind string `json:"kind"`
@@ -51,6 +52,9 @@ type EnvironmentSpec struct {
 	UseDefaultBrowserProfile *bool           `json:"use_default_browser_profile,omitempty"`
 	PersistBrowserProfile    *bool           `json:"persist_browser_profile,omitempty"`
 	Network                  json.RawMessage `json:"network,omitempty"`
+
+	// Image is an Android environment's emulator image.
+	Image *string `json:"image,omitempty"`
 
 	// ReadOnly marks an environment the server provides (an hrns
 	// addition).

@@ -115,6 +115,10 @@ func (r *Registry) builtins(kind EntryKind) []builtin {
 				out = append(out, builtin{name: kind, typ: kind, doc: doc})
 			}
 		}
+		if r.m.opts.SessionEnvironments[envWorkstation] != nil {
+			doc, _ := json.Marshal(EnvironmentSpec{ID: envWorkstation, Kind: envWorkstation, Host: "cloud", ReadOnly: true})
+			out = append(out, builtin{name: envWorkstation, typ: envWorkstation, doc: doc})
+		}
 	}
 	slices.SortFunc(out, func(a, b builtin) int { return strings.Compare(a.name, b.name) })
 	return out
@@ -488,7 +492,7 @@ func (r *Registry) Replace(ctx context.Context, kind EntryKind, owner, name stri
 // patchable are the fields a PATCH may change, by kind.
 var patchable = map[EntryKind][]string{
 	EntryAgent:       {"description", "environments", "model", "reasoning_effort", "instructions", "subagents", "skills", "answer_format", "tools", "max_steps"},
-	EntryEnvironment: {"host", "start_url", "headless", "session_id", "mode", "page_chars", "lazy", "vault_id", "browser_profile_id", "use_default_browser_profile", "persist_browser_profile", "network"},
+	EntryEnvironment: {"host", "start_url", "headless", "session_id", "mode", "page_chars", "image", "lazy", "vault_id", "browser_profile_id", "use_default_browser_profile", "persist_browser_profile", "network"},
 	EntrySkill:       {"description", "body", "source", "url_pattern", "files"},
 }
 

@@ -197,8 +197,10 @@ func checkSkillPath(p string) string {
 
 // environment kinds of the API.
 const (
-	envWeb     = "web"
-	envDesktop = "desktop"
+	envWeb         = "web"
+	envDesktop     = "desktop"
+	envWorkstation = "workstation"
+	envAndroid     = "android"
 )
 
 // validateEnvironment checks an environment and normalises it: Kind set,
@@ -243,8 +245,17 @@ func validateEnvironment(v *validation, e *EnvironmentSpec, loc ...any) {
 			v.add("Input should be 'user_device'", at(loc, "host")...)
 		}
 		*e = EnvironmentSpec{ID: e.ID, Kind: e.Kind, Host: e.Host, SessionID: e.SessionID}
+	case envWorkstation:
+		switch e.Host {
+		case "", "cloud", "user_device":
+		default:
+			v.add("Input should be 'user_device' or 'cloud'", at(loc, "host")...)
+		}
+		*e = EnvironmentSpec{ID: e.ID, Kind: e.Kind, Host: e.Host, SessionID: e.SessionID, Lazy: e.Lazy}
+	case envAndroid:
+		*e = EnvironmentSpec{ID: e.ID, Kind: e.Kind, SessionID: e.SessionID, Image: e.Image, Lazy: e.Lazy}
 	default:
-		v.add("Input tag '"+e.Kind+"' found using 'kind' does not match any of the expected tags: 'web', 'desktop'", at(loc, "kind")...)
+		v.add("Input tag '"+e.Kind+"' found using 'kind' does not match any of the expected tags: 'web', 'desktop', 'android', 'workstation'", at(loc, "kind")...)
 	}
 }
 

@@ -124,7 +124,8 @@ func normalizeAgent(in *Agent) *Agent {
 			e.Fields = maps.Clone(e.Fields)
 			if e.Kind == "" {
 				e.Kind = "web" // the reference's default kind
-				if e.ID == "desktop" {
+				switch e.ID {
+				case "desktop", "android", "workstation":
 					e.Kind = e.ID
 				}
 				e.Set("kind", e.Kind)
@@ -287,6 +288,15 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 			if e.Kind == "desktop" {
 				v.fields = append(v.fields, FieldError{Loc: []any{"body", "agent", "environments", i}, Type: "value_error",
 					Msg: "desktop environments are not available on this server: hrns runs no desktop (use a web environment, or client-side tools that drive a desktop of yours)"})
+				continue
+			}
+			if e.Kind == "android" {
+				v.fields = append(v.fields, FieldError{Loc: []any{"body", "agent", "environments", i}, Type: "value_error",
+					Msg: `environment kind "android" is not available on this server: hrns drives no Android device (use a web or workstation environment, or client-side tools that drive a device of yours)`})
+				continue
+			}
+			if e.Kind == "workstation" && !m.hasEnvironment(e.Kind) {
+				v.add(fmt.Sprintf(`environment kind "workstation" is not provided by this server: its operator did not enable it (hrns serve --workstation gives one: a sandboxed shell, the file tools in the session's workspace and a browser) (available: %s)`, m.environmentKinds()), "body", "agent", "environments", i)
 				continue
 			}
 			if !m.hasEnvironment(e.Kind) {

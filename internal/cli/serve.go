@@ -51,11 +51,14 @@ type serveOptions struct {
 	// (--command-network); an agent of the config may have it alone
 	// (network = true).
 	commandNetwork bool
-	workers        int
-	maxActive      int
-	maxSteps       int
-	drain          time.Duration
-	quota          quotaFlags
+	// workstation offers the environment kind "workstation" to callers'
+	// agents (serve_workstation.go).
+	workstation bool
+	workers     int
+	maxActive   int
+	maxSteps    int
+	drain       time.Duration
+	quota       quotaFlags
 	// browser flags (internal/cli/browser.go)
 	browserAllow    string
 	browserProfiles string
@@ -83,6 +86,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.agentsDir, "agents", "", "a folder of agent files (Markdown, as hrns run --agent takes) that callers may name")
 	fs.StringVar(&o.workdir, "workdir", "", "root directory of the file and shell tools named agents may use (default: none)")
 	fs.BoolVar(&o.yes, "yes", false, "run calls of tools that require approval without waiting for a decision")
+	fs.BoolVar(&o.workstation, "workstation", false, "offer callers' agents the environment kind workstation: a sandboxed shell (run_command), the file tools in the session's workspace and the browser (needs --workdir)")
 	fs.BoolVar(&o.commandNetwork, "command-network", false, "let the commands of every agent (run_command, and run_code's) use the network, loopback and private addresses included (default: no network; network = true in [agents.NAME] for one agent)")
 	fs.IntVar(&o.workers, "workers", 0, "sessions run at once (default 64)")
 	fs.IntVar(&o.maxActive, "max-sessions-per-key", 0, "active sessions an API key may have at once; more wait as queued, or get 429 with queue: false (default no limit)")
@@ -226,6 +230,9 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 	opts.Hooks = shellHooks(cfg.Hooks, withMode(henv, opts.Permissions))
 	if err := o.addBrowser(opts, log); err != nil {
+		return err
+	}
+	if err := o.addWorkstation(opts); err != nil {
 		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
