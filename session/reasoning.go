@@ -105,3 +105,17 @@ func quotedList(vals []string) string {
 	}
 	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
+
+// ReasoningFor turns the API's reasoning effort ("disabled", "low",
+// "medium", "high", "xhigh") into the reasoning setting of a request to
+// model name served by m, as a session's agent gets it; the error says
+// why a model cannot take it (it has no reasoning setting, or cannot turn
+// reasoning off). "" gives nil. hrns run and hrns serve's own agents use
+// it, so that every front door reads reasoning_effort alike.
+func ReasoningFor(m llm.Model, name, effort string) (*llm.ReasoningConfig, error) {
+	var sup llm.ReasoningSupport
+	if r, ok := m.(llm.ReasoningReporter); ok {
+		sup = r.ReasoningSupport(name)
+	}
+	return reasoningConfig(firstNonEmpty(name, "(the provider's default model)"), effort, sup)
+}

@@ -237,7 +237,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		a := cfg.Agents[name]
-		ac := &session.AgentConfig{Description: a.Description, Instructions: a.Instructions, Model: a.Model, MaxSteps: firstNonZero(a.MaxTurns, a.MaxSteps)}
+		ac := &session.AgentConfig{Description: a.Description, Instructions: a.Instructions, Model: a.Model, ReasoningEffort: a.ReasoningEffort, MaxSteps: firstNonZero(a.MaxTurns, a.MaxSteps)}
 		if a.Permissions != nil {
 			if ac.Permissions, err = a.Permissions.policy("", nil, nil, nil); err != nil {
 				return usagef("agent %s: %v", name, err)
@@ -351,7 +351,7 @@ func (o *serveOptions) loadAgents(opts *session.Options) error {
 			return err
 		}
 		name := firstString(a.Name, strings.TrimSuffix(filepath.Base(f), ".md"))
-		cfg := &session.AgentConfig{Description: a.Description, Instructions: a.System, Model: a.Model, MaxSteps: a.MaxTurns}
+		cfg := &session.AgentConfig{Description: a.Description, Instructions: a.System, Model: a.Model, ReasoningEffort: a.ReasoningEffort, MaxSteps: a.MaxTurns}
 		if err := o.addAgent(opts, name, cfg, a.Tools, false, f); err != nil {
 			return err
 		}
@@ -366,6 +366,13 @@ func (o *serveOptions) loadAgents(opts *session.Options) error {
 func (o *serveOptions) addAgent(opts *session.Options, name string, cfg *session.AgentConfig, toolNames []string, network bool, source string) error {
 	if _, dup := opts.Agents[name]; dup {
 		return usagef("agent %q is defined twice (again in %s)", name, source)
+	}
+	if cfg.ReasoningEffort != "" {
+		// The value now; whether the model takes it, when a session
+		// names the agent (422 naming the model).
+		if _, err := session.ReasoningFor(nil, cfg.Model, cfg.ReasoningEffort); err != nil {
+			return usagef("agent %s (%s): reasoning_effort: %v", name, source, err)
+		}
 	}
 	at, err := o.agentTools(toolNames, network || o.commandNetwork)
 	if err != nil {
