@@ -529,6 +529,9 @@
       case 'AgentRunStatusChangeEvent':
         node = el('div', { class: 'ev meta AgentRunStatusChangeEvent', text: 'status: ' + (d.status || '') });
         break;
+      case 'AttachmentEvent':
+        node = el('div', { class: 'ev meta AttachmentEvent', text: 'file ' + (d.origin === 'agent' ? 'from the agent' : 'attached') + ': ' + (d.path || d.name || '?') + ' (' + (d.media_type || '?') + ', ' + (d.size_bytes || 0) + ' bytes)' });
+        break;
       default:
         node = el('div', { class: 'ev meta ' + (e.type || ''), text: (e.type || '?') + (Object.keys(d).length ? ' ' + JSON.stringify(d) : '') });
     }
@@ -702,7 +705,7 @@
         try { tv.add(JSON.parse(m.data)); } catch { /* a malformed event is skipped */ }
         streamInfo.textContent = 'live';
       };
-      for (const t of ['AgentEvent', 'AgentStartedEvent', 'AgentCompletionEvent', 'AgentErrorEvent', 'AgentRunStatusChangeEvent', 'ActiveStateChangeEvent', 'MetricsUpdateEvent', 'message']) {
+      for (const t of ['AgentEvent', 'AgentStartedEvent', 'AgentCompletionEvent', 'AgentErrorEvent', 'AgentRunStatusChangeEvent', 'ActiveStateChangeEvent', 'MetricsUpdateEvent', 'AttachmentEvent', 'message']) {
         src.addEventListener(t, onEvent);
       }
       src.addEventListener('end', () => {
