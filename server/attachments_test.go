@@ -228,3 +228,19 @@ func TestMessageFilesNeedWorkspaces(t *testing.T) {
 		t.Errorf("422 %s", r.body)
 	}
 }
+
+// TestMessageFilesIdempotent: a creation retried with its Idempotency-Key
+// returns the first session and leaves no second workspace behind.
+func TestMessageFilesIdempotent(t *testing.T) {
+	e, dir := filesEnv(t, nil, openaitest.Reply{Text: "ok"})
+	body := fmt.Sprintf(`{"agent":{"name":"reader","environments":[]},"messages":{"message":"hi","files":[{"source":%q,"name":"a.txt"}]}}`, b64("x"))
+	id := e.create(keyAlice, body, "Idempotency-Key", "k-1")
+	again := e.create(keyAlice, body, "Idempotency-Key", "k-1")
+	if again != id {
+		t.Fatalf("the retry made %s, want %s", again, id)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != strings.ReplaceAll(id, "-", "") {
+		t.Errorf("workspaces %v, want only the session's", entries)
+	}
+}

@@ -71,6 +71,11 @@ func (m *Manager) prepareFiles(ctx context.Context, msgs []UserMessage, loc ...a
 	out := make([][]attached, len(msgs))
 	left := int64(MaxFilesBytes)
 	var fetch *http.Client
+	defer func() {
+		if fetch != nil {
+			fetch.CloseIdleConnections()
+		}
+	}()
 	ctx, cancel := context.WithTimeout(ctx, fileFetchTimeout)
 	defer cancel()
 	for i, um := range msgs {

@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"maps"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -400,6 +402,12 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 		s.LeaseOwner, s.LeaseUntil = claim.Claim.Owner, claim.Claim.Now.Add(claim.Claim.TTL)
 	}
 	got, created, err := m.st.CreateSession(ctx, s, events)
+	if (err != nil || !created) && files != nil {
+		// The files were saved for a session that was not made (a
+		// failed write, or an Idempotency-Key's session already there):
+		// its workspace, new and named for it alone, goes.
+		os.RemoveAll(filepath.Join(m.opts.Workspaces, workspaceOf(sp, id)))
+	}
 	h.claimed = err == nil && created && claim != nil && got.LeaseOwner == claim.Claim.Owner
 	m.runClaimed(claim, got, h)
 	if err != nil {
