@@ -181,6 +181,7 @@ func (r *Registry) parse(kind EntryKind, owner string, body []byte) (*store.Entr
 		if err := decodeObject(body, &env, "body"); err != nil {
 			return nil, err
 		}
+		refuseMCPServers(&v, body, "body")
 		validateEnvironment(&v, &env, "body")
 		e.Name, e.Type = env.ID, env.Kind
 		e.Spec, _ = json.Marshal(env)

@@ -259,6 +259,21 @@ func validateEnvironment(v *validation, e *EnvironmentSpec, loc ...any) {
 	}
 }
 
+// noMCPServers is why an environment's mcp_servers are refused.
+const noMCPServers = "hrns does not attach MCP servers to sessions yet: mcp_servers must be absent or empty (see docs/sessions-api.md)"
+
+// refuseMCPServers refuses an environment definition that names MCP
+// servers: hrns would otherwise keep them without starting them.
+func refuseMCPServers(v *validation, raw json.RawMessage, loc ...any) {
+	var e struct {
+		MCPServers json.RawMessage `json:"mcp_servers"`
+	}
+	if json.Unmarshal(raw, &e) != nil || isNull(e.MCPServers) || string(bytes.TrimSpace(e.MCPServers)) == "[]" {
+		return
+	}
+	v.add(noMCPServers, at(loc, "mcp_servers")...)
+}
+
 // validateMode checks a browser's mode: null, or {"type": "visual"} with
 // width, height and markdown, or {"type": "text"} with chunk_size.
 func validateMode(v *validation, raw json.RawMessage, loc ...any) {
@@ -377,6 +392,7 @@ func validateAgent(v *validation, a *AgentSpec, depth int, loc ...any) {
 			v.fields = append(v.fields, err.(*ValidationError).Fields...)
 			return
 		}
+		refuseMCPServers(v, raw, eloc...)
 		validateEnvironment(v, &e, eloc...)
 		if j, dup := kinds[e.Kind]; dup {
 			v.add(fmt.Sprintf("at most one environment per kind: %d is also %s", j, e.Kind), eloc...)

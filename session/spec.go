@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -306,6 +307,10 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 			var def json.RawMessage
 			if e.Fields != nil {
 				def, _ = json.Marshal(e.Fields)
+				if raw, ok := e.Fields["mcp_servers"]; ok && !isNull(raw) && string(bytes.TrimSpace(raw)) != "[]" {
+					v.add(noMCPServers, "body", "agent", "environments", i, "mcp_servers")
+					continue
+				}
 			}
 			if f := m.opts.SessionEnvironments[e.Kind]; f != nil {
 				if _, _, err := f(&EnvironmentParams{Config: def}); err != nil {
