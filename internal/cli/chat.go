@@ -13,6 +13,7 @@ import (
 	"github.com/hrns-dev/hrns/llm/replay"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/pricing"
+	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/tools"
 )
 
@@ -65,7 +66,7 @@ func chatCommand(ctx context.Context, args []string, stdio *IO) error {
 
 	cfg := &tui.Config{
 		Model: s.model, ModelName: s.modelName, Tools: s.tools, System: s.system,
-		Options: loop.Options{MaxTurns: s.maxTurns, Permissions: s.perms, Hooks: s.hooks},
+		Options: loop.Options{MaxTurns: s.maxTurns, Reasoning: s.reasoning, Permissions: s.perms, Hooks: s.hooks},
 		Workdir: o.absWorkdir(),
 		Prices:  s.prices,
 		Notices: s.notices,
@@ -151,6 +152,7 @@ type chatSetup struct {
 	tools     *loop.Toolset
 	system    string
 	maxTurns  int
+	reasoning *llm.ReasoningConfig
 	perms     *loop.Permissions
 	hooks     []loop.Hook
 	prices    pricing.Table
@@ -234,6 +236,10 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 	}
 	s.system = systemPrompt(o, agentDef, system, ins)
 	s.maxTurns = firstNonZero(o.maxTurns, agentDef.MaxTurns, cfg.MaxTurns)
+	if s.reasoning, err = session.ReasoningFor(s.model, s.modelName, firstString(o.reasoningEffort, agentDef.ReasoningEffort)); err != nil {
+		s.close()
+		return nil, usagef("--reasoning-effort: %v", err)
+	}
 	s.prices = pricing.Default().With(cfg.Prices)
 	return s, nil
 }

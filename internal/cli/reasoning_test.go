@@ -105,3 +105,17 @@ func TestServeAgentReasoningEffort(t *testing.T) {
 		t.Errorf("a bad reasoning_effort: exit %d: %s", code, errOut.String())
 	}
 }
+
+// TestChatReasoningEffortChecked: hrns chat reads --reasoning-effort as
+// hrns run does: a level the model has no setting for stops it at start.
+func TestChatReasoningEffortChecked(t *testing.T) {
+	term := func() bool { return true }
+	home := t.TempDir()
+	var errOut bytes.Buffer
+	code := Run(t.Context(), []string{"chat", "--model", "gpt-4o", "--reasoning-effort", "low", "--no-skills"},
+		&IO{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &errOut, Interactive: term, OutTerminal: term,
+			Getenv: func(k string) string { return map[string]string{"OPENAI_API_KEY": "k", "HOME": home}[k] }})
+	if code != ExitUsage || !strings.Contains(errOut.String(), `model "gpt-4o" has no reasoning setting`) {
+		t.Errorf("exit %d: %s", code, errOut.String())
+	}
+}
