@@ -20,21 +20,24 @@ const module = "github.com/hrns-dev/hrns"
 // allowed lists, for each package, the hrns packages its non-test code may
 // import. A package not listed may import anything but cmd.
 var allowed = map[string][]string{
-	"llm":                             {},
-	"pricing":                         {},
-	"llm/llmtest":                     {"llm"},
-	"internal/sse":                    {},
-	"internal/httpapi":                {"llm"},
+	"llm":              {},
+	"pricing":          {},
+	"llm/llmtest":      {"llm"},
+	"internal/sse":     {},
+	"internal/httpapi": {"llm"},
+	// internal/openaimodels: the table of OpenAI's model families (their
+	// reasoning efforts), which openai and responses share.
+	"internal/openaimodels":           {"llm"},
 	"internal/prefixcache":            {"internal/httpapi", "llm"},
 	"internal/prefixcache/prefixtest": {"llm"},
 	"internal/safetext":               {},
 	"internal/netpolicy":              {},
 	"internal/tui":                    {"internal/callview", "internal/safetext", "llm", "loop", "loop/compact", "pricing", "tools"},
 	"internal/callview":               {"internal/safetext", "tools"},
-	"openai":                          {"llm", "internal/httpapi", "internal/prefixcache", "internal/sse"},
+	"openai":                          {"llm", "internal/httpapi", "internal/openaimodels", "internal/prefixcache", "internal/sse"},
 	"openai/openaitest":               {"llm"},
 	"anthropic":                       {"llm", "internal/httpapi", "internal/sse"},
-	"responses":                       {"llm", "internal/httpapi", "internal/prefixcache", "internal/sse"},
+	"responses":                       {"llm", "internal/httpapi", "internal/openaimodels", "internal/prefixcache", "internal/sse"},
 	"responses/responsestest":         {"llm"},
 	"gemini":                          {"llm", "internal/httpapi", "internal/sse"},
 	"gemini/geminitest":               {"llm"},
@@ -48,17 +51,19 @@ var allowed = map[string][]string{
 	"store/storetest":                 {"store"},
 	"store/internal/wake":             {},
 	"api":                             {},
-	"session":                         {"api", "llm", "loop", "pricing", "skills", "store"},
-	"session/schedule":                {"api", "session", "store"},
-	"session/webhook":                 {"api", "internal/netpolicy", "store"},
-	"server":                          {"api", "browser/userdata", "session", "session/schedule", "session/webhook", "server/ui", "store", "tools", "vault"},
-	"vault":                           {"api", "loop", "session", "store"},
-	"server/ui":                       {},
-	"client":                          {"api", "llm", "loop"},
-	"browser":                         {"llm", "loop", "internal/netpolicy"},
-	"browser/userdata":                {},
-	"desktop":                         {"llm", "loop", "sandbox"}, // the computer tool (loop), its screenshots (llm), the sandboxed display (sandbox)
-	"otel":                            {"llm", "loop"},
+	// session fetches the URL files of user messages under the address
+	// policy (session/files.go).
+	"session":          {"api", "internal/netpolicy", "llm", "loop", "pricing", "skills", "store"},
+	"session/schedule": {"api", "session", "store"},
+	"session/webhook":  {"api", "internal/netpolicy", "store"},
+	"server":           {"api", "browser/userdata", "session", "session/schedule", "session/webhook", "server/ui", "store", "tools", "vault"},
+	"vault":            {"api", "loop", "session", "store"},
+	"server/ui":        {},
+	"client":           {"api", "llm", "loop"},
+	"browser":          {"llm", "loop", "internal/netpolicy"},
+	"browser/userdata": {},
+	"desktop":          {"llm", "loop", "sandbox"}, // the computer tool (loop), its screenshots (llm), the sandboxed display (sandbox)
+	"otel":             {"llm", "loop"},
 }
 
 type pkg struct {

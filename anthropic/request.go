@@ -178,7 +178,12 @@ func (c *Client) buildRequest(req *llm.Request) (*messagesRequest, error) {
 				thinking.Display = c.Thinking.Display
 			}
 		}
-		if r.Effort != "" {
+		switch r.Effort {
+		case "":
+		case "none":
+			// No thinking: the model answers at once.
+			thinking, effort = &Thinking{Type: ThinkingDisabled}, ""
+		default:
 			effort = r.Effort
 		}
 	}

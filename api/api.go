@@ -132,6 +132,11 @@ type Agent struct {
 	Description  string `json:"description,omitempty"`
 	Instructions string `json:"instructions,omitempty"`
 	Model        string `json:"model,omitempty"`
+	// ReasoningEffort is how much the model thinks before each step:
+	// "disabled", "low", "medium", "high" or "xhigh" (see
+	// [ReasoningEfforts]); nil leaves it to the model. A model without a
+	// reasoning setting takes only "disabled".
+	ReasoningEffort *string `json:"reasoning_effort,omitempty"`
 	// Environments are the environments the agent works in: an
 	// environment's id (a string) or an inline definition with a kind.
 	Environments []Environment `json:"environments"`
@@ -147,6 +152,11 @@ type Agent struct {
 	// match; nil means a text answer.
 	AnswerFormat json.RawMessage `json:"answer_format,omitempty"`
 }
+
+// ReasoningEfforts are the values of an agent's reasoning_effort, least
+// first: the API's ("disabled", "low", "medium", "xhigh") and "high",
+// which hrns also takes.
+var ReasoningEfforts = []string{"disabled", "low", "medium", "high", "xhigh"}
 
 // A SkillRef is a skill named by the server (Name) or inline (Inline).
 type SkillRef struct {
@@ -254,8 +264,46 @@ type UserMessage struct {
 	Type    string `json:"type,omitempty"` // "user_message"
 	Message string `json:"message"`
 	// Images are base64 data URIs ("data:image/png;base64,...").
-	Images   []string `json:"images,omitempty"`
-	CallerID string   `json:"caller_id,omitempty"`
+	Images []string `json:"images,omitempty"`
+	// Files are files attached to the message (at most 10 a message,
+	// 7 MB in all a request): saved in the session's workspace, under
+	// files/, and shown to the model (see docs/sessions-api.md).
+	Files    []FileContent `json:"files,omitempty"`
+	CallerID string        `json:"caller_id,omitempty"`
+}
+
+// FileContent is a file attached to a user message: sent as base64
+// (Type "base64", Source the standard padded encoding) or named by a URL
+// the server fetches (Type "url", Source the URL); a stored request shows
+// each file as Type "url" with the URL that downloads the saved file.
+type FileContent struct {
+	Type   string `json:"type,omitempty"`
+	Source string `json:"source"`
+	// Name is the file's name, without a directory.
+	Name string `json:"name"`
+	// MediaType is its MIME type; guessed from the name or the bytes
+	// when empty.
+	MediaType string `json:"media_type,omitempty"`
+	// SizeBytes is the file's size; the server sets it, and refuses a
+	// request whose size differs from the file's.
+	SizeBytes *int64 `json:"size_bytes,omitempty"`
+}
+
+// AttachmentData is the data of an AttachmentEvent: a file passed
+// between the caller and the agent's environment.
+type AttachmentData struct {
+	// Origin is "user" for a file attached to a message, "agent" for one
+	// the agent produced.
+	Origin string `json:"origin"`
+	Name   string `json:"name"`
+	// Path is where the file is, relative to the session's workspace
+	// ("files/report.pdf").
+	Path      string `json:"path"`
+	MediaType string `json:"media_type"`
+	SizeBytes int64  `json:"size_bytes"`
+	// URL downloads it: the resources operation of the session's files,
+	// relative to the server's root.
+	URL string `json:"url"`
 }
 
 // Messages is a list of user messages that reads from JSON as a string,
@@ -341,6 +389,9 @@ const (
 	// transcript was compacted to fit the model's context window; its
 	// data is a [ContextCompacted].
 	EventContextCompacted = "ContextCompactedEvent"
+	// EventAttachment reports a file given with a message or produced
+	// by the agent (data: [AttachmentData]).
+	EventAttachment = "AttachmentEvent"
 )
 
 // ContextCompacted is the data of a ContextCompactedEvent: why the
@@ -491,10 +542,15 @@ type ModelCost struct {
 
 // ModelUsage is one model's token usage.
 type ModelUsage struct {
-	Name            string `json:"name"`
-	InputTokens     int64  `json:"input_tokens"`
-	OutputTokens    int64  `json:"output_tokens"`
-	ReasoningTokens int64  `json:"reasoning_tokens"`
+	Name string `json:"name"`
+	// InputTokens counts all input tokens, CachedTokens among them.
+	InputTokens int64 `json:"input_tokens"`
+	// CachedTokens counts the input tokens served from the provider's
+	// prompt cache, which cost less (the costs of [ModelCost] price them
+	// at the cached input price).
+	CachedTokens    int64 `json:"cached_tokens"`
+	OutputTokens    int64 `json:"output_tokens"`
+	ReasoningTokens int64 `json:"reasoning_tokens"`
 }
 
 // StatusView is the body of GET /api/v2/sessions/{id}/status.

@@ -10,9 +10,12 @@ type AgentSpec struct {
 	Description  string            `json:"description"`
 	Environments []json.RawMessage `json:"environments"`
 	Model        *string           `json:"model"`
-	Instructions *string           `json:"instructions"`
-	Subagents    []json.RawMessage `json:"subagents"`
-	Skills       []json.RawMessage `json:"skills"`
+	// ReasoningEffort is one of [ReasoningEfforts], or nil for the
+	// model's default.
+	ReasoningEffort *string           `json:"reasoning_effort,omitempty"`
+	Instructions    *string           `json:"instructions"`
+	Subagents       []json.RawMessage `json:"subagents"`
+	Skills          []json.RawMessage `json:"skills"`
 	// AnswerFormat is a JSON Schema object, or nil.
 	AnswerFormat json.RawMessage  `json:"answer_format"`
 	Tools        []ToolDefinition `json:"tools"`
@@ -25,8 +28,9 @@ type AgentSpec struct {
 }
 
 // EnvironmentSpec is a registered environment, as /api/v2/environments
-// takes and returns it: a web browser (Kind "web") or a desktop (Kind
-// "desktop"). Fields left nil take the API's defaults.
+// takes and returns it: a web browser (Kind "web"), a desktop (Kind
+// "desktop"), a workstation (Kind "workstation") or an Android device
+// (Kind "android"). Fields left nil take the API's defaults.
 type EnvironmentSpec struct {
 	ID   string `json:"id"`
 	Kind string `json:"kind"`
@@ -36,15 +40,21 @@ type EnvironmentSpec struct {
 	SessionID *string `json:"session_id,omitempty"`
 
 	// The fields of a browser only.
-	StartURL                 *string         `json:"start_url,omitempty"`
-	Headless                 *bool           `json:"headless,omitempty"`
-	Mode                     json.RawMessage `json:"mode,omitempty"`
+	StartURL *string         `json:"start_url,omitempty"`
+	Headless *bool           `json:"headless,omitempty"`
+	Mode     json.RawMessage `json:"mode,omitempty"`
+	// PageChars bounds the characters of page text the agent reads per
+	// page (snapshots; with the multimodal mode, the page's Markdown).
+	PageChars                *int            `json:"page_chars,omitempty"`
 	Lazy                     *bool           `json:"lazy,omitempty"`
 	VaultID                  *string         `json:"vault_id,omitempty"`
 	BrowserProfileID         *string         `json:"browser_profile_id,omitempty"`
 	UseDefaultBrowserProfile *bool           `json:"use_default_browser_profile,omitempty"`
 	PersistBrowserProfile    *bool           `json:"persist_browser_profile,omitempty"`
 	Network                  json.RawMessage `json:"network,omitempty"`
+
+	// Image is an Android environment's emulator image.
+	Image *string `json:"image,omitempty"`
 
 	// ReadOnly marks an environment the server provides (an hrns
 	// addition).

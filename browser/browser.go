@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,6 +79,22 @@ type Options struct {
 	// ([Browser.Frame]): one is taken at the end of each tool call, and
 	// between calls when asked for. The model never sees these.
 	LiveFrames bool
+	// PageChars, when > 0, bounds the characters of page text the agent
+	// reads per page: a snapshot (and, with Multimodal, the page's
+	// Markdown) longer than that is cut, saying how much was left out.
+	// It is the web environment's page_chars.
+	PageChars int
+	// Multimodal shows, with every report of the page an action gives
+	// (navigate, click, type, snapshot...), a screenshot of the viewport
+	// and the page as Markdown (made by PageMarkdown), besides the
+	// snapshot whose refs the tools take: the web environment's
+	// "multimodal" mode.
+	Multimodal bool
+	// PageMarkdown converts the page's HTML (at most 4 MiB of it) to
+	// Markdown of at most maxBytes bytes, links resolved against base,
+	// for Multimodal (hrns uses tools.HTMLToMarkdown, web_fetch's
+	// converter). Nil shows no Markdown.
+	PageMarkdown func(ctx context.Context, html string, base *url.URL, maxBytes int) (string, error)
 	// Logger receives the browser's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -101,6 +118,10 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.MaxSnapshotBytes <= 0 {
 		v.MaxSnapshotBytes = 48 << 10
+		// Room for page_chars characters of up to 4 bytes each.
+		if v.PageChars > 0 {
+			v.MaxSnapshotBytes = min(max(v.MaxSnapshotBytes, 4*v.PageChars), MaxPageChars*4)
+		}
 	}
 	if v.ViewportWidth <= 0 || v.ViewportHeight <= 0 {
 		v.ViewportWidth, v.ViewportHeight = 1280, 800

@@ -37,5 +37,5 @@ func ExampleParseEnvironment() {
 	fmt.Println(err)
 	// Output:
 	// https://example.com 1024 768 false
-	// the web environment: mode.type must be visual or text, not "audio"
+	// the web environment: mode.type must be visual, multimodal or text, not "audio"
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
@@ -301,7 +303,68 @@ func (b *Browser) act(ctx context.Context, snap bool, fn func(ctx context.Contex
 		}
 		return nil, err
 	}
-	return loop.TextOutput(b.report(rctx, notes, snap)), nil
+	text := b.report(rctx, notes, snap)
+	if !b.o.Multimodal || !snap {
+		return loop.TextOutput(text), nil
+	}
+	return b.multimodal(rctx, b.tabs[b.cur], text), nil
+}
+
+// MaxPageChars bounds a web environment's page_chars.
+const MaxPageChars = 1_000_000
+
+// maxPageHTML bounds the HTML of a page converted to Markdown.
+const maxPageHTML = 4 << 20
+
+// multimodal adds to a report of the page the page as Markdown and a
+// screenshot of the viewport (Options.Multimodal). What cannot be read
+// is said instead.
+func (b *Browser) multimodal(ctx context.Context, t *tab, text string) *loop.Output {
+	var out strings.Builder
+	out.WriteString(text)
+	if b.o.PageMarkdown != nil {
+		var html string
+		err := t.eval(ctx, fmt.Sprintf("document.documentElement ? document.documentElement.outerHTML.slice(0, %d) : ''", maxPageHTML), &html)
+		var md string
+		if err == nil {
+			base, _ := url.Parse(t.location(ctx))
+			limit := b.o.MaxSnapshotBytes
+			if b.o.PageChars > 0 {
+				limit = 4 * b.o.PageChars
+			}
+			md, err = b.o.PageMarkdown(ctx, html, base, limit)
+		}
+		if err != nil {
+			fmt.Fprintf(&out, "\n\n[no Markdown of the page: %v]", err)
+		} else {
+			out.WriteString("\n\nPage as Markdown:\n")
+			out.WriteString(cutChars(strings.TrimSpace(md), b.o.PageChars))
+		}
+	}
+	img, err := t.screenshot(ctx, b.o.MaxScreenshotBytes)
+	if err != nil {
+		fmt.Fprintf(&out, "\n\n[no screenshot: %v]", err)
+		return loop.TextOutput(out.String())
+	}
+	fmt.Fprintf(&out, "\n\nScreenshot of the viewport (%dx%d, JPEG, %d KiB):", b.o.ViewportWidth, b.o.ViewportHeight, (len(img)+1023)/1024)
+	return &loop.Output{Content: []llm.Part{llm.TextPart(out.String()), llm.ImagePart("image/jpeg", img)}}
+}
+
+// cutChars cuts s to n characters (n <= 0: no bound), saying how many
+// it left out.
+func cutChars(s string, n int) string {
+	if n <= 0 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i, k := 0, 0
+	for i = range s {
+		if k == n {
+			break
+		}
+		k++
+	}
+	rest := utf8.RuneCountInString(s[i:])
+	return s[:i] + fmt.Sprintf("\n[cut: %d more characters of the page not shown (page_chars is %d)]", rest, n)
 }
 
 // report renders the current tab for the model.
@@ -336,7 +399,7 @@ func (b *Browser) report(ctx context.Context, notes []string, snap bool) string 
 	}
 	t.last = s.text
 	out.WriteString("\nPage snapshot:\n")
-	out.WriteString(s.text)
+	out.WriteString(cutChars(s.text, b.o.PageChars))
 	return out.String()
 }
 

@@ -75,6 +75,12 @@ type (
 	ToolDefinition = api.ToolDefinition
 	// UserMessage is a message to the agent.
 	UserMessage = api.UserMessage
+	// FileContent is a file attached to a user message (UserMessage.Files):
+	// base64 or a URL the server fetches.
+	FileContent = api.FileContent
+	// AttachmentData is the data of an AttachmentEvent: a file of a
+	// message, saved in the session's workspace.
+	AttachmentData = api.AttachmentData
 	// Messages is a list of user messages.
 	Messages = api.Messages
 	// Session is a session as the API shows it.

@@ -93,7 +93,9 @@ type Request struct {
 type ReasoningConfig struct {
 	// Effort is a level such as "low", "medium" or "high" ("minimal",
 	// "none" or "max" where supported): OpenAI's reasoning_effort,
-	// Anthropic's output_config.effort.
+	// Anthropic's output_config.effort, Gemini's thinkingLevel. "none"
+	// turns thinking off where the API can: Anthropic's thinking
+	// {"type": "disabled"}, Gemini's thinkingBudget 0.
 	Effort string
 	// BudgetTokens is a thinking budget in tokens: Anthropic's extended
 	// thinking (thinking.budget_tokens, at least 1024). Chat Completions

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/hrns-dev/hrns/internal/httpapi"
+	"github.com/hrns-dev/hrns/internal/openaimodels"
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -254,3 +256,11 @@ func (c *Client) setHeaders(h http.Header) {
 
 // errNilRequest is returned by Stream for a nil request.
 var errNilRequest = errors.New(providerName + ": nil request")
+
+// ReasoningSupport reports the reasoning settings of model as OpenAI's
+// model families take them (reasoning.effort's levels); a model the
+// table does not know is not Known. It makes the client an
+// [llm.ReasoningReporter].
+func (c *Client) ReasoningSupport(model string) llm.ReasoningSupport {
+	return openaimodels.ReasoningSupport(cmp.Or(model, c.Model))
+}

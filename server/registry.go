@@ -57,8 +57,8 @@ func (s *Server) registryRoutes() {
 // readBody reads a request body, within the server's limit.
 func readBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)
-	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return nil, errBodyTooLarge
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return nil, fmt.Errorf("%w (limit %d bytes)", errBodyTooLarge, mbe.Limit)
 	}
 	return body, err
 }

@@ -248,7 +248,7 @@ func New(m *session.Manager, opts *Options) *Server {
 		body    body
 		h       func(w http.ResponseWriter, r *http.Request, owner string) error
 	}{
-		{"POST /api/v2/sessions", bodyJSON, s.create},
+		{"POST /api/v2/sessions", bodyFiles, s.create},
 		{"GET /api/v2/sessions", bodyNone, s.list},
 		{"GET /api/v2/sessions/quota", bodyNone, s.quota},
 		{"GET /api/v2/sessions/{id}", bodyNone, s.get},
@@ -257,7 +257,7 @@ func New(m *session.Manager, opts *Options) *Server {
 		{"GET /api/v2/sessions/{id}/changes", bodyNone, s.changes},
 		{"GET /api/v2/sessions/{id}/events", bodyNone, s.events},
 		{"GET /api/v2/sessions/{id}/resources/{bucket}/{key...}", bodyNone, s.resource},
-		{"POST /api/v2/sessions/{id}/messages", bodyJSON, s.messages},
+		{"POST /api/v2/sessions/{id}/messages", bodyFiles, s.messages},
 		{"POST /api/v2/sessions/{id}/tool_results", bodyJSON, s.toolResults},
 		{"POST /api/v2/sessions/{id}/approvals", bodyJSON, s.approvals},
 		{"POST /api/v2/sessions/{id}/pause", bodyIgnored, s.control((*session.Manager).Pause)},
@@ -297,7 +297,15 @@ const (
 	bodyNone    body = iota // a GET or DELETE: not read
 	bodyJSON                // read: must be declared application/json
 	bodyIgnored             // a POST without input: none, or declared JSON
+	// bodyFiles is bodyJSON whose messages may carry files: base64
+	// (a third more than their 7 MB) is allowed beyond MaxBodyBytes, up
+	// to filesBodyBytes.
+	bodyFiles
 )
+
+// filesBodyBytes bounds the bodies of requests whose messages carry
+// files: 7 MB of files in base64, and the rest of the request.
+const filesBodyBytes = 12 << 20
 
 // ServeHTTP implements [http.Handler]. Unknown paths and methods get JSON
 // errors too. Every request but GET /healthz passes the Host and Origin
@@ -350,7 +358,11 @@ func (s *Server) api(b body, h func(w http.ResponseWriter, r *http.Request, owne
 			writeError(w, http.StatusUnprocessableEntity, []session.FieldError{{Loc: []any{"path", "id"}, Msg: "Input should be a valid UUID", Type: "uuid_parsing", Input: id}})
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+		limit := s.opts.MaxBodyBytes
+		if b == bodyFiles {
+			limit = max(limit, filesBodyBytes)
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if err := h(w, r, owner); err != nil {
 			s.writeErr(w, r, err)
 		}
@@ -393,7 +405,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &ve):
 		writeError(w, http.StatusUnprocessableEntity, ve.Fields)
 	case errors.Is(err, errBodyTooLarge):
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body too large (limit %d bytes)", s.opts.MaxBodyBytes))
+		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
 	case errors.Is(err, session.ErrNotFound):
 		writeError(w, http.StatusNotFound, "Session not found")
 	case errors.Is(err, session.ErrResourceNotFound):
@@ -405,7 +417,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, session.ErrQuotaExceeded):
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusTooManyRequests, "Concurrent session limit reached: retry later, or create the session with queue: true to wait in the queue")
-	case errors.Is(err, session.ErrSessionFull):
+	case errors.Is(err, session.ErrSessionFull), errors.Is(err, session.ErrFilesTooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
 	case errors.Is(err, session.ErrReadBusy):
 		w.Header().Set("Retry-After", "1")
@@ -443,8 +455,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func decode(r *http.Request, v any) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return errBodyTooLarge
+		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return fmt.Errorf("%w (limit %d bytes)", errBodyTooLarge, mbe.Limit)
 		}
 		return err
 	}
@@ -475,8 +487,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, owner string) er
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return errBodyTooLarge
+		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return fmt.Errorf("%w (limit %d bytes)", errBodyTooLarge, mbe.Limit)
 		}
 		return err
 	}

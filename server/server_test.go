@@ -461,7 +461,7 @@ func TestAuthIsolation(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	e := newEnv(t, nil)
-	big := `{"agent":{"name":"a"},"messages":"` + strings.Repeat("x", 5<<20) + `"}`
+	big := `{"agent":{"name":"a"},"messages":"` + strings.Repeat("x", 12<<20) + `"}`
 	r := e.expect(e.do("POST", "/api/v2/sessions", keyAlice, big), http.StatusRequestEntityTooLarge)
 	if !strings.Contains(string(r.body), `"detail"`) {
 		t.Errorf("413 body = %s", r.body)

@@ -86,8 +86,9 @@ func newUIEnvWrapped(t *testing.T, wrap func(http.Handler) http.Handler, replies
 			"ops":   {Description: "Deploys.", Toolsets: []string{"deploy", "chart"}},
 			"coder": {Description: "Edits notes.", Toolsets: []string{"files", "shell", "todo", "chart"}},
 		},
-		Toolsets: map[string]*loop.Toolset{"deploy": loop.MustToolset(deploy), "files": files, "shell": shell, "todo": tools.Todo(), "chart": loop.MustToolset(chart)},
-		Prices:   pricing.Table{"test-model": {Input: 1000, Output: 2000}},
+		Toolsets:   map[string]*loop.Toolset{"deploy": loop.MustToolset(deploy), "files": files, "shell": shell, "todo": tools.Todo(), "chart": loop.MustToolset(chart)},
+		Prices:     pricing.Table{"test-model": {Input: 1000, Output: 2000}},
+		Workspaces: filepath.Join(t.TempDir(), "sessions"),
 	})
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ type (
 	Environment      = api.Environment
 	ToolDefinition   = api.ToolDefinition
 	UserMessage      = api.UserMessage
+	FileContent      = api.FileContent
 	Messages         = api.Messages
 	ToolRequest      = api.ToolRequest
 	ToolResult       = api.ToolResult

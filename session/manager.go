@@ -11,6 +11,9 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -140,6 +143,16 @@ type Options struct {
 	// vault (vault_id) that vault's tools: the one_time_code tool. See
 	// [VaultToolsFunc]. Nil means a request naming a vault is refused.
 	Vaults VaultToolsFunc
+	// Workspaces is the directory that holds the sessions' workspaces,
+	// one directory each, named by [Manager.WorkspaceName]: the files
+	// attached to user messages are saved there, under files/ (the
+	// server's session files operations serve the same directory).
+	// Empty means none: a message with files is refused.
+	Workspaces string
+	// FileFetchAllow, when set, opens addresses beyond the public
+	// internet to the fetching of URL files of user messages (see
+	// package internal/netpolicy); nil means only public addresses.
+	FileFetchAllow func(netip.AddrPort) bool
 	// Logger receives the manager's logs; nil discards them.
 	Logger *slog.Logger
 	// Observer, when non-nil, watches the sessions' runs (see
@@ -330,6 +343,27 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 	if err := m.bindProfiles(ctx, p.Owner, sp); err != nil {
 		return nil, false, err
 	}
+	files, err := m.prepareFiles(ctx, req.Messages, "body", "messages")
+	if err != nil {
+		return nil, false, err
+	}
+	id := newID()
+	// The files are saved before the session is: a message never names
+	// a file that is not there. The stored request shows each as the
+	// URL that downloads it, not its bytes.
+	attachments := make([][]store.Event, len(msgs))
+	for i := range files {
+		if len(files[i]) == 0 {
+			continue
+		}
+		parts, evs, shown, err := m.saveFiles(id, workspaceOf(sp, id), files[i])
+		if err != nil {
+			return nil, false, err
+		}
+		msgs[i].Parts = append(msgs[i].Parts, parts...)
+		attachments[i] = evs
+		echo.Messages[i].Files = shown
+	}
 	normalized, err := json.Marshal(echo)
 	if err != nil {
 		return nil, false, err
@@ -343,13 +377,14 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 		st.NextInID++
 		st.Inbox = append(st.Inbox, inboxMessage{ID: st.NextInID, Message: msg})
 		events = append(events, messageEvent(msg, req.Messages[i].CallerID))
+		events = append(events, attachments[i]...)
 	}
 	first := ""
 	if len(req.Messages) > 0 {
 		first = req.Messages[0].Message
 	}
 	s := &store.Session{
-		ID:             newID(),
+		ID:             id,
 		Owner:          p.Owner,
 		IdempotencyKey: p.IdempotencyKey,
 		RequestHash:    hash,
@@ -396,6 +431,12 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 		s.LeaseOwner, s.LeaseUntil = claim.Claim.Owner, claim.Claim.Now.Add(claim.Claim.TTL)
 	}
 	got, created, err := m.st.CreateSession(ctx, s, events)
+	if (err != nil || !created) && files != nil {
+		// The files were saved for a session that was not made (a
+		// failed write, or an Idempotency-Key's session already there):
+		// its workspace, new and named for it alone, goes.
+		os.RemoveAll(filepath.Join(m.opts.Workspaces, workspaceOf(sp, id)))
+	}
 	h.claimed = err == nil && created && claim != nil && got.LeaseOwner == claim.Claim.Owner
 	m.runClaimed(claim, got, h)
 	if err != nil {
@@ -1131,7 +1172,36 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 	for i := range msgs {
 		callers[i] = normalizeMessage(msgs[i]).CallerID
 	}
-	_, err := m.input(ctx, id, func(s *store.Session, st *state) ([]store.Event, error) {
+	files, err := m.prepareFiles(ctx, msgs, "body", "messages")
+	if err != nil {
+		return err
+	}
+	var attachments [][]store.Event
+	if files != nil {
+		// Saved before the message is taken, into the session's
+		// workspace (another key's session is not found).
+		s, err := m.get(ctx, owner, id)
+		if err != nil {
+			return err
+		}
+		sst, err := stateOf(s)
+		if err != nil {
+			return err
+		}
+		attachments = make([][]store.Event, len(msgs))
+		for i := range files {
+			if len(files[i]) == 0 {
+				continue
+			}
+			parts, evs, _, err := m.saveFiles(s.ID, workspaceOf(sst.Spec.spec, s.ID), files[i])
+			if err != nil {
+				return err
+			}
+			converted[i].Parts = append(converted[i].Parts, parts...)
+			attachments[i] = evs
+		}
+	}
+	_, err = m.input(ctx, id, func(s *store.Session, st *state) ([]store.Event, error) {
 		if s.Owner != owner {
 			return nil, ErrNotFound
 		}
@@ -1145,7 +1215,21 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 		if err := m.checkUnread(st, adding); err != nil {
 			return nil, err
 		}
-		return receive(s, st, converted, callers, time.Now()), nil
+		events := receive(s, st, converted, callers, time.Now())
+		if attachments == nil {
+			return events, nil
+		}
+		// Each message's attachments after its message_event.
+		var out []store.Event
+		n := 0
+		for _, e := range events {
+			out = append(out, e)
+			if e.Type == EventAgent && n < len(attachments) && isMessageEvent(e) {
+				out = append(out, attachments[n]...)
+				n++
+			}
+		}
+		return out, nil
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return ErrNotFound
@@ -1246,4 +1330,12 @@ func strPtr(s string) *string {
 
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// isMessageEvent reports whether e is an AgentEvent of a message.
+func isMessageEvent(e store.Event) bool {
+	var d struct {
+		Kind string `json:"kind"`
+	}
+	return json.Unmarshal(e.Data, &d) == nil && d.Kind == KindMessage
 }

@@ -115,6 +115,10 @@ func (r *Registry) builtins(kind EntryKind) []builtin {
 				out = append(out, builtin{name: kind, typ: kind, doc: doc})
 			}
 		}
+		if r.m.opts.SessionEnvironments[envWorkstation] != nil {
+			doc, _ := json.Marshal(EnvironmentSpec{ID: envWorkstation, Kind: envWorkstation, Host: "cloud", ReadOnly: true})
+			out = append(out, builtin{name: envWorkstation, typ: envWorkstation, doc: doc})
+		}
 	}
 	slices.SortFunc(out, func(a, b builtin) int { return strings.Compare(a.name, b.name) })
 	return out
@@ -133,6 +137,9 @@ func (r *Registry) configAgent(name, target string) builtin {
 	}
 	if cfg.Instructions != "" {
 		a.Instructions = &cfg.Instructions
+	}
+	if cfg.ReasoningEffort != "" {
+		a.ReasoningEffort = &cfg.ReasoningEffort
 	}
 	if cfg.MaxSteps > 0 {
 		a.MaxSteps = &cfg.MaxSteps
@@ -166,6 +173,7 @@ func (r *Registry) parse(kind EntryKind, owner string, body []byte) (*store.Entr
 			return nil, err
 		}
 		validateAgent(&v, &a, 0, "body")
+		r.checkReasoning(&v, &a, 0, "body")
 		e.Name, e.Description = a.Name, a.Description
 		e.Spec, _ = json.Marshal(a)
 	case EntryEnvironment:
@@ -173,6 +181,7 @@ func (r *Registry) parse(kind EntryKind, owner string, body []byte) (*store.Entr
 		if err := decodeObject(body, &env, "body"); err != nil {
 			return nil, err
 		}
+		refuseMCPServers(&v, body, "body")
 		validateEnvironment(&v, &env, "body")
 		e.Name, e.Type = env.ID, env.Kind
 		e.Spec, _ = json.Marshal(env)
@@ -483,8 +492,8 @@ func (r *Registry) Replace(ctx context.Context, kind EntryKind, owner, name stri
 
 // patchable are the fields a PATCH may change, by kind.
 var patchable = map[EntryKind][]string{
-	EntryAgent:       {"description", "environments", "model", "instructions", "subagents", "skills", "answer_format", "tools", "max_steps"},
-	EntryEnvironment: {"host", "start_url", "headless", "session_id", "mode", "lazy", "vault_id", "browser_profile_id", "use_default_browser_profile", "persist_browser_profile", "network"},
+	EntryAgent:       {"description", "environments", "model", "reasoning_effort", "instructions", "subagents", "skills", "answer_format", "tools", "max_steps"},
+	EntryEnvironment: {"host", "start_url", "headless", "session_id", "mode", "page_chars", "image", "lazy", "vault_id", "browser_profile_id", "use_default_browser_profile", "persist_browser_profile", "network"},
 	EntrySkill:       {"description", "body", "source", "url_pattern", "files"},
 }
 
@@ -585,3 +594,28 @@ func (r *Registry) Delete(ctx context.Context, kind EntryKind, owner, name strin
 // (the store itself): the server's /api/v2/browser-profiles operations
 // use it, and sessions read the profiles their web environment names.
 func (m *Manager) Profiles() store.Profiles { return m.st }
+
+// checkReasoning refuses a reasoning_effort the agent's model (or the
+// server's default model) has no setting for, and those of its inline
+// subagents, so that a registered agent is refused when it is made, not
+// when a session uses it. The effort's value is checked by validateAgent.
+func (r *Registry) checkReasoning(v *validation, a *AgentSpec, depth int, loc ...any) {
+	if a.ReasoningEffort != nil && checkReasoningEffort(*a.ReasoningEffort) == nil {
+		model := firstNonEmpty(deref(a.Model), r.m.opts.DefaultModel)
+		if _, err := reasoningConfig(firstNonEmpty(model, "(the provider's default model)"), *a.ReasoningEffort, r.m.reasoningSupport(model)); err != nil {
+			v.add(err.Error(), at(loc, "reasoning_effort")...)
+		}
+	}
+	if depth >= maxInlineDepth {
+		return
+	}
+	for i, raw := range a.Subagents {
+		if _, ok := isString(raw); ok {
+			continue
+		}
+		var sub AgentSpec
+		if json.Unmarshal(raw, &sub) == nil {
+			r.checkReasoning(v, &sub, depth+1, at(loc, "subagents", i)...)
+		}
+	}
+}

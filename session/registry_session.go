@@ -78,6 +78,9 @@ func (r *Registry) ResolveAgent(ctx context.Context, owner string, ref AgentRef)
 			continue // a kind of the server, named
 		}
 		e, err := r.st.GetEntry(ctx, store.KindEnvironment, owner, env.ID)
+		if errors.Is(err, store.ErrEntryNotFound) && slices.Contains([]string{envDesktop, envAndroid, envWorkstation}, env.ID) {
+			continue // a kind of the API this server lacks: resolve says so
+		}
 		if errors.Is(err, store.ErrEntryNotFound) {
 			v.add(fmt.Sprintf("unknown environment %q: neither an environment kind of this server (%s) nor the id of an environment registered with this API key", env.ID, r.m.environmentKinds()), "body", "agent", "environments", i)
 			continue
@@ -172,6 +175,7 @@ func inlineAgent(spec json.RawMessage) (*Agent, int, error) {
 	if s.Instructions != nil {
 		a.Instructions = *s.Instructions
 	}
+	a.ReasoningEffort = s.ReasoningEffort
 	for _, raw := range s.Environments {
 		var e Environment
 		if err := e.UnmarshalJSON(raw); err != nil {

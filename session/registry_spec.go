@@ -22,6 +22,7 @@ const (
 	maxEntryRefs       = 64 // entries of environments, skills, subagents, tools
 	maxInlineDepth     = 3  // inline subagents within inline subagents
 	maxEnvironmentID   = 255
+	maxPageChars       = 1_000_000 // a browser's page_chars (browser.MaxPageChars)
 	// maxLookups bounds the references one check or resolution looks
 	// up.
 	maxLookups = 256
@@ -196,8 +197,10 @@ func checkSkillPath(p string) string {
 
 // environment kinds of the API.
 const (
-	envWeb     = "web"
-	envDesktop = "desktop"
+	envWeb         = "web"
+	envDesktop     = "desktop"
+	envWorkstation = "workstation"
+	envAndroid     = "android"
 )
 
 // validateEnvironment checks an environment and normalises it: Kind set,
@@ -214,6 +217,9 @@ func validateEnvironment(v *validation, e *EnvironmentSpec, loc ...any) {
 			v.add("Input should be 'user_device' or 'cloud'", at(loc, "host")...)
 		}
 		validateMode(v, e.Mode, at(loc, "mode")...)
+		if e.PageChars != nil && (*e.PageChars < 1 || *e.PageChars > maxPageChars) {
+			v.add(fmt.Sprintf("Input should be from 1 to %d", maxPageChars), at(loc, "page_chars")...)
+		}
 		for _, f := range []struct {
 			name string
 			val  *string
@@ -239,15 +245,47 @@ func validateEnvironment(v *validation, e *EnvironmentSpec, loc ...any) {
 			v.add("Input should be 'user_device'", at(loc, "host")...)
 		}
 		*e = EnvironmentSpec{ID: e.ID, Kind: e.Kind, Host: e.Host, SessionID: e.SessionID}
+	case envWorkstation:
+		switch e.Host {
+		case "", "cloud", "user_device":
+		default:
+			v.add("Input should be 'user_device' or 'cloud'", at(loc, "host")...)
+		}
+		*e = EnvironmentSpec{ID: e.ID, Kind: e.Kind, Host: e.Host, SessionID: e.SessionID, Lazy: e.Lazy}
+	case envAndroid:
+		*e = EnvironmentSpec{ID: e.ID, Kind: e.Kind, SessionID: e.SessionID, Image: e.Image, Lazy: e.Lazy}
 	default:
-		v.add("Input tag '"+e.Kind+"' found using 'kind' does not match any of the expected tags: 'web', 'desktop'", at(loc, "kind")...)
+		v.add("Input tag '"+e.Kind+"' found using 'kind' does not match any of the expected tags: 'web', 'desktop', 'android', 'workstation'", at(loc, "kind")...)
 	}
+}
+
+// noMCPServers is why an environment's mcp_servers are refused.
+const noMCPServers = "hrns does not attach MCP servers to sessions yet: mcp_servers must be absent or empty (see docs/sessions-api.md)"
+
+// refuseMCPServers refuses an environment definition that names MCP
+// servers: hrns would otherwise keep them without starting them.
+func refuseMCPServers(v *validation, raw json.RawMessage, loc ...any) {
+	var e struct {
+		MCPServers json.RawMessage `json:"mcp_servers"`
+	}
+	if json.Unmarshal(raw, &e) != nil || isNull(e.MCPServers) || string(bytes.TrimSpace(e.MCPServers)) == "[]" {
+		return
+	}
+	v.add(noMCPServers, at(loc, "mcp_servers")...)
 }
 
 // validateMode checks a browser's mode: null, or {"type": "visual"} with
 // width, height and markdown, or {"type": "text"} with chunk_size.
 func validateMode(v *validation, raw json.RawMessage, loc ...any) {
 	if isNull(raw) {
+		return
+	}
+	if t, ok := isString(raw); ok {
+		switch t {
+		case "visual", "multimodal", "text":
+		default:
+			v.add("Input should be 'visual', 'multimodal' or 'text'", loc...)
+		}
 		return
 	}
 	var m struct {
@@ -267,13 +305,13 @@ func validateMode(v *validation, raw json.RawMessage, loc ...any) {
 		}
 	}
 	switch m.Type {
-	case "visual", "":
+	case "visual", "multimodal", "":
 		positive("width", m.Width)
 		positive("height", m.Height)
 	case "text":
 		positive("chunk_size", m.ChunkSize)
 	default:
-		v.add("Input tag '"+m.Type+"' found using 'type' does not match any of the expected tags: 'visual', 'text'", at(loc, "type")...)
+		v.add("Input tag '"+m.Type+"' found using 'type' does not match any of the expected tags: 'visual', 'multimodal', 'text'", at(loc, "type")...)
 	}
 }
 
@@ -354,6 +392,7 @@ func validateAgent(v *validation, a *AgentSpec, depth int, loc ...any) {
 			v.fields = append(v.fields, err.(*ValidationError).Fields...)
 			return
 		}
+		refuseMCPServers(v, raw, eloc...)
 		validateEnvironment(v, &e, eloc...)
 		if j, dup := kinds[e.Kind]; dup {
 			v.add(fmt.Sprintf("at most one environment per kind: %d is also %s", j, e.Kind), eloc...)
@@ -416,6 +455,11 @@ func validateAgent(v *validation, a *AgentSpec, depth int, loc ...any) {
 		}
 		if !isNull(t.InputSchema) && bytes.TrimSpace(t.InputSchema)[0] != '{' {
 			v.add("Input should be an object", at(tloc, "input_schema")...)
+		}
+	}
+	if a.ReasoningEffort != nil {
+		if err := checkReasoningEffort(*a.ReasoningEffort); err != nil {
+			v.add(err.Error(), at(loc, "reasoning_effort")...)
 		}
 	}
 	if a.MaxSteps != nil && *a.MaxSteps < 1 {

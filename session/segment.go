@@ -181,6 +181,7 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h
 	}
 	opts := loop.Options{
 		Model:             sp.Model,
+		Reasoning:         sp.Reasoning,
 		FinalAnswerPrompt: finalPromptBudget,
 		ToolTimeout:       m.opts.ToolTimeout,
 		Retry:             m.opts.Retry,

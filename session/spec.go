@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -24,6 +25,9 @@ type AgentConfig struct {
 	Instructions string
 	// Model names the model; empty means the server's default.
 	Model string
+	// ReasoningEffort is the agent's reasoning_effort ("disabled",
+	// "low", "medium", "high", "xhigh"); empty leaves it to the model.
+	ReasoningEffort string
 	// Toolsets name toolsets of [Options.Toolsets] and environment kinds
 	// of [Options.Environments] the agent uses.
 	Toolsets []string
@@ -54,10 +58,13 @@ type spec struct {
 	Agent string `json:"agent"`
 	// Named says Agent names an agent of the server (not an inline one
 	// that may bear the same name): its policy applies.
-	Named       bool             `json:"named,omitempty"`
-	System      string           `json:"system,omitempty"`
-	Model       string           `json:"model,omitempty"`
-	ClientTools []ToolDefinition `json:"client_tools,omitempty"`
+	Named  bool   `json:"named,omitempty"`
+	System string `json:"system,omitempty"`
+	Model  string `json:"model,omitempty"`
+	// Reasoning is the model's reasoning setting, from the agent's
+	// reasoning_effort (see reasoningConfig); nil leaves it to the model.
+	Reasoning   *llm.ReasoningConfig `json:"reasoning,omitempty"`
+	ClientTools []ToolDefinition     `json:"client_tools,omitempty"`
 	// Toolsets are "env:KIND", "toolset:NAME" or "workspace:AGENT:NAME"
 	// (the tools AGENT's AgentConfig.Workspace gives the session's
 	// workspace NAME).
@@ -121,7 +128,8 @@ func normalizeAgent(in *Agent) *Agent {
 			e.Fields = maps.Clone(e.Fields)
 			if e.Kind == "" {
 				e.Kind = "web" // the reference's default kind
-				if e.ID == "desktop" {
+				switch e.ID {
+				case "desktop", "android", "workstation":
 					e.Kind = e.ID
 				}
 				e.Set("kind", e.Kind)
@@ -150,7 +158,7 @@ func normalizeAgent(in *Agent) *Agent {
 
 // overridable are the override paths hrns applies, besides the
 // environment paths agent.environments[kind=KIND].FIELD.
-var overridable = []string{"agent.tools", "agent.instructions", "agent.model", "agent.description", "agent.answer_format",
+var overridable = []string{"agent.tools", "agent.instructions", "agent.model", "agent.reasoning_effort", "agent.description", "agent.answer_format",
 	"max_steps", "max_time_s", "idle_timeout_s"}
 
 // envOverride matches agent.environments[kind=KIND].FIELD.
@@ -176,6 +184,8 @@ func (m *Manager) applyOverrides(req *Request, agent *Agent, sp *spec, v *valida
 			err = json.Unmarshal(raw, &agent.Instructions)
 		case "agent.model":
 			err = json.Unmarshal(raw, &agent.Model)
+		case "agent.reasoning_effort":
+			err = json.Unmarshal(raw, &agent.ReasoningEffort)
 		case "agent.description":
 			err = json.Unmarshal(raw, &agent.Description)
 		case "agent.answer_format":
@@ -284,6 +294,15 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 					Msg: "desktop environments are not available on this server: hrns runs no desktop (use a web environment, or client-side tools that drive a desktop of yours)"})
 				continue
 			}
+			if e.Kind == "android" {
+				v.fields = append(v.fields, FieldError{Loc: []any{"body", "agent", "environments", i}, Type: "value_error",
+					Msg: `environment kind "android" is not available on this server: hrns drives no Android device (use a web or workstation environment, or client-side tools that drive a device of yours)`})
+				continue
+			}
+			if e.Kind == "workstation" && !m.hasEnvironment(e.Kind) {
+				v.add(fmt.Sprintf(`environment kind "workstation" is not provided by this server: its operator did not enable it (hrns serve --workstation gives one: a sandboxed shell, the file tools in the session's workspace and a browser) (available: %s)`, m.environmentKinds()), "body", "agent", "environments", i)
+				continue
+			}
 			if !m.hasEnvironment(e.Kind) {
 				v.add(fmt.Sprintf("environment kind %q is not provided by this server (available: %s)", e.Kind, m.environmentKinds()), "body", "agent", "environments", i)
 				continue
@@ -291,6 +310,10 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 			var def json.RawMessage
 			if e.Fields != nil {
 				def, _ = json.Marshal(e.Fields)
+				if raw, ok := e.Fields["mcp_servers"]; ok && !isNull(raw) && string(bytes.TrimSpace(raw)) != "[]" {
+					v.add(noMCPServers, "body", "agent", "environments", i, "mcp_servers")
+					continue
+				}
 			}
 			if f := m.opts.SessionEnvironments[e.Kind]; f != nil {
 				if _, _, err := f(&EnvironmentParams{Config: def}); err != nil {
@@ -316,6 +339,9 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 			break
 		}
 		agent = Agent{Name: req.Agent.Name, Description: cfg.Description, Instructions: cfg.Instructions, Model: cfg.Model}
+		if cfg.ReasoningEffort != "" {
+			agent.ReasoningEffort = &cfg.ReasoningEffort
+		}
 		sp.Named = true
 		if cfg.MaxSteps > 0 {
 			sp.MaxSteps = cfg.MaxSteps
@@ -347,6 +373,15 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 	}
 	sp.Agent = agent.Name
 	sp.Model = firstNonEmpty(agent.Model, m.opts.DefaultModel)
+	if e := agent.ReasoningEffort; e != nil {
+		// The model's name as its provider gets it: the client's own
+		// model when the agent and the server name none.
+		rc, err := reasoningConfig(firstNonEmpty(sp.Model, "(the provider's default model)"), *e, m.reasoningSupport(sp.Model))
+		if err != nil {
+			v.add(err.Error(), "body", "agent", "reasoning_effort")
+		}
+		sp.Reasoning = rc
+	}
 	sp.System = systemPrompt(&agent)
 	if p := skillsPrompt(sp.Skills); p != "" {
 		sp.System = strings.TrimSpace(sp.System + "\n\n" + p)

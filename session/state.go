@@ -374,6 +374,9 @@ func messageEvent(m llm.Message, caller string) store.Event {
 			content = append(content, p.Text)
 		case llm.PartImage:
 			switch {
+			case p.Media != nil && p.Media.Name != "":
+				// A file attached to the message: its AttachmentEvent
+				// reports it.
 			case p.Media != nil && p.Media.URL != "":
 				content = append(content, map[string]any{"type": "url", "source": p.Media.URL})
 			case p.Media != nil:
@@ -402,7 +405,7 @@ func (st *state) usage() []ModelUsage {
 	out := []ModelUsage{}
 	for _, name := range sortedKeys(st.Usage) {
 		u := st.Usage[name]
-		out = append(out, ModelUsage{Name: name, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ReasoningTokens: u.ReasoningTokens})
+		out = append(out, ModelUsage{Name: name, InputTokens: u.InputTokens, CachedTokens: u.CacheReadTokens, OutputTokens: u.OutputTokens, ReasoningTokens: u.ReasoningTokens})
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"strings"
 )
 
 // WorkspaceName returns the name of the workspace of the session id of
@@ -23,14 +22,7 @@ func (m *Manager) WorkspaceName(ctx context.Context, owner, id string) (string, 
 	if err != nil {
 		return "", err
 	}
-	for _, ref := range st.Spec.toolsets() {
-		if rest, ok := strings.CutPrefix(ref, "workspace:"); ok {
-			if i := strings.LastIndexByte(rest, ':'); i >= 0 && rest[i+1:] != "" {
-				return rest[i+1:], nil
-			}
-		}
-	}
-	return strings.ToLower(strings.ReplaceAll(s.ID, "-", "")), nil
+	return workspaceOf(st.Spec.spec, s.ID), nil
 }
 
 // toolsets are sp's toolset references; none for a nil spec.

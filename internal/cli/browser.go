@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -167,7 +168,7 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, lim *userdata.
 		if err != nil {
 			return nil, nil, err
 		}
-		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10, RefusalHint: browserHint("hrns serve"), LiveFrames: p.Session != ""}
+		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10, RefusalHint: browserHint("hrns serve"), LiveFrames: p.Session != "", PageMarkdown: pageMarkdown}
 		env.Apply(&o)
 		if p.Session != "" {
 			if !safeName().MatchString(p.Session) {
@@ -262,4 +263,18 @@ func webFetchOptions(list string) (*tools.WebOptions, error) {
 		o.Allow = func(ap netip.AddrPort) bool { return allow(ap) && !netpolicy.IsMetadata(ap.Addr()) }
 	}
 	return o, nil
+}
+
+// pageMarkdown converts a page's HTML to Markdown for the browser's
+// multimodal mode, with web_fetch's converter.
+func pageMarkdown(ctx context.Context, html string, base *url.URL, maxBytes int) (string, error) {
+	md, err := tools.HTMLToMarkdown(ctx, html, base, maxBytes)
+	if err != nil {
+		return "", err
+	}
+	s := md.Text
+	if md.Cut {
+		s += "\n[the page's Markdown was cut to fit]"
+	}
+	return s, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hrns-dev/hrns/llm/replay"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/pricing"
+	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/tools"
 )
 
@@ -73,7 +74,7 @@ func chatWith(ctx context.Context, args []string, stdio *IO, preset func(*runOpt
 
 	cfg := &tui.Config{
 		Model: s.model, ModelName: s.modelName, Tools: s.tools, System: s.system,
-		Options: loop.Options{MaxTurns: s.maxTurns, Permissions: s.perms, Hooks: s.hooks},
+		Options: loop.Options{MaxTurns: s.maxTurns, Reasoning: s.reasoning, Permissions: s.perms, Hooks: s.hooks},
 		Workdir: o.absWorkdir(),
 		Prices:  s.prices,
 		Compaction: func(model string) *loop.Compaction {
@@ -174,6 +175,7 @@ type chatSetup struct {
 	tools     *loop.Toolset
 	system    string
 	maxTurns  int
+	reasoning *llm.ReasoningConfig
 	perms     *loop.Permissions
 	hooks     []loop.Hook
 	prices    pricing.Table
@@ -262,6 +264,10 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 	if s.tools, err = addTaskTool(s.tools, wantTask, s.model, s.modelName, s.system, s.maxTurns); err != nil {
 		s.close()
 		return nil, err
+	}
+	if s.reasoning, err = session.ReasoningFor(s.model, s.modelName, firstString(o.reasoningEffort, agentDef.ReasoningEffort)); err != nil {
+		s.close()
+		return nil, usagef("--reasoning-effort: %v", err)
 	}
 	s.prices = pricing.Default().With(demoPrices).With(cfg.Prices)
 	s.cfg = cfg

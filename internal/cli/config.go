@@ -112,11 +112,14 @@ type Config struct {
 //	tools = ["read_file", "list_files", "web_fetch"]
 //	max_steps = 20
 type AgentConfig struct {
-	Description  string   `toml:"description" yaml:"description"`
-	Instructions string   `toml:"instructions" yaml:"instructions"`
-	Model        string   `toml:"model" yaml:"model"`
-	Tools        []string `toml:"tools" yaml:"tools"`
-	MaxSteps     int      `toml:"max_steps" yaml:"max_steps"`
+	Description  string `toml:"description" yaml:"description"`
+	Instructions string `toml:"instructions" yaml:"instructions"`
+	Model        string `toml:"model" yaml:"model"`
+	// ReasoningEffort is the agent's reasoning_effort in hrns serve:
+	// disabled, low, medium, high or xhigh.
+	ReasoningEffort string   `toml:"reasoning_effort" yaml:"reasoning_effort"`
+	Tools           []string `toml:"tools" yaml:"tools"`
+	MaxSteps        int      `toml:"max_steps" yaml:"max_steps"`
 	// MaxTurns is max_steps under the name agent files and the rest of
 	// the config use; give one or the other.
 	MaxTurns int `toml:"max_turns" yaml:"max_turns"`

@@ -69,28 +69,23 @@ func desktopTools(ctx context.Context, o *runOptions, note func(string)) (*loop.
 	return d.Tools(), func() { d.Close() }, nil
 }
 
-// addWorkstation gives hrns serve the workstation environment kind: a
-// sandboxed desktop (desktop.Lazy: started on the computer tool's first
-// call) for each run of a session that names it, ended when the run stops.
-// A session that waits (for a client's tool result, an approval, a
-// message) holds no environment, so its next run gets a fresh desktop.
-// Without the X tools installed the kind is not offered, and the log says
-// so.
-func addWorkstation(opts *session.Options, log *slog.Logger) {
+// desktopInstalled reports whether the X tools a sandboxed desktop needs
+// are installed, and names the first one missing.
+func desktopInstalled() (ok bool, missing string) {
 	for _, tool := range []string{"Xvfb", "xdotool", "xwd"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			log.Info("hrns serve: no workstation environment", "missing", tool)
-			return
+			return false, tool
 		}
 	}
-	if opts.SessionEnvironments == nil {
-		opts.SessionEnvironments = map[string]session.EnvironmentFunc{}
-	}
-	opts.SessionEnvironments["workstation"] = workstationEnvironment(log)
+	return true, ""
 }
 
-// workstationEnvironment is the EnvironmentFunc of the workstation kind.
-func workstationEnvironment(log *slog.Logger) session.EnvironmentFunc {
+// workstationDesktop is the desktop of a workstation (serve_workstation.go):
+// a sandboxed desktop (desktop.Lazy: started on the computer tool's first
+// call) for each run of a session, ended when the run stops. A session
+// that waits (for a client's tool result, an approval, a message) holds
+// no environment, so its next run gets a fresh desktop.
+func workstationDesktop(log *slog.Logger) session.EnvironmentFunc {
 	return func(p *session.EnvironmentParams) (*loop.Toolset, func(bool), error) {
 		l := desktop.NewLazy(&desktop.SandboxOptions{})
 		if p.Session == "" {

@@ -110,11 +110,12 @@ func TestRunDesktop(t *testing.T) {
 	}
 }
 
-// TestServeWorkstation: a hrns serve session whose agent names the
-// workstation environment gets the computer tool on a sandboxed desktop
-// of its own, which starts on the first call, answers with a screenshot
-// the model sees, and is gone once the session ends.
-func TestServeWorkstation(t *testing.T) {
+// TestServeWorkstationDesktop: a hrns serve session (--workstation) whose
+// agent names the workstation environment gets, besides its shell, files
+// and browser, the computer tool on a sandboxed desktop of its own, which
+// starts on the first call, answers with a screenshot the model sees, and
+// is gone once the session ends.
+func TestServeWorkstationDesktop(t *testing.T) {
 	needDesktop(t)
 	before := len(procsIn("/tmp/hrns-desktop-"))
 	model := openaitest.NewServer(
@@ -123,7 +124,7 @@ func TestServeWorkstation(t *testing.T) {
 	)
 	defer model.Close()
 	s := startServe(t, map[string]string{"OPENAI_BASE_URL": model.URL(), "OPENAI_API_KEY": "k"},
-		"--model", "test-model", "--db", "sqlite:"+filepath.Join(t.TempDir(), "hrns.db"))
+		"--model", "test-model", "--db", "sqlite:"+filepath.Join(t.TempDir(), "hrns.db"), "--workstation", "--workdir", t.TempDir())
 	c := client.New(s.url, "", nil)
 	var env client.Environment
 	if err := json.Unmarshal([]byte(`{"kind":"workstation"}`), &env); err != nil {

@@ -83,3 +83,13 @@ func (d *diagnosed) explain(err error) error {
 	}
 	return err
 }
+
+// ReasoningSupport passes the wrapped provider's table on (see
+// [llm.ReasoningReporter]), so that --reasoning-effort is mapped as the
+// provider takes it.
+func (d *diagnosed) ReasoningSupport(model string) llm.ReasoningSupport {
+	if r, ok := d.Model.(llm.ReasoningReporter); ok {
+		return r.ReasoningSupport(model)
+	}
+	return llm.ReasoningSupport{}
+}

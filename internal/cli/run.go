@@ -28,6 +28,7 @@ import (
 	"github.com/hrns-dev/hrns/openai"
 	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/responses"
+	"github.com/hrns-dev/hrns/session"
 )
 
 // runOptions are the flags of "hrns run".
@@ -40,12 +41,14 @@ type runOptions struct {
 	tools     string
 	system    string
 	agentFile string
-	maxTurns  int
-	timeout   time.Duration
-	json      bool
-	yes       bool
-	record    string
-	replay    string
+	// reasoningEffort is --reasoning-effort.
+	reasoningEffort string
+	maxTurns        int
+	timeout         time.Duration
+	json            bool
+	yes             bool
+	record          string
+	replay          string
 	// replayLabel, when set, names the replay for people instead of its
 	// path.
 	replayLabel string
@@ -100,6 +103,7 @@ func (o *runOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.workdir, "workdir", ".", "root directory of the file and shell tools")
 	fs.StringVar(&o.tools, "tools", "", "comma-separated tools (hrns tools lists them; run_code's capabilities are the others selected), \"all\" or \"none\" (default "+strings.Join(defaultTools, ",")+")")
 	fs.StringVar(&o.system, "system", "", "system prompt")
+	fs.StringVar(&o.reasoningEffort, "reasoning-effort", "", "how much the model thinks before each step: disabled, low, medium, high or xhigh, as each provider takes it (default: the model's)")
 	fs.StringVar(&o.agentFile, "agent", "", "agent file: Markdown whose body is the system prompt, with optional front matter (model, tools, max_turns)")
 	fs.IntVar(&o.maxTurns, "max-turns", 0, "maximum model requests; the last asks for a final answer (default 50)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "stop the run after this long (default none)")
@@ -311,8 +315,13 @@ func runWith(ctx context.Context, args []string, stdio *IO, preset func(*runOpti
 		workdir: o.absWorkdir(), sessionID: newSessionID(), mode: perms.Mode,
 		unconfined: o.noSandbox,
 	})
+	reasoning, err := session.ReasoningFor(model, modelName, firstString(o.reasoningEffort, agentDef.ReasoningEffort))
+	if err != nil {
+		return usagef("--reasoning-effort: %v", err)
+	}
 	agent := loop.NewAgent(model, tools, &loop.Options{
 		Model:           modelName,
+		Reasoning:       reasoning,
 		MaxTurns:        maxTurns,
 		Approver:        approver,
 		ApprovalTimeout: 30 * time.Minute, // a person at a terminal
@@ -440,7 +449,10 @@ type agentFile struct {
 	Provider    string    `yaml:"provider"`
 	Tools       toolsList `yaml:"tools"`
 	MaxTurns    int       `yaml:"max_turns"`
-	System      string    `yaml:"-"`
+	// ReasoningEffort is the sessions API's reasoning_effort: disabled,
+	// low, medium, high or xhigh.
+	ReasoningEffort string `yaml:"reasoning_effort"`
+	System          string `yaml:"-"`
 }
 
 // toolsList reads a YAML list of tool names, or one comma-separated string.

@@ -55,11 +55,14 @@ type serveOptions struct {
 	// --command-network-allow: destinations beyond the public internet.
 	commandNetwork  bool
 	commandNetAllow string
-	workers         int
-	maxActive       int
-	maxSteps        int
-	drain           time.Duration
-	quota           quotaFlags
+	// workstation offers the environment kind "workstation" to callers'
+	// agents (serve_workstation.go).
+	workstation bool
+	workers     int
+	maxActive   int
+	maxSteps    int
+	drain       time.Duration
+	quota       quotaFlags
 	// browser flags (internal/cli/browser.go)
 	browserAllow    string
 	browserProfiles string
@@ -92,6 +95,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.agentsDir, "agents", "", "a folder of agent files (Markdown, as hrns run --agent takes) that callers may name")
 	fs.StringVar(&o.workdir, "workdir", "", "root directory of the file and shell tools named agents may use (default: none)")
 	fs.BoolVar(&o.yes, "yes", false, "run calls of tools that require approval without waiting for a decision")
+	fs.BoolVar(&o.workstation, "workstation", false, "offer callers' agents the environment kind workstation: a sandboxed shell (run_command), the file tools in the session's workspace and the browser (needs --workdir)")
 	fs.BoolVar(&o.commandNetwork, "command-network", false, "let the commands of every agent (run_command, and run_code's) reach the public internet, through a proxy that refuses loopback, private, link-local and metadata addresses and this machine's own (default: no network; network = true in [agents.NAME] for one agent)")
 	fs.StringVar(&o.commandNetAllow, "command-network-allow", "", "addresses the commands of agents given the network may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port (also network_allow in [agents.NAME], for one agent)")
 	fs.IntVar(&o.workers, "workers", 0, "sessions run at once (default 64)")
@@ -235,6 +239,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		Compaction: &loop.Compaction{
 			Threshold: cfg.Compaction.Threshold, Target: cfg.Compaction.Target, KeepTurns: cfg.Compaction.KeepTurns,
 		},
+		Workspaces: o.workspaces(),
 	}
 	opts.Skills = serverSkills(cfg, stdio)
 	hookDir, err := o.hookDir()
@@ -250,10 +255,12 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err := o.addBrowser(opts, log); err != nil {
 		return err
 	}
-	addWorkstation(opts, log)
+	if err := o.addWorkstation(opts, log); err != nil {
+		return err
+	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		a := cfg.Agents[name]
-		ac := &session.AgentConfig{Description: a.Description, Instructions: a.Instructions, Model: a.Model, MaxSteps: firstNonZero(a.MaxTurns, a.MaxSteps)}
+		ac := &session.AgentConfig{Description: a.Description, Instructions: a.Instructions, Model: a.Model, ReasoningEffort: a.ReasoningEffort, MaxSteps: firstNonZero(a.MaxTurns, a.MaxSteps)}
 		if a.Permissions != nil {
 			if ac.Permissions, err = a.Permissions.policy("", nil, nil, nil); err != nil {
 				return usagef("agent %s: %v", name, err)
@@ -371,7 +378,7 @@ func (o *serveOptions) loadAgents(opts *session.Options) error {
 			return err
 		}
 		name := firstString(a.Name, strings.TrimSuffix(filepath.Base(f), ".md"))
-		cfg := &session.AgentConfig{Description: a.Description, Instructions: a.System, Model: a.Model, MaxSteps: a.MaxTurns}
+		cfg := &session.AgentConfig{Description: a.Description, Instructions: a.System, Model: a.Model, ReasoningEffort: a.ReasoningEffort, MaxSteps: a.MaxTurns}
 		if err := o.addAgent(opts, name, cfg, a.Tools, commandNet{}, f); err != nil {
 			return err
 		}
@@ -415,6 +422,13 @@ func (o *serveOptions) addAgent(opts *session.Options, name string, cfg *session
 	on, allow, err := o.commandNetworkOf(network)
 	if err != nil {
 		return usagef("agent %s (%s): %v", name, source, err)
+	}
+	if cfg.ReasoningEffort != "" {
+		// The value now; whether the model takes it, when a session
+		// names the agent (422 naming the model).
+		if _, err := session.ReasoningFor(nil, cfg.Model, cfg.ReasoningEffort); err != nil {
+			return usagef("agent %s (%s): reasoning_effort: %v", name, source, err)
+		}
 	}
 	at, err := o.agentTools(toolNames, on, allow)
 	if err != nil {

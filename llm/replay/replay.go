@@ -219,3 +219,12 @@ func (p *Player) Stream(ctx context.Context, _ *llm.Request) iter.Seq2[llm.Chunk
 		}
 	}
 }
+
+// ReasoningSupport passes the recorded model's table on, when it has one
+// (see [llm.ReasoningReporter]).
+func (r *Recorder) ReasoningSupport(model string) llm.ReasoningSupport {
+	if rr, ok := r.model.(llm.ReasoningReporter); ok {
+		return rr.ReasoningSupport(model)
+	}
+	return llm.ReasoningSupport{}
+}

@@ -961,6 +961,9 @@
       case 'ContextCompactedEvent':
         node = el('div', { class: 'ev meta ContextCompactedEvent', text: compactedText(d) });
         break;
+      case 'AttachmentEvent':
+        node = el('div', { class: 'ev meta AttachmentEvent', text: 'file ' + (d.origin === 'agent' ? 'from the agent' : 'attached') + ': ' + (d.path || d.name || '?') + ' (' + (d.media_type || '?') + ', ' + (d.size_bytes || 0) + ' bytes)' });
+        break;
       default:
         node = el('div', { class: 'ev meta ' + (e.type || '') }, el('span', { class: 'what', text: String(e.type || '?') }),
           Object.keys(d).length ? el('span', { class: 'muted', text: ' ' + oneLine(d, 200) }) : null);
@@ -1270,7 +1273,7 @@
         try { tv.add(JSON.parse(m.data)); } catch { /* a malformed event is skipped */ }
         streamInfo.textContent = 'live';
       };
-      for (const t of ['AgentEvent', 'AgentStartedEvent', 'AgentCompletionEvent', 'AgentErrorEvent', 'AgentRunStatusChangeEvent', 'ActiveStateChangeEvent', 'MetricsUpdateEvent', 'ContextCompactedEvent', 'message']) {
+      for (const t of ['AgentEvent', 'AgentStartedEvent', 'AgentCompletionEvent', 'AgentErrorEvent', 'AgentRunStatusChangeEvent', 'ActiveStateChangeEvent', 'MetricsUpdateEvent', 'ContextCompactedEvent', 'AttachmentEvent', 'message']) {
         src.addEventListener(t, onEvent);
       }
       src.addEventListener('end', () => {
