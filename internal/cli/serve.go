@@ -58,11 +58,14 @@ type serveOptions struct {
 	// workstation offers the environment kind "workstation" to callers'
 	// agents (serve_workstation.go).
 	workstation bool
-	workers     int
-	maxActive   int
-	maxSteps    int
-	drain       time.Duration
-	quota       quotaFlags
+	// workstationNetwork gives the workstation environment's commands
+	// the public internet through the proxy (--workstation-network).
+	workstationNetwork bool
+	workers            int
+	maxActive          int
+	maxSteps           int
+	drain              time.Duration
+	quota              quotaFlags
 	// browser flags (internal/cli/browser.go)
 	browserAllow    string
 	browserProfiles string
@@ -95,6 +98,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.agentsDir, "agents", "", "a folder of agent files (Markdown, as hrns run --agent takes) that callers may name")
 	fs.StringVar(&o.workdir, "workdir", "", "root directory of the file and shell tools named agents may use (default: none)")
 	fs.BoolVar(&o.yes, "yes", false, "run calls of tools that require approval without waiting for a decision")
+	fs.BoolVar(&o.workstationNetwork, "workstation-network", false, "let the commands of the workstation environment reach the public internet, through the proxy that refuses loopback, private, link-local, metadata and this machine's own addresses (--command-network-allow lists more); by default they have none")
 	fs.BoolVar(&o.workstation, "workstation", false, "offer callers' agents the environment kind workstation: a sandboxed shell (run_command), the file tools in the session's workspace and the browser (needs --workdir)")
 	fs.BoolVar(&o.commandNetwork, "command-network", false, "let the commands of every agent (run_command, and run_code's) reach the public internet, through a proxy that refuses loopback, private, link-local and metadata addresses and this machine's own (default: no network; network = true in [agents.NAME] for one agent)")
 	fs.StringVar(&o.commandNetAllow, "command-network-allow", "", "addresses the commands of agents given the network may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port (also network_allow in [agents.NAME], for one agent)")

@@ -205,3 +205,65 @@ func TestServeCommandNetworkConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestServeWorkstationNetworkPolicy (issue 32, finding 9): the workstation
+// environment's commands have no network unless the operator gives it to
+// that environment (--workstation-network) or to every agent
+// (--command-network), and then only the public internet, through the
+// proxy: not this machine's loopback (with --command-network they had the
+// host's whole network, a loopback server included).
+func TestServeWorkstationNetworkPolicy(t *testing.T) {
+	if _, err := sandbox.Supported(); err != nil {
+		t.Skipf("commands are not sandboxed here: %v", err)
+	}
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		io.WriteString(w, "the store's data")
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	script := fmt.Sprintf(`P=%s
+bash -c "exec 3<>/dev/tcp/127.0.0.1/$P" 2>/dev/null && echo DIRECT=yes || echo DIRECT=no
+echo LOOP=$(curl -s --noproxy '' -o /dev/null -w '%%{http_code}' --max-time 20 http://127.0.0.1:$P/)`, port)
+	probe, _ := json.Marshal(map[string]string{"command": script})
+	for _, tc := range []struct {
+		flags []string
+		want  []string
+	}{
+		{nil, []string{"DIRECT=no", "LOOP=000"}},
+		{[]string{"--workstation-network"}, []string{"DIRECT=no", "LOOP=403"}},
+		{[]string{"--command-network"}, []string{"DIRECT=no", "LOOP=403"}},
+	} {
+		t.Run(strings.Join(append([]string{"flags"}, tc.flags...), " "), func(t *testing.T) {
+			model := openaitest.NewServer(openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("c1", "run_command", string(probe))}}, openaitest.Reply{Text: "done"})
+			defer model.Close()
+			args := append([]string{"--model", "test-model", "--workstation", "--workdir", t.TempDir(), "--yes", "--db", "sqlite:" + filepath.Join(t.TempDir(), "hrns.db")}, tc.flags...)
+			s := startServe(t, map[string]string{"OPENAI_BASE_URL": model.URL(), "OPENAI_API_KEY": "k", "HRNS_API_KEYS": "sk-a"}, args...)
+			c := client.New(s.url, "sk-a", nil)
+			var env client.Environment
+			json.Unmarshal([]byte(`{"kind":"workstation"}`), &env)
+			before := requests.Load()
+			res, err := c.RunSession(t.Context(), &client.SessionRequest{Agent: client.AgentRef{Inline: &client.Agent{Name: "w", Environments: []client.Environment{env}}}, Messages: client.Text("probe")})
+			if err != nil || res.Status != session.StatusCompleted {
+				t.Fatalf("%v %+v\n%s", err, res, s.logs.String())
+			}
+			reqs := model.Requests()
+			var result struct {
+				Messages []struct {
+					Content string `json:"content"`
+				} `json:"messages"`
+			}
+			json.Unmarshal(reqs[len(reqs)-1].Body, &result)
+			out := result.Messages[len(result.Messages)-1].Content
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("want %s in the command's output:\n%s", w, out)
+				}
+			}
+			if n := requests.Load() - before; n != 0 {
+				t.Errorf("the loopback server was reached %d times", n)
+			}
+		})
+	}
+}

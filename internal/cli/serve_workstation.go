@@ -20,7 +20,8 @@ var workstationTools = []string{"read_file", "list_files", "write_file", "edit_f
 // sessions API (hrns serve --workstation): H's workstation is a computer
 // the agent drives from a shell, with a browser and files; hrns maps it
 // to its sandboxed shell (run_command: the sandbox's confinement, no
-// network unless --command-network, approval as for any call that
+// network unless --workstation-network or --command-network, and then
+// the public internet only, through the sandbox's proxy, approval as for any call that
 // requires it), its file tools in the session's workspace (the directory
 // the session files operations serve), and the web environment's browser
 // and web_fetch, and, where the X tools are installed (Xvfb, xdotool,
@@ -34,8 +35,16 @@ func (o *serveOptions) addWorkstation(opts *session.Options, log *slog.Logger) e
 	if o.workdir == "" {
 		return usagef("--workstation needs --workdir DIR: a workstation's files are the session's workspace in DIR/sessions")
 	}
+	// The workstation's commands have the network an agent's have (none,
+	// or the public internet through the sandbox's proxy, with the
+	// operator's allow list): --workstation-network gives it to this
+	// environment alone, --command-network to every agent and to it.
+	on, allow, err := o.commandNetworkOf(commandNet{on: o.workstationNetwork})
+	if err != nil {
+		return usagef("--workstation-network: %v", err)
+	}
 	env := func(dir string) *toolEnv {
-		return &toolEnv{Dir: dir, Shell: &tools.ShellOptions{DenyNetwork: !o.commandNetwork}}
+		return &toolEnv{Dir: dir, Shell: &tools.ShellOptions{DenyNetwork: !on, PublicNetwork: on, NetworkAllow: allow}}
 	}
 	files, err := o.workspace(workstationTools, env)
 	if err != nil {
