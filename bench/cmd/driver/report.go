@@ -29,6 +29,7 @@ type report struct {
 	pin       pin
 	task      mock.Stats
 	clients   []*clientResult
+	matrix    []*shapeResult
 	sessions  *sessionsResult
 	pgcost    *pgcostResult
 	length    *lengthResult
@@ -119,6 +120,8 @@ func (r *report) markdown() string {
 		p("\n")
 	}
 
+	p("#### Task matrix\n\n")
+	b.WriteString(matrixMarkdown(r.matrix, r.opts.matrixReps))
 	p("#### Targets\n\n")
 	for _, line := range r.verdicts() {
 		p("- %s\n", line)
@@ -206,6 +209,7 @@ func (r *report) verdicts() []string {
 		out = append(out, fmt.Sprintf("chunk decoding at or below the baseline's CPU per chunk, %s chunks (line reading, decoding and accumulation on both sides): **%s** (%.2f×; medians hrns %s ns, baseline %s ns).",
 			kind, metOrMissed(ratio <= 1), ratio, fmtNum(hc), fmtNum(bc)))
 	}
+	out = append(out, matrixVerdicts(r.matrix)...)
 	out = append(out, r.longRunVerdicts()...)
 	out = append(out, r.sessions.verdicts()...)
 	out = append(out, r.length.verdicts()...)
