@@ -103,14 +103,21 @@ func buildRoot(cfg *helperConfig) (err error) {
 		if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", b.fd), target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("binding %s: %w", b.real, err)
 		}
-		if !b.rw {
-			if err := remountTreeReadOnly(target); err != nil {
-				return fmt.Errorf("making %s read-only: %w", b.real, err)
-			}
-		} else if err := remountTree(target, unix.MS_NOSUID); err != nil {
-			// What the command writes executes without its set-ID
-			// bits in the sandbox.
-			return fmt.Errorf("making %s nosuid: %w", b.real, err)
+		// What the command writes executes without its set-ID bits in
+		// the sandbox; the rest is read-only.
+		what, flags := "read-only", uintptr(unix.MS_RDONLY)
+		if b.rw {
+			what, flags = "nosuid", unix.MS_NOSUID
+		}
+		// A file has no mounts below it: its bind is the one mount at
+		// target, remounted without reading the mount table (most binds
+		// are files: /dev's devices, /etc's files).
+		remountBind := remountTree
+		if !b.dir {
+			remountBind = remount
+		}
+		if err := remountBind(target, flags); err != nil {
+			return fmt.Errorf("making %s %s: %w", b.real, what, err)
 		}
 		done = append(done, b)
 	}
