@@ -8,9 +8,12 @@
 // to the next, and takes the median of each measure over the repetitions:
 // CPU time (user + system, from the child's rusage) per turn and per
 // streamed chunk, wall time per run, peak RSS, and the ratio of CPU per turn
-// to the raw baseline's in the same run. Then it runs the micro-benchmarks
-// of package micro, pinned the same way, and writes both tables, the machine
-// and the date between the markers of docs/performance.md.
+// to the raw baseline's in the same run. Then it runs the task matrix (the
+// raw baseline and the loop on several shapes of task, and the loop with
+// each feature turned on: matrix.go), the sessions server and the other
+// jobs, and the micro-benchmarks of package micro, pinned the same way, and
+// writes the tables, the machine and the date between the markers of
+// docs/performance.md.
 //
 // Nothing is downloaded: the builds run with GOPROXY=off, and a client whose
 // dependencies are missing is reported as not run, with the error, rather
