@@ -102,7 +102,12 @@ func (r *report) markdown() string {
 		"Connections are those the mock accepted for the client's requests (connections / requests): 1 means the client kept one connection alive.\n\n")
 	p("¹ `hrns run` is a whole process per run: its CPU / turn includes starting the process, reading the flags and the environment, " +
 		"the built-in tool reading a real file, and writing every event as a JSON line to a pipe.\n\n")
-	p("² An experiment, not hrns as it is: the measured effect of a proposed change (see Findings).\n\n")
+	for _, c := range r.clients {
+		if c.c.experiment {
+			p("² An experiment, not hrns as it is: the measured effect of a proposed change.\n\n")
+			break
+		}
+	}
 	for _, c := range r.clients {
 		p("%s: %s.", c.c.name, c.c.desc)
 		p(" ")

@@ -19,19 +19,12 @@
 //     against it and decoded (the mock then answers the same text as a
 //     JSON string);
 //   - all: every one of the above at once.
-//
-// With --variant drain, the client's HTTP transport reads the rest of each
-// response body before closing it. That is not what hrns does: it measures
-// the change proposed for [openai.Client] in docs/performance.md (a stream
-// closed right after [DONE] loses its keep-alive connection).
 package main
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -60,8 +53,6 @@ func setup(f *task.Flags) (task.RunFunc, error) {
 	on := map[string]bool{}
 	switch f.Variant {
 	case "":
-	case "drain":
-		client.HTTPClient = &http.Client{Transport: drainTransport{http.DefaultTransport}}
 	case "all":
 		for _, v := range Variants {
 			on[v] = true
@@ -72,7 +63,7 @@ func setup(f *task.Flags) (task.RunFunc, error) {
 			known = known || v == f.Variant
 		}
 		if !known {
-			return nil, fmt.Errorf("unknown variant %q; there are drain, %s", f.Variant, strings.Join(Variants, ", "))
+			return nil, fmt.Errorf("unknown variant %q; there are %s", f.Variant, strings.Join(Variants, ", "))
 		}
 		on[f.Variant] = true
 	}
@@ -141,22 +132,3 @@ func (o *countingObserver) ToolEnd(context.Context, loop.ToolEvent)         { o.
 func (o *countingObserver) Retry(context.Context, loop.RetryEvent)          { o.n.Add(1) }
 func (o *countingObserver) Compaction(context.Context, loop.CompactionInfo) { o.n.Add(1) }
 func (o *countingObserver) TraceParent(context.Context) string              { return "" }
-
-// drainTransport gives responses a body that, when closed, first reads what
-// is left of it (up to 4 KiB), so that the connection can be reused.
-type drainTransport struct{ http.RoundTripper }
-
-func (t drainTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.RoundTripper.RoundTrip(r)
-	if err == nil {
-		resp.Body = drainBody{resp.Body}
-	}
-	return resp, err
-}
-
-type drainBody struct{ io.ReadCloser }
-
-func (b drainBody) Close() error {
-	io.Copy(io.Discard, io.LimitReader(b.ReadCloser, 4<<10))
-	return b.ReadCloser.Close()
-}
