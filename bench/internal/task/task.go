@@ -21,6 +21,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -57,21 +58,36 @@ func NoteText(path string) string {
 // Result is the tool's result for path when the notes are size bytes long:
 // [NoteText] for 0, otherwise a text of exactly size bytes (or the marker
 // line alone, if size is shorter) beginning with the marker line, the rest
-// lines of prose as a file read returns.
+// lines of prose as a file read returns. The prose is made once per size
+// and shared, so that the tool costs about what reading a cached file
+// does (a copy), the same for every client, and a large result measures
+// the harness rather than the making of the text.
 func Result(path string, size int) string {
 	if size == 0 {
 		return NoteText(path)
 	}
+	head := Marker + ": " + path + "\n"
+	if len(head) >= size {
+		return head
+	}
+	return head + prose(size)[:size-len(head)]
+}
+
+// proses holds the prose of each size asked for.
+var proses sync.Map
+
+// prose returns at least size bytes of lines of prose.
+func prose(size int) string {
+	if v, ok := proses.Load(size); ok {
+		return v.(string)
+	}
 	var b strings.Builder
-	b.Grow(size)
-	fmt.Fprintf(&b, "%s: %s\n", Marker, path)
+	b.Grow(size + 80)
 	for i := 1; b.Len() < size; i++ {
 		fmt.Fprintf(&b, "line %d: the service listens on port 8080 and keeps its state in SQLite.\n", i)
 	}
-	if b.Len() > size && size > len(Marker)+len(path)+3 {
-		return b.String()[:size]
-	}
-	return b.String()
+	v, _ := proses.LoadOrStore(size, b.String())
+	return v.(string)
 }
 
 // NotePath is the path the model asks for on the k-th tool call of a run,
