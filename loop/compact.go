@@ -206,6 +206,7 @@ func (r *run) compact(ctx context.Context, reason string, before, target int) (b
 		return false, nil
 	}
 	r.msgs = res.Messages
+	r.conv.Rewrote() // not an append: the provider encodes afresh
 	r.ctxLen = 0
 	info.TokensAfter = r.contextEstimate()
 	r.observeCompaction(info)

@@ -98,7 +98,7 @@ type run struct {
 	yield   func(Chunk) bool
 	stopped bool // the consumer broke out of the range
 	start   time.Time
-	msgs    []llm.Message
+	msgs    []llm.Message // appended to only; any other change calls conv.Rewrote (the run owns conv)
 	turn    int
 	res     Result
 	// conv is the run's conversation, in each of its model requests: what
@@ -130,6 +130,7 @@ type run struct {
 
 func (a *Agent) newRun(yield func(Chunk) bool, msgs []llm.Message, turn int, s *Suspension) *run {
 	r := &run{a: a, yield: yield, start: time.Now(), msgs: msgs, turn: turn}
+	r.conv.Own()
 	r.exec = executor{tools: a.tools, opts: &a.opts, emit: r.emit, stopped: func() bool { return r.stopped }, hooks: a.hooks}
 	r.hooks = a.hooks
 	if s != nil {

@@ -39,12 +39,15 @@
 // agent loop sets one per run) reuses the JSON of the messages the
 // conversation's earlier requests encoded and encodes only the new ones,
 // so a turn costs about the same at the 500th turn as at the 10th; the body
-// sent is byte for byte the same as without it. Before reusing anything the
-// client compares each message with a copy of what it encoded (the same
-// strings, the same slices holding the same bytes), so a message the caller
-// replaced, removed or rewrote in place, down to one byte of tool call
-// arguments or of an image, is encoded again, and so is everything after
-// it. What a conversation keeps is bounded (32 MiB; messages past it are
+// sent is byte for byte the same as without it. When the conversation has
+// an owner that reports its rewrites ([llm.Conversation.Own], as the agent
+// loop's runs do), the client reuses what it encoded without reading the
+// messages again until the owner calls [llm.Conversation.Rewrote]. Otherwise,
+// before reusing anything, the client compares each message with a copy of
+// what it encoded (the same strings, the same slices holding the same
+// bytes), so a message the caller replaced, removed or rewrote in place,
+// down to one byte of tool call arguments or of an image, is encoded again,
+// and so is everything after it. What a conversation keeps is bounded (32 MiB; messages past it are
 // encoded at every turn) and lives as long as its [llm.Conversation].
 //
 // # Responses

@@ -32,11 +32,14 @@ func checkTurn(t *testing.T, c *Client, req *llm.Request) {
 }
 
 // runConversation plays a conversation of turns chosen by c, checking
-// every turn's body against the body encoded without a cache.
+// every turn's body against the body encoded without a cache. When conv is
+// owned (llm.Conversation.Own), the player is the owner: it calls Rewrote
+// after every change that is not an append, and only then.
 func runConversation(t *testing.T, c prefixtest.Chooser, turns int, conv *llm.Conversation) {
 	t.Helper()
 	client := &Client{Model: "m"}
 	tools := []llm.ToolSpec{{Name: "read", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	_, owned := conv.Version()
 	var msgs []llm.Message
 	for range turns {
 		for range c.Intn(3) + 1 {
@@ -44,6 +47,9 @@ func runConversation(t *testing.T, c prefixtest.Chooser, turns int, conv *llm.Co
 		}
 		if c.Intn(3) == 0 {
 			msgs = prefixtest.Mutate(c, msgs)
+			if owned {
+				conv.Rewrote()
+			}
 		}
 		req := &llm.Request{Messages: msgs, Tools: tools, Conversation: conv}
 		if c.Intn(8) == 0 {
@@ -53,8 +59,18 @@ func runConversation(t *testing.T, c prefixtest.Chooser, turns int, conv *llm.Co
 		// Invalid messages are dropped, as a caller would after the error.
 		if _, err := renderMessages(msgs); err != nil {
 			msgs = msgs[:0:0]
+			if owned {
+				conv.Rewrote()
+			}
 		}
 	}
+}
+
+// ownedConversation returns a conversation whose transcript the test owns.
+func ownedConversation() *llm.Conversation {
+	conv := new(llm.Conversation)
+	conv.Own()
+	return conv
 }
 
 // TestPrefixCacheSameBytes plays randomised conversations, mutated in
@@ -65,6 +81,62 @@ func TestPrefixCacheSameBytes(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			runConversation(t, prefixtest.RandChooser{R: rand.New(rand.NewPCG(seed, 21))}, 30, new(llm.Conversation))
 		})
+	}
+}
+
+// TestPrefixCacheOwnedSameBytes plays the same conversations with an owner
+// that reports its rewrites (as the agent loop does): the cache then
+// reuses without comparing, and every body must still be the body encoded
+// from scratch, through in-place edits, dropped and replaced messages.
+func TestPrefixCacheOwnedSameBytes(t *testing.T) {
+	for seed := range uint64(200) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			runConversation(t, prefixtest.RandChooser{R: rand.New(rand.NewPCG(seed, 21))}, 30, ownedConversation())
+		})
+	}
+}
+
+// TestPrefixCacheOwnedTrusts checks that an owned conversation's cache
+// does not read the messages it kept (which is what makes it flat in
+// length): an in-place change the owner does not report is not seen, one
+// it reports with Rewrote is, and a transcript shorter than the last one
+// is taken as a rewrite even unreported.
+func TestPrefixCacheOwnedTrusts(t *testing.T) {
+	c := &Client{Model: "m"}
+	conv := ownedConversation()
+	msgs := []llm.Message{llm.SystemMessage("s"), llm.UserMessage("one")}
+	body := func() string {
+		t.Helper()
+		pieces, err := c.encodeRequest(&llm.Request{Messages: msgs, Conversation: conv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(bytes.Join(pieces, nil))
+	}
+	fresh := func() string {
+		t.Helper()
+		b, err := c.marshalRequest(&llm.Request{Messages: msgs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	body()
+	msgs[1].Parts[0].Text = "ONE" // in place, unreported: a breach of the contract
+	msgs = append(msgs, llm.UserMessage("two"))
+	if got := body(); !strings.Contains(got, `"one"`) || strings.Contains(got, `"ONE"`) {
+		t.Fatalf("the owned cache read a kept message: %s", got)
+	}
+	conv.Rewrote()
+	if got, want := body(), fresh(); got != want {
+		t.Fatalf("after Rewrote:\n%s\nwant\n%s", got, want)
+	}
+	msgs = []llm.Message{llm.UserMessage("shorter")} // unreported, but fewer messages
+	if got, want := body(), fresh(); got != want {
+		t.Fatalf("after a shorter transcript:\n%s\nwant\n%s", got, want)
+	}
+	if p := prefixcache.For(conv, prefixKey{}); p.Len() != 1 {
+		t.Errorf("%d messages kept, want 1", p.Len())
 	}
 }
 
@@ -99,15 +171,25 @@ func FuzzPrefixCache(f *testing.F) {
 		c := &prefixtest.ByteChooser{B: data}
 		client := &Client{Model: "m"}
 		conv := new(llm.Conversation)
+		owned := c.Intn(2) == 0 // the player owns the transcript and reports rewrites
+		if owned {
+			conv.Own()
+		}
 		var msgs []llm.Message
 		for turn := 0; turn < 50 && !c.Done(); turn++ {
 			msgs = append(msgs, prefixtest.Message(c))
 			if c.Intn(2) == 0 {
 				msgs = prefixtest.Mutate(c, msgs)
+				if owned {
+					conv.Rewrote()
+				}
 			}
 			checkTurn(t, client, &llm.Request{Messages: msgs, Conversation: conv})
 			if _, err := renderMessages(msgs); err != nil {
 				msgs = nil
+				if owned {
+					conv.Rewrote()
+				}
 			}
 		}
 	})

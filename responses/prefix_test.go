@@ -28,11 +28,18 @@ func checkTurn(t *testing.T, c *Client, req *llm.Request) {
 // playConversation plays a conversation of turns chosen by c (at most
 // turns, fewer when c is a fuzzer's input used up), checking every turn's
 // body against the body encoded without a cache.
-func playConversation(t *testing.T, c prefixtest.Chooser, turns int) {
+//
+// With owned, the player owns the transcript (llm.Conversation.Own): it
+// calls Rewrote after every change that is not an append, and the cache
+// reuses without comparing.
+func playConversation(t *testing.T, c prefixtest.Chooser, turns int, owned bool) {
 	t.Helper()
 	client := &Client{Model: "m"}
 	tools := []llm.ToolSpec{{Name: "read", InputSchema: json.RawMessage(`{"type":"object"}`)}}
 	conv := new(llm.Conversation)
+	if owned {
+		conv.Own()
+	}
 	var msgs []llm.Message
 	for range turns {
 		if b, ok := c.(*prefixtest.ByteChooser); ok && b.Done() {
@@ -43,6 +50,9 @@ func playConversation(t *testing.T, c prefixtest.Chooser, turns int) {
 		}
 		if c.Intn(3) == 0 {
 			msgs = prefixtest.Mutate(c, msgs)
+			if owned {
+				conv.Rewrote()
+			}
 		}
 		req := &llm.Request{Messages: msgs, Tools: tools, Conversation: conv}
 		if c.Intn(8) == 0 {
@@ -51,6 +61,9 @@ func playConversation(t *testing.T, c prefixtest.Chooser, turns int) {
 		checkTurn(t, client, req)
 		if _, err := renderInput(msgs); err != nil {
 			msgs = nil // dropped, as a caller would after the error
+			if owned {
+				conv.Rewrote()
+			}
 		}
 	}
 }
@@ -61,7 +74,10 @@ func playConversation(t *testing.T, c prefixtest.Chooser, turns int) {
 func TestPrefixCacheSameBytes(t *testing.T) {
 	for seed := range uint64(200) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			playConversation(t, prefixtest.RandChooser{R: rand.New(rand.NewPCG(seed, 22))}, 30)
+			playConversation(t, prefixtest.RandChooser{R: rand.New(rand.NewPCG(seed, 22))}, 30, false)
+		})
+		t.Run(fmt.Sprint(seed, "/owned"), func(t *testing.T) {
+			playConversation(t, prefixtest.RandChooser{R: rand.New(rand.NewPCG(seed, 22))}, 30, true)
 		})
 	}
 }
@@ -73,6 +89,7 @@ func FuzzPrefixCache(f *testing.F) {
 	f.Add([]byte{5, 1, 2, 3, 4, 0, 0, 7, 8, 9, 1, 0, 2, 1, 1, 1})
 	f.Add(bytes.Repeat([]byte{3, 0, 1, 2, 5, 6, 7, 0, 9}, 20))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		playConversation(t, &prefixtest.ByteChooser{B: data}, 50)
+		c := &prefixtest.ByteChooser{B: data}
+		playConversation(t, c, 50, c.Intn(2) == 0)
 	})
 }

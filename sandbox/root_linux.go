@@ -101,6 +101,17 @@ func buildRoot(cfg *helperConfig) (err error) {
 			return fmt.Errorf("mounting a private /tmp: %w", err)
 		}
 	}
+	// The mounts of this namespace before the first bind: a bound
+	// directory with none of them below it brings no submount along, so
+	// its bind is the one mount at its target (the binds before it are
+	// of its parents, not below it either).
+	before, err := mountPoints()
+	if err != nil {
+		return err
+	}
+	below := func(dir string) bool {
+		return slices.ContainsFunc(before, func(mp string) bool { return mp != dir && within(mp, dir) })
+	}
 	var done []rootBind
 	for _, b := range binds {
 		if slices.ContainsFunc(done, func(d rootBind) bool { return within(b.real, d.real) && (d.rw || !b.rw) }) {
@@ -113,14 +124,22 @@ func buildRoot(cfg *helperConfig) (err error) {
 		if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", b.fd), target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("binding %s: %w", b.real, err)
 		}
-		if !b.rw {
-			if err := remountTreeReadOnly(target); err != nil {
-				return fmt.Errorf("making %s read-only: %w", b.real, err)
-			}
-		} else if err := remountTree(target, unix.MS_NOSUID); err != nil {
-			// What the command writes executes without its set-ID
-			// bits in the sandbox.
-			return fmt.Errorf("making %s nosuid: %w", b.real, err)
+		// What the command writes executes without its set-ID bits in
+		// the sandbox; the rest is read-only.
+		what, flags := "read-only", uintptr(unix.MS_RDONLY)
+		if b.rw {
+			what, flags = "nosuid", unix.MS_NOSUID
+		}
+		// A file has no mounts below it, nor a directory without any
+		// below it before: its bind is the one mount at target,
+		// remounted without reading the mount table again (most binds:
+		// /dev's devices, /etc's files, the work folder).
+		remountBind := remountTree
+		if !b.dir || !below(b.real) {
+			remountBind = remount
+		}
+		if err := remountBind(target, flags); err != nil {
+			return fmt.Errorf("making %s %s: %w", b.real, what, err)
 		}
 		done = append(done, b)
 	}
@@ -219,18 +238,13 @@ func remountTreeReadOnly(p string) error { return remountTree(p, unix.MS_RDONLY)
 // remountTree adds flags (MS_RDONLY, MS_NOSUID, MS_NODEV) to the mount at
 // p and every mount below it, keeping those each has.
 func remountTree(p string, flags uintptr) error {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	all, err := mountPoints()
 	if err != nil {
 		return err
 	}
 	points := []string{p}
-	for _, line := range strings.Split(string(b), "\n") {
-		// id parent major:minor root mount-point options...
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		if mp := unescapeMountinfo(f[4]); mp != p && within(mp, p) {
+	for _, mp := range all {
+		if mp != p && within(mp, p) {
 			points = append(points, mp)
 		}
 	}
@@ -240,6 +254,25 @@ func remountTree(p string, flags uintptr) error {
 		}
 	}
 	return nil
+}
+
+// mountPoints returns the mount points of this process's mount namespace,
+// from /proc/self/mountinfo.
+func mountPoints() ([]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		// id parent major:minor root mount-point options...
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		points = append(points, unescapeMountinfo(f[4]))
+	}
+	return points, nil
 }
 
 // unescapeMountinfo undoes the octal escapes (\040 for a space...) of a

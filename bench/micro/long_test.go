@@ -97,7 +97,8 @@ func BenchmarkLongRun(b *testing.B) {
 			ctx := context.Background()
 			m := startMeter(b)
 			for b.Loop() {
-				conv := new(llm.Conversation) // one per run, as the loop makes
+				conv := new(llm.Conversation) // one per run, owned, as the loop makes
+				conv.Own()
 				for _, req := range reqs {
 					req.Conversation = conv
 					_ = c.Stream(ctx, req) // renders the body; not ranged, so not sent
@@ -113,6 +114,7 @@ func BenchmarkLongRun(b *testing.B) {
 			m := startMeter(b)
 			for b.Loop() {
 				conv := new(llm.Conversation)
+				conv.Own()
 				for _, req := range reqs {
 					req.Conversation = conv
 					_ = c.Stream(ctx, req)

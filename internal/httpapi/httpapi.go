@@ -74,6 +74,19 @@ func (c *Client) Send(ctx context.Context, method, url string, body []byte, acce
 // send is [Client.Send] with a body in pieces, sent one after the other;
 // nil pieces send no body.
 func (c *Client) send(ctx context.Context, method, url string, pieces [][]byte, accept string) (*http.Response, error) {
+	if len(pieces) > 1 {
+		n := 0
+		for _, p := range pieces {
+			n += len(p)
+		}
+		if n <= joinBelow {
+			// One piece: the transport writes the headers and a body it
+			// knows to be in memory together, in one write to the
+			// connection, where it flushes the headers before a body of
+			// another kind (a second write, a system call a turn).
+			pieces = [][]byte{bytes.Join(pieces, nil)}
+		}
+	}
 	var rd io.Reader
 	switch len(pieces) {
 	case 0:
@@ -168,6 +181,12 @@ func (c *Client) StreamPieces(ctx context.Context, url string, pieces [][]byte) 
 	resp.Body = &ctxBody{ReadCloser: rc, stop: context.AfterFunc(ctx, func() { rc.Close() })}
 	return resp, nil
 }
+
+// joinBelow is the size up to which a body in pieces is joined into one
+// before it is sent: copying it costs less than the write it saves. A
+// larger body is sent in its pieces (several writes anyway), so that the
+// cost of a turn does not grow with the conversation.
+const joinBelow = 64 << 10
 
 // piecesReader reads pieces one after the other, without changing them.
 func piecesReader(pieces [][]byte) io.Reader {

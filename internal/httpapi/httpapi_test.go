@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -452,6 +453,61 @@ func TestStreamPieces(t *testing.T) {
 			}
 			if !bytes.Equal(bytes.Join(tt.pieces, []byte("|")), saved) {
 				t.Error("the pieces changed")
+			}
+		})
+	}
+}
+
+// writeCounter is a connection that counts the writes made to it.
+type writeCounter struct {
+	net.Conn
+	writes *atomic.Int32
+}
+
+func (c writeCounter) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
+// TestSmallBodyInOneWrite checks that a request whose body comes in pieces
+// goes to the connection in one write, headers and body together, when it
+// is small (the pieces joined), and still arrives whole when it is large.
+// A body the transport does not know to be in memory makes it flush the
+// headers first: a second system call every turn.
+func TestSmallBodyInOneWrite(t *testing.T) {
+	var got []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+	}))
+	defer srv.Close()
+	tests := []struct {
+		name      string
+		pieces    [][]byte
+		maxWrites int32
+	}{
+		{"small", [][]byte{[]byte(`{"messages":[`), []byte(`{"role":"user"}`), []byte(`,{"role":"tool"}`), []byte(`]}`)}, 1},
+		{"large", [][]byte{[]byte(`{"messages":[`), bytes.Repeat([]byte("x"), joinBelow), []byte(`]}`)}, 1 << 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var writes atomic.Int32
+			tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+				return writeCounter{conn, &writes}, err
+			}}
+			defer tr.CloseIdleConnections()
+			c := &Client{Provider: "p", HTTP: &http.Client{Transport: tr}, StatusError: func(*http.Response) error { return errors.New("status") }}
+			resp, err := c.StreamPieces(t.Context(), srv.URL, tt.pieces)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if want := bytes.Join(tt.pieces, nil); !bytes.Equal(got, want) {
+				t.Errorf("server got %d bytes, want %d", len(got), len(want))
+			}
+			if n := writes.Load(); n > tt.maxWrites || n == 0 {
+				t.Errorf("%d writes to the connection, want 1 to %d", n, tt.maxWrites)
 			}
 		})
 	}

@@ -6,12 +6,17 @@
 //
 // A [Cache] lives in the [llm.Conversation] of the requests ([For]), one
 // per conversation and provider, never in a client shared by concurrent
-// conversations. Before reusing anything it compares each message of the
-// request with a copy of what it encoded ([keptMessages]), so that a
-// message the caller replaced, removed or rewrote in place is encoded
-// again, and everything after it: a body assembled from the cache is byte
-// for byte the body encoded from scratch. It holds at most a bound of
-// bytes; messages past it are encoded at every request.
+// conversations. When the conversation has an owner that says what changed
+// ([llm.Conversation.Own], as the agent loop does), the cache reuses the
+// encoding of the messages it kept as long as the owner has not rewritten
+// the transcript since ([llm.Conversation.Version]), without reading them:
+// a turn then costs the same at 500 messages as at 10. Otherwise, before
+// reusing anything, it compares each message of the request with a copy of
+// what it encoded ([keptMessages]), so that a message the caller replaced,
+// removed or rewrote in place is encoded again, and everything after it.
+// Either way a body assembled from the cache is byte for byte the body
+// encoded from scratch. It holds at most a bound of bytes; messages past
+// it are encoded at every request.
 package prefixcache
 
 import (
@@ -37,7 +42,11 @@ func For(conv *llm.Conversation, key any) *Cache {
 	if conv == nil {
 		return nil
 	}
-	return conv.State(key, func() any { return New(MaxBytes) }).(*Cache)
+	return conv.State(key, func() any {
+		c := New(MaxBytes)
+		c.conv = conv
+		return c
+	}).(*Cache)
 }
 
 // New returns an empty cache that keeps at most limit bytes: the encoded
@@ -62,6 +71,14 @@ type Cache struct {
 	clean []bool // clean[i]: what follows message i encodes the same whatever came before
 	size  int    // bytes kept: buf, and kept's copies
 	limit int    // the bound of size
+
+	// conv is the conversation the cache lives in (nil for [New]). When
+	// it is owned, what is kept was encoded at its generation gen and
+	// kept holds no copies (owned is set): the owner vouches for the
+	// messages.
+	conv  *llm.Conversation
+	owned bool
+	gen   uint64
 }
 
 // An Encoder renders and encodes a conversation one message at a time, as
@@ -90,13 +107,29 @@ func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix, rest []byte, err 
 	// The messages still as kept, back to the last one after which the
 	// encoding starts afresh.
 	n := 0
-	for n < p.kept.len() && n < len(msgs) && p.kept.equal(n, &msgs[n]) {
-		n++
+	gen, owned := p.conv.Version()
+	switch {
+	case owned:
+		// The owner vouches for the messages kept unless it rewrote the
+		// transcript; fewer messages than kept is a rewrite too.
+		if !p.owned || gen != p.gen || len(msgs) < len(p.ends) {
+			p.truncate(0)
+			p.owned, p.gen = true, gen
+		}
+		n = len(p.ends)
+	default:
+		if p.owned {
+			p.truncate(0) // no copies to compare with
+			p.owned = false
+		}
+		for n < p.kept.len() && n < len(msgs) && p.kept.equal(n, &msgs[n]) {
+			n++
+		}
 	}
 	for n > 0 && !p.clean[n-1] {
 		n--
 	}
-	if n < p.kept.len() {
+	if n < len(p.ends) {
 		p.truncate(n)
 	}
 
@@ -116,7 +149,11 @@ func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix, rest []byte, err 
 			p.buf = p.buf[:old]
 			return nil, nil, err
 		}
-		if size := p.size + len(p.buf) - old + keptSize(&msgs[i]); size > p.limit {
+		copies := 0
+		if !p.owned {
+			copies = keptSize(&msgs[i])
+		}
+		if size := p.size + len(p.buf) - old + copies; size > p.limit {
 			// Past the bound: this message and the next ones go to rest,
 			// at every request.
 			rest = append(rest, p.buf[old:]...)
@@ -124,7 +161,10 @@ func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix, rest []byte, err 
 			full = true
 			continue
 		}
-		p.size += p.kept.add(&msgs[i]) + len(p.buf) - old
+		if !p.owned {
+			p.size += p.kept.add(&msgs[i])
+		}
+		p.size += len(p.buf) - old
 		p.ends = append(p.ends, len(p.buf))
 		p.clean = append(p.clean, clean)
 	}
@@ -138,10 +178,11 @@ func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix, rest []byte, err 
 func (p *Cache) Len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.kept.len()
+	return len(p.ends)
 }
 
-// Size returns the bytes kept: the encoded messages and the copies.
+// Size returns the bytes kept: the encoded messages and the copies (none
+// for an owned conversation).
 func (p *Cache) Size() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -71,11 +71,6 @@ func clients() []*client {
 			argv: binArgv("raw")},
 		{name: "hrns-loop", desc: "hrns loop library: openai.Client, one loop.NewTool tool, Agent.Run", hrns: true,
 			argv: binArgv("hrnsloop")},
-		{name: "hrns-loop-drain", desc: "hrns-loop with a transport that reads each body to its end before closing it: the change proposed for openai.Client, not hrns code",
-			experiment: true,
-			argv: func(e *env, runs int) []string {
-				return append(binArgv("hrnsloop")(e, runs), "--variant", "drain")
-			}},
 		{name: "hrns-run", desc: "`hrns run --json --tools read_file`, one process per run, the tool reading real files", hrns: true,
 			perProcess: true,
 			build: func(ctx context.Context, e *env) error {

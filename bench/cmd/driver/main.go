@@ -8,9 +8,12 @@
 // to the next, and takes the median of each measure over the repetitions:
 // CPU time (user + system, from the child's rusage) per turn and per
 // streamed chunk, wall time per run, peak RSS, and the ratio of CPU per turn
-// to the raw baseline's in the same run. Then it runs the micro-benchmarks
-// of package micro, pinned the same way, and writes both tables, the machine
-// and the date between the markers of docs/performance.md.
+// to the raw baseline's in the same run. Then it runs the task matrix (the
+// raw baseline and the loop on several shapes of task, and the loop with
+// each feature turned on: matrix.go), the sessions server and the other
+// jobs, and the micro-benchmarks of package micro, pinned the same way, and
+// writes the tables, the machine and the date between the markers of
+// docs/performance.md.
 //
 // Nothing is downloaded: the builds run with GOPROXY=off, and a client whose
 // dependencies are missing is reported as not run, with the error, rather
@@ -68,6 +71,10 @@ type options struct {
 	extraFlag    string
 	pgcost       bool
 	pgcostIdle   time.Duration
+
+	matrix       bool
+	matrixReps   int
+	matrixShapes string
 }
 
 func (o *options) flags(fs *flag.FlagSet) {
@@ -93,6 +100,9 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.extraFlag, "startup-extra", "", "other builds of hrns to measure in the start-up job beside hrns run, as NAME=PATH,…")
 	fs.BoolVar(&o.pgcost, "pgcost", true, "also count what hrns serve asks of PostgreSQL per turn, through bench/cmd/pgcount, for each -sessions-replicas")
 	fs.DurationVar(&o.pgcostIdle, "pgcost-idle", 30*time.Second, "how long the PostgreSQL cost job watches idle replicas")
+	fs.BoolVar(&o.matrix, "matrix", true, "also run the task matrix: the loop against raw on several shapes of task, and the feature variants")
+	fs.IntVar(&o.matrixReps, "matrix-reps", 7, "repetitions of the task matrix")
+	fs.StringVar(&o.matrixShapes, "matrix-shapes", "", "comma-separated shapes of the matrix to run (default all: "+shapeNames()+")")
 	fs.StringVar(&o.tree, "tree", "head", "what to build: \"head\", the last commit (exported with git archive), or \"working\", the working tree as it is")
 }
 
@@ -112,6 +122,9 @@ func (o *options) Validate() error {
 	}
 	if _, err := selectClients(o.clients); err != nil {
 		return err
+	}
+	if o.matrixReps < 1 {
+		return fmt.Errorf("-matrix-reps must be at least 1")
 	}
 	if o.lengthCount < 1 || o.startupN < 1 || o.pgcostIdle <= 0 {
 		return fmt.Errorf("-length-count, -startup-n and -pgcost-idle must be positive")
@@ -191,6 +204,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	results := measureClients(ctx, e, m, clients, &o)
 	rep.clients = results
+	if o.matrix {
+		rep.matrix = measureMatrix(ctx, e, &o)
+	}
 	rep.sessions = measureSessions(ctx, e, &o)
 	rep.pgcost = measurePGCost(ctx, e, &o)
 	if o.length {

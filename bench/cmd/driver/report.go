@@ -29,6 +29,7 @@ type report struct {
 	pin       pin
 	task      mock.Stats
 	clients   []*clientResult
+	matrix    []*shapeResult
 	sessions  *sessionsResult
 	pgcost    *pgcostResult
 	length    *lengthResult
@@ -101,7 +102,12 @@ func (r *report) markdown() string {
 		"Connections are those the mock accepted for the client's requests (connections / requests): 1 means the client kept one connection alive.\n\n")
 	p("¹ `hrns run` is a whole process per run: its CPU / turn includes starting the process, reading the flags and the environment, " +
 		"the built-in tool reading a real file, and writing every event as a JSON line to a pipe.\n\n")
-	p("² An experiment, not hrns as it is: the measured effect of a proposed change (see Findings).\n\n")
+	for _, c := range r.clients {
+		if c.c.experiment {
+			p("² An experiment, not hrns as it is: the measured effect of a proposed change.\n\n")
+			break
+		}
+	}
 	for _, c := range r.clients {
 		p("%s: %s.", c.c.name, c.c.desc)
 		p(" ")
@@ -119,6 +125,8 @@ func (r *report) markdown() string {
 		p("\n")
 	}
 
+	p("#### Task matrix\n\n")
+	b.WriteString(matrixMarkdown(r.matrix, r.opts.matrixReps))
 	p("#### Targets\n\n")
 	for _, line := range r.verdicts() {
 		p("- %s\n", line)
@@ -206,6 +214,7 @@ func (r *report) verdicts() []string {
 		out = append(out, fmt.Sprintf("chunk decoding at or below the baseline's CPU per chunk, %s chunks (line reading, decoding and accumulation on both sides): **%s** (%.2f×; medians hrns %s ns, baseline %s ns).",
 			kind, metOrMissed(ratio <= 1), ratio, fmtNum(hc), fmtNum(bc)))
 	}
+	out = append(out, matrixVerdicts(r.matrix)...)
 	out = append(out, r.longRunVerdicts()...)
 	out = append(out, r.sessions.verdicts()...)
 	out = append(out, r.length.verdicts()...)

@@ -172,7 +172,7 @@ func (r *sessionsResult) markdown(p pin) string {
 		pinning = fmt.Sprintf("`hrns serve` pinned to CPU %d, the mock and the load (`bench/cmd/sessload`, Go SDK) to CPU %d", p.clientCPU, p.mockCPU)
 	}
 	w("`hrns serve` as a process (%s), against a mock of its own, each repetition with a fresh store; %d repetitions, "+
-		"%d of which fill the store up to %s parked sessions. Method and caveats: see *Sessions server* below the results.\n\n",
+		"%d of which fill the store up to %s parked sessions. Method and caveats: see *Method* and *What to conclude* above the results.\n\n",
 		pinning, o.reps, min(o.fullReps, o.reps), count(last))
 	if len(figs) > 0 {
 		w("| measure |")

@@ -44,6 +44,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&o.ToolCalls, "tool-calls", 0, "tool calls per run before the final answer (default 5)")
 	fs.IntVar(&o.ArgChunks, "arg-chunks", 0, "deltas a call's arguments are split over (default 8)")
 	fs.IntVar(&o.TextChunks, "text-chunks", 0, "content chunks of the final answer (default 100)")
+	fs.IntVar(&o.Parallel, "parallel", 0, "calls of each tool turn, streamed in one answer (default 1)")
 	fs.BoolVar(&o.FlushEachEvent, "flush-each-event", false, "flush after every event instead of writing each body at once")
 	fs.BoolVar(&o.RecordArrivals, "record-arrivals", false, "note when each chat completion request arrives (GET /arrivals?from=N)")
 	if err := fs.Parse(args); err != nil {

@@ -13,7 +13,7 @@ import (
 
 func main() {
 	os.Exit(task.Main("raw", os.Args[1:], os.Stdout, os.Stderr, func(f *task.Flags) (task.RunFunc, error) {
-		c := &raw.Client{BaseURL: f.BaseURL, Model: f.Model}
+		c := &raw.Client{BaseURL: f.BaseURL, Model: f.Model, ResultBytes: f.ResultBytes}
 		return c.Run, nil
 	}))
 }

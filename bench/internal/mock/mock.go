@@ -68,6 +68,10 @@ type Options struct {
 	// TextChunks is the number of content chunks of the final answer; 0
 	// means 100.
 	TextChunks int
+	// Parallel is the number of calls of each tool turn, streamed in one
+	// answer as a model making parallel calls does; 0 means 1. A run then
+	// receives ToolCalls*Parallel results.
+	Parallel int
 	// FlushEachEvent flushes the response after every event, instead of
 	// writing the whole body at once.
 	FlushEachEvent bool
@@ -96,8 +100,9 @@ type Stats struct {
 	// Events is the number of chat.completion.chunk events sent, [DONE]
 	// not counted.
 	Events int64 `json:"events"`
-	// ToolResults is the number of tool results received that carry
-	// [task.Marker], counted on the request that follows each call.
+	// ToolResults is the number of tool turns answered: requests that
+	// follow a tool turn and whose tool results all carry [task.Marker]
+	// (one per turn, however many calls it made).
 	ToolResults int64 `json:"tool_results"`
 	// Rejected is the number of requests refused: not streaming, no
 	// tools, or a conversation the mock did not script.
@@ -112,19 +117,26 @@ type Stats struct {
 	// requests and received R*EventsPerRun events and answers of
 	// AnswerBytes each.
 	ToolCallsPerRun int `json:"tool_calls_per_run"`
-	EventsPerRun    int `json:"events_per_run"`
-	AnswerBytes     int `json:"answer_bytes"`
+	// CallsPerTurn is the number of calls of each tool turn (see
+	// Options.Parallel).
+	CallsPerTurn int `json:"calls_per_turn"`
+	EventsPerRun int `json:"events_per_run"`
+	AnswerBytes  int `json:"answer_bytes"`
 }
 
 // A Server is the mock endpoint. It is an [http.Handler] serving
 // POST /v1/chat/completions, GET /v1/models and GET /stats.
 type Server struct {
 	// fixed at creation
-	opts   Options
-	tool   []Stream // tool[k] answers a conversation holding k results
-	final  Stream
-	answer int // bytes of the final text
-	mux    *http.ServeMux
+	opts  Options
+	tool  []Stream // tool[k] answers a conversation holding k*Parallel results
+	final Stream
+	// finalJSON is the final answer as a JSON string, for requests that
+	// ask for structured output (a response_format): the same text,
+	// quoted, so that a client decoding it gets the same answer.
+	finalJSON Stream
+	answer    int // bytes of the final text
+	mux       *http.ServeMux
 
 	requests, toolTurns, finalTurns, events, toolResults, rejected, conns atomic.Int64
 
@@ -148,14 +160,22 @@ func New(opts *Options) *Server {
 	if o.TextChunks <= 0 {
 		o.TextChunks = 100
 	}
+	if o.Parallel <= 0 {
+		o.Parallel = 1
+	}
 	s.tool = make([]Stream, 0, o.ToolCalls)
 	for k := 1; k <= o.ToolCalls; k++ {
-		args := fmt.Sprintf(`{"path":%q}`, task.NotePath(k))
-		s.tool = append(s.tool, ToolCallStream(fmt.Sprintf("call_%d", k), task.ToolName, args, o.ArgChunks))
+		calls := make([]Call, o.Parallel)
+		for j := range calls {
+			n := (k-1)*o.Parallel + j + 1
+			calls[j] = Call{ID: fmt.Sprintf("call_%d", n), Name: task.ToolName, Args: fmt.Sprintf(`{"path":%q}`, task.NotePath(n))}
+		}
+		s.tool = append(s.tool, ToolCallsStream(calls, o.ArgChunks))
 	}
 	text := FinalText(o.TextChunks)
 	s.answer = len(strings.Join(text, ""))
 	s.final = TextStream(text)
+	s.finalJSON = TextStream(JSONText(text))
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chat)
 	s.mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
@@ -195,7 +215,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 
 // Stats returns the counts so far.
 func (s *Server) Stats() Stats {
-	perRun := s.final.Chunks()
+	perRun := s.final.Chunks() // finalJSON has as many
 	for _, b := range s.tool {
 		perRun += b.Chunks()
 	}
@@ -208,6 +228,7 @@ func (s *Server) Stats() Stats {
 		Rejected:        s.rejected.Load(),
 		Connections:     s.conns.Load(),
 		ToolCallsPerRun: s.opts.ToolCalls,
+		CallsPerTurn:    s.opts.Parallel,
 		EventsPerRun:    perRun,
 		AnswerBytes:     s.answer,
 	}
@@ -221,7 +242,8 @@ type chatRequest struct {
 		Content   json.RawMessage   `json:"content"`
 		ToolCalls []json.RawMessage `json:"tool_calls"`
 	} `json:"messages"`
-	Tools []json.RawMessage `json:"tools"`
+	Tools          []json.RawMessage `json:"tools"`
+	ResponseFormat json.RawMessage   `json:"response_format"`
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
@@ -256,13 +278,17 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if results != calls || results > s.opts.ToolCalls {
-		s.reject(w, fmt.Sprintf("conversation holds %d tool calls and %d results; the mock scripts %d calls", calls, results, s.opts.ToolCalls))
+	p := s.opts.Parallel
+	if results != calls || results%p != 0 || results/p > s.opts.ToolCalls {
+		s.reject(w, fmt.Sprintf("conversation holds %d tool calls and %d results; the mock scripts %d turns of %d calls", calls, results, s.opts.ToolCalls, p))
 		return
 	}
 	b := &s.final
-	if results < len(s.tool) {
-		b = &s.tool[results]
+	if len(req.ResponseFormat) > 0 && string(req.ResponseFormat) != "null" {
+		b = &s.finalJSON
+	}
+	if results/p < len(s.tool) {
+		b = &s.tool[results/p]
 		s.toolTurns.Add(1)
 	} else {
 		s.finalTurns.Add(1)

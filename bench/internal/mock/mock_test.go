@@ -156,3 +156,44 @@ func TestArrivals(t *testing.T) {
 		t.Errorf("GET /arrivals?from=1: %s (%v)", rec.Body, err)
 	}
 }
+
+// TestParallelAndStructured checks the matrix's shapes of the mock: turns
+// of several parallel calls, results of a given size, and the answer as a
+// JSON string when the request asks for structured output, done by the
+// baseline and by the loop (with an output schema).
+func TestParallelAndStructured(t *testing.T) {
+	srv := mock.New(&mock.Options{ToolCalls: 2, Parallel: 4, TextChunks: 15})
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	base := ts.URL + "/v1"
+	want := strings.Join(mock.FinalText(15), "")
+
+	rc := &raw.Client{BaseURL: base, Model: "bench-model", ResultBytes: 3000}
+	answer, err := rc.Run(t.Context())
+	if err != nil || answer != want {
+		t.Fatalf("raw: answer %q, %v", answer, err)
+	}
+	var sizes []int
+	read := loop.NewTool(task.ToolName, task.Description, func(_ context.Context, in task.Args) (string, error) {
+		out := task.Result(in.Path, 3000)
+		sizes = append(sizes, len(out))
+		return out, nil
+	})
+	agent := loop.NewAgent(&openai.Client{BaseURL: base, Model: "bench-model"}, loop.MustToolset(read),
+		&loop.Options{OutputSchema: &loop.OutputSchema{Schema: json.RawMessage(`{"type":"string"}`)}})
+	res, err := agent.Run(t.Context(), []llm.Message{llm.SystemMessage(task.System), llm.UserMessage(task.Prompt)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s string
+	if err := json.Unmarshal([]byte(res.Answer), &s); err != nil || s != want {
+		t.Fatalf("structured answer %q (%v), want the JSON string of %q", res.Answer, err, want)
+	}
+	if len(sizes) != 8 || sizes[0] != 3000 {
+		t.Errorf("the tool ran %d times with results of %v bytes, want 8 of 3000", len(sizes), sizes)
+	}
+	st := srv.Stats()
+	if st.Requests != 6 || st.ToolResults != 4 || st.Rejected != 0 || st.CallsPerTurn != 4 {
+		t.Errorf("stats %+v, want 6 requests, 4 answered tool turns, none refused", st)
+	}
+}

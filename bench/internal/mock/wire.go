@@ -46,15 +46,47 @@ func (s Stream) Chunks() int { return len(s.Events) - 1 }
 // ToolCallStream renders a stream of one call of name with id, whose arguments
 // args are split over n deltas (fewer if args is shorter than n bytes).
 func ToolCallStream(id, name, args string, n int) Stream {
+	return ToolCallsStream([]Call{{ID: id, Name: name, Args: args}}, n)
+}
+
+// A Call is one call of a [ToolCallsStream].
+type Call struct{ ID, Name, Args string }
+
+// ToolCallsStream renders a stream of the calls, one after the other at
+// stream indices 0, 1, ..., as OpenAI streams parallel calls: each call's
+// arguments split over n deltas (fewer if they are shorter than n bytes).
+func ToolCallsStream(calls []Call, n int) Stream {
 	var b builder
 	b.choice(`"delta":{"role":"assistant","content":null,"refusal":null},"logprobs":null,"finish_reason":null`)
-	b.choice(fmt.Sprintf(`"delta":{"tool_calls":[{"index":0,"id":%q,"type":"function","function":{"name":%q,"arguments":""}}]},"logprobs":null,"finish_reason":null`, id, name))
-	for _, part := range splitN(args, n) {
-		b.choice(`"delta":{"tool_calls":[{"index":0,"function":{"arguments":` + quote(part) + `}}]},"logprobs":null,"finish_reason":null`)
+	for i, c := range calls {
+		b.choice(fmt.Sprintf(`"delta":{"tool_calls":[{"index":%d,"id":%q,"type":"function","function":{"name":%q,"arguments":""}}]},"logprobs":null,"finish_reason":null`, i, c.ID, c.Name))
+		for _, part := range splitN(c.Args, n) {
+			b.choice(fmt.Sprintf(`"delta":{"tool_calls":[{"index":%d,"function":{"arguments":%s}}]},"logprobs":null,"finish_reason":null`, i, quote(part)))
+		}
 	}
 	b.choice(`"delta":{},"logprobs":null,"finish_reason":"tool_calls"`)
 	b.chunk(usage)
 	return b.stream()
+}
+
+// JSONText returns deltas whose concatenation is the JSON string of the
+// concatenation of text, as many: a structured answer made of a string.
+// Each delta is the quoted form of its text, the first with the opening
+// quote, the last with the closing one.
+func JSONText(text []string) []string {
+	out := make([]string, len(text))
+	for i, t := range text {
+		q := quote(t)
+		q = q[1 : len(q)-1]
+		if i == 0 {
+			q = `"` + q
+		}
+		if i == len(text)-1 {
+			q += `"`
+		}
+		out[i] = q
+	}
+	return out
 }
 
 // TextStream renders a stream of a final answer made of the given content

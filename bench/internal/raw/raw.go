@@ -37,6 +37,8 @@ type Client struct {
 	Model string
 	// HTTPClient sends the requests; nil means [http.DefaultClient].
 	HTTPClient *http.Client
+	// ResultBytes is the size of the tool's results (see [task.Result]).
+	ResultBytes int
 }
 
 // Message is one message of the conversation, as sent.
@@ -110,7 +112,7 @@ func (c *Client) Run(ctx context.Context) (string, error) {
 			msgs[len(msgs)-1].Content = &text
 		}
 		for _, call := range calls {
-			out, err := task.ReadArgs([]byte(call.Function.Arguments))
+			out, err := task.ReadArgsSized([]byte(call.Function.Arguments), c.ResultBytes)
 			if err != nil {
 				out = err.Error()
 			}

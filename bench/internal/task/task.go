@@ -21,6 +21,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -54,6 +55,41 @@ func NoteText(path string) string {
 	return b.String()
 }
 
+// Result is the tool's result for path when the notes are size bytes long:
+// [NoteText] for 0, otherwise a text of exactly size bytes (or the marker
+// line alone, if size is shorter) beginning with the marker line, the rest
+// lines of prose as a file read returns. The prose is made once per size
+// and shared, so that the tool costs about what reading a cached file
+// does (a copy), the same for every client, and a large result measures
+// the harness rather than the making of the text.
+func Result(path string, size int) string {
+	if size == 0 {
+		return NoteText(path)
+	}
+	head := Marker + ": " + path + "\n"
+	if len(head) >= size {
+		return head
+	}
+	return head + prose(size)[:size-len(head)]
+}
+
+// proses holds the prose of each size asked for.
+var proses sync.Map
+
+// prose returns at least size bytes of lines of prose.
+func prose(size int) string {
+	if v, ok := proses.Load(size); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	b.Grow(size + 80)
+	for i := 1; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "line %d: the service listens on port 8080 and keeps its state in SQLite.\n", i)
+	}
+	v, _ := proses.LoadOrStore(size, b.String())
+	return v.(string)
+}
+
 // NotePath is the path the model asks for on the k-th tool call of a run,
 // counting from 1.
 func NotePath(k int) string { return fmt.Sprintf("notes/turn-%d.txt", k) }
@@ -64,7 +100,11 @@ type Args struct {
 }
 
 // ReadArgs runs the tool on its raw JSON arguments.
-func ReadArgs(raw []byte) (string, error) {
+func ReadArgs(raw []byte) (string, error) { return ReadArgsSized(raw, 0) }
+
+// ReadArgsSized runs the tool on its raw JSON arguments, with results of
+// size bytes (see [Result]).
+func ReadArgsSized(raw []byte, size int) (string, error) {
 	var a Args
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return "", fmt.Errorf("read_file: arguments: %w", err)
@@ -72,7 +112,7 @@ func ReadArgs(raw []byte) (string, error) {
 	if a.Path == "" {
 		return "", errors.New("read_file: no path")
 	}
-	return Read(a.Path), nil
+	return Result(a.Path, size), nil
 }
 
 // Flags are the settings of a client program.
@@ -92,11 +132,14 @@ type Flags struct {
 	// Variant names a variant of the client, for the clients that have
 	// some; empty is the plain client.
 	Variant string
+	// ResultBytes is the size of each tool result (see [Result]); 0
+	// means the notes of [NoteText], a few hundred bytes.
+	ResultBytes int
 }
 
 // ParseFlags reads the flags of a client program: --base-url (default
 // $OPENAI_BASE_URL), --model (default $OPENAI_MODEL or "bench-model"),
-// --runs, --timeout, --cpuprofile and --variant.
+// --runs, --timeout, --cpuprofile, --variant and --result-bytes.
 func ParseFlags(name string, args []string) (*Flags, error) {
 	f := &Flags{}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -106,6 +149,7 @@ func ParseFlags(name string, args []string) (*Flags, error) {
 	fs.DurationVar(&f.Timeout, "timeout", 2*time.Minute, "bound on the whole program")
 	fs.StringVar(&f.CPUProfile, "cpuprofile", "", "write a CPU profile of the runs to this file")
 	fs.StringVar(&f.Variant, "variant", "", "a variant of the client, if it has some")
+	fs.IntVar(&f.ResultBytes, "result-bytes", 0, "size of each tool result (0: the notes, a few hundred bytes)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -114,6 +158,9 @@ func ParseFlags(name string, args []string) (*Flags, error) {
 	}
 	if f.Runs < 0 {
 		return nil, errors.New("--runs must not be negative")
+	}
+	if f.ResultBytes < 0 || f.ResultBytes > 16<<20 {
+		return nil, errors.New("--result-bytes must be between 0 and 16 MiB")
 	}
 	f.BaseURL = strings.TrimRight(f.BaseURL, "/")
 	return f, nil
