@@ -32,8 +32,8 @@ var allowed = map[string][]string{
 	"internal/prefixcache/prefixtest": {"llm"},
 	"internal/safetext":               {},
 	"internal/netpolicy":              {},
-	"internal/tui":                    {"internal/callview", "internal/safetext", "llm", "loop", "loop/compact", "pricing", "tools"},
-	"internal/callview":               {"internal/safetext", "tools"},
+	"cmd/hrns/internal/tui":           {"cmd/hrns/internal/callview", "internal/safetext", "llm", "loop", "loop/compact", "pricing", "tools"},
+	"cmd/hrns/internal/callview":      {"internal/safetext", "tools"},
 	"openai":                          {"llm", "internal/httpapi", "internal/openaimodels", "internal/prefixcache", "internal/sse"},
 	"openai/openaitest":               {"llm"},
 	"anthropic":                       {"llm", "internal/httpapi", "internal/sse"},
@@ -185,7 +185,7 @@ func TestOnlyStorePostgresImportsPgx(t *testing.T) {
 // the loop exposes an observer hook, package otel implements it, and only
 // the command sets up exporters.
 func TestOnlyOtelImportsOpenTelemetry(t *testing.T) {
-	onlyImports(t, "go.opentelemetry.io/", func(dir string) bool { return dir == "otel" || dir == "internal/cli" }, "only otel and internal/cli may use OpenTelemetry")
+	onlyImports(t, "go.opentelemetry.io/", func(dir string) bool { return dir == "otel" || dir == "cmd/hrns/internal/cli" }, "only otel and cmd/hrns/internal/cli may use OpenTelemetry")
 }
 
 // TestOnlyCmdlineImportsTheShellParser keeps the shell parser out of the

@@ -4,7 +4,7 @@
 // ([Windows], [DefaultWindows]), with the page and the month each figure
 // was read, which automatic compaction keeps requests within.
 //
-// The chat (internal/tui), hrns run and hrns serve (package session, whose
+// The chat (cmd/hrns/internal/tui), hrns run and hrns serve (package session, whose
 // session metrics carry costs) share it, so a model costs the same
 // wherever it is shown. A model that is not in the table has no price:
 // callers show "unknown" (or null), never a guess. The operator adds or

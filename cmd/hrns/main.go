@@ -13,7 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/hrns-dev/hrns/internal/cli"
+	"github.com/hrns-dev/hrns/cmd/hrns/internal/cli"
 )
 
 func main() {

@@ -173,7 +173,7 @@ disabled = true
 // skips the test when it is not installed.
 func everythingServer(t *testing.T) string {
 	t.Helper()
-	script, err := filepath.Abs(filepath.Join("..", "..", "mcp", "testdata", "servers", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"))
+	script, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "mcp", "testdata", "servers", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,12 +72,12 @@ type runOptions struct {
 	resumeID        string // hrns run --resume ID
 	prompt          string
 	stdinBytes      int // piped to stdin and added to the prompt
-	// browser flags (internal/cli/browser.go)
+	// browser flags (cmd/hrns/internal/cli/browser.go)
 	browser        bool
 	browserAllow   string
 	browserProfile string
 	webAllow       string // web_fetch's allow-list
-	// desktop flags (internal/cli/desktop.go)
+	// desktop flags (cmd/hrns/internal/cli/desktop.go)
 	desktop        bool
 	desktopSize    string
 	desktopApps    stringList

@@ -66,7 +66,7 @@ type serveOptions struct {
 	maxSteps           int
 	drain              time.Duration
 	quota              quotaFlags
-	// browser flags (internal/cli/browser.go)
+	// browser flags (cmd/hrns/internal/cli/browser.go)
 	browserAllow    string
 	browserProfiles string
 	// profileLimits bound the browser profiles callers upload
@@ -74,7 +74,7 @@ type serveOptions struct {
 	profileLimits server.ProfileOptions
 	// live holds the sessions' running browsers, for the page's live view.
 	live browser.Live
-	// vaultKeyFile holds the vault keys (internal/cli/serve_vault.go).
+	// vaultKeyFile holds the vault keys (cmd/hrns/internal/cli/serve_vault.go).
 	vaultKeyFile string
 	webhooks     webhookOptions
 }

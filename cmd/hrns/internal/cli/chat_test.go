@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/hrns-dev/hrns/internal/tui"
+	"github.com/hrns-dev/hrns/cmd/hrns/internal/tui"
 	"github.com/hrns-dev/hrns/openai/openaitest"
 )
 

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/hrns-dev/hrns/internal/callview"
+	"github.com/hrns-dev/hrns/cmd/hrns/internal/callview"
 	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/loop/cmdline"

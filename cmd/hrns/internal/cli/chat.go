@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hrns-dev/hrns/cmd/hrns/internal/tui"
 	"github.com/hrns-dev/hrns/internal/safetext"
-	"github.com/hrns-dev/hrns/internal/tui"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/replay"
 	"github.com/hrns-dev/hrns/loop"

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hrns-dev/hrns/internal/callview"
+	"github.com/hrns-dev/hrns/cmd/hrns/internal/callview"
 	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/loop"
 )

@@ -67,7 +67,7 @@ var (
 
 func newWindowModel(t *testing.T, m *windowModel) *windowModel {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "openai", "testdata", "context_length.http"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "openai", "testdata", "context_length.http"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hrns-dev/hrns/internal/callview"
+	"github.com/hrns-dev/hrns/cmd/hrns/internal/callview"
 	"github.com/hrns-dev/hrns/internal/safetext"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"

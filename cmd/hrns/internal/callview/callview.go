@@ -1,5 +1,5 @@
 // Package callview renders what a person is shown of a tool call, the same
-// way in `hrns run` (internal/cli) and in the chat (internal/tui): a
+// way in `hrns run` (cmd/hrns/internal/cli) and in the chat (cmd/hrns/internal/tui): a
 // run_code program as numbered lines, a todo_write plan as a checklist.
 //
 // What it renders comes from the model, so every character of it goes

@@ -41,7 +41,7 @@ import (
 // here (among them the malformed-arguments stream that once crashed hrns
 // serve); an input the fuzzer finds failing is kept by go test under
 // testdata/fuzz (none so far). .ci/run fuzzes each for a few
-// seconds; for longer: go test -run='^$' -fuzz=FuzzModelOutputLoop ./internal/cli
+// seconds; for longer: go test -run='^$' -fuzz=FuzzModelOutputLoop ./cmd/hrns/internal/cli
 func FuzzModelOutputLoop(f *testing.F) {
 	addModelSeeds(f)
 	stack := newFuzzStack(f)
@@ -62,7 +62,7 @@ func addModelSeeds(f *testing.F) {
 	for _, dir := range []struct {
 		provider byte
 		glob     string
-	}{{0, "../../openai/testdata/*.sse"}, {1, "../../anthropic/testdata/*.sse"}, {2, "../../responses/testdata/*.sse"}, {3, "../../gemini/testdata/*.sse"}} {
+	}{{0, "../../../../openai/testdata/*.sse"}, {1, "../../../../anthropic/testdata/*.sse"}, {2, "../../../../responses/testdata/*.sse"}, {3, "../../../../gemini/testdata/*.sse"}} {
 		files, _ := filepath.Glob(dir.glob)
 		for _, name := range files {
 			b, err := os.ReadFile(name)
