@@ -80,10 +80,6 @@ func reasoningFields(t *testing.T, body []byte) []byte {
 // server, and checks the request the model got against golden files of
 // testdata/reasoning: the effort in the provider's own terms.
 func TestReasoningEffortOnTheWire(t *testing.T) {
-	type provider struct {
-		model    func() (llm.Model, func() [][]byte, func())
-		provider string
-	}
 	openaiChat := func() (llm.Model, func() [][]byte, func()) {
 		s := openaitest.NewServer(openaitest.Reply{Text: "ok"})
 		return &openai.Client{BaseURL: s.URL()}, func() [][]byte {

@@ -21,6 +21,7 @@ var effortOrder = []string{"none", "minimal", "low", "medium", "high", "xhigh", 
 // checkReasoningEffort reports an effort that is not one of the API's.
 func checkReasoningEffort(effort string) error {
 	if !slices.Contains(api.ReasoningEfforts, effort) {
+		//lint:ignore ST1005 the API's validation wording (pydantic's), as H's API answers
 		return fmt.Errorf("Input should be %s", quotedList(api.ReasoningEfforts))
 	}
 	return nil

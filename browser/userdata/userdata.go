@@ -312,6 +312,7 @@ func (w *walker) tar(r io.Reader) error {
 			return refused("not a readable tar archive: %v", err)
 		}
 		switch h.Typeflag {
+		//lint:ignore SA1019 old archives still carry the pre-POSIX regular-file flag
 		case tar.TypeReg, tar.TypeRegA:
 			err = w.entry(h.Name, false, tr)
 		case tar.TypeDir:

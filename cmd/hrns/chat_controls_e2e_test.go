@@ -104,7 +104,7 @@ func TestChatControlsInTmux(t *testing.T) {
 		}
 	}
 	s.send("mo")
-	scr = s.awaitFunc("the menu filtered to /model and /mode", func(scr string) bool {
+	s.awaitFunc("the menu filtered to /model and /mode", func(scr string) bool {
 		return !strings.Contains(scr, "/compact") && strings.Contains(scr, "/mode")
 	})
 	s.send("Enter") // the first match: /model
