@@ -123,10 +123,15 @@ func TestMountLostConnection(t *testing.T) {
 	hs.CloseClientConnections() // the server goes away
 	hs.Close()
 
-	for range 2 {
+	// The first call may still pick the pooled connection the server
+	// closed (its close and the pool's notice of it race); a call after it
+	// finds nothing listening. Each is an error naming the server.
+	for i := range 2 {
 		_, err := call(t, m.Toolset(), "h__echo", `{"text":"x"}`)
-		if err == nil || !strings.Contains(err.Error(), `mcp server "h"`) || !strings.Contains(err.Error(), "connection refused") {
-			t.Errorf("call to a server that is gone: %v", err)
+		gone := err != nil && (strings.Contains(err.Error(), "connection refused") ||
+			i == 0 && (strings.Contains(err.Error(), "server closed idle connection") || strings.Contains(err.Error(), "connection reset")))
+		if err == nil || !strings.Contains(err.Error(), `mcp server "h"`) || !gone {
+			t.Errorf("call %d to a server that is gone: %v", i, err)
 		}
 	}
 }
