@@ -48,8 +48,8 @@ var workspaceNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustC
 var errNoWorkspaces = errors.New("this server keeps no session files (hrns serve needs --workdir for them)")
 
 // workspace opens the workspace of the session of owner named by the
-// request's path, making its directory (mode 0700) when missing, as the
-// session's file tools do.
+// request's path, making its directory (mode 0700) and the workspaces
+// directory when missing, as the session's file tools do.
 func (s *Server) workspace(r *http.Request, owner string) (*tools.Workspace, error) {
 	name, err := s.m.WorkspaceName(r.Context(), owner, r.PathValue("id"))
 	if err != nil {
@@ -62,6 +62,11 @@ func (s *Server) workspace(r *http.Request, owner string) (*tools.Workspace, err
 		return nil, fmt.Errorf("the session's workspace name %q is not 32 hex digits", name)
 	}
 	dir := filepath.Join(s.opts.Workspaces, name)
+	// The workspaces directory too, as the sessions' file tools and a
+	// message's files make it: a missing one was a 404 "File not found".
+	if err := os.MkdirAll(s.opts.Workspaces, 0o700); err != nil {
+		return nil, err
+	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}

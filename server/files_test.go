@@ -276,6 +276,22 @@ func TestSessionFilesNotConfigured(t *testing.T) {
 	}
 }
 
+// TestSessionFilesWorkspacesMade: a workspaces directory that does not
+// exist yet is made at the first use, as the session's own file tools and
+// a message's files make it; writing a file answered 404 "File not found".
+func TestSessionFilesWorkspacesMade(t *testing.T) {
+	model := openaitest.NewServer()
+	t.Cleanup(model.Close)
+	root := filepath.Join(t.TempDir(), "not", "yet")
+	e := newFilesEnv(t, openSQLite(t), root, model)
+	id := e.create(keyAlice, `{"agent":{"name":"plain"}}`)
+	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/files/write_file", keyAlice, map[string]string{"path": "a.txt", "content_base64": b64("made\n")}), http.StatusOK)
+	name := strings.ReplaceAll(id, "-", "")
+	if got, err := os.ReadFile(filepath.Join(root, name, "a.txt")); err != nil || string(got) != "made\n" {
+		t.Errorf("a.txt = %q, %v", got, err)
+	}
+}
+
 // TestSessionFilesTwoServers: two servers (two managers, as two replicas)
 // on one store and one workspaces directory (a shared volume) serve the
 // same files: what one writes, the other lists and reads.
