@@ -238,6 +238,56 @@ func TestEventReadsPerKey(t *testing.T) {
 	}
 }
 
+// TestEventReadsQueue: a read that finds its key's read slots taken waits
+// for one (Options.MaxReadWait) instead of answering 429 at once, so a
+// client that follows many sessions of one key gets its events (before,
+// the driver's 16 sessions on one key got 429s).
+func TestEventReadsQueue(t *testing.T) {
+	g := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
+	e := newEnv(t, &envOptions{
+		session: &session.Options{MaxReadsPerOwner: 2, MaxReadWait: time.Minute},
+		wrap:    func(st store.Store) store.Store { g.Store = st; return g },
+	}, openaitest.Reply{Text: "a"})
+	alice := e.create(keyAlice, `{"agent":{"name":"a"},"messages":"hi"}`)
+	e.follow(keyAlice, alice).status(session.StatusCompleted)
+	g.id.Store(&alice)
+	g.n.Store(2)
+	statuses := make(chan int, 3)
+	get := func() {
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", e.url+"/api/v2/sessions/"+alice+"/events", nil)
+		req.Header.Set("Authorization", "Bearer "+keyAlice)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			statuses <- 0
+			return
+		}
+		resp.Body.Close()
+		statuses <- resp.StatusCode
+	}
+	for range 2 {
+		go get()
+	}
+	for range 2 {
+		select {
+		case <-g.entered:
+		case <-t.Context().Done():
+			t.Fatal("the reads never reached the store")
+		}
+	}
+	go get() // finds both slots taken: it waits
+	select {
+	case s := <-statuses:
+		t.Fatalf("a read answered %d while the key's slots were taken", s)
+	case <-time.After(200 * time.Millisecond): // a hang check, not a speed check
+	}
+	close(g.release)
+	for range 3 {
+		if s := <-statuses; s != http.StatusOK {
+			t.Errorf("a read answered %d, want 200", s)
+		}
+	}
+}
+
 // pieceStore records what each bounded event read of one session loads,
 // and can hold the read after the first of a request until the client
 // has received what the first read gave.

@@ -113,6 +113,10 @@ type Options struct {
 	// MaxReadsPerOwner bounds the event reads of one owner loading at
 	// once (see [ErrReadBusy]); 0 means [MaxReadsPerOwner].
 	MaxReadsPerOwner int
+	// MaxReadWait is how long a read waits for one of its owner's slots
+	// before it fails with [ErrReadBusy]; 0 means [MaxReadWait], a
+	// negative value not at all.
+	MaxReadWait time.Duration
 	// Prices price the sessions' usage in their metrics (the costs of
 	// GET /changes and of MetricsUpdateEvent); nil means
 	// [pricing.Default]. A model that is not in the table has null
@@ -688,7 +692,7 @@ func (m *Manager) changes(ctx context.Context, s *store.Session, p *ChangesParam
 		if limit > 0 {
 			// At most the read budget (plus one event): the caller's
 			// cursor moves by the events returned.
-			release, err := m.acquireRead(s.Owner)
+			release, err := m.acquireRead(ctx, s.Owner)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -803,7 +807,7 @@ func (m *Manager) eventPage(ctx context.Context, reader, owner, id string, p *Ev
 	if err != nil {
 		return nil, err
 	}
-	release, err := m.acquireRead(reader)
+	release, err := m.acquireRead(ctx, reader)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/hrns-dev/hrns/store"
 )
@@ -32,36 +33,90 @@ const MaxReadsPerOwner = 4
 // Retry-After.
 var ErrReadBusy = errors.New("too many event reads at once")
 
-// readSlots counts the event reads loading for each owner.
+// MaxReadWait is the default of how long an event read waits for one of
+// its owner's read slots before it fails with [ErrReadBusy]
+// (Options.MaxReadWait). A read loads for milliseconds, so a client that
+// follows many sessions of one key at once (a long-poll each) queues for
+// a slot rather than getting 429s, while what the key makes the server
+// hold stays bounded by the slots.
+const MaxReadWait = 2 * time.Second
+
+// readSlots counts the event reads loading for each owner; freed tells
+// the reads waiting for one of an owner's slots that one was given back.
 type readSlots struct {
-	mu   sync.Mutex
-	busy map[string]int
+	mu    sync.Mutex
+	busy  map[string]int
+	freed map[string]chan struct{}
 }
 
-// acquire takes one of owner's read slots, or fails with [ErrReadBusy]
-// when all of them are taken. The caller calls the release it returns.
-func (m *Manager) acquireRead(owner string) (release func(), err error) {
+// acquireRead takes one of owner's read slots, waiting for one at most
+// Options.MaxReadWait (and while ctx lasts), or fails with [ErrReadBusy].
+// The caller calls the release it returns.
+func (m *Manager) acquireRead(ctx context.Context, owner string) (release func(), err error) {
 	limit := m.opts.MaxReadsPerOwner
 	if limit <= 0 {
 		limit = MaxReadsPerOwner
 	}
+	wait := m.opts.MaxReadWait
+	if wait == 0 {
+		wait = MaxReadWait
+	}
+	var timeout <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
 	r := &m.reads
+	for {
+		r.mu.Lock()
+		if r.busy == nil {
+			r.busy, r.freed = map[string]int{}, map[string]chan struct{}{}
+		}
+		if n := r.busy[owner]; n < limit {
+			r.busy[owner] = n + 1
+			r.mu.Unlock()
+			return func() { r.give(owner) }, nil
+		}
+		freed := r.freed[owner]
+		if freed == nil {
+			freed = make(chan struct{})
+			r.freed[owner] = freed
+		}
+		n := r.busy[owner]
+		r.mu.Unlock()
+		if wait < 0 {
+			timeout = closedTime
+		}
+		select {
+		case <-freed:
+		case <-timeout:
+			return nil, fmt.Errorf("%w: this key already has %d reads of events loading (at most %d): retry in a moment", ErrReadBusy, n, limit)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// closedTime is a channel that is always ready: no wait.
+var closedTime = func() <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
+
+// give hands one of owner's slots back and wakes the reads waiting for
+// one (each tries again; those that find none wait for the next).
+func (r *readSlots) give(owner string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.busy == nil {
-		r.busy = map[string]int{}
+	if r.busy[owner]--; r.busy[owner] <= 0 {
+		delete(r.busy, owner)
 	}
-	if r.busy[owner] >= limit {
-		return nil, fmt.Errorf("%w: this key already has %d reads of events loading (at most %d): retry in a moment", ErrReadBusy, r.busy[owner], limit)
+	if c := r.freed[owner]; c != nil {
+		close(c)
+		delete(r.freed, owner)
 	}
-	r.busy[owner]++
-	return func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if r.busy[owner]--; r.busy[owner] <= 0 {
-			delete(r.busy, owner)
-		}
-	}, nil
 }
 
 // readBudget is the bound on the bytes of events one read loads.
