@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"iter"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/llm/llmtest"
 )
 
 // readTestdata returns the bytes of a file under testdata.
@@ -49,23 +49,7 @@ func serveSSE(t testing.TB, body []byte) *httptest.Server {
 // HTTP response recorded in testdata/name: status line, headers and body.
 func serveRecorded(t testing.TB, name string) *httptest.Server {
 	t.Helper()
-	raw := readTestdata(t, name)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), r)
-		if err != nil {
-			t.Errorf("testdata/%s: %v", name, err)
-			return
-		}
-		defer resp.Body.Close()
-		for k, vs := range resp.Header {
-			w.Header()[k] = vs
-		}
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	return llmtest.ServeRecorded(t, "testdata/"+name, readTestdata(t, name))
 }
 
 // testClient returns a client for srv with a model set and caching off.

@@ -1,17 +1,13 @@
 package openai
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/llm/llmtest"
 )
 
 // TestContextLengthGolden: the provider's own refusals of a request too
@@ -29,26 +25,7 @@ func TestContextLengthGolden(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			raw := readTestdata(t, tc.file)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				io.Copy(io.Discard, r.Body)
-				if strings.HasSuffix(tc.file, ".sse") {
-					w.Header().Set("Content-Type", "text/event-stream")
-					w.Write(raw)
-					return
-				}
-				resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), r)
-				if err != nil {
-					t.Errorf("testdata/%s: %v", tc.file, err)
-					return
-				}
-				defer resp.Body.Close()
-				for k, vs := range resp.Header {
-					w.Header()[k] = vs
-				}
-				w.WriteHeader(resp.StatusCode)
-				io.Copy(w, resp.Body)
-			}))
-			defer srv.Close()
+			srv := llmtest.ServeRecorded(t, "testdata/"+tc.file, raw)
 			_, err := collect(testClient(srv).Stream(context.Background(), &llm.Request{Messages: []llm.Message{llm.UserMessage("hi")}}))
 			if !errors.Is(err, llm.ErrContextLength) {
 				t.Fatalf("error %v is not llm.ErrContextLength", err)
