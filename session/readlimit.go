@@ -61,7 +61,7 @@ func (m *Manager) acquireRead(ctx context.Context, owner string) (release func()
 	if wait == 0 {
 		wait = MaxReadWait
 	}
-	var timeout <-chan time.Time
+	timeout := closedTime // a negative wait: none
 	if wait > 0 {
 		t := time.NewTimer(wait)
 		defer t.Stop()
@@ -85,9 +85,6 @@ func (m *Manager) acquireRead(ctx context.Context, owner string) (release func()
 		}
 		n := r.busy[owner]
 		r.mu.Unlock()
-		if wait < 0 {
-			timeout = closedTime
-		}
 		select {
 		case <-freed:
 		case <-timeout:

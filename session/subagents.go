@@ -281,7 +281,7 @@ const maxChildrenCancelled = 10_000
 // the parent ended, so nothing will read their answers. Each child's own
 // ending cancels its children in turn.
 func (m *Manager) cancelChildren(ctx context.Context, parent *store.Session) {
-	running := []string{string(StatusQueued), string(StatusPending), string(StatusRunning), string(StatusPaused), string(StatusIdle), string(StatusAwaitingToolResults)}
+	running := append([]string{string(StatusQueued)}, activeStatuses...) // not ended
 	for done := 0; done < maxChildrenCancelled; {
 		page, _, err := m.st.ListSessions(ctx, &store.ListParams{Owner: parent.Owner, ParentID: parent.ID, Statuses: running, Limit: 100, Ascending: true})
 		if err != nil {

@@ -197,20 +197,9 @@ func claudeMatcher(m string) string {
 // workdir, relative to the directory they are read inside (top): each the
 // nearest of the workdir and its parents up to the repository's root.
 func findClaudeFiles(workdir string) (top string, rels []string, err error) {
-	abs, err := filepath.Abs(workdir)
+	dirs, err := projectDirs(workdir)
 	if err != nil {
 		return "", nil, err
-	}
-	var dirs []string
-	for d := abs; ; d = filepath.Dir(d) {
-		dirs = append(dirs, d)
-		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
-			break
-		}
-		if filepath.Dir(d) == d {
-			dirs = dirs[:1]
-			break
-		}
 	}
 	top = dirs[len(dirs)-1]
 	for _, name := range []string{filepath.Join(".claude", "settings.json"), filepath.Join(".claude", "settings.local.json"), ".mcp.json"} {

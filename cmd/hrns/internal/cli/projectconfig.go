@@ -152,20 +152,9 @@ func toolsBeyond(names, users []string) []string {
 // directory it is read inside (that root) and its path there; rel is ""
 // when there is none.
 func findProjectConfig(workdir string) (top, rel string, err error) {
-	abs, err := filepath.Abs(workdir)
+	dirs, err := projectDirs(workdir)
 	if err != nil {
 		return "", "", err
-	}
-	var dirs []string
-	for d := abs; ; d = filepath.Dir(d) {
-		dirs = append(dirs, d)
-		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
-			break
-		}
-		if filepath.Dir(d) == d {
-			dirs = dirs[:1]
-			break
-		}
 	}
 	top = dirs[len(dirs)-1]
 	for _, d := range dirs {
@@ -182,4 +171,25 @@ func findProjectConfig(workdir string) (top, rel string, err error) {
 		}
 	}
 	return top, "", nil
+}
+
+// projectDirs returns the directories a project's files are looked for
+// in, nearest first: workdir (absolute) and its parents up to the
+// repository's root, the directory holding .git (workdir alone outside a
+// repository). The last is the directory they are read inside.
+func projectDirs(workdir string) ([]string, error) {
+	abs, err := filepath.Abs(workdir)
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for d := abs; ; d = filepath.Dir(d) {
+		dirs = append(dirs, d)
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			return dirs, nil
+		}
+		if filepath.Dir(d) == d {
+			return dirs[:1], nil
+		}
+	}
 }
