@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai/openaitest"
 )
 
@@ -241,6 +242,33 @@ func TestClaudeSettingsMalformed(t *testing.T) {
 		cfg := &Config{}
 		if err := cfg.mergeProject(repo); err == nil {
 			t.Error("a settings file linked out of the repository was read")
+		}
+	})
+}
+
+// FuzzClaudeRule: whatever rule a repository's settings hold, a translated
+// rule parses as hrns's, and a deny rule is never dropped when its tool is
+// known (it widens to the whole tool instead).
+func FuzzClaudeRule(f *testing.F) {
+	for _, s := range []string{"Bash(npm run test:*)", "Read(./secrets/**)", "Edit(//etc/hosts)", "Read(~/.ssh/**)", "WebFetch(domain:example.com)", "mcp__github__create_issue", "mcp__x", "Bash(", "Bash()", "Bash(a)(b)", "(x)", "Write(\x00)", "Bash([)"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, strict := range []bool{false, true} {
+			rule, ok := claudeRule(s, strict)
+			if !ok {
+				if rule != "" {
+					t.Fatalf("claudeRule(%q, %v) = %q but not ok", s, strict, rule)
+				}
+				name, _, _ := strings.Cut(strings.TrimSpace(s), "(")
+				if strict && claudeTools[strings.TrimSpace(name)] != "" {
+					t.Fatalf("the deny rule %q of a known tool was dropped", s)
+				}
+				continue
+			}
+			if _, err := loop.ParseRule(rule); err != nil {
+				t.Fatalf("claudeRule(%q, %v) = %q, which does not parse: %v", s, strict, rule, err)
+			}
 		}
 	})
 }
