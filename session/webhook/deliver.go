@@ -347,8 +347,15 @@ func (d *dispatcher) fill(ctx context.Context) (int, error) {
 		if free == 0 {
 			return n, nil
 		}
-		ds, err := s.st.ClaimDeliveries(ctx, &store.ClaimParams{Owner: s.opts.ReplicaID, Now: s.opts.Now(), TTL: s.opts.LeaseTTL,
+		// The claim is not cut by Stop: a claim cancelled after its
+		// transaction committed would leave the deliveries leased to a
+		// worker that never attempts them, late by LeaseTTL. It is
+		// bounded by the attempt timeout instead, and what it took is
+		// attempted (Stop waits for the attempts).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.Timeout)
+		ds, err := s.st.ClaimDeliveries(cctx, &store.ClaimParams{Owner: s.opts.ReplicaID, Now: s.opts.Now(), TTL: s.opts.LeaseTTL,
 			Limit: free, PerKey: s.opts.PerKey})
+		cancel()
 		if err != nil {
 			return n, err
 		}
