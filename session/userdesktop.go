@@ -45,10 +45,13 @@ const computerSchema = `{
       "description": "What to do. screenshot: see the screen. mouse_move, left_click, right_click, middle_click, double_click, triple_click: at coordinate. left_click_drag: press at start_coordinate, release at coordinate. scroll: scroll_amount wheel clicks in scroll_direction at coordinate. type: type text. key: press keys (a chord such as ctrl+s, several separated by spaces). hold_key: hold text's keys for duration seconds. wait: wait duration seconds. cursor_position: where the pointer is. Every action but cursor_position returns a fresh screenshot."},
     "coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "description": "[x, y] in pixels of the screenshot."},
     "start_coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "description": "[x, y] where a left_click_drag starts."},
+    "path": {"type": "array", "items": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}, "maxItems": 64, "description": "Points a left_click_drag passes through between start and end."},
     "text": {"type": "string", "description": "The text to type, the keys to press or hold, or the modifier keys held during a click (shift, ctrl, alt, super)."},
     "scroll_direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
     "scroll_amount": {"type": "integer", "minimum": 1, "maximum": 30, "description": "Wheel clicks to scroll."},
-    "duration": {"type": "number", "minimum": 0, "maximum": 30, "description": "Seconds to wait or to hold keys."}
+    "duration": {"type": "number", "minimum": 0, "maximum": 30, "description": "Seconds to wait or to hold keys."},
+    "safety_checks": {"type": "array", "maxItems": 8, "items": {"type": "object", "properties": {"id": {"type": "string", "maxLength": 200}, "code": {"type": "string", "maxLength": 200}, "message": {"type": "string", "maxLength": 2000}}, "required": ["id"], "additionalProperties": false},
+      "description": "Leave out: set by the provider for a person to acknowledge."}
   },
   "required": ["action"],
   "additionalProperties": false

@@ -30,18 +30,31 @@ func TestUserDesktopTool(t *testing.T) {
 	if spec.Computer == nil || spec.Computer.Width != session.UserDesktopWidth || spec.Computer.Height != session.UserDesktopHeight {
 		t.Fatalf("computer %+v", spec.Computer)
 	}
-	var schema struct {
-		Properties struct {
-			Action struct {
-				Enum []string `json:"enum"`
-			} `json:"action"`
-		} `json:"properties"`
+	props := func(raw json.RawMessage) (names []string, actions []string) {
+		var schema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if err := json.Unmarshal(raw, &schema); err != nil {
+			t.Fatal(err)
+		}
+		var action struct {
+			Enum []string `json:"enum"`
+		}
+		json.Unmarshal(schema.Properties["action"], &action)
+		for n := range schema.Properties {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return names, action.Enum
 	}
-	if err := json.Unmarshal(spec.InputSchema, &schema); err != nil {
-		t.Fatal(err)
+	names, actions := props(spec.InputSchema)
+	if !slices.Equal(actions, desktop.Actions) {
+		t.Errorf("the session's computer actions %v, package desktop's %v", actions, desktop.Actions)
 	}
-	if !slices.Equal(schema.Properties.Action.Enum, desktop.Actions) {
-		t.Errorf("the session's computer actions %v, package desktop's %v", schema.Properties.Action.Enum, desktop.Actions)
+	d := &desktop.Desktop{}
+	wantNames, _ := props(d.Tool().InputSchema)
+	if !slices.Equal(names, wantNames) {
+		t.Errorf("the session's computer arguments %v, package desktop's %v", names, wantNames)
 	}
 	if err := m.PostToolResults(t.Context(), owner, v.ID, []session.ToolResult{{Kind: "error_event", ToolReq: session.ToolRequest{ID: "c1"}, Error: "refused by the person", Origin: "user"}}); err != nil {
 		t.Fatal(err)
