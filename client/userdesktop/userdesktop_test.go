@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"text/template"
 	"time"
 
 	"github.com/hrns-dev/hrns/anthropic"
@@ -25,6 +26,8 @@ import (
 	"github.com/hrns-dev/hrns/client"
 	"github.com/hrns-dev/hrns/client/userdesktop"
 	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/responses"
+	"github.com/hrns-dev/hrns/responses/responsestest"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store/sqlite"
@@ -122,12 +125,19 @@ func serve(t *testing.T, replies ...anthropictest.Reply) (*client.Client, *anthr
 	t.Helper()
 	model := anthropictest.NewServer(replies...)
 	t.Cleanup(model.Close)
+	return serveModel(t, &anthropic.Client{BaseURL: model.URL(), APIKey: "test", Model: "claude-sonnet-4-5", HTTPClient: model.Client()}), model
+}
+
+// serveModel is hrns serve's sessions API on loopback over SQLite, with
+// the model.
+func serveModel(t *testing.T, model llm.Model) *client.Client {
+	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), &sqlite.Options{RelaxedSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	m := session.New(st, &anthropic.Client{BaseURL: model.URL(), APIKey: "test", Model: "claude-sonnet-4-5", HTTPClient: model.Client()}, nil)
+	m := session.New(st, model, nil)
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +146,7 @@ func serve(t *testing.T, replies ...anthropictest.Reply) (*client.Client, *anthr
 		srv.Close()
 		m.Stop(context.Background())
 	})
-	return client.New(srv.URL, key, nil), model
+	return client.New(srv.URL, key, nil)
 }
 
 func computer(id, args string) anthropictest.Reply {
@@ -322,5 +332,59 @@ func TestUserDesktopHostile(t *testing.T) {
 	s := p.String()
 	if strings.ContainsRune(s, '\u202e') || !strings.Contains(s, `invoice\u202efdp.exe`) || p.Escaped != 1 || !strings.Contains(s, "shown as escapes") {
 		t.Errorf("the disguised text was shown as:\n%s", s)
+	}
+}
+
+// openAIReply renders a computer_call of the Responses API from package
+// desktop's golden stream.
+func openAIReply(t *testing.T, n int, action, checks string) responsestest.Reply {
+	t.Helper()
+	tmpl := template.Must(template.ParseFiles(filepath.Join("..", "..", "desktop", "testdata", "responses.computer_call.sse")))
+	var b bytes.Buffer
+	if err := tmpl.Execute(&b, map[string]any{"N": n, "Action": action, "Checks": checks}); err != nil {
+		t.Fatal(err)
+	}
+	return responsestest.Reply{Raw: b.String()}
+}
+
+// TestUserDesktopOpenAISafetyCheck: OpenAI's computer-use model (the
+// Responses API's computer_call, with a pending safety check) on the
+// user's desktop: even with ApproveAll, the action goes to the person,
+// shown with the check; once they allow it, it runs, and the next request
+// answers the call with its screenshot, acknowledging the check.
+func TestUserDesktopOpenAISafetyCheck(t *testing.T) {
+	d := startDisplay(t)
+	check := `[{"id":"cu_sc_1","code":"sensitive_domain","message":"The dialog asks for a choice\u202e: check it."}]`
+	srv := responsestest.NewServer(
+		openAIReply(t, 1, fmt.Sprintf(`{"type":"click","button":"left","x":%d,"y":%d}`, d.banana[0], d.banana[1]), check),
+		responsestest.Reply{Text: "I picked Banana."},
+	)
+	t.Cleanup(srv.Close)
+	c := serveModel(t, &responses.Client{BaseURL: srv.URL(), APIKey: "test", Model: "computer-use-preview"})
+	ap := &approvals{answer: true}
+	res, err := userdesktop.Run(t.Context(), start(t, c), &userdesktop.Options{Display: d.name, ApproveAll: true, Approve: ap.approve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != api.StatusCompleted || len(ap.shown) != 1 {
+		t.Fatalf("result %+v, %d approvals asked", res, len(ap.shown))
+	}
+	if s := ap.shown[0].String(); !strings.Contains(s, `Safety check: [sensitive_domain] The dialog asks for a choice\u202e: check it.`) {
+		t.Errorf("the person was shown:\n%s", s)
+	}
+	if got := d.printed(t); got != "Banana\n" {
+		t.Fatalf("the dialog printed %q", got)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if !bytes.Contains(reqs[0].Body, []byte(`"type":"computer_use_preview","display_width":1280,"display_height":800`)) {
+		t.Errorf("the first request does not offer computer_use_preview on 1280x800:\n%.2000s", reqs[0].Body)
+	}
+	if !bytes.Contains(reqs[1].Body, []byte(`"type":"computer_call_output","call_id":"call_1"`)) ||
+		!bytes.Contains(reqs[1].Body, []byte(`"acknowledged_safety_checks":[{"id":"cu_sc_1"}]`)) ||
+		!bytes.Contains(reqs[1].Body, []byte(`"image_url":"data:image/png;base64,iVBORw0KGgo`)) {
+		t.Errorf("the second request:\n%.3000s", reqs[1].Body)
 	}
 }
