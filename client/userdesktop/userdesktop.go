@@ -74,6 +74,10 @@ type Options struct {
 	// Wait is how long each long-poll of the session waits; 0 means 20
 	// seconds.
 	Wait time.Duration
+	// Mark, when set, wraps each escape in the proposal's text, for
+	// instance in a terminal's reverse video, so that it stands out from
+	// the same characters typed literally (see safetext.Options.Mark).
+	Mark func(escape string) string
 }
 
 // A Proposal is an action about to run, as the person is shown it. Its
@@ -221,7 +225,7 @@ func (r *runner) one(ctx context.Context, call client.ToolRequest) (client.ToolR
 		}
 		return client.ToolResult{Kind: api.KindError, ToolReq: call, Error: msg, Origin: origin}
 	}
-	p := &Proposal{Session: safetext.Escape(r.h.ID()), CallID: safetext.Escape(call.ID)}
+	p := &Proposal{Session: safetext.EscapeMarked(r.h.ID(), r.o.Mark), CallID: safetext.EscapeMarked(call.ID, r.o.Mark)}
 	if len(call.Args) > MaxArgs {
 		p.Summary = fmt.Sprintf("(arguments of %d bytes, not shown)", len(call.Args))
 		return fail(p, "custom_tools", fmt.Sprintf("not run: the action's arguments are %d bytes, more than %d", len(call.Args), MaxArgs)), nil
@@ -236,7 +240,7 @@ func (r *runner) one(ctx context.Context, call client.ToolRequest) (client.ToolR
 		p.Summary = "(not an action: " + safetext.Escape(truncate(err.Error(), 300)) + ")"
 		return fail(p, "custom_tools", fmt.Sprintf("not run: %v (the screen is seen as %dx%d)", err, vw, vh)), nil
 	}
-	describe(p, a)
+	describe(p, a, r.o.Mark)
 	ask := !r.o.ApproveAll || len(a.SafetyChecks) > 0
 	if ask {
 		if r.o.Approve == nil {
@@ -271,8 +275,9 @@ func (r *runner) one(ctx context.Context, call client.ToolRequest) (client.ToolR
 	return client.ToolResult{Kind: api.KindToolResult, ToolReq: call, Result: client.ResultWithImage(text, out.Content)}, nil
 }
 
-// describe fills in what the person is shown of a.
-func describe(p *Proposal, a *desktop.Action) {
+// describe fills in what the person is shown of a, its escapes wrapped by
+// mark (nil: unmarked).
+func describe(p *Proposal, a *desktop.Action, mark func(string) string) {
 	at := func(c []float64) string {
 		if c == nil {
 			return "where the pointer is"
@@ -280,7 +285,7 @@ func describe(p *Proposal, a *desktop.Action) {
 		return fmt.Sprintf("at [%g, %g]", c[0], c[1])
 	}
 	esc := func(s string) string {
-		blk := safetext.Render(s, &safetext.Options{Width: 1 << 20})
+		blk := safetext.Render(s, &safetext.Options{Width: 1 << 20, Mark: mark})
 		p.Escaped += blk.Escaped
 		var parts []string
 		for _, l := range blk.Lines {
@@ -313,7 +318,7 @@ func describe(p *Proposal, a *desktop.Action) {
 		p.Summary = fmt.Sprintf("scroll %s by %d %s%s", a.ScrollDirection, a.ScrollAmount, at(a.Coordinate), held)
 	case desktop.ActType:
 		p.Summary = fmt.Sprintf("type %d characters:", utf8.RuneCountInString(a.Text))
-		blk := safetext.Render(a.Text, nil)
+		blk := safetext.Render(a.Text, &safetext.Options{Mark: mark})
 		p.Escaped += blk.Escaped
 		for _, l := range blk.Lines {
 			p.Text = append(p.Text, l.Text)
@@ -328,7 +333,7 @@ func describe(p *Proposal, a *desktop.Action) {
 		p.Summary = esc(a.Action)
 	}
 	for _, c := range a.SafetyChecks {
-		p.SafetyChecks = append(p.SafetyChecks, fmt.Sprintf("[%s] %s", safetext.Escape(c.Code), safetext.Escape(c.Message)))
+		p.SafetyChecks = append(p.SafetyChecks, fmt.Sprintf("[%s] %s", safetext.EscapeMarked(c.Code, mark), safetext.EscapeMarked(c.Message, mark)))
 	}
 }
 

@@ -310,7 +310,8 @@ func TestUserDesktopHostile(t *testing.T) {
 	)
 	h := start(t, c)
 	ap := &approvals{answer: true}
-	if _, err := userdesktop.Run(t.Context(), h, &userdesktop.Options{Display: d.name, Approve: ap.approve}); err != nil {
+	mark := func(s string) string { return "«" + s + "»" }
+	if _, err := userdesktop.Run(t.Context(), h, &userdesktop.Options{Display: d.name, Approve: ap.approve, Mark: mark}); err != nil {
 		t.Fatal(err)
 	}
 	reqs := model.Requests()
@@ -330,7 +331,7 @@ func TestUserDesktopHostile(t *testing.T) {
 	}
 	p := ap.shown[0]
 	s := p.String()
-	if strings.ContainsRune(s, '\u202e') || !strings.Contains(s, `invoice\u202efdp.exe`) || p.Escaped != 1 || !strings.Contains(s, "shown as escapes") {
+	if strings.ContainsRune(s, '\u202e') || !strings.Contains(s, `invoice«\u202e»fdp.exe`) || p.Escaped != 1 || !strings.Contains(s, "shown as escapes") {
 		t.Errorf("the disguised text was shown as:\n%s", s)
 	}
 }

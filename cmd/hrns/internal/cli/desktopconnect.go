@@ -102,9 +102,13 @@ func desktopConnect(ctx context.Context, args []string, stdio *IO) error {
 	report := func(p *userdesktop.Proposal, outcome string) {
 		fmt.Fprintf(stdio.Err, "computer: %s: %s\n", p.Summary, outcome)
 	}
+	var mark func(string) string
+	if stdio.errTerminal() {
+		mark = reverseVideo // as the run's approvals mark escapes
+	}
 	c := client.New(*url, key, nil)
 	fmt.Fprintf(stdio.Err, "hrns: running the computer actions of session %s on display %s (Ctrl-C to stop)\n", safetext.Escape(*id), safetext.Escape(*display))
-	res, err := userdesktop.Run(ctx, c.Session(*id), &userdesktop.Options{Display: *display, Approve: approve, ApproveAll: *yes, Report: report})
+	res, err := userdesktop.Run(ctx, c.Session(*id), &userdesktop.Options{Display: *display, Approve: approve, ApproveAll: *yes, Report: report, Mark: mark})
 	if err != nil {
 		return err
 	}
