@@ -60,10 +60,15 @@ var allowed = map[string][]string{
 	"vault":            {"api", "loop", "session", "store"},
 	"server/ui":        {},
 	"client":           {"api", "llm", "loop"},
-	"browser":          {"llm", "loop", "internal/netpolicy"},
-	"browser/userdata": {},
-	"desktop":          {"llm", "loop", "sandbox"}, // the computer tool (loop), its screenshots (llm), the sandboxed display (sandbox)
-	"otel":             {"llm", "loop"},
+	// The client half of the user's desktop: the SDK (client) running
+	// computer actions on this display (desktop), shown to the person
+	// with the untrusted-text rules (internal/safetext). Its own package,
+	// so that client links no desktop or sandbox.
+	"client/userdesktop": {"api", "client", "desktop", "internal/safetext"},
+	"browser":            {"llm", "loop", "internal/netpolicy"},
+	"browser/userdata":   {},
+	"desktop":            {"llm", "loop", "sandbox"}, // the computer tool (loop), its screenshots (llm), the sandboxed display (sandbox)
+	"otel":               {"llm", "loop"},
 }
 
 type pkg struct {

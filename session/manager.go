@@ -1022,8 +1022,16 @@ func (m *Manager) PostToolResultsRange(ctx context.Context, owner, id string, re
 				res.Content = []llm.Part{llm.TextPart(r.Error)}
 				events = append(events, agentEvent(AgentEventData{Kind: KindError, Error: r.Error, Origin: r.Origin, ToolReq: &req}))
 			} else {
-				res.Content = []llm.Part{llm.TextPart(resultText(r.Result))}
-				events = append(events, agentEvent(AgentEventData{Kind: KindToolResult, ToolReq: &req, Result: orNull(r.Result)}))
+				content, logged, obs, msg := postedContent(r.Result, &req)
+				if msg != "" {
+					v.add(msg, "body", "results", i, "result", "image")
+					continue
+				}
+				res.Content = content
+				events = append(events, agentEvent(AgentEventData{Kind: KindToolResult, ToolReq: &req, Result: logged}))
+				for _, o := range obs {
+					events = append(events, agentEvent(o))
+				}
 			}
 			c.Result, c.Waiting = res, ""
 			changed = true

@@ -65,6 +65,10 @@ type spec struct {
 	// reasoning_effort (see reasoningConfig); nil leaves it to the model.
 	Reasoning   *llm.ReasoningConfig `json:"reasoning,omitempty"`
 	ClientTools []ToolDefinition     `json:"client_tools,omitempty"`
+	// Computer is the view of the user's desktop whose computer tool the
+	// caller runs (a desktop environment, host user_device), nil when
+	// the agent has none (userdesktop.go).
+	Computer *llm.ComputerSpec `json:"computer,omitempty"`
 	// Toolsets are "env:KIND", "toolset:NAME" or "workspace:AGENT:NAME"
 	// (the tools AGENT's AgentConfig.Workspace gives the session's
 	// workspace NAME).
@@ -137,6 +141,9 @@ func normalizeAgent(in *Agent) *Agent {
 			if e.ID == "" {
 				e.ID = e.Kind
 				e.Set("id", e.ID)
+			}
+			if _, ok := e.Fields["host"]; !ok && e.Kind == envDesktop {
+				e.Set("host", "user_device") // the only one, and required
 			}
 		}
 		a.Environments = append(a.Environments, e)
@@ -289,9 +296,14 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 			if e.Kind == "" {
 				e.Kind = e.ID // an id names a kind of the server
 			}
-			if e.Kind == "desktop" {
-				v.fields = append(v.fields, FieldError{Loc: []any{"body", "agent", "environments", i}, Type: "value_error",
-					Msg: "desktop environments are not available on this server: hrns runs no desktop (use a web environment, or client-side tools that drive a desktop of yours)"})
+			if e.Kind == envDesktop && !m.hasEnvironment(e.Kind) {
+				// The user's own desktop: its computer tool is the
+				// caller's (userdesktop.go).
+				if msg := userDesktopHost(&e); msg != "" {
+					v.add(msg, "body", "agent", "environments", i, "host")
+					continue
+				}
+				sp.Computer = &llm.ComputerSpec{Width: UserDesktopWidth, Height: UserDesktopHeight}
 				continue
 			}
 			if e.Kind == "android" {
@@ -416,6 +428,7 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 		}
 		sp.ClientTools = append(sp.ClientTools, t)
 	}
+	checkComputer(&v, sp, server)
 
 	if req.MaxSteps != nil {
 		if *req.MaxSteps < 1 {
@@ -475,7 +488,7 @@ func (m *Manager) notHonoured(req *Request) []string {
 				continue // its func takes the definition
 			}
 			for _, f := range sortedKeys(e.Fields) {
-				if !slices.Contains(environmentFields, f) && (f != "vault_id" || m.opts.Vaults == nil) {
+				if !slices.Contains(environmentFields, f) && (f != "vault_id" || m.opts.Vaults == nil) && (f != "host" || e.Kind != envDesktop) {
 					out = append(out, fmt.Sprintf("agent.environments[%d].%s", i, f))
 				}
 			}
