@@ -135,10 +135,10 @@ import (
 	"time"
 
 	"github.com/hrns-dev/hrns/api"
+	"github.com/hrns-dev/hrns/platform/schedule"
+	"github.com/hrns-dev/hrns/platform/vault"
+	"github.com/hrns-dev/hrns/platform/webhook"
 	"github.com/hrns-dev/hrns/session"
-	"github.com/hrns-dev/hrns/session/schedule"
-	"github.com/hrns-dev/hrns/session/webhook"
-	"github.com/hrns-dev/hrns/vault"
 )
 
 // Options configure a [Server]. A nil *Options means the defaults.

@@ -294,7 +294,7 @@ type CreateParams struct {
 	// the session the first one created.
 	IdempotencyKey string
 	// ScheduleID names the schedule that creates the session (package
-	// session/schedule), for the list filter schedule_id; empty for none.
+	// platform/schedule), for the list filter schedule_id; empty for none.
 	ScheduleID string
 }
 

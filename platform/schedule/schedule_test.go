@@ -15,8 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hrns-dev/hrns/llm/llmtest"
+	"github.com/hrns-dev/hrns/platform/schedule"
 	"github.com/hrns-dev/hrns/session"
-	"github.com/hrns-dev/hrns/session/schedule"
 	"github.com/hrns-dev/hrns/store"
 	"github.com/hrns-dev/hrns/store/postgres"
 	"github.com/hrns-dev/hrns/store/postgres/postgrestest"
