@@ -332,7 +332,7 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 	// the caller gave kept); the registry turns the names into the
 	// definitions the session runs.
 	echo := m.normalize(p.Request)
-	req, reg, err := m.Registry().forSession(ctx, p.Owner, echo)
+	req, reg, err := m.forSession(ctx, p.Owner, echo)
 	if err != nil {
 		return nil, false, err
 	}
