@@ -58,12 +58,13 @@ var allowed = map[string][]string{
 	// session (and store, api) and none imports another (see
 	// TestLayers); the server and the command wire them together.
 	"platform/feedback":            {"session"},
+	"platform/quota":               {"session"},
 	"platform/registry":            {"session", "store"},
 	"platform/schedule":            {"api", "session", "store"},
 	"platform/webhook":             {"api", "internal/netpolicy", "store"},
 	"platform/webhook/webhooktest": {},
 	"platform/vault":               {"api", "loop", "session", "store"},
-	"server":                       {"api", "browser/userdata", "platform/feedback", "platform/registry", "platform/schedule", "platform/vault", "platform/webhook", "session", "server/ui", "store", "tools"},
+	"server":                       {"api", "browser/userdata", "platform/feedback", "platform/quota", "platform/registry", "platform/schedule", "platform/vault", "platform/webhook", "session", "server/ui", "store", "tools"},
 	"server/ui":                    {},
 	"client":                       {"api", "llm", "loop"},
 	"browser":                      {"llm", "loop", "internal/netpolicy"},

@@ -166,8 +166,8 @@
 // # Quotas
 //
 // [Options.MaxActiveSessions] bounds each owner's active sessions;
-// [Options.TokenQuota] the tokens each owner's sessions use per day or
-// month, counted in the store ([store.Quotas]) at each step, so that
+// [Options.TokenQuota] (a [QuotaPolicy]: package platform/quota's, per
+// day or month) the tokens each owner's sessions use, counted in the store ([store.Quotas]) at each step, so that
 // every replica enforces the same count ([Manager.TokenQuota]).
 // [Manager.WorkspaceName] names the directory of a session's files.
 package session

@@ -141,8 +141,9 @@ type Options struct {
 	// transcript outgrows the window fails with the provider's error.
 	DisableCompaction bool
 	// TokenQuota, when set, limits the tokens each owner's sessions use
-	// per day or month (see [TokenQuota]); tokens are counted either way.
-	TokenQuota *TokenQuota
+	// per window (see [QuotaPolicy]; package platform/quota's *Tokens,
+	// per day or month); tokens are counted per month either way.
+	TokenQuota QuotaPolicy
 	// Vaults, when set, gives sessions whose agent's environments name a
 	// vault (vault_id) that vault's tools: the one_time_code tool. See
 	// [VaultToolsFunc]. Nil means a request naming a vault is refused.
