@@ -51,9 +51,6 @@ var allowed = map[string][]string{
 	"store/storetest":                 {"store"},
 	"store/internal/wake":             {},
 	"api":                             {},
-	// session fetches the URL files of user messages under the address
-	// policy (session/files.go).
-	"session": {"api", "internal/netpolicy", "llm", "loop", "pricing", "skills", "store"},
 	// The platform's packages stand beside the runtime: each imports
 	// session (and store, api) and none imports another (see
 	// TestLayers); the server and the command wire them together.
@@ -64,13 +61,17 @@ var allowed = map[string][]string{
 	"platform/webhook":             {"api", "internal/netpolicy", "store"},
 	"platform/webhook/webhooktest": {},
 	"platform/vault":               {"api", "loop", "session", "store"},
-	"server":                       {"api", "browser/userdata", "platform/feedback", "platform/quota", "platform/registry", "platform/schedule", "platform/vault", "platform/webhook", "session", "server/ui", "store", "tools"},
-	"server/ui":                    {},
-	"client":                       {"api", "llm", "loop"},
-	"browser":                      {"llm", "loop", "internal/netpolicy"},
-	"browser/userdata":             {},
-	"desktop":                      {"llm", "loop", "sandbox"}, // the computer tool (loop), its screenshots (llm), the sandboxed display (sandbox)
-	"otel":                         {"llm", "loop"},
+
+	// session fetches the URL files of user messages under the address
+	// policy (session/files.go).
+	"session":          {"api", "internal/netpolicy", "llm", "loop", "pricing", "skills", "store"},
+	"server":           {"api", "browser/userdata", "platform/feedback", "platform/quota", "platform/registry", "platform/schedule", "platform/vault", "platform/webhook", "session", "server/ui", "store", "tools"},
+	"server/ui":        {},
+	"client":           {"api", "llm", "loop"},
+	"browser":          {"llm", "loop", "internal/netpolicy"},
+	"browser/userdata": {},
+	"desktop":          {"llm", "loop", "sandbox"}, // the computer tool (loop), its screenshots (llm), the sandboxed display (sandbox)
+	"otel":             {"llm", "loop"},
 }
 
 type pkg struct {
