@@ -141,8 +141,9 @@ type Options struct {
 	// transcript outgrows the window fails with the provider's error.
 	DisableCompaction bool
 	// TokenQuota, when set, limits the tokens each owner's sessions use
-	// per day or month (see [TokenQuota]); tokens are counted either way.
-	TokenQuota *TokenQuota
+	// per window (see [QuotaPolicy]; package platform/quota's *Tokens,
+	// per day or month); tokens are counted per month either way.
+	TokenQuota QuotaPolicy
 	// Vaults, when set, gives sessions whose agent's environments name a
 	// vault (vault_id) that vault's tools: the one_time_code tool. See
 	// [VaultToolsFunc]. Nil means a request naming a vault is refused.
@@ -294,7 +295,7 @@ type CreateParams struct {
 	// the session the first one created.
 	IdempotencyKey string
 	// ScheduleID names the schedule that creates the session (package
-	// session/schedule), for the list filter schedule_id; empty for none.
+	// platform/schedule), for the list filter schedule_id; empty for none.
 	ScheduleID string
 }
 
@@ -332,7 +333,7 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 	// the caller gave kept); the registry turns the names into the
 	// definitions the session runs.
 	echo := m.normalize(p.Request)
-	req, reg, err := m.Registry().forSession(ctx, p.Owner, echo)
+	req, reg, err := m.forSession(ctx, p.Owner, echo)
 	if err != nil {
 		return nil, false, err
 	}

@@ -268,7 +268,7 @@ func normalizeMessage(um UserMessage) UserMessage {
 }
 
 // resolve validates a request of owner, whose agent the registry has
-// resolved ([Registry.forSession]), and resolves its agent and subagents.
+// resolved ([Manager.forSession]), and resolves its agent and subagents.
 func (m *Manager) resolve(ctx context.Context, owner string, req *Request) (*spec, []llm.Message, error) {
 	left := maxSubagents
 	rs := &resolving{ctx: ctx, owner: owner, left: &left}

@@ -69,7 +69,7 @@ type state struct {
 	Feedback      *Feedback          `json:"feedback,omitempty"`
 	EventFeedback map[int64]Feedback `json:"event_feedback,omitempty"`
 	// ShareSecret, when set, makes the session readable by who has it
-	// (see Manager.Share).
+	// (see package platform/feedback).
 	ShareSecret string `json:"share_secret,omitempty"`
 	// Children are the child sessions of the agent's delegate calls.
 	Children []string `json:"children,omitempty"`

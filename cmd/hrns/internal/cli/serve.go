@@ -20,10 +20,10 @@ import (
 
 	"github.com/hrns-dev/hrns/browser"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/platform/schedule"
 	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
-	"github.com/hrns-dev/hrns/session/schedule"
 	"github.com/hrns-dev/hrns/store"
 	"github.com/hrns-dev/hrns/store/postgres"
 	"github.com/hrns-dev/hrns/store/sqlite"

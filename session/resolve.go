@@ -15,6 +15,12 @@ import (
 	"github.com/hrns-dev/hrns/store"
 )
 
+// This file resolves the names a session request gives of registered
+// agents, environments and skills (package platform/registry registers
+// them): the runtime reads the entries from the store when a session is
+// created or a subagent started, and a session's registered skills when
+// it runs.
+
 // A ResolvedAgent is the agent of a session request once the registries
 // have resolved the names it gives.
 type ResolvedAgent struct {
@@ -49,13 +55,13 @@ var skillToolNames = []string{"list_skills", "load_skill", "read_skill", "search
 //
 // Errors: a *[ValidationError] (loc "body", "agent", ...) naming an agent,
 // environment or skill the owner cannot use.
-func (r *Registry) ResolveAgent(ctx context.Context, owner string, ref AgentRef) (*ResolvedAgent, error) {
+func (m *Manager) ResolveAgent(ctx context.Context, owner string, ref AgentRef) (*ResolvedAgent, error) {
 	out := &ResolvedAgent{Ref: ref}
 	if ref.Inline == nil {
 		if ref.Name == "" {
 			return out, nil // resolve reports the missing agent
 		}
-		got, steps, err := r.lookupAgent(ctx, owner, ref.Name)
+		got, steps, err := m.lookupAgent(ctx, owner, ref.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -74,15 +80,15 @@ func (r *Registry) ResolveAgent(ctx context.Context, owner string, ref AgentRef)
 		if env.Fields != nil {
 			continue // an inline definition
 		}
-		if r.m.hasEnvironment(env.ID) {
+		if m.hasEnvironment(env.ID) {
 			continue // a kind of the server, named
 		}
-		e, err := r.st.GetEntry(ctx, store.KindEnvironment, owner, env.ID)
+		e, err := m.st.GetEntry(ctx, store.KindEnvironment, owner, env.ID)
 		if errors.Is(err, store.ErrEntryNotFound) && slices.Contains([]string{envDesktop, envAndroid, envWorkstation}, env.ID) {
 			continue // a kind of the API this server lacks: resolve says so
 		}
 		if errors.Is(err, store.ErrEntryNotFound) {
-			v.add(fmt.Sprintf("unknown environment %q: neither an environment kind of this server (%s) nor the id of an environment registered with this API key", env.ID, r.m.environmentKinds()), "body", "agent", "environments", i)
+			v.add(fmt.Sprintf("unknown environment %q: neither an environment kind of this server (%s) nor the id of an environment registered with this API key", env.ID, m.environmentKinds()), "body", "agent", "environments", i)
 			continue
 		}
 		if err != nil {
@@ -96,13 +102,13 @@ func (r *Registry) ResolveAgent(ctx context.Context, owner string, ref AgentRef)
 	}
 	var kept []SkillRef
 	for i, ref := range a.Skills {
-		if ref.Inline != nil || r.m.opts.Skills[ref.Name] != nil {
+		if ref.Inline != nil || m.opts.Skills[ref.Name] != nil {
 			kept = append(kept, ref) // the request's own rules (skills.go)
 			continue
 		}
-		e, err := r.st.GetEntry(ctx, store.KindSkill, owner, ref.Name)
+		e, err := m.st.GetEntry(ctx, store.KindSkill, owner, ref.Name)
 		if errors.Is(err, store.ErrEntryNotFound) {
-			v.add(fmt.Sprintf("unknown skill %q: neither a skill of this server (%s) nor one registered with this API key", ref.Name, keys(r.m.opts.Skills)), "body", "agent", "skills", i)
+			v.add(fmt.Sprintf("unknown skill %q: neither a skill of this server (%s) nor one registered with this API key", ref.Name, keys(m.opts.Skills)), "body", "agent", "skills", i)
 			continue
 		}
 		if err != nil {
@@ -140,16 +146,16 @@ func (r *Registry) ResolveAgent(ctx context.Context, owner string, ref AgentRef)
 //
 // Errors: a *[ValidationError] at ["body", "agent"] for a name found in
 // none of them, which says where it looked.
-func (r *Registry) lookupAgent(ctx context.Context, owner, name string) (AgentRef, int, error) {
-	if _, ok := r.m.opts.Agents[name]; ok {
+func (m *Manager) lookupAgent(ctx context.Context, owner, name string) (AgentRef, int, error) {
+	if _, ok := m.opts.Agents[name]; ok {
 		return AgentRef{Name: name}, 0, nil
 	}
-	if target, ok := r.m.opts.Catalog[name]; ok {
+	if target, ok := m.opts.Catalog[name]; ok {
 		return AgentRef{Name: target}, 0, nil
 	}
-	e, err := r.st.GetEntry(ctx, store.KindAgent, owner, name)
+	e, err := m.st.GetEntry(ctx, store.KindAgent, owner, name)
 	if errors.Is(err, store.ErrEntryNotFound) {
-		return AgentRef{}, 0, invalid(fmt.Sprintf("unknown agent %q: looked among the agents of this server (%s), its catalog names (%s) and the agents registered with this API key", name, keys(r.m.opts.Agents), keys(r.m.opts.Catalog)), "body", "agent")
+		return AgentRef{}, 0, invalid(fmt.Sprintf("unknown agent %q: looked among the agents of this server (%s), its catalog names (%s) and the agents registered with this API key", name, keys(m.opts.Agents), keys(m.opts.Catalog)), "body", "agent")
 	}
 	if err != nil {
 		return AgentRef{}, 0, err
@@ -236,10 +242,10 @@ type registered struct {
 }
 
 // forSession resolves the agent of a request of owner (see
-// [Registry.ResolveAgent]) and returns the request to validate in its
+// [Manager.ResolveAgent]) and returns the request to validate in its
 // place, and what the session gets besides.
-func (r *Registry) forSession(ctx context.Context, owner string, req *Request) (*Request, *registered, error) {
-	ra, err := r.ResolveAgent(ctx, owner, req.Agent)
+func (m *Manager) forSession(ctx context.Context, owner string, req *Request) (*Request, *registered, error) {
+	ra, err := m.ResolveAgent(ctx, owner, req.Agent)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,4 +1,4 @@
-package session
+package registry
 
 // SetRegistryBounds lowers the bounds of the registries for a test, until
 // it ends: entries per key and kind, bytes added by a resolution. Tests

@@ -1,7 +1,7 @@
 // Package webhooktest runs webhook receivers written with code hrns did not
 // write, for the tests of hrns's deliveries: the Standard Webhooks
 // reference library (npm standardwebhooks, pinned by
-// session/webhook/testdata/receiver/package-lock.json and installed by
+// platform/webhook/testdata/receiver/package-lock.json and installed by
 // .ci/setup-npm).
 package webhooktest
 

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hrns-dev/hrns/session/webhook"
+	"github.com/hrns-dev/hrns/platform/webhook"
 	"github.com/hrns-dev/hrns/store"
 	"github.com/hrns-dev/hrns/store/postgres"
 	"github.com/hrns-dev/hrns/store/postgres/postgrestest"

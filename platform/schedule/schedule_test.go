@@ -15,8 +15,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hrns-dev/hrns/llm/llmtest"
+	"github.com/hrns-dev/hrns/platform/registry"
+	"github.com/hrns-dev/hrns/platform/schedule"
 	"github.com/hrns-dev/hrns/session"
-	"github.com/hrns-dev/hrns/session/schedule"
 	"github.com/hrns-dev/hrns/store"
 	"github.com/hrns-dev/hrns/store/postgres"
 	"github.com/hrns-dev/hrns/store/postgres/postgrestest"
@@ -569,7 +570,7 @@ func TestTemplateResolvedAtFire(t *testing.T) {
 	c := newClock(start)
 	sch := schedule.New(m, st, &schedule.Options{Owner: "w1", Clock: c})
 	ctx := t.Context()
-	if _, err := m.Registry().Create(ctx, session.EntryAgent, alice, []byte(`{"name":"digest","description":"Sends the digest","environments":[]}`)); err != nil {
+	if _, err := registry.New(m).Create(ctx, registry.EntryAgent, alice, []byte(`{"name":"digest","description":"Sends the digest","environments":[]}`)); err != nil {
 		t.Fatal(err)
 	}
 	sc, err := sch.Create(ctx, alice, &schedule.CreateRequest{Name: "digest", Timing: &schedule.Timing{Expression: "0 * * * *", Timezone: "UTC"},
@@ -582,7 +583,7 @@ func TestTemplateResolvedAtFire(t *testing.T) {
 		SessionRequest: json.RawMessage(`{"agent":"digest","messages":"Send it."}`)}); err == nil {
 		t.Error("another key's schedule resolved alice's agent")
 	}
-	if err := m.Registry().Delete(ctx, session.EntryAgent, alice, "digest"); err != nil {
+	if err := registry.New(m).Delete(ctx, registry.EntryAgent, alice, "digest"); err != nil {
 		t.Fatal(err)
 	}
 	c.set(utc("2026-06-01T10:00:00Z"))

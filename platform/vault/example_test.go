@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/hrns-dev/hrns/platform/vault"
 	"github.com/hrns-dev/hrns/store/sqlite"
-	"github.com/hrns-dev/hrns/vault"
 )
 
 // A vault of TOTP seeds, and the current code of one of its entries. The

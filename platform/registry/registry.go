@@ -1,14 +1,26 @@
-package session
+// Package registry is the API of the agents, environments and skills each
+// API key registers (/api/v2/agents, /api/v2/environments,
+// /api/v2/skills): create, get (with the names an agent gives resolved),
+// list, replace, patch and delete, each key's entries apart, beside the
+// server's read-only entries.
+//
+// It is a service of the platform beside the sessions runtime (package
+// session), which it reaches through [Runtime]: the runtime validates a
+// body as sessions will read it, says which entries the server's
+// configuration defines, and holds the store the entries live in.
+// Sessions resolve the names they give of entries themselves
+// ([session.Manager.ResolveAgent]).
+package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
+	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store"
 )
 
@@ -24,7 +36,7 @@ const (
 
 // Errors of [Registry] methods. The server maps ErrEntryNotFound to 404,
 // ErrEntryExists and ErrEntryConflict to 409, ErrReadOnly and ErrReserved
-// to 403; invalid bodies are a *[ValidationError] (422).
+// to 403; invalid bodies are a *[session.ValidationError] (422).
 var (
 	// ErrEntryNotFound: the caller has no entry of the kind with the
 	// name (another key's entries are not visible).
@@ -47,21 +59,35 @@ var (
 )
 
 // A Registry is the API of the registered agents, environments and
-// skills of a [Manager]'s store: each API key (owner) has its own, and
-// sees the server's read-only entries besides (the agents of
-// [Options.Agents], their [Options.Catalog] names, and the environment
-// kinds of [Options.Environments]). Sessions name registered entries by
+// skills of a [session.Manager]'s store: each API key (owner) has its own,
+// and sees the server's read-only entries besides (the agents of
+// [session.Options.Agents], their [session.Options.Catalog] names, and the
+// environment kinds of [session.Options.Environments]). Sessions name registered entries by
 // name (agents, skills) or id (environments).
 //
 // A Registry holds no state of its own: every read goes to the store, so
 // that replicas sharing it agree.
 type Registry struct {
-	m  *Manager
+	rt Runtime
 	st store.Registry
 }
 
-// Registry returns the registries of m's store.
-func (m *Manager) Registry() *Registry { return &Registry{m: m, st: m.st} }
+// Runtime is what a [Registry] needs of the sessions runtime; a
+// *[session.Manager] is one.
+type Runtime interface {
+	// ParseEntry validates a body of the kind as sessions read it and
+	// returns it as the owner's entry ([session.Manager.ParseEntry]).
+	ParseEntry(kind, owner string, body []byte) (*store.Entry, error)
+	// BuiltinEntries are the server's read-only entries of the kind
+	// ([session.Manager.BuiltinEntries]).
+	BuiltinEntries(kind string) []session.BuiltinEntry
+	// Entries is the store of the registered entries.
+	Entries() store.Registry
+}
+
+// New returns the registries of rt's store. A Registry holds no state: a
+// new one per call is as good as a kept one.
+func New(rt Runtime) *Registry { return &Registry{rt: rt, st: rt.Entries()} }
 
 // EntryListParams select a page of [Registry.List].
 type EntryListParams struct {
@@ -79,151 +105,41 @@ type EntryListParams struct {
 	Page, Size int
 }
 
-// An EntryPage is a page of entries: each an [AgentSpec],
-// [EnvironmentSpec] or [SkillSpec] as JSON.
+// An EntryPage is a page of entries: each an [session.AgentSpec],
+// [session.EnvironmentSpec] or [session.SkillSpec] as JSON.
 type EntryPage struct {
 	Items []json.RawMessage `json:"items"`
 	Total int               `json:"total"`
 	Page  int               `json:"page"`
 }
 
-// builtin is a read-only entry of the server.
-type builtin struct {
-	name, typ, desc string
-	doc             json.RawMessage
-}
-
 // builtins returns the server's read-only entries of the kind, by name.
-func (r *Registry) builtins(kind EntryKind) []builtin {
-	var out []builtin
-	switch kind {
-	case EntryAgent:
-		for _, name := range slices.Sorted(maps.Keys(r.m.opts.Agents)) {
-			out = append(out, r.configAgent(name, name))
-		}
-		for _, alias := range slices.Sorted(maps.Keys(r.m.opts.Catalog)) {
-			if _, ok := r.m.opts.Agents[r.m.opts.Catalog[alias]]; ok {
-				if _, shadowed := r.m.opts.Agents[alias]; !shadowed {
-					out = append(out, r.configAgent(alias, r.m.opts.Catalog[alias]))
-				}
-			}
-		}
-	case EntryEnvironment:
-		for _, kind := range slices.Sorted(maps.Keys(r.m.opts.Environments)) {
-			if kind == envWeb || kind == envDesktop {
-				doc, _ := json.Marshal(EnvironmentSpec{ID: kind, Kind: kind, Host: map[string]string{envWeb: "cloud", envDesktop: "user_device"}[kind], ReadOnly: true})
-				out = append(out, builtin{name: kind, typ: kind, doc: doc})
-			}
-		}
-		if r.m.opts.SessionEnvironments[envWorkstation] != nil {
-			doc, _ := json.Marshal(EnvironmentSpec{ID: envWorkstation, Kind: envWorkstation, Host: "cloud", ReadOnly: true})
-			out = append(out, builtin{name: envWorkstation, typ: envWorkstation, doc: doc})
-		}
-	}
-	slices.SortFunc(out, func(a, b builtin) int { return strings.Compare(a.name, b.name) })
-	return out
+func (r *Registry) builtins(kind EntryKind) []session.BuiltinEntry {
+	return r.rt.BuiltinEntries(string(kind))
 }
 
-// configAgent is the read-only entry of the configured agent target,
-// under name.
-func (r *Registry) configAgent(name, target string) builtin {
-	cfg := r.m.opts.Agents[target]
-	a := AgentSpec{Name: name, Description: cfg.Description, Environments: []json.RawMessage{}, ReadOnly: true}
-	if a.Description == "" {
-		a.Description = fmt.Sprintf("The agent %s of this server.", target)
-	}
-	if cfg.Model != "" {
-		a.Model = &cfg.Model
-	}
-	if cfg.Instructions != "" {
-		a.Instructions = &cfg.Instructions
-	}
-	if cfg.ReasoningEffort != "" {
-		a.ReasoningEffort = &cfg.ReasoningEffort
-	}
-	if cfg.MaxSteps > 0 {
-		a.MaxSteps = &cfg.MaxSteps
-	}
-	for _, ts := range cfg.Toolsets {
-		if r.m.hasEnvironment(ts) {
-			a.Environments = append(a.Environments, json.RawMessage(fmt.Sprintf("%q", ts)))
-		}
-	}
-	doc, _ := json.Marshal(a)
-	return builtin{name: name, desc: a.Description, doc: doc}
-}
-
-func (r *Registry) builtin(kind EntryKind, name string) (builtin, bool) {
+func (r *Registry) builtin(kind EntryKind, name string) (session.BuiltinEntry, bool) {
 	for _, b := range r.builtins(kind) {
-		if b.name == name {
+		if b.Name == name {
 			return b, true
 		}
 	}
-	return builtin{}, false
+	return session.BuiltinEntry{}, false
 }
 
 // parse validates a body of the kind and returns it as an entry.
 func (r *Registry) parse(kind EntryKind, owner string, body []byte) (*store.Entry, error) {
-	var v validation
-	e := &store.Entry{Kind: string(kind), Owner: owner}
-	switch kind {
-	case EntryAgent:
-		var a AgentSpec
-		if err := decodeObject(body, &a, "body"); err != nil {
-			return nil, err
-		}
-		validateAgent(&v, &a, 0, "body")
-		r.checkReasoning(&v, &a, 0, "body")
-		e.Name, e.Description = a.Name, a.Description
-		e.Spec, _ = json.Marshal(a)
-	case EntryEnvironment:
-		var env EnvironmentSpec
-		if err := decodeObject(body, &env, "body"); err != nil {
-			return nil, err
-		}
-		refuseMCPServers(&v, body, "body")
-		validateEnvironment(&v, &env, "body")
-		e.Name, e.Type = env.ID, env.Kind
-		e.Spec, _ = json.Marshal(env)
-	case EntrySkill:
-		var s SkillSpec
-		if err := decodeObject(body, &s, "body"); err != nil {
-			return nil, err
-		}
-		validateSkill(&v, &s, "body")
-		e.Name, e.Description = s.Name, s.Description
-		if len(s.Files) > 0 {
-			e.Files, _ = json.Marshal(s.Files)
-		}
-		s.Files = nil
-		e.Spec, _ = json.Marshal(s)
-	default:
-		return nil, fmt.Errorf("unknown registry %q", kind)
-	}
-	if err := v.err(); err != nil {
-		return nil, err
-	}
-	return e, nil
+	return r.rt.ParseEntry(string(kind), owner, body)
 }
 
 // doc is the entry as the API returns it: its spec, with a skill's files.
-func doc(e *store.Entry) json.RawMessage {
-	if e.Kind != store.KindSkill || len(e.Files) == 0 {
-		return e.Spec
-	}
-	var s SkillSpec
-	if json.Unmarshal(e.Spec, &s) != nil || json.Unmarshal(e.Files, &s.Files) != nil {
-		return e.Spec
-	}
-	out, _ := json.Marshal(s)
-	return out
-}
+func doc(e *store.Entry) json.RawMessage { return session.EntryDoc(e) }
 
 func isReserved(name string) bool { return strings.HasPrefix(name, "h/") }
 
 // Create validates body and registers it as the owner's entry of the kind.
 //
-// Errors: a *[ValidationError] for an invalid body or a reference to an
+// Errors: a *[session.ValidationError] for an invalid body or a reference to an
 // unknown entry, [ErrEntryExists], [ErrReserved].
 func (r *Registry) Create(ctx context.Context, kind EntryKind, owner string, body []byte) (json.RawMessage, error) {
 	e, err := r.parse(kind, owner, body)
@@ -267,7 +183,7 @@ func (r *Registry) Get(ctx context.Context, kind EntryKind, owner, name string, 
 	if err != nil || !resolve || kind != EntryAgent {
 		return out, err
 	}
-	var a AgentSpec
+	var a session.AgentSpec
 	if err := json.Unmarshal(out, &a); err != nil {
 		return nil, err
 	}
@@ -286,7 +202,7 @@ type budget struct {
 
 func (r *Registry) get(ctx context.Context, kind EntryKind, owner, name string) (json.RawMessage, error) {
 	if b, ok := r.builtin(kind, name); ok {
-		return b.doc, nil
+		return b.Doc, nil
 	}
 	e, err := r.st.GetEntry(ctx, string(kind), owner, name)
 	if errors.Is(err, store.ErrEntryNotFound) {
@@ -300,7 +216,7 @@ func (r *Registry) get(ctx context.Context, kind EntryKind, owner, name string) 
 
 // materialise replaces the names of a's environments, skills and
 // subagents by their definitions.
-func (r *Registry) materialise(ctx context.Context, owner string, a *AgentSpec, depth int, b *budget) error {
+func (r *Registry) materialise(ctx context.Context, owner string, a *session.AgentSpec, depth int, b *budget) error {
 	for _, list := range []struct {
 		kind EntryKind
 		refs []json.RawMessage
@@ -309,7 +225,7 @@ func (r *Registry) materialise(ctx context.Context, owner string, a *AgentSpec, 
 			name, ok := isString(raw)
 			if !ok {
 				if list.kind == EntryAgent && depth < maxInlineDepth {
-					var sub AgentSpec
+					var sub session.AgentSpec
 					if json.Unmarshal(raw, &sub) == nil {
 						if err := r.materialise(ctx, owner, &sub, depth+1, b); err != nil {
 							return err
@@ -331,7 +247,7 @@ func (r *Registry) materialise(ctx context.Context, owner string, a *AgentSpec, 
 				return err
 			}
 			if list.kind == EntryAgent {
-				var sub AgentSpec
+				var sub session.AgentSpec
 				if err := json.Unmarshal(got, &sub); err != nil {
 					return err
 				}
@@ -357,7 +273,7 @@ func (r *Registry) checkRefs(ctx context.Context, owner string, e *store.Entry) 
 	if e.Kind != store.KindAgent {
 		return nil
 	}
-	var a AgentSpec
+	var a session.AgentSpec
 	if err := json.Unmarshal(e.Spec, &a); err != nil {
 		return err
 	}
@@ -371,7 +287,7 @@ func (r *Registry) checkRefs(ctx context.Context, owner string, e *store.Entry) 
 
 // checkAgentRefs looks up the references of a and of its inline
 // subagents, each name once, at most maxLookups of them.
-func (r *Registry) checkAgentRefs(ctx context.Context, v *validation, owner string, a *AgentSpec, loc []any, seen map[string]bool) error {
+func (r *Registry) checkAgentRefs(ctx context.Context, v *validation, owner string, a *session.AgentSpec, loc []any, seen map[string]bool) error {
 	for _, list := range []struct {
 		field string
 		kind  EntryKind
@@ -381,7 +297,7 @@ func (r *Registry) checkAgentRefs(ctx context.Context, v *validation, owner stri
 			name, ok := isString(raw)
 			if !ok {
 				if list.kind == EntryAgent {
-					var sub AgentSpec
+					var sub session.AgentSpec
 					if json.Unmarshal(raw, &sub) == nil {
 						if err := r.checkAgentRefs(ctx, v, owner, &sub, at(loc, list.field, i), seen); err != nil {
 							return err
@@ -420,7 +336,7 @@ func (r *Registry) checkAgentRefs(ctx context.Context, v *validation, owner stri
 // server's read-only entries first (by name), then the owner's in the
 // order p asks.
 //
-// Errors: a *[ValidationError] for an unknown sort.
+// Errors: a *[session.ValidationError] for an unknown sort.
 func (r *Registry) List(ctx context.Context, kind EntryKind, owner string, p *EntryListParams) (*EntryPage, error) {
 	q := *p
 	if q.Page < 1 {
@@ -435,10 +351,10 @@ func (r *Registry) List(ctx context.Context, kind EntryKind, owner string, p *En
 	default:
 		return nil, invalid(fmt.Sprintf("unknown sort %q", sort), "query", "sort")
 	}
-	var fixed []builtin
+	var fixed []session.BuiltinEntry
 	for _, b := range r.builtins(kind) {
-		if q.Type != "" && b.typ != q.Type || q.Name != "" && !containsFold(b.name, q.Name) ||
-			q.Search != "" && !containsFold(b.name, q.Search) && !containsFold(b.desc, q.Search) {
+		if q.Type != "" && b.Type != q.Type || q.Name != "" && !containsFold(b.Name, q.Name) ||
+			q.Search != "" && !containsFold(b.Name, q.Search) && !containsFold(b.Description, q.Search) {
 			continue
 		}
 		fixed = append(fixed, b)
@@ -446,7 +362,7 @@ func (r *Registry) List(ctx context.Context, kind EntryKind, owner string, p *En
 	off := (q.Page - 1) * q.Size
 	page := &EntryPage{Items: []json.RawMessage{}, Page: q.Page}
 	for i := off; i < len(fixed) && len(page.Items) < q.Size; i++ {
-		page.Items = append(page.Items, fixed[i].doc)
+		page.Items = append(page.Items, fixed[i].Doc)
 	}
 	stored, total, err := r.st.ListEntries(ctx, &store.EntryListParams{
 		Kind: string(kind), Owner: owner, Type: q.Type, Name: q.Name, Search: q.Search, Sort: sort,
@@ -484,7 +400,7 @@ func asciiLower(s string) string {
 // Replace replaces the owner's entry with body, whose name (an
 // environment's id) must be the entry's: renames are not supported.
 //
-// Errors: a *[ValidationError], [ErrEntryNotFound], [ErrReadOnly],
+// Errors: a *[session.ValidationError], [ErrEntryNotFound], [ErrReadOnly],
 // [ErrEntryConflict].
 func (r *Registry) Replace(ctx context.Context, kind EntryKind, owner, name string, body []byte) (json.RawMessage, error) {
 	return r.update(ctx, kind, owner, name, func(*store.Entry) ([]byte, error) { return body, nil })
@@ -506,7 +422,7 @@ var patchable = map[EntryKind][]string{
 // Errors: as [Registry.Replace].
 func (r *Registry) Patch(ctx context.Context, kind EntryKind, owner, name string, body []byte) (json.RawMessage, error) {
 	var patch map[string]json.RawMessage
-	if err := decodeObject(body, &patch, "body"); err != nil {
+	if err := session.DecodeObject(body, &patch, "body"); err != nil {
 		return nil, err
 	}
 	return r.update(ctx, kind, owner, name, func(cur *store.Entry) ([]byte, error) {
@@ -590,32 +506,57 @@ func (r *Registry) Delete(ctx context.Context, kind EntryKind, owner, name strin
 	return err
 }
 
-// Profiles is where the browser profiles of the manager's store are kept
-// (the store itself): the server's /api/v2/browser-profiles operations
-// use it, and sessions read the profiles their web environment names.
-func (m *Manager) Profiles() store.Profiles { return m.st }
+// The bounds of the registries.
+var (
+	// maxEntries bounds the entries of each kind a key registers.
+	maxEntries = 1000
+	// maxResolvedBytes bounds the definitions GET ?resolve=true adds.
+	maxResolvedBytes = 8 << 20
+)
 
-// checkReasoning refuses a reasoning_effort the agent's model (or the
-// server's default model) has no setting for, and those of its inline
-// subagents, so that a registered agent is refused when it is made, not
-// when a session uses it. The effort's value is checked by validateAgent.
-func (r *Registry) checkReasoning(v *validation, a *AgentSpec, depth int, loc ...any) {
-	if a.ReasoningEffort != nil && checkReasoningEffort(*a.ReasoningEffort) == nil {
-		model := firstNonEmpty(deref(a.Model), r.m.opts.DefaultModel)
-		if _, err := reasoningConfig(firstNonEmpty(model, "(the provider's default model)"), *a.ReasoningEffort, r.m.reasoningSupport(model)); err != nil {
-			v.add(err.Error(), at(loc, "reasoning_effort")...)
-		}
+const (
+	// maxLookups bounds the references one check or resolution looks up.
+	maxLookups = 256
+	// maxInlineDepth bounds the nesting of inline subagents a resolution
+	// follows: the depth session's validation allows.
+	maxInlineDepth = 3
+)
+
+// validation collects field errors, as session's validation reports them.
+type validation struct{ fields []session.FieldError }
+
+func (v *validation) add(msg string, loc ...any) {
+	v.fields = append(v.fields, session.FieldError{Loc: loc, Msg: msg, Type: "value_error"})
+}
+
+func (v *validation) err() error {
+	if len(v.fields) == 0 {
+		return nil
 	}
-	if depth >= maxInlineDepth {
-		return
+	return &session.ValidationError{Fields: v.fields}
+}
+
+// invalid returns a validation error about one field.
+func invalid(msg string, loc ...any) *session.ValidationError {
+	return &session.ValidationError{Fields: []session.FieldError{{Loc: loc, Msg: msg, Type: "value_error"}}}
+}
+
+func at(loc []any, more ...any) []any { return append(append([]any{}, loc...), more...) }
+
+func isNull(raw json.RawMessage) bool {
+	s := bytes.TrimSpace(raw)
+	return len(s) == 0 || string(s) == "null"
+}
+
+// isString reports whether raw is a JSON string, and returns it.
+func isString(raw json.RawMessage) (string, bool) {
+	s := bytes.TrimSpace(raw)
+	if len(s) == 0 || s[0] != '"' {
+		return "", false
 	}
-	for i, raw := range a.Subagents {
-		if _, ok := isString(raw); ok {
-			continue
-		}
-		var sub AgentSpec
-		if json.Unmarshal(raw, &sub) == nil {
-			r.checkReasoning(v, &sub, depth+1, at(loc, "subagents", i)...)
-		}
+	var out string
+	if json.Unmarshal(s, &out) != nil {
+		return "", false
 	}
+	return out, true
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hrns-dev/hrns/session/webhook"
-	"github.com/hrns-dev/hrns/session/webhook/webhooktest"
+	"github.com/hrns-dev/hrns/platform/webhook"
+	"github.com/hrns-dev/hrns/platform/webhook/webhooktest"
 )
 
 // TestStandardWebhooksLibrary checks hrns's signatures with code hrns did

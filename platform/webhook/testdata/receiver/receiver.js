@@ -1,4 +1,4 @@
-// A webhook receiver for session/webhook's tests: it verifies each request
+// A webhook receiver for platform/webhook's tests: it verifies each request
 // with the Standard Webhooks reference library (not hrns's code), against
 // each secret given as an argument, and prints one JSON line per request:
 // {"id": ..., "verified": [true|false per secret], "errors": [...]}.

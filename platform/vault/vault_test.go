@@ -13,9 +13,9 @@ import (
 
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/platform/vault"
 	"github.com/hrns-dev/hrns/store"
 	"github.com/hrns-dev/hrns/store/sqlite"
-	"github.com/hrns-dev/hrns/vault"
 )
 
 // Keys made up for the tests.

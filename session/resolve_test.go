@@ -9,6 +9,7 @@ import (
 
 	"github.com/hrns-dev/hrns/llm/llmtest"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/platform/registry"
 	"github.com/hrns-dev/hrns/session"
 )
 
@@ -21,17 +22,17 @@ func registryManager(t *testing.T) *session.Manager {
 		Catalog:      map[string]string{"h/web-surfer-flash": "reviewer"},
 		Environments: map[string]*loop.Toolset{"web": {}},
 	})
-	reg := m.Registry()
+	reg := registry.New(m)
 	for _, e := range []struct {
-		kind session.EntryKind
+		kind registry.EntryKind
 		body string
 	}{
-		{session.EntryEnvironment, `{"id":"shop","start_url":"https://shop.example/"}`},
-		{session.EntryEnvironment, `{"id":"pc","kind":"desktop","host":"user_device"}`},
-		{session.EntrySkill, `{"name":"lookup","description":"Looks orders up.","body":"Read refs/api.md.","files":{"refs/api.md":"GET /orders/{id}"}}`},
-		{session.EntryAgent, `{"name":"support","description":"Answers.","instructions":"Be kind.","model":"m2","environments":["shop"],"skills":["lookup"],"max_steps":4,
+		{registry.EntryEnvironment, `{"id":"shop","start_url":"https://shop.example/"}`},
+		{registry.EntryEnvironment, `{"id":"pc","kind":"desktop","host":"user_device"}`},
+		{registry.EntrySkill, `{"name":"lookup","description":"Looks orders up.","body":"Read refs/api.md.","files":{"refs/api.md":"GET /orders/{id}"}}`},
+		{registry.EntryAgent, `{"name":"support","description":"Answers.","instructions":"Be kind.","model":"m2","environments":["shop"],"skills":["lookup"],"max_steps":4,
 			"tools":[{"name":"get_order","description":"d"}]}`},
-		{session.EntryAgent, `{"name":"plain","description":"Plain.","environments":[]}`},
+		{registry.EntryAgent, `{"name":"plain","description":"Plain.","environments":[]}`},
 	} {
 		if _, err := reg.Create(t.Context(), e.kind, owner, []byte(e.body)); err != nil {
 			t.Fatalf("registering %s: %v", e.body, err)
@@ -42,7 +43,6 @@ func registryManager(t *testing.T) *session.Manager {
 
 func TestResolveAgent(t *testing.T) {
 	m := registryManager(t)
-	reg := m.Registry()
 	for _, tt := range []struct {
 		name    string
 		owner   string
@@ -80,7 +80,7 @@ func TestResolveAgent(t *testing.T) {
 			if tt.owner != "" {
 				o = tt.owner
 			}
-			got, err := reg.ResolveAgent(t.Context(), o, ref)
+			got, err := m.ResolveAgent(t.Context(), o, ref)
 			if tt.wantErr != "" {
 				var ve *session.ValidationError
 				if !errors.As(err, &ve) || !strings.Contains(err.Error(), tt.wantErr) {
@@ -107,7 +107,7 @@ func TestResolveAgent(t *testing.T) {
 	// The caller's request is not changed.
 	var ref session.AgentRef
 	json.Unmarshal([]byte(`{"name":"x","environments":["shop"]}`), &ref)
-	if _, err := reg.ResolveAgent(t.Context(), owner, ref); err != nil || ref.Inline.Environments[0].ID != "shop" || ref.Inline.Environments[0].Fields != nil {
+	if _, err := m.ResolveAgent(t.Context(), owner, ref); err != nil || ref.Inline.Environments[0].ID != "shop" || ref.Inline.Environments[0].Fields != nil {
 		t.Errorf("ResolveAgent changed the request's agent: %+v, %v", ref.Inline.Environments, err)
 	}
 }
@@ -134,76 +134,5 @@ func TestSessionOfRegisteredAgent(t *testing.T) {
 	var ve *session.ValidationError
 	if !errors.As(err, &ve) {
 		t.Errorf("bob's session of alice's agent: %v, want a validation error", err)
-	}
-}
-
-// The work a registry does for one request is bounded: entries per key,
-// references looked up per check, definitions added by resolve.
-func TestRegistryBounds(t *testing.T) {
-	m := session.New(openStore(t), llmtest.NewModel(), nil)
-	reg := m.Registry()
-	ctx := t.Context()
-
-	// At most 256 distinct references, inline subagents included.
-	var subs []string
-	for i := range 5 {
-		var skills []string
-		for j := range 60 {
-			skills = append(skills, fmt.Sprintf("%q", fmt.Sprintf("s%d-%d", i, j)))
-		}
-		subs = append(subs, fmt.Sprintf(`{"name":"sub%d","description":"d","environments":[],"skills":[%s]}`, i, strings.Join(skills, ",")))
-	}
-	_, err := reg.Create(ctx, session.EntryAgent, owner, []byte(`{"name":"big","description":"d","environments":[],"subagents":[`+strings.Join(subs, ",")+`]}`))
-	if err == nil || !strings.Contains(err.Error(), "at most 256 distinct entries") {
-		t.Errorf("an agent naming 300 entries: %v", err)
-	}
-
-	// resolve adds at most so many bytes of definitions; the rest stay
-	// names.
-	session.SetRegistryBounds(t, 1000, 8<<10)
-	body := strings.Repeat("x", 3<<10)
-	var names []string
-	for i := range 3 {
-		name := fmt.Sprintf("large%d", i)
-		names = append(names, fmt.Sprintf("%q", name))
-		if _, err := reg.Create(ctx, session.EntrySkill, owner, []byte(fmt.Sprintf(`{"name":%q,"description":"d","body":%q}`, name, body))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := reg.Create(ctx, session.EntryAgent, owner, []byte(`{"name":"reader","description":"d","environments":[],"skills":[`+strings.Join(names, ",")+`]}`)); err != nil {
-		t.Fatal(err)
-	}
-	doc, err := reg.Get(ctx, session.EntryAgent, owner, "reader", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var a session.AgentSpec
-	json.Unmarshal(doc, &a)
-	resolved := 0
-	for _, s := range a.Skills {
-		if s[0] == '{' {
-			resolved++
-		}
-	}
-	if len(a.Skills) != 3 || resolved != 2 || len(doc) > 9<<10 {
-		t.Errorf("resolved %d of %d skills, %d bytes; want 2 of 3 within 9 KiB", resolved, len(a.Skills), len(doc))
-	}
-}
-
-// A key registers a bounded number of entries of a kind (1000; 20 here).
-func TestRegistryEntriesPerKey(t *testing.T) {
-	session.SetRegistryBounds(t, 20, 8<<20)
-	m := session.New(openStore(t), llmtest.NewModel(), nil)
-	reg := m.Registry()
-	for i := range 20 {
-		if _, err := reg.Create(t.Context(), session.EntryEnvironment, owner, []byte(fmt.Sprintf(`{"id":"e%d"}`, i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := reg.Create(t.Context(), session.EntryEnvironment, owner, []byte(`{"id":"one-more"}`)); !errors.Is(err, session.ErrTooManyEntries) {
-		t.Errorf("the 21st environment: %v, want ErrTooManyEntries", err)
-	}
-	if _, err := reg.Create(t.Context(), session.EntryEnvironment, "bob", []byte(`{"id":"one-more"}`)); err != nil {
-		t.Errorf("another key's first environment: %v", err)
 	}
 }

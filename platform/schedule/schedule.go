@@ -46,6 +46,7 @@
 package schedule
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -119,17 +120,28 @@ type Options struct {
 // replica) may share a store.
 type Scheduler struct {
 	// fixed at creation
-	m    *session.Manager
+	m    Sessions
 	st   store.Store
 	opts Options
 	log  *slog.Logger
 }
 
+// Sessions is what a [Scheduler] needs of the sessions runtime: to check
+// a session template as a request, and to create a tick's session. A
+// *[session.Manager] is one.
+type Sessions interface {
+	// CheckRequest validates a session request of owner and returns it
+	// normalised ([session.Manager.CheckRequest]).
+	CheckRequest(ctx context.Context, owner string, r *session.Request) (*session.Request, error)
+	// Create creates a session ([session.Manager.Create]).
+	Create(ctx context.Context, p *session.CreateParams) (*session.View, bool, error)
+}
+
 // New returns the scheduler of the schedules in st, which creates
 // sessions with m (a manager of the same store). Call [Scheduler.Run] to
 // fire them.
-func New(m *session.Manager, st store.Store, opts *Options) *Scheduler {
-	if m == nil || st == nil {
+func New(m Sessions, st store.Store, opts *Options) *Scheduler {
+	if mgr, ok := m.(*session.Manager); m == nil || ok && mgr == nil || st == nil {
 		panic("schedule.New: nil manager or store")
 	}
 	s := &Scheduler{m: m, st: st}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hrns-dev/hrns/session/webhook"
+	"github.com/hrns-dev/hrns/platform/webhook"
 )
 
 // ExampleSign signs a delivery as hrns serve does: the test vector of the
