@@ -4,6 +4,11 @@ import (
 	"context"
 )
 
+// Step 7 of a turn, for each call before it runs (see run.loop): the
+// call's permission, decided by authorize in the one order [Permissions]
+// documents. The policy's rules are in permission.go, the pre_tool hooks in
+// hooks.go, the approver in approval.go.
+
 // authorize decides whether p may run, in the order [Permissions]
 // documents: pre_tool hooks, deny rules, the mode, allow rules, the
 // approver. A refusal becomes p's result; an approver's Defer makes p

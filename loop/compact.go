@@ -11,6 +11,11 @@ import (
 	"github.com/hrns-dev/hrns/loop/compact"
 )
 
+// Step 2 of a turn (see run.loop), and the one retry of step 4 after a
+// context length refusal: compaction. Both triggers, compactBeforeRequest
+// and compactForRetry, run the strategy through compact, which adopts its
+// result; contextEstimate and noteUsage keep the estimate they use.
+
 // Compaction configures context compaction: shrinking the transcript of a
 // long run so that its requests fit the model's context window. See
 // [Options.Compaction].
@@ -103,11 +108,11 @@ func (r *run) noteUsage(u llm.Usage) {
 	r.ctxLen = len(r.msgs) + 1
 }
 
-// compactBeforeTurn compacts the transcript when the next request is
-// estimated past the threshold. A compaction that fails is logged and the
+// compactBeforeRequest, step 2 of a turn, compacts the transcript when the
+// next request is estimated past the threshold. A compaction that fails is logged and the
 // request goes as it is: it may still fit, and if it does not the
 // provider's error gets its own compaction.
-func (r *run) compactBeforeTurn(ctx context.Context) error {
+func (r *run) compactBeforeRequest(ctx context.Context) error {
 	c := r.a.opts.Compaction
 	if c == nil || c.ContextWindow <= 0 {
 		return nil
@@ -129,11 +134,19 @@ func (r *run) compactBeforeTurn(ctx context.Context) error {
 	return nil
 }
 
-// compactAfterError compacts the transcript after the provider refused the
-// request as too long; it reports whether the transcript changed, so that
-// the request is worth sending again.
-func (r *run) compactAfterError(ctx context.Context) (bool, error) {
+// compactForRetry handles a failed request, within step 4 (send.go):
+// after a context length error, the first of the turn (*done records it),
+// it compacts the transcript and reports whether the request is worth
+// sending again (the transcript changed). It returns an error to end the
+// run with: the context's, or err with the compaction's failure.
+func (r *run) compactForRetry(ctx context.Context, err error, done *bool) (bool, error) {
 	c := r.a.opts.Compaction
+	if c == nil || *done || !errors.Is(err, llm.ErrContextLength) {
+		return false, nil
+	}
+	// Once per turn: a transcript that still does not fit after a
+	// compaction fails the run.
+	*done = true
 	est := r.contextEstimate()
 	// The provider's count no longer holds, if it ever did: the request
 	// did not fit.
@@ -142,7 +155,16 @@ func (r *run) compactAfterError(ctx context.Context) (bool, error) {
 	if c.ContextWindow > 0 {
 		target = min(target, int(c.Target*float64(c.ContextWindow)))
 	}
-	return r.compact(ctx, compactContextLength, est, target)
+	changed, cerr := r.compact(ctx, compactContextLength, est, target)
+	switch {
+	case cerr == nil:
+		return changed, nil
+	case r.stopped:
+		return false, context.Canceled
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	}
+	return false, fmt.Errorf("%w (compaction failed: %v)", err, cerr)
 }
 
 // compact runs the strategy and, if it changed the transcript, adopts the
@@ -251,27 +273,4 @@ func (c *Compaction) fill() {
 	if c.Strategy == nil {
 		c.Strategy = compact.Default()
 	}
-}
-
-// compactForRetry handles a failed request: after a context length error,
-// the first of the turn (*done records it), it compacts the transcript and
-// reports whether the request is worth sending again. It returns an error
-// to end the run with: the context's, or err with the compaction's failure.
-func (r *run) compactForRetry(ctx context.Context, err error, done *bool) (bool, error) {
-	if r.a.opts.Compaction == nil || *done || !errors.Is(err, llm.ErrContextLength) {
-		return false, nil
-	}
-	// Once per turn: a transcript that still does not fit after a
-	// compaction fails the run.
-	*done = true
-	changed, cerr := r.compactAfterError(ctx)
-	switch {
-	case cerr == nil:
-		return changed, nil
-	case r.stopped:
-		return false, context.Canceled
-	case ctx.Err() != nil:
-		return false, ctx.Err()
-	}
-	return false, fmt.Errorf("%w (compaction failed: %v)", err, cerr)
 }

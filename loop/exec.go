@@ -46,6 +46,14 @@ type ToolError struct {
 func (e *ToolError) Error() string { return e.Msg }
 func (e *ToolError) Unwrap() error { return e.Err }
 
+// Step 7 of a turn (see run.loop): the calls of an assistant message.
+// runTools is the run's entry point; the executor below runs the calls of
+// one message for it, for a resumption (suspend.go) and for
+// [Toolset.Invoke] (invoke.go): each call's tool is found and its
+// arguments validated (prepare), its permission decided (authorize.go,
+// approval.go), its handler run with its timeout (runBatch, invoke), and
+// its result recorded after the post_tool hooks (record).
+
 // An executor runs the tool calls of one assistant message: it validates
 // arguments, asks for approvals, runs handlers with timeouts and recovers
 // their panics, and reports each step through emit.
@@ -64,6 +72,39 @@ type executor struct {
 	hooks *hookSet
 	agent string
 	depth int
+}
+
+// runTools runs the calls of the assistant message just taken (the
+// executor decides each one's permission and runs it) and appends their
+// results; it reports whether the loop goes on: false when the run ended,
+// suspended or failed.
+func (r *run) runTools(ctx context.Context, calls []llm.ToolCall) bool {
+	states, err := r.exec.execute(ctx, calls, nil)
+	if err != nil {
+		r.fail(err)
+		return false
+	}
+	return r.appendResults(states)
+}
+
+// appendResults appends the tool message of a finished set of calls, or
+// suspends the run if some still wait; it reports whether the loop goes on.
+func (r *run) appendResults(states []SuspendedCall) bool {
+	for _, s := range states {
+		if s.Result == nil {
+			r.suspend(states)
+			return false
+		}
+	}
+	if len(states) == 0 {
+		return !r.stopped // a yielded run resumed: no calls to answer
+	}
+	tm := llm.Message{Role: llm.RoleTool, Parts: make([]llm.Part, len(states))}
+	for i, s := range states {
+		tm.Parts[i] = llm.Part{Kind: llm.PartToolResult, ToolResult: s.Result}
+	}
+	r.msgs = append(r.msgs, tm)
+	return !r.stopped
 }
 
 // pcall is one call on its way through the executor.
@@ -210,87 +251,6 @@ func jsonKind(v any) string {
 		return "a boolean"
 	}
 	return "null"
-}
-
-// approve asks the approver about p, which perm sent to it. A refusal
-// becomes p's result; Defer makes p wait; Cancel ends the run.
-func (x *executor) approve(ctx context.Context, p *pcall, perm *PermissionDecision) error {
-	o := x.opts
-	name := p.call.Name
-	if o.Approver == nil {
-		te := &ToolError{Kind: ToolRefused, Msg: fmt.Sprintf("tool %q requires approval and no approver is configured; the call was not run", name)}
-		if perm != nil {
-			te.Permission = &PermissionDecision{Behavior: Deny, Step: StepApprover, Reason: te.Msg}
-		}
-		x.failCall(p, te)
-		return nil
-	}
-	if !x.emit(Chunk{Type: ChunkApprovalRequest, ToolCall: p.info(), Permission: perm}) {
-		return context.Canceled
-	}
-	actx, cancel := context.WithTimeout(ctx, o.ApprovalTimeout)
-	defer cancel()
-	deadline, _ := actx.Deadline()
-	// The approver sees the arguments the tool will get: validated, with
-	// defaults applied.
-	call := p.call
-	call.Arguments = llm.Arguments(p.parsed.Arguments)
-	req := &ApprovalRequest{Call: call, Description: p.tool.def.Description, Deadline: deadline, Permission: perm}
-	type answer struct {
-		d   Decision
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				done <- answer{err: fmt.Errorf("approver panicked: %v", v)}
-			}
-		}()
-		d, err := o.Approver.Approve(actx, req)
-		done <- answer{d, err}
-	}()
-	var a answer
-	select {
-	case a = <-done:
-	case <-actx.Done():
-		// The watchdog: an approver that ignores its context does not
-		// hold the run.
-		a = answer{err: actx.Err()}
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	refused := func(te *ToolError) {
-		if perm != nil {
-			te.Permission = &PermissionDecision{Behavior: Deny, Step: StepApprover, Reason: te.Msg}
-		}
-		x.failCall(p, te)
-	}
-	switch {
-	case errors.Is(a.err, context.DeadlineExceeded):
-		refused(&ToolError{Kind: ToolRefused, Err: a.err, Msg: fmt.Sprintf("approval for tool %q timed out after %v; the call was not run", name, o.ApprovalTimeout)})
-	case a.err != nil:
-		refused(&ToolError{Kind: ToolRefused, Err: a.err, Msg: fmt.Sprintf("approval for tool %q failed (%v); the call was not run", name, a.err)})
-	case a.d.Verdict == Approve:
-		p.approved = true
-	case a.d.Verdict == Defer:
-		p.state.Waiting = PendingApproval
-		x.emit(Chunk{Type: ChunkToolCallPending, ToolCall: p.info()})
-	case a.d.Verdict == Cancel:
-		return ErrCancelled
-	default:
-		refused(&ToolError{Kind: ToolRefused, Msg: rejection(name, a.d.Reason)})
-	}
-	return nil
-}
-
-func rejection(name, reason string) string {
-	msg := fmt.Sprintf("the call to tool %q was rejected", name)
-	if reason != "" {
-		msg += ": " + reason
-	}
-	return msg
 }
 
 // runBatch runs calls at once (a batch of one runs alone) and records their

@@ -13,6 +13,14 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 )
 
+// Hooks: the functions of Options.Hooks, called from the steps of a turn
+// (see run.loop): run_start and user_prompt before the first turn
+// (startHooks), pre_tool in a call's permission (preToolHooks, from
+// authorize.go), post_tool on its result (postToolHooks, from exec.go), stop
+// on an answer (stopHooks, from answer.go), pre_compact (compact.go), and
+// run_end (endHooks, from run.end). Each event's runner is here; callHook
+// is the one way a hook is called.
+
 // HookEvent names a point of a run where hooks are called.
 type HookEvent string
 

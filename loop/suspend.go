@@ -4,9 +4,49 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/hrns-dev/hrns/llm"
 )
+
+// Suspension and resumption: a run stops with calls that wait (suspend:
+// a client-side tool, a deferred approval, a suspended sub-agent) or
+// between two turns (yieldRun: Options.BeforeTurn), as a [Suspension];
+// [Agent.Resume] continues it (resume), before the turns of run.loop.
+
+// suspend ends the run with the calls of the last assistant message, some
+// of which still wait for their results.
+func (r *run) suspend(states []SuspendedCall) {
+	r.res.Suspension = r.suspension(states)
+	r.end(StatusSuspended)
+}
+
+// yieldRun ends the run between two turns, as BeforeTurn asked.
+func (r *run) yieldRun() {
+	r.res.Suspension = r.suspension(nil)
+	r.end(StatusYielded)
+}
+
+// suspension is the run as it stands, waiting for calls.
+func (r *run) suspension(calls []SuspendedCall) *Suspension {
+	counted := r.ctxTokens
+	if r.ctxLen == 0 {
+		counted = 0
+	}
+	return &Suspension{
+		Messages: slices.Clone(r.msgs),
+		Calls:    calls,
+		Turn:     r.turn,
+		Usage:    r.res.Usage,
+		Turns:    slices.Clone(r.res.Turns),
+		Elapsed:  time.Since(r.start),
+
+		Counted:         counted,
+		CountedMessages: r.ctxLen,
+
+		TraceParent: r.traceParent(),
+	}
+}
 
 // resume applies in to the suspended calls of s; it reports whether the
 // loop goes on (false when the run ended: suspended again, or failed).
@@ -134,4 +174,81 @@ func (r *run) refuseResume(s *Suspension, err error) {
 	r.res.Suspension = s
 	r.emit(Chunk{Type: ChunkError, Err: err})
 	r.end(StatusSuspended)
+}
+
+// routeResume splits the input of a resumption between the calls of the
+// suspended message (returned as top) and the suspended children of its
+// agent calls (returned by call ID). It returns an error wrapping
+// ErrUnknownCall for an ID found nowhere in the tree.
+func routeResume(states []SuspendedCall, in *ResumeInput) (*ResumeInput, map[string]*childResume, error) {
+	top := &ResumeInput{Messages: in.Messages}
+	var nested map[string]*childResume
+	index := make(map[string]int, len(states))
+	for i, c := range states {
+		index[c.Call.ID] = i
+	}
+	find := func(id string) (*childResume, error) {
+		if _, ok := index[id]; ok {
+			return nil, nil
+		}
+		for _, st := range states {
+			if st.Agent == nil || st.Result != nil || !st.Agent.holds(id) {
+				continue
+			}
+			if nested == nil {
+				nested = make(map[string]*childResume)
+			}
+			cr := nested[st.Call.ID]
+			if cr == nil {
+				cr = &childResume{s: st.Agent, in: &ResumeInput{}}
+				nested[st.Call.ID] = cr
+			}
+			return cr, nil
+		}
+		return nil, fmt.Errorf("%w: %q", ErrUnknownCall, id)
+	}
+	for _, res := range in.Results {
+		cr, err := find(res.CallID)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case cr != nil:
+			cr.in.Results = append(cr.in.Results, res)
+		default:
+			top.Results = append(top.Results, res)
+		}
+	}
+	for _, d := range in.Approvals {
+		cr, err := find(d.CallID)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case cr != nil:
+			cr.in.Approvals = append(cr.in.Approvals, d)
+		default:
+			top.Approvals = append(top.Approvals, d)
+		}
+	}
+	for _, id := range in.Reevaluate {
+		cr, err := find(id)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case cr != nil:
+			cr.in.Reevaluate = append(cr.in.Reevaluate, id)
+		default:
+			top.Reevaluate = append(top.Reevaluate, id)
+		}
+	}
+	return top, nested, nil
+}
+
+// holds reports whether id names a call of s or of a suspended child in it.
+func (s *Suspension) holds(id string) bool {
+	for _, c := range s.Calls {
+		if c.Call.ID == id || c.Result == nil && c.Agent != nil && c.Agent.holds(id) {
+			return true
+		}
+	}
+	return false
 }
