@@ -30,11 +30,11 @@ var (
 // between runs and is safe for concurrent use: each call of [Agent.RunLoop]
 // is an independent run.
 type Agent struct {
-	model llm.Model
-	tools *Toolset
-	opts  Options
-	out   *outputCheck // from opts.OutputSchema; nil without one
-	hooks *hookSet     // from opts.Hooks; nil without any
+	model  llm.Model
+	tools  *Toolset
+	opts   Options
+	output *outputCheck // from opts.OutputSchema; nil without one
+	hooks  *hookSet     // from opts.Hooks; nil without any
 }
 
 // New returns an agent that runs model with the tools of m, each exposed
@@ -78,8 +78,8 @@ func NewAgent(model llm.Model, tools *Toolset, opts *Options) *Agent {
 	a.opts.Extra = maps.Clone(a.opts.Extra)
 	a.opts.Hooks = slices.Clone(a.opts.Hooks)
 	a.hooks = newHookSet(a.opts.Hooks)
-	a.opts.fill()
-	a.out = newOutputCheck(a.opts.OutputSchema)
+	a.opts.setDefaults()
+	a.output = newOutputCheck(a.opts.OutputSchema)
 	return a
 }
 

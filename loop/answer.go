@@ -11,7 +11,7 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 )
 
-// Steps 5 and 6 of a turn (see run.loop): what happens to the model's
+// Steps 5 and 6 of a turn (see run.runTurns): what happens to the model's
 // message. takeMessage keeps it (its calls made safe to keep); a message
 // without calls is the answer, which judgeAnswer checks: it must exist
 // when a budget asked for it, match the output schema if there is one
@@ -27,9 +27,9 @@ func (r *run) takeMessage(resp *llm.Response, final bool) (llm.Message, bool) {
 		msg.Parts = slices.DeleteFunc(slices.Clone(msg.Parts), func(p llm.Part) bool { return p.Kind == llm.PartToolCall })
 	}
 	r.normalizeCalls(&msg)
-	r.msgs = append(r.msgs, msg)
+	r.transcript = append(r.transcript, msg)
 	usage := resp.Usage
-	return msg, r.emit(Chunk{Type: ChunkTurnEnd, Usage: &usage, FinishReason: resp.FinishReason, Model: resp.Model, Messages: r.msgs})
+	return msg, r.emit(Chunk{Type: ChunkTurnEnd, Usage: &usage, FinishReason: resp.FinishReason, Model: resp.Model, Messages: r.transcript})
 }
 
 // judgeAnswer decides what becomes of msg, a message without calls, given
@@ -38,8 +38,8 @@ func (r *run) takeMessage(resp *llm.Response, final bool) (llm.Message, bool) {
 // was told why), or failed.
 func (r *run) judgeAnswer(ctx context.Context, msg llm.Message, budget string) answerVerdict {
 	final := budget != ""
-	r.res.Answer = msg.Text()
-	if final && strings.TrimSpace(r.res.Answer) == "" {
+	r.result.Answer = msg.Text()
+	if final && strings.TrimSpace(r.result.Answer) == "" {
 		// The model ignored the request for an answer (it called tools
 		// anyway, or said nothing): no success.
 		r.fail(fmt.Errorf("%w: %s was reached and the model gave no final answer", ErrNoAnswer, budget))
@@ -76,23 +76,23 @@ const (
 // error while retries remain, except on a turn a budget forced, which has
 // no turn after it; otherwise the run fails with an *OutputError.
 func (r *run) checkOutput(final bool) answerVerdict {
-	oc := r.a.out
+	oc := r.agent.output
 	if oc == nil {
 		return answerAccepted
 	}
-	r.outAttempts++
-	text, err := oc.validate(r.res.Answer)
+	r.answersChecked++
+	text, err := oc.validate(r.result.Answer)
 	if err == nil {
-		r.res.Answer = text
+		r.result.Answer = text
 		return answerAccepted
 	}
-	if final || r.outAttempts > r.a.maxOutputRetries() {
-		r.fail(&OutputError{Answer: r.res.Answer, Err: err, Attempts: r.outAttempts})
+	if final || r.answersChecked > r.agent.maxOutputRetries() {
+		r.fail(&OutputError{Answer: r.result.Answer, Err: err, Attempts: r.answersChecked})
 		return answerFailed
 	}
 	text = fmt.Sprintf("Your final answer was rejected: %v. Answer again with only a JSON value that matches the %s schema, and no other text.",
 		err, oc.format.Name)
-	r.msgs = append(r.msgs, llm.UserMessage(text))
+	r.transcript = append(r.transcript, llm.UserMessage(text))
 	if !r.emit(Chunk{Type: ChunkAnswerRejected, Content: text, Err: err}) {
 		return answerFailed // the consumer is gone
 	}
@@ -153,15 +153,15 @@ func (r *run) normalizeCalls(msg *llm.Message) {
 // collected at the first call the run makes and kept up to date by
 // normalizeCalls: a run without calls never pays for it.
 func (r *run) usedCallIDs() map[string]bool {
-	if r.callIDs == nil {
-		r.callIDs = make(map[string]bool)
-		for _, m := range r.msgs {
+	if r.transcriptCallIDs == nil {
+		r.transcriptCallIDs = make(map[string]bool)
+		for _, m := range r.transcript {
 			for _, p := range m.Parts {
 				if p.Kind == llm.PartToolCall && p.ToolCall != nil {
-					r.callIDs[p.ToolCall.ID] = true
+					r.transcriptCallIDs[p.ToolCall.ID] = true
 				}
 			}
 		}
 	}
-	return r.callIDs
+	return r.transcriptCallIDs
 }

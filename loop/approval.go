@@ -72,7 +72,7 @@ type Decision struct {
 
 // approve asks the approver about p, which perm sent to it. A refusal
 // becomes p's result; Defer makes p wait; Cancel ends the run.
-func (x *executor) approve(ctx context.Context, p *pcall, perm *PermissionDecision) error {
+func (x *executor) approve(ctx context.Context, p *execCall, perm *PermissionDecision) error {
 	o := x.opts
 	name := p.call.Name
 	if o.Approver == nil {
@@ -83,7 +83,7 @@ func (x *executor) approve(ctx context.Context, p *pcall, perm *PermissionDecisi
 		x.failCall(p, te)
 		return nil
 	}
-	if !x.emit(Chunk{Type: ChunkApprovalRequest, ToolCall: p.info(), Permission: perm}) {
+	if !x.emit(Chunk{Type: ChunkApprovalRequest, ToolCall: p.chunkInfo(), Permission: perm}) {
 		return context.Canceled
 	}
 	actx, cancel := context.WithTimeout(ctx, o.ApprovalTimeout)
@@ -134,7 +134,7 @@ func (x *executor) approve(ctx context.Context, p *pcall, perm *PermissionDecisi
 		p.approved = true
 	case a.d.Verdict == Defer:
 		p.state.Waiting = PendingApproval
-		x.emit(Chunk{Type: ChunkToolCallPending, ToolCall: p.info()})
+		x.emit(Chunk{Type: ChunkToolCallPending, ToolCall: p.chunkInfo()})
 	case a.d.Verdict == Cancel:
 		return ErrCancelled
 	default:

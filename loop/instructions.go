@@ -8,7 +8,7 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 )
 
-// Step 1 of a turn (see run.loop): what happens before the request is
+// Step 1 of a turn (see run.runTurns): what happens before the request is
 // built. The budgets (Options.MaxTurns, MaxDuration, MaxOutputTokens)
 // decide whether this is the run's last turn, Options.BeforeTurn whether
 // there is a turn at all, and the last turn's instruction, the
@@ -20,13 +20,13 @@ import (
 // ended the run instead (yielded: see suspend.go).
 func (r *run) beginTurn(ctx context.Context) (budget string, ok bool) {
 	budget = r.budgetSpent()
-	if r.a.opts.BeforeTurn != nil && !r.a.opts.BeforeTurn(ctx, NextTurn{Turn: r.turn + 1, Budget: budget}) {
-		r.yieldRun()
+	if r.agent.opts.BeforeTurn != nil && !r.agent.opts.BeforeTurn(ctx, NextTurn{Turn: r.turn + 1, Budget: budget}) {
+		r.yieldBetweenTurns()
 		return "", false
 	}
 	if budget != "" {
-		r.res.Budget = budget
-		r.msgs = append(r.msgs, llm.UserMessage(strings.ReplaceAll(r.a.opts.FinalAnswerPrompt, "{budget}", budget)))
+		r.result.Budget = budget
+		r.transcript = append(r.transcript, llm.UserMessage(strings.ReplaceAll(r.agent.opts.FinalAnswerPrompt, "{budget}", budget)))
 	}
 	r.turn++
 	return budget, true
@@ -34,13 +34,13 @@ func (r *run) beginTurn(ctx context.Context) (budget string, ok bool) {
 
 // budgetSpent names the budget that makes the next turn the last, or "".
 func (r *run) budgetSpent() string {
-	o := &r.a.opts
+	o := &r.agent.opts
 	switch {
 	case r.turn+1 >= o.MaxTurns:
 		return "max_turns"
 	case o.MaxDuration > 0 && time.Since(r.start) >= o.MaxDuration:
 		return "max_duration"
-	case o.MaxOutputTokens > 0 && r.res.Usage.OutputTokens >= o.MaxOutputTokens:
+	case o.MaxOutputTokens > 0 && r.result.Usage.OutputTokens >= o.MaxOutputTokens:
 		return "max_output_tokens"
 	}
 	return ""

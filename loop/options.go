@@ -195,8 +195,8 @@ type RetryPolicy struct {
 const defaultFinalAnswerPrompt = "You have reached the limit of this run ({budget}). Do not call any more tools. " +
 	"Give your final answer now, based on what you have found so far."
 
-// fill sets the documented defaults of the fields left at zero.
-func (o *Options) fill() {
+// setDefaults sets the documented defaults of the fields left at zero.
+func (o *Options) setDefaults() {
 	if o.MaxTurns <= 0 {
 		o.MaxTurns = 50
 	}
@@ -233,7 +233,7 @@ func (o *Options) fill() {
 	}
 	if o.Compaction != nil {
 		c := *o.Compaction
-		c.fill()
+		c.setDefaults()
 		o.Compaction = &c
 	}
 }

@@ -269,7 +269,7 @@ func RunTyped[Out any](ctx context.Context, a *Agent, messages []llm.Message) (O
 	}
 	b := *a
 	b.opts.OutputSchema = s
-	b.out = newOutputCheck(s)
+	b.output = newOutputCheck(s)
 	res, err := b.Run(ctx, messages)
 	if err != nil {
 		return out, res, err

@@ -4,7 +4,7 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 )
 
-// Step 3 of a turn (see run.loop): the model request. The request fields
+// Step 3 of a turn (see run.runTurns): the model request. The request fields
 // of Options (Model to Extra, ToolChoice on the first turn) and the
 // output schema become the request here.
 
@@ -12,11 +12,11 @@ import (
 // Options and the transcript as it stands after compaction; final says a
 // budget is spent and the model must answer without tools.
 func (r *run) buildRequest(final bool) *llm.Request {
-	o := &r.a.opts
+	o := &r.agent.opts
 	req := &llm.Request{
 		Model:             o.Model,
-		Messages:          r.msgs,
-		Tools:             r.a.tools.Specs(),
+		Messages:          r.transcript,
+		Tools:             r.agent.tools.Specs(),
 		MaxTokens:         o.MaxTokens,
 		Temperature:       o.Temperature,
 		TopP:              o.TopP,
@@ -26,7 +26,7 @@ func (r *run) buildRequest(final bool) *llm.Request {
 		Reasoning:         o.Reasoning,
 		Cache:             o.Cache,
 		Extra:             o.Extra,
-		Conversation:      &r.conv,
+		Conversation:      &r.conversation,
 	}
 	if r.turn == 1 {
 		req.ToolChoice = o.ToolChoice
@@ -36,8 +36,8 @@ func (r *run) buildRequest(final bool) *llm.Request {
 		// transcript holds tool calls) but may not be called.
 		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
 	}
-	if r.a.out != nil {
-		req.ResponseFormat = r.a.out.format
+	if r.agent.output != nil {
+		req.ResponseFormat = r.agent.output.format
 	}
 	return req
 }

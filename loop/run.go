@@ -30,11 +30,11 @@ func (a *Agent) RunLoop(ctx context.Context, messages []llm.Message) iter.Seq[Ch
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		r := a.newRun(yield, slices.Clone(messages), 0, nil)
-		ctx = r.attach(ctx)
+		ctx = r.becomeParent(ctx)
 		ctx = r.observeStart(ctx, nil)
 		defer r.observeEnd()
 		if r.startHooks(ctx, true) {
-			r.loop(ctx)
+			r.runTurns(ctx)
 		}
 	}
 }
@@ -61,14 +61,14 @@ func (a *Agent) Resume(ctx context.Context, s *Suspension, in *ResumeInput) iter
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		r := a.newRun(yield, slices.Clone(s.Messages), s.Turn, s)
-		ctx = r.attach(ctx)
+		ctx = r.becomeParent(ctx)
 		ctx = r.observeStart(ctx, s)
 		defer r.observeEnd()
 		if in == nil {
 			in = &ResumeInput{}
 		}
 		if r.startHooks(ctx, false) && r.resume(ctx, s, in) {
-			r.loop(ctx)
+			r.runTurns(ctx)
 		}
 	}
 }
@@ -89,52 +89,58 @@ func Drain(run iter.Seq[Chunk]) (*Result, error) {
 
 // run is the state of one run.
 type run struct {
-	a       *Agent
-	exec    executor
-	yield   func(Chunk) bool
-	stopped bool // the consumer broke out of the range
-	start   time.Time
-	msgs    []llm.Message // appended to only; any other change calls conv.Rewrote (the run owns conv)
-	turn    int
-	res     Result
-	// conv is the run's conversation, in each of its model requests: what
-	// the provider keeps between the run's turns (see llm.Conversation),
-	// dropped with the run.
-	conv llm.Conversation
+	agent *Agent
+	exec  executor
+	yield func(Chunk) bool
+	// consumerGone says the consumer broke out of the range: nothing is
+	// emitted any more, and the run stops at its next step.
+	consumerGone bool
+	start        time.Time
+	// transcript is only appended to; any other change (compaction)
+	// calls conversation.Rewrote, since the run owns its conversation.
+	transcript []llm.Message
+	turn       int
+	result     Result
+	// conversation is what the provider keeps between the run's turns
+	// (see llm.Conversation), in each of its model requests; dropped with
+	// the run.
+	conversation llm.Conversation
 
-	outAttempts int // final answers checked against the output schema
-	// callIDs are the IDs of the transcript's calls (see usedCallIDs).
-	callIDs map[string]bool
+	answersChecked int // final answers checked against the output schema
+	// transcriptCallIDs are the IDs of the transcript's calls (see
+	// usedCallIDs).
+	transcriptCallIDs map[string]bool
 
-	// ctxTokens is the provider's count of the last request and its
-	// answer, which ends at msgs[ctxLen-1]; ctxLen is 0 when no count
-	// describes the transcript (see contextEstimate).
-	ctxTokens int64
-	ctxLen    int
-	// nest is what the agent tools of the run see of it (subagent.go).
-	nest *nest
-	// obs is the run's observer, if it has one (observe.go).
-	obs *observed
+	// countedTokens is the provider's count of the last request and its
+	// answer, which ends at transcript[countedMessages-1];
+	// countedMessages is 0 when no count describes the transcript (see
+	// contextEstimate).
+	countedTokens   int64
+	countedMessages int
+	// asParent is what the agent tools of the run see of it (subagent.go).
+	asParent *parentRun
+	// observer is the run's observer, if it has one (observe.go).
+	observer *runObserver
 
-	// hooks are the agent's (nil without any); hookCtx is the run's
-	// context, for the run_end hooks; stopContinued says a stop hook
+	// hooks are the agent's (nil without any); runEndCtx is the run's
+	// context, for the run_end hooks; stopHookActive says a stop hook
 	// made the run go on.
-	hooks         *hookSet
-	hookCtx       context.Context
-	stopContinued bool
+	hooks          *hookSet
+	runEndCtx      context.Context
+	stopHookActive bool
 }
 
 func (a *Agent) newRun(yield func(Chunk) bool, msgs []llm.Message, turn int, s *Suspension) *run {
-	r := &run{a: a, yield: yield, start: time.Now(), msgs: msgs, turn: turn}
-	r.conv.Own()
-	r.exec = executor{tools: a.tools, opts: &a.opts, emit: r.emit, stopped: func() bool { return r.stopped }, hooks: a.hooks}
+	r := &run{agent: a, yield: yield, start: time.Now(), transcript: msgs, turn: turn}
+	r.conversation.Own()
+	r.exec = executor{tools: a.tools, opts: &a.opts, emit: r.emit, consumerGone: func() bool { return r.consumerGone }, hooks: a.hooks}
 	r.hooks = a.hooks
 	if s != nil {
 		r.start = r.start.Add(-s.Elapsed)
-		r.res.Usage = s.Usage
-		r.res.Turns = slices.Clone(s.Turns)
+		r.result.Usage = s.Usage
+		r.result.Turns = slices.Clone(s.Turns)
 		if s.CountedMessages > 0 && s.CountedMessages <= len(msgs) && s.Counted > 0 {
-			r.ctxTokens, r.ctxLen = s.Counted, s.CountedMessages
+			r.countedTokens, r.countedMessages = s.Counted, s.CountedMessages
 		}
 	}
 	return r
@@ -143,19 +149,19 @@ func (a *Agent) newRun(yield func(Chunk) bool, msgs []llm.Message, turn int, s *
 // emit yields c unless the consumer has stopped; it reports whether the
 // run should go on.
 func (r *run) emit(c Chunk) bool {
-	if r.stopped {
+	if r.consumerGone {
 		return false
 	}
 	if c.Turn == 0 {
 		c.Turn = r.turn
 	}
 	if !r.yield(c) {
-		r.stopped = true
+		r.consumerGone = true
 	}
-	return !r.stopped
+	return !r.consumerGone
 }
 
-// loop runs turns until the run ends. This is the whole of a turn, each
+// runTurns runs turns until the run ends. This is the whole of a turn, each
 // step in a file of its own with one entry point, in the order they run:
 //
 //  1. beginTurn (instructions.go): the budgets, Options.BeforeTurn, and the
@@ -178,9 +184,9 @@ func (r *run) emit(c Chunk) bool {
 //
 // Hooks (hooks.go) and the observer (observe.go) are called from within
 // these steps; a run that ends calls fail or end, below.
-func (r *run) loop(ctx context.Context) {
-	if r.a.out != nil && r.a.out.err != nil {
-		r.fail(r.a.out.err)
+func (r *run) runTurns(ctx context.Context) {
+	if r.agent.output != nil && r.agent.output.err != nil {
+		r.fail(r.agent.output.err)
 		return
 	}
 	for {
@@ -224,19 +230,19 @@ func (r *run) loop(ctx context.Context) {
 }
 
 func (r *run) fail(err error) {
-	if r.stopped {
+	if r.consumerGone {
 		// The consumer is gone; nobody will read the chunks.
 		return
 	}
-	r.res.Err = err
+	r.result.Err = err
 	r.emit(Chunk{Type: ChunkError, Err: err})
 	r.end(StatusFailed)
 }
 
 func (r *run) end(status Status) {
-	r.res.Status = status
+	r.result.Status = status
 	r.endHooks()
-	r.res.Messages = r.msgs
-	res := r.res
+	r.result.Messages = r.transcript
+	res := r.result
 	r.emit(Chunk{Type: ChunkEnd, Result: &res})
 }

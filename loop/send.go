@@ -9,7 +9,7 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 )
 
-// Step 4 of a turn (see run.loop): sending the request, as many times as
+// Step 4 of a turn (see run.runTurns): sending the request, as many times as
 // the retry policy allows.
 
 // sendRequest sends the turn's request and returns the model's response:
@@ -18,20 +18,20 @@ import (
 // compacted once (compactForRetry) and sent again. The response's usage is
 // added to the run's. An error ends the run.
 func (r *run) sendRequest(ctx context.Context, req *llm.Request) (resp *llm.Response, err error) {
-	o := &r.a.opts
+	o := &r.agent.opts
 	ctx, ot := r.observeTurn(ctx, req)
 	defer func() { r.observeTurnEnd(ot, resp, err) }()
 	compacted := false
 	for attempt := 1; ; attempt++ {
 		resp, err := r.readStream(ctx, req)
 		if err == nil {
-			r.noteUsage(resp.Usage)
+			r.noteProviderCount(resp.Usage)
 			info := TurnInfo{Usage: resp.Usage, FinishReason: resp.FinishReason, Retries: attempt - 1}
-			r.res.Turns = append(r.res.Turns, info)
-			r.res.Usage.Add(resp.Usage)
+			r.result.Turns = append(r.result.Turns, info)
+			r.result.Usage.Add(resp.Usage)
 			return resp, nil
 		}
-		if r.stopped {
+		if r.consumerGone {
 			return nil, context.Canceled
 		}
 		if ctx.Err() != nil {
@@ -40,7 +40,7 @@ func (r *run) sendRequest(ctx context.Context, req *llm.Request) (resp *llm.Resp
 		if retry, err := r.compactForRetry(ctx, err, &compacted); err != nil {
 			return nil, err
 		} else if retry {
-			req.Messages = r.msgs
+			req.Messages = r.transcript
 			continue
 		}
 		if !llm.IsRetryable(err) {

@@ -8,7 +8,7 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 )
 
-// Step 4 of a turn, within each attempt (see run.loop): reading the
+// Step 4 of a turn, within each attempt (see run.runTurns): reading the
 // model's stream.
 
 // readStream reads the stream of one attempt of a model request, relaying
@@ -16,7 +16,7 @@ import (
 // it ends with.
 func (r *run) readStream(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	var calls streamCalls // by stream index, for delta chunks
-	for c, err := range r.a.model.Stream(ctx, req) {
+	for c, err := range r.agent.model.Stream(ctx, req) {
 		if err != nil {
 			return nil, err
 		}
@@ -54,8 +54,8 @@ func (r *run) readStream(ctx context.Context, req *llm.Request) (*llm.Response, 
 // gave them. Indices come from the model: a negative or huge one must not
 // panic or allocate, so those live in a map.
 type streamCalls struct {
-	low  []ToolCallInfo
-	high map[int]ToolCallInfo
+	dense  []ToolCallInfo
+	sparse map[int]ToolCallInfo
 }
 
 // maxDenseIndex bounds the indices kept in a slice; models number their
@@ -64,23 +64,23 @@ const maxDenseIndex = 256
 
 func (s *streamCalls) set(i int, c ToolCallInfo) {
 	if i < 0 || i >= maxDenseIndex {
-		if s.high == nil {
-			s.high = make(map[int]ToolCallInfo)
+		if s.sparse == nil {
+			s.sparse = make(map[int]ToolCallInfo)
 		}
-		if len(s.high) < maxDenseIndex {
-			s.high[i] = c
+		if len(s.sparse) < maxDenseIndex {
+			s.sparse[i] = c
 		}
 		return
 	}
-	for len(s.low) <= i {
-		s.low = append(s.low, ToolCallInfo{})
+	for len(s.dense) <= i {
+		s.dense = append(s.dense, ToolCallInfo{})
 	}
-	s.low[i] = c
+	s.dense[i] = c
 }
 
 func (s *streamCalls) get(i int) ToolCallInfo {
-	if i >= 0 && i < len(s.low) {
-		return s.low[i]
+	if i >= 0 && i < len(s.dense) {
+		return s.dense[i]
 	}
-	return s.high[i]
+	return s.sparse[i]
 }

@@ -11,38 +11,38 @@ import (
 
 // Suspension and resumption: a run stops with calls that wait (suspend:
 // a client-side tool, a deferred approval, a suspended sub-agent) or
-// between two turns (yieldRun: Options.BeforeTurn), as a [Suspension];
-// [Agent.Resume] continues it (resume), before the turns of run.loop.
+// between two turns (yieldBetweenTurns: Options.BeforeTurn), as a [Suspension];
+// [Agent.Resume] continues it (resume), before the turns of run.runTurns.
 
 // suspend ends the run with the calls of the last assistant message, some
 // of which still wait for their results.
 func (r *run) suspend(states []SuspendedCall) {
-	r.res.Suspension = r.suspension(states)
+	r.result.Suspension = r.suspension(states)
 	r.end(StatusSuspended)
 }
 
-// yieldRun ends the run between two turns, as BeforeTurn asked.
-func (r *run) yieldRun() {
-	r.res.Suspension = r.suspension(nil)
+// yieldBetweenTurns ends the run between two turns, as BeforeTurn asked.
+func (r *run) yieldBetweenTurns() {
+	r.result.Suspension = r.suspension(nil)
 	r.end(StatusYielded)
 }
 
 // suspension is the run as it stands, waiting for calls.
 func (r *run) suspension(calls []SuspendedCall) *Suspension {
-	counted := r.ctxTokens
-	if r.ctxLen == 0 {
+	counted := r.countedTokens
+	if r.countedMessages == 0 {
 		counted = 0
 	}
 	return &Suspension{
-		Messages: slices.Clone(r.msgs),
+		Messages: slices.Clone(r.transcript),
 		Calls:    calls,
 		Turn:     r.turn,
-		Usage:    r.res.Usage,
-		Turns:    slices.Clone(r.res.Turns),
+		Usage:    r.result.Usage,
+		Turns:    slices.Clone(r.result.Turns),
 		Elapsed:  time.Since(r.start),
 
 		Counted:         counted,
-		CountedMessages: r.ctxLen,
+		CountedMessages: r.countedMessages,
 
 		TraceParent: r.traceParent(),
 	}
@@ -94,7 +94,7 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 			continue // delivered before: harmless
 		}
 		res.Name = states[i].Call.Name
-		res.Content = r.exec.bound(res.Content)
+		res.Content = r.exec.elideOutput(res.Content)
 		states[i].Result, states[i].Waiting = &res, ""
 		c := Chunk{Type: ChunkToolCallResult, Content: res.Text(), Media: mediaParts(res.Content), ToolCall: callInfo(states[i].Call)}
 		if res.IsError {
@@ -145,7 +145,7 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 	}
 	if len(approved) > 0 {
 		slices.SortFunc(approved, func(a, b llm.ToolCall) int { return index[a.ID] - index[b.ID] })
-		ran, err := r.exec.execute(r.nest.withResumes(ctx, nested), approved, pre)
+		ran, err := r.exec.execute(r.asParent.withResumes(ctx, nested), approved, pre)
 		if err != nil {
 			r.fail(err)
 			return false
@@ -161,7 +161,7 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 		if !r.promptHooks(ctx, &m) {
 			return false
 		}
-		r.msgs = append(r.msgs, m)
+		r.transcript = append(r.transcript, m)
 	}
 	return true
 }
@@ -170,8 +170,8 @@ func (r *run) resume(ctx context.Context, s *Suspension, in *ResumeInput) bool {
 // does not hold: nothing was applied, the run is still suspended at s, and
 // the result carries the error.
 func (r *run) refuseResume(s *Suspension, err error) {
-	r.res.Err = err
-	r.res.Suspension = s
+	r.result.Err = err
+	r.result.Suspension = s
 	r.emit(Chunk{Type: ChunkError, Err: err})
 	r.end(StatusSuspended)
 }
@@ -192,7 +192,7 @@ func routeResume(states []SuspendedCall, in *ResumeInput) (*ResumeInput, map[str
 			return nil, nil
 		}
 		for _, st := range states {
-			if st.Agent == nil || st.Result != nil || !st.Agent.holds(id) {
+			if st.Agent == nil || st.Result != nil || !st.Agent.holdsCall(id) {
 				continue
 			}
 			if nested == nil {
@@ -243,10 +243,10 @@ func routeResume(states []SuspendedCall, in *ResumeInput) (*ResumeInput, map[str
 	return top, nested, nil
 }
 
-// holds reports whether id names a call of s or of a suspended child in it.
-func (s *Suspension) holds(id string) bool {
+// holdsCall reports whether id names a call of s or of a suspended child in it.
+func (s *Suspension) holdsCall(id string) bool {
 	for _, c := range s.Calls {
-		if c.Call.ID == id || c.Result == nil && c.Agent != nil && c.Agent.holds(id) {
+		if c.Call.ID == id || c.Result == nil && c.Agent != nil && c.Agent.holdsCall(id) {
 			return true
 		}
 	}
