@@ -161,8 +161,14 @@ func (r *run) emit(c Chunk) bool {
 	return !r.consumerGone
 }
 
-// runTurns runs turns until the run ends. This is the whole of a turn, each
-// step in a file of its own with one entry point, in the order they run:
+// runTurns runs turns until the run ends. Before it, RunLoop and Resume
+// (above) made the run the parent of its agent tools (becomeParent,
+// subagent.go), started its observation (observeStart, observe.go), ran
+// the run_start and user_prompt hooks (startHooks, hooks.go) and, for
+// Resume, applied the input to the suspended calls (resume, suspend.go).
+//
+// This is the whole of a turn, each step in a file of its own with one
+// entry point, in the order they run:
 //
 //  1. beginTurn (instructions.go): the budgets, Options.BeforeTurn, and the
 //     final-answer prompt when a budget is spent.
@@ -229,6 +235,7 @@ func (r *run) runTurns(ctx context.Context) {
 	}
 }
 
+// fail ends the run with err, reported by an error chunk before the end.
 func (r *run) fail(err error) {
 	if r.consumerGone {
 		// The consumer is gone; nobody will read the chunks.
@@ -239,6 +246,8 @@ func (r *run) fail(err error) {
 	r.end(StatusFailed)
 }
 
+// end ends the run with status: the run_end hooks, then the end chunk
+// with the result.
 func (r *run) end(status Status) {
 	r.result.Status = status
 	r.endHooks()
