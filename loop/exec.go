@@ -13,6 +13,14 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 )
 
+// Step 7 of a turn (see run.runTurns): the calls of an assistant message.
+// runTools is the run's entry point; the executor below runs the calls of
+// one message for it, for a resumption (suspend.go) and for
+// [Toolset.Invoke] (invoke.go): each call's tool is found and its
+// arguments validated (resolveCall), its permission decided (authorize.go,
+// approval.go), its handler run with its timeout (runBatch, runHandler), and
+// its result recorded after the post_tool hooks (recordResult).
+
 // ToolErrorKind classifies a failed tool call.
 type ToolErrorKind string
 
@@ -45,14 +53,6 @@ type ToolError struct {
 
 func (e *ToolError) Error() string { return e.Msg }
 func (e *ToolError) Unwrap() error { return e.Err }
-
-// Step 7 of a turn (see run.runTurns): the calls of an assistant message.
-// runTools is the run's entry point; the executor below runs the calls of
-// one message for it, for a resumption (suspend.go) and for
-// [Toolset.Invoke] (invoke.go): each call's tool is found and its
-// arguments validated (resolveCall), its permission decided (authorize.go,
-// approval.go), its handler run with its timeout (runBatch, runHandler), and
-// its result recorded after the post_tool hooks (recordResult).
 
 // An executor runs the tool calls of one assistant message: it validates
 // arguments, asks for approvals, runs handlers with timeouts and recovers
