@@ -35,10 +35,10 @@ func WithToolsets(sets ...*Toolset) Option {
 }
 
 // Options configure an [Agent]. The zero value of each field picks the
-// documented default.
+// documented default. In the source, the fields are grouped by the file
+// that reads them, starting with what each model request carries
+// (request.go).
 type Options struct {
-	// What each request carries (request.go).
-
 	// Model names the model in requests; empty lets the provider choose.
 	Model string
 	// MaxTokens caps the output tokens of each model response; 0 leaves
