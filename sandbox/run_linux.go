@@ -320,16 +320,20 @@ func (p *prepared) wait(ctx context.Context, h *helper, cg *pidsCgroup) (res *Re
 	go func() { helperDone <- cmd.Wait() }()
 	// kill ends the helper and, with it, every process of the command:
 	// the process group, the PID namespace of which the helper is init,
-	// and the cgroup.
+	// and the cgroup. The helper is reaped before the cgroup is emptied:
+	// the kernel ends the death of a namespace's init only once every
+	// other process of it is gone, so the cgroup holds then only what
+	// left both (nothing, isolated), and killAll finds it empty instead
+	// of waiting for the processes just killed to be reaped.
 	helperGone := false
 	kill := func() {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		if cg != nil {
-			cg.killAll()
-		}
 		if !helperGone {
 			<-helperDone
 			helperGone = true
+		}
+		if cg != nil {
+			cg.killAll()
 		}
 	}
 
