@@ -8,3 +8,7 @@ func SetNoNetns(b bool) { noNetns = b }
 // SetNoIsolation turns the PID and mount namespaces off (or back on) for a
 // test.
 func SetNoIsolation(b bool) { noIsolation = b }
+
+// SetTwoStages makes the helper start its second stage even where the
+// first could start the command itself.
+func SetTwoStages(b bool) { twoStages = b }

@@ -43,6 +43,10 @@ var systemReadWrite = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"
 // the fallback.
 var noNetns, noIsolation bool
 
+// twoStages makes the helper's first stage start the second even where it
+// could start the command itself, for tests comparing the two.
+var twoStages bool
+
 // drainTimeout bounds the wait for output once every process of the
 // command was killed; only a process that escaped both the process group
 // and the cgroup can hold the pipe open that long.
@@ -197,6 +201,7 @@ func prepare(spec *Spec) (*prepared, error) {
 			return nil, fmt.Errorf("%w: a Proxy without Dial", ErrInvalidSpec)
 		}
 	}
+	p.cfg.TwoStages = twoStages
 	p.cfg.PrivateTmp = spec.PrivateTmp
 	p.cfg.Terminals = spec.Terminals
 	p.cfg.Unconfined = spec.Unconfined
