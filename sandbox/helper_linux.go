@@ -79,6 +79,9 @@ type helperConfig struct {
 	// TwoStages: the first stage starts the second even where it could
 	// start the command itself (see oneStage); for tests.
 	TwoStages bool `json:"two_stages,omitempty"`
+	// NoSetattr: the root is built as on a kernel without
+	// mount_setattr(2); for tests.
+	NoSetattr bool `json:"no_setattr,omitempty"`
 	// Set by the parent when an isolated start failed: why.
 	NotIsolated string `json:"not_isolated,omitempty"`
 }

@@ -47,6 +47,10 @@ var noNetns, noIsolation bool
 // could start the command itself, for tests comparing the two.
 var twoStages bool
 
+// noSetattr builds the command's root as on a kernel without
+// mount_setattr(2), for tests of that path.
+var noSetattr bool
+
 // drainTimeout bounds the wait for output once every process of the
 // command was killed; only a process that escaped both the process group
 // and the cgroup can hold the pipe open that long.
@@ -202,6 +206,7 @@ func prepare(spec *Spec) (*prepared, error) {
 		}
 	}
 	p.cfg.TwoStages = twoStages
+	p.cfg.NoSetattr = noSetattr
 	p.cfg.PrivateTmp = spec.PrivateTmp
 	p.cfg.Terminals = spec.Terminals
 	p.cfg.Unconfined = spec.Unconfined

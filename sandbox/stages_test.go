@@ -4,7 +4,9 @@ package sandbox_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -86,5 +88,33 @@ func TestOneStageSameAsTwo(t *testing.T) {
 			}
 			t.Logf("%s", got[false])
 		})
+	}
+}
+
+// TestSetattrSameRoot: the root built with mount_setattr(2) has the same
+// mounts, with the same options, as the one built by reading the mount
+// table and remounting each mount (the path of kernels before 5.12).
+func TestSetattrSameRoot(t *testing.T) {
+	needIsolation(t)
+	dir, extra := t.TempDir(), t.TempDir()
+	spec := sandbox.Spec{
+		Shell:     "cut -d' ' -f5,6 /proc/self/mountinfo | sort",
+		Dir:       dir,
+		Scratch:   filepath.Join(t.TempDir(), "scratch"),
+		ReadWrite: []string{extra},
+		ReadOnly:  []string{"/sys/fs"},
+	}
+	got := map[bool]string{}
+	for _, old := range []bool{false, true} {
+		sandbox.SetNoSetattr(old)
+		res := run(t, &spec)
+		sandbox.SetNoSetattr(false)
+		got[old] = res.Output
+	}
+	if diff := cmp.Diff(got[true], got[false]); diff != "" {
+		t.Errorf("with mount_setattr (+), remounting each (-):\n%s", diff)
+	}
+	if strings.Count(got[false], "\n") < 10 {
+		t.Fatalf("too few mounts:\n%s", got[false])
 	}
 }
