@@ -73,12 +73,11 @@ func newFirstTokenServer(tb testing.TB) *firstTokenServer {
 // the awaited text, and when a write holds the text that says the run
 // ended.
 type screenWatch struct {
-	mu      sync.Mutex
-	want    []byte
-	shown   chan time.Time
-	idle    []byte
-	idleCh  chan struct{}
-	pending bool
+	mu     sync.Mutex
+	want   []byte
+	shown  chan time.Time
+	idle   []byte
+	idleCh chan struct{}
 }
 
 func (s *screenWatch) Write(p []byte) (int, error) {
