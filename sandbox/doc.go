@@ -41,10 +41,11 @@
 // is a second execution of the binary where that cannot be: a user other
 // than root, whose command must enter a nested user namespace (whose ID
 // maps the confined helper could not write), an RLIMIT_NPROC to set, or
-// an address-space limit too small for the helper's own Go runtime. The writable paths are mounted nosuid in the root,
-// and once the command has ended [Run] clears the set-user-ID and
-// set-group-ID bits of the files it left in them ([Result.SetIDCleared]):
-// run as root, a command cannot leave a set-user-ID-root program behind.
+// an address-space limit too small for the helper's own Go runtime. The
+// writable paths are mounted nosuid in the root, and once the command has
+// ended [Run] clears the set-user-ID and set-group-ID bits of the files it
+// left in them ([Result.SetIDCleared]): run as root, a command cannot
+// leave a set-user-ID-root program behind.
 //
 // The command may read the system directories (/usr, /bin, /lib…, a list of
 // harmless files in /etc, its own /proc and a few devices) and
