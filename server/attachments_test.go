@@ -25,6 +25,13 @@ import (
 // the fetching of URL files.
 func filesEnv(t *testing.T, allow func(netip.AddrPort) bool, replies ...openaitest.Reply) (*env, string) {
 	t.Helper()
+	return filesEnvWith(t, &session.Options{FileFetchAllow: allow}, "", replies...)
+}
+
+// filesEnvWith is filesEnv with the manager's options o (its Workspaces
+// and PublicURL set here) and the server's public address publicURL.
+func filesEnvWith(t *testing.T, o *session.Options, publicURL string, replies ...openaitest.Reply) (*env, string) {
+	t.Helper()
 	model := openaitest.NewServer(replies...)
 	t.Cleanup(model.Close)
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), &sqlite.Options{RelaxedSync: true})
@@ -33,11 +40,12 @@ func filesEnv(t *testing.T, allow func(netip.AddrPort) bool, replies ...openaite
 	}
 	t.Cleanup(func() { st.Close() })
 	dir := filepath.Join(t.TempDir(), "sessions")
-	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{Workspaces: dir, FileFetchAllow: allow})
+	o.Workspaces, o.PublicURL = dir, publicURL
+	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, o)
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: dir})))
+	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: dir, PublicURL: publicURL})))
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())
@@ -243,4 +251,39 @@ func TestMessageFilesIdempotent(t *testing.T) {
 	if len(entries) != 1 || entries[0].Name() != strings.ReplaceAll(id, "-", "") {
 		t.Errorf("workspaces %v, want only the session's", entries)
 	}
+}
+
+// TestAttachmentURLAbsolute: with the server's public address configured
+// (server.Options.PublicURL and session.Options.PublicURL, hrns serve
+// --public-url), an AttachmentEvent's url, and the url the stored request
+// shows, are absolute URLs under it, which serve the file to its own key
+// only; without one they are paths from the server's root
+// (TestMessageFiles).
+func TestAttachmentURLAbsolute(t *testing.T) {
+	const public = "https://hrns.example.com/agents"
+	e, _ := filesEnvWith(t, &session.Options{}, public+"/", openaitest.Reply{Text: "ok"})
+	body := fmt.Sprintf(`{"agent":{"name":"reader","environments":[]},"idle_timeout_s":60,"messages":{"message":"Read.","files":[{"source":%q,"name":"my notes.txt"}]}}`, b64("hello"))
+	id := e.create(keyAlice, body)
+	f := e.follow(keyAlice, id)
+	f.status(session.StatusIdle)
+	var a attachment
+	for _, ev := range f.events {
+		if ev.Type == "AttachmentEvent" {
+			json.Unmarshal(ev.Data, &a)
+		}
+	}
+	want := public + "/api/v2/sessions/" + id + "/resources/files/files/my%20notes.txt"
+	if a.URL != want {
+		t.Fatalf("url %q, want %q", a.URL, want)
+	}
+	r := e.expect(e.do("GET", "/api/v2/sessions/"+id, keyAlice, nil), http.StatusOK)
+	if !strings.Contains(string(r.body), `"source":"`+want+`"`) {
+		t.Errorf("the stored request does not show %s: %s", want, r.body)
+	}
+	path := strings.TrimPrefix(a.URL, public)
+	if r := e.expect(e.do("GET", path, keyAlice, nil), http.StatusOK); string(r.body) != "hello" {
+		t.Errorf("GET %s: %q", path, r.body)
+	}
+	e.expect(e.do("GET", path, keyBob, nil), http.StatusNotFound)
+	e.expect(e.do("GET", path, "", nil), http.StatusUnauthorized)
 }

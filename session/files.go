@@ -296,7 +296,7 @@ func (m *Manager) saveFiles(id, workspace string, files []attached) ([]llm.Part,
 		case "application/pdf":
 			media = append(media, llm.DocumentPart(base, name, f.data))
 		}
-		u := "/api/v2/sessions/" + id + "/resources/files/" + filesDir + "/" + url.PathEscape(name)
+		u := m.fileURL(id, name)
 		size := int64(len(f.data))
 		events = append(events, event(api.EventAttachment, api.AttachmentData{Origin: "user", Name: name, Path: p, MediaType: f.mediaType, SizeBytes: size, URL: u}))
 		shown = append(shown, FileContent{Type: "url", Source: u, Name: name, MediaType: f.mediaType, SizeBytes: &size})
@@ -305,6 +305,13 @@ func (m *Manager) saveFiles(id, workspace string, files []attached) ([]llm.Part,
 		text.WriteString("\nThe images and PDFs among them follow.")
 	}
 	return append([]llm.Part{llm.TextPart(text.String())}, media...), events, shown, nil
+}
+
+// fileURL is the URL that serves the file files/name of session id:
+// absolute from Options.PublicURL, or a path from the server's root
+// without one.
+func (m *Manager) fileURL(id, name string) string {
+	return strings.TrimRight(m.opts.PublicURL, "/") + "/api/v2/sessions/" + id + "/resources/files/" + filesDir + "/" + url.PathEscape(name)
 }
 
 // createUnique writes data to files/NAME in root, a new file, NAME made

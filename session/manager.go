@@ -153,6 +153,13 @@ type Options struct {
 	// server's session files operations serve the same directory).
 	// Empty means none: a message with files is refused.
 	Workspaces string
+	// PublicURL is the server's address as its clients reach it (the
+	// server's Options.PublicURL, hrns serve --public-url): the url of
+	// each AttachmentEvent, and of each file the stored request shows,
+	// is made from it. Empty means the url is a path from the server's
+	// root ("/api/v2/sessions/ID/resources/files/files/NAME"), since the
+	// runtime cannot know the address a client used.
+	PublicURL string
 	// FileFetchAllow, when set, opens addresses beyond the public
 	// internet to the fetching of URL files of user messages (see
 	// package internal/netpolicy); nil means only public addresses.
