@@ -171,6 +171,7 @@ type Browser struct {
 	tabs        []*tab
 	cur         int
 	restarted   string // a note for the next result
+	launched    bool   // Chromium was started since New
 
 	// frame is the latest picture for a live view (Options.LiveFrames),
 	// guarded by fmu, not mu: it is read while a tool call holds mu.
@@ -272,7 +273,7 @@ func (b *Browser) launch(ctx context.Context) (err error) {
 		return err
 	}
 	b.tabs, b.cur = []*tab{first}, 0
-	b.started = true
+	b.started, b.launched = true, true
 
 	urls := b.restore(lctx)
 	if len(urls) == 0 && b.o.StartURL != "" {
@@ -430,6 +431,14 @@ func (b *Browser) Close() error {
 	}
 	b.closed = true
 	return b.stop(true)
+}
+
+// Launched reports whether Chromium was started (by a tool call) since
+// [New]: whether the profile may have changed.
+func (b *Browser) Launched() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.launched
 }
 
 // stop ends the browser process; save keeps the state of a kept profile.

@@ -74,7 +74,8 @@ type spec struct {
 	// Config given to the kind's [Options.SessionEnvironments] func.
 	EnvDefs map[string]json.RawMessage `json:"env_defs,omitempty"`
 	// Profiles are the browser profiles the environments start from, by
-	// kind: "OWNER\x00ID" (see bindProfiles).
+	// kind: "OWNER\x00ID", with "\x00persist" after it when the session's
+	// browser is written back (see bindProfiles).
 	Profiles map[string]string `json:"profiles,omitempty"`
 	// AnswerFormat is the JSON Schema (of an object) the final answer
 	// must match; nil means a text answer.
