@@ -95,6 +95,15 @@ type Options struct {
 	// for Multimodal (hrns uses tools.HTMLToMarkdown, web_fetch's
 	// converter). Nil shows no Markdown.
 	PageMarkdown func(ctx context.Context, html string, base *url.URL, maxBytes int) (string, error)
+	// Files, when set, is the folder of files the browser shares with
+	// its user (a session's workspace's files/ folder, made if needed,
+	// and opened from its parent so that a link in its place leads
+	// nowhere): what pages
+	// download is saved there (each download at most MaxDownloadBytes,
+	// at most MaxDownloads, reported in the next tool result), and
+	// browser_file_upload gives pages files from there. "" refuses
+	// downloads, and browser_file_upload says there is no folder.
+	Files string
 	// Logger receives the browser's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -172,6 +181,7 @@ type Browser struct {
 	cur         int
 	restarted   string // a note for the next result
 	launched    bool   // Chromium was started since New
+	files       *files // downloads and uploads, with Options.Files
 
 	// frame is the latest picture for a live view (Options.LiveFrames),
 	// guarded by fmu, not mu: it is read while a tool call holds mu.
@@ -265,7 +275,11 @@ func (b *Browser) launch(ctx context.Context) (err error) {
 	c := chromedp.FromContext(bctx)
 	lctx, cancel := context.WithTimeout(ctx, b.o.ActionTimeout)
 	defer cancel()
-	if _, err := cdp.Call(lctx, c.Browser, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorDeny}); err != nil {
+	if b.o.Files != "" {
+		if err := b.startFiles(lctx); err != nil {
+			return err
+		}
+	} else if _, err := cdp.Call(lctx, c.Browser, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorDeny}); err != nil {
 		return fmt.Errorf("browser: refusing downloads: %w", err)
 	}
 	first := &tab{b: b, ctx: bctx, id: c.Target.TargetID}
@@ -463,6 +477,10 @@ func (b *Browser) stop(save bool) error {
 	if b.px != nil {
 		b.px.close()
 		b.px = nil
+	}
+	if b.files != nil {
+		os.RemoveAll(b.files.scratch)
+		b.files = nil
 	}
 	if b.tempProfile && b.profile != "" {
 		err = errors.Join(err, removeAllRetry(b.profile))

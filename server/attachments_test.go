@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
 	"github.com/hrns-dev/hrns/openai/openaitest"
 	"github.com/hrns-dev/hrns/server"
@@ -286,4 +288,101 @@ func TestAttachmentURLAbsolute(t *testing.T) {
 	}
 	e.expect(e.do("GET", path, keyBob, nil), http.StatusNotFound)
 	e.expect(e.do("GET", path, "", nil), http.StatusUnauthorized)
+}
+
+// TestAgentAttachments: files a session's agent leaves in its files
+// folder (here a tool of the session's environment, which gets the
+// folder as EnvironmentParams.Files, as the browser does for its
+// downloads) are reported by AttachmentEvents of origin "agent" after
+// the call's result: new files, and a file written again; not the
+// user's files, nor hidden files, nor files unchanged. At most 10 with
+// one call's result, the rest with the next. Their url serves the file
+// to the session's key only.
+func TestAgentAttachments(t *testing.T) {
+	type makeArgs struct {
+		Names []string `json:"names"`
+		Text  string   `json:"text"`
+	}
+	web := func(p *session.EnvironmentParams) (*loop.Toolset, func(bool), error) {
+		ts := &loop.Toolset{}
+		ts.Add(loop.NewTool("make_files", "Writes files.", func(ctx context.Context, in makeArgs) (*loop.Output, error) {
+			if p.Files == "" {
+				return nil, fmt.Errorf("no files folder")
+			}
+			os.MkdirAll(p.Files, 0o700)
+			for _, n := range in.Names {
+				if err := os.WriteFile(filepath.Join(p.Files, n), []byte(in.Text), 0o600); err != nil {
+					return nil, err
+				}
+			}
+			return loop.TextOutput("written"), nil
+		}))
+		return ts, nil, nil
+	}
+	var many []string
+	for i := range 12 {
+		many = append(many, fmt.Sprintf("part-%02d.csv", i))
+	}
+	call := func(id string, names []string, text string) openaitest.Reply {
+		args, _ := json.Marshal(makeArgs{names, text})
+		return openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall(id, "make_files", string(args))}}
+	}
+	e, _ := filesEnvWith(t, &session.Options{SessionEnvironments: map[string]session.EnvironmentFunc{"web": web}}, "",
+		call("c1", []string{"report.pdf", ".hidden", "notes.txt"}, "v1"),
+		call("c2", []string{"report.pdf"}, "version 2"),
+		call("c3", many, "x"),
+		call("c4", []string{}, ""),
+		openaitest.Reply{Text: "done"})
+	body := fmt.Sprintf(`{"agent":{"name":"maker","environments":["web"]},"messages":{"message":"Make files.","files":[{"source":%q,"name":"input.txt"}]}}`, b64("given"))
+	id := e.create(keyAlice, body)
+	f := e.follow(keyAlice, id)
+	f.status(session.StatusCompleted)
+	var got []string
+	var first attachment
+	for _, ev := range f.events {
+		if ev.Type != "AttachmentEvent" {
+			continue
+		}
+		var a attachment
+		json.Unmarshal(ev.Data, &a)
+		if a.Origin == "agent" && first.Name == "" {
+			first = a
+		}
+		got = append(got, fmt.Sprintf("%s %s %s %s %d", a.Origin, a.Name, a.Path, a.MediaType, a.SizeBytes))
+	}
+	want := []string{"user input.txt files/input.txt text/plain; charset=utf-8 5",
+		"agent notes.txt files/notes.txt text/plain; charset=utf-8 2",
+		"agent report.pdf files/report.pdf application/pdf 2",
+		"agent report.pdf files/report.pdf application/pdf 9"}
+	for _, n := range many {
+		want = append(want, "agent "+n+" files/"+n+" text/csv; charset=utf-8 1")
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("attachments:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// At most 10 with one call's result: the third call's commit carries
+	// 10, the fourth the other 2.
+	perResult, counts := 0, []int{}
+	for _, ev := range f.events {
+		switch {
+		case ev.Type == "AttachmentEvent" && strings.Contains(string(ev.Data), `"agent"`):
+			perResult++
+		case ev.Type == "AgentEvent" && strings.Contains(string(ev.Data), `"tool_result"`):
+			if perResult > 0 {
+				counts = append(counts, perResult)
+			}
+			perResult = 0
+		}
+	}
+	counts = append(counts, perResult)
+	if fmt.Sprint(counts) != "[2 1 10 2]" {
+		t.Errorf("agent attachments after each call: %v, want [2 1 10 2]", counts)
+	}
+	if want := "/api/v2/sessions/" + id + "/resources/files/files/notes.txt"; first.URL != want {
+		t.Errorf("url %q, want %q", first.URL, want)
+	}
+	if r := e.expect(e.do("GET", first.URL, keyAlice, nil), http.StatusOK); string(r.body) != "v1" {
+		t.Errorf("GET %s: %q", first.URL, r.body)
+	}
+	e.expect(e.do("GET", first.URL, keyBob, nil), http.StatusNotFound)
 }

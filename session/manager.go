@@ -363,14 +363,16 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 	// a file that is not there. The stored request shows each as the
 	// URL that downloads it, not its bytes.
 	attachments := make([][]store.Event, len(msgs))
+	var known []map[string]fileMark
 	for i := range files {
 		if len(files[i]) == 0 {
 			continue
 		}
-		parts, evs, shown, err := m.saveFiles(id, workspaceOf(sp, id), files[i])
+		parts, evs, shown, marks, err := m.saveFiles(id, workspaceOf(sp, id), files[i])
 		if err != nil {
 			return nil, false, err
 		}
+		known = append(known, marks)
 		msgs[i].Parts = append(msgs[i].Parts, parts...)
 		attachments[i] = evs
 		echo.Messages[i].Files = shown
@@ -380,6 +382,9 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 		return nil, false, err
 	}
 	st := &state{Spec: agentSpec{spec: sp}, Phase: phaseNew}
+	for _, marks := range known {
+		knowFiles(st, marks)
+	}
 	if sp.System != "" {
 		st.Checkpoint.Messages = encodeTranscript([]llm.Message{llm.SystemMessage(sp.System)})
 	}
@@ -1188,6 +1193,7 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 		return err
 	}
 	var attachments [][]store.Event
+	var known []map[string]fileMark
 	if files != nil {
 		// Saved before the message is taken, into the session's
 		// workspace (another key's session is not found).
@@ -1204,10 +1210,11 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 			if len(files[i]) == 0 {
 				continue
 			}
-			parts, evs, _, err := m.saveFiles(s.ID, workspaceOf(sst.Spec.spec, s.ID), files[i])
+			parts, evs, _, marks, err := m.saveFiles(s.ID, workspaceOf(sst.Spec.spec, s.ID), files[i])
 			if err != nil {
 				return err
 			}
+			known = append(known, marks)
 			converted[i].Parts = append(converted[i].Parts, parts...)
 			attachments[i] = evs
 		}
@@ -1225,6 +1232,9 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 		}
 		if err := m.checkUnread(st, adding); err != nil {
 			return nil, err
+		}
+		for _, marks := range known {
+			knowFiles(st, marks)
 		}
 		events := receive(s, st, converted, callers, time.Now())
 		if attachments == nil {

@@ -586,7 +586,7 @@ func (m *Manager) toolsets(sp *spec, id string) (_ *loop.Toolset, closeEnv func(
 		case "env":
 			ts = m.opts.Environments[name]
 			if f := m.opts.SessionEnvironments[name]; f != nil {
-				t, c, err := f(&EnvironmentParams{Session: id, Config: sp.EnvDefs[name], Profile: m.browserProfile(sp, name, id)})
+				t, c, err := f(&EnvironmentParams{Session: id, Config: sp.EnvDefs[name], Profile: m.browserProfile(sp, name, id), Files: m.filesFolder(sp, id)})
 				if err != nil {
 					return nil, closeEnv, fmt.Errorf("environment %q: %w", name, err)
 				}

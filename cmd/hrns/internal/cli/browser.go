@@ -171,7 +171,7 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, bounds *profil
 		if err != nil {
 			return nil, nil, err
 		}
-		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10, RefusalHint: browserHint("hrns serve"), LiveFrames: p.Session != "", PageMarkdown: pageMarkdown}
+		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10, RefusalHint: browserHint("hrns serve"), LiveFrames: p.Session != "", PageMarkdown: pageMarkdown, Files: p.Files}
 		env.Apply(&o)
 		if p.Session != "" {
 			if !safeName().MatchString(p.Session) {
