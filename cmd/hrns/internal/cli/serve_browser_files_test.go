@@ -106,7 +106,7 @@ func TestServeBrowserFiles(t *testing.T) {
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		code, b = api(t, "GET", s.url+"/api/v2/sessions/"+sess.ID, key, "")
+		_, b = api(t, "GET", s.url+"/api/v2/sessions/"+sess.ID, key, "")
 		if strings.Contains(string(b), `"status":"completed"`) || strings.Contains(string(b), `"status":"failed"`) {
 			break
 		}
@@ -115,7 +115,9 @@ func TestServeBrowserFiles(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	code, b = api(t, "GET", s.url+"/api/v2/sessions/"+sess.ID+"/events?type=AttachmentEvent&size=200", key, "")
+	if code, b = api(t, "GET", s.url+"/api/v2/sessions/"+sess.ID+"/events?type=AttachmentEvent&size=200", key, ""); code != http.StatusOK {
+		t.Fatalf("events: %d %s", code, b)
+	}
 	var page struct {
 		Events *[]struct {
 			Type string          `json:"type"`
