@@ -295,7 +295,8 @@ func TestAttachmentURLAbsolute(t *testing.T) {
 // folder as EnvironmentParams.Files, as the browser does for its
 // downloads) are reported by AttachmentEvents of origin "agent" after
 // the call's result: new files, and a file written again; not the
-// user's files, nor hidden files, nor files unchanged. At most 10 with
+// user's files, nor hidden files, names with control characters, links
+// (one to a file outside), nor files unchanged. At most 10 with
 // one call's result, the rest with the next. Their url serves the file
 // to the session's key only.
 func TestAgentAttachments(t *testing.T) {
@@ -311,6 +312,13 @@ func TestAgentAttachments(t *testing.T) {
 			}
 			os.MkdirAll(p.Files, 0o700)
 			for _, n := range in.Names {
+				if target, ok := strings.CutPrefix(n, "link:"); ok {
+					// A link to a file outside the folder.
+					if err := os.Symlink(target, filepath.Join(p.Files, "link.txt")); err != nil {
+						return nil, err
+					}
+					continue
+				}
 				if err := os.WriteFile(filepath.Join(p.Files, n), []byte(in.Text), 0o600); err != nil {
 					return nil, err
 				}
@@ -319,6 +327,8 @@ func TestAgentAttachments(t *testing.T) {
 		}))
 		return ts, nil, nil
 	}
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	os.WriteFile(secret, []byte("not for the user"), 0o600)
 	var many []string
 	for i := range 12 {
 		many = append(many, fmt.Sprintf("part-%02d.csv", i))
@@ -328,7 +338,7 @@ func TestAgentAttachments(t *testing.T) {
 		return openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall(id, "make_files", string(args))}}
 	}
 	e, _ := filesEnvWith(t, &session.Options{SessionEnvironments: map[string]session.EnvironmentFunc{"web": web}}, "",
-		call("c1", []string{"report.pdf", ".hidden", "notes.txt"}, "v1"),
+		call("c1", []string{"report.pdf", ".hidden", "notes.txt", "bell\x07.txt", "link:" + secret}, "v1"),
 		call("c2", []string{"report.pdf"}, "version 2"),
 		call("c3", many, "x"),
 		call("c4", []string{}, ""),
