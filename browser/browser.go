@@ -99,11 +99,16 @@ type Options struct {
 	// its user (a session's workspace's files/ folder, made if needed,
 	// and opened from its parent so that a link in its place leads
 	// nowhere): what pages
-	// download is saved there (each download at most MaxDownloadBytes,
-	// at most MaxDownloads, reported in the next tool result), and
+	// download is saved there (within MaxDownloadBytes and
+	// MaxDownloads, reported in the next tool result), and
 	// browser_file_upload gives pages files from there. "" refuses
 	// downloads, and browser_file_upload says there is no folder.
 	Files string
+	// MaxDownloadBytes bounds one download (a bigger one is cancelled,
+	// and the model told); 0 means 64 MiB. MaxDownloads bounds the
+	// downloads one browser saves (later ones are cancelled); 0 means 50.
+	MaxDownloadBytes int64
+	MaxDownloads     int
 	// Logger receives the browser's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -137,6 +142,12 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.MaxScreenshotBytes <= 0 {
 		v.MaxScreenshotBytes = 1 << 20
+	}
+	if v.MaxDownloadBytes <= 0 {
+		v.MaxDownloadBytes = MaxDownloadBytes
+	}
+	if v.MaxDownloads <= 0 {
+		v.MaxDownloads = MaxDownloads
 	}
 	if v.Logger == nil {
 		v.Logger = slog.New(slog.DiscardHandler)

@@ -25,10 +25,9 @@ import (
 
 // Bounds of the files a browser with Options.Files downloads and uploads.
 const (
-	// MaxDownloadBytes bounds one download; a bigger one is cancelled.
+	// MaxDownloadBytes is the default of Options.MaxDownloadBytes.
 	MaxDownloadBytes = 64 << 20
-	// MaxDownloads bounds the downloads one browser saves; later ones are
-	// cancelled.
+	// MaxDownloads is the default of Options.MaxDownloads.
 	MaxDownloads = 50
 	// MaxUploadBytes bounds one file browser_file_upload gives a page.
 	MaxUploadBytes = 64 << 20
@@ -43,6 +42,8 @@ const (
 // files from, and the notes of finished downloads for the next result.
 type files struct {
 	dir     string // the session's files folder (Options.Files)
+	maxN    int    // Options.MaxDownloads
+	maxSize int64  // Options.MaxDownloadBytes
 	scratch string // private: downloads in progress, copies of uploads
 
 	mu        sync.Mutex
@@ -51,6 +52,7 @@ type files struct {
 	uploads   int               // files copied for uploads
 	notes     []string
 	cancelled map[string]bool
+	cancels   chan struct{} // cancellations of downloads beyond the bound in flight
 }
 
 // startFiles lets Chromium download into a private directory, watching
@@ -60,7 +62,7 @@ func (b *Browser) startFiles(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("browser: the downloads' directory: %w", err)
 	}
-	f := &files{dir: b.o.Files, scratch: scratch, names: map[string]string{}, cancelled: map[string]bool{}}
+	f := &files{dir: b.o.Files, maxN: b.o.MaxDownloads, maxSize: b.o.MaxDownloadBytes, scratch: scratch, names: map[string]string{}, cancelled: map[string]bool{}, cancels: make(chan struct{}, 4)}
 	b.files = f
 	c := chromedp.FromContext(b.bctx)
 	begin, cancelBegin := c.Browser.Subscribe(cdproto.EventBrowserDownloadWillBegin)
@@ -86,7 +88,7 @@ func (b *Browser) startFiles(ctx context.Context) error {
 				}
 				var ev browser.EventDownloadWillBegin
 				if json.Unmarshal(raw, &ev) == nil {
-					f.begin(bctx, c.Browser, &ev, b.o.Logger)
+					f.begin(bctx, c.Browser, &ev)
 				}
 			case raw, ok := <-progress:
 				if !ok {
@@ -124,11 +126,13 @@ func (f *files) takeNotes() []string {
 
 func (f *files) cancel(ctx context.Context, s cdp.Session, guid, why string) {
 	f.mu.Lock()
+	name, accepted := f.names[guid]
 	done := f.cancelled[guid]
-	f.cancelled[guid] = true
-	name := f.names[guid]
+	if accepted {
+		f.cancelled[guid] = true
+	}
 	f.mu.Unlock()
-	if done {
+	if done || !accepted {
 		return
 	}
 	f.note(fmt.Sprintf("The download of %s was cancelled: %s.", quote(name, 200), why))
@@ -139,32 +143,56 @@ func (f *files) cancel(ctx context.Context, s cdp.Session, guid, why string) {
 	}()
 }
 
-func (f *files) begin(ctx context.Context, s cdp.Session, ev *browser.EventDownloadWillBegin, log interface{ Warn(string, ...any) }) {
+// begin accepts a download, at most f.maxN of them: later ones
+// are cancelled (a few cancellations at a time; one not sent is still
+// never saved, since only accepted downloads are) and said once.
+func (f *files) begin(ctx context.Context, s cdp.Session, ev *browser.EventDownloadWillBegin) {
 	f.mu.Lock()
 	f.started++
 	n := f.started
-	f.names[ev.GUID] = ev.SuggestedFilename
+	if n <= f.maxN {
+		f.names[ev.GUID] = ev.SuggestedFilename
+	}
 	f.mu.Unlock()
-	if n > MaxDownloads {
-		f.cancel(ctx, s, ev.GUID, fmt.Sprintf("this browser saved %d downloads already, the most it may", MaxDownloads))
+	if n <= f.maxN {
+		return
+	}
+	if n == f.maxN+1 {
+		f.note(fmt.Sprintf("Downloads beyond %d are cancelled: this browser saves at most %d.", f.maxN, f.maxN))
+	}
+	select {
+	case f.cancels <- struct{}{}:
+		go func() {
+			defer func() { <-f.cancels }()
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			cdp.Call(cctx, s, browser.CancelDownload, browser.CancelDownloadParams{GUID: ev.GUID})
+		}()
+	default:
 	}
 }
 
 func (f *files) progress(ctx context.Context, s cdp.Session, ev *browser.EventDownloadProgress) {
 	switch ev.State {
 	case browser.DownloadProgressStateInProgress:
-		if ev.ReceivedBytes > MaxDownloadBytes || ev.TotalBytes > MaxDownloadBytes {
-			f.cancel(ctx, s, ev.GUID, fmt.Sprintf("it is larger than %d bytes", MaxDownloadBytes))
+		if ev.ReceivedBytes > float64(f.maxSize) || ev.TotalBytes > float64(f.maxSize) {
+			f.cancel(ctx, s, ev.GUID, fmt.Sprintf("it is larger than %d bytes", f.maxSize))
 		}
 	case browser.DownloadProgressStateCanceled:
-		os.Remove(filepath.Join(f.scratch, ev.GUID))
+		if isGUID(ev.GUID) {
+			os.Remove(filepath.Join(f.scratch, ev.GUID))
+		}
 	case browser.DownloadProgressStateCompleted:
 		f.mu.Lock()
-		name, cancelled := f.names[ev.GUID], f.cancelled[ev.GUID]
+		name, accepted := f.names[ev.GUID]
+		cancelled := f.cancelled[ev.GUID]
 		f.mu.Unlock()
+		if !isGUID(ev.GUID) {
+			return
+		}
 		src := filepath.Join(f.scratch, ev.GUID)
 		defer os.Remove(src)
-		if cancelled || !isGUID(ev.GUID) {
+		if cancelled || !accepted {
 			return
 		}
 		saved, size, err := f.save(src, safeFileName(name))
@@ -235,9 +263,9 @@ func (f *files) save(src, name string) (string, int64, error) {
 		if err != nil {
 			return "", 0, err
 		}
-		size, err := io.Copy(out, io.LimitReader(in, MaxDownloadBytes+1))
-		if err == nil && size > MaxDownloadBytes {
-			err = fmt.Errorf("larger than %d bytes", MaxDownloadBytes)
+		size, err := io.Copy(out, io.LimitReader(in, f.maxSize+1))
+		if err == nil && size > f.maxSize {
+			err = fmt.Errorf("larger than %d bytes", f.maxSize)
 		}
 		if cerr := out.Close(); err == nil {
 			err = cerr

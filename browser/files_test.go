@@ -108,6 +108,32 @@ func TestFiles(t *testing.T) {
 		t.Error("the download left the files folder")
 	}
 
+	// Bounds: a download larger than MaxDownloadBytes is cancelled, and
+	// beyond MaxDownloads none is saved.
+	small := browser.New(&browser.Options{Allow: allowOnly(site), Files: dir, MaxDownloadBytes: 4, MaxDownloads: 1})
+	t.Cleanup(func() { small.Close() })
+	sts := small.Tools()
+	before, _ := os.ReadDir(dir)
+	call(t, sts, "browser_navigate", map[string]any{"url": site.URL + "/form"})
+	snap = call(t, sts, "browser_snapshot", struct{}{})
+	link := ref(t, snap, "link", "Get the report")
+	out = call(t, sts, "browser_click", map[string]any{"element": "report", "ref": link})
+	for !strings.Contains(out, "was cancelled") && time.Now().Before(deadline.Add(30*time.Second)) {
+		time.Sleep(100 * time.Millisecond)
+		out = call(t, sts, "browser_wait_for", map[string]any{"time": 0.1})
+	}
+	mustContain(t, out, "it is larger than 4 bytes")
+	out = call(t, sts, "browser_click", map[string]any{"element": "report", "ref": link})
+	for !strings.Contains(out, "Downloads beyond 1") && time.Now().Before(deadline.Add(60*time.Second)) {
+		time.Sleep(100 * time.Millisecond)
+		out = call(t, sts, "browser_wait_for", map[string]any{"time": 0.1})
+	}
+	mustContain(t, out, "Downloads beyond 1 are cancelled")
+	time.Sleep(300 * time.Millisecond) // what Chromium would still write
+	if after, _ := os.ReadDir(dir); len(after) != len(before) {
+		t.Errorf("the files folder had %d entries, then %d: a download beyond the bounds was saved", len(before), len(after))
+	}
+
 	// Without a files folder: no uploads, no downloads.
 	plain := browser.New(&browser.Options{Allow: allowOnly(site)})
 	t.Cleanup(func() { plain.Close() })
