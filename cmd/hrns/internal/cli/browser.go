@@ -43,7 +43,13 @@ func browserTools(names []string, o *runOptions) ([]string, *loop.Toolset, func(
 		rest = append(rest, n)
 	}
 	if o.browser {
-		picked = browser.Names()
+		// Not browser_file_upload: hrns run's browser has no files
+		// folder (naming it in --tools gives it, saying so when called).
+		for _, n := range browser.Names() {
+			if n != "browser_file_upload" {
+				picked = append(picked, n)
+			}
+		}
 	}
 	if len(picked) == 0 {
 		return rest, nil, func() {}, nil
