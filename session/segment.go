@@ -568,13 +568,15 @@ func (g *segment) toolDone(ctx context.Context, c loop.Chunk) error {
 	if g.turns == 0 {
 		g.ranCalls = true
 	}
+	// The files the call left in the files folder for the user.
+	marks, complete := g.m.scanFiles(g.m.filesFolder(g.sp, g.id))
 	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
 		for i := range st.Checkpoint.Calls {
 			if cs := &st.Checkpoint.Calls[i]; cs.Call.ID == info.ID && cs.Result == nil {
 				cs.Result, cs.Waiting = res, ""
 			}
 		}
-		return append([]store.Event{ev}, observations...)
+		return append(append([]store.Event{ev}, observations...), g.m.agentFiles(g.id, st, marks, complete)...)
 	})
 }
 

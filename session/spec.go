@@ -78,7 +78,8 @@ type spec struct {
 	// Config given to the kind's [Options.SessionEnvironments] func.
 	EnvDefs map[string]json.RawMessage `json:"env_defs,omitempty"`
 	// Profiles are the browser profiles the environments start from, by
-	// kind: "OWNER\x00ID" (see bindProfiles).
+	// kind: "OWNER\x00ID", with "\x00persist" after it when the session's
+	// browser is written back (see bindProfiles).
 	Profiles map[string]string `json:"profiles,omitempty"`
 	// AnswerFormat is the JSON Schema (of an object) the final answer
 	// must match; nil means a text answer.
@@ -598,7 +599,7 @@ func (m *Manager) toolsets(sp *spec, id string) (_ *loop.Toolset, closeEnv func(
 		case "env":
 			ts = m.opts.Environments[name]
 			if f := m.opts.SessionEnvironments[name]; f != nil {
-				t, c, err := f(&EnvironmentParams{Session: id, Config: sp.EnvDefs[name], Profile: m.browserProfile(sp, name, id)})
+				t, c, err := f(&EnvironmentParams{Session: id, Config: sp.EnvDefs[name], Profile: m.browserProfile(sp, name, id), Files: m.filesFolder(sp, id)})
 				if err != nil {
 					return nil, closeEnv, fmt.Errorf("environment %q: %w", name, err)
 				}

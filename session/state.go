@@ -76,6 +76,12 @@ type state struct {
 	// CheckChildrenAt is when a session waiting for child sessions looks
 	// at them (see Manager.checkChildren).
 	CheckChildrenAt time.Time `json:"check_children_at,omitzero"`
+	// Files are the files of the session's files folder already reported
+	// by an AttachmentEvent (the user's and the agent's), by name;
+	// AgentFiles counts those reported as the agent's (see
+	// Manager.agentFiles).
+	Files      map[string]fileMark `json:"files,omitempty"`
+	AgentFiles int                 `json:"agent_files,omitempty"`
 }
 
 // checkpoint is the conversation a run continues from. Without Calls,

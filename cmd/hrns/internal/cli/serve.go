@@ -244,6 +244,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 			Threshold: cfg.Compaction.Threshold, Target: cfg.Compaction.Target, KeepTurns: cfg.Compaction.KeepTurns,
 		},
 		Workspaces: o.workspaces(),
+		PublicURL:  publicURL,
 	}
 	opts.Skills = serverSkills(cfg, stdio)
 	hookDir, err := o.hookDir()
