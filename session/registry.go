@@ -181,7 +181,6 @@ func (r *Registry) parse(kind EntryKind, owner string, body []byte) (*store.Entr
 		if err := decodeObject(body, &env, "body"); err != nil {
 			return nil, err
 		}
-		refuseMCPServers(&v, body, "body")
 		validateEnvironment(&v, &env, "body")
 		e.Name, e.Type = env.ID, env.Kind
 		e.Spec, _ = json.Marshal(env)
@@ -253,7 +252,7 @@ func (r *Registry) Create(ctx context.Context, kind EntryKind, owner string, bod
 	if err != nil {
 		return nil, err
 	}
-	return doc(got), nil
+	return redactMCP(doc(got)), nil
 }
 
 // Get returns the owner's entry, or the server's read-only entry, with the
@@ -265,7 +264,7 @@ func (r *Registry) Create(ctx context.Context, kind EntryKind, owner string, bod
 func (r *Registry) Get(ctx context.Context, kind EntryKind, owner, name string, resolve bool) (json.RawMessage, error) {
 	out, err := r.get(ctx, kind, owner, name)
 	if err != nil || !resolve || kind != EntryAgent {
-		return out, err
+		return redactMCP(out), err
 	}
 	var a AgentSpec
 	if err := json.Unmarshal(out, &a); err != nil {
@@ -274,7 +273,8 @@ func (r *Registry) Get(ctx context.Context, kind EntryKind, owner, name string, 
 	if err := r.materialise(ctx, owner, &a, 0, &budget{lookups: maxLookups, bytes: maxResolvedBytes}); err != nil {
 		return nil, err
 	}
-	return json.Marshal(a)
+	out, err = json.Marshal(a)
+	return redactMCP(out), err
 }
 
 // budget bounds the work of resolving references: the entries looked up,
@@ -459,7 +459,7 @@ func (r *Registry) List(ctx context.Context, kind EntryKind, owner string, p *En
 		if len(page.Items) == q.Size {
 			break
 		}
-		page.Items = append(page.Items, doc(e))
+		page.Items = append(page.Items, redactMCP(doc(e)))
 	}
 	page.Total = len(fixed) + total
 	return page, nil
@@ -493,7 +493,7 @@ func (r *Registry) Replace(ctx context.Context, kind EntryKind, owner, name stri
 // patchable are the fields a PATCH may change, by kind.
 var patchable = map[EntryKind][]string{
 	EntryAgent:       {"description", "environments", "model", "reasoning_effort", "instructions", "subagents", "skills", "answer_format", "tools", "max_steps"},
-	EntryEnvironment: {"host", "start_url", "headless", "session_id", "mode", "page_chars", "image", "lazy", "vault_id", "browser_profile_id", "use_default_browser_profile", "persist_browser_profile", "network"},
+	EntryEnvironment: {"host", "start_url", "headless", "session_id", "mode", "page_chars", "image", "lazy", "vault_id", "browser_profile_id", "use_default_browser_profile", "persist_browser_profile", "network", "mcp_servers"},
 	EntrySkill:       {"description", "body", "source", "url_pattern", "files"},
 }
 
@@ -570,7 +570,7 @@ func (r *Registry) update(ctx context.Context, kind EntryKind, owner, name strin
 		case err != nil:
 			return nil, err
 		}
-		return doc(got), nil
+		return redactMCP(doc(got)), nil
 	}
 	return nil, fmt.Errorf("%s %q: %w", kind, name, ErrEntryConflict)
 }
