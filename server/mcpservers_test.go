@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,8 +13,12 @@ import (
 	"github.com/hrns-dev/hrns/api"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/openai"
 	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/session/schedule"
+	"github.com/hrns-dev/hrns/store/sqlite"
 )
 
 // TestMCPServersNotEnabled: a server without Options.MCPServers refuses a
@@ -157,5 +163,51 @@ func TestMCPServersMounted(t *testing.T) {
 	r = e.call("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":["tooled"],"tools":[{"name":"remote__mine","description":"d"}]},"messages":"x"}`, http.StatusUnprocessableEntity, "")
 	if !hasDetail(r.body, "body.agent.tools.0.name", `named like the tools of the environment's MCP server "remote"`) {
 		t.Errorf("a client tool in the server's namespace: %s", r.body)
+	}
+}
+
+// TestMCPServersRedactedElsewhere: a schedule's session template shows
+// its servers' headers redacted, and an override cannot set an
+// environment's mcp_servers (it would bypass their validation).
+func TestMCPServersRedactedElsewhere(t *testing.T) {
+	model := openaitest.NewServer()
+	t.Cleanup(model.Close)
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), &sqlite.Options{RelaxedSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	mount := func(context.Context, *session.MCPParams) (*loop.Toolset, func(), error) {
+		return &loop.Toolset{}, func() {}, nil
+	}
+	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{
+		Environments: map[string]*loop.Toolset{"web": {}},
+		MCPServers:   &session.MCPServerOptions{Mount: mount},
+	})
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sch := schedule.New(m, st, &schedule.Options{Owner: "replica-1"})
+	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice}, Schedules: sch})))
+	t.Cleanup(func() {
+		srv.Close()
+		m.Stop(context.Background())
+	})
+	e := &env{t: t, model: model, url: srv.URL, st: st}
+	server := `{"name":"remote","transport":"sse","url":"https://mcp.example/sse","headers":{"X-Key":"hdr-secret"}}`
+	body := `{"name":"nightly","timing":{"type":"cron","expression":"0 9 * * *","timezone":"UTC"},
+		"session_request":{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[` + server + `]}]},"messages":"x"}}`
+	r := e.expect(e.do("POST", "/api/v2/schedules", keyAlice, body), http.StatusCreated)
+	var sc struct{ ID string }
+	r.json(&sc)
+	for _, b := range [][]byte{r.body, e.expect(e.do("GET", "/api/v2/schedules/"+sc.ID, keyAlice, nil), http.StatusOK).body} {
+		if strings.Contains(string(b), "hdr-secret") || !strings.Contains(string(b), `"X-Key":"[redacted]"`) {
+			t.Errorf("the schedule's template: %s", b)
+		}
+	}
+	r = e.call("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[{"kind":"web"}]},"messages":"x",
+		"overrides":{"agent.environments[kind=web].mcp_servers":[`+server+`]}}`, http.StatusUnprocessableEntity, "")
+	if !hasDetail(r.body, "body.overrides.agent.environments[kind=web].mcp_servers", "cannot be overridden") {
+		t.Errorf("an override of mcp_servers: %s", r.body)
 	}
 }

@@ -303,10 +303,13 @@ func (m *Manager) mountMCP(sp *spec, id string, taken *loop.Toolset) (*loop.Tool
 	return out, closeAll, nil
 }
 
-// redactMCP returns doc (a request, an environment, an agent) with the
-// values of every mcp_servers entry's env and headers replaced by
-// [api.RedactedValue]: they may be secrets, and are never shown back.
-// A document without mcp_servers is returned as it is.
+// RedactMCPServers returns doc (a session request, an environment, an
+// agent, a schedule's template) with the values of every mcp_servers
+// entry's env and headers replaced by [api.RedactedValue]: they may be
+// secrets, and are never shown back. A document without mcp_servers is
+// returned as it is.
+func RedactMCPServers(doc json.RawMessage) json.RawMessage { return redactMCP(doc) }
+
 func redactMCP(doc json.RawMessage) json.RawMessage {
 	if !bytes.Contains(doc, []byte(`"mcp_servers"`)) {
 		return doc

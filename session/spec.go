@@ -205,7 +205,7 @@ func (m *Manager) applyOverrides(req *Request, agent *Agent, sp *spec, v *valida
 				break
 			}
 			kind, field := mt[1], mt[2]
-			if field == "kind" || field == "id" {
+			if field == "kind" || field == "id" || field == "mcp_servers" {
 				err = fmt.Errorf("override %q: an environment's %s cannot be overridden", path, field)
 				break
 			}
