@@ -101,8 +101,10 @@ func TestMCPServerValidation(t *testing.T) {
 // TestMCPServersMounted: with Options.MCPServers, a session's run gets the
 // tools Mount gives for the servers of its environments (inline or
 // registered), Mount gets their env and headers while the session's view
-// shows them redacted; the operator's Check refuses at creation; a client
-// tool named like a server's tools is refused; the tools end with the run.
+// shows them redacted (a registered environment read back and PUT keeps
+// them; a redacted value given anew is refused); the operator's Check
+// refuses at creation; a client tool named like a server's tools is
+// refused; the tools end with the run.
 func TestMCPServersMounted(t *testing.T) {
 	var (
 		mu     sync.Mutex
@@ -135,6 +137,12 @@ func TestMCPServersMounted(t *testing.T) {
 		openaitest.Reply{Text: "done"})
 	server := `{"name":"remote","transport":"streamable_http","url":"https://mcp.example/mcp","headers":{"Authorization":"Bearer hdr-secret"}}`
 	e.call("POST", "/api/v2/environments", keyAlice, `{"id":"tooled","kind":"web","mcp_servers":[`+server+`]}`, http.StatusCreated, "Environment")
+	// What GET shows (redacted), sent back to PUT, keeps the secrets.
+	shown := e.call("GET", "/api/v2/environments/tooled", keyAlice, nil, http.StatusOK, "Environment").body
+	if !strings.Contains(string(shown), `"Authorization":"[redacted]"`) {
+		t.Fatalf("GET shows %s", shown)
+	}
+	e.call("PUT", "/api/v2/environments/tooled", keyAlice, string(shown), http.StatusOK, "Environment")
 	r := e.call("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":["tooled"]},"messages":"x"}`, http.StatusCreated, "")
 	var v struct{ ID string }
 	r.json(&v)
@@ -159,6 +167,10 @@ func TestMCPServersMounted(t *testing.T) {
 	r = e.call("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[{"name":"fs","transport":"stdio","command":"x"}]}]},"messages":"x"}`, http.StatusUnprocessableEntity, "")
 	if !hasDetail(r.body, "body.agent.environments.0.mcp_servers.0", "stdio servers are off here") {
 		t.Errorf("Check's refusal: %s", r.body)
+	}
+	r = e.call("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[`+strings.ReplaceAll(server, "Bearer hdr-secret", "[redacted]")+`]}]},"messages":"x"}`, http.StatusUnprocessableEntity, "")
+	if !hasDetail(r.body, "body.agent.environments.0.mcp_servers.0.headers", `give the value itself`) {
+		t.Errorf("a redacted value given: %s", r.body)
 	}
 	r = e.call("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":["tooled"],"tools":[{"name":"remote__mine","description":"d"}]},"messages":"x"}`, http.StatusUnprocessableEntity, "")
 	if !hasDetail(r.body, "body.agent.tools.0.name", `named like the tools of the environment's MCP server "remote"`) {

@@ -140,6 +140,8 @@ func validateMCPServer(v *validation, s *MCPServer, loc ...any) {
 			for _, k := range sortedKeys(s.Env) {
 				if len(k) > maxMCPName || !envVarName().MatchString(k) {
 					v.add("a variable's name is letters, digits and '_', not starting with a digit, at most 256 bytes", at(loc, "env")...)
+				} else if s.Env[k] == api.RedactedValue {
+					v.add(redactedGiven(k), at(loc, "env")...)
 				} else if val := s.Env[k]; len(val) > maxMCPValue || !utf8.ValidString(val) || strings.IndexByte(val, 0) >= 0 {
 					v.add(fmt.Sprintf("the value of %s must be text without NUL bytes, at most %d bytes", k, maxMCPValue), at(loc, "env")...)
 				}
@@ -161,6 +163,8 @@ func validateMCPServer(v *validation, s *MCPServer, loc ...any) {
 				switch {
 				case len(k) > maxMCPName || !headerName().MatchString(k):
 					v.add("a header's name is an HTTP token, at most 256 bytes", at(loc, "headers")...)
+				case val == api.RedactedValue:
+					v.add(redactedGiven(k), at(loc, "headers")...)
 				case slices.Contains(reservedHeaders, strings.ToLower(k)):
 					v.add(fmt.Sprintf("header %s is set by the MCP client", k), at(loc, "headers")...)
 				case len(val) > maxMCPValue || !utf8.ValidString(val) || strings.ContainsFunc(val, func(r rune) bool { return r != '\t' && unicode.IsControl(r) }):
@@ -174,6 +178,12 @@ func validateMCPServer(v *validation, s *MCPServer, loc ...any) {
 	default:
 		v.add("Input should be 'stdio', 'streamable_http' or 'sse'", at(loc, "transport")...)
 	}
+}
+
+// redactedGiven is the error of a value given as the redaction marker:
+// a definition read back from hrns and sent as a new one.
+func redactedGiven(k string) string {
+	return fmt.Sprintf("the value of %s is %q, as hrns shows secrets: give the value itself (a registered definition sent back to its own PUT or PATCH keeps the values it had)", k, api.RedactedValue)
 }
 
 // checkMCPURL says what is wrong with an HTTP server's URL, or returns "".
@@ -355,6 +365,108 @@ func redactValue(v any, inServers bool) bool {
 	case []any:
 		for _, val := range x {
 			if redactValue(val, inServers) {
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
+// restoreRedacted returns doc with each env or header value of an
+// mcp_servers entry that is [api.RedactedValue] replaced by the value
+// the entry of the same name had in old (the stored definition), so that
+// a definition read back and sent again (PUT, the web page's editor)
+// keeps its secrets. A name old gives different values in two places is
+// left as it is, and so refused (see validateMCPServer).
+func restoreRedacted(doc, old json.RawMessage) json.RawMessage {
+	if !bytes.Contains(doc, []byte(api.RedactedValue)) || !bytes.Contains(old, []byte(`"mcp_servers"`)) {
+		return doc
+	}
+	var prev any
+	if json.Unmarshal(old, &prev) != nil {
+		return doc
+	}
+	known := map[string]map[string]any{} // name -> the server, nil when ambiguous
+	collectServers(prev, false, known)
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return doc
+	}
+	if !restoreValue(v, false, known) {
+		return doc
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return doc
+	}
+	return out
+}
+
+// collectServers records the mcp_servers entries v holds by name.
+func collectServers(v any, inServers bool, known map[string]map[string]any) {
+	switch x := v.(type) {
+	case map[string]any:
+		if inServers {
+			name, _ := x["name"].(string)
+			if prev, seen := known[name]; seen && (prev == nil || !sameSecrets(prev, x)) {
+				known[name] = nil
+			} else if !seen {
+				known[name] = x
+			}
+			return
+		}
+		for k, val := range x {
+			collectServers(val, k == "mcp_servers", known)
+		}
+	case []any:
+		for _, val := range x {
+			collectServers(val, inServers, known)
+		}
+	}
+}
+
+// sameSecrets reports whether two servers have the same env and headers.
+func sameSecrets(a, b map[string]any) bool {
+	x, _ := json.Marshal([]any{a["env"], a["headers"]})
+	y, _ := json.Marshal([]any{b["env"], b["headers"]})
+	return bytes.Equal(x, y)
+}
+
+// restoreValue puts the known values in place of redacted ones in v.
+func restoreValue(v any, inServers bool, known map[string]map[string]any) bool {
+	changed := false
+	switch x := v.(type) {
+	case map[string]any:
+		if inServers {
+			name, _ := x["name"].(string)
+			prev := known[name]
+			if prev == nil {
+				return false
+			}
+			for _, f := range []string{"env", "headers"} {
+				vals, _ := x[f].(map[string]any)
+				was, _ := prev[f].(map[string]any)
+				for k, val := range vals {
+					if val == api.RedactedValue {
+						if old, ok := was[k].(string); ok {
+							vals[k] = old
+							changed = true
+						}
+					}
+				}
+			}
+			return changed
+		}
+		for k, val := range x {
+			if restoreValue(val, k == "mcp_servers", known) {
+				changed = true
+			}
+		}
+	case []any:
+		for _, val := range x {
+			if restoreValue(val, inServers, known) {
 				changed = true
 			}
 		}

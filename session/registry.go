@@ -546,6 +546,9 @@ func (r *Registry) update(ctx context.Context, kind EntryKind, owner, name strin
 		if err != nil {
 			return nil, err
 		}
+		// A definition read back (its secrets redacted) and sent again
+		// keeps the secrets it had.
+		body = restoreRedacted(body, cur.Spec)
 		e, err := r.parse(kind, owner, body)
 		if err != nil {
 			return nil, err
