@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,6 +86,13 @@ func (c *apiClient) create(body string) string {
 // wait waits for the session to end and returns its status and events.
 func (c *apiClient) wait(id string) (string, string) {
 	c.t.Helper()
+	return c.waitFor(id, "completed", "failed", "timed_out", "interrupted", "idle")
+}
+
+// waitFor waits for the session to be in one of statuses and returns its
+// status and events.
+func (c *apiClient) waitFor(id string, statuses ...string) (string, string) {
+	c.t.Helper()
 	var events []string
 	for range 300 {
 		code, b := c.do("GET", "/api/v2/sessions/"+id+"/changes?wait_for_seconds=5&from_index="+strconv.Itoa(len(events)), "")
@@ -102,8 +110,7 @@ func (c *apiClient) wait(id string) (string, string) {
 		for _, e := range ch.NewEvents {
 			events = append(events, string(e))
 		}
-		switch ch.Status {
-		case "completed", "failed", "timed_out", "interrupted", "idle":
+		if slices.Contains(statuses, ch.Status) {
 			return ch.Status, strings.Join(events, "\n")
 		}
 	}
@@ -174,6 +181,51 @@ func TestServeMCPStdio(t *testing.T) {
 		if strings.Contains(text, "s3cr3t-env-value") {
 			t.Errorf("the %s show the server's env", what)
 		}
+	}
+}
+
+// TestServeMCPStdioParked: a session waiting for its caller's tool holds
+// no MCP server process; the run that resumes it starts the server again,
+// whose tools work as before.
+func TestServeMCPStdioParked(t *testing.T) {
+	t.Parallel()
+	needSandbox(t)
+	node, modules, script := mcpTestServer(t, "server-filesystem")
+	marker := t.TempDir() // in the server's command line only
+	read := openaitest.ToolCall("c1", "fs__read_text_file", `{"path":"files/in.txt"}`)
+	model := openaitest.NewServer(
+		openaitest.Reply{ToolCalls: []llm.ToolCall{read}},
+		openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("c2", "ask", `{}`)}},
+		openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("c3", "fs__read_text_file", `{"path":"files/in.txt"}`)}},
+		openaitest.Reply{Text: "done"},
+	)
+	defer model.Close()
+	s := startServe(t, map[string]string{"OPENAI_BASE_URL": model.URL(), "OPENAI_API_KEY": "k"},
+		"--model", "test-model", "--db", "sqlite:"+filepath.Join(t.TempDir(), "hrns.db"), "--workdir", t.TempDir(),
+		"--mcp-stdio", "--mcp-read", modules)
+	c := &apiClient{t: t, url: s.url}
+	in := base64.StdEncoding.EncodeToString([]byte("inside-the-workspace"))
+	id := c.create(`{"agent":{"name":"reader","tools":[{"name":"ask","description":"Ask the user."}],"environments":[{"kind":"web","mcp_servers":[
+		{"name":"fs","transport":"stdio","command":"` + node + `","args":["` + script + `",".","` + marker + `"]}]}]},
+		"messages":{"message":"Read.","files":[{"source":"` + in + `","name":"in.txt"}]}}`)
+	if status, events := c.waitFor(id, "awaiting_tool_results", "completed", "failed"); status != "awaiting_tool_results" {
+		t.Fatalf("session %s\n%s", status, events)
+	}
+	for i := 0; serverRunning(marker); i++ {
+		if i == 500 {
+			t.Fatal("the MCP server runs while the session waits for its caller")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code, b := c.do("POST", "/api/v2/sessions/"+id+"/tool_results", `{"kind":"tool_result","tool_req":{"tool_name":"ask","id":"c2"},"result":"go on"}`); code != http.StatusAccepted {
+		t.Fatalf("tool result: %d %s", code, b)
+	}
+	if status, events := c.wait(id); status != "completed" {
+		t.Fatalf("session %s\n%s", status, events)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 4 || !strings.Contains(string(reqs[3].Body), `"content":"inside-the-workspace","tool_call_id":"c3"`) {
+		t.Errorf("the resumed run did not call the restarted server (%d requests):\n%.3000s", len(reqs), reqs[len(reqs)-1].Body)
 	}
 }
 
