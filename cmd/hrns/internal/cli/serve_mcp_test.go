@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -352,7 +354,9 @@ func TestServeMCPHTTP(t *testing.T) {
 // call, writes a message larger than hrns reads, or writes garbage (and
 // so never answers: the call ends at --mcp-timeout) fails only that call,
 // with a tool error the model reads; the session goes on (the server is
-// started again for the next call where it died) and completes.
+// started again for the next call where it died) and completes. Without
+// --command-network the server reaches no network (its own loopback
+// only), given its target in its env.
 func TestServeMCPHostile(t *testing.T) {
 	t.Parallel()
 	needSandbox(t)
@@ -363,23 +367,41 @@ func TestServeMCPHostile(t *testing.T) {
 	call := func(id, name string) openaitest.Reply {
 		return openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall(id, "bad__"+name, `{}`)}}
 	}
-	model := openaitest.NewServer(call("c1", "die"), call("c2", "flood"), call("c3", "ok"), call("c4", "garbage"), call("c5", "ok"), openaitest.Reply{Text: "survived"})
+	// A port of this machine's loopback, which the sandboxed server, without
+	// the network, cannot reach.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var reached atomic.Bool
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			reached.Store(true)
+			c.Close()
+		}
+	}()
+	model := openaitest.NewServer(call("c1", "die"), call("c2", "flood"), call("c3", "ok"), call("c4", "garbage"), call("c5", "ok"), call("c6", "net"), openaitest.Reply{Text: "survived"})
 	defer model.Close()
 	s := startServe(t, map[string]string{"OPENAI_BASE_URL": model.URL(), "OPENAI_API_KEY": "k"},
 		"--model", "test-model", "--db", "sqlite:"+filepath.Join(t.TempDir(), "hrns.db"), "--workdir", t.TempDir(),
 		"--mcp-stdio", "--mcp-read", script, "--mcp-timeout", "3s")
 	c := &apiClient{t: t, url: s.url}
-	id := c.create(`{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[{"name":"bad","transport":"stdio","command":"node","args":["` + script + `"]}]}]},"messages":"Try."}`)
+	id := c.create(`{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[{"name":"bad","transport":"stdio","command":"node","args":["` + script + `"],"env":{"TARGET":"` + ln.Addr().String() + `"}}]}]},"messages":"Try."}`)
 	status, events := c.wait(id)
 	if status != "completed" {
 		t.Fatalf("session %s\n%s", status, events)
 	}
 	reqs := model.Requests()
-	if len(reqs) != 6 {
+	if len(reqs) != 7 {
 		t.Fatalf("%d model requests", len(reqs))
 	}
 	// The tool result each call gave the model.
-	for i, want := range []string{"exited (exit status 3; its stderr ends with: hostile: dying on purpose)", `bad__flood\" timed out`, "still-alive", `bad__garbage\" failed: mcp server \"bad\" during the call`, "still-alive"} {
+	for i, want := range []string{"exited (exit status 3; its stderr ends with: hostile: dying on purpose)", `bad__flood\" timed out`, "still-alive", `bad__garbage\" failed: mcp server \"bad\" during the call`, "still-alive", "net: E"} {
 		var r struct{ Messages []json.RawMessage }
 		if err := json.Unmarshal(reqs[i+1].Body, &r); err != nil || len(r.Messages) == 0 {
 			t.Fatalf("request %d: %v", i+1, err)
@@ -387,5 +409,8 @@ func TestServeMCPHostile(t *testing.T) {
 		if last := string(r.Messages[len(r.Messages)-1]); !strings.Contains(last, want) || len(last) > 4096 {
 			t.Errorf("call %d: the model read %.1000s, want %s", i+1, last, want)
 		}
+	}
+	if reached.Load() {
+		t.Error("the sandboxed server reached this machine's loopback")
 	}
 }
