@@ -44,9 +44,10 @@ type Spec struct {
 	// running server. Env, Dir and Stderr are then Start's to apply; the
 	// process inherits nothing of this process unless Start gives it.
 	Start func(ctx context.Context, spec *Spec) (Process, error)
-	// MaxMessageBytes bounds one message a stdio server writes; a
-	// longer one ends the connection (the call fails, and the next one
-	// starts the server again). 0 means 16 MiB.
+	// MaxMessageBytes bounds what is read of one message a stdio
+	// server writes (the SDK's IOTransport.MaxLineLength); a longer one
+	// is not delivered, and the call waiting for it ends at its
+	// timeout. 0 means 16 MiB.
 	MaxMessageBytes int
 
 	// URL is the endpoint of a Streamable HTTP server, and Headers are

@@ -48,7 +48,7 @@ func (f *mcpFlags) register(fs *flag.FlagSet) {
 // Bounds of the MCP servers of sessions.
 const (
 	mcpConnectTimeout  = 30 * time.Second
-	mcpMaxMessageBytes = 8 << 20   // one message of a stdio server
+	mcpMaxMessageBytes = 8 << 20   // what is read of one message of a stdio server
 	mcpMaxBodyBytes    = 16 << 20  // one HTTP response
 	mcpMaxFileBytes    = 256 << 20 // a file a stdio server writes (its stderr too)
 	mcpStderrTail      = 2 << 10
