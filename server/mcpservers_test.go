@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hrns-dev/hrns/api"
 	"github.com/hrns-dev/hrns/llm"
@@ -150,6 +151,17 @@ func TestMCPServersMounted(t *testing.T) {
 	reqs := e.model.Requests()
 	if len(reqs) != 2 || !strings.Contains(string(reqs[0].Body), `"name":"remote__echo"`) || !strings.Contains(string(reqs[1].Body), "echo-from-remote") {
 		t.Fatalf("the run did not get and call the server's tools: %d requests", len(reqs))
+	}
+	// The run closes its servers when it stops, after the commit that
+	// ends the session.
+	for i := 0; ; i++ {
+		mu.Lock()
+		n := closed
+		mu.Unlock()
+		if n == 1 || i == 500 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	mu.Lock()
 	if len(got) != 1 || got[0].Headers["Authorization"] != "Bearer hdr-secret" || closed != 1 {
