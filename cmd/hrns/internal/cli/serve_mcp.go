@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -140,8 +141,13 @@ func (c *mcpConnector) mount(ctx context.Context, p *session.MCPParams) (*loop.T
 			}
 			if err != nil {
 				// The error names the server and its command or URL,
-				// never its env or headers.
-				c.log.Warn("hrns serve: an MCP server of a session could not be reached; the session runs without its tools", "session", p.Session, "server", s.Name, "err", err)
+				// never its env or headers; a URL's query, which may
+				// hold a key, is left out.
+				msg := err.Error()
+				if s.URL != nil {
+					msg = strings.ReplaceAll(msg, *s.URL, urlWithoutQuery(*s.URL))
+				}
+				c.log.Warn("hrns serve: an MCP server of a session could not be reached; the session runs without its tools", "session", p.Session, "server", s.Name, "err", msg)
 			}
 		})
 	}
@@ -323,6 +329,19 @@ func fileTail(path string, n int64) string {
 	}
 	b, _ := io.ReadAll(io.LimitReader(f, n))
 	return strings.ToValidUTF8(strings.TrimSpace(string(b)), "?")
+}
+
+// urlWithoutQuery is u without its query and fragment, for logs.
+func urlWithoutQuery(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	if p.RawQuery != "" || p.Fragment != "" {
+		p.RawQuery, p.Fragment = "", ""
+		return p.String() + "?…"
+	}
+	return p.String()
 }
 
 func sortedStrings(m map[string]string) []string {

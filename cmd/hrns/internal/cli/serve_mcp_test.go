@@ -287,8 +287,8 @@ func TestServeMCPStdioOff(t *testing.T) {
 
 // TestServeMCPHTTP: an HTTP MCP server on loopback is refused by the
 // address policy by default (the session runs without its tools, and the
-// log says why); with --mcp-allow 127.0.0.1 it is reached, with the
-// caller's headers, which the session's view redacts.
+// log says why, without the URL's query); with --mcp-allow 127.0.0.1 it
+// is reached, with the caller's headers, which the session's view redacts.
 func TestServeMCPHTTP(t *testing.T) {
 	t.Parallel()
 	ts := &loop.Toolset{}
@@ -306,7 +306,7 @@ func TestServeMCPHTTP(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	defer mcpSrv.Close()
-	server := `{"name":"remote","transport":"streamable_http","url":"` + mcpSrv.URL + `","headers":{"Authorization":"Bearer hdr-secret-value"}}`
+	server := `{"name":"remote","transport":"streamable_http","url":"` + mcpSrv.URL + `/?key=url-secret-value","headers":{"Authorization":"Bearer hdr-secret-value"}}`
 	body := `{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[` + server + `]}]},"messages":"Echo."}`
 
 	for _, allowed := range []bool{false, true} {
@@ -332,8 +332,8 @@ func TestServeMCPHTTP(t *testing.T) {
 		if offered != allowed || echoed != allowed {
 			t.Errorf("allowed=%v: tool offered %v, called %v", allowed, offered, echoed)
 		}
-		if !allowed && !strings.Contains(s.logs.String(), "could not be reached") {
-			t.Errorf("the refusal is not logged:\n%s", s.logs.String())
+		if !allowed && (!strings.Contains(s.logs.String(), "could not be reached") || strings.Contains(s.logs.String(), "url-secret-value")) {
+			t.Errorf("the refusal is not logged, or the URL's query is:\n%s", s.logs.String())
 		}
 		_, view := c.do("GET", "/api/v2/sessions/"+id, "")
 		if !strings.Contains(string(view), `"Authorization":"[redacted]"`) {
