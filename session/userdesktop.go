@@ -156,6 +156,9 @@ func postedContent(r json.RawMessage, req *ToolRequest) (content []llm.Part, log
 	if got := http.DetectContentType(data); got != img.MediaType {
 		return nil, nil, nil, fmt.Sprintf("the image's bytes are not %s (they read as %s)", img.MediaType, got)
 	}
+	if msg := checkPostedImage(img.MediaType, data); msg != "" {
+		return nil, nil, nil, msg
+	}
 	delete(obj, "image")
 	text := ""
 	if t, ok := obj["text"]; ok && len(obj) == 1 {
