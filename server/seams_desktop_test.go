@@ -34,7 +34,7 @@ func TestSeamsDesktopHostileImages(t *testing.T) {
 	}
 	for _, c := range []struct{ name, image, msg string }{
 		{"svg", `{"type":"base64","media_type":"image/svg+xml","source":"` + base64.StdEncoding.EncodeToString([]byte("<svg/>")) + `"}`, "must be image/png"},
-		{"no media type", `{"type":"base64","source":"` + red + `"}`, "must be image/png"},
+		{"no media type, not an image", `{"type":"base64","media_type":null,"source":"` + base64.StdEncoding.EncodeToString([]byte("<svg/>")) + `"}`, "must be image/png"},
 		{"url", `{"type":"url","media_type":"image/png","source":"http://127.0.0.1/x.png"}`, "must be inline"},
 		{"not base64", `{"type":"base64","media_type":"image/png","source":"%%%%"}`, "must be base64"},
 		{"empty", `{"type":"base64","media_type":"image/png","source":""}`, "are not image/png"},
@@ -62,8 +62,10 @@ func TestSeamsDesktopHostileImages(t *testing.T) {
 	good := result(`{"type":"base64","media_type":"image/png","source":"` + red + `"}`)
 	// Another key: as if there were no session.
 	e.expect(e.do("POST", path, keyBob, good), http.StatusNotFound)
-	e.expect(e.do("POST", path, keyAlice, good), http.StatusAccepted)
-	e.expect(e.do("POST", path, keyAlice, good), http.StatusAccepted) // twice: harmless
+	e.expect(e.do("POST", path, keyAlice, `{"type":"batch","results":[`+good+`,`+good+`]}`), http.StatusAccepted) // twice: harmless
+	if r := e.do("POST", path, keyAlice, good); r.status != http.StatusAccepted && r.status != http.StatusConflict {
+		t.Fatalf("posted again: %d %s", r.status, r.body) // 409 once the session has finished
+	}
 	f.status(session.StatusCompleted)
 	e.expect(e.do("POST", path, keyAlice, good), http.StatusConflict) // finished
 	reqs := e.model.Requests()
@@ -118,4 +120,35 @@ func pngSized(t *testing.T, w, h int) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// TestSeamsDesktopImageWithoutMediaType: the reference's ImageContent has
+// an optional media_type (null or absent); such an image is taken as the
+// type its bytes read as, which the model and the observation get.
+func TestSeamsDesktopImageWithoutMediaType(t *testing.T) {
+	e := newEnv(t, nil,
+		calls(openaitest.ToolCall("call_1", "computer", `{"action":"screenshot"}`), openaitest.ToolCall("call_2", "computer", `{"action":"screenshot"}`)),
+		openaitest.Reply{Text: "Red."},
+	)
+	id := e.create(keyAlice, `{"agent":{"name":"a","environments":["desktop"]},"messages":"What colour?"}`)
+	f := e.follow(keyAlice, id)
+	f.status(session.StatusAwaitingToolResults)
+	red := base64.StdEncoding.EncodeToString(pngOf(t, color.RGBA{255, 0, 0, 255}))
+	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/tool_results", keyAlice, `{"type":"batch","results":[`+
+		`{"kind":"tool_result","tool_req":{"tool_name":"computer","id":"call_1"},"result":{"text":"one","image":{"type":"base64","source":"`+red+`"}}},`+
+		`{"kind":"tool_result","tool_req":{"tool_name":"computer","id":"call_2"},"result":{"text":"two","image":{"type":"base64","media_type":null,"source":"`+red+`"}}}]}`), http.StatusAccepted)
+	f.status(session.StatusCompleted)
+	if n := strings.Count(string(e.model.Requests()[1].Body), "data:image/png;base64,"+red); n != 2 {
+		t.Errorf("the images reach the model %d times, want 2", n)
+	}
+	var types []string
+	for _, ev := range f.events {
+		var d session.AgentEventData
+		if ev.Type == session.EventAgent && json.Unmarshal(ev.Data, &d) == nil && d.Kind == session.KindObservation {
+			types = append(types, d.Image.MediaType)
+		}
+	}
+	if strings.Join(types, ",") != "image/png,image/png" {
+		t.Errorf("observations' media types %q", types)
+	}
 }

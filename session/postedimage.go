@@ -15,6 +15,15 @@ import (
 // most the Anthropic Messages API takes (tools.MediaOptions' default).
 const maxPostedImageSide = 8000
 
+// postedImageType reports whether a posted image may be of the media type.
+func postedImageType(t string) bool {
+	switch t {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+		return true
+	}
+	return false
+}
+
 // checkPostedImage says what is wrong with the bytes of a posted image of
 // the media type (which their first bytes were sniffed as), "" when
 // nothing: its header must read as one of that type, with at least one
