@@ -31,3 +31,26 @@ func TestSeamsDesktopHostNull(t *testing.T) {
 		t.Errorf("environments %s", b)
 	}
 }
+
+// TestSeamsDesktopRegisteredAgentByKind: an agent registered with the
+// environment "desktop" by name (as a session's agent may have it, and as
+// H's SDK writes it) is accepted, and a session of it gets the user's
+// desktop; the environments list shows the user's desktop as a read-only
+// entry of the server, as it shows the web environment.
+func TestSeamsDesktopRegisteredAgentByKind(t *testing.T) {
+	e := regEnv(t, calls(openaitest.ToolCall("call_1", "computer", `{"action":"screenshot"}`)))
+	e.call("POST", "/api/v2/agents", keyAlice, `{"name":"desk","description":"Uses my desktop.","environments":["desktop"]}`, http.StatusCreated, "")
+	id := e.create(keyAlice, `{"agent":"desk","messages":"x"}`)
+	f := e.follow(keyAlice, id)
+	f.status(session.StatusAwaitingToolResults)
+	if p := f.pending(); len(p) != 1 || p[0].ToolName != "computer" {
+		t.Fatalf("pending %+v", p)
+	}
+	r := e.call("GET", "/api/v2/environments/desktop", keyBob, nil, http.StatusOK, "")
+	var d map[string]any
+	r.json(&d)
+	if d["kind"] != "desktop" || d["host"] != "user_device" {
+		t.Errorf("the desktop entry: %s", r.body)
+	}
+	e.call("DELETE", "/api/v2/environments/desktop", keyAlice, nil, http.StatusForbidden, "")
+}
