@@ -338,7 +338,7 @@ func TestRegistryList(t *testing.T) {
 		{"?name=NEWS", []string{"beta-news<nil>"}, 1},
 		{"?search=about+al", []string{"alpha<nil>"}, 1},
 		{"?page=9", nil, 4},
-		{"env:?kind=desktop", []string{"<nil>d1"}, 1},
+		{"env:?kind=desktop", []string{"<nil>desktop", "<nil>d1"}, 2}, // the user's desktop, read-only, first
 		{"env:?id=W&sort=id", []string{"<nil>w1"}, 1},
 	} {
 		got, total := names(tt.query)

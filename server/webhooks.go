@@ -7,6 +7,7 @@ import (
 
 	"github.com/hrns-dev/hrns/platform/webhook"
 	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/store"
 )
 
 // webhookRoutes adds the webhooks API (package platform/webhook):
@@ -82,6 +83,9 @@ func hookError(w http.ResponseWriter, err error) error {
 		writeError(w, http.StatusNotFound, "Webhook not found")
 	case errors.Is(err, webhook.ErrTooMany):
 		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, store.ErrConflict):
+		// Other writers kept changing it (as for a vault).
+		writeError(w, http.StatusConflict, "the webhook is being changed by other requests: retry")
 	case errors.Is(err, webhook.ErrPing):
 		writeError(w, http.StatusBadGateway, err.Error())
 	default:

@@ -43,7 +43,8 @@ func (m *Manager) Profiles() store.Profiles { return m.st }
 // (store.KindAgent, store.KindEnvironment, store.KindSkill), by name:
 // the agents of [Options.Agents] and their [Options.Catalog] names, and
 // the environment kinds of [Options.Environments] and
-// [Options.SessionEnvironments]. There are no read-only skills.
+// [Options.SessionEnvironments], and the user's own desktop (host
+// user_device). There are no read-only skills.
 func (m *Manager) BuiltinEntries(kind string) []BuiltinEntry {
 	var out []BuiltinEntry
 	switch kind {
@@ -64,6 +65,13 @@ func (m *Manager) BuiltinEntries(kind string) []BuiltinEntry {
 				doc, _ := json.Marshal(EnvironmentSpec{ID: kind, Kind: kind, Host: map[string]string{envWeb: "cloud", envDesktop: "user_device"}[kind], ReadOnly: true})
 				out = append(out, BuiltinEntry{Name: kind, Type: kind, Doc: doc})
 			}
+		}
+		if _, ok := m.opts.Environments[envDesktop]; !ok {
+			// The user's own desktop, which every server gives
+			// (userdesktop.go): a name a registered agent may use, as a
+			// session's agent does.
+			doc, _ := json.Marshal(EnvironmentSpec{ID: envDesktop, Kind: envDesktop, Host: "user_device", ReadOnly: true})
+			out = append(out, BuiltinEntry{Name: envDesktop, Type: envDesktop, Doc: doc})
 		}
 		if m.opts.SessionEnvironments[envWorkstation] != nil {
 			doc, _ := json.Marshal(EnvironmentSpec{ID: envWorkstation, Kind: envWorkstation, Host: "cloud", ReadOnly: true})

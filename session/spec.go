@@ -145,8 +145,8 @@ func normalizeAgent(in *Agent) *Agent {
 				e.ID = e.Kind
 				e.Set("id", e.ID)
 			}
-			if _, ok := e.Fields["host"]; !ok && e.Kind == envDesktop {
-				e.Set("host", "user_device") // the only one, and required
+			if raw, ok := e.Fields["host"]; (!ok || isNull(raw)) && e.Kind == envDesktop {
+				e.Set("host", "user_device") // the only one, and required (null too)
 			}
 		}
 		a.Environments = append(a.Environments, e)

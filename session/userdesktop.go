@@ -121,7 +121,8 @@ const maxPostedImage = 8 << 20
 // A result is opaque JSON, and the model reads it as text (a string as it
 // is, anything else as JSON), except that an object with an "image" member
 // in the shape of the reference's ImageContent ({"type": "base64",
-// "media_type": "image/png", "source": BASE64}) gives the model the image:
+// "media_type": "image/png", "source": BASE64}; without a media_type, the
+// type its bytes read as) gives the model the image:
 // the rest of the object is the text (its "text" member alone when that is
 // all there is), the image follows it, and the log keeps the result
 // without the image, followed by an observation_event carrying it, as for
@@ -141,9 +142,7 @@ func postedContent(r json.RawMessage, req *ToolRequest) (content []llm.Part, log
 	if img.Type != "base64" {
 		return nil, nil, nil, `an image in a result must be inline: "type": "base64"`
 	}
-	switch img.MediaType {
-	case "image/png", "image/jpeg", "image/gif", "image/webp":
-	default:
+	if img.MediaType != "" && !postedImageType(img.MediaType) {
 		return nil, nil, nil, fmt.Sprintf("an image in a result must be image/png, image/jpeg, image/gif or image/webp, not %q", img.MediaType)
 	}
 	if base64.StdEncoding.DecodedLen(len(img.Source)) > maxPostedImage {
@@ -153,8 +152,19 @@ func postedContent(r json.RawMessage, req *ToolRequest) (content []llm.Part, log
 	if err != nil {
 		return nil, nil, nil, fmt.Sprintf("an image in a result must be base64: %v", err)
 	}
-	if got := http.DetectContentType(data); got != img.MediaType {
+	got := http.DetectContentType(data)
+	if img.MediaType == "" {
+		// The reference's media_type is optional: the bytes say it.
+		if !postedImageType(got) {
+			return nil, nil, nil, fmt.Sprintf("an image in a result must be image/png, image/jpeg, image/gif or image/webp; its bytes read as %s", got)
+		}
+		img.MediaType = got
+	}
+	if got != img.MediaType {
 		return nil, nil, nil, fmt.Sprintf("the image's bytes are not %s (they read as %s)", img.MediaType, got)
+	}
+	if msg := checkPostedImage(img.MediaType, data); msg != "" {
+		return nil, nil, nil, msg
 	}
 	delete(obj, "image")
 	text := ""
