@@ -229,6 +229,7 @@ func (r *run) compact(ctx context.Context, reason string, before, target int) (b
 	}
 	r.transcript = res.Messages
 	r.conversation.Rewrote() // not an append: the provider encodes afresh
+	r.images.reset()
 	r.countedMessages = 0
 	info.TokensAfter = r.contextEstimate()
 	r.observeCompaction(info)

@@ -54,6 +54,12 @@ type Options struct {
 	Seed *int64
 	// StopSequences end a response when the model writes one.
 	StopSequences []string
+	// KeepImages is how many of the transcript's most recent images
+	// (screenshots, images in tool results and messages) each request
+	// carries; older ones are replaced by a text part saying so, in
+	// batches (see images.go), while the transcript keeps them all. 0
+	// means 50 (Anthropic takes at most 100 per request); negative, all.
+	KeepImages int
 	// ParallelToolCalls, when non-nil, says whether the model may call
 	// several tools in one message; nil leaves the provider's default.
 	// Independent of MaxParallel, which bounds how many run at once.

@@ -9,13 +9,14 @@ import (
 // output schema become the request here.
 
 // buildRequest builds the model request of the turn from the agent's
-// Options and the transcript as it stands after compaction; final says a
+// Options and the transcript as it stands after compaction (its oldest
+// images left out beyond Options.KeepImages: images.go); final says a
 // budget is spent and the model must answer without tools.
 func (r *run) buildRequest(final bool) *llm.Request {
 	o := &r.agent.opts
 	req := &llm.Request{
 		Model:             o.Model,
-		Messages:          r.transcript,
+		Messages:          r.requestMessages(),
 		Tools:             r.agent.tools.Specs(),
 		MaxTokens:         o.MaxTokens,
 		Temperature:       o.Temperature,

@@ -105,6 +105,9 @@ type run struct {
 	// (see llm.Conversation), in each of its model requests; dropped with
 	// the run.
 	conversation llm.Conversation
+	// images counts the transcript's images, some of which requests
+	// leave out (images.go).
+	images imageWindow
 
 	answersChecked int // final answers checked against the output schema
 	// transcriptCallIDs are the IDs of the transcript's calls (see
