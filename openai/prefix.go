@@ -2,6 +2,7 @@ package openai
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hrns-dev/hrns/internal/prefixcache"
 	"github.com/hrns-dev/hrns/llm"
@@ -38,11 +39,44 @@ func (e *chatEncoder) Finish(dst []byte, first bool) ([]byte, error) {
 
 func (e *chatEncoder) append(dst []byte, first bool) ([]byte, error) {
 	for i := range e.r.out {
-		var err error
-		if dst, err = e.app.Append(dst, first, &e.r.out[i]); err != nil {
-			return dst, fmt.Errorf("openai: encoding request: %w", err)
+		if m := &e.r.out[i]; appendsTextMessage(m) {
+			dst = appendTextMessage(dst, first, m)
+		} else {
+			var err error
+			if dst, err = e.app.Append(dst, first, m); err != nil {
+				return dst, fmt.Errorf("openai: encoding request: %w", err)
+			}
 		}
 		first = false
 	}
 	return dst, nil
+}
+
+// appendsTextMessage reports whether appendTextMessage encodes m: a
+// message whose content is a string and that has no tool calls (system,
+// user text and tool messages, the ones large text comes in).
+func appendsTextMessage(m *wireMessage) bool {
+	_, ok := m.Content.(string)
+	return ok && len(m.ToolCalls) == 0
+}
+
+// appendTextMessage appends m, after a comma unless first, byte for byte
+// as encoding/json (HTML escaping off) encodes it, without its reflection
+// and its buffer: a large tool result is escaped once, straight onto dst
+// (FuzzTextMessageEncoding holds it to encoding/json).
+func appendTextMessage(dst []byte, first bool, m *wireMessage) []byte {
+	content := m.Content.(string)
+	dst = slices.Grow(dst, len(content)+len(m.Role)+len(m.ToolCallID)+48)
+	if !first {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `{"role":`...)
+	dst = prefixcache.AppendString(dst, m.Role)
+	dst = append(dst, `,"content":`...)
+	dst = prefixcache.AppendString(dst, content)
+	if m.ToolCallID != "" {
+		dst = append(dst, `,"tool_call_id":`...)
+		dst = prefixcache.AppendString(dst, m.ToolCallID)
+	}
+	return append(dst, '}')
 }

@@ -312,3 +312,26 @@ func TestPrefixCacheOverHTTP(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTextMessageEncoding holds appendTextMessage, the hand-written
+// encoding of messages with string content, to encoding/json's encoding of
+// the same wireMessage (HTML escaping off), after a comma or first.
+func FuzzTextMessageEncoding(f *testing.F) {
+	f.Add("tool", "line 1\nline 2 \"quoted\" <b>&amp;</b> é漢🙂 \u2028", "call_1", false)
+	f.Add("system", "\xff\xfe\x00\x1f\\", "", true)
+	f.Add("user", strings.Repeat("abcdefgh", 20), "", false)
+	f.Fuzz(func(t *testing.T, role, content, id string, first bool) {
+		m := wireMessage{Role: role, Content: content, ToolCallID: id}
+		if !appendsTextMessage(&m) {
+			t.Fatal("a message with string content and no calls is not a text message")
+		}
+		var app prefixcache.Appender
+		want, err := app.Append([]byte("[x"), first, &m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendTextMessage([]byte("[x"), first, &m); !bytes.Equal(got, want) {
+			t.Fatalf("appendTextMessage = %s, want %s", got, want)
+		}
+	})
+}
