@@ -135,7 +135,8 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
 	if req != nil {
 		cache = prefixcache.For(req.Conversation, prefixKey{})
 	}
-	var prefix, rest []byte
+	var prefix [][]byte
+	var rest []byte
 	w, err := c.buildRequest(req, func(msgs []llm.Message) (wm []wireMessage, err error) {
 		if cache == nil {
 			return renderMessages(msgs)
