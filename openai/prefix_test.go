@@ -335,3 +335,35 @@ func FuzzTextMessageEncoding(f *testing.F) {
 		}
 	})
 }
+
+// TestToolsCacheSameBytes changes a conversation's tools between turns (a
+// schema rewritten in place, a description, a tool added, removed, none,
+// a name that needs escaping) and checks every body against the body
+// encoded without the conversation: the encoded "tools" field is reused
+// only while the tools render the same.
+func TestToolsCacheSameBytes(t *testing.T) {
+	client := &Client{Model: "m"}
+	conv := ownedConversation()
+	schema := []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`)
+	tools := []llm.ToolSpec{{Name: "read", Description: "reads", InputSchema: schema}}
+	msgs := []llm.Message{llm.UserMessage("hi")}
+	turn := func(tools []llm.ToolSpec) {
+		t.Helper()
+		msgs = append(msgs, llm.UserMessage("more"))
+		checkTurn(t, client, &llm.Request{Messages: msgs, Tools: tools, Conversation: conv})
+	}
+	turn(tools)
+	turn(tools)
+	copy(schema[len(`{"type":"object","properties":{"`):], "b") // in place, same length
+	turn(tools)
+	tools[0].Description = "reads a file"
+	turn(tools)
+	tools = append(tools, llm.ToolSpec{Name: "write <&>", InputSchema: json.RawMessage(" { \"type\" : \"object\" } ")})
+	turn(tools)
+	turn(tools[:1])
+	turn(nil)
+	turn([]llm.ToolSpec{{Name: "empty"}})
+	turn(tools)
+	req := &llm.Request{Messages: msgs, Tools: tools, Conversation: conv, Extra: map[string]json.RawMessage{"user": json.RawMessage(`"u"`)}}
+	checkTurn(t, client, req)
+}
