@@ -1,7 +1,11 @@
 package openai
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/hrns-dev/hrns/internal/prefixcache"
 	"github.com/hrns-dev/hrns/llm"
@@ -38,11 +42,110 @@ func (e *chatEncoder) Finish(dst []byte, first bool) ([]byte, error) {
 
 func (e *chatEncoder) append(dst []byte, first bool) ([]byte, error) {
 	for i := range e.r.out {
-		var err error
-		if dst, err = e.app.Append(dst, first, &e.r.out[i]); err != nil {
-			return dst, fmt.Errorf("openai: encoding request: %w", err)
+		if m := &e.r.out[i]; appendsTextMessage(m) {
+			dst = appendTextMessage(dst, first, m)
+		} else {
+			var err error
+			if dst, err = e.app.Append(dst, first, m); err != nil {
+				return dst, fmt.Errorf("openai: encoding request: %w", err)
+			}
 		}
 		first = false
 	}
 	return dst, nil
+}
+
+// appendsTextMessage reports whether appendTextMessage encodes m: a
+// message whose content is a string and that has no tool calls (system,
+// user text and tool messages, the ones large text comes in).
+func appendsTextMessage(m *wireMessage) bool {
+	_, ok := m.Content.(string)
+	return ok && len(m.ToolCalls) == 0
+}
+
+// appendTextMessage appends m, after a comma unless first, byte for byte
+// as encoding/json (HTML escaping off) encodes it, without its reflection
+// and its buffer: a large tool result is escaped once, straight onto dst
+// (FuzzTextMessageEncoding holds it to encoding/json).
+func appendTextMessage(dst []byte, first bool, m *wireMessage) []byte {
+	content := m.Content.(string)
+	dst = slices.Grow(dst, len(content)+len(m.Role)+len(m.ToolCallID)+48)
+	if !first {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `{"role":`...)
+	dst = prefixcache.AppendString(dst, m.Role)
+	dst = append(dst, `,"content":`...)
+	dst = prefixcache.AppendString(dst, content)
+	if m.ToolCallID != "" {
+		dst = append(dst, `,"tool_call_id":`...)
+		dst = prefixcache.AppendString(dst, m.ToolCallID)
+	}
+	return append(dst, '}')
+}
+
+// toolsKey is the key of a conversation's [toolsCache] in its
+// [llm.Conversation].
+type toolsKey struct{}
+
+// toolsCache keeps the encoded "tools" field of a conversation's last
+// request with the specs it was encoded from (copies, schemas included),
+// so that a turn whose tools are the same (the loop sends the same tools
+// every turn) does not encode them again: encoding/json re-reads every
+// schema to compact it.
+type toolsCache struct {
+	mu      sync.Mutex
+	specs   []llm.ToolSpec
+	schemas []byte // the specs' schemas, one after the other
+	field   []byte // `,"tools":[…]`, never written again once returned
+}
+
+// toolsFor returns the tools cache of conv.
+func toolsFor(conv *llm.Conversation) *toolsCache {
+	return conv.State(toolsKey{}, func() any { return new(toolsCache) }).(*toolsCache)
+}
+
+// encode returns the "tools" field, after a comma, of a request whose
+// tools are specs, rendered as wire: byte for byte what encoding the
+// request with wire in its Tools gives there (encoding/json, HTML
+// escaping off).
+func (t *toolsCache) encode(specs []llm.ToolSpec, wire []wireTool) ([]byte, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.field != nil && t.same(specs) {
+		return t.field, nil
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`,"tools":`)
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(wire); err != nil {
+		return nil, fmt.Errorf("openai: encoding request: %w", err)
+	}
+	t.field = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	t.field = t.field[:len(t.field):len(t.field)]
+	t.specs = append(t.specs[:0], specs...)
+	t.schemas = t.schemas[:0]
+	for i := range specs {
+		t.schemas = append(t.schemas, specs[i].InputSchema...)
+	}
+	return t.field, nil
+}
+
+// same reports whether specs render as the kept ones: the same names,
+// descriptions and schema bytes (a caller may rewrite a schema in place).
+func (t *toolsCache) same(specs []llm.ToolSpec) bool {
+	if len(specs) != len(t.specs) {
+		return false
+	}
+	at := 0
+	for i := range specs {
+		s, k := &specs[i], &t.specs[i]
+		if s.Name != k.Name || s.Description != k.Description || len(s.InputSchema) != len(k.InputSchema) ||
+			!bytes.Equal(s.InputSchema, t.schemas[at:at+len(s.InputSchema)]) {
+			return false
+		}
+		at += len(s.InputSchema)
+	}
+	return true
 }

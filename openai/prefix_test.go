@@ -312,3 +312,58 @@ func TestPrefixCacheOverHTTP(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTextMessageEncoding holds appendTextMessage, the hand-written
+// encoding of messages with string content, to encoding/json's encoding of
+// the same wireMessage (HTML escaping off), after a comma or first.
+func FuzzTextMessageEncoding(f *testing.F) {
+	f.Add("tool", "line 1\nline 2 \"quoted\" <b>&amp;</b> é漢🙂 \u2028", "call_1", false)
+	f.Add("system", "\xff\xfe\x00\x1f\\", "", true)
+	f.Add("user", strings.Repeat("abcdefgh", 20), "", false)
+	f.Fuzz(func(t *testing.T, role, content, id string, first bool) {
+		m := wireMessage{Role: role, Content: content, ToolCallID: id}
+		if !appendsTextMessage(&m) {
+			t.Fatal("a message with string content and no calls is not a text message")
+		}
+		var app prefixcache.Appender
+		want, err := app.Append([]byte("[x"), first, &m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendTextMessage([]byte("[x"), first, &m); !bytes.Equal(got, want) {
+			t.Fatalf("appendTextMessage = %s, want %s", got, want)
+		}
+	})
+}
+
+// TestToolsCacheSameBytes changes a conversation's tools between turns (a
+// schema rewritten in place, a description, a tool added, removed, none,
+// a name that needs escaping) and checks every body against the body
+// encoded without the conversation: the encoded "tools" field is reused
+// only while the tools render the same.
+func TestToolsCacheSameBytes(t *testing.T) {
+	client := &Client{Model: "m"}
+	conv := ownedConversation()
+	schema := []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`)
+	tools := []llm.ToolSpec{{Name: "read", Description: "reads", InputSchema: schema}}
+	msgs := []llm.Message{llm.UserMessage("hi")}
+	turn := func(tools []llm.ToolSpec) {
+		t.Helper()
+		msgs = append(msgs, llm.UserMessage("more"))
+		checkTurn(t, client, &llm.Request{Messages: msgs, Tools: tools, Conversation: conv})
+	}
+	turn(tools)
+	turn(tools)
+	copy(schema[len(`{"type":"object","properties":{"`):], "b") // in place, same length
+	turn(tools)
+	tools[0].Description = "reads a file"
+	turn(tools)
+	tools = append(tools, llm.ToolSpec{Name: "write <&>", InputSchema: json.RawMessage(" { \"type\" : \"object\" } ")})
+	turn(tools)
+	turn(tools[:1])
+	turn(nil)
+	turn([]llm.ToolSpec{{Name: "empty"}})
+	turn(tools)
+	req := &llm.Request{Messages: msgs, Tools: tools, Conversation: conv, Extra: map[string]json.RawMessage{"user": json.RawMessage(`"u"`)}}
+	checkTurn(t, client, req)
+}

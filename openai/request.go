@@ -135,7 +135,8 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
 	if req != nil {
 		cache = prefixcache.For(req.Conversation, prefixKey{})
 	}
-	var prefix, rest []byte
+	var prefix [][]byte
+	var rest []byte
 	w, err := c.buildRequest(req, func(msgs []llm.Message) (wm []wireMessage, err error) {
 		if cache == nil {
 			return renderMessages(msgs)
@@ -146,7 +147,21 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return prefixcache.Body("openai", w, cache, `"messages":[]`, prefix, rest, req.Extra)
+	var tools []byte // the "tools" field, from the conversation's cache
+	if cache != nil && len(w.Tools) > 0 && len(req.Extra) == 0 {
+		if tools, err = toolsFor(req.Conversation).encode(req.Tools, w.Tools); err != nil {
+			return nil, err
+		}
+		w.Tools = nil // spliced in below, where encoding it puts it
+	}
+	pieces, err := prefixcache.Body("openai", w, cache, `"messages":[]`, prefix, rest, req.Extra)
+	if err != nil || tools == nil {
+		return pieces, err
+	}
+	// Without extra fields the last piece is the body from the list's
+	// closing bracket on, and "tools" is the field after the list.
+	tail := pieces[len(pieces)-1]
+	return append(pieces[:len(pieces)-1], tail[:1], tools, tail[1:]), nil
 }
 
 // buildRequest translates req into its wire form; messages renders its

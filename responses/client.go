@@ -216,6 +216,7 @@ func (c *Client) stream(ctx context.Context, body [][]byte, yield func(llm.Chunk
 
 	var d decoder
 	d.init(resp.Body, httpapi.MediaType(resp.Header.Get("Content-Type")) == "application/json")
+	defer d.sse.Release() // its line buffer, for the next stream
 	d.requestID = requestID(resp.Header)
 	httpapi.Relay(ctx, func() ([]llm.Chunk, bool, error) {
 		chunks, err := d.next()

@@ -134,7 +134,8 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
 	if req != nil {
 		cache = prefixcache.For(req.Conversation, prefixKey{})
 	}
-	var prefix, rest []byte
+	var prefix [][]byte
+	var rest []byte
 	w, err := c.buildRequest(req, func(msgs []llm.Message) (items []item, err error) {
 		if cache == nil {
 			return renderInput(msgs)

@@ -57,14 +57,22 @@ func New(limit int) *Cache { return &Cache{limit: limit} }
 
 // A Cache keeps the encoded JSON of the messages a conversation has sent.
 //
-// buf holds the encoded array elements of the messages kept, joined by
-// commas; ends[i] is where those of message i end in buf. Bytes of buf
-// that a request has used are never written again: buf only grows by
-// append, and when the conversation changes before its end the cache goes
-// on in a new array (see truncate), so a body being sent never changes
-// under the transport.
+// The encoded array elements of the messages kept, joined by commas, are
+// segs then buf, one after the other: a segment is full (its capacity cut
+// to its length) and buf is the one appended to, a message's elements
+// always within one of them. When buf lacks the room a message needs, the
+// cache goes on in a new array rather than growing buf, so that a turn
+// copies nothing of what is kept (a conversation of large tool results
+// would otherwise copy all it holds at every turn). ends[i] is where the
+// elements of message i end, counted over segs and buf (base is the
+// length of segs). Bytes that a request has used are never written again:
+// buf only grows by append, and when the conversation changes before its
+// end the cache goes on in a new array (see truncate), so a body being sent
+// never changes under the transport.
 type Cache struct {
 	mu    sync.Mutex
+	segs  [][]byte
+	base  int // bytes in segs
 	buf   []byte
 	kept  keptMessages
 	ends  []int
@@ -97,10 +105,11 @@ type Encoder interface {
 }
 
 // Encode encodes msgs, with e, as the elements of an array, without its
-// brackets: prefix, from the cache, followed by rest. prefix is never
-// written again; rest is the caller's. The error is e's, for the first
-// message e refuses, as encoding them all from scratch would give.
-func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix, rest []byte, err error) {
+// brackets: the pieces of prefix, from the cache, one after the other,
+// followed by rest. prefix's bytes are never written again; prefix and
+// rest are the caller's. The error is e's, for the first message e
+// refuses, as encoding them all from scratch would give.
+func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix [][]byte, rest []byte, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 
@@ -136,14 +145,15 @@ func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix, rest []byte, err 
 	full := false // a message did not fit in limit: the rest are not kept
 	for i := n; i < len(msgs); i++ {
 		if full {
-			if rest, _, err = e.Add(rest, len(p.buf)+len(rest) == 0, i, &msgs[i]); err != nil {
+			if rest, _, err = e.Add(rest, p.base+len(p.buf)+len(rest) == 0, i, &msgs[i]); err != nil {
 				return nil, nil, err
 			}
 			continue
 		}
+		p.reserve(estimate(&msgs[i]))
 		old := len(p.buf)
 		var clean bool
-		if p.buf, clean, err = e.Add(p.buf, old == 0, i, &msgs[i]); err != nil {
+		if p.buf, clean, err = e.Add(p.buf, p.base+old == 0, i, &msgs[i]); err != nil {
 			// Nothing of it is kept: buf is as it was but for bytes
 			// beyond its old length, which no request uses.
 			p.buf = p.buf[:old]
@@ -165,13 +175,61 @@ func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix, rest []byte, err 
 			p.size += p.kept.add(&msgs[i])
 		}
 		p.size += len(p.buf) - old
-		p.ends = append(p.ends, len(p.buf))
+		p.ends = append(p.ends, p.base+len(p.buf))
 		p.clean = append(p.clean, clean)
 	}
-	if rest, err = e.Finish(rest, len(p.buf)+len(rest) == 0); err != nil {
+	if rest, err = e.Finish(rest, p.base+len(p.buf)+len(rest) == 0); err != nil {
 		return nil, nil, err
 	}
-	return p.buf[:len(p.buf):len(p.buf)], rest, nil
+	prefix = make([][]byte, 0, len(p.segs)+1)
+	prefix = append(prefix, p.segs...)
+	if len(p.buf) > 0 {
+		prefix = append(prefix, p.buf[:len(p.buf):len(p.buf)])
+	}
+	return prefix, rest, nil
+}
+
+// minSegment is the least capacity of a new segment of a Cache.
+const minSegment = 4 << 10
+
+// reserve makes room for n more bytes in buf: when it lacks them, buf
+// becomes a segment and a new array, at least twice as large as buf, takes
+// its place (what is kept is not copied).
+func (p *Cache) reserve(n int) {
+	if cap(p.buf)-len(p.buf) >= n {
+		return
+	}
+	if len(p.buf) > 0 {
+		p.segs = append(p.segs, p.buf[:len(p.buf):len(p.buf)])
+		p.base += len(p.buf)
+	}
+	p.buf = make([]byte, 0, max(n+n/8+512, 2*len(p.buf), minSegment))
+}
+
+// estimate is about the bytes message m encodes to, for [Cache.reserve]:
+// its texts, names and arguments, its media as base64, and some for the
+// JSON around them. It need not be exact: an Encoder appends beyond it as
+// it needs.
+func estimate(m *llm.Message) int {
+	return 64 + partsEstimate(m.Parts)
+}
+
+func partsEstimate(parts []llm.Part) int {
+	n := 0
+	for i := range parts {
+		p := &parts[i]
+		n += 64 + len(p.Text) + len(p.Text)/16
+		if m := p.Media; m != nil {
+			n += 64 + len(m.URL) + len(m.Data)*4/3
+		}
+		if c := p.ToolCall; c != nil {
+			n += 64 + len(c.ID) + len(c.Name) + len(c.Arguments)
+		}
+		if r := p.ToolResult; r != nil {
+			n += 64 + len(r.CallID) + len(r.Name) + partsEstimate(r.Content)
+		}
+	}
+	return n
 }
 
 // Len returns the number of messages kept.
@@ -189,7 +247,8 @@ func (p *Cache) Size() int {
 	return p.size
 }
 
-// end returns where the messages before message i end in buf.
+// end returns where the messages before message i end, counted over segs
+// and buf.
 func (p *Cache) end(i int) int {
 	if i == 0 {
 		return 0
@@ -202,7 +261,15 @@ func (p *Cache) end(i int) int {
 // requests may still be sending the bytes after the cut.
 func (p *Cache) truncate(n int) {
 	end := p.end(n)
-	p.buf = p.buf[:end:end]
+	for end < p.base {
+		// The cut is in an earlier segment: it becomes buf again.
+		last := len(p.segs) - 1
+		p.buf = p.segs[last]
+		p.segs[last] = nil
+		p.segs = p.segs[:last]
+		p.base -= len(p.buf)
+	}
+	p.buf = p.buf[: end-p.base : end-p.base]
 	p.ends, p.clean = p.ends[:n], p.clean[:n]
 	p.size = end + p.kept.truncate(n)
 }
@@ -227,10 +294,10 @@ func Split(body []byte, field string) (head, tail []byte, ok bool) {
 // cache (c nil) the body is one piece. With one, w holds an empty list in
 // the field (such as `"messages":[]`) and prefix and rest are what
 // [Cache.Encode] returned for the messages: the pieces are the body up to
-// the list, prefix, rest and the rest of the body, the bytes of the body
+// the list, prefix's pieces, rest and the rest of the body, the bytes of the body
 // encoded in one piece; extra fields, checked against the whole body, make
 // it one piece again.
-func Body(provider string, w any, c *Cache, field string, prefix, rest []byte, extra map[string]json.RawMessage) ([][]byte, error) {
+func Body(provider string, w any, c *Cache, field string, prefix [][]byte, rest []byte, extra map[string]json.RawMessage) ([][]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // APIs need no HTML escaping; keep text as written
@@ -251,7 +318,10 @@ func Body(provider string, w any, c *Cache, field string, prefix, rest []byte, e
 	if !ok {
 		return nil, fmt.Errorf("%s: encoding request: no %s field", provider, field) // cannot happen
 	}
-	pieces := [][]byte{head, prefix, rest, tail}
+	pieces := make([][]byte, 0, len(prefix)+3)
+	pieces = append(pieces, head)
+	pieces = append(pieces, prefix...)
+	pieces = append(pieces, rest, tail)
 	if len(extra) > 0 {
 		body, err := httpapi.MergeExtra(provider, bytes.Join(pieces, nil), extra)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -55,7 +56,7 @@ func TestCacheEncodesOnlyNew(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := string(prefix)+string(rest), encodeAll(t, msgs); got != want {
+		if got, want := string(bytes.Join(prefix, nil))+string(rest), encodeAll(t, msgs); got != want {
 			t.Fatalf("encoded %s, want %s", got, want)
 		}
 		if added != wantAdded {
@@ -105,7 +106,7 @@ func TestCacheBound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := string(prefix)+string(rest), encodeAll(t, msgs); got != want {
+		if got, want := string(bytes.Join(prefix, nil))+string(rest), encodeAll(t, msgs); got != want {
 			t.Fatalf("turn %d: encoded %s, want %s", turn, got, want)
 		}
 		if c.Size() > 4000 || c.Len() != 2 {
@@ -238,5 +239,66 @@ func TestAppender(t *testing.T) {
 	}
 	if a.w.b != nil {
 		t.Error("the Appender holds on to the slice it appended to")
+	}
+}
+
+// TestCacheCopiesNothingKept checks that a turn adding a message larger
+// than the room left in the cache's array goes on in a new array: the
+// bytes kept for the earlier messages stay where they were (a conversation
+// of 50 KiB tool results used to copy all it held at every turn), and the
+// body is still the one encoded from scratch.
+func TestCacheCopiesNothingKept(t *testing.T) {
+	var added int
+	e := jsonEncoder{added: &added}
+	c := New(MaxBytes)
+	big := func(i int) llm.Message { return llm.UserMessage(strings.Repeat(string(rune('a'+i)), 50<<10)) }
+	msgs := []llm.Message{big(0)}
+	first, _, err := c.Encode(msgs, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 6; i++ {
+		msgs = append(msgs, big(i))
+		prefix, rest, err := c.Encode(msgs, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(bytes.Join(prefix, nil))+string(rest), encodeAll(t, msgs); got != want {
+			t.Fatalf("turn %d: encoded %d bytes, not those encoded from scratch (%d)", i, len(got), len(want))
+		}
+		if &prefix[0][0] != &first[0][0] {
+			t.Fatalf("turn %d: the first message's bytes were copied to a new array", i)
+		}
+	}
+}
+
+// TestCacheSegmentsSameBytes plays conversations of messages of every
+// size, from a few bytes to tens of KiB, cut back and rewritten at random,
+// so that the cache's arrays are cut within and between segments, and
+// checks every turn against the encoding from scratch.
+func TestCacheSegmentsSameBytes(t *testing.T) {
+	var added int
+	e := jsonEncoder{added: &added}
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		c := New(MaxBytes)
+		var msgs []llm.Message
+		for turn := range 40 {
+			for range r.IntN(3) + 1 {
+				size := []int{1, 100, 3000, 5000, 40 << 10}[r.IntN(5)]
+				msgs = append(msgs, llm.UserMessage(strings.Repeat("x\"é", size/3+1)))
+			}
+			if r.IntN(4) == 0 {
+				n := r.IntN(len(msgs) + 1)
+				msgs = msgs[:n:n] // a new array from here on: the cache compares
+			}
+			prefix, rest, err := c.Encode(msgs, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := string(bytes.Join(prefix, nil))+string(rest), encodeAll(t, msgs); got != want {
+				t.Fatalf("seed %d, turn %d: encoded %d bytes, not those encoded from scratch (%d)", seed, turn, len(got), len(want))
+			}
+		}
 	}
 }

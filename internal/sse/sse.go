@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // MaxLineSize bounds one line of an event stream. A longer line fails the
@@ -44,6 +45,7 @@ const MaxLineSize = 16 << 20
 // keeping its buffers.
 type Reader struct {
 	sc    *bufio.Scanner
+	line  *[]byte // the scanner's first buffer, from lineBuffers
 	data  []byte
 	event []byte
 	// started is set once the first line (and any byte order mark on it)
@@ -54,15 +56,37 @@ type Reader struct {
 	unterminated bool
 }
 
+// lineBuffers are the scanners' first buffers, shared by the Readers that
+// [Reader.Release] theirs: a stream a turn would otherwise allocate (and
+// clear) a new one each turn.
+var lineBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, 8<<10)
+	return &b
+}}
+
 // Init makes r read from rd.
 func (r *Reader) Init(rd io.Reader) {
+	r.Release()
+	r.line = lineBuffers.Get().(*[]byte)
 	r.sc = bufio.NewScanner(rd)
-	r.sc.Buffer(make([]byte, 0, 8<<10), MaxLineSize)
+	r.sc.Buffer((*r.line)[:0], MaxLineSize)
 	r.sc.Split(ScanLines)
 	r.data = r.data[:0]
 	r.event = r.event[:0]
 	r.started = false
 	r.unterminated = false
+}
+
+// Release gives r's line buffer back for another Reader to use, once r is
+// done with its stream: after it, r reads nothing until [Reader.Init]. The
+// slices [Reader.Next] returned stay valid (they are not the line buffer).
+// A Reader that is never released only costs its buffer to the collector.
+func (r *Reader) Release() {
+	if r.line != nil {
+		lineBuffers.Put(r.line)
+		r.line = nil
+	}
+	r.sc = nil
 }
 
 // Next returns the name and data of the next event that has a data field.

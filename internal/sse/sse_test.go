@@ -3,6 +3,7 @@ package sse
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -174,6 +175,40 @@ func TestReaderReuse(t *testing.T) {
 	ev, data, err := r.Next()
 	if err != nil || string(ev) != "" || string(data) != "2" || r.Unterminated() {
 		t.Fatalf("second stream: event %q, data %q, err %v, Unterminated %v", ev, data, err, r.Unterminated())
+	}
+}
+
+// TestReaderRelease checks that Readers that give their line buffers back
+// and take them again, many at once, each read their own stream, and that
+// the data Next returned last stays as it was after Release, whoever
+// reads with the buffer next.
+func TestReaderRelease(t *testing.T) {
+	t.Parallel()
+	done := make(chan error)
+	for g := range 8 {
+		go func() {
+			var r Reader
+			for i := range 200 {
+				want := strings.Repeat(string(rune('a'+g)), 100+i*37)
+				r.Init(strings.NewReader("data: " + want + "\n\n"))
+				_, data, err := r.Next()
+				r.Release()
+				var other Reader
+				other.Init(strings.NewReader("data: " + strings.Repeat("z", len(want)) + "\n\n"))
+				other.Next()
+				other.Release()
+				if err != nil || string(data) != want {
+					done <- fmt.Errorf("reader %d, stream %d: data %.20q…, err %v; want %.20q…", g, i, data, err, want)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
