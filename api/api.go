@@ -465,7 +465,8 @@ type AgentEventData struct {
 	MessageContent []any  `json:"-"`
 	// flow_event
 	Flow string `json:"flow,omitempty"`
-	// observation_event: the environment ("web" for the browser tools),
+	// observation_event: the environment ("web" for the browser tools,
+	// "desktop" for the computer tool),
 	// and the image, after the tool_result event of the call (ToolReq)
 	// that returned it.
 	ObservationType string        `json:"type,omitempty"`

@@ -39,6 +39,9 @@ type Options struct {
 	// this is sent as a JPEG, lower in quality until it fits. 0 means
 	// 4 MiB.
 	MaxImageBytes int
+	// LiveFrames keeps the latest screenshot as a JPEG frame for a
+	// person watching the desktop live ([Desktop.Frame]).
+	LiveFrames bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -84,6 +87,7 @@ type Desktop struct {
 	vw, vh int        // the model's view of it
 	stop   func() error
 	dir    string // a sandboxed desktop's folder
+	liveFrames
 }
 
 // Dir returns the folder of a sandboxed desktop ([Start]): its processes'
@@ -137,6 +141,7 @@ func (d *Desktop) View() (w, h int) { return d.vw, d.vh }
 // Close ends the desktop. For a sandboxed one ([Start]) it stops the
 // display and every process on it; for an opened one it does nothing.
 func (d *Desktop) Close() error {
+	d.endFrames()
 	if d.stop == nil {
 		return nil
 	}
@@ -450,7 +455,9 @@ func (d *Desktop) screenshot(ctx context.Context) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return encode(resize(raw, d.vw, d.vh), d.o.MaxImageBytes)
+	view := resize(raw, d.vw, d.vh)
+	d.keepFrame(view)
+	return encode(view, d.o.MaxImageBytes)
 }
 
 // capture reads the whole screen in its own pixels.

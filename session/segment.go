@@ -585,8 +585,11 @@ func observationEvents(req *ToolRequest, media []llm.Part) []store.Event {
 			continue
 		}
 		env := ""
-		if strings.HasPrefix(req.ToolName, "browser_") {
+		switch {
+		case strings.HasPrefix(req.ToolName, "browser_"):
 			env = "web"
+		case req.ToolName == "computer":
+			env = "desktop" // the desktop package's computer tool
 		}
 		out = append(out, agentEvent(AgentEventData{Kind: KindObservation, ObservationType: env, ToolReq: req,
 			Image: &ImageContent{Type: "base64", MediaType: p.Media.MIMEType, Source: base64.StdEncoding.EncodeToString(p.Media.Data)}}))

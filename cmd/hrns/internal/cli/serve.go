@@ -19,6 +19,7 @@ import (
 	"unicode"
 
 	"github.com/hrns-dev/hrns/browser"
+	"github.com/hrns-dev/hrns/desktop"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/server"
@@ -74,6 +75,9 @@ type serveOptions struct {
 	profileLimits server.ProfileOptions
 	// live holds the sessions' running browsers, for the page's live view.
 	live browser.Live
+	// liveDesktops holds the sessions' running desktops, for the page's
+	// live view (desktop.go).
+	liveDesktops desktop.Live
 	// vaultKeyFile holds the vault keys (cmd/hrns/internal/cli/serve_vault.go).
 	vaultKeyFile string
 	webhooks     webhookOptions
@@ -329,7 +333,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch, Profiles: o.profileLimits, LiveFrame: o.liveFrame}),
+		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch, Profiles: o.profileLimits, LiveFrame: o.liveFrame, LiveDesktopFrame: o.liveDesktopFrame}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
