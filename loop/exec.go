@@ -71,7 +71,8 @@ type pcall struct {
 	call     llm.ToolCall
 	tool     *wiredTool
 	parsed   *Call
-	approved bool // approval already given (on resume)
+	approved bool   // approval already given (on resume)
+	person   string // why only a person may approve it (ToolDef.AskPerson)
 	state    SuspendedCall
 	failure  *ToolError // why the call failed, when the harness failed it
 	started  time.Time
@@ -235,7 +236,7 @@ func (x *executor) approve(ctx context.Context, p *pcall, perm *PermissionDecisi
 	// defaults applied.
 	call := p.call
 	call.Arguments = llm.Arguments(p.parsed.Arguments)
-	req := &ApprovalRequest{Call: call, Description: p.tool.def.Description, Deadline: deadline, Permission: perm}
+	req := &ApprovalRequest{Call: call, Description: p.tool.def.Description, Deadline: deadline, Permission: perm, Person: p.person}
 	type answer struct {
 		d   Decision
 		err error

@@ -1023,7 +1023,11 @@
     for (const req of (as && as.pending_approvals) || []) {
       if (!req || skip.has(req.id)) continue;
       const card = el('div', { class: 'card approval', 'data-call': req.id },
-        el('div', { class: 'label', text: 'approval needed' }), preview(req));
+        el('div', { class: 'label', text: 'approval needed' }),
+        // Why only a person may decide it, as the tool (not the model)
+        // says: a safety check, typing into a password field.
+        typeof req.reason === 'string' && req.reason ? el('div', { class: 'person-reason', text: '⚠ ' + req.reason.slice(0, 4096) }) : null,
+        preview(req));
       if (steer) card.append(...steer.approval(req, card));
       cards.push(card);
     }

@@ -548,7 +548,12 @@ func (o *serveOptions) agentTools(names []string, network bool, allow func(netip
 	env := func(dir string) *toolEnv {
 		e := &toolEnv{Dir: dir, Shell: &tools.ShellOptions{DenyNetwork: !network, PublicNetwork: network, NetworkAllow: allow}, NoCapabilityApproval: "a program run by hrns serve cannot wait for an approval: call the tool directly (the operator can start hrns serve with --yes to allow such calls in programs)"}
 		if o.yes {
-			e.Capabilities = loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
+			e.Capabilities = loop.ApproverFunc(func(_ context.Context, req *loop.ApprovalRequest) (loop.Decision, error) {
+				if req.Person != "" {
+					// --yes is no person: such a call is made by
+					// the agent itself, whose approval a person gives.
+					return loop.Decision{Verdict: loop.Reject, Reason: "only a person may approve this (" + req.Person + "): call the tool directly, not from a program"}, nil
+				}
 				return loop.Decision{Verdict: loop.Approve}, nil
 			})
 		}
