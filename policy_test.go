@@ -51,19 +51,32 @@ var allowed = map[string][]string{
 	"store/storetest":                 {"store"},
 	"store/internal/wake":             {},
 	"api":                             {},
+	// The platform's packages stand beside the runtime: each imports
+	// session (and store, api) and none imports another (see
+	// TestLayers); the server and the command wire them together.
+	"platform/feedback":            {"session"},
+	"platform/quota":               {"session"},
+	"platform/registry":            {"session", "store"},
+	"platform/schedule":            {"api", "session", "store"},
+	"platform/webhook":             {"api", "internal/netpolicy", "store"},
+	"platform/webhook/webhooktest": {},
+	"platform/vault":               {"api", "loop", "session", "store"},
+
 	// session fetches the URL files of user messages under the address
 	// policy (session/files.go).
 	"session":          {"api", "internal/netpolicy", "llm", "loop", "pricing", "skills", "store"},
-	"session/schedule": {"api", "session", "store"},
-	"session/webhook":  {"api", "internal/netpolicy", "store"},
-	"server":           {"api", "browser/userdata", "session", "session/schedule", "session/webhook", "server/ui", "store", "tools", "vault"},
-	"vault":            {"api", "loop", "session", "store"},
+	"server":           {"api", "browser/userdata", "platform/feedback", "platform/quota", "platform/registry", "platform/schedule", "platform/vault", "platform/webhook", "session", "server/ui", "store", "tools"},
 	"server/ui":        {},
 	"client":           {"api", "llm", "loop"},
-	"browser":          {"llm", "loop", "internal/netpolicy"},
-	"browser/userdata": {},
-	"desktop":          {"llm", "loop", "sandbox"}, // the computer tool (loop), its screenshots (llm), the sandboxed display (sandbox)
-	"otel":             {"llm", "loop"},
+	// The client half of the user's desktop: the SDK (client) running
+	// computer actions on this display (desktop), shown to the person
+	// with the untrusted-text rules (internal/safetext). Its own package,
+	// so that client links no desktop or sandbox.
+	"client/userdesktop": {"api", "client", "desktop", "internal/safetext"},
+	"browser":            {"llm", "loop", "internal/netpolicy"},
+	"browser/userdata":   {},
+	"desktop":            {"llm", "loop", "sandbox"}, // the computer tool (loop), its screenshots (llm), the sandboxed display (sandbox)
+	"otel":               {"llm", "loop"},
 }
 
 type pkg struct {
@@ -146,6 +159,101 @@ func TestDependenciesPointDown(t *testing.T) {
 				t.Errorf("%s imports %s; it may import only %v", dir, imp, ok)
 			}
 		}
+	}
+}
+
+// The layers of the tree, from the top (docs/architecture.md, "The
+// layers"). A package may import packages of its own layer or of a layer
+// below it, never above.
+const (
+	layerBelow       = iota // the library and its plumbing: loop, tools, providers, client, api, internal/...
+	layerRuntime            // session and the store it runs on
+	layerPlatform           // the services beside the runtime: platform/...
+	layerFrontDoor          // server (HTTP) and server/ui
+	layerApplication        // cmd/hrns and its internal packages
+)
+
+var layerNames = []string{"the library", "the runtime", "the platform", "the server", "the application"}
+
+// layer is the layer of the package in dir.
+func layer(dir string) int {
+	under := func(root string) bool { return dir == root || strings.HasPrefix(dir, root+"/") }
+	switch {
+	case under("cmd"):
+		return layerApplication
+	case under("server"):
+		return layerFrontDoor
+	case under("platform"):
+		return layerPlatform
+	case under("session"), under("store"):
+		return layerRuntime
+	}
+	return layerBelow
+}
+
+// TestLayers fails on an import that runs up the layers (the runtime
+// importing the platform, the platform the server, anything the
+// command), and on a platform package importing another: each service of
+// the platform talks to the runtime alone, through session's API and the
+// store, and the server and the command wire them together.
+func TestLayers(t *testing.T) {
+	for dir, p := range packages(t) {
+		for imp := range p.imports {
+			if layer(imp) > layer(dir) {
+				t.Errorf("%s (%s) imports %s (%s): an import may not run up the layers", dir, layerNames[layer(dir)], imp, layerNames[layer(imp)])
+			}
+			if layer(dir) == layerPlatform && layer(imp) == layerPlatform && service(dir) != service(imp) {
+				t.Errorf("%s imports %s: the platform's services stand apart, each over the runtime", dir, imp)
+			}
+		}
+	}
+}
+
+// service is the platform service a package of platform/ belongs to:
+// platform/webhook for platform/webhook/webhooktest.
+func service(dir string) string {
+	parts := strings.SplitN(dir, "/", 3)
+	return strings.Join(parts[:min(len(parts), 2)], "/")
+}
+
+// TestNothingBelowLinksTheApplication checks, with go list -deps, that no
+// package below the application links a package of cmd/ (directly or
+// through another), and that the runtime links no package of the
+// platform or the server.
+func TestNothingBelowLinksTheApplication(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list over the module: not in -short mode")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	cmd := exec.Command(goBin, "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "./...")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	checked := 0
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		dir, ok := strings.CutPrefix(fields[0], module+"/")
+		if !ok || layer(dir) == layerApplication {
+			continue
+		}
+		checked++
+		for _, dep := range fields[1:] {
+			d, ok := strings.CutPrefix(dep, module+"/")
+			if ok && layer(d) > layer(dir) {
+				t.Errorf("%s (%s) links %s (%s)", dir, layerNames[layer(dir)], d, layerNames[layer(d)])
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatalf("go list listed no package of %s:\n%s", module, out)
 	}
 }
 

@@ -301,8 +301,9 @@ type AttachmentData struct {
 	Path      string `json:"path"`
 	MediaType string `json:"media_type"`
 	SizeBytes int64  `json:"size_bytes"`
-	// URL downloads it: the resources operation of the session's files,
-	// relative to the server's root.
+	// URL downloads it with the session's API key: the resources
+	// operation of the session's files, an absolute URL from the
+	// server's public address, or a path from its root without one.
 	URL string `json:"url"`
 }
 

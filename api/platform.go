@@ -7,7 +7,7 @@ import (
 
 // This file holds the wire types of the platform's resources: webhooks,
 // schedules, feedback lists and the token quota. Their behaviour lives in
-// session/webhook, session/schedule and session.
+// platform/webhook, platform/schedule and session.
 
 // A Webhook is a webhook as the API shows it (the reference's
 // WebhookRecord): never its secret.

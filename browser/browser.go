@@ -95,6 +95,20 @@ type Options struct {
 	// for Multimodal (hrns uses tools.HTMLToMarkdown, web_fetch's
 	// converter). Nil shows no Markdown.
 	PageMarkdown func(ctx context.Context, html string, base *url.URL, maxBytes int) (string, error)
+	// Files, when set, is the folder of files the browser shares with
+	// its user (a session's workspace's files/ folder, made if needed,
+	// and opened from its parent so that a link in its place leads
+	// nowhere): what pages
+	// download is saved there (within MaxDownloadBytes and
+	// MaxDownloads, reported in the next tool result), and
+	// browser_file_upload gives pages files from there. "" refuses
+	// downloads, and browser_file_upload says there is no folder.
+	Files string
+	// MaxDownloadBytes bounds one download (a bigger one is cancelled,
+	// and the model told); 0 means 64 MiB. MaxDownloads bounds the
+	// downloads one browser saves (later ones are cancelled); 0 means 50.
+	MaxDownloadBytes int64
+	MaxDownloads     int
 	// Logger receives the browser's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -128,6 +142,12 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.MaxScreenshotBytes <= 0 {
 		v.MaxScreenshotBytes = 1 << 20
+	}
+	if v.MaxDownloadBytes <= 0 {
+		v.MaxDownloadBytes = MaxDownloadBytes
+	}
+	if v.MaxDownloads <= 0 {
+		v.MaxDownloads = MaxDownloads
 	}
 	if v.Logger == nil {
 		v.Logger = slog.New(slog.DiscardHandler)
@@ -171,6 +191,8 @@ type Browser struct {
 	tabs        []*tab
 	cur         int
 	restarted   string // a note for the next result
+	launched    bool   // Chromium was started since New
+	files       *files // downloads and uploads, with Options.Files
 
 	// frame is the latest picture for a live view (Options.LiveFrames),
 	// guarded by fmu, not mu: it is read while a tool call holds mu.
@@ -268,7 +290,11 @@ func (b *Browser) launch(ctx context.Context) (err error) {
 	c := chromedp.FromContext(bctx)
 	lctx, cancel := context.WithTimeout(ctx, b.o.ActionTimeout)
 	defer cancel()
-	if _, err := cdp.Call(lctx, c.Browser, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorDeny}); err != nil {
+	if b.o.Files != "" {
+		if err := b.startFiles(lctx); err != nil {
+			return err
+		}
+	} else if _, err := cdp.Call(lctx, c.Browser, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorDeny}); err != nil {
 		return fmt.Errorf("browser: refusing downloads: %w", err)
 	}
 	first := &tab{b: b, ctx: bctx, id: c.Target.TargetID}
@@ -276,7 +302,7 @@ func (b *Browser) launch(ctx context.Context) (err error) {
 		return err
 	}
 	b.tabs, b.cur = []*tab{first}, 0
-	b.started = true
+	b.started, b.launched = true, true
 
 	urls := b.restore(lctx)
 	if len(urls) == 0 && b.o.StartURL != "" {
@@ -436,6 +462,14 @@ func (b *Browser) Close() error {
 	return b.stop(true)
 }
 
+// Launched reports whether Chromium was started (by a tool call) since
+// [New]: whether the profile may have changed.
+func (b *Browser) Launched() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.launched
+}
+
 // stop ends the browser process; save keeps the state of a kept profile.
 // b.mu is held.
 func (b *Browser) stop(save bool) error {
@@ -458,6 +492,10 @@ func (b *Browser) stop(save bool) error {
 	if b.px != nil {
 		b.px.close()
 		b.px = nil
+	}
+	if b.files != nil {
+		os.RemoveAll(b.files.scratch)
+		b.files = nil
 	}
 	if b.tempProfile && b.profile != "" {
 		err = errors.Join(err, removeAllRetry(b.profile))

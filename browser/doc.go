@@ -11,8 +11,10 @@
 // every element it can act on has a ref ([ref=e5]), and acts on refs:
 // browser_navigate, browser_navigate_back, browser_snapshot,
 // browser_click, browser_type, browser_press_key, browser_select_option,
-// browser_hover, browser_scroll, browser_wait_for, browser_tabs; it sees
-// the screen with browser_take_screenshot (an image part). Each action
+// browser_hover, browser_scroll, browser_wait_for, browser_tabs,
+// browser_file_upload (files of Options.Files for a file chooser); it
+// sees the screen with browser_take_screenshot (an image part). Each
+// action
 // answers with the page's URL and title, a fresh snapshot (or the word
 // that it is unchanged) and what the page did meanwhile: dialogs, new
 // tabs, requests refused.

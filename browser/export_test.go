@@ -18,3 +18,6 @@ func (b *Browser) ProxyServed() int64 {
 	}
 	return b.px.served.Load()
 }
+
+// SafeFileName is safeFileName, for tests.
+var SafeFileName = safeFileName

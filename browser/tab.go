@@ -40,6 +40,7 @@ type tab struct {
 
 	mu      sync.Mutex
 	dialogs []string // dialogs handled since the last result
+	chooser *chooser // a file chooser waiting for browser_file_upload
 }
 
 // target returns the chromedp target of the tab.
@@ -61,6 +62,13 @@ func (t *tab) attach(ctx context.Context) error {
 		cancelPaused()
 		cancelDialogs()
 		return fmt.Errorf("browser: setting the viewport: %w", err)
+	}
+	if t.b.o.Files != "" {
+		if err := t.watchChoosers(ctx); err != nil {
+			cancelPaused()
+			cancelDialogs()
+			return err
+		}
 	}
 	sem := make(chan struct{}, 8)
 	go func() {
@@ -185,7 +193,7 @@ func (t *tab) navigate(ctx context.Context, u string) error {
 			return err
 		}
 		errText = res.ErrorText
-		if res.IsDownload {
+		if res.IsDownload && t.b.o.Files == "" {
 			errText = "the URL is a download, and downloads are disabled"
 		}
 		return nil

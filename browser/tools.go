@@ -23,7 +23,7 @@ func Names() []string {
 	return []string{
 		"browser_navigate", "browser_navigate_back", "browser_snapshot", "browser_click",
 		"browser_type", "browser_press_key", "browser_select_option", "browser_hover",
-		"browser_scroll", "browser_wait_for", "browser_take_screenshot", "browser_tabs",
+		"browser_scroll", "browser_wait_for", "browser_take_screenshot", "browser_tabs", "browser_file_upload",
 	}
 }
 
@@ -31,7 +31,9 @@ func Names() []string {
 // Playwright MCP: browser_navigate, browser_navigate_back,
 // browser_snapshot, browser_click, browser_type, browser_press_key,
 // browser_select_option, browser_hover, browser_scroll, browser_wait_for,
-// browser_take_screenshot and browser_tabs. Each action returns the page's
+// browser_take_screenshot, browser_tabs and browser_file_upload (which
+// gives a file chooser the page opened files of Options.Files). Each
+// action returns the page's
 // URL and title and a fresh snapshot (or says it is unchanged), what the
 // page did meanwhile (dialogs, new tabs, requests refused by the address
 // policy), so that a model needs few round trips. The tools share the
@@ -216,7 +218,18 @@ func (b *Browser) Tools() *loop.Toolset {
 				return b.tabsAction(ctx, &in)
 			})
 		}))
+	add(loop.NewTool("browser_file_upload", "Chooses files for the file chooser the page opened (click a file input, or the button that opens one, first): "+
+		"paths are files of your files folder, as files/NAME (the files of the user's messages are there, and what the browser downloads is saved there). No paths cancels the chooser.",
+		func(ctx context.Context, in uploadArgs) (*loop.Output, error) {
+			return b.act(ctx, true, func(ctx context.Context, t *tab) (string, error) {
+				return b.upload(ctx, t, in.Paths)
+			})
+		}))
 	return ts
+}
+
+type uploadArgs struct {
+	Paths []string `json:"paths,omitempty" jsonschema:"the paths of the files to upload (files/NAME), one or more; omitted or empty cancels the file chooser"`
 }
 
 type navigateArgs struct {
@@ -300,6 +313,12 @@ func (b *Browser) act(ctx context.Context, snap bool, fn func(ctx context.Contex
 	}
 	for _, t := range b.tabs {
 		notes = append(notes, t.takeDialogs()...)
+	}
+	notes = append(notes, b.files.takeNotes()...)
+	if len(b.tabs) > 0 {
+		if n := b.tabs[b.cur].pendingChooser(); n != "" {
+			notes = append(notes, n)
+		}
 	}
 	if refused, dropped := b.pol.take(); len(refused) > 0 {
 		s := "The address policy refused " + strings.Join(refused, "; ")

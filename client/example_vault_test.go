@@ -14,10 +14,10 @@ import (
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
 	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/platform/vault"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store/sqlite"
-	"github.com/hrns-dev/hrns/vault"
 )
 
 // ExampleClient_CreateVault stores a TOTP seed in a vault, then runs a

@@ -13,9 +13,9 @@ import (
 
 	"github.com/hrns-dev/hrns/client"
 	"github.com/hrns-dev/hrns/openai"
+	"github.com/hrns-dev/hrns/platform/webhook"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
-	"github.com/hrns-dev/hrns/session/webhook"
 	"github.com/hrns-dev/hrns/store/sqlite"
 )
 

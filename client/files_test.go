@@ -14,6 +14,7 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/openai"
 	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/platform/quota"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store/sqlite"
@@ -95,7 +96,7 @@ func TestFiles(t *testing.T) {
 // once with ErrTokenQuotaExceeded (its Retry-After is hours away), and
 // TokenQuota reports the use.
 func TestTokenQuotaNotRetried(t *testing.T) {
-	url := startFilesServer(t, &session.Options{TokenQuota: &session.TokenQuota{Limit: 10, Period: session.PeriodMonth}},
+	url := startFilesServer(t, &session.Options{TokenQuota: &quota.Tokens{Limit: 10, Period: quota.PeriodMonth}},
 		openaitest.Reply{Text: "done", Usage: &llm.Usage{InputTokens: 30, OutputTokens: 3}})
 	c := client.New(url, apiKey, &client.Options{MaxAttempts: 5, RetryDelay: time.Hour})
 	ctx := t.Context()
@@ -253,7 +254,7 @@ func ExampleClient_TokenQuota() {
 	st, _ := sqlite.Open(filepath.Join(dir, "hrns.db"), nil)
 	defer st.Close()
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{
-		TokenQuota: &session.TokenQuota{Limit: 50_000, Period: session.PeriodDay},
+		TokenQuota: &quota.Tokens{Limit: 50_000, Period: quota.PeriodDay},
 	})
 	m.Start(context.Background())
 	defer m.Stop(context.Background())

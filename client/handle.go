@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -498,6 +499,36 @@ func (x *executor) one(ctx context.Context, c ToolRequest) ToolResult {
 	if o.IsError {
 		return ToolResult{Kind: api.KindError, ToolReq: c, Error: text, Origin: "custom_tools"}
 	}
-	b, _ := json.Marshal(text)
-	return ToolResult{Kind: api.KindToolResult, ToolReq: c, Result: b}
+	return ToolResult{Kind: api.KindToolResult, ToolReq: c, Result: ResultWithImage(text, o.Content)}
+}
+
+// ResultWithImage is the result of a tool_result for a call whose output
+// is text and parts: the text as a JSON string, or, when parts hold an
+// image, {"text": text, "image": {"type": "base64", "media_type": ...,
+// "source": ...}} (the reference's ImageContent, inlined as its
+// tool_result allows), which hrns serve gives the model as an image. Only
+// the first image is sent; the text says how many were left out.
+func ResultWithImage(text string, parts []llm.Part) json.RawMessage {
+	var img *llm.Media
+	n := 0
+	for _, p := range parts {
+		if p.Kind == llm.PartImage && p.Media != nil && len(p.Media.Data) > 0 {
+			if img == nil {
+				img = p.Media
+			}
+			n++
+		}
+	}
+	if img == nil {
+		b, _ := json.Marshal(text)
+		return b
+	}
+	if n > 1 {
+		text += fmt.Sprintf(" (%d more images were left out.)", n-1)
+	}
+	b, _ := json.Marshal(struct {
+		Text  string           `json:"text"`
+		Image api.ImageContent `json:"image"`
+	}{text, api.ImageContent{Type: "base64", MediaType: img.MIMEType, Source: base64.StdEncoding.EncodeToString(img.Data)}})
+	return b
 }

@@ -8,10 +8,10 @@ import (
 
 	"github.com/hrns-dev/hrns/client"
 	"github.com/hrns-dev/hrns/llm/llmtest"
+	"github.com/hrns-dev/hrns/platform/vault"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store/sqlite"
-	"github.com/hrns-dev/hrns/vault"
 )
 
 func TestVaults(t *testing.T) {

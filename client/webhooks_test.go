@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hrns-dev/hrns/client"
-	"github.com/hrns-dev/hrns/session/webhook"
+	"github.com/hrns-dev/hrns/platform/webhook"
 )
 
 // signed returns the headers of a delivery of body signed with secrets at

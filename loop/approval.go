@@ -2,10 +2,16 @@ package loop
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hrns-dev/hrns/llm"
 )
+
+// The approver, the last step of a call's permission (authorize.go): the
+// Approver interface, and approve, which asks it with the deadline as a
+// watchdog.
 
 // An Approver decides whether calls of tools that require approval may run.
 //
@@ -68,4 +74,85 @@ type Decision struct {
 	Verdict Verdict
 	// Reason is shown to the model when the call is rejected.
 	Reason string
+}
+
+// approve asks the approver about p, which perm sent to it. A refusal
+// becomes p's result; Defer makes p wait; Cancel ends the run.
+func (x *executor) approve(ctx context.Context, p *execCall, perm *PermissionDecision) error {
+	o := x.opts
+	name := p.call.Name
+	if o.Approver == nil {
+		te := &ToolError{Kind: ToolRefused, Msg: fmt.Sprintf("tool %q requires approval and no approver is configured; the call was not run", name)}
+		if perm != nil {
+			te.Permission = &PermissionDecision{Behavior: Deny, Step: StepApprover, Reason: te.Msg}
+		}
+		x.failCall(p, te)
+		return nil
+	}
+	if !x.emit(Chunk{Type: ChunkApprovalRequest, ToolCall: p.chunkInfo(), Permission: perm}) {
+		return context.Canceled
+	}
+	actx, cancel := context.WithTimeout(ctx, o.ApprovalTimeout)
+	defer cancel()
+	deadline, _ := actx.Deadline()
+	// The approver sees the arguments the tool will get: validated, with
+	// defaults applied.
+	call := p.call
+	call.Arguments = llm.Arguments(p.parsed.Arguments)
+	req := &ApprovalRequest{Call: call, Description: p.tool.def.Description, Deadline: deadline, Permission: perm, Person: p.person}
+	type answer struct {
+		d   Decision
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				done <- answer{err: fmt.Errorf("approver panicked: %v", v)}
+			}
+		}()
+		d, err := o.Approver.Approve(actx, req)
+		done <- answer{d, err}
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-actx.Done():
+		// The watchdog: an approver that ignores its context does not
+		// hold the run.
+		a = answer{err: actx.Err()}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	refused := func(te *ToolError) {
+		if perm != nil {
+			te.Permission = &PermissionDecision{Behavior: Deny, Step: StepApprover, Reason: te.Msg}
+		}
+		x.failCall(p, te)
+	}
+	switch {
+	case errors.Is(a.err, context.DeadlineExceeded):
+		refused(&ToolError{Kind: ToolRefused, Err: a.err, Msg: fmt.Sprintf("approval for tool %q timed out after %v; the call was not run", name, o.ApprovalTimeout)})
+	case a.err != nil:
+		refused(&ToolError{Kind: ToolRefused, Err: a.err, Msg: fmt.Sprintf("approval for tool %q failed (%v); the call was not run", name, a.err)})
+	case a.d.Verdict == Approve:
+		p.approved = true
+	case a.d.Verdict == Defer:
+		p.state.Waiting = PendingApproval
+		x.emit(Chunk{Type: ChunkToolCallPending, ToolCall: p.chunkInfo()})
+	case a.d.Verdict == Cancel:
+		return ErrCancelled
+	default:
+		refused(&ToolError{Kind: ToolRefused, Msg: rejection(name, a.d.Reason)})
+	}
+	return nil
+}
+
+func rejection(name, reason string) string {
+	msg := fmt.Sprintf("the call to tool %q was rejected", name)
+	if reason != "" {
+		msg += ": " + reason
+	}
+	return msg
 }

@@ -4,11 +4,16 @@ import (
 	"context"
 )
 
+// Step 7 of a turn, for each call before it runs (see run.runTurns): the
+// call's permission, decided by authorize in the one order [Permissions]
+// documents. The policy's rules are in permission.go, the pre_tool hooks in
+// hooks.go, the approver in approval.go.
+
 // authorize decides whether p may run, in the order [Permissions]
 // documents: pre_tool hooks, deny rules, the mode, allow rules, the
 // approver. A refusal becomes p's result; an approver's Defer makes p
 // wait. Only an approver's Cancel or the end of the run returns an error.
-func (x *executor) authorize(ctx context.Context, p *pcall) error {
+func (x *executor) authorize(ctx context.Context, p *execCall) error {
 	perms := x.opts.Permissions
 	person := ""
 	if f := p.tool.def.AskPerson; f != nil {
@@ -24,7 +29,7 @@ func (x *executor) authorize(ctx context.Context, p *pcall) error {
 		return nil
 	}
 	asked, by, why := false, "", ""
-	if hs := x.hooks.of(HookPreTool, p.call.Name); len(hs) > 0 {
+	if hs := x.hooks.matching(HookPreTool, p.call.Name); len(hs) > 0 {
 		var d HookDecision
 		d, by, why = x.preToolHooks(ctx, p, hs)
 		if ctx.Err() != nil {
@@ -61,11 +66,11 @@ func (x *executor) authorize(ctx context.Context, p *pcall) error {
 	return x.approve(ctx, p, &d)
 }
 
-// policyKey carries the policy of the run whose tool is running, so that
+// runPolicyKey carries the policy of the run whose tool is running, so that
 // calls it makes through [Toolset.Invoke] (code mode) are held to it.
-type policyKey struct{}
+type runPolicyKey struct{}
 
-type policy struct {
+type runPolicy struct {
 	perms *Permissions
 	hooks *hookSet
 	agent string
@@ -77,5 +82,5 @@ func (x *executor) withPolicy(ctx context.Context) context.Context {
 	if x.hooks == nil && x.opts.Permissions == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, policyKey{}, &policy{perms: x.opts.Permissions, hooks: x.hooks, agent: x.agent, depth: x.depth})
+	return context.WithValue(ctx, runPolicyKey{}, &runPolicy{perms: x.opts.Permissions, hooks: x.hooks, agent: x.agentName, depth: x.depth})
 }

@@ -11,6 +11,11 @@ import (
 	"github.com/hrns-dev/hrns/loop/compact"
 )
 
+// Step 2 of a turn (see run.runTurns), and the one retry of step 4 after a
+// context length refusal: compaction. Both triggers, compactBeforeRequest
+// and compactForRetry, run the strategy through compact, which adopts its
+// result; contextEstimate and noteProviderCount keep the estimate they use.
+
 // Compaction configures context compaction: shrinking the transcript of a
 // long run so that its requests fit the model's context window. See
 // [Options.Compaction].
@@ -70,8 +75,8 @@ type CompactionInfo struct {
 
 // Compaction reasons.
 const (
-	compactWindow        = "context_window"
-	compactContextLength = "context_length"
+	reasonContextWindow = "context_window"
+	reasonContextLength = "context_length"
 )
 
 // contextEstimate returns the token estimate of the next request's input:
@@ -82,33 +87,33 @@ const (
 // exact for what the provider counted, and the estimate guards against
 // servers that report partial usage, or none.
 func (r *run) contextEstimate() int {
-	n := compact.Estimate(r.msgs)
-	for _, t := range r.a.tools.Specs() {
+	n := compact.Estimate(r.transcript)
+	for _, t := range r.agent.tools.Specs() {
 		n += (len(t.Name) + len(t.Description) + len(t.InputSchema) + 3) / 4
 	}
-	if r.ctxLen > 0 && r.ctxLen <= len(r.msgs) {
-		n = max(n, int(r.ctxTokens)+compact.Estimate(r.msgs[r.ctxLen:]))
+	if r.countedMessages > 0 && r.countedMessages <= len(r.transcript) {
+		n = max(n, int(r.countedTokens)+compact.Estimate(r.transcript[r.countedMessages:]))
 	}
 	return n
 }
 
-// noteUsage records the provider's count for the request just answered,
-// whose answer is about to be appended to the transcript.
-func (r *run) noteUsage(u llm.Usage) {
+// noteProviderCount records the provider's count for the request just
+// answered, whose answer is about to be appended to the transcript.
+func (r *run) noteProviderCount(u llm.Usage) {
 	if u.InputTokens <= 0 {
-		r.ctxLen = 0
+		r.countedMessages = 0
 		return
 	}
-	r.ctxTokens = u.InputTokens + u.OutputTokens
-	r.ctxLen = len(r.msgs) + 1
+	r.countedTokens = u.InputTokens + u.OutputTokens
+	r.countedMessages = len(r.transcript) + 1
 }
 
-// compactBeforeTurn compacts the transcript when the next request is
-// estimated past the threshold. A compaction that fails is logged and the
+// compactBeforeRequest, step 2 of a turn, compacts the transcript when the
+// next request is estimated past the threshold. A compaction that fails is logged and the
 // request goes as it is: it may still fit, and if it does not the
 // provider's error gets its own compaction.
-func (r *run) compactBeforeTurn(ctx context.Context) error {
-	c := r.a.opts.Compaction
+func (r *run) compactBeforeRequest(ctx context.Context) error {
+	c := r.agent.opts.Compaction
 	if c == nil || c.ContextWindow <= 0 {
 		return nil
 	}
@@ -117,54 +122,71 @@ func (r *run) compactBeforeTurn(ctx context.Context) error {
 		return nil
 	}
 	target := int(c.Target * float64(c.ContextWindow))
-	if _, err := r.compact(ctx, compactWindow, est, target); err != nil {
-		if r.stopped {
+	if _, err := r.compact(ctx, reasonContextWindow, est, target); err != nil {
+		if r.consumerGone {
 			return context.Canceled
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r.a.opts.Logger.DebugContext(ctx, "compaction failed", "err", err)
+		r.agent.opts.Logger.DebugContext(ctx, "compaction failed", "err", err)
 	}
 	return nil
 }
 
-// compactAfterError compacts the transcript after the provider refused the
-// request as too long; it reports whether the transcript changed, so that
-// the request is worth sending again.
-func (r *run) compactAfterError(ctx context.Context) (bool, error) {
-	c := r.a.opts.Compaction
+// compactForRetry handles a failed request, within step 4 (send.go):
+// after a context length error, the first of the turn (*done records it),
+// it compacts the transcript and reports whether the request is worth
+// sending again (the transcript changed). It returns an error to end the
+// run with: the context's, or err with the compaction's failure.
+func (r *run) compactForRetry(ctx context.Context, err error, done *bool) (bool, error) {
+	c := r.agent.opts.Compaction
+	if c == nil || *done || !errors.Is(err, llm.ErrContextLength) {
+		return false, nil
+	}
+	// Once per turn: a transcript that still does not fit after a
+	// compaction fails the run.
+	*done = true
 	est := r.contextEstimate()
 	// The provider's count no longer holds, if it ever did: the request
 	// did not fit.
-	total := compact.Estimate(r.msgs)
+	total := compact.Estimate(r.transcript)
 	target := int(c.Target * float64(total))
 	if c.ContextWindow > 0 {
 		target = min(target, int(c.Target*float64(c.ContextWindow)))
 	}
-	return r.compact(ctx, compactContextLength, est, target)
+	changed, cerr := r.compact(ctx, reasonContextLength, est, target)
+	switch {
+	case cerr == nil:
+		return changed, nil
+	case r.consumerGone:
+		return false, context.Canceled
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	}
+	return false, fmt.Errorf("%w (compaction failed: %v)", err, cerr)
 }
 
 // compact runs the strategy and, if it changed the transcript, adopts the
 // result and reports it with a compaction chunk.
 func (r *run) compact(ctx context.Context, reason string, before, target int) (bool, error) {
-	c := r.a.opts.Compaction
+	c := r.agent.opts.Compaction
 	if r.hooks != nil {
-		r.simpleHooks(ctx, HookPreCompact, &HookInput{Trigger: reason})
+		r.runEventHooks(ctx, HookPreCompact, &HookInput{Trigger: reason})
 	}
 	// Strategies count with the estimate alone: scale the target so that
 	// the provider's count, when it is what passed the threshold, is what
 	// is brought down.
-	est := compact.Estimate(r.msgs)
+	est := compact.Estimate(r.transcript)
 	if before > est && before > 0 {
 		target = int(float64(target) * float64(est) / float64(before))
 	}
 	req := &compact.Request{
-		Messages:  r.msgs,
+		Messages:  r.transcript,
 		Target:    target,
 		KeepTurns: c.KeepTurns,
-		Model:     r.a.model,
-		ModelName: r.a.opts.Model,
+		Model:     r.agent.model,
+		ModelName: r.agent.opts.Model,
 		Window:    c.ContextWindow,
 	}
 	res, err := c.Strategy.Compact(ctx, req)
@@ -174,7 +196,7 @@ func (r *run) compact(ctx context.Context, reason string, before, target int) (b
 	if res == nil {
 		return false, errors.New("compaction strategy returned no result")
 	}
-	if reason == compactContextLength && c.KeepTurns > 1 && compact.Estimate(res.Messages) > target {
+	if reason == reasonContextLength && c.KeepTurns > 1 && compact.Estimate(res.Messages) > target {
 		// The provider refused the request, and the turns kept whole
 		// are past the target by themselves (large results, parallel
 		// calls): keep only the last one whole rather than fail.
@@ -189,7 +211,7 @@ func (r *run) compact(ctx context.Context, reason string, before, target int) (b
 		Strategy:       res.Strategy,
 		TokensBefore:   before,
 		Window:         c.ContextWindow,
-		MessagesBefore: len(r.msgs),
+		MessagesBefore: len(r.transcript),
 		MessagesAfter:  len(res.Messages),
 		Trimmed:        res.Trimmed,
 		Summarized:     res.Summarized,
@@ -198,16 +220,16 @@ func (r *run) compact(ctx context.Context, reason string, before, target int) (b
 		// A summary was paid for even if it changed nothing.
 		u := res.Usage
 		info.Usage = &u
-		r.res.Usage.Add(u)
+		r.result.Usage.Add(u)
 	}
 	if res.Strategy == "" {
 		// Nothing could be compacted (too few turns): no chunk, or
 		// every later turn would report the same nothing.
 		return false, nil
 	}
-	r.msgs = res.Messages
-	r.conv.Rewrote() // not an append: the provider encodes afresh
-	r.ctxLen = 0
+	r.transcript = res.Messages
+	r.conversation.Rewrote() // not an append: the provider encodes afresh
+	r.countedMessages = 0
 	info.TokensAfter = r.contextEstimate()
 	r.observeCompaction(info)
 	if !r.emit(Chunk{Type: ChunkCompaction, Compaction: info}) {
@@ -237,8 +259,8 @@ func mergeCompactions(a, b *compact.Result) *compact.Result {
 	return out
 }
 
-// fill sets the documented defaults of the fields of c left at zero.
-func (c *Compaction) fill() {
+// setDefaults sets the documented defaults of the fields of c left at zero.
+func (c *Compaction) setDefaults() {
 	if c.Threshold <= 0 {
 		c.Threshold = 0.8
 	}
@@ -251,27 +273,4 @@ func (c *Compaction) fill() {
 	if c.Strategy == nil {
 		c.Strategy = compact.Default()
 	}
-}
-
-// compactForRetry handles a failed request: after a context length error,
-// the first of the turn (*done records it), it compacts the transcript and
-// reports whether the request is worth sending again. It returns an error
-// to end the run with: the context's, or err with the compaction's failure.
-func (r *run) compactForRetry(ctx context.Context, err error, done *bool) (bool, error) {
-	if r.a.opts.Compaction == nil || *done || !errors.Is(err, llm.ErrContextLength) {
-		return false, nil
-	}
-	// Once per turn: a transcript that still does not fit after a
-	// compaction fails the run.
-	*done = true
-	changed, cerr := r.compactAfterError(ctx)
-	switch {
-	case cerr == nil:
-		return changed, nil
-	case r.stopped:
-		return false, context.Canceled
-	case ctx.Err() != nil:
-		return false, ctx.Err()
-	}
-	return false, fmt.Errorf("%w (compaction failed: %v)", err, cerr)
 }

@@ -128,4 +128,20 @@
 // stop, before compaction and at the start and end of a run ([Hook]).
 // Every call is decided in one order: pre_tool hooks, deny rules, the mode,
 // allow rules, the approver; a refusal says which step made it.
+//
+// # Reading the source
+//
+// A turn is one function, run.runTurns in run.go, that calls one step per
+// file, in order: instructions.go (the budgets, Options.BeforeTurn, the
+// final-answer prompt), compact.go (compaction before the request),
+// request.go (the request, from [Options]), send.go (the attempts, with
+// retries and one compaction after a context length refusal) reading each
+// attempt's stream with stream.go, answer.go (the message kept; one without
+// calls judged as the answer: a final answer was asked for, the output
+// schema of output.go, the stop hooks), then exec.go for the calls
+// (permission in authorize.go, approval.go and permission.go; handlers;
+// results), or suspend.go when calls wait (suspension, a yield between
+// turns, and resumption). Hooks (hooks.go) and the observer (observe.go)
+// are called from the steps; options.go holds Options and its defaults,
+// grouped by the file that reads each field.
 package loop

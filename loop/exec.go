@@ -13,6 +13,14 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 )
 
+// Step 7 of a turn (see run.runTurns): the calls of an assistant message.
+// runTools is the run's entry point; the executor below runs the calls of
+// one message for it, for a resumption (suspend.go) and for
+// [Toolset.Invoke] (invoke.go): each call's tool is found and its
+// arguments validated (resolveCall), its permission decided (authorize.go,
+// approval.go), its handler run with its timeout (runBatch, runHandler), and
+// its result recorded after the post_tool hooks (recordResult).
+
 // ToolErrorKind classifies a failed tool call.
 type ToolErrorKind string
 
@@ -54,29 +62,62 @@ type executor struct {
 	opts  *Options
 	// emit reports a chunk; it returns false once nobody listens.
 	emit func(Chunk) bool
-	// stopped reports whether the listener has gone.
-	stopped func() bool
-	// inline, if set, carries functions that running calls (agent
-	// tools) need run on the run's goroutine while they run.
-	inline chan func()
-	// hooks are the agent's hooks (nil without any); agent and depth
-	// name the sub-agent whose calls these are, for them.
-	hooks *hookSet
-	agent string
-	depth int
+	// consumerGone reports whether the consumer has gone.
+	consumerGone func() bool
+	// onRunGoroutine, if set, carries functions that running calls
+	// (agent tools) need run on the run's goroutine while they run.
+	onRunGoroutine chan func()
+	// hooks are the agent's hooks (nil without any); agentName and
+	// depth name the sub-agent whose calls these are, for them.
+	hooks     *hookSet
+	agentName string
+	depth     int
 }
 
-// pcall is one call on its way through the executor.
-type pcall struct {
-	call     llm.ToolCall
-	tool     *wiredTool
-	parsed   *Call
-	approved bool   // approval already given (on resume)
-	person   string // why only a person may approve it (ToolDef.AskPerson)
-	state    SuspendedCall
-	failure  *ToolError // why the call failed, when the harness failed it
-	started  time.Time
-	octx     context.Context // the observer's context for the call, if it has one
+// runTools runs the calls of the assistant message just taken (the
+// executor decides each one's permission and runs it) and appends their
+// results; it reports whether the loop goes on: false when the run ended,
+// suspended or failed.
+func (r *run) runTools(ctx context.Context, calls []llm.ToolCall) bool {
+	states, err := r.exec.execute(ctx, calls, nil)
+	if err != nil {
+		r.fail(err)
+		return false
+	}
+	return r.appendResults(states)
+}
+
+// appendResults appends the tool message of a finished set of calls, or
+// suspends the run if some still wait; it reports whether the loop goes on.
+func (r *run) appendResults(states []SuspendedCall) bool {
+	for _, s := range states {
+		if s.Result == nil {
+			r.suspend(states)
+			return false
+		}
+	}
+	if len(states) == 0 {
+		return !r.consumerGone // a yielded run resumed: no calls to answer
+	}
+	tm := llm.Message{Role: llm.RoleTool, Parts: make([]llm.Part, len(states))}
+	for i, s := range states {
+		tm.Parts[i] = llm.Part{Kind: llm.PartToolResult, ToolResult: s.Result}
+	}
+	r.transcript = append(r.transcript, tm)
+	return !r.consumerGone
+}
+
+// execCall is one call on its way through the executor.
+type execCall struct {
+	call        llm.ToolCall
+	tool        *wiredTool
+	parsed      *Call
+	approved    bool   // approval already given (on resume)
+	person      string // why only a person may approve it (ToolDef.AskPerson)
+	state       SuspendedCall
+	failure     *ToolError // why the call failed, when the executor failed it (not its handler)
+	started     time.Time
+	observerCtx context.Context // the observer's context for the call, if it has one
 }
 
 // execute runs the calls of one assistant message and returns their states
@@ -85,11 +126,11 @@ type pcall struct {
 // approval was given on resume. Only an approver's Cancel or the end of the
 // run returns an error: every tool failure becomes a result.
 func (x *executor) execute(ctx context.Context, calls []llm.ToolCall, preapproved map[string]bool) ([]SuspendedCall, error) {
-	ps := make([]*pcall, len(calls))
+	ps := make([]*execCall, len(calls))
 	for i, c := range calls {
-		p := &pcall{call: c, approved: preapproved[c.ID], state: SuspendedCall{Call: c}}
+		p := &execCall{call: c, approved: preapproved[c.ID], state: SuspendedCall{Call: c}}
 		ps[i] = p
-		x.prepare(p)
+		x.resolveCall(p)
 	}
 	// Permissions come first, one call at a time, in call order.
 	for _, p := range ps {
@@ -100,7 +141,7 @@ func (x *executor) execute(ctx context.Context, calls []llm.ToolCall, preapprove
 			return nil, err
 		}
 	}
-	var batch []*pcall
+	var batch []*execCall
 	flush := func() error {
 		err := x.runBatch(ctx, batch)
 		batch = batch[:0]
@@ -135,9 +176,9 @@ func (x *executor) execute(ctx context.Context, calls []llm.ToolCall, preapprove
 	return states, nil
 }
 
-// prepare finds the call's tool and validates its arguments; a failure
+// resolveCall finds the call's tool and validates its arguments; a failure
 // becomes the call's result.
-func (x *executor) prepare(p *pcall) {
+func (x *executor) resolveCall(p *execCall) {
 	name := p.call.Name
 	p.tool = x.tools.lookup(name)
 	if p.tool == nil {
@@ -213,95 +254,14 @@ func jsonKind(v any) string {
 	return "null"
 }
 
-// approve asks the approver about p, which perm sent to it. A refusal
-// becomes p's result; Defer makes p wait; Cancel ends the run.
-func (x *executor) approve(ctx context.Context, p *pcall, perm *PermissionDecision) error {
-	o := x.opts
-	name := p.call.Name
-	if o.Approver == nil {
-		te := &ToolError{Kind: ToolRefused, Msg: fmt.Sprintf("tool %q requires approval and no approver is configured; the call was not run", name)}
-		if perm != nil {
-			te.Permission = &PermissionDecision{Behavior: Deny, Step: StepApprover, Reason: te.Msg}
-		}
-		x.failCall(p, te)
-		return nil
-	}
-	if !x.emit(Chunk{Type: ChunkApprovalRequest, ToolCall: p.info(), Permission: perm}) {
-		return context.Canceled
-	}
-	actx, cancel := context.WithTimeout(ctx, o.ApprovalTimeout)
-	defer cancel()
-	deadline, _ := actx.Deadline()
-	// The approver sees the arguments the tool will get: validated, with
-	// defaults applied.
-	call := p.call
-	call.Arguments = llm.Arguments(p.parsed.Arguments)
-	req := &ApprovalRequest{Call: call, Description: p.tool.def.Description, Deadline: deadline, Permission: perm, Person: p.person}
-	type answer struct {
-		d   Decision
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				done <- answer{err: fmt.Errorf("approver panicked: %v", v)}
-			}
-		}()
-		d, err := o.Approver.Approve(actx, req)
-		done <- answer{d, err}
-	}()
-	var a answer
-	select {
-	case a = <-done:
-	case <-actx.Done():
-		// The watchdog: an approver that ignores its context does not
-		// hold the run.
-		a = answer{err: actx.Err()}
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	refused := func(te *ToolError) {
-		if perm != nil {
-			te.Permission = &PermissionDecision{Behavior: Deny, Step: StepApprover, Reason: te.Msg}
-		}
-		x.failCall(p, te)
-	}
-	switch {
-	case errors.Is(a.err, context.DeadlineExceeded):
-		refused(&ToolError{Kind: ToolRefused, Err: a.err, Msg: fmt.Sprintf("approval for tool %q timed out after %v; the call was not run", name, o.ApprovalTimeout)})
-	case a.err != nil:
-		refused(&ToolError{Kind: ToolRefused, Err: a.err, Msg: fmt.Sprintf("approval for tool %q failed (%v); the call was not run", name, a.err)})
-	case a.d.Verdict == Approve:
-		p.approved = true
-	case a.d.Verdict == Defer:
-		p.state.Waiting = PendingApproval
-		x.emit(Chunk{Type: ChunkToolCallPending, ToolCall: p.info()})
-	case a.d.Verdict == Cancel:
-		return ErrCancelled
-	default:
-		refused(&ToolError{Kind: ToolRefused, Msg: rejection(name, a.d.Reason)})
-	}
-	return nil
-}
-
-func rejection(name, reason string) string {
-	msg := fmt.Sprintf("the call to tool %q was rejected", name)
-	if reason != "" {
-		msg += ": " + reason
-	}
-	return msg
-}
-
 // runBatch runs calls at once (a batch of one runs alone) and records their
 // results, reporting each as it finishes.
-func (x *executor) runBatch(ctx context.Context, batch []*pcall) error {
+func (x *executor) runBatch(ctx context.Context, batch []*execCall) error {
 	if len(batch) == 0 {
 		return nil
 	}
 	type done struct {
-		p   *pcall
+		p   *execCall
 		out *Output
 		err error
 	}
@@ -311,14 +271,14 @@ func (x *executor) runBatch(ctx context.Context, batch []*pcall) error {
 		for running < x.opts.MaxParallel && next < len(batch) {
 			p := batch[next]
 			next++
-			if !x.emit(Chunk{Type: ChunkToolCallStart, ToolCall: p.info()}) {
+			if !x.emit(Chunk{Type: ChunkToolCallStart, ToolCall: p.chunkInfo()}) {
 				return context.Canceled
 			}
 			p.started = time.Now()
 			running++
 			cctx := x.toolStart(ctx, p)
 			go func() {
-				out, err := x.invoke(cctx, p)
+				out, err := x.runHandler(cctx, p)
 				x.toolEnd(p, out, err, time.Since(p.started))
 				results <- done{p, out, err}
 			}()
@@ -329,31 +289,31 @@ func (x *executor) runBatch(ctx context.Context, batch []*pcall) error {
 			select {
 			case d = <-results:
 				break wait
-			case f := <-x.inline:
+			case f := <-x.onRunGoroutine:
 				f()
-				if x.stopped() {
+				if x.consumerGone() {
 					return context.Canceled
 				}
 			}
 		}
 		running--
-		x.record(ctx, d.p, d.out, d.err)
-		if x.stopped() {
+		x.recordResult(ctx, d.p, d.out, d.err)
+		if x.consumerGone() {
 			// The consumer left: return now, so that the run's context
 			// is cancelled and the calls still running are told to stop.
 			return context.Canceled
 		}
 	}
-	if x.stopped() {
+	if x.consumerGone() {
 		return context.Canceled
 	}
 	return ctx.Err()
 }
 
-// invoke runs one handler with the call's timeout, turning panics into
+// runHandler runs one handler with the call's timeout, turning panics into
 // errors. It returns when the handler does or when its context is done,
 // whichever is first: a handler that ignores its context is abandoned.
-func (x *executor) invoke(ctx context.Context, p *pcall) (*Output, error) {
+func (x *executor) runHandler(ctx context.Context, p *execCall) (*Output, error) {
 	timeout := p.tool.def.Timeout
 	if timeout <= 0 {
 		timeout = x.opts.ToolTimeout
@@ -389,23 +349,23 @@ func (x *executor) invoke(ctx context.Context, p *pcall) (*Output, error) {
 	}
 }
 
-func timeoutError(p *pcall, d time.Duration) error {
+func timeoutError(p *execCall, d time.Duration) error {
 	return &ToolError{Kind: ToolTimedOut, Msg: fmt.Sprintf("tool %q timed out after %v", p.call.Name, d), Err: context.DeadlineExceeded}
 }
 
-// record turns a handler's answer into the call's result and reports it,
-// after the post_tool hooks have seen it.
-func (x *executor) record(ctx context.Context, p *pcall, out *Output, err error) {
+// recordResult turns a handler's answer into the call's result and reports
+// it, after the post_tool hooks have seen it.
+func (x *executor) recordResult(ctx context.Context, p *execCall, out *Output, err error) {
 	elapsed := time.Since(p.started)
 	if errors.Is(err, ErrPending) {
 		p.state.Waiting = PendingResult
-		if ap, ok := err.(*agentPending); ok {
+		if ap, ok := err.(*childSuspended); ok {
 			p.state.Waiting, p.state.Agent = PendingAgent, ap.s
 		}
-		x.emit(Chunk{Type: ChunkToolCallPending, ToolCall: p.info()})
+		x.emit(Chunk{Type: ChunkToolCallPending, ToolCall: p.chunkInfo()})
 		return
 	}
-	if hs := x.hooks.of(HookPostTool, p.call.Name); len(hs) > 0 && ctx.Err() == nil {
+	if hs := x.hooks.matching(HookPostTool, p.call.Name); len(hs) > 0 && ctx.Err() == nil {
 		if err != nil {
 			// The hooks see the failure as the model would; it stays
 			// the failure it was unless they replace it.
@@ -438,9 +398,9 @@ func (x *executor) record(ctx context.Context, p *pcall, out *Output, err error)
 	case out == nil:
 		out = TextOutput("")
 	}
-	res := &llm.ToolResult{CallID: p.call.ID, Name: p.call.Name, Content: x.bound(out.Content), IsError: out.IsError}
+	res := &llm.ToolResult{CallID: p.call.ID, Name: p.call.Name, Content: x.elideOutput(out.Content), IsError: out.IsError}
 	p.state.Result = res
-	info := p.info()
+	info := p.chunkInfo()
 	info.Duration = elapsed
 	c := Chunk{Type: ChunkToolCallResult, ToolCall: info, Content: res.Text(), Media: mediaParts(res.Content)}
 	if out.IsError {
@@ -461,8 +421,8 @@ func mediaParts(content []llm.Part) []llm.Part {
 	return media
 }
 
-// bound elides the text of content to the agent's MaxToolOutput.
-func (x *executor) bound(content []llm.Part) []llm.Part {
+// elideOutput elides the text of content to the agent's MaxToolOutput.
+func (x *executor) elideOutput(content []llm.Part) []llm.Part {
 	max := x.opts.MaxToolOutput
 	if max < 0 {
 		return content
@@ -486,18 +446,18 @@ func (x *executor) bound(content []llm.Part) []llm.Part {
 	return append([]llm.Part{llm.TextPart(Elide(text.String(), max))}, out...)
 }
 
-func (x *executor) failCall(p *pcall, te *ToolError) { x.failCallAfter(p, te, 0) }
+func (x *executor) failCall(p *execCall, te *ToolError) { x.failCallAfter(p, te, 0) }
 
-func (x *executor) failCallAfter(p *pcall, te *ToolError, elapsed time.Duration) {
+func (x *executor) failCallAfter(p *execCall, te *ToolError, elapsed time.Duration) {
 	te.CallID, te.Tool = p.call.ID, p.call.Name
 	p.failure = te
 	p.state.Result = &llm.ToolResult{CallID: p.call.ID, Name: p.call.Name, Content: []llm.Part{llm.TextPart(te.Msg)}, IsError: true}
-	info := p.info()
+	info := p.chunkInfo()
 	info.Duration = elapsed
 	x.emit(Chunk{Type: ChunkToolCallError, ToolCall: info, Content: te.Msg, Err: te, Permission: te.Permission})
 }
 
-func (p *pcall) info() *ToolCallInfo {
+func (p *execCall) chunkInfo() *ToolCallInfo {
 	if p.parsed != nil {
 		return &ToolCallInfo{ID: p.call.ID, Name: p.call.Name, Arguments: p.parsed.Arguments}
 	}

@@ -13,6 +13,14 @@ import (
 	"github.com/hrns-dev/hrns/llm"
 )
 
+// Hooks: the functions of Options.Hooks, called from the steps of a turn
+// (see run.runTurns): run_start and user_prompt before the first turn
+// (startHooks), pre_tool in a call's permission (preToolHooks, from
+// authorize.go), post_tool on its result (postToolHooks, from exec.go), stop
+// on an answer (stopHooks, from answer.go), pre_compact (compact.go), and
+// run_end (endHooks, from run.end). Each event's runner is here; callHook
+// is the one way a hook is called.
+
 // HookEvent names a point of a run where hooks are called.
 type HookEvent string
 
@@ -77,9 +85,9 @@ type Hook struct {
 	// Func is the hook. A nil output means no opinion.
 	Func func(ctx context.Context, in *HookInput) (*HookOutput, error)
 
-	// as is the event reported for a parent's subagent_stop hook run as
-	// a child's stop hook.
-	as HookEvent
+	// reportAs is the event reported for a parent's subagent_stop hook
+	// run as a child's stop hook.
+	reportAs HookEvent
 }
 
 // HookInput is what a hook is told. Fields that do not belong to the
@@ -205,8 +213,8 @@ func newHookSet(hooks []Hook) *hookSet {
 	return hs
 }
 
-// of returns the hooks of ev that apply to tool (for tool events).
-func (hs *hookSet) of(ev HookEvent, tool string) []*Hook {
+// matching returns the hooks of ev that apply to tool (for tool events).
+func (hs *hookSet) matching(ev HookEvent, tool string) []*Hook {
 	if hs == nil {
 		return nil
 	}
@@ -231,8 +239,8 @@ func callHook(ctx context.Context, h *Hook, in *HookInput) (*HookOutput, error) 
 	hctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
 	in.Event = h.Event
-	if h.as != "" {
-		in.Event = h.as
+	if h.reportAs != "" {
+		in.Event = h.reportAs
 	}
 	type answer struct {
 		out *HookOutput
@@ -264,8 +272,8 @@ func callHook(ctx context.Context, h *Hook, in *HookInput) (*HookOutput, error) 
 
 // hookChunk reports a hook's intervention or failure.
 func hookChunk(h *Hook, ev HookEvent, decision, content string, err error) Chunk {
-	if h.as != "" {
-		ev = h.as
+	if h.reportAs != "" {
+		ev = h.reportAs
 	}
 	return Chunk{Type: ChunkHook, Content: content, Err: err, Hook: &HookReport{Event: ev, Name: h.Name, Decision: decision}}
 }
@@ -274,9 +282,9 @@ func hookChunk(h *Hook, ev HookEvent, decision, content string, err error) Chunk
 // combined decision (deny wins, then ask, then allow) with the hook that
 // made it and its reason; a denial, a failure or invalid rewritten
 // arguments fail p.
-func (x *executor) preToolHooks(ctx context.Context, p *pcall, hs []*Hook) (final HookDecision, by, why string) {
+func (x *executor) preToolHooks(ctx context.Context, p *execCall, hs []*Hook) (final HookDecision, by, why string) {
 	for _, h := range hs {
-		in := &HookInput{Tool: p.call.Name, CallID: p.call.ID, Arguments: p.parsed.Arguments, Agent: x.agent, Depth: x.depth}
+		in := &HookInput{Tool: p.call.Name, CallID: p.call.ID, Arguments: p.parsed.Arguments, Agent: x.agentName, Depth: x.depth}
 		out, err := callHook(ctx, h, in)
 		if ctx.Err() != nil {
 			return HookDeny, h.Name, ""
@@ -341,10 +349,10 @@ func (x *executor) preToolHooks(ctx context.Context, p *pcall, hs []*Hook) (fina
 
 // postToolHooks runs the post_tool hooks of p's tool on its output and
 // returns the output the model gets.
-func (x *executor) postToolHooks(ctx context.Context, p *pcall, hs []*Hook, out *Output) *Output {
+func (x *executor) postToolHooks(ctx context.Context, p *execCall, hs []*Hook, out *Output) *Output {
 	for _, h := range hs {
 		text := (&llm.ToolResult{Content: out.Content}).Text()
-		in := &HookInput{Tool: p.call.Name, CallID: p.call.ID, Arguments: p.parsed.Arguments, Result: &text, IsError: out.IsError, Agent: x.agent, Depth: x.depth}
+		in := &HookInput{Tool: p.call.Name, CallID: p.call.ID, Arguments: p.parsed.Arguments, Result: &text, IsError: out.IsError, Agent: x.agentName, Depth: x.depth}
 		got, err := callHook(ctx, h, in)
 		if err != nil {
 			msg := fmt.Sprintf("the result of tool %q was withheld: the hook %q that checks it failed (%v)", p.call.Name, h.Name, err)
@@ -362,13 +370,13 @@ func (x *executor) postToolHooks(ctx context.Context, p *pcall, hs []*Hook, out 
 	return out
 }
 
-// simpleHooks runs the hooks of an event whose only effects are reports
+// runEventHooks runs the hooks of an event whose only effects are reports
 // and the returned outputs (one per hook that answered).
-func (r *run) simpleHooks(ctx context.Context, ev HookEvent, in *HookInput) []*HookOutput {
+func (r *run) runEventHooks(ctx context.Context, ev HookEvent, in *HookInput) []*HookOutput {
 	var outs []*HookOutput
-	for _, h := range r.hooks.of(ev, "") {
+	for _, h := range r.hooks.matching(ev, "") {
 		hin := *in
-		hin.Agent, hin.Depth, hin.Messages = r.exec.agent, r.exec.depth, r.msgs
+		hin.Agent, hin.Depth, hin.Messages = r.exec.agentName, r.exec.depth, r.transcript
 		out, err := callHook(ctx, h, &hin)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -398,28 +406,28 @@ func (r *run) startHooks(ctx context.Context, fresh bool) bool {
 	if r.hooks == nil {
 		return true
 	}
-	r.hookCtx = ctx
+	r.runEndCtx = ctx
 	var added []string
-	for _, o := range r.simpleHooks(ctx, HookRunStart, &HookInput{}) {
+	for _, o := range r.runEventHooks(ctx, HookRunStart, &HookInput{}) {
 		if o.Context != "" {
 			added = append(added, o.Context)
 		}
 	}
-	if !fresh || len(r.msgs) == 0 || r.msgs[len(r.msgs)-1].Role != llm.RoleUser {
+	if !fresh || len(r.transcript) == 0 || r.transcript[len(r.transcript)-1].Role != llm.RoleUser {
 		return true
 	}
 	// Every new user message, however many came at once: a batch
 	// ["do the forbidden thing", "thanks"] is judged whole.
-	first := len(r.msgs) - 1
-	for first > 0 && r.msgs[first-1].Role == llm.RoleUser {
+	first := len(r.transcript) - 1
+	for first > 0 && r.transcript[first-1].Role == llm.RoleUser {
 		first--
 	}
-	for i := first; i < len(r.msgs); i++ {
-		if !r.promptHooks(ctx, &r.msgs[i]) {
+	for i := first; i < len(r.transcript); i++ {
+		if !r.promptHooks(ctx, &r.transcript[i]) {
 			return false
 		}
 	}
-	addContext(&r.msgs[len(r.msgs)-1], added)
+	addContext(&r.transcript[len(r.transcript)-1], added)
 	return true
 }
 
@@ -430,7 +438,7 @@ func (r *run) promptHooks(ctx context.Context, m *llm.Message) bool {
 		return true
 	}
 	var added []string
-	for _, o := range r.simpleHooks(ctx, HookUserPrompt, &HookInput{Prompt: m.Text()}) {
+	for _, o := range r.runEventHooks(ctx, HookUserPrompt, &HookInput{Prompt: m.Text()}) {
 		if o.Decision == HookBlock {
 			r.fail(fmt.Errorf("%w: %s", ErrPromptBlocked, firstNonEmpty(o.Reason, "no reason given")))
 			return false
@@ -462,13 +470,13 @@ func (r *run) stopHooks(ctx context.Context, final bool) bool {
 	if r.hooks == nil {
 		return false
 	}
-	for _, o := range r.simpleHooks(ctx, HookStop, &HookInput{Answer: r.res.Answer, StopHookActive: r.stopContinued}) {
+	for _, o := range r.runEventHooks(ctx, HookStop, &HookInput{Answer: r.result.Answer, StopHookActive: r.stopHookActive}) {
 		if o.Decision != HookBlock || final {
 			continue
 		}
-		r.stopContinued = true
-		r.res.Answer = ""
-		r.msgs = append(r.msgs, llm.UserMessage(firstNonEmpty(strings.TrimSpace(o.Reason), "Continue working on the task.")))
+		r.stopHookActive = true
+		r.result.Answer = ""
+		r.transcript = append(r.transcript, llm.UserMessage(firstNonEmpty(strings.TrimSpace(o.Reason), "Continue working on the task.")))
 		return true
 	}
 	return false
@@ -477,14 +485,14 @@ func (r *run) stopHooks(ctx context.Context, final bool) bool {
 // endHooks runs the run_end hooks; they run even when the run's context is
 // cancelled, each within its timeout.
 func (r *run) endHooks() {
-	if r.hooks == nil || r.hookCtx == nil {
+	if r.hooks == nil || r.runEndCtx == nil {
 		return
 	}
-	in := &HookInput{Status: r.res.Status, Answer: r.res.Answer}
-	if r.res.Err != nil {
-		in.Error = r.res.Err.Error()
+	in := &HookInput{Status: r.result.Status, Answer: r.result.Answer}
+	if r.result.Err != nil {
+		in.Error = r.result.Err.Error()
 	}
-	r.simpleHooks(context.WithoutCancel(r.hookCtx), HookRunEnd, in)
+	r.runEventHooks(context.WithoutCancel(r.runEndCtx), HookRunEnd, in)
 }
 
 func firstNonEmpty(s ...string) string {
@@ -513,7 +521,7 @@ func inheritHooks(own []Hook, parent *hookSet) []Hook {
 	}
 	for _, h := range parent.by[HookSubagentStop] {
 		c := *h
-		c.Event, c.as = HookStop, HookSubagentStop
+		c.Event, c.reportAs = HookStop, HookSubagentStop
 		out = append(out, c)
 	}
 	return out

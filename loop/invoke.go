@@ -58,18 +58,18 @@ func (ts *Toolset) Invoke(ctx context.Context, call llm.ToolCall, opts *InvokeOp
 		o.ToolTimeout, o.Approver, o.ApprovalTimeout = opts.Timeout, opts.Approver, opts.ApprovalTimeout
 		o.MaxToolOutput, o.Logger = opts.MaxOutput, opts.Logger
 	}
-	o.fill()
+	o.setDefaults()
 	if call.ID == "" {
 		call.ID = "call"
 	}
-	x := &executor{tools: ts, opts: o, emit: func(Chunk) bool { return true }, stopped: func() bool { return false }}
+	x := &executor{tools: ts, opts: o, emit: func(Chunk) bool { return true }, consumerGone: func() bool { return false }}
 	if opts != nil && (opts.Permissions != nil || len(opts.Hooks) > 0) {
 		o.Permissions, x.hooks = opts.Permissions, newHookSet(opts.Hooks)
-	} else if pol, _ := ctx.Value(policyKey{}).(*policy); pol != nil {
-		o.Permissions, x.hooks, x.agent, x.depth = pol.perms, pol.hooks, pol.agent, pol.depth
+	} else if pol, _ := ctx.Value(runPolicyKey{}).(*runPolicy); pol != nil {
+		o.Permissions, x.hooks, x.agentName, x.depth = pol.perms, pol.hooks, pol.agent, pol.depth
 	}
-	p := &pcall{call: call, state: SuspendedCall{Call: call}}
-	x.prepare(p)
+	p := &execCall{call: call, state: SuspendedCall{Call: call}}
+	x.resolveCall(p)
 	if p.failure != nil {
 		return nil, p.failure
 	}
@@ -83,14 +83,14 @@ func (ts *Toolset) Invoke(ctx context.Context, call llm.ToolCall, opts *InvokeOp
 		return nil, ErrPendingApproval
 	}
 	p.started = time.Now()
-	out, err := x.invoke(ctx, p)
+	out, err := x.runHandler(ctx, p)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	if errors.Is(err, ErrPending) {
 		return nil, err
 	}
-	x.record(ctx, p, out, err)
+	x.recordResult(ctx, p, out, err)
 	if p.failure != nil {
 		return nil, p.failure
 	}

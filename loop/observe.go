@@ -147,10 +147,10 @@ type RetryEvent struct {
 	Err error
 }
 
-// observed is what a run keeps of its observer: the observer and the
+// runObserver is what a run keeps of its observer: the observer and the
 // run's context as RunStart returned it. A run without an observer has
 // none, which makes every hook a nil check.
-type observed struct {
+type runObserver struct {
 	o     Observer
 	log   func(msg string, args ...any)
 	ctx   context.Context
@@ -161,54 +161,54 @@ type observed struct {
 // returns the context the run goes on with. s is the suspension a resumed
 // run continues, or nil.
 func (r *run) observeStart(ctx context.Context, s *Suspension) context.Context {
-	o := r.a.opts.Observer
+	o := r.agent.opts.Observer
 	if o == nil {
 		return ctx
 	}
-	r.obs = &observed{o: o, log: r.a.opts.Logger.Error, ctx: ctx, start: time.Now()}
-	e := RunEvent{Model: r.a.opts.Model}
+	r.observer = &runObserver{o: o, log: r.agent.opts.Logger.Error, ctx: ctx, start: time.Now()}
+	e := RunEvent{Model: r.agent.opts.Model}
 	e.Depth, _ = ctx.Value(depthKey{}).(int)
 	e.Agent, _ = ctx.Value(agentNameKey{}).(string)
 	if s != nil {
 		e.Resumed, e.TraceParent = true, s.TraceParent
 	}
-	r.obs.safely("RunStart", func() {
+	r.observer.safely("RunStart", func() {
 		if c := o.RunStart(ctx, e); c != nil {
-			r.obs.ctx = c
+			r.observer.ctx = c
 		}
 	})
-	return r.obs.ctx
+	return r.observer.ctx
 }
 
 // observeEnd calls RunEnd for r; it runs when the run's iterator returns,
 // however the run ended.
 func (r *run) observeEnd() {
-	if r.obs == nil {
+	if r.observer == nil {
 		return
 	}
 	e := RunEvent{
-		Status:   r.res.Status,
-		Err:      r.res.Err,
-		Usage:    r.res.Usage,
-		Turns:    len(r.res.Turns),
-		Duration: time.Since(r.obs.start),
+		Status:   r.result.Status,
+		Err:      r.result.Err,
+		Usage:    r.result.Usage,
+		Turns:    len(r.result.Turns),
+		Duration: time.Since(r.observer.start),
 	}
-	e.Depth, _ = r.obs.ctx.Value(depthKey{}).(int)
-	e.Agent, _ = r.obs.ctx.Value(agentNameKey{}).(string)
-	e.Model = r.a.opts.Model
+	e.Depth, _ = r.observer.ctx.Value(depthKey{}).(int)
+	e.Agent, _ = r.observer.ctx.Value(agentNameKey{}).(string)
+	e.Model = r.agent.opts.Model
 	if e.Status == "" {
 		e.Err = context.Canceled // the consumer stopped the run
 	}
-	r.obs.safely("RunEnd", func() { r.obs.o.RunEnd(r.obs.ctx, e) })
+	r.observer.safely("RunEnd", func() { r.observer.o.RunEnd(r.observer.ctx, e) })
 }
 
 // traceParent returns what the observer wants kept with a suspension.
 func (r *run) traceParent() string {
-	if r.obs == nil {
+	if r.observer == nil {
 		return ""
 	}
 	var tp string
-	r.obs.safely("TraceParent", func() { tp = r.obs.o.TraceParent(r.obs.ctx) })
+	r.observer.safely("TraceParent", func() { tp = r.observer.o.TraceParent(r.observer.ctx) })
 	return tp
 }
 
@@ -222,7 +222,7 @@ type observedTurn struct {
 // observeTurn calls TurnStart for the request req of the current turn and
 // returns the context to send it with.
 func (r *run) observeTurn(ctx context.Context, req *llm.Request) (context.Context, *observedTurn) {
-	if r.obs == nil {
+	if r.observer == nil {
 		return ctx, nil
 	}
 	t := &observedTurn{
@@ -230,8 +230,8 @@ func (r *run) observeTurn(ctx context.Context, req *llm.Request) (context.Contex
 		ctx:   ctx,
 		start: time.Now(),
 	}
-	r.obs.safely("TurnStart", func() {
-		if c := r.obs.o.TurnStart(ctx, t.e); c != nil {
+	r.observer.safely("TurnStart", func() {
+		if c := r.observer.o.TurnStart(ctx, t.e); c != nil {
 			t.ctx = c
 		}
 	})
@@ -245,7 +245,7 @@ func (r *run) observeRetry(t *observedTurn, attempt int, delay time.Duration, er
 	}
 	t.e.Retries = attempt
 	e := RetryEvent{Turn: t.e.Turn, Attempt: attempt, Delay: delay, Err: err}
-	r.obs.safely("Retry", func() { r.obs.o.Retry(t.ctx, e) })
+	r.observer.safely("Retry", func() { r.observer.o.Retry(t.ctx, e) })
 }
 
 // observeTurnEnd calls TurnEnd for t with the request's outcome.
@@ -264,46 +264,46 @@ func (r *run) observeTurnEnd(t *observedTurn, resp *llm.Response, err error) {
 			e.Err = context.Canceled
 		}
 	}
-	r.obs.safely("TurnEnd", func() { r.obs.o.TurnEnd(t.ctx, e) })
+	r.observer.safely("TurnEnd", func() { r.observer.o.TurnEnd(t.ctx, e) })
 }
 
 // observeCompaction reports a compaction.
 func (r *run) observeCompaction(info *CompactionInfo) {
-	if r.obs == nil {
+	if r.observer == nil {
 		return
 	}
-	r.obs.safely("Compaction", func() { r.obs.o.Compaction(r.obs.ctx, *info) })
+	r.observer.safely("Compaction", func() { r.observer.o.Compaction(r.observer.ctx, *info) })
 }
 
 // toolStart calls ToolStart for p, if the agent has an observer, and
 // returns the context its handler runs in.
-func (x *executor) toolStart(ctx context.Context, p *pcall) context.Context {
+func (x *executor) toolStart(ctx context.Context, p *execCall) context.Context {
 	o := x.opts.Observer
 	if o == nil {
 		return ctx
 	}
 	e := ToolEvent{CallID: p.call.ID, Name: p.call.Name, Description: p.tool.def.Description}
-	p.octx = ctx
+	p.observerCtx = ctx
 	observeSafely(x.opts.Logger.Error, "ToolStart", func() {
 		if c := o.ToolStart(ctx, e); c != nil {
-			p.octx = c
+			p.observerCtx = c
 		}
 	})
-	return p.octx
+	return p.observerCtx
 }
 
 // toolEnd calls ToolEnd for p, whose handler returned out and err after
 // elapsed. It classifies the outcome as the executor's record does.
-func (x *executor) toolEnd(p *pcall, out *Output, err error, elapsed time.Duration) {
+func (x *executor) toolEnd(p *execCall, out *Output, err error, elapsed time.Duration) {
 	o := x.opts.Observer
-	if o == nil || p.octx == nil {
+	if o == nil || p.observerCtx == nil {
 		return
 	}
 	e := ToolEvent{CallID: p.call.ID, Name: p.call.Name, Description: p.tool.def.Description, Duration: elapsed}
 	switch {
 	case errors.Is(err, ErrPending):
 		e.Pending = PendingResult
-		if _, ok := err.(*agentPending); ok {
+		if _, ok := err.(*childSuspended); ok {
 			e.Pending = PendingAgent
 		}
 	case err != nil:
@@ -315,10 +315,10 @@ func (x *executor) toolEnd(p *pcall, out *Output, err error, elapsed time.Durati
 	case out != nil && out.IsError:
 		e.Err = &ToolError{Kind: ToolFailed, CallID: p.call.ID, Tool: p.call.Name, Msg: "the tool returned an error result"}
 	}
-	observeSafely(x.opts.Logger.Error, "ToolEnd", func() { o.ToolEnd(p.octx, e) })
+	observeSafely(x.opts.Logger.Error, "ToolEnd", func() { o.ToolEnd(p.observerCtx, e) })
 }
 
-func (ob *observed) safely(hook string, f func()) { observeSafely(ob.log, hook, f) }
+func (ob *runObserver) safely(hook string, f func()) { observeSafely(ob.log, hook, f) }
 
 // observeSafely runs f, a call of an Observer's hook, recovering a panic:
 // an observer never stops a run.

@@ -253,63 +253,6 @@ func stripFence(s string) string {
 	return strings.TrimSpace(inner[nl+1:])
 }
 
-// ChunkAnswerRejected says the final answer just streamed does not match
-// the run's [OutputSchema] and was sent back to the model: Content is the
-// message the model reads, Err the validation error. The message chunks
-// of the rejected answer are void, as after a retry; the next turn streams
-// a new answer. It is not sent for the last answer a run accepts or fails
-// on; the end chunk says how that went.
-const ChunkAnswerRejected ChunkType = "answer_rejected"
-
-// answerVerdict says what the loop does with a final answer.
-type answerVerdict int
-
-const (
-	answerAccepted answerVerdict = iota // the run completes
-	answerRetry                         // the model was told why; another turn
-	answerFailed                        // the run failed
-)
-
-// checkAnswer validates the final answer of a run that has an output
-// schema. An invalid answer is sent back with the validation error while
-// retries remain, except on a turn a budget forced, which has no turn
-// after it; otherwise the run fails with an *OutputError.
-func (r *run) checkAnswer(final bool) answerVerdict {
-	oc := r.a.out
-	if oc == nil {
-		return answerAccepted
-	}
-	r.outAttempts++
-	text, err := oc.validate(r.res.Answer)
-	if err == nil {
-		r.res.Answer = text
-		return answerAccepted
-	}
-	if final || r.outAttempts > r.a.maxOutputRetries() {
-		r.fail(&OutputError{Answer: r.res.Answer, Err: err, Attempts: r.outAttempts})
-		return answerFailed
-	}
-	text = fmt.Sprintf("Your final answer was rejected: %v. Answer again with only a JSON value that matches the %s schema, and no other text.",
-		err, oc.format.Name)
-	r.msgs = append(r.msgs, llm.UserMessage(text))
-	if !r.emit(Chunk{Type: ChunkAnswerRejected, Content: text, Err: err}) {
-		return answerFailed // the consumer is gone
-	}
-	return answerRetry
-}
-
-// maxOutputRetries is the number of invalid answers sent back to the model.
-func (a *Agent) maxOutputRetries() int {
-	switch n := a.opts.MaxOutputRetries; {
-	case n < 0:
-		return 0
-	case n == 0:
-		return 2
-	default:
-		return n
-	}
-}
-
 // RunTyped runs the agent on messages with an output schema inferred from
 // Out (see [OutputSchemaFor]), replacing the agent's own, and returns the
 // final answer decoded into an Out, with the run's result. The error is the
@@ -326,7 +269,7 @@ func RunTyped[Out any](ctx context.Context, a *Agent, messages []llm.Message) (O
 	}
 	b := *a
 	b.opts.OutputSchema = s
-	b.out = newOutputCheck(s)
+	b.output = newOutputCheck(s)
 	res, err := b.Run(ctx, messages)
 	if err != nil {
 		return out, res, err

@@ -327,13 +327,13 @@ func (p *Permissions) check(def *ToolDef, args json.RawMessage, hookAsked bool) 
 		return PermissionDecision{Behavior: Allow, Step: StepMode, Rule: string(mode)}
 	case mode == ModePlan && def.Access != AccessRead:
 		return PermissionDecision{Behavior: Deny, Step: StepMode, Rule: string(mode), Reason: planRefusal(def.Name)}
-	case mode == ModeAcceptEdits && def.Access == AccessEdit && !subj.protected():
+	case mode == ModeAcceptEdits && def.Access == AccessEdit && !subj.configuresPrograms():
 		return PermissionDecision{Behavior: Allow, Step: StepMode, Rule: string(mode)}
 	case !def.RequiresApproval:
 		return PermissionDecision{Behavior: Allow, Step: StepMode, Rule: string(mode)}
 	}
 	for _, r := range allow {
-		if r.Pattern == "" && subj.protected() {
+		if r.Pattern == "" && subj.configuresPrograms() {
 			continue // only a rule naming the path allows it
 		}
 		if r.matches(def.Name, subj, false) {
@@ -356,11 +356,11 @@ func planRefusal(tool string) string {
 
 // subject is a call's subject, parsed.
 type subject struct {
-	kind  SubjectKind
-	value string
-	ok    bool           // the call has the argument, as a string
-	cmd   *ParsedCommand // for commands that parse
-	err   error          // for commands that do not
+	kind     SubjectKind
+	value    string
+	hasValue bool           // the call has the argument, as a string
+	cmd      *ParsedCommand // for commands that parse
+	err      error          // for commands that do not
 }
 
 func subjectOf(def *ToolDef, args json.RawMessage) subject {
@@ -375,17 +375,17 @@ func subjectOf(def *ToolDef, args json.RawMessage) subject {
 	if json.Unmarshal(m[def.Subject.Argument], &s.value) != nil {
 		return s
 	}
-	s.ok = true
+	s.hasValue = true
 	if s.kind == SubjectCommand {
 		s.cmd, s.err = parseCommand(def.Subject.Parser, s.value)
 	}
 	return s
 }
 
-// protected reports whether s is a path that configures what programs run
-// ([ConfiguresPrograms]).
-func (s subject) protected() bool {
-	return s.kind == SubjectPath && s.ok && ConfiguresPrograms(s.value)
+// configuresPrograms reports whether s is a path that configures what
+// programs run ([ConfiguresPrograms]).
+func (s subject) configuresPrograms() bool {
+	return s.kind == SubjectPath && s.hasValue && ConfiguresPrograms(s.value)
 }
 
 // ConfiguresPrograms reports whether writing the file at p (a path as a
@@ -431,7 +431,7 @@ func (r Rule) matches(tool string, s subject, deny bool) bool {
 	if r.Pattern == "" {
 		return true
 	}
-	if !s.ok {
+	if !s.hasValue {
 		return false
 	}
 	switch s.kind {

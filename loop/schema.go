@@ -32,18 +32,18 @@ func schemaFor[In any]() (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	inferred.LoadOrStore(string(raw), s)
+	inferredByEncoding.LoadOrStore(string(raw), s)
 	return raw, nil
 }
 
-// inferred holds each schema schemaFor inferred, by the bytes it encoded it
-// to, for resolveSchema to resolve it without decoding those bytes back:
+// inferredByEncoding holds each schema schemaFor inferred, by the bytes it
+// encoded it to, for resolveSchema to resolve it without decoding those bytes back:
 // decoding is most of what wiring a typed tool costs, in every process
 // before its first model request. Decoding them would give the same schema
 // (but for PropertyOrder, which only encoding reads): TestInferredSchemas
 // checks it. The schemas are not changed once stored. One entry per
 // distinct arguments type given to NewTool, so bounded by the program.
-var inferred sync.Map // string -> *jsonschema.Schema
+var inferredByEncoding sync.Map // string -> *jsonschema.Schema
 
 // refine applies the `enum` and `default` tags of t's fields to s, the
 // schema inferred for t, and drops the "null" alternative that jsonschema-go
@@ -215,7 +215,7 @@ func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
 // inferredSchema is the schema schemaFor inferred and encoded to raw, if it
 // did.
 func inferredSchema(raw json.RawMessage) (*jsonschema.Schema, bool) {
-	v, ok := inferred.Load(string(raw))
+	v, ok := inferredByEncoding.Load(string(raw))
 	if !ok {
 		return nil, false
 	}

@@ -90,15 +90,15 @@ type agentTool struct {
 	opts  AgentToolOptions
 }
 
-// agentPending is the error of an agent call whose child suspended: it
+// childSuspended is the error of an agent call whose child suspended: it
 // wraps ErrPending and carries the child's suspension.
-type agentPending struct{ s *Suspension }
+type childSuspended struct{ s *Suspension }
 
-func (e *agentPending) Error() string { return "sub-agent suspended: " + ErrPending.Error() }
-func (e *agentPending) Unwrap() error { return ErrPending }
+func (e *childSuspended) Error() string { return "sub-agent suspended: " + ErrPending.Error() }
+func (e *childSuspended) Unwrap() error { return ErrPending }
 
 func (t *agentTool) call(ctx context.Context, call *Call) (*Output, error) {
-	parent := nestFrom(ctx)
+	parent := parentRunFrom(ctx)
 	depth := 1
 	if parent != nil {
 		depth = parent.depth + 1
@@ -113,7 +113,7 @@ func (t *agentTool) call(ctx context.Context, call *Call) (*Output, error) {
 		run   func(func(Chunk) bool)
 		prior llm.Usage
 	)
-	if cr := resumeOf(ctx, parent, call.ID); cr != nil {
+	if cr := childResumeOf(ctx, parent, call.ID); cr != nil {
 		run = child.Resume(cctx, cr.s, cr.in)
 		prior = cr.s.Usage
 	} else {
@@ -138,7 +138,7 @@ func (t *agentTool) call(ctx context.Context, call *Call) (*Output, error) {
 		if c.Depth == 0 {
 			c.Agent, c.Depth = t.name, depth
 		}
-		if !parent.emit(ctx, c) {
+		if !parent.relay(ctx, c) {
 			break // the parent's consumer is gone: stop the child
 		}
 	}
@@ -163,7 +163,7 @@ func (t *agentTool) call(ctx context.Context, call *Call) (*Output, error) {
 			// parent checked it): the child is still suspended.
 			t.child.opts.Logger.WarnContext(ctx, "sub-agent refused its resume input", "agent", t.name, "err", res.Err)
 		}
-		return nil, &agentPending{s: res.Suspension}
+		return nil, &childSuspended{s: res.Suspension}
 	case StatusYielded:
 		return ErrorOutput(fmt.Sprintf("agent %q stopped before its answer: its BeforeTurn hook ended the run", t.name)), nil
 	}
@@ -176,17 +176,17 @@ func (t *agentTool) call(ctx context.Context, call *Call) (*Output, error) {
 // forChild returns the agent a call of an agent tool runs: a with the
 // parent's approver and permissions if it has none, the parent's hooks
 // (see inheritHooks), and its budgets bounded by what the parent has left.
-func (a *Agent) forChild(ctx context.Context, parent *nest) *Agent {
+func (a *Agent) forChild(ctx context.Context, parent *parentRun) *Agent {
 	if parent == nil {
 		return a
 	}
 	var left budgetLeft
-	if !parent.do(ctx, func() { left = parent.run.budgetLeft() }) {
+	if !parent.doOnRunGoroutine(ctx, func() { left = parent.run.budgetLeft() }) {
 		return a
 	}
 	c := *a
 	if c.opts.Observer == nil {
-		c.opts.Observer = parent.run.a.opts.Observer
+		c.opts.Observer = parent.run.agent.opts.Observer
 	}
 	if c.opts.Approver == nil && left.approver != nil {
 		c.opts.Approver = left.approver
@@ -216,37 +216,38 @@ type budgetLeft struct {
 }
 
 func (r *run) budgetLeft() budgetLeft {
-	o := &r.a.opts
+	o := &r.agent.opts
 	var b budgetLeft
 	if o.MaxDuration > 0 {
 		b.duration = max(o.MaxDuration-time.Since(r.start), time.Nanosecond)
 	}
 	if o.MaxOutputTokens > 0 {
-		b.output = max(o.MaxOutputTokens-r.res.Usage.OutputTokens, 1)
+		b.output = max(o.MaxOutputTokens-r.result.Usage.OutputTokens, 1)
 	}
-	b.approver = r.nest.approver
-	b.perms, b.hooks = r.a.opts.Permissions, r.hooks
+	b.approver = r.asParent.approver
+	b.perms, b.hooks = r.agent.opts.Permissions, r.hooks
 	return b
 }
 
-// A nest is what a run tells the agent tools it runs, through their
+// A parentRun is what a run tells the agent tools it runs, through their
 // context: its depth, and a way to act on the run from their goroutines.
-type nest struct {
+type parentRun struct {
 	run   *run
 	depth int
-	// inline carries functions to run on the run's goroutine, which
-	// takes them while it waits for tool calls (see executor.runBatch).
-	inline chan func()
+	// onRunGoroutine carries functions to run on the run's goroutine,
+	// which takes them while it waits for tool calls (see
+	// executor.runBatch).
+	onRunGoroutine chan func()
 	// approver is the run's approver, serialised, for children without
 	// their own: siblings share it, and pass it on.
 	approver Approver
 }
 
-// resumes holds, by call ID, the suspended children that the calls run by
-// one resumption of owner resume. It travels in the context of those calls
+// childResumes holds, by call ID, the suspended children that the calls
+// run by one resumption of owner resume. It travels in the context of those calls
 // only, so that a later call reusing an ID starts afresh.
-type resumes struct {
-	owner *nest
+type childResumes struct {
+	owner *parentRun
 	calls map[string]*childResume
 }
 
@@ -255,37 +256,39 @@ type childResume struct {
 	in *ResumeInput
 }
 
-type nestKey struct{}
+type parentRunKey struct{}
 type depthKey struct{}
-type resumesKey struct{}
+type childResumesKey struct{}
 
-func nestFrom(ctx context.Context) *nest {
-	n, _ := ctx.Value(nestKey{}).(*nest)
+// parentRunFrom returns the run whose agent tool ctx is a call of, or nil.
+func parentRunFrom(ctx context.Context) *parentRun {
+	n, _ := ctx.Value(parentRunKey{}).(*parentRun)
 	return n
 }
 
-// attach makes r the parent of the agent tools it runs: it returns ctx
-// carrying r's nest. Its depth is the one an agent tool gave it, or 0.
-func (r *run) attach(ctx context.Context) context.Context {
+// becomeParent makes r the parent of the agent tools it runs: it returns
+// ctx carrying r's parentRun. Its depth is the one an agent tool gave it,
+// or 0.
+func (r *run) becomeParent(ctx context.Context) context.Context {
 	depth, _ := ctx.Value(depthKey{}).(int)
-	r.nest = &nest{run: r, depth: depth, inline: make(chan func())}
+	r.asParent = &parentRun{run: r, depth: depth, onRunGoroutine: make(chan func())}
 	if depth > 0 {
-		r.exec.agent, _ = ctx.Value(agentNameKey{}).(string)
+		r.exec.agentName, _ = ctx.Value(agentNameKey{}).(string)
 		r.exec.depth = depth
 	}
-	if a := r.a.opts.Approver; a != nil {
-		r.nest.approver = serialize(a)
+	if a := r.agent.opts.Approver; a != nil {
+		r.asParent.approver = serialize(a)
 	}
-	r.exec.inline = r.nest.inline
-	return context.WithValue(ctx, nestKey{}, r.nest)
+	r.exec.onRunGoroutine = r.asParent.onRunGoroutine
+	return context.WithValue(ctx, parentRunKey{}, r.asParent)
 }
 
-// do runs f on the run's goroutine; it reports false, without running f,
-// if ctx ends first.
-func (n *nest) do(ctx context.Context, f func()) bool {
+// doOnRunGoroutine runs f on the run's goroutine; it reports false,
+// without running f, if ctx ends first.
+func (n *parentRun) doOnRunGoroutine(ctx context.Context, f func()) bool {
 	done := make(chan struct{})
 	select {
-	case n.inline <- func() { f(); close(done) }:
+	case n.onRunGoroutine <- func() { f(); close(done) }:
 	case <-ctx.Done():
 		return false
 	}
@@ -293,35 +296,35 @@ func (n *nest) do(ctx context.Context, f func()) bool {
 	return true
 }
 
-// emit relays a child's chunk to the run's consumer; it reports whether
+// relay relays a child's chunk to the run's consumer; it reports whether
 // the consumer still listens. With no parent the chunk is dropped.
-func (n *nest) emit(ctx context.Context, c Chunk) bool {
+func (n *parentRun) relay(ctx context.Context, c Chunk) bool {
 	if n == nil {
 		return ctx.Err() == nil
 	}
 	ok := false
-	n.do(ctx, func() { ok = n.run.emit(c) })
+	n.doOnRunGoroutine(ctx, func() { ok = n.run.emit(c) })
 	return ok
 }
 
 // addUsage adds a child's usage to the run's.
-func (n *nest) addUsage(ctx context.Context, u llm.Usage) {
+func (n *parentRun) addUsage(ctx context.Context, u llm.Usage) {
 	if n == nil || u == (llm.Usage{}) {
 		return
 	}
-	n.do(ctx, func() { n.run.res.Usage.Add(u) })
+	n.doOnRunGoroutine(ctx, func() { n.run.result.Usage.Add(u) })
 }
 
 // withResumes returns ctx carrying the children that the calls run in it
 // resume.
-func (n *nest) withResumes(ctx context.Context, calls map[string]*childResume) context.Context {
-	return context.WithValue(ctx, resumesKey{}, &resumes{owner: n, calls: calls})
+func (n *parentRun) withResumes(ctx context.Context, calls map[string]*childResume) context.Context {
+	return context.WithValue(ctx, childResumesKey{}, &childResumes{owner: n, calls: calls})
 }
 
-// resumeOf returns what the call id of parent resumes, or nil when it is a
-// fresh call.
-func resumeOf(ctx context.Context, parent *nest, id string) *childResume {
-	rs, _ := ctx.Value(resumesKey{}).(*resumes)
+// childResumeOf returns what the call id of parent resumes, or nil when it
+// is a fresh call.
+func childResumeOf(ctx context.Context, parent *parentRun, id string) *childResume {
+	rs, _ := ctx.Value(childResumesKey{}).(*childResumes)
 	if rs == nil || parent == nil || rs.owner != parent {
 		return nil
 	}
@@ -335,98 +338,21 @@ func serialize(a Approver) Approver {
 	if s, ok := a.(*serialApprover); ok {
 		return s
 	}
-	s := &serialApprover{a: a, turn: make(chan struct{}, 1)}
+	s := &serialApprover{a: a, slot: make(chan struct{}, 1)}
 	return s
 }
 
 type serialApprover struct {
 	a    Approver
-	turn chan struct{}
+	slot chan struct{}
 }
 
 func (s *serialApprover) Approve(ctx context.Context, req *ApprovalRequest) (Decision, error) {
 	select {
-	case s.turn <- struct{}{}:
+	case s.slot <- struct{}{}:
 	case <-ctx.Done():
 		return Decision{}, ctx.Err()
 	}
-	defer func() { <-s.turn }()
+	defer func() { <-s.slot }()
 	return s.a.Approve(ctx, req)
-}
-
-// routeResume splits the input of a resumption between the calls of the
-// suspended message (returned as top) and the suspended children of its
-// agent calls (returned by call ID). It returns an error wrapping
-// ErrUnknownCall for an ID found nowhere in the tree.
-func routeResume(states []SuspendedCall, in *ResumeInput) (*ResumeInput, map[string]*childResume, error) {
-	top := &ResumeInput{Messages: in.Messages}
-	var nested map[string]*childResume
-	index := make(map[string]int, len(states))
-	for i, c := range states {
-		index[c.Call.ID] = i
-	}
-	find := func(id string) (*childResume, error) {
-		if _, ok := index[id]; ok {
-			return nil, nil
-		}
-		for _, st := range states {
-			if st.Agent == nil || st.Result != nil || !st.Agent.holds(id) {
-				continue
-			}
-			if nested == nil {
-				nested = make(map[string]*childResume)
-			}
-			cr := nested[st.Call.ID]
-			if cr == nil {
-				cr = &childResume{s: st.Agent, in: &ResumeInput{}}
-				nested[st.Call.ID] = cr
-			}
-			return cr, nil
-		}
-		return nil, fmt.Errorf("%w: %q", ErrUnknownCall, id)
-	}
-	for _, res := range in.Results {
-		cr, err := find(res.CallID)
-		switch {
-		case err != nil:
-			return nil, nil, err
-		case cr != nil:
-			cr.in.Results = append(cr.in.Results, res)
-		default:
-			top.Results = append(top.Results, res)
-		}
-	}
-	for _, d := range in.Approvals {
-		cr, err := find(d.CallID)
-		switch {
-		case err != nil:
-			return nil, nil, err
-		case cr != nil:
-			cr.in.Approvals = append(cr.in.Approvals, d)
-		default:
-			top.Approvals = append(top.Approvals, d)
-		}
-	}
-	for _, id := range in.Reevaluate {
-		cr, err := find(id)
-		switch {
-		case err != nil:
-			return nil, nil, err
-		case cr != nil:
-			cr.in.Reevaluate = append(cr.in.Reevaluate, id)
-		default:
-			top.Reevaluate = append(top.Reevaluate, id)
-		}
-	}
-	return top, nested, nil
-}
-
-// holds reports whether id names a call of s or of a suspended child in it.
-func (s *Suspension) holds(id string) bool {
-	for _, c := range s.Calls {
-		if c.Call.ID == id || c.Result == nil && c.Agent != nil && c.Agent.holds(id) {
-			return true
-		}
-	}
-	return false
 }

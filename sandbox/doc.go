@@ -29,14 +29,23 @@
 // command's init: it joins a pids cgroup, builds the command's root (a
 // read-only tmpfs holding only the paths the command may access, bound at
 // their own paths, and a /proc of the new PID namespace), drops root's
-// capabilities, starts the second stage, and reaps. The second stage sets
-// the rlimits, applies Landlock, marks every descriptor but the standard
-// three close-on-exec (none that the caller inherited reaches the command)
-// and execs the command, which keeps the confinement for itself and every
-// process it starts. The writable paths are mounted nosuid in the root,
-// and once the command has ended [Run] clears the set-user-ID and
-// set-group-ID bits of the files it left in them ([Result.SetIDCleared]):
-// run as root, a command cannot leave a set-user-ID-root program behind.
+// capabilities, starts the command, and reaps. Starting the command is
+// the second stage: it sets the rlimits, applies Landlock, marks every
+// descriptor but the standard three close-on-exec (none that the caller
+// inherited reaches the command) and execs the command, which keeps the
+// confinement for itself and every process it starts. Run by root, the
+// first stage does this itself, on a thread of its own that it confines
+// alone (Landlock and the capability sets are a thread's, and a child
+// inherits its thread's) and then lets end: the helper stays outside the
+// command's Landlock domain, as a second process would. The second stage
+// is a second execution of the binary where that cannot be: a user other
+// than root, whose command must enter a nested user namespace (whose ID
+// maps the confined helper could not write), an RLIMIT_NPROC to set, or
+// an address-space limit too small for the helper's own Go runtime. The
+// writable paths are mounted nosuid in the root, and once the command has
+// ended [Run] clears the set-user-ID and set-group-ID bits of the files it
+// left in them ([Result.SetIDCleared]): run as root, a command cannot
+// leave a set-user-ID-root program behind.
 //
 // The command may read the system directories (/usr, /bin, /lib…, a list of
 // harmless files in /etc, its own /proc and a few devices) and

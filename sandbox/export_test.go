@@ -8,3 +8,11 @@ func SetNoNetns(b bool) { noNetns = b }
 // SetNoIsolation turns the PID and mount namespaces off (or back on) for a
 // test.
 func SetNoIsolation(b bool) { noIsolation = b }
+
+// SetTwoStages makes the helper start its second stage even where the
+// first could start the command itself.
+func SetTwoStages(b bool) { twoStages = b }
+
+// SetNoSetattr makes the helper build the command's root as on a kernel
+// without mount_setattr(2).
+func SetNoSetattr(b bool) { noSetattr = b }

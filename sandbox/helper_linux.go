@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -75,6 +76,12 @@ type helperConfig struct {
 	PrivateTmp bool `json:"private_tmp,omitempty"`
 	// Terminals: a devpts instance of its own (Spec.Terminals).
 	Terminals bool `json:"terminals,omitempty"`
+	// TwoStages: the first stage starts the second even where it could
+	// start the command itself (see oneStage); for tests.
+	TwoStages bool `json:"two_stages,omitempty"`
+	// NoSetattr: the root is built as on a kernel without
+	// mount_setattr(2); for tests.
+	NoSetattr bool `json:"no_setattr,omitempty"`
 	// Set by the parent when an isolated start failed: why.
 	NotIsolated string `json:"not_isolated,omitempty"`
 }
@@ -122,8 +129,9 @@ func readConfig(status *os.File) helperConfig {
 // runInit is the first stage. Started by the parent in new namespaces (when
 // the kernel allows), it is the command's init (PID 1): it joins the pids
 // cgroup, builds the command's root, drops root's capabilities and starts
-// the second stage, then reaps every process of the namespace and reports
-// how the command ended. It never returns.
+// the second stage (or, see oneStage, does its work and starts the
+// command), then reaps every process of the namespace and reports how the
+// command ended. It never returns.
 func runInit() {
 	runtime.LockOSThread()
 	status := os.NewFile(statusFD, "status")
@@ -168,6 +176,9 @@ func runInit() {
 		// A failure shows in the second stage, which reports it.
 		_ = dropCapabilities()
 	}
+	if oneStage(&cfg) {
+		reap(status, &cfg, startCommand(status, &cfg))
+	}
 
 	cfgR, cfgW, err := os.Pipe()
 	if err != nil {
@@ -197,6 +208,13 @@ func runInit() {
 		fail(helperStatus{Error: "starting the sandbox's second stage: " + err.Error()})
 	}
 	cfgR.Close()
+	reap(status, &cfg, child)
+}
+
+// reap gives up this process's standard files to the command it started,
+// relays the parent's signals to every process of the namespace, reaps
+// them, and reports how the command ended. It never returns.
+func reap(status *os.File, cfg *helperConfig, child *os.Process) {
 	if null, err := os.OpenFile("/dev/null", os.O_RDWR, 0); err == nil {
 		for fd := range 3 {
 			_ = unix.Dup2(int(null.Fd()), fd)
@@ -248,7 +266,118 @@ func runExec() {
 		os.Exit(127)
 	}
 	cfg := readConfig(status)
+	conf, path := confine(&cfg, fail, restrictProcess)
+	// The command gets its standard files and nothing else: a
+	// descriptor open here would give it a file or socket beyond its
+	// paths.
+	if err := closeOnExecFrom(3); err != nil {
+		fail(helperStatus{Confinement: &conf, Error: "closing inherited descriptors: " + err.Error()})
+	}
+	writeStatus(status, helperStatus{Confinement: &conf})
 
+	// The limits come last: the address-space limit could starve the Go
+	// runtime of this helper.
+	setLimits(&cfg)
+	err := syscall.Exec(path, cfg.Argv, cfg.Env)
+	fail(helperStatus{Error: fmt.Sprintf("exec %s: %v", cfg.Argv[0], err)})
+}
+
+// oneStage reports whether the first stage may start the command itself,
+// confined and limited as the second stage would: the command's user is
+// this process's (no nested user namespace to enter, whose ID maps this
+// process could not write once Landlock confines it), no RLIMIT_NPROC is
+// to be set (which would also bind this process's start of the command),
+// and the address-space limit, which binds this process too from then
+// on, leaves its Go runtime at least asHeadroom above what it maps now.
+// Applying Landlock and the limits here is what the second stage did,
+// one execution of this binary earlier: this process then only reaps,
+// relays signals and reports, on descriptors it holds already.
+func oneStage(cfg *helperConfig) bool {
+	if cfg.UID != 0 || cfg.NProc != 0 || cfg.TwoStages {
+		return false
+	}
+	if cfg.AS == 0 {
+		return true
+	}
+	vm, err := mappedBytes()
+	return err == nil && cfg.AS >= vm+asHeadroom
+}
+
+// asHeadroom is the address space the first stage keeps beyond what it
+// maps when it takes the command's limit for itself: its Go runtime
+// maps about 1.2 GiB at start (mostly reserved, not used), and grows by
+// 64 MiB arenas.
+const asHeadroom = 1 << 30
+
+// mappedBytes is this process's virtual memory size (VmSize).
+func mappedBytes() (uint64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmSize:"); ok {
+			var kb uint64
+			if _, err := fmt.Sscan(v, &kb); err != nil {
+				return 0, err
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("no VmSize in /proc/self/status")
+}
+
+// startCommand is the second stage done by the first (see oneStage). On
+// a thread of its own, which it never gives back (the Go runtime ends it
+// with its goroutine), it confines that thread alone (no_new_privs and
+// Landlock), reports the confinement, sets the limits and starts the
+// command, which inherits the thread's confinement as it would have the
+// second stage's. This process stays outside the Landlock domain, as it
+// was with two stages: with Landlock's scoping the command cannot signal
+// it. If the command cannot be started it reports the exit status 127, as
+// the second stage's failed exec did.
+func startCommand(status *os.File, cfg *helperConfig) *os.Process {
+	fail := func(st helperStatus) {
+		writeStatus(status, st)
+		os.Exit(127)
+	}
+	started := make(chan *os.Process)
+	go func() {
+		runtime.LockOSThread() // never unlocked
+		if os.Geteuid() == 0 {
+			// The bounding and inheritable sets are the thread's:
+			// this one's are the command's.
+			_ = dropCapabilities()
+		}
+		conf, path := confine(cfg, fail, restrictThread)
+		// Nothing but the standard files reaches the command: the
+		// status and the proxy's socket are this process's alone.
+		if err := closeOnExecFrom(3); err != nil {
+			fail(helperStatus{Confinement: &conf, Error: "closing inherited descriptors: " + err.Error()})
+		}
+		writeStatus(status, helperStatus{Confinement: &conf})
+		setLimits(cfg)
+		child, err := os.StartProcess(path, cfg.Argv, &os.ProcAttr{
+			Dir:   cfg.Dir,
+			Env:   cfg.Env,
+			Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		})
+		if err != nil {
+			w := 127 << 8
+			writeStatus(status, helperStatus{Exited: &w})
+			os.Exit(127)
+		}
+		started <- child
+	}()
+	return <-started
+}
+
+// confine is what the second stage does before it execs the command: it
+// works out the confinement, applies Landlock with restrict (to the whole
+// process, or to the thread that starts the command), and finds the
+// program. It calls fail (which does not return) if confinement is
+// required and missing, or the program is not found.
+func confine(cfg *helperConfig, fail func(helperStatus), restrict func(*helperConfig) error) (Confinement, string) {
 	conf := Confinement{ABI: landlockABI(), Network: "allowed", Isolated: cfg.Rooted, Overlays: cfg.OverlaysMounted}
 	conf.Notes = append(conf.Notes, cfg.OverlayNotes...)
 	if !cfg.Rooted && len(cfg.Overlays) > 0 {
@@ -265,7 +394,7 @@ func runExec() {
 		conf.Notes = append(conf.Notes, "not isolated ("+why+"): the command can see other processes and reach Unix sockets outside its paths")
 	}
 	if !cfg.Unconfined && conf.ABI > 0 {
-		if err := restrict(&cfg); err != nil {
+		if err := restrict(cfg); err != nil {
 			conf.Notes = append(conf.Notes, "Landlock failed: "+err.Error())
 		} else {
 			conf.Confined = true
@@ -308,22 +437,16 @@ func runExec() {
 	if err != nil {
 		fail(helperStatus{Confinement: &conf, Error: err.Error()})
 	}
-	// The command gets its standard files and nothing else: a
-	// descriptor open here would give it a file or socket beyond its
-	// paths.
-	if err := closeOnExecFrom(3); err != nil {
-		fail(helperStatus{Confinement: &conf, Error: "closing inherited descriptors: " + err.Error()})
-	}
-	writeStatus(status, helperStatus{Confinement: &conf})
+	return conf, path
+}
 
-	// The limits come last: the address-space limit could starve the Go
-	// runtime of this helper.
+// setLimits sets the command's rlimits on this process, which passes
+// them on.
+func setLimits(cfg *helperConfig) {
 	setLimit(unix.RLIMIT_CPU, cfg.CPU, cfg.CPU+1)
 	setLimit(unix.RLIMIT_AS, cfg.AS, cfg.AS)
 	setLimit(unix.RLIMIT_FSIZE, cfg.FSize, cfg.FSize)
 	setLimit(unix.RLIMIT_NPROC, cfg.NProc, cfg.NProc)
-	err = syscall.Exec(path, cfg.Argv, cfg.Env)
-	fail(helperStatus{Error: fmt.Sprintf("exec %s: %v", cfg.Argv[0], err)})
 }
 
 func setLimit(resource int, soft, hard uint64) {
@@ -333,9 +456,39 @@ func setLimit(resource int, soft, hard uint64) {
 	_ = unix.Setrlimit(resource, &unix.Rlimit{Cur: soft, Max: hard})
 }
 
-// restrict applies Landlock: read-only and read-write paths, TCP denied
-// unless allowed, and scoping of signals and abstract Unix sockets.
-func restrict(cfg *helperConfig) error {
+// restrictProcess applies Landlock's rules (see landlockRules) to every
+// thread of this process.
+func restrictProcess(cfg *helperConfig) error {
+	c, rules, err := landlockRules(cfg)
+	if err != nil {
+		return err
+	}
+	return c.Restrict(rules...)
+}
+
+// restrictThread applies no_new_privs and Landlock's rules (see
+// landlockRules) to the calling thread alone, which must be locked to its
+// goroutine and never unlocked.
+func restrictThread(cfg *helperConfig) error {
+	c, rules, err := landlockRules(cfg)
+	if err != nil {
+		return err
+	}
+	fd, flags, err := c.NewRulesetFD(rules...)
+	if err != nil || fd < 0 {
+		return err // fd < 0: nothing to enforce (no Landlock)
+	}
+	defer unix.Close(fd)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	return llsyscall.LandlockRestrictSelf(fd, flags)
+}
+
+// landlockRules are the command's Landlock rules: read-only and read-write
+// paths, TCP denied unless allowed, and scoping of signals and abstract
+// Unix sockets.
+func landlockRules(cfg *helperConfig) (landlock.Config, []landlock.Rule, error) {
 	c := landlock.V11
 	if !cfg.DenyNet || cfg.ProxyPort > 0 {
 		// With a proxy the namespace is the wall: inside it the
@@ -369,7 +522,7 @@ func restrict(cfg *helperConfig) error {
 			if strings.HasPrefix(p, "/dev/") {
 				continue // a device this machine lacks
 			}
-			return fmt.Errorf("read-write path: %w", err)
+			return c, nil, fmt.Errorf("read-write path: %w", err)
 		}
 		if fi.IsDir() {
 			rules = append(rules, landlock.RWDirs(p).WithRefer())
@@ -377,7 +530,7 @@ func restrict(cfg *helperConfig) error {
 			rules = append(rules, landlock.RWFiles(p))
 		}
 	}
-	return c.BestEffort().Restrict(rules...)
+	return c.BestEffort(), rules, nil
 }
 
 // dropCapabilities empties the capability bounding set, so that the command

@@ -334,6 +334,15 @@ func TestSameUser(t *testing.T) {
 // writes, including to submounts brought along by a recursive bind.
 func TestRootMountsReadOnly(t *testing.T) {
 	needIsolation(t)
+	t.Run("setattr", testRootMountsReadOnly)
+	// As on a kernel before 5.12: the mount table read and each mount
+	// remounted.
+	sandbox.SetNoSetattr(true)
+	defer sandbox.SetNoSetattr(false)
+	t.Run("remount", testRootMountsReadOnly)
+}
+
+func testRootMountsReadOnly(t *testing.T) {
 	dir, extra := t.TempDir(), t.TempDir()
 	scratch := filepath.Join(t.TempDir(), "scratch")
 	res := run(t, &sandbox.Spec{Shell: "cat /proc/self/mountinfo", Dir: dir, Scratch: scratch, ReadWrite: []string{extra}})

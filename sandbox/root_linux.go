@@ -101,13 +101,18 @@ func buildRoot(cfg *helperConfig) (err error) {
 			return fmt.Errorf("mounting a private /tmp: %w", err)
 		}
 	}
-	// The mounts of this namespace before the first bind: a bound
-	// directory with none of them below it brings no submount along, so
-	// its bind is the one mount at its target (the binds before it are
-	// of its parents, not below it either).
-	before, err := mountPoints()
-	if err != nil {
-		return err
+	// With mount_setattr(2) (Linux 5.12), a bind and every mount below
+	// it take a flag in one call, without reading the mount table.
+	// Without it: the mounts of this namespace before the first bind: a
+	// bound directory with none of them below it brings no submount
+	// along, so its bind is the one mount at its target (the binds
+	// before it are of its parents, not below it either).
+	setattr := !cfg.NoSetattr && canSetattr()
+	var before []string
+	if !setattr {
+		if before, err = mountPoints(); err != nil {
+			return err
+		}
 	}
 	below := func(dir string) bool {
 		return slices.ContainsFunc(before, func(mp string) bool { return mp != dir && within(mp, dir) })
@@ -135,8 +140,11 @@ func buildRoot(cfg *helperConfig) (err error) {
 		// remounted without reading the mount table again (most binds:
 		// /dev's devices, /etc's files, the work folder).
 		remountBind := remountTree
-		if !b.dir || !below(b.real) {
-			remountBind = remount
+		if !setattr {
+			remountBind = remountTreeOld
+			if !b.dir || !below(b.real) {
+				remountBind = remount
+			}
 		}
 		if err := remountBind(target, flags); err != nil {
 			return fmt.Errorf("making %s %s: %w", b.real, what, err)
@@ -186,7 +194,11 @@ func buildRoot(cfg *helperConfig) (err error) {
 		if err := unix.Mount(target, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("binding /proc/%s: %w", p, err)
 		}
-		if err := remountTreeReadOnly(target); err != nil {
+		remountTreeRO := remountTreeReadOnly
+		if !setattr {
+			remountTreeRO = func(p string) error { return remountTreeOld(p, unix.MS_RDONLY) }
+		}
+		if err := remountTreeRO(target); err != nil {
 			return fmt.Errorf("making /proc/%s read-only: %w", p, err)
 		}
 	}
@@ -236,8 +248,19 @@ func mountPoint(p string, dir bool) error {
 func remountTreeReadOnly(p string) error { return remountTree(p, unix.MS_RDONLY) }
 
 // remountTree adds flags (MS_RDONLY, MS_NOSUID, MS_NODEV) to the mount at
-// p and every mount below it, keeping those each has.
+// p and every mount below it, keeping those each has: with one call of
+// mount_setattr(2) where the kernel has it, else by reading the mount
+// table and remounting each.
 func remountTree(p string, flags uintptr) error {
+	if setattrTree(p, flags) == nil {
+		return nil
+	}
+	return remountTreeOld(p, flags)
+}
+
+// remountTreeOld is remountTree without mount_setattr(2): it reads the
+// mount table and remounts each mount of the tree.
+func remountTreeOld(p string, flags uintptr) error {
 	all, err := mountPoints()
 	if err != nil {
 		return err
@@ -254,6 +277,36 @@ func remountTree(p string, flags uintptr) error {
 		}
 	}
 	return nil
+}
+
+// setattrTree adds flags (MS_RDONLY, MS_NOSUID, MS_NODEV) to the mount at
+// p and every mount below it, at once, with mount_setattr(2). It fails on
+// a kernel before 5.12, and changes nothing when it fails.
+func setattrTree(p string, flags uintptr) error {
+	var attr unix.MountAttr
+	for _, f := range []struct {
+		ms   uintptr
+		attr uint64
+	}{
+		{unix.MS_RDONLY, unix.MOUNT_ATTR_RDONLY},
+		{unix.MS_NOSUID, unix.MOUNT_ATTR_NOSUID},
+		{unix.MS_NODEV, unix.MOUNT_ATTR_NODEV},
+	} {
+		if flags&f.ms != 0 {
+			attr.Attr_set |= f.attr
+			flags &^= f.ms
+		}
+	}
+	if flags != 0 {
+		return fmt.Errorf("mount_setattr: unsupported flags %#x", flags)
+	}
+	return unix.MountSetattr(unix.AT_FDCWD, p, unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW, &attr)
+}
+
+// canSetattr reports whether the kernel has mount_setattr(2): a call that
+// changes nothing answers ENOSYS without it.
+func canSetattr() bool {
+	return unix.MountSetattr(unix.AT_FDCWD, "/", 0, &unix.MountAttr{}) == nil
 }
 
 // mountPoints returns the mount points of this process's mount namespace,

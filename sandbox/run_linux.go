@@ -43,6 +43,14 @@ var systemReadWrite = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"
 // the fallback.
 var noNetns, noIsolation bool
 
+// twoStages makes the helper's first stage start the second even where it
+// could start the command itself, for tests comparing the two.
+var twoStages bool
+
+// noSetattr builds the command's root as on a kernel without
+// mount_setattr(2), for tests of that path.
+var noSetattr bool
+
 // drainTimeout bounds the wait for output once every process of the
 // command was killed; only a process that escaped both the process group
 // and the cgroup can hold the pipe open that long.
@@ -197,6 +205,8 @@ func prepare(spec *Spec) (*prepared, error) {
 			return nil, fmt.Errorf("%w: a Proxy without Dial", ErrInvalidSpec)
 		}
 	}
+	p.cfg.TwoStages = twoStages
+	p.cfg.NoSetattr = noSetattr
 	p.cfg.PrivateTmp = spec.PrivateTmp
 	p.cfg.Terminals = spec.Terminals
 	p.cfg.Unconfined = spec.Unconfined
@@ -320,16 +330,20 @@ func (p *prepared) wait(ctx context.Context, h *helper, cg *pidsCgroup) (res *Re
 	go func() { helperDone <- cmd.Wait() }()
 	// kill ends the helper and, with it, every process of the command:
 	// the process group, the PID namespace of which the helper is init,
-	// and the cgroup.
+	// and the cgroup. The helper is reaped before the cgroup is emptied:
+	// the kernel ends the death of a namespace's init only once every
+	// other process of it is gone, so the cgroup holds then only what
+	// left both (nothing, isolated), and killAll finds it empty instead
+	// of waiting for the processes just killed to be reaped.
 	helperGone := false
 	kill := func() {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		if cg != nil {
-			cg.killAll()
-		}
 		if !helperGone {
 			<-helperDone
 			helperGone = true
+		}
+		if cg != nil {
+			cg.killAll()
 		}
 	}
 

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
 	"github.com/hrns-dev/hrns/openai/openaitest"
 	"github.com/hrns-dev/hrns/server"
@@ -25,6 +27,13 @@ import (
 // the fetching of URL files.
 func filesEnv(t *testing.T, allow func(netip.AddrPort) bool, replies ...openaitest.Reply) (*env, string) {
 	t.Helper()
+	return filesEnvWith(t, &session.Options{FileFetchAllow: allow}, "", replies...)
+}
+
+// filesEnvWith is filesEnv with the manager's options o (its Workspaces
+// and PublicURL set here) and the server's public address publicURL.
+func filesEnvWith(t *testing.T, o *session.Options, publicURL string, replies ...openaitest.Reply) (*env, string) {
+	t.Helper()
 	model := openaitest.NewServer(replies...)
 	t.Cleanup(model.Close)
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), &sqlite.Options{RelaxedSync: true})
@@ -33,11 +42,12 @@ func filesEnv(t *testing.T, allow func(netip.AddrPort) bool, replies ...openaite
 	}
 	t.Cleanup(func() { st.Close() })
 	dir := filepath.Join(t.TempDir(), "sessions")
-	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{Workspaces: dir, FileFetchAllow: allow})
+	o.Workspaces, o.PublicURL = dir, publicURL
+	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, o)
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: dir})))
+	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: dir, PublicURL: publicURL})))
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())
@@ -243,4 +253,146 @@ func TestMessageFilesIdempotent(t *testing.T) {
 	if len(entries) != 1 || entries[0].Name() != strings.ReplaceAll(id, "-", "") {
 		t.Errorf("workspaces %v, want only the session's", entries)
 	}
+}
+
+// TestAttachmentURLAbsolute: with the server's public address configured
+// (server.Options.PublicURL and session.Options.PublicURL, hrns serve
+// --public-url), an AttachmentEvent's url, and the url the stored request
+// shows, are absolute URLs under it, which serve the file to its own key
+// only; without one they are paths from the server's root
+// (TestMessageFiles).
+func TestAttachmentURLAbsolute(t *testing.T) {
+	const public = "https://hrns.example.com/agents"
+	e, _ := filesEnvWith(t, &session.Options{}, public+"/", openaitest.Reply{Text: "ok"})
+	body := fmt.Sprintf(`{"agent":{"name":"reader","environments":[]},"idle_timeout_s":60,"messages":{"message":"Read.","files":[{"source":%q,"name":"my notes.txt"}]}}`, b64("hello"))
+	id := e.create(keyAlice, body)
+	f := e.follow(keyAlice, id)
+	f.status(session.StatusIdle)
+	var a attachment
+	for _, ev := range f.events {
+		if ev.Type == "AttachmentEvent" {
+			json.Unmarshal(ev.Data, &a)
+		}
+	}
+	want := public + "/api/v2/sessions/" + id + "/resources/files/files/my%20notes.txt"
+	if a.URL != want {
+		t.Fatalf("url %q, want %q", a.URL, want)
+	}
+	r := e.expect(e.do("GET", "/api/v2/sessions/"+id, keyAlice, nil), http.StatusOK)
+	if !strings.Contains(string(r.body), `"source":"`+want+`"`) {
+		t.Errorf("the stored request does not show %s: %s", want, r.body)
+	}
+	path := strings.TrimPrefix(a.URL, public)
+	if r := e.expect(e.do("GET", path, keyAlice, nil), http.StatusOK); string(r.body) != "hello" {
+		t.Errorf("GET %s: %q", path, r.body)
+	}
+	e.expect(e.do("GET", path, keyBob, nil), http.StatusNotFound)
+	e.expect(e.do("GET", path, "", nil), http.StatusUnauthorized)
+}
+
+// TestAgentAttachments: files a session's agent leaves in its files
+// folder (here a tool of the session's environment, which gets the
+// folder as EnvironmentParams.Files, as the browser does for its
+// downloads) are reported by AttachmentEvents of origin "agent" after
+// the call's result: new files, and a file written again; not the
+// user's files, nor hidden files, names with control characters, links
+// (one to a file outside), nor files unchanged. At most 10 with
+// one call's result, the rest with the next. Their url serves the file
+// to the session's key only.
+func TestAgentAttachments(t *testing.T) {
+	type makeArgs struct {
+		Names []string `json:"names"`
+		Text  string   `json:"text"`
+	}
+	web := func(p *session.EnvironmentParams) (*loop.Toolset, func(bool), error) {
+		ts := &loop.Toolset{}
+		ts.Add(loop.NewTool("make_files", "Writes files.", func(ctx context.Context, in makeArgs) (*loop.Output, error) {
+			if p.Files == "" {
+				return nil, fmt.Errorf("no files folder")
+			}
+			os.MkdirAll(p.Files, 0o700)
+			for _, n := range in.Names {
+				if target, ok := strings.CutPrefix(n, "link:"); ok {
+					// A link to a file outside the folder.
+					if err := os.Symlink(target, filepath.Join(p.Files, "link.txt")); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				if err := os.WriteFile(filepath.Join(p.Files, n), []byte(in.Text), 0o600); err != nil {
+					return nil, err
+				}
+			}
+			return loop.TextOutput("written"), nil
+		}))
+		return ts, nil, nil
+	}
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	os.WriteFile(secret, []byte("not for the user"), 0o600)
+	var many []string
+	for i := range 12 {
+		many = append(many, fmt.Sprintf("part-%02d.csv", i))
+	}
+	call := func(id string, names []string, text string) openaitest.Reply {
+		args, _ := json.Marshal(makeArgs{names, text})
+		return openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall(id, "make_files", string(args))}}
+	}
+	e, _ := filesEnvWith(t, &session.Options{SessionEnvironments: map[string]session.EnvironmentFunc{"web": web}}, "",
+		call("c1", []string{"report.pdf", ".hidden", "notes.txt", "bell\x07.txt", "link:" + secret}, "v1"),
+		call("c2", []string{"report.pdf"}, "version 2"),
+		call("c3", many, "x"),
+		call("c4", []string{}, ""),
+		openaitest.Reply{Text: "done"})
+	body := fmt.Sprintf(`{"agent":{"name":"maker","environments":["web"]},"messages":{"message":"Make files.","files":[{"source":%q,"name":"input.txt"}]}}`, b64("given"))
+	id := e.create(keyAlice, body)
+	f := e.follow(keyAlice, id)
+	f.status(session.StatusCompleted)
+	var got []string
+	var first attachment
+	for _, ev := range f.events {
+		if ev.Type != "AttachmentEvent" {
+			continue
+		}
+		var a attachment
+		json.Unmarshal(ev.Data, &a)
+		if a.Origin == "agent" && first.Name == "" {
+			first = a
+		}
+		got = append(got, fmt.Sprintf("%s %s %s %s %d", a.Origin, a.Name, a.Path, a.MediaType, a.SizeBytes))
+	}
+	want := []string{"user input.txt files/input.txt text/plain; charset=utf-8 5",
+		"agent notes.txt files/notes.txt text/plain; charset=utf-8 2",
+		"agent report.pdf files/report.pdf application/pdf 2",
+		"agent report.pdf files/report.pdf application/pdf 9"}
+	for _, n := range many {
+		want = append(want, "agent "+n+" files/"+n+" text/csv; charset=utf-8 1")
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("attachments:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// At most 10 with one call's result: the third call's commit carries
+	// 10, the fourth the other 2.
+	perResult, counts := 0, []int{}
+	for _, ev := range f.events {
+		switch {
+		case ev.Type == "AttachmentEvent" && strings.Contains(string(ev.Data), `"agent"`):
+			perResult++
+		case ev.Type == "AgentEvent" && strings.Contains(string(ev.Data), `"tool_result"`):
+			if perResult > 0 {
+				counts = append(counts, perResult)
+			}
+			perResult = 0
+		}
+	}
+	counts = append(counts, perResult)
+	if fmt.Sprint(counts) != "[2 1 10 2]" {
+		t.Errorf("agent attachments after each call: %v, want [2 1 10 2]", counts)
+	}
+	if want := "/api/v2/sessions/" + id + "/resources/files/files/notes.txt"; first.URL != want {
+		t.Errorf("url %q, want %q", first.URL, want)
+	}
+	if r := e.expect(e.do("GET", first.URL, keyAlice, nil), http.StatusOK); string(r.body) != "v1" {
+		t.Errorf("GET %s: %q", first.URL, r.body)
+	}
+	e.expect(e.do("GET", first.URL, keyBob, nil), http.StatusNotFound)
 }

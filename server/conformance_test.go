@@ -344,16 +344,17 @@ func TestAcceptedBodies(t *testing.T) {
 	e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[]},"messages":{"message":"x","images":["ftp://example.com/a.png"]}}`), http.StatusUnprocessableEntity)
 }
 
-// TestEnvironments: a desktop is refused clearly; a web environment's
+// TestEnvironments: a desktop on the server is refused clearly (the
+// user's own is accepted: userdesktop_test.go); a web environment's
 // start_url, headless and mode are accepted, kept in the request, given to
 // the kind's Options.SessionEnvironments func, and reported as not
 // honoured without one.
 func TestEnvironments(t *testing.T) {
 	e := webEnv(t, openaitest.Reply{Text: "ok"})
-	r := e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[{"id":"my-desktop","kind":"desktop","host":"user_device"}]},"messages":"hi"}`), http.StatusUnprocessableEntity)
+	r := e.expect(e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":[{"id":"my-desktop","kind":"desktop","host":"cloud"}]},"messages":"hi"}`), http.StatusUnprocessableEntity)
 	var detail struct{ Detail []session.FieldError }
 	r.json(&detail)
-	if len(detail.Detail) != 1 || !strings.Contains(detail.Detail[0].Msg, "desktop environments are not available") || fmt.Sprint(detail.Detail[0].Loc) != "[body agent environments 0]" {
+	if len(detail.Detail) != 1 || !strings.Contains(detail.Detail[0].Msg, `a desktop environment runs on the caller's device here`) || fmt.Sprint(detail.Detail[0].Loc) != "[body agent environments 0 host]" {
 		t.Errorf("desktop refused with %s", r.body)
 	}
 	web := `{"kind":"web","start_url":"https://example.com","headless":true,"mode":{"type":"text","chunk_size":5000}}`

@@ -1,11 +1,15 @@
 package server
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/hrns-dev/hrns/platform/feedback"
+)
 
 // listFeedback answers GET /api/v2/sessions/{id}/feedback (an hrns
 // addition): the feedback the key gave on the session and its events.
 func (s *Server) listFeedback(w http.ResponseWriter, r *http.Request, owner string) error {
-	l, err := s.m.Feedback(r.Context(), owner, r.PathValue("id"))
+	l, err := feedback.New(s.m).Feedback(r.Context(), owner, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -24,7 +28,7 @@ func (s *Server) sharedEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	if p.From == nil {
 		// A page asked by number is given whole, in pieces.
-		pr, err := s.m.SharedEventPage(r.Context(), r.PathValue("token"), p)
+		pr, err := feedback.New(s.m).SharedEventPage(r.Context(), r.PathValue("token"), p)
 		if err == nil {
 			err = s.writeEventPage(w, r, pr)
 		}
@@ -33,7 +37,7 @@ func (s *Server) sharedEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	page, err := s.m.SharedEvents(r.Context(), r.PathValue("token"), p)
+	page, err := feedback.New(s.m).SharedEvents(r.Context(), r.PathValue("token"), p)
 	if err != nil {
 		s.writeErr(w, r, err)
 		return

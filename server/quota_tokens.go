@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/platform/quota"
 )
 
 // tokenQuota answers GET /api/v2/quota/tokens: the key's token quota and
@@ -27,7 +27,7 @@ func (s *Server) tokenQuota(w http.ResponseWriter, r *http.Request, owner string
 // as they retry a full concurrent-session quota.
 func writeTokenQuotaError(w http.ResponseWriter, err error) {
 	w.Header().Set("Hrns-Quota", "tokens")
-	qe, ok := errors.AsType[*session.TokenQuotaError](err)
+	qe, ok := errors.AsType[*quota.Error](err)
 	if !ok {
 		writeError(w, http.StatusTooManyRequests, err.Error())
 		return

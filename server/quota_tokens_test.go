@@ -9,6 +9,7 @@ import (
 
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/platform/quota"
 	"github.com/hrns-dev/hrns/session"
 )
 
@@ -24,7 +25,7 @@ type tokenQuota struct {
 // once it is spent, creating a session and sending a message answer 429
 // with Retry-After at the window's end, for that key only.
 func TestTokenQuotaHTTP(t *testing.T) {
-	e := newEnv(t, &envOptions{session: &session.Options{TokenQuota: &session.TokenQuota{Limit: 20, Period: session.PeriodDay}}},
+	e := newEnv(t, &envOptions{session: &session.Options{TokenQuota: &quota.Tokens{Limit: 20, Period: quota.PeriodDay}}},
 		openaitest.Reply{Text: "done", Usage: &llm.Usage{InputTokens: 20, OutputTokens: 5}})
 	var q tokenQuota
 	e.expect(e.do("GET", "/api/v2/quota/tokens", keyAlice, nil), http.StatusOK).json(&q)

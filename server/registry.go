@@ -8,12 +8,12 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/platform/registry"
 )
 
-// registry describes the routes of one registry of the API.
-type registry struct {
-	kind session.EntryKind
+// registryKind describes the routes of one registry of the API.
+type registryKind struct {
+	kind registry.EntryKind
 	// path is the collection's path; title names an entry in messages.
 	path, title string
 	// nameParam is the list filter on names; sortName the sort key of
@@ -21,10 +21,10 @@ type registry struct {
 	nameParam, sortName string
 }
 
-var registries = []registry{
-	{session.EntryAgent, "/api/v2/agents", "Agent", "agent_name", "agent_name"},
-	{session.EntryEnvironment, "/api/v2/environments", "Environment", "id", "id"},
-	{session.EntrySkill, "/api/v2/skills", "Skill", "name", "name"},
+var registries = []registryKind{
+	{registry.EntryAgent, "/api/v2/agents", "Agent", "agent_name", "agent_name"},
+	{registry.EntryEnvironment, "/api/v2/environments", "Environment", "id", "id"},
+	{registry.EntrySkill, "/api/v2/skills", "Skill", "name", "name"},
 }
 
 // registryRoutes adds the routes of the agents, environments and skills
@@ -65,13 +65,13 @@ func readBody(r *http.Request) ([]byte, error) {
 
 // regError maps the errors of a registry to responses; it returns the
 // errors it does not know, for writeErr.
-func regError(w http.ResponseWriter, g registry, err error) error {
+func regError(w http.ResponseWriter, g registryKind, err error) error {
 	switch {
-	case errors.Is(err, session.ErrEntryNotFound):
+	case errors.Is(err, registry.ErrEntryNotFound):
 		writeError(w, http.StatusNotFound, g.title+" not found")
-	case errors.Is(err, session.ErrEntryExists), errors.Is(err, session.ErrEntryConflict), errors.Is(err, session.ErrTooManyEntries):
+	case errors.Is(err, registry.ErrEntryExists), errors.Is(err, registry.ErrEntryConflict), errors.Is(err, registry.ErrTooManyEntries):
 		writeError(w, http.StatusConflict, err.Error())
-	case errors.Is(err, session.ErrReadOnly), errors.Is(err, session.ErrReserved):
+	case errors.Is(err, registry.ErrReadOnly), errors.Is(err, registry.ErrReserved):
 		writeError(w, http.StatusForbidden, err.Error())
 	default:
 		return err
@@ -81,13 +81,13 @@ func regError(w http.ResponseWriter, g registry, err error) error {
 
 func itemName(r *http.Request) string { return r.PathValue("name") }
 
-func (s *Server) regCreate(g registry) func(http.ResponseWriter, *http.Request, string) error {
+func (s *Server) regCreate(g registryKind) func(http.ResponseWriter, *http.Request, string) error {
 	return func(w http.ResponseWriter, r *http.Request, owner string) error {
 		body, err := readBody(r)
 		if err != nil {
 			return err
 		}
-		doc, err := s.m.Registry().Create(r.Context(), g.kind, owner, body)
+		doc, err := registry.New(s.m).Create(r.Context(), g.kind, owner, body)
 		if err != nil {
 			return regError(w, g, err)
 		}
@@ -112,17 +112,17 @@ func escapeName(name string) string {
 	return strings.Join(parts, "/")
 }
 
-func (s *Server) regList(g registry) func(http.ResponseWriter, *http.Request, string) error {
+func (s *Server) regList(g registryKind) func(http.ResponseWriter, *http.Request, string) error {
 	return func(w http.ResponseWriter, r *http.Request, owner string) error {
 		q := &query{r: r}
 		values := r.URL.Query()
-		p := &session.EntryListParams{
+		p := &registry.EntryListParams{
 			Page:   q.int("page", 1, 1, 1<<30),
 			Size:   q.int("size", 10, 1, 1000),
 			Name:   values.Get(g.nameParam),
 			Search: values.Get("search"),
 		}
-		if g.kind == session.EntryEnvironment {
+		if g.kind == registry.EntryEnvironment {
 			switch kind := values.Get("kind"); kind {
 			case "", "web", "desktop":
 				p.Type = kind
@@ -149,7 +149,7 @@ func (s *Server) regList(g registry) func(http.ResponseWriter, *http.Request, st
 		if err := q.err(); err != nil {
 			return err
 		}
-		page, err := s.m.Registry().List(r.Context(), g.kind, owner, p)
+		page, err := registry.New(s.m).List(r.Context(), g.kind, owner, p)
 		if err != nil {
 			return regError(w, g, err)
 		}
@@ -158,17 +158,17 @@ func (s *Server) regList(g registry) func(http.ResponseWriter, *http.Request, st
 	}
 }
 
-func (s *Server) regGet(g registry) func(http.ResponseWriter, *http.Request, string) error {
+func (s *Server) regGet(g registryKind) func(http.ResponseWriter, *http.Request, string) error {
 	return func(w http.ResponseWriter, r *http.Request, owner string) error {
 		q := &query{r: r}
 		resolve := false
-		if g.kind == session.EntryAgent {
+		if g.kind == registry.EntryAgent {
 			resolve = q.bool("resolve", false)
 		}
 		if err := q.err(); err != nil {
 			return err
 		}
-		doc, err := s.m.Registry().Get(r.Context(), g.kind, owner, itemName(r), resolve)
+		doc, err := registry.New(s.m).Get(r.Context(), g.kind, owner, itemName(r), resolve)
 		if err != nil {
 			return regError(w, g, err)
 		}
@@ -177,13 +177,13 @@ func (s *Server) regGet(g registry) func(http.ResponseWriter, *http.Request, str
 	}
 }
 
-func (s *Server) regReplace(g registry) func(http.ResponseWriter, *http.Request, string) error {
+func (s *Server) regReplace(g registryKind) func(http.ResponseWriter, *http.Request, string) error {
 	return func(w http.ResponseWriter, r *http.Request, owner string) error {
 		body, err := readBody(r)
 		if err != nil {
 			return err
 		}
-		doc, err := s.m.Registry().Replace(r.Context(), g.kind, owner, itemName(r), body)
+		doc, err := registry.New(s.m).Replace(r.Context(), g.kind, owner, itemName(r), body)
 		if err != nil {
 			return regError(w, g, err)
 		}
@@ -192,13 +192,13 @@ func (s *Server) regReplace(g registry) func(http.ResponseWriter, *http.Request,
 	}
 }
 
-func (s *Server) regPatch(g registry) func(http.ResponseWriter, *http.Request, string) error {
+func (s *Server) regPatch(g registryKind) func(http.ResponseWriter, *http.Request, string) error {
 	return func(w http.ResponseWriter, r *http.Request, owner string) error {
 		body, err := readBody(r)
 		if err != nil {
 			return err
 		}
-		doc, err := s.m.Registry().Patch(r.Context(), g.kind, owner, itemName(r), body)
+		doc, err := registry.New(s.m).Patch(r.Context(), g.kind, owner, itemName(r), body)
 		if err != nil {
 			return regError(w, g, err)
 		}
@@ -207,9 +207,9 @@ func (s *Server) regPatch(g registry) func(http.ResponseWriter, *http.Request, s
 	}
 }
 
-func (s *Server) regDelete(g registry) func(http.ResponseWriter, *http.Request, string) error {
+func (s *Server) regDelete(g registryKind) func(http.ResponseWriter, *http.Request, string) error {
 	return func(w http.ResponseWriter, r *http.Request, owner string) error {
-		if err := s.m.Registry().Delete(r.Context(), g.kind, owner, itemName(r)); err != nil {
+		if err := registry.New(s.m).Delete(r.Context(), g.kind, owner, itemName(r)); err != nil {
 			return regError(w, g, err)
 		}
 		w.WriteHeader(http.StatusNoContent)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/hrns-dev/hrns/session/schedule"
+	"github.com/hrns-dev/hrns/platform/schedule"
 )
 
 // scheduleRoutes adds the routes of the schedules, when the server has a

@@ -135,10 +135,11 @@ import (
 	"time"
 
 	"github.com/hrns-dev/hrns/api"
+	"github.com/hrns-dev/hrns/platform/feedback"
+	"github.com/hrns-dev/hrns/platform/schedule"
+	"github.com/hrns-dev/hrns/platform/vault"
+	"github.com/hrns-dev/hrns/platform/webhook"
 	"github.com/hrns-dev/hrns/session"
-	"github.com/hrns-dev/hrns/session/schedule"
-	"github.com/hrns-dev/hrns/session/webhook"
-	"github.com/hrns-dev/hrns/vault"
 )
 
 // Options configure a [Server]. A nil *Options means the defaults.
@@ -1100,9 +1101,9 @@ func (s *Server) feedback(w http.ResponseWriter, r *http.Request, owner string) 
 		if perr != nil || i < 0 {
 			return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"path", "event_index"}, Msg: "Input should be a valid event index", Type: "int_parsing", Input: raw}}}
 		}
-		err = s.m.SetEventFeedback(r.Context(), owner, r.PathValue("id"), i, fb)
+		err = feedback.New(s.m).SetEventFeedback(r.Context(), owner, r.PathValue("id"), i, fb)
 	} else {
-		err = s.m.SetFeedback(r.Context(), owner, r.PathValue("id"), fb)
+		err = feedback.New(s.m).SetFeedback(r.Context(), owner, r.PathValue("id"), fb)
 	}
 	if err != nil {
 		return err
@@ -1112,7 +1113,7 @@ func (s *Server) feedback(w http.ResponseWriter, r *http.Request, owner string) 
 }
 
 func (s *Server) share(w http.ResponseWriter, r *http.Request, owner string) error {
-	token, err := s.m.Share(r.Context(), owner, r.PathValue("id"))
+	token, err := feedback.New(s.m).Share(r.Context(), owner, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -1138,7 +1139,7 @@ func (s *Server) publicBase(r *http.Request) string {
 }
 
 func (s *Server) unshare(w http.ResponseWriter, r *http.Request, owner string) error {
-	if err := s.m.Unshare(r.Context(), owner, r.PathValue("id")); err != nil {
+	if err := feedback.New(s.m).Unshare(r.Context(), owner, r.PathValue("id")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -1148,7 +1149,7 @@ func (s *Server) unshare(w http.ResponseWriter, r *http.Request, owner string) e
 // shared answers GET /api/v2/shared/{token}: the session, read-only, to
 // anyone with its share token.
 func (s *Server) shared(w http.ResponseWriter, r *http.Request) {
-	v, err := s.m.Shared(r.Context(), r.PathValue("token"))
+	v, err := feedback.New(s.m).Shared(r.Context(), r.PathValue("token"))
 	if err != nil {
 		s.writeErr(w, r, err)
 		return

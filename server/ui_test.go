@@ -25,11 +25,11 @@ import (
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
 	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/platform/schedule"
+	"github.com/hrns-dev/hrns/platform/webhook"
 	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
-	"github.com/hrns-dev/hrns/session/schedule"
-	"github.com/hrns-dev/hrns/session/webhook"
 	"github.com/hrns-dev/hrns/store/sqlite"
 	"github.com/hrns-dev/hrns/tools"
 )

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hrns-dev/hrns/platform/vault"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store"
-	"github.com/hrns-dev/hrns/vault"
 )
 
 // vaultRoutes adds the vault routes (see [Options.Vaults]):

@@ -9,11 +9,11 @@ import (
 
 	"github.com/hrns-dev/hrns/llm/llmtest"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/platform/vault"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store/postgres"
 	"github.com/hrns-dev/hrns/store/postgres/postgrestest"
-	"github.com/hrns-dev/hrns/vault"
 )
 
 // Two replicas sharing a PostgreSQL store and a vault key: a vault

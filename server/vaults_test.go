@@ -27,12 +27,12 @@ import (
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
 	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/platform/schedule"
+	"github.com/hrns-dev/hrns/platform/vault"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
-	"github.com/hrns-dev/hrns/session/schedule"
 	"github.com/hrns-dev/hrns/store"
 	"github.com/hrns-dev/hrns/store/sqlite"
-	"github.com/hrns-dev/hrns/vault"
 )
 
 // The vault key and TOTP seed of the tests (made up for them).

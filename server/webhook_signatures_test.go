@@ -19,9 +19,9 @@ import (
 
 	"github.com/hrns-dev/hrns/client"
 	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/platform/webhook"
+	"github.com/hrns-dev/hrns/platform/webhook/webhooktest"
 	"github.com/hrns-dev/hrns/session"
-	"github.com/hrns-dev/hrns/session/webhook"
-	"github.com/hrns-dev/hrns/session/webhook/webhooktest"
 )
 
 // hEvent is the body of a delivery as H's SDK parses it

@@ -5,11 +5,11 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/hrns-dev/hrns/platform/webhook"
 	"github.com/hrns-dev/hrns/session"
-	"github.com/hrns-dev/hrns/session/webhook"
 )
 
-// webhookRoutes adds the webhooks API (package session/webhook):
+// webhookRoutes adds the webhooks API (package platform/webhook):
 //
 //	POST   /api/v2/webhooks                          create (201, with the secret)
 //	GET    /api/v2/webhooks                          list (paged)

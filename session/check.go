@@ -13,7 +13,7 @@ import "context"
 func (m *Manager) CheckRequest(ctx context.Context, owner string, r *Request) (*Request, error) {
 	// The steps of Manager.create up to the session's state.
 	echo := m.normalize(r)
-	req, reg, err := m.Registry().forSession(ctx, owner, echo)
+	req, reg, err := m.forSession(ctx, owner, echo)
 	if err != nil {
 		return nil, err
 	}

@@ -108,6 +108,12 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 			}
 			return
 		}
+		if ctx.Err() != nil {
+			// The manager stopped during the claim: what it took is
+			// given back for the next manager to run at once.
+			m.release(claimed)
+			return
+		}
 		m.mu.Lock()
 		for _, s := range claimed {
 			m.startWorker(ctx, s)
@@ -192,11 +198,7 @@ func (m *Manager) runClaimed(opts *store.UpdateOptions, s *store.Session, h *hol
 	m.mu.Unlock()
 	if h.claimed {
 		// The manager stops: the next one to start claims it.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := m.st.Release(ctx, s.ID, m.owner); err != nil {
-			m.log.Warn("releasing session", "session", s.ID, "err", err)
-		}
+		m.release([]*store.Session{s})
 	}
 }
 
@@ -226,7 +228,14 @@ const suspectAfter = 2
 // claim claims up to free sessions: those claimed fewer than suspectAfter
 // times without progress, and one more, the oldest, when no suspect runs
 // here.
+//
+// The claim is not cut by Stop (ctx): a claim cancelled after its
+// transaction committed would leave its sessions leased to a stopped
+// replica until the lease expires. It is bounded by half a lease TTL
+// instead, and the caller gives back what it took if ctx ended meanwhile.
 func (m *Manager) claim(ctx context.Context, free int) ([]*store.Session, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.opts.LeaseTTL/2)
+	defer cancel()
 	p := &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, Limit: free, BelowAttempts: suspectAfter}
 	claimed, err := m.st.Claim(ctx, p)
 	if err != nil || len(claimed) == free {
@@ -247,6 +256,17 @@ func (m *Manager) claim(ctx context.Context, free int) ([]*store.Session, error)
 		m.log.Error("claiming sessions", "err", err) // the others run
 	}
 	return append(claimed, more...), nil
+}
+
+// release gives back the leases of sessions claimed but not run.
+func (m *Manager) release(claimed []*store.Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range claimed {
+		if err := m.st.Release(ctx, s.ID, m.owner); err != nil {
+			m.log.Warn("releasing session", "session", s.ID, "err", err)
+		}
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) {

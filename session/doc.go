@@ -147,13 +147,14 @@
 //
 // # Registries
 //
-// [Manager.Registry] is the API of the agents, environments and skills
-// that each owner (API key) registers in the store ([AgentSpec],
-// [EnvironmentSpec], [SkillSpec]): it validates them, keeps each owner's
-// apart, and lists the operator's agents ([Options.Agents], and their
-// [Options.Catalog] names) and environment kinds as read-only entries.
-// [Manager.Create] resolves the names a request gives through it
-// ([Registry.ResolveAgent]): a registered agent becomes an inline
+// Package platform/registry is the API of the agents, environments and
+// skills that each owner (API key) registers in the store ([AgentSpec],
+// [EnvironmentSpec], [SkillSpec]): it keeps each owner's apart, and lists
+// the operator's agents ([Options.Agents], and their [Options.Catalog]
+// names) and environment kinds as read-only entries
+// ([Manager.BuiltinEntries]); the runtime validates them as sessions read
+// them ([Manager.ParseEntry]). [Manager.Create] resolves the names a
+// request gives ([Manager.ResolveAgent]): a registered agent becomes an inline
 // definition, an environment's id its definition, and skills named by
 // the agent reach the model through the skill tools of package skills,
 // read from the store each time the session runs. Subagents given by
@@ -165,8 +166,8 @@
 // # Quotas
 //
 // [Options.MaxActiveSessions] bounds each owner's active sessions;
-// [Options.TokenQuota] the tokens each owner's sessions use per day or
-// month, counted in the store ([store.Quotas]) at each step, so that
+// [Options.TokenQuota] (a [QuotaPolicy]: package platform/quota's, per
+// day or month) the tokens each owner's sessions use, counted in the store ([store.Quotas]) at each step, so that
 // every replica enforces the same count ([Manager.TokenQuota]).
 // [Manager.WorkspaceName] names the directory of a session's files.
 package session

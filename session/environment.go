@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"time"
 
 	"github.com/hrns-dev/hrns/loop"
@@ -43,6 +44,27 @@ type EnvironmentParams struct {
 	// its browser from a copy of it, the first time it runs for the
 	// session (see [BrowserProfile]).
 	Profile *BrowserProfile
+	// Files is the session's files folder, the directory "files" of its
+	// workspace (absolute; it may not exist yet): where the files of its
+	// messages are saved, where a browser saves what it downloads and
+	// takes what it uploads, and where files the agent leaves for the
+	// user are reported from (AttachmentEvent, origin "agent"). Empty
+	// when the manager keeps no workspaces (Options.Workspaces), and
+	// while a request is validated.
+	Files string
+}
+
+// filesFolder is the files folder of session id whose spec is sp, or ""
+// without workspaces (see [EnvironmentParams.Files]).
+func (m *Manager) filesFolder(sp *spec, id string) string {
+	if m.opts.Workspaces == "" || id == "" {
+		return ""
+	}
+	dir, err := filepath.Abs(filepath.Join(m.opts.Workspaces, workspaceOf(sp, id), filesDir))
+	if err != nil {
+		return ""
+	}
+	return dir
 }
 
 // hasEnvironment reports whether the server offers the environment kind.

@@ -255,39 +255,44 @@ func fetchFile(ctx context.Context, c *http.Client, raw string, left int64) ([]b
 // saveFiles saves a message's files into the workspace name, under
 // files/ (a name already there gets " (2)", " (3)"... before its
 // extension), and returns the message's parts that show them to the
-// model, and their AttachmentEvents for the session id. The workspace
+// model, their AttachmentEvents for the session id, and their marks (for
+// state.Files: not the agent's files). The workspace
 // is opened as an os.Root: nothing is written outside it, whatever its
 // links.
-func (m *Manager) saveFiles(id, workspace string, files []attached) ([]llm.Part, []store.Event, []FileContent, error) {
+func (m *Manager) saveFiles(id, workspace string, files []attached) ([]llm.Part, []store.Event, []FileContent, map[string]fileMark, error) {
 	if len(files) == 0 {
-		return nil, nil, nil, nil
+		return nil, nil, nil, nil, nil
 	}
 	dir := filepath.Join(m.opts.Workspaces, workspace)
 	if err := os.MkdirAll(m.opts.Workspaces, 0o700); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	defer root.Close()
 	if err := root.Mkdir(filesDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	var text strings.Builder
-	text.WriteString("Files attached to this message, saved in your workspace:")
+	text.WriteString("Files attached to this message, saved in your workspace's files folder (a browser's browser_file_upload takes them by these paths too):")
 	var media []llm.Part
 	var events []store.Event
 	var shown []FileContent
+	marks := map[string]fileMark{}
 	for _, f := range files {
 		name, err := createUnique(root, f.name, f.data)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("saving the file %q: %w", f.name, err)
+			return nil, nil, nil, nil, fmt.Errorf("saving the file %q: %w", f.name, err)
 		}
 		p := filesDir + "/" + name
+		if mk, ok := markOf(root, name); ok {
+			marks[name] = mk
+		}
 		fmt.Fprintf(&text, "\n- %s (%s, %d bytes)", p, f.mediaType, len(f.data))
 		base, _, _ := mime.ParseMediaType(f.mediaType)
 		switch base {
@@ -296,7 +301,7 @@ func (m *Manager) saveFiles(id, workspace string, files []attached) ([]llm.Part,
 		case "application/pdf":
 			media = append(media, llm.DocumentPart(base, name, f.data))
 		}
-		u := "/api/v2/sessions/" + id + "/resources/files/" + filesDir + "/" + url.PathEscape(name)
+		u := m.fileURL(id, name)
 		size := int64(len(f.data))
 		events = append(events, event(api.EventAttachment, api.AttachmentData{Origin: "user", Name: name, Path: p, MediaType: f.mediaType, SizeBytes: size, URL: u}))
 		shown = append(shown, FileContent{Type: "url", Source: u, Name: name, MediaType: f.mediaType, SizeBytes: &size})
@@ -304,7 +309,14 @@ func (m *Manager) saveFiles(id, workspace string, files []attached) ([]llm.Part,
 	if len(media) > 0 {
 		text.WriteString("\nThe images and PDFs among them follow.")
 	}
-	return append([]llm.Part{llm.TextPart(text.String())}, media...), events, shown, nil
+	return append([]llm.Part{llm.TextPart(text.String())}, media...), events, shown, marks, nil
+}
+
+// fileURL is the URL that serves the file files/name of session id:
+// absolute from Options.PublicURL, or a path from the server's root
+// without one.
+func (m *Manager) fileURL(id, name string) string {
+	return strings.TrimRight(m.opts.PublicURL, "/") + "/api/v2/sessions/" + id + "/resources/files/" + filesDir + "/" + url.PathEscape(name)
 }
 
 // createUnique writes data to files/NAME in root, a new file, NAME made

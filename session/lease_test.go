@@ -277,3 +277,54 @@ type modelFunc func(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, 
 func (f modelFunc) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
 	return f(ctx, req)
 }
+
+// claimCutByStop is a store whose Claim, once armed, waits for the
+// dispatcher's context to end or for the test's signal, then commits the
+// claim and answers with the context's error: a claim whose transaction
+// committed as the manager stopped.
+type claimCutByStop struct {
+	store.Store
+	entered chan struct{} // closed by the first Claim
+	enter   sync.Once
+	armed   chan struct{}
+}
+
+func (c *claimCutByStop) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
+	c.enter.Do(func() { close(c.entered) })
+	select {
+	case <-ctx.Done():
+	case <-c.armed:
+	}
+	got, err := c.Store.Claim(context.WithoutCancel(ctx), p)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return got, err
+}
+
+// TestClaimCutByStopReleased: a session the dispatcher claims while its
+// manager stops is left unleased, for the next manager to run at once,
+// not leased to a stopped replica until its lease expires.
+func TestClaimCutByStopReleased(t *testing.T) {
+	base := openStore(t)
+	model := llmtest.NewModel(llmtest.Text("done"))
+	idle := session.New(base, model, &session.Options{})
+	v := create(t, idle, transcriptAgent) // not claimed: idle is not running
+	st := &claimCutByStop{Store: base, entered: make(chan struct{}), armed: make(chan struct{})}
+	m := startManager(t, st, model, &session.Options{LeaseTTL: time.Hour})
+	<-st.entered
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	m.Stop(gone) // the dispatcher's context ends now; its claim is in flight
+	close(st.armed)
+	if err := m.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := base.GetSession(t.Context(), v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.LeaseOwner != "" && s.LeaseUntil.After(time.Now()) {
+		t.Errorf("session %s is %s, leased to %q until %v by a stopped manager", v.ID, s.Status, s.LeaseOwner, s.LeaseUntil)
+	}
+}

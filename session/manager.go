@@ -141,8 +141,9 @@ type Options struct {
 	// transcript outgrows the window fails with the provider's error.
 	DisableCompaction bool
 	// TokenQuota, when set, limits the tokens each owner's sessions use
-	// per day or month (see [TokenQuota]); tokens are counted either way.
-	TokenQuota *TokenQuota
+	// per window (see [QuotaPolicy]; package platform/quota's *Tokens,
+	// per day or month); tokens are counted per month either way.
+	TokenQuota QuotaPolicy
 	// Vaults, when set, gives sessions whose agent's environments name a
 	// vault (vault_id) that vault's tools: the one_time_code tool. See
 	// [VaultToolsFunc]. Nil means a request naming a vault is refused.
@@ -153,6 +154,13 @@ type Options struct {
 	// server's session files operations serve the same directory).
 	// Empty means none: a message with files is refused.
 	Workspaces string
+	// PublicURL is the server's address as its clients reach it (the
+	// server's Options.PublicURL, hrns serve --public-url): the url of
+	// each AttachmentEvent, and of each file the stored request shows,
+	// is made from it. Empty means the url is a path from the server's
+	// root ("/api/v2/sessions/ID/resources/files/files/NAME"), since the
+	// runtime cannot know the address a client used.
+	PublicURL string
 	// FileFetchAllow, when set, opens addresses beyond the public
 	// internet to the fetching of URL files of user messages (see
 	// package internal/netpolicy); nil means only public addresses.
@@ -294,7 +302,7 @@ type CreateParams struct {
 	// the session the first one created.
 	IdempotencyKey string
 	// ScheduleID names the schedule that creates the session (package
-	// session/schedule), for the list filter schedule_id; empty for none.
+	// platform/schedule), for the list filter schedule_id; empty for none.
 	ScheduleID string
 }
 
@@ -332,7 +340,7 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 	// the caller gave kept); the registry turns the names into the
 	// definitions the session runs.
 	echo := m.normalize(p.Request)
-	req, reg, err := m.Registry().forSession(ctx, p.Owner, echo)
+	req, reg, err := m.forSession(ctx, p.Owner, echo)
 	if err != nil {
 		return nil, false, err
 	}
@@ -356,14 +364,16 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 	// a file that is not there. The stored request shows each as the
 	// URL that downloads it, not its bytes.
 	attachments := make([][]store.Event, len(msgs))
+	var known []map[string]fileMark
 	for i := range files {
 		if len(files[i]) == 0 {
 			continue
 		}
-		parts, evs, shown, err := m.saveFiles(id, workspaceOf(sp, id), files[i])
+		parts, evs, shown, marks, err := m.saveFiles(id, workspaceOf(sp, id), files[i])
 		if err != nil {
 			return nil, false, err
 		}
+		known = append(known, marks)
 		msgs[i].Parts = append(msgs[i].Parts, parts...)
 		attachments[i] = evs
 		echo.Messages[i].Files = shown
@@ -373,6 +383,9 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 		return nil, false, err
 	}
 	st := &state{Spec: agentSpec{spec: sp}, Phase: phaseNew}
+	for _, marks := range known {
+		knowFiles(st, marks)
+	}
 	if sp.System != "" {
 		st.Checkpoint.Messages = encodeTranscript([]llm.Message{llm.SystemMessage(sp.System)})
 	}
@@ -1022,8 +1035,16 @@ func (m *Manager) PostToolResultsRange(ctx context.Context, owner, id string, re
 				res.Content = []llm.Part{llm.TextPart(r.Error)}
 				events = append(events, agentEvent(AgentEventData{Kind: KindError, Error: r.Error, Origin: r.Origin, ToolReq: &req}))
 			} else {
-				res.Content = []llm.Part{llm.TextPart(resultText(r.Result))}
-				events = append(events, agentEvent(AgentEventData{Kind: KindToolResult, ToolReq: &req, Result: orNull(r.Result)}))
+				content, logged, obs, msg := postedContent(r.Result, &req)
+				if msg != "" {
+					v.add(msg, "body", "results", i, "result", "image")
+					continue
+				}
+				res.Content = content
+				events = append(events, agentEvent(AgentEventData{Kind: KindToolResult, ToolReq: &req, Result: logged}))
+				for _, o := range obs {
+					events = append(events, agentEvent(o))
+				}
 			}
 			c.Result, c.Waiting = res, ""
 			changed = true
@@ -1181,6 +1202,7 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 		return err
 	}
 	var attachments [][]store.Event
+	var known []map[string]fileMark
 	if files != nil {
 		// Saved before the message is taken, into the session's
 		// workspace (another key's session is not found).
@@ -1197,10 +1219,11 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 			if len(files[i]) == 0 {
 				continue
 			}
-			parts, evs, _, err := m.saveFiles(s.ID, workspaceOf(sst.Spec.spec, s.ID), files[i])
+			parts, evs, _, marks, err := m.saveFiles(s.ID, workspaceOf(sst.Spec.spec, s.ID), files[i])
 			if err != nil {
 				return err
 			}
+			known = append(known, marks)
 			converted[i].Parts = append(converted[i].Parts, parts...)
 			attachments[i] = evs
 		}
@@ -1218,6 +1241,9 @@ func (m *Manager) SendMessages(ctx context.Context, owner, id string, msgs []Use
 		}
 		if err := m.checkUnread(st, adding); err != nil {
 			return nil, err
+		}
+		for _, marks := range known {
+			knowFiles(st, marks)
 		}
 		events := receive(s, st, converted, callers, time.Now())
 		if attachments == nil {

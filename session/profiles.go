@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,10 +19,12 @@ import (
 // default profile when the entry says use_default_browser_profile. See
 // [EnvironmentParams.Profile].
 //
-// The environment unpacks a copy of it for the session (the stored
-// archive is never changed), and what the session's browser changes in
-// it (new cookies, storage) stays with that copy: hrns does not write it
-// back into the profile, so persist_browser_profile is refused.
+// The environment unpacks a copy of it for the session. What the
+// session's browser changes in it (new cookies, storage) stays with that
+// copy, unless the entry says persist_browser_profile: then Persist
+// writes the copy back into the profile each time a run that started the
+// browser stops (the session waits, yields, pauses or ends), so that the
+// profile holds what the session's browser held when it last closed.
 type BrowserProfile struct {
 	// ID is the profile's id.
 	ID string
@@ -29,6 +33,15 @@ type BrowserProfile struct {
 	// [ErrProfileGone] when the profile was deleted since the session
 	// was created. Nil while a request is validated.
 	Archive func(ctx context.Context) ([]byte, error)
+	// Persist, set when the entry asks for persist_browser_profile (and
+	// nil while a request is validated), replaces the profile's archive
+	// with archive, which the environment made from the session's copy
+	// and checked: in one write of the store, so that a crash leaves the
+	// profile as it was, and only into the profile of the session's
+	// owner. Of sessions writing the same profile, the last write wins
+	// whole. It fails wrapping [ErrProfileGone] when the profile was
+	// deleted: nothing is written then.
+	Persist func(ctx context.Context, archive []byte) error
 }
 
 // ErrProfileGone is wrapped by the error of [BrowserProfile.Archive] when
@@ -78,8 +91,6 @@ func (m *Manager) bindProfiles(ctx context.Context, owner string, sp *spec) erro
 		}
 		useDefault := def.UseDefault != nil && *def.UseDefault
 		switch {
-		case def.Persist != nil && *def.Persist:
-			return invalid("hrns does not write a session's browser state back into a profile: each session's browser starts from a copy of the profile, and what the session changes in it is dropped when the session ends; remove persist_browser_profile", append(loc, "persist_browser_profile")...)
 		case useDefault && def.ID != nil:
 			return invalid("use_default_browser_profile and browser_profile_id are mutually exclusive", append(loc, "use_default_browser_profile")...)
 		}
@@ -103,6 +114,9 @@ func (m *Manager) bindProfiles(ctx context.Context, owner string, sp *spec) erro
 				continue // no default: a fresh profile
 			}
 		default:
+			if def.Persist != nil && *def.Persist {
+				return invalid("persist_browser_profile writes the session's browser back into a profile: name one with browser_profile_id or use_default_browser_profile", append(loc, "persist_browser_profile")...)
+			}
 			continue
 		}
 		if err != nil {
@@ -111,7 +125,11 @@ func (m *Manager) bindProfiles(ctx context.Context, owner string, sp *spec) erro
 		if sp.Profiles == nil {
 			sp.Profiles = map[string]string{}
 		}
-		sp.Profiles[kind] = owner + "\x00" + p.ID
+		ref := owner + "\x00" + p.ID
+		if def.Persist != nil && *def.Persist {
+			ref += "\x00persist"
+		}
+		sp.Profiles[kind] = ref
 	}
 	return nil
 }
@@ -124,9 +142,24 @@ func (m *Manager) browserProfile(sp *spec, kind, id string) *BrowserProfile {
 		return nil
 	}
 	owner, pid, _ := strings.Cut(ref, "\x00")
+	pid, persist, _ := strings.Cut(pid, "\x00")
 	bp := &BrowserProfile{ID: pid}
 	if id == "" {
 		return bp
+	}
+	if persist == "persist" {
+		bp.Persist = func(ctx context.Context, archive []byte) error {
+			sum := sha256.Sum256(archive)
+			_, err := m.st.SaveProfileArchive(ctx, owner, pid, archive, hex.EncodeToString(sum[:]), time.Now())
+			if errors.Is(err, store.ErrProfileNotFound) {
+				return fmt.Errorf("browser profile %s: %w", pid, ErrProfileGone)
+			}
+			if err != nil {
+				return fmt.Errorf("browser profile %s: %w", pid, err)
+			}
+			m.log.Info("wrote a session's browser back into its profile", "profile", pid, "session", id, "bytes", len(archive))
+			return nil
+		}
 	}
 	bp.Archive = func(ctx context.Context) ([]byte, error) {
 		p, err := m.st.GetProfile(ctx, owner, pid)

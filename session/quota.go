@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"fmt"
 	"github.com/hrns-dev/hrns/api"
 	"time"
 
@@ -11,79 +10,63 @@ import (
 	"github.com/hrns-dev/hrns/store"
 )
 
-// Token quota periods: the length of a window of [TokenQuota]. Windows
-// are calendar days or months in UTC.
-const (
-	PeriodDay   = "day"
-	PeriodMonth = "month"
-)
-
-// TokenQuota limits the tokens each owner's (each API key's) sessions
-// may use in a window of time. Every model step's tokens (input plus
-// output, as the provider reports them) are added to the owner's count
-// in the store ([store.Quotas]) by the commit of the step, in its
-// transaction, so the count is shared by every replica on the store and
-// survives restarts. A step is counted once: a step whose commit fails
-// because the worker lost its lease or the store failed is counted when
-// it runs again; one that is never committed because its session ended
-// meanwhile is counted on its own.
+// A QuotaPolicy is the token quota of [Options.TokenQuota]: which window
+// of time a step's tokens count in, and how many an owner may use in one.
+// Package platform/quota's *Tokens is one (a day or a month, UTC).
 //
-// Once an owner has used Limit tokens in the current window, creating a
-// session or sending a message answers [*TokenQuotaError] (the server's
-// 429), and a running session of the owner fails before its next model
-// request, with an error saying so (status failed, error_code null): the
-// step that crosses the limit is never cut, so the count may end above
-// Limit by at most one step per running session.
-type TokenQuota struct {
-	// Limit is the tokens an owner may use in one window; 0 means no
-	// limit (tokens are still counted and reported).
-	Limit int64
-	// Period is PeriodDay or PeriodMonth; empty, or any other value,
-	// means PeriodMonth.
-	Period string
-	// Now returns the current time, which picks the window; nil means
-	// time.Now (tests set a fake clock).
-	Now func() time.Time
+// Every model step's tokens (input plus output, as the provider reports
+// them) are added to the owner's count for the window in the store
+// ([store.Quotas]) by the commit of the step, in its transaction, so the
+// count is shared by every replica on the store and survives restarts. A
+// step is counted once: a step whose commit fails because the worker lost
+// its lease or the store failed is counted when it runs again; one that
+// is never committed because its session ended meanwhile is counted on
+// its own.
+//
+// Once an owner has used TokenLimit tokens in the current window,
+// creating a session or sending a message answers the policy's Exceeded
+// error (the server's 429), and a running session of the owner fails
+// before its next model request, with an error saying so (status failed,
+// error_code null): the step that crosses the limit is never cut, so the
+// count may end above the limit by at most one step per running session.
+type QuotaPolicy interface {
+	// Window returns the current window: its period (a name the store
+	// keeps the count under: "day", "month"), start and end.
+	Window() (period string, start, end time.Time)
+	// TokenLimit is the tokens an owner may use in one window; 0 (or
+	// less) for no limit: tokens are still counted and reported.
+	TokenLimit() int64
+	// Exceeded is the error of a request refused because its owner used
+	// `used` tokens in the window that ends at end: it must match
+	// [ErrTokenQuotaExceeded] with errors.Is.
+	Exceeded(used int64, end time.Time) error
 }
 
-// ErrTokenQuotaExceeded is what a [*TokenQuotaError] matches with
-// errors.Is.
+// ErrTokenQuotaExceeded is what the error of a request refused by the
+// token quota ([QuotaPolicy.Exceeded]) matches with errors.Is.
 var ErrTokenQuotaExceeded = errors.New("token quota exceeded")
-
-// A TokenQuotaError says that an owner has used its tokens for the
-// current window of [TokenQuota].
-type TokenQuotaError struct {
-	Limit, Used int64
-	// WindowEnd is when the next window starts, with a fresh count.
-	WindowEnd time.Time
-}
-
-func (e *TokenQuotaError) Error() string {
-	return fmt.Sprintf("token quota exceeded: this API key used %d of its %d tokens for the window that ends %s",
-		e.Used, e.Limit, e.WindowEnd.UTC().Format(time.RFC3339))
-}
-
-// Is makes errors.Is(err, ErrTokenQuotaExceeded) true.
-func (e *TokenQuotaError) Is(target error) bool { return target == ErrTokenQuotaExceeded }
 
 // TokenQuotaStatus is an owner's token quota: [api.TokenQuotaStatus].
 type TokenQuotaStatus = api.TokenQuotaStatus
 
 // tokenWindow returns the current window of the token quota: its period,
-// start and end.
+// start and end. Without a quota, tokens are counted per calendar month
+// (UTC).
 func (m *Manager) tokenWindow() (period string, start, end time.Time) {
-	q := m.opts.TokenQuota
-	now := time.Now
-	if q != nil && q.Now != nil {
-		now = q.Now
+	if q := m.opts.TokenQuota; q != nil {
+		return q.Window()
 	}
-	t := now().UTC()
-	if q != nil && q.Period == PeriodDay {
-		start = time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
-		return PeriodDay, start, start.AddDate(0, 0, 1)
-	}
+	t := time.Now().UTC()
 	start = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
-	return PeriodMonth, start, start.AddDate(0, 1, 0)
+	return "month", start, start.AddDate(0, 1, 0)
+}
+
+// tokenLimit is the token quota's limit; 0 for none.
+func (m *Manager) tokenLimit() int64 {
+	if q := m.opts.TokenQuota; q != nil {
+		return max(q.TokenLimit(), 0)
+	}
+	return 0
 }
 
 // TokenQuota returns the owner's token quota and its use in the current
@@ -95,18 +78,19 @@ func (m *Manager) TokenQuota(ctx context.Context, owner string) (*TokenQuotaStat
 		return nil, err
 	}
 	st := &TokenQuotaStatus{Used: &used, WindowStart: start, WindowEnd: &end}
-	if q := m.opts.TokenQuota; q != nil && q.Limit > 0 {
-		limit, remaining := q.Limit, max(q.Limit-used, 0)
+	if limit := m.tokenLimit(); limit > 0 {
+		remaining := max(limit-used, 0)
 		st.Limit, st.Remaining = &limit, &remaining
 	}
 	return st, nil
 }
 
-// checkTokens returns a *TokenQuotaError when the owner has used its
-// tokens for the current window.
+// checkTokens returns the token quota's error (matching
+// ErrTokenQuotaExceeded) when the owner has used its tokens for the
+// current window.
 func (m *Manager) checkTokens(ctx context.Context, owner string) error {
-	q := m.opts.TokenQuota
-	if q == nil || q.Limit <= 0 {
+	limit := m.tokenLimit()
+	if limit <= 0 {
 		return nil
 	}
 	period, start, end := m.tokenWindow()
@@ -114,8 +98,8 @@ func (m *Manager) checkTokens(ctx context.Context, owner string) error {
 	if err != nil {
 		return err
 	}
-	if used >= q.Limit {
-		return &TokenQuotaError{Limit: q.Limit, Used: used, WindowEnd: end}
+	if used >= limit {
+		return m.opts.TokenQuota.Exceeded(used, end)
 	}
 	return nil
 }
@@ -177,9 +161,7 @@ func (g *segment) modelAllowed(ctx context.Context) error {
 // ran: failed, with the quota's error and no error_code (the reference's
 // codes have none for it).
 func (g *segment) quotaStopped(ctx context.Context, err error) error {
-	var qe *TokenQuotaError
-	errors.As(err, &qe)
-	msg := qe.Error() + "; the session stopped before its next model request"
+	msg := err.Error() + "; the session stopped before its next model request"
 	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
 		return finish(s, st, outcomeFailed("", msg))
 	})

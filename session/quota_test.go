@@ -11,6 +11,7 @@ import (
 
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/llmtest"
+	"github.com/hrns-dev/hrns/platform/quota"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store"
 	"github.com/hrns-dev/hrns/store/postgres"
@@ -67,16 +68,16 @@ const getOrderTool = `{"name":"get_order_status","description":"Look up an order
 func TestTokenQuota(t *testing.T) {
 	twoReplicas(t, func(t *testing.T, a, b store.Store) {
 		clock := &fakeClock{now: time.Date(2026, 6, 1, 22, 30, 0, 0, time.UTC)}
-		quota := func() *session.Options {
-			return &session.Options{TokenQuota: &session.TokenQuota{Limit: 1000, Period: session.PeriodDay, Now: clock.Now}}
+		options := func() *session.Options {
+			return &session.Options{TokenQuota: &quota.Tokens{Limit: 1000, Period: quota.PeriodDay, Now: clock.Now}}
 		}
 		model := llmtest.NewModel(
 			llmtest.Reply{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"1"}`)}},
 				Usage: llm.Usage{InputTokens: 800, OutputTokens: 300}},
 			llmtest.Text("never asked for"),
 		)
-		ma := startManager(t, a, model, quota())
-		mb := startManager(t, b, model, quota()) // either replica may run the session
+		ma := startManager(t, a, model, options())
+		mb := startManager(t, b, model, options()) // either replica may run the session
 		ctx := t.Context()
 
 		v := create(t, ma, `{"agent":{"name":"support-agent","tools":[`+getOrderTool+`]},"messages":"Check order 1."}`)
@@ -118,7 +119,7 @@ func TestTokenQuota(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, _, err := m.Create(ctx, &session.CreateParams{Owner: owner, Request: &req, Raw: []byte(body)})
-			var qe *session.TokenQuotaError
+			var qe *quota.Error
 			if !errors.As(err, &qe) || !errors.Is(err, session.ErrTokenQuotaExceeded) {
 				t.Fatalf("Create over the quota = %v, want a TokenQuotaError", err)
 			}
@@ -155,7 +156,7 @@ func TestTokenQuota(t *testing.T) {
 func TestTokenQuotaUnlimited(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 2, 14, 9, 0, 0, 0, time.UTC)}
 	model := llmtest.NewModel(llmtest.Reply{Text: "done", Usage: llm.Usage{InputTokens: 40, OutputTokens: 2}})
-	m := startManager(t, openStore(t), model, &session.Options{TokenQuota: &session.TokenQuota{Now: clock.Now}})
+	m := startManager(t, openStore(t), model, &session.Options{TokenQuota: &quota.Tokens{Now: clock.Now}})
 	v := create(t, m, `{"agent":{"name":"support-agent"},"messages":"Hi."}`)
 	(&follower{t: t, m: m, id: v.ID}).status(session.StatusCompleted)
 	q, err := m.TokenQuota(t.Context(), owner)
@@ -214,7 +215,7 @@ func TestTokensCountedWithStep(t *testing.T) {
 		llmtest.Reply{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"1"}`)}},
 			Usage: llm.Usage{InputTokens: 100, OutputTokens: 10}},
 		llmtest.Reply{Text: "done", Usage: llm.Usage{InputTokens: 40, OutputTokens: 2}})
-	m := startManager(t, st, model, &session.Options{TokenQuota: &session.TokenQuota{Now: clock.Now}})
+	m := startManager(t, st, model, &session.Options{TokenQuota: &quota.Tokens{Now: clock.Now}})
 	ctx := t.Context()
 	v := create(t, m, `{"agent":{"name":"support-agent","tools":[`+getOrderTool+`]},"messages":"Check order 1."}`)
 	f := &follower{t: t, m: m, id: v.ID}

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/hrns-dev/hrns/store"
 )
 
-// FuzzRegistryParse feeds arbitrary bodies to the registries' validation:
+// FuzzRegistryParse feeds arbitrary bodies to the registries' validation
+// ([Manager.ParseEntry]):
 // it never panics, refuses with a *ValidationError, and what it accepts
 // it accepts again unchanged (the stored form is a fixed point).
 func FuzzRegistryParse(f *testing.F) {
@@ -21,20 +24,20 @@ func FuzzRegistryParse(f *testing.F) {
 			f.Add(uint8(kind), []byte(seed))
 		}
 	}
-	r := &Registry{}
-	kinds := []EntryKind{EntryAgent, EntryEnvironment, EntrySkill}
+	m := &Manager{}
+	kinds := []string{store.KindAgent, store.KindEnvironment, store.KindSkill}
 	f.Fuzz(func(t *testing.T, k uint8, body []byte) {
 		kind := kinds[int(k)%len(kinds)]
-		e, err := r.parse(kind, "alice", body)
+		e, err := m.ParseEntry(kind, "alice", body)
 		if err != nil {
 			if _, ok := errors.AsType[*ValidationError](err); !ok {
 				t.Fatalf("parse(%s, %q) = %v, not a validation error", kind, body, err)
 			}
 			return
 		}
-		again, err := r.parse(kind, "alice", doc(e))
+		again, err := m.ParseEntry(kind, "alice", EntryDoc(e))
 		if err != nil {
-			t.Fatalf("parse accepted %q as %s but refuses it: %v", body, doc(e), err)
+			t.Fatalf("parse accepted %q as %s but refuses it: %v", body, EntryDoc(e), err)
 		}
 		if !bytes.Equal(again.Spec, e.Spec) || !bytes.Equal(again.Files, e.Files) || again.Name != e.Name || again.Type != e.Type {
 			t.Fatalf("not a fixed point:\n%s\n%s", e.Spec, again.Spec)

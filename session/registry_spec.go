@@ -23,18 +23,10 @@ const (
 	maxInlineDepth     = 3  // inline subagents within inline subagents
 	maxEnvironmentID   = 255
 	maxPageChars       = 1_000_000 // a browser's page_chars (browser.MaxPageChars)
-	// maxLookups bounds the references one check or resolution looks
-	// up.
-	maxLookups = 256
 )
 
-// Bounds that tests lower (registry_export_test.go).
-var (
-	// maxEntries bounds the entries of each kind a key registers.
-	maxEntries = 1000
-	// maxResolvedBytes bounds the definitions GET ?resolve=true adds.
-	maxResolvedBytes = 8 << 20
-)
+// The bounds of the registries' operations (entries per key, lookups,
+// resolved bytes) are in package platform/registry.
 
 // entryName is the format of agent and skill names: lowercase ASCII
 // letters, digits and hyphens, starting and ending with a letter or
@@ -371,7 +363,7 @@ func isString(raw json.RawMessage) (string, bool) {
 }
 
 // validateAgent checks an agent and the inline definitions it holds.
-// References by name are not looked up here (see [Registry]).
+// References by name are not looked up here (see [Manager.ResolveAgent]).
 func validateAgent(v *validation, a *AgentSpec, depth int, loc ...any) {
 	a.ReadOnly = false
 	checkName(v, a.Name, at(loc, "name")...)

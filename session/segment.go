@@ -155,6 +155,11 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h
 			return g.fail(ctx, err)
 		}
 	}
+	if sp.Computer != nil {
+		if err := client.Add(userComputerTool(sp.Computer)); err != nil {
+			return g.fail(ctx, err)
+		}
+	}
 	if len(sp.Subagents) > 0 {
 		if err := client.Add(loop.NewClientTool(delegateTool, delegateDescription(sp.Subagents), delegateSchema(sp.Subagents))); err != nil {
 			return g.fail(ctx, err)
@@ -516,10 +521,7 @@ func (g *segment) turnEnd(ctx context.Context, c loop.Chunk) error {
 		policy.ReasoningContent = &r
 	}
 	calls := msg.ToolCalls()
-	client := map[string]bool{}
-	for _, t := range g.sp.ClientTools {
-		client[t.Name] = true
-	}
+	client := g.sp.clientNames()
 	var cs []callState
 	for _, call := range calls {
 		policy.ToolReqs = append(policy.ToolReqs, toolRequest(call))
@@ -576,13 +578,15 @@ func (g *segment) toolDone(ctx context.Context, c loop.Chunk) error {
 	if g.turns == 0 {
 		g.ranCalls = true
 	}
+	// The files the call left in the files folder for the user.
+	marks, complete := g.m.scanFiles(g.m.filesFolder(g.sp, g.id))
 	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
 		for i := range st.Checkpoint.Calls {
 			if cs := &st.Checkpoint.Calls[i]; cs.Call.ID == info.ID && cs.Result == nil {
 				cs.Result, cs.Waiting = res, ""
 			}
 		}
-		return append([]store.Event{ev}, observations...)
+		return append(append([]store.Event{ev}, observations...), g.m.agentFiles(g.id, st, marks, complete)...)
 	})
 }
 
@@ -714,10 +718,7 @@ func (g *segment) answered(ctx context.Context, msgs []llm.Message, answer, budg
 // suspended commits the calls the run waits for, keeping results the
 // caller posted while it ran.
 func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
-	client := map[string]bool{}
-	for _, t := range g.sp.ClientTools {
-		client[t.Name] = true
-	}
+	client := g.sp.clientNames()
 	// The delegate calls' child sessions, created before the wait is
 	// committed (idempotently: a repeated run finds the same ones).
 	var pre []callState

@@ -65,6 +65,10 @@ type spec struct {
 	// reasoning_effort (see reasoningConfig); nil leaves it to the model.
 	Reasoning   *llm.ReasoningConfig `json:"reasoning,omitempty"`
 	ClientTools []ToolDefinition     `json:"client_tools,omitempty"`
+	// Computer is the view of the user's desktop whose computer tool the
+	// caller runs (a desktop environment, host user_device), nil when
+	// the agent has none (userdesktop.go).
+	Computer *llm.ComputerSpec `json:"computer,omitempty"`
 	// Toolsets are "env:KIND", "toolset:NAME" or "workspace:AGENT:NAME"
 	// (the tools AGENT's AgentConfig.Workspace gives the session's
 	// workspace NAME).
@@ -74,7 +78,8 @@ type spec struct {
 	// Config given to the kind's [Options.SessionEnvironments] func.
 	EnvDefs map[string]json.RawMessage `json:"env_defs,omitempty"`
 	// Profiles are the browser profiles the environments start from, by
-	// kind: "OWNER\x00ID" (see bindProfiles).
+	// kind: "OWNER\x00ID", with "\x00persist" after it when the session's
+	// browser is written back (see bindProfiles).
 	Profiles map[string]string `json:"profiles,omitempty"`
 	// AnswerFormat is the JSON Schema (of an object) the final answer
 	// must match; nil means a text answer.
@@ -137,6 +142,9 @@ func normalizeAgent(in *Agent) *Agent {
 			if e.ID == "" {
 				e.ID = e.Kind
 				e.Set("id", e.ID)
+			}
+			if _, ok := e.Fields["host"]; !ok && e.Kind == envDesktop {
+				e.Set("host", "user_device") // the only one, and required
 			}
 		}
 		a.Environments = append(a.Environments, e)
@@ -261,7 +269,7 @@ func normalizeMessage(um UserMessage) UserMessage {
 }
 
 // resolve validates a request of owner, whose agent the registry has
-// resolved ([Registry.forSession]), and resolves its agent and subagents.
+// resolved ([Manager.forSession]), and resolves its agent and subagents.
 func (m *Manager) resolve(ctx context.Context, owner string, req *Request) (*spec, []llm.Message, error) {
 	left := maxSubagents
 	rs := &resolving{ctx: ctx, owner: owner, left: &left}
@@ -289,9 +297,14 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 			if e.Kind == "" {
 				e.Kind = e.ID // an id names a kind of the server
 			}
-			if e.Kind == "desktop" {
-				v.fields = append(v.fields, FieldError{Loc: []any{"body", "agent", "environments", i}, Type: "value_error",
-					Msg: "desktop environments are not available on this server: hrns runs no desktop (use a web environment, or client-side tools that drive a desktop of yours)"})
+			if e.Kind == envDesktop && !m.hasEnvironment(e.Kind) {
+				// The user's own desktop: its computer tool is the
+				// caller's (userdesktop.go).
+				if msg := userDesktopHost(&e); msg != "" {
+					v.add(msg, "body", "agent", "environments", i, "host")
+					continue
+				}
+				sp.Computer = &llm.ComputerSpec{Width: UserDesktopWidth, Height: UserDesktopHeight}
 				continue
 			}
 			if e.Kind == "android" {
@@ -416,6 +429,7 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 		}
 		sp.ClientTools = append(sp.ClientTools, t)
 	}
+	checkComputer(&v, sp, server)
 
 	if req.MaxSteps != nil {
 		if *req.MaxSteps < 1 {
@@ -475,7 +489,7 @@ func (m *Manager) notHonoured(req *Request) []string {
 				continue // its func takes the definition
 			}
 			for _, f := range sortedKeys(e.Fields) {
-				if !slices.Contains(environmentFields, f) && (f != "vault_id" || m.opts.Vaults == nil) {
+				if !slices.Contains(environmentFields, f) && (f != "vault_id" || m.opts.Vaults == nil) && (f != "host" || e.Kind != envDesktop) {
 					out = append(out, fmt.Sprintf("agent.environments[%d].%s", i, f))
 				}
 			}
@@ -585,7 +599,7 @@ func (m *Manager) toolsets(sp *spec, id string) (_ *loop.Toolset, closeEnv func(
 		case "env":
 			ts = m.opts.Environments[name]
 			if f := m.opts.SessionEnvironments[name]; f != nil {
-				t, c, err := f(&EnvironmentParams{Session: id, Config: sp.EnvDefs[name], Profile: m.browserProfile(sp, name, id)})
+				t, c, err := f(&EnvironmentParams{Session: id, Config: sp.EnvDefs[name], Profile: m.browserProfile(sp, name, id), Files: m.filesFolder(sp, id)})
 				if err != nil {
 					return nil, closeEnv, fmt.Errorf("environment %q: %w", name, err)
 				}

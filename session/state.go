@@ -69,13 +69,19 @@ type state struct {
 	Feedback      *Feedback          `json:"feedback,omitempty"`
 	EventFeedback map[int64]Feedback `json:"event_feedback,omitempty"`
 	// ShareSecret, when set, makes the session readable by who has it
-	// (see Manager.Share).
+	// (see package platform/feedback).
 	ShareSecret string `json:"share_secret,omitempty"`
 	// Children are the child sessions of the agent's delegate calls.
 	Children []string `json:"children,omitempty"`
 	// CheckChildrenAt is when a session waiting for child sessions looks
 	// at them (see Manager.checkChildren).
 	CheckChildrenAt time.Time `json:"check_children_at,omitzero"`
+	// Files are the files of the session's files folder already reported
+	// by an AttachmentEvent (the user's and the agent's), by name;
+	// AgentFiles counts those reported as the agent's (see
+	// Manager.agentFiles).
+	Files      map[string]fileMark `json:"files,omitempty"`
+	AgentFiles int                 `json:"agent_files,omitempty"`
 }
 
 // checkpoint is the conversation a run continues from. Without Calls,

@@ -103,7 +103,7 @@ func (m *Manager) resolveSubagents(rs *resolving, refs []AgentRef, depth int, v 
 		*rs.left--
 		def, steps := ref, 0
 		if ref.Inline == nil {
-			got, n, err := m.Registry().lookupAgent(rs.ctx, rs.owner, ref.Name)
+			got, n, err := m.lookupAgent(rs.ctx, rs.owner, ref.Name)
 			if err != nil {
 				nest(v, err, name, loc)
 				continue
@@ -111,7 +111,7 @@ func (m *Manager) resolveSubagents(rs *resolving, refs []AgentRef, depth int, v 
 			def, steps = got, n
 		}
 		child := m.normalize(&Request{Agent: def, Messages: Messages{{Message: "check"}}})
-		creq, _, err := m.Registry().forSession(rs.ctx, rs.owner, child)
+		creq, _, err := m.forSession(rs.ctx, rs.owner, child)
 		if err != nil {
 			nest(v, err, name, loc)
 			continue

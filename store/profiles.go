@@ -89,6 +89,15 @@ type Profiles interface {
 	// incremented, LastUsedAt set to at. ErrProfileNotFound when there is
 	// no such ready profile.
 	UseProfile(ctx context.Context, owner, id string, at time.Time) error
+
+	// SaveProfileArchive replaces the archive of the owner's ready
+	// profile with the id (a session's browser written back, with
+	// persist_browser_profile), with its SizeBytes (len(archive)) and
+	// Checksum, and UpdatedAt set to at, in one write: a reader sees the
+	// old archive or the new one, never a mix. Of concurrent writes the
+	// last to commit wins whole. ErrProfileNotFound, writing nothing,
+	// when the owner has no such ready profile (deleted meanwhile).
+	SaveProfileArchive(ctx context.Context, owner, id string, archive []byte, checksum string, at time.Time) (*Profile, error)
 }
 
 // A Profile is one stored browser profile.

@@ -397,3 +397,101 @@ func zipEntries(b []byte) (n uint64, ok bool) {
 	}
 	return binary.LittleEndian.Uint64(b[off+32:]), true
 }
+
+// skipped are the parts of a user-data directory [Archive] leaves out:
+// caches Chromium rebuilds, crash reports, and the singleton lock links
+// of a running browser.
+var skipped = map[string]bool{
+	"Cache": true, "Code Cache": true, "GPUCache": true, "DawnCache": true, "DawnGraphiteCache": true, "DawnWebGPUCache": true,
+	"GrShaderCache": true, "GraphiteDawnCache": true, "ShaderCache": true, "component_crx_cache": true,
+	"Crashpad": true, "Crash Reports": true, "BrowserMetrics": true, "optimization_guide_model_store": true,
+	"SingletonLock": true, "SingletonSocket": true, "SingletonCookie": true,
+}
+
+// Archive packs the user-data directory dir into a gzip-compressed tar
+// that [Check] accepts within lim: its regular files and directories
+// (symbolic links, sockets and the like are left out, as are the caches
+// and crash reports listed in skipped, at any depth), read through an
+// [os.Root] so that nothing outside dir is read. It fails, wrapping
+// [ErrRefused], when dir holds more than lim allows, or has no "Local
+// State" (not a user-data directory).
+func Archive(dir string, lim *Limits) ([]byte, error) {
+	l := lim.withDefaults()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	var entries int
+	var size int64
+	hasState := false
+	err = fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if name == "." {
+			return nil
+		}
+		if skipped[path.Base(name)] {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() && !d.Type().IsRegular() {
+			return nil // links, sockets, devices: not part of a profile
+		}
+		if entries++; entries > l.MaxEntries {
+			return refused("the directory has more than %d entries", l.MaxEntries)
+		}
+		if strings.Count(name, "/") >= 64 || len(name) > 4096 {
+			return refused("%q is too deep or too long a path", name)
+		}
+		if d.IsDir() {
+			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: 0o700})
+		}
+		f, err := root.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		info, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() {
+			return nil // replaced by something else since the walk saw it
+		}
+		if size += info.Size(); size > l.MaxBytes {
+			return refused("the directory's files hold more than %d bytes", l.MaxBytes)
+		}
+		if name == localState {
+			hasState = true
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o600, Size: info.Size(), ModTime: info.ModTime()}); err != nil {
+			return err
+		}
+		// A file that grows meanwhile is cut at the size its header gave.
+		n, err := io.Copy(tw, io.LimitReader(f, info.Size()))
+		if err == nil && n < info.Size() {
+			err = fmt.Errorf("%s shrank while it was archived", name)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !hasState {
+		return nil, refused("%s has no %q: not a Chromium user-data directory", filepath.Base(dir), localState)
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := gz.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

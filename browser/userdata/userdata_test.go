@@ -6,11 +6,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/hrns-dev/hrns/browser/userdata"
@@ -270,4 +272,72 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("Extract wrote beside its directory: %v", entries)
 		}
 	})
+}
+
+// TestArchive: a user-data directory is packed with its regular files
+// and directories, without its links (one leading out of it), FIFOs,
+// caches and lock links; what it packs Check accepts and Extract
+// unpacks to the same files. A directory beyond the limits, or without
+// "Local State", is refused.
+func TestArchive(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("not for the archive"), 0o600)
+	files := map[string]string{"Local State": "{}", "Default/Cookies": "cookie jar", "Default/Local Storage/leveldb/000003.log": "kv"}
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(dir, "Default", "Cache", "Cache_Data"), 0o700)
+	os.WriteFile(filepath.Join(dir, "Default", "Cache", "Cache_Data", "data_0"), []byte("cached"), 0o600)
+	os.Symlink(secret, filepath.Join(dir, "Default", "leak"))
+	os.Symlink("host-1234", filepath.Join(dir, "SingletonLock"))
+	syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600)
+
+	archive, err := userdata.Archive(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(archive, []byte("not for the archive")) {
+		t.Fatal("the archive holds a linked file's contents")
+	}
+	sum, err := userdata.Check(archive, nil)
+	if err != nil || sum.Format != "tar.gz" || sum.Files != len(files) {
+		t.Fatalf("Check: %+v, %v", sum, err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if err := userdata.Extract(archive, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			rel, _ := filepath.Rel(out, p)
+			got[filepath.ToSlash(rel)] = string(b)
+		}
+		return err
+	})
+	if fmt.Sprint(got) != fmt.Sprint(files) {
+		t.Errorf("unpacked %v, want %v", got, files)
+	}
+
+	for _, c := range []struct {
+		lim  userdata.Limits
+		want string
+	}{
+		{userdata.Limits{MaxBytes: 5}, "more than 5 bytes"},
+		{userdata.Limits{MaxEntries: 3}, "more than 3 entries"},
+	} {
+		if _, err := userdata.Archive(dir, &c.lim); !errors.Is(err, userdata.ErrRefused) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Archive within %+v: %v", c.lim, err)
+		}
+	}
+	os.Remove(filepath.Join(dir, "Local State"))
+	if _, err := userdata.Archive(dir, nil); !errors.Is(err, userdata.ErrRefused) || !strings.Contains(err.Error(), "Local State") {
+		t.Errorf("Archive without Local State: %v", err)
+	}
 }

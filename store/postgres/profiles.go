@@ -271,3 +271,20 @@ func (s *Store) UseProfile(ctx context.Context, owner, id string, at time.Time) 
 	}
 	return nil
 }
+
+// SaveProfileArchive implements [store.Profiles].
+func (s *Store) SaveProfileArchive(ctx context.Context, owner, id string, archive []byte, checksum string, at time.Time) (*store.Profile, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	got, err := scanProfile(s.pool.QueryRow(ctx, `UPDATE hrns_browser_profiles SET archive = $1, size_bytes = $2, checksum = $3, updated_at = $4
+		WHERE id = $5 AND owner = $6 AND ready RETURNING `+profileColumns,
+		notNil(archive), int64(len(archive)), checksum, ts(entryTime(at)), id, owner))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrProfileNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("save browser profile %s: %w", id, s.wrap(err))
+	}
+	return got, nil
+}

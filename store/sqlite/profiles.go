@@ -254,3 +254,24 @@ func (s *Store) UseProfile(ctx context.Context, owner, id string, at time.Time) 
 		return nil
 	})
 }
+
+// SaveProfileArchive implements [store.Profiles].
+func (s *Store) SaveProfileArchive(ctx context.Context, owner, id string, archive []byte, checksum string, at time.Time) (*store.Profile, error) {
+	var out *store.Profile
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE browser_profiles SET archive = ?, size_bytes = ?, checksum = ?, updated_at = ?
+			WHERE id = ? AND owner = ? AND ready = 1`, notNil(archive), len(archive), checksum, nanos(at.UTC().Truncate(time.Microsecond)), id, owner)
+		if err != nil {
+			return err
+		}
+		if c, err := res.RowsAffected(); err != nil || c == 0 {
+			return orErr(err, store.ErrProfileNotFound)
+		}
+		out, err = scanProfile(tx.QueryRowContext(ctx, `SELECT `+profileColumns+` FROM browser_profiles WHERE id = ?`, id))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("save browser profile %s: %w", id, err)
+	}
+	return out, nil
+}

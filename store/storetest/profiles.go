@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ var profileTests = []struct {
 	{"ProfileDefault", testProfileDefault},
 	{"ProfileDefaultConcurrent", testProfileDefaultConcurrent},
 	{"ProfileList", testProfileList},
+	{"ProfileSaveArchive", testProfileSaveArchive},
 }
 
 func profileID(i int) string { return fmt.Sprintf("00000000-0000-4000-9000-%012d", i) }
@@ -298,5 +300,57 @@ func testProfileList(t *testing.T, st store.Store) {
 	}
 	if page, _, _ := st.ListProfiles(ctx, &store.ProfileListParams{Owner: "alice"}); len(page) != 5 {
 		t.Errorf("default limit: %d", len(page))
+	}
+}
+
+// testProfileSaveArchive: a ready profile's archive is replaced whole,
+// with its size, checksum and update time, only by its owner, never for
+// a pending or deleted one; of concurrent writes, the last to commit
+// wins whole (the archive and its checksum are of the same write).
+func testProfileSaveArchive(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	id := profileID(40)
+	readyProfile(t, st, id, "alice", "chromium", base)
+	at := base.Add(time.Minute)
+	p, err := st.SaveProfileArchive(ctx, "alice", id, []byte("new archive"), "sum-new", at)
+	if err != nil || p.SizeBytes != int64(len("new archive")) || p.Checksum != "sum-new" || !p.UpdatedAt.Equal(at) || !p.Ready || p.Name != "p "+id {
+		t.Fatalf("saved %+v, %v", p, err)
+	}
+	if a, err := st.ProfileArchive(ctx, "alice", id); err != nil || string(a) != "new archive" {
+		t.Errorf("archive %q, %v", a, err)
+	}
+	if _, err := st.SaveProfileArchive(ctx, "bob", id, []byte("bob's"), "x", at); !errors.Is(err, store.ErrProfileNotFound) {
+		t.Errorf("bob saves into alice's profile: %v", err)
+	}
+	pending := profileID(41)
+	if _, err := st.CreateProfile(ctx, &store.Profile{ID: pending, Owner: "alice", UploadToken: profileToken, UploadExpires: base.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SaveProfileArchive(ctx, "alice", pending, []byte("x"), "x", at); !errors.Is(err, store.ErrProfileNotFound) {
+		t.Errorf("saving into a pending profile: %v", err)
+	}
+	if a, err := st.ProfileArchive(ctx, "alice", id); err != nil || string(a) != "new archive" {
+		t.Errorf("archive after refused writes: %q, %v", a, err)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			a := fmt.Sprintf("archive %d", i)
+			if _, err := st.SaveProfileArchive(ctx, "alice", id, []byte(a), fmt.Sprintf("sum %d", i), at.Add(time.Duration(i)*time.Second)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	p, err = st.GetProfile(ctx, "alice", id)
+	a, aerr := st.ProfileArchive(ctx, "alice", id)
+	if err != nil || aerr != nil || "sum "+strings.TrimPrefix(string(a), "archive ") != p.Checksum || p.SizeBytes != int64(len(a)) {
+		t.Errorf("after concurrent saves: archive %q, profile %+v (%v, %v)", a, p, err, aerr)
+	}
+	if err := st.DeleteProfile(ctx, "alice", id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SaveProfileArchive(ctx, "alice", id, []byte("late"), "x", at); !errors.Is(err, store.ErrProfileNotFound) {
+		t.Errorf("saving into a deleted profile: %v", err)
 	}
 }

@@ -221,6 +221,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.micro {
 		logf(stderr, "running the micro-benchmarks")
 		rep.micro, rep.microErr = runMicro(ctx, e, &o)
+		logf(stderr, "running what people feel: a sandboxed shell call, the chat's first token")
+		rep.feel = measureFeel(ctx, e, &o)
 	}
 	rep.elapsed = time.Since(started)
 	rep.loadAfter = loadAverage()

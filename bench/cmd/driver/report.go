@@ -34,6 +34,7 @@ type report struct {
 	pgcost    *pgcostResult
 	length    *lengthResult
 	startup   *startupResult
+	feel      *feelResult
 	micro     []*microResult
 	microErr  error
 }
@@ -139,6 +140,8 @@ func (r *report) markdown() string {
 	b.WriteString(r.length.markdown())
 	p("#### Start-up\n\n")
 	b.WriteString(r.startup.markdown())
+	p("#### What people feel\n\n")
+	b.WriteString(r.feel.markdown())
 
 	p("#### Micro-benchmarks\n\n")
 	if r.microErr != nil {
@@ -219,7 +222,8 @@ func (r *report) verdicts() []string {
 	out = append(out, r.sessions.verdicts()...)
 	out = append(out, r.length.verdicts()...)
 	out = append(out, r.pgcost.verdicts()...)
-	return append(out, r.startup.verdicts()...)
+	out = append(out, r.startup.verdicts()...)
+	return append(out, r.feel.verdicts()...)
 }
 
 // longRunVerdicts checks that a turn costs about as much at 500 turns as

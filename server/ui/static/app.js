@@ -210,13 +210,13 @@
   // its first message, the files are written, then the message is sent:
   // the agent never starts without them. A file that cannot be written
   // cancels the session, and the error says why.
-  async function startSession(agent, text, list) {
+  async function startSession(agent, text, list, extra) {
     const att = await readAttachments(list);
     if (!att.files.length) {
-      const v = await api('POST', 'sessions', { agent, messages: [userMessage(text, att)] });
+      const v = await api('POST', 'sessions', { ...extra, agent, messages: [userMessage(text, att)] });
       return v.id;
     }
-    const v = await api('POST', 'sessions', { agent });
+    const v = await api('POST', 'sessions', { ...extra, agent });
     try {
       await writeFiles(v.id, att);
     } catch (e) {
@@ -233,6 +233,10 @@
     const agent = el('select', { id: 'new-agent', 'aria-label': 'Agent', required: true });
     const message = el('textarea', { id: 'new-message', rows: 3, placeholder: 'What should the agent do?', required: true });
     const files = el('input', { type: 'file', id: 'new-files', multiple: true, 'aria-label': 'Files' });
+    // The browser profile the agent's web environment starts from, as
+    // an override of the request (the agent must have one).
+    const profile = el('select', { id: 'new-profile', 'aria-label': 'Browser profile' },
+      el('option', { value: '', text: 'no browser profile' }), el('option', { value: 'default', text: 'the default profile' }));
     const err = el('p', { class: 'error', id: 'new-error' });
     const start = el('button', { type: 'submit', class: 'primary', id: 'new-start', text: 'Start', disabled: true });
     const form = el('form', { class: 'card new-session', id: 'new-session' },
@@ -241,7 +245,13 @@
       message,
       el('div', { class: 'row' }, el('label', { for: 'new-files', text: 'Files' }), files,
         el('span', { class: 'muted small', text: 'images go to the model; other files to the session’s workspace' })),
-      err, el('div', { class: 'controls' }, start));
+      err, el('div', { class: 'controls' }, start,
+        el('label', { for: 'new-profile', class: 'muted small', text: 'Browser profile', title: 'for an agent with a web environment' }), profile));
+    api('GET', 'browser-profiles?limit=100').then((res) => {
+      for (const p of (res.profiles || []).filter((x) => x && typeof x.id === 'string')) {
+        profile.append(el('option', { value: p.id, text: p.name + (p.is_default ? ' (default)' : '') }));
+      }
+    }).catch(() => {});
     api('GET', 'agents?size=100').then((res) => {
       const items = (res.items || []).filter((a) => a && typeof a.name === 'string');
       agent.replaceChildren(...items.map((a) => el('option', { value: a.name, text: a.name + (a.read_only ? ' (server)' : '') })));
@@ -254,7 +264,11 @@
       if (!message.value.trim()) { err.textContent = 'Write a message.'; return; }
       start.disabled = true;
       try {
-        const id = await startSession(agent.value, message.value, files.files);
+        const chosen = profile.value;
+        const extra = !chosen ? {} : { overrides: chosen === 'default'
+          ? { 'agent.environments[kind=web].use_default_browser_profile': true }
+          : { 'agent.environments[kind=web].browser_profile_id': chosen } };
+        const id = await startSession(agent.value, message.value, files.files, extra);
         message.value = '';
         files.value = '';
         location.hash = '#/s/' + encodeURIComponent(id);
@@ -1541,7 +1555,105 @@
       sub: { title: 'Runs', path: '/runs?size=50', cols: ['Scheduled for', 'Status', 'Session', 'Error'],
         row: (r) => [r.scheduled_for + (r.triggered_manually ? ' (by hand)' : ''), r.status, r.session_id ? { link: '#/s/' + encodeURIComponent(r.session_id), text: r.session_id } : '', r.error || ''] },
     },
+    profiles: { title: 'Browser profiles', view: (tabs) => showProfiles(tabs) },
   };
+
+  // --- browser profiles ---
+
+  // showProfiles lists the key's browser profiles (/browser-profiles),
+  // uploads one (initiate-upload, the archive posted as a form to the
+  // upload target, complete-upload), makes one the default or not, and
+  // deletes one (a second click confirms). The upload target is reached
+  // beside the API's other paths (so that it works behind a path prefix),
+  // with the upload's token as its only credential. Names and
+  // descriptions are the caller's text: shown as text, escaped.
+  function showProfiles(tabs) {
+    const info = el('p', { class: 'muted', id: 'profiles-info', text: 'loading…' });
+    const body = el('tbody', { id: 'profile-items' });
+    const name = el('input', { id: 'profile-name', placeholder: 'name', required: true, maxlength: 255 });
+    const version = el('input', { id: 'profile-version', placeholder: 'Chromium version', value: 'unknown', maxlength: 64 });
+    const file = el('input', { type: 'file', id: 'profile-file', accept: '.zip,.tar,.tgz,.gz,application/zip,application/x-tar,application/gzip', 'aria-label': 'Profile archive' });
+    const err = el('p', { class: 'error', id: 'profile-error' });
+    const upload = el('button', { type: 'submit', class: 'primary', id: 'profile-upload', text: 'Upload' });
+    const form = el('form', { class: 'card', id: 'profile-form' }, el('h2', { text: 'Upload a profile' }),
+      el('p', { class: 'muted small', text: 'A zip, tar or tar.gz of a Chromium user-data directory’s contents (Local State and Default/ at its top).' }),
+      el('div', { class: 'row' }, name, version, file), err, el('div', { class: 'controls' }, upload));
+    main.replaceChildren(el('div', { class: 'head' }, el('a', { href: '#/', text: '← sessions' }), el('h1', { class: 'plain', text: 'Manage' })), tabs,
+      form, info, el('table', { class: 'sessions manage' }, el('thead', {}, el('tr', {}, ...['Name', 'Size', 'Default', 'Uses', 'Updated', ''].map((h) => el('th', { text: h })))), body));
+    let stopped = false;
+    cleanup.push(() => { stopped = true; });
+
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      err.textContent = '';
+      if (!name.value.trim()) { err.textContent = 'Name the profile.'; return; }
+      if (!file.files.length) { err.textContent = 'Choose the profile’s archive.'; return; }
+      upload.disabled = true;
+      try {
+        const init = await api('POST', 'browser-profiles/initiate-upload');
+        const fd = new FormData();
+        for (const [k, v] of Object.entries(init.upload_fields || {})) fd.append(k, v);
+        fd.append('file', file.files[0]);
+        const target = new URL('browser-profiles/' + encodeURIComponent(init.profile_id) + '/upload', API);
+        const r = await fetch(target, { method: 'POST', body: fd, credentials: 'omit' });
+        if (!r.ok) {
+          const text = await r.text();
+          let data = null;
+          try { data = JSON.parse(text); } catch { data = null; }
+          throw new Error(detail(data, r.status));
+        }
+        try {
+          await api('POST', 'browser-profiles/' + encodeURIComponent(init.profile_id) + '/complete-upload',
+            { name: name.value, browser_name: 'chromium', browser_version: version.value || 'unknown' });
+        } catch (e) {
+          api('DELETE', 'browser-profiles/' + encodeURIComponent(init.profile_id)).catch(() => {});
+          throw e;
+        }
+        name.value = '';
+        file.value = '';
+        toast('Uploaded');
+        load();
+      } catch (e) {
+        err.textContent = visible('Not uploaded: ' + e.message);
+      } finally { upload.disabled = false; }
+    });
+
+    function size(n) {
+      if (typeof n !== 'number') return '';
+      return n < 1024 ? n + ' B' : n < 1 << 20 ? (n / 1024).toFixed(1) + ' KiB' : (n / (1 << 20)).toFixed(1) + ' MiB';
+    }
+
+    async function load() {
+      try {
+        const res = await api('GET', 'browser-profiles?limit=100');
+        if (stopped) return;
+        const items = (res.profiles || []).filter((p) => p && typeof p.id === 'string');
+        body.replaceChildren(...items.map((p) => {
+          const base = 'browser-profiles/' + encodeURIComponent(p.id);
+          const act = async (method, path, done) => {
+            try { await api(method, base + path); toast(done); load(); } catch (e) { toast(e.message); }
+          };
+          return el('tr', { 'data-id': p.id, 'data-default': p.is_default ? '1' : '' },
+            el('td', { class: 'profile-name', title: p.description || '', text: p.name }),
+            el('td', { text: size(p.file_size_bytes) }), el('td', { text: p.is_default ? 'default' : '' }),
+            el('td', { text: String(p.usage_count || 0) }), el('td', { text: p.updated_at ? age(p.updated_at) + ' ago' : '' }),
+            el('td', {},
+              el('button', { type: 'button', class: 'default', text: p.is_default ? 'Unset default' : 'Make default', on: { click: () => act(p.is_default ? 'DELETE' : 'PUT', '/default', p.is_default ? 'No longer the default' : 'Made the default') } }),
+              el('button', { type: 'button', class: 'danger', text: 'Delete', on: { click: (ev) => {
+                const b = ev.currentTarget;
+                if (!b.dataset.armed) { b.dataset.armed = '1'; b.textContent = 'Delete? Click again'; return; }
+                act('DELETE', '', 'Deleted');
+              } } })));
+        }));
+        info.textContent = visible((res.total || 0) + (res.total === 1 ? ' browser profile' : ' browser profiles') + (res.total > items.length ? ', the first ' + items.length + ' shown' : ''));
+      } catch (e) {
+        if (stopped) return;
+        body.replaceChildren();
+        info.textContent = visible('Cannot list: ' + e.message);
+      }
+    }
+    load();
+  }
 
   function cell(v) {
     if (v && typeof v === 'object' && v.link) return el('td', {}, el('a', { href: v.link, text: v.text }));
@@ -1573,6 +1685,7 @@
     const spec = KINDS[k];
     const tabs = el('nav', { class: 'tabs', id: 'manage-tabs' }, ...Object.entries(KINDS).map(([key, s]) =>
       el('a', { href: '#/manage/' + key, class: key === k ? 'current' : '', 'data-kind': key, text: s.title })));
+    if (spec.view) { spec.view(tabs); return; }
     const info = el('p', { class: 'muted', id: 'manage-info', text: 'loading…' });
     const body = el('tbody', { id: 'manage-items' });
     const out = el('div', { id: 'manage-detail' });

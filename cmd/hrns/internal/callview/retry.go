@@ -5,24 +5,25 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // htmlStart finds where an HTML document starts in an error's text.
-var htmlStart = regexp.MustCompile(`(?i)<!doctype html|<html[\s>]`)
+var htmlStart = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)<!doctype html|<html[\s>]`) })
 
 // titleRE finds an HTML page's title.
-var titleRE = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
+var titleRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`) })
 
 // ErrorText is an error's text for a line a person reads: an HTML page
 // quoted in it (a proxy's error page, a wrong base URL's answer) is
 // replaced by its title, which says what the markup does not.
 func ErrorText(s string) string {
-	loc := htmlStart.FindStringIndex(s)
+	loc := htmlStart().FindStringIndex(s)
 	if loc == nil {
 		return s
 	}
 	page := "an HTML page"
-	if m := titleRE.FindStringSubmatch(s[loc[0]:]); m != nil {
+	if m := titleRE().FindStringSubmatch(s[loc[0]:]); m != nil {
 		if t := strings.Join(strings.Fields(html.UnescapeString(m[1])), " "); t != "" {
 			page += " titled “" + t + "”"
 		}

@@ -43,7 +43,13 @@ func browserTools(names []string, o *runOptions) ([]string, *loop.Toolset, func(
 		rest = append(rest, n)
 	}
 	if o.browser {
-		picked = browser.Names()
+		// Not browser_file_upload: hrns run's browser has no files
+		// folder (naming it in --tools gives it, saying so when called).
+		for _, n := range browser.Names() {
+			if n != "browser_file_upload" {
+				picked = append(picked, n)
+			}
+		}
 	}
 	if len(picked) == 0 {
 		return rest, nil, func() {}, nil
@@ -136,7 +142,7 @@ func (o *serveOptions) addBrowser(opts *session.Options, log *slog.Logger) error
 	if opts.SessionEnvironments == nil {
 		opts.SessionEnvironments = map[string]session.EnvironmentFunc{}
 	}
-	opts.SessionEnvironments["web"] = webEnvironment(root, allow, &o.profileLimits.Unpacked, &o.live, log)
+	opts.SessionEnvironments["web"] = webEnvironment(root, allow, &profileBounds{unpacked: o.profileLimits.Unpacked, maxArchive: o.profileLimits.MaxArchiveBytes}, &o.live, log)
 	return nil
 }
 
@@ -156,10 +162,13 @@ func (o *serveOptions) liveFrame(ctx context.Context, id string) ([]byte, time.T
 // copy of it: the first time the environment runs for the session here,
 // the profile's archive is unpacked (checked again, within lim) into the
 // session's profile directory, which the browser then keeps and changes
-// as its own; the stored profile is never changed. While the session
-// runs, its browser is in live under the session's ID, keeping frames for
-// the page's live view.
-func webEnvironment(root string, allow func(netip.AddrPort) bool, lim *userdata.Limits, live *browser.Live, log *slog.Logger) session.EnvironmentFunc {
+// as its own; the stored profile is changed only with
+// persist_browser_profile (p.Profile.Persist), when a run that started
+// the browser stops (persistProfile). While the session runs, its
+// browser is in live under the session's ID, keeping frames for the
+// page's live view.
+func webEnvironment(root string, allow func(netip.AddrPort) bool, bounds *profileBounds, live *browser.Live, log *slog.Logger) session.EnvironmentFunc {
+	lim := &bounds.unpacked
 	fetch := tools.Web(nil)
 	// Unpacking a profile holds its archive in memory: two at once.
 	seeding := make(chan struct{}, 2)
@@ -168,7 +177,7 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, lim *userdata.
 		if err != nil {
 			return nil, nil, err
 		}
-		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10, RefusalHint: browserHint("hrns serve"), LiveFrames: p.Session != "", PageMarkdown: pageMarkdown}
+		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10, RefusalHint: browserHint("hrns serve"), LiveFrames: p.Session != "", PageMarkdown: pageMarkdown, Files: p.Files}
 		env.Apply(&o)
 		if p.Session != "" {
 			if !safeName().MatchString(p.Session) {
@@ -206,6 +215,14 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, lim *userdata.
 			if err := b.Close(); err != nil {
 				log.Warn("closing a session's browser", "session", p.Session, "err", err)
 			}
+			if p.Profile != nil && p.Profile.Persist != nil && b.Launched() {
+				seeding <- struct{}{}
+				err := persistProfile(p.Profile, o.ProfileDir, bounds)
+				<-seeding
+				if err != nil {
+					log.Warn("writing a session's browser back into its profile", "session", p.Session, "profile", p.Profile.ID, "err", err)
+				}
+			}
 			if ended {
 				os.RemoveAll(o.ProfileDir)
 			}
@@ -242,6 +259,40 @@ func seedProfile(p *session.BrowserProfile, root, dir string, lim *userdata.Limi
 		return fmt.Errorf("browser profile %s: %w", p.ID, err)
 	}
 	return nil
+}
+
+// profileBounds bound the profiles a session's browser starts from and
+// writes back: what an archive unpacks to, and its own size (0: 64 MiB).
+type profileBounds struct {
+	unpacked   userdata.Limits
+	maxArchive int64
+}
+
+// persistProfile writes the session's profile directory dir back into
+// the profile p (persist_browser_profile), after its browser closed: dir
+// is archived without caches and links (userdata.Archive), checked with
+// the rules of uploads (userdata.Check) and bounded as an upload is
+// (--browser-profile-max-bytes), then stored in one write (p.Persist):
+// a profile that would be refused as an upload is not written, and the
+// stored one stays as it was.
+func persistProfile(p *session.BrowserProfile, dir string, bounds *profileBounds) error {
+	archive, err := userdata.Archive(dir, &bounds.unpacked)
+	if err != nil {
+		return err
+	}
+	max := bounds.maxArchive
+	if max <= 0 {
+		max = 64 << 20
+	}
+	if int64(len(archive)) > max {
+		return fmt.Errorf("the session's profile packs to %d bytes, more than the %d a profile may hold (--browser-profile-max-bytes): not written back", len(archive), max)
+	}
+	if _, err := userdata.Check(archive, &bounds.unpacked); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return p.Persist(ctx, archive)
 }
 
 // browserHint is the way out a browser's refusal names: the flag of cmd.

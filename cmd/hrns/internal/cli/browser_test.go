@@ -121,6 +121,11 @@ func TestRunBrowser(t *testing.T) {
 	if !strings.Contains(out.String(), "The balance is 4217 credits.") {
 		t.Fatalf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	}
+	// --browser offers every browser tool but browser_file_upload: hrns
+	// run's browser has no files folder.
+	if first := string(model.Requests()[0].Body); !strings.Contains(first, `"browser_tabs"`) || strings.Contains(first, "browser_file_upload") {
+		t.Errorf("--browser offered:\n%s", first)
+	}
 
 	// Without --browser-allow the site, on loopback, is refused.
 	model2 := openaitest.NewServer(

@@ -240,14 +240,33 @@ func buildSession(ctx context.Context, o *runOptions, stdio *IO) (*chatSetup, er
 		unconfined: o.noSandbox,
 	})
 	names, wantTask := splitTask(toolNames(o.tools, agentDef.Tools, cfg.Tools))
+	// The browser (--browser, browser_* names) and the desktop
+	// (--desktop), as in hrns run.
+	names, browserSet, closeBrowser, err := browserTools(names, o)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, func() error { closeBrowser(); return nil })
+	desktopSet, closeDesktop, err := desktopTools(ctx, o, func(line string) {
+		s.notices = append(s.notices, "("+line+")")
+	})
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.closers = append(s.closers, func() error { closeDesktop(); return nil })
 	// run_code's programs are approved by the chat's approver, as any
 	// call; capability calls needing approval are refused inside them.
 	tools, system, closeMCP, err := buildTools(ctx, names, o, cfg, stdio, nil)
 	if err != nil {
+		s.close()
 		return nil, err
 	}
 	s.closers = append(s.closers, closeMCP)
-	s.tools = tools
+	if s.tools, err = loop.Join(tools, browserSet, desktopSet); err != nil {
+		s.close()
+		return nil, usagef("%v", err)
+	}
 	ins, err := loadInstructions(o.workdir, stdio.getenv)
 	if err != nil {
 		s.close()

@@ -98,6 +98,8 @@ Usage:
   hrns serve [flags]          serve the sessions API (/api/v2) over a SQLite file
   hrns mcp serve [flags]      serve hrns tools to MCP clients (stdio, or HTTP with --addr)
   hrns mcp tools [--mcp ...]  list the tools of the configured MCP servers
+  hrns desktop connect --session ID
+                              run a hrns serve session's computer actions on this display
   hrns version                print the version
 
 Run "hrns run -h" for the flags of run.
@@ -166,6 +168,8 @@ func Run(ctx context.Context, args []string, stdio *IO) int {
 		err = skillsCommand(ctx, rest, stdio)
 	case "mcp":
 		err = mcpCommand(ctx, rest, stdio)
+	case "desktop":
+		err = desktopCommand(ctx, rest, stdio)
 	case "version", "--version":
 		fmt.Fprintln(stdio.Out, "hrns", version())
 	case "help", "-h", "--help":

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -50,13 +51,23 @@ const demoHelp = "I am hrns's scripted demo model, so I understand only a few re
 	"- **list DIR** (or ls): I list a directory\n\n" +
 	"A real model understands anything: set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY and run `hrns`."
 
+// The demo model's patterns, compiled when the demo first needs them, not
+// at the start of every command.
 var (
-	demoRead   = regexp.MustCompile(`(?i)\b(?:read|show|open|cat|print)\s+(?:me\s+)?(?:the\s+)?(?:file\s+)?([^\s"'` + "`" + `]+)`)
-	demoFind   = regexp.MustCompile(`(?i)\b(?:find|search|grep|look)\s+(?:for\s+)?(.+)$`)
-	demoList   = regexp.MustCompile(`(?i)\b(?:list|ls)\b(?:\s+(?:the\s+)?(?:files\s+)?(?:in\s+|of\s+|under\s+)?([^\s"'` + "`" + `]+))?`)
-	demoHit    = regexp.MustCompile(`^([^:\n]+):[0-9]+: `)
-	demoHelpRe = regexp.MustCompile(`(?i)\b(help|what can you|who are you|what are you)\b`)
-	demoAbout  = regexp.MustCompile(`(?i)\b(about|overview|summar|explain|describe|what is (this|here)|repo|project|directory|folder|codebase)`)
+	demoRead = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(?:read|show|open|cat|print)\s+(?:me\s+)?(?:the\s+)?(?:file\s+)?([^\s"'` + "`" + `]+)`)
+	})
+	demoFind = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\b(?:find|search|grep|look)\s+(?:for\s+)?(.+)$`) })
+	demoList = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(?:list|ls)\b(?:\s+(?:the\s+)?(?:files\s+)?(?:in\s+|of\s+|under\s+)?([^\s"'` + "`" + `]+))?`)
+	})
+	demoHit    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([^:\n]+):[0-9]+: `) })
+	demoHelpRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(help|what can you|who are you|what are you)\b`)
+	})
+	demoAbout = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(about|overview|summar|explain|describe|what is (this|here)|repo|project|directory|folder|codebase)`)
+	})
 )
 
 // demoStep is what the model decided for one request.
@@ -243,25 +254,25 @@ func demoIntent(prompt string) (intent, arg string) {
 		line = line[:500]
 	}
 	trim := func(s string) string { return strings.Trim(s, " \t.,;:!?\"'`()[]") }
-	if sm := demoRead.FindStringSubmatch(line); sm != nil && demoLooksLikePath(trim(sm[1])) {
+	if sm := demoRead().FindStringSubmatch(line); sm != nil && demoLooksLikePath(trim(sm[1])) {
 		return "read", trim(sm[1])
 	}
-	if sm := demoFind.FindStringSubmatch(line); sm != nil {
+	if sm := demoFind().FindStringSubmatch(line); sm != nil {
 		if t := trim(sm[1]); t != "" {
 			return "find", t
 		}
 	}
-	if sm := demoList.FindStringSubmatch(line); sm != nil {
+	if sm := demoList().FindStringSubmatch(line); sm != nil {
 		dir := trim(sm[1])
 		if dir == "" || strings.EqualFold(dir, "files") || strings.EqualFold(dir, "this") || strings.EqualFold(dir, "here") {
 			dir = "."
 		}
 		return "list", dir
 	}
-	if demoHelpRe.MatchString(line) {
+	if demoHelpRe().MatchString(line) {
 		return "help", ""
 	}
-	if demoAbout.MatchString(line) {
+	if demoAbout().MatchString(line) {
 		return "about", ""
 	}
 	return "help", ""
@@ -375,7 +386,7 @@ func demoFindAnswer(text string, r *demoResult) string {
 	var hits []string
 	files := map[string]bool{}
 	for _, l := range strings.Split(r.text, "\n") {
-		sm := demoHit.FindStringSubmatch(l)
+		sm := demoHit().FindStringSubmatch(l)
 		if sm == nil {
 			continue // a context line, a separator or a note of the tool's
 		}

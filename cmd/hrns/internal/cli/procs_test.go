@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The tests that run hrns as a real process (crash, replica, poison and
@@ -45,6 +48,40 @@ func freeAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// startServeProcess starts `hrns serve`, as a process of its own, with args (after "serve") and the
+// environment env, its output in logs, and waits until it answers
+// /healthz on addr with 200 (it fails the test after 10 s).
+func startServeProcess(t testing.TB, addr string, args, env []string, logs io.Writer, show func() string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(hrnsBinary(t), append([]string{"serve", "--addr", addr}, args...)...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !waitHealthy(addr) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("hrns serve did not start:\n%s", show())
+	}
+	return cmd
+}
+
+// waitHealthy waits, up to 10 s, for a server on addr to answer /healthz
+// with 200.
+func waitHealthy(addr string) bool {
+	for range 1000 {
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return true
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
 }
 
 func TestMain(m *testing.M) {

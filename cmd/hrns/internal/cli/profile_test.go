@@ -196,7 +196,8 @@ var cookiesRE = regexp.MustCompile(`Cookies: \[([^\]]*)\]`)
 // Chromium (which a loopback site gave a persistent cookie) is archived
 // and uploaded; a hrns serve session whose web environment names it (by
 // id, then as the key's default) gets a browser that sends the cookie.
-// What a session's browser changes (a new cookie) is not written back,
+// What a session's browser changes (a new cookie) is not written back
+// without persist_browser_profile,
 // a session without the profile sends no cookie, and another key cannot
 // use the profile. hrns run --browser-profile starts its browser from
 // the same archive.
@@ -256,10 +257,10 @@ func TestServeBrowserProfile(t *testing.T) {
 		!strings.Contains(err.Error(), "browser profile "+id+" not found") {
 		t.Fatalf("another key's profile: %v", err)
 	}
-	// Nor write a session's state back.
-	if _, err := run(keyA, fmt.Sprintf(`{"kind":"web","browser_profile_id":%q,"persist_browser_profile":true}`, id)); err == nil ||
-		!strings.Contains(err.Error(), "does not write a session's browser state back") {
-		t.Fatalf("persist_browser_profile: %v", err)
+	// Nor write its own session's browser back into it.
+	if _, err := run(keyB, fmt.Sprintf(`{"kind":"web","browser_profile_id":%q,"persist_browser_profile":true}`, id)); err == nil ||
+		!strings.Contains(err.Error(), "browser profile "+id+" not found") {
+		t.Fatalf("another key's persist_browser_profile: %v", err)
 	}
 
 	// As the key's default: the same cookie, and not the one the first
@@ -318,5 +319,95 @@ func TestServeBrowserProfile(t *testing.T) {
 	}
 	if code != http.StatusOK || json.Unmarshal(b, &p) != nil || p.UsageCount != 2 || p.LastUsedAt == nil {
 		t.Errorf("the profile after two sessions: %d %s", code, b)
+	}
+}
+
+// profileOf reads a profile's checksum and update time.
+func profileOf(t *testing.T, base, key, id string) (checksum string, updated time.Time) {
+	t.Helper()
+	code, b := api(t, "GET", base+"/api/v2/browser-profiles/"+id, key, "")
+	var p struct {
+		Checksum  string    `json:"checksum"`
+		UpdatedAt time.Time `json:"updated_at"`
+	}
+	if code != http.StatusOK || json.Unmarshal(b, &p) != nil {
+		t.Fatalf("GET the profile: %d %s", code, b)
+	}
+	return p.Checksum, p.UpdatedAt
+}
+
+// TestServeBrowserProfilePersist: a session whose web environment says
+// persist_browser_profile writes its browser back into the profile when
+// its run stops: a real Chromium given a new cookie in session 1, a
+// second session from the same profile (without persist) sends it, and
+// leaves the profile as it was. persist_browser_profile without a profile
+// to write is 422.
+func TestServeBrowserProfilePersist(t *testing.T) {
+	needChromium(t)
+	t.Parallel()
+	site := newCookieSite(t)
+	archive := zipDir(t, buildUserData(t, site.URL+"/set"))
+	visit := openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("call_nav", "browser_navigate", fmt.Sprintf(`{"url":%q}`, site.URL+"/check"))}}
+	answer := openaitest.Reply{Func: func(body []byte) openaitest.Reply {
+		if m := cookiesRE.FindSubmatch(body); m != nil {
+			return openaitest.Reply{Text: "cookies: " + string(m[1])}
+		}
+		return openaitest.Reply{Text: "no page"}
+	}}
+	model := openaitest.NewServer(visit, answer, visit, answer)
+	defer model.Close()
+	const key = "sk-persist"
+	s := startServe(t, map[string]string{"OPENAI_BASE_URL": model.URL(), "OPENAI_API_KEY": "k", "HRNS_API_KEYS": key},
+		"--model", "test-model", "--db", "sqlite:"+filepath.Join(t.TempDir(), "hrns.db"),
+		"--browser-allow", site.Listener.Addr().String(), "--browser-profiles", t.TempDir())
+	id := uploadBrowserProfile(t, s.url, key, archive)
+	run := func(env string) (string, error) {
+		t.Helper()
+		var e client.Environment
+		if err := json.Unmarshal([]byte(env), &e); err != nil {
+			t.Fatal(err)
+		}
+		h, err := client.New(s.url, key, nil).StartSession(t.Context(), &client.SessionRequest{
+			Agent:    client.AgentRef{Inline: &client.Agent{Name: "checker", Environments: []client.Environment{e}}},
+			Messages: client.Text("Which cookies does the site see?"),
+		})
+		if err != nil {
+			return "", err
+		}
+		res, err := h.WaitForCompletion(t.Context())
+		if err != nil || res.Status != session.StatusCompleted {
+			t.Fatalf("%v %+v\n%s", err, res, s.logs.String())
+		}
+		return res.Answer, nil
+	}
+	if _, err := run(`{"kind":"web","persist_browser_profile":true}`); err == nil || !strings.Contains(err.Error(), "name one with browser_profile_id") {
+		t.Fatalf("persist without a profile: %v", err)
+	}
+	sum0, at0 := profileOf(t, s.url, key, id)
+
+	got, err := run(fmt.Sprintf(`{"kind":"web","headless":true,"browser_profile_id":%q,"persist_browser_profile":true}`, id))
+	if err != nil || got != "cookies: pref=dark42" {
+		t.Fatalf("session 1 saw %q, %v", got, err)
+	}
+	// The write-back follows the run's end: wait for it.
+	var sum1 string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var at1 time.Time
+		if sum1, at1 = profileOf(t, s.url, key, id); sum1 != sum0 && at1.After(at0) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the profile was not written back\n%s", s.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	got, err = run(fmt.Sprintf(`{"kind":"web","headless":true,"browser_profile_id":%q}`, id))
+	if err != nil || !strings.Contains(got, "pref=dark42") || !strings.Contains(got, "visited=yes") {
+		t.Fatalf("session 2 saw %q (%v), want the profile's cookie and the one session 1 got", got, err)
+	}
+	if sum2, _ := profileOf(t, s.url, key, id); sum2 != sum1 {
+		t.Errorf("a session without persist_browser_profile changed the profile")
 	}
 }

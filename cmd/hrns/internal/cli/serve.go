@@ -21,10 +21,10 @@ import (
 	"github.com/hrns-dev/hrns/browser"
 	"github.com/hrns-dev/hrns/desktop"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/platform/schedule"
 	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
-	"github.com/hrns-dev/hrns/session/schedule"
 	"github.com/hrns-dev/hrns/store"
 	"github.com/hrns-dev/hrns/store/postgres"
 	"github.com/hrns-dev/hrns/store/sqlite"
@@ -248,6 +248,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 			Threshold: cfg.Compaction.Threshold, Target: cfg.Compaction.Target, KeepTurns: cfg.Compaction.KeepTurns,
 		},
 		Workspaces: o.workspaces(),
+		PublicURL:  publicURL,
 	}
 	opts.Skills = serverSkills(cfg, stdio)
 	hookDir, err := o.hookDir()

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +39,7 @@ func TestServePoisonSessions(t *testing.T) {
 		t.Skip("builds and runs the hrns binary")
 	}
 	dir := t.TempDir()
-	bin := hrnsBinary(t)
+	hrnsBinary(t) // built before the clock of the test starts
 
 	// The model answers, except to the poison sessions: it tells the test
 	// and holds their requests, so that the test kills the server while
@@ -82,22 +81,8 @@ func TestServePoisonSessions(t *testing.T) {
 	}()
 	start := func() *exec.Cmd {
 		t.Helper()
-		cmd := exec.Command(bin, "serve", "--addr", addr, "--db", "sqlite:"+db, "--model", "test-model")
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test", "HRNS_API_KEYS=sk-poison"}
-		cmd.Stdout, cmd.Stderr = &logs, &logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		for range 500 {
-			if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-				resp.Body.Close()
-				return cmd
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		cmd.Process.Kill()
-		t.Fatalf("hrns serve did not start:\n%s", logs.String())
-		return nil
+		return startServeProcess(t, addr, []string{"--db", "sqlite:" + db, "--model", "test-model"},
+			[]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test", "HRNS_API_KEYS=sk-poison"}, &logs, logs.String)
 	}
 	kill := func(cmd *exec.Cmd) {
 		t.Helper()

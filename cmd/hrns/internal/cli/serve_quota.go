@@ -4,7 +4,7 @@ import (
 	"flag"
 	"path/filepath"
 
-	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/platform/quota"
 )
 
 // QuotaConfig is the [quota] table of the config file: the token quota
@@ -30,7 +30,7 @@ func (q *quotaFlags) register(fs *flag.FlagSet) {
 
 // tokenQuota is the token quota of the flags, or else of the config file.
 // Tokens are counted per month without one.
-func (q *quotaFlags) tokenQuota(cfg *Config) (*session.TokenQuota, error) {
+func (q *quotaFlags) tokenQuota(cfg *Config) (*quota.Tokens, error) {
 	day, month, where := q.perDay, q.perMonth, "--tokens-per-day and --tokens-per-month"
 	if day == 0 && month == 0 {
 		day, month, where = cfg.Quota.TokensPerDay, cfg.Quota.TokensPerMonth, "[quota] tokens_per_day and tokens_per_month"+cfg.where()
@@ -41,9 +41,9 @@ func (q *quotaFlags) tokenQuota(cfg *Config) (*session.TokenQuota, error) {
 	case day > 0 && month > 0:
 		return nil, usagef("%s: set one of them", where)
 	case day > 0:
-		return &session.TokenQuota{Limit: day, Period: session.PeriodDay}, nil
+		return &quota.Tokens{Limit: day, Period: quota.PeriodDay}, nil
 	case month > 0:
-		return &session.TokenQuota{Limit: month, Period: session.PeriodMonth}, nil
+		return &quota.Tokens{Limit: month, Period: quota.PeriodMonth}, nil
 	}
 	return nil, nil
 }

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -114,16 +115,9 @@ func startClusterEnv(t testing.TB, n, workers int, dsn string, model *openaitest
 
 func (c *cluster) waitHealthy(i int, r *replica) {
 	c.t.Helper()
-	for range 1000 {
-		if resp, err := http.Get(r.url + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !waitHealthy(strings.TrimPrefix(r.url, "http://")) {
+		c.t.Fatalf("replica %d did not start:\n%s", i, r.logs.String())
 	}
-	c.t.Fatalf("replica %d did not start:\n%s", i, r.logs.String())
 }
 
 // client returns an SDK client of the load balancer (i < 0) or of

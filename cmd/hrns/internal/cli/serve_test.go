@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,7 +93,7 @@ func TestServeCrashRestart(t *testing.T) {
 		t.Skip("builds and runs the hrns binary")
 	}
 	dir := t.TempDir()
-	bin := hrnsBinary(t)
+	hrnsBinary(t) // built before the clock of the test starts
 
 	// The model: each request takes a while, so that the kill finds
 	// model calls in flight. It asks for the order's status, then
@@ -124,22 +123,8 @@ func TestServeCrashRestart(t *testing.T) {
 	var logs syncBuffer
 	start := func() *exec.Cmd {
 		t.Helper()
-		cmd := exec.Command(bin, "serve", "--addr", addr, "--db", "sqlite:"+db, "--model", "test-model")
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test", "HRNS_API_KEYS=sk-crash"}
-		cmd.Stdout, cmd.Stderr = &logs, &logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		for range 500 {
-			if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-				resp.Body.Close()
-				return cmd
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		cmd.Process.Kill()
-		t.Fatalf("hrns serve did not start:\n%s", logs.String())
-		return nil
+		return startServeProcess(t, addr, []string{"--db", "sqlite:" + db, "--model", "test-model"},
+			[]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test", "HRNS_API_KEYS=sk-crash"}, &logs, logs.String)
 	}
 	first := start()
 	defer func() {

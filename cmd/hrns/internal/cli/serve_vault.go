@@ -9,9 +9,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/hrns-dev/hrns/platform/vault"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store"
-	"github.com/hrns-dev/hrns/vault"
 )
 
 // vaultKeyEnv holds the vault keys of hrns serve (see vault.ParseKeys).

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hrns-dev/hrns/browser"
 	"github.com/hrns-dev/hrns/internal/netpolicy"
-	"github.com/hrns-dev/hrns/session/webhook"
+	"github.com/hrns-dev/hrns/platform/webhook"
 	"github.com/hrns-dev/hrns/store"
 )
 

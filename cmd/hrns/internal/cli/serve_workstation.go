@@ -77,7 +77,7 @@ func (o *serveOptions) addWorkstation(opts *session.Options, log *slog.Logger) e
 		var browser *loop.Toolset
 		var closeBrowser func(bool)
 		if web != nil {
-			if browser, closeBrowser, err = web(&session.EnvironmentParams{Session: p.Session}); err != nil {
+			if browser, closeBrowser, err = web(&session.EnvironmentParams{Session: p.Session, Profile: p.Profile, Files: p.Files}); err != nil {
 				return nil, nil, err
 			}
 		} else {

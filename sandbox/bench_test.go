@@ -1,0 +1,72 @@
+//go:build linux
+
+package sandbox_test
+
+import (
+	"context"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hrns-dev/hrns/sandbox"
+)
+
+// cpuSelfAndChildren returns the CPU time, user and system, of this process
+// and of its children that have ended.
+func cpuSelfAndChildren() time.Duration {
+	var self, kids syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &self) != nil || syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids) != nil {
+		return 0
+	}
+	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + kids.Utime.Nano() + kids.Stime.Nano())
+}
+
+// BenchmarkRun times a shell call as run_command makes it, sandboxed with
+// the default limits, against the same command line started by os/exec,
+// the two interleaved in the same loop so that a drifting load weighs on
+// both alike. It reports, per command, the wall time and CPU (of this
+// process and its children) of each, and their ratios.
+func BenchmarkRun(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		spec sandbox.Spec
+	}{
+		{"default", sandbox.Spec{Shell: "true", Limits: sandbox.DefaultLimits}},
+		{"network", sandbox.Spec{Shell: "true", Limits: sandbox.DefaultLimits, AllowNetwork: true}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			dir := b.TempDir()
+			ctx := context.Background()
+			var rawWall, rawCPU, boxWall, boxCPU time.Duration
+			for b.Loop() {
+				t0, c0 := time.Now(), cpuSelfAndChildren()
+				if err := exec.Command("/bin/sh", "-c", "true").Run(); err != nil {
+					b.Fatal(err)
+				}
+				t1, c1 := time.Now(), cpuSelfAndChildren()
+				spec := bc.spec
+				spec.Dir = dir
+				res, err := sandbox.Run(ctx, &spec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.ExitCode != 0 || !res.Confinement.Isolated {
+					b.Fatalf("exit code %d, isolated %v: %s", res.ExitCode, res.Confinement.Isolated, res.Output)
+				}
+				t2, c2 := time.Now(), cpuSelfAndChildren()
+				rawWall += t1.Sub(t0)
+				rawCPU += c1 - c0
+				boxWall += t2.Sub(t1)
+				boxCPU += c2 - c1
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(boxWall.Nanoseconds())/n, "sandboxed-ns/op")
+			b.ReportMetric(float64(boxCPU.Nanoseconds())/n, "sandboxed-cpu-ns/op")
+			b.ReportMetric(float64(rawWall.Nanoseconds())/n, "raw-ns/op")
+			b.ReportMetric(float64(rawCPU.Nanoseconds())/n, "raw-cpu-ns/op")
+			b.ReportMetric(float64(boxWall)/float64(rawWall), "x-raw-wall")
+			b.ReportMetric(float64(boxCPU)/float64(rawCPU), "x-raw-cpu")
+		})
+	}
+}

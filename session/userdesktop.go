@@ -1,0 +1,174 @@
+package session
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/loop"
+)
+
+// The user's own desktop: a desktop environment (host "user_device") gives
+// the session's agent the computer tool as a client-side tool. Its calls
+// wait in awaiting_tool_results like those of the tools the caller
+// declares; the caller (the Go SDK's client/userdesktop, or `hrns desktop
+// connect`) runs them on its own display, each approved by a person, and
+// posts each result with the screenshot inlined as base64 (see
+// postedContent), which the model then sees as an image.
+
+// ComputerTool is the name of the computer tool, the name Anthropic's
+// native computer tool must have (package desktop's ToolName).
+const ComputerTool = "computer"
+
+// UserDesktopWidth and UserDesktopHeight are the model's view of a user's
+// desktop: the size the computer tool declares. The caller's screen is
+// shown within it, scaled down with its aspect ratio kept (a 1920×1080
+// screen is seen as 1280×720); coordinates beyond the screen's part of the
+// view are refused by the caller.
+const (
+	UserDesktopWidth  = 1280
+	UserDesktopHeight = 800
+)
+
+// computerSchema is the JSON Schema of the computer tool's arguments, for
+// providers without a native computer tool: the actions and arguments of
+// Anthropic's computer tool, as package desktop gives them (a test keeps
+// the two the same).
+const computerSchema = `{
+  "type": "object",
+  "properties": {
+    "action": {"type": "string", "enum": ["screenshot", "cursor_position", "mouse_move", "left_click", "right_click", "middle_click", "double_click", "triple_click", "left_mouse_down", "left_mouse_up", "left_click_drag", "scroll", "type", "key", "hold_key", "wait"],
+      "description": "What to do. screenshot: see the screen. mouse_move, left_click, right_click, middle_click, double_click, triple_click: at coordinate. left_click_drag: press at start_coordinate, release at coordinate. scroll: scroll_amount wheel clicks in scroll_direction at coordinate. type: type text. key: press keys (a chord such as ctrl+s, several separated by spaces). hold_key: hold text's keys for duration seconds. wait: wait duration seconds. cursor_position: where the pointer is. Every action but cursor_position returns a fresh screenshot."},
+    "coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "description": "[x, y] in pixels of the screenshot."},
+    "start_coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "description": "[x, y] where a left_click_drag starts."},
+    "path": {"type": "array", "items": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}, "maxItems": 64, "description": "Points a left_click_drag passes through between start and end."},
+    "text": {"type": "string", "description": "The text to type, the keys to press or hold, or the modifier keys held during a click (shift, ctrl, alt, super)."},
+    "scroll_direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
+    "scroll_amount": {"type": "integer", "minimum": 1, "maximum": 30, "description": "Wheel clicks to scroll."},
+    "duration": {"type": "number", "minimum": 0, "maximum": 30, "description": "Seconds to wait or to hold keys."},
+    "safety_checks": {"type": "array", "maxItems": 8, "items": {"type": "object", "properties": {"id": {"type": "string", "maxLength": 200}, "code": {"type": "string", "maxLength": 200}, "message": {"type": "string", "maxLength": 2000}}, "required": ["id"], "additionalProperties": false},
+      "description": "Leave out: set by the provider for a person to acknowledge."}
+  },
+  "required": ["action"],
+  "additionalProperties": false
+}`
+
+// userComputerTool is the client-side computer tool of a session whose
+// agent has a desktop environment on the user's device: its calls wait for
+// the caller, and providers with a native computer tool render it as that.
+func userComputerTool(c *llm.ComputerSpec) *loop.ToolDef {
+	t := loop.NewClientTool(ComputerTool, fmt.Sprintf("Use the desktop of the person who started this task, on their own computer, with the mouse and keyboard, seeing it through screenshots. "+
+		"The screenshots are at most %dx%d pixels; coordinates are [x, y] pixels of the screenshot, from [0, 0] at the top left. "+
+		"Take a screenshot first to see what is there; every action returns a fresh one. "+
+		"The person sees each action before it runs and may refuse it.", c.Width, c.Height), json.RawMessage(computerSchema))
+	t.Computer = &loop.Computer{Width: c.Width, Height: c.Height}
+	return t
+}
+
+// userDesktopHost checks a desktop environment's host: hrns runs a desktop
+// only on the caller's device; "" when it may be used, else why not.
+func userDesktopHost(e *Environment) string {
+	var host string
+	if raw, ok := e.Fields["host"]; ok && !isNull(raw) {
+		if json.Unmarshal(raw, &host) != nil {
+			return `host must be "user_device"`
+		}
+	}
+	switch host {
+	case "", "user_device":
+		return ""
+	}
+	return fmt.Sprintf(`a desktop environment runs on the caller's device here (host "user_device"), not %q: the caller runs its actions (the Go SDK's client/userdesktop, or hrns desktop connect); a sandboxed desktop on the server comes with the workstation kind`, host)
+}
+
+// checkComputer refuses a second computer tool: the agent's user desktop
+// and a tool of its environments or a client tool of the same name.
+func checkComputer(v *validation, sp *spec, server *loop.Toolset) {
+	if sp.Computer == nil {
+		return
+	}
+	if server != nil && slices.Contains(server.Names(), ComputerTool) {
+		v.add(`the agent's desktop (host "user_device") and another of its environments both give a "computer" tool: give it one of them`, "body", "agent", "environments")
+	}
+	if slices.ContainsFunc(sp.ClientTools, func(t ToolDefinition) bool { return t.Name == ComputerTool }) {
+		v.add(`tool "computer" is the tool of the agent's desktop environment`, "body", "agent", "tools")
+	}
+}
+
+// clientNames are the names of the tools whose calls the caller answers:
+// the declared tools, and the computer tool of a user's desktop.
+func (sp *spec) clientNames() map[string]bool {
+	client := map[string]bool{}
+	for _, t := range sp.ClientTools {
+		client[t.Name] = true
+	}
+	if sp.Computer != nil {
+		client[ComputerTool] = true
+	}
+	return client
+}
+
+// maxPostedImage bounds the decoded image of a posted result.
+const maxPostedImage = 8 << 20
+
+// postedContent is what the model reads of a posted tool_result, what the
+// log keeps of it, and the observation events that carry its image.
+//
+// A result is opaque JSON, and the model reads it as text (a string as it
+// is, anything else as JSON), except that an object with an "image" member
+// in the shape of the reference's ImageContent ({"type": "base64",
+// "media_type": "image/png", "source": BASE64}) gives the model the image:
+// the rest of the object is the text (its "text" member alone when that is
+// all there is), the image follows it, and the log keeps the result
+// without the image, followed by an observation_event carrying it, as for
+// the screenshots of the server's own tools. msg is why such an image is
+// refused ("" when it is not).
+func postedContent(r json.RawMessage, req *ToolRequest) (content []llm.Part, logged json.RawMessage, obs []AgentEventData, msg string) {
+	var obj map[string]json.RawMessage
+	if len(r) == 0 || r[0] != '{' || json.Unmarshal(r, &obj) != nil || obj["image"] == nil || isNull(obj["image"]) {
+		return []llm.Part{llm.TextPart(resultText(r))}, orNull(r), nil, ""
+	}
+	var img ImageContent
+	dec := json.NewDecoder(bytes.NewReader(obj["image"]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&img); err != nil {
+		return nil, nil, nil, fmt.Sprintf(`an image in a result must be {"type": "base64", "media_type": ..., "source": ...}: %v`, err)
+	}
+	if img.Type != "base64" {
+		return nil, nil, nil, `an image in a result must be inline: "type": "base64"`
+	}
+	switch img.MediaType {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+	default:
+		return nil, nil, nil, fmt.Sprintf("an image in a result must be image/png, image/jpeg, image/gif or image/webp, not %q", img.MediaType)
+	}
+	if base64.StdEncoding.DecodedLen(len(img.Source)) > maxPostedImage {
+		return nil, nil, nil, fmt.Sprintf("an image in a result must be at most %d bytes", maxPostedImage)
+	}
+	data, err := base64.StdEncoding.DecodeString(img.Source)
+	if err != nil {
+		return nil, nil, nil, fmt.Sprintf("an image in a result must be base64: %v", err)
+	}
+	if got := http.DetectContentType(data); got != img.MediaType {
+		return nil, nil, nil, fmt.Sprintf("the image's bytes are not %s (they read as %s)", img.MediaType, got)
+	}
+	delete(obj, "image")
+	text := ""
+	if t, ok := obj["text"]; ok && len(obj) == 1 {
+		text = resultText(t)
+	} else if len(obj) > 0 {
+		b, _ := json.Marshal(obj)
+		text = string(b)
+	}
+	logged, _ = json.Marshal(obj)
+	typ := ""
+	if req.ToolName == ComputerTool {
+		typ = "desktop"
+	}
+	obs = []AgentEventData{{Kind: KindObservation, ObservationType: typ, ToolReq: req, Image: &img}}
+	return []llm.Part{llm.TextPart(text), llm.ImagePart(img.MediaType, data)}, logged, obs, ""
+}
