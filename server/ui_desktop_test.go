@@ -44,7 +44,7 @@ func TestUIBrowserDesktopLive(t *testing.T) {
 		}
 	}
 	const call = `{"action":"batch","actions":[` +
-		`{"action":"left_click","coordinate":[100,120]},` +
+		`{"action":"left_click","coordinate":[500,420]},` +
 		`{"action":"type","text":"<b>bold</b>\u202eevil"},` +
 		`{"action":"key","text":"ctrl+a"},` +
 		`{"action":"scroll","coordinate":[300,200],"scroll_direction":"down","scroll_amount":3},` +
@@ -102,7 +102,7 @@ func TestUIBrowserDesktopLive(t *testing.T) {
 	type shown struct {
 		Size    []int      `json:"size"`
 		Marks   []string   `json:"marks"`
-		Click   []float64  `json:"click"` // the click mark's centre, and where [100, 120] of the picture is on the page
+		Click   []float64  `json:"click"` // the click mark's centre, and where [500, 420] of the picture is on the page
 		Lines   []string   `json:"lines"`
 		Bold    int        `json:"bold"`
 		Drag    string     `json:"drag"`
@@ -117,7 +117,7 @@ func TestUIBrowserDesktopLive(t *testing.T) {
 		return {
 			size: [img.naturalWidth, img.naturalHeight],
 			marks: [...document.querySelectorAll('#desk .mark')].map((g) => g.dataset.n + ' ' + g.dataset.kind + ' ' + (g.dataset.x || '') + ' ' + (g.dataset.y || '')),
-			click: [c.left + c.width / 2, c.top + c.height / 2, r.left + 100 / img.naturalWidth * r.width, r.top + 120 / img.naturalHeight * r.height],
+			click: [c.left + c.width / 2, c.top + c.height / 2, r.left + 500 / img.naturalWidth * r.width, r.top + 420 / img.naturalHeight * r.height],
 			lines: [...document.querySelectorAll('#desk-actions li')].map((li) => li.textContent),
 			bold: document.querySelectorAll('#desk-actions b, #desk b').length,
 			drag: (document.querySelector('#desk .mark[data-kind="left_click_drag"] polyline') || {getAttribute: () => ''}).getAttribute('points'),
@@ -126,7 +126,7 @@ func TestUIBrowserDesktopLive(t *testing.T) {
 		};
 	})()`
 	wantLines := []string{
-		"1. left click at [100, 120]",
+		"1. left click at [500, 420]",
 		`2. typed "<b>bold</b>\u202eevil"`,
 		`3. pressed keys "ctrl+a"`,
 		"4. scrolled down by 3 at [300, 200]",
@@ -137,7 +137,7 @@ func TestUIBrowserDesktopLive(t *testing.T) {
 		if len(s.Size) != 2 || s.Size[0] != 800 || s.Size[1] != 600 {
 			t.Errorf("%s: a picture of %v", when, s.Size)
 		}
-		if strings.Join(s.Marks, "|") != "1 left_click 100 120|4 scroll 300 200|5 left_click_drag 200 150" {
+		if strings.Join(s.Marks, "|") != "1 left_click 500 420|4 scroll 300 200|5 left_click_drag 200 150" {
 			t.Errorf("%s: marks %q", when, s.Marks)
 		}
 		if len(s.Click) != 4 || abs(s.Click[0]-s.Click[2]) > 2 || abs(s.Click[1]-s.Click[3]) > 2 {
@@ -165,7 +165,8 @@ func TestUIBrowserDesktopLive(t *testing.T) {
 	}
 	// The picture is the display's: the dialog shows in it (white, at
 	// +60+80), in a frame taken between calls if it mapped after the
-	// call's screenshot.
+	// call's screenshot. (The click is away from it: a click on one of
+	// its buttons would close it.)
 	b.step("the dialog, live",
 		chromedp.Poll[chromedp.Void](`(() => {
 			const i = document.querySelector('#desk[data-source="live"] #desk-img');
