@@ -56,10 +56,46 @@ type EnvironmentSpec struct {
 	// Image is an Android environment's emulator image.
 	Image *string `json:"image,omitempty"`
 
+	// MCPServers are MCP servers whose tools the agent gets with the
+	// environment (any kind the server runs).
+	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
+
 	// ReadOnly marks an environment the server provides (an hrns
 	// addition).
 	ReadOnly bool `json:"read_only,omitempty"`
 }
+
+// MCPServer is an MCP server an environment connects the agent to, as H's
+// API gives it: a command run over stdio, or an HTTP endpoint. The server
+// answers env and headers redacted ([RedactedValue]): they may carry
+// secrets.
+type MCPServer struct {
+	// Name is unique among the environment's servers; the server's tools
+	// are offered as NAME__TOOL.
+	Name string `json:"name"`
+	// Transport is "stdio", "streamable_http" or "sse".
+	Transport string `json:"transport"`
+	// Command, Args and Env are the program a stdio server runs, its
+	// arguments and the variables added to its environment.
+	Command *string           `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	// URL is the endpoint of an HTTP server (streamable_http or sse),
+	// and Headers are sent with each request to it.
+	URL     *string           `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// The transports of [MCPServer].
+const (
+	MCPStdio          = "stdio"
+	MCPStreamableHTTP = "streamable_http"
+	MCPSSE            = "sse"
+)
+
+// RedactedValue stands for the value of an MCP server's env variable or
+// header in what the server answers.
+const RedactedValue = "[redacted]"
 
 // SkillSpec is a registered skill, as /api/v2/skills takes and returns it.
 type SkillSpec struct {

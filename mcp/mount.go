@@ -57,7 +57,8 @@ type Mounted struct {
 // server one process.
 type conn struct {
 	session *sdk.ClientSession
-	cmd     *exec.Cmd // nil for a Streamable HTTP server
+	cmd     *exec.Cmd // nil for an HTTP server, or one Spec.Start started
+	proc    Process   // the process Spec.Start started
 	stderr  *tail
 	done    chan struct{} // closed when the session has ended
 	err     error         // why it ended; set before done is closed
@@ -180,7 +181,19 @@ func (m *Mounted) connect(ctx context.Context) (*conn, error) {
 			hc2.Transport = &headerTransport{base: hc.Transport, headers: m.spec.Headers}
 			hc = &hc2
 		}
-		t = &sdk.StreamableClientTransport{Endpoint: m.spec.URL, HTTPClient: hc}
+		if m.spec.SSE {
+			t = &sdk.SSEClientTransport{Endpoint: m.spec.URL, HTTPClient: hc}
+		} else {
+			t = &sdk.StreamableClientTransport{Endpoint: m.spec.URL, HTTPClient: hc}
+		}
+	} else if m.spec.Start != nil {
+		spec := m.spec
+		p, err := m.spec.Start(ctx, &spec)
+		if err != nil {
+			return nil, fmt.Errorf("mcp server %q: starting %s: %w", m.spec.Name, m.spec.Command, err)
+		}
+		c.proc = p
+		t = &sdk.IOTransport{Reader: p, Writer: p, MaxLineLength: m.spec.MaxMessageBytes}
 	} else {
 		c.cmd = exec.Command(m.spec.Command, m.spec.Args...)
 		c.cmd.Env = serverEnv(m.spec.Env)
@@ -194,6 +207,9 @@ func (m *Mounted) connect(ctx context.Context) (*conn, error) {
 	}
 	s, err := client.Connect(ctx, t, nil)
 	if err != nil {
+		if c.proc != nil {
+			c.proc.Close()
+		}
 		return nil, m.connectError(c, err)
 	}
 	c.session = s
@@ -208,6 +224,13 @@ func (m *Mounted) connect(ctx context.Context) (*conn, error) {
 
 // connectError explains a failed connection.
 func (m *Mounted) connectError(c *conn, err error) error {
+	if c.proc != nil {
+		msg := fmt.Sprintf("mcp server %q: starting %s", m.spec.Name, m.spec.Command)
+		if why := c.proc.Exited(); why != "" {
+			msg += " (" + why + ")"
+		}
+		return fmt.Errorf("%s: %w", msg, err)
+	}
 	if c.cmd == nil {
 		return fmt.Errorf("mcp server %q: connecting to %s: %w", m.spec.Name, m.spec.URL, err)
 	}
@@ -220,6 +243,15 @@ func (m *Mounted) connectError(c *conn, err error) error {
 
 // endError says why a session ended.
 func (m *Mounted) endError(c *conn, err error) error {
+	if c.proc != nil {
+		if why := c.proc.Exited(); why != "" {
+			return fmt.Errorf("exited (%s)", why)
+		}
+		if err == nil {
+			err = errors.New("the connection was closed")
+		}
+		return fmt.Errorf("stopped answering: %w", err)
+	}
 	if c.cmd == nil {
 		if err == nil {
 			err = errors.New("the connection was closed")
@@ -252,7 +284,7 @@ func (c *conn) close() error {
 	}
 	err := c.session.Close()
 	<-c.done
-	if c.cmd == nil || ended {
+	if c.cmd == nil && c.proc == nil || ended {
 		// Closing a process that had died reports how it died, which
 		// is no failure of Close.
 		return nil
@@ -330,7 +362,7 @@ func (m *Mounted) lostError(c *conn, during bool) error {
 		when = "during the call"
 	}
 	again := "started again"
-	if c.cmd == nil {
+	if c.cmd == nil && c.proc == nil {
 		again = "reconnected"
 	}
 	return fmt.Errorf("mcp server %q %s: %w; it will be %s at the next call, and any state it held is lost", m.spec.Name, when, c.err, again)

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -37,10 +38,25 @@ type Spec struct {
 	// a server that exits.
 	Stderr io.Writer
 
+	// Start, when set, starts Command in place of os/exec, for example
+	// in a sandbox: it is called with the spec for each start (the
+	// first, and each restart after the server died), and returns the
+	// running server. Env, Dir and Stderr are then Start's to apply; the
+	// process inherits nothing of this process unless Start gives it.
+	Start func(ctx context.Context, spec *Spec) (Process, error)
+	// MaxMessageBytes bounds what is read of one message a stdio
+	// server writes (the SDK's IOTransport.MaxLineLength); a longer one
+	// is not delivered, and the call waiting for it ends at its
+	// timeout. 0 means 16 MiB.
+	MaxMessageBytes int
+
 	// URL is the endpoint of a Streamable HTTP server, and Headers are
 	// sent with every request to it (for example Authorization).
 	URL     string
 	Headers map[string]string
+	// SSE reaches URL with the older HTTP+SSE transport (MCP's
+	// 2024-11-05 version) in place of Streamable HTTP.
+	SSE bool
 	// HTTPClient makes the requests to URL; nil means
 	// http.DefaultClient.
 	HTTPClient *http.Client
@@ -63,6 +79,18 @@ type Spec struct {
 	// Logger receives debug logs of the connection and warnings about
 	// tools that could not be mounted; nil discards them.
 	Logger *slog.Logger
+}
+
+// A Process is a stdio server started by [Spec.Start]: reading it reads
+// the server's stdout, writing it writes its stdin.
+type Process interface {
+	io.ReadWriteCloser
+	// Close ends the process and waits for it; it may be called more
+	// than once.
+	//
+	// Exited says how the process ended, with the end of its stderr
+	// when it was kept: "" while it runs.
+	Exited() string
 }
 
 // Approval is the policy that decides which calls of a mounted server's
@@ -98,6 +126,8 @@ func (s *Spec) validate() error {
 		return fmt.Errorf("%w: server %q has neither a command nor a URL", ErrInvalidSpec, s.Name)
 	case s.Command != "" && s.URL != "":
 		return fmt.Errorf("%w: server %q has both a command and a URL", ErrInvalidSpec, s.Name)
+	case s.SSE && s.URL == "":
+		return fmt.Errorf("%w: server %q: SSE without a URL", ErrInvalidSpec, s.Name)
 	case s.Approval < AskUnlessReadOnly || s.Approval > AskNever:
 		return fmt.Errorf("%w: server %q: unknown approval policy %d", ErrInvalidSpec, s.Name, s.Approval)
 	}

@@ -3,8 +3,6 @@ package server_test
 import (
 	"net/http"
 	"testing"
-
-	"github.com/hrns-dev/hrns/openai/openaitest"
 )
 
 // TestEnvironmentKinds: the API's kinds workstation and android. A
@@ -41,23 +39,4 @@ func TestEnvironmentKinds(t *testing.T) {
 	if !hasDetail(r.body, "body.agent.environments.0", `environment kind "android" is not available on this server`) {
 		t.Errorf("a registered android environment: %s", r.body)
 	}
-}
-
-// TestMCPServersRefused: hrns does not attach MCP servers to sessions
-// yet, so an environment that names some is refused where it is given,
-// rather than kept and ignored; an empty list is accepted.
-func TestMCPServersRefused(t *testing.T) {
-	e := regEnv(t, openaitest.Reply{Text: "ok"})
-	mcp := `"mcp_servers":[{"name":"fs","transport":"stdio","command":"mcp-fs"}]`
-	for _, tt := range []struct{ method, path, body, loc string }{
-		{"POST", "/api/v2/sessions", `{"agent":{"name":"a","environments":[{"kind":"web",` + mcp + `}]},"messages":"x"}`, "body.agent.environments.0.mcp_servers"},
-		{"POST", "/api/v2/environments", `{"id":"tools","kind":"web",` + mcp + `}`, "body.mcp_servers"},
-		{"POST", "/api/v2/agents", `{"name":"tooled","description":"d","environments":[{"id":"w","kind":"web",` + mcp + `}]}`, "body.environments.0.mcp_servers"},
-	} {
-		r := e.call(tt.method, tt.path, keyAlice, tt.body, http.StatusUnprocessableEntity, "")
-		if !hasDetail(r.body, tt.loc, "hrns does not attach MCP servers to sessions yet") {
-			t.Errorf("%s %s: %s, want an error at %s", tt.method, tt.path, r.body, tt.loc)
-		}
-	}
-	e.create(keyAlice, `{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[]}]},"messages":"x"}`)
 }

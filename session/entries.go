@@ -128,7 +128,6 @@ func (m *Manager) ParseEntry(kind, owner string, body []byte) (*store.Entry, err
 		if err := decodeObject(body, &env, "body"); err != nil {
 			return nil, err
 		}
-		refuseMCPServers(&v, body, "body")
 		validateEnvironment(&v, &env, "body")
 		e.Name, e.Type = env.ID, env.Kind
 		e.Spec, _ = json.Marshal(env)

@@ -42,6 +42,10 @@ type Options struct {
 	// [EnvironmentFunc]. A kind here is offered like one of
 	// Environments, and takes precedence over it.
 	SessionEnvironments map[string]EnvironmentFunc
+	// MCPServers, when set, connects the sessions whose environments
+	// name MCP servers (mcp_servers) to them, each run to its own; nil
+	// refuses such requests (422).
+	MCPServers *MCPServerOptions
 	// Toolsets are further toolsets only named agents may use (for
 	// example files or shell): a caller cannot grant them to itself.
 	Toolsets map[string]*loop.Toolset
@@ -907,7 +911,7 @@ func view(s *store.Session) (*View, error) {
 	st := viewState(s)
 	v := &View{
 		ID:           s.ID,
-		Request:      s.Request,
+		Request:      redactMCP(s.Request),
 		LatestAnswer: s.Answer,
 		CreatedAt:    s.CreatedAt,
 		StartedAt:    timePtr(s.StartedAt),

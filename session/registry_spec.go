@@ -236,34 +236,20 @@ func validateEnvironment(v *validation, e *EnvironmentSpec, loc ...any) {
 		default:
 			v.add("Input should be 'user_device'", at(loc, "host")...)
 		}
-		*e = EnvironmentSpec{ID: e.ID, Kind: e.Kind, Host: e.Host, SessionID: e.SessionID}
+		*e = EnvironmentSpec{ID: e.ID, Kind: e.Kind, Host: e.Host, SessionID: e.SessionID, MCPServers: e.MCPServers}
 	case envWorkstation:
 		switch e.Host {
 		case "", "cloud", "user_device":
 		default:
 			v.add("Input should be 'user_device' or 'cloud'", at(loc, "host")...)
 		}
-		*e = EnvironmentSpec{ID: e.ID, Kind: e.Kind, Host: e.Host, SessionID: e.SessionID, Lazy: e.Lazy}
+		*e = EnvironmentSpec{ID: e.ID, Kind: e.Kind, Host: e.Host, SessionID: e.SessionID, Lazy: e.Lazy, MCPServers: e.MCPServers}
 	case envAndroid:
-		*e = EnvironmentSpec{ID: e.ID, Kind: e.Kind, SessionID: e.SessionID, Image: e.Image, Lazy: e.Lazy}
+		*e = EnvironmentSpec{ID: e.ID, Kind: e.Kind, SessionID: e.SessionID, Image: e.Image, Lazy: e.Lazy, MCPServers: e.MCPServers}
 	default:
 		v.add("Input tag '"+e.Kind+"' found using 'kind' does not match any of the expected tags: 'web', 'desktop', 'android', 'workstation'", at(loc, "kind")...)
 	}
-}
-
-// noMCPServers is why an environment's mcp_servers are refused.
-const noMCPServers = "hrns does not attach MCP servers to sessions yet: mcp_servers must be absent or empty (see docs/sessions-api.md)"
-
-// refuseMCPServers refuses an environment definition that names MCP
-// servers: hrns would otherwise keep them without starting them.
-func refuseMCPServers(v *validation, raw json.RawMessage, loc ...any) {
-	var e struct {
-		MCPServers json.RawMessage `json:"mcp_servers"`
-	}
-	if json.Unmarshal(raw, &e) != nil || isNull(e.MCPServers) || string(bytes.TrimSpace(e.MCPServers)) == "[]" {
-		return
-	}
-	v.add(noMCPServers, at(loc, "mcp_servers")...)
+	validateMCPServers(v, e.MCPServers, at(loc, "mcp_servers")...)
 }
 
 // validateMode checks a browser's mode: null, or {"type": "visual"} with
@@ -384,7 +370,6 @@ func validateAgent(v *validation, a *AgentSpec, depth int, loc ...any) {
 			v.fields = append(v.fields, err.(*ValidationError).Fields...)
 			return
 		}
-		refuseMCPServers(v, raw, eloc...)
 		validateEnvironment(v, &e, eloc...)
 		if j, dup := kinds[e.Kind]; dup {
 			v.add(fmt.Sprintf("at most one environment per kind: %d is also %s", j, e.Kind), eloc...)

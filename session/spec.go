@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -87,7 +86,10 @@ type spec struct {
 	// Skills are the agent's skills, resolved (see skills.go).
 	Skills []Skill `json:"skills,omitempty"`
 	// Subagents are the agent's subagents (see subagents.go).
-	Subagents   []subagent    `json:"subagents,omitempty"`
+	Subagents []subagent `json:"subagents,omitempty"`
+	// MCPServers are the MCP servers the inline environments name, each
+	// run's own (see mcpservers.go).
+	MCPServers  []MCPServer   `json:"mcp_servers,omitempty"`
 	MaxSteps    int           `json:"max_steps"`
 	MaxTime     time.Duration `json:"max_time,omitempty"`
 	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
@@ -211,7 +213,7 @@ func (m *Manager) applyOverrides(req *Request, agent *Agent, sp *spec, v *valida
 				break
 			}
 			kind, field := mt[1], mt[2]
-			if field == "kind" || field == "id" {
+			if field == "kind" || field == "id" || field == "mcp_servers" {
 				err = fmt.Errorf("override %q: an environment's %s cannot be overridden", path, field)
 				break
 			}
@@ -322,11 +324,15 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 			}
 			var def json.RawMessage
 			if e.Fields != nil {
-				def, _ = json.Marshal(e.Fields)
-				if raw, ok := e.Fields["mcp_servers"]; ok && !isNull(raw) && string(bytes.TrimSpace(raw)) != "[]" {
-					v.add(noMCPServers, "body", "agent", "environments", i, "mcp_servers")
-					continue
+				fields := e.Fields
+				if raw, ok := fields["mcp_servers"]; ok {
+					// Kept in the spec, apart from the environment's
+					// definition: env and headers may be secrets.
+					m.addMCPServers(&v, raw, sp, "body", "agent", "environments", i, "mcp_servers")
+					fields = maps.Clone(fields)
+					delete(fields, "mcp_servers")
 				}
+				def, _ = json.Marshal(fields)
 			}
 			if f := m.opts.SessionEnvironments[e.Kind]; f != nil {
 				if _, _, err := f(&EnvironmentParams{Config: def}); err != nil {
@@ -421,6 +427,9 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 		case server != nil && slices.Contains(server.Names(), t.Name):
 			v.add(fmt.Sprintf("tool %q is a tool of the agent's environment", t.Name), append(loc, "name")...)
 			continue
+		case mcpToolPrefix(sp.MCPServers, t.Name) != "":
+			v.add(fmt.Sprintf("tool %q is named like the tools of the environment's MCP server %q (%s__TOOL)", t.Name, mcpToolPrefix(sp.MCPServers, t.Name), mcpToolPrefix(sp.MCPServers, t.Name)), append(loc, "name")...)
+			continue
 		}
 		seen[t.Name] = true
 		if err := (&loop.Toolset{}).Add(loop.NewClientTool(t.Name, t.Description, t.InputSchema)); err != nil {
@@ -489,7 +498,7 @@ func (m *Manager) notHonoured(req *Request) []string {
 				continue // its func takes the definition
 			}
 			for _, f := range sortedKeys(e.Fields) {
-				if !slices.Contains(environmentFields, f) && (f != "vault_id" || m.opts.Vaults == nil) && (f != "host" || e.Kind != envDesktop) {
+				if !slices.Contains(environmentFields, f) && (f != "vault_id" || m.opts.Vaults == nil) && (f != "host" || e.Kind != envDesktop) && f != "mcp_servers" {
 					out = append(out, fmt.Sprintf("agent.environments[%d].%s", i, f))
 				}
 			}
@@ -643,6 +652,14 @@ func (m *Manager) toolsets(sp *spec, id string) (_ *loop.Toolset, closeEnv func(
 		sets = append(sets, ts)
 	}
 	joined, err := loop.Join(sets...)
+	if err == nil && len(sp.MCPServers) > 0 && id != "" {
+		ts, c, merr := m.mountMCP(sp, id, joined)
+		if merr != nil {
+			return nil, closeEnv, merr
+		}
+		closers = append(closers, func(bool) { c() })
+		joined, err = loop.Join(joined, ts)
+	}
 	if err != nil || len(closers) == 0 {
 		return joined, nil, err
 	}

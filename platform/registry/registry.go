@@ -169,7 +169,7 @@ func (r *Registry) Create(ctx context.Context, kind EntryKind, owner string, bod
 	if err != nil {
 		return nil, err
 	}
-	return doc(got), nil
+	return session.RedactMCPServers(doc(got)), nil
 }
 
 // Get returns the owner's entry, or the server's read-only entry, with the
@@ -181,7 +181,7 @@ func (r *Registry) Create(ctx context.Context, kind EntryKind, owner string, bod
 func (r *Registry) Get(ctx context.Context, kind EntryKind, owner, name string, resolve bool) (json.RawMessage, error) {
 	out, err := r.get(ctx, kind, owner, name)
 	if err != nil || !resolve || kind != EntryAgent {
-		return out, err
+		return session.RedactMCPServers(out), err
 	}
 	var a session.AgentSpec
 	if err := json.Unmarshal(out, &a); err != nil {
@@ -190,7 +190,8 @@ func (r *Registry) Get(ctx context.Context, kind EntryKind, owner, name string, 
 	if err := r.materialise(ctx, owner, &a, 0, &budget{lookups: maxLookups, bytes: maxResolvedBytes}); err != nil {
 		return nil, err
 	}
-	return json.Marshal(a)
+	out, err = json.Marshal(a)
+	return session.RedactMCPServers(out), err
 }
 
 // budget bounds the work of resolving references: the entries looked up,
@@ -375,7 +376,7 @@ func (r *Registry) List(ctx context.Context, kind EntryKind, owner string, p *En
 		if len(page.Items) == q.Size {
 			break
 		}
-		page.Items = append(page.Items, doc(e))
+		page.Items = append(page.Items, session.RedactMCPServers(doc(e)))
 	}
 	page.Total = len(fixed) + total
 	return page, nil
@@ -409,7 +410,7 @@ func (r *Registry) Replace(ctx context.Context, kind EntryKind, owner, name stri
 // patchable are the fields a PATCH may change, by kind.
 var patchable = map[EntryKind][]string{
 	EntryAgent:       {"description", "environments", "model", "reasoning_effort", "instructions", "subagents", "skills", "answer_format", "tools", "max_steps"},
-	EntryEnvironment: {"host", "start_url", "headless", "session_id", "mode", "page_chars", "image", "lazy", "vault_id", "browser_profile_id", "use_default_browser_profile", "persist_browser_profile", "network"},
+	EntryEnvironment: {"host", "start_url", "headless", "session_id", "mode", "page_chars", "image", "lazy", "vault_id", "browser_profile_id", "use_default_browser_profile", "persist_browser_profile", "network", "mcp_servers"},
 	EntrySkill:       {"description", "body", "source", "url_pattern", "files"},
 }
 
@@ -462,6 +463,9 @@ func (r *Registry) update(ctx context.Context, kind EntryKind, owner, name strin
 		if err != nil {
 			return nil, err
 		}
+		// A definition read back (its secrets redacted) and sent again
+		// keeps the secrets it had.
+		body = session.RestoreRedactedMCPServers(body, cur.Spec)
 		e, err := r.parse(kind, owner, body)
 		if err != nil {
 			return nil, err
@@ -486,7 +490,7 @@ func (r *Registry) update(ctx context.Context, kind EntryKind, owner, name strin
 		case err != nil:
 			return nil, err
 		}
-		return doc(got), nil
+		return session.RedactMCPServers(doc(got)), nil
 	}
 	return nil, fmt.Errorf("%s %q: %w", kind, name, ErrEntryConflict)
 }

@@ -211,7 +211,7 @@ func record(sc *store.Schedule) (*Schedule, error) {
 		return nil, err
 	}
 	out := &Schedule{
-		ID: sc.ID, Name: sp.Name, Description: sp.Description, Timing: sp.Timing, SessionRequest: sp.SessionRequest,
+		ID: sc.ID, Name: sp.Name, Description: sp.Description, Timing: sp.Timing, SessionRequest: session.RedactMCPServers(sp.SessionRequest),
 		Paused: sc.Paused, PauseNote: sp.PauseNote, NextRunTimes: []time.Time{},
 		CreatedAt: sc.CreatedAt.UTC(), UpdatedAt: sc.UpdatedAt.UTC(),
 	}

@@ -78,6 +78,8 @@ type serveOptions struct {
 	// liveDesktops holds the sessions' running desktops, for the page's
 	// live view (desktop.go).
 	liveDesktops desktop.Live
+	// mcp are the flags of callers' MCP servers (serve_mcp.go).
+	mcp mcpFlags
 	// vaultKeyFile holds the vault keys (cmd/hrns/internal/cli/serve_vault.go).
 	vaultKeyFile string
 	webhooks     webhookOptions
@@ -116,6 +118,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.Int64Var(&o.profileLimits.MaxArchiveBytes, "browser-profile-max-bytes", 64<<20, "the largest browser profile archive a caller may upload (/api/v2/browser-profiles; 413 beyond)")
 	fs.Int64Var(&o.profileLimits.Unpacked.MaxBytes, "browser-profile-max-unpacked-bytes", 512<<20, "the most a browser profile archive may unpack to (422 beyond)")
 	o.webhooks.flags(fs)
+	o.mcp.register(fs)
 }
 
 // Validate checks the options that do not depend on the environment.
@@ -265,6 +268,9 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		return err
 	}
 	if err := o.addWorkstation(opts, log); err != nil {
+		return err
+	}
+	if err := o.addMCPServers(opts, log); err != nil {
 		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
