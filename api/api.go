@@ -346,6 +346,11 @@ type ToolRequest struct {
 	ToolName string          `json:"tool_name"`
 	Args     json.RawMessage `json:"args"`
 	ID       string          `json:"id"`
+	// Reason, on a pending approval only, is why a person must decide
+	// the call, as its tool says (a provider's safety check, typing into
+	// a password field, with what the page says of the field): an hrns
+	// addition.
+	Reason string `json:"reason,omitempty"`
 }
 
 // A ToolResult answers a pending call: a tool_result (Result) or an
@@ -466,7 +471,8 @@ type AgentEventData struct {
 	MessageContent []any  `json:"-"`
 	// flow_event
 	Flow string `json:"flow,omitempty"`
-	// observation_event: the environment ("web" for the browser tools),
+	// observation_event: the environment ("web" for the browser tools,
+	// "desktop" for the computer tool),
 	// and the image, after the tool_result event of the call (ToolReq)
 	// that returned it.
 	ObservationType string        `json:"type,omitempty"`

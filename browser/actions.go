@@ -105,7 +105,11 @@ func (t *tab) hover(ctx context.Context, id cdp.BackendNodeID) error {
 
 // fill focuses an editable element, selects what it holds and types text
 // in its place, as a person would.
-func (t *tab) fill(ctx context.Context, id cdp.BackendNodeID, text string) error {
+//
+// guard, when set, is called once the field has the focus (what it is
+// then is what gets the text), with whether it is a password field; an
+// error it returns stops the typing.
+func (t *tab) fill(ctx context.Context, id cdp.BackendNodeID, text string, guard func(password bool) error) error {
 	const focus = `function() {
 		this.scrollIntoView({block: "center", inline: "nearest"});
 		const editable = this.isContentEditable ||
@@ -120,12 +124,23 @@ func (t *tab) fill(ctx context.Context, id cdp.BackendNodeID, text string) error
 		} else {
 			this.select();
 		}
-		return this.isContentEditable ? this.textContent.length : this.value.length;
+		const ac = (this.getAttribute("autocomplete") || "").toLowerCase().split(/\s+/);
+		const password = this.tagName === "INPUT" && (this.type === "password" || ac.includes("current-password") || ac.includes("new-password"));
+		return {had: this.isContentEditable ? this.textContent.length : this.value.length, password};
 	}`
-	var had int
-	if err := t.callOn(ctx, id, focus, &had); err != nil {
+	var got struct {
+		Had      int  `json:"had"`
+		Password bool `json:"password"`
+	}
+	if err := t.callOn(ctx, id, focus, &got); err != nil {
 		return err
 	}
+	if guard != nil {
+		if err := guard(got.Password); err != nil {
+			return err
+		}
+	}
+	had := got.Had
 	if text == "" {
 		if had > 0 {
 			return t.key(ctx, "Delete")

@@ -198,6 +198,10 @@ type Browser struct {
 	// guarded by fmu, not mu: it is read while a tool call holds mu.
 	fmu   sync.Mutex
 	frame Frame
+
+	// the calls sent to a person for typing into a password field
+	// (password.go)
+	passwords
 }
 
 // New returns a browser; Chromium starts on the first tool call.

@@ -38,7 +38,9 @@ func TestTools(t *testing.T) {
 		call(t, ts, "browser_type", map[string]any{"element": "user name", "ref": user, "text": "someone"})
 		// Typing again replaces what the field holds.
 		call(t, ts, "browser_type", map[string]any{"element": "user name", "ref": user, "text": "ada"})
-		out := call(t, ts, "browser_type", map[string]any{"element": "password", "ref": pass, "text": "s3cret", "submit": true})
+		// Typing into the password field is for a person to approve
+		// (password_test.go): here, one who does.
+		out := callApproved(t, ts, "browser_type", map[string]any{"element": "password", "ref": pass, "text": "s3cret", "submit": true})
 		mustContain(t, out, "/account", `Page title: "Account"`, "Balance: 4217 credits")
 		s.mu.Lock()
 		defer s.mu.Unlock()

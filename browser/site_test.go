@@ -159,6 +159,25 @@ func call(t testing.TB, ts *loop.Toolset, name string, args any) string {
 	return out
 }
 
+// callApproved is call for a call a person approves (typing into a
+// password field).
+func callApproved(t testing.TB, ts *loop.Toolset, name string, args any) string {
+	t.Helper()
+	b, _ := json.Marshal(args)
+	out, err := ts.Invoke(context.Background(), llm.ToolCall{Name: name, Arguments: llm.Arguments(b)}, &loop.InvokeOptions{Timeout: 2 * time.Minute,
+		Approver: loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
+			return loop.Decision{Verdict: loop.Approve}, nil
+		})})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var text strings.Builder
+	for _, p := range out.Content {
+		text.WriteString(p.Text)
+	}
+	return text.String()
+}
+
 func invoke(ts *loop.Toolset, name string, args any) (string, error) {
 	b, _ := json.Marshal(args)
 	out, err := ts.Invoke(context.Background(), llm.ToolCall{Name: name, Arguments: llm.Arguments(b)}, &loop.InvokeOptions{Timeout: 2 * time.Minute})

@@ -56,6 +56,10 @@ func (b *Browser) Tools() *loop.Toolset {
 		case "browser_navigate_back", "browser_snapshot", "browser_take_screenshot", "browser_tabs",
 			"browser_wait_for", "browser_scroll", "browser_hover":
 			def.Access = loop.AccessRead
+		case "browser_type", "browser_press_key":
+			// Typing into a password field needs a person
+			// (password.go).
+			def.AskPerson = b.askPerson(def.Name)
 		}
 		if err := ts.Add(def); err != nil {
 			panic(err)
@@ -96,11 +100,19 @@ func (b *Browser) Tools() *loop.Toolset {
 	add(loop.NewTool("browser_type", "Types text into an editable element (it replaces what the field holds), named by its ref; submit presses Enter after it.",
 		func(ctx context.Context, in typeArgs) (*loop.Output, error) {
 			return b.act(ctx, true, func(ctx context.Context, t *tab) (string, error) {
+				key := askKey("browser_type", strings.TrimSpace(in.Ref), in.Text)
+				guard := b.passwordGuard(key)
 				id, err := t.node(ctx, in.Ref, in.Element)
 				if err != nil {
-					return "", err
+					// A password field a person approved typing into
+					// before the browser was started again.
+					rid, rguard, ok := b.relocate(ctx, t, key)
+					if !ok {
+						return "", err
+					}
+					id, guard = rid, rguard
 				}
-				if err := t.fill(ctx, id, in.Text); err != nil {
+				if err := t.fill(ctx, id, in.Text, guard); err != nil {
 					return "", err
 				}
 				if !in.Submit {
@@ -115,6 +127,11 @@ func (b *Browser) Tools() *loop.Toolset {
 			return b.act(ctx, true, func(ctx context.Context, t *tab) (string, error) {
 				if _, _, err := parseKey(in.Key); err != nil {
 					return "", err
+				}
+				if typingKey(in.Key) {
+					if err := b.checkPassword(ctx, t, "browser_press_key", askKey("browser_press_key", in.Key)); err != nil {
+						return "", err
+					}
 				}
 				return "", t.settleAfter(ctx, func(ctx context.Context) error { return t.key(ctx, in.Key) })
 			})

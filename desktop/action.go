@@ -30,13 +30,17 @@ const (
 	ActKey            = "key"
 	ActHoldKey        = "hold_key"
 	ActWait           = "wait"
+	// ActBatch does Actions in turn, with one screenshot after the last:
+	// a provider's call that carries several actions (OpenAI's
+	// computer_call with actions) is one call of the tool.
+	ActBatch = "batch"
 )
 
 // Actions lists every action, in the order the tool's schema gives them.
 var Actions = []string{
 	ActScreenshot, ActCursorPosition, ActMouseMove, ActLeftClick, ActRightClick, ActMiddleClick,
 	ActDoubleClick, ActTripleClick, ActLeftMouseDown, ActLeftMouseUp, ActLeftClickDrag,
-	ActScroll, ActType, ActKey, ActHoldKey, ActWait,
+	ActScroll, ActType, ActKey, ActHoldKey, ActWait, ActBatch,
 }
 
 // An Action is one call of the computer tool: its arguments as the model
@@ -69,6 +73,11 @@ type Action struct {
 	// runs: the tool sends such a call to the approver whatever else
 	// would allow it ([loop.ToolDef.AskPerson]).
 	SafetyChecks []SafetyCheck `json:"safety_checks,omitempty"`
+	// Actions are the actions of a batch (ActBatch), done in turn: at
+	// most [MaxBatch], none a batch, with at most [MaxText] characters
+	// typed and [MaxWait] seconds waited or held in all. A batch stops at
+	// its first action that fails.
+	Actions []Action `json:"actions,omitempty"`
 }
 
 // A SafetyCheck is a provider's warning about an action.
@@ -88,6 +97,8 @@ const (
 	MaxScroll = 30
 	// MaxPath is the most points of a drag's path.
 	MaxPath = 64
+	// MaxBatch is the most actions of one batch.
+	MaxBatch = 16
 )
 
 // schema is the JSON Schema of the computer tool's arguments, rendered for
@@ -95,8 +106,8 @@ const (
 const schema = `{
   "type": "object",
   "properties": {
-    "action": {"type": "string", "enum": ["screenshot", "cursor_position", "mouse_move", "left_click", "right_click", "middle_click", "double_click", "triple_click", "left_mouse_down", "left_mouse_up", "left_click_drag", "scroll", "type", "key", "hold_key", "wait"],
-      "description": "What to do. screenshot: see the screen. mouse_move, left_click, right_click, middle_click, double_click, triple_click: at coordinate (clicks without one act where the pointer is). left_click_drag: press at start_coordinate (or where the pointer is), move through path if given, release at coordinate. left_mouse_down, left_mouse_up: press or release the left button. scroll: scroll_amount wheel clicks in scroll_direction at coordinate. type: type text. key: press keys (xdotool names, a chord such as ctrl+s, several separated by spaces). hold_key: hold text's keys for duration seconds. wait: wait duration seconds. cursor_position: where the pointer is. Every action but cursor_position returns a fresh screenshot."},
+    "action": {"type": "string", "enum": ["screenshot", "cursor_position", "mouse_move", "left_click", "right_click", "middle_click", "double_click", "triple_click", "left_mouse_down", "left_mouse_up", "left_click_drag", "scroll", "type", "key", "hold_key", "wait", "batch"],
+      "description": "What to do. screenshot: see the screen. mouse_move, left_click, right_click, middle_click, double_click, triple_click: at coordinate (clicks without one act where the pointer is). left_click_drag: press at start_coordinate (or where the pointer is), move through path if given, release at coordinate. left_mouse_down, left_mouse_up: press or release the left button. scroll: scroll_amount wheel clicks in scroll_direction at coordinate. type: type text. key: press keys (xdotool names, a chord such as ctrl+s, several separated by spaces). hold_key: hold text's keys for duration seconds. wait: wait duration seconds. cursor_position: where the pointer is. batch: do actions in turn. Every action but cursor_position returns a fresh screenshot (a batch, one after its last action)."},
     "coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "description": "[x, y] in pixels of the screenshot."},
     "start_coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "description": "[x, y] where a left_click_drag starts."},
     "path": {"type": "array", "items": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}, "maxItems": 64, "description": "Points a left_click_drag passes through between start and end."},
@@ -105,7 +116,8 @@ const schema = `{
     "scroll_amount": {"type": "integer", "minimum": 1, "maximum": 30, "description": "Wheel clicks to scroll."},
     "duration": {"type": "number", "minimum": 0, "maximum": 30, "description": "Seconds to wait or to hold keys."},
     "safety_checks": {"type": "array", "maxItems": 8, "items": {"type": "object", "properties": {"id": {"type": "string", "maxLength": 200}, "code": {"type": "string", "maxLength": 200}, "message": {"type": "string", "maxLength": 2000}}, "required": ["id"], "additionalProperties": false},
-      "description": "Leave out: set by the provider for a person to acknowledge."}
+      "description": "Leave out: set by the provider for a person to acknowledge."},
+    "actions": {"type": "array", "minItems": 1, "maxItems": 16, "items": {"type": "object"}, "description": "For batch: up to 16 actions, each an object of these arguments (action, coordinate, text...), done in turn."}
   },
   "required": ["action"],
   "additionalProperties": false
@@ -164,11 +176,14 @@ func (a *Action) check(w, h int) error {
 	if a.Duration < 0 || a.Duration > MaxWait || math.IsNaN(a.Duration) {
 		return fmt.Errorf("duration must be from 0 to %d seconds", MaxWait)
 	}
+	if a.Actions != nil && a.Action != ActBatch {
+		return fmt.Errorf("%s takes no actions (only batch does)", a.Action)
+	}
 	switch a.Action {
 	case ActScreenshot, ActCursorPosition:
 		return noText()
 	case ActMouseMove:
-		if err := noText(); err != nil {
+		if _, err := parseModifiers(a.Text); err != nil {
 			return err
 		}
 		return point("coordinate", a.Coordinate, true)
@@ -178,7 +193,7 @@ func (a *Action) check(w, h int) error {
 		}
 		return point("coordinate", a.Coordinate, false)
 	case ActLeftClickDrag:
-		if err := noText(); err != nil {
+		if _, err := parseModifiers(a.Text); err != nil {
 			return err
 		}
 		if err := point("start_coordinate", a.StartCoordinate, false); err != nil {
@@ -210,10 +225,48 @@ func (a *Action) check(w, h int) error {
 		return err
 	case ActWait:
 		return noText()
+	case ActBatch:
+		return a.checkBatch(w, h)
 	case "":
 		return fmt.Errorf("no action: one of %s", strings.Join(Actions, ", "))
 	}
 	return fmt.Errorf("unknown action %.30q: one of %s", a.Action, strings.Join(Actions, ", "))
+}
+
+// checkBatch checks a batch: its own arguments are its actions (and the
+// provider's safety checks), each action is checked as one, and together
+// they type at most MaxText characters and wait at most MaxWait seconds.
+func (a *Action) checkBatch(w, h int) error {
+	if a.Text != "" || a.Coordinate != nil || a.StartCoordinate != nil || a.ScrollDirection != "" || a.ScrollAmount != 0 || a.Duration != 0 {
+		return fmt.Errorf("batch takes only actions")
+	}
+	if len(a.Actions) == 0 {
+		return fmt.Errorf("batch needs actions")
+	}
+	if len(a.Actions) > MaxBatch {
+		return fmt.Errorf("a batch of %d actions; at most %d are done in one call", len(a.Actions), MaxBatch)
+	}
+	chars, wait := 0, 0.0
+	for i := range a.Actions {
+		s := &a.Actions[i]
+		if s.Action == ActBatch || s.SafetyChecks != nil {
+			return fmt.Errorf("actions[%d]: a batch holds single actions, without safety checks", i)
+		}
+		if err := s.check(w, h); err != nil {
+			return fmt.Errorf("actions[%d]: %w", i, err)
+		}
+		if s.Action == ActType {
+			chars += utf8.RuneCountInString(s.Text)
+		}
+		wait += s.Duration
+	}
+	if chars > MaxText {
+		return fmt.Errorf("the batch types %d characters; at most %d are typed in one call", chars, MaxText)
+	}
+	if wait > MaxWait {
+		return fmt.Errorf("the batch waits or holds keys for %gs; at most %d in one call", wait, MaxWait)
+	}
+	return nil
 }
 
 // checkText checks the text of a type action: valid UTF-8, at most

@@ -39,6 +39,9 @@ type Options struct {
 	// this is sent as a JPEG, lower in quality until it fits. 0 means
 	// 4 MiB.
 	MaxImageBytes int
+	// LiveFrames keeps the latest screenshot as a JPEG frame for a
+	// person watching the desktop live ([Desktop.Frame]).
+	LiveFrames bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -84,6 +87,7 @@ type Desktop struct {
 	vw, vh int        // the model's view of it
 	stop   func() error
 	dir    string // a sandboxed desktop's folder
+	liveFrames
 }
 
 // Dir returns the folder of a sandboxed desktop ([Start]): its processes'
@@ -137,6 +141,7 @@ func (d *Desktop) View() (w, h int) { return d.vw, d.vh }
 // Close ends the desktop. For a sandboxed one ([Start]) it stops the
 // display and every process on it; for an opened one it does nothing.
 func (d *Desktop) Close() error {
+	d.endFrames()
 	if d.stop == nil {
 		return nil
 	}
@@ -159,8 +164,9 @@ type Result struct {
 	Width, Height int
 }
 
-// Do carries out one action, already checked by [ParseAction] against
-// [Desktop.View], and returns what it did with a screenshot taken after it.
+// Do carries out one action (or the actions of a batch, in turn), already
+// checked by [ParseAction] against [Desktop.View], and returns what it did
+// with a screenshot taken after it (a batch's, after its last action).
 // An action that fails or times out is reported in the result (Failed) with
 // the screenshot still taken, so that the model sees the state it left; the
 // error is for a desktop that cannot be used at all (no screenshot either),
@@ -171,45 +177,49 @@ func (d *Desktop) Do(ctx context.Context, a *Action) (*Result, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	res := &Result{}
-	switch a.Action {
-	case ActScreenshot:
-	case ActCursorPosition:
+	if a.Action == ActCursorPosition {
 		x, y, err := d.cursor(ctx)
 		if err != nil {
 			return nil, err
 		}
 		return &Result{Text: fmt.Sprintf("The pointer is at [%d, %d].", x, y)}, nil
-	case ActWait:
-		if err := sleep(ctx, seconds(a.Duration)); err != nil {
-			return nil, err
+	}
+	res := &Result{}
+	steps := []*Action{a}
+	if a.Action == ActBatch {
+		steps = steps[:0]
+		for i := range a.Actions {
+			steps = append(steps, &a.Actions[i])
 		}
-		res.Text = fmt.Sprintf("Waited %gs.", a.Duration)
-	default:
-		argv, timeout, what, err := d.command(a)
-		if err != nil {
-			return &Result{Text: err.Error(), Failed: true}, nil
-		}
-		actx, cancel := context.WithTimeout(ctx, timeout)
-		_, err = d.r.run(actx, argv, 4096)
-		cancel()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if err != nil {
-			res.Failed = true
-			if errors.Is(err, context.DeadlineExceeded) {
-				res.Text = fmt.Sprintf("The action (%s) did not finish within %s and was stopped; the screen may show part of it.", what, timeout)
-			} else {
-				res.Text = fmt.Sprintf("The action (%s) failed: %v", what, err)
-			}
-		} else {
-			res.Text = what + "."
-		}
-		if d.o.Settle > 0 {
-			if err := sleep(ctx, d.o.Settle); err != nil {
+	}
+	var texts []string
+	input := false
+	for i, s := range steps {
+		if i > 0 && input {
+			// A moment between the actions of a batch, for the apps to
+			// take each before the next.
+			if err := sleep(ctx, min(d.o.Settle, batchGap)); err != nil {
 				return nil, err
 			}
+		}
+		text, failed, isInput, err := d.act(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		input = input || isInput
+		texts = append(texts, text)
+		if failed {
+			res.Failed = true
+			if left := len(steps) - i - 1; left > 0 {
+				texts = append(texts, fmt.Sprintf("The %d actions after it were not done.", left))
+			}
+			break
+		}
+	}
+	res.Text = strings.Join(texts, " ")
+	if input && d.o.Settle > 0 {
+		if err := sleep(ctx, d.o.Settle); err != nil {
+			return nil, err
 		}
 	}
 	img, mime, err := d.screenshot(ctx)
@@ -224,10 +234,55 @@ func (d *Desktop) Do(ctx context.Context, a *Action) (*Result, error) {
 		return res, nil
 	}
 	res.Image, res.MIMEType, res.Width, res.Height = img, mime, d.vw, d.vh
-	if res.Text == "" {
+	if res.Text == "" || a.Action == ActScreenshot {
 		res.Text = fmt.Sprintf("Screenshot (%dx%d).", d.vw, d.vh)
 	}
 	return res, nil
+}
+
+// batchGap is the most time between two actions of a batch.
+const batchGap = 100 * time.Millisecond
+
+// act carries out one action of a call, without its screenshot: what it
+// did (or why it did not), whether it failed, and whether it was input
+// (the screen may change: a settle before the screenshot). The error is
+// ctx's.
+func (d *Desktop) act(ctx context.Context, a *Action) (text string, failed, input bool, err error) {
+	switch a.Action {
+	case ActScreenshot:
+		return "Took a screenshot.", false, false, nil
+	case ActCursorPosition:
+		x, y, err := d.cursor(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return "", false, false, ctx.Err()
+			}
+			return err.Error(), true, false, nil
+		}
+		return fmt.Sprintf("The pointer was at [%d, %d].", x, y), false, false, nil
+	case ActWait:
+		if err := sleep(ctx, seconds(a.Duration)); err != nil {
+			return "", false, false, err
+		}
+		return fmt.Sprintf("Waited %gs.", a.Duration), false, false, nil
+	}
+	argv, timeout, what, err := d.command(a)
+	if err != nil {
+		return err.Error(), true, false, nil
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	_, err = d.r.run(actx, argv, 4096)
+	cancel()
+	if ctx.Err() != nil {
+		return "", false, false, ctx.Err()
+	}
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Sprintf("The action (%s) did not finish within %s and was stopped; the screen may show part of it.", what, timeout), true, true, nil
+		}
+		return fmt.Sprintf("The action (%s) failed: %v", what, err), true, true, nil
+	}
+	return what + ".", false, true, nil
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
@@ -283,8 +338,8 @@ func (d *Desktop) command(a *Action) (argv []string, timeout time.Duration, what
 	}
 	switch a.Action {
 	case ActMouseMove:
-		moveTo(a.Coordinate)
-		return argv, timeout, "Moved the pointer" + at(a.Coordinate), nil
+		withMods(func() { moveTo(a.Coordinate) })
+		return argv, timeout, "Moved the pointer" + at(a.Coordinate) + held, nil
 	case ActLeftClick, ActRightClick, ActMiddleClick, ActDoubleClick, ActTripleClick:
 		button, n, name := "1", "1", "Clicked"
 		switch a.Action {
@@ -310,18 +365,20 @@ func (d *Desktop) command(a *Action) (argv []string, timeout time.Duration, what
 		return argv, timeout, name + at(a.Coordinate) + held, nil
 	case ActLeftClickDrag:
 		moveTo(a.StartCoordinate)
-		argv = append(argv, "mousedown", "1", "sleep", "0.05")
-		for _, p := range a.Path {
-			moveTo(p)
-			argv = append(argv, "sleep", "0.03")
-		}
-		moveTo(a.Coordinate)
-		argv = append(argv, "sleep", "0.05", "mouseup", "1")
+		withMods(func() {
+			argv = append(argv, "mousedown", "1", "sleep", "0.05")
+			for _, p := range a.Path {
+				moveTo(p)
+				argv = append(argv, "sleep", "0.03")
+			}
+			moveTo(a.Coordinate)
+			argv = append(argv, "sleep", "0.05", "mouseup", "1")
+		})
 		from := "from the pointer"
 		if a.StartCoordinate != nil {
 			from = fmt.Sprintf("from [%d, %d]", int(a.StartCoordinate[0]), int(a.StartCoordinate[1]))
 		}
-		return argv, timeout, fmt.Sprintf("Dragged %s to [%d, %d]", from, int(a.Coordinate[0]), int(a.Coordinate[1])), nil
+		return argv, timeout, fmt.Sprintf("Dragged %s to [%d, %d]%s", from, int(a.Coordinate[0]), int(a.Coordinate[1]), held), nil
 	case ActScroll:
 		button := map[string]string{"up": "4", "down": "5", "left": "6", "right": "7"}[a.ScrollDirection]
 		moveTo(a.Coordinate)
@@ -398,7 +455,9 @@ func (d *Desktop) screenshot(ctx context.Context) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return encode(resize(raw, d.vw, d.vh), d.o.MaxImageBytes)
+	view := resize(raw, d.vw, d.vh)
+	d.keepFrame(view)
+	return encode(view, d.o.MaxImageBytes)
 }
 
 // capture reads the whole screen in its own pixels.

@@ -268,3 +268,43 @@ func TestOpenAISafetyCheckRefused(t *testing.T) {
 		t.Fatalf("typed %q without approval", b)
 	}
 }
+
+// TestOpenAIBatchedComputerUse: OpenAI's GA computer tool, offered to
+// gpt-5.4 as {"type": "computer"}, whose one computer_call carries the
+// whole plan as a list of actions (testdata/responses.computer_actions.sse):
+// hrns does them in turn on the desktop and answers with one
+// computer_call_output, the screenshot after the last.
+func TestOpenAIBatchedComputerUse(t *testing.T) {
+	d, typed := startFruit(t, Options{})
+	plan := planFor(t, d)
+	actions := fmt.Sprintf(`[{"type":"click","button":"left","x":%d,"y":%d},{"type":"click","button":"left","x":%d,"y":%d},{"type":"type","text":"Ada Lovelace"},{"type":"keypress","keys":["ENTER"]},{"type":"wait"}]`,
+		plan.banana[0], plan.banana[1], plan.term[0], plan.term[1])
+	tmpl := template.Must(template.ParseFiles(filepath.Join("testdata", "responses.computer_actions.sse")))
+	var b bytes.Buffer
+	if err := tmpl.Execute(&b, map[string]any{"N": 1, "Actions": actions, "Checks": "[]"}); err != nil {
+		t.Fatal(err)
+	}
+	srv := responsestest.NewServer(responsestest.Reply{Raw: b.String()}, responsestest.Reply{Text: "Done in one go."})
+	defer srv.Close()
+	model := &responses.Client{BaseURL: srv.URL(), APIKey: "test", Model: "gpt-5.4"}
+	agent := loop.NewAgent(model, d.Tools(), nil)
+	res, err := agent.Run(context.Background(), []llm.Message{llm.UserMessage("Pick Banana, then type Ada Lovelace into the terminal.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answer != "Done in one go." {
+		t.Fatalf("answer %q", res.Answer)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if !bytes.Contains(reqs[0].Body, []byte(`"tools":[{"type":"computer"}]`)) {
+		t.Fatalf("first request:\n%.2000s", reqs[0].Body)
+	}
+	last := reqs[1].Body
+	if n := bytes.Count(last, []byte(`"type":"computer_call_output"`)); n != 1 || !bytes.Contains(last, []byte(`"actions":[{"type":"click"`)) {
+		t.Fatalf("%d outputs in the second request:\n%.2000s", n, last)
+	}
+	checkFruit(t, d, typed, last)
+}

@@ -42,8 +42,9 @@ func computerTool(w, h int, o *Options, get func(context.Context) (*Desktop, err
 		Computer:    &loop.Computer{Width: w, Height: h},
 		// The desktop is one: its actions run in turn. Typing and a
 		// hold get more time, by Do's own bounds; this is the outer
-		// bound of one call (and of a lazy desktop's start).
-		Timeout:   o.ActionTimeout + o.ScreenshotTimeout + MaxWait*time.Second + MaxText*40*time.Millisecond + 70*time.Second,
+		// bound of one call (a batch's actions each, their text and
+		// waits in all, and a lazy desktop's start).
+		Timeout:   MaxBatch*(o.ActionTimeout+batchGap) + o.ScreenshotTimeout + MaxWait*time.Second + MaxText*40*time.Millisecond + 70*time.Second,
 		AskPerson: askPerson,
 		Handler: func(ctx context.Context, call *loop.Call) (*loop.Output, error) {
 			d, err := get(ctx)

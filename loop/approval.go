@@ -45,6 +45,12 @@ type ApprovalRequest struct {
 	// StepHook when a hook asked (Rule names it, Reason is its reason),
 	// StepApprover when no earlier step decided.
 	Permission *PermissionDecision
+	// Person, when set, is why only a person may approve the call (the
+	// tool's [ToolDef.AskPerson]: a provider's safety check, typing into
+	// a password field); it is also Permission's Reason. An approver that
+	// approves without asking a person (an auto-approval, an "always"
+	// answer) must not approve such a call.
+	Person string
 }
 
 // Verdict is an approver's answer.
@@ -93,7 +99,7 @@ func (x *executor) approve(ctx context.Context, p *execCall, perm *PermissionDec
 	// defaults applied.
 	call := p.call
 	call.Arguments = llm.Arguments(p.parsed.Arguments)
-	req := &ApprovalRequest{Call: call, Description: p.tool.def.Description, Deadline: deadline, Permission: perm}
+	req := &ApprovalRequest{Call: call, Description: p.tool.def.Description, Deadline: deadline, Permission: perm, Person: p.person}
 	type answer struct {
 		d   Decision
 		err error

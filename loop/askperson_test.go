@@ -58,8 +58,8 @@ func TestAskPerson(t *testing.T) {
 			if c.approver {
 				opts.Approver = loop.ApproverFunc(func(_ context.Context, req *loop.ApprovalRequest) (loop.Decision, error) {
 					asked.Add(1)
-					if req.Permission == nil || req.Permission.Reason != "a safety check" {
-						t.Errorf("asked with %+v", req.Permission)
+					if req.Permission == nil || req.Permission.Reason != "a safety check" || req.Person != "a safety check" {
+						t.Errorf("asked with %+v, person %q", req.Permission, req.Person)
 					}
 					return loop.Decision{Verdict: c.verdict}, nil
 				})

@@ -18,6 +18,7 @@ func (x *executor) authorize(ctx context.Context, p *execCall) error {
 	person := ""
 	if f := p.tool.def.AskPerson; f != nil {
 		person = f(p.parsed.Arguments)
+		p.person = person
 	}
 	if x.hooks == nil && perms == nil && person == "" {
 		// No policy: the default mode without rules, as cheap as it

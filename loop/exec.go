@@ -112,7 +112,8 @@ type execCall struct {
 	call        llm.ToolCall
 	tool        *wiredTool
 	parsed      *Call
-	approved    bool // approval already given (on resume)
+	approved    bool   // approval already given (on resume)
+	person      string // why only a person may approve it (ToolDef.AskPerson)
 	state       SuspendedCall
 	failure     *ToolError // why the call failed, when the executor failed it (not its handler)
 	started     time.Time

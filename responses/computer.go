@@ -56,11 +56,25 @@ func ComputerUseModel(model string) bool {
 	return strings.HasPrefix(strings.ToLower(model), "computer-use")
 }
 
+// ComputerToolModel reports whether model takes OpenAI's GA computer tool
+// ({"type": "computer"}), whose calls may carry several actions (actions):
+// gpt-5.4, the model OpenAI's computer use guide names, and its dated
+// versions. Other models (but [ComputerUseModel]'s) get the computer tool
+// as a function tool.
+func ComputerToolModel(model string) bool {
+	m := strings.ToLower(model)
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	return m == "gpt-5.4" || strings.HasPrefix(m, "gpt-5.4-20")
+}
+
 // computerSignature is what a computer call's Signature holds.
 type computerSignature struct {
 	Type                string          `json:"type"` // computer_call
 	ID                  string          `json:"id,omitempty"`
 	Action              json.RawMessage `json:"action,omitempty"`
+	Actions             json.RawMessage `json:"actions,omitempty"`
 	PendingSafetyChecks json.RawMessage `json:"pending_safety_checks,omitempty"`
 }
 
@@ -84,87 +98,44 @@ type openAIAction struct {
 	ScrollY float64                  `json:"scroll_y"`
 }
 
+// maxComputerActions bounds the actions of one computer_call read: more
+// are not translated, and the call is refused saying so (the desktop runs
+// at most 16 in one call).
+const maxComputerActions = 64
+
 // pixelsPerScrollClick is how many of OpenAI's scroll pixels make one wheel
 // click of the neutral scroll action.
 const pixelsPerScrollClick = 100
 
 // computerArguments translates a computer_call's action into the neutral
-// computer action's arguments, with the call's pending safety checks. An
-// action it does not know becomes an action of that name, which the tool
-// refuses saying so.
-func computerArguments(action, checks json.RawMessage) string {
-	args := map[string]any{}
-	var a openAIAction
-	if err := json.Unmarshal(action, &a); err != nil {
-		args["action"] = "openai_action_unreadable"
-	} else {
-		point := func() []float64 {
-			if a.X == nil || a.Y == nil {
-				return nil
-			}
-			return []float64{*a.X, *a.Y}
+// computer action's arguments, with the call's pending safety checks. A
+// call that carries a list of actions (actions: the batched form of the
+// computer tool) becomes a batch of them, done in turn with one
+// screenshot after the last; a list of one is that action. An action it
+// does not know becomes an action of that name, which the tool refuses
+// saying so.
+func computerArguments(action, actions, checks json.RawMessage) string {
+	var args map[string]any
+	var list []json.RawMessage
+	if len(actions) > 0 && string(actions) != "null" {
+		if err := json.Unmarshal(actions, &list); err != nil || len(list) == 0 {
+			args = map[string]any{"action": "openai_actions_unreadable"}
 		}
-		set := func(name string, p []float64) {
-			args["action"] = name
-			if p != nil {
-				args["coordinate"] = p
-			}
+	}
+	switch {
+	case args != nil:
+	case len(list) == 1:
+		args = neutralAction(list[0])
+	case len(list) > maxComputerActions:
+		args = map[string]any{"action": "openai_too_many_actions"}
+	case len(list) > 1:
+		batch := make([]map[string]any, len(list))
+		for i, a := range list {
+			batch[i] = neutralAction(a)
 		}
-		switch a.Type {
-		case "screenshot":
-			set("screenshot", nil)
-		case "click":
-			switch a.Button {
-			case "right":
-				set("right_click", point())
-			case "wheel", "middle":
-				set("middle_click", point())
-			case "back":
-				args["action"], args["text"] = "key", "alt+Left"
-			case "forward":
-				args["action"], args["text"] = "key", "alt+Right"
-			default:
-				set("left_click", point())
-			}
-		case "double_click":
-			set("double_click", point())
-		case "move":
-			set("mouse_move", point())
-		case "drag":
-			args["action"] = "left_click_drag"
-			if n := len(a.Path); n > 0 {
-				args["start_coordinate"] = []float64{a.Path[0].X, a.Path[0].Y}
-				args["coordinate"] = []float64{a.Path[n-1].X, a.Path[n-1].Y}
-				if n > 2 {
-					var mid [][]float64
-					for _, p := range a.Path[1 : n-1] {
-						mid = append(mid, []float64{p.X, p.Y})
-					}
-					args["path"] = mid
-				}
-			}
-		case "keypress":
-			args["action"], args["text"] = "key", strings.Join(a.Keys, "+")
-		case "type":
-			args["action"], args["text"] = "type", a.Text
-		case "wait":
-			args["action"], args["duration"] = "wait", 2
-		case "scroll":
-			dir, px := "down", a.ScrollY
-			switch {
-			case math.Abs(a.ScrollX) > math.Abs(a.ScrollY) && a.ScrollX > 0:
-				dir, px = "right", a.ScrollX
-			case math.Abs(a.ScrollX) > math.Abs(a.ScrollY):
-				dir, px = "left", a.ScrollX
-			case a.ScrollY < 0:
-				dir = "up"
-			}
-			n := int(math.Round(math.Abs(px) / pixelsPerScrollClick))
-			set("scroll", point())
-			args["scroll_direction"], args["scroll_amount"] = dir, min(max(n, 1), 30)
-		default:
-			args["action"] = "openai_" + a.Type
-		}
+		args = map[string]any{"action": "batch", "actions": batch}
+	default:
+		args = neutralAction(action)
 	}
 	var cs []safetyCheck
 	if json.Unmarshal(checks, &cs) == nil && len(cs) > 0 {
@@ -172,6 +143,93 @@ func computerArguments(action, checks json.RawMessage) string {
 	}
 	b, _ := json.Marshal(args)
 	return string(b)
+}
+
+// neutralAction translates one of OpenAI's computer actions into the
+// neutral action's arguments. Keys held during a pointer action (keys, in
+// the batched form) become its modifiers (text).
+func neutralAction(action json.RawMessage) map[string]any {
+	args := map[string]any{}
+	var a openAIAction
+	if err := json.Unmarshal(action, &a); err != nil {
+		args["action"] = "openai_action_unreadable"
+		return args
+	}
+	point := func() []float64 {
+		if a.X == nil || a.Y == nil {
+			return nil
+		}
+		return []float64{*a.X, *a.Y}
+	}
+	held := func() {
+		if len(a.Keys) > 0 {
+			args["text"] = strings.Join(a.Keys, "+")
+		}
+	}
+	set := func(name string, p []float64) {
+		args["action"] = name
+		if p != nil {
+			args["coordinate"] = p
+		}
+		held()
+	}
+	switch a.Type {
+	case "screenshot":
+		args["action"] = "screenshot"
+	case "click":
+		switch a.Button {
+		case "right":
+			set("right_click", point())
+		case "wheel", "middle":
+			set("middle_click", point())
+		case "back":
+			args["action"], args["text"] = "key", "alt+Left"
+		case "forward":
+			args["action"], args["text"] = "key", "alt+Right"
+		default:
+			set("left_click", point())
+		}
+	case "double_click":
+		set("double_click", point())
+	case "move":
+		set("mouse_move", point())
+	case "drag":
+		args["action"] = "left_click_drag"
+		if n := len(a.Path); n > 0 {
+			args["start_coordinate"] = []float64{a.Path[0].X, a.Path[0].Y}
+			args["coordinate"] = []float64{a.Path[n-1].X, a.Path[n-1].Y}
+			if n > 2 {
+				var mid [][]float64
+				for _, p := range a.Path[1 : n-1] {
+					mid = append(mid, []float64{p.X, p.Y})
+				}
+				args["path"] = mid
+			}
+		}
+		held()
+	case "keypress":
+		args["action"], args["text"] = "key", strings.Join(a.Keys, "+")
+	case "type":
+		args["action"], args["text"] = "type", a.Text
+	case "wait":
+		args["action"], args["duration"] = "wait", 2
+	case "scroll":
+		dir, px := "down", a.ScrollY
+		switch {
+		case math.Abs(a.ScrollX) > math.Abs(a.ScrollY) && a.ScrollX > 0:
+			dir, px = "right", a.ScrollX
+		case math.Abs(a.ScrollX) > math.Abs(a.ScrollY):
+			dir, px = "left", a.ScrollX
+		case a.ScrollY < 0:
+			dir = "up"
+		}
+		n := int(math.Round(math.Abs(px) / pixelsPerScrollClick))
+		set("scroll", point())
+		args["scroll_direction"], args["scroll_amount"] = dir, min(max(n, 1), 30)
+	default:
+		args["action"] = "openai_" + a.Type
+	}
+	return args
 }
 
 // computerCallItem renders a computer call back as the computer_call item
@@ -187,7 +245,7 @@ func computerCallItem(tc *llm.ToolCall) (item, error) {
 	}
 	callID, _ := splitComputerCallID(tc.ID)
 	return item{Type: "computer_call", ID: sig.ID, CallID: callID,
-		Action: sig.Action, PendingSafetyChecks: checks, Status: "completed"}, nil
+		Action: sig.Action, Actions: sig.Actions, PendingSafetyChecks: checks, Status: "completed"}, nil
 }
 
 // blankPNG is a 1×1 transparent PNG: the screenshot of a computer call's

@@ -34,7 +34,7 @@ func TestComputerArguments(t *testing.T) {
 		{`not json`, ``, `{"action":"openai_action_unreadable"}`},
 		{`{"type":"type","text":"x"}`, `[{"id":"cu_sc_1","code":"c","message":"m"}]`, `{"action":"type","safety_checks":[{"id":"cu_sc_1","code":"c","message":"m"}],"text":"x"}`},
 	} {
-		if got := computerArguments(json.RawMessage(c.action), json.RawMessage(c.checks)); got != c.want {
+		if got := computerArguments(json.RawMessage(c.action), nil, json.RawMessage(c.checks)); got != c.want {
 			t.Errorf("%s %s:\ngot  %s\nwant %s", c.action, c.checks, got, c.want)
 		}
 	}

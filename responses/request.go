@@ -68,6 +68,7 @@ type item struct {
 	EncryptedContent string         `json:"encrypted_content,omitempty"`
 	// computer_call and computer_call_output
 	Action                   json.RawMessage `json:"action,omitempty"`
+	Actions                  json.RawMessage `json:"actions,omitempty"`
 	PendingSafetyChecks      json.RawMessage `json:"pending_safety_checks,omitempty"`
 	AcknowledgedSafetyChecks []safetyCheck   `json:"acknowledged_safety_checks,omitempty"`
 	Status                   string          `json:"status,omitempty"`
@@ -92,7 +93,8 @@ type summaryPart struct {
 }
 
 // tool is one entry of "tools": a function tool, or the computer tool
-// (computer_use_preview: a display and an environment, nothing else).
+// (computer_use_preview: a display and an environment, nothing else; the
+// GA computer tool: its type alone).
 type tool struct {
 	Type          string          `json:"type"`
 	Name          string          `json:"name,omitempty"`
@@ -235,7 +237,8 @@ func (c *Client) buildRequest(req *llm.Request, input func([]llm.Message) ([]ite
 // renderTools renders tool specs in their given order, each strict when
 // strict is set and its schema allows it (see [strictSchema]); a computer
 // tool as computer_use_preview for the models that take it
-// ([ComputerUseModel]).
+// ([ComputerUseModel]), as the GA computer tool for those that take that
+// ([ComputerToolModel]).
 func renderTools(tools []llm.ToolSpec, strict bool, model string) ([]tool, error) {
 	if len(tools) == 0 {
 		return nil, nil
@@ -246,7 +249,7 @@ func renderTools(tools []llm.ToolSpec, strict bool, model string) ([]tool, error
 		if t.Name == "" {
 			return nil, fmt.Errorf("%s: tool %d has no name", providerName, i)
 		}
-		if c := t.Computer; c != nil && ComputerUseModel(model) {
+		if c := t.Computer; c != nil && (ComputerUseModel(model) || ComputerToolModel(model)) {
 			if computer {
 				return nil, fmt.Errorf("%s: more than one computer tool", providerName)
 			}
@@ -254,6 +257,12 @@ func renderTools(tools []llm.ToolSpec, strict bool, model string) ([]tool, error
 				return nil, fmt.Errorf("%s: computer tool with a display of %dx%d", providerName, c.Width, c.Height)
 			}
 			computer = true
+			if ComputerToolModel(model) {
+				// The model reads the display's size from the
+				// screenshots.
+				out[i] = tool{Type: "computer"}
+				continue
+			}
 			out[i] = tool{Type: "computer_use_preview", DisplayWidth: c.Width, DisplayHeight: c.Height, Environment: "linux"}
 			continue
 		}

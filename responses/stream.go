@@ -67,6 +67,7 @@ type itemWire struct {
 	EncryptedContent string        `json:"encrypted_content"`
 	// computer_call
 	Action              json.RawMessage `json:"action"`
+	Actions             json.RawMessage `json:"actions"`
 	PendingSafetyChecks json.RawMessage `json:"pending_safety_checks"`
 }
 
@@ -476,9 +477,9 @@ func (d *decoder) itemDone(index int, w *itemWire) error {
 		d.settleArguments(it, w.Arguments)
 	case typeComputerCall:
 		if it.text.Len() == 0 {
-			d.appendArguments(it, computerArguments(w.Action, w.PendingSafetyChecks))
+			d.appendArguments(it, computerArguments(w.Action, w.Actions, w.PendingSafetyChecks))
 		}
-		sig, _ := json.Marshal(computerSignature{Type: typeComputerCall, ID: w.ID, Action: w.Action, PendingSafetyChecks: w.PendingSafetyChecks})
+		sig, _ := json.Marshal(computerSignature{Type: typeComputerCall, ID: w.ID, Action: nonNull(w.Action), Actions: nonNull(w.Actions), PendingSafetyChecks: w.PendingSafetyChecks})
 		it.signature = string(sig)
 	}
 	return nil
@@ -623,4 +624,12 @@ func finishReason(status, incomplete string, hasCalls, refusal bool) llm.FinishR
 		}
 	}
 	return llm.FinishOther
+}
+
+// nonNull returns raw, or nil when it is JSON null.
+func nonNull(raw json.RawMessage) json.RawMessage {
+	if string(raw) == "null" {
+		return nil
+	}
+	return raw
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -11,22 +12,32 @@ import (
 // view (an hrns addition). Another key's session is 404, as everywhere;
 // so is a session with no browser running now (it has not used one, it
 // waits, or it has ended): its screenshots stay in its events.
+//
+// GET /api/v2/sessions/{id}/live/desktop is the same for the session's
+// desktop (the computer tool's screen, in the model's view of it).
 func (s *Server) liveRoutes() {
-	s.mux.Handle("GET /api/v2/sessions/{id}/live", s.api(bodyNone, s.live))
+	s.mux.Handle("GET /api/v2/sessions/{id}/live", s.api(bodyNone, func(w http.ResponseWriter, r *http.Request, owner string) error {
+		return s.live(w, r, owner, "browser", s.opts.LiveFrame)
+	}))
+	s.mux.Handle("GET /api/v2/sessions/{id}/live/desktop", s.api(bodyNone, func(w http.ResponseWriter, r *http.Request, owner string) error {
+		return s.live(w, r, owner, "desktop", s.opts.LiveDesktopFrame)
+	}))
 }
 
-func (s *Server) live(w http.ResponseWriter, r *http.Request, owner string) error {
+// live answers with the latest frame frame gives of the session's what
+// (its browser, its desktop).
+func (s *Server) live(w http.ResponseWriter, r *http.Request, owner, what string, frame func(context.Context, string) ([]byte, time.Time, error)) error {
 	id := r.PathValue("id")
 	if _, err := s.m.Get(r.Context(), owner, id); err != nil {
 		return err
 	}
-	if s.opts.LiveFrame == nil {
-		writeError(w, http.StatusNotFound, "No live browser: this server keeps none")
+	if frame == nil {
+		writeError(w, http.StatusNotFound, "No live "+what+": this server keeps none")
 		return nil
 	}
-	img, at, err := s.opts.LiveFrame(r.Context(), id)
+	img, at, err := frame(r.Context(), id)
 	if err != nil || len(img) == 0 {
-		writeError(w, http.StatusNotFound, "No live browser: the session is not running one now")
+		writeError(w, http.StatusNotFound, "No live "+what+": the session is not running one now")
 		return nil
 	}
 	h := w.Header()

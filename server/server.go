@@ -199,6 +199,11 @@ type Options struct {
 	// hrns addition; server/live.go). hrns serve sets it to
 	// browser.Live's Frame. Nil answers that route with 404.
 	LiveFrame func(ctx context.Context, session string) (jpeg []byte, at time.Time, err error)
+	// LiveDesktopFrame is LiveFrame for a session's desktop (the
+	// computer tool's screen, as the model sees it): GET
+	// /api/v2/sessions/{id}/live/desktop. hrns serve sets it to
+	// desktop.Live's Frame. Nil answers that route with 404.
+	LiveDesktopFrame func(ctx context.Context, session string) (jpeg []byte, at time.Time, err error)
 }
 
 // Server is the sessions API as an [http.Handler].

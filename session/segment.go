@@ -44,6 +44,10 @@ type segment struct {
 	run int64
 	// delivered are the inbox messages given to this run.
 	delivered []int64
+	// persons says why a person must decide the calls the run sent to
+	// the approver for one (loop.ApprovalRequest.Person): the pending
+	// approvals show it (callState.Person).
+	persons personReasons
 	// stored is how many messages of the run's transcript the store's
 	// transcript holds: a commit writes only those after them; size is
 	// their encoded size, and tag the tag of the checkpoint being
@@ -196,7 +200,13 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h
 		Observer:          m.opts.Observer,
 		BeforeTurn:        g.beforeTurn,
 		Compaction:        m.compaction(sp.Model),
-		Approver: loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
+		Approver: loop.ApproverFunc(func(_ context.Context, req *loop.ApprovalRequest) (loop.Decision, error) {
+			if req.Person != "" {
+				// Only a person decides it, through the API, even
+				// with AutoApprove.
+				g.persons.set(req.Call.ID, req.Person)
+				return loop.Decision{Verdict: loop.Defer}, nil
+			}
 			if m.opts.AutoApprove {
 				return loop.Decision{Verdict: loop.Approve}, nil
 			}
@@ -589,8 +599,11 @@ func observationEvents(req *ToolRequest, media []llm.Part) []store.Event {
 			continue
 		}
 		env := ""
-		if strings.HasPrefix(req.ToolName, "browser_") {
+		switch {
+		case strings.HasPrefix(req.ToolName, "browser_"):
 			env = "web"
+		case req.ToolName == "computer":
+			env = "desktop" // the desktop package's computer tool
 		}
 		out = append(out, agentEvent(AgentEventData{Kind: KindObservation, ObservationType: env, ToolReq: req,
 			Image: &ImageContent{Type: "base64", MediaType: p.Media.MIMEType, Source: base64.StdEncoding.EncodeToString(p.Media.Data)}}))
@@ -733,6 +746,8 @@ func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
 				c.Waiting = waitApproval
 				if sc.Waiting == loop.PendingResult {
 					c.Waiting = waitResult
+				} else {
+					c.Person = g.persons.get(sc.Call.ID)
 				}
 				if ch, ok := children[sc.Call.ID]; ok {
 					c.Result, c.Waiting, c.Child = ch.Result, ch.Waiting, ch.Child

@@ -208,6 +208,9 @@ type callState struct {
 	Decision *loop.ApprovalDecision `json:"decision,omitempty"`
 	// Child is the child session a delegate call waits for.
 	Child string `json:"child,omitempty"`
+	// Person is why only a person may decide the call waiting for an
+	// approval (its tool's loop.ToolDef.AskPerson), shown with it.
+	Person string `json:"person,omitempty"`
 }
 
 type inboxMessage struct {
@@ -302,7 +305,9 @@ func (st *state) pending() (results, approvals []ToolRequest) {
 		case c.Waiting == waitResult:
 			results = append(results, toolRequest(c.Call))
 		case c.Waiting == waitApproval && c.Decision == nil:
-			approvals = append(approvals, toolRequest(c.Call))
+			r := toolRequest(c.Call)
+			r.Reason = c.Person
+			approvals = append(approvals, r)
 		}
 	}
 	return results, approvals

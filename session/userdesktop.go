@@ -41,8 +41,8 @@ const (
 const computerSchema = `{
   "type": "object",
   "properties": {
-    "action": {"type": "string", "enum": ["screenshot", "cursor_position", "mouse_move", "left_click", "right_click", "middle_click", "double_click", "triple_click", "left_mouse_down", "left_mouse_up", "left_click_drag", "scroll", "type", "key", "hold_key", "wait"],
-      "description": "What to do. screenshot: see the screen. mouse_move, left_click, right_click, middle_click, double_click, triple_click: at coordinate. left_click_drag: press at start_coordinate, release at coordinate. scroll: scroll_amount wheel clicks in scroll_direction at coordinate. type: type text. key: press keys (a chord such as ctrl+s, several separated by spaces). hold_key: hold text's keys for duration seconds. wait: wait duration seconds. cursor_position: where the pointer is. Every action but cursor_position returns a fresh screenshot."},
+    "action": {"type": "string", "enum": ["screenshot", "cursor_position", "mouse_move", "left_click", "right_click", "middle_click", "double_click", "triple_click", "left_mouse_down", "left_mouse_up", "left_click_drag", "scroll", "type", "key", "hold_key", "wait", "batch"],
+      "description": "What to do. screenshot: see the screen. mouse_move, left_click, right_click, middle_click, double_click, triple_click: at coordinate. left_click_drag: press at start_coordinate, release at coordinate. scroll: scroll_amount wheel clicks in scroll_direction at coordinate. type: type text. key: press keys (a chord such as ctrl+s, several separated by spaces). hold_key: hold text's keys for duration seconds. wait: wait duration seconds. cursor_position: where the pointer is. batch: do actions in turn. Every action but cursor_position returns a fresh screenshot (a batch, one after its last action)."},
     "coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "description": "[x, y] in pixels of the screenshot."},
     "start_coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "description": "[x, y] where a left_click_drag starts."},
     "path": {"type": "array", "items": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}, "maxItems": 64, "description": "Points a left_click_drag passes through between start and end."},
@@ -51,7 +51,8 @@ const computerSchema = `{
     "scroll_amount": {"type": "integer", "minimum": 1, "maximum": 30, "description": "Wheel clicks to scroll."},
     "duration": {"type": "number", "minimum": 0, "maximum": 30, "description": "Seconds to wait or to hold keys."},
     "safety_checks": {"type": "array", "maxItems": 8, "items": {"type": "object", "properties": {"id": {"type": "string", "maxLength": 200}, "code": {"type": "string", "maxLength": 200}, "message": {"type": "string", "maxLength": 2000}}, "required": ["id"], "additionalProperties": false},
-      "description": "Leave out: set by the provider for a person to acknowledge."}
+      "description": "Leave out: set by the provider for a person to acknowledge."},
+    "actions": {"type": "array", "minItems": 1, "maxItems": 16, "items": {"type": "object"}, "description": "For batch: up to 16 actions, each an object of these arguments (action, coordinate, text...), done in turn."}
   },
   "required": ["action"],
   "additionalProperties": false

@@ -92,7 +92,8 @@ type Proposal struct {
 	// Summary says what the action does, on one line.
 	Summary string
 	// Text is the text a type action types, line by line, every line
-	// escaped; nil for other actions.
+	// escaped (for a batch, each of its actions, numbered, with the
+	// text it types); nil for other actions.
 	Text []string
 	// Escaped counts the characters of Summary and Text shown as
 	// escapes: more than zero deserves a second look.
@@ -329,6 +330,19 @@ func describe(p *Proposal, a *desktop.Action, mark func(string) string) {
 		p.Summary = fmt.Sprintf("hold the keys %s for %gs", esc(a.Text), a.Duration)
 	case desktop.ActWait:
 		p.Summary = fmt.Sprintf("wait %gs", a.Duration)
+	case desktop.ActBatch:
+		// A provider's call of several actions (OpenAI's batched
+		// computer calls): each shown, in the order they run.
+		p.Summary = fmt.Sprintf("%d actions, in turn:", len(a.Actions))
+		for i := range a.Actions {
+			var sub Proposal
+			describe(&sub, &a.Actions[i], mark)
+			p.Escaped += sub.Escaped
+			p.Text = append(p.Text, fmt.Sprintf("%d. %s", i+1, sub.Summary))
+			for _, l := range sub.Text {
+				p.Text = append(p.Text, "   "+l)
+			}
+		}
 	default:
 		p.Summary = esc(a.Action)
 	}

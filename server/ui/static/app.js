@@ -1037,7 +1037,11 @@
     for (const req of (as && as.pending_approvals) || []) {
       if (!req || skip.has(req.id)) continue;
       const card = el('div', { class: 'card approval', 'data-call': req.id },
-        el('div', { class: 'label', text: 'approval needed' }), preview(req));
+        el('div', { class: 'label', text: 'approval needed' }),
+        // Why only a person may decide it, as the tool (not the model)
+        // says: a safety check, typing into a password field.
+        typeof req.reason === 'string' && req.reason ? el('div', { class: 'person-reason', text: '⚠ ' + req.reason.slice(0, 4096) }) : null,
+        preview(req));
       if (steer) card.append(...steer.approval(req, card));
       cards.push(card);
     }
@@ -1141,6 +1145,191 @@
     };
   }
 
+  // --- the live view of a session's desktop ---
+
+  // desktopView shows the session's desktop: its latest picture (GET
+  // .../live/desktop while the session runs, polled as liveView polls
+  // the browser's; else the latest screenshot a computer call returned,
+  // from the events), with the actions of the computer call drawn on it:
+  // where it clicked, moved, dragged or scrolled, numbered in order, and
+  // listed below it with what it typed and which keys it pressed, as text.
+  // Over a live picture the drawn call is the latest one; over an event's
+  // screenshot, the call that returned it. Pictures and coordinates are
+  // the model's view of the screen, so a point is drawn at x/width,
+  // y/height of the picture. Bounded: DESK_MAX_ACTIONS actions,
+  // DESK_MAX_TEXT characters of a text, DESK_MAX_PATH points of a drag,
+  // LIVE_MAX_BYTES of JPEG.
+  const DESK_MAX_ACTIONS = 16, DESK_MAX_TEXT = 200, DESK_MAX_PATH = 64;
+  const SVG = 'http://www.w3.org/2000/svg';
+
+  // deskActions returns the actions of a computer call's arguments (a
+  // batch's, or the one), each checked: numbers where coordinates are.
+  function deskActions(args) {
+    if (typeof args === 'string') { try { args = JSON.parse(args); } catch { return []; } }
+    if (!args || typeof args !== 'object') return [];
+    const list = args.action === 'batch' && Array.isArray(args.actions) ? args.actions : [args];
+    const pt = (p) => Array.isArray(p) && p.length === 2 && p.every((v) => typeof v === 'number' && isFinite(v) && v >= 0) ? [p[0], p[1]] : null;
+    const out = [];
+    for (const a of list.slice(0, DESK_MAX_ACTIONS)) {
+      if (!a || typeof a !== 'object' || typeof a.action !== 'string') continue;
+      out.push({
+        action: a.action.slice(0, 40),
+        at: pt(a.coordinate),
+        from: pt(a.start_coordinate),
+        path: Array.isArray(a.path) ? a.path.slice(0, DESK_MAX_PATH).map(pt).filter(Boolean) : [],
+        text: typeof a.text === 'string' ? a.text : '',
+        dir: ['up', 'down', 'left', 'right'].includes(a.scroll_direction) ? a.scroll_direction : '',
+        amount: Number.isInteger(a.scroll_amount) ? a.scroll_amount : 0,
+        duration: typeof a.duration === 'number' && isFinite(a.duration) ? a.duration : 0,
+      });
+    }
+    return out;
+  }
+
+  // deskLine says what an action did, for the list under the picture.
+  function deskLine(a, i) {
+    const at = a.at ? ' at [' + Math.round(a.at[0]) + ', ' + Math.round(a.at[1]) + ']' : '';
+    const cut = (t) => t.length > DESK_MAX_TEXT ? t.slice(0, DESK_MAX_TEXT) + '… (' + t.length + ' characters)' : t;
+    let what;
+    switch (a.action) {
+      case 'type': what = 'typed ' + JSON.stringify(cut(a.text)); break;
+      case 'key': what = 'pressed keys ' + JSON.stringify(cut(a.text)); break;
+      case 'hold_key': what = 'held keys ' + JSON.stringify(cut(a.text)) + ' for ' + a.duration + 's'; break;
+      case 'scroll': what = 'scrolled ' + a.dir + ' by ' + a.amount + at; break;
+      case 'left_click_drag': what = 'dragged' + (a.from ? ' from [' + Math.round(a.from[0]) + ', ' + Math.round(a.from[1]) + ']' : '') + (a.at ? ' to [' + Math.round(a.at[0]) + ', ' + Math.round(a.at[1]) + ']' : ''); break;
+      case 'wait': what = 'waited ' + a.duration + 's'; break;
+      default: what = a.action.replace(/_/g, ' ') + at;
+    }
+    if (a.text && !['type', 'key', 'hold_key'].includes(a.action)) what += ' holding ' + JSON.stringify(cut(a.text));
+    return (i + 1) + '. ' + what;
+  }
+
+  function desktopView(id) {
+    let img = null, svg = null;
+    const note = el('span', { class: 'muted', id: 'desk-note' });
+    const screen = el('div', { class: 'desk-screen' });
+    const list = el('ol', { class: 'desk-actions', id: 'desk-actions' });
+    const box = el('div', { class: 'card live desk', id: 'desk', hidden: true },
+      el('div', { class: 'label' }, el('span', { class: 'what', text: 'Desktop' }), note), screen, list);
+    let stopped = false, timer = 0, busy = false, wait = LIVE_WAIT_MIN, st = '', shownAt = 0, frames = 0;
+    let latest = [];   // the actions of the latest computer call
+    let drawn = [];    // the actions drawn on the picture shown
+    function draw() {
+      list.replaceChildren(...drawn.map((a, i) => el('li', { text: deskLine(a, i) })));
+      if (!img || !img.naturalWidth) return;
+      const W = img.naturalWidth, H = img.naturalHeight, r = Math.max(6, Math.round(Math.max(W, H) / 90));
+      svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+      const marks = [];
+      const node = (tag, attrs) => {
+        const n = document.createElementNS(SVG, tag);
+        for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, String(v));
+        return n;
+      };
+      drawn.forEach((a, i) => {
+        const g = node('g', { class: 'mark', 'data-kind': a.action, 'data-n': i + 1 });
+        if (a.action === 'left_click_drag' && a.at) {
+          const pts = [a.from, ...a.path, a.at].filter(Boolean);
+          g.append(node('polyline', { points: pts.map((p) => p[0] + ',' + p[1]).join(' '), 'stroke-width': Math.max(2, r / 3) }));
+        }
+        if (!a.at) { if (g.childNodes.length) marks.push(g); return; }
+        const [x, y] = a.at;
+        g.setAttribute('data-x', x); g.setAttribute('data-y', y);
+        g.append(node('circle', { cx: x, cy: y, r, 'stroke-width': Math.max(2, r / 3) }));
+        if (a.action === 'scroll' && a.dir) {
+          const d = { up: [0, -1], down: [0, 1], left: [-1, 0], right: [1, 0] }[a.dir], len = r * (2 + Math.min(a.amount, 10));
+          g.append(node('line', { x1: x, y1: y, x2: x + d[0] * len, y2: y + d[1] * len, 'stroke-width': Math.max(2, r / 3) }));
+        }
+        const t = node('text', { x: x + r + 2, y: y - r - 2, 'font-size': r * 2 });
+        t.textContent = String(i + 1);
+        g.append(t);
+        marks.push(g);
+      });
+      svg.replaceChildren(...marks);
+    }
+    function show(src, at, what, actions) {
+      if (at < shownAt) return;
+      shownAt = at;
+      if (!img) {
+        img = el('img', { id: 'desk-img', alt: 'the session’s desktop' });
+        img.addEventListener('load', draw);
+        svg = document.createElementNS(SVG, 'svg');
+        svg.setAttribute('preserveAspectRatio', 'none');
+        screen.append(img, svg);
+      }
+      drawn = actions;
+      img.src = src;
+      box.hidden = false;
+      box.dataset.source = what;
+      note.textContent = visible((what === 'live' ? 'live · ' : 'screenshot · ') + new Date(at).toLocaleTimeString());
+      draw();
+    }
+    async function tick() {
+      timer = 0;
+      if (stopped || busy || TERMINAL.has(st)) return;
+      if (document.hidden) { timer = setTimeout(tick, LIVE_WAIT_MIN); return; }
+      busy = true;
+      let next = LIVE_WAIT;
+      try {
+        const r = await fetch(new URL('sessions/' + encodeURIComponent(id) + '/live/desktop', API), { credentials: 'same-origin', cache: 'no-store' });
+        if (r.ok && r.headers.get('Content-Type') === 'image/jpeg') {
+          const blob = await r.blob();
+          if (blob.size > 0 && blob.size <= LIVE_MAX_BYTES) {
+            const url = await readAs(blob, 'url');
+            const at = Date.parse(r.headers.get('X-Frame-Time') || '') || Date.now();
+            if (!stopped && typeof url === 'string' && url.startsWith('data:image/jpeg;base64,')) {
+              frames++;
+              box.dataset.frames = String(frames);
+              show(url, at, 'live', latest);
+            }
+          }
+          wait = LIVE_WAIT_MIN;
+        } else {
+          if (r.status === 401) { stopped = true; return; }
+          if (!box.hidden && box.dataset.source === 'live') note.textContent = visible('the desktop is closed while the session waits · last seen ' + new Date(shownAt).toLocaleTimeString());
+          next = wait;
+          wait = Math.min(wait * 2, LIVE_WAIT_MAX);
+        }
+      } catch {
+        next = wait;
+        wait = Math.min(wait * 2, LIVE_WAIT_MAX);
+      } finally { busy = false; }
+      if (!stopped && !TERMINAL.has(st)) timer = setTimeout(tick, next);
+    }
+    return {
+      box,
+      state(s) {
+        const was = st;
+        st = s || '';
+        if (TERMINAL.has(st)) {
+          clearTimeout(timer); timer = 0;
+          if (!box.hidden) note.textContent = visible('the session has ended · last seen ' + new Date(shownAt).toLocaleTimeString());
+          return;
+        }
+        if (was !== st) wait = LIVE_WAIT_MIN;
+        if (!timer && !busy) tick();
+      },
+      // onEvent follows the computer calls of the events, and shows
+      // their screenshots when they are newer than the picture.
+      onEvent(e) {
+        const d = e.data || {};
+        if (e.type !== 'AgentEvent') return;
+        const kind = kindOf(e);
+        if (kind === 'policy_event' && Array.isArray(d.tool_reqs)) {
+          for (const r of d.tool_reqs) {
+            if (r && r.tool_name === 'computer') latest = deskActions(r.args);
+          }
+          if (box.dataset.source === 'live') { drawn = latest; draw(); }
+          return;
+        }
+        if (kind !== 'observation_event' || !d.tool_req || d.tool_req.tool_name !== 'computer') return;
+        const i = d.image;
+        if (!i || i.type !== 'base64' || !IMAGE_TYPES.has(i.media_type) || typeof i.source !== 'string' || !/^[A-Za-z0-9+/=\s]*$/.test(i.source)) return;
+        show('data:' + i.media_type + ';base64,' + i.source.replace(/\s/g, ''), Date.parse(e.timestamp) || 0, 'event', deskActions(d.tool_req.args));
+      },
+      stop() { stopped = true; clearTimeout(timer); },
+    };
+  }
+
   function showSession(id) {
     const head = el('div', { class: 'head' }, el('a', { href: '#/', text: '← sessions' }), el('h1', { text: id }));
     const badge = el('span', { id: 'status' });
@@ -1188,9 +1377,10 @@
     });
     const pending = el('div', { class: 'pending', id: 'pending' });
     const live = liveView(id);
-    const tv = trajectoryView(renderPending, () => {}, live.onEvent);
+    const desk = desktopView(id);
+    const tv = trajectoryView(renderPending, () => {}, (e) => { live.onEvent(e); desk.onEvent(e); });
     const streamInfo = el('p', { class: 'muted', id: 'stream-info', text: 'connecting…' });
-    main.replaceChildren(head, meta, controls, shareOut, live.box, tv.planBox,
+    main.replaceChildren(head, meta, controls, shareOut, live.box, desk.box, tv.planBox,
       el('div', { class: 'traj' }, el('h2', { text: 'Conversation' }), tv.traj, streamInfo), pending, send);
 
     // allowed says which controls a state allows: pause what has not
@@ -1227,6 +1417,7 @@
         setButtons(st);
         usageLine.textContent = visible((agentName(v) ? agentName(v) + ' · ' : '') + summary(c));
         live.state(st);
+        desk.state(st);
         if (TERMINAL.has(st)) renderPending(null);
         else connect();
       } catch (e) {
@@ -1303,7 +1494,7 @@
         } else streamInfo.textContent = 'reconnecting…';
       });
     }
-    cleanup.push(() => { stopped = true; clearTimeout(timer); if (es) es.close(); live.stop(); });
+    cleanup.push(() => { stopped = true; clearTimeout(timer); if (es) es.close(); live.stop(); desk.stop(); });
     connect();
     poll();
   }

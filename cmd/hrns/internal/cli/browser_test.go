@@ -107,11 +107,16 @@ func TestRunBrowser(t *testing.T) {
 	)
 	defer model.Close()
 	var out, errOut bytes.Buffer
-	code := Run(t.Context(), []string{"run", "--base-url", model.URL(), "--model", "m", "--tools", "none", "--no-skills",
+	// Typing the password asks the person at the terminal, whatever
+	// the mode (--yes), showing what the page says of the field.
+	code := Run(t.Context(), []string{"run", "--base-url", model.URL(), "--model", "m", "--tools", "none", "--no-skills", "--yes",
 		"--workdir", t.TempDir(), "--browser", "--browser-allow", site.Listener.Addr().String(), "What is my balance?"},
-		&IO{In: strings.NewReader(""), Out: &out, Err: &errOut, Getenv: func(string) string { return "" }})
+		&IO{In: strings.NewReader("y\n"), Interactive: func() bool { return true }, Out: &out, Err: &errOut, Getenv: func(string) string { return "" }})
 	if code != ExitOK {
 		t.Fatalf("exit %d\nstderr:\n%s", code, errOut.String())
+	}
+	if got := errOut.String(); strings.Count(got, "wants to run") != 1 || !strings.Contains(got, `typing into a password field: the page's field "Password"`) {
+		t.Errorf("the person was not asked about the password, or about more:\n%s", got)
 	}
 	if !strings.Contains(out.String(), "The balance is 4217 credits.") {
 		t.Fatalf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
@@ -159,7 +164,20 @@ func TestServeBrowser(t *testing.T) {
 	needChromium(t)
 	t.Parallel()
 	site := loginSite(t)
-	typing, answer := loginSteps()
+	_, answer := loginSteps()
+	// The password first, alone: the session waits for a person's
+	// approval with its browser closed, and the page is loaded again in
+	// the next run's browser, empty; then the user name, submitted.
+	typing := openaitest.Reply{Func: func(body []byte) openaitest.Reply {
+		return openaitest.Reply{ToolCalls: []llm.ToolCall{
+			openaitest.ToolCall("call_pass", "browser_type", fmt.Sprintf(`{"element":"password","ref":%q,"text":"s3cret"}`, refIn(body, "Password"))),
+		}}
+	}}
+	user := openaitest.Reply{Func: func(body []byte) openaitest.Reply {
+		return openaitest.Reply{ToolCalls: []llm.ToolCall{
+			openaitest.ToolCall("call_user", "browser_type", fmt.Sprintf(`{"element":"user name","ref":%q,"text":"ada","submit":true}`, refIn(body, "User name"))),
+		}}
+	}}
 	var mu sync.Mutex
 	// liveStatus is the answer of GET .../live for the server's one
 	// session: its status and content type.
@@ -192,6 +210,7 @@ func TestServeBrowser(t *testing.T) {
 	model := openaitest.NewServer(
 		call("call_look", "browser_snapshot", `{}`), // the start URL is open
 		typing,
+		user,
 		call("call_shot", "browser_take_screenshot", `{}`),
 		// While the session runs, its browser is live; the reply's Func
 		// looks before answering.
@@ -243,7 +262,46 @@ func TestServeBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Typing the password waits for a person, told what the page says
+	// of the field: the test approves it through the API. The session
+	// waits with its browser closed; the approved call finds the field
+	// again in the browser started on the session's profile.
+	approved := make(chan string, 1)
+	go func() {
+		defer close(approved)
+		for ev, err := range h.Stream(t.Context()) {
+			if err != nil {
+				return
+			}
+			if ev.Type != "ActiveStateChangeEvent" {
+				continue
+			}
+			var as session.ActiveState
+			json.Unmarshal(ev.Data, &as)
+			for _, p := range as.PendingApprovals {
+				if p.ID == "call_pass" {
+					approved <- p.Reason
+					// As a person would, some time after: once the
+					// browser has closed (Chromium started on the
+					// profile while the last one still holds it does
+					// not start).
+					for range 500 {
+						_, err := os.Lstat(filepath.Join(profiles, h.ID(), "SingletonLock"))
+						if strings.HasPrefix(liveStatus(), "404 ") && os.IsNotExist(err) {
+							break
+						}
+						time.Sleep(20 * time.Millisecond)
+					}
+					h.Approve(t.Context(), p.ID, true, "")
+					return
+				}
+			}
+		}
+	}()
 	res, err := h.WaitForCompletion(t.Context(), confirm)
+	if why := <-approved; !strings.Contains(why, `password field: the page's field "Password"`) || !strings.Contains(why, `"s3cret"`) {
+		t.Errorf("the approval of the password's typing says %q", why)
+	}
 	if err != nil || res.Status != session.StatusCompleted || res.Answer != "The balance is 4217 credits." {
 		t.Fatalf("%v %+v\n%s", err, res, s.logs.String())
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hrns-dev/hrns/desktop"
 	"github.com/hrns-dev/hrns/loop"
@@ -69,6 +70,13 @@ func desktopTools(ctx context.Context, o *runOptions, note func(string)) (*loop.
 	return d.Tools(), func() { d.Close() }, nil
 }
 
+// liveDesktopFrame is the server's LiveDesktopFrame: the latest picture of
+// a session's desktop while it runs.
+func (o *serveOptions) liveDesktopFrame(ctx context.Context, id string) ([]byte, time.Time, error) {
+	f, err := o.liveDesktops.Frame(ctx, id)
+	return f.JPEG, f.At, err
+}
+
 // desktopInstalled reports whether the X tools a sandboxed desktop needs
 // are installed, and names the first one missing.
 func desktopInstalled() (ok bool, missing string) {
@@ -84,14 +92,18 @@ func desktopInstalled() (ok bool, missing string) {
 // a sandboxed desktop (desktop.Lazy: started on the computer tool's first
 // call) for each run of a session, ended when the run stops. A session
 // that waits (for a client's tool result, an approval, a message) holds
-// no environment, so its next run gets a fresh desktop.
-func workstationDesktop(log *slog.Logger) session.EnvironmentFunc {
+// no environment, so its next run gets a fresh desktop. While the run
+// goes on, the desktop is in live under the session's ID, keeping frames
+// for the page's live view.
+func workstationDesktop(log *slog.Logger, live *desktop.Live) session.EnvironmentFunc {
 	return func(p *session.EnvironmentParams) (*loop.Toolset, func(bool), error) {
-		l := desktop.NewLazy(&desktop.SandboxOptions{})
+		l := desktop.NewLazy(&desktop.SandboxOptions{Options: desktop.Options{LiveFrames: p.Session != ""}})
 		if p.Session == "" {
 			return l.Tools(), nil, nil // validating a request: nothing starts
 		}
+		live.Add(p.Session, l)
 		return l.Tools(), func(bool) {
+			live.Remove(p.Session, l)
 			if err := l.Close(); err != nil {
 				log.Warn("closing a session's desktop", "session", p.Session, "err", err)
 			}

@@ -550,7 +550,11 @@ func mcpServe(ctx context.Context, args []string, stdio *IO) error {
 
 	opts := &mcp.ServerOptions{Instructions: instructions, AskClient: !o.yes}
 	if o.yes {
-		opts.Approver = loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
+		opts.Approver = loop.ApproverFunc(func(_ context.Context, req *loop.ApprovalRequest) (loop.Decision, error) {
+			if req.Person != "" {
+				// --yes approves for no person.
+				return loop.Decision{Verdict: loop.Reject, Reason: "only a person may approve this (" + req.Person + "), and hrns mcp serve runs with --yes: nobody is asked"}, nil
+			}
 			return loop.Decision{Verdict: loop.Approve}, nil
 		})
 	}

@@ -19,6 +19,7 @@ import (
 	"unicode"
 
 	"github.com/hrns-dev/hrns/browser"
+	"github.com/hrns-dev/hrns/desktop"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/platform/schedule"
 	"github.com/hrns-dev/hrns/pricing"
@@ -74,6 +75,9 @@ type serveOptions struct {
 	profileLimits server.ProfileOptions
 	// live holds the sessions' running browsers, for the page's live view.
 	live browser.Live
+	// liveDesktops holds the sessions' running desktops, for the page's
+	// live view (desktop.go).
+	liveDesktops desktop.Live
 	// mcp are the flags of callers' MCP servers (serve_mcp.go).
 	mcp mcpFlags
 	// vaultKeyFile holds the vault keys (cmd/hrns/internal/cli/serve_vault.go).
@@ -336,7 +340,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch, Profiles: o.profileLimits, LiveFrame: o.liveFrame}),
+		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch, Profiles: o.profileLimits, LiveFrame: o.liveFrame, LiveDesktopFrame: o.liveDesktopFrame}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
@@ -551,7 +555,12 @@ func (o *serveOptions) agentTools(names []string, network bool, allow func(netip
 	env := func(dir string) *toolEnv {
 		e := &toolEnv{Dir: dir, Shell: &tools.ShellOptions{DenyNetwork: !network, PublicNetwork: network, NetworkAllow: allow}, NoCapabilityApproval: "a program run by hrns serve cannot wait for an approval: call the tool directly (the operator can start hrns serve with --yes to allow such calls in programs)"}
 		if o.yes {
-			e.Capabilities = loop.ApproverFunc(func(context.Context, *loop.ApprovalRequest) (loop.Decision, error) {
+			e.Capabilities = loop.ApproverFunc(func(_ context.Context, req *loop.ApprovalRequest) (loop.Decision, error) {
+				if req.Person != "" {
+					// --yes is no person: such a call is made by
+					// the agent itself, whose approval a person gives.
+					return loop.Decision{Verdict: loop.Reject, Reason: "only a person may approve this (" + req.Person + "): call the tool directly, not from a program"}, nil
+				}
 				return loop.Decision{Verdict: loop.Approve}, nil
 			})
 		}

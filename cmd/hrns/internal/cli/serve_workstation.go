@@ -56,7 +56,7 @@ func (o *serveOptions) addWorkstation(opts *session.Options, log *slog.Logger) e
 	web := opts.SessionEnvironments["web"] // the browser, when the server has Chromium
 	var screen session.EnvironmentFunc
 	if ok, missing := desktopInstalled(); ok {
-		screen = workstationDesktop(log)
+		screen = workstationDesktop(log, &o.liveDesktops)
 	} else {
 		log.Info("hrns serve: workstations without a desktop", "missing", missing)
 	}

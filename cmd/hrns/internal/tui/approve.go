@@ -155,7 +155,9 @@ type approver struct {
 }
 
 func (a *approver) Approve(ctx context.Context, req *loop.ApprovalRequest) (loop.Decision, error) {
-	if a.allow.Allowed(req.Call.Name, req.Call.Arguments.JSON()) {
+	// An "always" answer never approves what only a person may (the
+	// tool's AskPerson: a safety check, typing into a password field).
+	if req.Person == "" && a.allow.Allowed(req.Call.Name, req.Call.Arguments.JSON()) {
 		return loop.Decision{Verdict: loop.Approve}, nil
 	}
 	reply := make(chan loop.Decision, 1)
@@ -201,6 +203,10 @@ func describe(call *loop.ApprovalRequest, workdir string, st *styles, width int)
 		}
 	}
 	plain := func(s ...string) string { return strings.Join(s, "") }
+	if call.Person != "" {
+		// Why only a person may approve it, as the tool says.
+		text("⚠ ", st.warn.Render, call.Person)
+	}
 	var args map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &args); err != nil {
 		text("arguments: ", plain, string(raw))
