@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -37,6 +38,7 @@ type escapeEnv struct {
 	outside    string // a host directory it must not write
 	decoy      *exec.Cmd
 	bins       string // a ReadOnly directory of set-user-ID and capable binaries
+	keyDesc    string // a key of root's user keyring, holding secret
 	tcp, udp   string // loopback listeners of the host
 	tcpHits    *atomic.Int64
 	udpConn    net.PacketConn
@@ -258,6 +260,35 @@ echo DONE`,
 		},
 	},
 	{
+		// Root's keyrings are not namespaced: a command could read the
+		// keys host processes of root keep there, and leave keys
+		// behind for them and for later commands.
+		name: "kernel keyrings",
+		shell: `perl -e '
+my ($desc) = @ARGV;
+for my $ring (-4, -5, -3) {
+  my $t = q(user); my $d = qq(hrns-escape-$ring); my $v = q(planted);
+  my $k = syscall(248, $t, $d, $v, length($v), $ring);
+  print qq(ESCAPED add_key to $ring\n) if $k >= 0;
+  my $f = syscall(250, 10, $ring, $t, $desc, 0);
+  print qq(ESCAPED found the host key in $ring\n) if $f >= 0;
+}
+my $g = syscall(250, 0, -4, 0); print qq(ESCAPED the user keyring $g\n) if $g >= 0;
+' "$KEYDESC"
+[ -x $BINS/keyctl ] && $BINS/keyctl
+echo DONE`,
+		after: func(t *testing.T, env *escapeEnv, _ *sandbox.Result) {
+			for _, ring := range []int{unix.KEY_SPEC_USER_KEYRING, unix.KEY_SPEC_USER_SESSION_KEYRING} {
+				for _, d := range []string{"hrns-escape-" + strconv.Itoa(ring), "hrns-escape--4", "hrns-escape--5"} {
+					if id, err := unix.KeyctlSearch(ring, "user", d, 0); err == nil {
+						unix.KeyctlInt(unix.KEYCTL_UNLINK, id, ring, 0, 0)
+						t.Errorf("the command left key %q in keyring %d", d, ring)
+					}
+				}
+			}
+		},
+	},
+	{
 		name: "network denied",
 		shell: `cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d ' ' | grep -vx lo | sed 's/^/ESCAPED interface /'
 ip=$(hostname -I 2>/dev/null | cut -d' ' -f1)
@@ -387,7 +418,7 @@ func TestEscape(t *testing.T) {
 						Env: []string{
 							"SECRET_PATH=" + env.secretPath, "OUTSIDE=" + env.outside,
 							"DECOY=" + strconv.Itoa(env.decoy.Process.Pid), "BINS=" + env.bins,
-							"TCP=" + portOf(env.tcp), "UDP=" + portOf(env.udp),
+							"KEYDESC=" + env.keyDesc, "TCP=" + portOf(env.tcp), "UDP=" + portOf(env.udp),
 							"ABSTRACT=" + env.abstract,
 						},
 						ReadOnly: []string{env.bins},
@@ -440,8 +471,8 @@ func portOf(addr string) string {
 
 // newEscapeEnv sets up the targets: a secret file in a directory the
 // command is not granted, a directory outside, a decoy process holding
-// the secret in its environment, loopback listeners and a ReadOnly
-// directory of privileged binaries.
+// the secret in its environment, a key in root's user keyring, loopback
+// listeners and a ReadOnly directory of privileged binaries.
 func newEscapeEnv(t *testing.T) *escapeEnv {
 	t.Helper()
 	env := &escapeEnv{
@@ -461,6 +492,11 @@ func newEscapeEnv(t *testing.T) *escapeEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { env.decoy.Process.Kill(); env.decoy.Wait() })
+
+	env.keyDesc = "hrns-escape-host-" + strconv.Itoa(os.Getpid())
+	if id, err := unix.AddKey("user", env.keyDesc, []byte(env.secret), unix.KEY_SPEC_USER_KEYRING); err == nil {
+		t.Cleanup(func() { unix.KeyctlInt(unix.KEYCTL_UNLINK, id, unix.KEY_SPEC_USER_KEYRING, 0, 0) })
+	}
 
 	ln, err := net.Listen("tcp", ":0")
 	if err != nil {
@@ -484,8 +520,36 @@ func newEscapeEnv(t *testing.T) *escapeEnv {
 
 	env.bins = t.TempDir()
 	prepareBins(t, env.bins)
+	if runtime.GOARCH == "amd64" {
+		// keyctl(2) by the i386 and x32 conventions too, which a
+		// filter of the amd64 numbers alone would let through.
+		src := filepath.Join(t.TempDir(), "keyctl.c")
+		if err := os.WriteFile(src, []byte(keyctlC), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("gcc", "-O", "-o", filepath.Join(env.bins, "keyctl"), src).CombinedOutput(); err != nil {
+			t.Logf("no keyctl probe (gcc: %v: %s)", err, out)
+		}
+	}
 	return env
 }
+
+// keyctlC asks for the user keyring's ID (keyctl KEYCTL_GET_KEYRING_ID,
+// KEY_SPEC_USER_KEYRING) by each system call convention of amd64.
+const keyctlC = `#include <stdio.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+int main(void) {
+	long r = syscall(250, 0, -4, 0), r32;
+	if (r >= 0) printf("ESCAPED keyctl %ld\n", r);
+	__asm__ volatile ("int $0x80" : "=a"(r32) : "a"(288), "b"(0), "c"(-4), "d"(0) : "memory");
+	if (r32 >= 0) printf("ESCAPED i386 keyctl %ld\n", r32);
+	r = syscall(0x40000000 | 250, 0, -4, 0);
+	if (r >= 0) printf("ESCAPED x32 keyctl %ld\n", r);
+	printf("KEYCTL PROBED\n");
+	return 0;
+}
+`
 
 func accept(ln net.Listener, hits *atomic.Int64) {
 	for {
@@ -521,12 +585,12 @@ func prepareBins(t *testing.T, dir string) {
 }
 
 // TestConfiningThreadEnds: run as root, the helper starts the command
-// from a thread it confines alone (no_new_privs, Landlock, the capability
-// sets). That thread must end with its goroutine:
+// from a thread it confines alone (no_new_privs, Landlock, the seccomp
+// filter, the capability sets). That thread must end with its goroutine:
 // returned to the Go scheduler it would run the helper's other work
 // confined (or, the other way round, an unconfined thread would have
 // started the command). While the command runs, no thread of the helper
-// has no_new_privs, and the command has it.
+// has no_new_privs or a seccomp filter, and the command has both.
 func TestConfiningThreadEnds(t *testing.T) {
 	needLandlock(t, 1)
 	if os.Geteuid() != 0 {
@@ -595,7 +659,7 @@ func TestConfiningThreadEnds(t *testing.T) {
 					t.Fatalf("the helper has no child (%q)", kids)
 				}
 				st, _ := os.ReadFile("/proc/" + cmdPID + "/status")
-				if !regexp.MustCompile(`(?m)^NoNewPrivs:\s+1$`).Match(st) {
+				if !regexp.MustCompile(`(?m)^NoNewPrivs:\s+1$`).Match(st) || !regexp.MustCompile(`(?m)^Seccomp:\s+2$`).Match(st) {
 					t.Errorf("the command %s is not confined:\n%s", cmdPID, st)
 				}
 			})

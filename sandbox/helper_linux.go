@@ -400,6 +400,12 @@ func confine(cfg *helperConfig, fail func(helperStatus), restrict func(*helperCo
 			conf.Confined = true
 		}
 	}
+	if !cfg.Unconfined {
+		// On this thread, as Landlock: see denyKeyrings.
+		if err := denyKeyrings(); err != nil {
+			conf.Notes = append(conf.Notes, "the kernel's keyrings could not be denied: "+err.Error())
+		}
+	}
 	switch {
 	case cfg.Unconfined:
 		conf.Notes = append(conf.Notes, "confinement was turned off")
