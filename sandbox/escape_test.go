@@ -215,6 +215,29 @@ echo DONE`,
 		},
 	},
 	{
+		// The devices every command may write (/dev/null, /dev/zero,
+		// /dev/full, /dev/tty) are the host's nodes: root owns them,
+		// and Landlock does not govern a file's mode, owner or times.
+		// A chmod 000 /dev/null would break the host's other users.
+		// The probes set what is there already (same mode, owner;
+		// times kept by the check), so that a hole changes nothing.
+		name:         "host devices' metadata",
+		isolatedOnly: true,
+		shell: `for d in /dev/null /dev/zero /dev/full /dev/tty; do
+  [ -e $d ] || continue
+  chmod 666 $d 2>/dev/null && echo ESCAPED chmod $d
+  chown 0:0 $d 2>/dev/null && echo ESCAPED chown $d
+  touch -c -r $d $d 2>/dev/null && echo ESCAPED touch $d
+done
+echo x > /dev/null && head -c 3 /dev/zero | od -An -tx1 | grep -q '00 00 00' && echo WRITES WORK
+echo DONE`,
+		after: func(t *testing.T, _ *escapeEnv, res *sandbox.Result) {
+			if !strings.Contains(res.Output, "WRITES WORK") {
+				t.Errorf("the devices are no longer usable:\n%s", res.Output)
+			}
+		},
+	},
+	{
 		// The root's read-only binds (made with mount_setattr):
 		// remounts, unmounts and mount_setattr(2) itself, also from a
 		// user and mount namespace of the command's own, where it
