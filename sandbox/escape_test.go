@@ -737,3 +737,39 @@ func confinedThreads(pid int) []string {
 	}
 	return confined
 }
+
+// TestNotIsolatedRootSaysMetadata: without the namespaces, a command run by
+// root changes the mode of a file of root outside its paths (Landlock
+// does not govern metadata; here a file of the test, set-user-ID), and
+// the confinement's note says it can. Isolated, it cannot reach the file.
+func TestNotIsolatedRootSaysMetadata(t *testing.T) {
+	needLandlock(t, 1)
+	if os.Geteuid() != 0 {
+		t.Skip("the hole is root's")
+	}
+	f := filepath.Join(t.TempDir(), "hostfile")
+	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, isolated := range []bool{true, false} {
+		t.Run(fmt.Sprintf("isolated=%v", isolated), func(t *testing.T) {
+			defer os.Chmod(f, 0o644)
+			sandbox.SetNoIsolation(!isolated)
+			res := run(t, &sandbox.Spec{Command: []string{"chmod", "4755", f}})
+			sandbox.SetNoIsolation(false)
+			fi, err := os.Stat(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed := fi.Mode()&os.ModeSetuid != 0
+			said := strings.Contains(res.Confinement.Summary(), "change the mode and times of any file of root")
+			t.Logf("changed %v; %s", changed, res.Confinement.Summary())
+			if isolated && (changed || said) {
+				t.Errorf("isolated: changed %v, said %v", changed, said)
+			}
+			if !isolated && changed && !said {
+				t.Errorf("the command made a file outside its paths set-user-ID, and the confinement does not say it could: %s", res.Confinement.Summary())
+			}
+		})
+	}
+}
