@@ -30,13 +30,15 @@
 // read-only tmpfs holding only the paths the command may access, bound at
 // their own paths, and a /proc of the new PID namespace), drops root's
 // capabilities, starts the command, and reaps. Starting the command is
-// the second stage: it sets the rlimits, applies Landlock, marks every
-// descriptor but the standard three close-on-exec (none that the caller
-// inherited reaches the command) and execs the command, which keeps the
-// confinement for itself and every process it starts. Run by root, the
-// first stage does this itself, on a thread of its own that it confines
-// alone (Landlock and the capability sets are a thread's, and a child
-// inherits its thread's) and then lets end: the helper stays outside the
+// the second stage: it sets the rlimits, applies Landlock and a seccomp
+// filter that denies the kernel's keyrings (which no namespace of the
+// command's separates from the host's), marks every descriptor but the
+// standard three close-on-exec (none that the caller inherited reaches
+// the command) and execs the command, which keeps the confinement for
+// itself and every process it starts. Run by root, the first stage does
+// this itself, on a thread of its own that it confines alone (Landlock,
+// seccomp and the capability sets are a thread's, and a child inherits
+// its thread's) and then lets end: the helper stays outside the
 // command's Landlock domain, as a second process would. The second stage
 // is a second execution of the binary where that cannot be: a user other
 // than root, whose command must enter a nested user namespace (whose ID

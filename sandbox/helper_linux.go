@@ -391,13 +391,25 @@ func confine(cfg *helperConfig, fail func(helperStatus), restrict func(*helperCo
 		if why == "" {
 			why = "no PID and mount namespaces"
 		}
-		conf.Notes = append(conf.Notes, "not isolated ("+why+"): the command can see other processes and reach Unix sockets outside its paths")
+		note := "not isolated (" + why + "): the command can see other processes and reach Unix sockets outside its paths"
+		if os.Geteuid() == 0 {
+			// Landlock does not govern a file's metadata, and root
+			// owns the host's system files.
+			note += "; run by root, it can change the mode and times of any file of root it can name, and lower the limits of root's processes"
+		}
+		conf.Notes = append(conf.Notes, note)
 	}
 	if !cfg.Unconfined && conf.ABI > 0 {
 		if err := restrict(cfg); err != nil {
 			conf.Notes = append(conf.Notes, "Landlock failed: "+err.Error())
 		} else {
 			conf.Confined = true
+		}
+	}
+	if !cfg.Unconfined {
+		// On this thread, as Landlock: see denyKeyrings.
+		if err := denyKeyrings(); err != nil {
+			conf.Notes = append(conf.Notes, "the kernel's keyrings could not be denied: "+err.Error())
 		}
 	}
 	switch {

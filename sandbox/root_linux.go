@@ -24,6 +24,8 @@ type rootBind struct {
 	rw   bool
 	fd   int // an O_PATH descriptor of real, opened before staging
 	dir  bool
+	// dev: a device node (/dev/null...), the host's own inode.
+	dev bool
 }
 
 // buildRoot makes the command's root, in the first stage, in new PID and
@@ -71,7 +73,7 @@ func buildRoot(cfg *helperConfig) (err error) {
 		if err != nil {
 			return fmt.Errorf("opening %s: %w", real, err)
 		}
-		binds = append(binds, rootBind{path: p, real: real, rw: rw, fd: fd, dir: fi.IsDir()})
+		binds = append(binds, rootBind{path: p, real: real, rw: rw, fd: fd, dir: fi.IsDir(), dev: fi.Mode()&os.ModeDevice != 0})
 		return nil
 	}
 	for _, p := range cfg.ReadOnly {
@@ -132,7 +134,15 @@ func buildRoot(cfg *helperConfig) (err error) {
 		// What the command writes executes without its set-ID bits in
 		// the sandbox; the rest is read-only.
 		what, flags := "read-only", uintptr(unix.MS_RDONLY)
-		if b.rw {
+		switch {
+		case b.dev:
+			// A device is read and written through a read-only
+			// mount all the same; read-only, the host's node keeps
+			// its mode, owner and times, which Landlock does not
+			// govern (root owns it: a chmod 000 /dev/null would
+			// break the host's other users).
+			what, flags = "read-only", unix.MS_RDONLY|unix.MS_NOSUID
+		case b.rw:
 			what, flags = "nosuid", unix.MS_NOSUID
 		}
 		// A file has no mounts below it, nor a directory without any

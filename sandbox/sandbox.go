@@ -100,8 +100,9 @@ type Spec struct {
 	// are killed at once (and OutputHeld is not reported).
 	WaitDelay time.Duration
 
-	// Unconfined runs the command without Landlock or namespaces (PID,
-	// mount, network), on purpose. Limits, the scrubbed environment, the
+	// Unconfined runs the command without Landlock, namespaces (PID,
+	// mount, network) or the seccomp filter of the kernel's keyrings, on
+	// purpose. Limits, the scrubbed environment, the
 	// session without a terminal, the timeout and the group kill still
 	// apply.
 	Unconfined bool
