@@ -19,6 +19,7 @@ import (
 	"unicode"
 
 	"github.com/hrns-dev/hrns/browser"
+	"github.com/hrns-dev/hrns/internal/gctune"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/pricing"
 	"github.com/hrns-dev/hrns/server"
@@ -29,6 +30,11 @@ import (
 	"github.com/hrns-dev/hrns/store/sqlite"
 	"github.com/hrns-dev/hrns/tools"
 )
+
+// serveGCHeadroom is what hrns serve lets its heap grow by between two
+// collections, at least (see package gctune): unless GOGC or GOMEMLIMIT
+// is set, it holds up to this much more memory than with GOGC=100.
+const serveGCHeadroom = 32 << 20
 
 // serveOptions are the flags of "hrns serve".
 type serveOptions struct {
@@ -197,6 +203,9 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return err
 	}
+	// A server's live heap is small and it allocates per turn: without
+	// a headroom the collector runs every few turns (docs/performance.md).
+	defer gctune.Start(serveGCHeadroom)()
 	vaultKeys, err := o.vaultKeys(stdio)
 	if err != nil {
 		return err
