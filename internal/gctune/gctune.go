@@ -22,18 +22,21 @@ import (
 	"sync/atomic"
 )
 
-// maxPercent bounds the percentage Start sets: with a tiny live heap the
-// headroom would ask for more.
+// maxPercent bounds the percentage Start sets.
 const maxPercent = 10000
 
+// minHeap is the runtime's smallest heap goal at GOGC=100; it scales with
+// the percentage like the goal does (a goal is never below
+// minHeap*GOGC/100), so Percent counts a live heap below it as minHeap.
+const minHeap = 4 << 20
+
 // Percent returns the GOGC percentage that makes the next cycle start
-// after the heap grew by the larger of live (GOGC=100) and headroom:
-// at least 100, at most maxPercent.
+// after the heap grew by the larger of live (GOGC=100) and headroom,
+// a live heap under minHeap counted as minHeap (so that the runtime's
+// minimum goal, scaled by the percentage, stays within live plus
+// headroom): at least 100, at most maxPercent.
 func Percent(live, headroom uint64) int {
-	if live == 0 {
-		return maxPercent
-	}
-	p := headroom * 100 / live
+	p := headroom * 100 / max(live, minHeap)
 	return int(min(max(p, 100), maxPercent))
 }
 

@@ -12,11 +12,12 @@ func TestPercent(t *testing.T) {
 		live, headroom uint64
 		want           int
 	}{
-		{2 * mib, 32 * mib, 1600}, // small heap: the headroom decides
+		{8 * mib, 32 * mib, 400},  // small heap: the headroom decides
 		{64 * mib, 32 * mib, 100}, // large heap: GOGC=100, as before
 		{32 * mib, 32 * mib, 100}, // the same
-		{1024, 32 * mib, 10000},   // bounded
-		{0, 32 * mib, 10000},      // nothing live yet
+		{2 * mib, 32 * mib, 800},  // below the runtime's minimum goal: counted as 4 MiB, so the goal is 32 MiB, not 64
+		{0, 32 * mib, 800},        // nothing live yet: the same
+		{1024, 1 << 40, 10000},    // bounded
 		{16 * mib, 40 * mib, 250}, // between
 		{100 * mib, 0, 100},       // no headroom: the default
 	} {
