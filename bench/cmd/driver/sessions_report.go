@@ -337,7 +337,8 @@ func (r *sessionsResult) verdicts() []string {
 
 // serverVerdicts checks target 2 on SQLite: at most 1 ms of server CPU per
 // model turn (the throughput job: create to completion, divided by its
-// turns), a tool-result round trip p50 of at most 2 ms and a long-poll
+// turns), a tool-result round trip p50 of at most 1 ms (issue 36; issue
+// 21 asked for 2 ms) and a long-poll
 // wake-up p50 of at most 1 ms.
 func (r *sessionsResult) serverVerdicts() []string {
 	var out []string
@@ -367,7 +368,7 @@ func (r *sessionsResult) serverVerdicts() []string {
 		samples func(*storeFigures) []time.Duration
 		limit   time.Duration
 	}{
-		{"the tool-result round trip p50 on SQLite (post → next model request) at most 2 ms", func(f *storeFigures) []time.Duration { return f.roundTrip }, 2 * time.Millisecond},
+		{"the tool-result round trip p50 on SQLite (post → next model request) at most 1 ms (issue 36; 2 ms in issue 21)", func(f *storeFigures) []time.Duration { return f.roundTrip }, time.Millisecond},
 		{"the long-poll wake-up p50 on SQLite (post → `changes` returns) at most 1 ms", func(f *storeFigures) []time.Duration { return f.wakeUp }, time.Millisecond},
 	} {
 		if f == nil || len(v.samples(f)) == 0 {
