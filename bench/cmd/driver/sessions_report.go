@@ -281,10 +281,10 @@ func (r *sessionsResult) markdown(p pin) string {
 	}
 	if len(r.throughput) > 0 {
 		w("Throughput: sessions run to their end (%d tool round trips each, then the answer) through the Go SDK's `RunSession`, *at once* at a time, %d per figure (at least two rounds), "+
-			"spread round-robin over the replicas; every replica pinned to CPU %d, so that they share the CPU one server has: this shows what running several costs, not how they scale out (see below). "+
+			"spread round-robin over the replicas and over API keys, at most %d of one key at once (a key's event reads are bounded, as one user's are); every replica pinned to CPU %d, so that they share the CPU one server has: this shows what running several costs, not how they scale out (see below). "+
 			"*Per core* is sessions completed per second of the servers' CPU (user + system), the inverse of the CPU per session.\n\n",
-			r.toolCalls, o.tpSessions, p.clientCPU)
-		w("| store | replicas | at once | sessions completed / s | server CPU / session (all replicas) | sessions / s per core |\n|---|--:|--:|--:|--:|--:|\n")
+			r.toolCalls, o.tpSessions, perKey, p.clientCPU)
+		w("| store | replicas | at once | API keys | sessions completed / s | server CPU / session (all replicas) | sessions / s per core |\n|---|--:|--:|--:|--:|--:|--:|\n")
 		var failed []*throughputResult
 		for _, t := range r.throughput {
 			if t.err != nil {
@@ -294,7 +294,7 @@ func (r *sessionsResult) markdown(p pin) string {
 			name := map[string]string{"sqlite": "SQLite", "postgres": "PostgreSQL"}[t.store]
 			lo, hi := slices.Min(t.rates), slices.Max(t.rates)
 			cpu := time.Duration(medianF(t.cpu, func(d time.Duration) float64 { return float64(d) }))
-			w("| %s | %d | %d | %.1f (%.1f–%.1f) | %s | %s |\n", name, t.replicas, t.concurrency, medianF(t.rates, func(x float64) float64 { return x }), lo, hi,
+			w("| %s | %d | %d | %d | %.1f (%.1f–%.1f) | %s | %s |\n", name, t.replicas, t.concurrency, t.keys(), medianF(t.rates, func(x float64) float64 { return x }), lo, hi,
 				fmtDur(cpu), perCore(cpu))
 		}
 		w("\n")
@@ -429,8 +429,8 @@ func (r *sessionsResult) scaleVerdicts() []string {
 			continue
 		}
 		cpu := time.Duration(medianF(t.cpu, func(d time.Duration) float64 { return float64(d) }))
-		out = append(out, fmt.Sprintf("sessions completed per second per core, %d at once on %s: %s (%.1f a second on the one CPU the server has; %s of server CPU a session).",
-			t.concurrency, name, perCore(cpu), medianF(t.rates, func(x float64) float64 { return x }), fmtDur(cpu)))
+		out = append(out, fmt.Sprintf("sessions completed per second per core, %d at once (%d API keys) on %s: %s (%.1f a second on the one CPU the server has; %s of server CPU a session).",
+			t.concurrency, t.keys(), name, perCore(cpu), medianF(t.rates, func(x float64) float64 { return x }), fmtDur(cpu)))
 	}
 	return out
 }
