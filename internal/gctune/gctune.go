@@ -71,8 +71,8 @@ type tuner struct {
 // sentinel is an object whose only reference is dropped at once: its
 // finalizer runs after the next cycle, adjusts, and arms another.
 type sentinel struct {
-	t   *tuner
-	pad [16]byte // not a tiny allocation, which could share a block and outlive cycles
+	t *tuner
+	_ [16]byte // not a tiny allocation, which could share a block and outlive cycles
 }
 
 func (t *tuner) arm() {
