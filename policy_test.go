@@ -32,6 +32,7 @@ var allowed = map[string][]string{
 	"internal/prefixcache/prefixtest": {"llm"},
 	"internal/safetext":               {},
 	"internal/netpolicy":              {},
+	"internal/gctune":                 {},
 	"cmd/hrns/internal/tui":           {"cmd/hrns/internal/callview", "internal/safetext", "llm", "loop", "loop/compact", "pricing", "tools"},
 	"cmd/hrns/internal/callview":      {"internal/safetext", "tools"},
 	"openai":                          {"llm", "internal/httpapi", "internal/openaimodels", "internal/prefixcache", "internal/sse"},

@@ -254,8 +254,13 @@ func (e *env) runProcess(ctx context.Context, dir string, argv []string, environ
 // runPinned runs argv pinned to cpu and returns its usage and standard
 // output.
 func (e *env) runPinned(ctx context.Context, cpu int, dir string, argv []string, environ []string) (usage, []byte, error) {
+	return e.runPinnedFor(ctx, cpu, dir, argv, environ, 5*time.Minute)
+}
+
+// runPinnedFor is runPinned with a bound of its own on the process.
+func (e *env) runPinnedFor(ctx context.Context, cpu int, dir string, argv []string, environ []string, limit time.Duration) (usage, []byte, error) {
 	argv = e.pin.command(cpu, argv)
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir

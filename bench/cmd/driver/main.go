@@ -75,6 +75,10 @@ type options struct {
 	matrix       bool
 	matrixReps   int
 	matrixShapes string
+
+	// scale runs only the sessions server, at scale (issue 36, target 5),
+	// and writes between the scale markers (see applyScale).
+	scale bool
 }
 
 func (o *options) flags(fs *flag.FlagSet) {
@@ -103,6 +107,7 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.matrix, "matrix", true, "also run the task matrix: the loop against raw on several shapes of task, and the feature variants")
 	fs.IntVar(&o.matrixReps, "matrix-reps", 7, "repetitions of the task matrix")
 	fs.StringVar(&o.matrixShapes, "matrix-shapes", "", "comma-separated shapes of the matrix to run (default all: "+shapeNames()+")")
+	fs.BoolVar(&o.scale, "scale", false, "run only the sessions server, at scale: 100,000 parked sessions, one repetition, the rates at 1, 16 and 256 sessions at once, one replica; written between the scale markers of -out (flags given explicitly win)")
 	fs.StringVar(&o.tree, "tree", "head", "what to build: \"head\", the last commit (exported with git archive), or \"working\", the working tree as it is")
 }
 
@@ -143,6 +148,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if o.scale {
+		applyScale(fs, &o)
 	}
 	if err := o.Validate(); err != nil {
 		return err
@@ -188,6 +196,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		e.rootDir, e.benchDir = src, filepath.Join(src, "bench")
 	}
 
+	if o.scale {
+		return runScale(ctx, e, rep, &o, stdout, stderr, started)
+	}
 	logf(stderr, "building the clients")
 	if err := e.buildCommon(ctx); err != nil {
 		return err
@@ -231,6 +242,54 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout, text)
 	if o.write {
 		if err := writeBetweenMarkers(o.out, text); err != nil {
+			return err
+		}
+		logf(stderr, "wrote %s", o.out)
+	}
+	return nil
+}
+
+// scaleDefaults are what -scale sets, for the flags not given.
+var scaleDefaults = map[string]string{
+	"sessions-parked":            "1000,100000",
+	"sessions-reps":              "1",
+	"sessions-full-reps":         "1",
+	"sessions-replicas":          "1",
+	"sessions-scale-concurrency": "1,16,256",
+	"sessions-throughput":        "240",
+	"sessions-extra":             "100",
+}
+
+// applyScale sets scaleDefaults on the flags not given on the command line.
+func applyScale(fs *flag.FlagSet, o *options) {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for name, v := range scaleDefaults {
+		if !given[name] {
+			fs.Set(name, v)
+		}
+	}
+	o.sessions.run = true
+}
+
+// runScale is the -scale run: the sessions server only, its report
+// written between the scale markers.
+func runScale(ctx context.Context, e *env, rep *report, o *options, stdout, stderr io.Writer, started time.Time) error {
+	for _, d := range []string{e.bin, e.work, e.home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := e.goBuild(ctx, e.benchDir, "-o", e.bin+"/", "./cmd/mock"); err != nil {
+		return err
+	}
+	rep.sessions = measureSessions(ctx, e, o)
+	rep.elapsed = time.Since(started)
+	rep.loadAfter = loadAverage()
+	text := rep.scaleMarkdown()
+	fmt.Fprintln(stdout, text)
+	if o.write {
+		if err := writeBetween(o.out, scaleStartMarker, scaleEndMarker, text); err != nil {
 			return err
 		}
 		logf(stderr, "wrote %s", o.out)

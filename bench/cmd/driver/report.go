@@ -17,6 +17,9 @@ import (
 const (
 	startMarker = "<!-- bench:results:start -->"
 	endMarker   = "<!-- bench:results:end -->"
+	// A -scale run writes between these.
+	scaleStartMarker = "<!-- bench:scale:start -->"
+	scaleEndMarker   = "<!-- bench:scale:end -->"
 )
 
 // report is everything one run of the driver measured.
@@ -316,6 +319,12 @@ func fmtNum(v float64) string {
 // writeBetweenMarkers replaces what lies between the markers of path with
 // text.
 func writeBetweenMarkers(path, text string) error {
+	return writeBetween(path, startMarker, endMarker, text)
+}
+
+// writeBetween replaces what lies between the markers start and end of
+// path with text.
+func writeBetween(path, startMarker, endMarker, text string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -327,7 +336,11 @@ func writeBetweenMarkers(path, text string) error {
 	}
 	var out bytes.Buffer
 	out.Write(b[:i+len(startMarker)])
-	out.WriteString("\n<!-- Written by `go run ./cmd/driver` in bench/. Edit outside the markers: the next run replaces this. -->\n\n")
+	cmd := "go run ./cmd/driver"
+	if startMarker == scaleStartMarker {
+		cmd += " -scale"
+	}
+	out.WriteString("\n<!-- Written by `" + cmd + "` in bench/. Edit outside the markers: the next run replaces this. -->\n\n")
 	out.WriteString(strings.TrimSpace(text))
 	out.WriteString("\n\n")
 	out.Write(b[j:])

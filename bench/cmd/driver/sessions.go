@@ -76,6 +76,10 @@ type sessionsOptions struct {
 	replicas      string // comma-separated replica counts on PostgreSQL
 	tpSessions    int
 	tpConcurrency int
+	// scaleConcurrency are the counts of sessions at once (comma-separated)
+	// at which each store's single server is also measured for the
+	// sessions it completes per second of its CPU (issue 36, target 5).
+	scaleConcurrency string
 }
 
 func (o *sessionsOptions) flags(fs interface {
@@ -95,6 +99,7 @@ func (o *sessionsOptions) flags(fs interface {
 	fs.StringVar(&o.replicas, "sessions-replicas", "1,2,3", "replica counts whose throughput is measured on PostgreSQL (empty: none)")
 	fs.IntVar(&o.tpSessions, "sessions-throughput", 120, "sessions run to their end for each throughput figure")
 	fs.IntVar(&o.tpConcurrency, "sessions-throughput-concurrency", 16, "sessions run at once for the throughput figures")
+	fs.StringVar(&o.scaleConcurrency, "sessions-scale-concurrency", "", "counts of sessions at once (such as 1,16,256) at which one server per store is also measured for sessions completed per second per core (empty: none)")
 	fs.StringVar(&o.postgres, "sessions-postgres", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable",
 		"PostgreSQL server for the postgres store; each repetition uses a schema of its own, dropped after (with psql)")
 }
@@ -108,6 +113,22 @@ func (o *sessionsOptions) replicaCounts() ([]int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
 			return nil, fmt.Errorf("-sessions-replicas %q: want counts such as 1,2,3", o.replicas)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// scaleCounts are the -sessions-scale-concurrency counts.
+func (o *sessionsOptions) scaleCounts() ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(o.scaleConcurrency, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 4096 {
+			return nil, fmt.Errorf("-sessions-scale-concurrency %q: want counts from 1 to 4096, such as 1,16,256", o.scaleConcurrency)
 		}
 		out = append(out, n)
 	}
@@ -140,6 +161,9 @@ func (o *sessionsOptions) Validate() error {
 	if _, err := o.replicaCounts(); err != nil {
 		return err
 	}
+	if _, err := o.scaleCounts(); err != nil {
+		return err
+	}
 	if o.tpSessions < 1 || o.tpConcurrency < 1 {
 		return errors.New("-sessions-throughput and -sessions-throughput-concurrency must be at least 1")
 	}
@@ -165,9 +189,14 @@ type sessionsResult struct {
 type throughputResult struct {
 	store    string
 	replicas int
-	err      error
-	rates    []float64       // sessions completed per second, per repetition
-	cpu      []time.Duration // the servers' CPU per session, per repetition
+	// concurrency is the sessions run at once; sessions those run to
+	// their end for each figure.
+	concurrency, sessions int
+	// scale marks the figures of -sessions-scale-concurrency.
+	scale bool
+	err   error
+	rates []float64       // sessions completed per second, per repetition
+	cpu   []time.Duration // the servers' CPU per session, per repetition
 }
 
 // storeResult is one store's figures.
@@ -249,14 +278,26 @@ func measureSessions(ctx context.Context, e *env, o *options) *sessionsResult {
 func (e *env) measureThroughput(ctx context.Context, m *mockProc, o *options) []*throughputResult {
 	so := &o.sessions
 	var out []*throughputResult
+	scale, _ := so.scaleCounts()
 	for _, name := range strings.Split(so.stores, ",") {
 		if name == "sqlite" {
-			out = append(out, &throughputResult{store: name, replicas: 1})
-			continue
+			out = append(out, &throughputResult{store: name, replicas: 1, concurrency: so.tpConcurrency, sessions: so.tpSessions})
+		} else {
+			ns, _ := so.replicaCounts()
+			for _, n := range ns {
+				out = append(out, &throughputResult{store: name, replicas: n, concurrency: so.tpConcurrency, sessions: so.tpSessions})
+			}
 		}
-		ns, _ := so.replicaCounts()
-		for _, n := range ns {
-			out = append(out, &throughputResult{store: name, replicas: n})
+		for _, c := range scale {
+			if i := slices.IndexFunc(out, func(t *throughputResult) bool {
+				return t.store == name && t.replicas == 1 && t.concurrency == c
+			}); i >= 0 {
+				out[i].scale = true // measured already
+				continue
+			}
+			// At least two rounds of c sessions, so that the figure is
+			// not one burst's start and end.
+			out = append(out, &throughputResult{store: name, replicas: 1, concurrency: c, sessions: max(so.tpSessions, 2*c), scale: true})
 		}
 	}
 	if len(out) == 0 {
@@ -309,10 +350,10 @@ func (e *env) throughputOnce(ctx context.Context, m *mockProc, t *throughputResu
 		return 0, 0, fmt.Errorf("%w\nthe servers' logs end with:\n%s", err, strings.Join(logs, "\n---\n"))
 	}
 	load := func(n int) (*sessload, error) {
-		return e.sessload(ctx, "throughput", "--url", strings.Join(urls, ","), "--key", sessionsKey,
-			"--sessions", strconv.Itoa(n), "--concurrency", strconv.Itoa(so.tpConcurrency))
+		return e.sessload(ctx, "throughput", "--url", strings.Join(urls, ","), "--key", strings.Join(sessionsKeys[:t.keys()], ","),
+			"--sessions", strconv.Itoa(n), "--concurrency", strconv.Itoa(t.concurrency), "--timeout", sessloadTimeout(n).String())
 	}
-	if _, err := load(so.tpConcurrency); err != nil {
+	if _, err := load(t.concurrency); err != nil {
 		return fail(err)
 	}
 	var before time.Duration
@@ -323,7 +364,7 @@ func (e *env) throughputOnce(ctx context.Context, m *mockProc, t *throughputResu
 		}
 		before += c
 	}
-	r, err := load(so.tpSessions)
+	r, err := load(t.sessions)
 	if err != nil {
 		return fail(err)
 	}
@@ -335,7 +376,15 @@ func (e *env) throughputOnce(ctx context.Context, m *mockProc, t *throughputResu
 		}
 		after += c
 	}
-	return float64(so.tpSessions) / time.Duration(r.ElapsedNS).Seconds(), (after - before) / time.Duration(so.tpSessions), nil
+	return float64(t.sessions) / time.Duration(r.ElapsedNS).Seconds(), (after - before) / time.Duration(t.sessions), nil
+}
+
+// sessloadTimeout bounds a sessload job of n sessions: its own default
+// (4 minutes), or 20 ms a session for a larger one (100,000 sessions
+// parked take 5 to 10 minutes here, at 330 to 170 a second by the load).
+// The driver gives the process a minute more (see sessload).
+func sessloadTimeout(n int) time.Duration {
+	return max(4*time.Minute, time.Duration(n)*20*time.Millisecond)
 }
 
 // startReplicas starts n servers on db, logging to files named after
@@ -548,7 +597,7 @@ func (e *env) park(ctx context.Context, srv *serveProc, db *repDB, load func(str
 		return nil, err
 	}
 	p, err := load("park", "--sessions", strconv.Itoa(n), "--expect", strconv.Itoa(expect),
-		"--concurrency", strconv.Itoa(concurrency), "--idempotency-key="+strconv.FormatBool(key))
+		"--concurrency", strconv.Itoa(concurrency), "--idempotency-key="+strconv.FormatBool(key), "--timeout", sessloadTimeout(n).String())
 	if err != nil {
 		return nil, err
 	}
@@ -572,6 +621,26 @@ func (e *env) park(ctx context.Context, srv *serveProc, db *repDB, load func(str
 // sessionsKey is the API key of the server and its load.
 const sessionsKey = "bench-key"
 
+// perKey is the most sessions of one API key the throughput job runs at
+// once: a key's event reads are bounded (4 loading at once, issue 32),
+// as one user's are, and 256 sessions of one key at once met that
+// bound (429) on PostgreSQL; more at once are spread over more keys.
+const perKey = 16
+
+// sessionsKeys are the API keys the server accepts: sessionsKey first.
+var sessionsKeys = func() []string {
+	keys := []string{sessionsKey}
+	for i := 1; i < 4096/perKey; i++ {
+		keys = append(keys, fmt.Sprintf("%s-%d", sessionsKey, i))
+	}
+	return keys
+}()
+
+// keys is how many API keys t's sessions are spread over.
+func (t *throughputResult) keys() int {
+	return min(max((t.concurrency+perKey-1)/perKey, 1), len(sessionsKeys))
+}
+
 // sessload is the line a sessload job prints.
 type sessload struct {
 	Sessions        int     `json:"sessions"`
@@ -593,7 +662,14 @@ func (s *sessload) samples() []time.Duration {
 // sessload runs one sessload job pinned to the mock CPU.
 func (e *env) sessload(ctx context.Context, job string, args ...string) (*sessload, error) {
 	argv := append([]string{filepath.Join(e.bin, "sessload"), job}, args...)
-	_, out, err := e.runPinned(ctx, e.pin.mockCPU, e.work, argv, e.clientEnv(""))
+	// The job's own --timeout, when given, and a minute to report.
+	limit := 4 * time.Minute
+	if i := slices.Index(args, "--timeout"); i >= 0 && i+1 < len(args) {
+		if d, err := time.ParseDuration(args[i+1]); err == nil {
+			limit = d
+		}
+	}
+	_, out, err := e.runPinnedFor(ctx, e.pin.mockCPU, e.work, argv, e.clientEnv(""), limit+time.Minute)
 	if err != nil {
 		return nil, err
 	}
@@ -623,7 +699,7 @@ func (e *env) startServe(ctx context.Context, db, modelURL, logPath string) (*se
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = e.work
-	cmd.Env = append(e.clientEnv(modelURL), "HRNS_BENCH_PROBE=127.0.0.1:0", "HRNS_API_KEYS="+sessionsKey)
+	cmd.Env = append(e.clientEnv(modelURL), "HRNS_BENCH_PROBE=127.0.0.1:0", "HRNS_API_KEYS="+strings.Join(sessionsKeys, ","))
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 15 * time.Second
 	stderr, err := cmd.StderrPipe()

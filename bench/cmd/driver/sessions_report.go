@@ -280,10 +280,11 @@ func (r *sessionsResult) markdown(p pin) string {
 		}
 	}
 	if len(r.throughput) > 0 {
-		w("Throughput: sessions run to their end (%d tool round trips each, then the answer) through the Go SDK's `RunSession`, %d at once, %d per figure, "+
-			"spread round-robin over the replicas; every replica pinned to CPU %d, so that they share the CPU one server has: this shows what running several costs, not how they scale out (see below).\n\n",
-			r.toolCalls, o.tpConcurrency, o.tpSessions, p.clientCPU)
-		w("| store | replicas | sessions completed / s | server CPU / session (all replicas) |\n|---|--:|--:|--:|\n")
+		w("Throughput: sessions run to their end (%d tool round trips each, then the answer) through the Go SDK's `RunSession`, *at once* at a time, %d per figure (at least two rounds), "+
+			"spread round-robin over the replicas and over API keys, at most %d of one key at once (a key's event reads are bounded, as one user's are); every replica pinned to CPU %d, so that they share the CPU one server has: this shows what running several costs, not how they scale out (see below). "+
+			"*Per core* is sessions completed per second of the servers' CPU (user + system), the inverse of the CPU per session.\n\n",
+			r.toolCalls, o.tpSessions, perKey, p.clientCPU)
+		w("| store | replicas | at once | API keys | sessions completed / s | server CPU / session (all replicas) | sessions / s per core |\n|---|--:|--:|--:|--:|--:|--:|\n")
 		var failed []*throughputResult
 		for _, t := range r.throughput {
 			if t.err != nil {
@@ -292,12 +293,13 @@ func (r *sessionsResult) markdown(p pin) string {
 			}
 			name := map[string]string{"sqlite": "SQLite", "postgres": "PostgreSQL"}[t.store]
 			lo, hi := slices.Min(t.rates), slices.Max(t.rates)
-			w("| %s | %d | %.1f (%.1f–%.1f) | %s |\n", name, t.replicas, medianF(t.rates, func(x float64) float64 { return x }), lo, hi,
-				fmtDur(time.Duration(medianF(t.cpu, func(d time.Duration) float64 { return float64(d) }))))
+			cpu := time.Duration(medianF(t.cpu, func(d time.Duration) float64 { return float64(d) }))
+			w("| %s | %d | %d | %d | %.1f (%.1f–%.1f) | %s | %s |\n", name, t.replicas, t.concurrency, t.keys(), medianF(t.rates, func(x float64) float64 { return x }), lo, hi,
+				fmtDur(cpu), perCore(cpu))
 		}
 		w("\n")
 		for _, t := range failed {
-			w("**%d × %s: failed**:\n\n```\n%s\n```\n\n", t.replicas, t.store, strings.TrimSpace(t.err.Error()))
+			w("**%d × %s, %d at once: failed**:\n\n```\n%s\n```\n\n", t.replicas, t.store, t.concurrency, strings.TrimSpace(t.err.Error()))
 		}
 	}
 	return b.String()
@@ -335,14 +337,15 @@ func (r *sessionsResult) verdicts() []string {
 
 // serverVerdicts checks target 2 on SQLite: at most 1 ms of server CPU per
 // model turn (the throughput job: create to completion, divided by its
-// turns), a tool-result round trip p50 of at most 2 ms and a long-poll
+// turns), a tool-result round trip p50 of at most 1 ms (issue 36; issue
+// 21 asked for 2 ms) and a long-poll
 // wake-up p50 of at most 1 ms.
 func (r *sessionsResult) serverVerdicts() []string {
 	var out []string
 	cpu := "the sessions server's CPU per model turn on SQLite (throughput job, created to completed, divided by its turns) at most 1 ms"
 	var tp *throughputResult
 	for _, t := range r.throughput {
-		if t.store == "sqlite" && t.replicas == 1 && t.err == nil && len(t.cpu) > 0 {
+		if t.store == "sqlite" && t.replicas == 1 && t.concurrency == r.opts.tpConcurrency && t.err == nil && len(t.cpu) > 0 {
 			tp = t
 		}
 	}
@@ -365,7 +368,7 @@ func (r *sessionsResult) serverVerdicts() []string {
 		samples func(*storeFigures) []time.Duration
 		limit   time.Duration
 	}{
-		{"the tool-result round trip p50 on SQLite (post → next model request) at most 2 ms", func(f *storeFigures) []time.Duration { return f.roundTrip }, 2 * time.Millisecond},
+		{"the tool-result round trip p50 on SQLite (post → next model request) at most 1 ms (issue 36; 2 ms in issue 21)", func(f *storeFigures) []time.Duration { return f.roundTrip }, time.Millisecond},
 		{"the long-poll wake-up p50 on SQLite (post → `changes` returns) at most 1 ms", func(f *storeFigures) []time.Duration { return f.wakeUp }, time.Millisecond},
 	} {
 		if f == nil || len(v.samples(f)) == 0 {
@@ -376,4 +379,93 @@ func (r *sessionsResult) serverVerdicts() []string {
 		out = append(out, fmt.Sprintf("%s: **%s** (%s, n = %d).", v.what, metOrMissed(p50 <= v.limit), fmtDur(p50), len(v.samples(f))))
 	}
 	return out
+}
+
+// perCore formats the sessions completed per second of CPU, given the CPU
+// per session.
+func perCore(cpu time.Duration) string {
+	if cpu <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f", float64(time.Second)/float64(cpu))
+}
+
+// scaleVerdicts are issue 36's target 5: parked sessions at the largest
+// count, their memory and the time to wake one, beside the same at the
+// smallest count in the same run; and the rates per core at each count
+// of sessions at once.
+func (r *sessionsResult) scaleVerdicts() []string {
+	if r == nil || r.err != nil {
+		return []string{"scale (issue 36, target 5): not measured in this run."}
+	}
+	var out []string
+	last := len(r.counts) - 1
+	n := r.counts[last]
+	for _, sr := range r.stores {
+		if sr.err != nil {
+			out = append(out, fmt.Sprintf("%s parked sessions on %s: not measured in this run.", count(n), sr.name))
+			continue
+		}
+		f := sr.figures(r.counts)
+		if len(f.fills[last]) == 0 {
+			out = append(out, fmt.Sprintf("%s parked sessions on %s: not measured (no repetition filled the store).", count(n), sr.name))
+			continue
+		}
+		g := f.perSession(last, goroutines) * float64(n)
+		out = append(out, fmt.Sprintf("%s parked sessions on %s: **%s**: per parked session %s of VmRSS and %s of live heap (%s and %s at %s), %.0f goroutines more than idle; "+
+			"to wake one (a tool result posted → its next model request) p50 %s against %s at %s (%s), the long-poll wake-up p50 %s against %s (%s).",
+			count(n), sr.name, metOrMissed(g < float64(n)/100), fmtBytes(f.perSession(last, rss)), fmtBytes(f.perSession(last, heap)),
+			fmtBytes(f.perSession(0, rss)), fmtBytes(f.perSession(0, heap)), count(r.counts[0]), g,
+			fmtDur(percentile(f.roundTripFull, 50)), fmtDur(percentile(f.roundTrip, 50)), count(r.counts[0]), ratio(f.roundTripFull, f.roundTrip),
+			fmtDur(percentile(f.wakeUpFull, 50)), fmtDur(percentile(f.wakeUp, 50)), ratio(f.wakeUpFull, f.wakeUp)))
+	}
+	for _, t := range r.throughput {
+		if !t.scale {
+			continue
+		}
+		name := map[string]string{"sqlite": "SQLite", "postgres": "PostgreSQL"}[t.store]
+		if t.err != nil || len(t.cpu) == 0 {
+			out = append(out, fmt.Sprintf("sessions completed per second per core, %d at once on %s: failed (see below).", t.concurrency, name))
+			continue
+		}
+		cpu := time.Duration(medianF(t.cpu, func(d time.Duration) float64 { return float64(d) }))
+		out = append(out, fmt.Sprintf("sessions completed per second per core, %d at once (%d API keys) on %s: %s (%.1f a second on the one CPU the server has; %s of server CPU a session).",
+			t.concurrency, t.keys(), name, perCore(cpu), medianF(t.rates, func(x float64) float64 { return x }), fmtDur(cpu)))
+	}
+	return out
+}
+
+// ratio formats the quotient of the p50s of a and b.
+func ratio(a, b []time.Duration) string {
+	pa, pb := percentile(a, 50), percentile(b, 50)
+	if len(a) == 0 || pb <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", float64(pa)/float64(pb))
+}
+
+// scaleMarkdown is the report of a -scale run.
+func (r *report) scaleMarkdown() string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	m := r.machine
+	p("### Scale run of %s\n\n", r.date.Format("2006-01-02 15:04 MST"))
+	p("- Machine: %d × %s, %s, %s; %s.\n", m.cpus, m.cpuModel, m.memory, m.kernel, m.goVersion)
+	switch {
+	case !m.working:
+		p("- hrns: commit %s, exported with git archive and built from that (-tree=head).\n", m.hrns)
+	case len(m.dirty) == 0:
+		p("- hrns: the working tree of commit %s, unmodified (-tree=working).\n", m.hrns)
+	default:
+		p("- hrns: the working tree of commit %s, with uncommitted changes to %s (-tree=working).\n", m.hrns, strings.Join(m.dirty, ", "))
+	}
+	p("- Load average (1, 5, 15 min) %s at the start, %s at the end; the driver took %s.\n\n",
+		m.loadStart, r.loadAfter, r.elapsed.Round(time.Second))
+	p("#### Targets\n\n")
+	for _, v := range append(r.sessions.serverVerdicts(), r.sessions.scaleVerdicts()...) {
+		p("- %s\n", v)
+	}
+	p("\n#### Sessions server at scale\n\n")
+	b.WriteString(r.sessions.markdown(r.pin))
+	return b.String()
 }

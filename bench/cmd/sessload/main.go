@@ -6,7 +6,7 @@
 //	sessload roundtrip --url U --key K --mock M --sessions 40
 //	sessload wakeup    --url U --key K --samples 200
 //	sessload park      --url U --key K --mock M --sessions 1000 --concurrency 8 --expect 1000
-//	sessload throughput --url U1,U2,U3 --key K --sessions 200 --concurrency 16
+//	sessload throughput --url U1,U2,U3 --key K1,K2 --sessions 200 --concurrency 16
 //
 // The server's model must be the bench mock (bench/cmd/mock); roundtrip
 // needs it started with --record-arrivals, and M is its root URL (without
@@ -36,9 +36,10 @@
 //     random Idempotency-Key with each; without, with a plain POST of the
 //     same body and no key.
 //   - throughput runs sessions to their end as warmup does, --concurrency
-//     at once, the i-th goroutine talking to the (i mod n)-th of the n
-//     servers --url lists (replicas sharing a store), and reports the
-//     time they took.
+//     at once, the i-th session talking to the (i mod n)-th of the n
+//     servers --url lists (replicas sharing a store) with the
+//     ((i / n) mod k)-th of the k keys --key lists, and reports the time
+//     they took.
 //
 // No request is retried (the SDK's MaxAttempts is 1): an error ends the
 // run, so that a failure shows instead of a slow figure.
@@ -114,7 +115,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	var o options
 	fs := flag.NewFlagSet("sessload "+job, flag.ContinueOnError)
 	fs.StringVar(&o.url, "url", "", "the sessions server, such as http://127.0.0.1:8080 (throughput: a comma-separated list)")
-	fs.StringVar(&o.key, "key", "", "its API key")
+	fs.StringVar(&o.key, "key", "", "its API key (throughput: a comma-separated list, the sessions spread over them)")
 	fs.StringVar(&o.mockURL, "mock", "", "the mock's root URL, without /v1 (roundtrip)")
 	fs.IntVar(&o.sessions, "sessions", 10, "sessions to create")
 	fs.IntVar(&o.samples, "samples", 100, "wake-ups to measure (wakeup)")
@@ -142,9 +143,18 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return errors.New("only throughput takes several --url")
 	}
 	o.url = urls[0]
+	keys := strings.Split(o.key, ",")
+	if len(keys) > 1 && job != "throughput" {
+		return errors.New("only throughput takes several --key")
+	}
+	o.key = keys[0]
 	l := newLoad(&o)
-	for _, u := range urls {
-		l.replicas = append(l.replicas, client.New(u, o.key, &client.Options{HTTPClient: l.http, MaxAttempts: 1}))
+	// Session i goes to replica i mod n, with key (i / n) mod k: the
+	// sessions at once are spread evenly over both.
+	for _, k := range keys {
+		for _, u := range urls {
+			l.replicas = append(l.replicas, client.New(u, k, &client.Options{HTTPClient: l.http, MaxAttempts: 1}))
+		}
 	}
 	var (
 		res *Result

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hrns-dev/hrns/browser"
 	"github.com/hrns-dev/hrns/desktop"
+	"github.com/hrns-dev/hrns/internal/gctune"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/platform/schedule"
 	"github.com/hrns-dev/hrns/pricing"
@@ -30,6 +31,11 @@ import (
 	"github.com/hrns-dev/hrns/store/sqlite"
 	"github.com/hrns-dev/hrns/tools"
 )
+
+// serveGCHeadroom is what hrns serve lets its heap grow by between two
+// collections, at least (see package gctune): unless GOGC or GOMEMLIMIT
+// is set, it holds up to this much more memory than with GOGC=100.
+const serveGCHeadroom = 32 << 20
 
 // serveOptions are the flags of "hrns serve".
 type serveOptions struct {
@@ -204,6 +210,9 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return err
 	}
+	// A server's live heap is small and it allocates per turn: without
+	// a headroom the collector runs every few turns (docs/performance.md).
+	defer gctune.Start(serveGCHeadroom)()
 	vaultKeys, err := o.vaultKeys(stdio)
 	if err != nil {
 		return err
