@@ -8,6 +8,10 @@ import "time"
 // before [Manager.Start].
 func SetBeforeRun(m *Manager, f func(id string)) { m.beforeRun = f }
 
+// SetBeforeWatch sets a func a worker calls where its watch of the
+// session starts, in the watch's goroutine.
+func SetBeforeWatch(m *Manager, f func(id string)) { m.beforeWatch = f }
+
 // SetLostDelivery makes m lose the deliveries of child sessions' ends to
 // their parents (as a crash at that moment would), and check waiting
 // parents' children every d. Call it before [Manager.Start].

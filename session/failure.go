@@ -85,9 +85,17 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		}
 		return releaseLease
 	}
+	// The watch subscribes before the run starts: a caller's change
+	// (cancel, a message) committed while the run's first step works
+	// must reach it, and the watch's goroutine may start late.
+	notify, unsubscribe := m.st.Subscribe(s.ID)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if p := protect(func() { m.watch(ctx, cancel, s.ID, runOf(s)) }); p != nil {
+		defer unsubscribe()
+		if m.beforeWatch != nil {
+			m.beforeWatch(s.ID)
+		}
+		if p := protect(func() { m.watch(ctx, cancel, s.ID, runOf(s), notify) }); p != nil {
 			cancel(p)
 		}
 	})

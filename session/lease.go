@@ -19,11 +19,24 @@ import (
 // on (it ended and restarted: Cancel followed at once by a message), or
 // when the lease is lost. run is the generation the worker was claimed
 // for.
-func (m *Manager) watch(ctx context.Context, cancel context.CancelCauseFunc, id string, run int64) {
-	notify, unsubscribe := m.st.Subscribe(id)
-	defer unsubscribe()
+//
+// notify is the session's subscription, made before the run started; a
+// change committed between the claim and the subscription is found by
+// one read of the session when the watch starts.
+func (m *Manager) watch(ctx context.Context, cancel context.CancelCauseFunc, id string, run int64, notify <-chan struct{}) {
 	tick := time.NewTicker(m.opts.LeaseTTL / 3)
 	defer tick.Stop()
+	check := func() bool {
+		s, err := m.st.GetSession(ctx, id)
+		if err == nil && (Status(s.Status).Terminal() || runOf(s) != run) {
+			cancel(errStopped)
+			return false
+		}
+		return true
+	}
+	if !check() {
+		return
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -35,9 +48,7 @@ func (m *Manager) watch(ctx context.Context, cancel context.CancelCauseFunc, id 
 				return
 			}
 		case <-notify:
-			s, err := m.st.GetSession(ctx, id)
-			if err == nil && (Status(s.Status).Terminal() || runOf(s) != run) {
-				cancel(errStopped)
+			if !check() {
 				return
 			}
 		}

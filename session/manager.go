@@ -199,6 +199,9 @@ type Manager struct {
 	// beforeRun, set by tests only, is called where a worker starts
 	// running a session.
 	beforeRun func(id string)
+	// beforeWatch, set by tests only, is called where a worker's watch
+	// of its session starts, in the watch's goroutine.
+	beforeWatch func(id string)
 	// dropDelivery, set by tests only, loses the delivery of children's
 	// ends to their parents, as a crash at that moment would.
 	dropDelivery bool

@@ -324,7 +324,9 @@ func RedactMCPServers(doc json.RawMessage) json.RawMessage { return redactMCP(do
 // old, with each MCP server's redacted env and header values (as
 // RedactMCPServers answers them) given back their values in old, so
 // that a definition read back and sent again keeps its secrets.
-func RestoreRedactedMCPServers(doc, old json.RawMessage) json.RawMessage { return restoreRedacted(doc, old) }
+func RestoreRedactedMCPServers(doc, old json.RawMessage) json.RawMessage {
+	return restoreRedacted(doc, old)
+}
 
 func redactMCP(doc json.RawMessage) json.RawMessage {
 	if !bytes.Contains(doc, []byte(`"mcp_servers"`)) {

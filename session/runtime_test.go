@@ -574,3 +574,42 @@ func TestSteeringDuringRerun(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelReachesAStepWhoseWatchStartsLate: a worker's watch of its
+// session subscribes before the run starts, so that a cancel and a
+// message committed while the first step's call works stop the call even
+// when the watch's goroutine runs late (here: after both commits). The
+// watch subscribed in its own goroutine: under load the call went on
+// until its end (TestCancelThenMessageStopsTheStep failed 1 in 60).
+func TestCancelReachesAStepWhoseWatchStartsLate(t *testing.T) {
+	g := newGatedTool()
+	model := llmtest.NewModel(llmtest.Call("c1", "slow", `{}`), llmtest.Text("ok, stopped"))
+	m := startManager(t, openStore(t), model, gatedOptions(g, nil))
+	late := make(chan struct{})
+	closeLate := sync.OnceFunc(func() { close(late) })
+	t.Cleanup(closeLate) // before the manager stops
+	var once sync.Once
+	session.SetBeforeWatch(m, func(string) {
+		once.Do(func() { <-late }) // the first worker's watch only
+	})
+	v := create(t, m, `{"agent":"w","messages":"go"}`)
+	received(t, g.started, "the call")
+	if err := m.Cancel(t.Context(), owner, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SendMessages(t.Context(), owner, v.ID, []session.UserMessage{{Message: "what happened?"}}); err != nil {
+		t.Fatal(err)
+	}
+	closeLate()
+	deadline := time.After(10 * time.Second)
+	for g.cut.Load() == 0 {
+		select {
+		case <-deadline:
+			g.open()
+			t.Fatal("the cancelled call was not stopped")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	f := &follower{t: t, m: m, id: v.ID}
+	untilStatus(t, f, session.StatusCompleted)
+}
