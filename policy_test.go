@@ -65,10 +65,10 @@ var allowed = map[string][]string{
 
 	// session fetches the URL files of user messages under the address
 	// policy (session/files.go).
-	"session":          {"api", "internal/netpolicy", "llm", "loop", "pricing", "skills", "store"},
-	"server":           {"api", "browser/userdata", "platform/feedback", "platform/quota", "platform/registry", "platform/schedule", "platform/vault", "platform/webhook", "session", "server/ui", "store", "tools"},
-	"server/ui":        {},
-	"client":           {"api", "llm", "loop"},
+	"session":   {"api", "internal/netpolicy", "llm", "loop", "pricing", "skills", "store"},
+	"server":    {"api", "browser/userdata", "platform/feedback", "platform/quota", "platform/registry", "platform/schedule", "platform/vault", "platform/webhook", "session", "server/ui", "store", "tools"},
+	"server/ui": {},
+	"client":    {"api", "llm", "loop"},
 	// The client half of the user's desktop: the SDK (client) running
 	// computer actions on this display (desktop), shown to the person
 	// with the untrusted-text rules (internal/safetext). Its own package,

@@ -16,9 +16,9 @@ import (
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
 	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/platform/schedule"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
-	"github.com/hrns-dev/hrns/platform/schedule"
 	"github.com/hrns-dev/hrns/store/sqlite"
 )
 
