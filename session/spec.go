@@ -315,11 +315,11 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 				continue
 			}
 			if e.Kind == "workstation" && !m.hasEnvironment(e.Kind) {
-				v.add(fmt.Sprintf(`environment kind "workstation" is not provided by this server: its operator did not enable it (hrns serve --workstation gives one: a sandboxed shell, the file tools in the session's workspace and a browser) (available: %s)`, m.environmentKinds()), "body", "agent", "environments", i)
+				v.add(fmt.Sprintf(`environment kind "workstation" is not provided by this server: its operator did not enable it (hrns serve --workstation gives one: a sandboxed shell, the file tools in the session's workspace and a browser) (available: %s)`, m.offeredKinds()), "body", "agent", "environments", i)
 				continue
 			}
 			if !m.hasEnvironment(e.Kind) {
-				v.add(fmt.Sprintf("environment kind %q is not provided by this server (available: %s)", e.Kind, m.environmentKinds()), "body", "agent", "environments", i)
+				v.add(fmt.Sprintf("environment kind %q is not provided by this server (available: %s)", e.Kind, m.offeredKinds()), "body", "agent", "environments", i)
 				continue
 			}
 			var def json.RawMessage

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
@@ -182,4 +183,21 @@ func postedContent(r json.RawMessage, req *ToolRequest) (content []llm.Part, log
 	}
 	obs = []AgentEventData{{Kind: KindObservation, ObservationType: typ, ToolReq: req, Image: &img}}
 	return []llm.Part{llm.TextPart(text), llm.ImagePart(img.MediaType, data)}, logged, obs, ""
+}
+
+// offeredKinds lists, for messages, the environment kinds a session's
+// agent may name on this server: those of [Options.Environments] and
+// [Options.SessionEnvironments], and the user's own desktop, which every
+// server gives.
+func (m *Manager) offeredKinds() string {
+	kinds := m.environmentKinds()
+	switch {
+	case m.hasEnvironment(envDesktop):
+		return kinds
+	case kinds == "none":
+		return envDesktop
+	}
+	all := append(strings.Split(kinds, ", "), envDesktop)
+	slices.Sort(all)
+	return strings.Join(all, ", ")
 }
