@@ -295,10 +295,16 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 		if strings.TrimSpace(agent.Name) == "" {
 			v.add("Field required", "body", "agent", "name")
 		}
+		kinds := map[string]int{} // the first environment of each kind
 		for i, e := range agent.Environments {
 			if e.Kind == "" {
 				e.Kind = e.ID // an id names a kind of the server
 			}
+			if j, dup := kinds[e.Kind]; dup {
+				v.add(duplicateKind(j, e.Kind), "body", "agent", "environments", i)
+				continue
+			}
+			kinds[e.Kind] = i
 			if e.Kind == envDesktop && !m.hasEnvironment(e.Kind) {
 				// The user's own desktop: its computer tool is the
 				// caller's (userdesktop.go).

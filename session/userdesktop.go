@@ -201,3 +201,66 @@ func (m *Manager) offeredKinds() string {
 	slices.Sort(all)
 	return strings.Join(all, ", ")
 }
+
+// CheckAgentEnvironments checks the environments of a registered agent
+// and of its inline subagents as sessions will read them: at most one
+// environment of each kind. The kinds of the API name themselves; kindOf,
+// when set, gives the kind of an environment named by the id of one the
+// owner registered ("" when it does not know: that one is not checked).
+// Package platform/registry calls it once the names are known to resolve;
+// [Manager.ParseEntry] checks what the body alone says.
+//
+// Errors: a *[ValidationError] at loc's environments.
+func (m *Manager) CheckAgentEnvironments(a *AgentSpec, kindOf func(id string) string, loc ...any) error {
+	var v validation
+	m.checkAgentEnvironments(&v, a, kindOf, 0, loc...)
+	return v.err()
+}
+
+func (m *Manager) checkAgentEnvironments(v *validation, a *AgentSpec, kindOf func(id string) string, depth int, loc ...any) {
+	kinds := map[string]int{}
+	for i, raw := range a.Environments {
+		kind, named := isString(raw)
+		switch {
+		case !named:
+			var e EnvironmentSpec
+			if json.Unmarshal(raw, &e) != nil {
+				continue // validateAgent says why
+			}
+			kind = firstNonEmpty(e.Kind, envWeb)
+		case slices.Contains([]string{envWeb, envDesktop, envWorkstation, envAndroid}, kind):
+			// A kind, named.
+		case kindOf != nil:
+			kind = kindOf(kind)
+		default:
+			kind = ""
+		}
+		if kind == "" {
+			continue
+		}
+		if j, dup := kinds[kind]; dup {
+			v.add(duplicateKind(j, kind), at(loc, "environments", i)...)
+			continue
+		}
+		kinds[kind] = i
+	}
+	if depth >= maxInlineDepth {
+		return
+	}
+	for i, raw := range a.Subagents {
+		if _, ok := isString(raw); ok {
+			continue
+		}
+		var sub AgentSpec
+		if json.Unmarshal(raw, &sub) == nil {
+			m.checkAgentEnvironments(v, &sub, kindOf, depth+1, at(loc, "subagents", i)...)
+		}
+	}
+}
+
+// duplicateKind is why the environment is refused when the one at index
+// first has the same kind: an agent has at most one of each kind (the
+// tools of two would clash).
+func duplicateKind(first int, kind string) string {
+	return fmt.Sprintf("at most one environment per kind: environments[%d] is also a %q environment", first, kind)
+}
