@@ -55,3 +55,39 @@ func TestEnvironmentDuplicateKinds(t *testing.T) {
 	// Nothing of the refused changes was kept: the agent still works.
 	e.call("POST", "/api/v2/sessions", keyAlice, `{"agent":"ok","messages":"x"}`, http.StatusCreated, "")
 }
+
+// TestSubagentUserDesktopRefused: a subagent may not have the user's own
+// desktop (its computer calls would wait in a child session no caller
+// runs): 422 at its environment, inline, registered, named by the kind or
+// by a registered environment's id; the session's own agent keeps it.
+func TestSubagentUserDesktopRefused(t *testing.T) {
+	e := regEnv(t)
+	e.call("POST", "/api/v2/environments", keyAlice, `{"id":"my-mac","kind":"desktop","host":"user_device"}`, http.StatusCreated, "Environment")
+	e.call("POST", "/api/v2/agents", keyAlice, `{"name":"deskbot","description":"Uses my desktop.","environments":["desktop"]}`, http.StatusCreated, "Agent")
+	const msg = "a subagent cannot have the user's own desktop"
+	for _, tt := range []struct{ agent, loc string }{
+		{`{"name":"a","subagents":[{"name":"b","description":"b","environments":["desktop"]}]}`, "body.agent.subagents.0.environments.0"},
+		{`{"name":"a","subagents":[{"name":"b","description":"b","environments":["web",{"kind":"desktop"}]}]}`, "body.agent.subagents.0.environments.1"},
+		{`{"name":"a","subagents":[{"name":"b","description":"b","environments":["my-mac"]}]}`, "body.agent.subagents.0.environments.0"},
+		{`{"name":"a","subagents":["deskbot"]}`, "body.agent.subagents.0.environments.0"},
+		{`{"name":"a","subagents":[{"name":"b","description":"b","subagents":["deskbot"]}]}`, "body.agent.subagents.0.subagents.0.environments.0"},
+	} {
+		r := e.call("POST", "/api/v2/sessions", keyAlice, `{"agent":`+tt.agent+`,"messages":"x"}`, http.StatusUnprocessableEntity, "")
+		if !hasDetail(r.body, tt.loc, msg) {
+			t.Errorf("%s: %s, want %q at %s", tt.agent, r.body, msg, tt.loc)
+		}
+	}
+	for _, tt := range []struct{ body, loc string }{
+		{`{"name":"boss","description":"d","environments":[],"subagents":[{"name":"s","description":"d","environments":["desktop"]}]}`, "body.subagents.0.environments.0"},
+		{`{"name":"boss","description":"d","environments":[],"subagents":[{"name":"s","description":"d","environments":[{"id":"d","kind":"desktop","host":"user_device"}]}]}`, "body.subagents.0.environments.0"},
+		{`{"name":"boss","description":"d","environments":[],"subagents":[{"name":"s","description":"d","environments":["my-mac"]}]}`, "body.subagents.0.environments.0"},
+	} {
+		r := e.call("POST", "/api/v2/agents", keyAlice, tt.body, http.StatusUnprocessableEntity, "")
+		if !hasDetail(r.body, tt.loc, msg) {
+			t.Errorf("POST %s: %s, want %q at %s", tt.body, r.body, msg, tt.loc)
+		}
+	}
+	// The session's own agent has it, registered or inline.
+	e.call("POST", "/api/v2/sessions", keyAlice, `{"agent":"deskbot","messages":"x"}`, http.StatusCreated, "")
+	e.call("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":["desktop"],"subagents":[{"name":"b","description":"b","environments":["web"]}]},"messages":"x"}`, http.StatusCreated, "")
+}

@@ -312,6 +312,10 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 					v.add(msg, "body", "agent", "environments", i, "host")
 					continue
 				}
+				if depth > 0 {
+					v.add(subagentDesktop, "body", "agent", "environments", i)
+					continue
+				}
 				sp.Computer = &llm.ComputerSpec{Width: UserDesktopWidth, Height: UserDesktopHeight}
 				continue
 			}

@@ -185,6 +185,12 @@ func postedContent(r json.RawMessage, req *ToolRequest) (content []llm.Part, log
 	return []llm.Part{llm.TextPart(text), llm.ImagePart(img.MediaType, data)}, logged, obs, ""
 }
 
+// subagentDesktop is why a subagent may not have the user's desktop: its
+// computer calls would wait in a child session that the caller's
+// client/userdesktop.Run (or hrns desktop connect) does not follow, and
+// children running at once would share one display (docs/desktop.md).
+const subagentDesktop = `a subagent cannot have the user's own desktop (host "user_device"): its computer calls would wait in a child session, which the caller's client/userdesktop.Run or hrns desktop connect does not run, and subagents running at once would share one screen; give the desktop to the session's agent`
+
 // offeredKinds lists, for messages, the environment kinds a session's
 // agent may name on this server: those of [Options.Environments] and
 // [Options.SessionEnvironments], and the user's own desktop, which every
@@ -204,7 +210,8 @@ func (m *Manager) offeredKinds() string {
 
 // CheckAgentEnvironments checks the environments of a registered agent
 // and of its inline subagents as sessions will read them: at most one
-// environment of each kind. The kinds of the API name themselves; kindOf,
+// environment of each kind, and the user's own desktop on no subagent
+// (see subagentDesktop). The kinds of the API name themselves; kindOf,
 // when set, gives the kind of an environment named by the id of one the
 // owner registered ("" when it does not know: that one is not checked).
 // Package platform/registry calls it once the names are known to resolve;
@@ -243,6 +250,9 @@ func (m *Manager) checkAgentEnvironments(v *validation, a *AgentSpec, kindOf fun
 			continue
 		}
 		kinds[kind] = i
+		if depth > 0 && kind == envDesktop && !m.hasEnvironment(envDesktop) {
+			v.add(subagentDesktop, at(loc, "environments", i)...)
+		}
 	}
 	if depth >= maxInlineDepth {
 		return
