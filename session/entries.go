@@ -129,6 +129,7 @@ func (m *Manager) ParseEntry(kind, owner string, body []byte) (*store.Entry, err
 		}
 		validateAgent(&v, &a, 0, "body")
 		m.checkReasoning(&v, &a, 0, "body")
+		m.checkAgentEnvironments(&v, &a, nil, 0, "body")
 		e.Name, e.Description = a.Name, a.Description
 		e.Spec, _ = json.Marshal(a)
 	case store.KindEnvironment:

@@ -89,7 +89,7 @@ func TestSessionEnvironment(t *testing.T) {
 	json.Unmarshal([]byte(`{"agent":{"name":"a","environments":["web",{"kind":"paint","color":"red"}]},"messages":"go"}`), &req)
 	_, _, err := m.Create(t.Context(), &session.CreateParams{Owner: owner, Request: &req})
 	var ve *session.ValidationError
-	if !errorsAs(err, &ve) || len(ve.Fields) != 1 || !strings.Contains(ve.Fields[0].Msg, "kind of this server (paint)") ||
+	if !errorsAs(err, &ve) || len(ve.Fields) != 1 || !strings.Contains(ve.Fields[0].Msg, "kinds of this server: desktop, paint") ||
 		fmt.Sprint(ve.Fields[0].Loc) != "[body agent environments 0]" {
 		t.Fatalf("Create = %v (%+v)", err, ve)
 	}

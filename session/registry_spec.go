@@ -359,7 +359,6 @@ func validateAgent(v *validation, a *AgentSpec, depth int, loc ...any) {
 	if a.Environments == nil {
 		v.add("Field required", at(loc, "environments")...)
 	}
-	kinds := map[string]int{}
 	refList(v, a.Environments, at(loc, "environments"), func(i int, raw json.RawMessage, eloc []any) {
 		if id, ok := isString(raw); ok {
 			checkEnvironmentID(v, id, eloc...)
@@ -371,10 +370,6 @@ func validateAgent(v *validation, a *AgentSpec, depth int, loc ...any) {
 			return
 		}
 		validateEnvironment(v, &e, eloc...)
-		if j, dup := kinds[e.Kind]; dup {
-			v.add(fmt.Sprintf("at most one environment per kind: %d is also %s", j, e.Kind), eloc...)
-		}
-		kinds[e.Kind] = i
 		a.Environments[i], _ = json.Marshal(e)
 	})
 	refList(v, a.Skills, at(loc, "skills"), func(i int, raw json.RawMessage, sloc []any) {

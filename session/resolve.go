@@ -88,7 +88,7 @@ func (m *Manager) ResolveAgent(ctx context.Context, owner string, ref AgentRef) 
 			continue // a kind of the API this server lacks: resolve says so
 		}
 		if errors.Is(err, store.ErrEntryNotFound) {
-			v.add(fmt.Sprintf("unknown environment %q: neither an environment kind of this server (%s) nor the id of an environment registered with this API key", env.ID, m.environmentKinds()), "body", "agent", "environments", i)
+			v.add(fmt.Sprintf("unknown environment %q: neither an environment kind of this server nor the id of an environment registered with this API key (%s)", env.ID, m.usableEnvironments(ctx, owner)), "body", "agent", "environments", i)
 			continue
 		}
 		if err != nil {
@@ -310,4 +310,32 @@ func (m *Manager) skillTools(ref string) (*loop.Toolset, error) {
 		found = append(found, s)
 	}
 	return skills.Tools(found, nil), nil
+}
+
+// maxListedEnvironments bounds the registered environments a message
+// lists.
+const maxListedEnvironments = 20
+
+// usableEnvironments lists, for a message, the environments owner's
+// sessions may name: the kinds this server offers and the ids of the
+// owner's registered environments (the first maxListedEnvironments by
+// id, saying how many more there are).
+func (m *Manager) usableEnvironments(ctx context.Context, owner string) string {
+	out := "kinds of this server: " + m.offeredKinds()
+	got, total, err := m.st.ListEntries(ctx, &store.EntryListParams{Kind: store.KindEnvironment, Owner: owner, Sort: store.SortNameAsc, Limit: maxListedEnvironments})
+	switch {
+	case err != nil:
+		return out // the message is still right without them
+	case total == 0:
+		return out + "; registered with this API key: none"
+	}
+	ids := make([]string, 0, len(got))
+	for _, e := range got[:min(len(got), maxListedEnvironments)] {
+		ids = append(ids, fmt.Sprintf("%q", e.Name))
+	}
+	out += "; registered with this API key: " + strings.Join(ids, ", ")
+	if more := total - len(ids); more > 0 {
+		out += fmt.Sprintf(" and %d more (GET /api/v2/environments)", more)
+	}
+	return out
 }

@@ -295,15 +295,25 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 		if strings.TrimSpace(agent.Name) == "" {
 			v.add("Field required", "body", "agent", "name")
 		}
+		kinds := map[string]int{} // the first environment of each kind
 		for i, e := range agent.Environments {
 			if e.Kind == "" {
 				e.Kind = e.ID // an id names a kind of the server
 			}
+			if j, dup := kinds[e.Kind]; dup {
+				v.add(duplicateKind(j, e.Kind), "body", "agent", "environments", i)
+				continue
+			}
+			kinds[e.Kind] = i
 			if e.Kind == envDesktop && !m.hasEnvironment(e.Kind) {
 				// The user's own desktop: its computer tool is the
 				// caller's (userdesktop.go).
 				if msg := userDesktopHost(&e); msg != "" {
 					v.add(msg, "body", "agent", "environments", i, "host")
+					continue
+				}
+				if depth > 0 {
+					v.add(subagentDesktop, "body", "agent", "environments", i)
 					continue
 				}
 				sp.Computer = &llm.ComputerSpec{Width: UserDesktopWidth, Height: UserDesktopHeight}
@@ -315,11 +325,11 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 				continue
 			}
 			if e.Kind == "workstation" && !m.hasEnvironment(e.Kind) {
-				v.add(fmt.Sprintf(`environment kind "workstation" is not provided by this server: its operator did not enable it (hrns serve --workstation gives one: a sandboxed shell, the file tools in the session's workspace and a browser) (available: %s)`, m.environmentKinds()), "body", "agent", "environments", i)
+				v.add(fmt.Sprintf(`environment kind "workstation" is not provided by this server: its operator did not enable it (hrns serve --workstation gives one: a sandboxed shell, the file tools in the session's workspace and a browser) (available: %s)`, m.offeredKinds()), "body", "agent", "environments", i)
 				continue
 			}
 			if !m.hasEnvironment(e.Kind) {
-				v.add(fmt.Sprintf("environment kind %q is not provided by this server (available: %s)", e.Kind, m.environmentKinds()), "body", "agent", "environments", i)
+				v.add(fmt.Sprintf("environment kind %q is not provided by this server (available: %s)", e.Kind, m.offeredKinds()), "body", "agent", "environments", i)
 				continue
 			}
 			var def json.RawMessage

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
@@ -182,4 +183,94 @@ func postedContent(r json.RawMessage, req *ToolRequest) (content []llm.Part, log
 	}
 	obs = []AgentEventData{{Kind: KindObservation, ObservationType: typ, ToolReq: req, Image: &img}}
 	return []llm.Part{llm.TextPart(text), llm.ImagePart(img.MediaType, data)}, logged, obs, ""
+}
+
+// subagentDesktop is why a subagent may not have the user's desktop: its
+// computer calls would wait in a child session that the caller's
+// client/userdesktop.Run (or hrns desktop connect) does not follow, and
+// children running at once would share one display (docs/desktop.md).
+const subagentDesktop = `a subagent cannot have the user's own desktop (host "user_device"): its computer calls would wait in a child session, which the caller's client/userdesktop.Run or hrns desktop connect does not run, and subagents running at once would share one screen; give the desktop to the session's agent`
+
+// offeredKinds lists, for messages, the environment kinds a session's
+// agent may name on this server: those of [Options.Environments] and
+// [Options.SessionEnvironments], and the user's own desktop, which every
+// server gives.
+func (m *Manager) offeredKinds() string {
+	kinds := m.environmentKinds()
+	switch {
+	case m.hasEnvironment(envDesktop):
+		return kinds
+	case kinds == "none":
+		return envDesktop
+	}
+	all := append(strings.Split(kinds, ", "), envDesktop)
+	slices.Sort(all)
+	return strings.Join(all, ", ")
+}
+
+// CheckAgentEnvironments checks the environments of a registered agent
+// and of its inline subagents as sessions will read them: at most one
+// environment of each kind, and the user's own desktop on no subagent
+// (see subagentDesktop). The kinds of the API name themselves; kindOf,
+// when set, gives the kind of an environment named by the id of one the
+// owner registered ("" when it does not know: that one is not checked).
+// Package platform/registry calls it once the names are known to resolve;
+// [Manager.ParseEntry] checks what the body alone says.
+//
+// Errors: a *[ValidationError] at loc's environments.
+func (m *Manager) CheckAgentEnvironments(a *AgentSpec, kindOf func(id string) string, loc ...any) error {
+	var v validation
+	m.checkAgentEnvironments(&v, a, kindOf, 0, loc...)
+	return v.err()
+}
+
+func (m *Manager) checkAgentEnvironments(v *validation, a *AgentSpec, kindOf func(id string) string, depth int, loc ...any) {
+	kinds := map[string]int{}
+	for i, raw := range a.Environments {
+		kind, named := isString(raw)
+		switch {
+		case !named:
+			var e EnvironmentSpec
+			if json.Unmarshal(raw, &e) != nil {
+				continue // validateAgent says why
+			}
+			kind = firstNonEmpty(e.Kind, envWeb)
+		case slices.Contains([]string{envWeb, envDesktop, envWorkstation, envAndroid}, kind):
+			// A kind, named.
+		case kindOf != nil:
+			kind = kindOf(kind)
+		default:
+			kind = ""
+		}
+		if kind == "" {
+			continue
+		}
+		if j, dup := kinds[kind]; dup {
+			v.add(duplicateKind(j, kind), at(loc, "environments", i)...)
+			continue
+		}
+		kinds[kind] = i
+		if depth > 0 && kind == envDesktop && !m.hasEnvironment(envDesktop) {
+			v.add(subagentDesktop, at(loc, "environments", i)...)
+		}
+	}
+	if depth >= maxInlineDepth {
+		return
+	}
+	for i, raw := range a.Subagents {
+		if _, ok := isString(raw); ok {
+			continue
+		}
+		var sub AgentSpec
+		if json.Unmarshal(raw, &sub) == nil {
+			m.checkAgentEnvironments(v, &sub, kindOf, depth+1, at(loc, "subagents", i)...)
+		}
+	}
+}
+
+// duplicateKind is why the environment is refused when the one at index
+// first has the same kind: an agent has at most one of each kind (the
+// tools of two would clash).
+func duplicateKind(first int, kind string) string {
+	return fmt.Sprintf("at most one environment per kind: environments[%d] is also a %q environment", first, kind)
 }

@@ -127,6 +127,10 @@ func (p *Proposal) String() string {
 // screen, text too long, arguments too large), is answered with an
 // error_event the agent reads; one that fails or times out is answered with
 // what happened and the screenshot of the screen as it was left.
+//
+// Run follows h alone, not its child sessions: hrns serve refuses the
+// user's desktop to a subagent (docs/desktop.md says why), so no child
+// of h waits for this display.
 func Run(ctx context.Context, h *client.Handle, o *Options) (*client.Result, error) {
 	var opts Options
 	if o != nil {

@@ -83,6 +83,9 @@ type Runtime interface {
 	BuiltinEntries(kind string) []session.BuiltinEntry
 	// Entries is the store of the registered entries.
 	Entries() store.Registry
+	// CheckAgentEnvironments checks an agent's environments, their kinds
+	// known ([session.Manager.CheckAgentEnvironments]).
+	CheckAgentEnvironments(a *session.AgentSpec, kindOf func(id string) string, loc ...any) error
 }
 
 // New returns the registries of rt's store. A Registry holds no state: a
@@ -283,7 +286,37 @@ func (r *Registry) checkRefs(ctx context.Context, owner string, e *store.Entry) 
 	if err := r.checkAgentRefs(ctx, &v, owner, &a, []any{"body"}, seen); err != nil {
 		return err
 	}
-	return v.err()
+	if err := v.err(); err != nil {
+		return err
+	}
+	// The kinds of the registered environments it names: at most one of
+	// each, and no user's desktop on a subagent. Each id is read once;
+	// checkAgentRefs bounded their number.
+	kinds := map[string]string{}
+	var lookupErr error
+	kindOf := func(id string) string {
+		if k, ok := kinds[id]; ok || lookupErr != nil {
+			return k
+		}
+		kinds[id] = ""
+		doc, err := r.get(ctx, EntryEnvironment, owner, id)
+		if err != nil {
+			if !errors.Is(err, ErrEntryNotFound) {
+				lookupErr = err
+			}
+			return ""
+		}
+		var env session.EnvironmentSpec
+		if json.Unmarshal(doc, &env) == nil {
+			kinds[id] = env.Kind
+		}
+		return kinds[id]
+	}
+	err := r.rt.CheckAgentEnvironments(&a, kindOf, "body")
+	if lookupErr != nil {
+		return lookupErr
+	}
+	return err
 }
 
 // checkAgentRefs looks up the references of a and of its inline
