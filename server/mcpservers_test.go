@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/hrns-dev/hrns/openai"
 	"github.com/hrns-dev/hrns/openai/openaitest"
 	"github.com/hrns-dev/hrns/platform/schedule"
+	"github.com/hrns-dev/hrns/platform/vault"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store/sqlite"
@@ -25,7 +27,9 @@ import (
 // TestMCPServersNotEnabled: a server without Options.MCPServers refuses a
 // session whose environment names MCP servers, at the server's entry,
 // rather than keep them and ignore them; an empty list is accepted, and
-// the registries keep environments and agents that name servers.
+// the registries keep environments and agents that name servers (those
+// giving env or headers values only with a key to encrypt them: see
+// TestMCPSecretsRefusedWithoutKeys).
 func TestMCPServersNotEnabled(t *testing.T) {
 	e := regEnv(t, openaitest.Reply{Text: "ok"})
 	mcp := `"mcp_servers":[{"name":"fs","transport":"stdio","command":"mcp-fs","env":{"K":"secret-env"}}]`
@@ -34,17 +38,13 @@ func TestMCPServersNotEnabled(t *testing.T) {
 		t.Errorf("%s", r.body)
 	}
 	e.create(keyAlice, `{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[]}]},"messages":"x"}`)
-	r = e.call("POST", "/api/v2/environments", keyAlice, `{"id":"tools","kind":"web",`+mcp+`}`, http.StatusCreated, "Environment")
-	for _, body := range []string{string(r.body), string(e.call("GET", "/api/v2/environments/tools", keyAlice, nil, http.StatusOK, "Environment").body)} {
-		if strings.Contains(body, "secret-env") || !strings.Contains(body, `"K":"[redacted]"`) {
-			t.Errorf("the environment's env is not redacted: %s", body)
-		}
+	r = e.call("POST", "/api/v2/environments", keyAlice, `{"id":"tools","kind":"web",`+mcp+`}`, http.StatusUnprocessableEntity, "")
+	if strings.Contains(string(r.body), "secret-env") || !hasDetail(r.body, "body.mcp_servers.fs.env.K", "no key to encrypt them at rest") {
+		t.Errorf("an environment with a secret and no key: %s", r.body)
 	}
-	e.call("POST", "/api/v2/agents", keyAlice, `{"name":"tooled","description":"d","environments":[{"id":"w","kind":"web",`+mcp+`}]}`, http.StatusCreated, "Agent")
-	r = e.call("GET", "/api/v2/agents/tooled?resolve=true", keyAlice, nil, http.StatusOK, "Agent")
-	if strings.Contains(string(r.body), "secret-env") {
-		t.Errorf("the agent's environment's env is not redacted: %s", r.body)
-	}
+	plain := strings.ReplaceAll(mcp, `,"env":{"K":"secret-env"}`, "")
+	e.call("POST", "/api/v2/environments", keyAlice, `{"id":"tools","kind":"web",`+plain+`}`, http.StatusCreated, "Environment")
+	e.call("POST", "/api/v2/agents", keyAlice, `{"name":"tooled","description":"d","environments":[{"id":"w","kind":"web",`+plain+`}]}`, http.StatusCreated, "Agent")
 }
 
 // TestMCPServerValidation: the shape of McpServer (H's SDK model), in the
@@ -112,7 +112,12 @@ func TestMCPServersMounted(t *testing.T) {
 		got    []session.MCPServer
 		closed int
 	)
+	keys, err := vault.ParseKeys("k1:" + base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := &session.MCPServerOptions{
+		Secrets: keys,
 		Check: func(s *session.MCPServer) error {
 			if s.Transport == api.MCPStdio {
 				return errors.New("stdio servers are off here")
@@ -206,7 +211,7 @@ func TestMCPServersRedactedElsewhere(t *testing.T) {
 	}
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{
 		Environments: map[string]*loop.Toolset{"web": {}},
-		MCPServers:   &session.MCPServerOptions{Mount: mount},
+		MCPServers:   &session.MCPServerOptions{Mount: mount, PlaintextSecrets: true},
 	})
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,10 @@
 package session
 
-import "context"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+)
 
 // CheckRequest validates a request for the owner as [Manager.Create]
 // would, without creating a session, and returns it normalised as Create
@@ -28,5 +32,19 @@ func (m *Manager) CheckRequest(ctx context.Context, owner string, r *Request) (*
 	if err := m.bindProfiles(ctx, owner, sp); err != nil {
 		return nil, err
 	}
-	return echo, nil
+	// A template stored (a schedule's) holds the MCP servers' secrets
+	// sealed for the owner (mcpsecrets.go).
+	raw, err := json.Marshal(echo)
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := m.sealDoc(owner, raw)
+	if err != nil || bytes.Equal(sealed, raw) {
+		return echo, err
+	}
+	var out Request
+	if err := json.Unmarshal(sealed, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

@@ -158,6 +158,12 @@ func (m *Manager) ParseEntry(kind, owner string, body []byte) (*store.Entry, err
 	if err := v.err(); err != nil {
 		return nil, err
 	}
+	// Stored with the MCP servers' secrets sealed for the owner
+	// (mcpsecrets.go).
+	var err error
+	if e.Spec, err = m.sealDoc(owner, e.Spec); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 

@@ -229,6 +229,9 @@ type Manager struct {
 	suspect  string         // the session claimed often without progress running here, if any
 	freed    chan struct{}
 	wantSlot bool // the dispatcher waits for a worker to free up (see slotFreed)
+	// mcpFailed holds, per session id, the MCP servers its run's mount
+	// left out, until the run reports them (mcpservers.go).
+	mcpFailed sync.Map
 	// transcripts keeps the transcripts of the sessions run last decoded.
 	transcripts *transcriptCache
 	// committed keeps the sessions as this process last committed them.
@@ -387,6 +390,10 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 	}
 	normalized, err := json.Marshal(echo)
 	if err != nil {
+		return nil, false, err
+	}
+	// The secrets of MCP servers are stored sealed (mcpsecrets.go).
+	if normalized, err = m.sealSession(p.Owner, id, sp, normalized); err != nil {
 		return nil, false, err
 	}
 	st := &state{Spec: agentSpec{spec: sp}, Phase: phaseNew}

@@ -15,7 +15,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/hrns-dev/hrns/api"
+	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
+	"github.com/hrns-dev/hrns/store"
 )
 
 // MCPServer is an MCP server an environment names (see [api.MCPServer]).
@@ -42,6 +44,16 @@ type MCPServerOptions struct {
 	Mount func(ctx context.Context, p *MCPParams) (tools *loop.Toolset, close func(), err error)
 	// MountTimeout bounds Mount; 0 means 60 seconds.
 	MountTimeout time.Duration
+	// Secrets, when set, encrypts the servers' env and headers values
+	// before they are stored (a session's request and state, registered
+	// environments and agents, schedules' templates), each bound to its
+	// owner or session; they are decrypted only for Mount. Without it,
+	// a definition giving such values is refused (422) unless
+	// PlaintextSecrets allows storing them as given.
+	Secrets Sealer
+	// PlaintextSecrets lets env and headers values be stored in
+	// plaintext when there is no Secrets.
+	PlaintextSecrets bool
 }
 
 // MCPParams are the arguments of [MCPServerOptions.Mount].
@@ -54,6 +66,17 @@ type MCPParams struct {
 	// Servers are the servers the session's environments name, with
 	// their env and headers (which may be secrets: never log them).
 	Servers []MCPServer
+	// Unreachable, when Mount leaves a server out, says which and why
+	// (never with its env or headers values, nor a URL's query): the
+	// session's log and its model are told. It may be called
+	// concurrently, at most once per server.
+	Unreachable func(server string, err error)
+}
+
+// mcpFailure is a server left out of a run, and why.
+type mcpFailure struct {
+	Server string
+	Reason string
 }
 
 // Bounds of MCP servers.
@@ -140,6 +163,9 @@ func validateMCPServer(v *validation, s *MCPServer, loc ...any) {
 			for _, k := range sortedKeys(s.Env) {
 				if len(k) > maxMCPName || !envVarName().MatchString(k) {
 					v.add("a variable's name is letters, digits and '_', not starting with a digit, at most 256 bytes", at(loc, "env")...)
+				} else if isSealed(s.Env[k]) && len(s.Env[k]) <= maxSealedValue {
+					// sealed by this server (a registered definition, a
+					// schedule's template): opened when it is stored
 				} else if s.Env[k] == api.RedactedValue {
 					v.add(redactedGiven(k), at(loc, "env")...)
 				} else if val := s.Env[k]; len(val) > maxMCPValue || !utf8.ValidString(val) || strings.IndexByte(val, 0) >= 0 {
@@ -167,6 +193,8 @@ func validateMCPServer(v *validation, s *MCPServer, loc ...any) {
 					v.add(redactedGiven(k), at(loc, "headers")...)
 				case slices.Contains(reservedHeaders, strings.ToLower(k)):
 					v.add(fmt.Sprintf("header %s is set by the MCP client", k), at(loc, "headers")...)
+				case isSealed(val) && len(val) <= maxSealedValue:
+					// sealed by this server: opened when it is stored
 				case len(val) > maxMCPValue || !utf8.ValidString(val) || strings.ContainsFunc(val, func(r rune) bool { return r != '\t' && unicode.IsControl(r) }):
 					v.add(fmt.Sprintf("the value of header %s must be text without control characters, at most %d bytes", k, maxMCPValue), at(loc, "headers")...)
 				}
@@ -288,7 +316,29 @@ func (m *Manager) mountMCP(sp *spec, id string, taken *loop.Toolset) (*loop.Tool
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	ts, closeAll, err := o.Mount(ctx, &MCPParams{Session: id, Workspace: workspaceOf(sp, id), Servers: slices.Clone(sp.MCPServers)})
+	servers, failed := m.openServers(id, sp.MCPServers)
+	var mu sync.Mutex
+	unreachable := func(server string, err error) {
+		if err == nil || !slices.ContainsFunc(servers, func(s MCPServer) bool { return s.Name == server }) {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.ContainsFunc(failed, func(f mcpFailure) bool { return f.Server == server }) {
+			failed = append(failed, mcpFailure{Server: server, Reason: err.Error()})
+		}
+	}
+	var ts *loop.Toolset
+	var closeAll func()
+	var err error
+	if len(servers) > 0 {
+		ts, closeAll, err = o.Mount(ctx, &MCPParams{Session: id, Workspace: workspaceOf(sp, id), Servers: servers, Unreachable: unreachable})
+	}
+	mu.Lock()
+	if len(failed) > 0 {
+		m.mcpFailed.Store(id, slices.Clone(failed))
+	}
+	mu.Unlock()
 	if err != nil {
 		return nil, nil, fmt.Errorf("the MCP servers: %w", err)
 	}
@@ -480,4 +530,57 @@ func restoreValue(v any, inServers bool, known map[string]map[string]any) bool {
 		}
 	}
 	return changed
+}
+
+// Bounds of what a run is told of the servers left out of it.
+const (
+	maxMCPReason     = 1000 // the error_event's reason
+	maxMCPNoteReason = 300  // the model's note's
+)
+
+// takeMCPFailures returns the servers the last mount of session id left
+// out, and forgets them.
+func (m *Manager) takeMCPFailures(id string) []mcpFailure {
+	v, ok := m.mcpFailed.LoadAndDelete(id)
+	if !ok {
+		return nil
+	}
+	return v.([]mcpFailure)
+}
+
+// mcpFailureEvents are the error_events (origin "mcp") of the servers a
+// run left out: one each.
+func mcpFailureEvents(failed []mcpFailure) []store.Event {
+	evs := make([]store.Event, 0, len(failed))
+	for _, f := range failed {
+		evs = append(evs, agentEvent(AgentEventData{Kind: KindError, Origin: "mcp",
+			Error: fmt.Sprintf("MCP server %q is not available in this run, which goes on without its tools (%s__*): %s", f.Server, f.Server, clip(f.Reason, maxMCPReason))}))
+	}
+	return evs
+}
+
+// mcpFailureNote is what the model reads of the servers a run left out,
+// so that it does not call their tools; nil when none was.
+func mcpFailureNote(failed []mcpFailure) []llm.Message {
+	if len(failed) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("[Note from hrns, not from the user] These MCP servers could not be reached when this run started, so their tools are not available now; do not call them:")
+	for _, f := range failed {
+		fmt.Fprintf(&b, "\n- %s (tools %s__*): %s", f.Server, f.Server, clip(f.Reason, maxMCPNoteReason))
+	}
+	return []llm.Message{llm.UserMessage(b.String())}
+}
+
+// clip cuts s to at most n bytes, on a rune boundary, saying so.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -142,8 +142,19 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h
 		}
 	}()
 	server, closeEnv, err := m.toolsets(sp, s.ID)
+	mcpFailed := m.takeMCPFailures(s.ID)
 	if err != nil {
 		return g.fail(ctx, fmt.Errorf("the session's agent cannot run here: %w", err))
+	}
+	if len(mcpFailed) > 0 {
+		// The caller reads which MCP servers this run goes without, and
+		// why; the model reads it with the run's input (mcpservers.go).
+		if err := g.commitWith(ctx, m.leased(), func(*store.Session, *state) []store.Event { return mcpFailureEvents(mcpFailed) }); err != nil {
+			if closeEnv != nil {
+				closeEnv(false)
+			}
+			return err
+		}
 	}
 	// The session's own environments (a browser) live as long as this run.
 	if closeEnv != nil {
@@ -236,13 +247,13 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h
 		if st.Final != finalNone {
 			opts.MaxTurns = 1
 		}
-		run = loop.NewAgent(m.model, g.tools, &opts).RunLoop(ctx, append(history, msgs...))
+		run = loop.NewAgent(m.model, g.tools, &opts).RunLoop(ctx, append(append(history, msgs...), mcpFailureNote(mcpFailed)...))
 	default:
 		// The checkpoint ends mid-turn: on calls, or on what the model
 		// must answer (a rejected answer sent back). The run goes on
 		// from there; new messages come after, each seen by the hooks.
 		susp, in := resumeInput(&cp, history, st.Steps)
-		in.Messages = msgs
+		in.Messages = append(msgs, mcpFailureNote(mcpFailed)...)
 		opts.MaxTurns = max(sp.MaxSteps, st.Steps+1)
 		if st.Final != finalNone {
 			opts.MaxTurns = st.Steps + 1

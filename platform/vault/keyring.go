@@ -126,3 +126,22 @@ func (k *Keyring) open(keyID string, ciphertext, aad []byte) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// Seal encrypts plaintext under the primary key, bound to aad (which
+// [Keyring.Open] must be given again), and returns the key's ID with the
+// ciphertext: a random nonce followed by the sealed bytes. It makes a
+// Keyring a [session.Sealer], which encrypts the secrets of MCP servers
+// at rest.
+//
+// [session.Sealer]: https://pkg.go.dev/github.com/hrns-dev/hrns/session#Sealer
+func (k *Keyring) Seal(plaintext, aad []byte) (keyID string, ciphertext []byte, err error) {
+	return k.seal(plaintext, aad)
+}
+
+// Open decrypts what [Keyring.Seal] returned with the key keyID (any key
+// of the keyring: values an older key sealed still open after a
+// rotation) and the same aad. Its error says which check failed no more
+// than that the ciphertext does not open.
+func (k *Keyring) Open(keyID string, ciphertext, aad []byte) ([]byte, error) {
+	return k.open(keyID, ciphertext, aad)
+}

@@ -279,7 +279,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err := o.addWorkstation(opts, log); err != nil {
 		return err
 	}
-	if err := o.addMCPServers(opts, log); err != nil {
+	if err := o.addMCPServers(opts, vaultKeys, log); err != nil {
 		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {

@@ -22,6 +22,7 @@ import (
 	"github.com/hrns-dev/hrns/internal/netpolicy"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/mcp"
+	"github.com/hrns-dev/hrns/platform/vault"
 	"github.com/hrns-dev/hrns/sandbox"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/tools"
@@ -36,6 +37,9 @@ type mcpFlags struct {
 	read     stringList
 	allow    string
 	timeout  time.Duration
+	// plaintext allows storing MCP servers' secrets unencrypted when
+	// there are no vault keys.
+	plaintext bool
 }
 
 func (f *mcpFlags) register(fs *flag.FlagSet) {
@@ -43,6 +47,7 @@ func (f *mcpFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.commands, "mcp-command", "a command stdio MCP servers may run, as callers give it (node, /usr/bin/uvx...): when given (repeatable), no other is started")
 	fs.Var(&f.read, "mcp-read", "a file or directory stdio MCP servers may read (and run) besides the system's folders and the session's workspace (repeatable), for the servers' own code")
 	fs.DurationVar(&f.timeout, "mcp-timeout", 2*time.Minute, "how long a call of a callers' MCP server's tool may take; past it the call fails with a tool error the model reads")
+	fs.BoolVar(&f.plaintext, "mcp-plaintext-secrets", false, "without vault keys (HRNS_VAULT_KEY or --vault-key-file), store the env and headers values of callers' MCP servers unencrypted in the database (default: such servers are refused with 422); with vault keys they are always encrypted")
 	fs.StringVar(&f.allow, "mcp-allow", "", "addresses the HTTP MCP servers of callers may be at beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port (loopback, private and metadata addresses are refused otherwise)")
 }
 
@@ -56,8 +61,10 @@ const (
 )
 
 // addMCPServers connects sessions to the MCP servers their environments
-// name (session.Options.MCPServers).
-func (o *serveOptions) addMCPServers(opts *session.Options, log *slog.Logger) error {
+// name (session.Options.MCPServers). The servers' env and headers values
+// are stored encrypted with keys, the vault keys; without them they are
+// refused, unless --mcp-plaintext-secrets lets them be stored as given.
+func (o *serveOptions) addMCPServers(opts *session.Options, keys *vault.Keyring, log *slog.Logger) error {
 	f := &o.mcp
 	if f.stdio && o.workdir == "" {
 		return usagef("--mcp-stdio needs --workdir DIR: a stdio MCP server runs in the session's workspace in DIR/sessions")
@@ -95,6 +102,15 @@ func (o *serveOptions) addMCPServers(opts *session.Options, log *slog.Logger) er
 		}),
 	}
 	opts.MCPServers = &session.MCPServerOptions{Check: c.check, Mount: c.mount, MountTimeout: mcpConnectTimeout + 5*time.Second}
+	switch {
+	case keys != nil:
+		opts.MCPServers.Secrets = keys
+	case f.plaintext:
+		opts.MCPServers.PlaintextSecrets = true
+		log.Warn("hrns serve: --mcp-plaintext-secrets: the env and headers values of callers' MCP servers (API tokens, passwords) are stored UNENCRYPTED in the database (sessions, registered environments and agents, schedules); set " + vaultKeyEnv + " or --vault-key-file to encrypt them")
+	default:
+		log.Info("hrns serve: MCP servers giving env or headers values are refused (422): there are no vault keys to encrypt them at rest (set " + vaultKeyEnv + " or --vault-key-file, or allow plaintext with --mcp-plaintext-secrets)")
+	}
 	return nil
 }
 
@@ -126,7 +142,8 @@ func (c *mcpConnector) check(s *session.MCPServer) error {
 }
 
 // mount connects one run of a session to its servers, all at once; a
-// server that cannot be reached is left out and logged.
+// server that cannot be reached is left out, logged and reported to the
+// session (MCPParams.Unreachable).
 func (c *mcpConnector) mount(ctx context.Context, p *session.MCPParams) (*loop.Toolset, func(), error) {
 	mounted := make([]*mcp.Mounted, len(p.Servers))
 	var wg sync.WaitGroup
@@ -148,6 +165,9 @@ func (c *mcpConnector) mount(ctx context.Context, p *session.MCPParams) (*loop.T
 					msg = strings.ReplaceAll(msg, *s.URL, urlWithoutQuery(*s.URL))
 				}
 				c.log.Warn("hrns serve: an MCP server of a session could not be reached; the session runs without its tools", "session", p.Session, "server", s.Name, "err", msg)
+				if p.Unreachable != nil {
+					p.Unreachable(s.Name, errors.New(msg)) // the session's log and model are told
+				}
 			}
 		})
 	}

@@ -43,6 +43,9 @@ func mcpTestServer(t *testing.T, pkg string) (node, dir, script string) {
 	return node, dir, script
 }
 
+// testVaultKey is a vault key (HRNS_VAULT_KEY) of tests.
+const testVaultKey = "test:AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="
+
 // needSandbox skips a test where the kernel cannot confine commands.
 func needSandbox(t *testing.T) {
 	t.Helper()
@@ -143,8 +146,9 @@ func TestServeMCPStdio(t *testing.T) {
 	)
 	defer model.Close()
 	wd := t.TempDir()
-	s := startServe(t, map[string]string{"OPENAI_BASE_URL": model.URL(), "OPENAI_API_KEY": "k"},
-		"--model", "test-model", "--db", "sqlite:"+filepath.Join(t.TempDir(), "hrns.db"), "--workdir", wd,
+	dbDir := t.TempDir()
+	s := startServe(t, map[string]string{"OPENAI_BASE_URL": model.URL(), "OPENAI_API_KEY": "k", vaultKeyEnv: testVaultKey},
+		"--model", "test-model", "--db", "sqlite:"+filepath.Join(dbDir, "hrns.db"), "--workdir", wd,
 		"--mcp-stdio", "--mcp-command", node, "--mcp-read", modules)
 	c := &apiClient{t: t, url: s.url}
 	in := base64.StdEncoding.EncodeToString([]byte("inside-the-workspace"))
@@ -154,6 +158,12 @@ func TestServeMCPStdio(t *testing.T) {
 	status, events := c.wait(id)
 	if status != "completed" {
 		t.Fatalf("session %s\n%s", status, events)
+	}
+	// The server's env is encrypted at rest with the vault key.
+	for _, f := range []string{"hrns.db", "hrns.db-wal"} {
+		if b, _ := os.ReadFile(filepath.Join(dbDir, f)); strings.Contains(string(b), "s3cr3t-env-value") {
+			t.Errorf("%s holds the server's env in clear", f)
+		}
 	}
 	reqs := model.Requests()
 	if len(reqs) != 3 {
@@ -274,8 +284,13 @@ func TestServeMCPStdioOff(t *testing.T) {
 			t.Errorf("%s: %d %s\nwant 422 at %s saying %s", tt.servers, code, b, tt.loc, tt.msg)
 		}
 	}
-	// An HTTP server is accepted without the switch.
-	off.create(body(`{"name":"remote","transport":"streamable_http","url":"https://mcp.example/mcp","headers":{"Authorization":"Bearer x"}}`))
+	// An HTTP server is accepted without the switch; without vault keys
+	// (nor --mcp-plaintext-secrets), not with headers, which would be
+	// stored in clear.
+	off.create(body(`{"name":"remote","transport":"streamable_http","url":"https://mcp.example/mcp"}`))
+	if code, b := off.do("POST", "/api/v2/sessions", body(`{"name":"remote","transport":"streamable_http","url":"https://mcp.example/mcp","headers":{"Authorization":"Bearer x"}}`)); code != http.StatusUnprocessableEntity || !strings.Contains(string(b), "--mcp-plaintext-secrets") {
+		t.Errorf("headers without vault keys: %d %s", code, b)
+	}
 
 	var out, errb strings.Builder
 	code := Run(t.Context(), []string{"serve", "--mcp-stdio", "--model", "m", "--db", "sqlite:" + filepath.Join(t.TempDir(), "h.db")},
@@ -315,10 +330,14 @@ func TestServeMCPHTTP(t *testing.T) {
 			openaitest.Reply{Text: "done"},
 		)
 		args := []string{"--model", "m", "--db", "sqlite:" + filepath.Join(t.TempDir(), "h.db")}
+		env := map[string]string{"OPENAI_BASE_URL": model.URL(), "OPENAI_API_KEY": "k"}
 		if allowed {
 			args = append(args, "--mcp-allow", "127.0.0.1")
+			env[vaultKeyEnv] = testVaultKey
+		} else {
+			args = append(args, "--mcp-plaintext-secrets") // and says so
 		}
-		s := startServe(t, map[string]string{"OPENAI_BASE_URL": model.URL(), "OPENAI_API_KEY": "k"}, args...)
+		s := startServe(t, env, args...)
 		c := &apiClient{t: t, url: s.url}
 		id := c.create(body)
 		status, events := c.wait(id)
@@ -334,6 +353,17 @@ func TestServeMCPHTTP(t *testing.T) {
 		}
 		if !allowed && (!strings.Contains(s.logs.String(), "could not be reached") || strings.Contains(s.logs.String(), "url-secret-value")) {
 			t.Errorf("the refusal is not logged, or the URL's query is:\n%s", s.logs.String())
+		}
+		// The caller reads it in the session's events, the model in its
+		// input; neither gets the URL's query.
+		if reported := strings.Contains(events, `"origin":"mcp"`) && strings.Contains(events, `MCP server \"remote\" is not available in this run`); reported == allowed || strings.Contains(events, "url-secret-value") {
+			t.Errorf("allowed=%v: the events report the server %v, or show the URL's query:\n%s", allowed, reported, events)
+		}
+		if noted := strings.Contains(string(reqs[0].Body), "could not be reached when this run started"); noted == allowed || strings.Contains(string(reqs[0].Body), "url-secret-value") {
+			t.Errorf("allowed=%v: the model's note %v, or the URL's query in it", allowed, noted)
+		}
+		if !allowed && !strings.Contains(s.logs.String(), "UNENCRYPTED") {
+			t.Errorf("--mcp-plaintext-secrets is not warned of:\n%s", s.logs.String())
 		}
 		_, view := c.do("GET", "/api/v2/sessions/"+id, "")
 		if !strings.Contains(string(view), `"Authorization":"[redacted]"`) {
@@ -387,7 +417,7 @@ func TestServeMCPHostile(t *testing.T) {
 	}()
 	model := openaitest.NewServer(call("c1", "die"), call("c2", "flood"), call("c3", "ok"), call("c4", "garbage"), call("c5", "ok"), call("c6", "net"), openaitest.Reply{Text: "survived"})
 	defer model.Close()
-	s := startServe(t, map[string]string{"OPENAI_BASE_URL": model.URL(), "OPENAI_API_KEY": "k"},
+	s := startServe(t, map[string]string{"OPENAI_BASE_URL": model.URL(), "OPENAI_API_KEY": "k", vaultKeyEnv: testVaultKey},
 		"--model", "test-model", "--db", "sqlite:"+filepath.Join(t.TempDir(), "hrns.db"), "--workdir", t.TempDir(),
 		"--mcp-stdio", "--mcp-read", script, "--mcp-timeout", "3s")
 	c := &apiClient{t: t, url: s.url}
