@@ -71,12 +71,16 @@ func (r *mcpRecorder) values() map[string]string {
 
 // mcpServe serves a manager of st with opts (and schedules) until the
 // returned func stops it.
-func mcpServe(t *testing.T, st store.Store, model *openaitest.Server, opts *session.MCPServerOptions) (*env, func()) {
+func mcpServe(t *testing.T, st store.Store, model *openaitest.Server, opts *session.MCPServerOptions, workspaces ...string) (*env, func()) {
 	t.Helper()
-	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{
+	so := &session.Options{
 		Environments: map[string]*loop.Toolset{"web": {}},
 		MCPServers:   opts,
-	})
+	}
+	if len(workspaces) > 0 {
+		so.Workspaces = workspaces[0]
+	}
+	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, so)
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -228,11 +232,14 @@ func TestMCPSecretsRefusedWithoutKeys(t *testing.T) {
 	model := openaitest.NewServer()
 	t.Cleanup(model.Close)
 	rec := &mcpRecorder{}
-	e, stop := mcpServe(t, st, model, &session.MCPServerOptions{Mount: rec.mount})
+	workspaces := t.TempDir()
+	e, stop := mcpServe(t, st, model, &session.MCPServerOptions{Mount: rec.mount}, workspaces)
 	server := `{"name":"remote","transport":"sse","url":"https://mcp.example/sse","headers":{"X-Key":"plain-secret"}}`
 	req := `{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[` + server + `]}]},"messages":"x"}`
+	withFile := strings.Replace(req, `"messages":"x"`, `"messages":{"message":"x","files":[{"source":"aGVsbG8=","name":"in.txt"}]}`, 1)
 	for _, c := range []struct{ path, body string }{
 		{"/api/v2/sessions", req},
+		{"/api/v2/sessions", withFile},
 		{"/api/v2/environments", `{"id":"e","kind":"web","mcp_servers":[` + server + `]}`},
 		{"/api/v2/agents", `{"name":"ag","description":"d","environments":[{"id":"w","kind":"web","mcp_servers":[` + server + `]}]}`},
 		{"/api/v2/schedules", `{"name":"n","timing":{"type":"cron","expression":"0 9 * * *","timezone":"UTC"},"session_request":` + req + `}`},
@@ -244,6 +251,9 @@ func TestMCPSecretsRefusedWithoutKeys(t *testing.T) {
 	}
 	if bytes.Contains(dbBytes(t, dir), []byte("plain-secret")) {
 		t.Errorf("a refused secret was stored")
+	}
+	if left, _ := os.ReadDir(workspaces); len(left) > 0 {
+		t.Errorf("a refused session left its files: %v", left)
 	}
 	model.Push(openaitest.Reply{Text: "ok"})
 	id := e.create(keyAlice, `{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[{"name":"open","transport":"sse","url":"https://mcp.example/sse"}]}]},"messages":"x"}`)

@@ -365,6 +365,9 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 	if err := m.bindProfiles(ctx, p.Owner, sp); err != nil {
 		return nil, false, err
 	}
+	if err := m.checkSecrets(p.Owner, sp); err != nil {
+		return nil, false, err
+	}
 	files, err := m.prepareFiles(ctx, req.Messages, "body", "messages")
 	if err != nil {
 		return nil, false, err

@@ -211,6 +211,27 @@ func (m *Manager) sealSession(owner, id string, sp *spec, request json.RawMessag
 	return m.sealDoc(owner, request)
 }
 
+// checkSecrets says, before anything of a new session of owner is
+// written (its files), why its MCP servers' values could not be stored:
+// no key to seal them, or a sealed value that is not the owner's.
+func (m *Manager) checkSecrets(owner string, sp *spec) error {
+	for _, s := range sp.MCPServers {
+		for f, vals := range map[string]map[string]string{"env": s.Env, "headers": s.Headers} {
+			for _, k := range sortedKeys(vals) {
+				if _, err := m.sealValue(ownerScope(owner), ownerScope(owner), s.Name, f, k, vals[k]); err != nil {
+					return invalid(err.Error(), "body", "agent", "mcp_servers", s.Name, f, k)
+				}
+			}
+		}
+	}
+	for _, sub := range sp.Subagents {
+		if _, err := m.sealDoc(owner, sub.Agent); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // openServers returns the servers of session id with their values
 // decrypted, and, apart, those whose values do not decrypt, with why.
 func (m *Manager) openServers(id string, servers []MCPServer) (open []MCPServer, failed []mcpFailure) {
