@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,7 +44,9 @@ func (r *mcpRecorder) mount(_ context.Context, p *session.MCPParams) (*loop.Tool
 	ts := &loop.Toolset{}
 	for _, s := range p.Servers {
 		if r.down[s.Name] {
-			p.Unreachable(s.Name, errors.New("dial tcp 127.0.0.1:9: connect: connection refused"))
+			// Whatever Mount says, the session leaves out the server's
+			// secrets and its URL's query.
+			p.Unreachable(s.Name, fmt.Errorf("dial tcp 127.0.0.1:9: connect: connection refused (headers %v, url %s)", s.Headers, *s.URL))
 			p.Unreachable(s.Name, errors.New("again"))
 			continue
 		}
@@ -291,7 +294,7 @@ func TestMCPServerUnreachableReported(t *testing.T) {
 	e, stop := mcpServe(t, st, model, &session.MCPServerOptions{Mount: rec.mount, Secrets: keys})
 	body := `{"agent":{"name":"a","tools":[{"name":"ask","description":"asks the user"}],"environments":[{"kind":"web","mcp_servers":[
 		{"name":"up","transport":"streamable_http","url":"https://up.example/mcp","headers":{"X-Up":"up-secret"}},
-		{"name":"down","transport":"streamable_http","url":"https://down.example/mcp","headers":{"X-Down":"down-secret"}}]}]},"messages":"x"}`
+		{"name":"down","transport":"streamable_http","url":"https://down.example/mcp?token=query-secret","headers":{"X-Down":"down-secret"}}]}]},"messages":"x"}`
 	model.Push(openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("c1", "ask", `{}`)}})
 	id := e.create(keyAlice, body)
 	f := e.follow(keyAlice, id)
@@ -307,10 +310,13 @@ func TestMCPServerUnreachableReported(t *testing.T) {
 		return out
 	}
 	errs := mcpErrors(f)
-	if len(errs) != 1 || !strings.Contains(errs[0], `MCP server "down"`) || !strings.Contains(errs[0], "connection refused") || strings.Contains(errs[0], "secret") {
+	if len(errs) != 1 || !strings.Contains(errs[0], `MCP server "down"`) || !strings.Contains(errs[0], "connection refused") || strings.Contains(errs[0], "secret") || !strings.Contains(errs[0], "[redacted]") {
 		t.Fatalf("the error_events of the first run: %q\n%s", errs, f.dump())
 	}
 	reqs := model.Requests()
+	if len(reqs) == 1 && bytes.Contains(reqs[0].Body, []byte("-secret")) {
+		t.Errorf("the model's request holds a secret: %s", reqs[0].Body)
+	}
 	if len(reqs) != 1 || !bytes.Contains(reqs[0].Body, []byte("could not be reached")) || !bytes.Contains(reqs[0].Body, []byte("down (tools down__*)")) ||
 		!bytes.Contains(reqs[0].Body, []byte(`"name":"up__echo"`)) || bytes.Contains(reqs[0].Body, []byte(`"name":"down__echo"`)) {
 		t.Fatalf("the model's request does not say which server is missing, or has its tools")

@@ -319,13 +319,15 @@ func (m *Manager) mountMCP(sp *spec, id string, taken *loop.Toolset) (*loop.Tool
 	servers, failed := m.openServers(id, sp.MCPServers)
 	var mu sync.Mutex
 	unreachable := func(server string, err error) {
-		if err == nil || !slices.ContainsFunc(servers, func(s MCPServer) bool { return s.Name == server }) {
+		i := slices.IndexFunc(servers, func(s MCPServer) bool { return s.Name == server })
+		if err == nil || i < 0 {
 			return
 		}
+		reason := scrubSecrets(&servers[i], err.Error())
 		mu.Lock()
 		defer mu.Unlock()
 		if !slices.ContainsFunc(failed, func(f mcpFailure) bool { return f.Server == server }) {
-			failed = append(failed, mcpFailure{Server: server, Reason: err.Error()})
+			failed = append(failed, mcpFailure{Server: server, Reason: reason})
 		}
 	}
 	var ts *loop.Toolset
@@ -583,4 +585,32 @@ func clip(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// scrubSecrets returns msg, an error about server s that the session's
+// log and model will read, without its env and header values nor its
+// URL's query, whatever Mount put in it.
+func scrubSecrets(s *MCPServer, msg string) string {
+	var secrets []string
+	for _, vals := range []map[string]string{s.Env, s.Headers} {
+		for _, v := range vals {
+			secrets = append(secrets, v)
+		}
+	}
+	if s.URL != nil {
+		if u, err := url.Parse(*s.URL); err == nil {
+			secrets = append(secrets, u.RawQuery, u.Query().Encode(), u.Fragment)
+			if q, err := url.QueryUnescape(u.RawQuery); err == nil {
+				secrets = append(secrets, q)
+			}
+		}
+	}
+	// The longest first, so that a value holding another goes whole.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range secrets {
+		if len(v) >= 3 {
+			msg = strings.ReplaceAll(msg, v, "[redacted]")
+		}
+	}
+	return msg
 }
