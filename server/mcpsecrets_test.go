@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -25,6 +28,8 @@ import (
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store"
+	"github.com/hrns-dev/hrns/store/postgres"
+	"github.com/hrns-dev/hrns/store/postgres/postgrestest"
 	"github.com/hrns-dev/hrns/store/sqlite"
 )
 
@@ -124,6 +129,56 @@ func dbBytes(t *testing.T, dir string) []byte {
 // (another key giving it is refused) and, after a rotation, values the
 // old key sealed still open while it is in the keyring.
 func TestMCPSecretsEncryptedAtRest(t *testing.T) {
+	dir := t.TempDir()
+	st, err := sqlite.Open(filepath.Join(dir, "hrns.db"), &sqlite.Options{RelaxedSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	mcpSecretsAtRest(t, st, func() []byte { return dbBytes(t, dir) })
+}
+
+// TestMCPSecretsEncryptedAtRestPostgres is TestMCPSecretsEncryptedAtRest
+// on PostgreSQL, whose rows pg_dump reads.
+func TestMCPSecretsEncryptedAtRestPostgres(t *testing.T) {
+	dsn := postgrestest.DSN(t)
+	pgDump, err := exec.LookPath("pg_dump")
+	if err != nil {
+		t.Skip("pg_dump is not installed")
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := u.Query().Get("search_path")
+	q := u.Query()
+	q.Del("search_path")
+	u.RawQuery = q.Encode()
+	st, err := postgres.Open(t.Context(), dsn, &postgres.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	mcpSecretsAtRest(t, st, func() []byte {
+		out, err := exec.CommandContext(t.Context(), pgDump, "--data-only", "--schema="+schema, u.String()).Output()
+		if err != nil || !bytes.Contains(out, []byte("COPY")) {
+			t.Fatalf("pg_dump: %v: %.500s", err, out)
+		}
+		// bytea columns (states, specs) are dumped in hex.
+		for _, m := range regexp.MustCompile(`\\\\x([0-9a-f]+)`).FindAllSubmatch(out, -1) {
+			b, err := hex.DecodeString(string(m[1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, b...)
+		}
+		return out
+	})
+}
+
+// mcpSecretsAtRest runs the secrets-at-rest scenario on st, whose bytes
+// dump returns.
+func mcpSecretsAtRest(t *testing.T, st store.Store, dump func() []byte) {
 	const (
 		envSecret    = "env-secret-Q7XK2"
 		hdrSecret    = "Bearer hdr-secret-W9PL4"
@@ -132,12 +187,6 @@ func TestMCPSecretsEncryptedAtRest(t *testing.T) {
 		inlineSecret = "inline-secret-J6HD3"
 	)
 	secrets := []string{envSecret, "hdr-secret-W9PL4", agentSecret, schedSecret, inlineSecret}
-	dir := t.TempDir()
-	st, err := sqlite.Open(filepath.Join(dir, "hrns.db"), &sqlite.Options{RelaxedSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	model := openaitest.NewServer()
 	t.Cleanup(model.Close)
 	old, err := vault.ParseKeys("old:" + testKey(1))
@@ -174,7 +223,7 @@ func TestMCPSecretsEncryptedAtRest(t *testing.T) {
 			t.Errorf("Mount got %s = %q, want %q", k, got[k], want)
 		}
 	}
-	db := dbBytes(t, dir)
+	db := dump()
 	for _, s := range secrets {
 		if bytes.Contains(db, []byte(s)) {
 			t.Errorf("the database holds %q in clear", s)
@@ -205,7 +254,7 @@ func TestMCPSecretsEncryptedAtRest(t *testing.T) {
 	if got := rec2.values(); got["TOKEN"] != envSecret || got["Authorization"] != hdrSecret {
 		t.Errorf("after the rotation, Mount got %v", got)
 	}
-	if db := dbBytes(t, dir); !regexp.MustCompile(`hrns-sealed:v1:new:`).Match(db) || bytes.Contains(db, []byte(envSecret)) {
+	if db := dump(); !regexp.MustCompile(`hrns-sealed:v1:new:`).Match(db) || bytes.Contains(db, []byte(envSecret)) {
 		t.Errorf("the new session's secrets are not sealed with the new key")
 	}
 	stop()
