@@ -185,8 +185,9 @@ func mcpSecretsAtRest(t *testing.T, st store.Store, dump func() []byte) {
 		agentSecret  = "agent-secret-M3ZT8"
 		schedSecret  = "sched-secret-R5VN1"
 		inlineSecret = "inline-secret-J6HD3"
+		subSecret    = "sub-secret-C8FB2"
 	)
-	secrets := []string{envSecret, "hdr-secret-W9PL4", agentSecret, schedSecret, inlineSecret}
+	secrets := []string{envSecret, "hdr-secret-W9PL4", agentSecret, schedSecret, inlineSecret, subSecret}
 	model := openaitest.NewServer()
 	t.Cleanup(model.Close)
 	old, err := vault.ParseKeys("old:" + testKey(1))
@@ -217,8 +218,14 @@ func mcpSecretsAtRest(t *testing.T, st store.Store, dump func() []byte) {
 		id := e.create(keyAlice, body)
 		e.follow(keyAlice, id).status(session.StatusCompleted)
 	}
+	// A subagent's servers: its definition is kept in the parent's state,
+	// sealed for the owner, and sealed again for the child session.
+	model.Push(openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("d1", "delegate", `{"agent":"helper","task":"t"}`)}},
+		openaitest.Reply{Text: "child"}, openaitest.Reply{Text: "parent"})
+	id := e.create(keyAlice, `{"agent":{"name":"boss","environments":[],"subagents":[{"name":"helper","description":"d","environments":[{"kind":"web","mcp_servers":[`+remote("X-Sub", subSecret)+`]}]}]},"messages":"x"}`)
+	e.follow(keyAlice, id).status(session.StatusCompleted)
 	got := rec.values()
-	for k, want := range map[string]string{"TOKEN": envSecret, "Authorization": hdrSecret, "X-Agent": agentSecret, "X-Inline": inlineSecret} {
+	for k, want := range map[string]string{"TOKEN": envSecret, "Authorization": hdrSecret, "X-Agent": agentSecret, "X-Inline": inlineSecret, "X-Sub": subSecret} {
 		if got[k] != want {
 			t.Errorf("Mount got %s = %q, want %q", k, got[k], want)
 		}
@@ -249,7 +256,7 @@ func mcpSecretsAtRest(t *testing.T, st store.Store, dump func() []byte) {
 	rec2 := &mcpRecorder{}
 	e, stop = mcpServe(t, st, model, &session.MCPServerOptions{Mount: rec2.mount, Secrets: keys})
 	model.Push(openaitest.Reply{Text: "four"})
-	id := e.create(keyAlice, `{"agent":{"name":"a","environments":["tooled"]},"messages":"x"}`)
+	id = e.create(keyAlice, `{"agent":{"name":"a","environments":["tooled"]},"messages":"x"}`)
 	e.follow(keyAlice, id).status(session.StatusCompleted)
 	if got := rec2.values(); got["TOKEN"] != envSecret || got["Authorization"] != hdrSecret {
 		t.Errorf("after the rotation, Mount got %v", got)
