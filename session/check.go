@@ -11,7 +11,9 @@ import (
 // would store it. Names (agents, environments, skills) are resolved
 // against the registry now, and the vaults the agent names are checked to
 // be the owner's ([Options.Vaults], called without a session); a later
-// Create resolves and checks them again.
+// Create resolves and checks them again. The env and headers values of
+// its MCP servers come back sealed for the owner (as a stored template
+// keeps them: [MCPServerOptions.Secrets]), which Create accepts.
 //
 // Errors: a *[ValidationError] for an invalid request.
 func (m *Manager) CheckRequest(ctx context.Context, owner string, r *Request) (*Request, error) {
