@@ -184,6 +184,9 @@ type Browser struct {
 	started     bool
 	profile     string // the profile directory in use
 	tempProfile bool
+	// release gives the kept profile up to the next browser of this
+	// process (profilelock.go); nil when none is held.
+	release     func()
 	px          *proxy
 	allocCancel context.CancelFunc
 	bctx        context.Context // the chromedp browser context (its first tab)
@@ -226,6 +229,12 @@ func (b *Browser) launch(ctx context.Context) (err error) {
 		b.tempProfile = true
 	} else if err := os.MkdirAll(b.profile, 0o700); err != nil {
 		return fmt.Errorf("browser: creating the profile: %w", err)
+	} else if b.release, err = takeProfile(b.profile); err != nil {
+		return err
+	} else if err := awaitProfile(b.profile); err != nil {
+		b.release()
+		b.release = nil
+		return err
 	}
 	if b.px, err = startProxy(b.pol); err != nil {
 		return err
@@ -486,7 +495,17 @@ func (b *Browser) stop(save bool) error {
 	if b.bcancel != nil {
 		b.bcancel()
 	}
-	if b.profile != "" {
+	if b.profile != "" && !b.tempProfile {
+		// The next browser on the kept profile starts once these
+		// processes are gone and their lock with them.
+		if killAndWait(b.profile) {
+			removeLock(b.profile)
+		}
+		if b.release != nil {
+			b.release()
+			b.release = nil
+		}
+	} else if b.profile != "" {
 		killLeftovers(b.profile)
 	}
 	if b.px != nil {
