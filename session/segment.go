@@ -701,8 +701,9 @@ func (g *segment) noAnswer(ctx context.Context, res *loop.Result) error {
 // with messages that came meanwhile.
 func (g *segment) answered(ctx context.Context, msgs []llm.Message, answer, budget string) error {
 	rec := g.answer
+	left := g.leftFiles()
 	return g.commitTranscript(ctx, msgs, g.stepCommit(endAnswer, rec, msgs, nil, func(s *store.Session, st *state) []store.Event {
-		var events []store.Event
+		events := left(st) // the files the agent leaves, before its answer
 		if rec != nil {
 			b, _ := json.Marshal(answer)
 			if st.Spec.AnswerFormat != nil && json.Valid([]byte(answer)) {
@@ -733,11 +734,13 @@ func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
 	}
 	step := g.step
 	g.step = nil
+	left := g.leftFiles()
 	err := g.commitTranscript(ctx, susp.Messages, func(s *store.Session, st *state) []store.Event {
 		var events []store.Event
 		if step != nil {
 			events = step.fn(s, st)
 		}
+		events = append(events, left(st)...) // the files the agent leaves
 		old := st.Checkpoint.Calls
 		var cs []callState
 		for _, sc := range susp.Calls {
