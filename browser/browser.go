@@ -41,7 +41,13 @@ type Options struct {
 	// directory given here is created if needed and kept: the cookies
 	// and the open tabs are saved in it when the browser closes and
 	// restored when it starts again, which is how a session's browser
-	// survives the session waiting (see docs/browser.md).
+	// survives the session waiting (see docs/browser.md). Browsers take
+	// a kept directory in turn: [Browser.Close] returns once Chromium's
+	// processes on it are gone (killed, waited for at most 5 s) and
+	// their lock removed; a browser of this process starting on it
+	// waits (at most 30 s) for another one's Close, and for a lock that
+	// another process or host holds on it (then kills this host's
+	// processes on it, or removes another host's lock).
 	ProfileDir string
 
 	// AllowPrivate lets pages reach addresses that are not on the public
