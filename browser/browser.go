@@ -494,6 +494,10 @@ func (b *Browser) stop(save bool) error {
 		err = b.save(ctx)
 		cancel()
 	}
+	var own []int
+	if b.profile != "" && !b.tempProfile {
+		own = ownProcs(b.profile) // before the main process dies and its helpers lose their parent
+	}
 	if b.allocCancel != nil {
 		b.allocCancel()
 		b.allocCancel = nil
@@ -503,9 +507,11 @@ func (b *Browser) stop(save bool) error {
 	}
 	if b.profile != "" && !b.tempProfile {
 		// The next browser on the kept profile starts once these
-		// processes are gone and their lock with them.
-		if killAndWait(b.profile) {
-			removeLock(b.profile)
+		// processes are gone and their lock with them. Only this
+		// browser's: another process's browser may have started on the
+		// profile since its main process died.
+		if killAndWait(b.profile, own) {
+			removeOwnLock(b.profile, own)
 		}
 		if b.release != nil {
 			b.release()

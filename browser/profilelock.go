@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,21 +94,64 @@ func procsUsing(dir string) []int {
 	return pids
 }
 
-// killAndWait kills the processes started with the profile dir and waits,
-// within goneWait, until none is left (a killed process's command line
-// reads empty once it has exited, even before it is reaped). It reports
-// whether none is left.
-func killAndWait(dir string) bool {
+// ownProcs lists the processes started with the profile dir that descend
+// from this process: this browser's Chromium and its helpers, not another
+// process's browser on the same directory (a replica sharing it).
+func ownProcs(dir string) []int {
+	var own []int
+	for _, pid := range procsUsing(dir) {
+		if descends(pid, os.Getpid()) {
+			own = append(own, pid)
+		}
+	}
+	return own
+}
+
+// descends reports whether process pid descends from process ancestor,
+// walking at most 64 parents.
+func descends(pid, ancestor int) bool {
+	for range 64 {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return false
+		}
+		// "PID (COMM) STATE PPID ...", COMM holding any byte.
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 {
+			return false
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 2 {
+			return false
+		}
+		ppid, err := strconv.Atoi(f[1])
+		if err != nil || ppid <= 1 {
+			return false
+		}
+		if ppid == ancestor {
+			return true
+		}
+		pid = ppid
+	}
+	return false
+}
+
+// killAndWait kills the processes pids, started with the profile dir, and
+// waits, within goneWait, until none of them is left (a killed process's
+// command line reads empty once it has exited, even before it is reaped,
+// and a PID used again names a process without dir). It reports whether
+// none is left.
+func killAndWait(dir string, pids []int) bool {
 	deadline := time.Now().Add(goneWait)
 	for {
-		pids := procsUsing(dir)
-		if len(pids) == 0 {
+		left := slices.DeleteFunc(slices.Clone(pids), func(pid int) bool { return !slices.Contains(procsUsing(dir), pid) })
+		if len(left) == 0 {
 			return true
 		}
 		if time.Now().After(deadline) {
 			return false
 		}
-		for _, pid := range pids {
+		for _, pid := range left {
 			if p, err := os.FindProcess(pid); err == nil {
 				p.Kill()
 			}
@@ -121,6 +165,16 @@ func killAndWait(dir string) bool {
 func removeLock(dir string) {
 	for _, name := range singletonFiles {
 		os.Remove(filepath.Join(dir, name))
+	}
+}
+
+// removeOwnLock removes the profile dir's lock if it names one of the
+// processes own of this host, which are gone: not a lock another
+// browser (a replica sharing the directory) took since.
+func removeOwnLock(dir string, own []int) {
+	self, _ := os.Hostname()
+	if host, pid, ok := lockHolder(dir); ok && host == self && slices.Contains(own, pid) {
+		removeLock(dir)
 	}
 }
 
@@ -163,7 +217,7 @@ func awaitProfile(dir string) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			if !killAndWait(dir) {
+			if !killAndWait(dir, pids) {
 				return fmt.Errorf("browser: the profile %s is still used by a browser that does not end", dir)
 			}
 			removeLock(dir)
