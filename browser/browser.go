@@ -42,8 +42,8 @@ type Options struct {
 	// and the open tabs are saved in it when the browser closes and
 	// restored when it starts again, which is how a session's browser
 	// survives the session waiting (see docs/browser.md). Browsers take
-	// a kept directory in turn: [Browser.Close] returns once Chromium's
-	// processes on it are gone (killed, waited for at most 5 s) and
+	// a kept directory in turn: [Browser.Close] returns once its
+	// Chromium's processes are gone (killed, waited for at most 5 s) and
 	// their lock removed; a browser of this process starting on it
 	// waits (at most 30 s) for another one's Close, and for a lock that
 	// another process or host holds on it (then kills this host's
