@@ -41,7 +41,13 @@ type Options struct {
 	// directory given here is created if needed and kept: the cookies
 	// and the open tabs are saved in it when the browser closes and
 	// restored when it starts again, which is how a session's browser
-	// survives the session waiting (see docs/browser.md).
+	// survives the session waiting (see docs/browser.md). Browsers take
+	// a kept directory in turn: [Browser.Close] returns once its
+	// Chromium's processes are gone (killed, waited for at most 5 s) and
+	// their lock removed; a browser of this process starting on it
+	// waits (at most 30 s) for another one's Close, and for a lock that
+	// another process or host holds on it (then kills this host's
+	// processes on it, or removes another host's lock).
 	ProfileDir string
 
 	// AllowPrivate lets pages reach addresses that are not on the public
@@ -184,6 +190,9 @@ type Browser struct {
 	started     bool
 	profile     string // the profile directory in use
 	tempProfile bool
+	// release gives the kept profile up to the next browser of this
+	// process (profilelock.go); nil when none is held.
+	release     func()
 	px          *proxy
 	allocCancel context.CancelFunc
 	bctx        context.Context // the chromedp browser context (its first tab)
@@ -226,6 +235,12 @@ func (b *Browser) launch(ctx context.Context) (err error) {
 		b.tempProfile = true
 	} else if err := os.MkdirAll(b.profile, 0o700); err != nil {
 		return fmt.Errorf("browser: creating the profile: %w", err)
+	} else if b.release, err = takeProfile(b.profile); err != nil {
+		return err
+	} else if err := awaitProfile(b.profile); err != nil {
+		b.release()
+		b.release = nil
+		return err
 	}
 	if b.px, err = startProxy(b.pol); err != nil {
 		return err
@@ -479,6 +494,10 @@ func (b *Browser) stop(save bool) error {
 		err = b.save(ctx)
 		cancel()
 	}
+	var own []int
+	if b.profile != "" && !b.tempProfile {
+		own = ownProcs(b.profile) // before the main process dies and its helpers lose their parent
+	}
 	if b.allocCancel != nil {
 		b.allocCancel()
 		b.allocCancel = nil
@@ -486,7 +505,19 @@ func (b *Browser) stop(save bool) error {
 	if b.bcancel != nil {
 		b.bcancel()
 	}
-	if b.profile != "" {
+	if b.profile != "" && !b.tempProfile {
+		// The next browser on the kept profile starts once these
+		// processes are gone and their lock with them. Only this
+		// browser's: another process's browser may have started on the
+		// profile since its main process died.
+		if killAndWait(b.profile, own) {
+			removeOwnLock(b.profile, own)
+		}
+		if b.release != nil {
+			b.release()
+			b.release = nil
+		}
+	} else if b.profile != "" {
 		killLeftovers(b.profile)
 	}
 	if b.px != nil {

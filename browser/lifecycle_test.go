@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hrns-dev/hrns/browser"
 )
@@ -65,6 +66,11 @@ func TestLifecycle(t *testing.T) {
 	if chromiumUsing(profile) {
 		t.Fatal("Chromium still runs after Close")
 	}
+	// Nor the lock of the killed Chromium: the next browser finds the
+	// profile free.
+	if _, err := os.Lstat(filepath.Join(profile, "SingletonLock")); !os.IsNotExist(err) {
+		t.Fatalf("the profile's lock is left after Close: %v", err)
+	}
 	if _, err := invoke(ts, "browser_snapshot", struct{}{}); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("a call after Close: %v", err)
 	}
@@ -91,4 +97,42 @@ func TestLifecycle(t *testing.T) {
 	if chromiumUsing(tmp) {
 		t.Fatal("Chromium still runs after Close")
 	}
+}
+
+// TestProfileTakenInTurn starts a browser on a kept profile while another
+// one still runs on it (a session's next run on hrns serve, resumed before
+// the last run's browser closed): it waits for the first to close, then
+// starts on the profile with what the first saved, instead of failing to
+// start ("chrome failed to start").
+func TestProfileTakenInTurn(t *testing.T) {
+	needChromium(t)
+	s := newSite(t)
+	profile := filepath.Join(t.TempDir(), "profile")
+	opts := &browser.Options{Allow: allowOnly(s.Server), ProfileDir: profile}
+	b1 := browser.New(opts)
+	defer b1.Close()
+	call(t, b1.Tools(), "browser_navigate", map[string]any{"url": s.URL + "/login"})
+
+	b2 := browser.New(opts)
+	defer b2.Close()
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := invoke(b2.Tools(), "browser_snapshot", struct{}{})
+		done <- result{out, err}
+	}()
+	// Closed a moment later (whether b2 waits already or not, it must
+	// not start before).
+	time.Sleep(200 * time.Millisecond)
+	if err := b1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("the second browser on the profile: %v", r.err)
+	}
+	mustContain(t, r.out, "/login") // the page the first one saved
 }

@@ -19,9 +19,10 @@ const (
 	// MaxAgentAttachments bounds the files of one session reported as
 	// the agent's.
 	MaxAgentAttachments = 100
-	// maxAttachmentsPerCall bounds the AttachmentEvents one tool call's
-	// commit carries; more wait for the next call.
-	maxAttachmentsPerCall = 10
+	// maxAttachmentsPerScan bounds the AttachmentEvents one commit
+	// carries (a tool call's, or the one that ends or parks the run);
+	// more wait for the next.
+	maxAttachmentsPerScan = 10
 	// maxFilesScanned bounds the entries of the files folder read after
 	// a call.
 	maxFilesScanned = 1000
@@ -98,7 +99,7 @@ func (m *Manager) agentFiles(id string, st *state, marks map[string]fileMark, co
 		if old, ok := st.Files[name]; ok && old == mk {
 			continue
 		}
-		if st.AgentFiles >= MaxAgentAttachments || len(events) >= maxAttachmentsPerCall || len(st.Files) >= maxFilesScanned {
+		if st.AgentFiles >= MaxAgentAttachments || len(events) >= maxAttachmentsPerScan || len(st.Files) >= maxFilesScanned {
 			break
 		}
 		if st.Files == nil {
@@ -136,4 +137,18 @@ func markOf(root *os.Root, name string) (fileMark, bool) {
 		return fileMark{}, false
 	}
 	return fileMark{Size: info.Size(), Mod: info.ModTime().UnixNano()}, true
+}
+
+// leftFiles scans the session's files folder as the run leaves it, for
+// the commit that ends the run with an answer or parks it (waiting for
+// tool results, an approval, a child session): a download that finished
+// after the agent's last tool call, or a file written since, is reported
+// there, as the agent's, within the bounds of a call's scan. The
+// returned func gives the commit's AttachmentEvents and records them in
+// st (see agentFiles); the scan is done before, out of the commit.
+func (g *segment) leftFiles() func(st *state) []store.Event {
+	marks, complete := g.m.scanFiles(g.m.filesFolder(g.sp, g.id))
+	return func(st *state) []store.Event {
+		return g.m.agentFiles(g.id, st, marks, complete)
+	}
 }

@@ -480,13 +480,22 @@ func (g *segment) commitWith(ctx context.Context, opts *store.UpdateOptions, fn 
 	return err
 }
 
-// requiresApproval reports whether a call will wait for a decision, as
-// far as the permission policy tells before the run decides it (hooks,
-// which run then, may still decide otherwise: the run's suspension is
-// what counts).
+// requiresApproval reports whether a call is committed with its step as
+// waiting for a decision (which Decide takes before the run suspends,
+// and a run cut before it decided keeps waiting for), as far as the
+// permission policy tells before the run decides it (hooks, which run
+// then, may still decide otherwise: the run's suspension is what
+// counts). A call of a tool that may send it to a person
+// (loop.ToolDef.AskPerson: a provider's safety check, typing into a
+// password field) is not: only the tool, asked when the call is about to
+// run, tells whether it goes to a person and why, and the person must be
+// shown why before deciding. It waits for the run to ask (a run cut
+// before that asks again) and is taken as waiting for a decision when
+// the run suspends with it, its reason recorded (callState.Person),
+// whatever AutoApprove and the rules say.
 func (g *segment) requiresApproval(call llm.ToolCall) bool {
 	def, ok := g.tools.Lookup(call.Name)
-	if !ok || g.m.opts.AutoApprove {
+	if !ok || g.m.opts.AutoApprove || def.AskPerson != nil {
 		return false
 	}
 	if g.perms == nil {
@@ -712,8 +721,9 @@ func (g *segment) noAnswer(ctx context.Context, res *loop.Result) error {
 // with messages that came meanwhile.
 func (g *segment) answered(ctx context.Context, msgs []llm.Message, answer, budget string) error {
 	rec := g.answer
+	left := g.leftFiles()
 	return g.commitTranscript(ctx, msgs, g.stepCommit(endAnswer, rec, msgs, nil, func(s *store.Session, st *state) []store.Event {
-		var events []store.Event
+		events := left(st) // the files the agent leaves, before its answer
 		if rec != nil {
 			b, _ := json.Marshal(answer)
 			if st.Spec.AnswerFormat != nil && json.Valid([]byte(answer)) {
@@ -744,11 +754,13 @@ func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
 	}
 	step := g.step
 	g.step = nil
+	left := g.leftFiles()
 	err := g.commitTranscript(ctx, susp.Messages, func(s *store.Session, st *state) []store.Event {
 		var events []store.Event
 		if step != nil {
 			events = step.fn(s, st)
 		}
+		events = append(events, left(st)...) // the files the agent leaves
 		old := st.Checkpoint.Calls
 		var cs []callState
 		for _, sc := range susp.Calls {

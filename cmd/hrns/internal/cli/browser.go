@@ -172,10 +172,26 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, bounds *profil
 	fetch := tools.Web(nil)
 	// Unpacking a profile holds its archive in memory: two at once.
 	seeding := make(chan struct{}, 2)
-	return func(p *session.EnvironmentParams) (*loop.Toolset, func(bool), error) {
+	turns := &profileTurns{busy: map[string]chan struct{}{}}
+	return func(p *session.EnvironmentParams) (_ *loop.Toolset, _ func(bool), err error) {
 		env, err := browser.ParseEnvironment(p.Config)
 		if err != nil {
 			return nil, nil, err
+		}
+		release := func() {}
+		if p.Session != "" {
+			// The session's last run may still be closing its browser
+			// (its close runs after the commit that let this run
+			// start): this run's browser starts once it is done.
+			var waited bool
+			if release, waited = turns.take(p.Session, turnWait); waited {
+				log.Warn("a session's last browser did not close in time: its next run goes on", "session", p.Session, "waited", turnWait)
+			}
+			defer func() {
+				if err != nil {
+					release()
+				}
+			}()
 		}
 		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10, RefusalHint: browserHint("hrns serve"), LiveFrames: p.Session != "", PageMarkdown: pageMarkdown, Files: p.Files}
 		env.Apply(&o)
@@ -226,8 +242,64 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, bounds *profil
 			if ended {
 				os.RemoveAll(o.ProfileDir)
 			}
+			release()
 		}, nil
 	}
+}
+
+// turnWait bounds the wait of a session's run for its last run's browser
+// to close: Close (its state saved within 5 s, its processes killed and
+// waited for within 5 s) and persistProfile (a minute) take less.
+const turnWait = 2 * time.Minute
+
+// profileTurns make the runs of a session on this replica take its
+// browser in turn. A run parks in a commit that lets the session run
+// again at once (an approval or a tool result posted just after), and
+// closes its browser only afterwards; the next run's Chromium must not
+// start on the profile before the last one is gone (it would not start:
+// the profile is locked), nor read the profile before the last one has
+// saved its cookies and tabs (and written it back, with
+// persist_browser_profile).
+type profileTurns struct {
+	mu   sync.Mutex
+	busy map[string]chan struct{} // session ID: closed when its run's browser is closed
+}
+
+// take waits until no other run of session id holds its browser, within
+// wait, and holds it until release is called. waited is true when the
+// bound passed: the run goes on without its turn (launching Chromium
+// still waits for the last one's processes and lock, see
+// browser.Options.ProfileDir).
+func (t *profileTurns) take(id string, wait time.Duration) (release func(), waited bool) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	mine := make(chan struct{})
+	for {
+		t.mu.Lock()
+		held := t.busy[id]
+		if held == nil || waited {
+			t.busy[id] = mine
+			t.mu.Unlock()
+			break
+		}
+		t.mu.Unlock()
+		select {
+		case <-held:
+		case <-timer.C:
+			waited = true
+		}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			if t.busy[id] == mine {
+				delete(t.busy, id)
+			}
+			t.mu.Unlock()
+			close(mine)
+		})
+	}, waited
 }
 
 // seedProfile unpacks the browser profile into dir, the session's profile
