@@ -40,21 +40,21 @@ func (m *Manager) update(ctx context.Context, id string, opts *store.UpdateOptio
 // decision is made again on the session read from the store. cur is not
 // modified.
 //
-// h, when not nil, records what the commit did to the lease (see hold):
+// h, when not nil, records what the commit did to the lease (see leaseChange):
 // with opts.Lease (a worker's commit), a commit after which the session
 // needs no worker gives the lease up in its own transaction; with
 // opts.Claim (a caller's input), the commit may claim the session.
-func (m *Manager) updateFrom(ctx context.Context, id string, cur *store.Session, opts *store.UpdateOptions, h *hold, fn func(s *store.Session, st *state) ([]store.Event, error)) (*store.Session, *state, error) {
-	return m.commit(ctx, id, &change{cur: cur, opts: opts, hold: h}, fn)
+func (m *Manager) updateFrom(ctx context.Context, id string, cur *store.Session, opts *store.UpdateOptions, h *leaseChange, fn func(s *store.Session, st *state) ([]store.Event, error)) (*store.Session, *state, error) {
+	return m.commit(ctx, id, &change{cur: cur, opts: opts, lease: h}, fn)
 }
 
 // A change says how commit writes: from which copy of the session, with
 // which store options, recording what to the lease.
 type change struct {
 	// cur, opts and hold are updateFrom's.
-	cur  *store.Session
-	opts *store.UpdateOptions
-	hold *hold
+	cur   *store.Session
+	opts  *store.UpdateOptions
+	lease *leaseChange
 	// corrupt lets the change apply to a session whose stored state does
 	// not decode (a failure of the runtime ends such a session): fn gets
 	// an empty state, whose changes but the phase and the fields of the
@@ -112,7 +112,7 @@ func (m *Manager) commit(ctx context.Context, id string, c *change, fn func(s *s
 			}
 		}
 		o := c.opts
-		if c.hold != nil && o != nil && o.Lease != "" && !o.Release && needsNoWorker(s, time.Now()) {
+		if c.lease != nil && o != nil && o.Lease != "" && !o.Release && needsNoWorker(s, time.Now()) {
 			released := *o
 			released.Release = true
 			o = &released
@@ -129,10 +129,10 @@ func (m *Manager) commit(ctx context.Context, id string, c *change, fn func(s *s
 		o.Committed = func(s *store.Session, events []store.Event) {
 			// Before the session's long-polls are woken: they answer
 			// from it.
-			m.recent.put(s, events, m.metrics(st))
+			m.lastCommits.put(s, events, m.metrics(st))
 		}
 		err = func() error {
-			defer m.flights.begin(id)() // even if the store panics
+			defer m.commitsInFlight.begin(id)() // even if the store panics
 			return m.write(ctx, s, events, o)
 		}()
 		if errors.Is(err, store.ErrConflict) {
@@ -141,9 +141,9 @@ func (m *Manager) commit(ctx context.Context, id string, c *change, fn func(s *s
 		if err != nil {
 			return nil, nil, &storeError{err}
 		}
-		if c.hold != nil {
-			c.hold.released = o.Release
-			c.hold.claimed = o.Claim != nil && s.LeaseOwner == o.Claim.Owner
+		if c.lease != nil {
+			c.lease.released = o.Release
+			c.lease.claimed = o.Claim != nil && s.LeaseOwner == o.Claim.Owner
 		}
 		m.committed.put(s)
 		m.followUp(ctx, s, wasActive, wasTerminal, keep || len(st.Spec.Subagents) > 0)

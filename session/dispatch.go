@@ -96,7 +96,7 @@ func (m *Manager) dispatch(ctx context.Context) {
 func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 	m.mu.Lock()
 	free := m.opts.Workers - m.workers() - m.reserved
-	m.wantSlot = free <= 0
+	m.dispatcherWaitsForWorker = free <= 0
 	m.mu.Unlock()
 	var wake <-chan time.Time
 	if free > 0 {
@@ -118,9 +118,9 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 		for _, s := range claimed {
 			m.startWorker(ctx, s)
 		}
-		// A suspect running here keeps the others waiting (see claim):
+		// A crash suspect running here keeps the others waiting (see claim):
 		// its end is worth claiming again.
-		m.wantSlot = m.suspect != ""
+		m.dispatcherWaitsForWorker = m.crashSuspect != ""
 		m.mu.Unlock()
 		if len(claimed) == free {
 			return // there may be more
@@ -155,8 +155,8 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 func (m *Manager) startWorker(ctx context.Context, s *store.Session) {
 	wctx, cancel := context.WithCancelCause(ctx)
 	m.running[s.ID]++
-	if s.Attempts > suspectAfter {
-		m.suspect = s.ID
+	if s.Attempts > crashSuspectAfter {
+		m.crashSuspect = s.ID
 	}
 	m.wg.Go(func() { m.work(wctx, cancel, s) })
 }
@@ -177,13 +177,13 @@ func (m *Manager) reserveClaim() *store.UpdateOptions {
 		return nil
 	}
 	m.reserved++
-	return &store.UpdateOptions{Claim: &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, BelowAttempts: suspectAfter}}
+	return &store.UpdateOptions{Claim: &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, BelowAttempts: crashSuspectAfter}}
 }
 
 // runClaimed ends a reservation of reserveClaim: it runs s, as committed
 // with opts, when h says the commit claimed it, and frees the reserved
 // worker otherwise.
-func (m *Manager) runClaimed(opts *store.UpdateOptions, s *store.Session, h *hold) {
+func (m *Manager) runClaimed(opts *store.UpdateOptions, s *store.Session, h *leaseChange) {
 	if opts == nil {
 		return
 	}
@@ -204,29 +204,29 @@ func (m *Manager) runClaimed(opts *store.UpdateOptions, s *store.Session, h *hol
 
 // slotFreed tells the dispatcher that a worker is free again, if it waits
 // for one (m.mu held): when it last looked, every worker was busy or a
-// suspect ran. Otherwise it has claimed all there was, and only new work
+// crash suspect ran. Otherwise it has claimed all there was, and only new work
 // (announced on store.WorkTopic) or a wake-up time gives it more to do.
 func (m *Manager) slotFreed() {
-	if !m.wantSlot {
+	if !m.dispatcherWaitsForWorker {
 		return
 	}
-	m.wantSlot = false
+	m.dispatcherWaitsForWorker = false
 	select {
 	case m.freed <- struct{}{}:
 	default:
 	}
 }
 
-// suspectAfter is the number of claims without progress after which a
-// session is a suspect: it was running when its worker died or failed,
-// twice in a row. A replica runs one suspect at a time, so that a session
+// crashSuspectAfter is the number of claims without progress after which a
+// session is a crash suspect: it was running when its worker died or failed,
+// twice in a row. A replica runs one crash suspect at a time, so that a session
 // that takes the process down (each time, the attempts of the sessions
 // running with it count too) brings down few others: they progress, run
 // alone or with sessions that are not suspects, and are suspects no more.
-const suspectAfter = 2
+const crashSuspectAfter = 2
 
-// claim claims up to free sessions: those claimed fewer than suspectAfter
-// times without progress, and one more, the oldest, when no suspect runs
+// claim claims up to free sessions: those claimed fewer than crashSuspectAfter
+// times without progress, and one more, the oldest, when no crash suspect runs
 // here.
 //
 // The claim is not cut by Stop (ctx): a claim cancelled after its
@@ -236,13 +236,13 @@ const suspectAfter = 2
 func (m *Manager) claim(ctx context.Context, free int) ([]*store.Session, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.opts.LeaseTTL/2)
 	defer cancel()
-	p := &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, Limit: free, BelowAttempts: suspectAfter}
+	p := &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, Limit: free, BelowAttempts: crashSuspectAfter}
 	claimed, err := m.st.Claim(ctx, p)
 	if err != nil || len(claimed) == free {
 		return claimed, err
 	}
 	m.mu.Lock()
-	busy := m.suspect != ""
+	busy := m.crashSuspect != ""
 	m.mu.Unlock()
 	if busy {
 		return claimed, nil

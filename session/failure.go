@@ -22,7 +22,7 @@ import (
 // progress (store.Session.Attempts), and drive fails a session claimed
 // more than Options.MaxAttempts times in a row instead of running it. The
 // dispatcher runs one session claimed often without progress at a time
-// (see suspectAfter), so that the sessions running with a poison one are
+// (see crashSuspectAfter), so that the sessions running with a poison one are
 // not failed with it.
 
 // A panicError is a panic recovered at the session boundary.
@@ -56,14 +56,14 @@ func (e *storeError) Unwrap() error { return e.err }
 type leaseEnd int
 
 const (
-	// releaseLease: the worker stopped cleanly; it releases the lease.
-	releaseLease leaseEnd = iota
-	// leaseReleased: the worker's last commit gave the lease up.
-	leaseReleased
-	// leaseKept: after an error of the store (or a panic of the worker
+	// leaseToRelease: the worker stopped cleanly; it releases the lease.
+	leaseToRelease leaseEnd = iota
+	// leaseReleasedByCommit: the worker's last commit gave the lease up.
+	leaseReleasedByCommit
+	// leaseLeftToExpire: after an error of the store (or a panic of the worker
 	// itself) the lease is left to expire, and the session runs again
 	// then.
-	leaseKept
+	leaseLeftToExpire
 )
 
 // drive runs a claimed session until it waits or ends, and fails it when
@@ -81,9 +81,9 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 			times = fmt.Sprintf("%d times in a row (the server crashed or hit an internal error each time)", n)
 		}
 		if m.failInternal(ctx, s.ID, runOf(s), "internal error: running the session failed "+times+"; it is not retried") {
-			return leaseReleased
+			return leaseReleasedByCommit
 		}
-		return releaseLease
+		return leaseToRelease
 	}
 	// The watch subscribes before the run starts: a caller's change
 	// (cancel, a message) committed while the run's first step works
@@ -100,7 +100,7 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		}
 	})
 	var err error
-	h := &hold{}
+	h := &leaseChange{}
 	if p := protect(func() {
 		if m.beforeRun != nil {
 			m.beforeRun(s.ID)
@@ -126,7 +126,7 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		// A shutdown, or someone else ended the session or holds it now.
 	case errors.As(err, new(*storeError)):
 		m.log.Error("running a session: the store failed; the session is retried when its lease expires", "session", s.ID, "err", err, "attempt", s.Attempts)
-		return leaseKept
+		return leaseLeftToExpire
 	default:
 		m.log.Error("running a session failed", "session", s.ID, "err", err)
 		failed = m.failInternal(ctx, s.ID, runOf(s), "internal error: "+err.Error())
@@ -135,9 +135,9 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		// Released in a commit: releasing it again could release the
 		// claim a caller's input made for this process since (the same
 		// lease owner), and leave the session to a second worker.
-		return leaseReleased
+		return leaseReleasedByCommit
 	}
-	return releaseLease
+	return leaseToRelease
 }
 
 // failInternal ends the session failed with error_code internal and an

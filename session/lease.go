@@ -58,7 +58,7 @@ func (m *Manager) watch(ctx context.Context, cancel context.CancelCauseFunc, id 
 // leased is the update option of a worker's writes.
 func (m *Manager) leased() *store.UpdateOptions { return &store.UpdateOptions{Lease: m.owner} }
 
-// A hold records what commits did to a session's lease (see updateFrom).
+// A leaseChange records what commits did to a session's lease (see updateFrom).
 //
 // A worker's last commit gives its lease up in its own transaction when it
 // leaves the session needing no worker (waiting for the caller, idle,
@@ -69,7 +69,7 @@ func (m *Manager) leased() *store.UpdateOptions { return &store.UpdateOptions{Le
 //
 // A caller's input may claim the session in its commit (see
 // reserveClaim); claimed records that it did.
-type hold struct {
+type leaseChange struct {
 	released bool
 	claimed  bool
 }

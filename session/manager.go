@@ -217,18 +217,18 @@ type Manager struct {
 
 	admit sync.Mutex // serialises admission (counting and creating) with MaxActiveSessions
 
-	mu       sync.Mutex
-	inflight map[string]bool // owner + idempotency key being created
-	cancel   context.CancelCauseFunc
-	done     chan struct{}
-	running  map[string]int // workers running each session here (two, briefly, after a release)
-	reserved int            // workers reserved for claims by callers' input (reserveClaim)
-	workCtx  context.Context
-	wg       sync.WaitGroup // the workers and the heartbeat
-	stopping bool           // set once the dispatcher waits for wg: no worker starts
-	suspect  string         // the session claimed often without progress running here, if any
-	freed    chan struct{}
-	wantSlot bool // the dispatcher waits for a worker to free up (see slotFreed)
+	mu                       sync.Mutex
+	creating                 map[string]bool // owner + idempotency key being created
+	cancel                   context.CancelCauseFunc
+	done                     chan struct{}
+	running                  map[string]int // workers running each session here (two, briefly, after a release)
+	reserved                 int            // workers reserved for claims by callers' input (reserveClaim)
+	workCtx                  context.Context
+	wg                       sync.WaitGroup // the workers and the heartbeat
+	stopping                 bool           // set once the dispatcher waits for wg: no worker starts
+	crashSuspect             string         // the session claimed often without progress running here, if any
+	freed                    chan struct{}
+	dispatcherWaitsForWorker bool // the dispatcher waits for a worker to free up (see slotFreed)
 	// mcpFailed holds, per session id, the MCP servers its run's mount
 	// left out, until the run reports them (mcpservers.go).
 	mcpFailed sync.Map
@@ -236,12 +236,12 @@ type Manager struct {
 	transcripts *transcriptCache
 	// committed keeps the sessions as this process last committed them.
 	committed *sessionCache
-	// recent keeps the last commits of sessions with their events, for
+	// lastCommits keeps the last commits of sessions with their events, for
 	// the long-polls they wake (see Changes).
-	recent *recentCommits
-	// flights counts the commits in flight by session, for the
+	lastCommits *recentCommits
+	// commitsInFlight counts the commits in flight by session, for the
 	// long-polls their notifications wake before they are recorded.
-	flights flights
+	commitsInFlight inflightCommits
 	// flightWaited, set by tests only, is called when a woken long-poll
 	// waits for a commit in flight.
 	flightWaited func(id string)
@@ -254,7 +254,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	if st == nil || model == nil {
 		panic("session.New: nil store or model")
 	}
-	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), recent: newRecentCommits(recentCommitsBytes), inflight: map[string]bool{}, running: map[string]int{}, freed: make(chan struct{}, 1)}
+	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), lastCommits: newRecentCommits(recentCommitsBytes), creating: map[string]bool{}, running: map[string]int{}, freed: make(chan struct{}, 1)}
 	if opts != nil {
 		m.opts = *opts
 	}
@@ -334,15 +334,15 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 	if p.IdempotencyKey != "" {
 		k := p.Owner + "\x00" + p.IdempotencyKey
 		m.mu.Lock()
-		busy := m.inflight[k]
-		m.inflight[k] = true
+		busy := m.creating[k]
+		m.creating[k] = true
 		m.mu.Unlock()
 		if busy {
 			return nil, false, ErrInFlight
 		}
 		defer func() {
 			m.mu.Lock()
-			delete(m.inflight, k)
+			delete(m.creating, k)
 			m.mu.Unlock()
 		}()
 	}
@@ -459,7 +459,7 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 	}
 	// A session that can start now is created claimed by this process,
 	// which runs it at once (see reserveClaim).
-	h := &hold{}
+	h := &leaseChange{}
 	claim := m.reserveClaim()
 	if claim != nil && s.Runnable {
 		s.LeaseOwner, s.LeaseUntil = claim.Claim.Owner, claim.Claim.Now.Add(claim.Claim.TTL)
@@ -627,12 +627,12 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 	}
 	var count int64
 	for woken := false; ; woken = true {
-		if c, count, ok := m.recent.changes(owner, id, p); ok {
+		if c, count, ok := m.lastCommits.changes(owner, id, p); ok {
 			return m.withinBudget(c), count, nil
 		}
 		if done := m.flightOf(woken, id); done != nil {
 			// Woken by a commit of this process not yet recorded: wait
-			// for it to be (see flights), rather than read it back.
+			// for it to be (see commitsInFlight), rather than read it back.
 			select {
 			case <-done:
 			case <-timeout:
@@ -640,7 +640,7 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 			case <-ctx.Done():
 				return nil, count, ctx.Err()
 			}
-			if c, count, ok := m.recent.changes(owner, id, p); ok {
+			if c, count, ok := m.lastCommits.changes(owner, id, p); ok {
 				return m.withinBudget(c), count, nil
 			}
 		}
@@ -687,7 +687,7 @@ func (m *Manager) flightOf(woken bool, id string) <-chan struct{} {
 	if !woken {
 		return nil
 	}
-	done := m.flights.wait(id)
+	done := m.commitsInFlight.wait(id)
 	if done != nil && m.flightWaited != nil {
 		m.flightWaited(id)
 	}
@@ -954,7 +954,7 @@ func view(s *store.Session) (*View, error) {
 // It returns the events the input appended.
 func (m *Manager) input(ctx context.Context, id string, fn func(s *store.Session, st *state) ([]store.Event, error)) (EventRange, error) {
 	opts := m.reserveClaim()
-	h := &hold{}
+	h := &leaseChange{}
 	var s *store.Session
 	defer func() { m.runClaimed(opts, s, h) }() // even after a panic: the reservation ends
 	var n int                                   // the events of the last call of fn: those committed

@@ -64,34 +64,34 @@ func (r *recentCommits) changes(owner, id string, p *ChangesParams) (c *Changes,
 	return c, rec.s.EventCount, true
 }
 
-// flights counts, by session, the commits this process has in flight
+// inflightCommits counts, by session, the commits this process has in flight
 // (between the call of store.UpdateSession and its return). A store may
 // announce a commit before it returns, and before the commit's record is
 // kept here: PostgreSQL's notification comes back over the listening
 // connection while the committing statement's answer is still on its
 // way. A long-poll woken then waits for the commit in flight instead of
 // reading the session back (see Manager.Changes).
-type flights struct {
+type inflightCommits struct {
 	mu sync.Mutex
-	m  map[string]*flight
+	m  map[string]*inflightCommit
 }
 
-type flight struct {
+type inflightCommit struct {
 	n    int
 	done chan struct{} // closed when n falls to 0
 }
 
 // begin records a commit of id in flight; call the function it returns
 // when the commit has returned.
-func (f *flights) begin(id string) (end func()) {
+func (f *inflightCommits) begin(id string) (end func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.m == nil {
-		f.m = map[string]*flight{}
+		f.m = map[string]*inflightCommit{}
 	}
 	fl := f.m[id]
 	if fl == nil {
-		fl = &flight{done: make(chan struct{})}
+		fl = &inflightCommit{done: make(chan struct{})}
 		f.m[id] = fl
 	}
 	fl.n++
@@ -107,7 +107,7 @@ func (f *flights) begin(id string) (end func()) {
 
 // wait returns a channel closed once the commits of id now in flight have
 // returned, or nil when there are none.
-func (f *flights) wait(id string) <-chan struct{} {
+func (f *inflightCommits) wait(id string) <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fl := f.m[id]; fl != nil {

@@ -94,9 +94,9 @@ type segment struct {
 	// its next commit starts from instead of reading it again (nil: read
 	// it); the store's version check tells when it is out of date.
 	cur *store.Session
-	// hold is the worker's lease, which the segment's last commit may
-	// give up (see hold).
-	hold *hold
+	// lease is the worker's lease, which the segment's last commit may
+	// give up (see lease).
+	lease *leaseChange
 }
 
 type pendingStep struct {
@@ -126,14 +126,14 @@ func (r *stepRecord) apply(g *segment, st *state) []store.Event {
 }
 
 // runSegment runs the loop from the session's checkpoint.
-func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h *hold) (retErr error) {
+func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h *leaseChange) (retErr error) {
 	sp := st.Spec.spec
 	if !st.Deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadlineCause(ctx, st.Deadline.Add(m.opts.TimeoutGrace), errHardDeadline)
 		defer cancel()
 	}
-	g := &segment{m: m, id: s.ID, owner: s.Owner, sp: sp, hold: h, run: st.Run, final: st.Final != finalNone,
+	g := &segment{m: m, id: s.ID, owner: s.Owner, sp: sp, lease: h, run: st.Run, final: st.Final != finalNone,
 		counted: st.Checkpoint.Counted, countedLen: int(st.Checkpoint.CountedLength)}
 	g.keep(s)
 	defer func() {
@@ -464,7 +464,7 @@ func (g *segment) commitWith(ctx context.Context, opts *store.UpdateOptions, fn 
 		o.Tokens = g.tokens
 		opts = &o
 	}
-	cur, _, err := g.m.updateFrom(ctx, g.id, g.cur, opts, g.hold, func(s *store.Session, st *state) ([]store.Event, error) {
+	cur, _, err := g.m.updateFrom(ctx, g.id, g.cur, opts, g.lease, func(s *store.Session, st *state) ([]store.Event, error) {
 		if st.Phase == phaseDone || st.Run != g.run {
 			return nil, errStopped // the run was ended: fenced off
 		}

@@ -31,19 +31,19 @@ var (
 // meanwhile (see drive), then releases it.
 func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session) {
 	id := s.ID
-	end := leaseKept
+	end := leaseLeftToExpire
 	defer func() {
 		m.mu.Lock()
 		if m.running[id]--; m.running[id] <= 0 {
 			delete(m.running, id)
-			if m.suspect == id {
-				m.suspect = ""
+			if m.crashSuspect == id {
+				m.crashSuspect = ""
 			}
 		}
-		if end == leaseKept {
+		if end == leaseLeftToExpire {
 			// The session needs a worker again once the lease expires:
 			// the dispatcher learns when, whatever it waits for.
-			m.wantSlot = true
+			m.dispatcherWaitsForWorker = true
 		}
 		m.slotFreed()
 		m.mu.Unlock()
@@ -52,10 +52,10 @@ func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *s
 		// drive recovers the run's panics; this one is its own. The
 		// lease expires, and the attempts bound the retries.
 		m.log.Error("session worker panicked", "session", id, "panic", fmt.Sprint(p.value), "stack", string(p.stack))
-		end = leaseKept
+		end = leaseLeftToExpire
 	}
 	cancel(nil)
-	if end != releaseLease {
+	if end != leaseToRelease {
 		return
 	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -70,7 +70,7 @@ func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *s
 // for (see machine.go), or runs the agent. The first pass starts from
 // claimed, the session as its claim returned it, instead of reading it.
 // It returns once h is released.
-func (m *Manager) runSession(ctx context.Context, claimed *store.Session, h *hold) error {
+func (m *Manager) runSession(ctx context.Context, claimed *store.Session, h *leaseChange) error {
 	id := claimed.ID
 	for ctx.Err() == nil && !h.released {
 		var s *store.Session
@@ -160,7 +160,7 @@ func (m *Manager) runSession(ctx context.Context, claimed *store.Session, h *hol
 // step commits, under the lease, the transition fn applies to the session
 // unless it is done; fn reports false when the transition no longer
 // applies to the session as read again (nothing is written then).
-func (m *Manager) step(ctx context.Context, id string, h *hold, fn func(s *store.Session, st *state) ([]store.Event, bool)) error {
+func (m *Manager) step(ctx context.Context, id string, h *leaseChange, fn func(s *store.Session, st *state) ([]store.Event, bool)) error {
 	_, _, err := m.updateFrom(ctx, id, nil, m.leased(), h, func(s *store.Session, st *state) ([]store.Event, error) {
 		if st.Phase == phaseDone {
 			return nil, errNoChange
