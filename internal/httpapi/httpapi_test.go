@@ -663,3 +663,28 @@ func TestDefaultHTTPUsesTheProxyOfTheEnvironment(t *testing.T) {
 		t.Errorf("the proxy got %q, want %q", got, want)
 	}
 }
+
+// TestDefaultHTTPKeepsHTTP2 checks that the clone of the default transport
+// still speaks HTTP/2 over TLS where the server does, with the TLS
+// settings of the transport it was cloned from.
+func TestDefaultHTTPKeepsHTTP2(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Proto)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	useDefaultTransport(t, tr)
+	defer DefaultHTTP().CloseIdleConnections()
+	c := &Client{Provider: "p", StatusError: func(*http.Response) error { return errors.New("status") }}
+	resp, err := c.Send(t.Context(), http.MethodPost, srv.URL, bytes.Repeat([]byte("x"), 20<<10), "text/plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); string(b) != "HTTP/2.0" || resp.ProtoMajor != 2 {
+		t.Errorf("the server saw %q, the client %s; want HTTP/2.0", b, resp.Proto)
+	}
+}
