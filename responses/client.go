@@ -38,9 +38,14 @@ type Client struct {
 	APIKey string
 	// Model is the model used when [llm.Request.Model] is empty.
 	Model string
-	// HTTPClient sends the requests. Nil means [http.DefaultClient]. A
-	// client with a Timeout also bounds how long a stream may run, so
-	// prefer per-request contexts for deadlines.
+	// HTTPClient sends the requests, as given. Nil means a client like
+	// [http.DefaultClient] whose transport is a clone of
+	// [http.DefaultTransport] (proxies from the environment, TLS, timeouts
+	// kept) with buffers of 64 KiB per connection, so that a request of up
+	// to 64 KiB goes out in one write; it is http.DefaultClient itself if
+	// the program has replaced http.DefaultTransport or set a field of
+	// http.DefaultClient. A client with a Timeout also bounds how long a
+	// stream may run, so prefer per-request contexts for deadlines.
 	HTTPClient *http.Client
 	// Headers are added to every request. They replace any header of the
 	// same name this package sets, including Authorization.

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -43,7 +44,7 @@ type Client struct {
 	// Provider begins the text of the errors the Client makes, as in
 	// "openai: ...".
 	Provider string
-	// HTTP sends the requests. Nil means [http.DefaultClient].
+	// HTTP sends the requests, as given. Nil means [DefaultHTTP].
 	HTTP *http.Client
 	// UserAgent is sent as the User-Agent header.
 	UserAgent string
@@ -115,7 +116,7 @@ func (c *Client) send(ctx context.Context, method, url string, pieces [][]byte, 
 	c.setHeaders(req.Header, pieces != nil, accept)
 	hc := c.HTTP
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = DefaultHTTP()
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -193,6 +194,54 @@ func piecesReader(pieces [][]byte) io.Reader {
 	b := make(net.Buffers, len(pieces))
 	copy(b, pieces)
 	return &b
+}
+
+// BufferSize is the size of the write and the read buffer of each
+// connection of [DefaultHTTP]. net/http's are 4 KiB: a request of more than
+// that, headers and body, goes out in two writes or more, the second after
+// a copy buffer of up to 32 KiB is allocated. A turn of a conversation
+// whose tool results make a few KiB paid a system call and that buffer
+// more than it needs to. Up to 64 KiB, a request goes out in one write.
+const BufferSize = 64 << 10
+
+// stdTransport is [http.DefaultTransport] as net/http made it: while a
+// program leaves it and [http.DefaultClient] as they are, DefaultHTTP
+// uses a clone of it; once it replaces them, it gets them.
+var stdTransport = http.DefaultTransport
+
+// bufferedHTTP is the client of DefaultHTTP, built at first use. It is a
+// variable for the tests.
+var bufferedHTTP = sync.OnceValue(func() *http.Client { return withBuffers(stdTransport) })
+
+// withBuffers returns a client whose transport is a clone of rt with
+// buffers of BufferSize, or nil if rt is not an [*http.Transport].
+func withBuffers(rt http.RoundTripper) *http.Client {
+	t, ok := rt.(*http.Transport)
+	if !ok {
+		return nil
+	}
+	t = t.Clone()
+	t.WriteBufferSize = BufferSize
+	t.ReadBufferSize = BufferSize
+	return &http.Client{Transport: t}
+}
+
+// DefaultHTTP returns the client of a provider given none: one like
+// [http.DefaultClient], whose transport is a clone of
+// [http.DefaultTransport] (proxies from the environment, TLS settings,
+// HTTP/2, timeouts and the bounds on idle connections the same), made at
+// first use, with buffers of [BufferSize] on each connection. Its
+// connections are its own, not shared with http.DefaultClient. A program
+// that has replaced http.DefaultTransport, or set any field of
+// http.DefaultClient, gets http.DefaultClient, as before.
+func DefaultHTTP() *http.Client {
+	dc := http.DefaultClient
+	if dc.Transport == nil && dc.CheckRedirect == nil && dc.Jar == nil && dc.Timeout == 0 && http.DefaultTransport == stdTransport {
+		if hc := bufferedHTTP(); hc != nil {
+			return hc
+		}
+	}
+	return dc
 }
 
 // ctxBody is a response body that ctx closes when it ends.

@@ -9,8 +9,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -510,5 +513,178 @@ func TestSmallBodyInOneWrite(t *testing.T) {
 				t.Errorf("%d writes to the connection, want 1 to %d", n, tt.maxWrites)
 			}
 		})
+	}
+}
+
+// useDefaultTransport makes rt net/http's default transport, and the one
+// DefaultHTTP clones, for the test.
+func useDefaultTransport(t *testing.T, rt http.RoundTripper) {
+	oldDefault, oldStd, oldBuffered := http.DefaultTransport, stdTransport, bufferedHTTP
+	http.DefaultTransport, stdTransport = rt, rt
+	bufferedHTTP = sync.OnceValue(func() *http.Client { return withBuffers(stdTransport) })
+	t.Cleanup(func() { http.DefaultTransport, stdTransport, bufferedHTTP = oldDefault, oldStd, oldBuffered })
+}
+
+// TestDefaultHTTPWritesARequestOnce checks that a provider given no client
+// sends a request of tens of KiB (a turn after a few tool results of some
+// KiB) in one write to the connection, headers and body together. With
+// net/http's buffers of 4 KiB it took three: the headers and the start of
+// the body, then the rest through a copy buffer allocated for it.
+func TestDefaultHTTPWritesARequestOnce(t *testing.T) {
+	var got []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ = io.ReadAll(r.Body)
+	}))
+	defer srv.Close()
+	var writes atomic.Int32
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		return writeCounter{conn, &writes}, err
+	}
+	useDefaultTransport(t, tr)
+	hc := DefaultHTTP()
+	defer hc.CloseIdleConnections()
+	if hc == http.DefaultClient {
+		t.Fatal("DefaultHTTP is http.DefaultClient")
+	}
+	pieces := [][]byte{[]byte(`{"messages":[`), bytes.Repeat([]byte("x"), 40<<10), []byte(`]}`)}
+	c := &Client{Provider: "p", StatusError: func(*http.Response) error { return errors.New("status") }}
+	resp, err := c.StreamPieces(t.Context(), srv.URL, pieces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if want := bytes.Join(pieces, nil); !bytes.Equal(got, want) {
+		t.Errorf("server got %d bytes, want %d", len(got), len(want))
+	}
+	if n := writes.Load(); n != 1 {
+		t.Errorf("%d writes to the connection, want 1", n)
+	}
+}
+
+// TestDefaultHTTPKeepsWhatTheProgramSet checks that a program that replaced
+// http.DefaultTransport, or set a field of http.DefaultClient, gets
+// http.DefaultClient as before, and that the clone keeps the settings of
+// the default transport.
+func TestDefaultHTTPKeepsWhatTheProgramSet(t *testing.T) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 7
+	useDefaultTransport(t, tr)
+	hc := DefaultHTTP()
+	ht, ok := hc.Transport.(*http.Transport)
+	if !ok || ht == tr {
+		t.Fatalf("DefaultHTTP's transport is %T %p, want a clone of %p", hc.Transport, hc.Transport, tr)
+	}
+	if ht.WriteBufferSize != BufferSize || ht.ReadBufferSize != BufferSize || ht.MaxIdleConnsPerHost != 7 || ht.Proxy == nil ||
+		ht.TLSHandshakeTimeout != tr.TLSHandshakeTimeout || ht.IdleConnTimeout != tr.IdleConnTimeout || !ht.ForceAttemptHTTP2 {
+		t.Errorf("the clone lost a setting: %+v", ht)
+	}
+	if hc.Timeout != 0 || hc.Jar != nil || hc.CheckRedirect != nil {
+		t.Errorf("DefaultHTTP is not a plain client: %+v", hc)
+	}
+
+	var replaced atomic.Int32
+	http.DefaultTransport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		replaced.Add(1)
+		return &http.Response{StatusCode: http.StatusOK, Body: newBody("ok"), Request: r}, nil
+	})
+	if DefaultHTTP() != http.DefaultClient {
+		t.Error("with http.DefaultTransport replaced, DefaultHTTP is not http.DefaultClient")
+	}
+	c := &Client{Provider: "p"}
+	resp, err := c.Send(t.Context(), http.MethodGet, "http://example.test/", nil, "text/plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if replaced.Load() != 1 {
+		t.Errorf("the replaced http.DefaultTransport got %d requests, want 1", replaced.Load())
+	}
+
+	http.DefaultTransport = tr
+	old := *http.DefaultClient
+	http.DefaultClient.Timeout = time.Hour
+	defer func() { http.DefaultClient.Timeout = old.Timeout }()
+	if DefaultHTTP() != http.DefaultClient {
+		t.Error("with http.DefaultClient.Timeout set, DefaultHTTP is not http.DefaultClient")
+	}
+}
+
+// TestSendUsesTheCallersClient checks that a client given is used as it is.
+func TestSendUsesTheCallersClient(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		calls.Add(1)
+		return &http.Response{StatusCode: http.StatusOK, Body: newBody("ok"), Request: r}, nil
+	})}
+	c := &Client{Provider: "p", HTTP: hc}
+	resp, err := c.Send(t.Context(), http.MethodPost, "http://example.test/", []byte("{}"), "text/plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if calls.Load() != 1 {
+		t.Errorf("the caller's transport got %d requests, want 1", calls.Load())
+	}
+}
+
+// TestDefaultHTTPUsesTheProxyOfTheEnvironment sends a request through a
+// proxy on loopback named by HTTP_PROXY, in a process of its own (net/http
+// reads the environment once per process).
+func TestDefaultHTTPUsesTheProxyOfTheEnvironment(t *testing.T) {
+	if os.Getenv("HRNS_TEST_PROXY_CHILD") == "1" {
+		c := &Client{Provider: "p", StatusError: func(*http.Response) error { return errors.New("status") }}
+		resp, err := c.Send(t.Context(), http.MethodPost, "http://api.example.test/v1/chat", []byte(`{"a":1}`), "application/json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if string(b) != "from the proxy" {
+			t.Fatalf("body %q, want the proxy's", b)
+		}
+		return
+	}
+	var seen atomic.Value
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		seen.Store(r.Method + " " + r.RequestURI + " " + string(b))
+		io.WriteString(w, "from the proxy")
+	}))
+	defer proxy.Close()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestDefaultHTTPUsesTheProxyOfTheEnvironment$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "HRNS_TEST_PROXY_CHILD=1", "HTTP_PROXY="+proxy.URL, "http_proxy="+proxy.URL, "NO_PROXY=", "no_proxy=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if got, want := seen.Load(), `POST http://api.example.test/v1/chat {"a":1}`; got != want {
+		t.Errorf("the proxy got %q, want %q", got, want)
+	}
+}
+
+// TestDefaultHTTPKeepsHTTP2 checks that the clone of the default transport
+// still speaks HTTP/2 over TLS where the server does, with the TLS
+// settings of the transport it was cloned from.
+func TestDefaultHTTPKeepsHTTP2(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Proto)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	useDefaultTransport(t, tr)
+	defer DefaultHTTP().CloseIdleConnections()
+	c := &Client{Provider: "p", StatusError: func(*http.Response) error { return errors.New("status") }}
+	resp, err := c.Send(t.Context(), http.MethodPost, srv.URL, bytes.Repeat([]byte("x"), 20<<10), "text/plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); string(b) != "HTTP/2.0" || resp.ProtoMajor != 2 {
+		t.Errorf("the server saw %q, the client %s; want HTTP/2.0", b, resp.Proto)
 	}
 }
