@@ -3,6 +3,8 @@ package cli
 import (
 	"net/http"
 	"sync"
+
+	"github.com/hrns-dev/hrns/internal/httpapi"
 )
 
 // providerIdleConns is how many idle connections to one provider host the
@@ -17,10 +19,13 @@ const providerIdleConns = 128
 // to a provider on the internet, a TLS) handshake per turn. This one is
 // the default transport (proxies from the environment, HTTP/2 where the
 // provider speaks it, the same timeouts) keeping one idle connection per
-// worker. Built at first use, not at start-up.
+// worker, with the providers' buffer sizes (httpapi.BufferSize: a request
+// body up to 64 KiB goes out in one write, as the providers' own default
+// client sends it). Built at first use, not at start-up.
 var providerHTTP = sync.OnceValue(func() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = providerIdleConns
 	t.MaxIdleConns = 2 * providerIdleConns
+	t.WriteBufferSize, t.ReadBufferSize = httpapi.BufferSize, httpapi.BufferSize
 	return &http.Client{Transport: t}
 })

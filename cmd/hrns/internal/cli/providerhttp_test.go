@@ -11,6 +11,7 @@ import (
 
 	"github.com/hrns-dev/hrns/anthropic"
 	"github.com/hrns-dev/hrns/gemini"
+	"github.com/hrns-dev/hrns/internal/httpapi"
 	"github.com/hrns-dev/hrns/openai"
 	"github.com/hrns-dev/hrns/responses"
 )
@@ -80,5 +81,19 @@ func TestModelsUseProviderHTTP(t *testing.T) {
 		if hc != providerHTTP() {
 			t.Errorf("%s: the client sends through %p, not providerHTTP", kind, hc)
 		}
+	}
+}
+
+// TestProviderHTTPBuffers: hrns run's and hrns serve's provider client
+// writes a request body up to 64 KiB at once, as the providers' own
+// default client does (internal/httpapi), not the headers and then the
+// body in 32 KiB pieces.
+func TestProviderHTTPBuffers(t *testing.T) {
+	tr := providerHTTP().Transport.(*http.Transport)
+	if tr.WriteBufferSize != httpapi.BufferSize || tr.ReadBufferSize != httpapi.BufferSize {
+		t.Errorf("buffers: write %d, read %d; want %d", tr.WriteBufferSize, tr.ReadBufferSize, httpapi.BufferSize)
+	}
+	if tr.Proxy == nil {
+		t.Error("the proxies of the environment are not honoured")
 	}
 }
