@@ -107,4 +107,3 @@ func TestServeReplicasBrowser(t *testing.T) {
 		}
 	}
 }
-
