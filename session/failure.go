@@ -95,7 +95,7 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		if m.beforeWatch != nil {
 			m.beforeWatch(s.ID)
 		}
-		if p := protect(func() { m.watch(ctx, cancel, s.ID, runOf(s), notify) }); p != nil {
+		if p := protect(func() { m.watch(ctx, cancel, s.ID, runOf(s), s.Version, notify) }); p != nil {
 			cancel(p)
 		}
 	})

@@ -20,21 +20,23 @@ import (
 // when the lease is lost. run is the generation the worker was claimed
 // for.
 //
-// notify is the session's subscription, made before the run started; a
-// change committed between the claim and the subscription is found by
-// one read of the session when the watch starts.
-func (m *Manager) watch(ctx context.Context, cancel context.CancelCauseFunc, id string, run int64, notify <-chan struct{}) {
+// notify is the session's subscription, made before the run started. A
+// change this process committed between the claim (of version claimed)
+// and the subscription is found in the sessions it last committed, when
+// the watch starts, without a read; one another replica committed in
+// that moment reaches the run at its next commit, which the store
+// refuses.
+func (m *Manager) watch(ctx context.Context, cancel context.CancelCauseFunc, id string, run, claimed int64, notify <-chan struct{}) {
 	tick := time.NewTicker(m.opts.LeaseTTL / 3)
 	defer tick.Stop()
-	check := func() bool {
-		s, err := m.st.GetSession(ctx, id)
-		if err == nil && (Status(s.Status).Terminal() || runOf(s) != run) {
+	stops := func(s *store.Session) bool {
+		if Status(s.Status).Terminal() || runOf(s) != run {
 			cancel(errStopped)
-			return false
+			return true
 		}
-		return true
+		return false
 	}
-	if !check() {
+	if s := m.committed.get(id); s != nil && s.Version > claimed && stops(s) {
 		return
 	}
 	for {
@@ -48,7 +50,7 @@ func (m *Manager) watch(ctx context.Context, cancel context.CancelCauseFunc, id 
 				return
 			}
 		case <-notify:
-			if !check() {
+			if s, err := m.st.GetSession(ctx, id); err == nil && stops(s) {
 				return
 			}
 		}
