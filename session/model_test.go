@@ -273,12 +273,13 @@ func (q *mtSeq) run() {
 			return
 		}
 		var pause *mtPause
+		mark := len(q.actions)
 		if q.desktop {
 			pause = q.armPause()
 		}
 		q.act()
 		if q.desktop {
-			q.stopAtOnce(pause)
+			q.stopAtOnce(pause, mark)
 		}
 		q.settle()
 		q.check()
