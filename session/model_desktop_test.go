@@ -451,4 +451,4 @@ func TestModelBasedDesktop(t *testing.T) {
 }
 
 // mtDesktopSeeds are the seeds TestModelBasedDesktop replays first.
-var mtDesktopSeeds = []uint64{1, 2, 3}
+var mtDesktopSeeds = []uint64{2, 814555406326, 318041691000}
