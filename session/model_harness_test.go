@@ -52,6 +52,9 @@ type mtRequest struct {
 	// results are the tool results it carries, by call id: true for an
 	// error.
 	results map[string]bool
+	// images are the images of the tool results it carries, by call id
+	// (see mtImageIDs).
+	images map[string][]int64
 	// answered is the tick at which the model finished answering without
 	// calls; 0 if it made calls, failed, or has not finished.
 	answered int64
@@ -127,7 +130,7 @@ func (w *mtWorld) hold(ctx context.Context, tag string, obey bool) error {
 // Stream implements [llm.Model]: it records the request and answers as
 // mtReply says.
 func (w *mtWorld) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
-	r := &mtRequest{start: w.clock.tick(), tools: len(req.Tools), results: map[string]bool{}}
+	r := &mtRequest{start: w.clock.tick(), tools: len(req.Tools), results: map[string]bool{}, images: map[string][]int64{}}
 	if req.ToolChoice.Mode == llm.ToolChoiceNone {
 		r.tools = 0 // the loop's final request
 	}
@@ -136,6 +139,7 @@ func (w *mtWorld) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ch
 		for _, p := range m.Parts {
 			if p.Kind == llm.PartToolResult && p.ToolResult != nil {
 				r.results[p.ToolResult.CallID] = p.ToolResult.IsError
+				r.images[p.ToolResult.CallID] = append(r.images[p.ToolResult.CallID], mtImageIDs(p.ToolResult)...)
 			}
 		}
 		if m.Role != llm.RoleUser {
@@ -181,6 +185,7 @@ func (w *mtWorld) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ch
 // tool); server (a server tool); slowtool and stuck (a server tool that
 // blocks on the tag's gate, the second deaf to cancellation); deny (a
 // call the policy refuses); approve (a call that needs approval);
+// computer and computer2 (calls of the user desktop's computer tool);
 // badjson (an answer the answer_format rejects, then a good one);
 // badslow (the same, the second request blocking); delegate,
 // delegate-fail and delegate-panic (a child session whose model answers,
@@ -228,6 +233,12 @@ func (w *mtWorld) reply(req *llm.Request, r *mtRequest, last int) (llmtest.Reply
 		return llmtest.Calls(call(0, "ask_client"), call(1, "ask_client")), slow
 	case "server":
 		return llmtest.Calls(call(0, "work")), slow
+	case "computer", "computer2": // the user's desktop (model_desktop_test.go)
+		calls := []llm.ToolCall{mtScreenshot(call(0, session.ComputerTool))}
+		if directive == "computer2" {
+			calls = append(calls, mtScreenshot(call(1, session.ComputerTool)))
+		}
+		return llmtest.Calls(calls...), slow
 	case "slowtool":
 		return llmtest.Calls(call(0, "work_slow")), slow
 	case "stuck":
@@ -330,6 +341,8 @@ type failingStore struct {
 	skip   int
 	fails  int
 	failed int
+	// pause holds a claim or a worker's update once (model_desktop_test.go).
+	pause atomic.Pointer[mtPause]
 }
 
 // arm makes the worker's update after the next skip fail, fails times.
@@ -363,6 +376,8 @@ func (s *failingStore) UpdateSession(ctx context.Context, sess *store.Session, e
 		if fail {
 			return errInjected
 		}
+		s.pauseAt("update-before")
+		defer s.pauseAt("update-after")
 	}
 	return s.Store.UpdateSession(ctx, sess, events, opts)
 }

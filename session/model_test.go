@@ -147,6 +147,7 @@ type mtSession struct {
 	tainted  string            // the known bug seen, after which it is not checked
 	created  int64             //
 	decided  map[string]string //
+	desk     *mtDesk           // its agent has the user's desktop (model_desktop_test.go)
 }
 
 // mtMsg is a message the session accepted: its tag, and the ticks before
@@ -179,6 +180,10 @@ type mtSeq struct {
 	queuedStuck bool
 	actions     []string
 	failed      bool
+	// desktop adds the seams of model_desktop_test.go: sessions with the
+	// user's desktop, and stops that land inside a claim or a step.
+	desktop bool
+	images  int64 // the images posted so far
 }
 
 func (q *mtSeq) logf(format string, args ...any) {
@@ -260,11 +265,22 @@ func (q *mtSeq) run() {
 	q.newManager()
 	defer q.end()
 	steps := 8 + q.rng.IntN(16)
+	if q.desktop {
+		steps += 16 // waits for the desktop take more steps
+	}
 	for range steps {
 		if q.failed {
 			return
 		}
+		var pause *mtPause
+		mark := len(q.actions)
+		if q.desktop {
+			pause = q.armPause()
+		}
 		q.act()
+		if q.desktop {
+			q.stopAtOnce(pause, mark)
+		}
 		q.settle()
 		q.check()
 		q.stats["actions"]++
@@ -298,6 +314,9 @@ func (q *mtSeq) directive(s *mtSession) string {
 	ds := []string{"answer", "answer", "client", "client", "client2", "server", "deny", "approve", "fail", "mute", "panic", "delegate", "delegate-fail", "delegate-panic"}
 	if s.format {
 		ds = append(ds, "badjson", "badjson")
+	}
+	if s.desk != nil && q.rng.IntN(2) == 0 {
+		ds = []string{"computer", "computer", "computer", "computer2"}
 	}
 	return ds[q.rng.IntN(len(ds))]
 }
@@ -358,11 +377,17 @@ func (q *mtSeq) act() {
 
 func (q *mtSeq) create(ctx context.Context) {
 	s := &mtSession{key: fmt.Sprintf("q%ds%d", q.n, len(q.sessions)), format: q.rng.IntN(3) == 0, approved: map[string]bool{}, decided: map[string]string{}}
+	if q.desktop && q.rng.IntN(4) > 0 {
+		s.desk = newDesk()
+	}
 	d := q.directive(s)
 	text := q.tag(s, d)
 	agent := map[string]any{"name": "mt", "environments": []string{"lab"},
 		"subagents": []any{map[string]any{"name": "helper", "description": "does a part", "environments": []string{"lab"}}},
 		"tools":     []any{map[string]any{"name": "ask_client", "description": "the caller answers", "input_schema": map[string]any{"type": "object"}}}}
+	if s.desk != nil {
+		agent["environments"] = []any{"lab", map[string]any{"kind": "desktop", "host": "user_device", "id": "laptop"}}
+	}
 	if s.format {
 		agent["answer_format"] = map[string]any{"type": "object", "required": []string{"ok"}}
 	}
@@ -380,7 +405,7 @@ func (q *mtSeq) create(ctx context.Context) {
 	s.id, s.created = v.ID, after
 	s.msgs = append(s.msgs, mtMsg{tag: strings.Fields(text)[0], before: before, after: after})
 	q.sessions = append(q.sessions, s)
-	q.logf("create %s (%s) format=%v: %s", s.key, s.id, s.format, v.Status.Status)
+	q.logf("create %s (%s) format=%v desktop=%v: %s", s.key, s.id, s.format, s.desk != nil, v.Status.Status)
 	if q.active() >= mtMaxActive {
 		s.phase, s.status, s.first = "queued", session.StatusQueued, d
 		return
@@ -406,9 +431,9 @@ func (q *mtSeq) runOn(s *mtSession, d string) {
 	d = strings.TrimPrefix(d, "slow-")
 	s.waiting, s.mark = d, q.actMark
 	switch d {
-	case "client", "mute":
+	case "client", "mute", "computer":
 		s.phase, s.status, s.clients = "wait", session.StatusAwaitingToolResults, 1
-	case "client2":
+	case "client2", "computer2":
 		s.phase, s.status, s.clients = "wait", session.StatusAwaitingToolResults, 2
 	case "approve":
 		s.phase, s.status, s.approvals = "wait", session.StatusAwaitingToolResults, 1
@@ -540,6 +565,10 @@ func (q *mtSeq) actWaiting(ctx context.Context, s *mtSession) {
 	switch n := q.rng.IntN(10); {
 	case n < 4 && len(clients) > 0: // a right result
 		c := clients[q.rng.IntN(len(clients))]
+		if c.ToolName == session.ComputerTool {
+			q.postImage(ctx, s, c, clients)
+			return
+		}
 		res := session.ToolResult{Kind: session.KindToolResult, ToolReq: c, Result: json.RawMessage(`"client says hi"`)}
 		if q.rng.IntN(3) == 0 {
 			res = session.ToolResult{Kind: session.KindError, ToolReq: c, Error: "client failed", Origin: "custom_tools"}
@@ -617,6 +646,7 @@ func (q *mtSeq) slowStep(ctx context.Context, s *mtSession) {
 	}
 	x := kinds[q.rng.IntN(len(kinds))]
 	q.st.arm(0, 0) // a failure armed before would lose the step
+	q.st.pause.Store(nil)
 	text := q.tag(s, x)
 	tag := strings.Fields(text)[0]
 	q.sendText(ctx, s, []session.UserMessage{{Message: text}}, []string{text}, x)
@@ -794,6 +824,9 @@ func (q *mtSeq) check() {
 		q.checkEvents(ctx, s, v)
 		q.checkRequests(s)
 		q.checkRuns(s)
+		if s.desk != nil && s.tainted == "" {
+			q.checkDesktop(ctx, s)
+		}
 		if s.tainted != "" {
 			continue
 		}
