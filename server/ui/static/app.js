@@ -1722,11 +1722,15 @@
           buttons.push(el('button', { type: 'button', class: 'action', 'data-action': suffix.slice(1), text: label, on: { click: async () => {
             try {
               const r = await api(method, base + suffix);
-              if (r && r.secret) out.querySelector('#manage-result').replaceChildren(el('p', { text: 'The new signing secret, shown this once:' }), el('pre', { text: r.secret }));
-              else if (r && r.response_status !== undefined) out.querySelector('#manage-result').replaceChildren(el('p', { text: 'The receiver answered HTTP ' + r.response_status }));
               toast(label + ': done');
               await load();
-              open(full);
+              // The result goes into the detail as opened again: shown
+              // before, it was replaced at once by the new detail (a
+              // rotated secret, shown this once, with it).
+              await open(full);
+              const result = out.querySelector('#manage-result');
+              if (result && r && r.secret) result.replaceChildren(el('p', { text: 'The new signing secret, shown this once:' }), el('pre', { text: r.secret }));
+              else if (result && r && r.response_status !== undefined) result.replaceChildren(el('p', { text: 'The receiver answered HTTP ' + r.response_status }));
             } catch (e) { toast(label + ' failed: ' + e.message); }
           } } }));
         }
