@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"internal/prefixcache":            {"internal/httpapi", "llm"},
 	"internal/prefixcache/prefixtest": {"llm"},
 	"internal/safetext":               {},
+	"internal/imagesize":              {},
 	"internal/netpolicy":              {},
 	"internal/gctune":                 {},
 	"cmd/hrns/internal/tui":           {"cmd/hrns/internal/callview", "internal/safetext", "llm", "loop", "loop/compact", "pricing", "tools"},
@@ -65,7 +66,7 @@ var allowed = map[string][]string{
 
 	// session fetches the URL files of user messages under the address
 	// policy (session/files.go).
-	"session":   {"api", "internal/netpolicy", "llm", "loop", "pricing", "skills", "store"},
+	"session":   {"api", "internal/imagesize", "internal/netpolicy", "llm", "loop", "pricing", "skills", "store"},
 	"server":    {"api", "browser/userdata", "platform/feedback", "platform/quota", "platform/registry", "platform/schedule", "platform/vault", "platform/webhook", "session", "server/ui", "store", "tools"},
 	"server/ui": {},
 	"client":    {"api", "llm", "loop"},

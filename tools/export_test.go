@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/hrns-dev/hrns/internal/imagesize"
 	"github.com/hrns-dev/hrns/loop"
 )
 
@@ -18,7 +19,7 @@ func WebExempt(opts *WebOptions, exempt func(netip.AddrPort) bool) *loop.Toolset
 }
 
 // WebPSize reads a WebP image's size from its header.
-var WebPSize = webpSize
+var WebPSize = imagesize.WebP
 
 // SetBeforeOpen makes the file tools call hook between looking at a path
 // and opening it, until the test ends.

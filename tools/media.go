@@ -3,13 +3,8 @@ package tools
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"image"
-	"image/gif"
-	"image/jpeg"
-	"image/png"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hrns-dev/hrns/internal/imagesize"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 )
@@ -212,7 +208,7 @@ func (m *mediaTool) upload(ctx context.Context, in uploadMediaArgs) (*loop.Outpu
 		}
 		part = llm.DocumentPart(typ.mime, path.Base(rel), b)
 	} else {
-		w, h, err := imageSize(typ, b)
+		w, h, err := imagesize.Of(typ.mime, b)
 		if err != nil {
 			return nil, fmt.Errorf("%s starts like a %s but cannot be read as one: %v", in.Path, typ.label, err)
 		}
@@ -312,68 +308,6 @@ func isExecutable(head []byte) bool {
 		}
 	}
 	return false
-}
-
-// imageSize reads an image's width and height from its header, which also
-// checks that the header is sound.
-func imageSize(typ mediaType, b []byte) (w, h int, err error) {
-	var cfg image.Config
-	switch typ {
-	case typePNG:
-		cfg, err = png.DecodeConfig(bytes.NewReader(b))
-	case typeJPEG:
-		cfg, err = jpeg.DecodeConfig(bytes.NewReader(b))
-	case typeGIF:
-		cfg, err = gif.DecodeConfig(bytes.NewReader(b))
-	case typeWebP:
-		return webpSize(b)
-	default:
-		return 0, 0, fmt.Errorf("not an image type: %s", typ.mime)
-	}
-	if err != nil {
-		return 0, 0, err
-	}
-	if cfg.Width <= 0 || cfg.Height <= 0 {
-		return 0, 0, fmt.Errorf("it has no pixels (%dx%d)", cfg.Width, cfg.Height)
-	}
-	return cfg.Width, cfg.Height, nil
-}
-
-// webpSize reads a WebP image's canvas size from its first chunk: VP8
-// (lossy), VP8L (lossless) or VP8X (extended). The standard library has no
-// WebP decoder; the header is all that is checked.
-func webpSize(b []byte) (w, h int, err error) {
-	if len(b) < 30 {
-		return 0, 0, errors.New("it is too short to be a WebP image")
-	}
-	if size := int64(binary.LittleEndian.Uint32(b[4:8])) + 8; size > int64(len(b)) {
-		return 0, 0, fmt.Errorf("its RIFF header gives %d bytes but the file has %d: it is cut short", size, len(b))
-	}
-	p := b[20:] // the first chunk's payload
-	switch string(b[12:16]) {
-	case "VP8 ":
-		if p[3] != 0x9d || p[4] != 0x01 || p[5] != 0x2a {
-			return 0, 0, errors.New("its VP8 frame has no start code")
-		}
-		w = int(binary.LittleEndian.Uint16(p[6:8]) & 0x3fff)
-		h = int(binary.LittleEndian.Uint16(p[8:10]) & 0x3fff)
-	case "VP8L":
-		if p[0] != 0x2f {
-			return 0, 0, errors.New("its VP8L stream has no signature")
-		}
-		bits := binary.LittleEndian.Uint32(p[1:5])
-		w = int(bits&0x3fff) + 1
-		h = int(bits>>14&0x3fff) + 1
-	case "VP8X":
-		w = int(p[4]) | int(p[5])<<8 | int(p[6])<<16 + 1
-		h = int(p[7]) | int(p[8])<<8 | int(p[9])<<16 + 1
-	default:
-		return 0, 0, fmt.Errorf("its first chunk is %q, not VP8, VP8L or VP8X", b[12:16])
-	}
-	if w == 0 || h == 0 {
-		return 0, 0, fmt.Errorf("it has no pixels (%dx%d)", w, h)
-	}
-	return w, h, nil
 }
 
 // checkPDF checks that a PDF is not cut short: a PDF ends with %%EOF, which
