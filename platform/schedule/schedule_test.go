@@ -742,3 +742,66 @@ func TestWakeAcrossReplicas(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// stopInside is a store whose claims and fires commit, then cancel the
+// poll's context, as a Stop arriving at that moment would.
+type stopInside struct {
+	store.Store
+	stop context.CancelFunc
+}
+
+func (s *stopInside) ClaimScheduleRuns(ctx context.Context, p *store.ClaimParams) ([]*store.ScheduleRun, error) {
+	runs, err := s.Store.ClaimScheduleRuns(ctx, p)
+	if len(runs) > 0 {
+		s.stop()
+	}
+	return runs, err
+}
+
+func (s *stopInside) FireSchedule(ctx context.Context, p *store.FireParams) (*store.ScheduleRun, error) {
+	run, err := s.Store.FireSchedule(ctx, p)
+	s.stop()
+	return run, err
+}
+
+// TestStopInsideClaimCompletes stops a worker right after its claim or its
+// fire committed: what it took is completed at once, not left leased to
+// the stopped worker until the lease expires.
+func TestStopInsideClaimCompletes(t *testing.T) {
+	for _, orphan := range []bool{false, true} {
+		t.Run(fmt.Sprintf("orphan=%v", orphan), func(t *testing.T) {
+			st := openSQLite(t, filepath.Join(t.TempDir(), "hrns.db"))
+			c := newClock(start)
+			sc := mustCreate(t, newScheduler(t, st, c, "w1"), alice, "*/5 * * * *", "UTC")
+			tick := utc("2026-06-01T10:00:00Z")
+			if orphan {
+				// A dead worker's run, its lease expired.
+				stored, err := st.GetSchedule(t.Context(), alice, sc.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := st.FireSchedule(t.Context(), &store.FireParams{Owner: alice, ID: sc.ID, Version: stored.Version, NextRunAt: tick.Add(5 * time.Minute),
+					Run: &store.ScheduleRun{ID: "00000000-0000-4000-8000-00000000dead", ScheduledFor: tick, LeaseOwner: "w0", LeaseUntil: tick.Add(time.Minute), CreatedAt: tick}}); err != nil {
+					t.Fatal(err)
+				}
+				c.set(tick.Add(2 * time.Minute))
+			} else {
+				c.set(tick)
+			}
+			ctx, stop := context.WithCancel(t.Context())
+			wrapped := &stopInside{Store: st, stop: stop}
+			sch := schedule.New(newManager(st, nil), wrapped, &schedule.Options{Owner: "w1", Clock: c})
+			sch.Poll(ctx)
+			if ctx.Err() == nil {
+				t.Fatal("the store did not stop the poll")
+			}
+			rs := runs(t, newScheduler(t, st, c, "w2"), alice, sc.ID)
+			if len(rs) != 1 || rs[0].Status != store.RunCreated || rs[0].SessionID == nil {
+				t.Fatalf("runs after a stop inside the claim = %+v; want one created run", rs)
+			}
+			if got := sessionsOf(t, st, alice, sc.ID); len(got) != 1 {
+				t.Errorf("sessions = %v; want one", got)
+			}
+		})
+	}
+}

@@ -81,20 +81,31 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // returns how many runs it completed or fired. An error of one schedule's
 // session is logged, not returned: the run stays pending and is taken
 // over later. Errors are the store's.
+//
+// What a claim or a fire has taken is completed even when ctx ends
+// meanwhile (within half a lease): a run cut there would stay leased to a
+// stopped worker, and start late, when its lease expires. Once ctx ends,
+// Poll takes nothing more.
 func (s *Scheduler) Poll(ctx context.Context) (done int, err error) {
 	now := s.opts.Clock.Now()
 	for range pollBatches {
-		runs, err := s.st.ClaimScheduleRuns(ctx, &store.ClaimParams{Owner: s.opts.Owner, Now: now, TTL: s.opts.LeaseTTL, Limit: claimBatch})
+		if ctx.Err() != nil {
+			return done, ctx.Err()
+		}
+		wctx, cancel := s.uncut(ctx)
+		runs, err := s.st.ClaimScheduleRuns(wctx, &store.ClaimParams{Owner: s.opts.Owner, Now: now, TTL: s.opts.LeaseTTL, Limit: claimBatch})
 		if err != nil {
+			cancel()
 			return done, err
 		}
 		for _, r := range runs {
-			if err := s.complete(ctx, r); err != nil {
+			if err := s.complete(wctx, r); err != nil {
 				s.log.Warn("schedules: run not completed; it will be taken over", "schedule", r.ScheduleID, "run", r.ID, "attempts", r.Attempts, "err", err)
 				continue
 			}
 			done++
 		}
+		cancel()
 		if len(runs) < claimBatch {
 			break
 		}
@@ -105,11 +116,13 @@ func (s *Scheduler) Poll(ctx context.Context) (done int, err error) {
 			return done, err
 		}
 		for _, sc := range due {
-			fired, err := s.fire(ctx, sc, now)
+			if ctx.Err() != nil {
+				return done, ctx.Err()
+			}
+			wctx, cancel := s.uncut(ctx)
+			fired, err := s.fire(wctx, sc, now)
+			cancel()
 			if err != nil {
-				if ctx.Err() != nil {
-					return done, ctx.Err()
-				}
 				s.log.Warn("schedules: fire", "schedule", sc.ID, "err", err)
 			}
 			if fired {
@@ -121,6 +134,14 @@ func (s *Scheduler) Poll(ctx context.Context) (done int, err error) {
 		}
 	}
 	return done, nil
+}
+
+// uncut returns a context for work that must not be cut once taken: ctx's
+// values without its cancellation, bounded by half a lease, so that a
+// worker that takes longer loses the work to a takeover rather than
+// doing it twice at once.
+func (s *Scheduler) uncut(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.opts.LeaseTTL/2)
 }
 
 // fire takes the tick of a due schedule and creates its session. It
