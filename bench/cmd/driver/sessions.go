@@ -46,7 +46,7 @@ import (
 // The first park creates with the SDK, which sends an Idempotency-Key with
 // every create, as its users do; the larger fill posts the same body
 // without one, so that it measures the store filling up rather than the
-// key lookup (see docs/performance.md, findings), which the last few
+// key lookup (docs/performance.md, *What is left*: parking at 100,000), which the last few
 // creations measure at the largest count. On a PostgreSQL server whose
 // autovacuum is off, the driver vacuums the schema after each fill.
 //
