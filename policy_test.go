@@ -34,6 +34,7 @@ var allowed = map[string][]string{
 	"internal/imagesize":              {},
 	"internal/netpolicy":              {},
 	"internal/gctune":                 {},
+	"internal/rawjson":                {},
 	"cmd/hrns/internal/tui":           {"cmd/hrns/internal/callview", "internal/safetext", "llm", "loop", "loop/compact", "pricing", "tools"},
 	"cmd/hrns/internal/callview":      {"internal/safetext", "tools"},
 	"openai":                          {"llm", "internal/httpapi", "internal/openaimodels", "internal/prefixcache", "internal/sse"},
@@ -58,7 +59,7 @@ var allowed = map[string][]string{
 	// TestLayers); the server and the command wire them together.
 	"platform/feedback":            {"session"},
 	"platform/quota":               {"session"},
-	"platform/registry":            {"session", "store"},
+	"platform/registry":            {"internal/rawjson", "session", "store"},
 	"platform/schedule":            {"api", "session", "store"},
 	"platform/webhook":             {"api", "internal/netpolicy", "store"},
 	"platform/webhook/webhooktest": {},
@@ -66,7 +67,7 @@ var allowed = map[string][]string{
 
 	// session fetches the URL files of user messages under the address
 	// policy (session/files.go).
-	"session":   {"api", "internal/imagesize", "internal/netpolicy", "llm", "loop", "pricing", "skills", "store"},
+	"session":   {"api", "internal/imagesize", "internal/netpolicy", "internal/rawjson", "llm", "loop", "pricing", "skills", "store"},
 	"server":    {"api", "browser/userdata", "platform/feedback", "platform/quota", "platform/registry", "platform/schedule", "platform/vault", "platform/webhook", "session", "server/ui", "store", "tools"},
 	"server/ui": {},
 	"client":    {"api", "llm", "loop"},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hrns-dev/hrns/internal/rawjson"
 	"github.com/hrns-dev/hrns/store"
 )
 
@@ -201,7 +202,7 @@ func (m *Manager) checkReasoning(v *validation, a *AgentSpec, depth int, loc ...
 		return
 	}
 	for i, raw := range a.Subagents {
-		if _, ok := isString(raw); ok {
+		if _, ok := rawjson.String(raw); ok {
 			continue
 		}
 		var sub AgentSpec

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hrns-dev/hrns/api"
+	"github.com/hrns-dev/hrns/internal/rawjson"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/store"
@@ -233,7 +234,7 @@ func checkMCPURL(s string) string {
 // session's agent, asks the operator's Check about each, and adds them to
 // the spec (names unique across the agent's environments).
 func (m *Manager) addMCPServers(v *validation, raw json.RawMessage, sp *spec, loc ...any) {
-	if isNull(raw) {
+	if rawjson.IsNull(raw) {
 		return
 	}
 	if b := bytes.TrimSpace(raw); b[0] != '[' {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hrns-dev/hrns/internal/rawjson"
 )
 
 // Bounds of registered entries.
@@ -255,10 +257,10 @@ func validateEnvironment(v *validation, e *EnvironmentSpec, loc ...any) {
 // validateMode checks a browser's mode: null, or {"type": "visual"} with
 // width, height and markdown, or {"type": "text"} with chunk_size.
 func validateMode(v *validation, raw json.RawMessage, loc ...any) {
-	if isNull(raw) {
+	if rawjson.IsNull(raw) {
 		return
 	}
-	if t, ok := isString(raw); ok {
+	if t, ok := rawjson.String(raw); ok {
 		switch t {
 		case "visual", "multimodal", "text":
 		default:
@@ -295,7 +297,7 @@ func validateMode(v *validation, raw json.RawMessage, loc ...any) {
 
 // validateNetwork checks a browser's network settings.
 func validateNetwork(v *validation, raw json.RawMessage, loc ...any) {
-	if isNull(raw) {
+	if rawjson.IsNull(raw) {
 		return
 	}
 	var n struct {
@@ -306,7 +308,7 @@ func validateNetwork(v *validation, raw json.RawMessage, loc ...any) {
 		v.fields = append(v.fields, err.(*ValidationError).Fields...)
 		return
 	}
-	if isNull(n.ManagedProxy) {
+	if rawjson.IsNull(n.ManagedProxy) {
 		return
 	}
 	if n.ProxyURL != nil {
@@ -330,24 +332,6 @@ func validateNetwork(v *validation, raw json.RawMessage, loc ...any) {
 	}
 }
 
-func isNull(raw json.RawMessage) bool {
-	s := bytes.TrimSpace(raw)
-	return len(s) == 0 || string(s) == "null"
-}
-
-// isString reports whether raw is a JSON string, and returns it.
-func isString(raw json.RawMessage) (string, bool) {
-	s := bytes.TrimSpace(raw)
-	if len(s) == 0 || s[0] != '"' {
-		return "", false
-	}
-	var out string
-	if json.Unmarshal(s, &out) != nil {
-		return "", false
-	}
-	return out, true
-}
-
 // validateAgent checks an agent and the inline definitions it holds.
 // References by name are not looked up here (see [Manager.ResolveAgent]).
 func validateAgent(v *validation, a *AgentSpec, depth int, loc ...any) {
@@ -360,7 +344,7 @@ func validateAgent(v *validation, a *AgentSpec, depth int, loc ...any) {
 		v.add("Field required", at(loc, "environments")...)
 	}
 	refList(v, a.Environments, at(loc, "environments"), func(i int, raw json.RawMessage, eloc []any) {
-		if id, ok := isString(raw); ok {
+		if id, ok := rawjson.String(raw); ok {
 			checkEnvironmentID(v, id, eloc...)
 			return
 		}
@@ -373,7 +357,7 @@ func validateAgent(v *validation, a *AgentSpec, depth int, loc ...any) {
 		a.Environments[i], _ = json.Marshal(e)
 	})
 	refList(v, a.Skills, at(loc, "skills"), func(i int, raw json.RawMessage, sloc []any) {
-		if name, ok := isString(raw); ok {
+		if name, ok := rawjson.String(raw); ok {
 			checkName(v, name, sloc...)
 			return
 		}
@@ -386,7 +370,7 @@ func validateAgent(v *validation, a *AgentSpec, depth int, loc ...any) {
 		a.Skills[i], _ = json.Marshal(s)
 	})
 	refList(v, a.Subagents, at(loc, "subagents"), func(i int, raw json.RawMessage, sloc []any) {
-		if name, ok := isString(raw); ok {
+		if name, ok := rawjson.String(raw); ok {
 			checkName(v, name, sloc...)
 			return
 		}
@@ -402,7 +386,7 @@ func validateAgent(v *validation, a *AgentSpec, depth int, loc ...any) {
 		validateAgent(v, &sub, depth+1, sloc...)
 		a.Subagents[i], _ = json.Marshal(sub)
 	})
-	if !isNull(a.AnswerFormat) {
+	if !rawjson.IsNull(a.AnswerFormat) {
 		if s := bytes.TrimSpace(a.AnswerFormat); s[0] != '{' {
 			v.add("Input should be an object", at(loc, "answer_format")...)
 		}
@@ -425,7 +409,7 @@ func validateAgent(v *validation, a *AgentSpec, depth int, loc ...any) {
 		if t.Description == "" {
 			v.add("Field required", at(tloc, "description")...)
 		}
-		if !isNull(t.InputSchema) && bytes.TrimSpace(t.InputSchema)[0] != '{' {
+		if !rawjson.IsNull(t.InputSchema) && bytes.TrimSpace(t.InputSchema)[0] != '{' {
 			v.add("Input should be an object", at(tloc, "input_schema")...)
 		}
 	}
@@ -447,7 +431,7 @@ func refList(v *validation, list []json.RawMessage, loc []any, each func(i int, 
 		return
 	}
 	for i, raw := range list {
-		if isNull(raw) {
+		if rawjson.IsNull(raw) {
 			v.add("Input should be a name or an object", at(loc, i)...)
 			continue
 		}

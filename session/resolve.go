@@ -10,6 +10,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/hrns-dev/hrns/internal/rawjson"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/skills"
 	"github.com/hrns-dev/hrns/store"
@@ -203,7 +204,7 @@ func inlineAgent(spec json.RawMessage) (*Agent, int, error) {
 		}
 		a.Subagents = append(a.Subagents, ref)
 	}
-	if !isNull(s.AnswerFormat) {
+	if !rawjson.IsNull(s.AnswerFormat) {
 		a.AnswerFormat = s.AnswerFormat
 	}
 	steps := 0

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hrns-dev/hrns/internal/rawjson"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 )
@@ -145,7 +146,7 @@ func normalizeAgent(in *Agent) *Agent {
 				e.ID = e.Kind
 				e.Set("id", e.ID)
 			}
-			if raw, ok := e.Fields["host"]; (!ok || isNull(raw)) && e.Kind == envDesktop {
+			if raw, ok := e.Fields["host"]; (!ok || rawjson.IsNull(raw)) && e.Kind == envDesktop {
 				e.Set("host", "user_device") // the only one, and required (null too)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hrns-dev/hrns/internal/rawjson"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 )
@@ -75,7 +76,7 @@ func userComputerTool(c *llm.ComputerSpec) *loop.ToolDef {
 // only on the caller's device; "" when it may be used, else why not.
 func userDesktopHost(e *Environment) string {
 	var host string
-	if raw, ok := e.Fields["host"]; ok && !isNull(raw) {
+	if raw, ok := e.Fields["host"]; ok && !rawjson.IsNull(raw) {
 		if json.Unmarshal(raw, &host) != nil {
 			return `host must be "user_device"`
 		}
@@ -132,7 +133,7 @@ const maxPostedImage = 8 << 20
 // refused ("" when it is not).
 func postedContent(r json.RawMessage, req *ToolRequest) (content []llm.Part, logged json.RawMessage, obs []AgentEventData, msg string) {
 	var obj map[string]json.RawMessage
-	if len(r) == 0 || r[0] != '{' || json.Unmarshal(r, &obj) != nil || obj["image"] == nil || isNull(obj["image"]) {
+	if len(r) == 0 || r[0] != '{' || json.Unmarshal(r, &obj) != nil || obj["image"] == nil || rawjson.IsNull(obj["image"]) {
 		return []llm.Part{llm.TextPart(resultText(r))}, orNull(r), nil, ""
 	}
 	var img ImageContent
@@ -227,7 +228,7 @@ func (m *Manager) CheckAgentEnvironments(a *AgentSpec, kindOf func(id string) st
 func (m *Manager) checkAgentEnvironments(v *validation, a *AgentSpec, kindOf func(id string) string, depth int, loc ...any) {
 	kinds := map[string]int{}
 	for i, raw := range a.Environments {
-		kind, named := isString(raw)
+		kind, named := rawjson.String(raw)
 		switch {
 		case !named:
 			var e EnvironmentSpec
@@ -258,7 +259,7 @@ func (m *Manager) checkAgentEnvironments(v *validation, a *AgentSpec, kindOf fun
 		return
 	}
 	for i, raw := range a.Subagents {
-		if _, ok := isString(raw); ok {
+		if _, ok := rawjson.String(raw); ok {
 			continue
 		}
 		var sub AgentSpec

@@ -13,13 +13,13 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/hrns-dev/hrns/internal/rawjson"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store"
 )
@@ -226,7 +226,7 @@ func (r *Registry) materialise(ctx context.Context, owner string, a *session.Age
 		refs []json.RawMessage
 	}{{EntryEnvironment, a.Environments}, {EntrySkill, a.Skills}, {EntryAgent, a.Subagents}} {
 		for i, raw := range list.refs {
-			name, ok := isString(raw)
+			name, ok := rawjson.String(raw)
 			if !ok {
 				if list.kind == EntryAgent && depth < maxInlineDepth {
 					var sub session.AgentSpec
@@ -328,7 +328,7 @@ func (r *Registry) checkAgentRefs(ctx context.Context, v *validation, owner stri
 		refs  []json.RawMessage
 	}{{"environments", EntryEnvironment, a.Environments}, {"skills", EntrySkill, a.Skills}, {"subagents", EntryAgent, a.Subagents}} {
 		for i, raw := range list.refs {
-			name, ok := isString(raw)
+			name, ok := rawjson.String(raw)
 			if !ok {
 				if list.kind == EntryAgent {
 					var sub session.AgentSpec
@@ -468,7 +468,7 @@ func (r *Registry) Patch(ctx context.Context, kind EntryKind, owner, name string
 			raw, ok := patch[f]
 			switch {
 			case !ok:
-			case isNull(raw):
+			case rawjson.IsNull(raw):
 				delete(merged, f)
 			default:
 				merged[f] = raw
@@ -579,21 +579,3 @@ func invalid(msg string, loc ...any) *session.ValidationError {
 }
 
 func at(loc []any, more ...any) []any { return append(append([]any{}, loc...), more...) }
-
-func isNull(raw json.RawMessage) bool {
-	s := bytes.TrimSpace(raw)
-	return len(s) == 0 || string(s) == "null"
-}
-
-// isString reports whether raw is a JSON string, and returns it.
-func isString(raw json.RawMessage) (string, bool) {
-	s := bytes.TrimSpace(raw)
-	if len(s) == 0 || s[0] != '"' {
-		return "", false
-	}
-	var out string
-	if json.Unmarshal(s, &out) != nil {
-		return "", false
-	}
-	return out, true
-}
