@@ -851,12 +851,17 @@
   }
 
   const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+  // eventImage is the data URL of an event's base64 image of a known
+  // type, or '' for anything else.
+  function eventImage(i) {
+    if (!i || i.type !== 'base64' || !IMAGE_TYPES.has(i.media_type) || typeof i.source !== 'string' || !/^[A-Za-z0-9+/=\s]*$/.test(i.source)) return '';
+    return 'data:' + i.media_type + ';base64,' + i.source.replace(/\s/g, '');
+  }
   function image(img, alt) {
-    if (!img || img.type !== 'base64' || !IMAGE_TYPES.has(img.media_type) || typeof img.source !== 'string' || !/^[A-Za-z0-9+/=\s]*$/.test(img.source)) {
-      return el('p', { class: 'muted', text: '(an image that cannot be shown)' });
-    }
+    const src = eventImage(img);
+    if (!src) return el('p', { class: 'muted', text: '(an image that cannot be shown)' });
     const i = el('img', { alt: alt || 'screenshot' });
-    i.src = 'data:' + img.media_type + ';base64,' + img.source.replace(/\s/g, '');
+    i.src = src;
     return i;
   }
 
@@ -1069,23 +1074,11 @@
   const LIVE_WAIT = 1000, LIVE_WAIT_MIN = 2000, LIVE_WAIT_MAX = 16000;
   const LIVE_MAX_BYTES = 1 << 20;
 
-  function liveView(id) {
-    // The picture is made with the first frame: until then the view has
-    // no element to show.
-    let img = null;
-    const note = el('span', { class: 'muted', id: 'live-note' });
-    const box = el('div', { class: 'card live', id: 'live', hidden: true },
-      el('div', { class: 'label' }, el('span', { class: 'what', text: 'Browser' }), note));
-    let stopped = false, timer = 0, busy = false, wait = LIVE_WAIT_MIN, st = '', shownAt = 0, frames = 0;
-    function show(src, at, what) {
-      if (at < shownAt) return;
-      shownAt = at;
-      if (!img) box.append(img = el('img', { id: 'live-img', alt: 'the session’s browser' }));
-      img.src = src;
-      box.hidden = false;
-      box.dataset.source = what;
-      note.textContent = visible((what === 'live' ? 'live · ' : 'screenshot · ') + new Date(at).toLocaleTimeString());
-    }
+  // livePoller asks GET sessions/ID/PATH for frames as liveView says,
+  // and hands each to onFrame(url, at); shownAt() is the time of the
+  // picture on show, and what names the thing in the notes.
+  function livePoller(id, path, box, note, what, onFrame, shownAt) {
+    let stopped = false, timer = 0, busy = false, wait = LIVE_WAIT_MIN, st = '', frames = 0;
     async function tick() {
       timer = 0;
       if (stopped || busy || TERMINAL.has(st)) return;
@@ -1093,7 +1086,7 @@
       busy = true;
       let next = LIVE_WAIT;
       try {
-        const r = await fetch(new URL('sessions/' + encodeURIComponent(id) + '/live', API), { credentials: 'same-origin', cache: 'no-store' });
+        const r = await fetch(new URL('sessions/' + encodeURIComponent(id) + '/' + path, API), { credentials: 'same-origin', cache: 'no-store' });
         if (r.ok && r.headers.get('Content-Type') === 'image/jpeg') {
           const blob = await r.blob();
           if (blob.size > 0 && blob.size <= LIVE_MAX_BYTES) {
@@ -1102,13 +1095,13 @@
             if (!stopped && typeof url === 'string' && url.startsWith('data:image/jpeg;base64,')) {
               frames++;
               box.dataset.frames = String(frames);
-              show(url, at, 'live');
+              onFrame(url, at);
             }
           }
           wait = LIVE_WAIT_MIN;
         } else {
           if (r.status === 401) { stopped = true; return; }
-          if (!box.hidden && box.dataset.source === 'live') note.textContent = visible('the browser is closed while the session waits · last seen ' + new Date(shownAt).toLocaleTimeString());
+          if (!box.hidden && box.dataset.source === 'live') note.textContent = visible('the ' + what + ' is closed while the session waits · last seen ' + new Date(shownAt()).toLocaleTimeString());
           next = wait;
           wait = Math.min(wait * 2, LIVE_WAIT_MAX);
         }
@@ -1119,7 +1112,6 @@
       if (!stopped && !TERMINAL.has(st)) timer = setTimeout(tick, next);
     }
     return {
-      box,
       // state follows the session's state: a session that runs again
       // (a message, a resume) is watched again at once.
       state(s) {
@@ -1127,21 +1119,47 @@
         st = s || '';
         if (TERMINAL.has(st)) {
           clearTimeout(timer); timer = 0;
-          if (!box.hidden) note.textContent = visible('the session has ended · last seen ' + new Date(shownAt).toLocaleTimeString());
+          if (!box.hidden) note.textContent = visible('the session has ended · last seen ' + new Date(shownAt()).toLocaleTimeString());
           return;
         }
         if (was !== st) wait = LIVE_WAIT_MIN;
         if (!timer && !busy) tick();
       },
+      stop() { stopped = true; clearTimeout(timer); },
+    };
+  }
+
+  function liveView(id) {
+    // The picture is made with the first frame: until then the view has
+    // no element to show.
+    let img = null;
+    const note = el('span', { class: 'muted', id: 'live-note' });
+    const box = el('div', { class: 'card live', id: 'live', hidden: true },
+      el('div', { class: 'label' }, el('span', { class: 'what', text: 'Browser' }), note));
+    let shownAt = 0;
+    function show(src, at, what) {
+      if (at < shownAt) return;
+      shownAt = at;
+      if (!img) box.append(img = el('img', { id: 'live-img', alt: 'the session’s browser' }));
+      img.src = src;
+      box.hidden = false;
+      box.dataset.source = what;
+      note.textContent = visible((what === 'live' ? 'live · ' : 'screenshot · ') + new Date(at).toLocaleTimeString());
+    }
+    const poll = livePoller(id, 'live', box, note, 'browser', (url, at) => show(url, at, 'live'), () => shownAt);
+    return {
+      box,
+      // state follows the session's state: a session that runs again
+      // (a message, a resume) is watched again at once.
+      state: poll.state,
       // onEvent shows a browser screenshot of the events when it is newer.
       onEvent(e) {
         const d = e.data || {};
         if (e.type !== 'AgentEvent' || kindOf(e) !== 'observation_event' || d.type !== 'web') return;
-        const i = d.image;
-        if (!i || i.type !== 'base64' || !IMAGE_TYPES.has(i.media_type) || typeof i.source !== 'string' || !/^[A-Za-z0-9+/=\s]*$/.test(i.source)) return;
-        show('data:' + i.media_type + ';base64,' + i.source.replace(/\s/g, ''), Date.parse(e.timestamp) || 0, 'event');
+        const url = eventImage(d.image);
+        if (url) show(url, Date.parse(e.timestamp) || 0, 'event');
       },
-      stop() { stopped = true; clearTimeout(timer); },
+      stop: poll.stop,
     };
   }
 
@@ -1211,7 +1229,7 @@
     const list = el('ol', { class: 'desk-actions', id: 'desk-actions' });
     const box = el('div', { class: 'card live desk', id: 'desk', hidden: true },
       el('div', { class: 'label' }, el('span', { class: 'what', text: 'Desktop' }), note), screen, list);
-    let stopped = false, timer = 0, busy = false, wait = LIVE_WAIT_MIN, st = '', shownAt = 0, frames = 0;
+    let shownAt = 0;
     let latest = [];   // the actions of the latest computer call
     let drawn = [];    // the actions drawn on the picture shown
     function draw() {
@@ -1263,51 +1281,10 @@
       note.textContent = visible((what === 'live' ? 'live · ' : 'screenshot · ') + new Date(at).toLocaleTimeString());
       draw();
     }
-    async function tick() {
-      timer = 0;
-      if (stopped || busy || TERMINAL.has(st)) return;
-      if (document.hidden) { timer = setTimeout(tick, LIVE_WAIT_MIN); return; }
-      busy = true;
-      let next = LIVE_WAIT;
-      try {
-        const r = await fetch(new URL('sessions/' + encodeURIComponent(id) + '/live/desktop', API), { credentials: 'same-origin', cache: 'no-store' });
-        if (r.ok && r.headers.get('Content-Type') === 'image/jpeg') {
-          const blob = await r.blob();
-          if (blob.size > 0 && blob.size <= LIVE_MAX_BYTES) {
-            const url = await readAs(blob, 'url');
-            const at = Date.parse(r.headers.get('X-Frame-Time') || '') || Date.now();
-            if (!stopped && typeof url === 'string' && url.startsWith('data:image/jpeg;base64,')) {
-              frames++;
-              box.dataset.frames = String(frames);
-              show(url, at, 'live', latest);
-            }
-          }
-          wait = LIVE_WAIT_MIN;
-        } else {
-          if (r.status === 401) { stopped = true; return; }
-          if (!box.hidden && box.dataset.source === 'live') note.textContent = visible('the desktop is closed while the session waits · last seen ' + new Date(shownAt).toLocaleTimeString());
-          next = wait;
-          wait = Math.min(wait * 2, LIVE_WAIT_MAX);
-        }
-      } catch {
-        next = wait;
-        wait = Math.min(wait * 2, LIVE_WAIT_MAX);
-      } finally { busy = false; }
-      if (!stopped && !TERMINAL.has(st)) timer = setTimeout(tick, next);
-    }
+    const poll = livePoller(id, 'live/desktop', box, note, 'desktop', (url, at) => show(url, at, 'live', latest), () => shownAt);
     return {
       box,
-      state(s) {
-        const was = st;
-        st = s || '';
-        if (TERMINAL.has(st)) {
-          clearTimeout(timer); timer = 0;
-          if (!box.hidden) note.textContent = visible('the session has ended · last seen ' + new Date(shownAt).toLocaleTimeString());
-          return;
-        }
-        if (was !== st) wait = LIVE_WAIT_MIN;
-        if (!timer && !busy) tick();
-      },
+      state: poll.state,
       // onEvent follows the computer calls of the events, and shows
       // their screenshots when they are newer than the picture.
       onEvent(e) {
@@ -1322,11 +1299,10 @@
           return;
         }
         if (kind !== 'observation_event' || !d.tool_req || d.tool_req.tool_name !== 'computer') return;
-        const i = d.image;
-        if (!i || i.type !== 'base64' || !IMAGE_TYPES.has(i.media_type) || typeof i.source !== 'string' || !/^[A-Za-z0-9+/=\s]*$/.test(i.source)) return;
-        show('data:' + i.media_type + ';base64,' + i.source.replace(/\s/g, ''), Date.parse(e.timestamp) || 0, 'event', deskActions(d.tool_req.args));
+        const url = eventImage(d.image);
+        if (url) show(url, Date.parse(e.timestamp) || 0, 'event', deskActions(d.tool_req.args));
       },
-      stop() { stopped = true; clearTimeout(timer); },
+      stop: poll.stop,
     };
   }
 
