@@ -55,8 +55,9 @@ func clearSetID(dirs []string, since unix.Timespec) []string {
 			if err != nil {
 				continue // an unreadable directory is skipped
 			}
-			w.dir(fd, dir)
-			unix.Close(fd)
+			if fd = w.dir(fd, dir, 0); fd >= 0 {
+				unix.Close(fd)
+			}
 		}
 	}
 	return w.cleared
@@ -78,8 +79,18 @@ func (w *setIDWalk) changedSetID(st *unix.Stat_t) bool {
 	return st.Ctim.Sec > w.since.Sec || st.Ctim.Sec == w.since.Sec && st.Ctim.Nsec >= w.since.Nsec
 }
 
-// dir walks the directory open at fd, whose path is path.
-func (w *setIDWalk) dir(fd int, path string) {
+// maxHeldDirs bounds the directory descriptors the walk holds at once
+// (one a level): below that depth, it closes each directory before it
+// descends and opens it again from the subdirectory's "..", so that a
+// tree a command made deep cannot take this process's descriptors.
+var maxHeldDirs = 64
+
+// dir walks the directory open at fd, whose path is path, depth levels
+// below a path of clearSetID. It returns the descriptor of that directory
+// to close, which below maxHeldDirs may be another than fd, or -1 if the
+// directory could not be opened again (the rest of it is then skipped, as
+// an unreadable directory).
+func (w *setIDWalk) dir(fd int, path string, depth int) int {
 	entries := w.readDir(fd)
 	for _, e := range entries {
 		typ := e.typ
@@ -111,10 +122,37 @@ func (w *setIDWalk) dir(fd int, path string) {
 			if err != nil {
 				continue // an unreadable directory is skipped
 			}
-			w.dir(sub, p)
+			if depth < maxHeldDirs {
+				if sub = w.dir(sub, p, depth+1); sub >= 0 {
+					unix.Close(sub)
+				}
+				continue
+			}
+			// Deep: this directory is let go while its subdirectory
+			// is walked, and found again as that one's parent: the
+			// same (device and inode) since nothing moves the files
+			// under the walk.
+			var here unix.Stat_t
+			if unix.Fstat(fd, &here) != nil {
+				unix.Close(sub)
+				return fd
+			}
+			unix.Close(fd)
+			if sub = w.dir(sub, p, depth+1); sub < 0 {
+				return -1
+			}
+			fd, err = unix.Openat(sub, "..", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 			unix.Close(sub)
+			var again unix.Stat_t
+			if err != nil || unix.Fstat(fd, &again) != nil || again.Dev != here.Dev || again.Ino != here.Ino {
+				if err == nil {
+					unix.Close(fd)
+				}
+				return -1
+			}
 		}
 	}
+	return fd
 }
 
 // A dirEntry is a name in a directory and its type (DT_*) as the
