@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -549,11 +550,7 @@ func landlockRules(cfg *helperConfig) (landlock.Config, []landlock.Rule, error) 
 // run by root has no capabilities after exec: it cannot load modules,
 // reconfigure the network or override file permissions.
 func dropCapabilities() error {
-	last := 40
-	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
-		fmt.Sscan(string(b), &last)
-	}
-	for c := 0; c <= last; c++ {
+	for c := 0; c <= lastCap(); c++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 			return err
 		}
@@ -568,6 +565,16 @@ func dropCapabilities() error {
 	data[0].Inheritable, data[1].Inheritable = 0, 0
 	return unix.Capset(&hdr, &data[0])
 }
+
+// lastCap is the highest capability the kernel knows, read once: the
+// first stage drops the bounding set on two threads.
+var lastCap = sync.OnceValue(func() int {
+	last := 40
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		fmt.Sscan(string(b), &last)
+	}
+	return last
+})
 
 // hasCapabilities reports whether the bounding set still holds a
 // capability (CAP_SYS_ADMIN stands for all): the first stage dropped them.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -55,25 +56,31 @@ func buildRoot(cfg *helperConfig) (err error) {
 		if p == "/proc" || strings.HasPrefix(p, "/proc/") {
 			return nil // this namespace's own
 		}
-		fi, err := os.Stat(p)
+		// Opened first, then named by the kernel: the path bound is the
+		// file opened, symbolic links resolved, in three calls (a stat
+		// and a resolution component by component took one call each
+		// per component).
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
 			if !rw || strings.HasPrefix(p, "/dev/") {
 				return nil // a system path this machine lacks
 			}
+			return &os.PathError{Op: "stat", Path: p, Err: err}
+		}
+		var st unix.Stat_t
+		real, err := fdPath(fd)
+		if err == nil {
+			err = unix.Fstat(fd, &st)
+		}
+		if err == nil && real == "/" {
+			err = errors.New("the whole file system is granted")
+		}
+		if err != nil {
+			unix.Close(fd)
 			return err
 		}
-		real, err := filepath.EvalSymlinks(p)
-		if err != nil {
-			return err
-		}
-		if real == "/" {
-			return errors.New("the whole file system is granted")
-		}
-		fd, err := unix.Open(real, unix.O_PATH|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("opening %s: %w", real, err)
-		}
-		binds = append(binds, rootBind{path: p, real: real, rw: rw, fd: fd, dir: fi.IsDir(), dev: fi.Mode()&os.ModeDevice != 0})
+		typ := st.Mode & unix.S_IFMT
+		binds = append(binds, rootBind{path: p, real: real, rw: rw, fd: fd, dir: typ == unix.S_IFDIR, dev: typ == unix.S_IFCHR || typ == unix.S_IFBLK})
 		return nil
 	}
 	for _, p := range cfg.ReadOnly {
@@ -229,6 +236,27 @@ func buildRoot(cfg *helperConfig) (err error) {
 	return os.Chdir(cfg.Dir)
 }
 
+// fdPath is the path of the file open at fd, as the kernel names it in
+// /proc/self/fd: absolute, every symbolic link resolved.
+func fdPath(fd int) (string, error) {
+	link := "/proc/self/fd/" + strconv.Itoa(fd)
+	for size := 256; size <= 1<<16; size *= 4 {
+		buf := make([]byte, size)
+		n, err := unix.Readlink(link, buf)
+		if err != nil {
+			return "", &os.PathError{Op: "readlink", Path: link, Err: err}
+		}
+		if n < size {
+			p := string(buf[:n])
+			if !strings.HasPrefix(p, "/") {
+				return "", fmt.Errorf("%s names no path: %q", link, p)
+			}
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: the path is too long", link)
+}
+
 // within reports whether p is dir or inside it.
 func within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
@@ -237,20 +265,39 @@ func within(p, dir string) bool {
 // mountPoint makes a directory, or an empty file, to mount on; one that
 // exists (inside a bind made before) is used as it is.
 func mountPoint(p string, dir bool) error {
-	if _, err := os.Lstat(p); err == nil {
+	// Made at once, most often: the staged root is an empty tmpfs whose
+	// directories the binds before made. An existing one (EEXIST) is
+	// used as it is, as is one that exists whatever the error.
+	err := makeMountPoint(p, dir)
+	if err == nil {
 		return nil
 	}
-	if dir {
-		return os.MkdirAll(p, 0o755)
+	if _, lerr := os.Lstat(p); lerr == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.ENOENT) {
+		return &os.PathError{Op: "mkdir", Path: p, Err: err}
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err := makeMountPoint(p, dir); err != nil && !errors.Is(err, unix.EEXIST) {
+		return &os.PathError{Op: "mkdir", Path: p, Err: err}
+	}
+	return nil
+}
+
+// makeMountPoint makes the directory or empty file p, whose parent
+// exists.
+func makeMountPoint(p string, dir bool) error {
+	if dir {
+		return unix.Mkdir(p, 0o755)
+	}
+	fd, err := unix.Open(p, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return err
 	}
-	return f.Close()
+	return unix.Close(fd)
 }
 
 // remountTreeReadOnly makes the mount at p, and every mount below it,
