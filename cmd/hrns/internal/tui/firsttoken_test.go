@@ -171,9 +171,8 @@ func BenchmarkFirstTokenOnScreen(b *testing.B) {
 			}
 			return msg
 		})
-		p := tea.NewProgram(c, append(programOptions(ctx, inR, screen), tea.WithWindowSize(100, 30), filter)...)
 		done := make(chan error, 1)
-		go func() { _, err := p.Run(); done <- err }()
+		go func() { done <- runProgram(ctx, c, inR, screen, nil, tea.WithWindowSize(100, 30), filter) }()
 		var d, u []time.Duration
 		for i := 0; b.Loop(); i++ {
 			token := fmt.Sprintf("Tok%dzq", i)
