@@ -146,13 +146,13 @@ func BenchmarkFirstTokenOnScreen(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		inR, inW := io.Pipe()
-		screen := &screenWatch{}
+		watch := &screenWatch{}
 		cfg := &Config{
 			Model:     openai.New(&openai.Options{BaseURL: srv.URL + "/v1", APIKey: "k", Model: "m"}),
 			ModelName: "m",
 			Workdir:   b.TempDir(),
 			Input:     inR,
-			Output:    screen,
+			Output:    watch,
 		}
 		// Run's program, with the size a terminal would give.
 		c := newChat(ctx, cfg)
@@ -172,7 +172,7 @@ func BenchmarkFirstTokenOnScreen(b *testing.B) {
 			return msg
 		})
 		done := make(chan error, 1)
-		go func() { done <- runProgram(ctx, c, inR, screen, nil, tea.WithWindowSize(100, 30), filter) }()
+		go func() { done <- runProgram(ctx, c, inR, watch, nil, tea.WithWindowSize(100, 30), filter) }()
 		var d, u []time.Duration
 		for i := 0; b.Loop(); i++ {
 			token := fmt.Sprintf("Tok%dzq", i)
@@ -182,7 +182,7 @@ func BenchmarkFirstTokenOnScreen(b *testing.B) {
 			updMu.Lock()
 			want = token
 			updMu.Unlock()
-			shown, idle := screen.await(token, "end"+token+".")
+			shown, idle := watch.await(token, "end"+token+".")
 			if _, err := io.WriteString(inW, fmt.Sprintf("q%d\r", i)); err != nil {
 				b.Fatal(err)
 			}

@@ -29,11 +29,14 @@ import (
 // and screen draws each view with the same cell renderer Bubble Tea uses
 // (ultraviolet's TerminalRenderer), on change:
 //
-//   - a change after a quiet frame (no draw in the last frameInterval) is
-//     written at once, from Update;
-//   - changes within a frame of the last draw are coalesced into one draw
-//     at the end of that frame, so a burst of tokens costs at most
-//     chatFPS draws a second, as before;
+//   - a change after a quiet time (no change in the last quietChange, or
+//     no draw in the last frameInterval) is written at once, from Update;
+//   - changes closer together are coalesced into one draw at the end of
+//     the frame of the last draw;
+//   - a budget bounds the draws: it fills at chatFPS frames a second, up
+//     to burstFrames, and each draw spends a frame; so a burst of
+//     tokens costs at most chatFPS draws a second (and burstFrames more),
+//     as Bubble Tea's ticker did;
 //   - with nothing changing, nothing runs: no ticker.
 //
 // What the chat asked of Bubble Tea's renderer is done here the same
@@ -47,8 +50,17 @@ import (
 // highest rate, which the chat used before it drew on change.
 const chatFPS = 120
 
-// frameInterval is the least time between two draws.
-const frameInterval = time.Second / chatFPS
+// frameInterval is the time of a frame: the screen draws at most one a
+// frame over time, and up to burstFrames at once after a quiet time.
+const (
+	frameInterval = time.Second / chatFPS
+	burstFrames   = 3
+	// quietChange is the least time without a change after which a
+	// change is drawn at once (budget allowing): changes closer together
+	// (a burst of tokens in one read, keys pasted or typed at once) are
+	// coalesced into frames.
+	quietChange = time.Millisecond
+)
 
 // screen draws the chat's views to the terminal. Its methods may be
 // called from any goroutine.
@@ -69,10 +81,13 @@ type screen struct {
 
 	// Frame pacing. now and after are the clock (time.Now and
 	// time.AfterFunc; a test's own).
-	now     func() time.Time
-	after   func(time.Duration, func())
-	last    time.Time // when the last frame was written
-	pending bool      // a draw is due at the end of the frame
+	now        func() time.Time
+	after      func(time.Duration, func())
+	last       time.Time     // when the last frame was written
+	lastChange time.Time     // when the content last changed
+	credit     time.Duration // the frame budget at creditAt
+	creditAt   time.Time
+	pending    bool // a draw is due at the end of the frame
 
 	frames int // frames written, for tests
 }
@@ -130,7 +145,7 @@ func (s *screen) stop(draw bool) error {
 		return nil
 	}
 	if draw && s.dirty {
-		s.drawLocked()
+		s.drawLocked(s.now())
 	}
 	s.closed = true
 	if !s.started {
@@ -188,26 +203,49 @@ func (s *screen) observe(msg tea.Msg) {
 	}
 }
 
-// set makes content the screen's view: it is drawn now if no frame was
-// drawn in the last frameInterval, else at the end of that frame.
+// set makes content the screen's view. It is drawn at once when the
+// frame budget allows it and the screen was quiet: no change in the last
+// quietChange (the first token after the model thought), or no draw in
+// the last frameInterval. Otherwise it is drawn once the frame is over,
+// with what else changes until then.
 func (s *screen) set(content string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return
 	}
+	now := s.now()
+	quiet := now.Sub(s.lastChange) >= quietChange
 	if content != s.content {
-		s.content, s.dirty = content, true
+		s.content, s.dirty, s.lastChange = content, true, now
 	}
-	if !s.dirty || s.pending {
+	if !s.dirty {
 		return
 	}
-	if wait := frameInterval - s.now().Sub(s.last); wait > 0 {
-		s.pending = true
-		s.after(wait, s.frameDue)
+	credit := s.creditLocked(now)
+	if credit >= frameInterval && (quiet || now.Sub(s.last) >= frameInterval) {
+		s.drawLocked(now)
 		return
 	}
-	s.drawLocked()
+	s.scheduleLocked(now, credit)
+}
+
+// scheduleLocked sets the timer of the next frame, unless it is set: the
+// end of the frame of the last draw, or later if the budget is spent.
+func (s *screen) scheduleLocked(now time.Time, credit time.Duration) {
+	if s.pending {
+		return
+	}
+	wait := max(s.last.Add(frameInterval).Sub(now), frameInterval-credit)
+	s.pending = true
+	s.after(wait, s.frameDue)
+}
+
+// creditLocked is the frame budget at now, in time: it fills as time
+// passes (a frame each frameInterval), up to burstFrames frames, and each
+// draw spends a frameInterval.
+func (s *screen) creditLocked(now time.Time) time.Duration {
+	return min(s.credit+now.Sub(s.creditAt), burstFrames*frameInterval)
 }
 
 // frameDue draws what changed during the frame that just ended.
@@ -215,15 +253,22 @@ func (s *screen) frameDue() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pending = false
-	if s.dirty && !s.closed {
-		s.drawLocked()
+	if !s.dirty || s.closed {
+		return
 	}
+	now := s.now()
+	if credit := s.creditLocked(now); credit < frameInterval {
+		s.scheduleLocked(now, credit) // an immediate draw spent it
+		return
+	}
+	s.drawLocked(now)
 }
 
 // drawLocked writes the content to the terminal: what changed since the
 // last frame, in one write. s.mu is held.
-func (s *screen) drawLocked() {
-	s.dirty, s.last = false, s.now()
+func (s *screen) drawLocked(now time.Time) {
+	s.credit, s.creditAt = s.creditLocked(now)-frameInterval, now
+	s.dirty, s.last = false, now
 	area := uv.Rect(0, 0, s.width, s.height)
 	if len(s.content) == 0 {
 		area.Max.Y = 0

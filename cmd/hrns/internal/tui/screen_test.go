@@ -90,10 +90,11 @@ func (w *writes) all() []string {
 	return append([]string(nil), w.w...)
 }
 
-// TestScreenDrawsOnChange: a change after a quiet frame is written at
-// once, without a timer; changes within a frame of the last draw wait
-// for its end and are written as one frame; nothing changing, nothing is
-// written and no timer is set.
+// TestScreenDrawsOnChange: a change after a quiet time is written at
+// once, without a timer; changes closer together wait for the end of the
+// frame and are written as one; the draws of a stream of changes stay
+// within chatFPS a second; nothing changing, nothing is written and no
+// timer is set.
 func TestScreenDrawsOnChange(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1000, 0)}
 	out := &writes{}
@@ -104,14 +105,15 @@ func TestScreenDrawsOnChange(t *testing.T) {
 	if w := out.all(); len(w) != 1 || !strings.Contains(w[0], "one") || clock.set != 0 {
 		t.Fatalf("the first view: writes %q, timers %d; want one write at once", w, clock.set)
 	}
-	clock.advance(time.Millisecond)
+	// Changes in a burst (closer than quietChange) wait for the frame.
+	clock.advance(quietChange / 10)
 	s.set("two")
 	s.set("three")
 	s.set("four")
 	if w := out.all(); len(w) != 1 || clock.pending() != 1 {
-		t.Fatalf("changes within the frame: %d writes, %d timers pending; want them held for one timer", len(w), clock.pending())
+		t.Fatalf("a burst within the frame: %d writes, %d timers pending; want them held for one timer", len(w), clock.pending())
 	}
-	clock.advance(frameInterval - time.Millisecond - 1)
+	clock.advance(frameInterval - quietChange/10 - 1)
 	if len(out.all()) != 1 {
 		t.Fatal("written before the frame's end")
 	}
@@ -119,25 +121,47 @@ func TestScreenDrawsOnChange(t *testing.T) {
 	if w := out.all(); len(w) != 2 || !strings.Contains(w[1], "four") || strings.Contains(w[1], "two") {
 		t.Fatalf("at the frame's end: writes %q; want one more, of the last view", w)
 	}
-	// A burst: at most one frame per frameInterval.
+	// The first change after a quiet time is written at once, even
+	// within the frame of the last draw (the first token after a
+	// question's frames).
+	clock.advance(2 * quietChange)
+	s.set("five")
+	if w := out.all(); len(w) != 3 || !strings.Contains(w[2], "five") || clock.pending() != 0 {
+		t.Fatalf("a change after a quiet time: writes %q, %d timers pending; want one write at once", w, clock.pending())
+	}
+
+	// A burst of 100 changes over 10 frames: about 10 frames.
+	clock.advance(time.Second)
+	n := len(out.all())
 	for i := range 100 {
 		clock.advance(frameInterval / 10)
 		s.set(strings.Repeat("x", i%7+1))
 	}
-	if n := len(out.all()) - 2; n < 9 || n > 11 {
-		t.Errorf("a burst of 100 changes over 10 frames wrote %d frames", n)
+	clock.advance(time.Second)
+	if d := len(out.all()) - n; d < 9 || d > 11+burstFrames {
+		t.Errorf("a burst of 100 changes over 10 frames wrote %d frames", d)
+	}
+	// A stream of changes each after a quiet time, for a second: at most
+	// chatFPS frames and the burst.
+	n = len(out.all())
+	for i := range 500 {
+		clock.advance(2 * quietChange)
+		s.set(strings.Repeat("y", i%7+1))
 	}
 	clock.advance(time.Second)
-	n, timers := len(out.all()), clock.set
+	if d := len(out.all()) - n; d < chatFPS-10 || d > chatFPS+burstFrames+1 {
+		t.Errorf("a change every %v for a second wrote %d frames; want at most %d", 2*quietChange, d, chatFPS+burstFrames+1)
+	}
+
 	// Idle: the same view again writes nothing and sets no timer.
-	s.set(strings.Repeat("x", 99%7+1))
+	n, timers := len(out.all()), clock.set
+	s.set(strings.Repeat("y", 499%7+1))
 	clock.advance(time.Second)
 	if len(out.all()) != n || clock.set != timers {
 		t.Errorf("an unchanged view wrote %d frames and set %d timers", len(out.all())-n, clock.set-timers)
 	}
-	// After a quiet frame, the next change is written at once.
-	s.set("five")
-	if w := out.all(); len(w) != n+1 || !strings.Contains(w[n], "five") || clock.set != timers {
+	s.set("six")
+	if w := out.all(); len(w) != n+1 || !strings.Contains(w[n], "six") || clock.set != timers {
 		t.Errorf("a change after a quiet second: %d writes, %d timers; want one write at once", len(w)-n, clock.set-timers)
 	}
 }

@@ -168,7 +168,7 @@ type block struct {
 	lastChild string
 
 	// cache of the rendered lines
-	cacheKey string
+	cacheKey renderKey
 	cache    []string
 }
 
@@ -1240,8 +1240,18 @@ func (c *chat) transcript() []string {
 	return out
 }
 
+// renderKey is what a block's rendered lines depend on, but for a tool
+// call's, which are rendered each time.
+type renderKey struct {
+	width                     int
+	expandTools, showThinking bool
+	done                      bool
+	state                     toolState
+	textLen, lines            int
+}
+
 func (c *chat) render(b *block) []string {
-	key := fmt.Sprint(c.width, c.expandTools, c.showThinking, b.done, b.state, b.text.Len(), len(b.lines))
+	key := renderKey{c.width, c.expandTools, c.showThinking, b.done, b.state, b.text.Len(), len(b.lines)}
 	if b.cache != nil && b.cacheKey == key && b.kind != blockTool {
 		return b.cache
 	}
