@@ -43,8 +43,9 @@ func newFirstTokenServer(tb testing.TB) *firstTokenServer {
 		w.(http.Flusher).Flush()
 		// The model's time to its first token: spread over 20 ms, so
 		// that the first byte comes at any time of the chat's frame
-		// (its renderer writes the screen at a fixed rate: a stream
-		// started right after a frame would always wait for the next).
+		// (a change within a frame of the last draw waits for the
+		// frame's end; Bubble Tea's renderer wrote only on a ticker:
+		// a stream started right after a frame always waited).
 		s.mu.Lock()
 		s.n++
 		think := time.Duration(s.n*7919%20000) * time.Microsecond
