@@ -88,8 +88,6 @@ type screen struct {
 	credit     time.Duration // the frame budget at creditAt
 	creditAt   time.Time
 	pending    bool // a draw is due at the end of the frame
-
-	frames int // frames written, for tests
 }
 
 func newScreen(out io.Writer, env []string, profile colorprofile.Profile, mapNewline bool, width, height int) *screen {
@@ -295,7 +293,6 @@ func (s *screen) drawLocked(now time.Time) {
 	} else {
 		frame = s.buf.Bytes()
 	}
-	s.frames++
 	_, _ = s.out.Write(frame) // as Bubble Tea's renderer, a failed write is not the chat's end
 	s.buf.Reset()
 }
