@@ -43,8 +43,9 @@ func newFirstTokenServer(tb testing.TB) *firstTokenServer {
 		w.(http.Flusher).Flush()
 		// The model's time to its first token: spread over 20 ms, so
 		// that the first byte comes at any time of the chat's frame
-		// (its renderer writes the screen at a fixed rate: a stream
-		// started right after a frame would always wait for the next).
+		// (a change within a frame of the last draw waits for the
+		// frame's end; Bubble Tea's renderer wrote only on a ticker:
+		// a stream started right after a frame always waited).
 		s.mu.Lock()
 		s.n++
 		think := time.Duration(s.n*7919%20000) * time.Microsecond
@@ -146,13 +147,13 @@ func BenchmarkFirstTokenOnScreen(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		inR, inW := io.Pipe()
-		screen := &screenWatch{}
+		watch := &screenWatch{}
 		cfg := &Config{
 			Model:     openai.New(&openai.Options{BaseURL: srv.URL + "/v1", APIKey: "k", Model: "m"}),
 			ModelName: "m",
 			Workdir:   b.TempDir(),
 			Input:     inR,
-			Output:    screen,
+			Output:    watch,
 		}
 		// Run's program, with the size a terminal would give.
 		c := newChat(ctx, cfg)
@@ -171,9 +172,8 @@ func BenchmarkFirstTokenOnScreen(b *testing.B) {
 			}
 			return msg
 		})
-		p := tea.NewProgram(c, append(programOptions(ctx, inR, screen), tea.WithWindowSize(100, 30), filter)...)
 		done := make(chan error, 1)
-		go func() { _, err := p.Run(); done <- err }()
+		go func() { done <- runProgram(ctx, c, inR, watch, nil, tea.WithWindowSize(100, 30), filter) }()
 		var d, u []time.Duration
 		for i := 0; b.Loop(); i++ {
 			token := fmt.Sprintf("Tok%dzq", i)
@@ -183,7 +183,7 @@ func BenchmarkFirstTokenOnScreen(b *testing.B) {
 			updMu.Lock()
 			want = token
 			updMu.Unlock()
-			shown, idle := screen.await(token, "end"+token+".")
+			shown, idle := watch.await(token, "end"+token+".")
 			if _, err := io.WriteString(inW, fmt.Sprintf("q%d\r", i)); err != nil {
 				b.Fatal(err)
 			}

@@ -104,8 +104,7 @@ func Run(ctx context.Context, cfg *Config) error {
 	if out == nil {
 		out = os.Stdout
 	}
-	p := tea.NewProgram(c, programOptions(ctx, in, out)...)
-	_, err := p.Run()
+	err := runProgram(ctx, c, in, out, nil)
 	c.save()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return ctx.Err()
@@ -115,20 +114,6 @@ func Run(ctx context.Context, cfg *Config) error {
 	}
 	return err
 }
-
-// programOptions are the options of the chat's Bubble Tea program.
-func programOptions(ctx context.Context, in io.Reader, out io.Writer) []tea.ProgramOption {
-	return []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithFPS(chatFPS)}
-}
-
-// chatFPS is the rate at which Bubble Tea writes the chat's screen, at
-// most: a change (a streamed token) waits for the next frame, since its
-// renderer writes only on its ticker. 120, Bubble Tea's highest, against
-// its default of 60: the first token of an answer reaches the screen
-// about 5 ms after the provider's first byte instead of about 11 (median,
-// BenchmarkFirstTokenOnScreen), for about 0.15 % more of a core while
-// the chat is idle.
-const chatFPS = 120
 
 // blockKind says what a block of the transcript shows.
 type blockKind int
@@ -183,7 +168,7 @@ type block struct {
 	lastChild string
 
 	// cache of the rendered lines
-	cacheKey string
+	cacheKey renderKey
 	cache    []string
 }
 
@@ -1255,8 +1240,18 @@ func (c *chat) transcript() []string {
 	return out
 }
 
+// renderKey is what a block's rendered lines depend on, but for a tool
+// call's, which are rendered each time.
+type renderKey struct {
+	width                     int
+	expandTools, showThinking bool
+	done                      bool
+	state                     toolState
+	textLen, lines            int
+}
+
 func (c *chat) render(b *block) []string {
-	key := fmt.Sprint(c.width, c.expandTools, c.showThinking, b.done, b.state, b.text.Len(), len(b.lines))
+	key := renderKey{c.width, c.expandTools, c.showThinking, b.done, b.state, b.text.Len(), len(b.lines)}
 	if b.cache != nil && b.cacheKey == key && b.kind != blockTool {
 		return b.cache
 	}
