@@ -332,7 +332,7 @@ const (
 			lease_until = CASE WHEN $15::boolean THEN NULL WHEN ` + claimedSQL + ` THEN $31 ELSE lease_until END,
 			attempts = CASE WHEN ` + claimedSQL + ` THEN (CASE WHEN $18::boolean THEN 0 ELSE attempts END) + 1
 				WHEN $18::boolean THEN 0 ELSE attempts END
-		WHERE id = $1 AND version = $16 AND ($17::text = '' OR (lease_owner = $17 AND lease_until > $14))
+		WHERE id = $1 AND version = $16 AND ($17::text = '' OR (lease_owner IS NOT DISTINCT FROM $17 AND lease_until > $14))
 			AND ($25::bigint < 0 OR $25 <= (` + messageCountSQL + `))
 		RETURNING id, owner, status, (SELECT status FROM o) AS old_status, event_count - $11 AS base,
 			(runnable OR wake_at IS NOT NULL) AND (lease_owner = '' OR lease_until <= $14) AS work,
@@ -385,22 +385,50 @@ const (
 		FROM hrns_events WHERE session_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3) e
 		WHERE before < $4 ORDER BY idx`
 
-	claimSQL = `WITH c AS (
-		SELECT id FROM hrns_sessions
-		WHERE (runnable OR wake_at <= $1) AND (lease_owner = '' OR lease_until <= $1) AND ($5 <= 0 OR attempts < $5)
+	// claimSQL takes the oldest sessions that need a worker and are free:
+	// the runnable ones (r) and those whose wake-up time has come (t), each
+	// read in order and locked, then the oldest $2 of both. r is an index
+	// scan of hrns_sessions_runnable in its order, which stops at $2: one
+	// condition with OR (runnable OR wake_at <= $1) was a bitmap scan of
+	// both partial indexes that visited, at every claim, each row version
+	// they still listed (every session runnable once since the last
+	// VACUUM), where an index scan marks the dead ones for the next scans
+	// to skip (see performance.md).
+	claimSQL = `WITH r AS (
+		SELECT id, created_at FROM hrns_sessions
+		WHERE runnable AND (lease_owner = '' OR lease_until <= $1) AND ($5 <= 0 OR attempts < $5)
 		ORDER BY created_at, id
 		LIMIT $2
 		FOR UPDATE
+	), t AS (
+		SELECT id, created_at FROM hrns_sessions
+		WHERE wake_at <= $1 AND (lease_owner = '' OR lease_until <= $1) AND ($5 <= 0 OR attempts < $5)
+		ORDER BY created_at, id
+		LIMIT $2
+		FOR UPDATE
+	), c AS (
+		SELECT id FROM (SELECT id, created_at FROM r UNION SELECT id, created_at FROM t) u
+		ORDER BY created_at, id
+		LIMIT $2
 	)
 	UPDATE hrns_sessions SET lease_owner = $3, lease_until = $4, attempts = attempts + 1
 	WHERE id IN (SELECT id FROM c)
 	RETURNING ` + sessionColumns
 
-	renewSQL = `UPDATE hrns_sessions SET lease_until = $4 WHERE id = $1 AND lease_owner = $2 AND lease_until > $3`
+	// The statements that find a session by id and check its lease
+	// compare lease_owner with IS NOT DISTINCT FROM (the same as = on
+	// this NOT NULL column), which no index serves: with lease_owner = $2,
+	// the planner may read the session through hrns_sessions_by_lease_owner
+	// instead of the primary key, when the statistics show no leases
+	// (ANALYZE ran while none was held), and so read every entry of the
+	// replica's id that index holds, one for each session it leased since
+	// the last VACUUM (see performance.md). TestHotStatementsUsePrimaryKey
+	// checks the plans.
+	renewSQL = `UPDATE hrns_sessions SET lease_until = $4 WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $2 AND lease_until > $3`
 
 	releaseSQL = `WITH w AS (
 		UPDATE hrns_sessions SET lease_owner = '', lease_until = NULL, attempts = 0
-		WHERE id = $1 AND lease_owner = $2
+		WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $2
 		RETURNING id, true AS work
 	)
 	SELECT ` + notifySQL + ` FROM w`
@@ -408,13 +436,22 @@ const (
 	// nextWakeSQL: a session held by a live lease is due when the lease
 	// expires (or at its wake-up time, if later, when it does not need a
 	// worker now); a free one at its wake-up time. Runnable free sessions
-	// are Claim's now, not a time to come.
-	nextWakeSQL = `SELECT min(CASE
-			WHEN lease_owner <> '' AND lease_until > $1 THEN
-				CASE WHEN NOT runnable AND wake_at > lease_until THEN wake_at ELSE lease_until END
-			ELSE wake_at END)
-		FROM hrns_sessions
-		WHERE (runnable OR wake_at IS NOT NULL) AND NOT (runnable AND (lease_owner = '' OR lease_until <= $1))`
+	// are Claim's now, not a time to come. The two kinds are read apart:
+	// the sessions leased (few: those running) through
+	// hrns_sessions_by_lease_owner, and the earliest free one waiting for
+	// its time in the order of hrns_sessions_wake, which stops at the
+	// first. One condition over both was a bitmap scan of the partial
+	// indexes on runnable and wake_at that visited every row version they
+	// listed (see claimSQL). A lease_owner without a lease_until (which
+	// no statement writes) counts as free, as it did.
+	nextWakeSQL = `SELECT least(
+		(SELECT min(CASE WHEN NOT runnable AND wake_at > lease_until THEN wake_at ELSE lease_until END)
+			FROM hrns_sessions
+			WHERE lease_owner <> '' AND lease_until > $1 AND (runnable OR wake_at IS NOT NULL)),
+		(SELECT wake_at FROM hrns_sessions
+			WHERE wake_at IS NOT NULL AND NOT runnable AND (lease_owner = '' OR lease_until IS NULL OR lease_until <= $1)
+			ORDER BY wake_at
+			LIMIT 1))`
 )
 
 // statements are the statements with their parameter numbers filled in,
@@ -655,56 +692,17 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		o = *opts
 	}
 	now := time.Now().UTC()
-	// The indexes are known once the statement has read the count; the
-	// arrays carry the events in order and the statement numbers them.
-	types, data, times := eventArrays(events, 0, now)
+	args, err := s.updateArgs(sess, events, &o, now)
+	if err != nil {
+		return err
+	}
 	var base int64
 	var notified bool
 	var hooked *bool
-	hookTypes, hookIDs := hookArrays(sess.ID, sess.Status, sess.Version+1)
-	from, msgs := int64(-1), [][]byte{}
-	if t := o.Transcript; t != nil {
-		if t.From < 0 {
-			return fmt.Errorf("update session %s: %w: from %d", sess.ID, store.ErrTranscriptGap, t.From)
-		}
-		from = t.From
-		for _, m := range t.Messages {
-			if m == nil {
-				m = json.RawMessage("null")
-			}
-			msgs = append(msgs, m)
-		}
-	}
-	var tokPeriod string
-	var tokStart pgtype.Timestamptz
-	var tokN int64
-	if t := o.Tokens; t != nil {
-		if t.N < 0 {
-			return fmt.Errorf("update session %s: %w", sess.ID, store.ErrNegativeTokens)
-		}
-		tokPeriod, tokStart, tokN = t.Period, ts(t.Start.Truncate(time.Microsecond)), t.N
-	}
-	var claimOwner string
-	var claimUntil, claimNow pgtype.Timestamptz
-	var claimBelow int64
-	if c := o.Claim; c != nil {
-		if o.Lease != "" || o.Release {
-			return fmt.Errorf("update session %s: %w", sess.ID, store.ErrClaimWithLease)
-		}
-		if c.Owner == "" {
-			return fmt.Errorf("update session %s: claim without an owner", sess.ID)
-		}
-		claimOwner, claimUntil, claimNow, claimBelow = c.Owner, ts(c.Now.Add(c.TTL)), ts(c.Now), int64(c.BelowAttempts)
-	}
 	var claimed bool
 	var leaseUntil pgtype.Timestamptz
 	var attempts int
-	err := s.pool.QueryRow(ctx, statements().update,
-		sess.ID, sess.Status, sess.Agent, sess.FirstMessage, []byte(sess.State), []byte(sess.Answer),
-		sess.Error, sess.ErrorCode, sess.Runnable, ts(sess.WakeAt), int64(len(events)),
-		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease, o.Release || o.ResetAttempts,
-		types, data, times, s.channel, hookTypes, hookIDs, from, msgs, tokPeriod, tokStart, tokN,
-		claimOwner, claimUntil, claimBelow, claimNow).Scan(&base, &notified, &hooked, &claimed, &leaseUntil, &attempts)
+	err = s.pool.QueryRow(ctx, statements().update, args...).Scan(&base, &notified, &hooked, &claimed, &leaseUntil, &attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = s.whyNotUpdated(ctx, sess, &o, now)
 	}
@@ -731,6 +729,54 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		o.Committed(sess, events)
 	}
 	return nil
+}
+
+// updateArgs returns the arguments of the update statement that commits
+// sess with events as o says, at now.
+func (s *Store) updateArgs(sess *store.Session, events []store.Event, o *store.UpdateOptions, now time.Time) ([]any, error) {
+	// The indexes are known once the statement has read the count; the
+	// arrays carry the events in order and the statement numbers them.
+	types, data, times := eventArrays(events, 0, now)
+	hookTypes, hookIDs := hookArrays(sess.ID, sess.Status, sess.Version+1)
+	from, msgs := int64(-1), [][]byte{}
+	if t := o.Transcript; t != nil {
+		if t.From < 0 {
+			return nil, fmt.Errorf("update session %s: %w: from %d", sess.ID, store.ErrTranscriptGap, t.From)
+		}
+		from = t.From
+		for _, m := range t.Messages {
+			if m == nil {
+				m = json.RawMessage("null")
+			}
+			msgs = append(msgs, m)
+		}
+	}
+	var tokPeriod string
+	var tokStart pgtype.Timestamptz
+	var tokN int64
+	if t := o.Tokens; t != nil {
+		if t.N < 0 {
+			return nil, fmt.Errorf("update session %s: %w", sess.ID, store.ErrNegativeTokens)
+		}
+		tokPeriod, tokStart, tokN = t.Period, ts(t.Start.Truncate(time.Microsecond)), t.N
+	}
+	var claimOwner string
+	var claimUntil, claimNow pgtype.Timestamptz
+	var claimBelow int64
+	if c := o.Claim; c != nil {
+		if o.Lease != "" || o.Release {
+			return nil, fmt.Errorf("update session %s: %w", sess.ID, store.ErrClaimWithLease)
+		}
+		if c.Owner == "" {
+			return nil, fmt.Errorf("update session %s: claim without an owner", sess.ID)
+		}
+		claimOwner, claimUntil, claimNow, claimBelow = c.Owner, ts(c.Now.Add(c.TTL)), ts(c.Now), int64(c.BelowAttempts)
+	}
+	return []any{sess.ID, sess.Status, sess.Agent, sess.FirstMessage, []byte(sess.State), []byte(sess.Answer),
+		sess.Error, sess.ErrorCode, sess.Runnable, ts(sess.WakeAt), int64(len(events)),
+		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease, o.Release || o.ResetAttempts,
+		types, data, times, s.channel, hookTypes, hookIDs, from, msgs, tokPeriod, tokStart, tokN,
+		claimOwner, claimUntil, claimBelow, claimNow}, nil
 }
 
 // asStored gives the times of s and events the precision (microseconds)
@@ -910,7 +956,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, claimSQL, ts(p.Now), max(p.Limit, 1), p.Owner, ts(p.Now.Add(p.TTL)), p.BelowAttempts)
+	rows, err := s.pool.Query(ctx, claimSQL, claimArgs(p)...)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", s.wrap(err))
 	}
@@ -929,6 +975,11 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 		got.LeaseUntil = p.Now.Add(p.TTL)
 	}
 	return out, nil
+}
+
+// claimArgs are the arguments of claimSQL.
+func claimArgs(p *store.ClaimParams) []any {
+	return []any{ts(p.Now), max(p.Limit, 1), p.Owner, ts(p.Now.Add(p.TTL)), p.BelowAttempts}
 }
 
 // Renew implements [store.Store].

@@ -1,0 +1,58 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hrns-dev/hrns/store"
+)
+
+// The plans PostgreSQL chooses for the store's hot statements, given the
+// arguments the store gives them (EXPLAIN, text format), for
+// TestHotStatementPlans.
+
+func (s *Store) ExplainUpdate(ctx context.Context, sess *store.Session, o *store.UpdateOptions) (string, error) {
+	if o == nil {
+		o = &store.UpdateOptions{}
+	}
+	args, err := s.updateArgs(sess, nil, o, time.Now().UTC())
+	if err != nil {
+		return "", err
+	}
+	return s.explain(ctx, statements().update, args...)
+}
+
+func (s *Store) ExplainClaim(ctx context.Context, p *store.ClaimParams) (string, error) {
+	return s.explain(ctx, claimSQL, claimArgs(p)...)
+}
+
+func (s *Store) ExplainRenew(ctx context.Context, id, owner string, until time.Time) (string, error) {
+	return s.explain(ctx, renewSQL, id, owner, ts(time.Now()), ts(until))
+}
+
+func (s *Store) ExplainRelease(ctx context.Context, id, owner string) (string, error) {
+	return s.explain(ctx, statements().release, id, owner, s.channel)
+}
+
+func (s *Store) ExplainNextWake(ctx context.Context, now time.Time) (string, error) {
+	return s.explain(ctx, nextWakeSQL, ts(now))
+}
+
+func (s *Store) explain(ctx context.Context, sql string, args ...any) (string, error) {
+	rows, err := s.pool.Query(ctx, "EXPLAIN "+sql, args...)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), err
+}
+
+// ClaimSQL and NextWakeSQL are the statements, for the test that compares
+// them with the ones they replaced.
+const (
+	ClaimSQL    = claimSQL
+	NextWakeSQL = nextWakeSQL
+)
