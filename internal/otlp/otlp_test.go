@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -347,5 +350,47 @@ func TestShutdownCancels(t *testing.T) {
 	exp.Shutdown(context.Background())
 	if err := <-done; err == nil {
 		t.Error("the export succeeded")
+	}
+}
+
+// TestCertificate: OTEL_EXPORTER_OTLP_CERTIFICATE (or the signal's own)
+// names the roots a collector's certificate is checked against, as with
+// the SDK's exporters; without it the system's roots are used, and a
+// client certificate needs its key.
+func TestCertificate(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	ca := t.TempDir() + "/ca.pem"
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	export := func(env map[string]string) error {
+		tc, err := TLSConfig(func(k string) string { return env[k] }, "TRACES")
+		if err != nil {
+			return err
+		}
+		exp, err := NewTraceExporter(Config{Endpoint: srv.URL + "/v1/traces", TLS: tc})
+		if err != nil {
+			return err
+		}
+		defer exp.Shutdown(context.Background())
+		return exp.ExportSpans(t.Context(), spans(t))
+	}
+	if err := export(nil); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("without the roots: %v", err)
+	}
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_CERTIFICATE", "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE"} {
+		if err := export(map[string]string{k: ca}); err != nil {
+			t.Errorf("%s: %v", k, err)
+		}
+	}
+	if err := export(map[string]string{"OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE": ca}); err == nil {
+		t.Error("the metrics' roots were used for traces")
+	}
+	if err := export(map[string]string{"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": ca}); err == nil || !strings.Contains(err.Error(), "go together") {
+		t.Errorf("a client certificate without its key: %v", err)
+	}
+	if _, err := NewTraceExporter(Config{Endpoint: "http://127.0.0.1:1", TLS: &tls.Config{}}); err == nil {
+		t.Error("TLS configuration accepted for an http:// endpoint")
 	}
 }
