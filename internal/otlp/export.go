@@ -298,6 +298,9 @@ func (e *TraceExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOn
 	if len(body) == 0 {
 		return nil
 	}
+	if e.c.isClosed() {
+		return fmt.Errorf("traces export: %w", errShutdown)
+	}
 	if err := e.c.post(ctx, body); err != nil {
 		return fmt.Errorf("traces export: %w", err)
 	}

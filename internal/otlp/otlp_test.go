@@ -215,6 +215,12 @@ func TestTracesAsTheSDKExporter(t *testing.T) {
 		}
 		sdk.Shutdown(ctx)
 		ours.Shutdown(ctx)
+		if err := ours.ExportSpans(ctx, ss); err == nil {
+			t.Error("an export after Shutdown succeeded")
+		}
+		if b, _ := col.take(); len(b) != 0 {
+			t.Errorf("%d requests after Shutdown", len(b))
+		}
 	}
 }
 
