@@ -77,8 +77,9 @@ func goEnv() []string {
 }
 
 // hrnsTags are the build tags hrns is built with, as README.md's install
-// line builds it: grpcnotrace leaves gRPC's x/net/trace (and text/template
-// with it) out of the binary.
+// line builds it. grpcnotrace left gRPC's x/net/trace (and text/template
+// with it) out of the binary; since hrns's OTLP exporters are its own
+// (internal/otlp), hrns links no gRPC and the tag changes nothing.
 const hrnsTags = "grpcnotrace"
 
 // goBuild runs go build in dir.

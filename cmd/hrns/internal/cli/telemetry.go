@@ -12,14 +12,13 @@ import (
 
 	otelapi "go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/hrns-dev/hrns/anthropic"
+	"github.com/hrns-dev/hrns/internal/otlp"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
@@ -46,7 +45,8 @@ type otlpSignal struct {
 	compression string        // "", "gzip" or "none"
 }
 
-// setupTelemetry sets up OTLP exporters over HTTP (protobuf) as the
+// setupTelemetry sets up OTLP exporters over HTTP (protobuf, by
+// internal/otlp, which links neither gRPC nor the protobuf runtime) as the
 // standard OTEL_* variables of getenv say: none unless an endpoint is set
 // (OTEL_EXPORTER_OTLP_ENDPOINT, or _TRACES_ENDPOINT, _METRICS_ENDPOINT),
 // and none when OTEL_SDK_DISABLED is true. Without exporters it starts
@@ -82,16 +82,11 @@ func setupTelemetry(ctx context.Context, getenv func(string) string, provider st
 	}
 	opts := &hotel.Options{Provider: provider}
 	if traces.endpoint != "" {
-		eo := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(traces.endpoint), otlptracehttp.WithHeaders(traces.headers)}
-		if traces.timeout > 0 {
-			eo = append(eo, otlptracehttp.WithTimeout(traces.timeout))
+		cfg, err := traces.exporterConfig(getenv, "TRACES")
+		if err != nil {
+			return nil, err
 		}
-		if traces.compression == "gzip" {
-			eo = append(eo, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
-		} else {
-			eo = append(eo, otlptracehttp.WithCompression(otlptracehttp.NoCompression))
-		}
-		exp, err := otlptracehttp.New(ctx, eo...)
+		exp, err := otlp.NewTraceExporter(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: %w", err)
 		}
@@ -102,16 +97,12 @@ func setupTelemetry(ctx context.Context, getenv func(string) string, provider st
 		opts.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
 	}
 	if metrics.endpoint != "" {
-		eo := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(metrics.endpoint), otlpmetrichttp.WithHeaders(metrics.headers)}
-		if metrics.timeout > 0 {
-			eo = append(eo, otlpmetrichttp.WithTimeout(metrics.timeout))
+		cfg, err := metrics.exporterConfig(getenv, "METRICS")
+		if err != nil {
+			t.close(ctx, errw)
+			return nil, err
 		}
-		if metrics.compression == "gzip" {
-			eo = append(eo, otlpmetrichttp.WithCompression(otlpmetrichttp.GzipCompression))
-		} else {
-			eo = append(eo, otlpmetrichttp.WithCompression(otlpmetrichttp.NoCompression))
-		}
-		exp, err := otlpmetrichttp.New(ctx, eo...)
+		exp, err := otlp.NewMetricExporter(cfg)
 		if err != nil {
 			t.close(ctx, errw)
 			return nil, fmt.Errorf("telemetry: %w", err)
@@ -151,6 +142,17 @@ func (t *telemetry) close(ctx context.Context, errw io.Writer) {
 	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintf(errw, "hrns: telemetry: %v\n", err)
 	}
+}
+
+// exporterConfig is the exporter's configuration of the signal, with
+// the TLS client configuration of its OTEL_EXPORTER_OTLP_*CERTIFICATE and
+// _CLIENT_KEY variables.
+func (c otlpSignal) exporterConfig(getenv func(string) string, signal string) (otlp.Config, error) {
+	tc, err := otlp.TLSConfig(getenv, signal)
+	if err != nil {
+		return otlp.Config{}, usagef("%v", err)
+	}
+	return otlp.Config{Endpoint: c.endpoint, Headers: c.headers, Timeout: c.timeout, Gzip: c.compression == "gzip", TLS: tc}, nil
 }
 
 // otlpConfig reads the configuration of one signal ("TRACES" or
