@@ -41,7 +41,7 @@ cleanup() {
 trap cleanup EXIT
 
 go build -o "$tmp/" ./cmd/pgcount ./cmd/sessload ./cmd/mock
-(cd .. && go build -tags grpcnotrace -o "$tmp/hrns" ./cmd/hrns)
+(cd .. && go build -o "$tmp/hrns" ./cmd/hrns)
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_http() { for _ in $(seq 100); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "$1 did not answer" >&2; return 1; }

@@ -41,7 +41,7 @@ extra = dict(a.split("=", 1) for a in args[1:])
 here = os.path.dirname(os.path.abspath(__file__))
 tmp = tempfile.mkdtemp()
 subprocess.run(["go", "build", "-o", tmp + "/", "./cmd/mock", "./cmd/raw"], cwd=here, check=True)
-subprocess.run(["go", "build", "-tags", "grpcnotrace", "-o", tmp + "/hrns", "./cmd/hrns"], cwd=os.path.dirname(here), check=True)
+subprocess.run(["go", "build", "-o", tmp + "/hrns", "./cmd/hrns"], cwd=os.path.dirname(here), check=True)
 
 def place(path, name):
     """The binary to run for a client: path itself, or a copy in the chosen state."""

@@ -74,7 +74,7 @@ func clients() []*client {
 		{name: "hrns-run", desc: "`hrns run --json --tools read_file`, one process per run, the tool reading real files", hrns: true,
 			perProcess: true,
 			build: func(ctx context.Context, e *env) error {
-				return e.goBuild(ctx, e.rootDir, "-tags", hrnsTags, "-o", filepath.Join(e.bin, "hrns"), "./cmd/hrns")
+				return e.goBuild(ctx, e.rootDir, "-o", filepath.Join(e.bin, "hrns"), "./cmd/hrns")
 			},
 			argv: func(e *env, _ int) []string {
 				return []string{filepath.Join(e.bin, "hrns"), "run", "--json", "--tools", task.ToolName, "--no-skills",

@@ -76,12 +76,6 @@ func goEnv() []string {
 	return append(os.Environ(), "GOPROXY=off", "GOTOOLCHAIN=local", "GOFLAGS=-mod=readonly")
 }
 
-// hrnsTags are the build tags hrns is built with, as README.md's install
-// line builds it. grpcnotrace left gRPC's x/net/trace (and text/template
-// with it) out of the binary; since hrns's OTLP exporters are its own
-// (internal/otlp), hrns links no gRPC and the tag changes nothing.
-const hrnsTags = "grpcnotrace"
-
 // goBuild runs go build in dir.
 func (e *env) goBuild(ctx context.Context, dir string, args ...string) error {
 	cmd := exec.CommandContext(ctx, "go", append([]string{"build"}, args...)...)

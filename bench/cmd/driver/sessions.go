@@ -426,7 +426,7 @@ func (e *env) buildServe(ctx context.Context) error {
 	if err := os.WriteFile(ovl, overlay, 0o644); err != nil {
 		return err
 	}
-	if err := e.goBuild(ctx, e.rootDir, "-tags", hrnsTags, "-overlay", ovl, "-o", filepath.Join(e.bin, "hrns-serve"), "./cmd/hrns"); err != nil {
+	if err := e.goBuild(ctx, e.rootDir, "-overlay", ovl, "-o", filepath.Join(e.bin, "hrns-serve"), "./cmd/hrns"); err != nil {
 		return err
 	}
 	return e.goBuild(ctx, e.benchDir, "-o", e.bin+"/", "./cmd/sessload")
