@@ -232,6 +232,9 @@ func (w *wiredTool) parseArgs(args llm.Arguments) (json.RawMessage, map[string]a
 		}
 		raw = b
 	}
+	if w.flat != nil && w.flat.accepts(m) {
+		return raw, m, nil
+	}
 	if err := w.schema.Validate(m); err != nil {
 		return nil, nil, errors.New(cleanValidationError(err.Error()))
 	}
