@@ -201,6 +201,11 @@ func (x *executor) resolveCall(p *execCall) {
 		return
 	}
 	p.parsed = &Call{ID: p.call.ID, Name: name, Arguments: args, Args: m}
+	if d := p.tool.def.decode; d != nil && len(args) > 0 {
+		if v, ok := d(args); ok {
+			p.parsed.decoded, p.parsed.decodedFrom = v, args
+		}
+	}
 }
 
 // parseArgs decodes, fills in defaults and validates raw arguments.
@@ -226,6 +231,9 @@ func (w *wiredTool) parseArgs(args llm.Arguments) (json.RawMessage, map[string]a
 			return nil, nil, err
 		}
 		raw = b
+	}
+	if w.flat != nil && w.flat.accepts(m) {
+		return raw, m, nil
 	}
 	if err := w.schema.Validate(m); err != nil {
 		return nil, nil, errors.New(cleanValidationError(err.Error()))
@@ -257,8 +265,11 @@ func jsonKind(v any) string {
 // runBatch runs calls at once (a batch of one runs alone) and records their
 // results, reporting each as it finishes.
 func (x *executor) runBatch(ctx context.Context, batch []*execCall) error {
-	if len(batch) == 0 {
+	switch len(batch) {
+	case 0:
 		return nil
+	case 1:
+		return x.runOne(ctx, batch[0])
 	}
 	type done struct {
 		p   *execCall
@@ -310,43 +321,128 @@ func (x *executor) runBatch(ctx context.Context, batch []*execCall) error {
 	return ctx.Err()
 }
 
+// runOne runs one call as runBatch runs a batch, without a goroutine of its
+// own to wait for the handler: the run's goroutine waits, taking the
+// functions that agent tools send it meanwhile.
+func (x *executor) runOne(ctx context.Context, p *execCall) error {
+	if !x.emit(Chunk{Type: ChunkToolCallStart, ToolCall: p.chunkInfo()}) {
+		return context.Canceled
+	}
+	p.started = time.Now()
+	h := x.startHandler(x.toolStart(ctx, p), p)
+	var out *Output
+	var err error
+wait:
+	for {
+		select {
+		case a := <-h.done:
+			out, err = h.answered(a)
+			break wait
+		case <-h.ctx.Done():
+			out, err = h.expired()
+			break wait
+		case f := <-x.onRunGoroutine:
+			f()
+			if x.consumerGone() {
+				// The consumer left: return now, so that the run's
+				// context is cancelled and the call is told to stop;
+				// its end is still observed, as runBatch's is.
+				go func() {
+					out, err := h.wait()
+					x.toolEnd(p, out, err, time.Since(p.started))
+				}()
+				return context.Canceled
+			}
+		}
+	}
+	h.cancel()
+	x.toolEnd(p, out, err, time.Since(p.started))
+	x.recordResult(ctx, p, out, err)
+	if x.consumerGone() {
+		return context.Canceled
+	}
+	return ctx.Err()
+}
+
 // runHandler runs one handler with the call's timeout, turning panics into
 // errors. It returns when the handler does or when its context is done,
 // whichever is first: a handler that ignores its context is abandoned.
 func (x *executor) runHandler(ctx context.Context, p *execCall) (*Output, error) {
+	return x.startHandler(ctx, p).wait()
+}
+
+// A handlerRun is one call's handler running on a goroutine of its own, with
+// the call's timeout.
+type handlerRun struct {
+	p *execCall
+	// parent is the context the call was run in; ctx is the call's,
+	// ended by the timeout.
+	parent, ctx context.Context
+	cancel      context.CancelFunc
+	timeout     time.Duration
+	done        chan handlerAnswer
+}
+
+// A handlerAnswer is what a handler returned, or its panic as an error.
+type handlerAnswer struct {
+	out *Output
+	err error
+}
+
+// startHandler starts p's handler on a goroutine of its own, under the
+// call's timeout.
+func (x *executor) startHandler(ctx context.Context, p *execCall) *handlerRun {
 	timeout := p.tool.def.Timeout
 	if timeout <= 0 {
 		timeout = x.opts.ToolTimeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	type answer struct {
-		out *Output
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				x.opts.Logger.Error("tool panicked", "tool", p.call.Name, "panic", v, "stack", string(debug.Stack()))
-				done <- answer{err: &ToolError{Kind: ToolPanicked, Msg: fmt.Sprintf("tool %q panicked: %v", p.call.Name, v)}}
-			}
-		}()
-		out, err := p.tool.def.Handler(x.withPolicy(cctx), p.parsed)
-		done <- answer{out, err}
+	h := &handlerRun{p: p, parent: ctx, ctx: cctx, cancel: cancel, timeout: timeout, done: make(chan handlerAnswer, 1)}
+	go func() { h.done <- x.callHandler(h) }()
+	return h
+}
+
+// callHandler calls h's handler and returns its answer, a panic recovered
+// into a [ToolPanicked] error.
+func (x *executor) callHandler(h *handlerRun) (a handlerAnswer) {
+	defer func() {
+		if v := recover(); v != nil {
+			x.opts.Logger.Error("tool panicked", "tool", h.p.call.Name, "panic", v, "stack", string(debug.Stack()))
+			a = handlerAnswer{err: &ToolError{Kind: ToolPanicked, Msg: fmt.Sprintf("tool %q panicked: %v", h.p.call.Name, v)}}
+		}
 	}()
+	out, err := h.p.tool.def.Handler(x.withPolicy(h.ctx), h.p.parsed)
+	return handlerAnswer{out, err}
+}
+
+// wait waits for the handler's answer or the end of the call's context,
+// whichever is first, and returns the call's outcome.
+func (h *handlerRun) wait() (*Output, error) {
+	defer h.cancel()
 	select {
-	case a := <-done:
-		if a.err != nil && cctx.Err() != nil && ctx.Err() == nil && errors.Is(a.err, context.DeadlineExceeded) {
-			return nil, timeoutError(p, timeout)
-		}
-		return a.out, a.err
-	case <-cctx.Done():
-		if ctx.Err() != nil {
-			return nil, &ToolError{Kind: ToolInterrupted, Msg: fmt.Sprintf("tool %q was interrupted: the run stopped", p.call.Name), Err: ctx.Err()}
-		}
-		return nil, timeoutError(p, timeout)
+	case a := <-h.done:
+		return h.answered(a)
+	case <-h.ctx.Done():
+		return h.expired()
 	}
+}
+
+// answered is the call's outcome when the handler answered a: a deadline
+// error after the call's own timeout is that timeout.
+func (h *handlerRun) answered(a handlerAnswer) (*Output, error) {
+	if a.err != nil && h.ctx.Err() != nil && h.parent.Err() == nil && errors.Is(a.err, context.DeadlineExceeded) {
+		return nil, timeoutError(h.p, h.timeout)
+	}
+	return a.out, a.err
+}
+
+// expired is the call's outcome when its context ended before the handler
+// answered: the run stopped, or the call timed out.
+func (h *handlerRun) expired() (*Output, error) {
+	if h.parent.Err() != nil {
+		return nil, &ToolError{Kind: ToolInterrupted, Msg: fmt.Sprintf("tool %q was interrupted: the run stopped", h.p.call.Name), Err: h.parent.Err()}
+	}
+	return nil, timeoutError(h.p, h.timeout)
 }
 
 func timeoutError(p *execCall, d time.Duration) error {

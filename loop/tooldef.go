@@ -2,9 +2,11 @@ package loop
 
 import (
 	"context"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/hrns-dev/hrns/llm"
@@ -54,6 +56,11 @@ type ToolDef struct {
 	// without an approver the call is refused. For what only a person
 	// may acknowledge: a provider's safety check on a computer action.
 	AskPerson func(args json.RawMessage) string
+
+	// decode, set by [NewTool] when its argument type decodes plainly
+	// (see plainDecoding), decodes validated arguments into that type,
+	// on the run's goroutine (see Call.decoded).
+	decode func(json.RawMessage) (any, bool)
 }
 
 // Computer is the screen of a computer-use tool, as its screenshots show it.
@@ -75,6 +82,21 @@ type Call struct {
 	Arguments json.RawMessage
 	// Args is Arguments decoded, for handlers that want a map.
 	Args map[string]any
+
+	// decoded is Arguments decoded by its tool's ToolDef.decode, and
+	// decodedFrom the slice it was decoded from: a handler made by
+	// [NewTool] uses it only while Arguments is still that slice.
+	decoded     any
+	decodedFrom json.RawMessage
+}
+
+// decodedArgs returns the arguments the executor decoded for this call, if
+// it did and Arguments is still what they were decoded from.
+func (c *Call) decodedArgs() (any, bool) {
+	if c.decoded == nil || len(c.decodedFrom) != len(c.Arguments) || len(c.Arguments) == 0 || &c.decodedFrom[0] != &c.Arguments[0] {
+		return nil, false
+	}
+	return c.decoded, true
 }
 
 // Output is what a tool returns to the model.
@@ -143,13 +165,15 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 	if err != nil {
 		panic(fmt.Sprintf("loop.NewTool(%q): %v", name, err))
 	}
-	return &ToolDef{
+	def := &ToolDef{
 		Name:        name,
 		Description: description,
 		InputSchema: schema,
 		Handler: func(ctx context.Context, call *Call) (*Output, error) {
 			var in In
-			if err := json.Unmarshal(call.Arguments, &in); err != nil {
+			if v, ok := call.decodedArgs(); ok {
+				in = v.(In)
+			} else if err := json.Unmarshal(call.Arguments, &in); err != nil {
 				return nil, fmt.Errorf("arguments do not fit the tool: %w", err)
 			}
 			out, err := fn(ctx, in)
@@ -159,7 +183,58 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 			return toOutput(out)
 		},
 	}
+	if plainDecoding(reflect.TypeFor[In]()) {
+		// Decoding runs none of the tool's code (it cannot block or
+		// panic) and the value shares no memory, so the executor
+		// decodes on the run's goroutine, whose stack has grown
+		// already, before the handler's goroutine starts: that
+		// goroutine's stack then need not grow for the decoding. On an
+		// error the handler decodes again, and fails as always.
+		def.decode = func(raw json.RawMessage) (any, bool) {
+			var in In
+			if json.Unmarshal(raw, &in) != nil {
+				return nil, false
+			}
+			return in, true
+		}
+	}
+	return def
 }
+
+// plainDecoding reports whether In is decoded by encoding/json without
+// calling a method of a type within it, and holds no reference to shared
+// memory, so that a decoded value handed to a handler twice is as fresh as
+// a new decoding: t is a struct, an array, a string, a number or a boolean,
+// of such types, and no type within it implements json.Unmarshaler or
+// encoding.TextUnmarshaler (on its value or its pointer).
+func plainDecoding(t reflect.Type) bool {
+	for _, u := range []reflect.Type{t, reflect.PointerTo(t)} {
+		if u.Implements(jsonUnmarshalerType) || u.Implements(textUnmarshalerType) {
+			return false
+		}
+	}
+	switch t.Kind() {
+	case reflect.Array:
+		return plainDecoding(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !plainDecoding(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	case reflect.String, reflect.Bool, reflect.Float32, reflect.Float64,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return true
+	}
+	return false
+}
+
+var (
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
 
 func toOutput(v any) (*Output, error) {
 	switch v := v.(type) {

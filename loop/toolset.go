@@ -33,6 +33,9 @@ type Toolset struct {
 type wiredTool struct {
 	def    ToolDef
 	schema *jsonschema.Resolved
+	// flat, when the schema is simple enough, accepts most arguments
+	// without schema (see flatObject).
+	flat *flatObject
 }
 
 // NewToolset returns a toolset holding defs, or the first wiring error.
@@ -104,6 +107,7 @@ func (ts *Toolset) Add(def *ToolDef) error {
 		return fmt.Errorf("%w: tool %q: %w", ErrInvalidTool, def.Name, err)
 	}
 	w.schema = schema
+	w.flat = flatFor(schema.Schema())
 	if ts.index == nil {
 		ts.index = make(map[string]*wiredTool)
 	}

@@ -105,6 +105,17 @@ func toolsFor(conv *llm.Conversation) *toolsCache {
 	return conv.State(toolsKey{}, func() any { return new(toolsCache) }).(*toolsCache)
 }
 
+// kept returns the "tools" field kept for specs, or nil if the kept one
+// was encoded from other specs (or none was).
+func (t *toolsCache) kept(specs []llm.ToolSpec) []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.field != nil && t.same(specs) {
+		return t.field
+	}
+	return nil
+}
+
 // encode returns the "tools" field, after a comma, of a request whose
 // tools are specs, rendered as wire: byte for byte what encoding the
 // request with wire in its Tools gives there (encoding/json, HTML

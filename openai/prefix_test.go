@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +22,7 @@ import (
 // unless the bodies (or the errors) are the same.
 func checkTurn(t *testing.T, c *Client, req *llm.Request) {
 	t.Helper()
-	want, wantErr := c.marshalRequest(&llm.Request{Messages: req.Messages, Tools: req.Tools, Extra: req.Extra})
+	want, wantErr := c.marshalRequest(&llm.Request{Messages: req.Messages, Tools: req.Tools, Extra: req.Extra, ToolChoice: req.ToolChoice, ParallelToolCalls: req.ParallelToolCalls})
 	pieces, err := c.encodeRequest(req)
 	if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 		t.Fatalf("error with the conversation %v, without %v", err, wantErr)
@@ -366,4 +367,21 @@ func TestToolsCacheSameBytes(t *testing.T) {
 	turn(tools)
 	req := &llm.Request{Messages: msgs, Tools: tools, Conversation: conv, Extra: map[string]json.RawMessage{"user": json.RawMessage(`"u"`)}}
 	checkTurn(t, client, req)
+	// Kept tools (not rendered again) with the fields that go with tools.
+	no := false
+	for range 2 {
+		msgs = append(msgs, llm.UserMessage("more"))
+		checkTurn(t, client, &llm.Request{Messages: msgs, Tools: tools, Conversation: conv,
+			ToolChoice: llm.ToolChoice{Mode: llm.ToolChoiceRequired}, ParallelToolCalls: &no})
+	}
+	msgs = append(msgs, llm.UserMessage("more"))
+	checkTurn(t, client, &llm.Request{Messages: msgs, Tools: tools, Conversation: conv,
+		ToolChoice: llm.ToolChoice{Mode: llm.ToolChoiceTool}}) // no name: the same error
+	// Tools that do not render fail as they would without the cache,
+	// after kept ones and before.
+	bad := append(slices.Clone(tools), llm.ToolSpec{Name: "bad", InputSchema: json.RawMessage(`{"type":`)})
+	turn(bad)
+	turn(tools)
+	turn([]llm.ToolSpec{{InputSchema: schema}})
+	turn(tools)
 }

@@ -137,21 +137,31 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
 	}
 	var prefix [][]byte
 	var rest []byte
+	var tc *toolsCache
+	var tools []byte // the "tools" field, from the conversation's cache
+	if cache != nil && len(req.Tools) > 0 && len(req.Extra) == 0 {
+		// The same tools as the conversation's last request (the loop
+		// sends the same every turn) were rendered and checked then:
+		// they are neither rendered nor checked again.
+		tc = toolsFor(req.Conversation)
+		tools = tc.kept(req.Tools)
+	}
 	w, err := c.buildRequest(req, func(msgs []llm.Message) (wm []wireMessage, err error) {
 		if cache == nil {
 			return renderMessages(msgs)
 		}
 		prefix, rest, err = cache.Encode(msgs, new(chatEncoder))
 		return []wireMessage{}, err
-	})
+	}, tools != nil)
 	if err != nil {
 		return nil, err
 	}
-	var tools []byte // the "tools" field, from the conversation's cache
-	if cache != nil && len(w.Tools) > 0 && len(req.Extra) == 0 {
-		if tools, err = toolsFor(req.Conversation).encode(req.Tools, w.Tools); err != nil {
+	if tc != nil && tools == nil && len(w.Tools) > 0 {
+		if tools, err = tc.encode(req.Tools, w.Tools); err != nil {
 			return nil, err
 		}
+	}
+	if tools != nil {
 		w.Tools = nil // spliced in below, where encoding it puts it
 	}
 	pieces, err := prefixcache.Body("openai", w, cache, `"messages":[]`, prefix, rest, req.Extra)
@@ -165,8 +175,10 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
 }
 
 // buildRequest translates req into its wire form; messages renders its
-// messages.
-func (c *Client) buildRequest(req *llm.Request, messages func([]llm.Message) ([]wireMessage, error)) (*chatRequest, error) {
+// messages. keptTools says that the caller has req's tools encoded
+// already, from specs that rendered without error: they are not rendered
+// (w.Tools stays nil), and the fields that go with tools are set.
+func (c *Client) buildRequest(req *llm.Request, messages func([]llm.Message) ([]wireMessage, error), keptTools bool) (*chatRequest, error) {
 	if req == nil {
 		return nil, errNilRequest
 	}
@@ -210,11 +222,13 @@ func (c *Client) buildRequest(req *llm.Request, messages func([]llm.Message) ([]
 	if w.ResponseFormat, err = renderResponseFormat(req.ResponseFormat); err != nil {
 		return nil, err
 	}
-	if w.Tools, err = renderTools(req.Tools); err != nil {
-		return nil, err
+	if !keptTools {
+		if w.Tools, err = renderTools(req.Tools); err != nil {
+			return nil, err
+		}
 	}
 	// OpenAI rejects tool_choice and parallel_tool_calls without tools.
-	if len(w.Tools) > 0 {
+	if keptTools || len(w.Tools) > 0 {
 		if w.ToolChoice, err = renderToolChoice(req.ToolChoice); err != nil {
 			return nil, err
 		}
