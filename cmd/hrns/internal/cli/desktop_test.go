@@ -62,7 +62,19 @@ func TestRunDesktop(t *testing.T) {
 		// No window manager: the dialog is where it asked to be,
 		// 116x52 at (100, 100), its second button at its bottom right.
 		openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("call_2", "computer", `{"action":"left_click","coordinate":[191,140]}`)}},
-		openaitest.Reply{Text: "I picked Banana."},
+		// The click's outcome is the dialog's to print, a moment after the
+		// screenshot that answered it: the run's end closes the desktop,
+		// so the last turn waits (boundedly) until the dialog has printed,
+		// as an agent would look again before it answers.
+		openaitest.Reply{Func: func([]byte) openaitest.Reply {
+			for range 300 {
+				if b, _ := os.ReadFile(filepath.Join(dir, "app-0.log")); len(b) > 0 {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			return openaitest.Reply{Text: "I picked Banana."}
+		}},
 	)
 	defer model.Close()
 	var out, errOut bytes.Buffer
