@@ -40,6 +40,30 @@
 // by the call id. Requests are retried with exponential backoff on
 // network errors, 429 and 5xx; a 409 when posting results means the
 // session has already finished, and the wait returns its final status.
+//
+// # Many sessions of one key
+//
+// One [Client] (one API key) may follow hundreds of sessions at once:
+// RunSession and WaitForCompletion hold one long-poll each, which holds
+// nothing on the server but a connection while it waits. The server
+// bounds what one key makes it do at once (its reads of events, its
+// long-polls waiting; docs/serve.md, "What one key can make the server
+// hold"): a read over the bound waits for its turn there, and past
+// that the server answers 429 with Retry-After to pace the key
+// ([ErrBusy]). The SDK waits as told (Retry-After, plus up to a quarter
+// more at random so that many waits do not come back at once, and at
+// least its own backoff) and asks again, for as long as ctx lasts:
+// such answers do not count towards [Options.MaxAttempts], unless it is
+// 1 (no retries), and a wait that would outlast ctx's deadline returns
+// the 429 at once. Only requests safe to repeat are repeated: reads,
+// posts of tool results (deduplicated by call id), and creations (with
+// their Idempotency-Key); a message is never sent twice.
+//
+// To follow many sessions at once, give the client an
+// [Options.HTTPClient] whose transport keeps as many idle connections
+// to the server (http.Transport's MaxIdleConnsPerHost): the default
+// keeps 2, so most long-polls open a new connection (256 sessions of 2
+// tool calls each: 1,046 connections, against 306 with 256 kept).
 package client
 
 import (
@@ -59,6 +83,7 @@ import (
 	"time"
 
 	"github.com/hrns-dev/hrns/api"
+	"github.com/hrns-dev/hrns/llm"
 )
 
 // Types of the API, shared with the server.
@@ -120,7 +145,10 @@ type Options struct {
 	// seconds; 0 means 25 seconds.
 	PollWait time.Duration
 	// MaxAttempts bounds the attempts of a request that fails with a
-	// network error, 429 or 5xx; 0 means 8, 1 disables retries.
+	// network error, 429 or 5xx; 0 means 8, 1 disables retries. The
+	// server's pacing of a key's reads ([ErrBusy]) is waited out for as
+	// long as the request's context lasts, whatever the bound, unless it
+	// is 1.
 	MaxAttempts int
 	// RetryDelay is the first backoff, doubled after each failure up to
 	// 10 seconds; 0 means 200ms.
@@ -183,6 +211,13 @@ var (
 	// allows it in the current window (429, not retried: RetryAfter is
 	// the wait until the next window).
 	ErrTokenQuotaExceeded = errors.New("token quota exceeded")
+	// ErrBusy: the server paced the key's reads (429 with Retry-After
+	// and Hrns-Quota "reads" or "long-polls"): too many of its reads of
+	// events, or of its long-polls, at once. The SDK waits and asks
+	// again while the context lasts (see the package documentation);
+	// the error reaches the caller only when that ends first, or with
+	// MaxAttempts 1.
+	ErrBusy = errors.New("server busy with the key's reads")
 )
 
 // An APIError is an answer of the API with an error status.
@@ -209,7 +244,7 @@ func (e *APIError) Error() string {
 }
 
 // Is matches [ErrNotFound], [ErrConflict], [ErrInvalid],
-// [ErrQuotaExceeded] and [ErrTokenQuotaExceeded].
+// [ErrQuotaExceeded], [ErrTokenQuotaExceeded] and [ErrBusy].
 func (e *APIError) Is(target error) bool {
 	switch target {
 	case ErrNotFound:
@@ -219,11 +254,18 @@ func (e *APIError) Is(target error) bool {
 	case ErrInvalid:
 		return e.StatusCode == http.StatusUnprocessableEntity
 	case ErrQuotaExceeded:
-		return e.StatusCode == http.StatusTooManyRequests && e.Quota != "tokens"
+		return e.StatusCode == http.StatusTooManyRequests && e.Quota != "tokens" && !e.busy()
 	case ErrTokenQuotaExceeded:
 		return e.StatusCode == http.StatusTooManyRequests && e.Quota == "tokens"
+	case ErrBusy:
+		return e.busy()
 	}
 	return false
+}
+
+// busy reports whether the server paced the key's reads.
+func (e *APIError) busy() bool {
+	return e.StatusCode == http.StatusTooManyRequests && (e.Quota == "reads" || e.Quota == "long-polls")
 }
 
 func (e *APIError) retryable() bool {
@@ -245,18 +287,37 @@ func (c *Client) call(ctx context.Context, method, path string, header http.Head
 	if !retry {
 		attempts = 1
 	}
-	for attempt := 1; ; attempt++ {
+	// attempt counts the failures that MaxAttempts bounds; paced, the
+	// answers that paced the key's reads, which only ctx bounds.
+	for attempt, paced := 1, 0; ; attempt++ {
 		status, h, err := c.once(ctx, method, path, header, payload, out)
-		if err == nil || attempt >= attempts || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil {
 			return status, h, err
 		}
 		var ae *APIError
-		wait := c.backoff(attempt)
-		if errors.As(err, &ae) {
+		isAPI := errors.As(err, &ae)
+		if isAPI && ae.busy() && attempts > 1 {
+			attempt--
+			paced++
+		}
+		if attempt >= attempts {
+			return status, h, err
+		}
+		// Pacing is not failure: its backoff stops growing at 8× the
+		// first (the server says when to come back).
+		wait := c.backoff(attempt + min(paced, 3))
+		if isAPI {
 			if !ae.retryable() {
 				return status, h, err
 			}
-			wait = max(wait, ae.RetryAfter)
+			if ra := ae.RetryAfter; ra > 0 {
+				// Not before the server said, and spread, so that the
+				// many reads it paced at once do not come back at once.
+				wait = max(wait, ra+rand.N(ra/4+1))
+			}
+			if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+				return status, h, err // the wait would outlast ctx
+			}
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -308,9 +369,7 @@ func (c *Client) once(ctx context.Context, method, path string, header http.Head
 		if json.Unmarshal(b, &e) == nil && e.Detail != nil {
 			ae.Detail = e.Detail
 		}
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
-			ae.RetryAfter = time.Duration(s) * time.Second
-		}
+		ae.RetryAfter = llm.ParseRetryAfter(resp.Header, time.Now())
 		ae.Quota = resp.Header.Get("Hrns-Quota")
 		return resp.StatusCode, resp.Header, ae
 	}

@@ -169,14 +169,15 @@ func (g *gatedStore) EventsWithin(ctx context.Context, id string, from int64, li
 
 // TestEventReadsPerKey: one key's reads of events load at most
 // MaxReadsPerOwner at once (2 here); one more, of the events or the
-// changes, is 429 with Retry-After, and nothing of it is read. Another
+// changes, that may not wait (MaxReadWait < 0) is 429 with Retry-After
+// and "Hrns-Quota: reads", and nothing of it is read. Another
 // key's reads, and reads through the key's share links (counted apart),
 // go on meanwhile; once the key's reads end, it reads again (issue 32,
 // finding 6: what one key's requests make the server load).
 func TestEventReadsPerKey(t *testing.T) {
 	g := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
 	e := newEnv(t, &envOptions{
-		session: &session.Options{MaxReadsPerOwner: 2},
+		session: &session.Options{MaxReadsPerOwner: 2, MaxReadWait: -1},
 		wrap:    func(st store.Store) store.Store { g.Store = st; return g },
 	}, openaitest.Reply{Text: "a"}, openaitest.Reply{Text: "b"})
 	alice := e.create(keyAlice, `{"agent":{"name":"a"},"messages":"hi"}`)
@@ -214,7 +215,7 @@ func TestEventReadsPerKey(t *testing.T) {
 	}
 	for _, path := range []string{"/api/v2/sessions/" + alice + "/events", "/api/v2/sessions/" + alice + "/changes?from_index=0"} {
 		r := e.expect(e.do("GET", path, keyAlice, nil), http.StatusTooManyRequests)
-		if r.header.Get("Retry-After") == "" || !strings.Contains(string(r.body), "reads of events") {
+		if r.header.Get("Retry-After") == "" || r.header.Get("Hrns-Quota") != "reads" || !strings.Contains(string(r.body), "reads of events") {
 			t.Errorf("GET %s: 429 with Retry-After %q, body %s", path, r.header.Get("Retry-After"), r.body)
 		}
 	}

@@ -204,6 +204,12 @@ type Options struct {
 	// /api/v2/sessions/{id}/live/desktop. hrns serve sets it to
 	// desktop.Live's Frame. Nil answers that route with 404.
 	LiveDesktopFrame func(ctx context.Context, session string) (jpeg []byte, at time.Time, err error)
+	// MaxLongPollsPerKey bounds the long-polls (GET .../changes with
+	// wait_for_seconds above 0) and event streams one API key has
+	// waiting at once on this server: one more is 429 with Retry-After
+	// and "Hrns-Quota: long-polls". 0 means [MaxLongPollsPerKey], a
+	// negative value no bound.
+	MaxLongPollsPerKey int
 }
 
 // Server is the sessions API as an [http.Handler].
@@ -224,6 +230,8 @@ type Server struct {
 	// profile uploads and completions in progress.
 	popts        ProfileOptions
 	profileSlots chan struct{}
+	// polls counts the long-polls and streams each key has waiting.
+	polls pollSlots
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -427,6 +435,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
 	case errors.Is(err, session.ErrReadBusy):
 		w.Header().Set("Retry-After", "1")
+		w.Header().Set(headerQuota, quotaReads)
 		writeError(w, http.StatusTooManyRequests, err.Error())
 	case errors.Is(err, session.ErrInFlight):
 		// The reference gives no words for it; these are the IETF's
@@ -711,6 +720,12 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request, owner string) e
 	if err := q.err(); err != nil {
 		return err
 	}
+	if p.Wait > 0 {
+		if !s.takePoll(w, owner) {
+			return nil
+		}
+		defer s.polls.give(owner)
+	}
 	c, count, err := s.m.Changes(r.Context(), owner, r.PathValue("id"), p)
 	if err != nil {
 		return err
@@ -878,6 +893,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 	if _, err := s.m.Status(r.Context(), owner, id); err != nil {
 		return err
 	}
+	if !s.takePoll(w, owner) {
+		return nil
+	}
+	defer s.polls.give(owner)
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")

@@ -45,6 +45,8 @@ type env struct {
 type envOptions struct {
 	session *session.Options
 	wrap    func(store.Store) store.Store
+	// server are the server's options but its keys (keyAlice, keyBob).
+	server *server.Options
 }
 
 func newEnv(t *testing.T, o *envOptions, replies ...openaitest.Reply) *env {
@@ -67,7 +69,12 @@ func newEnv(t *testing.T, o *envOptions, replies ...openaitest.Reply) *env {
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}})))
+	so := server.Options{}
+	if o.server != nil {
+		so = *o.server
+	}
+	so.APIKeys = []string{keyAlice, keyBob}
+	srv := httptest.NewServer(contractHandler(t, server.New(m, &so)))
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())

@@ -117,9 +117,17 @@ type Options struct {
 	// MaxReadsPerOwner bounds the event reads of one owner loading at
 	// once (see [ErrReadBusy]); 0 means [MaxReadsPerOwner].
 	MaxReadsPerOwner int
-	// MaxReadWait is how long a read waits for one of its owner's slots
-	// before it fails with [ErrReadBusy]; 0 means [MaxReadWait], a
-	// negative value not at all.
+	// MaxReads bounds the event reads loading at once, all owners
+	// together; 0 means [MaxReads]. A freed slot goes to the waiting
+	// owner with the fewest reads loading.
+	MaxReads int
+	// MaxReadQueue bounds the event reads of one owner waiting for a
+	// slot: one more fails at once with [ErrReadBusy]; 0 means
+	// [MaxReadQueue], a negative value none (no read waits).
+	MaxReadQueue int
+	// MaxReadWait is how long a read waits for a slot before it fails
+	// with [ErrReadBusy]; 0 means [MaxReadWait], a negative value not at
+	// all.
 	MaxReadWait time.Duration
 	// Prices price the sessions' usage in their metrics (the costs of
 	// GET /changes and of MetricsUpdateEvent); nil means

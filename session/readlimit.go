@@ -28,92 +28,188 @@ const MaxReadBytes = 4 << 20
 // apart from the owner's own.
 const MaxReadsPerOwner = 4
 
-// ErrReadBusy: the owner already has Options.MaxReadsPerOwner event
-// reads loading; nothing was read. The server answers 429 with
-// Retry-After.
+// MaxReads is the default bound on the event reads loading at once in
+// the process, all owners together (Options.MaxReads): with
+// [MaxReadBytes], what reads make the server hold is bounded whatever
+// the number of keys. A freed slot goes to the waiting owner with the
+// fewest reads loading (the one that waited longest among equals), so
+// that an owner with many reads queued delays another's by one read at
+// most.
+const MaxReads = 16
+
+// MaxReadQueue is the default bound on the event reads of one owner
+// waiting for a slot (Options.MaxReadQueue): one more fails at once
+// with [ErrReadBusy]. A client following hundreds of sessions of one
+// key queues; one that opens thousands of reads at once is refused.
+const MaxReadQueue = 1024
+
+// ErrReadBusy: the owner's event reads were over their bounds (see
+// [MaxReadsPerOwner], [MaxReadQueue], [MaxReadWait]); nothing was read.
+// The server answers 429 with Retry-After.
 var ErrReadBusy = errors.New("too many event reads at once")
 
-// MaxReadWait is the default of how long an event read waits for one of
-// its owner's read slots before it fails with [ErrReadBusy]
-// (Options.MaxReadWait). A read loads for milliseconds, so a client that
-// follows many sessions of one key at once (a long-poll each) queues for
-// a slot rather than getting 429s, while what the key makes the server
-// hold stays bounded by the slots.
-const MaxReadWait = 2 * time.Second
+// MaxReadWait is the default of how long an event read waits for a slot
+// before it fails with [ErrReadBusy] (Options.MaxReadWait). A read loads
+// for milliseconds, so a client that follows many sessions of one key at
+// once (a long-poll each) queues for a slot rather than getting 429s,
+// while what the key makes the server hold stays bounded by the slots.
+// It is longer than a long-poll's longest wait (25 s): a read that
+// queues is answered in its turn, where a 429 would send the client to
+// the back of the queue (S′ of issue 36: 256 sessions of one key on
+// PostgreSQL at a load of 17 queued for more than the 2 s this was).
+const MaxReadWait = 30 * time.Second
 
-// readSlots counts the event reads loading for each owner; freed tells
-// the reads waiting for one of an owner's slots that one was given back.
+// readSlots hands out the event reads' slots: at most perOwner loading
+// for each owner and total in all; the reads that find none wait in
+// their owner's queue, in order.
 type readSlots struct {
 	mu    sync.Mutex
-	busy  map[string]int
-	freed map[string]chan struct{}
+	total int                      // reads loading, all owners
+	busy  map[string]int           // reads loading, by owner
+	queue map[string][]*readWaiter // reads waiting, by owner, oldest first
+	seq   uint64                   // the number of the next waiter
 }
 
-// acquireRead takes one of owner's read slots, waiting for one at most
-// Options.MaxReadWait (and while ctx lasts), or fails with [ErrReadBusy].
-// The caller calls the release it returns.
-func (m *Manager) acquireRead(ctx context.Context, owner string) (release func(), err error) {
-	limit := m.opts.MaxReadsPerOwner
-	if limit <= 0 {
-		limit = MaxReadsPerOwner
+// A readWaiter is a read waiting for a slot; ready is closed when it was
+// given one (granted).
+type readWaiter struct {
+	seq     uint64
+	granted bool
+	ready   chan struct{}
+}
+
+// readLimits are the bounds of the manager's reads, defaults applied.
+func (m *Manager) readLimits() (perOwner, total, queue int, wait time.Duration) {
+	perOwner, total, queue, wait = m.opts.MaxReadsPerOwner, m.opts.MaxReads, m.opts.MaxReadQueue, m.opts.MaxReadWait
+	if perOwner <= 0 {
+		perOwner = MaxReadsPerOwner
 	}
-	wait := m.opts.MaxReadWait
+	if total <= 0 {
+		total = MaxReads
+	}
+	if queue == 0 {
+		queue = MaxReadQueue
+	}
 	if wait == 0 {
 		wait = MaxReadWait
 	}
-	timeout := closedTime // a negative wait: none
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		timeout = t.C
-	}
-	r := &m.reads
-	for {
-		r.mu.Lock()
-		if r.busy == nil {
-			r.busy, r.freed = map[string]int{}, map[string]chan struct{}{}
-		}
-		if n := r.busy[owner]; n < limit {
-			r.busy[owner] = n + 1
-			r.mu.Unlock()
-			return func() { r.give(owner) }, nil
-		}
-		freed := r.freed[owner]
-		if freed == nil {
-			freed = make(chan struct{})
-			r.freed[owner] = freed
-		}
-		n := r.busy[owner]
-		r.mu.Unlock()
-		select {
-		case <-freed:
-		case <-timeout:
-			return nil, fmt.Errorf("%w: this key already has %d reads of events loading (at most %d): retry in a moment", ErrReadBusy, n, limit)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+	return perOwner, total, max(queue, 0), wait
 }
 
-// closedTime is a channel that is always ready: no wait.
-var closedTime = func() <-chan time.Time {
-	c := make(chan time.Time)
-	close(c)
-	return c
-}()
+// acquireRead takes a read slot for owner, waiting for one in owner's
+// queue at most Options.MaxReadWait (and while ctx lasts), or fails with
+// [ErrReadBusy] (at once when the queue is full). The caller calls the
+// release it returns.
+func (m *Manager) acquireRead(ctx context.Context, owner string) (release func(), err error) {
+	perOwner, total, queue, wait := m.readLimits()
+	r := &m.reads
+	release = func() { r.give(owner, perOwner, total) }
+	r.mu.Lock()
+	if r.busy == nil {
+		r.busy, r.queue = map[string]int{}, map[string][]*readWaiter{}
+	}
+	if n := r.busy[owner]; n < perOwner && r.total < total && len(r.queue[owner]) == 0 {
+		r.busy[owner] = n + 1
+		r.total++
+		r.mu.Unlock()
+		return release, nil
+	}
+	if q := len(r.queue[owner]); q >= queue || wait < 0 {
+		n := r.busy[owner]
+		r.mu.Unlock()
+		return nil, fmt.Errorf("%w: this key already has %d reads of events loading and %d waiting (at most %d and %d): retry in a moment", ErrReadBusy, n, q, perOwner, queue)
+	}
+	w := &readWaiter{seq: r.seq, ready: make(chan struct{})}
+	r.seq++
+	r.queue[owner] = append(r.queue[owner], w)
+	r.mu.Unlock()
 
-// give hands one of owner's slots back and wakes the reads waiting for
-// one (each tries again; those that find none wait for the next).
-func (r *readSlots) give(owner string) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-w.ready:
+		return release, nil
+	case <-t.C:
+		err = fmt.Errorf("%w: this key's reads of events waited %s for a slot (at most %d loading at once): retry in a moment", ErrReadBusy, wait, perOwner)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	r.mu.Lock()
+	if w.granted {
+		// Given a slot as the wait ended: give it on.
+		r.mu.Unlock()
+		release()
+		return nil, err
+	}
+	q := r.queue[owner]
+	if i := slices.Index(q, w); i >= 0 {
+		q = slices.Delete(q, i, i+1)
+	}
+	if len(q) == 0 {
+		delete(r.queue, owner)
+	} else {
+		r.queue[owner] = q
+	}
+	r.mu.Unlock()
+	return nil, err
+}
+
+// give hands one of owner's slots back, and the freed slots to the
+// waiting reads (see dispatch).
+func (r *readSlots) give(owner string, perOwner, total int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.busy[owner]--; r.busy[owner] <= 0 {
 		delete(r.busy, owner)
 	}
-	if c := r.freed[owner]; c != nil {
-		close(c)
-		delete(r.freed, owner)
+	r.total--
+	r.dispatch(perOwner, total)
+}
+
+// dispatch gives the free slots to the waiting reads: each to the oldest
+// read of the owner with the fewest reads loading that may load one more
+// (the owner whose oldest read waited longest among equals), so that an
+// owner's queue, however long, delays another owner's read by at most
+// the reads already loading. It loops over the owners that wait (at most
+// the keys and their share links).
+func (r *readSlots) dispatch(perOwner, total int) {
+	for r.total < total {
+		best, found := "", false
+		for o, q := range r.queue {
+			n := r.busy[o]
+			if n >= perOwner {
+				continue
+			}
+			if !found || n < r.busy[best] || n == r.busy[best] && q[0].seq < r.queue[best][0].seq {
+				best, found = o, true
+			}
+		}
+		if !found {
+			return
+		}
+		q := r.queue[best]
+		w := q[0]
+		q[0] = nil
+		if q = q[1:]; len(q) == 0 {
+			delete(r.queue, best)
+		} else {
+			r.queue[best] = q
+		}
+		r.busy[best]++
+		r.total++
+		w.granted = true
+		close(w.ready)
 	}
+}
+
+// readState reports the slots in use and the reads waiting, for tests.
+func (r *readSlots) readState() (loading, waiting int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, q := range r.queue {
+		waiting += len(q)
+	}
+	return r.total, waiting
 }
 
 // readBudget is the bound on the bytes of events one read loads.
@@ -174,4 +270,11 @@ func (m *Manager) withinBudget(c *Changes) *Changes {
 		}
 	}
 	return c
+}
+
+// Reads reports the event reads loading now and those waiting for a
+// slot, all owners together: at most Options.MaxReads loading, and
+// Options.MaxReadQueue waiting per owner.
+func (m *Manager) Reads() (loading, waiting int) {
+	return m.reads.readState()
 }

@@ -192,7 +192,7 @@ func TestSessionsReport(t *testing.T) {
 		"| per parked session from 1,000 to 10,000: VmRSS / live heap | 2.9 KiB / 500 B |",
 		"**PostgreSQL: not measured**",
 		"| SQLite | 1 | 16 | 1 | 20.0 (19.0–21.0) | 40.0 ms | 25 |",
-		"| SQLite | 1 | 256 | 16 | 30.0 (30.0–30.0) | 20.0 ms | 50 |",
+		"| SQLite | 1 | 256 | 1 | 30.0 (30.0–30.0) | 20.0 ms | 50 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("no %q in:\n%s", want, md)
@@ -217,7 +217,7 @@ func TestSessionsReport(t *testing.T) {
 			"to wake one (a tool result posted → its next model request) p50 6.00 ms against 4.00 ms at 1,000 (1.50×), the long-poll wake-up p50 3.00 ms against 2.00 ms (1.50×).",
 		"10,000 parked sessions on PostgreSQL: not measured in this run.",
 		"sessions completed per second per core, 16 at once (1 API keys) on SQLite: 25 (20.0 a second",
-		"sessions completed per second per core, 256 at once (16 API keys) on SQLite: 50 (30.0 a second",
+		"sessions completed per second per core, 256 at once (1 API keys) on SQLite: 50 (30.0 a second",
 	} {
 		if i >= len(sv) || !strings.Contains(sv[i], want) {
 			t.Errorf("scale verdicts %q, want %d: %q", sv, i, want)

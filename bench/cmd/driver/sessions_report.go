@@ -281,7 +281,7 @@ func (r *sessionsResult) markdown(p pin) string {
 	}
 	if len(r.throughput) > 0 {
 		w("Throughput: sessions run to their end (%d tool round trips each, then the answer) through the Go SDK's `RunSession`, *at once* at a time, %d per figure (at least two rounds), "+
-			"spread round-robin over the replicas and over API keys, at most %d of one key at once (a key's event reads are bounded, as one user's are); every replica pinned to CPU %d, so that they share the CPU one server has: this shows what running several costs, not how they scale out (see below). "+
+			"spread round-robin over the replicas and over API keys, at most %d of one key at once (one key follows them all, as one product's backend does); every replica pinned to CPU %d, so that they share the CPU one server has: this shows what running several costs, not how they scale out (see below). "+
 			"*Per core* is sessions completed per second of the servers' CPU (user + system), the inverse of the CPU per session.\n\n",
 			r.toolCalls, o.tpSessions, perKey, p.clientCPU)
 		w("| store | replicas | at once | API keys | sessions completed / s | server CPU / session (all replicas) | sessions / s per core |\n|---|--:|--:|--:|--:|--:|--:|\n")
