@@ -26,7 +26,8 @@
 // Linux distribution does, not fsync(2), the default of the transpiled
 // library (see syncWithFdatasync): the same data and the size of the file
 // are on disk when the commit returns, but not the file's timestamps,
-// whose journal commit was most of what an fsync of the WAL waited for.
+// whose write (a journal commit, or on ext4 without a journal a second
+// synchronous write, of the WAL's inode) an fsync waited for too.
 //
 // # Statements
 //
@@ -206,8 +207,9 @@ func Open(path string, opts *Options) (*Store, error) {
 // its size included, before it returns; it leaves out the timestamps.
 // SQLite needs no more: a commit written with synchronous = FULL is on
 // disk when it returns, as before, and survives a crash or a power loss
-// alike. What it saves is the journal commit of the WAL's new mtime,
-// which every fsync of a commit waited for (TestCommitsSyncWithFdatasync).
+// alike. What it saves is the write of the WAL's new mtime, which an
+// fsync of a commit waited for whenever the clock had moved on since the
+// last (TestCommitsSyncWithFdatasync).
 func syncWithFdatasync() {
 	if !msqlite.FdatasyncEnabled() {
 		msqlite.Fdatasync(true) // ErrFdatasyncUnavailable: fsync stays, as SQLite's own build does there
