@@ -50,6 +50,12 @@ func (m *Manager) watch(ctx context.Context, cancel context.CancelCauseFunc, id 
 				return
 			}
 		case <-notify:
+			if ctx.Err() != nil {
+				// The run has stopped: most often its last commit,
+				// which gave the lease up, is what woke the watch,
+				// and select picks either of the two ready cases.
+				return
+			}
 			if s, err := m.st.GetSession(ctx, id); err == nil && stops(s) {
 				return
 			}

@@ -10,9 +10,10 @@ import (
 // Group commit. SQLite has one writer, and a commit costs the same whatever
 // it holds: the transaction's begin and end, the WAL frames of every page
 // it touched (the tables' and indexes' inner pages are the same from one
-// session's write to the next) and, with synchronous = FULL, an fsync. So
-// the writes that wait while one commits are committed together, in one
-// transaction, each in a savepoint of its own: a write that fails is
+// session's write to the next) and, with synchronous = FULL, a sync of the
+// WAL (fdatasync: see syncWithFdatasync). So the writes that wait while
+// one commits are committed together, in one transaction, each in a
+// savepoint of its own: a write that fails is
 // rolled back to its savepoint and fails alone, as if it had run in a
 // transaction of its own, and the others are committed. Every write
 // returns after the commit that holds it, so a write that returned is on
