@@ -59,11 +59,12 @@
 // posts of tool results (deduplicated by call id), and creations (with
 // their Idempotency-Key); a message is never sent twice.
 //
-// To follow many sessions at once, give the client an
-// [Options.HTTPClient] whose transport keeps as many idle connections
-// to the server (http.Transport's MaxIdleConnsPerHost): the default
-// keeps 2, so most long-polls open a new connection (256 sessions of 2
-// tool calls each: 1,046 connections, against 306 with 256 kept).
+// A client made without an [Options.HTTPClient] keeps up to 256 idle
+// connections to the server, so that following many sessions at once
+// does not open a connection for most long-polls (net/http's default
+// transport keeps 2 a host: 256 sessions of 2 tool calls each made
+// 1,046 connections, against 306 with 256 kept). A client of your own
+// should do the same (http.Transport's MaxIdleConnsPerHost).
 package client
 
 import (
@@ -80,6 +81,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hrns-dev/hrns/api"
@@ -139,7 +141,11 @@ func Text(s string) Messages { return Messages{{Type: "user_message", Message: s
 
 // Options configure a [Client]. A nil *Options means the defaults.
 type Options struct {
-	// HTTPClient sends the requests; nil means http.DefaultClient.
+	// HTTPClient sends the requests. nil means a client shared by the
+	// package: http.DefaultTransport's settings (proxies, TLS, timeouts)
+	// keeping up to 256 idle connections a host, or http.DefaultClient
+	// itself when the program replaced http.DefaultTransport or set
+	// http.DefaultClient's fields.
 	HTTPClient *http.Client
 	// PollWait is how long a long-poll waits for news, at most 25
 	// seconds; 0 means 25 seconds.
@@ -194,9 +200,42 @@ func New(baseURL, apiKey string, opts *Options) *Client {
 	}
 	c.http = o.HTTPClient
 	if c.http == nil {
-		c.http = http.DefaultClient
+		c.http = defaultHTTP()
 	}
 	return c
+}
+
+// maxIdlePerHost is how many idle connections the default client keeps
+// to one server: about as many sessions as one program follows at once.
+const maxIdlePerHost = 256
+
+// stdTransport is [http.DefaultTransport] as net/http made it.
+var stdTransport = http.DefaultTransport
+
+// keptHTTP is the default client while the program leaves net/http's
+// defaults as they are, built at first use; nil if they were never an
+// [*http.Transport].
+var keptHTTP = sync.OnceValue(func() *http.Client {
+	t, ok := stdTransport.(*http.Transport)
+	if !ok {
+		return nil
+	}
+	t = t.Clone()
+	t.MaxIdleConnsPerHost = maxIdlePerHost
+	t.MaxIdleConns = max(t.MaxIdleConns, maxIdlePerHost)
+	return &http.Client{Transport: t}
+})
+
+// defaultHTTP is the client of a Client made without one (see
+// [Options.HTTPClient]).
+func defaultHTTP() *http.Client {
+	dc := http.DefaultClient
+	if dc.Transport == nil && dc.CheckRedirect == nil && dc.Jar == nil && dc.Timeout == 0 && http.DefaultTransport == stdTransport {
+		if hc := keptHTTP(); hc != nil {
+			return hc
+		}
+	}
+	return dc
 }
 
 // Errors an [APIError] matches with errors.Is.

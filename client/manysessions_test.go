@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -121,8 +122,24 @@ func TestManySessionsOneKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			manySessions(t, st, 256)
+			manySessions(t, st, 256, false)
 		})
+	}
+}
+
+// TestDefaultClientKeepsConnections: a client made without an
+// HTTPClient follows many sessions at once over connections it keeps,
+// not a new connection for most long-polls (net/http's default keeps 2
+// idle connections a host: 64 sessions of 2 tool calls made about 4
+// connections each).
+func TestDefaultClientKeepsConnections(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), &sqlite.Options{RelaxedSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 64
+	if conns := manySessions(t, st, n, true); conns > 2*n {
+		t.Errorf("%d sessions made %d connections; want at most %d", n, conns, 2*n)
 	}
 }
 
@@ -137,7 +154,10 @@ func (r *readsStore) EventsWithin(ctx context.Context, id string, from int64, li
 	return r.Store.EventsWithin(ctx, id, from, limit, maxBytes)
 }
 
-func manySessions(t *testing.T, st store.Store, n int) {
+// manySessions runs n sessions at once through RunSession and returns
+// how many connections the server accepted; with defaultClient the
+// client is made without an HTTPClient.
+func manySessions(t *testing.T, st store.Store, n int, defaultClient bool) int64 {
 	base := runtime.NumGoroutine()
 	rs := &readsStore{Store: st}
 	m := session.New(rs, toolsModel{calls: 2}, &session.Options{Workers: n})
@@ -145,7 +165,14 @@ func manySessions(t *testing.T, st store.Store, n int) {
 		t.Fatal(err)
 	}
 	a := &answers{byStatus: map[int]int{}}
-	srv := httptest.NewServer(a.wrap(server.New(m, &server.Options{APIKeys: []string{apiKey}})))
+	srv := httptest.NewUnstartedServer(a.wrap(server.New(m, &server.Options{APIKeys: []string{apiKey}})))
+	var conns atomic.Int64
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
 	defer func() {
 		srv.Close()
 		m.Stop(context.Background())
@@ -153,7 +180,11 @@ func manySessions(t *testing.T, st store.Store, n int) {
 	}()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
 	defer hc.CloseIdleConnections()
-	c := client.New(srv.URL, apiKey, &client.Options{HTTPClient: hc})
+	opts := &client.Options{HTTPClient: hc}
+	if defaultClient {
+		opts = nil
+	}
+	c := client.New(srv.URL, apiKey, opts)
 	var runs atomic.Int32
 	tool := loop.NewTool("read_file", "Read a file.", func(_ context.Context, in struct {
 		Path string `json:"path"`
@@ -187,6 +218,7 @@ func manySessions(t *testing.T, st store.Store, n int) {
 	if failed > 0 {
 		t.Fatalf("%d of %d sessions failed", failed, n)
 	}
+	t.Logf("%d sessions, %d connections", n, conns.Load())
 	if got := runs.Load(); got != int32(2*n) {
 		t.Errorf("the tool ran %d times, want %d", got, 2*n)
 	}
@@ -214,6 +246,7 @@ func manySessions(t *testing.T, st store.Store, n int) {
 	if now > base+40 {
 		t.Errorf("%d goroutines after the sessions, %d before", now, base)
 	}
+	return conns.Load()
 }
 
 // pacer answers the first n long-polls (GET .../changes) with 429, as
