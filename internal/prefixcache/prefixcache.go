@@ -197,6 +197,15 @@ func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix [][]byte, rest []b
 	full := false // a message did not fit in limit: the rest are not kept
 	for i := n; i < len(msgs); i++ {
 		if full || i >= tail {
+			if rest == nil {
+				// Room for all of it at once: the tail is encoded at
+				// every request.
+				n := 0
+				for j := i; j < len(msgs); j++ {
+					n += estimate(&msgs[j])
+				}
+				rest = make([]byte, 0, n+n/8)
+			}
 			if rest, _, err = e.Add(rest, p.base+len(p.buf)+len(rest) == 0, i, &msgs[i]); err != nil {
 				return nil, nil, err
 			}
