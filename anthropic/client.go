@@ -188,8 +188,13 @@ var (
 // as Stream returns; an error in it (such as content the API cannot take) is
 // yielded by the iterator before anything is sent. Each range over the
 // returned iterator sends the request again.
+//
+// With req.Conversation set, the turns its earlier requests sent are not
+// encoded again (see [llm.Conversation]): a turn encodes the messages new
+// since the last and the last turns, whose cache breakpoints move, and the
+// body is the same as without it.
 func (c *Client) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
-	body, beta, err := c.marshal(req)
+	body, beta, err := c.encodeRequest(req)
 	return func(yield func(llm.Chunk, error) bool) {
 		if err != nil {
 			yield(llm.Chunk{}, err)
@@ -199,9 +204,9 @@ func (c *Client) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chu
 	}
 }
 
-// stream sends one rendered request and yields its chunks.
-func (c *Client) stream(ctx context.Context, body []byte, beta string, yield func(llm.Chunk, error) bool) {
-	resp, err := c.api(beta).Stream(ctx, c.url("/v1/messages"), body)
+// stream sends one rendered request, in pieces, and yields its chunks.
+func (c *Client) stream(ctx context.Context, body [][]byte, beta string, yield func(llm.Chunk, error) bool) {
+	resp, err := c.api(beta).StreamPieces(ctx, c.url("/v1/messages"), body)
 	if err != nil {
 		yield(llm.Chunk{}, err)
 		return

@@ -52,6 +52,23 @@
 // the API looks back over, and writes only what is new. [Client.Cache]
 // selects the breakpoints and their TTL; &CachePolicy{} turns caching off.
 //
+// # Long conversations
+//
+// The Messages API is stateless: each request carries the whole
+// conversation. A request whose [llm.Request.Conversation] is set (the
+// agent loop sets one per run) reuses the JSON of the turns the
+// conversation's earlier requests encoded, as the OpenAI client does, so a
+// turn costs about the same at the 500th turn as at the 10th; the body sent
+// is byte for byte the same as without it. Each turn encodes the messages
+// new since the last, and the last turns again: the last user turn before
+// the last turn and those after it, whose breakpoints move and which a
+// later message of the same role may merge with. When the conversation has
+// an owner that reports its rewrites ([llm.Conversation.Own], as the agent
+// loop's runs do), what was encoded is reused without reading the messages
+// again until the owner calls [llm.Conversation.Rewrote]; otherwise each
+// message is compared with a copy of what was encoded. What a conversation
+// keeps is bounded (32 MiB) and lives as long as its [llm.Conversation].
+//
 // # Thinking
 //
 // [Client.Thinking] sends a thinking configuration (adaptive, or enabled

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/hrns-dev/hrns/internal/httpapi"
+	"github.com/hrns-dev/hrns/internal/prefixcache"
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -136,29 +136,47 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // marshalRequest renders req as the JSON body of a streaming request.
 func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
-	body, _, err := c.marshal(req)
-	return body, err
+	pieces, _, err := c.encodeRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	return prefixcache.Join(pieces), nil
 }
 
-// marshal renders req as the JSON body of a streaming request, with the
-// anthropic-beta flag it needs ("" for none).
-func (c *Client) marshal(req *llm.Request) ([]byte, string, error) {
-	w, err := c.buildRequest(req)
+// encodeRequest renders req as the JSON body of a streaming request, in
+// pieces to send one after the other, with the anthropic-beta flag it needs
+// ("" for none). Without a conversation (see [llm.Request.Conversation])
+// the body is one piece. With one, the turns the conversation's earlier
+// requests encoded are reused from its [prefixcache.Cache] (pieces that are
+// never written again) and only the messages since, and the last turns
+// (see [turnEncoder]), are encoded; the bytes are the same either way.
+func (c *Client) encodeRequest(req *llm.Request) ([][]byte, string, error) {
+	var cache *prefixcache.Cache
+	if req != nil {
+		cache = prefixcache.For(req.Conversation, prefixKey{})
+	}
+	var prefix [][]byte
+	var rest []byte
+	w, err := c.buildRequest(req, func(msgs []llm.Message, cc *cacheControl) ([]block, []wireMessage, error) {
+		if cache == nil {
+			return renderConversation(msgs)
+		}
+		e := newTurnEncoder(msgs, cc, cache)
+		var err error
+		prefix, rest, err = cache.Encode(msgs, e)
+		return e.system, []wireMessage{}, err
+	})
 	if err != nil {
 		return nil, "", err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // the API needs no HTML escaping; keep text as written
-	if err := enc.Encode(w); err != nil {
-		return nil, "", fmt.Errorf("anthropic: encoding request: %w", err)
-	}
-	body, err := httpapi.MergeExtra("anthropic", bytes.TrimSuffix(buf.Bytes(), []byte("\n")), req.Extra)
-	return body, w.beta, err
+	pieces, err := prefixcache.Body("anthropic", w, cache, `"messages":[]`, prefix, rest, req.Extra)
+	return pieces, w.beta, err
 }
 
-// buildRequest translates req into its wire form.
-func (c *Client) buildRequest(req *llm.Request) (*messagesRequest, error) {
+// buildRequest translates req into its wire form; conversation renders its
+// messages as the system blocks and the turns, the turns' breakpoint being
+// cc (nil for none).
+func (c *Client) buildRequest(req *llm.Request, conversation func(msgs []llm.Message, cc *cacheControl) ([]block, []wireMessage, error)) (*messagesRequest, error) {
 	if req == nil {
 		return nil, errNilRequest
 	}
@@ -197,7 +215,23 @@ func (c *Client) buildRequest(req *llm.Request) (*messagesRequest, error) {
 	if w.MaxTokens, err = c.maxTokens(req.MaxTokens, thinking); err != nil {
 		return nil, err
 	}
-	if w.System, w.Messages, err = renderConversation(req.Messages); err != nil {
+	policy := DefaultCache
+	if c.Cache != nil {
+		policy = *c.Cache
+	}
+	if h := req.Cache; h != nil {
+		switch {
+		case h.Off:
+			policy = CachePolicy{}
+		case h.Long:
+			policy.TTL = "1h"
+		}
+	}
+	var cc *cacheControl
+	if policy.Conversation {
+		cc = policy.breakpoint()
+	}
+	if w.System, w.Messages, err = conversation(req.Messages, cc); err != nil {
 		return nil, err
 	}
 	if w.Tools, w.beta, err = renderTools(req.Tools, w.Model); err != nil {
@@ -220,18 +254,6 @@ func (c *Client) buildRequest(req *llm.Request) (*messagesRequest, error) {
 	}
 	if err := renderResponseFormat(w, req.ResponseFormat); err != nil {
 		return nil, err
-	}
-	policy := DefaultCache
-	if c.Cache != nil {
-		policy = *c.Cache
-	}
-	if h := req.Cache; h != nil {
-		switch {
-		case h.Off:
-			policy = CachePolicy{}
-		case h.Long:
-			policy.TTL = "1h"
-		}
 	}
 	policy.mark(w)
 	return w, nil
@@ -292,9 +314,15 @@ func (c *Client) maxTokens(n int, th *Thinking) (int, error) {
 	return DefaultMaxTokens, nil
 }
 
-// mark puts the policy's cache breakpoints on w.
+// breakpoint returns the policy's cache breakpoint.
+func (p CachePolicy) breakpoint() *cacheControl {
+	return &cacheControl{Type: "ephemeral", TTL: p.TTL}
+}
+
+// mark puts the policy's cache breakpoints on w. The conversation's are
+// put on its turns; a [turnEncoder] puts them on the turns it encodes.
 func (p CachePolicy) mark(w *messagesRequest) {
-	cc := func() *cacheControl { return &cacheControl{Type: "ephemeral", TTL: p.TTL} }
+	cc := p.breakpoint
 	if p.Tools && len(w.Tools) > 0 {
 		w.Tools[len(w.Tools)-1].CacheControl = cc()
 	}
@@ -419,46 +447,67 @@ func renderToolChoice(tc llm.ToolChoice, parallel *bool) (*toolChoice, error) {
 func renderConversation(msgs []llm.Message) ([]block, []wireMessage, error) {
 	var system []block
 	out := make([]wireMessage, 0, len(msgs))
-	for i, m := range msgs {
-		var (
-			role   string
-			blocks []block
-			err    error
-		)
-		switch m.Role {
-		case llm.RoleSystem:
-			var text string
-			if text, err = systemText(m.Parts); err == nil && text != "" {
-				system = append(system, block{Type: typeText, Text: text})
-			}
-		case llm.RoleUser:
-			role = "user"
-			blocks, err = userBlocks(m.Parts)
-		case llm.RoleAssistant:
-			role = "assistant"
-			blocks, err = assistantBlocks(m.Parts)
-		case llm.RoleTool:
-			role = "user"
-			blocks, err = toolBlocks(m.Parts)
-		default:
-			err = fmt.Errorf("unknown role %q", m.Role)
+	for i := range msgs {
+		r := renderMessage(i, &msgs[i])
+		if r.err != nil {
+			return nil, nil, r.err
 		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("anthropic: message %d (%s): %w", i, m.Role, err)
+		if r.system != "" {
+			system = append(system, block{Type: typeText, Text: r.system})
 		}
-		if len(blocks) == 0 {
+		if len(r.blocks) == 0 {
 			continue // the API rejects empty turns; an empty message says nothing
 		}
-		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].Content = append(out[n-1].Content, blocks...)
+		if n := len(out); n > 0 && out[n-1].Role == r.role {
+			out[n-1].Content = append(out[n-1].Content, r.blocks...)
 		} else {
-			out = append(out, wireMessage{Role: role, Content: blocks})
+			out = append(out, wireMessage{Role: r.role, Content: r.blocks})
 		}
 	}
 	for i := range out {
 		orderBlocks(&out[i])
 	}
 	return system, out, nil
+}
+
+// rendered is what one message of a conversation renders to: the blocks of
+// a user or assistant turn, which merges with the turns of the same role
+// next to it, or the text of a system message; or the error that makes the
+// conversation fail.
+type rendered struct {
+	role   string // "user" or "assistant", "" for a system message
+	blocks []block
+	system string // a system message's text, "" for none
+	err    error
+}
+
+// turn reports whether r is part of a turn: a message of user or assistant
+// content, not a system message, not one without blocks.
+func (r *rendered) turn() bool { return len(r.blocks) > 0 }
+
+// renderMessage renders m, the message of index i of a conversation. It
+// depends on m alone.
+func renderMessage(i int, m *llm.Message) rendered {
+	var r rendered
+	switch m.Role {
+	case llm.RoleSystem:
+		r.system, r.err = systemText(m.Parts)
+	case llm.RoleUser:
+		r.role = "user"
+		r.blocks, r.err = userBlocks(m.Parts)
+	case llm.RoleAssistant:
+		r.role = "assistant"
+		r.blocks, r.err = assistantBlocks(m.Parts)
+	case llm.RoleTool:
+		r.role = "user"
+		r.blocks, r.err = toolBlocks(m.Parts)
+	default:
+		r.err = fmt.Errorf("unknown role %q", m.Role)
+	}
+	if r.err != nil {
+		return rendered{err: fmt.Errorf("anthropic: message %d (%s): %w", i, m.Role, r.err)}
+	}
+	return r
 }
 
 // orderBlocks puts the blocks of a turn in the order the API requires: in a

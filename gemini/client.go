@@ -115,6 +115,11 @@ var (
 // as Stream returns; an error in it (such as content the API cannot take)
 // is yielded by the iterator before anything is sent. Each range over the
 // returned iterator sends the request again.
+//
+// With req.Conversation set, the contents its earlier requests sent are
+// not encoded again (see [llm.Conversation]): a turn encodes the messages
+// new since the last and the last content, which a later message may merge
+// with, and the body is the same as without it.
 func (c *Client) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
 	endpoint, body, err := c.prepare(req)
 	return func(yield func(llm.Chunk, error) bool) {
@@ -126,8 +131,8 @@ func (c *Client) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chu
 	}
 }
 
-// prepare renders req and the URL it goes to.
-func (c *Client) prepare(req *llm.Request) (endpoint string, body []byte, err error) {
+// prepare renders req, in pieces, and the URL it goes to.
+func (c *Client) prepare(req *llm.Request) (endpoint string, body [][]byte, err error) {
 	if req == nil {
 		return "", nil, errNilRequest
 	}
@@ -139,7 +144,7 @@ func (c *Client) prepare(req *llm.Request) (endpoint string, body []byte, err er
 	if err != nil {
 		return "", nil, err
 	}
-	body, err = c.marshalRequest(req)
+	body, err = c.encodeRequest(req)
 	if err != nil {
 		return "", nil, err
 	}
@@ -166,9 +171,9 @@ func modelResource(model string) (string, error) {
 	return strings.Join(segs, "/"), nil
 }
 
-// stream sends one rendered request and yields its chunks.
-func (c *Client) stream(ctx context.Context, endpoint string, body []byte, yield func(llm.Chunk, error) bool) {
-	resp, err := c.api().Stream(ctx, endpoint, body)
+// stream sends one rendered request, in pieces, and yields its chunks.
+func (c *Client) stream(ctx context.Context, endpoint string, body [][]byte, yield func(llm.Chunk, error) bool) {
+	resp, err := c.api().StreamPieces(ctx, endpoint, body)
 	if err != nil {
 		yield(llm.Chunk{}, err)
 		return

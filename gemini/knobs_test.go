@@ -15,8 +15,24 @@ import (
 // the rest. The cache hint and parallel tool calls have no field: they are
 // not sent. Run with -update to rewrite it.
 func TestKnobsGolden(t *testing.T) {
+	req := knobsRequest()
+	body, err := (&Client{}).marshalRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "knobs.request.json", body)
+
+	// Extra never overrides what the provider sets.
+	req.Extra = map[string]json.RawMessage{"generationConfig": json.RawMessage(`{}`)}
+	if _, err := (&Client{}).marshalRequest(req); err == nil || !strings.Contains(err.Error(), "generationConfig") {
+		t.Errorf("an extra field overrode the generation config: %v", err)
+	}
+}
+
+// knobsRequest is the request TestKnobsGolden pins.
+func knobsRequest() *llm.Request {
 	temp, topP, seed, no := 0.3, 0.9, int64(7), false
-	req := &llm.Request{
+	return &llm.Request{
 		Model:             "gemini-2.5-pro",
 		Messages:          []llm.Message{llm.SystemMessage("Plan carefully."), llm.UserMessage("Plan the release.")},
 		Tools:             []llm.ToolSpec{{Name: "search", InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)}},
@@ -32,17 +48,6 @@ func TestKnobsGolden(t *testing.T) {
 		ResponseFormat: &llm.ResponseFormat{Name: "plan", Description: "The release plan.", Schema: json.RawMessage(
 			`{"type":"object","properties":{"steps":{"type":"array","items":{"type":"string"}},"risk":{"type":["string","null"]}},"required":["steps","risk"],"additionalProperties":false}`), Strict: true},
 		Extra: map[string]json.RawMessage{"safetySettings": json.RawMessage(`[{"category":"HARM_CATEGORY_DANGEROUS_CONTENT","threshold":"BLOCK_ONLY_HIGH"}]`)},
-	}
-	body, err := (&Client{}).marshalRequest(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "knobs.request.json", body)
-
-	// Extra never overrides what the provider sets.
-	req.Extra = map[string]json.RawMessage{"generationConfig": json.RawMessage(`{}`)}
-	if _, err := (&Client{}).marshalRequest(req); err == nil || !strings.Contains(err.Error(), "generationConfig") {
-		t.Errorf("an extra field overrode the generation config: %v", err)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/hrns-dev/hrns/internal/httpapi"
+	"github.com/hrns-dev/hrns/internal/prefixcache"
 	"github.com/hrns-dev/hrns/llm"
 )
 
@@ -118,19 +118,45 @@ const generatedIDPrefix = "gemini_call_"
 
 // marshalRequest renders req as the JSON body of a request.
 func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
-	w, err := c.buildRequest(req)
+	pieces, err := c.encodeRequest(req)
 	if err != nil {
 		return nil, err
 	}
-	body, err := marshalNoEscape(w)
-	if err != nil {
-		return nil, fmt.Errorf("%s: encoding request: %w", providerName, err)
-	}
-	return httpapi.MergeExtra(providerName, body, req.Extra)
+	return prefixcache.Join(pieces), nil
 }
 
-// buildRequest translates req into its wire form.
-func (c *Client) buildRequest(req *llm.Request) (*request, error) {
+// encodeRequest renders req as the JSON body of a request, in pieces to
+// send one after the other. Without a conversation (see
+// [llm.Request.Conversation]) the body is one piece. With one, the
+// contents the conversation's earlier requests encoded are reused from its
+// [prefixcache.Cache] (pieces that are never written again) and only the
+// messages since, and the last content (see [contentEncoder]), are
+// encoded; the bytes are the same either way.
+func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
+	var cache *prefixcache.Cache
+	if req != nil {
+		cache = prefixcache.For(req.Conversation, prefixKey{})
+	}
+	var prefix [][]byte
+	var rest []byte
+	w, err := c.buildRequest(req, func(msgs []llm.Message) ([]content, *content, error) {
+		if cache == nil {
+			return renderContents(msgs)
+		}
+		e := newContentEncoder(msgs, cache)
+		var err error
+		prefix, rest, err = cache.Encode(msgs, e)
+		return []content{}, e.system, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return prefixcache.Body(providerName, w, cache, `"contents":[]`, prefix, rest, req.Extra)
+}
+
+// buildRequest translates req into its wire form; conversation renders its
+// messages as the contents and the system instruction.
+func (c *Client) buildRequest(req *llm.Request, conversation func([]llm.Message) ([]content, *content, error)) (*request, error) {
 	if req == nil {
 		return nil, errNilRequest
 	}
@@ -139,7 +165,7 @@ func (c *Client) buildRequest(req *llm.Request) (*request, error) {
 	}
 	w := &request{}
 	var err error
-	if w.Contents, w.SystemInstruction, err = renderContents(req.Messages); err != nil {
+	if w.Contents, w.SystemInstruction, err = conversation(req.Messages); err != nil {
 		return nil, err
 	}
 	if w.Tools, err = renderTools(req.Tools); err != nil {
@@ -256,51 +282,84 @@ func renderContents(msgs []llm.Message) ([]content, *content, error) {
 	var system []string
 	out := make([]content, 0, len(msgs))
 	calls := map[string]*llm.ToolCall{} // the calls so far, by ID
-	for i, m := range msgs {
-		var role string
-		var parts []part
-		var err error
-		switch m.Role {
-		case llm.RoleSystem:
-			var text string
-			if text, err = textOnly(m.Parts); err == nil && text != "" {
-				system = append(system, text)
-			}
-		case llm.RoleUser:
-			role = "user"
-			parts, err = userParts(m.Parts)
-		case llm.RoleAssistant:
-			role = "model"
-			parts, err = modelParts(m.Parts)
+	for i := range msgs {
+		m := &msgs[i]
+		r := renderMessage(i, m, func(id string) *llm.ToolCall { return calls[id] })
+		if r.err != nil {
+			return nil, nil, r.err
+		}
+		if m.Role == llm.RoleAssistant {
 			for _, p := range m.Parts {
 				if p.Kind == llm.PartToolCall && p.ToolCall != nil {
 					calls[p.ToolCall.ID] = p.ToolCall
 				}
 			}
-		case llm.RoleTool:
-			role = "user"
-			parts, err = resultParts(m.Parts, calls)
-		default:
-			err = fmt.Errorf("unknown role %q", m.Role)
 		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: message %d (%s): %w", providerName, i, m.Role, err)
+		if r.system != "" {
+			system = append(system, r.system)
 		}
-		if len(parts) == 0 {
+		if len(r.parts) == 0 {
 			continue // the API refuses a content without parts
 		}
-		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].Parts = append(out[n-1].Parts, parts...)
+		if n := len(out); n > 0 && out[n-1].Role == r.role {
+			out[n-1].Parts = append(out[n-1].Parts, r.parts...)
 			continue
 		}
-		out = append(out, content{Role: role, Parts: parts})
+		out = append(out, content{Role: r.role, Parts: r.parts})
 	}
-	var si *content
-	if len(system) > 0 {
-		text := strings.Join(system, "\n\n")
-		si = &content{Parts: []part{{Text: &text}}}
+	return out, systemInstruction(system), nil
+}
+
+// systemInstruction returns the system instruction of the texts of a
+// conversation's system messages, nil for none.
+func systemInstruction(system []string) *content {
+	if len(system) == 0 {
+		return nil
 	}
-	return out, si, nil
+	text := strings.Join(system, "\n\n")
+	return &content{Parts: []part{{Text: &text}}}
+}
+
+// rendered is what one message of a conversation renders to: the parts of
+// a user or model turn, which merges with the turns of the same role next
+// to it, or the text of a system message; or the error that makes the
+// conversation fail.
+type rendered struct {
+	role   string // "user" or "model", "" for a system message
+	parts  []part
+	system string // a system message's text, "" for none
+	err    error
+}
+
+// turn reports whether r is part of a turn: a message with parts, not a
+// system message.
+func (r *rendered) turn() bool { return len(r.parts) > 0 }
+
+// renderMessage renders m, the message of index i of a conversation; call
+// returns the last call of the messages before it with an ID, nil for
+// none (the name of a tool result that gives none). It depends on m and
+// those calls alone.
+func renderMessage(i int, m *llm.Message, call func(id string) *llm.ToolCall) rendered {
+	var r rendered
+	switch m.Role {
+	case llm.RoleSystem:
+		r.system, r.err = textOnly(m.Parts)
+	case llm.RoleUser:
+		r.role = "user"
+		r.parts, r.err = userParts(m.Parts)
+	case llm.RoleAssistant:
+		r.role = "model"
+		r.parts, r.err = modelParts(m.Parts)
+	case llm.RoleTool:
+		r.role = "user"
+		r.parts, r.err = resultParts(m.Parts, call)
+	default:
+		r.err = fmt.Errorf("unknown role %q", m.Role)
+	}
+	if r.err != nil {
+		return rendered{err: fmt.Errorf("%s: message %d (%s): %w", providerName, i, m.Role, r.err)}
+	}
+	return r
 }
 
 // textOnly joins the text parts of a message that may hold nothing else.
@@ -431,7 +490,7 @@ func wireID(id string) string {
 // Images and documents of the results follow all of them, each result's
 // after a text part naming its call: function responses take no media on
 // most models.
-func resultParts(parts []llm.Part, calls map[string]*llm.ToolCall) ([]part, error) {
+func resultParts(parts []llm.Part, call func(id string) *llm.ToolCall) ([]part, error) {
 	out := make([]part, 0, len(parts))
 	var media []part
 	for _, p := range parts {
@@ -444,7 +503,7 @@ func resultParts(parts []llm.Part, calls map[string]*llm.ToolCall) ([]part, erro
 		}
 		name := r.Name
 		if name == "" {
-			if c := calls[r.CallID]; c != nil {
+			if c := call(r.CallID); c != nil {
 				name = c.Name
 			}
 		}

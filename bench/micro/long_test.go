@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/hrns-dev/hrns/anthropic"
 	"github.com/hrns-dev/hrns/bench/internal/task"
+	"github.com/hrns-dev/hrns/gemini"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
@@ -71,7 +73,9 @@ func (m *turnModel) Stream(_ context.Context, req *llm.Request) iter.Seq2[llm.Ch
 // the request when called; the benchmark does not send it). Each run has a
 // conversation of its own (llm.Request.Conversation), as a run of the loop
 // does, so that the provider encodes only each turn's new messages.
-// "responses-encode" is the same with the Responses API's client.
+// "responses-encode", "anthropic-encode" and "gemini-encode" are the same
+// with the Responses API's, Anthropic's (its default caching: breakpoints on
+// the system prompt, the tools and the last turns) and Gemini's clients.
 func BenchmarkLongRun(b *testing.B) {
 	for _, n := range longTurns {
 		b.Run(fmt.Sprintf("turns=%d/loop", n), func(b *testing.B) {
@@ -106,22 +110,30 @@ func BenchmarkLongRun(b *testing.B) {
 			}
 			m.report(n, "turn")
 		})
-		b.Run(fmt.Sprintf("turns=%d/responses-encode", n), func(b *testing.B) {
-			c := &responses.Client{BaseURL: "http://127.0.0.1:1/v1", Model: "bench-model"}
-			tool := readTool()
-			reqs := longRequests(n, llm.ToolSpec{Name: tool.Name, Description: tool.Description, InputSchema: tool.InputSchema})
-			ctx := context.Background()
-			m := startMeter(b)
-			for b.Loop() {
-				conv := new(llm.Conversation)
-				conv.Own()
-				for _, req := range reqs {
-					req.Conversation = conv
-					_ = c.Stream(ctx, req)
+		for _, p := range []struct {
+			name  string
+			model llm.Model
+		}{
+			{"responses-encode", &responses.Client{BaseURL: "http://127.0.0.1:1/v1", Model: "bench-model"}},
+			{"anthropic-encode", &anthropic.Client{BaseURL: "http://127.0.0.1:1", Model: "bench-model"}},
+			{"gemini-encode", &gemini.Client{BaseURL: "http://127.0.0.1:1", Model: "bench-model"}},
+		} {
+			b.Run(fmt.Sprintf("turns=%d/%s", n, p.name), func(b *testing.B) {
+				tool := readTool()
+				reqs := longRequests(n, llm.ToolSpec{Name: tool.Name, Description: tool.Description, InputSchema: tool.InputSchema})
+				ctx := context.Background()
+				m := startMeter(b)
+				for b.Loop() {
+					conv := new(llm.Conversation)
+					conv.Own()
+					for _, req := range reqs {
+						req.Conversation = conv
+						_ = p.model.Stream(ctx, req) // renders the body; not ranged, so not sent
+					}
 				}
-			}
-			m.report(n, "turn")
-		})
+				m.report(n, "turn")
+			})
+		}
 	}
 }
 

@@ -17,6 +17,13 @@
 // Either way a body assembled from the cache is byte for byte the body
 // encoded from scratch. It holds at most a bound of bytes; messages past
 // it are encoded at every request.
+//
+// An encoder whose elements for a message depend on the messages after it
+// (Anthropic's and Gemini's, which merge consecutive messages of one role
+// into one element and mark the last ones with cache breakpoints) says so
+// ([Lookahead]): how far each message's encoding read, and where the tail
+// begins whose encoding depends on where the conversation ends, which is
+// encoded at every request and never kept.
 package prefixcache
 
 import (
@@ -74,11 +81,17 @@ type Cache struct {
 	segs  [][]byte
 	base  int // bytes in segs
 	buf   []byte
-	kept  keptMessages
+	kept  keptMessages // copies of the messages kept, then of the tail (see Lookahead)
 	ends  []int
 	clean []bool // clean[i]: what follows message i encodes the same whatever came before
-	size  int    // bytes kept: buf, and kept's copies
-	limit int    // the bound of size
+	// reach[i] is how many leading messages the encodings of messages 0
+	// to i read, at most (see [Lookahead]): i+1 unless the encoder
+	// looked ahead.
+	reach []int
+	size  int // bytes kept: buf, and kept's copies
+	limit int // the bound of size
+	last  int // the number of messages of the last request
+	aside Aside
 
 	// conv is the conversation the cache lives in (nil for [New]). When
 	// it is owned, what is kept was encoded at its generation gen and
@@ -104,6 +117,27 @@ type Encoder interface {
 	Finish(dst []byte, first bool) ([]byte, error)
 }
 
+// A Lookahead is an Encoder whose elements for a message may depend on the
+// messages after it: one that merges consecutive messages of one role into
+// one element, written when the run ends, or that marks the last messages
+// of the conversation. [Cache.Encode] reuses what it kept of a message
+// only while the messages it read are unchanged, and never keeps the tail.
+type Lookahead interface {
+	Encoder
+	// Tail returns the index of the first message of msgs whose elements
+	// may depend on where the conversation ends (len(msgs) for none): it
+	// and the messages after it are encoded at every request and never
+	// kept. Encode calls it once, before Add. It must not move back as a
+	// conversation grows by appending: a message before the tail is one
+	// whose elements no message appended later can change.
+	Tail(msgs []llm.Message) int
+	// Reach returns how many leading messages of the conversation the
+	// elements of the message Add last added depend on: i+1 for message i
+	// when they depend on it and those before it only, more when the
+	// encoder looked ahead at the messages after it.
+	Reach() int
+}
+
 // Encode encodes msgs, with e, as the elements of an array, without its
 // brackets: the pieces of prefix, from the cache, one after the other,
 // followed by rest. prefix's bytes are never written again; prefix and
@@ -113,9 +147,16 @@ func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix [][]byte, rest []b
 	p.mu.Lock()
 	defer p.mu.Unlock()
 
-	// The messages still as kept, back to the last one after which the
-	// encoding starts afresh.
-	n := 0
+	la, _ := e.(Lookahead)
+	tail := len(msgs)
+	if la != nil {
+		tail = la.Tail(msgs)
+	}
+
+	// The messages still as kept (n), back to the last one after which
+	// the encoding starts afresh and whose encoding read only messages
+	// known unchanged (same).
+	n, same := 0, 0
 	gen, owned := p.conv.Version()
 	switch {
 	case owned:
@@ -124,29 +165,58 @@ func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix [][]byte, rest []b
 		if !p.owned || gen != p.gen || len(msgs) < len(p.ends) {
 			p.truncate(0)
 			p.owned, p.gen = true, gen
+			p.last = 0
 		}
-		n = len(p.ends)
+		// It vouches for the last request's messages, kept or not.
+		n, same = len(p.ends), min(len(msgs), p.last)
 	default:
 		if p.owned {
 			p.truncate(0) // no copies to compare with
 			p.owned = false
 		}
-		for n < p.kept.len() && n < len(msgs) && p.kept.equal(n, &msgs[n]) {
-			n++
+		// The copies go on past the messages kept, over the tail the
+		// last request encoded: the messages kept may have read it.
+		for same < p.kept.len() && same < len(msgs) && p.kept.equal(same, &msgs[same]) {
+			same++
 		}
+		n = min(same, len(p.ends))
 	}
-	for n > 0 && !p.clean[n-1] {
+	p.last = len(msgs)
+	n = min(n, tail)
+	for n > 0 && (!p.clean[n-1] || p.reach[n-1] > same) {
 		n--
 	}
-	if n < len(p.ends) {
+	switch {
+	case n < len(p.ends):
 		p.truncate(n)
+	case p.kept.len() > n:
+		p.size = p.end(n) + p.kept.truncate(n) // the tail's copies
 	}
+	p.aside.drop(n) // the encoder adds it again for the messages it adds
 
 	full := false // a message did not fit in limit: the rest are not kept
 	for i := n; i < len(msgs); i++ {
-		if full {
+		if full || i >= tail {
+			if rest == nil {
+				// Room for all of it at once: the tail is encoded at
+				// every request.
+				n := 0
+				for j := i; j < len(msgs); j++ {
+					n += estimate(&msgs[j])
+				}
+				rest = make([]byte, 0, n+n/8)
+			}
 			if rest, _, err = e.Add(rest, p.base+len(p.buf)+len(rest) == 0, i, &msgs[i]); err != nil {
 				return nil, nil, err
+			}
+			switch {
+			case full || p.owned:
+			case p.size+keptSize(&msgs[i]) > p.limit:
+				full = true
+			default:
+				// A copy of a message of the tail, which is encoded at
+				// every request: the messages kept may have read it.
+				p.size += p.kept.add(&msgs[i])
 			}
 			continue
 		}
@@ -177,6 +247,14 @@ func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix [][]byte, rest []b
 		p.size += len(p.buf) - old
 		p.ends = append(p.ends, p.base+len(p.buf))
 		p.clean = append(p.clean, clean)
+		reach := i + 1
+		if la != nil {
+			reach = max(reach, la.Reach())
+		}
+		if i > 0 {
+			reach = max(reach, p.reach[i-1])
+		}
+		p.reach = append(p.reach, reach)
 	}
 	if rest, err = e.Finish(rest, p.base+len(p.buf)+len(rest) == 0); err != nil {
 		return nil, nil, err
@@ -187,6 +265,43 @@ func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix [][]byte, rest []b
 		prefix = append(prefix, p.buf[:len(p.buf):len(p.buf)])
 	}
 	return prefix, rest, nil
+}
+
+// Aside returns where the encoders of p keep what their messages give
+// outside the array (see [Aside]). Use it only in the methods of an
+// Encoder of p, which [Cache.Encode] calls with p locked.
+func (p *Cache) Aside() *Aside { return &p.aside }
+
+// Aside keeps, across the requests of a conversation, what its messages
+// give outside the array, by message index: a provider that sends system
+// messages as a field of their own keeps their texts here, so that it need
+// not read again the messages [Cache.Encode] reuses. Encode drops what was
+// kept of the messages from the first it adds on, which the encoder adds
+// again: what is kept is always that of the messages before it, as they
+// are now.
+type Aside struct {
+	at    []int
+	texts []string
+}
+
+// Add keeps text for message i, after those of the messages before it.
+func (a *Aside) Add(i int, text string) {
+	a.at = append(a.at, i)
+	a.texts = append(a.texts, text)
+}
+
+// Texts returns the texts kept, in the order of their messages; the slice
+// is the Aside's own, valid until the next Encode.
+func (a *Aside) Texts() []string { return a.texts }
+
+// drop forgets what was kept of the messages from n on.
+func (a *Aside) drop(n int) {
+	k := len(a.at)
+	for k > 0 && a.at[k-1] >= n {
+		k--
+	}
+	clear(a.texts[k:])
+	a.at, a.texts = a.at[:k], a.texts[:k]
 }
 
 // minSegment is the least capacity of a new segment of a Cache.
@@ -270,7 +385,7 @@ func (p *Cache) truncate(n int) {
 		p.base -= len(p.buf)
 	}
 	p.buf = p.buf[: end-p.base : end-p.base]
-	p.ends, p.clean = p.ends[:n], p.clean[:n]
+	p.ends, p.clean, p.reach = p.ends[:n], p.clean[:n], p.reach[:n]
 	p.size = end + p.kept.truncate(n)
 }
 

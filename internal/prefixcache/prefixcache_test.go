@@ -302,3 +302,159 @@ func TestCacheSegmentsSameBytes(t *testing.T) {
 		}
 	}
 }
+
+// runEncoder is a Lookahead, a small model of Anthropic's and Gemini's:
+// consecutive messages of one role become one element, their texts joined,
+// written by the run's last message once the next message shows the run
+// ends; a message whose text is "" is skipped (it merges nothing), one
+// whose role is "system" goes aside; the last run is marked with a "*",
+// so that it and the run before it are the tail.
+type runEncoder struct {
+	msgs  []llm.Message
+	aside *Aside
+	run   []string
+	role  llm.Role
+	reach int
+	last  int // the last message of the last run
+	added *int
+	sys   []string // the texts aside, as Finish found them
+}
+
+func (e *runEncoder) turn(i int) bool {
+	return e.msgs[i].Role != "system" && e.msgs[i].Text() != ""
+}
+
+func (e *runEncoder) Tail(msgs []llm.Message) int {
+	e.last = -1
+	runs := 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if !e.turn(i) {
+			continue
+		}
+		if e.last < 0 {
+			e.last = i
+		}
+		if runs == 0 || msgs[i].Role != e.role {
+			if runs == 2 {
+				return i + 1
+			}
+			runs++
+			e.role = msgs[i].Role
+		}
+	}
+	return 0
+}
+
+func (e *runEncoder) Reach() int { return e.reach }
+
+func (e *runEncoder) Add(dst []byte, first bool, i int, m *llm.Message) ([]byte, bool, error) {
+	*e.added++
+	e.reach = i + 1
+	if m.Role == "system" {
+		e.aside.Add(i, m.Text())
+		return dst, len(e.run) == 0, nil
+	}
+	if !e.turn(i) {
+		return dst, len(e.run) == 0, nil
+	}
+	e.run, e.role = append(e.run, m.Text()), m.Role
+	j := i + 1
+	for j < len(e.msgs) && !e.turn(j) {
+		j++
+	}
+	e.reach = j + 1
+	if j < len(e.msgs) && e.msgs[j].Role == m.Role {
+		return dst, false, nil
+	}
+	el := string(m.Role) + ":" + strings.Join(e.run, "+")
+	if i == e.last {
+		el += "*"
+	}
+	e.run = nil
+	if !first {
+		dst = append(dst, ',')
+	}
+	return append(dst, el...), true, nil
+}
+
+func (e *runEncoder) Finish(dst []byte, _ bool) ([]byte, error) {
+	e.sys = append([]string(nil), e.aside.Texts()...)
+	return dst, nil
+}
+
+// encodeRuns encodes msgs from scratch as runEncoder must: the elements
+// and the texts aside.
+func encodeRuns(msgs []llm.Message) (string, []string) {
+	var els, sys []string
+	var roles []llm.Role
+	for _, m := range msgs {
+		switch {
+		case m.Role == "system":
+			sys = append(sys, m.Text())
+		case m.Text() == "":
+		case len(roles) > 0 && roles[len(roles)-1] == m.Role:
+			els[len(els)-1] += "+" + m.Text()
+		default:
+			roles = append(roles, m.Role)
+			els = append(els, string(m.Role)+":"+m.Text())
+		}
+	}
+	if len(els) > 0 {
+		els[len(els)-1] += "*"
+	}
+	return strings.Join(els, ","), sys
+}
+
+// TestCacheLookahead plays conversations of merged runs through a
+// Lookahead encoder, growing, changed in place, cut back, with and without
+// an owner (whose unreported cuts leave the messages kept), and checks
+// every turn against the encoding from scratch, the texts aside included,
+// and that a turn that only appends encodes only the tail and the new
+// messages.
+func TestCacheLookahead(t *testing.T) {
+	roles := []llm.Role{"user", "assistant", "system"}
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 8))
+		conv := new(llm.Conversation)
+		owned := seed%2 == 1
+		if owned {
+			conv.Own()
+		}
+		c := For(conv, struct{}{})
+		var msgs []llm.Message
+		for turn := range 40 {
+			appended := r.IntN(3) + 1
+			for range appended {
+				msgs = append(msgs, llm.Message{Role: roles[r.IntN(3)], Parts: []llm.Part{llm.TextPart([]string{"", "a", "b"}[r.IntN(3)])}})
+			}
+			switch r.IntN(6) {
+			case 0:
+				if owned {
+					break // the owner only appends, or cuts back (below)
+				}
+				i := r.IntN(len(msgs))
+				msgs[i] = llm.Message{Role: roles[r.IntN(3)], Parts: []llm.Part{llm.TextPart("c")}}
+				appended = -1
+			case 1:
+				// Cut back, unreported: still no more than a prefix of
+				// what was sent, all unchanged.
+				msgs = msgs[:r.IntN(len(msgs)+1)]
+				appended = -1
+			}
+			var added int
+			e := &runEncoder{msgs: msgs, aside: c.Aside(), added: &added}
+			kept := c.Len()
+			prefix, rest, err := c.Encode(msgs, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantSys := encodeRuns(msgs)
+			if got := string(bytes.Join(prefix, nil)) + string(rest); got != want || !reflect.DeepEqual(e.sys, wantSys) && len(e.sys)+len(wantSys) > 0 {
+				t.Fatalf("seed %d, turn %d, %v: encoded %s aside %q, want %s aside %q", seed, turn, msgs, got, e.sys, want, wantSys)
+			}
+			if appended > 0 && added != len(msgs)-kept {
+				t.Errorf("seed %d, turn %d: %d messages encoded, %d appended to %d kept", seed, turn, added, appended, kept)
+			}
+		}
+	}
+}

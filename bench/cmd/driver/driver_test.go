@@ -255,6 +255,7 @@ func TestClientVerdicts(t *testing.T) {
 		micro: []*microResult{
 			micro("LongRun/turns=10/loop", 10000), micro("LongRun/turns=500/loop", 14000),
 			micro("LongRun/turns=10/openai-encode", 10000), micro("LongRun/turns=500/openai-encode", 400000),
+			micro("LongRun/turns=10/anthropic-encode", 20000), micro("LongRun/turns=500/anthropic-encode", 22000),
 		},
 	}
 	v := strings.Join(r.verdicts(), "\n")
@@ -263,6 +264,8 @@ func TestClientVerdicts(t *testing.T) {
 		"peak RSS within 5% of the raw baseline's: **missed** (1.060×",
 		"loop) at 500 turns within 1.5× of that at 10: **met** (1.40×",
 		"openai-encode) at 500 turns within 1.5× of that at 10: **missed** (40.00×",
+		"anthropic-encode) at 500 turns within 1.5× of that at 10: **met** (1.10×",
+		"gemini-encode) at 500 turns: not measured in this run.",
 	} {
 		if !strings.Contains(v, want) {
 			t.Errorf("no %q in:\n%s", want, v)

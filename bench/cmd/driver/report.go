@@ -230,14 +230,17 @@ func (r *report) verdicts() []string {
 }
 
 // longRunVerdicts checks that a turn costs about as much at 500 turns as
-// at 10 (BenchmarkLongRun): the loop alone, the target, and the OpenAI and
-// Responses providers' request encoding, reported beside it.
+// at 10 (BenchmarkLongRun): the loop alone, the target, and the OpenAI,
+// Responses, Anthropic and Gemini providers' request encoding, reported
+// beside it.
 func (r *report) longRunVerdicts() []string {
 	var out []string
 	for _, v := range []struct{ variant, what string }{
 		{"loop", "the loop's own CPU per turn (BenchmarkLongRun, loop)"},
 		{"openai-encode", "the OpenAI request encoding's CPU per turn (BenchmarkLongRun, openai-encode)"},
 		{"responses-encode", "the Responses API request encoding's CPU per turn (BenchmarkLongRun, responses-encode)"},
+		{"anthropic-encode", "the Anthropic request encoding's CPU per turn (BenchmarkLongRun, anthropic-encode)"},
+		{"gemini-encode", "the Gemini request encoding's CPU per turn (BenchmarkLongRun, gemini-encode)"},
 	} {
 		short, long := r.microFind("LongRun/turns=10/"+v.variant), r.microFind("LongRun/turns=500/"+v.variant)
 		if short == nil || long == nil {

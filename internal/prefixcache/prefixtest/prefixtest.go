@@ -133,6 +133,68 @@ func Message(c Chooser) llm.Message {
 	return llm.UserMessage(String(c))
 }
 
+// Rich returns a new message as [Message] does, now and then with what the
+// wires that merge the messages of one role carry: signed, redacted and
+// signature-only reasoning (after the text, where a wire may move it
+// first), signatures on tool calls, tool results in a user message, and
+// tool results that name no tool but answer a call of msgs, the
+// conversation so far.
+func Rich(c Chooser, msgs []llm.Message) llm.Message {
+	m := Message(c)
+	for j := range m.Parts {
+		p := &m.Parts[j]
+		switch {
+		case p.Reasoning != nil:
+			signed(c, p.Reasoning)
+		case p.ToolCall != nil && c.Intn(2) == 0:
+			p.ToolCall.Signature = String(c)
+		case p.ToolResult != nil && c.Intn(3) == 0:
+			p.ToolResult.Name = ""
+			if ids := callIDs(msgs); len(ids) > 0 && c.Intn(4) != 0 {
+				p.ToolResult.CallID = ids[c.Intn(len(ids))]
+			}
+		}
+	}
+	switch {
+	case m.Role == llm.RoleAssistant && c.Intn(3) == 0:
+		r := &llm.Reasoning{Text: String(c)}
+		signed(c, r)
+		m.Parts = append(m.Parts, llm.Part{Kind: llm.PartReasoning, Reasoning: r})
+	case m.Role == llm.RoleUser && c.Intn(4) == 0:
+		r := &llm.ToolResult{CallID: String(c), Name: String(c), Content: []llm.Part{llm.TextPart(String(c))}}
+		m.Parts = append(m.Parts, llm.Part{Kind: llm.PartToolResult, ToolResult: r})
+	}
+	return m
+}
+
+// signed gives r a signature, or only a signature, or redacted content,
+// or leaves it as it is.
+func signed(c Chooser, r *llm.Reasoning) {
+	switch c.Intn(4) {
+	case 0:
+		r.Signature = "sig" + String(c)
+	case 1:
+		r.Redacted = "enc" + String(c)
+		r.Text = ""
+	case 2:
+		r.Signature = "sig" + String(c)
+		r.Text = ""
+	}
+}
+
+// callIDs returns the IDs of the tool calls of msgs.
+func callIDs(msgs []llm.Message) []string {
+	var ids []string
+	for i := range msgs {
+		for _, p := range msgs[i].Parts {
+			if p.ToolCall != nil {
+				ids = append(ids, p.ToolCall.ID)
+			}
+		}
+	}
+	return ids
+}
+
 // Mutate changes msgs the ways a caller may between turns: in place (a
 // string replaced, a byte rewritten in the arrays the request points to,
 // a message overwritten in the slice) or by a new slice (messages dropped,

@@ -1,0 +1,270 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hrns-dev/hrns/internal/prefixcache"
+	"github.com/hrns-dev/hrns/internal/prefixcache/prefixtest"
+	"github.com/hrns-dev/hrns/llm"
+)
+
+// checkTurn encodes req with its conversation and without, and fails
+// unless the bodies and beta flags (or the errors) are the same. It returns
+// the body.
+func checkTurn(t *testing.T, c *Client, req *llm.Request) []byte {
+	t.Helper()
+	scratch := *req
+	scratch.Conversation = nil
+	want, wantBeta, wantErr := c.encodeRequest(&scratch)
+	pieces, beta, err := c.encodeRequest(req)
+	if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+		t.Fatalf("error with the conversation %v, without %v", err, wantErr)
+	}
+	if len(want) > 1 {
+		t.Fatalf("%d pieces without a conversation, want 1", len(want))
+	}
+	got := bytes.Join(pieces, nil)
+	if !bytes.Equal(got, bytes.Join(want, nil)) || beta != wantBeta {
+		t.Fatalf("body with the conversation (beta %q):\n%s\nwithout (beta %q):\n%s", beta, got, wantBeta, bytes.Join(want, nil))
+	}
+	return got
+}
+
+// cachePolicies are the clients' policies the tests play with.
+var cachePolicies = []*CachePolicy{nil, {}, {Conversation: true}, {System: true, Tools: true}, {Conversation: true, TTL: "1h"}}
+
+// playConversation plays a conversation of turns chosen by c (at most
+// turns, fewer when c is a fuzzer's input used up), checking every turn's
+// body against the body encoded without a cache: messages of every kind,
+// merged turns, empty ones, system messages anywhere, cache breakpoints
+// moving with the policy of each request, in-place edits and other
+// changes.
+//
+// With owned, the player owns the transcript (llm.Conversation.Own): it
+// calls Rewrote after every change that is not an append, and the cache
+// reuses without comparing.
+func playConversation(t *testing.T, c prefixtest.Chooser, turns int, owned bool) {
+	t.Helper()
+	client := &Client{Model: "m", Cache: cachePolicies[c.Intn(len(cachePolicies))]}
+	tools := []llm.ToolSpec{{Name: "read", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	if c.Intn(4) == 0 {
+		tools = append(tools, llm.ToolSpec{Name: "computer", Computer: &llm.ComputerSpec{Width: 800, Height: 600}})
+	}
+	conv := new(llm.Conversation)
+	if owned {
+		conv.Own()
+	}
+	var msgs []llm.Message
+	for range turns {
+		if b, ok := c.(*prefixtest.ByteChooser); ok && b.Done() {
+			return
+		}
+		for range c.Intn(3) + 1 {
+			msgs = append(msgs, prefixtest.Rich(c, msgs))
+		}
+		if c.Intn(3) == 0 {
+			msgs = prefixtest.Mutate(c, msgs)
+			if owned {
+				conv.Rewrote()
+			}
+		}
+		req := &llm.Request{Messages: msgs, Tools: tools, Conversation: conv}
+		switch c.Intn(8) {
+		case 0:
+			req.Extra = map[string]json.RawMessage{"metadata": json.RawMessage(`{"user_id":"u"}`)}
+		case 1:
+			req.Cache = &llm.CacheHint{Off: true}
+		case 2:
+			req.Cache = &llm.CacheHint{Long: true}
+		case 3:
+			req.ResponseFormat = &llm.ResponseFormat{Name: "answer", Schema: json.RawMessage(`{"type":"object"}`)}
+		}
+		checkTurn(t, client, req)
+		if _, _, err := renderConversation(msgs); err != nil {
+			// The last messages dropped until the rest is valid, as a
+			// caller would after the error: the conversation goes on.
+			for err != nil {
+				msgs = msgs[:len(msgs)-1]
+				_, _, err = renderConversation(msgs)
+			}
+			if owned {
+				conv.Rewrote()
+			}
+		}
+	}
+}
+
+// TestPrefixCacheSameBytes plays randomised conversations, mutated in
+// place and otherwise between turns, and checks each turn's body, encoded
+// with the conversation's cache, against the body encoded from scratch.
+func TestPrefixCacheSameBytes(t *testing.T) {
+	for seed := range uint64(300) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			playConversation(t, prefixtest.RandChooser{R: rand.New(rand.NewPCG(seed, 23))}, 30, false)
+		})
+		t.Run(fmt.Sprint(seed, "/owned"), func(t *testing.T) {
+			playConversation(t, prefixtest.RandChooser{R: rand.New(rand.NewPCG(seed, 23))}, 30, true)
+		})
+	}
+}
+
+// FuzzPrefixCache plays conversations chosen by the fuzzer's bytes and
+// checks each turn's body against the body encoded from scratch.
+func FuzzPrefixCache(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{5, 1, 2, 3, 4, 0, 0, 7, 8, 9, 1, 0, 2, 1, 1, 1})
+	f.Add(bytes.Repeat([]byte{3, 0, 1, 2, 5, 6, 7, 0, 9}, 20))
+	for seed := range uint64(10) {
+		b := make([]byte, 300)
+		r := rand.New(rand.NewPCG(seed, 3))
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := &prefixtest.ByteChooser{B: data}
+		playConversation(t, c, 50, c.Intn(2) == 0)
+	})
+}
+
+// loopConversation plays a long conversation shaped as an agent loop's,
+// owned as the loop owns it: a system prompt, a task, then turns of
+// thinking and tool calls answered by tool results (now and then an
+// image, a user message the turn's hook adds, several calls at once, a
+// text before the calls), and now and then a compaction that replaces
+// the start with a summary (Rewrote). It checks every turn's body
+// against the body encoded from scratch, and returns the conversation.
+func loopConversation(t *testing.T, seed uint64, turns int, client *Client) *llm.Conversation {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 4))
+	conv := new(llm.Conversation)
+	conv.Own()
+	tools := []llm.ToolSpec{{Name: "read", Description: "Reads a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}}
+	msgs := []llm.Message{llm.SystemMessage("You are terse."), llm.UserMessage("Read the notes.")}
+	for k := range turns {
+		checkTurn(t, client, &llm.Request{Messages: msgs, Tools: tools, Conversation: conv})
+		var parts []llm.Part
+		if r.IntN(2) == 0 {
+			parts = append(parts, thinkingPart("thinking "+strconv.Itoa(k), "sig"+strconv.Itoa(k)))
+		}
+		if r.IntN(5) == 0 {
+			parts = append(parts, llm.TextPart("Reading."))
+		}
+		var results []llm.Part
+		for c := range r.IntN(3) + 1 {
+			id := fmt.Sprintf("call_%d_%d", k, c)
+			parts = append(parts, callPart(id, "read", `{"path":"notes/`+id+`"}`))
+			res := &llm.ToolResult{CallID: id, Name: "read", Content: []llm.Part{llm.TextPart(strings.Repeat("line of notes\n", r.IntN(40)))}}
+			if r.IntN(10) == 0 {
+				res.Content = append(res.Content, llm.ImagePart("image/png", []byte("\x89PNG\r\n\x1a\n"+id)))
+			}
+			results = append(results, llm.Part{Kind: llm.PartToolResult, ToolResult: res})
+		}
+		msgs = append(msgs, assistant(parts...), llm.Message{Role: llm.RoleTool, Parts: results})
+		if r.IntN(8) == 0 {
+			msgs = append(msgs, llm.UserMessage("Turn "+strconv.Itoa(k)+" of the budget."))
+		}
+		if r.IntN(40) == 0 && len(msgs) > 10 {
+			// Compaction: a summary in place of the start.
+			keep := msgs[len(msgs)-4:]
+			msgs = append([]llm.Message{msgs[0], llm.UserMessage("Summary of turns so far.")}, keep...)
+			conv.Rewrote()
+		}
+	}
+	checkTurn(t, client, &llm.Request{Messages: append(msgs, assistant(llm.TextPart("Done."))), Tools: tools, Conversation: conv})
+	return conv
+}
+
+// TestPrefixCacheLongLoop plays long conversations shaped as an agent
+// loop's, with each cache policy, and checks that the cache reuses all but
+// the last turns: a turn encodes what is new and the turns whose
+// breakpoints move.
+func TestPrefixCacheLongLoop(t *testing.T) {
+	for i, policy := range cachePolicies {
+		for seed := range uint64(2) {
+			conv := loopConversation(t, seed+10*uint64(i), 300, &Client{Model: "m", Cache: policy})
+			if n := prefixcache.For(conv, prefixKey{}).Len(); n < 4 {
+				t.Errorf("policy %v, seed %d: %d messages kept", policy, seed, n)
+			}
+		}
+	}
+}
+
+// TestPrefixCacheKeepsAllButTheTail checks what the cache keeps of an agent
+// loop's conversation, owned or not: every message before the last user
+// turn before the last turn, whose breakpoint moves at the next turn; and
+// that it reuses what it kept, not encoding it again.
+func TestPrefixCacheKeepsAllButTheTail(t *testing.T) {
+	for _, owned := range []bool{false, true} {
+		c := &Client{Model: "m"}
+		conv := new(llm.Conversation)
+		if owned {
+			conv.Own()
+		}
+		msgs := []llm.Message{llm.SystemMessage("s"), llm.UserMessage("task")}
+		var first *byte
+		for k := range 6 {
+			id := "c" + strconv.Itoa(k)
+			msgs = append(msgs, assistant(callPart(id, "f", `{}`)), llm.ToolResultMessage(id, "r"+strconv.Itoa(k)))
+			req := &llm.Request{Messages: msgs, Conversation: conv}
+			body := checkTurn(t, c, req)
+			// The tail: the tool results before the last assistant turn,
+			// that turn and the last tool results.
+			if got, want := prefixcache.For(conv, prefixKey{}).Len(), len(msgs)-3; got != want {
+				t.Errorf("owned %v, turn %d: %d messages kept, want %d", owned, k, got, want)
+			}
+			pieces, _, err := c.encodeRequest(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The first request keeps only the system message, which
+			// writes nothing in the list.
+			if k == 1 {
+				first = &pieces[1][0]
+			} else if k > 1 && &pieces[1][0] != first {
+				t.Errorf("owned %v, turn %d: the first turns were encoded again", owned, k)
+			}
+			if k == 5 {
+				if n := strings.Count(string(body), `"cache_control"`); n != 3 {
+					t.Errorf("%d breakpoints, want 3 (system, two turns):\n%s", n, body)
+				}
+			}
+		}
+	}
+}
+
+// TestPrefixCacheGoldens encodes the requests the golden files pin with a
+// conversation, growing a message at a time, and checks each body against
+// the body encoded from scratch, and the last against the golden file.
+func TestPrefixCacheGoldens(t *testing.T) {
+	for name, req := range map[string]*llm.Request{
+		"full.request.json":          fullRequest(),
+		"knobs.request.json":         knobsRequest(),
+		"format_strict.request.json": formatRequest(true),
+		"format_open.request.json":   formatRequest(false),
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := &Client{}
+			if name == "full.request.json" {
+				c.APIKey = "sk-ant-test"
+			}
+			conv := new(llm.Conversation)
+			conv.Own()
+			all := req.Messages
+			var body []byte
+			for n := range len(all) + 1 {
+				turn := *req
+				turn.Messages, turn.Conversation = all[:n], conv
+				body = checkTurn(t, c, &turn)
+			}
+			checkGolden(t, name, body)
+		})
+	}
+}
