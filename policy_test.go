@@ -35,14 +35,15 @@ var allowed = map[string][]string{
 	"internal/netpolicy":              {},
 	"internal/gctune":                 {},
 	"internal/rawjson":                {},
+	"internal/otlp":                   {},
 	"cmd/hrns/internal/tui":           {"cmd/hrns/internal/callview", "internal/safetext", "llm", "loop", "loop/compact", "pricing", "tools"},
 	"cmd/hrns/internal/callview":      {"internal/safetext", "tools"},
 	"openai":                          {"llm", "internal/httpapi", "internal/openaimodels", "internal/prefixcache", "internal/sse"},
 	"openai/openaitest":               {"llm"},
-	"anthropic":                       {"llm", "internal/httpapi", "internal/sse"},
+	"anthropic":                       {"llm", "internal/httpapi", "internal/prefixcache", "internal/sse"},
 	"responses":                       {"llm", "internal/httpapi", "internal/openaimodels", "internal/prefixcache", "internal/sse"},
 	"responses/responsestest":         {"llm"},
-	"gemini":                          {"llm", "internal/httpapi", "internal/sse"},
+	"gemini":                          {"llm", "internal/httpapi", "internal/prefixcache", "internal/sse"},
 	"gemini/geminitest":               {"llm"},
 	"loop":                            {"llm", "loop/compact"},
 	"loop/compact":                    {"llm"},
@@ -296,7 +297,9 @@ func TestOnlyStorePostgresImportsPgx(t *testing.T) {
 // the loop exposes an observer hook, package otel implements it, and only
 // the command sets up exporters.
 func TestOnlyOtelImportsOpenTelemetry(t *testing.T) {
-	onlyImports(t, "go.opentelemetry.io/", func(dir string) bool { return dir == "otel" || dir == "cmd/hrns/internal/cli" }, "only otel and cmd/hrns/internal/cli may use OpenTelemetry")
+	onlyImports(t, "go.opentelemetry.io/", func(dir string) bool {
+		return dir == "otel" || dir == "cmd/hrns/internal/cli" || dir == "internal/otlp"
+	}, "only otel, internal/otlp and cmd/hrns/internal/cli may use OpenTelemetry")
 }
 
 // TestOnlyCmdlineImportsTheShellParser keeps the shell parser out of the
