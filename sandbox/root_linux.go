@@ -52,26 +52,33 @@ func buildRoot(cfg *helperConfig) (err error) {
 			unix.Close(b.fd)
 		}
 	}()
+	regions := writableRegions(cfg.Writable)
 	add := func(p string, rw bool) error {
 		if p == "/proc" || strings.HasPrefix(p, "/proc/") {
 			return nil // this namespace's own
 		}
-		// Opened first, then named by the kernel: the path bound is the
-		// file opened, symbolic links resolved, in three calls (a stat
-		// and a resolution component by component took one call each
-		// per component).
-		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+		// Opened first, the path bound is the file opened; no link
+		// is followed below a writable path (see openGrant), so that
+		// what a command left there cannot widen the grant.
+		fd, real, _, err := openGrant(p, regions)
 		if err != nil {
+			if errors.Is(err, ErrLinkBelowWritable) {
+				what := "read-only path"
+				switch {
+				case p == cfg.Dir:
+					what = "working directory"
+				case rw:
+					what = "read-write path"
+				}
+				return grantError(what, p, err)
+			}
 			if !rw || strings.HasPrefix(p, "/dev/") {
 				return nil // a system path this machine lacks
 			}
 			return &os.PathError{Op: "stat", Path: p, Err: err}
 		}
 		var st unix.Stat_t
-		real, err := fdPath(fd)
-		if err == nil {
-			err = unix.Fstat(fd, &st)
-		}
+		err = unix.Fstat(fd, &st)
 		if err == nil && real == "/" {
 			err = errors.New("the whole file system is granted")
 		}
