@@ -24,7 +24,8 @@ import (
 func TestGrantLinkSwapped(t *testing.T) {
 	needLandlock(t, 1)
 	const secret = "grant-secret-0123456789"
-	type layout struct{ d, victim string }
+	// alias is the operator's link to d, elsewhere.
+	type layout struct{ d, victim, alias string }
 	cases := []struct {
 		name string
 		// spec is the spec of both commands, in the layout.
@@ -54,6 +55,14 @@ func TestGrantLinkSwapped(t *testing.T) {
 			spec:  func(l layout) *sandbox.Spec { return &sandbox.Spec{Dir: l.d + "/sub", ReadWrite: []string{l.d}} },
 			swap:  `cd .. && rm -rf sub && ln -s "$VICTIM" sub`,
 			grant: func(l layout) string { return l.d + "/sub" },
+		},
+		{
+			// The writable path named through the operator's link
+			// to the other: nested all the same.
+			name:  "read-write through an alias",
+			spec:  func(l layout) *sandbox.Spec { return &sandbox.Spec{Dir: l.d, ReadWrite: []string{l.alias + "/sub"}} },
+			swap:  `rm -rf sub && ln -s "$VICTIM" sub`,
+			grant: func(l layout) string { return l.alias + "/sub" },
 		},
 		{
 			name:  "intermediate directory",
@@ -91,6 +100,10 @@ func TestGrantLinkSwapped(t *testing.T) {
 					sandbox.SetNoIsolation(mode == "landlock")
 					defer sandbox.SetNoIsolation(false)
 					l := layout{d: t.TempDir(), victim: t.TempDir()}
+					l.alias = filepath.Join(t.TempDir(), "alias")
+					if err := os.Symlink(l.d, l.alias); err != nil {
+						t.Fatal(err)
+					}
 					for _, p := range []string{"sub/b", "up", "work", "target"} {
 						if err := os.MkdirAll(filepath.Join(l.d, p), 0o755); err != nil {
 							t.Fatal(err)
@@ -154,5 +167,47 @@ echo DONE`
 				})
 			}
 		}
+	}
+}
+
+// TestGrantThroughOperatorLink: a link on the way to a granted path,
+// above every writable path, is the operator's and is followed as
+// before: the working directory and a read-only path inside it named
+// through a link to it, and a read-write path that is itself a link to a
+// directory elsewhere.
+func TestGrantThroughOperatorLink(t *testing.T) {
+	needLandlock(t, 1)
+	for _, mode := range []string{"isolated", "landlock"} {
+		t.Run(mode, func(t *testing.T) {
+			sandbox.SetNoIsolation(mode == "landlock")
+			defer sandbox.SetNoIsolation(false)
+			d, other, links := t.TempDir(), t.TempDir(), t.TempDir()
+			if err := os.MkdirAll(filepath.Join(d, "ro"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, "ro", "f"), []byte("readable\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			alias, rw := filepath.Join(links, "alias"), filepath.Join(links, "rw")
+			if err := os.Symlink(d, alias); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(other, rw); err != nil {
+				t.Fatal(err)
+			}
+			res := run(t, &sandbox.Spec{Dir: alias, ReadOnly: []string{alias + "/ro"}, ReadWrite: []string{rw},
+				Shell: `cat ro/f && echo w > here && echo w > "$RW/there" && echo ok`, Env: []string{"RW=" + rw}})
+			if res.ExitCode != 0 || !strings.Contains(res.Output, "readable\nok") {
+				t.Fatalf("exit %d: %s", res.ExitCode, res.Output)
+			}
+			for _, p := range []string{filepath.Join(d, "here"), filepath.Join(other, "there")} {
+				if _, err := os.Stat(p); err != nil {
+					t.Errorf("not written: %v", err)
+				}
+			}
+			if !res.Confinement.Confined || (mode == "isolated") != res.Confinement.Isolated {
+				t.Errorf("%s", res.Confinement.Summary())
+			}
+		})
 	}
 }

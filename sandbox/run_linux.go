@@ -203,7 +203,10 @@ func prepare(spec *Spec) (*prepared, error) {
 			if errors.Is(err, ErrLinkBelowWritable) {
 				return nil, fmt.Errorf("%w: %w", ErrInvalidSpec, grantError(what, w, err))
 			}
-			return nil, fmt.Errorf("%w: %s %s: %w", ErrInvalidSpec, what, w, err)
+			if i == 0 {
+				return nil, fmt.Errorf("%w: Dir %s is not a directory", ErrInvalidSpec, spec.Dir)
+			}
+			return nil, fmt.Errorf("%w: ReadWrite: %w", ErrInvalidSpec, err)
 		}
 		var st unix.Stat_t
 		err = unix.Fstat(fd, &st)
