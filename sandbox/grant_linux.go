@@ -11,15 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrLinkBelowWritable is what a granted path is refused with when a
-// component of it, at or below a path the command may write, is a
-// symbolic link (or "..", or not a directory where one is needed): a
-// command run before with the same spec may have put it there, and
-// following it would grant whatever it names. Run then fails with
-// [ErrStart] (or, found in the spec, [ErrInvalidSpec]) wrapping an error
-// that names the grant; the command is not run.
-var ErrLinkBelowWritable = errors.New("a symbolic link below a writable path")
-
 // maxLinks bounds the symbolic links followed for one path, as the
 // kernel's own (ELOOP past 40).
 const maxLinks = 40
