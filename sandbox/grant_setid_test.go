@@ -3,10 +3,13 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestClearSetIDNoLinkBelowWritable: the set-ID walk after root's
@@ -56,5 +59,66 @@ func TestClearSetIDNoLinkBelowWritable(t *testing.T) {
 	}
 	if !slices.Contains(cleared, moved) || len(cleared) != 1 {
 		t.Errorf("cleared %q, want only %s", cleared, moved)
+	}
+}
+
+// TestOpenGrant: openGrant follows the links above every writable path,
+// none at or below one (a link, "..", a file where a directory is
+// needed), and writableRegions finds a writable path named through a link
+// to another as nested in it.
+func TestOpenGrant(t *testing.T) {
+	top, host := t.TempDir(), t.TempDir()
+	d := filepath.Join(top, "d")
+	for _, p := range []string{d + "/sub/b", host + "/b"} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(d+"/file", nil, 0o644))
+	must(os.Symlink(d, top+"/alias"))             // the operator's, above d
+	must(os.Symlink(host, d+"/link"))             // below d: a command's
+	must(os.Symlink("sub", d+"/rel"))             // below d, even inside it
+	must(os.Symlink(top+"/alias/sub", top+"/a2")) // above, through another
+	regions := writableRegions([]string{d, top + "/alias/sub/b"})
+	if want := []string{d, d + "/sub/b"}; !slices.Equal(regions, want) {
+		t.Errorf("regions %q, want %q", regions, want)
+	}
+	for _, tt := range []struct {
+		p, real string
+		refused bool
+	}{
+		{p: d + "/sub/b", real: d + "/sub/b"},
+		{p: top + "/alias/sub", real: d + "/sub"},
+		{p: top + "/a2/b", real: d + "/sub/b"},
+		{p: host, real: host},
+		{p: d + "/link", refused: true},
+		{p: d + "/link/b", refused: true},
+		{p: top + "/alias/link/b", refused: true},
+		{p: d + "/rel/b", refused: true},
+		{p: d + "/file/x", refused: true},
+		{p: d + "/sub/../sub", real: d + "/sub"}, // cleaned before
+	} {
+		fd, real, _, err := openGrant(tt.p, regions)
+		if err == nil {
+			unix.Close(fd)
+		}
+		switch {
+		case tt.refused && !errors.Is(err, ErrLinkBelowWritable):
+			t.Errorf("%s: %q, %v; want refused", tt.p, real, err)
+		case !tt.refused && (err != nil || real != tt.real):
+			t.Errorf("%s: %q, %v; want %s", tt.p, real, err, tt.real)
+		}
+	}
+	// Without regions (none writable), links are followed.
+	if fd, real, _, err := openGrant(d+"/link/b", nil); err != nil || real != host+"/b" {
+		t.Errorf("no writable path: %q, %v", real, err)
+	} else {
+		unix.Close(fd)
 	}
 }
