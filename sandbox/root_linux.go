@@ -245,27 +245,6 @@ func buildRoot(cfg *helperConfig) (err error) {
 	return os.Chdir(cfg.Dir)
 }
 
-// fdPath is the path of the file open at fd, as the kernel names it in
-// /proc/self/fd: absolute, every symbolic link resolved.
-func fdPath(fd int) (string, error) {
-	link := "/proc/self/fd/" + strconv.Itoa(fd)
-	for size := 256; size <= 1<<16; size *= 4 {
-		buf := make([]byte, size)
-		n, err := unix.Readlink(link, buf)
-		if err != nil {
-			return "", &os.PathError{Op: "readlink", Path: link, Err: err}
-		}
-		if n < size {
-			p := string(buf[:n])
-			if !strings.HasPrefix(p, "/") {
-				return "", fmt.Errorf("%s names no path: %q", link, p)
-			}
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s: the path is too long", link)
-}
-
 // within reports whether p is dir or inside it.
 func within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
