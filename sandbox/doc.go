@@ -52,7 +52,11 @@
 // The command may read the system directories (/usr, /bin, /lib…, a list of
 // harmless files in /etc, its own /proc and a few devices) and
 // [Spec.ReadOnly]; it may write only [Spec.Dir], [Spec.Scratch] and
-// [Spec.ReadWrite]. Nothing else is in its root: not the files of the host,
+// [Spec.ReadWrite]; a granted path inside a writable one is reached
+// without following a link below that one, so what a command leaves there
+// cannot widen a later command's grant ([ErrLinkBelowWritable]); the
+// root's binds, the overlays and Landlock's rules are made from
+// descriptors so opened. Nothing else is in its root: not the files of the host,
 // not its pathname Unix sockets, not its other processes, which it can
 // neither list nor read. Unless [Spec.AllowNetwork], its network namespace
 // has no interfaces but a down loopback, and Landlock denies TCP bind and

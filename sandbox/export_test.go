@@ -16,3 +16,7 @@ func SetTwoStages(b bool) { twoStages = b }
 // SetNoSetattr makes the helper build the command's root as on a kernel
 // without mount_setattr(2).
 func SetNoSetattr(b bool) { noSetattr = b }
+
+// SetNoSpecCheck leaves the granted paths unchecked before the helper
+// starts, so that a test reaches the helper's own checks.
+func SetNoSpecCheck(b bool) { noSpecCheck = b }

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,11 +41,15 @@ const (
 
 // helperConfig is what the parent tells the helper.
 type helperConfig struct {
-	Argv       []string  `json:"argv"`
-	Env        []string  `json:"env"`
-	Dir        string    `json:"dir"`
-	ReadOnly   []string  `json:"ro"`
-	ReadWrite  []string  `json:"rw"`
+	Argv      []string `json:"argv"`
+	Env       []string `json:"env"`
+	Dir       string   `json:"dir"`
+	ReadOnly  []string `json:"ro"`
+	ReadWrite []string `json:"rw"`
+	// Writable are the paths the command may write but the devices
+	// (Dir, Scratch, ReadWrite): no link is followed below them (see
+	// openGrant).
+	Writable   []string  `json:"writable"`
 	DenyNet    bool      `json:"deny_net"`
 	Unconfined bool      `json:"unconfined"`
 	Require    bool      `json:"require"`
@@ -155,6 +160,10 @@ func runInit() {
 	}
 	if cfg.Isolated {
 		if err := buildRoot(&cfg); err != nil {
+			if errors.Is(err, ErrLinkBelowWritable) {
+				// Refused, not to be retried without the root.
+				fail(helperStatus{Error: err.Error()})
+			}
 			fail(helperStatus{IsolationFailed: err.Error()})
 		}
 		cfg.Rooted = true
@@ -402,6 +411,9 @@ func confine(cfg *helperConfig, fail func(helperStatus), restrict func(*helperCo
 	}
 	if !cfg.Unconfined && conf.ABI > 0 {
 		if err := restrict(cfg); err != nil {
+			if errors.Is(err, ErrLinkBelowWritable) {
+				fail(helperStatus{Error: err.Error()})
+			}
 			conf.Notes = append(conf.Notes, "Landlock failed: "+err.Error())
 		} else {
 			conf.Confined = true
@@ -472,7 +484,8 @@ func setLimit(resource int, soft, hard uint64) {
 // restrictProcess applies Landlock's rules (see landlockRules) to every
 // thread of this process.
 func restrictProcess(cfg *helperConfig) error {
-	c, rules, err := landlockRules(cfg)
+	c, rules, closeFDs, err := landlockRules(cfg)
+	defer closeFDs()
 	if err != nil {
 		return err
 	}
@@ -483,7 +496,8 @@ func restrictProcess(cfg *helperConfig) error {
 // landlockRules) to the calling thread alone, which must be locked to its
 // goroutine and never unlocked.
 func restrictThread(cfg *helperConfig) error {
-	c, rules, err := landlockRules(cfg)
+	c, rules, closeFDs, err := landlockRules(cfg)
+	defer closeFDs()
 	if err != nil {
 		return err
 	}
@@ -500,8 +514,11 @@ func restrictThread(cfg *helperConfig) error {
 
 // landlockRules are the command's Landlock rules: read-only and read-write
 // paths, TCP denied unless allowed, and scoping of signals and abstract
-// Unix sockets.
-func landlockRules(cfg *helperConfig) (landlock.Config, []landlock.Rule, error) {
+// Unix sockets. Each path is opened as the root's binds are (openGrant:
+// no link followed below a writable path) and its rule names the
+// descriptor (/proc/self/fd/N), which closeFDs closes once the rules are
+// applied: the file the rule is added for is the file checked.
+func landlockRules(cfg *helperConfig) (_ landlock.Config, _ []landlock.Rule, closeFDs func(), _ error) {
 	c := landlock.V11
 	if !cfg.DenyNet || cfg.ProxyPort > 0 {
 		// With a proxy the namespace is the wall: inside it the
@@ -509,16 +526,52 @@ func landlockRules(cfg *helperConfig) (landlock.Config, []landlock.Rule, error) 
 		// forwarder.
 		c.HandledAccessNet = 0
 	}
+	var fds []int
+	closeFDs = func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	regions := writableRegions(cfg.Writable)
+	// open returns the descriptor's name and whether it is a directory;
+	// "" for a path that is not there.
+	open := func(p string, rw bool) (string, bool, error) {
+		fd, _, _, err := openGrant(p, regions)
+		if err != nil {
+			if errors.Is(err, ErrLinkBelowWritable) {
+				what := "read-only path"
+				switch {
+				case p == cfg.Dir:
+					what = "working directory"
+				case rw:
+					what = "read-write path"
+				}
+				return "", false, grantError(what, p, err)
+			}
+			if !rw || strings.HasPrefix(p, "/dev/") {
+				return "", false, nil // a system path this machine lacks
+			}
+			return "", false, fmt.Errorf("read-write path: %w", err)
+		}
+		fds = append(fds, fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return "", false, err
+		}
+		return "/proc/self/fd/" + strconv.Itoa(fd), st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
+	}
 	var rules []landlock.Rule
 	for _, p := range cfg.ReadOnly {
-		fi, err := os.Stat(p)
+		name, dir, err := open(p, false)
 		if err != nil {
-			continue // a system path this machine lacks
+			return c, nil, closeFDs, err
 		}
-		if fi.IsDir() {
-			rules = append(rules, landlock.RODirs(p))
-		} else {
-			rules = append(rules, landlock.ROFiles(p))
+		switch {
+		case name == "":
+		case dir:
+			rules = append(rules, landlock.RODirs(name))
+		default:
+			rules = append(rules, landlock.ROFiles(name))
 		}
 	}
 	rw := cfg.ReadWrite
@@ -530,20 +583,19 @@ func landlockRules(cfg *helperConfig) (landlock.Config, []landlock.Rule, error) 
 		rules = append(rules, landlock.RWDirs("/dev/pts").WithIoctlDev())
 	}
 	for _, p := range rw {
-		fi, err := os.Stat(p)
+		name, dir, err := open(p, true)
 		if err != nil {
-			if strings.HasPrefix(p, "/dev/") {
-				continue // a device this machine lacks
-			}
-			return c, nil, fmt.Errorf("read-write path: %w", err)
+			return c, nil, closeFDs, err
 		}
-		if fi.IsDir() {
-			rules = append(rules, landlock.RWDirs(p).WithRefer())
-		} else {
-			rules = append(rules, landlock.RWFiles(p))
+		switch {
+		case name == "":
+		case dir:
+			rules = append(rules, landlock.RWDirs(name).WithRefer())
+		default:
+			rules = append(rules, landlock.RWFiles(name))
 		}
 	}
-	return c.BestEffort(), rules, nil
+	return c.BestEffort(), rules, closeFDs, nil
 }
 
 // dropCapabilities empties the capability bounding set, so that the command

@@ -52,26 +52,33 @@ func buildRoot(cfg *helperConfig) (err error) {
 			unix.Close(b.fd)
 		}
 	}()
+	regions := writableRegions(cfg.Writable)
 	add := func(p string, rw bool) error {
 		if p == "/proc" || strings.HasPrefix(p, "/proc/") {
 			return nil // this namespace's own
 		}
-		// Opened first, then named by the kernel: the path bound is the
-		// file opened, symbolic links resolved, in three calls (a stat
-		// and a resolution component by component took one call each
-		// per component).
-		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+		// Opened first, the path bound is the file opened; no link
+		// is followed below a writable path (see openGrant), so that
+		// what a command left there cannot widen the grant.
+		fd, real, _, err := openGrant(p, regions)
 		if err != nil {
+			if errors.Is(err, ErrLinkBelowWritable) {
+				what := "read-only path"
+				switch {
+				case p == cfg.Dir:
+					what = "working directory"
+				case rw:
+					what = "read-write path"
+				}
+				return grantError(what, p, err)
+			}
 			if !rw || strings.HasPrefix(p, "/dev/") {
 				return nil // a system path this machine lacks
 			}
 			return &os.PathError{Op: "stat", Path: p, Err: err}
 		}
 		var st unix.Stat_t
-		real, err := fdPath(fd)
-		if err == nil {
-			err = unix.Fstat(fd, &st)
-		}
+		err = unix.Fstat(fd, &st)
 		if err == nil && real == "/" {
 			err = errors.New("the whole file system is granted")
 		}
@@ -168,7 +175,9 @@ func buildRoot(cfg *helperConfig) (err error) {
 		}
 		done = append(done, b)
 	}
-	mountOverlays(cfg)
+	if err := mountOverlays(cfg); err != nil {
+		return err
+	}
 	// A granted path reached through a symbolic link (/bin on a merged
 	// /usr, /etc/resolv.conf into /run) is a link to where it was bound.
 	for _, b := range binds {
@@ -234,27 +243,6 @@ func buildRoot(cfg *helperConfig) (err error) {
 		return fmt.Errorf("making the root read-only: %w", err)
 	}
 	return os.Chdir(cfg.Dir)
-}
-
-// fdPath is the path of the file open at fd, as the kernel names it in
-// /proc/self/fd: absolute, every symbolic link resolved.
-func fdPath(fd int) (string, error) {
-	link := "/proc/self/fd/" + strconv.Itoa(fd)
-	for size := 256; size <= 1<<16; size *= 4 {
-		buf := make([]byte, size)
-		n, err := unix.Readlink(link, buf)
-		if err != nil {
-			return "", &os.PathError{Op: "readlink", Path: link, Err: err}
-		}
-		if n < size {
-			p := string(buf[:n])
-			if !strings.HasPrefix(p, "/") {
-				return "", fmt.Errorf("%s names no path: %q", link, p)
-			}
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s: the path is too long", link)
 }
 
 // within reports whether p is dir or inside it.
@@ -447,16 +435,51 @@ func remount(p string, add uintptr) error {
 // overlay the kernel refuses is left out, with a note: its Target stays
 // the plain directory it is, which only costs the command the shared
 // files.
-func mountOverlays(cfg *helperConfig) {
+func mountOverlays(cfg *helperConfig) error {
+	if len(cfg.Overlays) == 0 {
+		return nil
+	}
+	staging, err := unix.Open(rootStaging, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening the staged root: %w", err)
+	}
+	defer unix.Close(staging)
 	for _, o := range cfg.Overlays {
-		opts := "lowerdir=" + rootStaging + o.Lower + ",upperdir=" + rootStaging + o.Upper + ",workdir=" + rootStaging + o.Work
-		target := rootStaging + o.Target
+		// Each of the four is the bind of its real path (resolved by
+		// the caller), opened in the staged root without following any
+		// link and named by its descriptor: a link another run's
+		// command put there since cannot lead the mount, or its lower
+		// layer, to a host path.
+		var fds []int
+		var names [4]string
+		for i, p := range []string{o.Lower, o.Upper, o.Work, o.Target} {
+			fd, err := unix.Openat2(staging, strings.TrimPrefix(p, "/"), &unix.OpenHow{
+				Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+			})
+			if errors.Is(err, unix.ENOSYS) {
+				// Before Linux 5.6: a component at a time.
+				fd, err = openBeneath(staging, p)
+			}
+			if err != nil {
+				for _, fd := range fds {
+					unix.Close(fd)
+				}
+				return grantError("overlay path", p, fmt.Errorf("%w: %w", ErrLinkBelowWritable, err))
+			}
+			fds = append(fds, fd)
+			names[i] = "/proc/self/fd/" + strconv.Itoa(fd)
+		}
+		opts := "lowerdir=" + names[0] + ",upperdir=" + names[1] + ",workdir=" + names[2]
 		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
-		err := unix.Mount("overlay", target, "overlay", flags, opts)
+		err := unix.Mount("overlay", names[3], "overlay", flags, opts)
 		if err != nil {
 			// An unprivileged mount (in a user namespace) keeps the
 			// overlay's own attributes under user.* instead.
-			err = unix.Mount("overlay", target, "overlay", flags, opts+",userxattr")
+			err = unix.Mount("overlay", names[3], "overlay", flags, opts+",userxattr")
+		}
+		for _, fd := range fds {
+			unix.Close(fd)
 		}
 		if err != nil {
 			cfg.OverlayNotes = append(cfg.OverlayNotes, fmt.Sprintf("the overlay on %s was not mounted: %v", o.Target, err))
@@ -464,4 +487,38 @@ func mountOverlays(cfg *helperConfig) {
 		}
 		cfg.OverlaysMounted++
 	}
+	return nil
+}
+
+// openBeneath opens p (absolute) below the directory dirfd with O_PATH, a
+// component at a time, following no link and no "..".
+func openBeneath(dirfd int, p string) (int, error) {
+	fd, err := unix.Openat(dirfd, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, c := range strings.Split(strings.Trim(p, "/"), "/") {
+		if c == "" || c == "." {
+			continue
+		}
+		if c == ".." {
+			unix.Close(fd)
+			return -1, unix.EXDEV
+		}
+		next, err := unix.Openat(fd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(next, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			unix.Close(next)
+			if err == nil {
+				err = unix.ENOTDIR // a link, or not a directory
+			}
+			return -1, err
+		}
+		fd = next
+	}
+	return fd, nil
 }

@@ -51,6 +51,11 @@ var twoStages bool
 // mount_setattr(2), for tests of that path.
 var noSetattr bool
 
+// noSpecCheck leaves the writable paths unchecked by Run's caller side,
+// for tests of the helper's own checks (which a command racing the
+// check would meet).
+var noSpecCheck bool
+
 // drainTimeout bounds the wait for output once every process of the
 // command was killed; only a process that escaped both the process group
 // and the cgroup can hold the pipe open that long.
@@ -151,20 +156,64 @@ func prepare(spec *Spec) (*prepared, error) {
 	if p.dir, err = filepath.Abs(spec.Dir); err != nil {
 		return nil, fmt.Errorf("%w: Dir: %w", ErrInvalidSpec, err)
 	}
-	if fi, err := os.Stat(p.dir); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%w: Dir %s is not a directory", ErrInvalidSpec, spec.Dir)
-	}
 	p.cfg.Dir = p.dir
 	p.cfg.ReadWrite = append(p.cfg.ReadWrite, p.dir)
+	var extra []string
+	for _, rw := range spec.ReadWrite {
+		a, err := filepath.Abs(rw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: ReadWrite: %w", ErrInvalidSpec, err)
+		}
+		extra = append(extra, a)
+	}
 	scratch := ""
 	if spec.Scratch != "" {
 		if scratch, err = filepath.Abs(spec.Scratch); err != nil {
 			return nil, fmt.Errorf("%w: Scratch: %w", ErrInvalidSpec, err)
 		}
-		if err := os.MkdirAll(scratch, 0o700); err != nil {
+		// Made without following a link below the other writable
+		// paths: a command could have left one where Scratch goes.
+		regions := writableRegions(append([]string{p.dir}, extra...))
+		if err := mkdirGrant(scratch, regions, 0); err != nil {
+			if errors.Is(err, ErrLinkBelowWritable) {
+				return nil, fmt.Errorf("%w: %w", ErrInvalidSpec, grantError("scratch directory", scratch, err))
+			}
 			return nil, fmt.Errorf("%w: Scratch: %w", ErrInvalidSpec, err)
 		}
 		p.cfg.ReadWrite = append(p.cfg.ReadWrite, scratch)
+	}
+	p.writable = append(slices.Clone(p.cfg.ReadWrite), extra...)
+	// Each writable path is checked as the helper will open it (see
+	// openGrant), for an early and clear error; the helper checks again
+	// when it binds them.
+	regions := writableRegions(p.writable)
+	for i, w := range p.writable {
+		if noSpecCheck {
+			break
+		}
+		what := "read-write path"
+		switch {
+		case i == 0:
+			what = "working directory"
+		case w == scratch:
+			what = "scratch directory"
+		}
+		fd, _, _, err := openGrant(w, regions)
+		if err != nil {
+			if errors.Is(err, ErrLinkBelowWritable) {
+				return nil, fmt.Errorf("%w: %w", ErrInvalidSpec, grantError(what, w, err))
+			}
+			if i == 0 {
+				return nil, fmt.Errorf("%w: Dir %s is not a directory", ErrInvalidSpec, spec.Dir)
+			}
+			return nil, fmt.Errorf("%w: ReadWrite: %w", ErrInvalidSpec, err)
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		unix.Close(fd)
+		if i == 0 && (err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR) {
+			return nil, fmt.Errorf("%w: Dir %s is not a directory", ErrInvalidSpec, spec.Dir)
+		}
 	}
 	p.cfg.ReadOnly = append(p.cfg.ReadOnly, systemReadOnly...)
 	for _, ro := range spec.ReadOnly {
@@ -172,23 +221,23 @@ func prepare(spec *Spec) (*prepared, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: ReadOnly: %w", ErrInvalidSpec, err)
 		}
+		if !noSpecCheck {
+			// Missing, it is left out (as by the helper); refused,
+			// the command is not run.
+			fd, _, _, err := openGrant(a, regions)
+			if errors.Is(err, ErrLinkBelowWritable) {
+				return nil, fmt.Errorf("%w: %w", ErrInvalidSpec, grantError("read-only path", a, err))
+			}
+			if err == nil {
+				unix.Close(fd)
+			}
+		}
 		p.cfg.ReadOnly = append(p.cfg.ReadOnly, a)
 	}
-	var extra []string
-	for _, rw := range spec.ReadWrite {
-		a, err := filepath.Abs(rw)
-		if err != nil {
-			return nil, fmt.Errorf("%w: ReadWrite: %w", ErrInvalidSpec, err)
-		}
-		if _, err := os.Stat(a); err != nil {
-			return nil, fmt.Errorf("%w: ReadWrite: %w", ErrInvalidSpec, err)
-		}
-		extra = append(extra, a)
-	}
-	p.writable = append(slices.Clone(p.cfg.ReadWrite), extra...)
+	p.cfg.Writable = p.writable
 	p.cfg.ReadWrite = append(append(p.cfg.ReadWrite, systemReadWrite...), extra...)
 	for _, o := range spec.Overlays {
-		o, err := checkOverlay(o, p.writable)
+		o, err := checkOverlay(o, p.writable, regions)
 		if err != nil {
 			return nil, fmt.Errorf("%w: Overlays: %w", ErrInvalidSpec, err)
 		}
@@ -633,7 +682,7 @@ func parseStatus(b []byte) (conf *Confinement, isolationFailed string, err error
 // directories, none holds a character the overlay's mount options give a
 // meaning to, Target and Upper are inside writable paths, and Upper and
 // Work are not inside Lower (nor Lower inside them).
-func checkOverlay(o Overlay, writable []string) (Overlay, error) {
+func checkOverlay(o Overlay, writable, regions []string) (Overlay, error) {
 	paths := []*string{&o.Lower, &o.Upper, &o.Work, &o.Target}
 	for _, p := range paths {
 		if *p == "" {
@@ -643,10 +692,21 @@ func checkOverlay(o Overlay, writable []string) (Overlay, error) {
 		if err != nil {
 			return o, err
 		}
-		if a, err = filepath.EvalSymlinks(a); err != nil {
+		// Resolved as a granted path: no link followed below a
+		// writable path (a Lower a command replaced by a link would
+		// show its target).
+		fd, real, _, err := openGrant(a, regions)
+		if err != nil {
+			if errors.Is(err, ErrLinkBelowWritable) {
+				return o, grantError("overlay path", a, err)
+			}
 			return o, err
 		}
-		if fi, err := os.Stat(a); err != nil || !fi.IsDir() {
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		unix.Close(fd)
+		a = real
+		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			return o, fmt.Errorf("%s is not a directory", a)
 		}
 		if strings.ContainsAny(a, ",:\\") {

@@ -25,6 +25,16 @@ var (
 	// 403 (HTTP) or "not allowed by ruleset" (SOCKS5), and 502 or a
 	// failure for any other error.
 	ErrDestinationRefused = errors.New("sandbox: destination refused")
+	// ErrLinkBelowWritable is what a granted path is refused with when
+	// a component of it, at or below a path the command may write, is a
+	// symbolic link (or "..", or not a directory where one is needed):
+	// a command run before with the same spec may have put it there,
+	// and following it would grant whatever it names. Run then fails
+	// with [ErrInvalidSpec] (found on the caller's side) or [ErrStart]
+	// (found by the helper) and an error that names the grant and
+	// wraps this one (or, from the helper, holds its text); the command
+	// is not run.
+	ErrLinkBelowWritable = errors.New("a symbolic link below a writable path")
 )
 
 // A Spec describes one command to run.
@@ -45,6 +55,13 @@ type Spec struct {
 	Scratch string
 	// ReadOnly lists more files and directories the command may read
 	// (and execute). ReadWrite lists more it may also write.
+	//
+	// A path named here, Dir, Scratch or an overlay's, that lies at or
+	// below a path the command may write is reached without following
+	// a symbolic link below that path: a link there (which a command
+	// run before may have made) makes Run fail with an error naming the
+	// grant and wrapping [ErrLinkBelowWritable]. Links above every
+	// writable path are the operator's and are followed.
 	ReadOnly, ReadWrite []string
 	// Overlays are copy-on-write views of directories the command may
 	// read but must not change, such as the user's Go build cache: see

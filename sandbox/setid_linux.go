@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io/fs"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"unsafe"
@@ -33,32 +34,51 @@ func inodeClock() unix.Timespec {
 // name, depth first).
 //
 // It runs once every process of the command is gone, so nothing moves the
-// files under it; symbolic links are not followed, not even a path of
-// dirs itself (as filepath.WalkDir, which this walk replaced). Below each
+// files under it (but the commands of other runs sharing its paths);
+// symbolic links are not followed below dirs, and a path of dirs is
+// reached as openGrant reaches it: a link the operator's path goes
+// through is followed, none below another of dirs. Below each
 // of dirs, every file is reached from its directory's descriptor: one
 // lookup a file (a stat by full path looked up every component again),
 // and no path length limit (a file deeper than PATH_MAX was skipped).
 func clearSetID(dirs []string, since unix.Timespec) []string {
 	w := setIDWalk{since: since, buf: make([]byte, 32<<10)}
+	regions := writableRegions(dirs)
 	for _, dir := range dirs {
+		// Reached as the command's root bound it (see openGrant): a
+		// link the operator's path goes through is followed, none
+		// below a writable path, where the command could have
+		// replaced a directory by a link to the host's files.
+		pfd, _, _, err := openGrant(dir, regions)
+		if err != nil {
+			continue
+		}
 		var st unix.Stat_t
-		if unix.Lstat(dir, &st) != nil {
+		if unix.Fstat(pfd, &st) != nil {
+			unix.Close(pfd)
 			continue
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
-			if w.changedSetID(&st) && clearFile(unix.AT_FDCWD, dir) {
-				w.cleared = append(w.cleared, dir)
+			// Cleared from its directory, reached the same way.
+			if w.changedSetID(&st) {
+				if dfd, _, _, err := openGrant(filepath.Dir(dir), regions); err == nil {
+					if clearFile(dfd, filepath.Base(dir)) {
+						w.cleared = append(w.cleared, dir)
+					}
+					unix.Close(dfd)
+				}
 			}
 		case unix.S_IFDIR:
-			fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			if err != nil {
-				continue // an unreadable directory is skipped
+			fd, err := unix.Openat(pfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err == nil {
+				if fd = w.dir(fd, dir, 0); fd >= 0 {
+					unix.Close(fd)
+				}
 			}
-			if fd = w.dir(fd, dir, 0); fd >= 0 {
-				unix.Close(fd)
-			}
+			// else: an unreadable directory is skipped
 		}
+		unix.Close(pfd)
 	}
 	return w.cleared
 }

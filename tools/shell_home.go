@@ -61,7 +61,16 @@ func commandHome(o *ShellOptions, workdir string) ([]sandbox.Overlay, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
+	// The home in the workdir is made without leaving it: a command may
+	// have put a link to a host directory on its way (the sandbox then
+	// refuses the grant, but the directories would be made there).
+	if within(home, workdir) && home != workdir {
+		rel, _ := filepath.Rel(workdir, home)
+		err = mkdirIn(workdir, rel)
+	} else {
+		err = os.MkdirAll(home, 0o700)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("making the commands' home: %w", err)
 	}
 	o.ReadWrite = append(o.ReadWrite, home)
@@ -80,14 +89,16 @@ func commandHome(o *ShellOptions, workdir string) ([]sandbox.Overlay, error) {
 	// outside the sandbox.)
 	var overlays []sandbox.Overlay
 	goCache := filepath.Join(home, ".cache", "go-build")
-	if err := os.MkdirAll(goCache, 0o700); err != nil {
+	// Inside the home, which the commands write: made without leaving
+	// it.
+	if err := mkdirIn(home, filepath.Join(".cache", "go-build")); err != nil {
 		return nil, fmt.Errorf("making the commands' Go build cache: %w", err)
 	}
 	set("GOCACHE", goCache)
 	if shared := sharedGoBuildCache(); shared != "" && isDir(shared) && !within(home, shared) && !within(shared, home) {
 		layer := filepath.Join(home, ".cache", "hrns-overlay", "go-build")
 		upper, work := filepath.Join(layer, "upper"), filepath.Join(layer, "work")
-		if os.MkdirAll(upper, 0o700) == nil && os.MkdirAll(work, 0o700) == nil {
+		if mkdirIn(home, filepath.Join(".cache", "hrns-overlay", "go-build", "upper")) == nil && mkdirIn(home, filepath.Join(".cache", "hrns-overlay", "go-build", "work")) == nil {
 			overlays = append(overlays, sandbox.Overlay{Lower: shared, Upper: upper, Work: work, Target: goCache})
 		}
 	}
@@ -209,6 +220,17 @@ func gitConfig(key string) string {
 func within(p, dir string) bool {
 	p, dir = filepath.Clean(p), filepath.Clean(dir)
 	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
+}
+
+// mkdirIn makes base/rel and its missing parents (mode 0700) without
+// leaving base, whatever links a sandboxed command left below it.
+func mkdirIn(base, rel string) error {
+	r, err := os.OpenRoot(base)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return r.MkdirAll(rel, 0o700)
 }
 
 func isDir(p string) bool {

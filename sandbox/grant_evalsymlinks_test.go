@@ -3,20 +3,24 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 )
 
-// TestFdPathSameAsEvalSymlinks: the name the kernel gives a path opened
-// with O_PATH, which the first stage binds, is the one
+// TestOpenGrantSameAsEvalSymlinks: where no writable path is on the
+// way, the real path openGrant gives a grant (where the first stage binds
+// it), and the name the kernel gives its descriptor, are the one
 // filepath.EvalSymlinks gave before: over the system paths every command
 // may read (symbolic links among them on a merged /usr, /etc/localtime,
 // /etc/os-release) and links of every kind made here: relative, absolute,
 // chained, to a file, through a linked parent, with .. in the target.
-func TestFdPathSameAsEvalSymlinks(t *testing.T) {
+func TestOpenGrantSameAsEvalSymlinks(t *testing.T) {
 	dir := t.TempDir()
 	mk := func(p string) string {
 		t.Helper()
@@ -55,19 +59,40 @@ func TestFdPathSameAsEvalSymlinks(t *testing.T) {
 		if err != nil {
 			continue // a path this machine lacks
 		}
-		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+		fd, real, _, err := openGrant(p, nil)
 		if err != nil {
-			t.Errorf("open %s: %v", p, err)
+			t.Errorf("openGrant %s: %v", p, err)
 			continue
 		}
 		got, err := fdPath(fd)
 		unix.Close(fd)
-		if err != nil || got != want {
-			t.Errorf("%s: the kernel names it %q (%v), EvalSymlinks %q", p, got, err, want)
+		if err != nil || got != want || real != want {
+			t.Errorf("%s: openGrant gives %q, the kernel names it %q (%v), EvalSymlinks %q", p, real, got, err, want)
 		}
 		checked++
 	}
 	if checked < 20 {
 		t.Errorf("only %d paths checked", checked)
 	}
+}
+
+// fdPath is the path of the file open at fd, as the kernel names it in
+// /proc/self/fd: absolute, every symbolic link resolved.
+func fdPath(fd int) (string, error) {
+	link := "/proc/self/fd/" + strconv.Itoa(fd)
+	for size := 256; size <= 1<<16; size *= 4 {
+		buf := make([]byte, size)
+		n, err := unix.Readlink(link, buf)
+		if err != nil {
+			return "", &os.PathError{Op: "readlink", Path: link, Err: err}
+		}
+		if n < size {
+			p := string(buf[:n])
+			if !strings.HasPrefix(p, "/") {
+				return "", fmt.Errorf("%s names no path: %q", link, p)
+			}
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: the path is too long", link)
 }
