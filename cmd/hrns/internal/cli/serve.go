@@ -73,6 +73,9 @@ type serveOptions struct {
 	maxSteps           int
 	drain              time.Duration
 	quota              quotaFlags
+	// reads bound one key's reads of events and long-polls
+	// (serve_reads.go).
+	reads readFlags
 	// browser flags (cmd/hrns/internal/cli/browser.go)
 	browserAllow    string
 	browserProfiles string
@@ -118,6 +121,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.maxActive, "max-sessions-per-key", 0, "active sessions an API key may have at once; more wait as queued, or get 429 with queue: false (default no limit)")
 	fs.IntVar(&o.maxSteps, "max-steps", 0, "step budget of sessions that set none (default 100)")
 	o.quota.register(fs)
+	o.reads.register(fs)
 	fs.DurationVar(&o.drain, "shutdown-timeout", 10*time.Second, "how long to wait for requests and runs to stop on SIGTERM")
 	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the web environment's browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
 	fs.StringVar(&o.browserProfiles, "browser-profiles", "", "where sessions' browser profiles are kept while they wait (default: a directory in the system's temporary directory)")
@@ -137,6 +141,9 @@ func (o *serveOptions) Validate() error {
 	}
 	if o.workers < 0 || o.maxSteps < 0 || o.maxActive < 0 {
 		return usagef("--workers, --max-steps and --max-sessions-per-key must be positive")
+	}
+	if err := o.reads.validate(); err != nil {
+		return err
 	}
 	if o.profileLimits.MaxArchiveBytes < 1 || o.profileLimits.Unpacked.MaxBytes < 1 {
 		return usagef("--browser-profile-max-bytes and --browser-profile-max-unpacked-bytes must be positive")
@@ -249,6 +256,10 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		MaxSteps:          o.maxSteps,
 		Workers:           o.workers,
 		MaxActiveSessions: o.maxActive,
+		MaxReadsPerOwner:  o.reads.perKey,
+		MaxReads:          o.reads.total,
+		MaxReadQueue:      o.reads.queue,
+		MaxReadWait:       o.reads.wait,
 		TokenQuota:        tokenQuota,
 		AutoApprove:       o.yes,
 		Logger:            log,
@@ -349,7 +360,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch, Profiles: o.profileLimits, LiveFrame: o.liveFrame, LiveDesktopFrame: o.liveDesktopFrame}),
+		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch, Profiles: o.profileLimits, LiveFrame: o.liveFrame, LiveDesktopFrame: o.liveDesktopFrame, MaxLongPollsPerKey: o.reads.longPolls}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
