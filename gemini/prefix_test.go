@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hrns-dev/hrns/internal/prefixcache"
@@ -396,4 +397,26 @@ func TestToolsCacheKeptPerConversation(t *testing.T) {
 	if toolsFor(a).kept(toolsA) == nil || toolsFor(b).kept(toolsB) == nil || toolsFor(a).kept(toolsB) != nil {
 		t.Fatal("each conversation keeps its own tools")
 	}
+}
+
+// TestToolsCacheSharedConversation sends requests of two sets of tools on
+// one conversation from several goroutines (a caller may share one): each
+// body is the body encoded from scratch. Run with -race.
+func TestToolsCacheSharedConversation(t *testing.T) {
+	client := &Client{}
+	conv := new(llm.Conversation)
+	sets := [][]llm.ToolSpec{
+		{{Name: "a", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}},
+		{{Name: "b", InputSchema: json.RawMessage(`{"type":"object","properties":{"y":{"type":"string"}}}`)}},
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			msgs := []llm.Message{llm.UserMessage("hi " + strconv.Itoa(g))}
+			for i := range 20 {
+				checkTurn(t, client, &llm.Request{Messages: msgs, Tools: sets[(g+i)%2], Conversation: conv})
+			}
+		})
+	}
+	wg.Wait()
 }
