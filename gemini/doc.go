@@ -64,8 +64,11 @@
 // ([llm.Conversation.Own], as the agent loop's runs do), what was encoded
 // is reused without reading the messages again until the owner calls
 // [llm.Conversation.Rewrote]; otherwise each message is compared with a
-// copy of what was encoded. What a conversation keeps is bounded (32 MiB)
-// and lives as long as its [llm.Conversation].
+// copy of what was encoded. The conversation also keeps its last
+// request's encoded tools, reused while the tools are unchanged (compared
+// with copies of their names, descriptions and schemas), so that a turn
+// does not translate every schema again. What a conversation keeps is
+// bounded (32 MiB) and lives as long as its [llm.Conversation].
 //
 // # Responses
 //

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hrns-dev/hrns/internal/prefixcache"
@@ -233,4 +235,188 @@ func TestPrefixCacheGoldens(t *testing.T) {
 			golden(t, name, body)
 		})
 	}
+}
+
+// TestToolsCacheSameBytes changes a conversation's tools between turns (a
+// schema rewritten in place, a description, a name, the order, a tool
+// added, removed, none, a name that needs escaping, the tool choice) and
+// checks every body against the body encoded without the conversation:
+// the encoded "tools" field is reused only while the tools render the
+// same.
+func TestToolsCacheSameBytes(t *testing.T) {
+	client := &Client{}
+	conv := new(llm.Conversation)
+	conv.Own()
+	schema := []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`)
+	tools := []llm.ToolSpec{{Name: "read", Description: "reads", InputSchema: schema}}
+	// The system instruction holds the placeholder's bytes: they are
+	// escaped there, and the kept field goes after it.
+	msgs := []llm.Message{llm.SystemMessage(`,"tools":[{"functionDeclarations":null}]`), llm.UserMessage("hi")}
+	turn := func(tools []llm.ToolSpec) {
+		t.Helper()
+		msgs = append(msgs, llm.AssistantMessage("ok"), llm.UserMessage("more"))
+		checkTurn(t, client, &llm.Request{Messages: msgs, Tools: tools, Conversation: conv})
+	}
+	turn(tools)
+	turn(tools)
+	if toolsFor(conv).kept(tools) == nil {
+		t.Fatal("the tools of the last turn are not kept")
+	}
+	copy(schema[len(`{"type":"object","properties":{"`):], "b") // in place, same length
+	turn(tools)
+	tools[0].Description = "reads a file"
+	turn(tools)
+	tools[0].Name = "reed"
+	turn(tools)
+	tools = append(tools, llm.ToolSpec{Name: "write <&>", InputSchema: json.RawMessage(" { \"type\" : \"object\", \"properties\": {\"x\": {\"type\": [\"string\", \"null\"]}} } ")})
+	turn(tools)
+	turn([]llm.ToolSpec{tools[1], tools[0]}) // the order
+	turn(tools)
+	turn(tools[:1])
+	turn(nil)
+	turn([]llm.ToolSpec{{Name: "empty"}})
+	turn(tools)
+	req := &llm.Request{Messages: msgs, Tools: tools, Conversation: conv, Extra: map[string]json.RawMessage{"safetySettings": json.RawMessage(`[]`)}}
+	checkTurn(t, client, req)
+	// Kept tools (not rendered again) with the fields that go with tools
+	// and after them.
+	for _, tc := range []llm.ToolChoice{{Mode: llm.ToolChoiceRequired}, {Mode: llm.ToolChoiceRequired}, {Mode: llm.ToolChoiceNone},
+		{Mode: llm.ToolChoiceTool, Name: "reed"}, {Mode: llm.ToolChoiceTool}, {Mode: "bogus"}, {}} {
+		msgs = append(msgs, llm.UserMessage("more"))
+		checkTurn(t, client, &llm.Request{Messages: msgs, Tools: tools, Conversation: conv, ToolChoice: tc,
+			ResponseFormat: &llm.ResponseFormat{Schema: json.RawMessage(`{"type":"object","properties":{"tools":{"type":"string","default":{"a":1,"tools":[{"functionDeclarations":null}]}}}}`)}})
+	}
+	// Tools that do not render fail as they would without the cache,
+	// after kept ones and before.
+	bad := append(slices.Clone(tools), llm.ToolSpec{Name: "bad", InputSchema: json.RawMessage(`{"type":`)})
+	turn(bad)
+	turn(tools)
+	turn([]llm.ToolSpec{{InputSchema: schema}})
+	turn(tools)
+	turn(append(slices.Clone(tools), llm.ToolSpec{Name: "deep", InputSchema: json.RawMessage(strings.Repeat(`{"type":"object","properties":{"a":`, 40) + `{}` + strings.Repeat(`}}`, 40))}))
+	turn(tools)
+}
+
+// TestToolsCacheRandom plays randomised sequences of requests whose tools
+// change or not between turns, in every way the "tools" field depends on
+// (in place or not), with the tool choice, extra fields and system
+// messages changing too, and checks every body against the body encoded
+// from scratch.
+func TestToolsCacheRandom(t *testing.T) {
+	for seed := range uint64(200) {
+		r := rand.New(rand.NewPCG(seed, 36))
+		client := &Client{}
+		conv := new(llm.Conversation)
+		if r.IntN(2) == 0 {
+			conv.Own()
+		}
+		schemas := []string{
+			`{"type":"object","properties":{"path":{"type":"string"}}}`,
+			`{"type":"object","properties":{"path":{"type":"number"}}}`,
+			`{"type":"object"}`,
+			``,
+			`{"type":"object","properties":{"a":{"$ref":"#/$defs/x"}},"$defs":{"x":{"type":"integer"}}}`,
+			`{"type":"object","properties":{"a":`,
+		}
+		names := []string{"read", "write", "a<b>&c", ""}
+		descs := []string{"", "reads", "writes \"quoted\""}
+		spec := func() llm.ToolSpec {
+			return llm.ToolSpec{Name: names[r.IntN(len(names))], Description: descs[r.IntN(len(descs))],
+				InputSchema: json.RawMessage(schemas[r.IntN(len(schemas))])}
+		}
+		var tools []llm.ToolSpec
+		for range 1 + r.IntN(3) {
+			tools = append(tools, spec())
+		}
+		msgs := []llm.Message{llm.UserMessage("hi")}
+		for turn := range 40 {
+			switch r.IntN(10) {
+			case 0: // a schema rewritten in place, same length
+				if i := r.IntN(len(tools) + 1); i < len(tools) && len(tools[i].InputSchema) > 0 {
+					s := tools[i].InputSchema
+					s[r.IntN(len(s))] = " x}{\"1"[r.IntN(6)]
+				}
+			case 1: // a field of one spec
+				if len(tools) > 0 {
+					i := r.IntN(len(tools))
+					n := spec()
+					switch r.IntN(3) {
+					case 0:
+						tools[i].Name = n.Name
+					case 1:
+						tools[i].Description = n.Description
+					case 2:
+						tools[i].InputSchema = n.InputSchema
+					}
+				}
+			case 2: // the order
+				r.Shuffle(len(tools), func(i, j int) { tools[i], tools[j] = tools[j], tools[i] })
+			case 3: // a tool added or removed
+				if r.IntN(2) == 0 || len(tools) == 0 {
+					tools = append(tools, spec())
+				} else {
+					tools = slices.Delete(slices.Clone(tools), 0, 1)
+				}
+			case 4: // the same tools in a new slice
+				tools = slices.Clone(tools)
+			}
+			if r.IntN(8) == 0 {
+				msgs = append(msgs, llm.SystemMessage(`be brief ,"tools":[{"functionDeclarations":null}]`))
+			}
+			msgs = append(msgs, llm.AssistantMessage("ok "+strconv.Itoa(turn)), llm.UserMessage("go on"))
+			req := &llm.Request{Messages: msgs, Tools: tools, Conversation: conv}
+			switch r.IntN(8) {
+			case 0:
+				req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceRequired}
+			case 1:
+				req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceTool, Name: names[r.IntN(len(names))]}
+			case 2:
+				req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
+			case 3:
+				req.Extra = map[string]json.RawMessage{"safetySettings": json.RawMessage(`[]`)}
+			case 4:
+				req.MaxTokens = 100
+			}
+			checkTurn(t, client, req)
+		}
+	}
+}
+
+// TestToolsCacheKeptPerConversation checks that two conversations of one
+// client keep each its own tools.
+func TestToolsCacheKeptPerConversation(t *testing.T) {
+	client := &Client{}
+	a, b := new(llm.Conversation), new(llm.Conversation)
+	toolsA := []llm.ToolSpec{{Name: "a", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}}
+	toolsB := []llm.ToolSpec{{Name: "b", InputSchema: json.RawMessage(`{"type":"object","properties":{"y":{"type":"string"}}}`)}}
+	msgs := []llm.Message{llm.UserMessage("hi")}
+	for range 3 {
+		checkTurn(t, client, &llm.Request{Messages: msgs, Tools: toolsA, Conversation: a})
+		checkTurn(t, client, &llm.Request{Messages: msgs, Tools: toolsB, Conversation: b})
+	}
+	if toolsFor(a).kept(toolsA) == nil || toolsFor(b).kept(toolsB) == nil || toolsFor(a).kept(toolsB) != nil {
+		t.Fatal("each conversation keeps its own tools")
+	}
+}
+
+// TestToolsCacheSharedConversation sends requests of two sets of tools on
+// one conversation from several goroutines (a caller may share one): each
+// body is the body encoded from scratch. Run with -race.
+func TestToolsCacheSharedConversation(t *testing.T) {
+	client := &Client{}
+	conv := new(llm.Conversation)
+	sets := [][]llm.ToolSpec{
+		{{Name: "a", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}},
+		{{Name: "b", InputSchema: json.RawMessage(`{"type":"object","properties":{"y":{"type":"string"}}}`)}},
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			msgs := []llm.Message{llm.UserMessage("hi " + strconv.Itoa(g))}
+			for i := range 20 {
+				checkTurn(t, client, &llm.Request{Messages: msgs, Tools: sets[(g+i)%2], Conversation: conv})
+			}
+		})
+	}
+	wg.Wait()
 }

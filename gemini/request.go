@@ -139,6 +139,15 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
 	}
 	var prefix [][]byte
 	var rest []byte
+	var tc *toolsCache
+	var tools []byte // the "tools" field, from the conversation's cache
+	if cache != nil && len(req.Tools) > 0 && len(req.Extra) == 0 {
+		// The same tools as the conversation's last request (the loop
+		// sends the same every turn) were rendered and checked then:
+		// they are neither rendered nor checked again.
+		tc = toolsFor(req.Conversation)
+		tools = tc.kept(req.Tools)
+	}
 	w, err := c.buildRequest(req, func(msgs []llm.Message) ([]content, *content, error) {
 		if cache == nil {
 			return renderContents(msgs)
@@ -147,16 +156,48 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
 		var err error
 		prefix, rest, err = cache.Encode(msgs, e)
 		return []content{}, e.system, err
-	})
+	}, tools != nil)
 	if err != nil {
 		return nil, err
 	}
-	return prefixcache.Body(providerName, w, cache, `"contents":[]`, prefix, rest, req.Extra)
+	if tc != nil && tools == nil && len(w.Tools) > 0 {
+		if tools, err = tc.encode(req.Tools, w.Tools); err != nil {
+			return nil, err
+		}
+	}
+	if tools != nil {
+		w.Tools = placeholderTools // replaced below by the kept field
+	}
+	pieces, err := prefixcache.Body(providerName, w, cache, `"contents":[]`, prefix, rest, req.Extra)
+	if err != nil || tools == nil {
+		return pieces, err
+	}
+	// Without extra fields the last piece is the body from the list's
+	// closing bracket on: the system instruction (fixed keys and a string,
+	// which cannot hold the placeholder's bytes: its quotes are escaped),
+	// then the placeholder, where "tools" goes.
+	tail := pieces[len(pieces)-1]
+	i := bytes.Index(tail, placeholderField)
+	if i < 0 {
+		return nil, fmt.Errorf("%s: encoding request: no tools field", providerName) // cannot happen
+	}
+	return append(pieces[:len(pieces)-1], tail[:i], tools, tail[i+len(placeholderField):]), nil
 }
 
+// placeholderTools holds the place of kept tools in a request's wire form,
+// encoded as placeholderField, which a rendering of tools never is (it
+// has at least one declaration).
+var (
+	placeholderTools = []toolWire{{}}
+	placeholderField = []byte(`,"tools":[{"functionDeclarations":null}]`)
+)
+
 // buildRequest translates req into its wire form; conversation renders its
-// messages as the contents and the system instruction.
-func (c *Client) buildRequest(req *llm.Request, conversation func([]llm.Message) ([]content, *content, error)) (*request, error) {
+// messages as the contents and the system instruction. keptTools says that
+// the caller has req's tools encoded already, from specs that rendered
+// without error: they are not rendered (w.Tools stays nil), and the tool
+// config that goes with tools is set.
+func (c *Client) buildRequest(req *llm.Request, conversation func([]llm.Message) ([]content, *content, error), keptTools bool) (*request, error) {
 	if req == nil {
 		return nil, errNilRequest
 	}
@@ -168,10 +209,12 @@ func (c *Client) buildRequest(req *llm.Request, conversation func([]llm.Message)
 	if w.Contents, w.SystemInstruction, err = conversation(req.Messages); err != nil {
 		return nil, err
 	}
-	if w.Tools, err = renderTools(req.Tools); err != nil {
-		return nil, err
+	if !keptTools {
+		if w.Tools, err = renderTools(req.Tools); err != nil {
+			return nil, err
+		}
 	}
-	if len(w.Tools) > 0 {
+	if keptTools || len(w.Tools) > 0 {
 		if w.ToolConfig, err = renderToolChoice(req.ToolChoice); err != nil {
 			return nil, err
 		}

@@ -31,6 +31,9 @@
 // requests encoded and encodes only the new messages, after comparing each
 // message with a copy of what was encoded (a message replaced, removed or
 // rewritten in place is encoded again); the body is byte for byte the same.
+// The conversation also keeps its last request's encoded tools, reused
+// while the tools (compared with copies of their names, descriptions,
+// schemas and screens), the model and [Client.NoStrict] are unchanged.
 //
 // # Requests
 //

@@ -138,22 +138,62 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
 	}
 	var prefix [][]byte
 	var rest []byte
+	var tc *toolsCache
+	var kept keptTools // the "tools" field, from the conversation's cache
+	model := ""
+	if cache != nil && len(req.Tools) > 0 && len(req.Extra) == 0 {
+		// The same tools as the conversation's last request (the loop
+		// sends the same every turn) were rendered and checked then, for
+		// the same model and strictness: they are neither rendered nor
+		// checked again.
+		if model = req.Model; model == "" {
+			model = c.Model
+		}
+		tc = toolsFor(req.Conversation)
+		kept.field, kept.computer = tc.kept(req.Tools, !c.NoStrict, model)
+	}
 	w, err := c.buildRequest(req, func(msgs []llm.Message) (items []item, err error) {
 		if cache == nil {
 			return renderInput(msgs)
 		}
 		prefix, rest, err = cache.Encode(msgs, new(inputEncoder))
 		return []item{}, err
-	})
+	}, &kept)
 	if err != nil {
 		return nil, err
 	}
-	return prefixcache.Body(providerName, w, cache, `"input":[]`, prefix, rest, req.Extra)
+	tools := kept.field
+	if tc != nil && tools == nil && len(w.Tools) > 0 {
+		if tools, err = tc.encode(req.Tools, !c.NoStrict, model, w.Tools); err != nil {
+			return nil, err
+		}
+	}
+	if tools != nil {
+		w.Tools = nil // spliced in below, where encoding it puts it
+	}
+	pieces, err := prefixcache.Body(providerName, w, cache, `"input":[]`, prefix, rest, req.Extra)
+	if err != nil || tools == nil {
+		return pieces, err
+	}
+	// Without extra fields the last piece is the body from the list's
+	// closing bracket on, and "tools" is the field after the list.
+	tail := pieces[len(pieces)-1]
+	return append(pieces[:len(pieces)-1], tail[:1], tools, tail[1:]), nil
+}
+
+// keptTools is a request's "tools" field kept by its conversation (field
+// nil for none), and whether a tool of it is computer_use_preview.
+type keptTools struct {
+	field    []byte
+	computer bool
 }
 
 // buildRequest translates req into its wire form; input renders its
-// messages.
-func (c *Client) buildRequest(req *llm.Request, input func([]llm.Message) ([]item, error)) (*request, error) {
+// messages. A kept field (see [keptTools]) says that the caller has req's
+// tools encoded already, from specs that rendered without error for the
+// same model and strictness: they are not rendered (w.Tools stays nil),
+// and the fields that go with tools are set.
+func (c *Client) buildRequest(req *llm.Request, input func([]llm.Message) ([]item, error), kept *keptTools) (*request, error) {
 	if req == nil {
 		return nil, errNilRequest
 	}
@@ -216,7 +256,12 @@ func (c *Client) buildRequest(req *llm.Request, input func([]llm.Message) ([]ite
 	if w.Input, err = input(req.Messages); err != nil {
 		return nil, err
 	}
-	if w.Tools, err = renderTools(req.Tools, !c.NoStrict, w.Model); err != nil {
+	keptField := kept != nil && kept.field != nil
+	if keptField {
+		if kept.computer {
+			w.Truncation = "auto"
+		}
+	} else if w.Tools, err = renderTools(req.Tools, !c.NoStrict, w.Model); err != nil {
 		return nil, err
 	}
 	for _, t := range w.Tools {
@@ -225,7 +270,7 @@ func (c *Client) buildRequest(req *llm.Request, input func([]llm.Message) ([]ite
 		}
 	}
 	// tool_choice and parallel_tool_calls mean nothing without tools.
-	if len(w.Tools) > 0 {
+	if keptField || len(w.Tools) > 0 {
 		if w.ToolChoice, err = renderToolChoice(req.ToolChoice); err != nil {
 			return nil, err
 		}
