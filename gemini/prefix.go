@@ -1,10 +1,7 @@
 package gemini
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/hrns-dev/hrns/internal/prefixcache"
 	"github.com/hrns-dev/hrns/llm"
@@ -163,83 +160,16 @@ func (e *contentEncoder) Finish(dst []byte, _ bool) ([]byte, error) {
 	return dst, nil
 }
 
-// toolsKey is the key of a conversation's [toolsCache] in its
-// [llm.Conversation].
+// toolsKey is the key of a conversation's [prefixcache.Tools] in its
+// [llm.Conversation]: the "tools" field of Gemini depends on the specs
+// alone (see [renderTools]; nothing but names, descriptions and schemas
+// reaches it), so that a turn whose tools are the same neither renders
+// their schemas again (see [renderSchema]) nor encodes them: two thirds
+// of the allocations of a turn did that. The tool choice is rendered at
+// every request into its own field.
 type toolsKey struct{}
 
-// toolsCache keeps the encoded "tools" field of a conversation's last
-// request with the specs it was encoded from (copies, schemas included),
-// so that a turn whose tools are the same (the loop sends the same tools
-// every turn) neither renders their schemas again (see [renderSchema]) nor
-// encodes them: two thirds of the allocations of a turn did that. The
-// field depends on the specs alone (their names, descriptions and schema
-// bytes, in their order); the tool choice is rendered at every request
-// into its own field.
-type toolsCache struct {
-	mu      sync.Mutex
-	specs   []llm.ToolSpec
-	schemas []byte // the specs' schemas, one after the other
-	field   []byte // `,"tools":[…]`, never written again once returned
-}
-
 // toolsFor returns the tools cache of conv.
-func toolsFor(conv *llm.Conversation) *toolsCache {
-	return conv.State(toolsKey{}, func() any { return new(toolsCache) }).(*toolsCache)
-}
-
-// kept returns the "tools" field kept for specs, or nil if the kept one
-// was encoded from other specs (or none was).
-func (t *toolsCache) kept(specs []llm.ToolSpec) []byte {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.field != nil && t.same(specs) {
-		return t.field
-	}
-	return nil
-}
-
-// encode returns the "tools" field, after a comma, of a request whose
-// tools are specs, rendered as wire: byte for byte what encoding the
-// request with wire in its Tools gives there (encoding/json, HTML
-// escaping off).
-func (t *toolsCache) encode(specs []llm.ToolSpec, wire []toolWire) ([]byte, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.field != nil && t.same(specs) {
-		return t.field, nil
-	}
-	var buf bytes.Buffer
-	buf.WriteString(`,"tools":`)
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(wire); err != nil {
-		return nil, fmt.Errorf("%s: encoding request: %w", providerName, err)
-	}
-	t.field = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	t.field = t.field[:len(t.field):len(t.field)]
-	t.specs = append(t.specs[:0], specs...)
-	t.schemas = t.schemas[:0]
-	for i := range specs {
-		t.schemas = append(t.schemas, specs[i].InputSchema...)
-	}
-	return t.field, nil
-}
-
-// same reports whether specs render as the kept ones: the same names,
-// descriptions and schema bytes (a caller may rewrite a schema in place).
-// Nothing else of a spec reaches the "tools" field (see [renderTools]).
-func (t *toolsCache) same(specs []llm.ToolSpec) bool {
-	if len(specs) != len(t.specs) {
-		return false
-	}
-	at := 0
-	for i := range specs {
-		s, k := &specs[i], &t.specs[i]
-		if s.Name != k.Name || s.Description != k.Description || len(s.InputSchema) != len(k.InputSchema) ||
-			!bytes.Equal(s.InputSchema, t.schemas[at:at+len(s.InputSchema)]) {
-			return false
-		}
-		at += len(s.InputSchema)
-	}
-	return true
+func toolsFor(conv *llm.Conversation) *prefixcache.Tools {
+	return prefixcache.ToolsOf(conv, toolsKey{})
 }

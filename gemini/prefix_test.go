@@ -259,7 +259,7 @@ func TestToolsCacheSameBytes(t *testing.T) {
 	}
 	turn(tools)
 	turn(tools)
-	if toolsFor(conv).kept(tools) == nil {
+	if toolsFor(conv).Kept(tools, "") == nil {
 		t.Fatal("the tools of the last turn are not kept")
 	}
 	copy(schema[len(`{"type":"object","properties":{"`):], "b") // in place, same length
@@ -394,7 +394,7 @@ func TestToolsCacheKeptPerConversation(t *testing.T) {
 		checkTurn(t, client, &llm.Request{Messages: msgs, Tools: toolsA, Conversation: a})
 		checkTurn(t, client, &llm.Request{Messages: msgs, Tools: toolsB, Conversation: b})
 	}
-	if toolsFor(a).kept(toolsA) == nil || toolsFor(b).kept(toolsB) == nil || toolsFor(a).kept(toolsB) != nil {
+	if toolsFor(a).Kept(toolsA, "") == nil || toolsFor(b).Kept(toolsB, "") == nil || toolsFor(a).Kept(toolsB, "") != nil {
 		t.Fatal("each conversation keeps its own tools")
 	}
 }

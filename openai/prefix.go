@@ -1,11 +1,8 @@
 package openai
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/hrns-dev/hrns/internal/prefixcache"
 	"github.com/hrns-dev/hrns/llm"
@@ -84,79 +81,11 @@ func appendTextMessage(dst []byte, first bool, m *wireMessage) []byte {
 	return append(dst, '}')
 }
 
-// toolsKey is the key of a conversation's [toolsCache] in its
+// toolsKey is the key of a conversation's [prefixcache.Tools] in its
 // [llm.Conversation].
 type toolsKey struct{}
 
-// toolsCache keeps the encoded "tools" field of a conversation's last
-// request with the specs it was encoded from (copies, schemas included),
-// so that a turn whose tools are the same (the loop sends the same tools
-// every turn) does not encode them again: encoding/json re-reads every
-// schema to compact it.
-type toolsCache struct {
-	mu      sync.Mutex
-	specs   []llm.ToolSpec
-	schemas []byte // the specs' schemas, one after the other
-	field   []byte // `,"tools":[…]`, never written again once returned
-}
-
 // toolsFor returns the tools cache of conv.
-func toolsFor(conv *llm.Conversation) *toolsCache {
-	return conv.State(toolsKey{}, func() any { return new(toolsCache) }).(*toolsCache)
-}
-
-// kept returns the "tools" field kept for specs, or nil if the kept one
-// was encoded from other specs (or none was).
-func (t *toolsCache) kept(specs []llm.ToolSpec) []byte {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.field != nil && t.same(specs) {
-		return t.field
-	}
-	return nil
-}
-
-// encode returns the "tools" field, after a comma, of a request whose
-// tools are specs, rendered as wire: byte for byte what encoding the
-// request with wire in its Tools gives there (encoding/json, HTML
-// escaping off).
-func (t *toolsCache) encode(specs []llm.ToolSpec, wire []wireTool) ([]byte, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.field != nil && t.same(specs) {
-		return t.field, nil
-	}
-	var buf bytes.Buffer
-	buf.WriteString(`,"tools":`)
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(wire); err != nil {
-		return nil, fmt.Errorf("openai: encoding request: %w", err)
-	}
-	t.field = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	t.field = t.field[:len(t.field):len(t.field)]
-	t.specs = append(t.specs[:0], specs...)
-	t.schemas = t.schemas[:0]
-	for i := range specs {
-		t.schemas = append(t.schemas, specs[i].InputSchema...)
-	}
-	return t.field, nil
-}
-
-// same reports whether specs render as the kept ones: the same names,
-// descriptions and schema bytes (a caller may rewrite a schema in place).
-func (t *toolsCache) same(specs []llm.ToolSpec) bool {
-	if len(specs) != len(t.specs) {
-		return false
-	}
-	at := 0
-	for i := range specs {
-		s, k := &specs[i], &t.specs[i]
-		if s.Name != k.Name || s.Description != k.Description || len(s.InputSchema) != len(k.InputSchema) ||
-			!bytes.Equal(s.InputSchema, t.schemas[at:at+len(s.InputSchema)]) {
-			return false
-		}
-		at += len(s.InputSchema)
-	}
-	return true
+func toolsFor(conv *llm.Conversation) *prefixcache.Tools {
+	return prefixcache.ToolsOf(conv, toolsKey{})
 }

@@ -137,14 +137,14 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
 	}
 	var prefix [][]byte
 	var rest []byte
-	var tc *toolsCache
+	var tc *prefixcache.Tools
 	var tools []byte // the "tools" field, from the conversation's cache
 	if cache != nil && len(req.Tools) > 0 && len(req.Extra) == 0 {
 		// The same tools as the conversation's last request (the loop
 		// sends the same every turn) were rendered and checked then:
 		// they are neither rendered nor checked again.
 		tc = toolsFor(req.Conversation)
-		tools = tc.kept(req.Tools)
+		tools = tc.Kept(req.Tools, "")
 	}
 	w, err := c.buildRequest(req, func(msgs []llm.Message) (wm []wireMessage, err error) {
 		if cache == nil {
@@ -157,7 +157,7 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
 		return nil, err
 	}
 	if tc != nil && tools == nil && len(w.Tools) > 0 {
-		if tools, err = tc.encode(req.Tools, w.Tools); err != nil {
+		if tools, err = tc.Encode("openai", req.Tools, "", w.Tools); err != nil {
 			return nil, err
 		}
 	}

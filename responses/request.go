@@ -138,7 +138,7 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
 	}
 	var prefix [][]byte
 	var rest []byte
-	var tc *toolsCache
+	var tc *prefixcache.Tools
 	var kept keptTools // the "tools" field, from the conversation's cache
 	model := ""
 	if cache != nil && len(req.Tools) > 0 && len(req.Extra) == 0 {
@@ -150,7 +150,8 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
 			model = c.Model
 		}
 		tc = toolsFor(req.Conversation)
-		kept.field, kept.computer = tc.kept(req.Tools, !c.NoStrict, model)
+		kept.field = tc.Kept(req.Tools, toolsExtra(!c.NoStrict, model))
+		kept.computer = kept.field != nil && previewComputer(req.Tools, model)
 	}
 	w, err := c.buildRequest(req, func(msgs []llm.Message) (items []item, err error) {
 		if cache == nil {
@@ -164,7 +165,7 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, error) {
 	}
 	tools := kept.field
 	if tc != nil && tools == nil && len(w.Tools) > 0 {
-		if tools, err = tc.encode(req.Tools, !c.NoStrict, model, w.Tools); err != nil {
+		if tools, err = tc.Encode(providerName, req.Tools, toolsExtra(!c.NoStrict, model), w.Tools); err != nil {
 			return nil, err
 		}
 	}

@@ -49,7 +49,7 @@ func TestToolsCacheSameBytes(t *testing.T) {
 	}
 	turn(tools)
 	turn(tools)
-	if f, _ := toolsFor(conv).kept(tools, true, "m"); f == nil {
+	if f := toolsFor(conv).Kept(tools, toolsExtra(true, "m")); f == nil {
 		t.Fatal("the tools of the last turn are not kept")
 	}
 	copy(schema[len(`{"type":"object","properties":{"`):], "b") // in place, same length
@@ -214,9 +214,9 @@ func TestToolsCacheKeptPerConversation(t *testing.T) {
 		checkScratch(t, client, &llm.Request{Messages: msgs, Tools: toolsA, Conversation: a})
 		checkScratch(t, client, &llm.Request{Messages: msgs, Tools: toolsB, Conversation: b})
 	}
-	fa, _ := toolsFor(a).kept(toolsA, true, "m")
-	fb, _ := toolsFor(b).kept(toolsB, true, "m")
-	fab, _ := toolsFor(a).kept(toolsB, true, "m")
+	fa := toolsFor(a).Kept(toolsA, toolsExtra(true, "m"))
+	fb := toolsFor(b).Kept(toolsB, toolsExtra(true, "m"))
+	fab := toolsFor(a).Kept(toolsB, toolsExtra(true, "m"))
 	if fa == nil || fb == nil || fab != nil {
 		t.Fatal("each conversation keeps its own tools")
 	}
