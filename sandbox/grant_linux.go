@@ -171,6 +171,19 @@ func writableRegions(paths []string) []string {
 	return regions
 }
 
+// grantKind names the grant of path p in a spec whose working directory
+// is dir: the working directory, a read-write path (rw) or a read-only
+// one.
+func grantKind(p, dir string, rw bool) string {
+	switch {
+	case p == dir:
+		return "working directory"
+	case rw:
+		return "read-write path"
+	}
+	return "read-only path"
+}
+
 // grantError names the grant that was refused.
 func grantError(what, p string, err error) error {
 	return fmt.Errorf("the %s %s is refused: %w", what, p, err)

@@ -539,14 +539,7 @@ func landlockRules(cfg *helperConfig) (_ landlock.Config, _ []landlock.Rule, clo
 		fd, _, _, err := openGrant(p, regions)
 		if err != nil {
 			if errors.Is(err, ErrLinkBelowWritable) {
-				what := "read-only path"
-				switch {
-				case p == cfg.Dir:
-					what = "working directory"
-				case rw:
-					what = "read-write path"
-				}
-				return "", false, grantError(what, p, err)
+				return "", false, grantError(grantKind(p, cfg.Dir, rw), p, err)
 			}
 			if !rw || strings.HasPrefix(p, "/dev/") {
 				return "", false, nil // a system path this machine lacks

@@ -63,14 +63,7 @@ func buildRoot(cfg *helperConfig) (err error) {
 		fd, real, _, err := openGrant(p, regions)
 		if err != nil {
 			if errors.Is(err, ErrLinkBelowWritable) {
-				what := "read-only path"
-				switch {
-				case p == cfg.Dir:
-					what = "working directory"
-				case rw:
-					what = "read-write path"
-				}
-				return grantError(what, p, err)
+				return grantError(grantKind(p, cfg.Dir, rw), p, err)
 			}
 			if !rw || strings.HasPrefix(p, "/dev/") {
 				return nil // a system path this machine lacks
