@@ -60,12 +60,7 @@ func agentMain(cfgJSON string, in io.Reader, out io.Writer) int {
 	env = without(env, agentEnv)
 	var procs []*waited
 	defer func() {
-		for _, p := range procs {
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		}
-		for _, p := range procs {
-			<-p.done
-		}
+		endApps(procs, appGrace)
 		x.kill()
 	}()
 	start := func(argv []string, name string, extra ...string) error {
@@ -157,6 +152,42 @@ DecorateTransients
 type waited struct {
 	cmd  *exec.Cmd
 	done chan struct{}
+}
+
+// appGrace is how long the desktop's apps have, once asked to end
+// (SIGTERM), to finish what they were doing (an app saving a file the
+// last action asked for) before they are killed. The host waits 5 s for
+// the agent to end before the sandbox kills everything: the grace fits.
+const appGrace = 2 * time.Second
+
+// endApps ends the started processes, each with its process group: it
+// asks them all to end (SIGTERM), waits until they have or grace has
+// passed, then kills what is left (SIGKILL) and waits for it. The display
+// is still up meanwhile, so an app can finish drawing and saving.
+func endApps(procs []*waited, grace time.Duration) {
+	for _, p := range procs {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	}
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	for _, p := range procs {
+		select {
+		case <-p.done:
+		case <-deadline.C:
+			// Grace is over: what is left dies.
+			for _, q := range procs {
+				_ = syscall.Kill(-q.cmd.Process.Pid, syscall.SIGKILL)
+			}
+			for _, q := range procs {
+				<-q.done
+			}
+			return
+		}
+	}
+	// The apps are gone; anything they left in their groups is not.
+	for _, p := range procs {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
 }
 
 // without returns env without the variable key.

@@ -303,3 +303,30 @@ func TestDefaultDesktop(t *testing.T) {
 	waitWindow(t, d, "st-256color")
 	waitWindow(t, d, "chromium")
 }
+
+// TestDesktopAppsEndGently: Close asks the apps to end before it kills
+// them, so an app that saves its work when told to end (SIGTERM) saves
+// it, and one that ignores the request is killed once the grace is over;
+// nothing of the desktop is left either way.
+func TestDesktopAppsEndGently(t *testing.T) {
+	needX(t)
+	dir := t.TempDir()
+	saver := `trap 'echo saved > "$HOME/saved"; exit 0' TERM; echo up > "$HOME/saver"; while :; do sleep 0.1; done`
+	stubborn := `trap '' TERM; echo up > "$HOME/stubborn"; while :; do sleep 0.1; done`
+	d, err := Start(context.Background(), &SandboxOptions{Width: 800, Height: 600, Dir: dir, WindowManager: []string{},
+		Apps: [][]string{{"sh", "-c", saver}, {"sh", "-c", stubborn}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, filepath.Join(dir, "home", "saver"))
+	waitFile(t, filepath.Join(dir, "home", "stubborn"))
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "home", "saved")); err != nil || string(got) != "saved\n" {
+		t.Fatalf("the app could not save as it ended: %q %v", got, err)
+	}
+	if p := desktopProcs(dir); len(p) != 0 {
+		t.Fatalf("left after Close: %q", p)
+	}
+}
