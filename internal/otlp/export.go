@@ -107,6 +107,7 @@ func TLSConfig(getenv func(string) string, signal string) (*tls.Config, error) {
 // client posts requests to one endpoint.
 type client struct {
 	cfg       Config
+	where     string // the endpoint as errors name it (see redact)
 	userAgent string
 	http      *http.Client
 	stop      chan struct{}
@@ -142,7 +143,16 @@ func newClient(cfg Config, userAgent string) (*client, error) {
 		ExpectContinueTimeout: time.Second,
 		TLSClientConfig:       cfg.TLS,
 	}
-	return &client{cfg: cfg, userAgent: userAgent, http: &http.Client{Transport: tr, Timeout: cfg.Timeout}, stop: make(chan struct{}), closed: make(chan struct{})}, nil
+	return &client{cfg: cfg, where: redact(u), userAgent: userAgent, http: &http.Client{Transport: tr, Timeout: cfg.Timeout}, stop: make(chan struct{}), closed: make(chan struct{})}, nil
+}
+
+// redact is the endpoint u as errors, which hrns prints, name it: a
+// password in it is masked and its query left out (a collector's token
+// may be given either way; the SDK's errors printed both).
+func redact(u *url.URL) string {
+	r := *u
+	r.RawQuery, r.ForceQuery, r.Fragment, r.RawFragment = "", false, "", ""
+	return r.Redacted()
 }
 
 // retryable is a failure worth another attempt, after at least throttle.
@@ -233,7 +243,10 @@ func (c *client) postOnce(ctx context.Context, body []byte) error {
 	resp, err := c.http.Do(req)
 	if err != nil {
 		var ue *url.Error
-		if errors.As(err, &ue) && ue.Temporary() {
+		if errors.As(err, &ue) {
+			ue.URL = c.where // net/http's has the query
+		}
+		if ue != nil && ue.Temporary() {
 			return retryable{err: err}
 		}
 		return err
@@ -255,9 +268,9 @@ func (c *client) postOnce(ctx context.Context, body []byte) error {
 		if s, err := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64); err == nil && s > 0 {
 			throttle = time.Duration(min(s, int64(retryMaxElapsed/time.Second))) * time.Second
 		}
-		return retryable{err: fmt.Errorf("failed to send to %s: %s (%w)", c.cfg.Endpoint, resp.Status, bodyErr), throttle: throttle}
+		return retryable{err: fmt.Errorf("failed to send to %s: %s (%w)", c.where, resp.Status, bodyErr), throttle: throttle}
 	}
-	return fmt.Errorf("failed to send to %s: %s (%w)", c.cfg.Endpoint, resp.Status, bodyErr)
+	return fmt.Errorf("failed to send to %s: %s (%w)", c.where, resp.Status, bodyErr)
 }
 
 func (c *client) shutdown(ctx context.Context) error {

@@ -400,3 +400,37 @@ func TestCertificate(t *testing.T) {
 		t.Error("TLS configuration accepted for an http:// endpoint")
 	}
 }
+
+// TestErrorsHideSecrets: an endpoint with a password or a token in its
+// query (both are sent, the password as basic authentication) is named
+// without them in an export's errors, which hrns prints: a collector's
+// refusal and a connection that fails. The headers never appear.
+func TestErrorsHideSecrets(t *testing.T) {
+	col := newCollector(t)
+	col.status = []int{http.StatusUnauthorized}
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	for _, base := range []string{col.srv.URL, closed.URL} {
+		u := strings.Replace(base, "http://", "http://user:pAsSwOrD@", 1) + "/v1/traces?api_key=qUeRyToKeN"
+		exp, err := NewTraceExporter(Config{Endpoint: u, Headers: map[string]string{"Authorization": "Bearer hEaDeRtOkEn"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = exp.ExportSpans(t.Context(), spans(t))
+		exp.Shutdown(t.Context())
+		if err == nil {
+			t.Fatalf("%s: the export succeeded", base)
+		}
+		for _, secret := range []string{"pAsSwOrD", "qUeRyToKeN", "hEaDeRtOkEn"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("the error names %s: %v", secret, err)
+			}
+		}
+		if !strings.Contains(err.Error(), "/v1/traces") {
+			t.Errorf("the error does not name the endpoint: %v", err)
+		}
+	}
+	if _, h := col.take(); len(h) != 1 || h[0].Get("Authorization") != "Bearer hEaDeRtOkEn" {
+		t.Errorf("the collector's requests: %v", h)
+	}
+}
