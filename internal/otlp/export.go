@@ -41,6 +41,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -265,7 +266,7 @@ func (c *client) postOnce(ctx context.Context, body []byte) error {
 		return c.success(resp)
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	msg := strings.TrimSpace(string(b))
+	msg := printable(strings.TrimSpace(string(b)))
 	if msg == "" {
 		msg = "(empty)"
 	}
@@ -321,7 +322,29 @@ func (c *client) success(resp *http.Response) error {
 	if len(msg) > maxErrorBody {
 		msg = msg[:maxErrorBody] + "…"
 	}
-	return &PartialSuccess{ErrorMessage: strings.ToValidUTF8(msg, "\ufffd"), RejectedItems: n, RejectedKind: c.rejected}
+	return &PartialSuccess{ErrorMessage: printable(msg), RejectedItems: n, RejectedKind: c.rejected}
+}
+
+// printable is a collector's text as an error quotes it, which hrns
+// prints to a terminal: valid UTF-8, control characters (escape
+// sequences, newlines) written as Go escapes ("\x1b", "\n"), so that a
+// collector's answer cannot move the cursor, retitle the terminal or
+// forge lines of hrns's output.
+func printable(s string) string {
+	s = strings.ToValidUTF8(s, "\ufffd")
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func (c *client) shutdown(ctx context.Context) error {

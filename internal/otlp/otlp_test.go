@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -584,4 +585,46 @@ func FuzzPartialSuccess(f *testing.F) {
 			t.Fatalf("%q: %d %q, protobuf %d %q", b, n, msg, m.GetPartialSuccess().GetRejectedSpans(), m.GetPartialSuccess().GetErrorMessage())
 		}
 	})
+}
+
+// TestCollectorTextPrintable: what a collector writes in a refusal or a
+// partial success's message reaches the error (which hrns prints)
+// without control characters: an escape sequence or a newline is
+// written as its Go escape, text that is not UTF-8 as U+FFFD.
+func TestCollectorTextPrintable(t *testing.T) {
+	const hostile = "\x1b]0;owned\x07\x1b[2Jred\nhrns: fake line\r\xff ok"
+	const want = `\x1b]0;owned\a\x1b[2Jred\nhrns: fake line\r` + "\ufffd ok"
+	b, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{PartialSuccess: &coltracepb.ExportTracePartialSuccess{RejectedSpans: 1}})
+	b = protowireString(b, hostile)
+	for _, refuse := range []bool{true, false} {
+		col := newCollector(t)
+		col.answer, col.answerType = string(b), "application/x-protobuf"
+		url := col.srv.URL
+		if refuse {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, hostile)
+			}))
+			defer srv.Close()
+			url = srv.URL
+		}
+		exp, err := NewTraceExporter(Config{Endpoint: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = exp.ExportSpans(t.Context(), spans(t))
+		exp.Shutdown(t.Context())
+		if err == nil || strings.ContainsFunc(err.Error(), unicode.IsControl) || !strings.Contains(err.Error(), want) {
+			t.Errorf("refused %v: error %q, want it with %q and no control character", refuse, err, want)
+		}
+	}
+}
+
+// protowireString appends to an ExportTraceServiceResponse b one more
+// partial_success with the error message msg (merged into the first).
+func protowireString(b []byte, msg string) []byte {
+	inner := binary.AppendUvarint([]byte{0x12}, uint64(len(msg)))
+	inner = append(inner, msg...)
+	b = binary.AppendUvarint(append(b, 0x0a), uint64(len(inner)))
+	return append(b, inner...)
 }
