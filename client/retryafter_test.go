@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -109,5 +110,37 @@ func TestErrorBodyBounded(t *testing.T) {
 	}
 	if len(ae.Detail) > 5<<20 || len(ae.Detail) < 1<<20 {
 		t.Errorf("a detail of %d bytes; want the first MiB, quoted", len(ae.Detail))
+	}
+}
+
+// TestEarlyEmptyAnswersPaced: a server that answers every long-poll at
+// once with nothing new (204) is asked again after a growing backoff,
+// not as fast as the network allows: WaitForCompletion and Stream make
+// a few requests in 3 seconds (before: thousands, a core spinning).
+func TestEarlyEmptyAnswersPaced(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		var n atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n.Add(1)
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		c := client.New(srv.URL, "k", &client.Options{RetryDelay: 100 * time.Millisecond})
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		var err error
+		if stream {
+			for _, e := range c.Session("s").Stream(ctx) {
+				err = e
+			}
+		} else {
+			_, err = c.Session("s").WaitForCompletion(ctx)
+		}
+		cancel()
+		srv.Close()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("stream %v: %v, want the context's deadline", stream, err)
+		}
+		if got := n.Load(); got > 30 {
+			t.Errorf("stream %v: %d long-polls in 3 s against a server that answers at once", stream, got)
+		}
 	}
 }
