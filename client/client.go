@@ -55,7 +55,9 @@
 // least its own backoff) and asks again, for as long as ctx lasts:
 // such answers do not count towards [Options.MaxAttempts], unless it is
 // 1 (no retries), and a wait that would outlast ctx's deadline returns
-// the 429 at once. Only requests safe to repeat are repeated: reads,
+// the 429 at once. A Retry-After of more than two minutes (which no hrns
+// server sends) is not waited either: the answer is returned at once,
+// with its [APIError.RetryAfter]. Only requests safe to repeat are repeated: reads,
 // posts of tool results (deduplicated by call id), and creations (with
 // their Idempotency-Key); a message is never sent twice.
 //
@@ -307,6 +309,24 @@ func (e *APIError) busy() bool {
 	return e.StatusCode == http.StatusTooManyRequests && (e.Quota == "reads" || e.Quota == "long-polls")
 }
 
+// maxRetryAfter is the longest Retry-After the SDK waits: a server that
+// asks for more (hrns asks for 1 to 5 seconds; a broken or hostile
+// server may ask for a day, and a context without a deadline would wait
+// it) has its answer returned at once, as the loop's MaxRetryAfter does
+// for providers.
+const maxRetryAfter = 2 * time.Minute
+
+// maxBody bounds what the SDK reads of an answer (a page of events is
+// at most a few MiB); maxErrorBody of an error's, which the SDK keeps
+// in an [APIError] quoted (up to four bytes a byte) and which the
+// server keeps short (a 422's list of fields is the longest): a server
+// that answers each paced read with 64 MiB of garbage had the SDK
+// allocate about 400 MiB a retry.
+const (
+	maxBody      = 64 << 20
+	maxErrorBody = 1 << 20
+)
+
 func (e *APIError) retryable() bool {
 	return e.StatusCode == http.StatusTooManyRequests && e.Quota != "tokens" || e.StatusCode >= 500 ||
 		e.StatusCode == http.StatusConflict && e.RetryAfter > 0 // an idempotency key in flight
@@ -347,6 +367,9 @@ func (c *Client) call(ctx context.Context, method, path string, header http.Head
 		wait := c.backoff(attempt + min(paced, 3))
 		if isAPI {
 			if !ae.retryable() {
+				return status, h, err
+			}
+			if ae.RetryAfter > maxRetryAfter {
 				return status, h, err
 			}
 			if ra := ae.RetryAfter; ra > 0 {
@@ -398,12 +421,19 @@ func (c *Client) once(ctx context.Context, method, path string, header http.Head
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	limit := int64(maxBody)
+	if resp.StatusCode >= 400 {
+		limit = maxErrorBody
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
 		return resp.StatusCode, resp.Header, err
 	}
 	if resp.StatusCode >= 400 {
-		ae := &APIError{StatusCode: resp.StatusCode, Detail: json.RawMessage(strconv.Quote(strings.TrimSpace(string(b))))}
+		// Quoted into an array of the most it may take (four bytes a
+		// byte), not grown append by append.
+		text := bytes.TrimSpace(b)
+		ae := &APIError{StatusCode: resp.StatusCode, Detail: strconv.AppendQuote(make(json.RawMessage, 0, 4*len(text)+2), string(text))}
 		var e struct{ Detail json.RawMessage }
 		if json.Unmarshal(b, &e) == nil && e.Detail != nil {
 			ae.Detail = e.Detail

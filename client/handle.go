@@ -205,6 +205,32 @@ func (h *Handle) Changes(ctx context.Context, opts *ChangesOptions) (*Changes, e
 	return &c, nil
 }
 
+// poll is the long-poll of the follow loops (WaitForCompletion, Stream).
+// The server answers nothing new after the wait asked for; one that
+// answers nothing at once, again and again (a broken proxy, a hostile
+// server), had the loop ask as fast as the network allowed, a core
+// spinning. An answer with no new event that came before half the wait
+// is followed by the client's backoff, growing with each such answer in
+// a row (*early counts them) up to its 10 s or PollWait, while ctx
+// lasts.
+func (h *Handle) poll(ctx context.Context, cursor int64, early *int) (*Changes, error) {
+	start := time.Now()
+	c, err := h.Changes(ctx, &ChangesOptions{FromIndex: cursor, Wait: h.c.opts.PollWait})
+	if err != nil || c != nil && len(c.NewEvents) > 0 || time.Since(start) >= h.c.opts.PollWait/2 {
+		*early = 0
+		return c, err
+	}
+	*early++
+	t := time.NewTimer(min(h.c.backoff(*early), h.c.opts.PollWait))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+	}
+	return c, nil
+}
+
 // SendMessage sends the agent a message. It is not retried: a message
 // sent twice would reach the agent twice. A paused session resumes, and a
 // finished one starts again with the message.
@@ -361,8 +387,9 @@ func (h *Handle) WaitForCompletion(ctx context.Context, tools ...*loop.ToolDef) 
 	posted := map[string]ToolResult{} // results this wait posted, by call id
 	var cursor int64
 	var pending []ToolRequest
+	early := 0 // answers in a row with nothing new, early (see poll)
 	for {
-		c, err := h.Changes(ctx, &ChangesOptions{FromIndex: cursor, Wait: h.c.opts.PollWait})
+		c, err := h.poll(ctx, cursor, &early)
 		if err != nil {
 			return nil, err
 		}
@@ -423,8 +450,9 @@ func (h *Handle) WaitForCompletion(ctx context.Context, tools ...*loop.ToolDef) 
 func (h *Handle) Stream(ctx context.Context) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		var cursor int64
+		early := 0 // answers in a row with nothing new, early (see poll)
 		for {
-			c, err := h.Changes(ctx, &ChangesOptions{FromIndex: cursor, Wait: h.c.opts.PollWait})
+			c, err := h.poll(ctx, cursor, &early)
 			if err != nil {
 				yield(Event{}, err)
 				return

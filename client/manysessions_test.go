@@ -370,7 +370,9 @@ func TestRetryAfterHonoured(t *testing.T) {
 		t.Errorf("Changes against a wait past the deadline: %v (context: %v), want ErrBusy at once", err, ctx.Err())
 	}
 
-	// Cancelled while it waits: the context's error.
+	// Cancelled while it waits (a minute: a longer Retry-After is not
+	// waited, TestHostileRetryAfter): the context's error.
+	p.retryAfter = "60"
 	p.n.Store(1)
 	ctx, cancel = context.WithCancel(t.Context())
 	done := make(chan error, 1)

@@ -14,25 +14,45 @@ import (
 // a connection and a subscription each, about 20 KiB) stays bounded.
 const MaxLongPollsPerKey = 1024
 
-// pollSlots counts the long-polls and streams of each key waiting.
+// MaxLongPolls is the default of Options.MaxLongPolls: the long-polls
+// and event streams waiting at once on a server, all keys together
+// (about 320 MiB at 20 KiB each). [MaxLongPollsPerKey] bounds one key's;
+// this bounds what many keys' waits make the server hold. One more is
+// 503 with Retry-After: the server is full, whichever key asks.
+const MaxLongPolls = 16384
+
+// pollSlots counts the long-polls and streams of each key waiting, and
+// of all keys.
 type pollSlots struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu    sync.Mutex
+	n     map[string]int
+	total int
 }
 
-// take counts one more wait for owner and reports whether it is within
-// limit; the caller calls give when it ends.
-func (p *pollSlots) take(owner string, limit int) bool {
+// The answers of pollSlots.take.
+const (
+	pollTaken   = iota // counted: the caller calls give when it ends
+	pollKeyFull        // the key has its bound waiting
+	pollAllFull        // the server has its bound waiting, all keys
+)
+
+// take counts one more wait for owner if the key has fewer than limit
+// waiting and all keys fewer than all.
+func (p *pollSlots) take(owner string, limit, all int) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.n[owner] >= limit {
-		return false
+		return pollKeyFull
+	}
+	if p.total >= all {
+		return pollAllFull
 	}
 	if p.n == nil {
 		p.n = map[string]int{}
 	}
 	p.n[owner]++
-	return true
+	p.total++
+	return pollTaken
 }
 
 func (p *pollSlots) give(owner string) {
@@ -41,25 +61,44 @@ func (p *pollSlots) give(owner string) {
 	if p.n[owner]--; p.n[owner] <= 0 {
 		delete(p.n, owner)
 	}
+	p.total--
 }
 
-// takePoll counts a long-poll or stream of owner, or answers 429 and
-// reports false when the key has Options.MaxLongPollsPerKey waiting.
-// The caller calls s.polls.give(owner) when it ends.
+// waiting reports the long-polls and streams waiting, all keys.
+func (p *pollSlots) waiting() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.total
+}
+
+// bound is an Options bound with its default (def for 0) and none for a
+// negative value.
+func bound(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return math.MaxInt
+	}
+	return v
+}
+
+// takePoll counts a long-poll or stream of owner, or answers and
+// reports false: 429 when the key has Options.MaxLongPollsPerKey
+// waiting, 503 when the server has Options.MaxLongPolls waiting, all
+// keys together. The caller calls s.polls.give(owner) when it ends.
 func (s *Server) takePoll(w http.ResponseWriter, owner string) bool {
-	limit := s.opts.MaxLongPollsPerKey
-	if limit == 0 {
-		limit = MaxLongPollsPerKey
-	}
-	if limit < 0 {
-		limit = math.MaxInt
-	}
-	if s.polls.take(owner, limit) {
+	switch s.polls.take(owner, bound(s.opts.MaxLongPollsPerKey, MaxLongPollsPerKey), bound(s.opts.MaxLongPolls, MaxLongPolls)) {
+	case pollTaken:
 		return true
+	case pollKeyFull:
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set(headerQuota, quotaLongPolls)
+		writeError(w, http.StatusTooManyRequests, "This key has too many long-polls and event streams waiting at once: retry after Retry-After seconds, or follow fewer sessions at once")
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "This server has too many long-polls and event streams waiting at once, all keys together: retry after Retry-After seconds")
 	}
-	w.Header().Set("Retry-After", "1")
-	w.Header().Set(headerQuota, quotaLongPolls)
-	writeError(w, http.StatusTooManyRequests, "This key has too many long-polls and event streams waiting at once: retry after Retry-After seconds, or follow fewer sessions at once")
 	return false
 }
 

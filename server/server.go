@@ -210,6 +210,10 @@ type Options struct {
 	// and "Hrns-Quota: long-polls". 0 means [MaxLongPollsPerKey], a
 	// negative value no bound.
 	MaxLongPollsPerKey int
+	// MaxLongPolls bounds the long-polls and event streams waiting at
+	// once on this server, all keys together: one more is 503 with
+	// Retry-After. 0 means [MaxLongPolls], a negative value no bound.
+	MaxLongPolls int
 }
 
 // Server is the sessions API as an [http.Handler].
@@ -437,6 +441,11 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", "1")
 		w.Header().Set(headerQuota, quotaReads)
 		writeError(w, http.StatusTooManyRequests, err.Error())
+	case errors.Is(err, session.ErrReadQueueFull):
+		// The server's bound, all keys together, not the key's: no
+		// Hrns-Quota.
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, err.Error())
 	case errors.Is(err, session.ErrInFlight):
 		// The reference gives no words for it; these are the IETF's
 		// (draft-ietf-httpapi-idempotency-key-header: 409, "A request
@@ -905,9 +914,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 	rc.Flush()
 	for {
 		c, count, err := s.m.Changes(r.Context(), owner, id, &session.ChangesParams{From: from, Wait: 15 * time.Second})
-		if errors.Is(err, session.ErrReadBusy) {
-			// The key's other reads are loading: wait for them, as a
-			// client told 429 would.
+		if errors.Is(err, session.ErrReadBusy) || errors.Is(err, session.ErrReadQueueFull) {
+			// The key's other reads are loading, or the server's: wait
+			// for them, as a client told 429 or 503 would.
 			select {
 			case <-time.After(time.Second):
 				continue

@@ -125,6 +125,11 @@ type Options struct {
 	// slot: one more fails at once with [ErrReadBusy]; 0 means
 	// [MaxReadQueue], a negative value none (no read waits).
 	MaxReadQueue int
+	// MaxReadQueueTotal bounds the event reads waiting for a slot, all
+	// owners together: one more fails at once with [ErrReadQueueFull];
+	// 0 means [MaxReadQueueTotal], a negative value none (no read
+	// waits).
+	MaxReadQueueTotal int
 	// MaxReadWait is how long a read waits for a slot before it fails
 	// with [ErrReadBusy]; 0 means [MaxReadWait], a negative value not at
 	// all.
@@ -730,12 +735,7 @@ func (m *Manager) changes(ctx context.Context, s *store.Session, p *ChangesParam
 		if limit > 0 {
 			// At most the read budget (plus one event): the caller's
 			// cursor moves by the events returned.
-			release, err := m.acquireRead(ctx, s.Owner)
-			if err != nil {
-				return nil, 0, err
-			}
-			events, err := m.st.EventsWithin(ctx, s.ID, from, limit, m.readBudget())
-			release()
+			events, err := m.eventsWithin(ctx, s.Owner, s.ID, from, limit)
 			if err != nil {
 				return nil, 0, err
 			}

@@ -43,6 +43,21 @@ const MaxReads = 16
 // key queues; one that opens thousands of reads at once is refused.
 const MaxReadQueue = 1024
 
+// MaxReadQueueTotal is the default bound on the event reads waiting for
+// a slot in the process, all owners together
+// (Options.MaxReadQueueTotal): one more fails at once with
+// [ErrReadQueueFull]. [MaxReadQueue] bounds one owner's; this bounds
+// what many owners' queues make the process hold (a waiting read is a
+// request's goroutine and connection, about 20 KiB), whatever the number
+// of keys.
+const MaxReadQueueTotal = 8192
+
+// ErrReadQueueFull: the process had Options.MaxReadQueueTotal event
+// reads waiting for a slot, all owners together; nothing was read. It is
+// the server's bound, not the owner's: the server answers 503 with
+// Retry-After.
+var ErrReadQueueFull = errors.New("too many event reads waiting on this server")
+
 // ErrReadBusy: the owner's event reads were over their bounds (see
 // [MaxReadsPerOwner], [MaxReadQueue], [MaxReadWait]); nothing was read.
 // The server answers 429 with Retry-After.
@@ -63,11 +78,12 @@ const MaxReadWait = 30 * time.Second
 // for each owner and total in all; the reads that find none wait in
 // their owner's queue, in order.
 type readSlots struct {
-	mu    sync.Mutex
-	total int                      // reads loading, all owners
-	busy  map[string]int           // reads loading, by owner
-	queue map[string][]*readWaiter // reads waiting, by owner, oldest first
-	seq   uint64                   // the number of the next waiter
+	mu      sync.Mutex
+	total   int                      // reads loading, all owners
+	waiting int                      // reads waiting, all owners
+	busy    map[string]int           // reads loading, by owner
+	queue   map[string][]*readWaiter // reads waiting, by owner, oldest first
+	seq     uint64                   // the number of the next waiter
 }
 
 // A readWaiter is a read waiting for a slot; ready is closed when it was
@@ -79,8 +95,8 @@ type readWaiter struct {
 }
 
 // readLimits are the bounds of the manager's reads, defaults applied.
-func (m *Manager) readLimits() (perOwner, total, queue int, wait time.Duration) {
-	perOwner, total, queue, wait = m.opts.MaxReadsPerOwner, m.opts.MaxReads, m.opts.MaxReadQueue, m.opts.MaxReadWait
+func (m *Manager) readLimits() (perOwner, total, queue, queueTotal int, wait time.Duration) {
+	perOwner, total, queue, queueTotal, wait = m.opts.MaxReadsPerOwner, m.opts.MaxReads, m.opts.MaxReadQueue, m.opts.MaxReadQueueTotal, m.opts.MaxReadWait
 	if perOwner <= 0 {
 		perOwner = MaxReadsPerOwner
 	}
@@ -90,18 +106,22 @@ func (m *Manager) readLimits() (perOwner, total, queue int, wait time.Duration) 
 	if queue == 0 {
 		queue = MaxReadQueue
 	}
+	if queueTotal == 0 {
+		queueTotal = MaxReadQueueTotal
+	}
 	if wait == 0 {
 		wait = MaxReadWait
 	}
-	return perOwner, total, max(queue, 0), wait
+	return perOwner, total, max(queue, 0), max(queueTotal, 0), wait
 }
 
 // acquireRead takes a read slot for owner, waiting for one in owner's
 // queue at most Options.MaxReadWait (and while ctx lasts), or fails with
-// [ErrReadBusy] (at once when the queue is full). The caller calls the
-// release it returns.
+// [ErrReadBusy] (at once when owner's queue is full), or with
+// [ErrReadQueueFull] at once when the process's reads waiting are at
+// Options.MaxReadQueueTotal. The caller calls the release it returns.
 func (m *Manager) acquireRead(ctx context.Context, owner string) (release func(), err error) {
-	perOwner, total, queue, wait := m.readLimits()
+	perOwner, total, queue, queueTotal, wait := m.readLimits()
 	r := &m.reads
 	release = func() { r.give(owner, perOwner, total) }
 	r.mu.Lock()
@@ -119,9 +139,15 @@ func (m *Manager) acquireRead(ctx context.Context, owner string) (release func()
 		r.mu.Unlock()
 		return nil, fmt.Errorf("%w: this key already has %d reads of events loading and %d waiting (at most %d and %d): retry in a moment", ErrReadBusy, n, q, perOwner, queue)
 	}
+	if r.waiting >= queueTotal {
+		n := r.waiting
+		r.mu.Unlock()
+		return nil, fmt.Errorf("%w: %d reads of events of all keys wait for a slot (at most %d): retry in a moment", ErrReadQueueFull, n, queueTotal)
+	}
 	w := &readWaiter{seq: r.seq, ready: make(chan struct{})}
 	r.seq++
 	r.queue[owner] = append(r.queue[owner], w)
+	r.waiting++
 	r.mu.Unlock()
 
 	t := time.NewTimer(wait)
@@ -144,6 +170,7 @@ func (m *Manager) acquireRead(ctx context.Context, owner string) (release func()
 	q := r.queue[owner]
 	if i := slices.Index(q, w); i >= 0 {
 		q = slices.Delete(q, i, i+1)
+		r.waiting--
 	}
 	if len(q) == 0 {
 		delete(r.queue, owner)
@@ -152,6 +179,20 @@ func (m *Manager) acquireRead(ctx context.Context, owner string) (release func()
 	}
 	r.mu.Unlock()
 	return nil, err
+}
+
+// eventsWithin reads up to limit events of id from index from, at most
+// the read budget (plus one event), holding one of owner's read slots:
+// the slot is given back on every path, a panic of the store's too (the
+// HTTP server recovers a handler's panic; a slot kept would be lost for
+// good, and with it, in time, every read of the owner's).
+func (m *Manager) eventsWithin(ctx context.Context, owner, id string, from int64, limit int) ([]store.Event, error) {
+	release, err := m.acquireRead(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return m.st.EventsWithin(ctx, id, from, limit, m.readBudget())
 }
 
 // give hands one of owner's slots back, and the freed slots to the
@@ -195,6 +236,7 @@ func (r *readSlots) dispatch(perOwner, total int) {
 		} else {
 			r.queue[best] = q
 		}
+		r.waiting--
 		r.busy[best]++
 		r.total++
 		w.granted = true
@@ -206,10 +248,7 @@ func (r *readSlots) dispatch(perOwner, total int) {
 func (r *readSlots) readState() (loading, waiting int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, q := range r.queue {
-		waiting += len(q)
-	}
-	return r.total, waiting
+	return r.total, r.waiting
 }
 
 // readBudget is the bound on the bytes of events one read loads.
@@ -274,7 +313,8 @@ func (m *Manager) withinBudget(c *Changes) *Changes {
 
 // Reads reports the event reads loading now and those waiting for a
 // slot, all owners together: at most Options.MaxReads loading, and
-// Options.MaxReadQueue waiting per owner.
+// Options.MaxReadQueue waiting per owner and Options.MaxReadQueueTotal
+// in all.
 func (m *Manager) Reads() (loading, waiting int) {
 	return m.reads.readState()
 }

@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 )
@@ -165,5 +167,106 @@ func TestReadQueueBounded(t *testing.T) {
 	hold.release()
 	if loading, waiting := m.Reads(); loading != 0 || waiting != 0 {
 		t.Fatalf("%d loading, %d waiting at the end", loading, waiting)
+	}
+}
+
+// queued counts the reads in the owners' queues, to hold the count the
+// slots keep to them.
+func queued(m *Manager) int {
+	m.reads.mu.Lock()
+	defer m.reads.mu.Unlock()
+	n := 0
+	for _, q := range m.reads.queue {
+		n += len(q)
+	}
+	return n
+}
+
+// TestReadQueueTotalBounded: the reads waiting in the process, all
+// owners together, are bounded (Options.MaxReadQueueTotal): past it a
+// read of any owner fails at once with ErrReadQueueFull, not
+// ErrReadBusy (an owner over its own queue's bound still gets
+// ErrReadBusy); a read that leaves the queue (cancelled, given a slot,
+// or out of time) makes room again. Before the bound, owners' queues
+// together held what the keys made them hold.
+func TestReadQueueTotalBounded(t *testing.T) {
+	m := &Manager{opts: Options{MaxReadsPerOwner: 1, MaxReads: 1, MaxReadQueue: 2, MaxReadQueueTotal: 3, MaxReadWait: time.Hour}}
+	ctx := t.Context()
+	a := startRead(t, m, ctx, "a")
+	mustGet(t, a)
+	a1 := startRead(t, m, ctx, "a")
+	waitQueued(t, m, 1)
+	a2 := startRead(t, m, ctx, "a")
+	waitQueued(t, m, 2)
+	bctx, cancelB := context.WithCancel(ctx)
+	b1 := startRead(t, m, bctx, "b")
+	waitQueued(t, m, 3)
+	if _, err := m.acquireRead(ctx, "a"); !errors.Is(err, ErrReadBusy) || errors.Is(err, ErrReadQueueFull) {
+		t.Fatalf("a's third waiting read: %v, want ErrReadBusy (the key's bound)", err)
+	}
+	for _, o := range []string{"b", "c"} {
+		if _, err := m.acquireRead(ctx, o); !errors.Is(err, ErrReadQueueFull) || errors.Is(err, ErrReadBusy) {
+			t.Fatalf("%s's read with 3 waiting in all: %v, want ErrReadQueueFull", o, err)
+		}
+	}
+	if n := queued(m); n != 3 {
+		t.Fatalf("%d reads in the queues, want 3", n)
+	}
+	cancelB()
+	if err := <-b1.got; !errors.Is(err, context.Canceled) {
+		t.Fatalf("b's cancelled read: %v", err)
+	}
+	waitQueued(t, m, 2)
+	c := startRead(t, m, ctx, "c")
+	waitQueued(t, m, 3)
+	a.release()
+	mustGet(t, a1) // the oldest of the owners with none loading
+	waitQueued(t, m, 2)
+	d := startRead(t, m, ctx, "d")
+	waitQueued(t, m, 3)
+	a1.release()
+	mustGet(t, a2) // older than c's and d's, and a has none loading
+	a2.release()
+	mustGet(t, c)
+	c.release()
+	mustGet(t, d)
+	d.release()
+	if loading, waiting := m.Reads(); loading != 0 || waiting != 0 || queued(m) != 0 {
+		t.Fatalf("%d loading, %d waiting (%d queued) at the end", loading, waiting, queued(m))
+	}
+}
+
+// TestReadSlotsRandom: reads of several owners, some cancelled, some out
+// of time, some given a slot as their wait ends, all within the bounds at
+// every step; at the end no slot is held, no read is counted waiting,
+// and the maps are empty.
+func TestReadSlotsRandom(t *testing.T) {
+	m := &Manager{opts: Options{MaxReadsPerOwner: 2, MaxReads: 3, MaxReadQueue: 4, MaxReadQueueTotal: 6, MaxReadWait: 3 * time.Millisecond}}
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 1))
+			for range 200 {
+				ctx, cancel := context.WithTimeout(t.Context(), time.Duration(rng.IntN(4))*time.Millisecond)
+				rel, err := m.acquireRead(ctx, string(rune('a'+rng.IntN(4))))
+				if err == nil {
+					if loading, waiting := m.Reads(); loading > 3 || waiting > 6 {
+						t.Errorf("%d loading, %d waiting: over the bounds", loading, waiting)
+					}
+					if rng.IntN(2) == 0 {
+						time.Sleep(time.Duration(rng.IntN(2)) * time.Millisecond)
+					}
+					rel()
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	if loading, waiting := m.Reads(); loading != 0 || waiting != 0 || queued(m) != 0 {
+		t.Fatalf("%d loading, %d waiting (%d queued) at the end", loading, waiting, queued(m))
+	}
+	if len(m.reads.busy) != 0 || len(m.reads.queue) != 0 {
+		t.Fatalf("left in the maps: %v, %v", m.reads.busy, m.reads.queue)
 	}
 }

@@ -12,8 +12,15 @@
 // 504 and on temporary network errors (exponential back-off from 5 s up to
 // 30 s, with Retry-After honoured, for at most a minute), the proxy from
 // the environment and OTEL_EXPORTER_OTLP_CERTIFICATE,
-// _CLIENT_CERTIFICATE and _CLIENT_KEY (and their per-signal forms). What
-// is not: reading a collector's partial-success answer (a 2xx is success).
+// _CLIENT_CERTIFICATE and _CLIENT_KEY (and their per-signal forms), and
+// a collector's partial success (a 2xx whose protobuf answer says it
+// rejected spans or data points, or has a message): the export returns it
+// as an error, "OTLP partial success: <message> (<n> spans rejected)",
+// which the SDK's processors hand to the error handler (hrns prints it).
+// What differs: a partial success's message is cut at 4 KiB and made
+// valid UTF-8 (the SDK's is whole, and an answer whose message is not
+// UTF-8 fails to decode there); an answer in JSON is not read (hrns
+// posts protobuf, and a collector answers in the request's type).
 package otlp
 
 import (
@@ -34,6 +41,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -44,7 +52,8 @@ import (
 const DefaultTimeout = 10 * time.Second
 
 // maxErrorBody bounds how much of a failed request's answer an error
-// quotes; maxDrain how much of an answer is read to reuse the connection.
+// quotes; maxDrain the most of a successful answer read (its partial
+// success; a longer answer is an error, as the SDK's default).
 const (
 	maxErrorBody = 4 << 10
 	maxDrain     = 4 << 20
@@ -107,6 +116,8 @@ func TLSConfig(getenv func(string) string, signal string) (*tls.Config, error) {
 // client posts requests to one endpoint.
 type client struct {
 	cfg       Config
+	where     string // the endpoint as errors name it (see redact)
+	rejected  string // what a partial success rejects: "spans" or "metric data points"
 	userAgent string
 	http      *http.Client
 	stop      chan struct{}
@@ -121,7 +132,7 @@ const (
 	metricUserAgent = "OTel Go OTLP over HTTP/protobuf metrics exporter/1.43.0"
 )
 
-func newClient(cfg Config, userAgent string) (*client, error) {
+func newClient(cfg Config, userAgent, rejected string) (*client, error) {
 	u, err := url.Parse(cfg.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("otlp: endpoint %q: want an http or https URL", cfg.Endpoint)
@@ -142,7 +153,16 @@ func newClient(cfg Config, userAgent string) (*client, error) {
 		ExpectContinueTimeout: time.Second,
 		TLSClientConfig:       cfg.TLS,
 	}
-	return &client{cfg: cfg, userAgent: userAgent, http: &http.Client{Transport: tr, Timeout: cfg.Timeout}, stop: make(chan struct{}), closed: make(chan struct{})}, nil
+	return &client{cfg: cfg, where: redact(u), rejected: rejected, userAgent: userAgent, http: &http.Client{Transport: tr, Timeout: cfg.Timeout}, stop: make(chan struct{}), closed: make(chan struct{})}, nil
+}
+
+// redact is the endpoint u as errors, which hrns prints, name it: a
+// password in it is masked and its query left out (a collector's token
+// may be given either way; the SDK's errors printed both).
+func redact(u *url.URL) string {
+	r := *u
+	r.RawQuery, r.ForceQuery, r.Fragment, r.RawFragment = "", false, "", ""
+	return r.Redacted()
 }
 
 // retryable is a failure worth another attempt, after at least throttle.
@@ -233,18 +253,20 @@ func (c *client) postOnce(ctx context.Context, body []byte) error {
 	resp, err := c.http.Do(req)
 	if err != nil {
 		var ue *url.Error
-		if errors.As(err, &ue) && ue.Temporary() {
+		if errors.As(err, &ue) {
+			ue.URL = c.where // net/http's has the query
+		}
+		if ue != nil && ue.Temporary() {
 			return retryable{err: err}
 		}
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
-		_, err := io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
-		return err
+		return c.success(resp)
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	msg := strings.TrimSpace(string(b))
+	msg := printable(strings.TrimSpace(string(b)))
 	if msg == "" {
 		msg = "(empty)"
 	}
@@ -255,9 +277,74 @@ func (c *client) postOnce(ctx context.Context, body []byte) error {
 		if s, err := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64); err == nil && s > 0 {
 			throttle = time.Duration(min(s, int64(retryMaxElapsed/time.Second))) * time.Second
 		}
-		return retryable{err: fmt.Errorf("failed to send to %s: %s (%w)", c.cfg.Endpoint, resp.Status, bodyErr), throttle: throttle}
+		return retryable{err: fmt.Errorf("failed to send to %s: %s (%w)", c.where, resp.Status, bodyErr), throttle: throttle}
 	}
-	return fmt.Errorf("failed to send to %s: %s (%w)", c.cfg.Endpoint, resp.Status, bodyErr)
+	return fmt.Errorf("failed to send to %s: %s (%w)", c.where, resp.Status, bodyErr)
+}
+
+// A PartialSuccess is a collector's answer that it took the export but
+// rejected some of it, as the SDK's exporters report it.
+type PartialSuccess struct {
+	ErrorMessage  string
+	RejectedItems int64
+	RejectedKind  string // "spans" or "metric data points"
+}
+
+func (ps *PartialSuccess) Error() string {
+	msg := ps.ErrorMessage
+	if msg == "" {
+		msg = "empty message"
+	}
+	return fmt.Sprintf("OTLP partial success: %s (%d %s rejected)", msg, ps.RejectedItems, ps.RejectedKind)
+}
+
+// success reads a 2xx answer: at most maxDrain bytes, as the SDK's
+// exporters (a longer one is an error), and the partial success of a
+// protobuf one.
+func (c *client) success(resp *http.Response) error {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxDrain+1))
+	if err != nil {
+		return err
+	}
+	if len(b) > maxDrain {
+		return fmt.Errorf("response body too large: exceeded %d bytes", maxDrain)
+	}
+	if len(b) == 0 || resp.Header.Get("Content-Type") != "application/x-protobuf" {
+		return nil
+	}
+	n, msg, err := partialSuccess(b)
+	if err != nil {
+		return fmt.Errorf("reading the answer of %s: %w", c.where, err)
+	}
+	if n == 0 && msg == "" {
+		return nil
+	}
+	if len(msg) > maxErrorBody {
+		msg = msg[:maxErrorBody] + "…"
+	}
+	return &PartialSuccess{ErrorMessage: printable(msg), RejectedItems: n, RejectedKind: c.rejected}
+}
+
+// printable is a collector's text as an error quotes it, which hrns
+// prints to a terminal: valid UTF-8, control characters (escape
+// sequences, newlines) written as Go escapes ("\x1b", "\n"), so that a
+// collector's answer cannot move the cursor, retitle the terminal or
+// forge lines of hrns's output.
+func printable(s string) string {
+	s = strings.ToValidUTF8(s, "\ufffd")
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func (c *client) shutdown(ctx context.Context) error {
@@ -285,7 +372,7 @@ var _ sdktrace.SpanExporter = (*TraceExporter)(nil)
 
 // NewTraceExporter returns an exporter of spans to cfg.Endpoint.
 func NewTraceExporter(cfg Config) (*TraceExporter, error) {
-	c, err := newClient(cfg, traceUserAgent)
+	c, err := newClient(cfg, traceUserAgent, "spans")
 	if err != nil {
 		return nil, err
 	}
@@ -318,7 +405,7 @@ var _ sdkmetric.Exporter = (*MetricExporter)(nil)
 
 // NewMetricExporter returns an exporter of metrics to cfg.Endpoint.
 func NewMetricExporter(cfg Config) (*MetricExporter, error) {
-	c, err := newClient(cfg, metricUserAgent)
+	c, err := newClient(cfg, metricUserAgent, "metric data points")
 	if err != nil {
 		return nil, err
 	}

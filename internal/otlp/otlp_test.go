@@ -5,7 +5,9 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"encoding/pem"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -41,6 +45,8 @@ type collector struct {
 	hdrs   []http.Header
 	status []int // answers to give, in turn; then 200
 	after  string
+	// answer, when set, is the body of a 200, of type answerType.
+	answer, answerType string
 }
 
 func newCollector(t *testing.T) *collector {
@@ -64,8 +70,15 @@ func newCollector(t *testing.T) *collector {
 			status, c.status = c.status[0], c.status[1:]
 			w.Header().Set("Retry-After", c.after)
 		}
+		answer, answerType := c.answer, c.answerType
 		c.mu.Unlock()
+		if status == http.StatusOK && answer != "" {
+			w.Header().Set("Content-Type", answerType)
+		}
 		w.WriteHeader(status)
+		if status == http.StatusOK {
+			io.WriteString(w, answer)
+		}
 	}))
 	t.Cleanup(c.srv.Close)
 	return c
@@ -399,4 +412,219 @@ func TestCertificate(t *testing.T) {
 	if _, err := NewTraceExporter(Config{Endpoint: "http://127.0.0.1:1", TLS: &tls.Config{}}); err == nil {
 		t.Error("TLS configuration accepted for an http:// endpoint")
 	}
+}
+
+// TestErrorsHideSecrets: an endpoint with a password or a token in its
+// query (both are sent, the password as basic authentication) is named
+// without them in an export's errors, which hrns prints: a collector's
+// refusal and a connection that fails. The headers never appear.
+func TestErrorsHideSecrets(t *testing.T) {
+	col := newCollector(t)
+	col.status = []int{http.StatusUnauthorized}
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	for _, base := range []string{col.srv.URL, closed.URL} {
+		u := strings.Replace(base, "http://", "http://user:pAsSwOrD@", 1) + "/v1/traces?api_key=qUeRyToKeN"
+		exp, err := NewTraceExporter(Config{Endpoint: u, Headers: map[string]string{"Authorization": "Bearer hEaDeRtOkEn"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = exp.ExportSpans(t.Context(), spans(t))
+		exp.Shutdown(t.Context())
+		if err == nil {
+			t.Fatalf("%s: the export succeeded", base)
+		}
+		for _, secret := range []string{"pAsSwOrD", "qUeRyToKeN", "hEaDeRtOkEn"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("the error names %s: %v", secret, err)
+			}
+		}
+		if !strings.Contains(err.Error(), "/v1/traces") {
+			t.Errorf("the error does not name the endpoint: %v", err)
+		}
+	}
+	if _, h := col.take(); len(h) != 1 || h[0].Get("Authorization") != "Bearer hEaDeRtOkEn" {
+		t.Errorf("the collector's requests: %v", h)
+	}
+}
+
+// TestPartialSuccessAsTheSDK: a collector that answers 200 with a
+// partial success (spans or data points rejected, or a message) makes
+// the export fail with the error the SDK's exporters give; an empty
+// partial success, an empty answer or one that is not protobuf is
+// success; a malformed protobuf answer or one over 4 MiB is an error,
+// with the SDK's too. Before, every 2xx was success.
+func TestPartialSuccessAsTheSDK(t *testing.T) {
+	trace := func(n int64, msg string) string {
+		b, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{PartialSuccess: &coltracepb.ExportTracePartialSuccess{RejectedSpans: n, ErrorMessage: msg}})
+		return string(b)
+	}
+	metric := func(n int64, msg string) string {
+		b, _ := proto.Marshal(&colmetricspb.ExportMetricsServiceResponse{PartialSuccess: &colmetricspb.ExportMetricsPartialSuccess{RejectedDataPoints: n, ErrorMessage: msg}})
+		return string(b)
+	}
+	const pb = "application/x-protobuf"
+	for _, tc := range []struct {
+		name, traceAnswer, metricAnswer, typ string
+		wantErr                              string // "" for none, "*" for any
+	}{
+		{"rejected with a message", trace(3, "too old"), metric(3, "too old"), pb, "OTLP partial success: too old (3 "},
+		{"rejected without a message", trace(7, ""), metric(7, ""), pb, "OTLP partial success: empty message (7 "},
+		{"a message alone", trace(0, "slow down"), metric(0, "slow down"), pb, "OTLP partial success: slow down (0 "},
+		{"negative", trace(-1, "x"), metric(-1, "x"), pb, "(-1 "},
+		{"empty partial success", trace(0, ""), metric(0, ""), pb, ""},
+		{"unknown fields around it", "\x10\x05" + trace(2, "m") + "\x1a\x00", "\x10\x05" + metric(2, "m") + "\x1a\x00", pb, "OTLP partial success: m (2 "},
+		{"given twice: merged", trace(2, "a") + trace(0, "b"), metric(2, "a") + metric(0, "b"), pb, "OTLP partial success: b (2 "},
+		{"not protobuf", "ok", "ok", "text/plain", ""},
+		{"malformed", "\x0a\x05\x08", "\x0a\x05\x08", pb, "*"},
+		{"too large", strings.Repeat("\x10\x01", 2<<20+1), strings.Repeat("\x10\x01", 2<<20+1), pb, "response body too large"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			col := newCollector(t)
+			ctx := t.Context()
+			col.answer, col.answerType = tc.traceAnswer, tc.typ
+			sdkT, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(col.srv.URL+"/v1/traces"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sdkT.Shutdown(ctx)
+			oursT, err := NewTraceExporter(Config{Endpoint: col.srv.URL + "/v1/traces"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer oursT.Shutdown(ctx)
+			check := func(kind string, sdkErr, ourErr error) {
+				t.Helper()
+				switch {
+				case tc.wantErr == "":
+					if sdkErr != nil || ourErr != nil {
+						t.Errorf("%s: errors %v (the SDK's %v), want none", kind, ourErr, sdkErr)
+					}
+				case tc.wantErr == "*":
+					if sdkErr == nil || ourErr == nil {
+						t.Errorf("%s: errors %v (the SDK's %v), want both", kind, ourErr, sdkErr)
+					}
+				case strings.HasPrefix(tc.wantErr, "OTLP"):
+					if sdkErr == nil || ourErr == nil || ourErr.Error() != sdkErr.Error() || !strings.Contains(ourErr.Error(), tc.wantErr) {
+						t.Errorf("%s: error %q, the SDK's %q; want both the same, with %q", kind, ourErr, sdkErr, tc.wantErr)
+					}
+				default:
+					if sdkErr == nil || ourErr == nil || !strings.Contains(ourErr.Error(), tc.wantErr) || !strings.Contains(sdkErr.Error(), tc.wantErr) {
+						t.Errorf("%s: error %q, the SDK's %q; want both with %q", kind, ourErr, sdkErr, tc.wantErr)
+					}
+				}
+			}
+			ss := spans(t)
+			check("spans", sdkT.ExportSpans(ctx, ss), oursT.ExportSpans(ctx, ss))
+
+			col.mu.Lock()
+			col.answer = tc.metricAnswer
+			col.mu.Unlock()
+			sdkM, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(col.srv.URL+"/v1/metrics"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sdkM.Shutdown(ctx)
+			oursM, err := NewMetricExporter(Config{Endpoint: col.srv.URL + "/v1/metrics"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer oursM.Shutdown(ctx)
+			rm := &metricdata.ResourceMetrics{Resource: resource.Empty(), ScopeMetrics: []metricdata.ScopeMetrics{{Metrics: []metricdata.Metrics{
+				{Name: "g", Data: metricdata.Gauge[int64]{DataPoints: []metricdata.DataPoint[int64]{{Value: 1}}}}}}}}
+			check("metrics", sdkM.Export(ctx, rm), oursM.Export(ctx, rm))
+		})
+	}
+}
+
+// TestPartialSuccessMessageBounded: a partial success's message is cut
+// at 4 KiB and made valid UTF-8 (it is printed).
+func TestPartialSuccessMessageBounded(t *testing.T) {
+	col := newCollector(t)
+	b, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{PartialSuccess: &coltracepb.ExportTracePartialSuccess{RejectedSpans: 1}})
+	msg := "\xff" + strings.Repeat("m", 1<<20)
+	b = append(b, 0x0a, 0) // one more partial_success, merged: its message
+	b = binary.AppendUvarint(append(b[:len(b)-2], 0x0a), uint64(len(msg)+1+binary.PutUvarint(make([]byte, 10), uint64(len(msg)))))
+	b = binary.AppendUvarint(append(b, 0x12), uint64(len(msg)))
+	b = append(b, msg...)
+	col.answer, col.answerType = string(b), "application/x-protobuf"
+	exp, err := NewTraceExporter(Config{Endpoint: col.srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exp.Shutdown(t.Context())
+	err = exp.ExportSpans(t.Context(), spans(t))
+	var ps *PartialSuccess
+	if !errors.As(err, &ps) || ps.RejectedItems != 1 || len(ps.ErrorMessage) > 4<<10+8 || !utf8.ValidString(ps.ErrorMessage) || !strings.HasPrefix(ps.ErrorMessage, "\ufffdmmm") {
+		t.Fatalf("error %.200v, want a partial success of 1 span with the message's first 4 KiB, valid UTF-8", err)
+	}
+}
+
+// FuzzPartialSuccess: wherever protobuf decodes an answer with a valid
+// message, partialSuccess reads the same values; it never panics.
+func FuzzPartialSuccess(f *testing.F) {
+	for _, m := range []*coltracepb.ExportTraceServiceResponse{
+		{}, {PartialSuccess: &coltracepb.ExportTracePartialSuccess{}},
+		{PartialSuccess: &coltracepb.ExportTracePartialSuccess{RejectedSpans: -5, ErrorMessage: "x"}},
+	} {
+		b, _ := proto.Marshal(m)
+		f.Add(b)
+	}
+	f.Add([]byte("\x0b\x08\x01\x0c\x0a\x02\x08\x04"))
+	f.Add([]byte("\x0a\x04\x13\x14\x08\x02"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n, msg, err := partialSuccess(b)
+		var m coltracepb.ExportTraceServiceResponse
+		if proto.Unmarshal(b, &m) != nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("%q: %v, protobuf decodes it (%v)", b, err, &m)
+		}
+		if n != m.GetPartialSuccess().GetRejectedSpans() || msg != m.GetPartialSuccess().GetErrorMessage() {
+			t.Fatalf("%q: %d %q, protobuf %d %q", b, n, msg, m.GetPartialSuccess().GetRejectedSpans(), m.GetPartialSuccess().GetErrorMessage())
+		}
+	})
+}
+
+// TestCollectorTextPrintable: what a collector writes in a refusal or a
+// partial success's message reaches the error (which hrns prints)
+// without control characters: an escape sequence or a newline is
+// written as its Go escape, text that is not UTF-8 as U+FFFD.
+func TestCollectorTextPrintable(t *testing.T) {
+	const hostile = "\x1b]0;owned\x07\x1b[2Jred\nhrns: fake line\r\xff ok"
+	const want = `\x1b]0;owned\a\x1b[2Jred\nhrns: fake line\r` + "\ufffd ok"
+	b, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{PartialSuccess: &coltracepb.ExportTracePartialSuccess{RejectedSpans: 1}})
+	b = protowireString(b, hostile)
+	for _, refuse := range []bool{true, false} {
+		col := newCollector(t)
+		col.answer, col.answerType = string(b), "application/x-protobuf"
+		url := col.srv.URL
+		if refuse {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, hostile)
+			}))
+			defer srv.Close()
+			url = srv.URL
+		}
+		exp, err := NewTraceExporter(Config{Endpoint: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = exp.ExportSpans(t.Context(), spans(t))
+		exp.Shutdown(t.Context())
+		if err == nil || strings.ContainsFunc(err.Error(), unicode.IsControl) || !strings.Contains(err.Error(), want) {
+			t.Errorf("refused %v: error %q, want it with %q and no control character", refuse, err, want)
+		}
+	}
+}
+
+// protowireString appends to an ExportTraceServiceResponse b one more
+// partial_success with the error message msg (merged into the first).
+func protowireString(b []byte, msg string) []byte {
+	inner := binary.AppendUvarint([]byte{0x12}, uint64(len(msg)))
+	inner = append(inner, msg...)
+	b = binary.AppendUvarint(append(b, 0x0a), uint64(len(inner)))
+	return append(b, inner...)
 }

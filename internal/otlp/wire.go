@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 )
 
@@ -133,4 +134,110 @@ func appendPackedVarint(b []byte, field int, vs []uint64) []byte {
 		}
 		return b
 	})
+}
+
+var errMalformed = errors.New("malformed protobuf")
+
+// maxGroupDepth bounds the groups within groups eachField skips.
+const maxGroupDepth = 64
+
+// The wire types of a group's start and end (deprecated; skipped).
+const (
+	wireStartGroup = 3
+	wireEndGroup   = 4
+)
+
+// eachField calls f with each field of the protobuf message b, in order:
+// its number, wire type and value (v for numbers, p for bytes, within b).
+// Groups are skipped. A message that ends within a field is malformed.
+func eachField(b []byte, f func(field, wt int, v uint64, p []byte)) error {
+	_, err := fields(b, 0, 0, f)
+	return err
+}
+
+// fields reads the fields of b as eachField, within the group of number
+// group (0: none) at depth: it returns what follows the group's end.
+func fields(b []byte, group uint64, depth int, f func(field, wt int, v uint64, p []byte)) ([]byte, error) {
+	for len(b) > 0 {
+		tag, n := binary.Uvarint(b)
+		if n <= 0 || tag>>3 == 0 || tag>>3 > 1<<29-1 {
+			return nil, errMalformed
+		}
+		b = b[n:]
+		var v uint64
+		var p []byte
+		switch wt := int(tag & 7); wt {
+		case wireVarint:
+			if v, n = binary.Uvarint(b); n <= 0 {
+				return nil, errMalformed
+			}
+			b = b[n:]
+		case wireFixed64:
+			if len(b) < 8 {
+				return nil, errMalformed
+			}
+			v, b = binary.LittleEndian.Uint64(b), b[8:]
+		case wireFixed32:
+			if len(b) < 4 {
+				return nil, errMalformed
+			}
+			v, b = uint64(binary.LittleEndian.Uint32(b)), b[4:]
+		case wireBytes:
+			l, n := binary.Uvarint(b)
+			if n <= 0 || l > uint64(len(b)-n) {
+				return nil, errMalformed
+			}
+			p, b = b[n:n+int(l)], b[n+int(l):]
+		case wireStartGroup:
+			if depth >= maxGroupDepth {
+				return nil, errMalformed
+			}
+			var err error
+			if b, err = fields(b, tag>>3, depth+1, func(int, int, uint64, []byte) {}); err != nil {
+				return nil, err
+			}
+			continue
+		case wireEndGroup:
+			if tag>>3 != group || group == 0 {
+				return nil, errMalformed
+			}
+			return b, nil
+		default:
+			return nil, errMalformed
+		}
+		if group == 0 {
+			f(int(tag>>3), int(tag&7), v, p)
+		}
+	}
+	if group != 0 {
+		return nil, errMalformed // a group without its end
+	}
+	return b, nil
+}
+
+// partialSuccess reads the partial_success (field 1) of an
+// ExportTraceServiceResponse or an ExportMetricsServiceResponse: the
+// items the collector rejected (its field 1, rejected_spans or
+// rejected_data_points) and its error message (field 2). As protobuf
+// merges a message given more than once, the last of each value wins;
+// fields of other numbers or wire types are skipped.
+func partialSuccess(b []byte) (rejected int64, msg string, err error) {
+	var inner error
+	err = eachField(b, func(field, wt int, _ uint64, p []byte) {
+		if field != 1 || wt != wireBytes || inner != nil {
+			return
+		}
+		inner = eachField(p, func(field, wt int, v uint64, p []byte) {
+			switch {
+			case field == 1 && wt == wireVarint:
+				rejected = int64(v)
+			case field == 2 && wt == wireBytes:
+				msg = string(p)
+			}
+		})
+	})
+	if err == nil {
+		err = inner
+	}
+	return rejected, msg, err
 }

@@ -256,10 +256,6 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		MaxSteps:          o.maxSteps,
 		Workers:           o.workers,
 		MaxActiveSessions: o.maxActive,
-		MaxReadsPerOwner:  o.reads.perKey,
-		MaxReads:          o.reads.total,
-		MaxReadQueue:      o.reads.queue,
-		MaxReadWait:       o.reads.wait,
 		TokenQuota:        tokenQuota,
 		AutoApprove:       o.yes,
 		Logger:            log,
@@ -273,6 +269,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		Workspaces: o.workspaces(),
 		PublicURL:  publicURL,
 	}
+	o.reads.setSession(opts)
 	opts.Skills = serverSkills(cfg, stdio)
 	hookDir, err := o.hookDir()
 	if err != nil {
@@ -359,8 +356,10 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	// holding the shutdown for their whole wait.
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
+	srvOpts := &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch, Profiles: o.profileLimits, LiveFrame: o.liveFrame, LiveDesktopFrame: o.liveDesktopFrame}
+	o.reads.setServer(srvOpts)
 	srv := &http.Server{
-		Handler:           server.New(m, &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch, Profiles: o.profileLimits, LiveFrame: o.liveFrame, LiveDesktopFrame: o.liveDesktopFrame, MaxLongPollsPerKey: o.reads.longPolls}),
+		Handler:           server.New(m, srvOpts),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}

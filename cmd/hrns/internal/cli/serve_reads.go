@@ -4,6 +4,7 @@ import (
 	"flag"
 	"time"
 
+	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
 )
 
@@ -13,9 +14,10 @@ import (
 // long-poll holds a goroutine and a connection), so such a value is a
 // mistake, refused as one.
 const (
-	maxReadsFlag    = 4096
-	maxWaitersFlag  = 1 << 16
-	maxReadWaitFlag = 10 * time.Minute
+	maxReadsFlag        = 4096
+	maxWaitersFlag      = 1 << 16
+	maxTotalWaitersFlag = 1 << 18
+	maxReadWaitFlag     = 10 * time.Minute
 )
 
 // readFlags are hrns serve's bounds of what one key's reads of events
@@ -24,7 +26,9 @@ const (
 // session.Options and server.Options.
 type readFlags struct {
 	perKey, total, queue, longPolls int
-	wait                            time.Duration
+	// queueTotal and longPollsTotal bound the waits of all keys together.
+	queueTotal, longPollsTotal int
+	wait                       time.Duration
 }
 
 func (r *readFlags) register(fs *flag.FlagSet) {
@@ -32,11 +36,24 @@ func (r *readFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&r.total, "max-reads", 0, "reads of events loading at once, all keys together, on each replica; more wait as past --max-reads-per-key (default 16)")
 	fs.IntVar(&r.queue, "max-read-queue-per-key", 0, "reads of events of one API key waiting for a slot, on each replica; one more is 429 with Retry-After and Hrns-Quota: reads (default 1024)")
 	fs.DurationVar(&r.wait, "max-read-wait", 0, "how long a read of events waits in its key's queue; past it the read is 429 with Retry-After and Hrns-Quota: reads (default 30s)")
+	fs.IntVar(&r.queueTotal, "max-read-queue", 0, "reads of events waiting for a slot, all keys together, on each replica; one more is 503 with Retry-After (default 8192, at least --max-read-queue-per-key)")
 	fs.IntVar(&r.longPolls, "max-long-polls-per-key", 0, "long-polls (/changes with wait_for_seconds) and event streams of one API key waiting at once, on each replica; one more is 429 with Retry-After and Hrns-Quota: long-polls (default 1024)")
+	fs.IntVar(&r.longPollsTotal, "max-long-polls", 0, "long-polls and event streams waiting at once, all keys together, on each replica; one more is 503 with Retry-After (default 16384, at least --max-long-polls-per-key)")
 }
 
-// validate refuses negative and absurd bounds, and a per-key bound of
-// reads above the bound of all keys' reads.
+// setSession sets opts' bounds of reads from the flags.
+func (r *readFlags) setSession(opts *session.Options) {
+	opts.MaxReadsPerOwner, opts.MaxReads, opts.MaxReadQueue, opts.MaxReadQueueTotal, opts.MaxReadWait = r.perKey, r.total, r.queue, r.queueTotal, r.wait
+}
+
+// setServer sets opts' bounds of long-polls from the flags.
+func (r *readFlags) setServer(opts *server.Options) {
+	opts.MaxLongPollsPerKey, opts.MaxLongPolls = r.longPolls, r.longPollsTotal
+}
+
+// validate refuses negative and absurd bounds, and a per-key bound above
+// the bound of all keys' together (reads loading, reads waiting,
+// long-polls).
 func (r *readFlags) validate() error {
 	for _, f := range []struct {
 		name   string
@@ -46,6 +63,8 @@ func (r *readFlags) validate() error {
 		{"--max-reads", r.total, maxReadsFlag},
 		{"--max-read-queue-per-key", r.queue, maxWaitersFlag},
 		{"--max-long-polls-per-key", r.longPolls, maxWaitersFlag},
+		{"--max-read-queue", r.queueTotal, maxTotalWaitersFlag},
+		{"--max-long-polls", r.longPollsTotal, maxTotalWaitersFlag},
 	} {
 		if f.v < 0 || f.v > f.max {
 			return usagef("%s %d: want a number from 1 to %d, or 0 for the default", f.name, f.v, f.max)
@@ -57,6 +76,14 @@ func (r *readFlags) validate() error {
 	perKey, total := firstNonZero(r.perKey, session.MaxReadsPerOwner), firstNonZero(r.total, session.MaxReads)
 	if perKey > total {
 		return usagef("--max-reads-per-key %d is more than --max-reads %d, which bounds all keys' reads together: raise --max-reads too", perKey, total)
+	}
+	queue, queueTotal := firstNonZero(r.queue, session.MaxReadQueue), firstNonZero(r.queueTotal, session.MaxReadQueueTotal)
+	if queue > queueTotal {
+		return usagef("--max-read-queue-per-key %d is more than --max-read-queue %d, which bounds all keys' waiting reads together: raise --max-read-queue too", queue, queueTotal)
+	}
+	polls, pollsTotal := firstNonZero(r.longPolls, server.MaxLongPollsPerKey), firstNonZero(r.longPollsTotal, server.MaxLongPolls)
+	if polls > pollsTotal {
+		return usagef("--max-long-polls-per-key %d is more than --max-long-polls %d, which bounds all keys' long-polls together: raise --max-long-polls too", polls, pollsTotal)
 	}
 	return nil
 }

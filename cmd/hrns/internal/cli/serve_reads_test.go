@@ -13,6 +13,7 @@ import (
 
 	"github.com/hrns-dev/hrns/client"
 	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
 )
 
@@ -34,8 +35,19 @@ func TestServeReadFlags(t *testing.T) {
 			readFlags{perKey: 8, total: 32, queue: 100, wait: 5 * time.Second, longPolls: 64}, ""},
 		{"per key up to the default total", []string{"--max-reads-per-key", "16"}, readFlags{perKey: 16}, ""},
 		{"total below the default per key", []string{"--max-reads", "2", "--max-reads-per-key", "1"}, readFlags{perKey: 1, total: 2}, ""},
-		{"largest", []string{"--max-reads-per-key", "4096", "--max-reads", "4096", "--max-read-queue-per-key", "65536", "--max-read-wait", "10m", "--max-long-polls-per-key", "65536"},
-			readFlags{perKey: 4096, total: 4096, queue: 65536, wait: 10 * time.Minute, longPolls: 65536}, ""},
+		{"largest", []string{"--max-reads-per-key", "4096", "--max-reads", "4096", "--max-read-queue-per-key", "65536", "--max-read-wait", "10m", "--max-long-polls-per-key", "65536", "--max-read-queue", "262144", "--max-long-polls", "262144"},
+			readFlags{perKey: 4096, total: 4096, queue: 65536, wait: 10 * time.Minute, longPolls: 65536, queueTotal: 262144, longPollsTotal: 262144}, ""},
+		{"totals", []string{"--max-read-queue", "100", "--max-read-queue-per-key", "10", "--max-long-polls", "50", "--max-long-polls-per-key", "5"},
+			readFlags{queue: 10, queueTotal: 100, longPolls: 5, longPollsTotal: 50}, ""},
+		{"per-key queue up to the default total", []string{"--max-read-queue-per-key", "8192", "--max-long-polls-per-key", "16384"}, readFlags{queue: 8192, longPolls: 16384}, ""},
+		{"negative read queue", []string{"--max-read-queue", "-1"}, readFlags{}, "--max-read-queue -1: want a number from 1 to 262144"},
+		{"negative long-polls in all", []string{"--max-long-polls", "-1"}, readFlags{}, "--max-long-polls -1: want a number from 1 to 262144"},
+		{"absurd read queue", []string{"--max-read-queue", "262145"}, readFlags{}, "--max-read-queue 262145"},
+		{"absurd long-polls in all", []string{"--max-long-polls", "10000000"}, readFlags{}, "--max-long-polls 10000000"},
+		{"per-key queue above the default total", []string{"--max-read-queue-per-key", "8193"}, readFlags{}, "--max-read-queue-per-key 8193 is more than --max-read-queue 8192"},
+		{"per-key queue above a given total", []string{"--max-read-queue", "100"}, readFlags{}, "--max-read-queue-per-key 1024 is more than --max-read-queue 100"},
+		{"per-key long-polls above the default total", []string{"--max-long-polls-per-key", "16385"}, readFlags{}, "--max-long-polls-per-key 16385 is more than --max-long-polls 16384"},
+		{"per-key long-polls above a given total", []string{"--max-long-polls", "10", "--max-long-polls-per-key", "11"}, readFlags{}, "--max-long-polls-per-key 11 is more than --max-long-polls 10"},
 		{"negative reads per key", []string{"--max-reads-per-key", "-1"}, readFlags{}, "--max-reads-per-key -1: want a number from 1 to 4096, or 0 for the default"},
 		{"negative reads", []string{"--max-reads", "-3"}, readFlags{}, "--max-reads -3"},
 		{"negative queue", []string{"--max-read-queue-per-key", "-1"}, readFlags{}, "--max-read-queue-per-key -1"},
@@ -82,6 +94,22 @@ func TestServeReadFlags(t *testing.T) {
 				t.Errorf("hrns serve: exit %d, stderr %q; want %d and %q", code, stderr.String(), ExitUsage, tt.err)
 			}
 		})
+	}
+}
+
+// TestServeReadFlagsSet: the flags reach the session manager's and the
+// server's options, each to its own field.
+func TestServeReadFlagsSet(t *testing.T) {
+	r := readFlags{perKey: 1, total: 2, queue: 3, queueTotal: 4, wait: 5 * time.Second, longPolls: 6, longPollsTotal: 7}
+	var so session.Options
+	r.setSession(&so)
+	if so.MaxReadsPerOwner != 1 || so.MaxReads != 2 || so.MaxReadQueue != 3 || so.MaxReadQueueTotal != 4 || so.MaxReadWait != 5*time.Second {
+		t.Errorf("session options: %+v", so)
+	}
+	var sv server.Options
+	r.setServer(&sv)
+	if sv.MaxLongPollsPerKey != 6 || sv.MaxLongPolls != 7 {
+		t.Errorf("server options: MaxLongPollsPerKey %d, MaxLongPolls %d", sv.MaxLongPollsPerKey, sv.MaxLongPolls)
 	}
 }
 
