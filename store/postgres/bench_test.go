@@ -1,10 +1,15 @@
 package postgres_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/hrns-dev/hrns/store"
 	"github.com/hrns-dev/hrns/store/postgres"
@@ -97,5 +102,78 @@ func BenchmarkWakeUp(b *testing.B) {
 		case <-time.After(10 * time.Second):
 			b.Fatal("no wake-up")
 		}
+	}
+}
+
+// BenchmarkTokenCommitsOneKey measures commits that count tokens, of
+// sessions of one key, from 16 connections at once: conc goroutines,
+// each committing a session of its own. It also reports how many of the
+// store's server processes waited on a lock, on average over samples
+// taken every millisecond (lock-waiting): with the key's count in one row,
+// each commit waited for the one before it to be durable.
+func BenchmarkTokenCommitsOneKey(b *testing.B) {
+	for _, conc := range []int{16, 256} {
+		b.Run(fmt.Sprint("conc=", conc), func(b *testing.B) {
+			dsn := postgrestest.DSN(b) + "&application_name=hrns_bench_tokens"
+			st, err := postgres.Open(b.Context(), dsn, &postgres.Options{MaxConns: 16})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			ctx := b.Context()
+			day := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
+			sessions := make([]*store.Session, conc)
+			for i := range sessions {
+				if sessions[i], _, err = st.CreateSession(ctx, &store.Session{ID: fmt.Sprint("s", i), Owner: "key", Status: "running", State: json.RawMessage(`{}`)}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			watch, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer watch.Close(context.Background())
+			stop := make(chan struct{})
+			sampled := make(chan [2]int, 1)
+			go func() {
+				var samples, waiting int
+				defer func() { sampled <- [2]int{samples, waiting} }()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(time.Millisecond):
+					}
+					var n int
+					if err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'hrns_bench_tokens' AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+						return
+					}
+					samples, waiting = samples+1, waiting+n
+				}
+			}()
+			var next atomic.Int64
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for _, s := range sessions {
+				wg.Go(func() {
+					for next.Add(1) <= int64(b.N) {
+						if err := st.UpdateSession(ctx, s, nil, &store.UpdateOptions{Tokens: &store.TokenCount{Period: "day", Start: day, N: 7}}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			close(stop)
+			got := <-sampled
+			if got[0] > 0 {
+				b.ReportMetric(float64(got[1])/float64(got[0]), "lock-waiting")
+			}
+			if used, err := st.TokensUsed(ctx, "key", "day", day); err != nil || used != 7*int64(b.N) {
+				b.Fatalf("TokensUsed = %d, %v; want %d", used, err, 7*b.N)
+			}
+		})
 	}
 }

@@ -56,3 +56,38 @@ const (
 	ClaimSQL    = claimSQL
 	NextWakeSQL = nextWakeSQL
 )
+
+// UpdateInTx runs UpdateSession's statement in tx, which the caller
+// commits or rolls back, so that a test can hold a commit open. It
+// reports store.ErrConflict when the statement wrote nothing.
+func (s *Store) UpdateInTx(ctx context.Context, tx pgx.Tx, sess *store.Session, o *store.UpdateOptions) error {
+	if o == nil {
+		o = &store.UpdateOptions{}
+	}
+	args, err := s.updateArgs(sess, nil, o, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	rows, err := tx.Query(ctx, statements().update, args...)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if n == 0 {
+		return store.ErrConflict
+	}
+	return nil
+}
+
+// UsageStripes is how many rows the token count of one owner and window
+// is spread over.
+const UsageStripes = usageStripes
+
+// StripeSQL is the expression of a statement's stripe.
+const StripeSQL = stripeSQL

@@ -349,11 +349,12 @@ const (
 		WHERE $25::bigint >= 0
 		ON CONFLICT (session_id, idx) DO UPDATE SET data = EXCLUDED.data
 	),
-	-- The step's tokens ($29 > 0), added to the owner's count.
+	-- The step's tokens ($29 > 0), added to the owner's count: to the
+	-- stripe of this server process (see usageStripes).
 	tq AS (
-		INSERT INTO hrns_token_usage (owner, period, window_start, tokens)
-		SELECT w.owner, $27::text, $28::timestamptz, $29::bigint FROM w WHERE $29::bigint > 0
-		ON CONFLICT (owner, period, window_start) DO UPDATE SET tokens = hrns_token_usage.tokens + excluded.tokens
+		INSERT INTO hrns_token_usage_stripes (owner, period, window_start, stripe, tokens)
+		SELECT w.owner, $27::text, $28::timestamptz, ` + stripeSQL + `, $29::bigint FROM w WHERE $29::bigint > 0
+		ON CONFLICT (owner, period, window_start, stripe) DO UPDATE SET tokens = hrns_token_usage_stripes.tokens + excluded.tokens
 	)
 	SELECT w.base, ` + notifySQL + `, ` + notifyDeliveriesSQL + `, w.claimed, w.lease_until, w.attempts FROM w`
 
