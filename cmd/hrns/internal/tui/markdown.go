@@ -9,10 +9,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/parser"
-	"github.com/yuin/goldmark/text"
-	"github.com/yuin/goldmark/util"
+	"github.com/hrns-dev/hrns/cmd/hrns/internal/goldmark/ast"
+	"github.com/hrns-dev/hrns/cmd/hrns/internal/goldmark/parser"
+	"github.com/hrns-dev/hrns/cmd/hrns/internal/goldmark/text"
+	"github.com/hrns-dev/hrns/cmd/hrns/internal/goldmark/util"
 )
 
 // The chat renders answers with goldmark's CommonMark parser and the small
