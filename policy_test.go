@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,25 +37,31 @@ var allowed = map[string][]string{
 	"internal/gctune":                 {},
 	"internal/rawjson":                {},
 	"internal/otlp":                   {},
-	"cmd/hrns/internal/tui":           {"cmd/hrns/internal/callview", "internal/safetext", "llm", "loop", "loop/compact", "pricing", "tools"},
-	"cmd/hrns/internal/callview":      {"internal/safetext", "tools"},
-	"openai":                          {"llm", "internal/httpapi", "internal/openaimodels", "internal/prefixcache", "internal/sse"},
-	"openai/openaitest":               {"llm"},
-	"anthropic":                       {"llm", "internal/httpapi", "internal/prefixcache", "internal/sse"},
-	"responses":                       {"llm", "internal/httpapi", "internal/openaimodels", "internal/prefixcache", "internal/sse"},
-	"responses/responsestest":         {"llm"},
-	"gemini":                          {"llm", "internal/httpapi", "internal/prefixcache", "internal/sse"},
-	"gemini/geminitest":               {"llm"},
-	"loop":                            {"llm", "loop/compact"},
-	"loop/compact":                    {"llm"},
-	"loop/cmdline":                    {"loop"},
-	"store":                           {},
-	"store/sqlite":                    {"store", "store/internal/wake"},
-	"store/postgres":                  {"store", "store/internal/wake"},
-	"store/postgres/postgrestest":     {},
-	"store/storetest":                 {"store"},
-	"store/internal/wake":             {},
-	"api":                             {},
+	"cmd/hrns/internal/tui":           {"cmd/hrns/internal/callview", "cmd/hrns/internal/goldmark/ast", "cmd/hrns/internal/goldmark/parser", "cmd/hrns/internal/goldmark/text", "cmd/hrns/internal/goldmark/util", "internal/safetext", "llm", "loop", "loop/compact", "pricing", "tools"},
+	// cmd/hrns/internal/goldmark: goldmark v1.8.2's parser, whose regular
+	// expressions and tables are built on first use (its README).
+	"cmd/hrns/internal/goldmark/ast":    {"cmd/hrns/internal/goldmark/text", "cmd/hrns/internal/goldmark/util"},
+	"cmd/hrns/internal/goldmark/parser": {"cmd/hrns/internal/goldmark/ast", "cmd/hrns/internal/goldmark/text", "cmd/hrns/internal/goldmark/util"},
+	"cmd/hrns/internal/goldmark/text":   {"cmd/hrns/internal/goldmark/util"},
+	"cmd/hrns/internal/goldmark/util":   {},
+	"cmd/hrns/internal/callview":        {"internal/safetext", "tools"},
+	"openai":                            {"llm", "internal/httpapi", "internal/openaimodels", "internal/prefixcache", "internal/sse"},
+	"openai/openaitest":                 {"llm"},
+	"anthropic":                         {"llm", "internal/httpapi", "internal/prefixcache", "internal/sse"},
+	"responses":                         {"llm", "internal/httpapi", "internal/openaimodels", "internal/prefixcache", "internal/sse"},
+	"responses/responsestest":           {"llm"},
+	"gemini":                            {"llm", "internal/httpapi", "internal/prefixcache", "internal/sse"},
+	"gemini/geminitest":                 {"llm"},
+	"loop":                              {"llm", "loop/compact"},
+	"loop/compact":                      {"llm"},
+	"loop/cmdline":                      {"loop"},
+	"store":                             {},
+	"store/sqlite":                      {"store", "store/internal/wake"},
+	"store/postgres":                    {"store", "store/internal/wake"},
+	"store/postgres/postgrestest":       {},
+	"store/storetest":                   {"store"},
+	"store/internal/wake":               {},
+	"api":                               {},
 	// The platform's packages stand beside the runtime: each imports
 	// session (and store, api) and none imports another (see
 	// TestLayers); the server and the command wire them together.
@@ -391,5 +398,70 @@ func TestHrnsLinksNoTextTemplate(t *testing.T) {
 		}
 		slices.Reverse(chain)
 		t.Errorf("hrns links %s:\n\t%s", forbidden, strings.Join(chain, "\n\t-> "))
+	}
+}
+
+// cgoWithFallback lists the packages of hrns's graph that use cgo when it
+// is enabled, each of which has a pure-Go version that CGO_ENABLED=0
+// builds: the standard library's name resolution (net) and user lookup
+// (os/user) through the C library's NSS, the cgo runtime itself, and psx
+// (Landlock's all-threads system calls; without cgo it is the runtime's
+// syscall.AllThreadsSyscall).
+var cgoWithFallback = []string{
+	"kernel.org/pub/linux/libs/security/libcap/psx",
+	"net",
+	"os/user",
+	"runtime/cgo",
+}
+
+// TestHrnsNeedsNoCLibrary keeps hrns buildable without a C compiler (go
+// install builds with CGO_ENABLED=0 where there is none) and keeps C
+// libraries out of its start-up: a package that needs cgo adds a library
+// for the dynamic loader to map and relocate in every process (and in the
+// sandbox's helper, which executes the same binary), and fails the install
+// of whoever has no C compiler. The default build links the C library for
+// the packages in cgoWithFallback only, and with CGO_ENABLED=0 every
+// package of the graph still has its files (go list; it does not compile).
+// docs/performance.md says why the build stays the default one rather than
+// static.
+func TestHrnsNeedsNoCLibrary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list over the module: not in -short mode")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the list is Linux's (psx is Landlock's, and other systems' standard library uses cgo elsewhere)")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	list := func(cgo string) string {
+		cmd := exec.Command(goBin, "list", "-e", "-deps", "-f",
+			"{{.ImportPath}}{{if .CgoFiles}} cgo{{end}}{{if .Error}} error: {{.Error}}{{end}}", "./cmd/hrns")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("CGO_ENABLED=%s go list: %v", cgo, err)
+		}
+		if !strings.Contains(string(out), module+"/cmd/hrns") {
+			t.Fatalf("CGO_ENABLED=%s go list did not list %s:\n%s", cgo, module+"/cmd/hrns", out)
+		}
+		return string(out)
+	}
+	var withC []string
+	for line := range strings.Lines(list("1")) {
+		if p, ok := strings.CutSuffix(strings.TrimSpace(line), " cgo"); ok {
+			withC = append(withC, p)
+		}
+	}
+	slices.Sort(withC)
+	if !slices.Equal(withC, cgoWithFallback) {
+		t.Errorf("the packages of hrns that use cgo are %q, want %q: a new one links a C library into every start, and one without a pure-Go version breaks go install without a C compiler", withC, cgoWithFallback)
+	}
+	for line := range strings.Lines(list("0")) {
+		if strings.Contains(line, " cgo") || strings.Contains(line, " error: ") {
+			t.Errorf("with CGO_ENABLED=0: %s", strings.TrimSpace(line))
+		}
 	}
 }

@@ -28,9 +28,11 @@ func schemaFor[In any]() (json.RawMessage, error) {
 	if err := refine(t, s); err != nil {
 		return nil, err
 	}
-	raw, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
+	raw, ok := encodeInferred(s)
+	if !ok {
+		if raw, err = json.Marshal(s); err != nil {
+			return nil, err
+		}
 	}
 	inferredByEncoding.LoadOrStore(string(raw), s)
 	return raw, nil

@@ -9,10 +9,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/parser"
-	"github.com/yuin/goldmark/text"
-	"github.com/yuin/goldmark/util"
+	"github.com/hrns-dev/hrns/cmd/hrns/internal/goldmark/ast"
+	"github.com/hrns-dev/hrns/cmd/hrns/internal/goldmark/parser"
+	"github.com/hrns-dev/hrns/cmd/hrns/internal/goldmark/text"
+	"github.com/hrns-dev/hrns/cmd/hrns/internal/goldmark/util"
 )
 
 // The chat renders answers with goldmark's CommonMark parser and the small
@@ -21,9 +21,12 @@ import (
 // package initialisation (lexers, styles, compiled regular expressions)
 // costs every hrns command about 14 ms and 5.7 MB at start, whether it
 // opens the chat or not (measured for issue 21; `git log -p
-// docs/performance.md` has that round). goldmark's
-// parser package initialises in a fraction of a millisecond, and nothing
-// here is built before the first answer is rendered.
+// docs/performance.md` has that round). The parser is goldmark v1.8.2's,
+// in a copy of its own (cmd/hrns/internal/goldmark) that builds its
+// regular expressions and case-folding table on first use instead of at
+// package initialisation, which every hrns command ran (about a tenth of
+// `hrns run`'s start-up); nothing here is built before the first answer
+// is rendered either.
 //
 // Every piece of text goes through [mdClean] on its way out, so nothing in
 // the Markdown (character references included: `&#27;` is an ESC to a

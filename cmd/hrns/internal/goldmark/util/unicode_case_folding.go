@@ -1,0 +1,29 @@
+package util
+
+import "sync"
+
+//go:generate go run ../_tools unicode-case-folding-map -o ../_tools/unicode-case-folding-map.json
+//go:generate go run ../_tools emb-structs -i ../_tools/unicode-case-folding-map.json -o ./unicode_case_folding.gen.go
+
+// unicodeCaseFoldings is built on first use (hrns: not at init, which every
+// hrns command runs): call caseFoldings.
+var unicodeCaseFoldings map[rune][]rune
+
+var caseFoldingsOnce sync.Once
+
+// caseFoldings returns unicodeCaseFoldings, built on the first call.
+func caseFoldings() map[rune][]rune {
+	caseFoldingsOnce.Do(buildCaseFoldings)
+	return unicodeCaseFoldings
+}
+
+func buildCaseFoldings() {
+	unicodeCaseFoldings = make(map[rune][]rune, _unicodeCaseFoldingLength)
+	cTo := 0
+	for i := range _unicodeCaseFoldingLength {
+		tTo := cTo + int(_unicodeCaseFoldingToIndex[i])
+		to := _unicodeCaseFoldingTo[cTo:tTo]
+		unicodeCaseFoldings[_unicodeCaseFoldingFrom[i]] = to
+		cTo = tTo
+	}
+}
