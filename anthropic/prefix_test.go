@@ -268,3 +268,131 @@ func TestPrefixCacheGoldens(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefixCacheEncodesEachMessageOnce plays agent loops, owned and not,
+// with each cache policy, and checks that each message is rendered and
+// encoded once in the conversation's life, though the last three turns are
+// written at every request (their breakpoints move): a tool result is
+// memoized while it is in the tail, then kept.
+func TestPrefixCacheEncodesEachMessageOnce(t *testing.T) {
+	for _, owned := range []bool{false, true} {
+		for _, policy := range cachePolicies {
+			r := rand.New(rand.NewPCG(7, 7))
+			c := &Client{Model: "m", Cache: policy}
+			conv := new(llm.Conversation)
+			if owned {
+				conv.Own()
+			}
+			msgs := []llm.Message{llm.SystemMessage("s"), llm.UserMessage("task")}
+			encodes := 0
+			for k := range 40 {
+				id := "c" + strconv.Itoa(k)
+				var parts []llm.Part
+				if r.IntN(2) == 0 {
+					parts = append(parts, thinkingPart("thinking", "sig"))
+				}
+				msgs = append(msgs, assistant(append(parts, callPart(id, "f", `{"k":1}`))...), llm.ToolResultMessage(id, strings.Repeat("r", r.IntN(100))))
+				if r.IntN(5) == 0 {
+					msgs = append(msgs, llm.UserMessage("a nudge"))
+				}
+				req := &llm.Request{Messages: msgs, Conversation: conv}
+				checkTurn(t, c, req)
+				// checkTurn encoded it: the request again encodes nothing.
+				var e *turnEncoder
+				if _, _, err := c.encodeRequestWith(req, &e); err != nil {
+					t.Fatal(err)
+				}
+				if e.encodes != 0 {
+					t.Errorf("owned %v, policy %v, turn %d: the same request again encoded %d messages", owned, policy, k, e.encodes)
+				}
+				encodes = len(msgs)
+			}
+			// Count them afresh over a whole run.
+			conv = new(llm.Conversation)
+			if owned {
+				conv.Own()
+			}
+			total := 0
+			for n := 2; n <= len(msgs); n++ {
+				var e *turnEncoder
+				if _, _, err := c.encodeRequestWith(&llm.Request{Messages: msgs[:n], Conversation: conv}, &e); err != nil {
+					t.Fatal(err)
+				}
+				total += e.encodes
+			}
+			if total != encodes {
+				t.Errorf("owned %v, policy %v: %d messages encoded over a run of %d", owned, policy, total, encodes)
+			}
+		}
+	}
+}
+
+// TestPrefixCacheGrownSameAsWhole grows conversations of every kind of
+// message one message at a time, with each cache policy, and checks each
+// request's body against the body encoded whole, and, decoded, that the
+// breakpoints are where the policy puts them: on the last block (thinking
+// aside) of the last turn and of the last user turn before it, and
+// nowhere else among the messages.
+func TestPrefixCacheGrownSameAsWhole(t *testing.T) {
+	for seed := range uint64(40) {
+		ch := prefixtest.RandChooser{R: rand.New(rand.NewPCG(seed, 41))}
+		var all []llm.Message
+		for range 30 {
+			all = append(all, prefixtest.Rich(ch, all))
+		}
+		for _, policy := range cachePolicies {
+			c := &Client{Model: "m", Cache: policy}
+			conv := new(llm.Conversation)
+			conv.Own()
+			for n := range len(all) + 1 {
+				msgs := all[:n]
+				if _, _, err := renderConversation(msgs); err != nil {
+					break // the conversation fails from here on
+				}
+				body := checkTurn(t, c, &llm.Request{Messages: msgs, Conversation: conv})
+				var w struct {
+					Messages []struct {
+						Role    string `json:"role"`
+						Content []struct {
+							Type         string          `json:"type"`
+							CacheControl json.RawMessage `json:"cache_control"`
+						} `json:"content"`
+					} `json:"messages"`
+				}
+				if err := json.Unmarshal(body, &w); err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
+				want := map[[2]int]bool{}
+				markLast := func(i int) {
+					blocks := w.Messages[i].Content
+					for k := len(blocks) - 1; k >= 0; k-- {
+						if typ := blocks[k].Type; typ != typeThinking && typ != typeRedactedThinking {
+							want[[2]int{i, k}] = true
+							return
+						}
+					}
+				}
+				if p := policy; (p == nil || p.Conversation) && len(w.Messages) > 0 {
+					last := len(w.Messages) - 1
+					markLast(last)
+					for i := last - 1; i >= 0; i-- {
+						if w.Messages[i].Role == "user" {
+							markLast(i)
+							break
+						}
+					}
+				}
+				for i, m := range w.Messages {
+					if i > 0 && m.Role == w.Messages[i-1].Role {
+						t.Fatalf("seed %d, %d messages: turns %d and %d are both %s", seed, n, i-1, i, m.Role)
+					}
+					for k, b := range m.Content {
+						if got := b.CacheControl != nil; got != want[[2]int{i, k}] {
+							t.Fatalf("seed %d, policy %v, %d messages: block %d of turn %d has a breakpoint %v, want %v:\n%s", seed, policy, n, k, i, got, !got, body)
+						}
+					}
+				}
+			}
+		}
+	}
+}

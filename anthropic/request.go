@@ -151,6 +151,12 @@ func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
 // never written again) and only the messages since, and the last turns
 // (see [turnEncoder]), are encoded; the bytes are the same either way.
 func (c *Client) encodeRequest(req *llm.Request) ([][]byte, string, error) {
+	return c.encodeRequestWith(req, nil)
+}
+
+// encodeRequestWith is encodeRequest, which sets *enc, when enc is not nil,
+// to the [turnEncoder] of the request's conversation (for tests).
+func (c *Client) encodeRequestWith(req *llm.Request, enc **turnEncoder) ([][]byte, string, error) {
 	var cache *prefixcache.Cache
 	if req != nil {
 		cache = prefixcache.For(req.Conversation, prefixKey{})
@@ -161,8 +167,13 @@ func (c *Client) encodeRequest(req *llm.Request) ([][]byte, string, error) {
 		if cache == nil {
 			return renderConversation(msgs)
 		}
-		e := newTurnEncoder(msgs, cc, cache)
-		var err error
+		e, err := newTurnEncoder(msgs, cc, cache)
+		if err != nil {
+			return nil, nil, err
+		}
+		if enc != nil {
+			*enc = e
+		}
 		prefix, rest, err = cache.Encode(msgs, e)
 		return e.system, []wireMessage{}, err
 	})
