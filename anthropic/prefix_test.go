@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hrns-dev/hrns/internal/prefixcache"
@@ -395,4 +396,42 @@ func TestPrefixCacheGrownSameAsWhole(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPrefixCacheConcurrentRequests encodes the requests of one
+// conversation from two goroutines at once (run with -race): the cache
+// and its memo are only touched under the cache's lock, and every body is
+// the body encoded from scratch.
+func TestPrefixCacheConcurrentRequests(t *testing.T) {
+	c := &Client{Model: "m"}
+	conv := new(llm.Conversation)
+	msgs := []llm.Message{llm.SystemMessage("s"), llm.UserMessage("task")}
+	var reqs []*llm.Request
+	for k := range 30 {
+		id := "c" + strconv.Itoa(k)
+		msgs = append(msgs, assistant(callPart(id, "f", `{}`)), llm.ToolResultMessage(id, "r"+strconv.Itoa(k)))
+		reqs = append(reqs, &llm.Request{Messages: msgs, Conversation: conv})
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, req := range reqs {
+				scratch := *req
+				scratch.Conversation = nil
+				want, err := c.marshalRequest(&scratch)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got, err := c.marshalRequest(req)
+				if err != nil || !bytes.Equal(got, want) {
+					t.Errorf("body with the conversation (%v):\n%s\nwithout:\n%s", err, got, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -63,7 +63,7 @@ func For(conv *llm.Conversation, key any) *Cache {
 // messages and their copies, as [Cache.Size] counts them (the spare
 // capacity of its arrays aside). A message that does not fit is encoded at
 // every request, and so are the messages after it.
-func New(limit int) *Cache { return &Cache{limit: limit} }
+func New(limit int) *Cache { return &Cache{limit: limit, memo: Memo{limit: limit}} }
 
 // A Cache keeps the encoded JSON of the messages a conversation has sent.
 //
@@ -286,10 +286,7 @@ func (p *Cache) Aside() *Aside { return &p.aside }
 // Memo returns where a [Lookahead] encoder of p memoizes what it made of
 // the messages of its tail (see [Memo]). Use it only in the methods of an
 // Encoder of p, which [Cache.Encode] calls with p locked.
-func (p *Cache) Memo() *Memo {
-	p.memo.limit = p.limit
-	return &p.memo
-}
+func (p *Cache) Memo() *Memo { return &p.memo }
 
 // Memo keeps, across the requests of a conversation, what a [Lookahead]
 // encoder made of single messages, by message index, for the messages of
