@@ -130,12 +130,21 @@ func (e *turnEncoder) encodeMessage(i int, m *llm.Message) (*encoded, error) {
 	out := &encoded{role: r.role, system: r.system}
 	if len(r.blocks) > 0 {
 		out.blocks = make([]encodedBlock, len(r.blocks))
+		n := 0
+		for k := range r.blocks {
+			n += blockSize(&r.blocks[k])
+		}
+		out.json = make([]byte, 0, n)
 	}
 	for k := range r.blocks {
 		b := &r.blocks[k]
-		var err error
-		if out.json, err = e.app.Append(out.json, true, b); err != nil {
-			return nil, fmt.Errorf("anthropic: encoding request: %w", err)
+		var ok bool
+		if out.json, ok = appendBlock(out.json, b); !ok {
+			// encoding/json's error, word for word.
+			var err error
+			if out.json, err = e.app.Append(out.json, true, b); err != nil {
+				return nil, fmt.Errorf("anthropic: encoding request: %w", err)
+			}
 		}
 		kind := kindOther
 		switch b.Type {
