@@ -435,3 +435,88 @@ func TestPrefixCacheConcurrentRequests(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// toolsPiece returns the piece of a body that is the kept tools field, nil
+// for none.
+func toolsPiece(pieces [][]byte) []byte {
+	for _, p := range pieces {
+		if bytes.HasPrefix(p, []byte(`,"tools":`)) {
+			return p
+		}
+	}
+	return nil
+}
+
+// TestToolsCacheSameBytes changes a conversation's tools and what else
+// renders them between turns (a schema rewritten in place, a description,
+// a tool added, a computer tool, the model, the breakpoint's TTL or none,
+// extra fields) and checks every body against the body encoded without the
+// conversation, and that a turn whose tools render as the last's reuses
+// the field encoded then.
+func TestToolsCacheSameBytes(t *testing.T) {
+	c := &Client{Model: "claude-sonnet-4-5"}
+	conv := new(llm.Conversation)
+	conv.Own()
+	schema := []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`)
+	tools := []llm.ToolSpec{{Name: "read", Description: "reads", InputSchema: schema}}
+	msgs := []llm.Message{llm.SystemMessage("s"), llm.UserMessage("hi")}
+	var last []byte
+	turn := func(req llm.Request, reused bool) {
+		t.Helper()
+		msgs = append(msgs, assistant(llm.TextPart("ok")), llm.UserMessage("more"))
+		req.Messages, req.Conversation = msgs, conv
+		checkTurn(t, c, &req)
+		pieces, _, err := c.encodeRequest(&req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		field := toolsPiece(pieces)
+		if len(req.Extra) == 0 && field == nil {
+			t.Fatalf("no kept tools field among the pieces")
+		}
+		if got := field != nil && last != nil && &field[0] == &last[0]; got != reused {
+			t.Fatalf("tools field reused %v, want %v", got, reused)
+		}
+		last = field
+	}
+	turn(llm.Request{Tools: tools}, false)
+	turn(llm.Request{Tools: tools}, true)
+	turn(llm.Request{Tools: tools}, true)
+	copy(schema[len(`{"type":"object","properties":{"`):], "b") // in place, same length
+	turn(llm.Request{Tools: tools}, false)
+	tools[0].Description = "reads a file"
+	turn(llm.Request{Tools: tools}, false)
+	turn(llm.Request{Tools: tools, Cache: &llm.CacheHint{Long: true}}, false)
+	turn(llm.Request{Tools: tools, Cache: &llm.CacheHint{Long: true}}, true)
+	turn(llm.Request{Tools: tools, Cache: &llm.CacheHint{Off: true}}, false)
+	turn(llm.Request{Tools: tools}, false)
+	tools = append(tools, llm.ToolSpec{Name: "computer", Computer: &llm.ComputerSpec{Width: 800, Height: 600}})
+	turn(llm.Request{Tools: tools}, false)
+	turn(llm.Request{Tools: tools}, true)
+	turn(llm.Request{Tools: tools, Model: "claude-opus-4-5"}, false)
+	turn(llm.Request{Tools: tools, Model: "claude-opus-4-5", ToolChoice: llm.ToolChoice{Mode: llm.ToolChoiceRequired}}, true)
+	tools[1].Computer.Width = 1024 // in place
+	turn(llm.Request{Tools: tools, Model: "claude-opus-4-5"}, false)
+	turn(llm.Request{Tools: tools, Model: "claude-3-opus-20240229"}, false)
+	last = nil
+	turn(llm.Request{Tools: tools, Extra: map[string]json.RawMessage{"metadata": json.RawMessage(`{"user_id":"u"}`)}}, false)
+	turn(llm.Request{Tools: tools[:1]}, false)
+	turn(llm.Request{Tools: []llm.ToolSpec{{Name: "a\x00<b>", Description: "\u2028", InputSchema: json.RawMessage(" { } ")}}}, false)
+	turn(llm.Request{Tools: []llm.ToolSpec{{Name: "a\x00<b>", Description: "\u2028", InputSchema: json.RawMessage(" { } ")}}}, true)
+	// A tool named as the placeholder's is encoded as itself.
+	turn(llm.Request{Tools: []llm.ToolSpec{{Name: "\x00"}}}, false)
+	turn(llm.Request{Tools: []llm.ToolSpec{{Name: "\x00"}}}, true)
+}
+
+// TestPlaceholderTools checks that the placeholder of kept tools encodes
+// as placeholderField.
+func TestPlaceholderTools(t *testing.T) {
+	w := messagesRequest{Model: "m", Messages: []wireMessage{}, Tools: placeholderTools}
+	body, err := prefixcache.Body("anthropic", &w, nil, "", nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body[0], append([]byte(`"messages":[]`), placeholderField...)) {
+		t.Fatalf("placeholder tools encode as %s, not %s after the messages", body[0], placeholderField)
+	}
+}
