@@ -128,11 +128,14 @@ func appendCompact(dst, src []byte) []byte {
 }
 
 // blockSize is about the bytes appendBlock appends for b, for the room a
-// message's encoding is given at once.
+// message's encoding is given at once: the field names and punctuation of
+// a block that has the fields it holds, its strings and a sixteenth more
+// for their escapes. A block past it is encoded all the same, with a
+// larger array.
 func blockSize(b *block) int {
-	n := 96 + len(b.Text) + len(b.Title) + len(b.ID) + len(b.Name) + len(b.Input) + len(b.ToolUseID) + len(b.Signature) + len(b.Data)
+	n := 48 + len(b.Text) + len(b.Title) + len(b.ID) + len(b.Name) + len(b.Input) + len(b.ToolUseID) + len(b.Signature) + len(b.Data)
 	if s := b.Source; s != nil {
-		n += 48 + len(s.MediaType) + len(s.Data) + len(s.URL)
+		n += 40 + len(s.MediaType) + len(s.Data) + len(s.URL)
 	}
 	if b.Thinking != nil {
 		n += len(*b.Thinking)

@@ -211,7 +211,9 @@ func (c *Client) encodeRequestWith(req *llm.Request, enc **turnEncoder) ([][]byt
 	if !bytes.HasPrefix(tail, []byte("]")) || !bytes.HasPrefix(tail[1:], placeholderField) {
 		return nil, "", errors.New("anthropic: encoding request: no tools field") // cannot happen
 	}
-	return append(pieces[:len(pieces)-1], tail[:1], tools, tail[1+len(placeholderField):]), w.beta, nil
+	out := make([][]byte, 0, len(pieces)+2)
+	out = append(out, pieces[:len(pieces)-1]...)
+	return append(out, tail[:1], tools, tail[1+len(placeholderField):]), w.beta, nil
 }
 
 // toolsKey is the key of a conversation's [prefixcache.Tools] in its
