@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hrns-dev/hrns/internal/prefixcache"
@@ -266,5 +267,256 @@ func TestPrefixCacheGoldens(t *testing.T) {
 			}
 			checkGolden(t, name, body)
 		})
+	}
+}
+
+// TestPrefixCacheEncodesEachMessageOnce plays agent loops, owned and not,
+// with each cache policy, and checks that each message is rendered and
+// encoded once in the conversation's life, though the last three turns are
+// written at every request (their breakpoints move): a tool result is
+// memoized while it is in the tail, then kept.
+func TestPrefixCacheEncodesEachMessageOnce(t *testing.T) {
+	for _, owned := range []bool{false, true} {
+		for _, policy := range cachePolicies {
+			r := rand.New(rand.NewPCG(7, 7))
+			c := &Client{Model: "m", Cache: policy}
+			conv := new(llm.Conversation)
+			if owned {
+				conv.Own()
+			}
+			msgs := []llm.Message{llm.SystemMessage("s"), llm.UserMessage("task")}
+			encodes := 0
+			for k := range 40 {
+				id := "c" + strconv.Itoa(k)
+				var parts []llm.Part
+				if r.IntN(2) == 0 {
+					parts = append(parts, thinkingPart("thinking", "sig"))
+				}
+				msgs = append(msgs, assistant(append(parts, callPart(id, "f", `{"k":1}`))...), llm.ToolResultMessage(id, strings.Repeat("r", r.IntN(100))))
+				if r.IntN(5) == 0 {
+					msgs = append(msgs, llm.UserMessage("a nudge"))
+				}
+				req := &llm.Request{Messages: msgs, Conversation: conv}
+				checkTurn(t, c, req)
+				// checkTurn encoded it: the request again encodes nothing.
+				var e *turnEncoder
+				if _, _, err := c.encodeRequestWith(req, &e); err != nil {
+					t.Fatal(err)
+				}
+				if e.encodes != 0 {
+					t.Errorf("owned %v, policy %v, turn %d: the same request again encoded %d messages", owned, policy, k, e.encodes)
+				}
+				encodes = len(msgs)
+			}
+			// Count them afresh over a whole run.
+			conv = new(llm.Conversation)
+			if owned {
+				conv.Own()
+			}
+			total := 0
+			for n := 2; n <= len(msgs); n++ {
+				var e *turnEncoder
+				if _, _, err := c.encodeRequestWith(&llm.Request{Messages: msgs[:n], Conversation: conv}, &e); err != nil {
+					t.Fatal(err)
+				}
+				total += e.encodes
+			}
+			if total != encodes {
+				t.Errorf("owned %v, policy %v: %d messages encoded over a run of %d", owned, policy, total, encodes)
+			}
+		}
+	}
+}
+
+// TestPrefixCacheGrownSameAsWhole grows conversations of every kind of
+// message one message at a time, with each cache policy, and checks each
+// request's body against the body encoded whole, and, decoded, that the
+// breakpoints are where the policy puts them: on the last block (thinking
+// aside) of the last turn and of the last user turn before it, and
+// nowhere else among the messages.
+func TestPrefixCacheGrownSameAsWhole(t *testing.T) {
+	for seed := range uint64(40) {
+		ch := prefixtest.RandChooser{R: rand.New(rand.NewPCG(seed, 41))}
+		var all []llm.Message
+		for range 30 {
+			all = append(all, prefixtest.Rich(ch, all))
+		}
+		for _, policy := range cachePolicies {
+			c := &Client{Model: "m", Cache: policy}
+			conv := new(llm.Conversation)
+			conv.Own()
+			for n := range len(all) + 1 {
+				msgs := all[:n]
+				if _, _, err := renderConversation(msgs); err != nil {
+					break // the conversation fails from here on
+				}
+				body := checkTurn(t, c, &llm.Request{Messages: msgs, Conversation: conv})
+				var w struct {
+					Messages []struct {
+						Role    string `json:"role"`
+						Content []struct {
+							Type         string          `json:"type"`
+							CacheControl json.RawMessage `json:"cache_control"`
+						} `json:"content"`
+					} `json:"messages"`
+				}
+				if err := json.Unmarshal(body, &w); err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
+				want := map[[2]int]bool{}
+				markLast := func(i int) {
+					blocks := w.Messages[i].Content
+					for k := len(blocks) - 1; k >= 0; k-- {
+						if typ := blocks[k].Type; typ != typeThinking && typ != typeRedactedThinking {
+							want[[2]int{i, k}] = true
+							return
+						}
+					}
+				}
+				if p := policy; (p == nil || p.Conversation) && len(w.Messages) > 0 {
+					last := len(w.Messages) - 1
+					markLast(last)
+					for i := last - 1; i >= 0; i-- {
+						if w.Messages[i].Role == "user" {
+							markLast(i)
+							break
+						}
+					}
+				}
+				for i, m := range w.Messages {
+					if i > 0 && m.Role == w.Messages[i-1].Role {
+						t.Fatalf("seed %d, %d messages: turns %d and %d are both %s", seed, n, i-1, i, m.Role)
+					}
+					for k, b := range m.Content {
+						if got := b.CacheControl != nil; got != want[[2]int{i, k}] {
+							t.Fatalf("seed %d, policy %v, %d messages: block %d of turn %d has a breakpoint %v, want %v:\n%s", seed, policy, n, k, i, got, !got, body)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPrefixCacheConcurrentRequests encodes the requests of one
+// conversation from two goroutines at once (run with -race): the cache
+// and its memo are only touched under the cache's lock, and every body is
+// the body encoded from scratch.
+func TestPrefixCacheConcurrentRequests(t *testing.T) {
+	c := &Client{Model: "m"}
+	conv := new(llm.Conversation)
+	msgs := []llm.Message{llm.SystemMessage("s"), llm.UserMessage("task")}
+	var reqs []*llm.Request
+	for k := range 30 {
+		id := "c" + strconv.Itoa(k)
+		msgs = append(msgs, assistant(callPart(id, "f", `{}`)), llm.ToolResultMessage(id, "r"+strconv.Itoa(k)))
+		reqs = append(reqs, &llm.Request{Messages: msgs, Conversation: conv})
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, req := range reqs {
+				scratch := *req
+				scratch.Conversation = nil
+				want, err := c.marshalRequest(&scratch)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got, err := c.marshalRequest(req)
+				if err != nil || !bytes.Equal(got, want) {
+					t.Errorf("body with the conversation (%v):\n%s\nwithout:\n%s", err, got, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// toolsPiece returns the piece of a body that is the kept tools field, nil
+// for none.
+func toolsPiece(pieces [][]byte) []byte {
+	for _, p := range pieces {
+		if bytes.HasPrefix(p, []byte(`,"tools":`)) {
+			return p
+		}
+	}
+	return nil
+}
+
+// TestToolsCacheSameBytes changes a conversation's tools and what else
+// renders them between turns (a schema rewritten in place, a description,
+// a tool added, a computer tool, the model, the breakpoint's TTL or none,
+// extra fields) and checks every body against the body encoded without the
+// conversation, and that a turn whose tools render as the last's reuses
+// the field encoded then.
+func TestToolsCacheSameBytes(t *testing.T) {
+	c := &Client{Model: "claude-sonnet-4-5"}
+	conv := new(llm.Conversation)
+	conv.Own()
+	schema := []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`)
+	tools := []llm.ToolSpec{{Name: "read", Description: "reads", InputSchema: schema}}
+	msgs := []llm.Message{llm.SystemMessage("s"), llm.UserMessage("hi")}
+	var last []byte
+	turn := func(req llm.Request, reused bool) {
+		t.Helper()
+		msgs = append(msgs, assistant(llm.TextPart("ok")), llm.UserMessage("more"))
+		req.Messages, req.Conversation = msgs, conv
+		checkTurn(t, c, &req)
+		pieces, _, err := c.encodeRequest(&req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		field := toolsPiece(pieces)
+		if len(req.Extra) == 0 && field == nil {
+			t.Fatalf("no kept tools field among the pieces")
+		}
+		if got := field != nil && last != nil && &field[0] == &last[0]; got != reused {
+			t.Fatalf("tools field reused %v, want %v", got, reused)
+		}
+		last = field
+	}
+	turn(llm.Request{Tools: tools}, false)
+	turn(llm.Request{Tools: tools}, true)
+	turn(llm.Request{Tools: tools}, true)
+	copy(schema[len(`{"type":"object","properties":{"`):], "b") // in place, same length
+	turn(llm.Request{Tools: tools}, false)
+	tools[0].Description = "reads a file"
+	turn(llm.Request{Tools: tools}, false)
+	turn(llm.Request{Tools: tools, Cache: &llm.CacheHint{Long: true}}, false)
+	turn(llm.Request{Tools: tools, Cache: &llm.CacheHint{Long: true}}, true)
+	turn(llm.Request{Tools: tools, Cache: &llm.CacheHint{Off: true}}, false)
+	turn(llm.Request{Tools: tools}, false)
+	tools = append(tools, llm.ToolSpec{Name: "computer", Computer: &llm.ComputerSpec{Width: 800, Height: 600}})
+	turn(llm.Request{Tools: tools}, false)
+	turn(llm.Request{Tools: tools}, true)
+	turn(llm.Request{Tools: tools, Model: "claude-opus-4-5"}, false)
+	turn(llm.Request{Tools: tools, Model: "claude-opus-4-5", ToolChoice: llm.ToolChoice{Mode: llm.ToolChoiceRequired}}, true)
+	tools[1].Computer.Width = 1024 // in place
+	turn(llm.Request{Tools: tools, Model: "claude-opus-4-5"}, false)
+	turn(llm.Request{Tools: tools, Model: "claude-3-opus-20240229"}, false)
+	last = nil
+	turn(llm.Request{Tools: tools, Extra: map[string]json.RawMessage{"metadata": json.RawMessage(`{"user_id":"u"}`)}}, false)
+	turn(llm.Request{Tools: tools[:1]}, false)
+	turn(llm.Request{Tools: []llm.ToolSpec{{Name: "a\x00<b>", Description: "\u2028", InputSchema: json.RawMessage(" { } ")}}}, false)
+	turn(llm.Request{Tools: []llm.ToolSpec{{Name: "a\x00<b>", Description: "\u2028", InputSchema: json.RawMessage(" { } ")}}}, true)
+	// A tool named as the placeholder's is encoded as itself.
+	turn(llm.Request{Tools: []llm.ToolSpec{{Name: "\x00"}}}, false)
+	turn(llm.Request{Tools: []llm.ToolSpec{{Name: "\x00"}}}, true)
+}
+
+// TestPlaceholderTools checks that the placeholder of kept tools encodes
+// as placeholderField.
+func TestPlaceholderTools(t *testing.T) {
+	w := messagesRequest{Model: "m", Messages: []wireMessage{}, Tools: placeholderTools}
+	body, err := prefixcache.Body("anthropic", &w, nil, "", nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body[0], append([]byte(`"messages":[]`), placeholderField...)) {
+		t.Fatalf("placeholder tools encode as %s, not %s after the messages", body[0], placeholderField)
 	}
 }

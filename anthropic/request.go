@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -151,32 +152,122 @@ func (c *Client) marshalRequest(req *llm.Request) ([]byte, error) {
 // never written again) and only the messages since, and the last turns
 // (see [turnEncoder]), are encoded; the bytes are the same either way.
 func (c *Client) encodeRequest(req *llm.Request) ([][]byte, string, error) {
+	return c.encodeRequestWith(req, nil)
+}
+
+// encodeRequestWith is encodeRequest, which sets *enc, when enc is not nil,
+// to the [turnEncoder] of the request's conversation (for tests).
+func (c *Client) encodeRequestWith(req *llm.Request, enc **turnEncoder) ([][]byte, string, error) {
 	var cache *prefixcache.Cache
 	if req != nil {
 		cache = prefixcache.For(req.Conversation, prefixKey{})
 	}
 	var prefix [][]byte
 	var rest []byte
-	w, err := c.buildRequest(req, func(msgs []llm.Message, cc *cacheControl) ([]block, []wireMessage, error) {
+	var keep *toolsKeep
+	if cache != nil && len(req.Tools) > 0 && len(req.Extra) == 0 {
+		// The same tools as the conversation's last request (the loop
+		// sends the same every turn) were rendered and checked then:
+		// they are neither rendered nor checked again.
+		keep = &toolsKeep{tc: prefixcache.ToolsOf(req.Conversation, toolsKey{})}
+	}
+	w, err := c.buildRequest(req, keep, func(msgs []llm.Message, cc *cacheControl) ([]block, []wireMessage, error) {
 		if cache == nil {
 			return renderConversation(msgs)
 		}
-		e := newTurnEncoder(msgs, cc, cache)
-		var err error
+		e, err := newTurnEncoder(msgs, cc, cache)
+		if err != nil {
+			return nil, nil, err
+		}
+		if enc != nil {
+			*enc = e
+		}
 		prefix, rest, err = cache.Encode(msgs, e)
 		return e.system, []wireMessage{}, err
 	})
 	if err != nil {
 		return nil, "", err
 	}
+	var tools []byte // the "tools" field, from the conversation
+	if keep != nil {
+		tools = keep.field
+		if tools == nil && len(w.Tools) > 0 {
+			if tools, err = keep.tc.Encode(providerName, req.Tools, keep.extra, w.Tools); err != nil {
+				return nil, "", err
+			}
+		}
+		if tools != nil {
+			w.Tools = placeholderTools // replaced below by the kept field
+		}
+	}
 	pieces, err := prefixcache.Body("anthropic", w, cache, `"messages":[]`, prefix, rest, req.Extra)
-	return pieces, w.beta, err
+	if err != nil || tools == nil {
+		return pieces, w.beta, err
+	}
+	// Without extra fields the last piece is the body from the list's
+	// closing bracket on, which the tools field follows: the placeholder
+	// is where it goes.
+	tail := pieces[len(pieces)-1]
+	if !bytes.HasPrefix(tail, []byte("]")) || !bytes.HasPrefix(tail[1:], placeholderField) {
+		return nil, "", errors.New("anthropic: encoding request: no tools field") // cannot happen
+	}
+	out := make([][]byte, 0, len(pieces)+2)
+	out = append(out, pieces[:len(pieces)-1]...)
+	return append(out, tail[:1], tools, tail[1+len(placeholderField):]), w.beta, nil
+}
+
+// toolsKey is the key of a conversation's [prefixcache.Tools] in its
+// [llm.Conversation].
+type toolsKey struct{}
+
+// toolsKeep is a conversation's kept "tools" field for buildRequest: it
+// sets extra, what the field is rendered from besides the specs (the
+// model, which picks a computer tool's version, and the tools'
+// breakpoint), and field, the kept field when the request's tools render
+// as it, in which case it renders none.
+type toolsKeep struct {
+	tc    *prefixcache.Tools
+	extra string
+	field []byte
+}
+
+// toolsExtra is what a tools field is rendered from besides the specs:
+// the model and the tools' breakpoint, if any.
+func toolsExtra(model string, p CachePolicy) string {
+	if !p.Tools {
+		return "-" + model
+	}
+	return strconv.Itoa(len(p.TTL)) + ":" + p.TTL + model
+}
+
+// placeholderTools holds the place of kept tools in a request's wire form,
+// encoded as placeholderField, which rendered tools never are (a tool
+// with a control character for its name, and nothing else).
+var (
+	placeholderTools = []wireTool{{Name: "\x00"}}
+	placeholderField = []byte(`,"tools":[{"name":"\u0000"}]`)
+)
+
+// computerBeta returns the anthropic-beta flag of tools for model, as
+// [renderTools] does, without rendering them.
+func computerBeta(tools []llm.ToolSpec, model string) string {
+	for i := range tools {
+		if tools[i].Computer != nil && tools[i].Name == "computer" {
+			_, beta := ComputerTool(model)
+			return beta
+		}
+	}
+	return ""
 }
 
 // buildRequest translates req into its wire form; conversation renders its
 // messages as the system blocks and the turns, the turns' breakpoint being
 // cc (nil for none).
-func (c *Client) buildRequest(req *llm.Request, conversation func(msgs []llm.Message, cc *cacheControl) ([]block, []wireMessage, error)) (*messagesRequest, error) {
+//
+// keep, if not nil, is the conversation's kept tools field: when the
+// request's tools render as it, they are not rendered (w.Tools stays nil)
+// and keep.field is set; the tool choice that goes with tools is.
+func (c *Client) buildRequest(req *llm.Request, keep *toolsKeep, conversation func(msgs []llm.Message, cc *cacheControl) ([]block, []wireMessage, error)) (*messagesRequest, error) {
 	if req == nil {
 		return nil, errNilRequest
 	}
@@ -234,11 +325,18 @@ func (c *Client) buildRequest(req *llm.Request, conversation func(msgs []llm.Mes
 	if w.System, w.Messages, err = conversation(req.Messages, cc); err != nil {
 		return nil, err
 	}
-	if w.Tools, w.beta, err = renderTools(req.Tools, w.Model); err != nil {
+	if keep != nil {
+		keep.extra = toolsExtra(w.Model, policy)
+		keep.field = keep.tc.Kept(req.Tools, keep.extra)
+	}
+	kept := keep != nil && keep.field != nil
+	if kept {
+		w.beta = computerBeta(req.Tools, w.Model)
+	} else if w.Tools, w.beta, err = renderTools(req.Tools, w.Model); err != nil {
 		return nil, err
 	}
 	// The API rejects tool_choice without tools.
-	if len(w.Tools) > 0 {
+	if kept || len(w.Tools) > 0 {
 		if w.ToolChoice, err = renderToolChoice(req.ToolChoice, req.ParallelToolCalls); err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -76,16 +77,26 @@ func (m *turnModel) Stream(_ context.Context, req *llm.Request) iter.Seq2[llm.Ch
 // "responses-encode", "anthropic-encode" and "gemini-encode" are the same
 // with the Responses API's, Anthropic's (its default caching: breakpoints on
 // the system prompt, the tools and the last turns) and Gemini's clients.
+//
+// Each also reports the collector's share (see [heapMeter]): its cycles per
+// thousand turns, and the live heap a run keeps (its requests and its
+// conversation, or the loop's transcript), which each cycle marks, so that
+// what a turn pays the collector grows with the conversation even when its
+// own work does not. The setup's garbage is collected before the runs
+// (settle), which do not pay for it.
 func BenchmarkLongRun(b *testing.B) {
 	for _, n := range longTurns {
 		b.Run(fmt.Sprintf("turns=%d/loop", n), func(b *testing.B) {
+			g := startHeap()
 			agent := loop.NewAgent(&turnModel{turns: n}, loop.MustToolset(readTool()), &loop.Options{MaxTurns: n + 1})
 			msgs := []llm.Message{llm.SystemMessage(task.System), llm.UserMessage(task.Prompt)}
 			ctx := context.Background()
+			g.settle()
 			m := startMeter(b)
+			var res *loop.Result
 			for b.Loop() {
-				res, err := agent.Run(ctx, msgs)
-				if err != nil {
+				var err error
+				if res, err = agent.Run(ctx, msgs); err != nil {
 					b.Fatal(err)
 				}
 				if got := len(res.Messages); got < 2*n {
@@ -93,15 +104,20 @@ func BenchmarkLongRun(b *testing.B) {
 				}
 			}
 			m.report(n, "turn")
+			g.report(b, n, "turn")
+			runtime.KeepAlive(res)
 		})
 		b.Run(fmt.Sprintf("turns=%d/openai-encode", n), func(b *testing.B) {
+			g := startHeap()
 			c := &openai.Client{BaseURL: "http://127.0.0.1:1/v1", Model: "bench-model"}
 			tool := readTool()
 			reqs := longRequests(n, llm.ToolSpec{Name: tool.Name, Description: tool.Description, InputSchema: tool.InputSchema})
 			ctx := context.Background()
+			g.settle()
 			m := startMeter(b)
+			var conv *llm.Conversation
 			for b.Loop() {
-				conv := new(llm.Conversation) // one per run, owned, as the loop makes
+				conv = new(llm.Conversation) // one per run, owned, as the loop makes
 				conv.Own()
 				for _, req := range reqs {
 					req.Conversation = conv
@@ -109,6 +125,9 @@ func BenchmarkLongRun(b *testing.B) {
 				}
 			}
 			m.report(n, "turn")
+			g.report(b, n, "turn")
+			runtime.KeepAlive(conv)
+			runtime.KeepAlive(reqs)
 		})
 		for _, p := range []struct {
 			name  string
@@ -119,12 +138,15 @@ func BenchmarkLongRun(b *testing.B) {
 			{"gemini-encode", &gemini.Client{BaseURL: "http://127.0.0.1:1", Model: "bench-model"}},
 		} {
 			b.Run(fmt.Sprintf("turns=%d/%s", n, p.name), func(b *testing.B) {
+				g := startHeap()
 				tool := readTool()
 				reqs := longRequests(n, llm.ToolSpec{Name: tool.Name, Description: tool.Description, InputSchema: tool.InputSchema})
 				ctx := context.Background()
+				g.settle()
 				m := startMeter(b)
+				var conv *llm.Conversation
 				for b.Loop() {
-					conv := new(llm.Conversation)
+					conv = new(llm.Conversation)
 					conv.Own()
 					for _, req := range reqs {
 						req.Conversation = conv
@@ -132,6 +154,9 @@ func BenchmarkLongRun(b *testing.B) {
 					}
 				}
 				m.report(n, "turn")
+				g.report(b, n, "turn")
+				runtime.KeepAlive(conv)
+				runtime.KeepAlive(reqs)
 			})
 		}
 	}

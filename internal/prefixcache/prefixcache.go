@@ -23,7 +23,9 @@
 // into one element and mark the last ones with cache breakpoints) says so
 // ([Lookahead]): how far each message's encoding read, and where the tail
 // begins whose encoding depends on where the conversation ends, which is
-// encoded at every request and never kept.
+// written at every request and never kept; what it made of each message of
+// the tail it may memoize ([Memo]), so that a message is encoded once
+// however many requests it stays in the tail for.
 package prefixcache
 
 import (
@@ -38,8 +40,9 @@ import (
 )
 
 // MaxBytes bounds what one conversation's [Cache] keeps (see [New]): the
-// encoded messages and the copies it checks them against. A conversation
-// past it encodes its later messages at every request, as without a cache.
+// encoded messages and the copies it checks them against; its [Memo] holds
+// as much again at most. A conversation past it encodes its later messages
+// at every request, as without a cache.
 const MaxBytes = 32 << 20
 
 // For returns the cache of conv for the provider whose key is key (a value
@@ -60,7 +63,7 @@ func For(conv *llm.Conversation, key any) *Cache {
 // messages and their copies, as [Cache.Size] counts them (the spare
 // capacity of its arrays aside). A message that does not fit is encoded at
 // every request, and so are the messages after it.
-func New(limit int) *Cache { return &Cache{limit: limit} }
+func New(limit int) *Cache { return &Cache{limit: limit, memo: Memo{limit: limit}} }
 
 // A Cache keeps the encoded JSON of the messages a conversation has sent.
 //
@@ -100,6 +103,8 @@ type Cache struct {
 	conv  *llm.Conversation
 	owned bool
 	gen   uint64
+
+	memo Memo
 }
 
 // An Encoder renders and encodes a conversation one message at a time, as
@@ -148,10 +153,6 @@ func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix [][]byte, rest []b
 	defer p.mu.Unlock()
 
 	la, _ := e.(Lookahead)
-	tail := len(msgs)
-	if la != nil {
-		tail = la.Tail(msgs)
-	}
 
 	// The messages still as kept (n), back to the last one after which
 	// the encoding starts afresh and whose encoding read only messages
@@ -182,6 +183,16 @@ func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix [][]byte, rest []b
 		n = min(same, len(p.ends))
 	}
 	p.last = len(msgs)
+	// What the encoder memoized of a message that may have changed is
+	// forgotten before it looks; what it memoized of the messages before
+	// the tail, once the request is encoded (the cache keeps them).
+	p.memo.dropFrom(same)
+	p.memo.floor = len(msgs)
+	tail := len(msgs)
+	if la != nil {
+		tail = la.Tail(msgs)
+	}
+	defer func() { p.memo.dropBefore(min(tail, p.memo.floor)) }()
 	n = min(n, tail)
 	for n > 0 && (!p.clean[n-1] || p.reach[n-1] > same) {
 		n--
@@ -271,6 +282,128 @@ func (p *Cache) Encode(msgs []llm.Message, e Encoder) (prefix [][]byte, rest []b
 // outside the array (see [Aside]). Use it only in the methods of an
 // Encoder of p, which [Cache.Encode] calls with p locked.
 func (p *Cache) Aside() *Aside { return &p.aside }
+
+// Memo returns where a [Lookahead] encoder of p memoizes what it made of
+// the messages of its tail (see [Memo]). Use it only in the methods of an
+// Encoder of p, which [Cache.Encode] calls with p locked.
+func (p *Cache) Memo() *Memo { return &p.memo }
+
+// Memo keeps, across the requests of a conversation, what a [Lookahead]
+// encoder made of single messages, by message index, for the messages of
+// its tail: the tail is encoded at every request and a message stays in it
+// for several (Anthropic's last three turns of an agent loop), so that,
+// memoized, each message is rendered and encoded once in its life, and
+// only the elements it joins (a merged turn, a breakpoint) are written
+// again. [Cache.Encode] forgets the value of a message as soon as the
+// message may have changed (from the first message it does not know
+// unchanged on, before it calls Tail, as for what it keeps), and, after
+// each request, the values of the messages before the tail, which it keeps
+// from then on. A Memo holds at most the cache's limit of bytes, as the
+// encoder counts them.
+type Memo struct {
+	start int   // the index of vals[0]
+	vals  []any // nil for none
+	sizes []int
+	size  int
+	limit int
+	floor int // KeepFrom's, for the request being encoded
+}
+
+// KeepFrom asks [Cache.Encode] to keep, after the request it encodes, the
+// values of the messages from i on, if i is before the tail: those a Tail
+// reads before the tail to find where it begins, which the next request's
+// Tail reads again.
+func (m *Memo) KeepFrom(i int) { m.floor = min(m.floor, max(i, 0)) }
+
+// Get returns the value memoized for message i, nil for none.
+func (m *Memo) Get(i int) any {
+	if k := i - m.start; k >= 0 && k < len(m.vals) {
+		return m.vals[k]
+	}
+	return nil
+}
+
+// Put memoizes v, of about size bytes, for message i, in place of what
+// was; it reports false, keeping nothing, when the Memo would hold more
+// than its limit.
+func (m *Memo) Put(i int, v any, size int) bool {
+	if i < 0 || v == nil {
+		return false
+	}
+	old := 0
+	if k := i - m.start; k >= 0 && k < len(m.vals) {
+		old = m.sizes[k]
+	}
+	if m.size-old+size > m.limit {
+		return false
+	}
+	switch {
+	case len(m.vals) == 0:
+		m.start = i
+		m.vals, m.sizes = append(m.vals, nil), append(m.sizes, 0)
+	case i < m.start:
+		// Room in front, for the messages a Tail scans from the end.
+		grow := m.start - i
+		m.vals = append(m.vals, make([]any, grow)...)
+		m.sizes = append(m.sizes, make([]int, grow)...)
+		copy(m.vals[grow:], m.vals)
+		copy(m.sizes[grow:], m.sizes)
+		clear(m.vals[:grow])
+		clear(m.sizes[:grow])
+		m.start = i
+	}
+	for i-m.start >= len(m.vals) {
+		m.vals, m.sizes = append(m.vals, nil), append(m.sizes, 0)
+	}
+	k := i - m.start
+	m.vals[k], m.sizes[k] = v, size
+	m.size += size - old
+	return true
+}
+
+// Len returns the number of messages with a value memoized.
+func (m *Memo) Len() int {
+	n := 0
+	for _, v := range m.vals {
+		if v != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// dropFrom forgets the values of the messages from n on.
+func (m *Memo) dropFrom(n int) {
+	k := max(n-m.start, 0)
+	if k >= len(m.vals) {
+		return
+	}
+	for _, s := range m.sizes[k:] {
+		m.size -= s
+	}
+	clear(m.vals[k:])
+	m.vals, m.sizes = m.vals[:k], m.sizes[:k]
+}
+
+// dropBefore forgets the values of the messages before n.
+func (m *Memo) dropBefore(n int) {
+	k := n - m.start
+	if k <= 0 {
+		return
+	}
+	if k >= len(m.vals) {
+		m.dropFrom(m.start)
+		return
+	}
+	for _, s := range m.sizes[:k] {
+		m.size -= s
+	}
+	left := copy(m.vals, m.vals[k:])
+	copy(m.sizes, m.sizes[k:])
+	clear(m.vals[left:])
+	m.vals, m.sizes = m.vals[:left], m.sizes[:left]
+	m.start = n
+}
 
 // Aside keeps, across the requests of a conversation, what its messages
 // give outside the array, by message index: a provider that sends system

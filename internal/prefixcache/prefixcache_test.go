@@ -318,9 +318,22 @@ type runEncoder struct {
 	last  int // the last message of the last run
 	added *int
 	sys   []string // the texts aside, as Finish found them
+
+	// memo, when set, memoizes each message's role and text as it is
+	// read; stale counts the values it gave that were not the message's.
+	memo  *Memo
+	stale *int
 }
 
 func (e *runEncoder) turn(i int) bool {
+	if e.memo != nil {
+		want := string(e.msgs[i].Role) + ":" + e.msgs[i].Text()
+		if v := e.memo.Get(i); v == nil {
+			e.memo.Put(i, want, len(want))
+		} else if v != want {
+			*e.stale++
+		}
+	}
 	return e.msgs[i].Role != "system" && e.msgs[i].Text() != ""
 }
 
@@ -441,12 +454,18 @@ func TestCacheLookahead(t *testing.T) {
 				msgs = msgs[:r.IntN(len(msgs)+1)]
 				appended = -1
 			}
-			var added int
-			e := &runEncoder{msgs: msgs, aside: c.Aside(), added: &added}
+			var added, stale int
+			e := &runEncoder{msgs: msgs, aside: c.Aside(), added: &added, memo: c.Memo(), stale: &stale}
 			kept := c.Len()
 			prefix, rest, err := c.Encode(msgs, e)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if stale > 0 {
+				t.Fatalf("seed %d, turn %d: the memo gave %d values of messages since changed", seed, turn, stale)
+			}
+			if tail := (&runEncoder{msgs: msgs}).Tail(msgs); len(c.memo.vals) > 0 && c.memo.start < tail {
+				t.Errorf("seed %d, turn %d: the memo keeps message %d, before the tail at %d", seed, turn, c.memo.start, tail)
 			}
 			want, wantSys := encodeRuns(msgs)
 			if got := string(bytes.Join(prefix, nil)) + string(rest); got != want || !reflect.DeepEqual(e.sys, wantSys) && len(e.sys)+len(wantSys) > 0 {
@@ -456,5 +475,43 @@ func TestCacheLookahead(t *testing.T) {
 				t.Errorf("seed %d, turn %d: %d messages encoded, %d appended to %d kept", seed, turn, added, appended, kept)
 			}
 		}
+	}
+}
+
+// TestMemo checks a Memo's bookkeeping: values put in any order, the
+// bound, and what each drop forgets.
+func TestMemo(t *testing.T) {
+	m := &Memo{limit: 100}
+	for _, i := range []int{7, 6, 9, 3} {
+		if !m.Put(i, i*10, 10) {
+			t.Fatalf("put %d refused", i)
+		}
+	}
+	if m.Put(20, "big", 61) {
+		t.Fatal("a value past the bound was kept")
+	}
+	if !m.Put(9, 90, 40) || m.size != 70 {
+		t.Fatalf("size %d after replacing a value, want 70", m.size)
+	}
+	for i, want := range map[int]any{2: nil, 3: 30, 4: nil, 6: 60, 7: 70, 8: nil, 9: 90, 10: nil} {
+		if got := m.Get(i); got != want {
+			t.Errorf("Get(%d) = %v, want %v", i, got, want)
+		}
+	}
+	m.dropBefore(6)
+	if m.Get(3) != nil || m.Get(6) != 60 || m.Len() != 3 || m.size != 60 {
+		t.Errorf("after dropBefore(6): Get(3) %v, Get(6) %v, Len %d, size %d", m.Get(3), m.Get(6), m.Len(), m.size)
+	}
+	m.dropFrom(7)
+	if m.Get(7) != nil || m.Get(9) != nil || m.Get(6) != 60 || m.Len() != 1 || m.size != 10 {
+		t.Errorf("after dropFrom(7): Get(7) %v, Get(6) %v, Len %d, size %d", m.Get(7), m.Get(6), m.Len(), m.size)
+	}
+	m.dropBefore(50)
+	if m.Len() != 0 || m.size != 0 {
+		t.Errorf("after dropBefore(50): Len %d, size %d", m.Len(), m.size)
+	}
+	m.Put(40, 1, 1)
+	if m.Get(40) != 1 || m.Get(6) != nil {
+		t.Errorf("a value put after all were dropped: Get(40) %v, Get(6) %v", m.Get(40), m.Get(6))
 	}
 }
