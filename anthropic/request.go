@@ -579,10 +579,6 @@ type rendered struct {
 	err    error
 }
 
-// turn reports whether r is part of a turn: a message of user or assistant
-// content, not a system message, not one without blocks.
-func (r *rendered) turn() bool { return len(r.blocks) > 0 }
-
 // renderMessage renders m, the message of index i of a conversation. It
 // depends on m alone.
 func renderMessage(i int, m *llm.Message) rendered {

@@ -64,13 +64,6 @@ func (p *pollSlots) give(owner string) {
 	p.total--
 }
 
-// waiting reports the long-polls and streams waiting, all keys.
-func (p *pollSlots) waiting() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.total
-}
-
 // bound is an Options bound with its default (def for 0) and none for a
 // negative value.
 func bound(v, def int) int {
