@@ -287,3 +287,57 @@ func waitingLongPoll(t *testing.T, m *session.Manager, st *readCounter, id strin
 	}
 	return done
 }
+
+// TestChangesCommitsBehind: a long-poll that fell behind by a few
+// commits of this process (its client posted results, then the session
+// ran on to its end before it asked again) is answered from what those
+// commits wrote, without reading the session or its events back, and
+// gets the events a read gives. Before, only a session's last commit was
+// kept, and such a long-poll read the store.
+func TestChangesCommitsBehind(t *testing.T) {
+	model := llmtest.NewModel(
+		llmtest.Calls(llm.ToolCall{ID: "call_1", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"4242"}`)}),
+		llmtest.Calls(llm.ToolCall{ID: "call_2", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"4243"}`)}),
+		llmtest.Text("Order 4242 shipped; 4243 was not found."),
+	)
+	st := &readCounter{Store: openStore(t)}
+	m := startManager(t, st, model, nil)
+	reader := session.New(st.Store, model, nil)
+	ctx := t.Context()
+	v := create(t, m, oneOrderRequest)
+	f := &follower{t: t, m: m, id: v.ID}
+	f.status(session.StatusAwaitingToolResults)
+	behind := int64(len(f.events)) // the cursor of a client that went away
+	post := func(call string) {
+		t.Helper()
+		if err := m.PostToolResults(ctx, owner, v.ID, []session.ToolResult{{Kind: "tool_result",
+			ToolReq: session.ToolRequest{ToolName: "get_order_status", ID: call}, Result: json.RawMessage(`"shipped"`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post("call_1")
+	f.status(session.StatusAwaitingToolResults) // the second call
+	post("call_2")
+	f.status(session.StatusCompleted)
+	for session.Workers(m, v.ID) > 0 {
+		runtime.Gosched()
+	}
+	for _, from := range []int64{behind, behind + 1} {
+		want, wantCount, err := reader.Changes(ctx, owner, v.ID, &session.ChangesParams{From: from})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, e, n := st.sessions.Load(), st.events.Load(), st.counts.Load()
+		got, gotCount, err := m.Changes(ctx, owner, v.ID, &session.ChangesParams{From: from})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got); d != "" || wantCount != gotCount {
+			t.Errorf("from %d: count %d, want %d; changes (-read +answered):\n%s", from, gotCount, wantCount, d)
+		}
+		if ds, de, dn := st.sessions.Load()-s, st.events.Load()-e, st.counts.Load()-n; ds+de+dn != 0 {
+			t.Errorf("from %d, %d events behind the end: the long-poll read the session %d times, the events %d times, the count %d times; want none",
+				from, wantCount-from, ds, de, dn)
+		}
+	}
+}
