@@ -663,6 +663,23 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 				return nil, 0, err
 			}
 			count = n
+			if count > max(p.From, 0) && timeout != nil {
+				// Events already there, maybe of a commit of this
+				// process still in flight: its transaction is seen before
+				// it is recorded. Wait for it, as a woken long-poll does.
+				if done := m.flightOf(true, id); done != nil {
+					select {
+					case <-done:
+					case <-timeout:
+						return nil, count, nil
+					case <-ctx.Done():
+						return nil, count, ctx.Err()
+					}
+					if c, count, ok := m.lastCommits.changes(owner, id, p); ok {
+						return m.withinBudget(c), count, nil
+					}
+				}
+			}
 		}
 		if woken || count > max(p.From, 0) {
 			// Woken by a change this manager did not record (another

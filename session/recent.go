@@ -15,8 +15,8 @@ const recentCommitsBytes = 8 << 20
 // results, or running a tool, while the session went on) to be answered
 // without a read.
 const (
-	recentEventsPerSession     = 64
-	recentEventBytesPerSession = 64 << 10
+	recentEventsPerSession     = 32
+	recentEventBytesPerSession = 16 << 10
 )
 
 // A commitRecord is a session as this process last committed it, with the

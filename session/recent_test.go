@@ -341,3 +341,59 @@ func TestChangesCommitsBehind(t *testing.T) {
 		}
 	}
 }
+
+// TestNewLongPollWaitsForRecord: a long-poll that comes while a commit of
+// this process is in flight, its transaction already seen by readers but
+// not yet recorded, waits for the record and answers from it, instead of
+// reading the session and its events back. Before, only a long-poll the
+// commit woke waited: one that came then read the store (about 150 of
+// the 300-odd event reads of TestManySessionsOneKey on SQLite).
+func TestNewLongPollWaitsForRecord(t *testing.T) {
+	model := llmtest.NewModel(llmtest.Calls(llm.ToolCall{ID: "call_1", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"4242"}`)}))
+	late := &lateRecord{Store: openStore(t), notified: make(chan struct{}), release: make(chan struct{})}
+	st := &readCounter{Store: late}
+	waited := make(chan struct{}, 1)
+	m := session.New(st, model, &session.Options{Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))})
+	session.SetFlightWaited(m, func(string) {
+		select {
+		case waited <- struct{}{}:
+		default:
+		}
+	})
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Stop(context.Background()) })
+	id, from := pausedAtFirstCall(t, m)
+	ctx := t.Context()
+
+	late.armed.Store(true)
+	sent := make(chan error, 1)
+	go func() {
+		sent <- postWhilePaused(ctx, m, id)
+	}()
+	<-late.notified // committed, not yet recorded
+	sessions, events := st.sessions.Load(), st.events.Load()
+	done := make(chan answer, 1)
+	go func() {
+		c, _, err := m.Changes(ctx, owner, id, &session.ChangesParams{From: from, Wait: 20 * time.Second})
+		done <- answer{c, err}
+	}()
+	select {
+	case <-waited:
+	case a := <-done:
+		t.Fatalf("a long-poll that came while the commit was in flight answered without waiting for it (%d events), reading the session %d times and the events %d times",
+			len(a.c.NewEvents), st.sessions.Load()-sessions, st.events.Load()-events)
+	}
+	close(late.release)
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil || a.c == nil || len(a.c.NewEvents) == 0 || a.c.NewEvents[0].Index != from {
+		t.Fatalf("the long-poll answered %+v, %v", a.c, a.err)
+	}
+	if n, e := st.sessions.Load()-sessions, st.events.Load()-events; n != 0 || e != 0 {
+		t.Errorf("the long-poll read the session %d times and the events %d times, want none", n, e)
+	}
+}
