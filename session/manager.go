@@ -667,16 +667,18 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 				// Events already there, maybe of a commit of this
 				// process still in flight: its transaction is seen before
 				// it is recorded. Wait for it, as a woken long-poll does.
+				// One that outlasts the wait does not keep what is there
+				// from being answered: it is read, below.
 				if done := m.flightOf(true, id); done != nil {
 					select {
 					case <-done:
+						if c, count, ok := m.lastCommits.changes(owner, id, p); ok {
+							return m.withinBudget(c), count, nil
+						}
 					case <-timeout:
-						return nil, count, nil
+						timeout = nil
 					case <-ctx.Done():
 						return nil, count, ctx.Err()
-					}
-					if c, count, ok := m.lastCommits.changes(owner, id, p); ok {
-						return m.withinBudget(c), count, nil
 					}
 				}
 			}

@@ -200,6 +200,10 @@ func TestWokenBeforeRecorded(t *testing.T) {
 	}
 	t.Cleanup(func() { m.Stop(context.Background()) })
 	id, from := pausedAtFirstCall(t, m)
+	select {
+	case <-waited: // a wait of the follower's, before
+	default:
+	}
 	ctx := t.Context()
 
 	done := waitingLongPoll(t, m, st, id, from)
@@ -365,6 +369,10 @@ func TestNewLongPollWaitsForRecord(t *testing.T) {
 	}
 	t.Cleanup(func() { m.Stop(context.Background()) })
 	id, from := pausedAtFirstCall(t, m)
+	select {
+	case <-waited: // a wait of the follower's, before
+	default:
+	}
 	ctx := t.Context()
 
 	late.armed.Store(true)
@@ -395,5 +403,32 @@ func TestNewLongPollWaitsForRecord(t *testing.T) {
 	}
 	if n, e := st.sessions.Load()-sessions, st.events.Load()-events; n != 0 || e != 0 {
 		t.Errorf("the long-poll read the session %d times and the events %d times, want none", n, e)
+	}
+}
+
+// TestNewLongPollOutlastedByCommit: a long-poll that waits for a commit in
+// flight (see TestNewLongPollWaitsForRecord) which outlasts its wait
+// answers with the events already there, read from the store, not with
+// nothing.
+func TestNewLongPollOutlastedByCommit(t *testing.T) {
+	model := llmtest.NewModel(llmtest.Calls(llm.ToolCall{ID: "call_1", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"4242"}`)}))
+	late := &lateRecord{Store: openStore(t), notified: make(chan struct{}), release: make(chan struct{})}
+	m := startManager(t, late, model, nil)
+	id, from := pausedAtFirstCall(t, m)
+	ctx := t.Context()
+
+	late.armed.Store(true)
+	sent := make(chan error, 1)
+	go func() {
+		sent <- postWhilePaused(ctx, m, id)
+	}()
+	<-late.notified // committed, not yet recorded, and held past the wait
+	c, count, err := m.Changes(ctx, owner, id, &session.ChangesParams{From: from, Wait: 100 * time.Millisecond})
+	close(late.release)
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || c == nil || len(c.NewEvents) == 0 || c.NewEvents[0].Index != from || count <= from {
+		t.Fatalf("the long-poll answered %+v (count %d), %v; want the events from %d", c, count, err, from)
 	}
 }
