@@ -128,6 +128,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -587,11 +588,20 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request, owner string) er
 // query reads typed query parameters, collecting errors.
 type query struct {
 	r      *http.Request
+	vals   url.Values // r's, parsed once
 	errors []session.FieldError
 }
 
+// get is the first value of the parameter, as r.URL.Query().Get gives it.
+func (q *query) get(name string) string {
+	if q.vals == nil {
+		q.vals = q.r.URL.Query()
+	}
+	return q.vals.Get(name)
+}
+
 func (q *query) int(name string, def, lo, hi int) int {
-	raw := q.r.URL.Query().Get(name)
+	raw := q.get(name)
 	if raw == "" {
 		return def
 	}
@@ -608,7 +618,7 @@ func (q *query) int(name string, def, lo, hi int) int {
 }
 
 func (q *query) bool(name string, def bool) bool {
-	raw := q.r.URL.Query().Get(name)
+	raw := q.get(name)
 	if raw == "" {
 		return def
 	}
@@ -624,7 +634,7 @@ func (q *query) bool(name string, def bool) bool {
 
 // time reads an RFC 3339 date-time.
 func (q *query) time(name string) time.Time {
-	raw := q.r.URL.Query().Get(name)
+	raw := q.get(name)
 	if raw == "" {
 		return time.Time{}
 	}
@@ -714,7 +724,7 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request, owner string) e
 		NoEvents: !q.bool("include_events", true),
 		Wait:     time.Duration(q.int("wait_for_seconds", 0, 0, 25)) * time.Second,
 	}
-	if r.URL.Query().Get("limit") != "" {
+	if q.get("limit") != "" {
 		p.Limit = new(q.int("limit", 0, 0, 1<<30))
 	}
 	if err := q.err(); err != nil {
