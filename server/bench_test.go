@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -163,4 +164,42 @@ func BenchmarkParkedSession(b *testing.B) {
 		b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/float64(n), "heap-bytes/session")
 		b.ReportMetric(float64(runtime.NumGoroutine()-goroutines)/float64(n), "goroutines/session")
 	})
+}
+
+// BenchmarkChangesFromMemory measures a long-poll answered at once from
+// the session's last commits (no store read, no network): the handler,
+// the manager's answer and its JSON.
+func BenchmarkChangesFromMemory(b *testing.B) {
+	model := openaitest.NewServer()
+	b.Cleanup(model.Close)
+	model.Push(openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("call_1", "get_order_status", `{"order_id":"1"}`)}})
+	st, err := sqlite.Open(filepath.Join(b.TempDir(), "hrns.db"), &sqlite.Options{RelaxedSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, nil)
+	if err := m.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	h := server.New(m, &server.Options{APIKeys: []string{keyAlice}})
+	srv := httptest.NewServer(h)
+	b.Cleanup(func() {
+		srv.Close()
+		m.Stop(context.Background())
+	})
+	e := &env{t: b, model: model, url: srv.URL, st: st}
+	f := e.follow(keyAlice, e.create(keyAlice, orderAgent))
+	f.status(session.StatusAwaitingToolResults)
+	path := "/api/v2/sessions/" + f.id + "/changes?from_index=" + strconv.Itoa(len(f.events)-2) + "&wait_for_seconds=25"
+	b.ReportAllocs()
+	for b.Loop() {
+		r := httptest.NewRequest("GET", path, nil)
+		r.Header.Set("Authorization", "Bearer "+keyAlice)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusOK {
+			b.Fatal(w.Code, w.Body.String())
+		}
+	}
 }

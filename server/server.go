@@ -128,6 +128,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -596,11 +597,20 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request, owner string) er
 // query reads typed query parameters, collecting errors.
 type query struct {
 	r      *http.Request
+	vals   url.Values // r's, parsed once
 	errors []session.FieldError
 }
 
+// get is the first value of the parameter, as r.URL.Query().Get gives it.
+func (q *query) get(name string) string {
+	if q.vals == nil {
+		q.vals = q.r.URL.Query()
+	}
+	return q.vals.Get(name)
+}
+
 func (q *query) int(name string, def, lo, hi int) int {
-	raw := q.r.URL.Query().Get(name)
+	raw := q.get(name)
 	if raw == "" {
 		return def
 	}
@@ -617,7 +627,7 @@ func (q *query) int(name string, def, lo, hi int) int {
 }
 
 func (q *query) bool(name string, def bool) bool {
-	raw := q.r.URL.Query().Get(name)
+	raw := q.get(name)
 	if raw == "" {
 		return def
 	}
@@ -633,7 +643,7 @@ func (q *query) bool(name string, def bool) bool {
 
 // time reads an RFC 3339 date-time.
 func (q *query) time(name string) time.Time {
-	raw := q.r.URL.Query().Get(name)
+	raw := q.get(name)
 	if raw == "" {
 		return time.Time{}
 	}
@@ -723,7 +733,7 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request, owner string) e
 		NoEvents: !q.bool("include_events", true),
 		Wait:     time.Duration(q.int("wait_for_seconds", 0, 0, 25)) * time.Second,
 	}
-	if r.URL.Query().Get("limit") != "" {
+	if q.get("limit") != "" {
 		p.Limit = new(q.int("limit", 0, 0, 1<<30))
 	}
 	if err := q.err(); err != nil {
@@ -979,6 +989,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, owner string) 
 	if err := s.m.SendMessages(r.Context(), owner, r.PathValue("id"), msgs); err != nil {
 		return err
 	}
+	yieldToWoken()
 	w.WriteHeader(http.StatusAccepted)
 	return nil
 }
@@ -1024,6 +1035,7 @@ func (s *Server) toolResults(w http.ResponseWriter, r *http.Request, owner strin
 	if err != nil {
 		return err
 	}
+	yieldToWoken()
 	// An hrns addition: the events the results appended to the log (see
 	// docs/sessions-api.md), so that a caller can go on from there.
 	w.Header().Set(api.HeaderEvents, api.FormatEventRange(appended.From, appended.To))
@@ -1107,6 +1119,7 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request, owner string)
 	if err := s.m.Decide(r.Context(), owner, r.PathValue("id"), ds); err != nil {
 		return err
 	}
+	yieldToWoken()
 	w.WriteHeader(http.StatusAccepted)
 	return nil
 }
@@ -1190,6 +1203,7 @@ func (s *Server) control(op func(m *session.Manager, ctx context.Context, owner,
 		if err := op(s.m, r.Context(), owner, r.PathValue("id")); err != nil {
 			return err
 		}
+		yieldToWoken()
 		w.WriteHeader(http.StatusAccepted)
 		return nil
 	}

@@ -668,6 +668,25 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 				return nil, 0, err
 			}
 			count = n
+			if count > max(p.From, 0) && timeout != nil {
+				// Events already there, maybe of a commit of this
+				// process still in flight: its transaction is seen before
+				// it is recorded. Wait for it, as a woken long-poll does.
+				// One that outlasts the wait does not keep what is there
+				// from being answered: it is read, below.
+				if done := m.flightOf(true, id); done != nil {
+					select {
+					case <-done:
+						if c, count, ok := m.lastCommits.changes(owner, id, p); ok {
+							return m.withinBudget(c), count, nil
+						}
+					case <-timeout:
+						timeout = nil
+					case <-ctx.Done():
+						return nil, count, ctx.Err()
+					}
+				}
+			}
 		}
 		if woken || count > max(p.From, 0) {
 			// Woken by a change this manager did not record (another
