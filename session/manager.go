@@ -480,7 +480,7 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 		os.RemoveAll(filepath.Join(m.opts.Workspaces, workspaceOf(sp, id)))
 	}
 	h.claimed = err == nil && created && claim != nil && got.LeaseOwner == claim.Claim.Owner
-	m.runClaimed(claim, got, h)
+	m.runClaimed(claim, got, nil, h)
 	if err != nil {
 		return nil, false, err
 	}
@@ -964,9 +964,10 @@ func (m *Manager) input(ctx context.Context, id string, fn func(s *store.Session
 	opts := m.reserveClaim()
 	h := &leaseChange{}
 	var s *store.Session
-	defer func() { m.runClaimed(opts, s, h) }() // even after a panic: the reservation ends
-	var n int                                   // the events of the last call of fn: those committed
-	s, _, err := m.updateFrom(ctx, id, m.committed.get(id), opts, h, func(s *store.Session, st *state) ([]store.Event, error) {
+	var st *state
+	defer func() { m.runClaimed(opts, s, handOver(s, st), h) }() // even after a panic: the reservation ends
+	var n int                                                    // the events of the last call of fn: those committed
+	s, st, err := m.updateFrom(ctx, id, m.committed.get(id), opts, h, func(s *store.Session, st *state) ([]store.Event, error) {
 		events, err := fn(s, st)
 		n = len(events)
 		return events, err
