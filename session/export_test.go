@@ -43,3 +43,14 @@ func HandOvers() (n, differ int) {
 	defer handOvers.Unlock()
 	return handOvers.n, len(handOvers.differ)
 }
+
+// SetWorkerIdle sets how long a worker's goroutine waits for the next
+// session to run. Call it before [Manager.Start].
+func SetWorkerIdle(m *Manager, d time.Duration) { m.workerIdle = d }
+
+// WorkerGoroutines returns how many worker goroutines m started.
+func WorkerGoroutines(m *Manager) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.workerGoroutines
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -78,5 +79,60 @@ func TestHandOverOddInput(t *testing.T) {
 	}
 	if differ != differ0 {
 		t.Fatalf("%d of %d states handed over differ from their encoding decoded (see the end of the test's output)", differ-differ0, n-n0)
+	}
+}
+
+// TestWorkerGoroutinesReused checks that the sessions a manager runs one
+// after another run on the goroutine of the worker that ran the last one
+// (see Manager.worker), and that a parked session holds no goroutine once
+// the workers are idle.
+func TestWorkerGoroutinesReused(t *testing.T) {
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	base := runtime.NumGoroutine()
+	m := session.New(db, turnsModel{turns: 6}, &session.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	session.SetWorkerIdle(m, 200*time.Millisecond)
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop(context.Background())
+	body := `{"agent":{"name":"a","system":"You read files.","tools":[{"name":"read_file","description":"Reads a file."}]},"max_steps":10,"messages":"Read a.txt."}`
+	var req session.Request
+	if err := json.Unmarshal([]byte(body), &req); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		runLong(t, context.Background(), m, &req, json.RawMessage(body), 6, json.RawMessage(`"ok"`))
+	}
+	if n := session.WorkerGoroutines(m); n >= 18 {
+		t.Errorf("%d worker goroutines started for 18 runs of a session, one after another: none reused", n)
+	}
+	// A session parked: once the workers are idle, no goroutine of theirs.
+	v, _, err := m.Create(context.Background(), &session.CreateParams{Owner: owner, Request: &req, Raw: json.RawMessage(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		c, _, err := m.Changes(context.Background(), owner, v.ID, &session.ChangesParams{Wait: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c != nil && c.Status == session.StatusAwaitingToolResults {
+			break
+		}
+	}
+	var now int
+	for range 500 {
+		// The manager's own: the dispatcher, the long-polls' ends.
+		if now = runtime.NumGoroutine(); now <= base+2 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if now > base+2 {
+		t.Errorf("%d goroutines with a session parked and the workers idle, %d before the manager", now, base)
 	}
 }

@@ -236,6 +236,9 @@ type Manager struct {
 	stopping                 bool           // set once the dispatcher waits for wg: no worker starts
 	crashSuspect             string         // the session claimed often without progress running here, if any
 	freed                    chan struct{}
+	idleWorkers              chan func() // to a worker's goroutine waiting for a session to run
+	workerIdle               time.Duration
+	workerGoroutines         int  // the worker goroutines started (m.mu held)
 	dispatcherWaitsForWorker bool // the dispatcher waits for a worker to free up (see slotFreed)
 	// mcpFailed holds, per session id, the MCP servers its run's mount
 	// left out, until the run reports them (mcpservers.go).
@@ -262,7 +265,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	if st == nil || model == nil {
 		panic("session.New: nil store or model")
 	}
-	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), lastCommits: newRecentCommits(recentCommitsBytes), creating: map[string]bool{}, running: map[string]int{}, freed: make(chan struct{}, 1)}
+	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), lastCommits: newRecentCommits(recentCommitsBytes), creating: map[string]bool{}, running: map[string]int{}, freed: make(chan struct{}, 1), idleWorkers: make(chan func()), workerIdle: workerIdle}
 	if opts != nil {
 		m.opts = *opts
 	}
