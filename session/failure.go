@@ -89,13 +89,19 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 	// (cancel, a message) committed while the run's first step works
 	// must reach it, and the watch's goroutine may start late.
 	notify, unsubscribe := m.st.Subscribe(s.ID)
+	var run int64
+	if st != nil {
+		run = st.Run // as decoded (see handOver)
+	} else {
+		run = runOf(s)
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer unsubscribe()
 		if m.beforeWatch != nil {
 			m.beforeWatch(s.ID)
 		}
-		if p := protect(func() { m.watch(ctx, cancel, s.ID, runOf(s), s.Version, notify) }); p != nil {
+		if p := protect(func() { m.watch(ctx, cancel, s.ID, run, s.Version, notify) }); p != nil {
 			cancel(p)
 		}
 	})
