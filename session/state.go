@@ -329,7 +329,9 @@ func asDecoded(t time.Time) time.Time {
 }
 
 // handOverCheck, when set (by the package's tests), is called with each
-// state a worker takes from handOver instead of decoding it.
+// state a worker takes from handOver instead of decoding it, and with
+// each state a worker's first commit takes from the pass that started
+// its segment (change.curState).
 var handOverCheck func(s *store.Session, st *state)
 
 // settled reports whether no call waits for the caller: the run can go on.
