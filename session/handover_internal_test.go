@@ -57,3 +57,43 @@ func checkHandOver(s *store.Session, st *state) {
 		handOvers.differ = append(handOvers.differ, fmt.Sprintf("session %s:\nhanded  %#v\ndecoded %#v", s.ID, *st, *d))
 	}
 }
+
+// TestKeptStates checks that a kept state is given once, and only to a
+// commit that starts from the very encoding it was kept for.
+func TestKeptStates(t *testing.T) {
+	enc := []byte(`{"spec":{"agent":"a"},"phase":"wait","steps":1,"inbox":[]}`)
+	s := &store.Session{ID: "a", Status: string(StatusAwaitingToolResults), State: enc}
+	decode := func() *state {
+		st, err := decodeState(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	k := newKeptStates(1 << 20)
+	st := decode()
+	k.put(s, st)
+	if got := k.take(s); got != st {
+		t.Fatalf("take = %p, want the state kept, %p", got, st)
+	}
+	if got := k.take(s); got != nil {
+		t.Fatal("a kept state was given twice")
+	}
+	k.put(s, decode())
+	same := &store.Session{ID: "a", State: append([]byte(nil), enc...)} // equal bytes, not the ones committed
+	if k.take(same) != nil {
+		t.Fatal("a state was given for a copy of its encoding")
+	}
+	if k.take(s) != nil {
+		t.Fatal("a state was kept after a take for another encoding")
+	}
+	odd := &store.Session{ID: "b", State: []byte(`{"spec":{"agent":"a"},"phase":"wait","share_secret":"\ufffd"}`)}
+	st, err := decodeState(odd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.put(odd, st)
+	if k.take(odd) != nil {
+		t.Fatal("a state holding text that was not UTF-8 was kept")
+	}
+}

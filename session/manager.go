@@ -247,6 +247,7 @@ type Manager struct {
 	transcripts *transcriptCache
 	// committed keeps the sessions as this process last committed them.
 	committed *sessionCache
+	kept      *keptStates // the states of the last commits of runs, kept decoded
 	// lastCommits keeps the last commits of sessions with their events, for
 	// the long-polls they wake (see Changes).
 	lastCommits *recentCommits
@@ -265,7 +266,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	if st == nil || model == nil {
 		panic("session.New: nil store or model")
 	}
-	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), lastCommits: newRecentCommits(recentCommitsBytes), creating: map[string]bool{}, running: map[string]int{}, freed: make(chan struct{}, 1), idleWorkers: make(chan func()), workerIdle: workerIdle}
+	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), kept: newKeptStates(keptStatesBytes), lastCommits: newRecentCommits(recentCommitsBytes), creating: map[string]bool{}, running: map[string]int{}, freed: make(chan struct{}, 1), idleWorkers: make(chan func()), workerIdle: workerIdle}
 	if opts != nil {
 		m.opts = *opts
 	}

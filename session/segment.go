@@ -472,7 +472,7 @@ func (g *segment) commitWith(ctx context.Context, opts *store.UpdateOptions, fn 
 		o.Tokens = g.tokens
 		opts = &o
 	}
-	c := &change{cur: g.cur, curState: g.curState, opts: opts, lease: g.lease}
+	c := &change{cur: g.cur, curState: g.curState, opts: opts, lease: g.lease, keepState: true}
 	g.curState = nil
 	cur, _, err := g.m.commit(ctx, g.id, c, func(s *store.Session, st *state) ([]store.Event, error) {
 		if st.Phase == phaseDone || st.Run != g.run {

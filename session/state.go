@@ -295,7 +295,8 @@ func decodeState(s *store.Session) (*state, error) {
 // state was decoded three times: the input's, the worker's first pass,
 // its step's commit). st must be as decoding s.State would give it, so
 // that the run is the same either way: its times lose their monotonic
-// reading and take the location decoding gives, and a state holding
+// reading and take the location decoding gives, what is empty is nil,
+// and a state holding
 // text that is not UTF-8 (which its encoding gives as \ufffd: only such
 // text is encoded so) is not handed over (nil: the worker decodes it).
 // What else an input puts in a state (messages, results, decisions) was
@@ -308,6 +309,25 @@ func handOver(s *store.Session, st *state) *state {
 	}
 	for _, t := range []*time.Time{&st.Deadline, &st.IdleUntil, &st.CheckChildrenAt} {
 		*t = asDecoded(*t)
+	}
+	// What is empty is left out of the encoding, and decodes as nil.
+	if len(st.Inbox) == 0 {
+		st.Inbox = nil
+	}
+	if len(st.Usage) == 0 {
+		st.Usage = nil
+	}
+	if len(st.EventFeedback) == 0 {
+		st.EventFeedback = nil
+	}
+	if len(st.Children) == 0 {
+		st.Children = nil
+	}
+	if len(st.Files) == 0 {
+		st.Files = nil
+	}
+	if len(st.Checkpoint.Calls) == 0 {
+		st.Checkpoint.Calls = nil
 	}
 	return st
 }
