@@ -55,6 +55,15 @@ type change struct {
 	cur   *store.Session
 	opts  *store.UpdateOptions
 	lease *leaseChange
+	// curState, when not nil, is the state of cur, as decoding it gives
+	// it, which commit may change: it starts from it instead of decoding
+	// cur's state (a worker's first commit after the pass that decoded
+	// it or was handed it: see segment.curState).
+	curState *state
+	// keepState: the caller does not use the state commit returns, which
+	// commit may then keep (keptStates) when the commit gives the lease
+	// up (a worker's last commit of a run).
+	keepState bool
 	// corrupt lets the change apply to a session whose stored state does
 	// not decode (a failure of the runtime ends such a session): fn gets
 	// an empty state, whose changes but the phase and the fields of the
@@ -73,7 +82,15 @@ func (m *Manager) commit(ctx context.Context, id string, c *change, fn func(s *s
 		if cur != nil {
 			cp := *cur
 			s, cur = &cp, nil
-			if st, err = stateOf(s); err != nil {
+			if c.curState == nil {
+				c.curState = m.kept.take(s)
+			}
+			if c.curState != nil {
+				st, c.curState = c.curState, nil
+				if handOverCheck != nil {
+					handOverCheck(s, st)
+				}
+			} else if st, err = stateOf(s); err != nil {
 				continue // not as committed: read it
 			}
 		} else if s, st, err = m.read(ctx, id); err != nil {
@@ -147,6 +164,11 @@ func (m *Manager) commit(ctx context.Context, id string, c *change, fn func(s *s
 		}
 		m.committed.put(s)
 		m.followUp(ctx, s, wasActive, wasTerminal, keep || len(st.Spec.Subagents) > 0)
+		if c.keepState && o.Release && !keep && !Status(s.Status).Terminal() {
+			m.kept.put(s, st)
+		} else {
+			m.kept.drop(id)
+		}
 		return s, st, nil
 	}
 }

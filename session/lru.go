@@ -56,6 +56,19 @@ func (c *lru[V]) put(key string, val V, size int64) {
 	}
 }
 
+// take returns the value kept for key and forgets it.
+func (c *lru[V]) take(key string) (val V, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok {
+		return val, false
+	}
+	val = e.Value.(*lruEntry[V]).val
+	c.dropLocked(key)
+	return val, true
+}
+
 // drop forgets key.
 func (c *lru[V]) drop(key string) {
 	c.mu.Lock()

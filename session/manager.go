@@ -241,6 +241,9 @@ type Manager struct {
 	stopping                 bool           // set once the dispatcher waits for wg: no worker starts
 	crashSuspect             string         // the session claimed often without progress running here, if any
 	freed                    chan struct{}
+	idleWorkers              chan func() // to a worker's goroutine waiting for a session to run
+	workerIdle               time.Duration
+	workerGoroutines         int  // the worker goroutines started (m.mu held)
 	dispatcherWaitsForWorker bool // the dispatcher waits for a worker to free up (see slotFreed)
 	// mcpFailed holds, per session id, the MCP servers its run's mount
 	// left out, until the run reports them (mcpservers.go).
@@ -249,6 +252,7 @@ type Manager struct {
 	transcripts *transcriptCache
 	// committed keeps the sessions as this process last committed them.
 	committed *sessionCache
+	kept      *keptStates // the states of the last commits of runs, kept decoded
 	// lastCommits keeps the last commits of sessions with their events, for
 	// the long-polls they wake (see Changes).
 	lastCommits *recentCommits
@@ -267,7 +271,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	if st == nil || model == nil {
 		panic("session.New: nil store or model")
 	}
-	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), lastCommits: newRecentCommits(recentCommitsBytes), creating: map[string]bool{}, running: map[string]int{}, freed: make(chan struct{}, 1)}
+	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), kept: newKeptStates(keptStatesBytes), lastCommits: newRecentCommits(recentCommitsBytes), creating: map[string]bool{}, running: map[string]int{}, freed: make(chan struct{}, 1), idleWorkers: make(chan func()), workerIdle: workerIdle}
 	if opts != nil {
 		m.opts = *opts
 	}
@@ -485,7 +489,7 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 		os.RemoveAll(filepath.Join(m.opts.Workspaces, workspaceOf(sp, id)))
 	}
 	h.claimed = err == nil && created && claim != nil && got.LeaseOwner == claim.Claim.Owner
-	m.runClaimed(claim, got, h)
+	m.runClaimed(claim, got, nil, h)
 	if err != nil {
 		return nil, false, err
 	}
@@ -983,9 +987,10 @@ func (m *Manager) input(ctx context.Context, id string, fn func(s *store.Session
 	opts := m.reserveClaim()
 	h := &leaseChange{}
 	var s *store.Session
-	defer func() { m.runClaimed(opts, s, h) }() // even after a panic: the reservation ends
-	var n int                                   // the events of the last call of fn: those committed
-	s, _, err := m.updateFrom(ctx, id, m.committed.get(id), opts, h, func(s *store.Session, st *state) ([]store.Event, error) {
+	var st *state
+	defer func() { m.runClaimed(opts, s, handOver(s, st), h) }() // even after a panic: the reservation ends
+	var n int                                                    // the events of the last call of fn: those committed
+	s, st, err := m.updateFrom(ctx, id, m.committed.get(id), opts, h, func(s *store.Session, st *state) ([]store.Event, error) {
 		events, err := fn(s, st)
 		n = len(events)
 		return events, err

@@ -55,3 +55,48 @@ func (c *sessionCache) put(s *store.Session) {
 	}
 	c.lru.put(s.ID, *s, sessionSize(s))
 }
+
+// keptStatesBytes bounds the states a manager keeps decoded (keptStates).
+const keptStatesBytes = 4 << 20
+
+// keptStates keeps, by session, the state a worker's last commit of a run
+// encoded, as decoding it gives it (see handOver), for the next commit
+// that starts from that encoding (most often the caller's input that
+// answers the run's calls), which takes it instead of decoding the
+// session's state: once, since the commit changes it. A state is kept
+// for the one encoding it was committed as (the same bytes, not a copy:
+// a commit starting from another version of the session decodes its
+// own). Least recently used out; a state counts three times its
+// encoding.
+type keptStates struct {
+	lru[keptState]
+}
+
+type keptState struct {
+	enc []byte // the committed encoding, as held by the session cache
+	st  *state
+}
+
+func newKeptStates(max int64) *keptStates {
+	return &keptStates{newLRU[keptState](max)}
+}
+
+// put keeps st, the state just committed as s (whose State is its
+// encoding), unless handOver refuses it.
+func (k *keptStates) put(s *store.Session, st *state) {
+	if st = handOver(s, st); st == nil || len(s.State) == 0 {
+		k.drop(s.ID)
+		return
+	}
+	k.lru.put(s.ID, keptState{enc: s.State, st: st}, int64(3*len(s.State))+512)
+}
+
+// take returns the state kept for s, if it was kept for s.State itself,
+// and forgets it either way.
+func (k *keptStates) take(s *store.Session) *state {
+	kept, ok := k.lru.take(s.ID)
+	if !ok || len(s.State) == 0 || len(kept.enc) != len(s.State) || &kept.enc[0] != &s.State[0] {
+		return nil
+	}
+	return kept.st
+}
