@@ -123,3 +123,70 @@ func TestStoreMigratesOldSchema(t *testing.T) {
 		want = "openai http://x/v1"
 	}
 }
+
+// TestStoreOpensCurrentSchemaWithOneRead: opening a store whose schema
+// is current runs one statement, the read of its version: no schema, no
+// migration check. A new store is created in WAL mode, and a store
+// migrated by an older hrns (no version) is brought to the current one
+// once.
+func TestStoreOpensCurrentSchemaWithOneRead(t *testing.T) {
+	var stmts []string
+	openHook = func(s string) { stmts = append(stmts, strings.Join(strings.Fields(s), " ")) }
+	t.Cleanup(func() { openHook = nil })
+	open := func(path string) *Store {
+		t.Helper()
+		stmts = nil
+		st, err := OpenStore(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	path := filepath.Join(t.TempDir(), "chats.db")
+	st := open(path)
+	if len(stmts) < 3 {
+		t.Errorf("a new store ran %d statements: %q", len(stmts), stmts)
+	}
+	var mode string
+	if err := st.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal mode %q, %v", mode, err)
+	}
+	c := st.New("/w", "m")
+	c.Messages = []llm.Message{llm.UserMessage("hi")}
+	c.Endpoint = "openai http://x/v1"
+	if err := st.Save(c); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for range 2 {
+		st = open(path)
+		if len(stmts) != 1 || stmts[0] != "PRAGMA user_version" {
+			t.Errorf("a current store ran %q", stmts)
+		}
+		if got, err := st.Get(c.ID); err != nil || got.Endpoint != c.Endpoint || len(got.Messages) != 1 {
+			t.Errorf("reopened: %+v, %v", got, err)
+		}
+		st.Close()
+	}
+
+	// A store an older hrns made and migrated: no version, every column.
+	old := filepath.Join(t.TempDir(), "chats.db")
+	db, err := sql.Open("sqlite", "file:"+old+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(schema + migrations[0].stmt); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	st = open(old)
+	if len(stmts) < 2 {
+		t.Errorf("an unversioned store ran %q", stmts)
+	}
+	st.Close()
+	st = open(old)
+	st.Close()
+	if len(stmts) != 1 {
+		t.Errorf("the same store, now versioned, ran %q", stmts)
+	}
+}
