@@ -1,12 +1,16 @@
 package tui
 
 import (
+	"bufio"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/llm/llmtest"
@@ -188,5 +192,56 @@ func TestStoreOpensCurrentSchemaWithOneRead(t *testing.T) {
 	st.Close()
 	if len(stmts) != 1 {
 		t.Errorf("the same store, now versioned, ran %q", stmts)
+	}
+}
+
+// TestStoreSaveSurvivesKill: a conversation whose Save has returned is in
+// the store after the process that saved it is killed with SIGKILL before
+// closing it, both on a new store and on one opened with the current
+// schema (the one read of its version, no journal-mode pragma).
+func TestStoreSaveSurvivesKill(t *testing.T) {
+	if path := os.Getenv("HRNS_TEST_SAVE_AND_HANG"); path != "" {
+		st, err := OpenStore(path)
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		c := st.New("/w", "m")
+		c.Messages = []llm.Message{llm.UserMessage("keep me"), llm.AssistantMessage("kept")}
+		if err := st.Save(c); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println(c.ID)
+		time.Sleep(time.Minute) // killed before this ends; never closed
+		os.Exit(1)
+	}
+	path := filepath.Join(t.TempDir(), "chats.db")
+	for _, when := range []string{"new store", "current store"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestStoreSaveSurvivesKill$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "HRNS_TEST_SAVE_AND_HANG="+path)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(out).ReadString('\n')
+		cmd.Process.Kill() // SIGKILL
+		cmd.Wait()
+		id := strings.TrimSpace(line)
+		if err != nil || id == "" || strings.HasPrefix(id, "error") {
+			t.Fatalf("%s: the saving process said %q, %v", when, line, err)
+		}
+		st, err := OpenStore(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := st.Get(id)
+		st.Close()
+		if err != nil || len(c.Messages) != 2 || c.Messages[1].Text() != "kept" {
+			t.Fatalf("%s: after kill -9, %s: %+v, %v", when, id, c, err)
+		}
 	}
 }
