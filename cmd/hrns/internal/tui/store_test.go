@@ -245,3 +245,38 @@ func TestStoreSaveSurvivesKill(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreFirstOpensAtOnce: processes opening a new store at the same
+// time (here connections of one process) wait for each other to make its
+// schema: each opens it and saves.
+func TestStoreFirstOpensAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chats.db")
+	const n = 6
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			st, err := OpenStore(path)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer st.Close()
+			c := st.New("/w", "m")
+			c.Messages = []llm.Message{llm.UserMessage("hi")}
+			errs <- st.Save(c)
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	st, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if list, err := st.List("/w", 10); err != nil || len(list) != n {
+		t.Errorf("%d conversations saved, %v", len(list), err)
+	}
+}
