@@ -66,6 +66,9 @@ func DefaultStorePath(getenv func(string) string) string {
 	return filepath.Join(dir, "hrns", "chats.db")
 }
 
+// schema is run, with the migrations, only on a store below
+// schemaVersion: a change to it needs schemaVersion raised
+// (TestSchemaVersionCoversSchema).
 const schema = `
 CREATE TABLE IF NOT EXISTS conversations (
 	id         TEXT PRIMARY KEY,

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -278,5 +279,21 @@ func TestStoreFirstOpensAtOnce(t *testing.T) {
 	defer st.Close()
 	if list, err := st.List("/w", 10); err != nil || len(list) != n {
 		t.Errorf("%d conversations saved, %v", len(list), err)
+	}
+}
+
+// TestSchemaVersionCoversSchema: a store at schemaVersion is opened
+// without its schema or migrations being run, so a change to either
+// must raise schemaVersion (and then this test's record of them), or
+// stores made before it would never get it.
+func TestSchemaVersionCoversSchema(t *testing.T) {
+	h := sha256.New()
+	h.Write([]byte(schema))
+	for _, m := range migrations {
+		h.Write([]byte(m.column + "\x00" + m.stmt + "\x00"))
+	}
+	got := fmt.Sprintf("%d %x", schemaVersion, h.Sum(nil)[:8])
+	if want := "1 61d80a9d04e0758f"; got != want {
+		t.Errorf("schema and migrations %q, recorded %q: a changed schema or a new migration needs schemaVersion raised, then this record", got, want)
 	}
 }
