@@ -349,9 +349,11 @@ func startConversation(o *runOptions, modelName string, stdio *IO) (*runConversa
 	return rc, tui.Resumable(rc.conv.Messages), nil
 }
 
-// finish saves the run's transcript and closes the store. A store that
-// cannot be opened loses the transcript silently, as it always has for a
-// run that does not continue.
+// finish saves the run's transcript and closes the store. It runs before
+// the run's end is shown, its answer already printed: a store that cannot
+// be opened is said on stderr (the run then has no saved ID), but when
+// there is no place for one (neither XDG_STATE_HOME nor HOME is set): that
+// run is not saved, silently, as before.
 func (rc *runConversation) finish(res *loop.Result, modelName, endpoint string, stdio *IO) {
 	if rc == nil || rc.conv == nil {
 		return
@@ -361,8 +363,12 @@ func (rc *runConversation) finish(res *loop.Result, modelName, endpoint string, 
 		if res == nil || res.Messages == nil {
 			return
 		}
+		if tui.DefaultStorePath(stdio.getenv) == "" {
+			return
+		}
 		st, err := openConversations(stdio.getenv)
 		if err != nil {
+			fmt.Fprintf(stdio.Err, "hrns: the run was not saved: %v\n", err)
 			return
 		}
 		rc.store = st

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -106,5 +107,37 @@ func TestRunOpensStoreAfterRun(t *testing.T) {
 	}
 	if body := string(srv.Requests()[1].Body); !strings.Contains(body, "Paris.") {
 		t.Errorf("the follow-up lacks the saved answer: %s", body)
+	}
+}
+
+// TestRunSaysWhenNotSaved: a run whose store of conversations cannot be
+// opened (here its directory cannot be made: XDG_STATE_HOME is a file)
+// prints its answer all the same, exits 0, and says on stderr that it was
+// not saved and why; --json's end line then has no session_id.
+func TestRunSaysWhenNotSaved(t *testing.T) {
+	srv := openaitest.NewServer(openaitest.Reply{Text: "Paris."}, openaitest.Reply{Text: "Paris again."})
+	defer srv.Close()
+	state := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(state, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home, work := t.TempDir(), t.TempDir()
+	env := func(k string) string { return map[string]string{"HOME": home, "XDG_STATE_HOME": state}[k] }
+	for _, json := range []bool{false, true} {
+		var out, errOut bytes.Buffer
+		args := []string{"run", "--base-url", srv.URL(), "--model", "m", "--tools", "none", "--no-skills", "--workdir", work}
+		if json {
+			args = append(args, "--json")
+		}
+		code := Run(t.Context(), append(args, "capital of France?"), &IO{In: strings.NewReader(""), Out: &out, Err: &errOut, Getenv: env})
+		if code != ExitOK || !strings.Contains(out.String(), "Paris") {
+			t.Fatalf("json %v: exit %d, answer lost: %s %s", json, code, out.String(), errOut.String())
+		}
+		if e := errOut.String(); !strings.Contains(e, "not saved") || !strings.Contains(e, "conversation store") {
+			t.Errorf("json %v: the failure is not said: %q", json, e)
+		}
+		if json && strings.Contains(out.String(), "session_id") {
+			t.Errorf("an unsaved run names a session: %s", out.String())
+		}
 	}
 }

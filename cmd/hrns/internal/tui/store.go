@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
@@ -65,6 +66,9 @@ func DefaultStorePath(getenv func(string) string) string {
 	return filepath.Join(dir, "hrns", "chats.db")
 }
 
+// schema is run, with the migrations, only on a store below
+// schemaVersion: a change to it needs schemaVersion raised
+// (TestSchemaVersionCoversSchema).
 const schema = `
 CREATE TABLE IF NOT EXISTS conversations (
 	id         TEXT PRIMARY KEY,
@@ -85,9 +89,19 @@ var migrations = []struct{ column, stmt string }{
 	{"endpoint", `ALTER TABLE conversations ADD COLUMN endpoint TEXT NOT NULL DEFAULT ''`},
 }
 
+// schemaVersion is the user_version of a store that has the schema and
+// every migration: opening one then reads only that. Raise it with each
+// migration added. Older hrns versions set no version (0) and check the
+// schema at every open, as the newer ones do for a store below this one.
+const schemaVersion = 1
+
 // OpenStore opens (creating it if needed) the store at path. The file and
 // its directory are private to the user: a transcript holds what the tools
 // read.
+//
+// Opening a store whose schema is current runs one statement, the read of
+// its user_version; SQLite keeps the WAL journal mode in the file, so it
+// is set only when the schema is made or brought up to date.
 func OpenStore(path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("conversation store: %w", err)
@@ -97,25 +111,72 @@ func OpenStore(path string) (*Store, error) {
 		return nil, fmt.Errorf("conversation store: %w", err)
 	}
 	f.Close()
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		return nil, fmt.Errorf("conversation store %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(schema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("conversation store %s: %w", path, err)
-	}
-	if err := migrate(db); err != nil {
+	if err := prepareSchema(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("conversation store %s: %w", path, err)
 	}
 	return &Store{db: db}, nil
 }
 
+// prepareSchema reads the store's version and, below schemaVersion, sets
+// the WAL journal mode, creates the table and its index if missing and
+// adds the columns an older hrns's store lacks, then sets the version, in
+// one transaction taken for writing at its start (so that hrns processes
+// opening a new store at once wait for each other rather than fail).
+func prepareSchema(db *sql.DB) error {
+	var v int
+	openStatement(`PRAGMA user_version`)
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		return err
+	}
+	if v >= schemaVersion {
+		return nil
+	}
+	// Not in a transaction: SQLite changes the journal mode only
+	// outside one.
+	if _, err := openExec(db, `PRAGMA journal_mode(WAL)`); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return err
+	}
+	err = func() error {
+		openStatement(schema)
+		if _, err := conn.ExecContext(ctx, schema); err != nil {
+			return err
+		}
+		if err := migrate(ctx, conn); err != nil {
+			return err
+		}
+		stmt := fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion)
+		openStatement(stmt)
+		_, err := conn.ExecContext(ctx, stmt)
+		return err
+	}()
+	if err != nil {
+		conn.ExecContext(ctx, `ROLLBACK`)
+		return err
+	}
+	_, err = conn.ExecContext(ctx, `COMMIT`)
+	return err
+}
+
 // migrate adds the columns a store made by an older hrns lacks.
-func migrate(db *sql.DB) error {
-	rows, err := db.Query(`SELECT name FROM pragma_table_info('conversations')`)
+func migrate(ctx context.Context, conn *sql.Conn) error {
+	q := `SELECT name FROM pragma_table_info('conversations')`
+	openStatement(q)
+	rows, err := conn.QueryContext(ctx, q)
 	if err != nil {
 		return err
 	}
@@ -136,11 +197,28 @@ func migrate(db *sql.DB) error {
 		if have[m.column] {
 			continue
 		}
-		if _, err := db.Exec(m.stmt); err != nil && !strings.Contains(err.Error(), "duplicate column") {
+		openStatement(m.stmt)
+		if _, err := conn.ExecContext(ctx, m.stmt); err != nil && !strings.Contains(err.Error(), "duplicate column") {
 			return err
 		}
 	}
 	return nil
+}
+
+// openHook, when set (by tests), is told each statement that opening a
+// store runs beyond its connection's pragmas.
+var openHook func(stmt string)
+
+func openStatement(stmt string) {
+	if openHook != nil {
+		openHook(stmt)
+	}
+}
+
+// openExec runs one statement of opening a store.
+func openExec(db *sql.DB, stmt string) (sql.Result, error) {
+	openStatement(stmt)
+	return db.Exec(stmt)
 }
 
 // Close closes the store.
