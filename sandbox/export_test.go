@@ -20,3 +20,13 @@ func SetNoSetattr(b bool) { noSetattr = b }
 // SetNoSpecCheck leaves the granted paths unchecked before the helper
 // starts, so that a test reaches the helper's own checks.
 func SetNoSpecCheck(b bool) { noSpecCheck = b }
+
+// SetHelperPath makes Run re-execute path as the helper instead of this
+// binary: another build of the same tree (for a benchmark of the hrns
+// command's helper start). "" restores this binary.
+func SetHelperPath(path string) {
+	if path == "" {
+		path = "/proc/self/exe"
+	}
+	helperPath = path
+}
