@@ -30,3 +30,14 @@ func SetHelperPath(path string) {
 	}
 	helperPath = path
 }
+
+// BoxZygotes returns the process IDs of a Box's idle zygotes.
+func BoxZygotes(b *Box) []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var pids []int
+	for _, z := range b.idle {
+		pids = append(pids, z.cmd.Process.Pid)
+	}
+	return pids
+}

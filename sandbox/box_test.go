@@ -1,0 +1,339 @@
+//go:build linux
+
+package sandbox_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hrns-dev/hrns/sandbox"
+)
+
+// needZygote skips a test of a Box's zygote where commands cannot run in
+// one (a user other than root).
+func needZygote(t *testing.T) {
+	t.Helper()
+	needIsolation(t)
+	if os.Geteuid() != 0 {
+		t.Skip("a Box runs each command as Run does for a user other than root")
+	}
+}
+
+// newBox makes a Box for dir, closed with the test.
+func newBox(t *testing.T, spec sandbox.Spec) *sandbox.Box {
+	t.Helper()
+	b, err := sandbox.NewBox(&spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// boxRun runs shell in b with the box's spec and fails the test on an
+// error.
+func boxRun(t *testing.T, b *sandbox.Box, spec sandbox.Spec, shell string) *sandbox.Result {
+	t.Helper()
+	spec.Shell = shell
+	if spec.Timeout == 0 {
+		spec.Timeout = time.Minute
+	}
+	res, err := b.Run(context.Background(), &spec)
+	if err != nil {
+		t.Fatalf("%s: %v", shell, err)
+	}
+	return res
+}
+
+// oneZygote returns the pid of the Box's one idle zygote.
+func oneZygote(t *testing.T, b *sandbox.Box) int {
+	t.Helper()
+	pids := sandbox.BoxZygotes(b)
+	if len(pids) != 1 {
+		t.Fatalf("zygotes %v, want one", pids)
+	}
+	return pids[0]
+}
+
+// TestBoxRunsLikeRun: a command run by a Box has its own environment,
+// output and exit code, and the confinement Run gives; the next command
+// runs in the same zygote.
+func TestBoxRunsLikeRun(t *testing.T) {
+	needZygote(t)
+	dir := t.TempDir()
+	spec := sandbox.Spec{Dir: dir, Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	want := run(t, &sandbox.Spec{Shell: "true", Dir: dir, Limits: sandbox.DefaultLimits}).Confinement.Summary()
+	s := spec
+	s.Env = []string{"GREETING=one"}
+	res := boxRun(t, b, s, `echo "$GREETING $(pwd)"; echo err >&2; exit 3`)
+	if res.ExitCode != 3 || res.Output != "one "+dir+"\nerr\n" {
+		t.Fatalf("exit %d, output %q", res.ExitCode, res.Output)
+	}
+	if got := res.Confinement.Summary(); got != want {
+		t.Fatalf("confinement %q, Run's %q", got, want)
+	}
+	z := oneZygote(t, b)
+	s.Env = []string{"GREETING=two"}
+	res = boxRun(t, b, s, `echo "$GREETING"; kill -9 $$`)
+	if res.Output != "two\n" || res.SignalNumber != int(syscall.SIGKILL) || res.ExitCode != -1 {
+		t.Fatalf("output %q, exit %d, signal %d", res.Output, res.ExitCode, res.SignalNumber)
+	}
+	if again := oneZygote(t, b); again != z {
+		t.Fatalf("zygote %d, then %d", z, again)
+	}
+	// Another sandbox is refused.
+	other := spec
+	other.Dir = t.TempDir()
+	other.Shell = "true"
+	if _, err := b.Run(context.Background(), &other); !errors.Is(err, sandbox.ErrInvalidSpec) {
+		t.Fatalf("another Dir: %v", err)
+	}
+}
+
+// TestBoxBackgroundKilled: what a command leaves running, in its group or
+// in a session of its own, is dead before the next command of the same
+// zygote runs.
+func TestBoxBackgroundKilled(t *testing.T) {
+	needZygote(t)
+	spec := sandbox.Spec{Dir: t.TempDir(), Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	res := boxRun(t, b, spec, `sleep 300 >/dev/null 2>&1 & echo $!; setsid sleep 300 >/dev/null 2>&1 & sleep 0.2; pgrep -n -x sleep`)
+	pids := strings.Fields(res.Output)
+	if len(pids) != 2 {
+		t.Fatalf("output %q", res.Output)
+	}
+	z := oneZygote(t, b)
+	res = boxRun(t, b, spec, `for p in `+strings.Join(pids, " ")+`; do test -e /proc/$p && echo "$p alive"; done; pgrep -c -x sleep; true`)
+	if res.Output != "0\n" {
+		t.Fatalf("after the command: %q", res.Output)
+	}
+	if oneZygote(t, b) != z {
+		t.Fatal("not the same zygote")
+	}
+}
+
+// TestBoxMountsUnchanged: a command cannot change the mounts the next one
+// sees.
+func TestBoxMountsUnchanged(t *testing.T) {
+	needZygote(t)
+	spec := sandbox.Spec{Dir: t.TempDir(), Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	before := boxRun(t, b, spec, `cat /proc/self/mountinfo`).Output
+	res := boxRun(t, b, spec, `mount -t tmpfs none /usr 2>&1; umount -l /usr 2>&1; mount -o remount,rw / 2>&1; umount -l /proc 2>&1; mount --bind /usr `+spec.Dir+` 2>&1; true`)
+	after := boxRun(t, b, spec, `cat /proc/self/mountinfo`).Output
+	if before == "" || after != before {
+		t.Fatalf("mounts changed by %q:\nbefore:\n%s\nafter:\n%s", res.Output, before, after)
+	}
+}
+
+// TestBoxIPCPerCommand: System V IPC objects a command makes are gone for
+// the next.
+func TestBoxIPCPerCommand(t *testing.T) {
+	needZygote(t)
+	if _, err := exec.LookPath("ipcmk"); err != nil {
+		t.Skip("no ipcmk")
+	}
+	spec := sandbox.Spec{Dir: t.TempDir(), Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	if res := boxRun(t, b, spec, `ipcmk -M 4096 >/dev/null && ipcs -m | grep -c '^0x'`); res.Output != "1\n" {
+		t.Fatalf("made: %q", res.Output)
+	}
+	if res := boxRun(t, b, spec, `ipcs -m | grep -c '^0x'`); res.Output != "0\n" {
+		t.Fatalf("the next command sees: %q", res.Output)
+	}
+}
+
+// TestBoxZygoteReplaced: a zygote killed between commands is replaced,
+// and the next command still runs sandboxed.
+func TestBoxZygoteReplaced(t *testing.T) {
+	needZygote(t)
+	dir := t.TempDir()
+	spec := sandbox.Spec{Dir: dir, Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	boxRun(t, b, spec, "true")
+	z := oneZygote(t, b)
+	if err := syscall.Kill(z, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, z)
+	res := boxRun(t, b, spec, `ls /proc | grep -c '^[0-9]*$'; cat /etc/shadow`)
+	if !res.Confinement.Isolated || !res.Confinement.Confined || res.ExitCode == 0 {
+		t.Fatalf("after the zygote died: exit %d, %q, %s", res.ExitCode, res.Output, res.Confinement.Summary())
+	}
+	if again := oneZygote(t, b); again == z {
+		t.Fatal("the dead zygote was kept")
+	}
+}
+
+// waitGone waits until process pid is gone or a zombie.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for range 1000 {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return
+		}
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && strings.HasPrefix(string(b[i+1:]), " Z") {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("process %d is still there", pid)
+}
+
+// TestBoxConcurrent: commands run at once by one Box each see only their
+// own processes, and all end.
+func TestBoxConcurrent(t *testing.T) {
+	needZygote(t)
+	spec := sandbox.Spec{Dir: t.TempDir(), Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	var wg sync.WaitGroup
+	errs := make(chan string, 40)
+	for i := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 3 {
+				s := spec
+				s.Shell = `sleep 0.1; ls /proc | grep -c '^[0-9]*$'; echo ` + strconv.Itoa(i*10+j)
+				s.Timeout = time.Minute
+				res, err := b.Run(context.Background(), &s)
+				if err != nil {
+					errs <- err.Error()
+					continue
+				}
+				f := strings.Fields(res.Output)
+				if n, _ := strconv.Atoi(f[0]); len(f) != 2 || n > 5 || f[1] != strconv.Itoa(i*10+j) || !res.Confinement.Isolated {
+					errs <- res.Output
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if n := len(sandbox.BoxZygotes(b)); n < 1 || n > 4 {
+		t.Fatalf("%d zygotes", n)
+	}
+}
+
+// TestBoxClose: closing a Box ends its zygotes; it runs nothing after.
+func TestBoxClose(t *testing.T) {
+	needZygote(t)
+	spec := sandbox.Spec{Dir: t.TempDir(), Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	boxRun(t, b, spec, "true")
+	z := oneZygote(t, b)
+	b.Close()
+	waitGone(t, z)
+	s := spec
+	s.Shell = "true"
+	if _, err := b.Run(context.Background(), &s); !errors.Is(err, sandbox.ErrInvalidSpec) {
+		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// TestBoxTimeout: a command past its timeout is ended with what it
+// started, and the zygote runs the next.
+func TestBoxTimeout(t *testing.T) {
+	needZygote(t)
+	spec := sandbox.Spec{Dir: t.TempDir(), Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	s := spec
+	s.Timeout = 300 * time.Millisecond
+	s.Grace = 100 * time.Millisecond
+	res := boxRun(t, b, s, `trap '' TERM; sleep 300 & wait`)
+	if !res.TimedOut || res.ExitCode != -1 {
+		t.Fatalf("timed out %v, exit %d", res.TimedOut, res.ExitCode)
+	}
+	if res := boxRun(t, b, spec, `pgrep -c -x sleep; echo ok`); res.Output != "0\nok\n" {
+		t.Fatalf("next: %q", res.Output)
+	}
+}
+
+// TestBoxScratchEmptied: each command finds Scratch empty.
+func TestBoxScratchEmptied(t *testing.T) {
+	needZygote(t)
+	dir := t.TempDir()
+	spec := sandbox.Spec{Dir: dir, Scratch: filepath.Join(dir, "tmp"), Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	boxRun(t, b, spec, `mkdir -p "$TMPDIR/a/b" && echo x > "$TMPDIR/a/b/f" && ln -s / "$TMPDIR/root"`)
+	if res := boxRun(t, b, spec, `ls -A "$TMPDIR"`); res.Output != "" {
+		t.Fatalf("Scratch holds %q", res.Output)
+	}
+}
+
+// TestBoxParentDies: a zygote whose caller dies is killed.
+func TestBoxParentDies(t *testing.T) {
+	needZygote(t)
+	if os.Getenv("SANDBOX_TEST_BOX_CHILD") != "" {
+		spec := sandbox.Spec{Dir: os.Getenv("SANDBOX_TEST_BOX_CHILD"), Limits: sandbox.DefaultLimits}
+		b, err := sandbox.NewBox(&spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		boxRun(t, b, spec, "true")
+		os.Stdout.WriteString("zygote " + strconv.Itoa(oneZygote(t, b)) + "\n")
+		time.Sleep(time.Minute)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestBoxParentDies$", "-test.v")
+	cmd.Env = append(os.Environ(), "SANDBOX_TEST_BOX_CHILD="+t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(out)
+	z := 0
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "zygote "); ok {
+			z, _ = strconv.Atoi(v)
+			break
+		}
+	}
+	if z == 0 {
+		t.Fatal("the child reported no zygote")
+	}
+	cmd.Process.Kill()
+	waitGone(t, z)
+}
+
+// TestBoxScratchLinkNotFollowed: a command that replaces Scratch (inside
+// Dir) by a link to a directory outside its paths does not get that
+// directory emptied after it; the next command is refused, as by Run.
+func TestBoxScratchLinkNotFollowed(t *testing.T) {
+	needZygote(t)
+	dir, victim := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(victim, "keep"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := sandbox.Spec{Dir: dir, Scratch: filepath.Join(dir, "tmp"), Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	boxRun(t, b, spec, `rm -rf "$TMPDIR" && ln -s `+victim+` "$TMPDIR"`)
+	if _, err := os.Stat(filepath.Join(victim, "keep")); err != nil {
+		t.Fatalf("the link was followed: %v", err)
+	}
+	s := spec
+	s.Shell = "true"
+	if _, err := b.Run(context.Background(), &s); !errors.Is(err, sandbox.ErrLinkBelowWritable) {
+		t.Fatalf("the next command: %v", err)
+	}
+}
