@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -52,8 +53,10 @@ var errNoZygote = errors.New("no zygote")
 //     PID namespace and its /proc are the zygote's, which runs one
 //     command at a time and, at each command's end, kills and reaps
 //     every process of it but itself.
-//   - Scratch is emptied after each command (whether it ran in a zygote
-//     or not), and each overlay is mounted afresh before each command.
+//   - Scratch, when set, holds a directory for each zygote (and one for
+//     each command run as Run runs it), which is the commands' Scratch
+//     (their TMPDIR): emptied after each command, removed with its
+//     zygote. Each overlay is mounted afresh before each command.
 //
 // A zygote is used only where it confines as Run would: run by root,
 // isolated (PID, mount and IPC namespaces), without a Proxy, PrivateTmp,
@@ -139,8 +142,8 @@ func boxPerCall(t *Spec) string {
 // ended, as [Run] does. The spec's sandbox (all but its per-command
 // fields: see [NewBox]) must be the Box's, else Run fails with
 // [ErrInvalidSpec]. When it returns, every process of the command has
-// been killed, the set-ID bits it left are cleared as by Run, and Scratch
-// is empty.
+// been killed, the set-ID bits it left are cleared as by Run, and its
+// Scratch (a directory in the Box's) is empty.
 func (b *Box) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	if spec == nil {
 		return nil, fmt.Errorf("%w: nil spec", ErrInvalidSpec)
@@ -148,46 +151,107 @@ func (b *Box) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	if t := boxTemplate(spec); !sameBox(&t, &b.spec) {
 		return nil, fmt.Errorf("%w: the spec's sandbox is not the box's", ErrInvalidSpec)
 	}
-	b.mu.Lock()
-	closed, perCall := b.closed, b.perCall
-	b.mu.Unlock()
-	if closed {
-		return nil, fmt.Errorf("%w: the box is closed", ErrInvalidSpec)
+	// A zygote dead while idle is found when it is sent the command:
+	// another then takes it.
+	for range 2 {
+		z, start, err := b.take()
+		if err != nil {
+			return nil, err
+		}
+		if z == nil && !start {
+			break
+		}
+		res, retry, err := b.runIn(ctx, spec, z)
+		if !retry {
+			return res, err
+		}
 	}
-	// As Run, but in a zygote where one takes the command.
-	p, err := prepare(spec)
+	return b.runPerCall(ctx, spec)
+}
+
+// scratchFor is the Scratch of a command, in the Box's Scratch: a
+// directory of its zygote's, or one of its own (kind "run").
+func (b *Box) scratchFor(kind string) string {
+	if b.scratch == "" {
+		return ""
+	}
+	return filepath.Join(b.scratch, fmt.Sprintf("%s-%d", kind, boxSeq.Add(1)))
+}
+
+var boxSeq atomic.Int64
+
+// runPerCall runs the command as Run does, with a Scratch of its own,
+// removed after it.
+func (b *Box) runPerCall(ctx context.Context, spec *Spec) (*Result, error) {
+	s := *spec
+	s.Scratch = b.scratchFor("run")
+	p, err := prepare(&s)
 	if err != nil {
 		return nil, err
 	}
-	defer b.emptyScratch(p.writable)
+	defer removeGranted(s.Scratch, p.writable, true)
 	since := inodeClock()
-	var r *Result
-	if perCall == "" {
-		r, err = b.runZygote(ctx, p)
+	res, err := p.runGrouped(ctx)
+	if res != nil && os.Geteuid() == 0 {
+		res.SetIDCleared = clearSetID(p.writable, since)
 	}
-	if perCall != "" || errors.Is(err, errNoZygote) {
-		r, err = p.runGrouped(ctx)
-	}
-	var cleared []string
-	if os.Geteuid() == 0 {
-		cleared = clearSetID(p.writable, since)
-	}
-	if r != nil {
-		r.SetIDCleared = cleared
-	}
-	return r, err
+	return res, err
 }
 
-// emptyScratch removes what the last command left in Scratch (not the
-// directory: a zygote's root has it bound). Scratch is reached as a
-// granted path is (see openGrant), and nothing in it is followed: a
-// command that replaced it by a link gets nothing removed, and the next
-// command is refused.
-func (b *Box) emptyScratch(writable []string) {
-	if b.scratch == "" {
+// runIn runs the command in z, or in a zygote it starts (z nil). retry:
+// no zygote took it, and it did not run.
+func (b *Box) runIn(ctx context.Context, spec *Spec, z *zygote) (res *Result, retry bool, err error) {
+	s := *spec
+	if z != nil {
+		s.Scratch = z.scratch
+	} else {
+		s.Scratch = b.scratchFor("zygote")
+	}
+	p, err := prepare(&s)
+	if err != nil {
+		if z != nil {
+			// Its Scratch may be what was refused: the next
+			// command gets another zygote.
+			b.give(z, false)
+		} else {
+			b.unreserve("")
+			removeGranted(s.Scratch, nil, true)
+		}
+		return nil, false, err
+	}
+	if z == nil {
+		var perCall string
+		if z, perCall, err = startZygote(ctx, p); err != nil {
+			b.unreserve(perCall)
+			removeGranted(s.Scratch, p.writable, true)
+			return nil, true, nil
+		}
+		z.scratch, z.writable = s.Scratch, p.writable
+	}
+	since := inodeClock()
+	res, healthy, started, err := z.run(ctx, p)
+	if res != nil && os.Geteuid() == 0 {
+		res.SetIDCleared = clearSetID(p.writable, since)
+	}
+	// Each command finds it empty, as a new one.
+	removeGranted(z.scratch, p.writable, false)
+	b.give(z, healthy)
+	if !started && !healthy && ctx.Err() == nil {
+		return nil, true, nil
+	}
+	return res, false, err
+}
+
+// removeGranted removes what is in dir, and dir too if all: dir is
+// reached as a granted path is (see openGrant), nothing in it is
+// followed, and a dir a command replaced by a link is left as it is
+// (the next command naming it is refused).
+func removeGranted(dir string, writable []string, all bool) {
+	if dir == "" {
 		return
 	}
-	fd, _, _, err := openGrant(b.scratch, writableRegions(writable))
+	regions := writableRegions(writable)
+	fd, _, _, err := openGrant(dir, regions)
 	if err != nil {
 		return
 	}
@@ -207,62 +271,56 @@ func (b *Box) emptyScratch(writable []string) {
 		names, _ := d.Readdirnames(1024)
 		d.Close()
 		if len(names) == 0 {
-			return
+			break
 		}
 		for _, n := range names {
 			_ = root.RemoveAll(n)
 		}
 	}
-}
-
-// runZygote runs the prepared command in a zygote: an idle one, or a new
-// one. A zygote that dies before it starts the command is replaced once.
-// errNoZygote: none could take it.
-func (b *Box) runZygote(ctx context.Context, p *prepared) (*Result, error) {
-	for range 2 {
-		z, err := b.take(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		res, healthy, started, err := z.run(ctx, p)
-		b.give(z, healthy)
-		if started || healthy || ctx.Err() != nil {
-			return res, err
-		}
+	if !all {
+		return
 	}
-	return nil, errNoZygote
+	pfd, _, _, err := openGrant(filepath.Dir(dir), regions)
+	if err != nil {
+		return
+	}
+	defer unix.Close(pfd)
+	_ = unix.Unlinkat(pfd, filepath.Base(dir), unix.AT_REMOVEDIR)
 }
 
-// take returns an idle zygote, or starts one.
-func (b *Box) take(ctx context.Context, p *prepared) (*zygote, error) {
+// take returns an idle zygote, or start set when the caller may start
+// one (a slot is then reserved: see unreserve), or neither when the
+// command is to run as Run runs it.
+func (b *Box) take() (z *zygote, start bool, err error) {
 	b.mu.Lock()
-	if b.closed || b.perCall != "" {
-		b.mu.Unlock()
-		return nil, errNoZygote
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, false, fmt.Errorf("%w: the box is closed", ErrInvalidSpec)
+	}
+	if b.perCall != "" {
+		return nil, false, nil
 	}
 	if n := len(b.idle); n > 0 {
-		z := b.idle[n-1]
+		z = b.idle[n-1]
 		b.idle = b.idle[:n-1]
-		b.mu.Unlock()
-		return z, nil
+		return z, false, nil
 	}
 	if b.live >= boxMaxZygotes {
-		b.mu.Unlock()
-		return nil, errNoZygote
+		return nil, false, nil
 	}
 	b.live++
-	b.mu.Unlock()
-	z, perCall, err := startZygote(ctx, p)
-	if err != nil {
-		b.mu.Lock()
-		b.live--
-		if perCall != "" {
-			b.perCall = perCall
-		}
-		b.mu.Unlock()
-		return nil, errNoZygote
+	return nil, true, nil
+}
+
+// unreserve gives back a slot taken to start a zygote that did not
+// start; perCall, if set, is why none will.
+func (b *Box) unreserve(perCall string) {
+	b.mu.Lock()
+	b.live--
+	if perCall != "" {
+		b.perCall = perCall
 	}
-	return z, nil
+	b.mu.Unlock()
 }
 
 // give takes back a zygote that ran a command: kept if healthy, else
@@ -340,6 +398,10 @@ type zygote struct {
 
 	commands  int
 	idleSince time.Time
+	// scratch is the zygote's Scratch (in the Box's), writable the
+	// writable paths of its spec: removed when it ends.
+	scratch  string
+	writable []string
 }
 
 // startZygote starts a zygote for the prepared spec and reads its
@@ -525,6 +587,7 @@ func (z *zygote) close() {
 		z.cg.killAll()
 		z.cg.remove()
 	}
+	removeGranted(z.scratch, z.writable, true)
 }
 
 // run runs the prepared command in the zygote. healthy: the zygote may run

@@ -336,4 +336,57 @@ func TestBoxScratchLinkNotFollowed(t *testing.T) {
 	if _, err := b.Run(context.Background(), &s); !errors.Is(err, sandbox.ErrLinkBelowWritable) {
 		t.Fatalf("the next command: %v", err)
 	}
+	// The one after gets another zygote, and another Scratch.
+	if res := boxRun(t, b, spec, `ls -A "$TMPDIR"; echo ok`); res.Output != "ok\n" {
+		t.Fatalf("then: %q", res.Output)
+	}
+	if _, err := os.Stat(filepath.Join(victim, "keep")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBoxScratchPerZygote: commands running at once have Scratches of
+// their own; once the Box is closed, none is left.
+func TestBoxScratchPerZygote(t *testing.T) {
+	needZygote(t)
+	dir := t.TempDir()
+	scratch := filepath.Join(dir, "tmp")
+	spec := sandbox.Spec{Dir: dir, Scratch: scratch, Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	for range 6 { // more than the zygotes: some run as Run runs them
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := spec
+			// All six run at once: each waits for the others.
+			s.Shell = `ls -A "$TMPDIR"; echo mine > "$TMPDIR/f"; touch "started.$(basename "$TMPDIR")"
+i=0; while [ "$(ls | grep -c '^started')" -lt 6 ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
+cat "$TMPDIR/f"; echo "$TMPDIR"`
+			s.Timeout = time.Minute
+			res, err := b.Run(context.Background(), &s)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			f := strings.Fields(res.Output)
+			if len(f) != 2 || f[0] != "mine" || filepath.Dir(f[1]) != scratch {
+				t.Errorf("output %q", res.Output)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if seen[f[1]] {
+				t.Errorf("%s shared by commands at once", f[1])
+			}
+			seen[f[1]] = true
+		}()
+	}
+	wg.Wait()
+	b.Close()
+	if entries, err := os.ReadDir(scratch); err != nil || len(entries) != 0 {
+		t.Fatalf("after Close, Scratch holds %v (%v)", entries, err)
+	}
 }
