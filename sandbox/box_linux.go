@@ -26,12 +26,22 @@ const (
 	// boxMaxZygotes bounds the zygotes of one Box: its commands at
 	// once that run in one; more run as [Run] runs them.
 	boxMaxZygotes = 4
-	// boxIdle is how long an idle zygote is kept.
-	boxIdle = time.Minute
 	// boxMaxCommands bounds the commands one zygote runs; the next
 	// gets a new one.
 	boxMaxCommands = 1000
 )
+
+// boxIdleNs, if set (by a test), is how long an idle zygote is kept, in
+// nanoseconds, instead of boxIdle's minute.
+var boxIdleNs atomic.Int64
+
+// boxIdle is how long an idle zygote is kept.
+func boxIdle() time.Duration {
+	if d := boxIdleNs.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	return time.Minute
+}
 
 // errNoZygote: no zygote could take the command, which then runs as Run
 // runs it.
@@ -192,8 +202,10 @@ func (b *Box) runPerCall(ctx context.Context, spec *Spec) (*Result, error) {
 	defer removeGranted(s.Scratch, p.writable, true)
 	since := inodeClock()
 	res, err := p.runGrouped(ctx)
-	if res != nil && os.Geteuid() == 0 {
-		res.SetIDCleared = clearSetID(p.writable, since)
+	if os.Geteuid() == 0 {
+		if cleared := clearSetID(p.writable, since); res != nil {
+			res.SetIDCleared = cleared
+		}
 	}
 	return res, err
 }
@@ -230,8 +242,13 @@ func (b *Box) runIn(ctx context.Context, spec *Spec, z *zygote) (res *Result, re
 	}
 	since := inodeClock()
 	res, healthy, started, err := z.run(ctx, p)
-	if res != nil && os.Geteuid() == 0 {
-		res.SetIDCleared = clearSetID(p.writable, since)
+	// Every process of the command is gone (run returns once the
+	// zygote has reaped them, or has itself been killed and reaped):
+	// as Run, whether it ran or failed midway.
+	if os.Geteuid() == 0 {
+		if cleared := clearSetID(p.writable, since); res != nil {
+			res.SetIDCleared = cleared
+		}
 	}
 	// Each command finds it empty, as a new one.
 	removeGranted(z.scratch, p.writable, false)
@@ -337,19 +354,19 @@ func (b *Box) give(z *zygote, healthy bool) {
 	z.idleSince = time.Now()
 	b.idle = append(b.idle, z)
 	if b.timer == nil {
-		b.timer = time.AfterFunc(boxIdle, b.closeIdle)
+		b.timer = time.AfterFunc(boxIdle(), b.closeIdle)
 	}
 	b.mu.Unlock()
 }
 
-// closeIdle closes the zygotes idle for boxIdle or longer, and comes
+// closeIdle closes the zygotes idle for boxIdle() or longer, and comes
 // back while any remain.
 func (b *Box) closeIdle() {
 	b.mu.Lock()
 	var old []*zygote
 	keep := b.idle[:0]
 	for _, z := range b.idle {
-		if time.Since(z.idleSince) >= boxIdle {
+		if time.Since(z.idleSince) >= boxIdle() {
 			old = append(old, z)
 		} else {
 			keep = append(keep, z)
@@ -359,7 +376,7 @@ func (b *Box) closeIdle() {
 	b.live -= len(old)
 	b.timer = nil
 	if len(b.idle) > 0 && !b.closed {
-		b.timer = time.AfterFunc(boxIdle, b.closeIdle)
+		b.timer = time.AfterFunc(boxIdle(), b.closeIdle)
 	}
 	b.mu.Unlock()
 	for _, z := range old {
@@ -414,6 +431,7 @@ func startZygote(ctx context.Context, p *prepared) (z *zygote, perCall string, e
 	cfg.NetNS = cfg.DenyNet
 	z = &zygote{replies: make(chan zygoteReply, 4), dead: make(chan struct{})}
 	if n := p.spec.Limits.Processes; n > 0 {
+		sweepPidsCgroups()
 		if z.cg, err = newPidsCgroup(n); err == nil {
 			cfg.Cgroup = z.cg.procsFile()
 		}

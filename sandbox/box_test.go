@@ -390,3 +390,80 @@ cat "$TMPDIR/f"; echo "$TMPDIR"`
 		t.Fatalf("after Close, Scratch holds %v (%v)", entries, err)
 	}
 }
+
+// TestBoxSweepsStaleCgroups: the empty pids cgroup a zygote leaves when
+// the process that started it died is removed by the next zygote's start;
+// one of a live process is kept.
+func TestBoxSweepsStaleCgroups(t *testing.T) {
+	needZygote(t)
+	parent := sandbox.PidsCgroupParent()
+	if parent == "" {
+		t.Skip("no pids cgroup here")
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(parent, "hrns-sandbox-"+strconv.Itoa(dead.Process.Pid)+"-1")
+	live := filepath.Join(parent, "hrns-sandbox-1-1") // init's
+	for _, d := range []string{stale, live} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer os.Remove(stale)
+	defer os.Remove(live)
+	spec := sandbox.Spec{Dir: t.TempDir(), Limits: sandbox.DefaultLimits}
+	boxRun(t, newBox(t, spec), spec, "true")
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("the stale cgroup is still there")
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the live process's cgroup was removed: %v", err)
+	}
+}
+
+// TestBoxClearsSetID: what a command leaves set-user-ID in its paths
+// loses the bit when it ends, as with Run.
+func TestBoxClearsSetID(t *testing.T) {
+	needZygote(t)
+	dir := t.TempDir()
+	spec := sandbox.Spec{Dir: dir, Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	res := boxRun(t, b, spec, `cp /bin/true suid && chmod 4755 suid && ls -l suid`)
+	if !strings.HasPrefix(res.Output, "-rws") {
+		t.Fatalf("the command could not make it: %q", res.Output)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "suid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&os.ModeSetuid != 0 || len(res.SetIDCleared) != 1 {
+		t.Fatalf("mode %v, cleared %v", fi.Mode(), res.SetIDCleared)
+	}
+}
+
+// TestBoxIdleZygoteEnds: a zygote idle for boxIdle exits; the next command
+// gets another.
+func TestBoxIdleZygoteEnds(t *testing.T) {
+	needZygote(t)
+	sandbox.SetBoxIdle(100 * time.Millisecond)
+	defer sandbox.SetBoxIdle(0)
+	spec := sandbox.Spec{Dir: t.TempDir(), Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	boxRun(t, b, spec, "true")
+	z := oneZygote(t, b)
+	waitGone(t, z)
+	for range 100 {
+		if len(sandbox.BoxZygotes(b)) == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pids := sandbox.BoxZygotes(b); len(pids) != 0 {
+		t.Fatalf("still idle: %v", pids)
+	}
+	if res := boxRun(t, b, spec, "echo ok"); res.Output != "ok\n" || !res.Confinement.Isolated {
+		t.Fatalf("then: %q, %s", res.Output, res.Confinement.Summary())
+	}
+}

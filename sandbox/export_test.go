@@ -2,6 +2,8 @@
 
 package sandbox
 
+import "time"
+
 // SetNoNetns turns network namespaces off (or back on) for a test.
 func SetNoNetns(b bool) { noNetns = b }
 
@@ -41,3 +43,17 @@ func BoxZygotes(b *Box) []int {
 	}
 	return pids
 }
+
+// PidsCgroupParent is the cgroup directory Run makes its pids cgroups in,
+// or "" where it makes none.
+func PidsCgroupParent() string {
+	d, _, err := pidsCgroupDir()
+	if err != nil {
+		return ""
+	}
+	return d
+}
+
+// SetBoxIdle sets how long a Box keeps an idle zygote; 0 restores a
+// minute.
+func SetBoxIdle(d time.Duration) { boxIdleNs.Store(int64(d)) }

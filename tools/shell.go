@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -389,7 +390,8 @@ func (s *shell) commandBox() *sandbox.Box {
 	if s.box != nil {
 		return s.box
 	}
-	scratch, err := os.MkdirTemp("", "hrns-commands-")
+	sweepBoxScratches()
+	scratch, err := os.MkdirTemp("", boxScratchPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil
 	}
@@ -407,6 +409,10 @@ func (s *shell) commandBox() *sandbox.Box {
 	}, boxCleanup{box, scratch})
 	return box
 }
+
+// boxScratchPrefix begins the name of a shell's scratch parent, followed
+// by the pid of its process.
+const boxScratchPrefix = "hrns-commands-"
 
 // boxCleanup is what goes with a shell: its Box and scratch directories.
 type boxCleanup struct {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -243,5 +245,37 @@ func TestSandboxHelperKept(t *testing.T) {
 	}
 	if !strings.HasPrefix(r2.text, ns1+"\n0\n") {
 		t.Fatalf("first in %s, then:\n%s", ns1, r2.text)
+	}
+}
+
+// TestSandboxSweepsStaleScratch: the scratch directories a process left
+// when it exited are removed by the next shell's first command; those of
+// a live process are kept.
+func TestSandboxSweepsStaleScratch(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the helper is kept between commands only for root")
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(os.TempDir(), "hrns-commands-"+strconv.Itoa(dead.Process.Pid)+"-x")
+	live := filepath.Join(os.TempDir(), "hrns-commands-1-x") // init's
+	for _, d := range []string{filepath.Join(stale, "zygote-1"), live} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer os.RemoveAll(stale)
+	defer os.RemoveAll(live)
+	ts, _ := sandboxed(t, &tools.ShellOptions{DenyNetwork: true})
+	if r := run(t, t.Context(), ts, "true", 0); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("the stale scratch directory is still there")
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live process's scratch directory was removed: %v", err)
 	}
 }
