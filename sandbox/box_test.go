@@ -467,3 +467,59 @@ func TestBoxIdleZygoteEnds(t *testing.T) {
 		t.Fatalf("then: %q, %s", res.Output, res.Confinement.Summary())
 	}
 }
+
+// TestBoxOverlayAfresh: each command of a Box sees its overlay's lower
+// layer as it is when it starts (the overlay is mounted again), and what
+// the commands before wrote there, in the upper layer.
+func TestBoxOverlayAfresh(t *testing.T) {
+	needZygote(t)
+	dir, state, lower := t.TempDir(), t.TempDir(), t.TempDir()
+	upper, work, target := filepath.Join(state, "upper"), filepath.Join(state, "work"), filepath.Join(state, "target")
+	for _, d := range []string{upper, work, target} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(lower, "one"), []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := sandbox.Spec{
+		Dir:       dir,
+		ReadWrite: []string{state},
+		Overlays:  []sandbox.Overlay{{Lower: lower, Upper: upper, Work: work, Target: target}},
+		Limits:    sandbox.DefaultLimits,
+	}
+	b := newBox(t, spec)
+	res := boxRun(t, b, spec, `ls `+target+`; cat `+target+`/one; echo mine > `+target+`/own`)
+	if res.Output != "one\n1\n" || res.Confinement.Overlays != 1 {
+		t.Fatalf("first: %q, %+v", res.Output, res.Confinement)
+	}
+	z := oneZygote(t, b)
+	// The user's own programs change the shared cache meanwhile.
+	if err := os.Remove(filepath.Join(lower, "one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(lower, "two"), []byte("2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res = boxRun(t, b, spec, `ls `+target+`; cat `+target+`/two; cat `+target+`/one 2>/dev/null || echo no-one`)
+	if res.Output != "own\ntwo\n2\nno-one\n" {
+		t.Fatalf("then: %q", res.Output)
+	}
+	if oneZygote(t, b) != z {
+		t.Fatal("not the same zygote")
+	}
+}
+
+// TestBoxDescriptors: a command of a Box gets its standard files and
+// nothing else, as one of Run.
+func TestBoxDescriptors(t *testing.T) {
+	needZygote(t)
+	spec := sandbox.Spec{Dir: t.TempDir(), Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	for range 2 {
+		if res := boxRun(t, b, spec, `ls /proc/self/fd`); res.Output != "0\n1\n2\n3\n" {
+			t.Fatalf("descriptors: %q", res.Output)
+		}
+	}
+}
