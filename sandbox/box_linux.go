@@ -540,6 +540,10 @@ func startZygote(ctx context.Context, p *prepared) (z *zygote, perCall string, e
 		if why != "" {
 			perCall = "the command's root could not be built: " + why
 			err = errors.New(why)
+		} else {
+			// Its report (no Landlock where it is required...)
+			// would be every zygote's: Run reports it per command.
+			perCall = "the zygote did not start: " + err.Error()
 		}
 		return fail(err)
 	}
