@@ -683,19 +683,31 @@ func (z *zygote) run(ctx context.Context, p *prepared) (res *Result, healthy, st
 	}
 
 	setup := time.NewTimer(max(p.timeout, helperSetupTimeout))
+	defer setup.Stop()
 	var first zygoteReply
 	var ok bool
-	select {
-	case first, ok = <-z.replies:
-	case <-ctx.Done():
-		setup.Stop()
-		abandon()
-		return nil, false, true, ctx.Err()
-	case <-setup.C:
-		abandon()
-		return nil, false, true, fmt.Errorf("%w: the sandbox's zygote did not start the command in %v", ErrStart, max(p.timeout, helperSetupTimeout))
+	took := false
+	for !took || (ok && first.Took) {
+		select {
+		case first, ok = <-z.replies:
+		case <-ctx.Done():
+			abandon()
+			return nil, false, true, ctx.Err()
+		case <-setup.C:
+			abandon()
+			return nil, false, true, fmt.Errorf("%w: the sandbox's zygote did not start the command in %v", ErrStart, max(p.timeout, helperSetupTimeout))
+		}
+		if !ok && !took {
+			// It ended before it had the command (one killed
+			// while idle, still exiting): another may run it.
+			abandon()
+			return nil, false, false, fmt.Errorf("%w: the sandbox's zygote ended", ErrStart)
+		}
+		if !ok {
+			break
+		}
+		took = took || first.Took
 	}
-	setup.Stop()
 	switch {
 	case !ok:
 		// It took the command, and ended: it may have started it.

@@ -34,9 +34,13 @@ type zygoteCommand struct {
 	Env  []string `json:"env"`
 }
 
-// zygoteReply is what a zygote answers: Started (or Error) to "run",
+// zygoteReply is what a zygote answers: Took, then Started (or Error), to "run",
 // Exited when the command's own process ends, Clean to "end".
 type zygoteReply struct {
+	// Took: the zygote has the command (sent first, before it reads
+	// the command or starts it): a zygote that ends before it sends
+	// this has run nothing of it.
+	Took    bool   `json:"took,omitempty"`
 	Started bool   `json:"started,omitempty"`
 	Error   string `json:"error,omitempty"`
 	Exited  *int   `json:"exited,omitempty"`
@@ -168,6 +172,7 @@ func serveZygote(status *os.File, cfg *helperConfig) {
 		}
 		switch req.Op {
 		case "run":
+			send(zygoteReply{Took: true})
 			if running || len(fds) != 3 {
 				closeFDs(fds)
 				send(zygoteReply{Error: "a zygote runs one command at a time, with its three descriptors"})
