@@ -128,3 +128,33 @@ func (cg *pidsCgroup) remove() error {
 	}
 	return err
 }
+
+// sweepPidsCgroups removes the cgroups newPidsCgroup made for processes
+// that are gone (the pid in the name is no process's), empty: a zygote's
+// is left when the process that started it dies without closing it. A
+// cgroup still holding a process is not removed (rmdir refuses), nor one
+// whose pid a live process has taken since.
+func sweepPidsCgroups() {
+	parent, _, err := pidsCgroupDir()
+	if err != nil {
+		return
+	}
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "hrns-sandbox-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			_ = os.Remove(filepath.Join(parent, e.Name()))
+		}
+	}
+}

@@ -66,6 +66,17 @@
 // signalling processes outside the sandbox or reaching their abstract Unix
 // sockets.
 //
+// # A Box: one helper for many commands
+//
+// [NewBox] returns a [Box] for the commands of one sandbox (one spec but
+// for each command's own fields). Where it can (run by root, isolated,
+// without a Proxy, PrivateTmp, Terminals or Unconfined), it runs them in
+// a zygote: a first stage started once, its root built, that confines a
+// thread of its own once and starts each command from it, one at a time,
+// in an IPC namespace of its own, then kills and reaps every other
+// process of its PID namespace before the next. A command then costs
+// about what os/exec costs; see [Box] for what its commands share.
+//
 // # What it does not guarantee
 //
 // See [Confinement] for what a run actually got, and docs/codemode.md. In

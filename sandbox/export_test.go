@@ -2,6 +2,8 @@
 
 package sandbox
 
+import "time"
+
 // SetNoNetns turns network namespaces off (or back on) for a test.
 func SetNoNetns(b bool) { noNetns = b }
 
@@ -20,3 +22,38 @@ func SetNoSetattr(b bool) { noSetattr = b }
 // SetNoSpecCheck leaves the granted paths unchecked before the helper
 // starts, so that a test reaches the helper's own checks.
 func SetNoSpecCheck(b bool) { noSpecCheck = b }
+
+// SetHelperPath makes Run re-execute path as the helper instead of this
+// binary: another build of the same tree (for a benchmark of the hrns
+// command's helper start). "" restores this binary.
+func SetHelperPath(path string) {
+	if path == "" {
+		path = "/proc/self/exe"
+	}
+	helperPath = path
+}
+
+// BoxZygotes returns the process IDs of a Box's idle zygotes.
+func BoxZygotes(b *Box) []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var pids []int
+	for _, z := range b.idle {
+		pids = append(pids, z.cmd.Process.Pid)
+	}
+	return pids
+}
+
+// PidsCgroupParent is the cgroup directory Run makes its pids cgroups in,
+// or "" where it makes none.
+func PidsCgroupParent() string {
+	d, _, err := pidsCgroupDir()
+	if err != nil {
+		return ""
+	}
+	return d
+}
+
+// SetBoxIdle sets how long a Box keeps an idle zygote; 0 restores a
+// minute.
+func SetBoxIdle(d time.Duration) { boxIdleNs.Store(int64(d)) }

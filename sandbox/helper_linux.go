@@ -88,6 +88,10 @@ type helperConfig struct {
 	// NoSetattr: the root is built as on a kernel without
 	// mount_setattr(2); for tests.
 	NoSetattr bool `json:"no_setattr,omitempty"`
+	// Zygote: the helper starts no command of its own but serves the
+	// commands its control socket sends, one at a time (see
+	// serveZygote).
+	Zygote bool `json:"zygote,omitempty"`
 	// Set by the parent when an isolated start failed: why.
 	NotIsolated string `json:"not_isolated,omitempty"`
 }
@@ -185,6 +189,9 @@ func runInit() {
 	if os.Geteuid() == 0 {
 		// A failure shows in the second stage, which reports it.
 		_ = dropCapabilities()
+	}
+	if cfg.Zygote {
+		serveZygote(status, &cfg) // does not return
 	}
 	if oneStage(&cfg) {
 		reap(status, &cfg, startCommand(status, &cfg))
@@ -457,7 +464,9 @@ func confine(cfg *helperConfig, fail func(helperStatus), restrict func(*helperCo
 	if cfg.Require && !conf.Confined {
 		fail(helperStatus{NotConfined: true, Confinement: &conf, Error: strings.Join(conf.Notes, "; ")})
 	}
-
+	if cfg.Zygote {
+		return conf, "" // each command's program is looked up as it comes
+	}
 	path, err := lookPath(cfg.Argv[0], cfg.Env)
 	if err != nil {
 		fail(helperStatus{Confinement: &conf, Error: err.Error()})

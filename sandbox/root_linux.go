@@ -428,11 +428,15 @@ func remount(p string, add uintptr) error {
 // overlay the kernel refuses is left out, with a note: its Target stays
 // the plain directory it is, which only costs the command the shared
 // files.
-func mountOverlays(cfg *helperConfig) error {
+func mountOverlays(cfg *helperConfig) error { return mountOverlaysAt(cfg, rootStaging) }
+
+// mountOverlaysAt is mountOverlays in the root at root: the staged one,
+// or, in a zygote, the command's root itself ("/").
+func mountOverlaysAt(cfg *helperConfig, root string) error {
 	if len(cfg.Overlays) == 0 {
 		return nil
 	}
-	staging, err := unix.Open(rootStaging, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	staging, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("opening the staged root: %w", err)
 	}

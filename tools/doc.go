@@ -37,7 +37,8 @@
 // only inside it, and neither `..` nor a symbolic link can lead out of it.
 // run_command runs with that directory as its working directory. Where the
 // kernel can confine it (Linux with Landlock), each command runs through
-// [sandbox.Run]: it may write only that directory, a home of that
+// [sandbox.Run], or a [sandbox.Box] that keeps the sandbox's helper between
+// commands: it may write only that directory, a home of that
 // directory's own and a scratch directory (its TMPDIR), read little besides
 // the system's directories, and see only its environment and its own
 // processes; the network is allowed unless [ShellOptions.DenyNetwork],

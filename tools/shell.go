@@ -8,8 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -147,7 +150,8 @@ const waitDelay = 2 * time.Second
 // code; a command that fails (non-zero exit, or killed) is returned the same
 // way, marked as an error, so the model sees its output.
 //
-// Where the kernel can confine commands, they run through [sandbox.Run]:
+// Where the kernel can confine commands, they run through [sandbox.Run],
+// or a [sandbox.Box] kept by the toolset where one can serve them:
 // they may write only dir, their home (see [ShellOptions.Home]) and a
 // scratch directory (their TMPDIR), read little besides the system's
 // directories, see only their own processes, and are bounded by
@@ -199,6 +203,14 @@ type shell struct {
 	// sandboxed; notedIsolation, that they are not isolated (no PID and
 	// mount namespaces: other processes and sockets are in reach).
 	noted, notedIsolation atomic.Bool
+
+	// box runs the commands that need no proxy, in a sandbox helper
+	// kept between them (see commandBox); made at the first, nil if it
+	// could not be.
+	boxMu sync.Mutex
+	box   *sandbox.Box
+	// boxScratch holds the box's scratch directories.
+	boxScratch string
 }
 
 // notIsolatedBecause picks the confinement's note on isolation.
@@ -348,37 +360,97 @@ func (s *shell) unconfinedBecause(e *ended) string {
 	return why
 }
 
-// runConfined runs command through the sandbox.
-func (s *shell) runConfined(ctx context.Context, command string, timeout time.Duration) (*ended, error) {
-	scratch, err := os.MkdirTemp("", "hrns-command-")
-	if err != nil {
-		return nil, fmt.Errorf("making the command's scratch directory: %w", err)
-	}
-	defer os.RemoveAll(scratch)
+// commandSpec is the sandbox of the shell's commands, without a command
+// or a scratch directory.
+func (s *shell) commandSpec() sandbox.Spec {
 	limits := sandbox.DefaultLimits
 	if s.o.Limits != nil {
 		limits = *s.o.Limits
 	}
-	out := newHeadTail(s.o.MaxOutput)
-	var proxy *sandbox.Proxy
-	if s.o.PublicNetwork && !s.o.DenyNetwork {
-		proxy = commandProxy(s.o.NetworkAllow)
-	}
-	res, err := sandbox.Run(ctx, &sandbox.Spec{
-		Shell:        command,
+	return sandbox.Spec{
 		Dir:          s.dir,
-		Scratch:      scratch,
 		ReadOnly:     s.o.ReadOnly,
 		ReadWrite:    s.o.ReadWrite,
 		Overlays:     s.overlays,
 		Env:          s.o.Env,
 		AllowNetwork: !s.o.DenyNetwork && !s.o.PublicNetwork,
-		Proxy:        proxy,
 		Limits:       limits,
-		Timeout:      timeout,
-		WaitDelay:    waitDelay,
-		Output:       liveWriter(ctx, command, out),
-	})
+	}
+}
+
+// commandBox returns the shell's Box, made at the first call: its
+// commands then run in a sandbox helper kept between them (one per
+// command running at once), instead of one started for each; each gets a
+// scratch directory of its helper's, empty. It returns nil where the Box
+// cannot be made (each command then runs as before). The Box and its
+// scratch directories go when the shell is no longer referenced.
+func (s *shell) commandBox() *sandbox.Box {
+	s.boxMu.Lock()
+	defer s.boxMu.Unlock()
+	if s.box != nil {
+		return s.box
+	}
+	sweepBoxScratches()
+	scratch, err := os.MkdirTemp("", boxScratchPrefix+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return nil
+	}
+	spec := s.commandSpec()
+	spec.Scratch = scratch
+	box, err := sandbox.NewBox(&spec)
+	if err != nil {
+		os.RemoveAll(scratch)
+		return nil
+	}
+	s.box, s.boxScratch = box, scratch
+	runtime.AddCleanup(s, func(b boxCleanup) {
+		b.box.Close()
+		os.RemoveAll(b.scratch)
+	}, boxCleanup{box, scratch})
+	return box
+}
+
+// boxScratchPrefix begins the name of a shell's scratch parent, followed
+// by the pid of its process.
+const boxScratchPrefix = "hrns-commands-"
+
+// boxCleanup is what goes with a shell: its Box and scratch directories.
+type boxCleanup struct {
+	box     *sandbox.Box
+	scratch string
+}
+
+// runConfined runs command through the sandbox: in the shell's Box (see
+// commandBox) unless its network goes through a proxy, which serves one
+// command.
+func (s *shell) runConfined(ctx context.Context, command string, timeout time.Duration) (*ended, error) {
+	out := newHeadTail(s.o.MaxOutput)
+	spec := s.commandSpec()
+	spec.Shell = command
+	spec.Timeout = timeout
+	spec.WaitDelay = waitDelay
+	spec.Output = liveWriter(ctx, command, out)
+	var res *sandbox.Result
+	var err error
+	box := (*sandbox.Box)(nil)
+	if !s.o.PublicNetwork || s.o.DenyNetwork {
+		box = s.commandBox()
+	}
+	if box != nil {
+		spec.Scratch = s.boxScratch
+		res, err = box.Run(ctx, &spec)
+	} else {
+		scratch, merr := os.MkdirTemp("", "hrns-command-")
+		if merr != nil {
+			return nil, fmt.Errorf("making the command's scratch directory: %w", merr)
+		}
+		defer os.RemoveAll(scratch)
+		spec.Scratch = scratch
+		if s.o.PublicNetwork && !s.o.DenyNetwork {
+			spec.Proxy = commandProxy(s.o.NetworkAllow)
+		}
+		res, err = sandbox.Run(ctx, &spec)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("running the command in the sandbox: %w", err)
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -110,13 +112,14 @@ func TestSandboxWrites(t *testing.T) {
 			t.Errorf("%s was written", p)
 		}
 	}
-	// TMPDIR is a scratch directory of the command, gone after it.
+	// TMPDIR is a scratch directory of the command: empty after it (a
+	// sandbox helper kept for the next command keeps it), or gone.
 	_, tmpdir, _ := strings.Cut(r.text, "TMPDIR=")
 	tmpdir, _, _ = strings.Cut(tmpdir, "\n")
 	if tmpdir == "" || tmpdir == os.Getenv("TMPDIR") || strings.HasPrefix(tmpdir, dir) {
 		t.Errorf("TMPDIR = %q", tmpdir)
-	} else if _, err := os.Stat(tmpdir); err == nil {
-		t.Errorf("the scratch directory %s outlived the command", tmpdir)
+	} else if entries, err := os.ReadDir(tmpdir); err == nil && len(entries) > 0 {
+		t.Errorf("the scratch directory %s kept %v after the command", tmpdir, entries)
 	}
 }
 
@@ -223,5 +226,56 @@ func TestSandboxLimits(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "big")); err != nil || fi.Size() > 1<<20 {
 		t.Errorf("big: %v, %v", fi, err)
+	}
+}
+
+// TestSandboxHelperKept: where the sandbox keeps its helper between
+// commands (run as root), consecutive commands run in one PID namespace,
+// and nothing the first left running is there for the second.
+func TestSandboxHelperKept(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the helper is kept between commands only for root")
+	}
+	ts, _ := sandboxed(t, &tools.ShellOptions{DenyNetwork: true})
+	r1 := run(t, t.Context(), ts, `sleep 300 >/dev/null 2>&1 & readlink /proc/self/ns/pid`, 0)
+	r2 := run(t, t.Context(), ts, `readlink /proc/self/ns/pid; pgrep -c -x sleep; true`, 0)
+	ns1, _, _ := strings.Cut(r1.text, "\n")
+	if r1.err != nil || r2.err != nil || !strings.HasPrefix(ns1, "pid:[") {
+		t.Fatalf("first %v, then %v", r1, r2)
+	}
+	if !strings.HasPrefix(r2.text, ns1+"\n0\n") {
+		t.Fatalf("first in %s, then:\n%s", ns1, r2.text)
+	}
+}
+
+// TestSandboxSweepsStaleScratch: the scratch directories a process left
+// when it exited are removed by the next shell's first command; those of
+// a live process are kept.
+func TestSandboxSweepsStaleScratch(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the helper is kept between commands only for root")
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(os.TempDir(), "hrns-commands-"+strconv.Itoa(dead.Process.Pid)+"-x")
+	live := filepath.Join(os.TempDir(), "hrns-commands-1-x") // init's
+	for _, d := range []string{filepath.Join(stale, "zygote-1"), live} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer os.RemoveAll(stale)
+	defer os.RemoveAll(live)
+	ts, _ := sandboxed(t, &tools.ShellOptions{DenyNetwork: true})
+	if r := run(t, t.Context(), ts, "true", 0); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("the stale scratch directory is still there")
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live process's scratch directory was removed: %v", err)
 	}
 }

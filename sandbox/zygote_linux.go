@@ -1,0 +1,329 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// zygoteFD is a zygote's control socket (SOCK_SEQPACKET): the caller
+// sends a zygoteRequest per message, the zygote a zygoteReply.
+const zygoteFD = 5
+
+// zygoteRequest is what a Box sends its zygote. "run" comes with three
+// descriptors: the command's standard input, its output, and a pipe from
+// which the zygote reads the command (a zygoteCommand, of any size).
+// "signal" sends Signal to every process of the command; "end" kills
+// them all and answers Clean once they are reaped.
+type zygoteRequest struct {
+	Op     string `json:"op"`
+	Signal int    `json:"signal,omitempty"`
+}
+
+// zygoteCommand is the program, arguments and environment of one command.
+type zygoteCommand struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+}
+
+// zygoteReply is what a zygote answers: Took, then Started (or Error), to "run",
+// Exited when the command's own process ends, Clean to "end".
+type zygoteReply struct {
+	// Took: the zygote has the command (sent first, before it reads
+	// the command or starts it): a zygote that ends before it sends
+	// this has run nothing of it.
+	Took    bool   `json:"took,omitempty"`
+	Started bool   `json:"started,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Exited  *int   `json:"exited,omitempty"`
+	Clean   bool   `json:"clean,omitempty"`
+	// Retire, with Clean: the zygote exits now (see cpuSpent); the
+	// next command needs another.
+	Retire bool `json:"retire,omitempty"`
+}
+
+// zygoteReapTimeout bounds the wait for the processes of a command killed
+// at its end; a zygote that cannot reap them in that time exits, and
+// with it, as the PID namespace's init, all of them.
+const zygoteReapTimeout = 10 * time.Second
+
+// serveZygote is a zygote's first stage once its root is built: on a
+// thread of its own it confines itself as startCommand does (no
+// capabilities to pass on, no_new_privs, Landlock, the keyrings' filter)
+// and reports the confinement; then it starts each command the control
+// socket sends, from that thread, in a session of its own and an IPC
+// namespace of its own, with the command's limits, one at a time. Each
+// command ends with an "end" that kills every other process of the PID
+// namespace (of which this process is init) and reaps them, so that
+// nothing of one command is there when the next starts. It exits when
+// the control socket closes (its Box closed it, or the caller died),
+// killing whatever runs. It never returns.
+func serveZygote(status *os.File, cfg *helperConfig) {
+	fail := func(st helperStatus) {
+		writeStatus(status, st)
+		os.Exit(127)
+	}
+	if !oneStage(cfg) || !cfg.Rooted {
+		fail(helperStatus{Error: "a zygote needs the isolated root and one stage"})
+	}
+	ctl := zygoteFD
+	var sendMu sync.Mutex
+	send := func(r zygoteReply) {
+		b, _ := json.Marshal(r)
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		if _, err := unix.Write(ctl, b); err != nil {
+			os.Exit(1) // the caller is gone
+		}
+	}
+	// Standard files: nothing of the caller's (the commands get theirs).
+	if null, err := os.OpenFile("/dev/null", os.O_RDWR, 0); err == nil {
+		for fd := range 3 {
+			_ = unix.Dup2(int(null.Fd()), fd)
+		}
+		null.Close()
+	}
+
+	type start struct {
+		cmd   zygoteCommand
+		files []int // stdin, output
+		pid   chan int
+		err   chan error
+	}
+	starts := make(chan start)
+	go func() {
+		runtime.LockOSThread() // never unlocked
+		if os.Geteuid() == 0 {
+			_ = dropCapabilities()
+		}
+		conf, _ := confine(cfg, fail, restrictThread)
+		if err := closeOnExecFrom(3); err != nil {
+			fail(helperStatus{Confinement: &conf, Error: "closing inherited descriptors: " + err.Error()})
+		}
+		writeStatus(status, helperStatus{Confinement: &conf})
+		status.Close()
+		// The limits are the process's, as the first stage's are when
+		// it starts the command itself (see oneStage): each command
+		// takes them at fork. They bind this process too: its address
+		// space has the headroom oneStage asks, it writes no file, and
+		// its own processor time is kept under half the command's
+		// (see cpuSpent).
+		setLimits(cfg)
+		for s := range starts {
+			pid, err := forkCommand(cfg, s.cmd, s.files)
+			if err != nil {
+				s.err <- err
+				continue
+			}
+			s.pid <- pid
+		}
+	}()
+
+	var (
+		running  bool
+		allGone  chan struct{}
+		buf      = make([]byte, 4096)
+		oob      = make([]byte, unix.CmsgSpace(3*4))
+		overlays = cfg.OverlaysMounted
+	)
+	killAll := func() {
+		_ = syscall.Kill(-1, syscall.SIGKILL)
+		if allGone != nil {
+			select {
+			case <-allGone:
+			case <-time.After(zygoteReapTimeout):
+				os.Exit(1)
+			}
+		}
+		allGone, running = nil, false
+	}
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(ctl, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		var fds []int
+		if err == nil && oobn > 0 {
+			if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil {
+				for _, m := range msgs {
+					if rights, perr := unix.ParseUnixRights(&m); perr == nil {
+						fds = append(fds, rights...)
+					}
+				}
+			}
+		}
+		if err != nil || n == 0 {
+			killAll()
+			os.Exit(0) // the caller closed the socket, or is gone
+		}
+		var req zygoteRequest
+		if json.Unmarshal(buf[:n], &req) != nil {
+			closeFDs(fds)
+			killAll()
+			os.Exit(1)
+		}
+		switch req.Op {
+		case "run":
+			send(zygoteReply{Took: true})
+			if running || len(fds) != 3 {
+				closeFDs(fds)
+				send(zygoteReply{Error: "a zygote runs one command at a time, with its three descriptors"})
+				continue
+			}
+			cmd, err := readCommand(fds[2])
+			unix.Close(fds[2])
+			if err == nil && len(cfg.Overlays) > 0 {
+				err = remountOverlays(cfg, overlays)
+			}
+			if err != nil {
+				closeFDs(fds[:2])
+				send(zygoteReply{Error: err.Error()})
+				continue
+			}
+			s := start{cmd: cmd, files: fds[:2], pid: make(chan int, 1), err: make(chan error, 1)}
+			starts <- s
+			var pid int
+			select {
+			case pid = <-s.pid:
+			case err = <-s.err:
+			}
+			closeFDs(fds[:2])
+			if err != nil {
+				send(zygoteReply{Error: err.Error()})
+				continue
+			}
+			running = true
+			allGone = make(chan struct{})
+			// Started before Exited: the reaper starts once it is sent.
+			send(zygoteReply{Started: true})
+			go reapCommand(pid, allGone, send)
+		case "signal":
+			closeFDs(fds)
+			if running && req.Signal > 0 {
+				_ = syscall.Kill(-1, syscall.Signal(req.Signal))
+			}
+		case "end":
+			closeFDs(fds)
+			killAll()
+			if cfg.CPU > 0 && cpuSpent() > time.Duration(cfg.CPU)*time.Second/2 {
+				send(zygoteReply{Clean: true, Retire: true})
+				os.Exit(0)
+			}
+			send(zygoteReply{Clean: true})
+		default:
+			closeFDs(fds)
+			killAll()
+			os.Exit(1)
+		}
+	}
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// maxZygoteCommand bounds a command's program, arguments and environment
+// as read by a zygote.
+const maxZygoteCommand = 64 << 20
+
+// readCommand reads one command from the pipe fd.
+func readCommand(fd int) (zygoteCommand, error) {
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return zygoteCommand{}, err
+	}
+	f := os.NewFile(uintptr(dup), "command")
+	defer f.Close()
+	var c zygoteCommand
+	if err := json.NewDecoder(io.LimitReader(f, maxZygoteCommand)).Decode(&c); err != nil {
+		return c, fmt.Errorf("reading the command: %w", err)
+	}
+	if len(c.Argv) == 0 {
+		return c, errors.New("no command")
+	}
+	return c, nil
+}
+
+// remountOverlays mounts each overlay afresh over the one the last
+// command used: its lower layer may have changed since, which a mounted
+// overlay does not follow. want is how many the zygote mounted at first.
+func remountOverlays(cfg *helperConfig, want int) error {
+	for _, o := range cfg.Overlays {
+		_ = unix.Unmount(o.Target, unix.MNT_DETACH)
+	}
+	c := *cfg
+	c.OverlaysMounted, c.OverlayNotes = 0, nil
+	if err := mountOverlaysAt(&c, "/"); err != nil {
+		return err
+	}
+	if c.OverlaysMounted != want {
+		return fmt.Errorf("the overlays could not be mounted again: %v", c.OverlayNotes)
+	}
+	return nil
+}
+
+// forkCommand starts one command from the confined thread, which it must
+// be called on: the command inherits the thread's Landlock domain,
+// seccomp filter and (empty) bounding set, and the process's limits.
+func forkCommand(cfg *helperConfig, cmd zygoteCommand, files []int) (int, error) {
+	path, err := lookPath(cmd.Argv[0], cmd.Env)
+	if err != nil {
+		return 0, err
+	}
+	pid, err := syscall.ForkExec(path, cmd.Argv, &syscall.ProcAttr{
+		Dir:   cfg.Dir,
+		Env:   cmd.Env,
+		Files: []uintptr{uintptr(files[0]), uintptr(files[1]), uintptr(files[1])},
+		Sys: &syscall.SysProcAttr{
+			// No controlling terminal, a process group of its own;
+			// and System V IPC objects of its own, gone with it.
+			Setsid:     true,
+			Cloneflags: syscall.CLONE_NEWIPC,
+		},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("starting %s: %w", cmd.Argv[0], err)
+	}
+	return pid, nil
+}
+
+// reapCommand reaps every process of the namespace (all are this
+// process's children or orphans adopted by it) until none is left,
+// reports the command's own end, and then closes allGone.
+func reapCommand(pid int, allGone chan struct{}, send func(zygoteReply)) {
+	defer close(allGone)
+	for {
+		var ws syscall.WaitStatus
+		p, err := syscall.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return // no child left
+		}
+		if p == pid {
+			w := int(ws)
+			send(zygoteReply{Exited: &w})
+		}
+	}
+}
+
+// cpuSpent is the processor time this process has used: a zygote ends
+// once it has used half the command's RLIMIT_CPU, which binds it too.
+func cpuSpent() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
