@@ -979,6 +979,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, owner string) 
 	if err := s.m.SendMessages(r.Context(), owner, r.PathValue("id"), msgs); err != nil {
 		return err
 	}
+	yieldToWoken()
 	w.WriteHeader(http.StatusAccepted)
 	return nil
 }
@@ -1024,6 +1025,7 @@ func (s *Server) toolResults(w http.ResponseWriter, r *http.Request, owner strin
 	if err != nil {
 		return err
 	}
+	yieldToWoken()
 	// An hrns addition: the events the results appended to the log (see
 	// docs/sessions-api.md), so that a caller can go on from there.
 	w.Header().Set(api.HeaderEvents, api.FormatEventRange(appended.From, appended.To))
@@ -1107,6 +1109,7 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request, owner string)
 	if err := s.m.Decide(r.Context(), owner, r.PathValue("id"), ds); err != nil {
 		return err
 	}
+	yieldToWoken()
 	w.WriteHeader(http.StatusAccepted)
 	return nil
 }
@@ -1190,6 +1193,7 @@ func (s *Server) control(op func(m *session.Manager, ctx context.Context, owner,
 		if err := op(s.m, r.Context(), owner, r.PathValue("id")); err != nil {
 			return err
 		}
+		yieldToWoken()
 		w.WriteHeader(http.StatusAccepted)
 		return nil
 	}

@@ -55,6 +55,11 @@ type change struct {
 	cur   *store.Session
 	opts  *store.UpdateOptions
 	lease *leaseChange
+	// curState, when not nil, is the state of cur, as decoding it gives
+	// it, which commit may change: it starts from it instead of decoding
+	// cur's state (a worker's first commit after the pass that decoded
+	// it or was handed it: see segment.curState).
+	curState *state
 	// corrupt lets the change apply to a session whose stored state does
 	// not decode (a failure of the runtime ends such a session): fn gets
 	// an empty state, whose changes but the phase and the fields of the
@@ -73,7 +78,12 @@ func (m *Manager) commit(ctx context.Context, id string, c *change, fn func(s *s
 		if cur != nil {
 			cp := *cur
 			s, cur = &cp, nil
-			if st, err = stateOf(s); err != nil {
+			if c.curState != nil {
+				st, c.curState = c.curState, nil
+				if handOverCheck != nil {
+					handOverCheck(s, st)
+				}
+			} else if st, err = stateOf(s); err != nil {
 				continue // not as committed: read it
 			}
 		} else if s, st, err = m.read(ctx, id); err != nil {

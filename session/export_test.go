@@ -31,3 +31,26 @@ func Workers(m *Manager, id string) int {
 	defer m.mu.Unlock()
 	return m.running[id]
 }
+
+// StatesDecoded returns how many session states the process has decoded.
+func StatesDecoded() int64 { return statesDecoded.Load() }
+
+// HandOvers returns how many states callers' inputs handed over to
+// workers in the package's tests, and how many of them differed from a
+// decoding of their encoding (see handOver).
+func HandOvers() (n, differ int) {
+	handOvers.Lock()
+	defer handOvers.Unlock()
+	return handOvers.n, len(handOvers.differ)
+}
+
+// SetWorkerIdle sets how long a worker's goroutine waits for the next
+// session to run. Call it before [Manager.Start].
+func SetWorkerIdle(m *Manager, d time.Duration) { m.workerIdle = d }
+
+// WorkerGoroutines returns how many worker goroutines m started.
+func WorkerGoroutines(m *Manager) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.workerGoroutines
+}

@@ -72,7 +72,7 @@ const (
 // worker leaves the lease (resetting the attempts when it releases it):
 // after an error of the store it keeps it, and it expires: the session
 // is claimed again a lease TTL later, its attempt counted.
-func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session) leaseEnd {
+func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session, st *state) leaseEnd {
 	if s.Attempts > m.opts.MaxAttempts {
 		n := s.Attempts - 1
 		m.log.Error("giving up on a session: every attempt to run it failed", "session", s.ID, "attempts", n)
@@ -89,13 +89,19 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 	// (cancel, a message) committed while the run's first step works
 	// must reach it, and the watch's goroutine may start late.
 	notify, unsubscribe := m.st.Subscribe(s.ID)
+	var run int64
+	if st != nil {
+		run = st.Run // as decoded (see handOver)
+	} else {
+		run = runOf(s)
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer unsubscribe()
 		if m.beforeWatch != nil {
 			m.beforeWatch(s.ID)
 		}
-		if p := protect(func() { m.watch(ctx, cancel, s.ID, runOf(s), s.Version, notify) }); p != nil {
+		if p := protect(func() { m.watch(ctx, cancel, s.ID, run, s.Version, notify) }); p != nil {
 			cancel(p)
 		}
 	})
@@ -105,7 +111,7 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		if m.beforeRun != nil {
 			m.beforeRun(s.ID)
 		}
-		err = m.runSession(ctx, s, h)
+		err = m.runSession(ctx, s, st, h)
 	}); p != nil {
 		err = p
 	}

@@ -154,7 +154,7 @@ func BenchmarkSessionLength(b *testing.B) {
 }
 
 // runLong runs one session to its end, posting each call's result.
-func runLong(b *testing.B, ctx context.Context, m *session.Manager, req *session.Request, raw json.RawMessage, turns int, result json.RawMessage) {
+func runLong(b testing.TB, ctx context.Context, m *session.Manager, req *session.Request, raw json.RawMessage, turns int, result json.RawMessage) {
 	v, _, err := m.Create(ctx, &session.CreateParams{Owner: owner, Request: req, Raw: raw})
 	if err != nil {
 		b.Fatal(err)

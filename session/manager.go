@@ -241,6 +241,9 @@ type Manager struct {
 	stopping                 bool           // set once the dispatcher waits for wg: no worker starts
 	crashSuspect             string         // the session claimed often without progress running here, if any
 	freed                    chan struct{}
+	idleWorkers              chan func() // to a worker's goroutine waiting for a session to run
+	workerIdle               time.Duration
+	workerGoroutines         int  // the worker goroutines started (m.mu held)
 	dispatcherWaitsForWorker bool // the dispatcher waits for a worker to free up (see slotFreed)
 	// mcpFailed holds, per session id, the MCP servers its run's mount
 	// left out, until the run reports them (mcpservers.go).
@@ -267,7 +270,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	if st == nil || model == nil {
 		panic("session.New: nil store or model")
 	}
-	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), lastCommits: newRecentCommits(recentCommitsBytes), creating: map[string]bool{}, running: map[string]int{}, freed: make(chan struct{}, 1)}
+	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), lastCommits: newRecentCommits(recentCommitsBytes), creating: map[string]bool{}, running: map[string]int{}, freed: make(chan struct{}, 1), idleWorkers: make(chan func()), workerIdle: workerIdle}
 	if opts != nil {
 		m.opts = *opts
 	}
@@ -485,7 +488,7 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 		os.RemoveAll(filepath.Join(m.opts.Workspaces, workspaceOf(sp, id)))
 	}
 	h.claimed = err == nil && created && claim != nil && got.LeaseOwner == claim.Claim.Owner
-	m.runClaimed(claim, got, h)
+	m.runClaimed(claim, got, nil, h)
 	if err != nil {
 		return nil, false, err
 	}
@@ -668,6 +671,25 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 				return nil, 0, err
 			}
 			count = n
+			if count > max(p.From, 0) && timeout != nil {
+				// Events already there, maybe of a commit of this
+				// process still in flight: its transaction is seen before
+				// it is recorded. Wait for it, as a woken long-poll does.
+				// One that outlasts the wait does not keep what is there
+				// from being answered: it is read, below.
+				if done := m.flightOf(true, id); done != nil {
+					select {
+					case <-done:
+						if c, count, ok := m.lastCommits.changes(owner, id, p); ok {
+							return m.withinBudget(c), count, nil
+						}
+					case <-timeout:
+						timeout = nil
+					case <-ctx.Done():
+						return nil, count, ctx.Err()
+					}
+				}
+			}
 		}
 		if woken || count > max(p.From, 0) {
 			// Woken by a change this manager did not record (another
@@ -964,9 +986,10 @@ func (m *Manager) input(ctx context.Context, id string, fn func(s *store.Session
 	opts := m.reserveClaim()
 	h := &leaseChange{}
 	var s *store.Session
-	defer func() { m.runClaimed(opts, s, h) }() // even after a panic: the reservation ends
-	var n int                                   // the events of the last call of fn: those committed
-	s, _, err := m.updateFrom(ctx, id, m.committed.get(id), opts, h, func(s *store.Session, st *state) ([]store.Event, error) {
+	var st *state
+	defer func() { m.runClaimed(opts, s, handOver(s, st), h) }() // even after a panic: the reservation ends
+	var n int                                                    // the events of the last call of fn: those committed
+	s, st, err := m.updateFrom(ctx, id, m.committed.get(id), opts, h, func(s *store.Session, st *state) ([]store.Event, error) {
 		events, err := fn(s, st)
 		n = len(events)
 		return events, err

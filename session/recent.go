@@ -9,44 +9,91 @@ import (
 // recentCommitsBytes bounds what a manager keeps of its last commits.
 const recentCommitsBytes = 8 << 20
 
+// A session's record keeps the events of its last commits within these
+// bounds, besides those of its last commit, which it keeps whole: enough
+// for a long-poll that fell a few commits behind (its client was posting
+// results, or running a tool, while the session went on) to be answered
+// without a read.
+const (
+	recentEventsPerSession     = 32
+	recentEventBytesPerSession = 16 << 10
+)
+
 // A commitRecord is a session as this process last committed it, with the
-// events of that commit: what the long-polls the commit wakes need
+// events of its last commits: what the long-polls the commits wake need
 // (see [Manager.Changes]).
 type commitRecord struct {
 	s       store.Session // as stored; its documents are shared, never modified
 	first   int64         // the index of events[0]
-	events  []store.Event // as stored
+	events  []store.Event // as stored, the log from first to s.EventCount; never modified
 	metrics Metrics       // of the committed state
 }
 
 // recentCommits keeps the commit records of the sessions this process
 // committed last, so that a long-poll woken by a commit is answered from
-// what the commit wrote instead of reading the session and its events
+// what the commits wrote instead of reading the session and its events
 // back. A record is always a committed version of the session, though
 // not necessarily the latest (another replica may have committed since):
 // a long-poll answered from it sees the session as of its last event, as
-// from a read made a moment earlier. Least recently used out.
+// from a read made a moment earlier. Its events are the log's from first
+// on, contiguous: a commit whose events do not follow the record's (some
+// were committed elsewhere between) starts the record again from its own.
+// Least recently used out.
 type recentCommits struct {
+	mu sync.Mutex // serialises put's read and write of a record
 	lru[commitRecord]
 }
 
 func newRecentCommits(max int64) *recentCommits {
-	return &recentCommits{newLRU[commitRecord](max)}
+	return &recentCommits{lru: newLRU[commitRecord](max)}
 }
 
 // put records a commit of s with events (as [store.UpdateOptions.Committed]
-// gives them); events is copied, their data shared.
+// gives them); events is copied, their data shared. The events the record
+// kept of the session's earlier commits stay when these follow them,
+// within the bounds above. A commit older than the one recorded (two of
+// this process's commits recorded out of order) changes nothing.
 func (r *recentCommits) put(s *store.Session, events []store.Event, met Metrics) {
-	size := sessionSize(s)
-	for _, e := range events {
-		size += int64(len(e.Data)+len(e.Type)) + 64
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	first := s.EventCount - int64(len(events))
+	var kept []store.Event
+	if old, _, ok := r.lru.get(s.ID); ok && old.s.Owner == s.Owner {
+		if old.s.Version >= s.Version {
+			return
+		}
+		if old.s.EventCount == first {
+			kept = old.events
+		}
 	}
-	r.lru.put(s.ID, commitRecord{s: *s, first: s.EventCount - int64(len(events)), events: append([]store.Event(nil), events...), metrics: met}, size)
+	var keptBytes int64
+	from := len(kept)
+	for from > 0 && len(kept)-from < recentEventsPerSession-len(events) {
+		b := eventSize(&kept[from-1])
+		if keptBytes+b > recentEventBytesPerSession {
+			break
+		}
+		keptBytes += b
+		from--
+	}
+	rec := commitRecord{s: *s, first: first - int64(len(kept)-from), metrics: met}
+	rec.events = make([]store.Event, 0, len(kept)-from+len(events))
+	rec.events = append(append(rec.events, kept[from:]...), events...)
+	size := sessionSize(s)
+	for i := range rec.events {
+		size += eventSize(&rec.events[i])
+	}
+	r.lru.put(s.ID, rec, size)
+}
+
+// eventSize is what a record holding e is counted for it.
+func eventSize(e *store.Event) int64 {
+	return int64(len(e.Data)+len(e.Type)) + 64
 }
 
 // changes answers a long-poll of owner's session id from cursor from, if
-// the session's last commit here has the events from there on: ok
-// reports whether it did.
+// the session's record here has the events from there on: ok reports
+// whether it did.
 func (r *recentCommits) changes(owner, id string, p *ChangesParams) (c *Changes, count int64, ok bool) {
 	rec, _, found := r.lru.get(id)
 	from := max(p.From, 0)

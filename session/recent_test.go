@@ -200,6 +200,10 @@ func TestWokenBeforeRecorded(t *testing.T) {
 	}
 	t.Cleanup(func() { m.Stop(context.Background()) })
 	id, from := pausedAtFirstCall(t, m)
+	select {
+	case <-waited: // a wait of the follower's, before
+	default:
+	}
 	ctx := t.Context()
 
 	done := waitingLongPoll(t, m, st, id, from)
@@ -286,4 +290,145 @@ func waitingLongPoll(t *testing.T, m *session.Manager, st *readCounter, id strin
 		}
 	}
 	return done
+}
+
+// TestChangesCommitsBehind: a long-poll that fell behind by a few
+// commits of this process (its client posted results, then the session
+// ran on to its end before it asked again) is answered from what those
+// commits wrote, without reading the session or its events back, and
+// gets the events a read gives. Before, only a session's last commit was
+// kept, and such a long-poll read the store.
+func TestChangesCommitsBehind(t *testing.T) {
+	model := llmtest.NewModel(
+		llmtest.Calls(llm.ToolCall{ID: "call_1", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"4242"}`)}),
+		llmtest.Calls(llm.ToolCall{ID: "call_2", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"4243"}`)}),
+		llmtest.Text("Order 4242 shipped; 4243 was not found."),
+	)
+	st := &readCounter{Store: openStore(t)}
+	m := startManager(t, st, model, nil)
+	reader := session.New(st.Store, model, nil)
+	ctx := t.Context()
+	v := create(t, m, oneOrderRequest)
+	f := &follower{t: t, m: m, id: v.ID}
+	f.status(session.StatusAwaitingToolResults)
+	behind := int64(len(f.events)) // the cursor of a client that went away
+	post := func(call string) {
+		t.Helper()
+		if err := m.PostToolResults(ctx, owner, v.ID, []session.ToolResult{{Kind: "tool_result",
+			ToolReq: session.ToolRequest{ToolName: "get_order_status", ID: call}, Result: json.RawMessage(`"shipped"`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post("call_1")
+	f.status(session.StatusAwaitingToolResults) // the second call
+	post("call_2")
+	f.status(session.StatusCompleted)
+	for session.Workers(m, v.ID) > 0 {
+		runtime.Gosched()
+	}
+	for _, from := range []int64{behind, behind + 1} {
+		want, wantCount, err := reader.Changes(ctx, owner, v.ID, &session.ChangesParams{From: from})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, e, n := st.sessions.Load(), st.events.Load(), st.counts.Load()
+		got, gotCount, err := m.Changes(ctx, owner, v.ID, &session.ChangesParams{From: from})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got); d != "" || wantCount != gotCount {
+			t.Errorf("from %d: count %d, want %d; changes (-read +answered):\n%s", from, gotCount, wantCount, d)
+		}
+		if ds, de, dn := st.sessions.Load()-s, st.events.Load()-e, st.counts.Load()-n; ds+de+dn != 0 {
+			t.Errorf("from %d, %d events behind the end: the long-poll read the session %d times, the events %d times, the count %d times; want none",
+				from, wantCount-from, ds, de, dn)
+		}
+	}
+}
+
+// TestNewLongPollWaitsForRecord: a long-poll that comes while a commit of
+// this process is in flight, its transaction already seen by readers but
+// not yet recorded, waits for the record and answers from it, instead of
+// reading the session and its events back. Before, only a long-poll the
+// commit woke waited: one that came then read the store (about 150 of
+// the 300-odd event reads of TestManySessionsOneKey on SQLite).
+func TestNewLongPollWaitsForRecord(t *testing.T) {
+	model := llmtest.NewModel(llmtest.Calls(llm.ToolCall{ID: "call_1", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"4242"}`)}))
+	late := &lateRecord{Store: openStore(t), notified: make(chan struct{}), release: make(chan struct{})}
+	st := &readCounter{Store: late}
+	waited := make(chan struct{}, 1)
+	m := session.New(st, model, &session.Options{Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))})
+	session.SetFlightWaited(m, func(string) {
+		select {
+		case waited <- struct{}{}:
+		default:
+		}
+	})
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Stop(context.Background()) })
+	id, from := pausedAtFirstCall(t, m)
+	select {
+	case <-waited: // a wait of the follower's, before
+	default:
+	}
+	ctx := t.Context()
+
+	late.armed.Store(true)
+	sent := make(chan error, 1)
+	go func() {
+		sent <- postWhilePaused(ctx, m, id)
+	}()
+	<-late.notified // committed, not yet recorded
+	sessions, events := st.sessions.Load(), st.events.Load()
+	done := make(chan answer, 1)
+	go func() {
+		c, _, err := m.Changes(ctx, owner, id, &session.ChangesParams{From: from, Wait: 20 * time.Second})
+		done <- answer{c, err}
+	}()
+	select {
+	case <-waited:
+	case a := <-done:
+		t.Fatalf("a long-poll that came while the commit was in flight answered without waiting for it (%d events), reading the session %d times and the events %d times",
+			len(a.c.NewEvents), st.sessions.Load()-sessions, st.events.Load()-events)
+	}
+	close(late.release)
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil || a.c == nil || len(a.c.NewEvents) == 0 || a.c.NewEvents[0].Index != from {
+		t.Fatalf("the long-poll answered %+v, %v", a.c, a.err)
+	}
+	if n, e := st.sessions.Load()-sessions, st.events.Load()-events; n != 0 || e != 0 {
+		t.Errorf("the long-poll read the session %d times and the events %d times, want none", n, e)
+	}
+}
+
+// TestNewLongPollOutlastedByCommit: a long-poll that waits for a commit in
+// flight (see TestNewLongPollWaitsForRecord) which outlasts its wait
+// answers with the events already there, read from the store, not with
+// nothing.
+func TestNewLongPollOutlastedByCommit(t *testing.T) {
+	model := llmtest.NewModel(llmtest.Calls(llm.ToolCall{ID: "call_1", Name: "get_order_status", Arguments: llm.Arguments(`{"order_id":"4242"}`)}))
+	late := &lateRecord{Store: openStore(t), notified: make(chan struct{}), release: make(chan struct{})}
+	m := startManager(t, late, model, nil)
+	id, from := pausedAtFirstCall(t, m)
+	ctx := t.Context()
+
+	late.armed.Store(true)
+	sent := make(chan error, 1)
+	go func() {
+		sent <- postWhilePaused(ctx, m, id)
+	}()
+	<-late.notified // committed, not yet recorded, and held past the wait
+	c, count, err := m.Changes(ctx, owner, id, &session.ChangesParams{From: from, Wait: 100 * time.Millisecond})
+	close(late.release)
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || c == nil || len(c.NewEvents) == 0 || c.NewEvents[0].Index != from || count <= from {
+		t.Fatalf("the long-poll answered %+v (count %d), %v; want the events from %d", c, count, err, from)
+	}
 }

@@ -94,6 +94,12 @@ type segment struct {
 	// its next commit starts from instead of reading it again (nil: read
 	// it); the store's version check tells when it is out of date.
 	cur *store.Session
+	// curState, when not nil, is the state of cur as decoded (or handed
+	// over: see handOver) for the worker's pass that started the segment,
+	// which the segment's first commit starts from instead of decoding
+	// cur's again: nothing reads it after the segment's start (the run
+	// took copies of what it needs), and the commit may change it.
+	curState *state
 	// lease is the worker's lease, which the segment's last commit may
 	// give up (see lease).
 	lease *leaseChange
@@ -136,6 +142,7 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h
 	g := &segment{m: m, id: s.ID, owner: s.Owner, sp: sp, lease: h, run: st.Run, final: st.Final != finalNone,
 		counted: st.Checkpoint.Counted, countedLen: int(st.Checkpoint.CountedLength)}
 	g.keep(s)
+	g.curState = st
 	defer func() {
 		if g.tokens != nil && !stepRunsAgain(ctx, retErr) {
 			m.addTokens(g.owner, g.tokens) // the step no commit carried is spent
@@ -369,6 +376,7 @@ func resumeInput(cp *checkpoint, msgs []llm.Message, steps int) (*loop.Suspensio
 // keep makes s, as read or committed (nil: unknown), the session the
 // segment's next commit starts from. It keeps a copy: s is the caller's.
 func (g *segment) keep(s *store.Session) {
+	g.curState = nil
 	if s == nil {
 		g.cur = nil
 		return
@@ -464,7 +472,9 @@ func (g *segment) commitWith(ctx context.Context, opts *store.UpdateOptions, fn 
 		o.Tokens = g.tokens
 		opts = &o
 	}
-	cur, _, err := g.m.updateFrom(ctx, g.id, g.cur, opts, g.lease, func(s *store.Session, st *state) ([]store.Event, error) {
+	c := &change{cur: g.cur, curState: g.curState, opts: opts, lease: g.lease}
+	g.curState = nil
+	cur, _, err := g.m.commit(ctx, g.id, c, func(s *store.Session, st *state) ([]store.Event, error) {
 		if st.Phase == phaseDone || st.Run != g.run {
 			return nil, errStopped // the run was ended: fenced off
 		}

@@ -1,6 +1,10 @@
 package session
 
-import "github.com/hrns-dev/hrns/store"
+import (
+	"sync"
+
+	"github.com/hrns-dev/hrns/store"
+)
 
 // sessionCacheBytes bounds the sessions a manager keeps as it last
 // committed them.
@@ -14,11 +18,12 @@ const sessionCacheBytes = 32 << 20
 // Only a session's lease fields may be out of date in it, and no update
 // writes them from the session given. Least recently used out.
 type sessionCache struct {
+	mu sync.Mutex // serialises put's read and write of a session
 	lru[store.Session]
 }
 
 func newSessionCache(max int64) *sessionCache {
-	return &sessionCache{newLRU[store.Session](max)}
+	return &sessionCache{lru: newLRU[store.Session](max)}
 }
 
 // sessionSize is what a cached session counts for: its documents and a
@@ -38,7 +43,15 @@ func (c *sessionCache) get(id string) *store.Session {
 	return &s
 }
 
-// put keeps a copy of s, as just committed.
+// put keeps a copy of s, as just committed, unless it keeps a later
+// version: two commits of a session that return at once may be put in
+// either order, and an input that started from the older would fail its
+// version check and read the session again.
 func (c *sessionCache) put(s *store.Session) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, _, ok := c.lru.get(s.ID); ok && old.Version > s.Version {
+		return
+	}
 	c.lru.put(s.ID, *s, sessionSize(s))
 }

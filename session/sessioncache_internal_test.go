@@ -9,7 +9,7 @@ import (
 	"github.com/hrns-dev/hrns/store"
 )
 
-// TestSessionCache: a copy comes back, the latest put wins, the least
+// TestSessionCache: a copy comes back, the latest version put wins, the least
 // recently used go first, and the bytes held stay within the bound.
 func TestSessionCache(t *testing.T) {
 	doc := json.RawMessage(`"` + strings.Repeat("x", 1000) + `"`)
@@ -26,6 +26,11 @@ func TestSessionCache(t *testing.T) {
 	got.Version = 99
 	if c.get("a").Version != 2 {
 		t.Error("changing what get returned changed the cache")
+	}
+	// Two commits put out of order: the later version stays.
+	c.put(&store.Session{ID: "a", Version: 1, State: doc})
+	if got := c.get("a"); got == nil || got.Version != 2 {
+		t.Fatalf("after an older version was put, get = %+v, want version 2", got)
 	}
 	for i := range 20 {
 		c.put(&store.Session{ID: fmt.Sprint(i), State: doc})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/hrns-dev/hrns/llm"
@@ -273,7 +274,11 @@ func (c *specCache) decode(b []byte) (agentSpec, error) {
 	return a, nil
 }
 
+// statesDecoded counts the states decoded, for the benchmarks' counts.
+var statesDecoded atomic.Int64
+
 func decodeState(s *store.Session) (*state, error) {
+	statesDecoded.Add(1)
 	st := &state{}
 	if err := json.Unmarshal(s.State, st); err != nil {
 		return nil, fmt.Errorf("session %s: corrupt state: %w", s.ID, err)
@@ -283,6 +288,51 @@ func decodeState(s *store.Session) (*state, error) {
 	}
 	return st, nil
 }
+
+// handOver returns st, the state a caller's input just committed into s
+// (s.State is its encoding), for the worker that runs the session its
+// commit claimed, which then does not decode s.State again (a turn's
+// state was decoded three times: the input's, the worker's first pass,
+// its step's commit). st must be as decoding s.State would give it, so
+// that the run is the same either way: its times lose their monotonic
+// reading and take the location decoding gives, and a state holding
+// text that is not UTF-8 (which its encoding gives as \ufffd: only such
+// text is encoded so) is not handed over (nil: the worker decodes it).
+// What else an input puts in a state (messages, results, decisions) was
+// decoded from the caller's JSON or is made of values read from the
+// state; every test of the package checks each state handed over
+// against a decoding of its encoding (handOverCheck). nil for nil.
+func handOver(s *store.Session, st *state) *state {
+	if s == nil || st == nil || bytes.Contains(s.State, []byte(`\ufffd`)) {
+		return nil
+	}
+	for _, t := range []*time.Time{&st.Deadline, &st.IdleUntil, &st.CheckChildrenAt} {
+		*t = asDecoded(*t)
+	}
+	return st
+}
+
+// asDecoded returns t as decoding its JSON encoding gives it.
+func asDecoded(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	b, err := t.MarshalJSON()
+	if err != nil {
+		return t
+	}
+	var d time.Time
+	if d.UnmarshalJSON(b) != nil {
+		return t
+	}
+	return d
+}
+
+// handOverCheck, when set (by the package's tests), is called with each
+// state a worker takes from handOver instead of decoding it, and with
+// each state a worker's first commit takes from the pass that started
+// its segment (change.curState).
+var handOverCheck func(s *store.Session, st *state)
 
 // settled reports whether no call waits for the caller: the run can go on.
 func (st *state) settled() bool {

@@ -28,8 +28,9 @@ var (
 )
 
 // work runs one claimed session until it waits or ends, renewing the lease
-// meanwhile (see drive), then releases it.
-func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session) {
+// meanwhile (see drive), then releases it. st, when not nil, is the state
+// of s as its claim encoded it (see handOver).
+func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session, st *state) {
 	id := s.ID
 	end := leaseLeftToExpire
 	defer func() {
@@ -48,7 +49,7 @@ func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *s
 		m.slotFreed()
 		m.mu.Unlock()
 	}()
-	if p := protect(func() { end = m.drive(ctx, cancel, s) }); p != nil {
+	if p := protect(func() { end = m.drive(ctx, cancel, s, st) }); p != nil {
 		// drive recovers the run's panics; this one is its own. The
 		// lease expires, and the attempts bound the retries.
 		m.log.Error("session worker panicked", "session", id, "panic", fmt.Sprint(p.value), "stack", string(p.stack))
@@ -68,9 +69,10 @@ func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *s
 // runSession does what the session needs until it waits or ends: each
 // pass reads the session and applies the one transition its state calls
 // for (see machine.go), or runs the agent. The first pass starts from
-// claimed, the session as its claim returned it, instead of reading it.
-// It returns once h is released.
-func (m *Manager) runSession(ctx context.Context, claimed *store.Session, h *leaseChange) error {
+// claimed, the session as its claim returned it, instead of reading it,
+// and from handed, when not nil, the state its claim encoded (see
+// handOver), instead of decoding it. It returns once h is released.
+func (m *Manager) runSession(ctx context.Context, claimed *store.Session, handed *state, h *leaseChange) error {
 	id := claimed.ID
 	for ctx.Err() == nil && !h.released {
 		var s *store.Session
@@ -78,7 +80,14 @@ func (m *Manager) runSession(ctx context.Context, claimed *store.Session, h *lea
 		var err error
 		if claimed != nil {
 			s, claimed = claimed, nil
-			st, err = stateOf(s)
+			if handed != nil {
+				st, handed = handed, nil
+				if handOverCheck != nil {
+					handOverCheck(s, st)
+				}
+			} else {
+				st, err = stateOf(s)
+			}
 		} else {
 			s, st, err = m.read(ctx, id)
 		}
