@@ -585,19 +585,21 @@ func (q *seamsSeq) run() {
 	}
 }
 
-// TestSeamsLongPolls runs random sequences (see the top of this file).
+// TestSeamsLongPolls runs random sequences (see the top of this file) on
+// each store.
 func TestSeamsLongPolls(t *testing.T) {
-	base := openStore(t)
-	budget := 2 * time.Second
-	if *seamsDuration > 0 {
-		budget = *seamsDuration
-	}
-	stats := map[string]int{}
-	deadline := time.Now().Add(budget)
-	for time.Now().Before(deadline) && !t.Failed() {
-		q := &seamsSeq{t: t, seed: rand.Uint64N(1 << 40), base: base, stats: stats}
-		q.run()
-		stats["sequences"]++
-	}
-	t.Logf("seams: %v", stats)
+	eachStore(t, func(t *testing.T, base store.Store) {
+		budget := 2 * time.Second
+		if *seamsDuration > 0 {
+			budget = *seamsDuration
+		}
+		stats := map[string]int{}
+		deadline := time.Now().Add(budget)
+		for time.Now().Before(deadline) && !t.Failed() {
+			q := &seamsSeq{t: t, seed: rand.Uint64N(1 << 40), base: base, stats: stats}
+			q.run()
+			stats["sequences"]++
+		}
+		t.Logf("seams: %v", stats)
+	})
 }
