@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -118,6 +119,29 @@ func (s *replicaStore) last(id string) int64 {
 	return s.committed[id]
 }
 
+// ambiguousStore, once armed, writes the next update and answers an
+// error all the same, without its Committed callback: a store whose
+// connection broke after the commit, before its answer.
+type ambiguousStore struct {
+	store.Store
+	armed atomic.Int32
+}
+
+func (s *ambiguousStore) UpdateSession(ctx context.Context, sess *store.Session, events []store.Event, opts *store.UpdateOptions) error {
+	if s.armed.Load() <= 0 || s.armed.Add(-1) < 0 {
+		return s.Store.UpdateSession(ctx, sess, events, opts)
+	}
+	var o store.UpdateOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.Committed = nil
+	if err := s.Store.UpdateSession(ctx, sess, events, &o); err != nil {
+		return err
+	}
+	return errors.New("seams: the connection broke after the commit")
+}
+
 type seamsSeq struct {
 	t      *testing.T
 	seed   uint64
@@ -129,10 +153,12 @@ type seamsSeq struct {
 	n      int64
 	reps   [2]*replicaStore
 	fails  [2]*failingStore
+	ambig  [2]*ambiguousStore
 	ms     [2]atomic.Pointer[session.Manager]
 	mu     sync.Mutex // guards what follows
 	errs   []string
 	seen   []seamsSeen
+	acked  map[string]int // the session of each message acknowledged, by its tag
 	ids    []string
 	keys   []string
 	next   []int
@@ -443,12 +469,54 @@ func (q *seamsSeq) create() {
 		q.t.Fatalf("seed %d: Create: %v", q.seed, err)
 	}
 	q.ids = append(q.ids, v.ID)
+	q.acked[strings.Fields(q.initial(body))[0]] = k
+}
+
+// initial is the message of a creation's body.
+func (q *seamsSeq) initial(body []byte) string {
+	var b struct{ Messages string }
+	json.Unmarshal(body, &b)
+	return b.Messages
+}
+
+// checkAcked checks that every message acknowledged is in its session's
+// log exactly once.
+func (q *seamsSeq) checkAcked() {
+	logged := map[string]int{}
+	for _, id := range q.ids {
+		all, err := q.base.Events(context.Background(), id, 0, 0)
+		if err != nil {
+			q.t.Fatal(err)
+		}
+		for _, e := range all {
+			var d session.AgentEventData
+			if e.Type != session.EventAgent || json.Unmarshal(e.Data, &d) != nil || d.Kind != session.KindMessage {
+				continue
+			}
+			for _, c := range d.MessageContent {
+				if g := mtTag.FindStringSubmatch(strings.TrimSpace(fmt.Sprint(c))); g != nil {
+					logged[id+" "+g[1]]++
+				}
+			}
+		}
+	}
+	for tag, k := range q.acked {
+		if n := logged[q.ids[k]+" "+tag]; n != 1 {
+			q.errorf("message %s, acknowledged, is in the log of %s %d times", tag, q.ids[k], n)
+		}
+	}
+	q.stats["messages acknowledged"] += len(q.acked)
 }
 
 // act does one random action.
 func (q *seamsSeq) act() {
 	ctx := context.Background()
-	switch q.rng.IntN(24) {
+	switch q.rng.IntN(26) {
+	case 2, 3:
+		i := q.rng.IntN(2)
+		q.ambig[i].armed.Add(1)
+		q.logf("replica %d: the next update is written and fails", i)
+		return
 	case 0:
 		i := q.rng.IntN(2)
 		q.logf("restart replica %d", i)
@@ -483,6 +551,9 @@ func (q *seamsSeq) act() {
 		text := q.message(k)
 		what = "message " + text
 		err = m.SendMessages(ctx, q.owner, id, []session.UserMessage{{Type: "user_message", Message: text}})
+		if err == nil {
+			q.acked[strings.Fields(text)[0]] = k
+		}
 	case n == 9:
 		what = "pause"
 		err = m.Pause(ctx, q.owner, id)
@@ -528,11 +599,13 @@ var seamsSequences atomic.Int64
 func (q *seamsSeq) run() {
 	q.rng = rand.New(rand.NewPCG(q.seed, q.seed>>32|1))
 	q.rec = &seamsStore{Store: q.base}
+	q.acked = map[string]int{}
 	q.w = newWorld()
 	q.n = 1000 + seamsSequences.Add(1)
 	q.owner = fmt.Sprintf("seams%d", q.seed)
 	for i := range q.ms {
-		q.reps[i] = &replicaStore{Store: q.rec}
+		q.ambig[i] = &ambiguousStore{Store: q.rec}
+		q.reps[i] = &replicaStore{Store: q.ambig[i]}
 		q.fails[i] = &failingStore{Store: q.reps[i]}
 		q.newManager(i)
 	}
@@ -569,6 +642,7 @@ func (q *seamsSeq) run() {
 	q.quiet()
 	q.compareRecords()
 	q.checkCaches()
+	q.checkAcked()
 	close(done)
 	wg.Wait()
 	for i := range q.ms {
