@@ -947,7 +947,16 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 			if st, err := s.m.Status(r.Context(), owner, id); err == nil {
 				status = st.Status
 			}
-		} else {
+			if status.Terminal() {
+				// count was read before the status: the events that
+				// ended the session may have come between. Read them
+				// now, after it, rather than end without them.
+				if c, count, err = s.m.Changes(r.Context(), owner, id, &session.ChangesParams{From: from}); err != nil {
+					continue // as the next long-poll's error says
+				}
+			}
+		}
+		if c != nil {
 			for _, e := range c.NewEvents {
 				fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Index, e.Type, mustJSON(e))
 			}

@@ -650,10 +650,12 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 		if done := m.flightOf(woken, id); done != nil {
 			// Woken by a commit of this process not yet recorded: wait
 			// for it to be (see commitsInFlight), rather than read it back.
+			// One that outlasts the wait does not keep what woke the
+			// long-poll from being answered: it is read, below.
 			select {
 			case <-done:
 			case <-timeout:
-				return nil, count, nil
+				timeout = nil
 			case <-ctx.Done():
 				return nil, count, ctx.Err()
 			}

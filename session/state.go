@@ -298,13 +298,14 @@ func decodeState(s *store.Session) (*state, error) {
 // reading and take the location decoding gives, what is empty is nil,
 // and a state holding
 // text that is not UTF-8 (which its encoding gives as \ufffd: only such
-// text is encoded so) is not handed over (nil: the worker decodes it).
+// text is encoded so), or media whose bytes are empty but not nil (see
+// emptyMedia), is not handed over (nil: the worker decodes it).
 // What else an input puts in a state (messages, results, decisions) was
 // decoded from the caller's JSON or is made of values read from the
 // state; every test of the package checks each state handed over
 // against a decoding of its encoding (handOverCheck). nil for nil.
 func handOver(s *store.Session, st *state) *state {
-	if s == nil || st == nil || bytes.Contains(s.State, []byte(`\ufffd`)) {
+	if s == nil || st == nil || bytes.Contains(s.State, []byte(`\ufffd`)) || st.emptyMedia() {
 		return nil
 	}
 	for _, t := range []*time.Time{&st.Deadline, &st.IdleUntil, &st.CheckChildrenAt} {
@@ -330,6 +331,27 @@ func handOver(s *store.Session, st *state) *state {
 		st.Checkpoint.Calls = nil
 	}
 	return st
+}
+
+// emptyMedia reports whether a message or a result of st has media whose
+// bytes are empty but not nil (an image given as "data:image/png;base64,",
+// an empty file attached): the encoding leaves them out (omitempty), and
+// decoding gives nil.
+func (st *state) emptyMedia() bool {
+	empty := func(parts []llm.Part) bool {
+		return slices.ContainsFunc(parts, func(p llm.Part) bool { return p.Media != nil && p.Media.Data != nil && len(p.Media.Data) == 0 })
+	}
+	for _, in := range st.Inbox {
+		if empty(in.Message.Parts) {
+			return true
+		}
+	}
+	for _, c := range st.Checkpoint.Calls {
+		if c.Result != nil && empty(c.Result.Content) {
+			return true
+		}
+	}
+	return false
 }
 
 // asDecoded returns t as decoding its JSON encoding gives it.
