@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
 	"sync"
 	"syscall"
@@ -74,6 +75,12 @@ func serveZygote(status *os.File, cfg *helperConfig) {
 	if !oneStage(cfg) || !cfg.Rooted {
 		fail(helperStatus{Error: "a zygote needs the isolated root and one stage"})
 	}
+	// Every signal a command may send (it may reach this process through
+	// the confined thread, whose Landlock domain is its own) is taken and
+	// dropped: by the Go runtime's defaults a SIGTERM, SIGQUIT or SIGILL
+	// would end the zygote. The caller ends it with SIGKILL. Handled, not
+	// ignored: each command starts with them at their default.
+	signal.Notify(make(chan os.Signal, 1))
 	ctl := zygoteFD
 	var sendMu sync.Mutex
 	send := func(r zygoteReply) {
