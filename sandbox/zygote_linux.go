@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -280,13 +281,35 @@ func readCommand(fd int) (zygoteCommand, error) {
 // remountOverlays mounts each overlay afresh over the one the last
 // command used: its lower layer may have changed since, which a mounted
 // overlay does not follow. want is how many the zygote mounted at first.
+//
+// Each is unmounted by a descriptor of its Target opened without
+// following a link: a Target lies in a path the commands write, and a
+// command (of another zygote, at any time) may put a link on the way to
+// it, which unmount(2) by name would follow, unmounting what the link
+// names. One that cannot be opened so is not unmounted (and the mount
+// below refuses it too).
 func remountOverlays(cfg *helperConfig, want int) error {
-	for _, o := range cfg.Overlays {
-		_ = unix.Unmount(o.Target, unix.MNT_DETACH)
+	return remountOverlaysAt(cfg, "/", want)
+}
+
+// remountOverlaysAt is remountOverlays with the root at root.
+func remountOverlaysAt(cfg *helperConfig, root string, want int) error {
+	staging, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening the root: %w", err)
 	}
+	for _, o := range cfg.Overlays {
+		fd, err := openDirNoLinks(staging, o.Target)
+		if err != nil {
+			continue
+		}
+		_ = unix.Unmount("/proc/self/fd/"+strconv.Itoa(fd), unix.MNT_DETACH)
+		unix.Close(fd)
+	}
+	unix.Close(staging)
 	c := *cfg
 	c.OverlaysMounted, c.OverlayNotes = 0, nil
-	if err := mountOverlaysAt(&c, "/"); err != nil {
+	if err := mountOverlaysAt(&c, root); err != nil {
 		return err
 	}
 	if c.OverlaysMounted != want {
