@@ -10,6 +10,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +167,48 @@ func TestBoxAttackSignalZygote(t *testing.T) {
 	boxRun(t, b, spec, "true")
 	if oneZygote(t, b) != z {
 		t.Fatal("the zygote was replaced")
+	}
+}
+
+// TestBoxAttackForkBomb: a zygote's commands are bounded by its pids
+// cgroup as Run's are, and the next command finds the count back: it can
+// start as many processes as the first.
+func TestBoxAttackForkBomb(t *testing.T) {
+	needZygote(t)
+	limits := sandbox.DefaultLimits
+	limits.Processes = 40
+	spec := sandbox.Spec{Dir: t.TempDir(), Limits: limits}
+	b := newBox(t, spec)
+	// A child starts sleeps until it cannot; the shell then counts the
+	// processes with builtins alone.
+	const bomb = `sh -c 'n=0; while [ $n -lt 100 ]; do sleep 1000 & n=$((n+1)); done' 2>/dev/null
+c=0; for p in /proc/[0-9]*; do c=$((c+1)); done; echo $c`
+	first := boxRun(t, b, spec, bomb)
+	if first.Confinement.Processes != "cgroup" {
+		t.Skip("no pids cgroup here: " + first.Confinement.Processes)
+	}
+	n1, err := strconv.Atoi(strings.TrimSpace(first.Output))
+	if err != nil || n1 >= limits.Processes {
+		t.Fatalf("processes: %q", first.Output)
+	}
+	// The zygote's own threads count too, and it may have started one
+	// more since: a few less.
+	next := boxRun(t, b, spec, bomb)
+	if n2, err := strconv.Atoi(strings.TrimSpace(next.Output)); err != nil || n2 < n1-4 {
+		t.Fatalf("the first command had %d processes, the next %q", n1, next.Output)
+	}
+}
+
+// TestBoxAttackScratchTooFull: a Box empties a command's Scratch with a
+// bound on the entries it removes (here lowered to one batch of 1,024
+// names); a command leaving more must not leave the rest to the next.
+func TestBoxAttackScratchTooFull(t *testing.T) {
+	needZygote(t)
+	t.Cleanup(sandbox.SetRemoveRounds(1))
+	spec := sandbox.Spec{Dir: t.TempDir(), Scratch: t.TempDir(), Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	boxRun(t, b, spec, `cd "$TMPDIR" && i=0; while [ $i -lt 1100 ]; do : > f$i; i=$((i+1)); done`)
+	if res := boxRun(t, b, spec, `ls -A "$TMPDIR" | wc -l`); strings.TrimSpace(res.Output) != "0" {
+		t.Fatalf("the next command's Scratch holds %s entries", res.Output)
 	}
 }
