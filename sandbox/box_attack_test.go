@@ -98,6 +98,12 @@ func TestBoxAttackOverlayUnmountLink(t *testing.T) {
 // one thread of it is confined; the others keep root's capabilities. A
 // command (root, no capability) must not reach its memory, descriptors,
 // environment, root or working directory through /proc, by any thread.
+// What refuses it is the ptrace check: every thread of the zygote holds
+// capabilities the command lacks. With the confined thread's permitted
+// set emptied (and no CLONE_NEWIPC, which needs it) this fails: its
+// memory, descriptors and cwd are open to the command, and a ptrace(2) or
+// process_vm_writev(2) on that thread (same Landlock domain) would write
+// the memory of the zygote's unconfined threads.
 func TestBoxAttackZygoteProc(t *testing.T) {
 	needZygote(t)
 	spec := sandbox.Spec{Dir: t.TempDir(), Limits: sandbox.DefaultLimits}
