@@ -250,9 +250,11 @@ func (b *Box) runIn(ctx context.Context, spec *Spec, z *zygote) (res *Result, re
 			res.SetIDCleared = cleared
 		}
 	}
-	// Each command finds it empty, as a new one.
-	removeGranted(z.scratch, p.writable, false)
-	b.give(z, healthy)
+	// Each command finds it empty, as a new one; a zygote whose Scratch
+	// could not be emptied (more entries than removeGranted's bound)
+	// ends, and the next command gets another, with a Scratch of its own.
+	full := removeGranted(z.scratch, p.writable, false)
+	b.give(z, healthy && !full)
 	if !started && !healthy && ctx.Err() == nil {
 		return nil, true, nil
 	}
@@ -262,48 +264,57 @@ func (b *Box) runIn(ctx context.Context, spec *Spec, z *zygote) (res *Result, re
 // removeGranted removes what is in dir, and dir too if all: dir is
 // reached as a granted path is (see openGrant), nothing in it is
 // followed, and a dir a command replaced by a link is left as it is
-// (the next command naming it is refused).
-func removeGranted(dir string, writable []string, all bool) {
+// (the next command naming it is refused). It reports whether it left
+// entries in dir past its bound (removeRounds batches of 1,024 names at
+// dir's top): a command may have made any number.
+func removeGranted(dir string, writable []string, all bool) (full bool) {
 	if dir == "" {
-		return
+		return false
 	}
 	regions := writableRegions(writable)
 	fd, _, _, err := openGrant(dir, regions)
 	if err != nil {
-		return
+		return false
 	}
 	defer unix.Close(fd)
 	root, err := os.OpenRoot("/proc/self/fd/" + strconv.Itoa(fd))
 	if err != nil {
-		return
+		return false
 	}
 	defer root.Close()
-	// A batch at a time, a bounded number of rounds: a command may
-	// have left any number of entries.
-	for range 1000 {
+	// A batch at a time, a bounded number of batches; then one more
+	// look, to tell whether any is left.
+	for i := 0; ; i++ {
 		d, err := root.Open(".")
 		if err != nil {
-			return
+			return false
 		}
 		names, _ := d.Readdirnames(1024)
 		d.Close()
 		if len(names) == 0 {
 			break
 		}
+		if i == removeRounds {
+			return true
+		}
 		for _, n := range names {
 			_ = root.RemoveAll(n)
 		}
 	}
 	if !all {
-		return
+		return false
 	}
 	pfd, _, _, err := openGrant(filepath.Dir(dir), regions)
 	if err != nil {
-		return
+		return false
 	}
 	defer unix.Close(pfd)
 	_ = unix.Unlinkat(pfd, filepath.Base(dir), unix.AT_REMOVEDIR)
+	return false
 }
+
+// removeRounds bounds removeGranted's batches (a variable for a test).
+var removeRounds = 1000
 
 // take returns an idle zygote, or start set when the caller may start
 // one (a slot is then reserved: see unreserve), or neither when the

@@ -57,3 +57,12 @@ func PidsCgroupParent() string {
 // SetBoxIdle sets how long a Box keeps an idle zygote; 0 restores a
 // minute.
 func SetBoxIdle(d time.Duration) { boxIdleNs.Store(int64(d)) }
+
+// SetRemoveRounds sets the bound on the batches of names a Box removes
+// from a command's Scratch (1,000 of 1,024), and returns a func that sets
+// it back.
+func SetRemoveRounds(n int) func() {
+	old := removeRounds
+	removeRounds = n
+	return func() { removeRounds = old }
+}

@@ -450,14 +450,7 @@ func mountOverlaysAt(cfg *helperConfig, root string) error {
 		var fds []int
 		var names [4]string
 		for i, p := range []string{o.Lower, o.Upper, o.Work, o.Target} {
-			fd, err := unix.Openat2(staging, strings.TrimPrefix(p, "/"), &unix.OpenHow{
-				Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-			})
-			if errors.Is(err, unix.ENOSYS) {
-				// Before Linux 5.6: a component at a time.
-				fd, err = openBeneath(staging, p)
-			}
+			fd, err := openDirNoLinks(staging, p)
 			if err != nil {
 				for _, fd := range fds {
 					unix.Close(fd)
@@ -485,6 +478,20 @@ func mountOverlaysAt(cfg *helperConfig, root string) error {
 		cfg.OverlaysMounted++
 	}
 	return nil
+}
+
+// openDirNoLinks opens the directory p (absolute) below dirfd with
+// O_PATH, following no link and no "..".
+func openDirNoLinks(dirfd int, p string) (int, error) {
+	fd, err := unix.Openat2(dirfd, strings.TrimPrefix(p, "/"), &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if errors.Is(err, unix.ENOSYS) {
+		// Before Linux 5.6: a component at a time.
+		fd, err = openBeneath(dirfd, p)
+	}
+	return fd, err
 }
 
 // openBeneath opens p (absolute) below the directory dirfd with O_PATH, a

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -45,8 +47,8 @@ type zygoteReply struct {
 	Error   string `json:"error,omitempty"`
 	Exited  *int   `json:"exited,omitempty"`
 	Clean   bool   `json:"clean,omitempty"`
-	// Retire, with Clean: the zygote exits now (see cpuSpent); the
-	// next command needs another.
+	// Retire, with Clean: the zygote exits now (see cpuSpent and
+	// restoreLimits); the next command needs another.
 	Retire bool `json:"retire,omitempty"`
 }
 
@@ -74,6 +76,12 @@ func serveZygote(status *os.File, cfg *helperConfig) {
 	if !oneStage(cfg) || !cfg.Rooted {
 		fail(helperStatus{Error: "a zygote needs the isolated root and one stage"})
 	}
+	// Every signal a command may send (it may reach this process through
+	// the confined thread, whose Landlock domain is its own) is taken and
+	// dropped: by the Go runtime's defaults a SIGTERM, SIGQUIT or SIGILL
+	// would end the zygote. The caller ends it with SIGKILL. Handled, not
+	// ignored: each command starts with them at their default.
+	signal.Notify(make(chan os.Signal, 1))
 	ctl := zygoteFD
 	var sendMu sync.Mutex
 	send := func(r zygoteReply) {
@@ -99,6 +107,7 @@ func serveZygote(status *os.File, cfg *helperConfig) {
 		err   chan error
 	}
 	starts := make(chan start)
+	limits := make(chan []savedLimit, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked
 		if os.Geteuid() == 0 {
@@ -117,6 +126,7 @@ func serveZygote(status *os.File, cfg *helperConfig) {
 		// its own processor time is kept under half the command's
 		// (see cpuSpent).
 		setLimits(cfg)
+		limits <- saveLimits()
 		for s := range starts {
 			pid, err := forkCommand(cfg, s.cmd, s.files)
 			if err != nil {
@@ -133,6 +143,7 @@ func serveZygote(status *os.File, cfg *helperConfig) {
 		buf      = make([]byte, 4096)
 		oob      = make([]byte, unix.CmsgSpace(3*4))
 		overlays = cfg.OverlaysMounted
+		saved    []savedLimit
 	)
 	killAll := func() {
 		_ = syscall.Kill(-1, syscall.SIGKILL)
@@ -188,6 +199,16 @@ func serveZygote(status *os.File, cfg *helperConfig) {
 				send(zygoteReply{Error: err.Error()})
 				continue
 			}
+			// The limits each command takes are the spec's, whatever
+			// a command before set (see restoreLimits).
+			if saved == nil {
+				saved = <-limits
+			}
+			if !restoreLimits(saved) {
+				closeFDs(fds[:2])
+				send(zygoteReply{Error: "the zygote's limits were changed and could not be restored"})
+				continue
+			}
 			s := start{cmd: cmd, files: fds[:2], pid: make(chan int, 1), err: make(chan error, 1)}
 			starts <- s
 			var pid int
@@ -213,7 +234,10 @@ func serveZygote(status *os.File, cfg *helperConfig) {
 		case "end":
 			closeFDs(fds)
 			killAll()
-			if cfg.CPU > 0 && cpuSpent() > time.Duration(cfg.CPU)*time.Second/2 {
+			// A command may have changed the zygote's limits: if they
+			// cannot all be set back, the next command needs another.
+			restored := saved == nil || restoreLimits(saved)
+			if !restored || cfg.CPU > 0 && cpuSpent() > time.Duration(cfg.CPU)*time.Second/2 {
 				send(zygoteReply{Clean: true, Retire: true})
 				os.Exit(0)
 			}
@@ -257,13 +281,35 @@ func readCommand(fd int) (zygoteCommand, error) {
 // remountOverlays mounts each overlay afresh over the one the last
 // command used: its lower layer may have changed since, which a mounted
 // overlay does not follow. want is how many the zygote mounted at first.
+//
+// Each is unmounted by a descriptor of its Target opened without
+// following a link: a Target lies in a path the commands write, and a
+// command (of another zygote, at any time) may put a link on the way to
+// it, which unmount(2) by name would follow, unmounting what the link
+// names. One that cannot be opened so is not unmounted (and the mount
+// below refuses it too).
 func remountOverlays(cfg *helperConfig, want int) error {
-	for _, o := range cfg.Overlays {
-		_ = unix.Unmount(o.Target, unix.MNT_DETACH)
+	return remountOverlaysAt(cfg, "/", want)
+}
+
+// remountOverlaysAt is remountOverlays with the root at root.
+func remountOverlaysAt(cfg *helperConfig, root string, want int) error {
+	staging, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening the root: %w", err)
 	}
+	for _, o := range cfg.Overlays {
+		fd, err := openDirNoLinks(staging, o.Target)
+		if err != nil {
+			continue
+		}
+		_ = unix.Unmount("/proc/self/fd/"+strconv.Itoa(fd), unix.MNT_DETACH)
+		unix.Close(fd)
+	}
+	unix.Close(staging)
 	c := *cfg
 	c.OverlaysMounted, c.OverlayNotes = 0, nil
-	if err := mountOverlaysAt(&c, "/"); err != nil {
+	if err := mountOverlaysAt(&c, root); err != nil {
 		return err
 	}
 	if c.OverlaysMounted != want {
@@ -316,6 +362,48 @@ func reapCommand(pid int, allGone chan struct{}, send func(zygoteReply)) {
 			send(zygoteReply{Exited: &w})
 		}
 	}
+}
+
+// savedLimit is one resource limit of the zygote, as saveLimits read it.
+type savedLimit struct {
+	resource int
+	limit    unix.Rlimit
+}
+
+// saveLimits returns every resource limit of this process that it can
+// read.
+func saveLimits() []savedLimit {
+	var l []savedLimit
+	for r := range unix.RLIMIT_RTTIME + 1 { // RLIM_NLIMITS
+		var v unix.Rlimit
+		if unix.Prlimit(0, r, nil, &v) == nil {
+			l = append(l, savedLimit{r, v})
+		}
+	}
+	return l
+}
+
+// restoreLimits sets this process's limits back to l (see saveLimits),
+// and reports whether they are all l's again. A command runs as the
+// zygote's user, and prlimit(2) lets a process change the limits of
+// another of its user (any thread of it) without a capability: a command
+// may lower the zygote's limits, or raise a soft one up to its hard one,
+// and the next command would inherit them. Raising a hard limit back
+// needs CAP_SYS_RESOURCE, which the zygote may lack (root without it, in
+// a container): a zygote whose limits cannot be restored ends.
+func restoreLimits(l []savedLimit) bool {
+	ok := true
+	for _, s := range l {
+		var now unix.Rlimit
+		if unix.Prlimit(0, s.resource, nil, &now) == nil && now == s.limit {
+			continue
+		}
+		_ = unix.Prlimit(0, s.resource, &s.limit, nil)
+		if unix.Prlimit(0, s.resource, nil, &now) != nil || now != s.limit {
+			ok = false
+		}
+	}
+	return ok
 }
 
 // cpuSpent is the processor time this process has used: a zygote ends
