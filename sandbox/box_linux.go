@@ -43,10 +43,6 @@ func boxIdle() time.Duration {
 	return time.Minute
 }
 
-// errNoZygote: no zygote could take the command, which then runs as Run
-// runs it.
-var errNoZygote = errors.New("no zygote")
-
 // A Box runs the commands of one sandbox: a spec whose paths, network,
 // limits and confinement stay the same from one command to the next (one
 // workspace of one owner). Where it can, it runs them in a zygote: a
