@@ -8,14 +8,18 @@ package sandbox_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hrns-dev/hrns/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // TestBoxAttackZygoteLimits: prlimit(2) lets a process change the limits
@@ -216,5 +220,55 @@ func TestBoxAttackScratchTooFull(t *testing.T) {
 	boxRun(t, b, spec, `cd "$TMPDIR" && i=0; while [ $i -lt 1100 ]; do : > f$i; i=$((i+1)); done`)
 	if res := boxRun(t, b, spec, `ls -A "$TMPDIR" | wc -l`); strings.TrimSpace(res.Output) != "0" {
 		t.Fatalf("the next command's Scratch holds %s entries", res.Output)
+	}
+}
+
+// TestBoxZygoteNotDumpable: a zygote is not dumpable, so that reading or
+// writing its memory (ptrace, process_vm_readv, /proc/PID/mem) needs
+// CAP_SYS_PTRACE even of a process holding every other capability it
+// holds. Its threads other than the confined one keep root's
+// capabilities; what keeps a command out of them is the ptrace check on
+// capabilities, and this is a second barrier, checked here with a
+// thread of the test that holds the zygote's permitted capabilities but
+// not CAP_SYS_PTRACE in its effective set (a dumpable zygote lets it
+// read).
+func TestBoxZygoteNotDumpable(t *testing.T) {
+	needZygote(t)
+	spec := sandbox.Spec{Dir: t.TempDir(), Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	boxRun(t, b, spec, "true")
+	pid := oneZygote(t, b)
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, _, _ := strings.Cut(string(maps), "-")
+	addr, err := strconv.ParseUint(lo, 16, 64)
+	if err != nil {
+		t.Fatalf("maps %q: %v", maps[:min(len(maps), 80)], err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		// This thread's credentials change: it ends with the goroutine
+		// (locked, never unlocked).
+		runtime.LockOSThread()
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			errc <- err
+			return
+		}
+		data[unix.CAP_SYS_PTRACE/32].Effective &^= 1 << (unix.CAP_SYS_PTRACE % 32)
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			errc <- err
+			return
+		}
+		buf := make([]byte, 16)
+		_, err := unix.ProcessVMReadv(pid, []unix.Iovec{{Base: &buf[0], Len: uint64(len(buf))}},
+			[]unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}, 0)
+		errc <- err
+	}()
+	if err := <-errc; !errors.Is(err, unix.EPERM) {
+		t.Fatalf("reading the zygote's memory without CAP_SYS_PTRACE: %v, want EPERM", err)
 	}
 }

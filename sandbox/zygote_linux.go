@@ -82,6 +82,15 @@ func serveZygote(status *os.File, cfg *helperConfig) {
 	// would end the zygote. The caller ends it with SIGKILL. Handled, not
 	// ignored: each command starts with them at their default.
 	signal.Notify(make(chan os.Signal, 1))
+	// Not dumpable: its threads but the confined one keep root's
+	// capabilities, and a command must never read or write their memory.
+	// The ptrace check on capabilities keeps the commands out already
+	// (the confined thread keeps its permitted set); this makes
+	// CAP_SYS_PTRACE necessary as well (TestBoxZygoteNotDumpable). Each
+	// command's exec makes it dumpable again, as any program.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fail(helperStatus{Error: "prctl(PR_SET_DUMPABLE): " + err.Error()})
+	}
 	ctl := zygoteFD
 	var sendMu sync.Mutex
 	send := func(r zygoteReply) {
