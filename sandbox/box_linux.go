@@ -768,17 +768,7 @@ func (z *zygote) run(ctx context.Context, p *prepared) (res *Result, healthy, st
 		}
 	}
 	if exited != nil && !timedOut {
-		if d := p.spec.WaitDelay; d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-outDone:
-			case <-t.C:
-				held = true
-			case <-tctx.Done():
-				held = true
-			}
-			t.Stop()
-		}
+		held = outputHeld(p.spec.WaitDelay, outDone, tctx.Done())
 	}
 	duration := time.Since(start)
 	// Nothing the command started outlives it.

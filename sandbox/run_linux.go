@@ -455,19 +455,9 @@ func (p *prepared) wait(ctx context.Context, h *helper, cg *pidsCgroup) (res *Re
 	timedOut, held := false, false
 	select {
 	case <-exited:
-		if d := p.spec.WaitDelay; d > 0 {
-			// Background processes holding the output may still
-			// write for a while.
-			t := time.NewTimer(d)
-			select {
-			case <-outDone:
-			case <-t.C:
-				held = true
-			case <-tctx.Done():
-				held = true
-			}
-			t.Stop()
-		}
+		// Background processes holding the output may still write for
+		// a while.
+		held = outputHeld(p.spec.WaitDelay, outDone, tctx.Done())
 	case <-helperDone:
 		helperGone = true
 	case <-tctx.Done():
@@ -731,4 +721,23 @@ func checkOverlay(o Overlay, writable, regions []string) (Overlay, error) {
 		}
 	}
 	return o, nil
+}
+
+// outputHeld waits up to d (Spec.WaitDelay; 0 waits not at all) for
+// outDone, the end of the command's output once every process holding it
+// has closed it, and reports whether the output was still held when d
+// passed or done (the command's time) came.
+func outputHeld(d time.Duration, outDone, done <-chan struct{}) bool {
+	if d <= 0 {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-outDone:
+		return false
+	case <-t.C:
+	case <-done:
+	}
+	return true
 }
