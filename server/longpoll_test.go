@@ -57,17 +57,7 @@ func TestLongPollsPerKey(t *testing.T) {
 	defer cancel()
 	ended := make(chan int, 2)
 	for range 2 {
-		go func() {
-			req, _ := http.NewRequestWithContext(ctx, "GET", e.url+poll, nil)
-			req.Header.Set("Authorization", "Bearer "+keyAlice)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				ended <- 0
-				return
-			}
-			resp.Body.Close()
-			ended <- resp.StatusCode
-		}()
+		go e.getStatus(ctx, poll, keyAlice, ended)
 	}
 	for cs.counts.Load() < 2 { // both wait (a hang check: the test's deadline)
 		select {
@@ -132,17 +122,7 @@ func TestLongPollsAllKeys(t *testing.T) {
 	defer cancel()
 	ended := make(chan int, 2)
 	for range 2 {
-		go func() {
-			req, _ := http.NewRequestWithContext(ctx, "GET", e.url+poll, nil)
-			req.Header.Set("Authorization", "Bearer "+keyAlice)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				ended <- 0
-				return
-			}
-			resp.Body.Close()
-			ended <- resp.StatusCode
-		}()
+		go e.getStatus(ctx, poll, keyAlice, ended)
 	}
 	for cs.counts.Load() < 2 { // both wait (a hang check: the test's deadline)
 		select {
@@ -201,17 +181,7 @@ func TestEventReadsAllKeysQueue(t *testing.T) {
 	g.id.Store(&alice)
 	g.n.Store(1)
 	status := make(chan int, 1)
-	go func() {
-		req, _ := http.NewRequestWithContext(t.Context(), "GET", e.url+"/api/v2/sessions/"+alice+"/events", nil)
-		req.Header.Set("Authorization", "Bearer "+keyAlice)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			status <- 0
-			return
-		}
-		resp.Body.Close()
-		status <- resp.StatusCode
-	}()
+	go e.getStatus(t.Context(), "/api/v2/sessions/"+alice+"/events", keyAlice, status)
 	select {
 	case <-g.entered:
 	case <-t.Context().Done():

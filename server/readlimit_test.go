@@ -194,17 +194,7 @@ func TestEventReadsPerKey(t *testing.T) {
 	g.n.Store(2)
 	statuses := make(chan int, 2)
 	for range 2 {
-		go func() {
-			req, _ := http.NewRequestWithContext(t.Context(), "GET", e.url+"/api/v2/sessions/"+alice+"/events", nil)
-			req.Header.Set("Authorization", "Bearer "+keyAlice)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				statuses <- 0
-				return
-			}
-			resp.Body.Close()
-			statuses <- resp.StatusCode
-		}()
+		go e.getStatus(t.Context(), "/api/v2/sessions/"+alice+"/events", keyAlice, statuses)
 	}
 	for range 2 {
 		select {
@@ -254,17 +244,7 @@ func TestEventReadsQueue(t *testing.T) {
 	g.id.Store(&alice)
 	g.n.Store(2)
 	statuses := make(chan int, 3)
-	get := func() {
-		req, _ := http.NewRequestWithContext(t.Context(), "GET", e.url+"/api/v2/sessions/"+alice+"/events", nil)
-		req.Header.Set("Authorization", "Bearer "+keyAlice)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			statuses <- 0
-			return
-		}
-		resp.Body.Close()
-		statuses <- resp.StatusCode
-	}
+	get := func() { e.getStatus(t.Context(), "/api/v2/sessions/"+alice+"/events", keyAlice, statuses) }
 	for range 2 {
 		go get()
 	}
@@ -484,4 +464,20 @@ func pageSize(path string) int {
 	_, after, _ := strings.Cut(path, "size=")
 	n, _ := strconv.Atoi(strings.SplitN(after, "&", 2)[0])
 	return n
+}
+
+// getStatus sends GET path with key (as a bearer token) and sends its
+// answer's status on statuses, 0 when there was none (ctx ended, the
+// connection failed). Tests run it in a goroutine, for a request that
+// waits.
+func (e *env) getStatus(ctx context.Context, path, key string, statuses chan<- int) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		statuses <- 0
+		return
+	}
+	resp.Body.Close()
+	statuses <- resp.StatusCode
 }
