@@ -136,3 +136,54 @@ func TestWorkerGoroutinesReused(t *testing.T) {
 		t.Errorf("%d goroutines with a session parked and the workers idle, %d before the manager", now, base)
 	}
 }
+
+// TestInputsKeepTheirState checks that a caller's input whose commit
+// claims no worker (a pause, then a message to the paused session) keeps
+// the state it committed, as decoding would give it, for the next commit
+// of the session: the message starts from the pause's state instead of
+// decoding the session's (TestMain checks the state taken against its
+// encoding).
+func TestInputsKeepTheirState(t *testing.T) {
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	m := session.New(db, turnsModel{turns: 3}, &session.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop(context.Background())
+	body := `{"agent":{"name":"a","system":"You read files.","tools":[{"name":"read_file","description":"Reads a file."}]},"max_steps":10,"max_time_s":3600,"messages":"Read a.txt."}`
+	var req session.Request
+	if err := json.Unmarshal([]byte(body), &req); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	v, _, err := m.Create(ctx, &session.CreateParams{Owner: owner, Request: &req, Raw: json.RawMessage(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for from := int64(0); ; {
+		c, _, err := m.Changes(ctx, owner, v.ID, &session.ChangesParams{From: from, Wait: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == nil {
+			continue
+		}
+		from += int64(len(c.NewEvents))
+		if c.Status == session.StatusAwaitingToolResults {
+			break
+		}
+	}
+	if err := m.Pause(ctx, owner, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !session.HasKeptState(m, v.ID) {
+		t.Fatal("the pause, which claimed no worker, kept no state for the next input")
+	}
+	if err := m.SendMessages(ctx, owner, v.ID, []session.UserMessage{{Message: "go on"}}); err != nil {
+		t.Fatal(err)
+	}
+}
