@@ -22,26 +22,8 @@ import (
 // handed over: the worker decodes it). Every test of the package checks
 // the states handed over in it (TestMain); this one fails at once.
 func TestHandOverOddInput(t *testing.T) {
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	m := session.New(db, turnsModel{turns: 3}, &session.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err := m.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop(context.Background())
-	body := `{"agent":{"name":"a","system":"You read files.","tools":[{"name":"read_file","description":"Reads a file."}]},"max_steps":10,"max_time_s":3600,"messages":"Read a.txt."}`
-	var req session.Request
-	if err := json.Unmarshal([]byte(body), &req); err != nil {
-		t.Fatal(err)
-	}
+	m, v := turnsSession(t, 3)
 	ctx := context.Background()
-	v, _, err := m.Create(ctx, &session.CreateParams{Owner: owner, Request: &req, Raw: json.RawMessage(body)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	n0, differ0 := session.HandOvers()
 	wait := func(steps int) *session.Changes {
 		t.Helper()
@@ -144,26 +126,8 @@ func TestWorkerGoroutinesReused(t *testing.T) {
 // decoding the session's (TestMain checks the state taken against its
 // encoding).
 func TestInputsKeepTheirState(t *testing.T) {
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	m := session.New(db, turnsModel{turns: 3}, &session.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err := m.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop(context.Background())
-	body := `{"agent":{"name":"a","system":"You read files.","tools":[{"name":"read_file","description":"Reads a file."}]},"max_steps":10,"max_time_s":3600,"messages":"Read a.txt."}`
-	var req session.Request
-	if err := json.Unmarshal([]byte(body), &req); err != nil {
-		t.Fatal(err)
-	}
+	m, v := turnsSession(t, 3)
 	ctx := context.Background()
-	v, _, err := m.Create(ctx, &session.CreateParams{Owner: owner, Request: &req, Raw: json.RawMessage(body)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for from := int64(0); ; {
 		c, _, err := m.Changes(ctx, owner, v.ID, &session.ChangesParams{From: from, Wait: 10 * time.Second})
 		if err != nil {
@@ -186,4 +150,30 @@ func TestInputsKeepTheirState(t *testing.T) {
 	if err := m.SendMessages(ctx, owner, v.ID, []session.UserMessage{{Message: "go on"}}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// turnsSession starts a manager on a SQLite file with turnsModel, and a
+// session of it that reads a file (a client-side tool) turns-1 times.
+func turnsSession(t *testing.T, turns int) (*session.Manager, *session.View) {
+	t.Helper()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	m := session.New(db, turnsModel{turns: turns}, &session.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Stop(context.Background()) })
+	body := `{"agent":{"name":"a","system":"You read files.","tools":[{"name":"read_file","description":"Reads a file."}]},"max_steps":10,"max_time_s":3600,"messages":"Read a.txt."}`
+	var req session.Request
+	if err := json.Unmarshal([]byte(body), &req); err != nil {
+		t.Fatal(err)
+	}
+	v, _, err := m.Create(context.Background(), &session.CreateParams{Owner: owner, Request: &req, Raw: json.RawMessage(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, v
 }
