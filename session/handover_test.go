@@ -27,19 +27,9 @@ func TestHandOverOddInput(t *testing.T) {
 	n0, differ0 := session.HandOvers()
 	wait := func(steps int) *session.Changes {
 		t.Helper()
-		for from := int64(0); ; {
-			c, _, err := m.Changes(ctx, owner, v.ID, &session.ChangesParams{From: from, Wait: 10 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c == nil {
-				continue
-			}
-			from += int64(len(c.NewEvents))
-			if c.Status.Terminal() || c.Status == session.StatusAwaitingToolResults && c.Metrics.Steps >= steps {
-				return c
-			}
-		}
+		return waitChanges(t, m, v.ID, func(c *session.Changes) bool {
+			return c.Status.Terminal() || c.Status == session.StatusAwaitingToolResults && c.Metrics.Steps >= steps
+		})
 	}
 	wait(1)
 	if err := m.SendMessages(ctx, owner, v.ID, []session.UserMessage{{Message: "not UTF-8: \xff\xfe, a lone surrogate \xed\xa0\x80, a NUL \x00"}}); err != nil {
@@ -128,19 +118,7 @@ func TestWorkerGoroutinesReused(t *testing.T) {
 func TestInputsKeepTheirState(t *testing.T) {
 	m, v := turnsSession(t, 3)
 	ctx := context.Background()
-	for from := int64(0); ; {
-		c, _, err := m.Changes(ctx, owner, v.ID, &session.ChangesParams{From: from, Wait: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c == nil {
-			continue
-		}
-		from += int64(len(c.NewEvents))
-		if c.Status == session.StatusAwaitingToolResults {
-			break
-		}
-	}
+	waitChanges(t, m, v.ID, func(c *session.Changes) bool { return c.Status == session.StatusAwaitingToolResults })
 	if err := m.Pause(ctx, owner, v.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -176,4 +154,23 @@ func turnsSession(t *testing.T, turns int) (*session.Manager, *session.View) {
 		t.Fatal(err)
 	}
 	return m, v
+}
+
+// waitChanges long-polls the session's changes from its first event until
+// done says so of a long-poll's answer, which it returns.
+func waitChanges(t *testing.T, m *session.Manager, id string, done func(*session.Changes) bool) *session.Changes {
+	t.Helper()
+	for from := int64(0); ; {
+		c, _, err := m.Changes(context.Background(), owner, id, &session.ChangesParams{From: from, Wait: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == nil {
+			continue
+		}
+		from += int64(len(c.NewEvents))
+		if done(c) {
+			return c
+		}
+	}
 }
