@@ -64,6 +64,13 @@ type change struct {
 	// commit may then keep (keptStates) when the commit gives the lease
 	// up (a worker's last commit of a run).
 	keepState bool
+	// keepUnclaimed: the caller uses the state commit returns only to
+	// hand it to the worker its commit claims (a caller's input), so
+	// that commit may keep it when the commit claimed nothing: the
+	// session's next input (a message after a pause, the results of a
+	// session waiting on several callers) takes it instead of decoding
+	// the state again.
+	keepUnclaimed bool
 	// corrupt lets the change apply to a session whose stored state does
 	// not decode (a failure of the runtime ends such a session): fn gets
 	// an empty state, whose changes but the phase and the fields of the
@@ -164,7 +171,9 @@ func (m *Manager) commit(ctx context.Context, id string, c *change, fn func(s *s
 		}
 		m.committed.put(s)
 		m.followUp(ctx, s, wasActive, wasTerminal, keep || len(st.Spec.Subagents) > 0)
-		if c.keepState && o.Release && !keep && !Status(s.Status).Terminal() {
+		kept := c.keepState && o.Release ||
+			c.keepUnclaimed && c.lease != nil && !c.lease.claimed
+		if kept && !keep && !Status(s.Status).Terminal() {
 			m.kept.put(s, st)
 		} else {
 			m.kept.drop(id)

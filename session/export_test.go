@@ -54,3 +54,11 @@ func WorkerGoroutines(m *Manager) int {
 	defer m.mu.Unlock()
 	return m.workerGoroutines
 }
+
+// HasKeptState reports whether m keeps a decoded state (keptStates) for
+// the session with the id, for the encoding it last committed.
+func HasKeptState(m *Manager, id string) bool {
+	s := m.committed.get(id)
+	kept, _, ok := m.kept.lru.get(id)
+	return ok && s != nil && len(s.State) > 0 && len(kept.enc) == len(s.State) && &kept.enc[0] == &s.State[0]
+}

@@ -22,42 +22,14 @@ import (
 // handed over: the worker decodes it). Every test of the package checks
 // the states handed over in it (TestMain); this one fails at once.
 func TestHandOverOddInput(t *testing.T) {
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	m := session.New(db, turnsModel{turns: 3}, &session.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err := m.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop(context.Background())
-	body := `{"agent":{"name":"a","system":"You read files.","tools":[{"name":"read_file","description":"Reads a file."}]},"max_steps":10,"max_time_s":3600,"messages":"Read a.txt."}`
-	var req session.Request
-	if err := json.Unmarshal([]byte(body), &req); err != nil {
-		t.Fatal(err)
-	}
+	m, v := turnsSession(t, 3)
 	ctx := context.Background()
-	v, _, err := m.Create(ctx, &session.CreateParams{Owner: owner, Request: &req, Raw: json.RawMessage(body)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	n0, differ0 := session.HandOvers()
 	wait := func(steps int) *session.Changes {
 		t.Helper()
-		for from := int64(0); ; {
-			c, _, err := m.Changes(ctx, owner, v.ID, &session.ChangesParams{From: from, Wait: 10 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c == nil {
-				continue
-			}
-			from += int64(len(c.NewEvents))
-			if c.Status.Terminal() || c.Status == session.StatusAwaitingToolResults && c.Metrics.Steps >= steps {
-				return c
-			}
-		}
+		return waitChanges(t, m, v.ID, func(c *session.Changes) bool {
+			return c.Status.Terminal() || c.Status == session.StatusAwaitingToolResults && c.Metrics.Steps >= steps
+		})
 	}
 	wait(1)
 	if err := m.SendMessages(ctx, owner, v.ID, []session.UserMessage{{Message: "not UTF-8: \xff\xfe, a lone surrogate \xed\xa0\x80, a NUL \x00"}}); err != nil {
@@ -134,5 +106,71 @@ func TestWorkerGoroutinesReused(t *testing.T) {
 	}
 	if now > base+2 {
 		t.Errorf("%d goroutines with a session parked and the workers idle, %d before the manager", now, base)
+	}
+}
+
+// TestInputsKeepTheirState checks that a caller's input whose commit
+// claims no worker (a pause, then a message to the paused session) keeps
+// the state it committed, as decoding would give it, for the next commit
+// of the session: the message starts from the pause's state instead of
+// decoding the session's (TestMain checks the state taken against its
+// encoding).
+func TestInputsKeepTheirState(t *testing.T) {
+	m, v := turnsSession(t, 3)
+	ctx := context.Background()
+	waitChanges(t, m, v.ID, func(c *session.Changes) bool { return c.Status == session.StatusAwaitingToolResults })
+	if err := m.Pause(ctx, owner, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !session.HasKeptState(m, v.ID) {
+		t.Fatal("the pause, which claimed no worker, kept no state for the next input")
+	}
+	if err := m.SendMessages(ctx, owner, v.ID, []session.UserMessage{{Message: "go on"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// turnsSession starts a manager on a SQLite file with turnsModel, and a
+// session of it that reads a file (a client-side tool) turns-1 times.
+func turnsSession(t *testing.T, turns int) (*session.Manager, *session.View) {
+	t.Helper()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	m := session.New(db, turnsModel{turns: turns}, &session.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Stop(context.Background()) })
+	body := `{"agent":{"name":"a","system":"You read files.","tools":[{"name":"read_file","description":"Reads a file."}]},"max_steps":10,"max_time_s":3600,"messages":"Read a.txt."}`
+	var req session.Request
+	if err := json.Unmarshal([]byte(body), &req); err != nil {
+		t.Fatal(err)
+	}
+	v, _, err := m.Create(context.Background(), &session.CreateParams{Owner: owner, Request: &req, Raw: json.RawMessage(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, v
+}
+
+// waitChanges long-polls the session's changes from its first event until
+// done says so of a long-poll's answer, which it returns.
+func waitChanges(t *testing.T, m *session.Manager, id string, done func(*session.Changes) bool) *session.Changes {
+	t.Helper()
+	for from := int64(0); ; {
+		c, _, err := m.Changes(context.Background(), owner, id, &session.ChangesParams{From: from, Wait: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == nil {
+			continue
+		}
+		from += int64(len(c.NewEvents))
+		if done(c) {
+			return c
+		}
 	}
 }

@@ -990,9 +990,18 @@ func (m *Manager) input(ctx context.Context, id string, fn func(s *store.Session
 	h := &leaseChange{}
 	var s *store.Session
 	var st *state
-	defer func() { m.runClaimed(opts, s, handOver(s, st), h) }() // even after a panic: the reservation ends
-	var n int                                                    // the events of the last call of fn: those committed
-	s, st, err := m.updateFrom(ctx, id, m.committed.get(id), opts, h, func(s *store.Session, st *state) ([]store.Event, error) {
+	defer func() {
+		// even after a panic: the reservation ends. A state the commit
+		// claimed nothing for is kept (keepUnclaimed), and no longer
+		// this input's to touch.
+		if !h.claimed {
+			st = nil
+		}
+		m.runClaimed(opts, s, handOver(s, st), h)
+	}()
+	var n int // the events of the last call of fn: those committed
+	c := &change{cur: m.committed.get(id), opts: opts, lease: h, keepUnclaimed: true}
+	s, st, err := m.commit(ctx, id, c, func(s *store.Session, st *state) ([]store.Event, error) {
 		events, err := fn(s, st)
 		n = len(events)
 		return events, err

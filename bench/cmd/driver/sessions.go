@@ -216,6 +216,9 @@ type sessionsRep struct {
 	// With the largest count parked (full repetitions only).
 	roundTripFull, wakeUpFull []time.Duration
 	extra                     *fill // creations with a key at the largest count
+	// On SQLite, the same two on a server run with --sqlite-sync normal,
+	// on a store of its own: what the disk's sync costs them.
+	roundTripNormal, wakeUpNormal []time.Duration
 }
 
 // fill is one park job and the readings after it.
@@ -558,6 +561,11 @@ func (e *env) sessionsRep(ctx context.Context, m *mockProc, db *repDB, logPath s
 	if r.base, err = srv.read(ctx); err != nil {
 		return fail(err)
 	}
+	if path, ok := strings.CutPrefix(db.db, "sqlite:"); ok {
+		if r.roundTripNormal, r.wakeUpNormal, err = e.withoutSync(ctx, m, path+".normal", logPath+".normal", so); err != nil {
+			return fail(err)
+		}
+	}
 	parked := 0
 	for i, c := range counts {
 		if i > 0 && !full {
@@ -587,6 +595,37 @@ func (e *env) sessionsRep(ctx context.Context, m *mockProc, db *repDB, logPath s
 		}
 	}
 	return r, nil
+}
+
+// withoutSync measures the round trip and the wake-up once more, on a
+// server run with --sqlite-sync normal on a SQLite store of its own (at
+// path), whose commits do not wait for the disk: beside the figures of
+// synchronous = FULL, what the disk's sync costs them on this machine.
+func (e *env) withoutSync(ctx context.Context, m *mockProc, path, logPath string, so *sessionsOptions) (roundTrip, wakeUp []time.Duration, err error) {
+	defer os.Remove(path)
+	defer os.Remove(path + "-wal")
+	defer os.Remove(path + "-shm")
+	defer os.Remove(path + ".lock")
+	srv, err := e.startServe(ctx, "sqlite:"+path, m.baseURL, logPath, "--sqlite-sync", "normal")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer srv.stop()
+	load := func(job string, args ...string) (*sessload, error) {
+		return e.sessload(ctx, job, append([]string{"--url", srv.url, "--key", sessionsKey, "--mock", strings.TrimSuffix(m.baseURL, "/v1")}, args...)...)
+	}
+	if _, err := load("warmup", "--sessions", "20", "--concurrency", "4"); err != nil {
+		return nil, nil, fmt.Errorf("--sqlite-sync normal: %w", err)
+	}
+	rt, err := load("roundtrip", "--sessions", strconv.Itoa(so.rtSessions))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--sqlite-sync normal: %w", err)
+	}
+	wu, err := load("wakeup", "--samples", strconv.Itoa(so.wakeups))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--sqlite-sync normal: %w", err)
+	}
+	return rt.samples(), wu.samples(), nil
 }
 
 // park creates n sessions and waits until expect are parked, then reads
@@ -694,9 +733,9 @@ type serveProc struct {
 
 // startServe starts hrns serve on db, pinned to the client CPU, with the
 // probe on, and waits until it listens.
-func (e *env) startServe(ctx context.Context, db, modelURL, logPath string) (*serveProc, error) {
-	argv := e.pin.command(e.pin.clientCPU, []string{filepath.Join(e.bin, "hrns-serve"), "serve",
-		"--addr", "127.0.0.1:0", "--db", db, "--model", "bench-model", "--base-url", modelURL})
+func (e *env) startServe(ctx context.Context, db, modelURL, logPath string, extra ...string) (*serveProc, error) {
+	argv := e.pin.command(e.pin.clientCPU, append([]string{filepath.Join(e.bin, "hrns-serve"), "serve",
+		"--addr", "127.0.0.1:0", "--db", db, "--model", "bench-model", "--base-url", modelURL}, extra...))
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err

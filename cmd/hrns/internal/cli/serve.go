@@ -92,11 +92,14 @@ type serveOptions struct {
 	// vaultKeyFile holds the vault keys (cmd/hrns/internal/cli/serve_vault.go).
 	vaultKeyFile string
 	webhooks     webhookOptions
+	// sqliteSync is --sqlite-sync: "full" or "normal" (sqlite.Options.RelaxedSync).
+	sqliteSync string
 }
 
 func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on")
 	fs.StringVar(&o.db, "db", "sqlite:hrns.db", "where sessions are stored: sqlite:PATH, or postgres://... for replicas sharing one database")
+	fs.StringVar(&o.sqliteSync, "sqlite-sync", "full", "when a SQLite store's commit returns: full, once on disk (it survives a power loss); normal, once written to the system (it survives the process's crash, kill -9, but the last commits may be lost in a power loss or the machine's crash), without waiting for the disk")
 	fs.Func("api-key", "refused: a key on the command line is readable by every process of the machine; use HRNS_API_KEYS, --api-keys-file or api_keys in the config file", func(string) error {
 		o.apiKeyArg = true
 		return nil
@@ -136,8 +139,17 @@ func (o *serveOptions) Validate() error {
 	if _, _, err := net.SplitHostPort(o.addr); err != nil {
 		return usagef("--addr %q: %v", o.addr, err)
 	}
-	if _, _, err := o.store(); err != nil {
+	kind, _, err := o.store()
+	if err != nil {
 		return err
+	}
+	switch o.sqliteSync {
+	case "", "full", "normal":
+	default:
+		return usagef("--sqlite-sync %q: want full or normal", o.sqliteSync)
+	}
+	if o.sqliteSync == "normal" && kind != "sqlite" {
+		return usagef("--sqlite-sync applies to a SQLite store: a PostgreSQL server's own settings (synchronous_commit) say when its commits return")
 	}
 	if o.workers < 0 || o.maxSteps < 0 || o.maxActive < 0 {
 		return usagef("--workers, --max-steps and --max-sessions-per-key must be positive")
@@ -179,7 +191,10 @@ func (o *serveOptions) store() (kind, where string, err error) {
 func (o *serveOptions) openStore(ctx context.Context, getenv func(string) string, opts *session.Options) (store.Store, string, error) {
 	kind, where, _ := o.store()
 	if kind == "sqlite" {
-		st, err := sqlite.Open(where, nil)
+		st, err := sqlite.Open(where, &sqlite.Options{RelaxedSync: o.sqliteSync == "normal"})
+		if o.sqliteSync == "normal" {
+			where += " (--sqlite-sync normal: a commit survives the process's crash, not a power loss)"
+		}
 		return st, where, err
 	}
 	if v := getenv("HRNS_LEASE_TTL"); v != "" {

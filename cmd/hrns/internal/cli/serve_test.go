@@ -45,6 +45,8 @@ func TestServeOptions(t *testing.T) {
 		{"bad addr", []string{"--addr", "nowhere"}, nil, "--addr"},
 		{"postgres lease TTL", []string{"--db", "postgres://x", "--addr", "127.0.0.1:0", "--model", "m"}, map[string]string{"OPENAI_API_KEY": "k", "HRNS_LEASE_TTL": "soon"}, "HRNS_LEASE_TTL"},
 		{"bad db", []string{"--db", "mysql:x"}, nil, "want sqlite:PATH"},
+		{"bad sqlite sync", []string{"--sqlite-sync", "off"}, nil, `--sqlite-sync "off": want full or normal`},
+		{"sqlite sync on postgres", []string{"--db", "postgres://x", "--sqlite-sync", "normal"}, nil, "--sqlite-sync applies to a SQLite store"},
 		{"no keys off loopback", []string{"--addr", "0.0.0.0:0"}, nil, "no API keys"},
 		{"no model", []string{"--addr", "127.0.0.1:0"}, map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}, "no model configured"},
 		{"file tools need a workdir", []string{"--addr", "127.0.0.1:0", "--model", "m", "--agents", agents}, map[string]string{"OPENAI_API_KEY": "k"}, "--workdir"},
@@ -87,11 +89,19 @@ func (s *syncBuffer) String() string {
 // SIGKILL while sessions run, starts it again on the same database, and
 // checks that every session completes with its log intact: no event lost
 // or duplicated, and the cursors clients held before the crash still
-// valid after it.
+// valid after it. It does so with each --sqlite-sync: a commit written
+// with normal is not on disk when it returns, but is in the system, which
+// a process's crash does not lose.
 func TestServeCrashRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the hrns binary")
 	}
+	for _, mode := range []string{"full", "normal"} {
+		t.Run("sqlite-sync="+mode, func(t *testing.T) { serveCrashRestart(t, "--sqlite-sync", mode) })
+	}
+}
+
+func serveCrashRestart(t *testing.T, args ...string) {
 	dir := t.TempDir()
 	hrnsBinary(t) // built before the clock of the test starts
 
@@ -123,7 +133,7 @@ func TestServeCrashRestart(t *testing.T) {
 	var logs syncBuffer
 	start := func() *exec.Cmd {
 		t.Helper()
-		return startServeProcess(t, addr, []string{"--db", "sqlite:" + db, "--model", "test-model"},
+		return startServeProcess(t, addr, append([]string{"--db", "sqlite:" + db, "--model", "test-model"}, args...),
 			[]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test", "HRNS_API_KEYS=sk-crash"}, &logs, logs.String)
 	}
 	first := start()
