@@ -46,6 +46,9 @@ const (
 	uncertainAfter = time.Second
 	// flushTimeout bounds the last send of Close.
 	flushTimeout = 5 * time.Second
+	// sendTimeout bounds a send: a connection that does not answer by
+	// then (a network partition) is given up for a new one.
+	sendTimeout = 10 * time.Second
 	// peerCheckEvery is how often a store looks for notifiers of other
 	// processes that went away (see watchPeers).
 	peerCheckEvery = time.Second
@@ -272,6 +275,8 @@ func (n *notifier) run(ctx context.Context, conn *pgx.Conn) {
 // batch then starts with helloPayload); a connection that fails is
 // closed and *conn set to nil.
 func (n *notifier) send(ctx context.Context, conn **pgx.Conn, batch []string) error {
+	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	defer cancel()
 	slices.Sort(batch) // the same order in every batch: nothing depends on it
 	if *conn == nil {
 		c, err := pgx.ConnectConfig(ctx, n.cfg)
@@ -360,7 +365,9 @@ func (s *Store) announceUncertain(err error, topic string, work bool) {
 // first, and those that said hello since (a notifier's first
 // notification on a connection, sent before its process commits
 // anything through it): one that came and went between two looks is
-// known too.
+// known too. A server process id taken again by a new notifier between
+// two looks would hide the old one's end; Linux hands out process ids
+// in turn up to its pid_max before it reuses one.
 func (s *Store) watchPeers(ctx context.Context, every time.Duration) {
 	defer close(s.peersDone)
 	t := time.NewTicker(every)
