@@ -236,3 +236,59 @@ func TestNotifierOverflow(t *testing.T) {
 		t.Fatal("b's subscriber of a topic a never announced was not woken by the overflow")
 	}
 }
+
+// TestUncertainCommitAnnounced: an update whose caller gave up on it
+// while it waited for a row lock, and which PostgreSQL then committed
+// (nothing tells a server process waiting on a lock that its client
+// left), answers with an error; it is announced anyway, a moment later,
+// in case it was committed, as it was here.
+func TestUncertainCommitAnnounced(t *testing.T) {
+	defer postgres.SetPeerCheckEvery(time.Hour)() // only the announcement may wake b
+	a, b, s := replicaPair(t)
+	ctx := t.Context()
+	chB, cancelB := b.Subscribe("s")
+	defer cancelB()
+	locker, err := pgx.Connect(ctx, postgrestest.WithSearchPath(t, postgrestest.ServerDSN(t), a.Schema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(context.Background())
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM hrns_sessions WHERE id = 's' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	uctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- a.UpdateSession(uctx, s, []store.Event{{Type: "E"}}, nil) }()
+	// The update waits for the lock (bounded: a hang check).
+	for i := 0; ; i++ {
+		var n int
+		if err := locker.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))`, locker.PgConn().PID()).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if i == 1000 {
+			t.Fatal("the update never waited for the lock")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("UpdateSession whose context ended while it waited = nil, want an error")
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !received(chB) {
+		t.Fatal("b was not woken: the uncertain commit was not announced")
+	}
+	got, err := b.GetSession(ctx, "s")
+	if err != nil || got.Version != s.Version+1 {
+		t.Fatalf("b's read after its wake-up = version %v (%v), want %d: the update was committed", got.Version, err, s.Version+1)
+	}
+}
