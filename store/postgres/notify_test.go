@@ -172,9 +172,11 @@ func TestWakeUpLostWithCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.DropNotifications()
+	died := time.Now()
 	if !received(chB) {
 		t.Fatal("b was not woken after a died with a notification unsent")
 	}
+	t.Logf("b woken %v after a's notifier went away (it looks every second)", time.Since(died).Round(time.Millisecond))
 	if got, err := b.GetSession(ctx, "s"); err != nil || got.Version != s.Version {
 		t.Fatalf("b's read after its wake-up = %+v, %v; want version %d", got, err, s.Version)
 	}

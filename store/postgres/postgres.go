@@ -85,7 +85,9 @@
 // count) and two more connections, the listener and the notifier. Statements are prepared
 // and cached per connection (pgx's default), and LISTEN needs a session
 // of its own: connect to PostgreSQL directly or through a pooler in
-// session mode, not transaction mode.
+// session mode, not transaction mode. The stores find one another's
+// notifiers by their application_name: a pooler that does not pass it on
+// leaves a process's death covered only by the runtime's re-reads.
 package postgres
 
 import (
