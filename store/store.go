@@ -223,7 +223,12 @@ type Store interface {
 	// something changed since its last receive, not what or how often.
 	// Subscribe before reading the state the notification is about, and
 	// read it again after each receive; no change committed after
-	// Subscribe returns goes unannounced.
+	// Subscribe returns goes unannounced. A change is announced once
+	// committed, never before; the changes of the same process at once.
+	// A store shared by several processes may announce another
+	// process's change late after a failure (a lost connection, a
+	// process that died before it announced its commit: its package
+	// says how late), and may wake subscribers for nothing.
 	Subscribe(topic string) (ch <-chan struct{}, cancel func())
 
 	// Close releases the store's resources. Pending calls may fail with

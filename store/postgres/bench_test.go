@@ -110,7 +110,9 @@ func BenchmarkWakeUp(b *testing.B) {
 // each committing a session of its own. It also reports how many of the
 // store's server processes waited on a lock, on average over samples
 // taken every millisecond (lock-waiting): with the key's count in one row,
-// each commit waited for the one before it to be durable.
+// each commit waited for the one before it to be durable, and so it did
+// on the notify queue's lock while each commit notified in its
+// transaction (13 to 14 of 16 waiting; now the stripes' rows, below 1).
 func BenchmarkTokenCommitsOneKey(b *testing.B) {
 	for _, conc := range []int{16, 256} {
 		b.Run(fmt.Sprint("conc=", conc), func(b *testing.B) {

@@ -34,7 +34,7 @@ func (s *Store) ExplainRenew(ctx context.Context, id, owner string, until time.T
 }
 
 func (s *Store) ExplainRelease(ctx context.Context, id, owner string) (string, error) {
-	return s.explain(ctx, statements().release, id, owner, s.channel)
+	return s.explain(ctx, releaseSQL, id, owner)
 }
 
 func (s *Store) ExplainNextWake(ctx context.Context, now time.Time) (string, error) {
@@ -91,3 +91,30 @@ const UsageStripes = usageStripes
 
 // StripeSQL is the expression of a statement's stripe.
 const StripeSQL = stripeSQL
+
+// HoldNotifications keeps the store's notifier from sending until the
+// function it returns is called: commits announced meanwhile reach the
+// other processes only then.
+func (s *Store) HoldNotifications() (release func()) { return s.notifier.hold() }
+
+// DropNotifications stops the store's notifier without sending what it
+// holds, and closes its connection, as the process's crash would.
+func (s *Store) DropNotifications() { s.notifier.drop() }
+
+// NotifierPID is the server process of the notifier's connection, 0 while
+// it has none.
+func (s *Store) NotifierPID() uint32 { return s.notifier.pid.Load() }
+
+// Announce announces a change of topic, as a commit does.
+func (s *Store) Announce(topic string, work bool) { s.announce(topic, work) }
+
+// SetPeerCheckEvery makes the stores opened until restore is called look
+// for other processes' notifiers gone every d.
+func SetPeerCheckEvery(d time.Duration) (restore func()) {
+	old := testPeerCheckEvery.Swap(int64(d))
+	return func() { testPeerCheckEvery.Store(old) }
+}
+
+// MaxPending is how many notifications a notifier holds before it sends
+// one that wakes everything instead.
+const MaxPending = maxPending

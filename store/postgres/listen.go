@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hrns-dev/hrns/store"
 )
@@ -37,9 +37,24 @@ func channelName(schema string) string {
 
 // dispatch delivers one notification to the subscribers of this process.
 // A commit announces the session's id, marked with a leading "!" when the
-// change may give workers something to claim.
-func (s *Store) dispatch(payload string) {
-	id, work := strings.CutPrefix(payload, "!")
+// change may give workers something to claim; allPayload wakes every
+// subscriber (a notifier that held too many). The notifications this
+// process's notifier sent are left out: its subscribers were told at once
+// (see Store.announce).
+func (s *Store) dispatch(n *pgconn.Notification) {
+	if n.PID == s.notifier.pid.Load() {
+		return
+	}
+	payload := n.Payload
+	switch payload {
+	case helloPayload:
+		s.peers.hello(n.PID)
+		return
+	case allPayload:
+		s.hub.NotifyAll()
+		return
+	}
+	id, work := cutWork(payload)
 	// Workers first: a subscriber of the session that wakes up finds the
 	// work announced too.
 	if work {
@@ -115,7 +130,7 @@ func (s *Store) receive(ctx context.Context, conn *pgx.Conn) error {
 		cancel()
 		switch {
 		case err == nil:
-			s.dispatch(n.Payload)
+			s.dispatch(n)
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case quiet:

@@ -29,31 +29,65 @@
 //
 // # Wake-ups across replicas
 //
-// Every commit that changes a session sends a notification (pg_notify, in
-// the same statement, so it is delivered only once committed) on the
-// store's channel, hrns_ followed by the schema name. Each Store holds one
-// dedicated connection that LISTENs on that channel and fans the
-// notifications out to the subscribers of its process
-// ([store.Store.Subscribe]): a long-poll held by one replica wakes up as
-// soon as another commits, with no polling. Notifications of changes made
-// by the same process take the same path.
+// Every commit that changes a session is announced once it has returned
+// (so never before it is visible): at once to the subscribers of this
+// process ([store.Store.Subscribe]), and to the other processes by a
+// notification on the store's channel, hrns_ followed by the schema name.
+// The commits do not notify in their own transaction: PostgreSQL
+// serialises the commits of transactions that notify (each holds a
+// server-wide lock on the notify queue until it is durable), which made
+// every commit of the store wait for the others'. Instead each Store has
+// a notifier, a connection of its own that sends the notifications
+// pending, coalesced (one per session, however many commits changed it),
+// in one statement, the next batch gathering while one is sent; it does
+// not wait for its commits to be flushed (synchronous_commit off), so it
+// holds the lock a moment. Each Store also holds one connection that
+// LISTENs on the channel and fans the other processes' notifications out
+// to the subscribers of its process: a long-poll held by one replica
+// wakes up as soon as another commits, with no polling.
 //
 // The payload is the session's id, marked when the change may give
 // workers something to claim (the session is runnable or has a wake-up
 // time, and no live lease holds it; or a lease was released): only those
-// wake the workers of every replica. When the listening connection is
-// lost, the store reconnects and then notifies every subscriber of the
-// process, since changes committed meanwhile went unannounced; a quiet
-// connection is pinged every minute to find one that died silently.
+// wake the workers of every replica. The notifications pending are
+// bounded (4096); past that the notifier sends one that wakes every
+// subscriber of the other processes instead.
+//
+// A wake-up is not lost when a connection is:
+//   - the notifier that loses its connection sends its batch again on a
+//     new one;
+//   - a process that dies between a commit and its notification (or whose
+//     notifier's connection breaks for good) leaves no notifier behind:
+//     every Store looks each second for the other processes' notifiers
+//     (by their application_name in pg_stat_activity; each also says
+//     hello when it connects, before its process commits anything) and
+//     wakes every subscriber of its process when one it knew is gone, so
+//     such a commit is announced within about a second of PostgreSQL
+//     seeing the connection closed (at once when the process dies; when
+//     its machine or the network does, only once TCP gives up, and the
+//     session runtime's own re-reads bound the delay: a long-poll ends
+//     within 25 s and is polled again, a stream re-reads every 15 s, a
+//     dispatcher looks for work every lease TTL);
+//   - a change whose commit is uncertain (the statement's answer was
+//     lost) is announced a second later, in case it was committed;
+//   - when the listening connection is lost, the store reconnects and
+//     then notifies every subscriber of the process, since changes
+//     committed meanwhile went unannounced; a quiet connection is pinged
+//     every minute to find one that died silently.
+//
+// Close sends what the notifier holds before it returns (for up to 5
+// seconds).
 //
 // # Connections
 //
 // A Store holds a pgxpool pool (its size: the DSN's pool_max_conns, or
 // Options.MaxConns, else pgxpool's default, the larger of 4 and the CPU
-// count) and one more connection, the listener. Statements are prepared
+// count) and two more connections, the listener and the notifier. Statements are prepared
 // and cached per connection (pgx's default), and LISTEN needs a session
 // of its own: connect to PostgreSQL directly or through a pooler in
-// session mode, not transaction mode.
+// session mode, not transaction mode. The stores find one another's
+// notifiers by their application_name: a pooler that does not pass it on
+// leaves a process's death covered only by the runtime's re-reads.
 package postgres
 
 import (
@@ -85,10 +119,11 @@ var migrations embed.FS
 // Options configure a [Store]. A nil *Options means the defaults.
 type Options struct {
 	// MaxConns bounds the pool's connections; 0 means the DSN's
-	// pool_max_conns, or pgxpool's default. The listening connection
-	// comes on top.
+	// pool_max_conns, or pgxpool's default. The listening and the
+	// notifying connections come on top.
 	MaxConns int32
-	// Logger receives the listener's reconnections; nil discards them.
+	// Logger receives the listener's and the notifier's reconnections;
+	// nil discards them.
 	Logger *slog.Logger
 }
 
@@ -103,9 +138,15 @@ type Store struct {
 	log        *slog.Logger
 	hub        wake.Hub
 	pingEvery  time.Duration
-	stopListen context.CancelFunc
-	listenDone chan struct{}
+	// how often to look for other processes' notifiers gone (watchPeers)
+	peerCheckEvery time.Duration
+	stopListen     context.CancelFunc
+	listenDone     chan struct{}
+	notifier       *notifier // sends this process's notifications
+	stopPeers      context.CancelFunc
+	peersDone      chan struct{}
 
+	peers     peers // the other processes' notifiers
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -134,7 +175,10 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
-	s := &Store{connConfig: cfg.ConnConfig.Copy(), log: o.Logger, pingEvery: pingEvery, listenDone: make(chan struct{})}
+	s := &Store{connConfig: cfg.ConnConfig.Copy(), log: o.Logger, pingEvery: pingEvery, peerCheckEvery: time.Duration(testPeerCheckEvery.Load()), listenDone: make(chan struct{})}
+	if s.peerCheckEvery <= 0 {
+		s.peerCheckEvery = peerCheckEvery
+	}
 	fail := func(err error) (*Store, error) {
 		if s.pool != nil {
 			s.pool.Close()
@@ -152,9 +196,17 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if err != nil {
 		return fail(fmt.Errorf("listen: %w", err))
 	}
+	if s.notifier, err = newNotifier(ctx, s.connConfig, s.channel, s.log); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return fail(fmt.Errorf("notifier: %w", err))
+	}
 	lctx, cancel := context.WithCancel(context.Background())
 	s.stopListen = cancel
 	go s.listen(lctx, conn)
+	s.lookAtPeers(ctx)
+	pctx, cancel := context.WithCancel(context.Background())
+	s.stopPeers, s.peersDone = cancel, make(chan struct{})
+	go s.watchPeers(pctx, s.peerCheckEvery)
 	return s, nil
 }
 
@@ -162,13 +214,17 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 func (s *Store) Schema() string { return s.schema }
 
 // Close stops listening and closes the connections, after the calls in
-// progress end. Close is idempotent.
+// progress end and the notifications of their commits are sent (for up
+// to 5 seconds). Close is idempotent.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.stopListen()
 		<-s.listenDone
+		s.stopPeers()
+		<-s.peersDone
 		s.pool.Close()
+		s.notifier.close()
 	})
 	return nil
 }
@@ -300,72 +356,74 @@ const (
 		ON CONFLICT DO NOTHING
 		RETURNING 1`
 
-	// notifyDeliveriesSQL wakes the delivery workers of every replica
-	// when enqueueSQL wrote rows.
-	notifyDeliveriesSQL = `CASE WHEN EXISTS (SELECT 1 FROM d) THEN pg_notify($%d, '` + store.WebhookTopic + `') IS NULL END`
+	// deliveriesSQL: whether enqueueSQL wrote rows, which the delivery
+	// workers of every replica are then told of.
+	deliveriesSQL = `EXISTS (SELECT 1 FROM d)`
 
-	// The notification of a commit: the id, marked when it may give
-	// workers something to claim.
-	notifySQL = `pg_notify($%d, CASE WHEN w.work THEN '!' ELSE '' END || w.id) IS NULL`
+	// What a commit announces once it returns (see Store.announce): the
+	// session's id, and whether the change may give workers something
+	// to claim. The statements do not notify themselves: PostgreSQL
+	// serialises the commits of transactions that notify (see notify.go).
+	workSQL = `w.work`
 
 	createSQL = `WITH w AS (
 		INSERT INTO hrns_sessions (` + sessionColumns + `)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $30, $31, CASE WHEN $30::text <> '' THEN 1 ELSE 0 END, 1,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $29, $30, CASE WHEN $29::text <> '' THEN 1 ELSE 0 END, 1,
 			$15, $16, $17, $18, $19, $20, $21, $22)
 		ON CONFLICT (owner, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
 		RETURNING id, owner, status, ''::text AS old_status, 0::bigint AS base, (runnable OR wake_at IS NOT NULL) AND lease_owner = '' AS work
 	), e AS (` + insertEventsSQL + `), d AS (` + enqueueSQL + `)
-	SELECT ` + notifySQL + `, ` + notifyDeliveriesSQL + ` FROM w`
+	SELECT ` + workSQL + `, ` + deliveriesSQL + ` FROM w`
 
 	updateSQL = `WITH o AS (
 		SELECT status FROM hrns_sessions WHERE id = $1
 	), lk AS (
 		-- With a claim only: the row locked, as the update will find it
 		-- (Claim does not move the version), and whether to claim it.
-		SELECT ` + claimsSQL + ` AS claims FROM hrns_sessions WHERE id = $1 AND $30::text <> '' FOR UPDATE
+		SELECT ` + claimsSQL + ` AS claims FROM hrns_sessions WHERE id = $1 AND $29::text <> '' FOR UPDATE
 	), w AS (
 		UPDATE hrns_sessions SET status = $2, agent = $3, first_message = $4, state = $5, answer = $6,
 			error = $7, error_code = $8, runnable = $9, wake_at = $10,
 			version = version + 1, event_count = event_count + $11,
 			started_at = $12, finished_at = $13, updated_at = $14,
-			lease_owner = CASE WHEN $15::boolean THEN '' WHEN ` + claimedSQL + ` THEN $30 ELSE lease_owner END,
-			lease_until = CASE WHEN $15::boolean THEN NULL WHEN ` + claimedSQL + ` THEN $31 ELSE lease_until END,
+			lease_owner = CASE WHEN $15::boolean THEN '' WHEN ` + claimedSQL + ` THEN $29 ELSE lease_owner END,
+			lease_until = CASE WHEN $15::boolean THEN NULL WHEN ` + claimedSQL + ` THEN $30 ELSE lease_until END,
 			attempts = CASE WHEN ` + claimedSQL + ` THEN (CASE WHEN $18::boolean THEN 0 ELSE attempts END) + 1
 				WHEN $18::boolean THEN 0 ELSE attempts END
 		WHERE id = $1 AND version = $16 AND ($17::text = '' OR (lease_owner IS NOT DISTINCT FROM $17 AND lease_until > $14))
-			AND ($25::bigint < 0 OR $25 <= (` + messageCountSQL + `))
+			AND ($24::bigint < 0 OR $24 <= (` + messageCountSQL + `))
 		RETURNING id, owner, status, (SELECT status FROM o) AS old_status, event_count - $11 AS base,
 			(runnable OR wake_at IS NOT NULL) AND (lease_owner = '' OR lease_until <= $14) AS work,
 			` + claimedSQL + ` AS claimed, lease_until, attempts
 	), e AS (` + insertEventsSQL + `), d AS (` + enqueueSQL + `),
-	-- The transcript ($25 < 0: unchanged): the messages from $25 on are
-	-- replaced by $26, those past them deleted (none when appending).
+	-- The transcript ($24 < 0: unchanged): the messages from $24 on are
+	-- replaced by $25, those past them deleted (none when appending).
 	tt AS (
 		DELETE FROM hrns_session_messages
-		WHERE $25::bigint >= 0 AND session_id = (SELECT id FROM w) AND idx >= $25 + cardinality($26::bytea[])
+		WHERE $24::bigint >= 0 AND session_id = (SELECT id FROM w) AND idx >= $24 + cardinality($25::bytea[])
 	), tm AS (
 		INSERT INTO hrns_session_messages (session_id, idx, data)
-		SELECT w.id, $25 + u.ord - 1, u.data FROM w, unnest($26::bytea[]) WITH ORDINALITY AS u(data, ord)
-		WHERE $25::bigint >= 0
+		SELECT w.id, $24 + u.ord - 1, u.data FROM w, unnest($25::bytea[]) WITH ORDINALITY AS u(data, ord)
+		WHERE $24::bigint >= 0
 		ON CONFLICT (session_id, idx) DO UPDATE SET data = EXCLUDED.data
 	),
-	-- The step's tokens ($29 > 0), added to the owner's count: to the
+	-- The step's tokens ($28 > 0), added to the owner's count: to the
 	-- stripe of this server process (see usageStripes).
 	tq AS (
 		INSERT INTO hrns_token_usage_stripes (owner, period, window_start, stripe, tokens)
-		SELECT w.owner, $27::text, $28::timestamptz, ` + stripeSQL + `, $29::bigint FROM w WHERE $29::bigint > 0
+		SELECT w.owner, $26::text, $27::timestamptz, ` + stripeSQL + `, $28::bigint FROM w WHERE $28::bigint > 0
 		ON CONFLICT (owner, period, window_start, stripe) DO UPDATE SET tokens = hrns_token_usage_stripes.tokens + excluded.tokens
 	)
-	SELECT w.base, ` + notifySQL + `, ` + notifyDeliveriesSQL + `, w.claimed, w.lease_until, w.attempts FROM w`
+	SELECT w.base, ` + workSQL + `, ` + deliveriesSQL + `, w.claimed, w.lease_until, w.attempts FROM w`
 
 	// claimsSQL: whether an update claims the session
-	// (store.UpdateOptions.Claim: $30 the owner, '' for no claim; $31 the
-	// lease's end; $32 BelowAttempts; $33 the claim's now), on the row as
+	// (store.UpdateOptions.Claim: $29 the owner, '' for no claim; $30 the
+	// lease's end; $31 BelowAttempts; $32 the claim's now), on the row as
 	// it is before the update and the runnable flag the update writes;
 	// claimedSQL is its value for the statement (the lk CTE).
 	claimedSQL = `coalesce((SELECT claims FROM lk), false)`
-	claimsSQL  = `($30::text <> '' AND $9::boolean AND (lease_owner = '' OR lease_until <= $33::timestamptz)
-			AND ($32::bigint <= 0 OR (CASE WHEN $18::boolean THEN 0 ELSE attempts END) < $32))`
+	claimsSQL  = `($29::text <> '' AND $9::boolean AND (lease_owner = '' OR lease_until <= $32::timestamptz)
+			AND ($31::bigint <= 0 OR (CASE WHEN $18::boolean THEN 0 ELSE attempts END) < $31))`
 
 	getSQL = `SELECT ` + sessionColumns + ` FROM hrns_sessions WHERE id = $1`
 
@@ -430,9 +488,9 @@ const (
 	releaseSQL = `WITH w AS (
 		UPDATE hrns_sessions SET lease_owner = '', lease_until = NULL, attempts = 0
 		WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $2
-		RETURNING id, true AS work
+		RETURNING id
 	)
-	SELECT ` + notifySQL + ` FROM w`
+	SELECT 1 FROM w`
 
 	// nextWakeSQL: a session held by a live lease is due when the lease
 	// expires (or at its wake-up time, if later, when it does not need a
@@ -458,10 +516,9 @@ const (
 // statements are the statements with their parameter numbers filled in,
 // at first use: every hrns command links this package, few open a
 // PostgreSQL store.
-var statements = sync.OnceValue(func() (s struct{ create, update, release string }) {
-	s.create = fmt.Sprintf(createSQL, 23, 24, 25, 27, 28, 29, 26, 26)
-	s.update = fmt.Sprintf(updateSQL, 19, 20, 21, 23, 24, 14, 22, 22)
-	s.release = fmt.Sprintf(releaseSQL, 3)
+var statements = sync.OnceValue(func() (s struct{ create, update string }) {
+	s.create = fmt.Sprintf(createSQL, 23, 24, 25, 26, 27, 28)
+	s.update = fmt.Sprintf(updateSQL, 19, 20, 21, 22, 23, 14)
 	return s
 })
 
@@ -564,18 +621,25 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 		[]byte(n.Request), []byte(n.State), []byte(n.Answer), n.Error, n.ErrorCode, n.Runnable, ts(n.WakeAt),
 		n.EventCount, ts(n.CreatedAt), ts(n.StartedAt), ts(n.FinishedAt), ts(n.UpdatedAt),
 		n.GroupID, n.ParentID, n.ScheduleID,
-		types, data, times, s.channel, hookTypes, hookIDs, ts(now), n.LeaseOwner, leaseUntil)
+		types, data, times, hookTypes, hookIDs, ts(now), n.LeaseOwner, leaseUntil)
 	if err != nil {
 		return nil, false, fmt.Errorf("create session: %w", s.wrap(err))
 	}
 	created := 0
+	var work, hooked bool
 	for rows.Next() {
 		created++
+		if err := rows.Scan(&work, &hooked); err != nil {
+			rows.Close()
+			return nil, false, fmt.Errorf("create session: %w", s.wrap(err))
+		}
 	}
 	if err := rows.Err(); err != nil {
+		s.announceUncertain(err, n.ID, true)
 		return nil, false, fmt.Errorf("create session: %w", s.wrap(err))
 	}
 	if created == 1 {
+		s.announceCommit(n.ID, work, hooked)
 		return &n, true, nil
 	}
 	// The owner has a session with this idempotency key.
@@ -698,14 +762,14 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		return err
 	}
 	var base int64
-	var notified bool
-	var hooked *bool
-	var claimed bool
+	var work, hooked, claimed bool
 	var leaseUntil pgtype.Timestamptz
 	var attempts int
-	err = s.pool.QueryRow(ctx, statements().update, args...).Scan(&base, &notified, &hooked, &claimed, &leaseUntil, &attempts)
+	err = s.pool.QueryRow(ctx, statements().update, args...).Scan(&base, &work, &hooked, &claimed, &leaseUntil, &attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = s.whyNotUpdated(ctx, sess, &o, now)
+	} else if err != nil {
+		s.announceUncertain(err, sess.ID, true)
 	}
 	if err != nil {
 		return fmt.Errorf("update session %s: %w", sess.ID, s.wrap(err))
@@ -729,6 +793,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		asStored(sess, events)
 		o.Committed(sess, events)
 	}
+	s.announceCommit(sess.ID, work, hooked)
 	return nil
 }
 
@@ -776,7 +841,7 @@ func (s *Store) updateArgs(sess *store.Session, events []store.Event, o *store.U
 	return []any{sess.ID, sess.Status, sess.Agent, sess.FirstMessage, []byte(sess.State), []byte(sess.Answer),
 		sess.Error, sess.ErrorCode, sess.Runnable, ts(sess.WakeAt), int64(len(events)),
 		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease, o.Release || o.ResetAttempts,
-		types, data, times, s.channel, hookTypes, hookIDs, from, msgs, tokPeriod, tokStart, tokN,
+		types, data, times, hookTypes, hookIDs, from, msgs, tokPeriod, tokStart, tokN,
 		claimOwner, claimUntil, claimBelow, claimNow}, nil
 }
 
@@ -1006,7 +1071,7 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	rows, err := s.pool.Query(ctx, statements().release, id, owner, s.channel)
+	rows, err := s.pool.Query(ctx, releaseSQL, id, owner)
 	if err != nil {
 		return fmt.Errorf("release lease of %s: %w", id, s.wrap(err))
 	}
@@ -1015,7 +1080,12 @@ func (s *Store) Release(ctx context.Context, id, owner string) error {
 		released++
 	}
 	if err := rows.Err(); err != nil {
+		s.announceUncertain(err, id, true)
 		return fmt.Errorf("release lease of %s: %w", id, s.wrap(err))
+	}
+	if released > 0 {
+		// A lease released: the session may be claimed at once.
+		s.announce(id, true)
 	}
 	if released == 0 {
 		if err := s.mustExist(ctx, id); err != nil {

@@ -18,9 +18,6 @@ const (
 	scheduleColumns = `id, owner, spec, paused, next_run_at, last_run_at, version, created_at, updated_at`
 	runColumns      = `id, schedule_id, owner, status, scheduled_for, manual, skipped, session_id, error,
 		lease_owner, lease_until, attempts, created_at, updated_at`
-	// notifySchedules announces a change to the schedule workers of
-	// every process, once committed (see [store.ScheduleTopic]).
-	notifySchedules = `SELECT pg_notify($1, $2)`
 )
 
 func scanSchedule(sc scanner) (*store.Schedule, error) {
@@ -60,22 +57,26 @@ func micro(t time.Time) time.Time {
 	return t.UTC().Truncate(time.Microsecond)
 }
 
-// scheduleTx runs fn in a transaction and, once it commits, announces the change
-// to the schedule workers (the notification is part of the transaction).
+// scheduleTx runs fn in a transaction and, with notify, once it commits,
+// announces the change to the schedule workers of every process (see
+// [store.ScheduleTopic] and Store.announce).
 func (s *Store) scheduleTx(ctx context.Context, notify bool, fn func(tx pgx.Tx) error) error {
 	if err := s.check(); err != nil {
 		return err
 	}
+	var ran bool // fn returned nil: the commit was sent
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		if notify {
-			_, err := tx.Exec(ctx, notifySchedules, s.channel, store.ScheduleTopic)
-			return err
-		}
-		return nil
+		err := fn(tx)
+		ran = err == nil
+		return err
 	})
+	switch {
+	case !notify:
+	case err == nil:
+		s.announce(store.ScheduleTopic, false)
+	case ran:
+		s.announceUncertain(err, store.ScheduleTopic, false)
+	}
 	return s.wrap(err)
 }
 

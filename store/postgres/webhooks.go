@@ -176,7 +176,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, w *store.Webhook) (*store.Web
 	}
 	if !got.Disabled {
 		// Pending deliveries of a webhook enabled again are due.
-		s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel, store.WebhookTopic)
+		s.announce(store.WebhookTopic, false)
 	}
 	return got, nil
 }
