@@ -130,8 +130,6 @@ func sameBox(a, b *Spec) bool {
 // they can.
 func boxPerCall(t *Spec) string {
 	switch {
-	case os.Geteuid() != 0:
-		return "a user other than root needs the helper's second stage for each command"
 	case t.Unconfined:
 		return "unconfined"
 	case t.Proxy != nil:
@@ -441,6 +439,10 @@ func startZygote(ctx context.Context, p *prepared) (z *zygote, perCall string, e
 		sweepPidsCgroups()
 		if z.cg, err = newPidsCgroup(n); err == nil {
 			cfg.Cgroup = z.cg.procsFile()
+		} else if os.Geteuid() != 0 {
+			// As Run bounds them: set on each command (see
+			// forkInUserNS), whose user namespace it counts.
+			cfg.NProc = uint64(n)
 		}
 	}
 	fail := func(err error) (*zygote, string, error) {
@@ -476,6 +478,16 @@ func startZygote(ctx context.Context, p *prepared) (z *zygote, perCall string, e
 	if cfg.NetNS {
 		flags |= syscall.CLONE_NEWNET
 	}
+	var uidMap, gidMap []syscall.SysProcIDMap
+	if os.Geteuid() != 0 {
+		// As Run's first stage: root in a user namespace of its own,
+		// to build the root; each command then enters one nested in
+		// it, where it is this user again (see forkInUserNS).
+		flags |= syscall.CLONE_NEWUSER
+		uidMap = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		gidMap = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+		cfg.UID, cfg.GID = os.Geteuid(), os.Getegid()
+	}
 	cmd := &exec.Cmd{
 		Path:       helperPath,
 		Args:       []string{"hrns-sandbox"},
@@ -483,9 +495,11 @@ func startZygote(ctx context.Context, p *prepared) (z *zygote, perCall string, e
 		Dir:        p.dir,
 		ExtraFiles: []*os.File{cfgR, statW, there},
 		SysProcAttr: &syscall.SysProcAttr{
-			Setsid:     true,
-			Pdeathsig:  syscall.SIGKILL,
-			Cloneflags: flags,
+			Setsid:      true,
+			Pdeathsig:   syscall.SIGKILL,
+			Cloneflags:  flags,
+			UidMappings: uidMap,
+			GidMappings: gidMap,
 		},
 		WaitDelay: time.Second,
 	}

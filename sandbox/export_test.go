@@ -44,6 +44,14 @@ func BoxZygotes(b *Box) []int {
 	return pids
 }
 
+// BoxPerCall says why a Box runs its commands as Run does, or "" if it
+// runs them in zygotes.
+func BoxPerCall(b *Box) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.perCall
+}
+
 // PidsCgroupParent is the cgroup directory Run makes its pids cgroups in,
 // or "" where it makes none.
 func PidsCgroupParent() string {

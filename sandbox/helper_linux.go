@@ -313,6 +313,21 @@ func oneStage(cfg *helperConfig) bool {
 	if cfg.UID != 0 || cfg.NProc != 0 || cfg.TwoStages {
 		return false
 	}
+	return asFits(cfg)
+}
+
+// zygoteStage reports whether a zygote may start the commands itself, as
+// oneStage for the first stage, but for the user and RLIMIT_NPROC: a
+// zygote puts each command of a user other than root in a nested user
+// namespace itself, and sets its RLIMIT_NPROC on the command alone (see
+// forkInUserNS).
+func zygoteStage(cfg *helperConfig) bool {
+	return !cfg.TwoStages && (cfg.NProc == 0 || cfg.UID != 0) && asFits(cfg)
+}
+
+// asFits reports whether the address-space limit, taken by this process
+// too, leaves its Go runtime asHeadroom above what it maps now.
+func asFits(cfg *helperConfig) bool {
 	if cfg.AS == 0 {
 		return true
 	}
