@@ -407,7 +407,13 @@ func forkCommand(cfg *helperConfig, cmd zygoteCommand, files []int, outside chan
 // runs.
 func forkInUserNS(cfg *helperConfig, path string, argv []string, attr *syscall.ProcAttr, outside chan<- func()) (int, error) {
 	sys := *attr.Sys
-	sys.Cloneflags |= syscall.CLONE_NEWUSER
+	// CLONE_VM and CLONE_VFORK, which syscall adds itself but for a new
+	// user namespace (whose maps its parent writes while the child
+	// waits, here not asked): the child shares this process's memory,
+	// as for root, until its exec, instead of a copy of it, which cost
+	// several times the rest of the command's start (and grew with the
+	// zygote's heap).
+	sys.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_VM | syscall.CLONE_VFORK
 	sys.Ptrace = true
 	a := *attr
 	a.Sys = &sys
