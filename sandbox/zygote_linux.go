@@ -564,7 +564,9 @@ func saveLimits() []savedLimit {
 // may lower the zygote's limits, or raise a soft one up to its hard one,
 // and the next command would inherit them. Raising a hard limit back
 // needs CAP_SYS_RESOURCE, which the zygote may lack (root without it, in
-// a container): a zygote whose limits cannot be restored ends.
+// a container; the zygote of another user, which holds it in its user
+// namespace only, where it does not count for this): a zygote whose
+// limits cannot be restored ends.
 func restoreLimits(l []savedLimit) bool {
 	ok := true
 	for _, s := range l {
