@@ -447,6 +447,7 @@ type zygote struct {
 func startZygote(ctx context.Context, p *prepared) (z *zygote, perCall string, err error) {
 	cfg := p.cfg
 	cfg.Isolated, cfg.Zygote = true, true
+	cfg.NoNestedUserNS = noNestedUserNS
 	cfg.NetNS = cfg.DenyNet
 	z = &zygote{replies: make(chan zygoteReply, 4), dead: make(chan struct{})}
 	if n := p.spec.Limits.Processes; n > 0 {

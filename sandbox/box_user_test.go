@@ -114,7 +114,7 @@ func TestBoxAsUser(t *testing.T) {
 		t.Fatalf("as user %d: %v\n%s", testUser, err, out)
 	}
 	for _, name := range []string{
-		"TestBoxZygoteForUser", "TestBoxRunsLikeRun", "TestBoxBackgroundKilled", "TestBoxMountsUnchanged",
+		"TestBoxZygoteForUser", "TestBoxUserNSRefused", "TestBoxRunsLikeRun", "TestBoxBackgroundKilled", "TestBoxMountsUnchanged",
 		"TestBoxZygoteReplaced", "TestBoxConcurrent", "TestBoxTimeout", "TestBoxParentDies",
 		"TestBoxDescriptors", "TestBoxOverlayAfresh",
 		"TestBoxAttackZygoteLimits", "TestBoxAttackZygoteProc", "TestBoxAttackZygotePtrace",
@@ -203,6 +203,34 @@ CapAmb:	0000000000000000
 	}
 	if oneZygote(t, b) != z {
 		t.Fatal("not the same zygote")
+	}
+}
+
+// TestBoxUserNSRefused: where the kernel refuses a zygote of a user
+// other than root its commands' user namespaces (or the trace of their
+// start), the Box runs every command as Run does, confined and isolated
+// as Run confines it.
+func TestBoxUserNSRefused(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("for a user other than root: TestBoxAsUser runs it as one")
+	}
+	needIsolation(t)
+	sandbox.SetNoNestedUserNS(true)
+	defer sandbox.SetNoNestedUserNS(false)
+	spec := sandbox.Spec{Dir: t.TempDir(), Limits: sandbox.DefaultLimits}
+	b := newBox(t, spec)
+	for range 2 {
+		res := boxRun(t, b, spec, "id -u; cat /etc/shadow")
+		if want := strconv.Itoa(os.Geteuid()) + "\n"; !strings.HasPrefix(res.Output, want) || res.ExitCode == 0 ||
+			!res.Confinement.Isolated || !res.Confinement.Confined {
+			t.Fatalf("exit %d, %q, %s", res.ExitCode, res.Output, res.Confinement.Summary())
+		}
+	}
+	if why := sandbox.BoxPerCall(b); !strings.Contains(why, "user namespace for each command") {
+		t.Fatalf("why the commands run as Run runs them: %q", why)
+	}
+	if pids := sandbox.BoxZygotes(b); len(pids) != 0 {
+		t.Fatalf("zygotes %v", pids)
 	}
 }
 

@@ -88,6 +88,10 @@ type helperConfig struct {
 	// NoSetattr: the root is built as on a kernel without
 	// mount_setattr(2); for tests.
 	NoSetattr bool `json:"no_setattr,omitempty"`
+	// NoNestedUserNS: a zygote of a user other than root finds its
+	// commands' user namespaces refused, as on a kernel that refuses
+	// them (see probeUserNS); for tests.
+	NoNestedUserNS bool `json:"no_nested_userns,omitempty"`
 	// Zygote: the helper starts no command of its own but serves the
 	// commands its control socket sends, one at a time (see
 	// serveZygote).
