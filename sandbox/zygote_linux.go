@@ -377,7 +377,7 @@ func forkCommand(cfg *helperConfig, cmd zygoteCommand, files []int, outside chan
 	}
 	var pid int
 	if cfg.UID != 0 {
-		pid, err = forkInUserNS(cfg, path, cmd.Argv, attr, outside)
+		pid, err = forkInUserNS(cfg, path, cmd.Argv, attr, outside, false)
 	} else {
 		pid, err = syscall.ForkExec(path, cmd.Argv, attr)
 	}
@@ -405,7 +405,9 @@ func forkCommand(cfg *helperConfig, cmd zygoteCommand, files []int, outside chan
 // of its user namespace's processes); the confined thread then detaches
 // it, and it runs. A command that cannot be so set up is killed before it
 // runs.
-func forkInUserNS(cfg *helperConfig, path string, argv []string, attr *syscall.ProcAttr, outside chan<- func()) (int, error) {
+//
+// probe: the command is killed once set up, and forkInUserNS returns 0.
+func forkInUserNS(cfg *helperConfig, path string, argv []string, attr *syscall.ProcAttr, outside chan<- func(), probe bool) (int, error) {
 	sys := *attr.Sys
 	// CLONE_VM and CLONE_VFORK, which syscall adds itself but for a new
 	// user namespace (whose maps its parent writes while the child
@@ -449,7 +451,7 @@ func forkInUserNS(cfg *helperConfig, path string, argv []string, attr *syscall.P
 	}
 	done := make(chan error, 1)
 	outside <- func() { done <- setUpUserNS(pid, cfg) }
-	if err := <-done; err != nil {
+	if err := <-done; err != nil || probe {
 		return kill(err)
 	}
 	// Detached without a signal: the SIGTRAP of its exec is dropped.
@@ -492,10 +494,11 @@ func setUpUserNS(pid int, cfg *helperConfig) error {
 }
 
 // probeUserNS checks, on the confined thread, that a command can be
-// started as forkInUserNS starts it (a user namespace of its own, the
-// trace of its start): the kernel, a seccomp filter or Yama may refuse
-// either. The program is one that is not there: what fails before the
-// exec is what the commands would meet.
+// started as forkInUserNS starts it: the kernel, a seccomp filter, Yama
+// or an LSM may refuse the user namespace, the trace of its start or the
+// writing of its maps. The probe is /bin/sh, killed once set up, before
+// its first instruction; where there is none, a program that is not
+// there, which checks what comes before the exec.
 func probeUserNS(cfg *helperConfig, outside chan<- func()) error {
 	if cfg.NoNestedUserNS {
 		return errors.New("refused for a test")
@@ -510,12 +513,18 @@ func probeUserNS(cfg *helperConfig, outside chan<- func()) error {
 		Files: []uintptr{uintptr(null), uintptr(null), uintptr(null)},
 		Sys:   &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWIPC},
 	}
-	_, err = forkInUserNS(cfg, "/nonexistent/hrns-sandbox-probe", []string{"probe"}, attr, outside)
-	if errors.Is(err, syscall.ENOENT) {
-		return nil
+	path := "/bin/sh"
+	if _, err := os.Stat(path); err != nil {
+		path = "/nonexistent/hrns-sandbox-probe"
 	}
-	if err == nil {
-		err = errors.New("the probe ran")
+	pid, err := forkInUserNS(cfg, path, []string{"probe"}, attr, outside, true)
+	switch {
+	case err == nil && pid == 0:
+		return nil // stopped, set up and killed
+	case errors.Is(err, syscall.ENOENT) && path != "/bin/sh":
+		return nil
+	case err == nil:
+		return errors.New("the probe ran")
 	}
 	return err
 }
