@@ -62,7 +62,9 @@ const zygoteReapTimeout = 10 * time.Second
 // capabilities to pass on, no_new_privs, Landlock, the keyrings' filter)
 // and reports the confinement; then it starts each command the control
 // socket sends, from that thread, in a session of its own and an IPC
-// namespace of its own, with the command's limits, one at a time. Each
+// namespace of its own (and, for a user other than root, a user
+// namespace of its own: see forkInUserNS), with the command's limits, one
+// at a time. Each
 // command ends with an "end" that kills every other process of the PID
 // namespace (of which this process is init) and reaps them, so that
 // nothing of one command is there when the next starts. It exits when
