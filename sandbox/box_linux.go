@@ -64,16 +64,30 @@ func boxIdle() time.Duration {
 //     (their TMPDIR): emptied after each command, removed with its
 //     zygote. Each overlay is mounted afresh before each command.
 //
-// A zygote is used only where it confines as Run would: run by root,
-// isolated (PID, mount and IPC namespaces), without a Proxy, PrivateTmp,
-// Terminals or Unconfined, and with an address-space limit that leaves
-// the helper's runtime room (see oneStage); elsewhere every command runs
-// as Run runs it. A zygote serves one command at a time: up to four run
-// at once in zygotes, more as Run runs them. A zygote idle for a minute,
-// or that has run a thousand commands, exits; one that dies is replaced
-// for the next command (a command it was running ends with an error), and
-// one whose caller dies is killed (the parent-death signal, and the end
-// of its control socket).
+// Run by a user other than root, a command is what Run's second stage
+// makes it: that user again, without a capability, in a user namespace of
+// its own nested in the zygote's, which is root in a user namespace of its
+// own as Run's first stage is. The zygote's confined thread cannot write
+// the nested namespace's ID maps (its Landlock domain, the command's,
+// writes nothing in /proc): the command is started traced, and another
+// thread of the zygote writes them, and its RLIMIT_NPROC without a pids
+// cgroup (the count of that namespace's processes, the command's), while
+// it is stopped at its exec, before its first instruction (see
+// forkInUserNS).
+//
+// A zygote is used only where it confines as Run would: isolated (PID,
+// mount and IPC namespaces; for a user other than root, the kernel must
+// also let the confined thread start each command in a user namespace of
+// its own and trace its start, which a zygote checks when it starts),
+// without a Proxy, PrivateTmp, Terminals or Unconfined, and with an
+// address-space limit that leaves the helper's runtime room (see
+// zygoteStage); elsewhere every command runs as Run runs it. A zygote
+// serves one command at a time: up to four run at once in zygotes, more
+// as Run runs them. A zygote idle for a minute, or that has run a
+// thousand commands, exits; one that dies is replaced for the next
+// command (a command it was running ends with an error), and one whose
+// caller dies is killed (the parent-death signal, and the end of its
+// control socket).
 //
 // A Box must be closed; it is safe for concurrent use.
 type Box struct {
@@ -130,8 +144,6 @@ func sameBox(a, b *Spec) bool {
 // they can.
 func boxPerCall(t *Spec) string {
 	switch {
-	case os.Geteuid() != 0:
-		return "a user other than root needs the helper's second stage for each command"
 	case t.Unconfined:
 		return "unconfined"
 	case t.Proxy != nil:
@@ -435,12 +447,17 @@ type zygote struct {
 func startZygote(ctx context.Context, p *prepared) (z *zygote, perCall string, err error) {
 	cfg := p.cfg
 	cfg.Isolated, cfg.Zygote = true, true
+	cfg.NoNestedUserNS = noNestedUserNS
 	cfg.NetNS = cfg.DenyNet
 	z = &zygote{replies: make(chan zygoteReply, 4), dead: make(chan struct{})}
 	if n := p.spec.Limits.Processes; n > 0 {
 		sweepPidsCgroups()
 		if z.cg, err = newPidsCgroup(n); err == nil {
 			cfg.Cgroup = z.cg.procsFile()
+		} else if os.Geteuid() != 0 {
+			// As Run bounds them: set on each command (see
+			// forkInUserNS), whose user namespace it counts.
+			cfg.NProc = uint64(n)
 		}
 	}
 	fail := func(err error) (*zygote, string, error) {
@@ -476,6 +493,16 @@ func startZygote(ctx context.Context, p *prepared) (z *zygote, perCall string, e
 	if cfg.NetNS {
 		flags |= syscall.CLONE_NEWNET
 	}
+	var uidMap, gidMap []syscall.SysProcIDMap
+	if os.Geteuid() != 0 {
+		// As Run's first stage: root in a user namespace of its own,
+		// to build the root; each command then enters one nested in
+		// it, where it is this user again (see forkInUserNS).
+		flags |= syscall.CLONE_NEWUSER
+		uidMap = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		gidMap = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+		cfg.UID, cfg.GID = os.Geteuid(), os.Getegid()
+	}
 	cmd := &exec.Cmd{
 		Path:       helperPath,
 		Args:       []string{"hrns-sandbox"},
@@ -483,9 +510,11 @@ func startZygote(ctx context.Context, p *prepared) (z *zygote, perCall string, e
 		Dir:        p.dir,
 		ExtraFiles: []*os.File{cfgR, statW, there},
 		SysProcAttr: &syscall.SysProcAttr{
-			Setsid:     true,
-			Pdeathsig:  syscall.SIGKILL,
-			Cloneflags: flags,
+			Setsid:      true,
+			Pdeathsig:   syscall.SIGKILL,
+			Cloneflags:  flags,
+			UidMappings: uidMap,
+			GidMappings: gidMap,
 		},
 		WaitDelay: time.Second,
 	}

@@ -69,13 +69,17 @@
 // # A Box: one helper for many commands
 //
 // [NewBox] returns a [Box] for the commands of one sandbox (one spec but
-// for each command's own fields). Where it can (run by root, isolated,
-// without a Proxy, PrivateTmp, Terminals or Unconfined), it runs them in
-// a zygote: a first stage started once, its root built, that confines a
-// thread of its own once and starts each command from it, one at a time,
-// in an IPC namespace of its own, then kills and reaps every other
-// process of its PID namespace before the next. A command then costs
-// about what os/exec costs; see [Box] for what its commands share.
+// for each command's own fields). Where it can (isolated, without a
+// Proxy, PrivateTmp, Terminals or Unconfined), it runs them in a zygote:
+// a first stage started once, its root built, that confines a thread of
+// its own once and starts each command from it, one at a time, in an IPC
+// namespace of its own, then kills and reaps every other process of its
+// PID namespace before the next. For a user other than root each command
+// also enters a user namespace of its own, nested in the zygote's, as in
+// Run's second stage; its ID maps, which the confined thread cannot
+// write, are written by another thread of the zygote while the command is
+// stopped, traced, at its exec. A command then costs about what os/exec
+// costs; see [Box] for what its commands share.
 //
 // # What it does not guarantee
 //

@@ -19,6 +19,10 @@ func SetTwoStages(b bool) { twoStages = b }
 // without mount_setattr(2).
 func SetNoSetattr(b bool) { noSetattr = b }
 
+// SetNoNestedUserNS makes a zygote of a user other than root find its
+// commands' user namespaces refused.
+func SetNoNestedUserNS(b bool) { noNestedUserNS = b }
+
 // SetNoSpecCheck leaves the granted paths unchecked before the helper
 // starts, so that a test reaches the helper's own checks.
 func SetNoSpecCheck(b bool) { noSpecCheck = b }
@@ -42,6 +46,14 @@ func BoxZygotes(b *Box) []int {
 		pids = append(pids, z.cmd.Process.Pid)
 	}
 	return pids
+}
+
+// BoxPerCall says why a Box runs its commands as Run does, or "" if it
+// runs them in zygotes.
+func BoxPerCall(b *Box) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.perCall
 }
 
 // PidsCgroupParent is the cgroup directory Run makes its pids cgroups in,

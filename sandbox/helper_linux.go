@@ -88,6 +88,10 @@ type helperConfig struct {
 	// NoSetattr: the root is built as on a kernel without
 	// mount_setattr(2); for tests.
 	NoSetattr bool `json:"no_setattr,omitempty"`
+	// NoNestedUserNS: a zygote of a user other than root finds its
+	// commands' user namespaces refused, as on a kernel that refuses
+	// them (see probeUserNS); for tests.
+	NoNestedUserNS bool `json:"no_nested_userns,omitempty"`
 	// Zygote: the helper starts no command of its own but serves the
 	// commands its control socket sends, one at a time (see
 	// serveZygote).
@@ -313,6 +317,21 @@ func oneStage(cfg *helperConfig) bool {
 	if cfg.UID != 0 || cfg.NProc != 0 || cfg.TwoStages {
 		return false
 	}
+	return asFits(cfg)
+}
+
+// zygoteStage reports whether a zygote may start the commands itself, as
+// oneStage for the first stage, but for the user and RLIMIT_NPROC: a
+// zygote puts each command of a user other than root in a nested user
+// namespace itself, and sets its RLIMIT_NPROC on the command alone (see
+// forkInUserNS).
+func zygoteStage(cfg *helperConfig) bool {
+	return !cfg.TwoStages && (cfg.NProc == 0 || cfg.UID != 0) && asFits(cfg)
+}
+
+// asFits reports whether the address-space limit, taken by this process
+// too, leaves its Go runtime asHeadroom above what it maps now.
+func asFits(cfg *helperConfig) bool {
 	if cfg.AS == 0 {
 		return true
 	}

@@ -51,6 +51,10 @@ var twoStages bool
 // mount_setattr(2), for tests of that path.
 var noSetattr bool
 
+// noNestedUserNS makes a zygote of a user other than root find its
+// commands' user namespaces refused, for tests of the Box's fallback.
+var noNestedUserNS bool
+
 // helperPath is the binary re-executed as the helper: this one. A
 // benchmark may name another build of the same tree (the hrns command) to
 // time the product's helper start; nothing else changes it.

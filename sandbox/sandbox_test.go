@@ -23,6 +23,7 @@ import (
 func TestMain(m *testing.M) {
 	isolationHelper()
 	descriptorsHelper()
+	zygoteAttackHelper()
 	if addr := os.Getenv("SANDBOX_TEST_DIAL"); addr != "" {
 		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {

@@ -62,7 +62,9 @@ const zygoteReapTimeout = 10 * time.Second
 // capabilities to pass on, no_new_privs, Landlock, the keyrings' filter)
 // and reports the confinement; then it starts each command the control
 // socket sends, from that thread, in a session of its own and an IPC
-// namespace of its own, with the command's limits, one at a time. Each
+// namespace of its own (and, for a user other than root, a user
+// namespace of its own: see forkInUserNS), with the command's limits, one
+// at a time. Each
 // command ends with an "end" that kills every other process of the PID
 // namespace (of which this process is init) and reaps them, so that
 // nothing of one command is there when the next starts. It exits when
@@ -73,7 +75,7 @@ func serveZygote(status *os.File, cfg *helperConfig) {
 		writeStatus(status, st)
 		os.Exit(127)
 	}
-	if !oneStage(cfg) || !cfg.Rooted {
+	if !zygoteStage(cfg) || !cfg.Rooted {
 		fail(helperStatus{Error: "a zygote needs the isolated root and one stage"})
 	}
 	// Every signal a command may send (it may reach this process through
@@ -117,6 +119,18 @@ func serveZygote(status *os.File, cfg *helperConfig) {
 	}
 	starts := make(chan start)
 	limits := make(chan []savedLimit, 1)
+	// outside runs what the confined thread asks of the others: writing
+	// a command's ID maps, which Landlock keeps from it (see
+	// forkInUserNS).
+	outside := make(chan func())
+	go func() {
+		for f := range outside {
+			f()
+		}
+	}()
+	fork := func(c zygoteCommand, files []int) (int, error) {
+		return forkCommand(cfg, c, files, outside)
+	}
 	go func() {
 		runtime.LockOSThread() // never unlocked
 		if os.Geteuid() == 0 {
@@ -126,6 +140,15 @@ func serveZygote(status *os.File, cfg *helperConfig) {
 		if err := closeOnExecFrom(3); err != nil {
 			fail(helperStatus{Confinement: &conf, Error: "closing inherited descriptors: " + err.Error()})
 		}
+		if cfg.UID != 0 {
+			// Each command enters a user namespace of its own, as
+			// Run's second stage does: found out now, not at the
+			// first command, so that the Box runs its commands as
+			// Run does where the kernel refuses it.
+			if err := probeUserNS(cfg, outside); err != nil {
+				fail(helperStatus{Confinement: &conf, Error: "a user namespace for each command: " + err.Error()})
+			}
+		}
 		writeStatus(status, helperStatus{Confinement: &conf})
 		status.Close()
 		// The limits are the process's, as the first stage's are when
@@ -134,10 +157,16 @@ func serveZygote(status *os.File, cfg *helperConfig) {
 		// space has the headroom oneStage asks, it writes no file, and
 		// its own processor time is kept under half the command's
 		// (see cpuSpent).
-		setLimits(cfg)
+		// RLIMIT_NPROC (a user other than root without a pids
+		// cgroup) is each command's alone, set on it before it runs
+		// (see forkInUserNS): it counts the processes of its user
+		// namespace, and would bind this process's threads.
+		noNProc := *cfg
+		noNProc.NProc = 0
+		setLimits(&noNProc)
 		limits <- saveLimits()
 		for s := range starts {
-			pid, err := forkCommand(cfg, s.cmd, s.files)
+			pid, err := fork(s.cmd, s.files)
 			if err != nil {
 				s.err <- err
 				continue
@@ -329,13 +358,15 @@ func remountOverlaysAt(cfg *helperConfig, root string, want int) error {
 
 // forkCommand starts one command from the confined thread, which it must
 // be called on: the command inherits the thread's Landlock domain,
-// seccomp filter and (empty) bounding set, and the process's limits.
-func forkCommand(cfg *helperConfig, cmd zygoteCommand, files []int) (int, error) {
+// seccomp filter and (empty) bounding set, and the process's limits. For
+// a user other than root (cfg.UID set) it enters a user namespace of its
+// own (see forkInUserNS); outside runs what the other threads must do.
+func forkCommand(cfg *helperConfig, cmd zygoteCommand, files []int, outside chan<- func()) (int, error) {
 	path, err := lookPath(cmd.Argv[0], cmd.Env)
 	if err != nil {
 		return 0, err
 	}
-	pid, err := syscall.ForkExec(path, cmd.Argv, &syscall.ProcAttr{
+	attr := &syscall.ProcAttr{
 		Dir:   cfg.Dir,
 		Env:   cmd.Env,
 		Files: []uintptr{uintptr(files[0]), uintptr(files[1]), uintptr(files[1])},
@@ -345,11 +376,159 @@ func forkCommand(cfg *helperConfig, cmd zygoteCommand, files []int) (int, error)
 			Setsid:     true,
 			Cloneflags: syscall.CLONE_NEWIPC,
 		},
-	})
+	}
+	var pid int
+	if cfg.UID != 0 {
+		pid, err = forkInUserNS(cfg, path, cmd.Argv, attr, outside, false)
+	} else {
+		pid, err = syscall.ForkExec(path, cmd.Argv, attr)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("starting %s: %w", cmd.Argv[0], err)
 	}
 	return pid, nil
+}
+
+// forkInUserNS starts a command of a user other than root in a user
+// namespace of its own, nested in the zygote's, where it is its user
+// again (cfg.UID, cfg.GID) without a capability, as Run's second stage
+// is: the zygote is root in its own user namespace, with every
+// capability there, and a command started there would keep them (or,
+// with the bounding set dropped, still be root in it).
+//
+// The maps of the new namespace cannot be written from the confined
+// thread, whose Landlock domain (the command's) lets nothing in /proc be
+// written; nor by the command, in the same domain. So the command stops
+// before its first instruction, traced by the confined thread
+// (PTRACE_TRACEME, then the stop at its exec: the exec gave it no
+// capability, its user being unmapped, with no_new_privs and an empty
+// inheritable set), and another thread of the zygote, outside the domain,
+// writes its maps (and RLIMIT_NPROC, for the command alone: the count is
+// of its user namespace's processes); the confined thread then detaches
+// it, and it runs. A command that cannot be so set up is killed before it
+// runs.
+//
+// probe: the command is killed once set up, and forkInUserNS returns 0.
+func forkInUserNS(cfg *helperConfig, path string, argv []string, attr *syscall.ProcAttr, outside chan<- func(), probe bool) (int, error) {
+	sys := *attr.Sys
+	// CLONE_VM and CLONE_VFORK, which syscall adds itself but for a new
+	// user namespace (whose maps its parent writes while the child
+	// waits, here not asked): the child shares this process's memory,
+	// as for root, until its exec, instead of a copy of it, which cost
+	// several times the rest of the command's start (and grew with the
+	// zygote's heap).
+	sys.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_VM | syscall.CLONE_VFORK
+	sys.Ptrace = true
+	a := *attr
+	a.Sys = &sys
+	pid, err := syscall.ForkExec(path, argv, &a)
+	if err != nil {
+		return 0, err
+	}
+	kill := func(err error) (int, error) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		var ws syscall.WaitStatus
+		for {
+			if _, werr := syscall.Wait4(pid, &ws, syscall.WALL, nil); !errors.Is(werr, syscall.EINTR) {
+				break
+			}
+		}
+		return 0, err
+	}
+	var ws syscall.WaitStatus
+	for {
+		_, err = syscall.Wait4(pid, &ws, syscall.WALL, nil)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	switch {
+	case err != nil:
+		return kill(fmt.Errorf("waiting for it to stop at its start: %w", err))
+	case !ws.Stopped():
+		// Ended (killed) before it ran: reaped.
+		return 0, fmt.Errorf("it ended at its start (status %#x)", int(ws))
+	case ws.StopSignal() != syscall.SIGTRAP:
+		return kill(fmt.Errorf("it stopped at its start with %v, not SIGTRAP", ws.StopSignal()))
+	}
+	done := make(chan error, 1)
+	outside <- func() { done <- setUpUserNS(pid, cfg) }
+	if err := <-done; err != nil || probe {
+		return kill(err)
+	}
+	// Detached without a signal: the SIGTRAP of its exec is dropped.
+	if err := syscall.PtraceDetach(pid); err != nil {
+		return kill(fmt.Errorf("detaching it: %w", err))
+	}
+	return pid, nil
+}
+
+// setUpUserNS writes the ID maps of the user namespace of process pid,
+// stopped before it runs (see forkInUserNS): cfg.UID and cfg.GID map to
+// the zygote's root, which is the caller's user outside; setgroups is
+// denied, as Run's second stage has it. It sets RLIMIT_NPROC for the
+// command where cfg.NProc says. It is called on a thread outside the
+// commands' Landlock domain.
+func setUpUserNS(pid int, cfg *helperConfig) error {
+	dir := "/proc/" + strconv.Itoa(pid) + "/"
+	for _, w := range []struct{ file, data string }{
+		{"setgroups", "deny"},
+		{"gid_map", fmt.Sprintf("%d 0 1\n", cfg.GID)},
+		{"uid_map", fmt.Sprintf("%d 0 1\n", cfg.UID)},
+	} {
+		fd, err := unix.Open(dir+w.file, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("its %s: %w", w.file, err)
+		}
+		_, err = unix.Write(fd, []byte(w.data))
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("writing its %s: %w", w.file, err)
+		}
+	}
+	if cfg.NProc > 0 {
+		l := unix.Rlimit{Cur: cfg.NProc, Max: cfg.NProc}
+		if err := unix.Prlimit(pid, unix.RLIMIT_NPROC, &l, nil); err != nil {
+			return fmt.Errorf("its RLIMIT_NPROC: %w", err)
+		}
+	}
+	return nil
+}
+
+// probeUserNS checks, on the confined thread, that a command can be
+// started as forkInUserNS starts it: the kernel, a seccomp filter, Yama
+// or an LSM may refuse the user namespace, the trace of its start or the
+// writing of its maps. The probe is /bin/sh, killed once set up, before
+// its first instruction; where there is none, a program that is not
+// there, which checks what comes before the exec.
+func probeUserNS(cfg *helperConfig, outside chan<- func()) error {
+	if cfg.NoNestedUserNS {
+		return errors.New("refused for a test")
+	}
+	null, err := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(null)
+	attr := &syscall.ProcAttr{
+		Dir:   "/",
+		Files: []uintptr{uintptr(null), uintptr(null), uintptr(null)},
+		Sys:   &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWIPC},
+	}
+	path := "/bin/sh"
+	if _, err := os.Stat(path); err != nil {
+		path = "/nonexistent/hrns-sandbox-probe"
+	}
+	pid, err := forkInUserNS(cfg, path, []string{"probe"}, attr, outside, true)
+	switch {
+	case err == nil && pid == 0:
+		return nil // stopped, set up and killed
+	case errors.Is(err, syscall.ENOENT) && path != "/bin/sh":
+		return nil
+	case err == nil:
+		return errors.New("the probe ran")
+	}
+	return err
 }
 
 // reapCommand reaps every process of the namespace (all are this
@@ -399,7 +578,9 @@ func saveLimits() []savedLimit {
 // may lower the zygote's limits, or raise a soft one up to its hard one,
 // and the next command would inherit them. Raising a hard limit back
 // needs CAP_SYS_RESOURCE, which the zygote may lack (root without it, in
-// a container): a zygote whose limits cannot be restored ends.
+// a container; the zygote of another user, which holds it in its user
+// namespace only, where it does not count for this): a zygote whose
+// limits cannot be restored ends.
 func restoreLimits(l []savedLimit) bool {
 	ok := true
 	for _, s := range l {
