@@ -39,8 +39,8 @@ type MCPReencryption struct {
 	// session): they are left as they are, and each is logged.
 	Failed int
 	// Skipped counts the registered entries and schedules changed by
-	// others at each of reencryptTries attempts: left, with their values,
-	// for the next start.
+	// others at each of reencryptTries attempts, and the sessions whose
+	// state does not decode: left, with their values, for the next start.
 	Skipped int
 }
 

@@ -20,8 +20,9 @@ import (
 // MCP servers' secrets: a registered environment whose server's header
 // is sealed under k1; k2 added as primary: the start re-encrypts it and
 // says so; k1 dropped: a session of the environment reaches the MCP
-// server (over loopback) with the header; k1 alone again: the start says
-// the value cannot be decrypted. On SQLite and PostgreSQL.
+// server (over loopback) with the header; k1 and k3, without k2: the
+// start says how many values cannot be decrypted. On SQLite and
+// PostgreSQL.
 func TestServeMCPSecretsRotation(t *testing.T) {
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
@@ -91,8 +92,17 @@ func serveMCPRotation(t *testing.T, db string) {
 		}
 	})
 	t.Run("k1 alone again", func(t *testing.T) {
-		// The environment's value and the session's (in its state).
+		// With a single key, the start does not look for values of
+		// others: none could be re-encrypted.
 		s := startServe(t, env(testVaultKey1), args...)
+		if strings.Contains(s.logs.String(), "MCP server values") {
+			t.Errorf("the start with a single key looked for values of others:\n%s", s.logs.String())
+		}
+	})
+	t.Run("k1 and k3", func(t *testing.T) {
+		// The environment's value and the session's (in its state),
+		// under k2, which neither key is.
+		s := startServe(t, env(testVaultKey1+",k3:Y2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2M="), args...)
 		if want := "2 MCP server values cannot be decrypted with the configured keys"; !strings.Contains(s.logs.String(), want) {
 			t.Errorf("the start with k1 alone does not say %q:\n%s", want, s.logs.String())
 		}

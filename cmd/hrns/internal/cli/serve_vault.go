@@ -115,9 +115,11 @@ const mcpReencryptTimeout = 30 * time.Minute
 // headers values of MCP servers that an older key encrypted (sessions,
 // registered agents and environments, schedules): the middle step of a
 // rotation, as for the vaults, and says how many it did and how many
-// still need another key.
+// still need another key. Finding them reads every session's request and
+// state, so it runs only while a rotation is under way: with a single
+// key, no value of another could be re-encrypted.
 func reencryptMCPSecrets(ctx context.Context, m *session.Manager, keys *vault.Keyring, stderr io.Writer) error {
-	if keys == nil {
+	if keys == nil || len(keys.IDs()) < 2 {
 		return nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, mcpReencryptTimeout)
