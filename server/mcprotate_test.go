@@ -407,3 +407,40 @@ func ownerOf(t *testing.T, st store.Store, id string) string {
 	}
 	return s.Owner
 }
+
+// TestMCPSecretsRotationLostState: an ended session whose state no longer
+// decodes (its request still holding a sealed value) is left as it is by
+// the re-encryption, counted as skipped: no empty state is written over
+// it.
+func TestMCPSecretsRotationLostState(t *testing.T) {
+	rotationStores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		model := openaitest.NewServer(openaitest.Reply{Text: "done"})
+		t.Cleanup(model.Close)
+		rec := &mcpRecorder{}
+		e, stop := mcpServe(t, st, model, &session.MCPServerOptions{Mount: rec.mount, Secrets: keyring(t, "old")})
+		id := e.create(keyAlice, `{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[`+remoteServer("srv", "X-Lost", "lost-secret-9")+`]}]},"messages":"x"}`)
+		e.follow(keyAlice, id).status(session.StatusCompleted)
+		stop()
+		s, err := st.GetSession(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.State = json.RawMessage(`{"spec":"not a spec"}`)
+		if err := st.UpdateSession(ctx, s, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		var r *session.MCPReencryption
+		mcpServeAfter(t, st, model, &session.MCPServerOptions{Mount: rec.mount, Secrets: keyring(t, "new", "old")}, reencrypt(t, &r))
+		if want := (session.MCPReencryption{KeyID: "new", Skipped: 1}); *r != want {
+			t.Errorf("re-encrypted %+v, want %+v", *r, want)
+		}
+		got, err := st.GetSession(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got.State) != `{"spec":"not a spec"}` || got.Version != s.Version || !strings.Contains(string(got.Request), "hrns-sealed:v1:old:") {
+			t.Errorf("the session was written: version %d (was %d), state %s", got.Version, s.Version, got.State)
+		}
+	})
+}

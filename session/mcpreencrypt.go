@@ -394,10 +394,16 @@ func (r *reencryption) sessions(ctx context.Context) error {
 func (r *reencryption) session(ctx context.Context, id string) error {
 	var c *resealed
 	var sealErr error
-	wrote := false
+	wrote, lost := false, false
 	_, _, err := r.m.update(ctx, id, &store.UpdateOptions{WriteRequest: true}, func(s *store.Session, st *state) ([]store.Event, error) {
 		// Made again on each attempt, on the session as committed.
-		c, wrote = &resealed{}, false
+		c, wrote, lost = &resealed{}, false, false
+		if st.Spec.spec == nil {
+			// An ended session whose state does not decode: a
+			// commit would write an empty one over it.
+			lost = true
+			return nil, errNoChange
+		}
 		req, err := r.doc("session "+id, c, s.Owner, s.Request)
 		if err != nil {
 			sealErr = err
@@ -425,6 +431,9 @@ func (r *reencryption) session(ctx context.Context, id string) error {
 		r.out.Failed += c.failed
 	}
 	switch {
+	case err == nil && lost:
+		r.m.log.Error("MCP secrets re-encryption: a session's state cannot be read", "session", id)
+		r.out.Skipped++
 	case err == nil && wrote:
 		r.out.Sessions++
 		r.out.Values += c.values
