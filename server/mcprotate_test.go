@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -441,6 +443,56 @@ func TestMCPSecretsRotationLostState(t *testing.T) {
 		}
 		if string(got.State) != `{"spec":"not a spec"}` || got.Version != s.Version || !strings.Contains(string(got.Request), "hrns-sealed:v1:old:") {
 			t.Errorf("the session was written: version %d (was %d), state %s", got.Version, s.Version, got.State)
+		}
+	})
+}
+
+// pageStore records the pages of sessions the re-encryption reads.
+type pageStore struct {
+	store.Store
+	pages []int
+}
+
+func (p *pageStore) SessionsSealed(ctx context.Context, sp *store.SealedParams) ([]string, error) {
+	ids, err := p.Store.SessionsSealed(ctx, sp)
+	p.pages = append(p.pages, len(ids))
+	return ids, err
+}
+
+// TestMCPSecretsRotationPages: the re-encryption reads the sessions a
+// page at a time, and goes through every page. 150 copies of a session
+// (their requests' values are the owner's, so they are re-encrypted;
+// their states' are bound to the session copied, so they fail) and the
+// session make two pages of 100 and 51.
+func TestMCPSecretsRotationPages(t *testing.T) {
+	rotationStores(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		model := openaitest.NewServer(openaitest.Reply{Text: "done"})
+		t.Cleanup(model.Close)
+		rec := &mcpRecorder{}
+		e, stop := mcpServe(t, st, model, &session.MCPServerOptions{Mount: rec.mount, Secrets: keyring(t, "old")})
+		id := e.create(keyAlice, `{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[`+remoteServer("srv", "X-Page", "page-secret-10")+`]}]},"messages":"x"}`)
+		e.follow(keyAlice, id).status(session.StatusCompleted)
+		stop()
+		s, err := st.GetSession(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 150 {
+			c := *s
+			c.ID, c.IdempotencyKey = fmt.Sprintf("%s-copy-%03d", id, i), ""
+			if _, _, err := st.CreateSession(ctx, &c, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ps := &pageStore{Store: st}
+		var r *session.MCPReencryption
+		mcpServeAfter(t, ps, model, &session.MCPServerOptions{Mount: rec.mount, Secrets: keyring(t, "new", "old")}, reencrypt(t, &r))
+		if want := (session.MCPReencryption{KeyID: "new", Sessions: 151, Values: 152, Failed: 150}); *r != want {
+			t.Errorf("re-encrypted %+v, want %+v", *r, want)
+		}
+		if want := []int{100, 51, 0}; !slices.Equal(ps.pages, want) {
+			t.Errorf("pages %v, want %v", ps.pages, want)
 		}
 	})
 }
