@@ -102,7 +102,7 @@ func TestMCPSecretsRotation(t *testing.T) {
 func mcpRotation(t *testing.T, st store.Store) {
 	secrets := map[string]string{
 		"TOKEN": "env-secret-1", "Authorization": "Bearer hdr-secret-2", "X-Agent": "agent-secret-3",
-		"X-Sched": "sched-secret-4", "X-Wait": "wait-secret-5", "X-Done": "done-secret-6",
+		"X-Sched": "sched-secret-4", "X-Wait": "wait-secret-5", "X-Done": "done-secret-6", "X-Sub": "sub-secret-7",
 	}
 	model := openaitest.NewServer()
 	t.Cleanup(model.Close)
@@ -119,6 +119,13 @@ func mcpRotation(t *testing.T, st store.Store) {
 	e.follow(keyAlice, waiting).status(session.StatusAwaitingToolResults)
 	done := e.create(keyAlice, `{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[`+remoteServer("srv", "X-Done", secrets["X-Done"])+`]}]},"messages":"x"}`)
 	e.follow(keyAlice, done).status(session.StatusCompleted)
+	// A parent waiting, whose subagent's definition (in its request and
+	// state, sealed for the owner) has a server: its child is made after
+	// the rotation.
+	model.Push(openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("c1", "ask", `{}`)}})
+	boss := e.create(keyAlice, `{"agent":{"name":"boss","tools":[{"name":"ask","description":"asks the user"}],"environments":[],
+		"subagents":[{"name":"helper","description":"d","environments":[{"kind":"web","mcp_servers":[`+remoteServer("sub", "X-Sub", secrets["X-Sub"])+`]}]}]},"messages":"x"}`)
+	e.follow(keyAlice, boss).status(session.StatusAwaitingToolResults)
 	stop()
 
 	// new first, old kept: the start re-encrypts every value.
@@ -126,7 +133,7 @@ func mcpRotation(t *testing.T, st store.Store) {
 	_, stop = mcpServeAfter(t, st, model, &session.MCPServerOptions{Mount: rec.mount, Secrets: keyring(t, "new", "old")}, reencrypt(t, &r))
 	// The environment's two values, the agent's, the schedule's, and
 	// each session's in its request and its state.
-	want := session.MCPReencryption{KeyID: "new", Sessions: 2, Entries: 2, Schedules: 1, Values: 8}
+	want := session.MCPReencryption{KeyID: "new", Sessions: 3, Entries: 2, Schedules: 1, Values: 10}
 	if *r != want {
 		t.Errorf("the rotation's start re-encrypted %+v, want %+v", *r, want)
 	}
@@ -161,7 +168,11 @@ func mcpRotation(t *testing.T, st store.Store) {
 	e.follow(keyAlice, waiting).status(session.StatusCompleted)
 	model.Push(openaitest.Reply{Text: "again"})
 	e.expect(e.do("POST", "/api/v2/sessions/"+done+"/messages", keyAlice, `{"message":"again"}`), http.StatusAccepted)
-	e.follow(keyAlice, done).until(func(c *changes) bool { return c.Status == session.StatusCompleted && len(model.Requests()) == 7 })
+	e.follow(keyAlice, done).until(func(c *changes) bool { return c.Status == session.StatusCompleted && len(model.Requests()) == 8 })
+	model.Push(openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("d1", "delegate", `{"agent":"helper","task":"t"}`)}},
+		openaitest.Reply{Text: "child"}, openaitest.Reply{Text: "parent"})
+	e.expect(e.do("POST", "/api/v2/sessions/"+boss+"/tool_results", keyAlice, askResult), http.StatusAccepted)
+	e.follow(keyAlice, boss).status(session.StatusCompleted)
 	got := rec2.values()
 	for k, v := range secrets {
 		if got[k] != v {
