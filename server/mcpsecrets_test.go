@@ -81,6 +81,13 @@ func (r *mcpRecorder) values() map[string]string {
 // returned func stops it.
 func mcpServe(t *testing.T, st store.Store, model *openaitest.Server, opts *session.MCPServerOptions, workspaces ...string) (*env, func()) {
 	t.Helper()
+	return mcpServeAfter(t, st, model, opts, nil, workspaces...)
+}
+
+// mcpServeAfter is mcpServe that calls before with the manager before it
+// starts (as hrns serve re-encrypts at start).
+func mcpServeAfter(t *testing.T, st store.Store, model *openaitest.Server, opts *session.MCPServerOptions, before func(*session.Manager), workspaces ...string) (*env, func()) {
+	t.Helper()
 	so := &session.Options{
 		Environments: map[string]*loop.Toolset{"web": {}},
 		MCPServers:   opts,
@@ -89,6 +96,9 @@ func mcpServe(t *testing.T, st store.Store, model *openaitest.Server, opts *sess
 		so.Workspaces = workspaces[0]
 	}
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, so)
+	if before != nil {
+		before(m)
+	}
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

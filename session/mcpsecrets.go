@@ -13,7 +13,9 @@ import (
 // are stored (the session's request and state, registered environments
 // and agents, schedules' templates): Seal encrypts under the primary key
 // and says which; Open decrypts with the key named, so that values an
-// older key sealed still open after a rotation. aad is bound to the
+// older key sealed still open after a rotation, until
+// [Manager.ReencryptMCPSecrets] seals them again under the primary key
+// (the key the Seal of an empty value names). aad is bound to the
 // ciphertext: Open fails with another. A *[vault.Keyring] is one; hrns
 // serve gives its vault keys ([MCPServerOptions.Secrets]).
 //

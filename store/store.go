@@ -113,6 +113,7 @@ type Store interface {
 	Vaults
 	Webhooks
 	Profiles
+	Sealed
 
 	// CreateSession inserts s with its first events (indexed from 0)
 	// and returns it as stored. Version becomes 1; CreatedAt and
@@ -145,7 +146,8 @@ type Store interface {
 	ListSessions(ctx context.Context, p *ListParams) (page []*Session, total int, err error)
 
 	// UpdateSession writes the mutable fields of s (everything but ID,
-	// Owner, IdempotencyKey, RequestHash, Request, GroupID, ParentID,
+	// Owner, IdempotencyKey, RequestHash, Request (unless
+	// [UpdateOptions.WriteRequest]), GroupID, ParentID,
 	// ScheduleID, CreatedAt, the lease, Attempts and EventCount) and appends events, in one transaction, if the
 	// stored version is s.Version; otherwise it returns ErrConflict and
 	// writes nothing.
@@ -419,6 +421,11 @@ type UpdateOptions struct {
 	// retry counts once. A negative N is refused with ErrNegativeTokens,
 	// and nothing is written.
 	Tokens *TokenCount
+	// WriteRequest replaces the session's Request with s.Request in the
+	// same transaction. The request is otherwise written once, at
+	// creation: only the re-encryption of the secrets it holds under a
+	// new key ([Sealed]) changes it.
+	WriteRequest bool
 	// Committed, when set, is called once the update is committed
 	// (never for an update that fails), on the caller's goroutine before
 	// UpdateSession returns, with the session and the events as stored:

@@ -386,6 +386,7 @@ const (
 			error = $7, error_code = $8, runnable = $9, wake_at = $10,
 			version = version + 1, event_count = event_count + $11,
 			started_at = $12, finished_at = $13, updated_at = $14,
+			request = coalesce($33::bytea, request),
 			lease_owner = CASE WHEN $15::boolean THEN '' WHEN ` + claimedSQL + ` THEN $29 ELSE lease_owner END,
 			lease_until = CASE WHEN $15::boolean THEN NULL WHEN ` + claimedSQL + ` THEN $30 ELSE lease_until END,
 			attempts = CASE WHEN ` + claimedSQL + ` THEN (CASE WHEN $18::boolean THEN 0 ELSE attempts END) + 1
@@ -826,6 +827,12 @@ func (s *Store) updateArgs(sess *store.Session, events []store.Event, o *store.U
 		}
 		tokPeriod, tokStart, tokN = t.Period, ts(t.Start.Truncate(time.Microsecond)), t.N
 	}
+	// The request ($33): NULL keeps it; it is written only by a
+	// re-encryption (store.UpdateOptions.WriteRequest).
+	var request []byte
+	if o.WriteRequest && sess.Request != nil {
+		request = sess.Request
+	}
 	var claimOwner string
 	var claimUntil, claimNow pgtype.Timestamptz
 	var claimBelow int64
@@ -842,7 +849,7 @@ func (s *Store) updateArgs(sess *store.Session, events []store.Event, o *store.U
 		sess.Error, sess.ErrorCode, sess.Runnable, ts(sess.WakeAt), int64(len(events)),
 		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease, o.Release || o.ResetAttempts,
 		types, data, times, hookTypes, hookIDs, from, msgs, tokPeriod, tokStart, tokN,
-		claimOwner, claimUntil, claimBelow, claimNow}, nil
+		claimOwner, claimUntil, claimBelow, claimNow, request}, nil
 }
 
 // asStored gives the times of s and events the precision (microseconds)

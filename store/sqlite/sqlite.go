@@ -730,6 +730,13 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		if err != nil {
 			return err
 		}
+		if o.WriteRequest {
+			// Rare (a re-encryption): its own statement, so that the
+			// one of every commit stays as it is.
+			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET request = ? WHERE id = ?`, blob(sess.Request), sess.ID); err != nil {
+				return err
+			}
+		}
 		if err := s.insertEvents(ctx, tx, sess.ID, count, events, now); err != nil {
 			return err
 		}

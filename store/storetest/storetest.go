@@ -70,6 +70,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	tests = append(tests, profileTests...)
 	tests = append(tests, webhookTests...)
 	tests = append(tests, transcriptTests...)
+	tests = append(tests, sealedTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

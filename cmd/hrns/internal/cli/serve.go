@@ -339,6 +339,9 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		return err
 	}
 	m := session.New(st, model, opts)
+	if err := reencryptMCPSecrets(ctx, m, vaultKeys, stdio.Err); err != nil {
+		return err
+	}
 	if _, shared := st.(store.Replicas); shared {
 		where += ", replica " + m.ReplicaID()
 	}

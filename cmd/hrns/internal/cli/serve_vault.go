@@ -106,3 +106,39 @@ func setupVaults(ctx context.Context, st store.Store, keys *vault.Keyring, opts 
 	}
 	return svc, nil
 }
+
+// mcpReencryptTimeout bounds the re-encryption of MCP servers' secrets at
+// start: a start that takes longer serves, and the next one goes on.
+const mcpReencryptTimeout = 30 * time.Minute
+
+// reencryptMCPSecrets re-encrypts under the primary key the env and
+// headers values of MCP servers that an older key encrypted (sessions,
+// registered agents and environments, schedules): the middle step of a
+// rotation, as for the vaults, and says how many it did and how many
+// still need another key. Finding them reads every session's request and
+// state, so it runs only while a rotation is under way: with a single
+// key, no value of another could be re-encrypted.
+func reencryptMCPSecrets(ctx context.Context, m *session.Manager, keys *vault.Keyring, stderr io.Writer) error {
+	if keys == nil || len(keys.IDs()) < 2 {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, mcpReencryptTimeout)
+	defer cancel()
+	r, err := m.ReencryptMCPSecrets(rctx)
+	if err != nil && (ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded)) {
+		return err
+	}
+	if r.Values > 0 {
+		fmt.Fprintf(stderr, "hrns serve: %d MCP server values re-encrypted under key %s (%d sessions, %d registered agents and environments, %d schedules)\n", r.Values, keys.Primary(), r.Sessions, r.Entries, r.Schedules)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "hrns serve: the re-encryption of MCP server values stopped after %v; the next start goes on with it\n", mcpReencryptTimeout)
+	}
+	if r.Failed > 0 {
+		fmt.Fprintf(stderr, "hrns serve: %d MCP server values cannot be decrypted with the configured keys (their key was dropped?); they stay as they are: a session's run leaves their server out, saying so, and a definition holding one is refused (422) naming its key\n", r.Failed)
+	}
+	if r.Skipped > 0 {
+		fmt.Fprintf(stderr, "hrns serve: %d sessions, registered entries or schedules holding MCP server values of another key were left as they are (changed at each attempt, or unreadable); restart again before dropping that key\n", r.Skipped)
+	}
+	return nil
+}
