@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hrns-dev/hrns/openai/openaitest"
 	"github.com/hrns-dev/hrns/loop"
 	"github.com/hrns-dev/hrns/openai"
+	"github.com/hrns-dev/hrns/openai/openaitest"
 	"github.com/hrns-dev/hrns/platform/schedule"
 	"github.com/hrns-dev/hrns/platform/vault"
 	"github.com/hrns-dev/hrns/platform/webhook"
