@@ -911,6 +911,13 @@ func (c *chat) ask(m approvalMsg) {
 		title = "the sub-agent " + safetext.Escape(m.agent) + ": " + title
 	}
 	b.text.WriteString(title)
+	if len(p.lookAlikes) > 0 {
+		warn := []string{c.st.warn.Render("⚠ look-alike letters: these words mix Latin letters with letters of another script that draw the same, as a disguised address does:")}
+		for _, l := range p.lookAlikes {
+			warn = append(warn, c.st.warn.Render("  "+l))
+		}
+		b.lines = append(warn, b.lines...)
+	}
 	if p.escaped > 0 {
 		b.lines = append([]string{c.st.warn.Render(fmt.Sprintf("⚠ %d characters that are invisible or that a terminal would interpret are shown escaped", p.escaped))}, b.lines...)
 	}
