@@ -799,6 +799,47 @@
     return [el('p', { class: 'muted note', text: note }), pre];
   }
 
+  // lookAlikes adds to out (at most LOOK_MAX in all) what a person is
+  // told of the words of s that mix Latin letters with letters of a
+  // script that has look-alikes of them (Cyrillic, Greek, Armenian,
+  // Cherokee): "gіthub.com" reads as github.com. It is the terminal's
+  // (internal/safetext's LookAlikes): a word is a run of letters, marks,
+  // digits, dots, hyphens and underscores; a word of one script is not
+  // reported.
+  const LOOK_MAX = 5;
+  const LOOK_WORD = /[\p{L}\p{M}\p{Nd}._-]+/gu;
+  const LOOK_LATIN = /\p{Script=Latin}/u;
+  const LOOK_SCRIPTS = [
+    [/\p{Script=Cyrillic}/u, 'a Cyrillic'], [/\p{Script=Greek}/u, 'a Greek'],
+    [/\p{Script=Armenian}/u, 'an Armenian'], [/\p{Script=Cherokee}/u, 'a Cherokee'],
+  ];
+  function lookAlikes(s, out) {
+    for (const m of String(s).matchAll(LOOK_WORD)) {
+      if (out.length >= LOOK_MAX) return;
+      const w = m[0];
+      if (!LOOK_LATIN.test(w)) continue;
+      for (const c of w) {
+        const hit = LOOK_SCRIPTS.find(([re]) => re.test(c));
+        if (!hit) continue;
+        const runes = [...w];
+        const word = runes.length > 60 ? runes.slice(0, 60).join('') + '…' : w;
+        out.push('"' + word + '": ' + c + ' is U+' + c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0') + ', ' + hit[1] + ' letter');
+        break;
+      }
+    }
+  }
+
+  // lookAlikeNote is the warning of the look-alike words of texts, or
+  // null when there are none.
+  function lookAlikeNote(texts) {
+    const out = [];
+    for (const t of texts) lookAlikes(t, out);
+    if (!out.length) return null;
+    return el('div', { class: 'lookalike' },
+      el('p', { text: '⚠ look-alike letters: these words mix Latin letters with letters of another script that draw the same, as a disguised address does:' }),
+      el('ul', {}, ...out.map((w) => el('li', { text: w }))));
+  }
+
   // preview shows a call waiting for approval as the terminal does: the
   // command of run_command, a diff for write_file and edit_file, then
   // every other argument. The page sees only the API, not the files, so
@@ -832,7 +873,10 @@
     }
     const rest = Object.keys(args).filter((k) => !shown.has(k)).sort();
     if (rest.length) parts.push(el('pre', { class: 'args' }, ...rest.map((k) => k + ': ' + JSON.stringify(args[k]) + '\n')));
-    return el('div', { class: 'preview', 'data-tool': name }, head(title), ...parts);
+    // Every string the call is given, the ones shown above and the others.
+    const strings = [];
+    JSON.stringify(args, (_, v) => { if (typeof v === 'string') strings.push(v); return v; });
+    return el('div', { class: 'preview', 'data-tool': name }, head(title), lookAlikeNote(strings), ...parts);
   }
 
   // checklist shows the plan of a todo_write call's arguments; null when
