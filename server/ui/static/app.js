@@ -13,12 +13,19 @@
   let authRequired = false;
   let cleanup = [];  // what the current view stops when left
 
-  // visible makes control, bidirectional and zero-width characters
-  // visible as \uXXXX escapes (newlines and tabs stay), like the
-  // terminal's safetext.
-  const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]/g;
+  // visible makes control, format (bidirectional, zero-width, tags),
+  // private-use, unassigned and other invisible characters (Hangul
+  // fillers, variation selectors, the blank U+2800), every space but
+  // U+0020, the line and paragraph separators and lone surrogates visible
+  // as \uXXXX (\UXXXXXXXX beyond the BMP) escapes; newlines and tabs
+  // stay. These are the characters the terminal's safetext escapes.
+  const UNSAFE = /[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Cs}\p{Zs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800]/gu;
   function visible(s) {
-    return String(s).replace(UNSAFE, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+    return String(s).replace(UNSAFE, (c) => {
+      if (c === '\n' || c === '\t' || c === ' ') return c;
+      const n = c.codePointAt(0);
+      return n > 0xffff ? '\\U' + n.toString(16).padStart(8, '0') : '\\u' + n.toString(16).padStart(4, '0');
+    });
   }
 
   // el builds an element: props are class, text (set as textContent)
