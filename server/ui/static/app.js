@@ -588,19 +588,24 @@
     const u = String(url || '').trim();
     if (SAFE_URL.test(u)) {
       const a = el('a', { href: u, rel: 'noopener noreferrer nofollow', target: '_blank', title: title || null });
-      mdInline(text || u, a, depth + 1);
+      mdInline(text || u, a, depth + 1, true);
       parent.append(a);
+      // Where it leads, when its text says something else (as the
+      // terminal shows it): a link's text may name another address.
+      if (text && text !== u) parent.append(el('span', { class: 'link-dest', text: ' (' + u + ')' }));
       return;
     }
     // Not a link: the text, then the URL, as text.
     const span = el('span', { class: 'inert-link', title: 'not a web link: not opened' });
-    mdInline(text, span, depth + 1);
+    mdInline(text, span, depth + 1, true);
     if (u) span.append(document.createTextNode(visible(' (' + u + ')')));
     parent.append(span);
   }
 
-  // mdInline appends the inline content of text to parent.
-  function mdInline(text, parent, depth) {
+  // mdInline appends the inline content of text to parent; inLink (the
+  // text of a link) makes no link of what it holds: a link's text that
+  // is a URL stays its text, not a link inside the link.
+  function mdInline(text, parent, depth, inLink) {
     if (depth > MD_MAX_DEPTH || text.length > MD_MAX_INLINE) { parent.append(document.createTextNode(visible(text))); return; }
     let rest = text;
     for (let guard = 0; rest && guard < 100000; guard++) {
@@ -616,6 +621,8 @@
       rest = rest.slice(m.index + m[0].length);
       if (m[1] !== undefined) {
         parent.append(el('code', { text: m[2].replace(/^ (.*) $/s, '$1') }));
+      } else if (inLink && (m[4] !== undefined || m[6] !== undefined || m[7] !== undefined || m[8] !== undefined)) {
+        parent.append(document.createTextNode(visible(m[0])));
       } else if (m[4] !== undefined) {
         mdLink('image: ' + (m[3] || m[4]), m[4], parent, depth);
       } else if (m[6] !== undefined) {
@@ -626,15 +633,15 @@
         mdLink(m[8], m[8], parent, depth);
       } else if (m[9] !== undefined) {
         const s = el('strong');
-        mdInline(m[10], s, depth + 1);
+        mdInline(m[10], s, depth + 1, inLink);
         parent.append(s);
       } else if (m[11] !== undefined) {
         const s = el('em');
-        mdInline(m[12], s, depth + 1);
+        mdInline(m[12], s, depth + 1, inLink);
         parent.append(s);
       } else if (m[13] !== undefined) {
         const s = el('del');
-        mdInline(m[13], s, depth + 1);
+        mdInline(m[13], s, depth + 1, inLink);
         parent.append(s);
       } else if (m[14] !== undefined) {
         parent.append(document.createTextNode(m[14]));
