@@ -263,7 +263,9 @@ func (b *Browser) askPerson(tool string) func(json.RawMessage) string {
 			what, key = fmt.Sprintf("the key %s", quote(in.Key, 40)), askKey(tool, in.Key)
 		}
 		b.markAsked(key)
-		why := fmt.Sprintf("typing into a password field: the page's field %s (an %s) on %s gets %s", quote(f.Label, 100), f.Tag, quote(f.Origin, 200), what)
+		// The origin first: the label is the page's words, which may
+		// say another origin in the place of this one.
+		why := fmt.Sprintf("typing into a password field on %s: the page's field %s (an %s) gets %s", quote(f.Origin, 200), quote(f.Label, 100), f.Tag, what)
 		if loc != nil {
 			loc.Key, loc.Reason = key, why
 			b.keepLocator(*loc)
