@@ -192,6 +192,7 @@ func TestUIBrowserConversation(t *testing.T) {
 		MsgStrong string   `json:"msgStrong"`
 	}
 	b.step("answered",
+		chromedp.WaitEnabled(chromedp.CSS(`.approval[data-call="call_1"] button.approve`)), // enabled a moment after it shows
 		chromedp.Click(chromedp.CSS(`.approval[data-call="call_1"] button.approve`)),
 		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event`)),
 		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="completed"]`)),

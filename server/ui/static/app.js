@@ -854,6 +854,10 @@
       el('ul', {}, ...out.map((w) => el('li', { text: w }))));
   }
 
+  // APPROVE_DELAY is how long an approval card's Approve stays disabled
+  // after the card first shows (approvalShownAt).
+  const APPROVE_DELAY = 1000;
+
   // preview shows a call waiting for approval as the terminal does: the
   // command of run_command, a diff for write_file and edit_file, then
   // every other argument. The page sees only the API, not the files, so
@@ -1440,6 +1444,11 @@
 
     let stopped = false, timer = 0;
     const decided = new Set();
+    // approvalShownAt is when each call's approval card was first shown: its
+    // Approve answers no click in the first APPROVE_DELAY, so that a card
+    // that appears under the pointer (it pushes the message box down) is
+    // not approved by a click meant for what was there.
+    const approvalShownAt = new Map();
 
     async function poll() {
       clearTimeout(timer);
@@ -1470,8 +1479,16 @@
             decided.add(req.id); card.remove();
           } catch (e) { toast('Decision failed: ' + e.message); }
         };
+        if (!approvalShownAt.has(req.id)) approvalShownAt.set(req.id, Date.now());
+        const approve = el('button', { type: 'button', class: 'primary approve', text: 'Approve', on: { click: decide(true) } });
+        const wait = APPROVE_DELAY - (Date.now() - approvalShownAt.get(req.id));
+        if (wait > 0) {
+          approve.disabled = true;
+          approve.title = 'enabled a moment after the call is shown, so that a click meant for something else does not approve it';
+          setTimeout(() => { approve.disabled = false; approve.removeAttribute('title'); }, wait);
+        }
         return [el('div', { class: 'controls' },
-          el('button', { type: 'button', class: 'primary approve', text: 'Approve', on: { click: decide(true) } }),
+          approve,
           el('button', { type: 'button', class: 'danger reject', text: 'Reject', on: { click: decide(false) } }), reason)];
       },
       toolCall(req, card) {
