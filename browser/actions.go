@@ -18,7 +18,13 @@ import (
 // callOn calls a JavaScript function with the element as this, and
 // decodes its value into out (which may be nil).
 func (t *tab) callOn(ctx context.Context, id cdp.BackendNodeID, fn string, out any, args ...any) error {
-	obj, err := cdp.Call(ctx, t.target(), dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: id})
+	return t.callOnIn(ctx, 0, id, fn, out, args...)
+}
+
+// callOnIn is callOn in the execution context world (0: the page's own);
+// see [tab.isolatedWorld].
+func (t *tab) callOnIn(ctx context.Context, world runtime.ExecutionContextID, id cdp.BackendNodeID, fn string, out any, args ...any) error {
+	obj, err := cdp.Call(ctx, t.target(), dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: id, ExecutionContextID: world})
 	if err != nil || obj.Object == nil {
 		return fmt.Errorf("the element is no longer in the page: take a new snapshot")
 	}

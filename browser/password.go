@@ -228,8 +228,13 @@ func (b *Browser) askPerson(tool string) func(json.RawMessage) string {
 		ctx, cancel := context.WithTimeout(context.Background(), passwordCheckTimeout)
 		defer cancel()
 		var f fieldInfo
-		var err error
 		var loc *fieldLocator
+		// Read in a world of hrns's own, which the page's scripts cannot
+		// change: what the person is told is what the browser says.
+		world, err := t.isolatedWorld(ctx)
+		if err != nil {
+			return ""
+		}
 		if tool == "browser_type" {
 			id, ok := t.refs[strings.TrimSpace(in.Ref)]
 			if !ok {
@@ -240,7 +245,7 @@ func (b *Browser) askPerson(tool string) func(json.RawMessage) string {
 				}
 				return ""
 			}
-			err = t.callOn(ctx, id, fieldJS, &f)
+			err = t.callOnIn(ctx, world, id, fieldJS, &f)
 			if err == nil && f.Password {
 				loc = &fieldLocator{}
 				if t.callOn(ctx, id, locatorJS, loc) != nil || loc.Path == "" {
@@ -248,7 +253,7 @@ func (b *Browser) askPerson(tool string) func(json.RawMessage) string {
 				}
 			}
 		} else {
-			err = t.eval(ctx, "("+fieldJS+")()", &f)
+			err = t.evalIn(ctx, world, "("+fieldJS+")()", &f)
 		}
 		if err != nil || !f.Password {
 			return ""
@@ -258,7 +263,9 @@ func (b *Browser) askPerson(tool string) func(json.RawMessage) string {
 			what, key = fmt.Sprintf("the key %s", quote(in.Key, 40)), askKey(tool, in.Key)
 		}
 		b.markAsked(key)
-		why := fmt.Sprintf("typing into a password field: the page's field %s (an %s) on %s gets %s", quote(f.Label, 100), f.Tag, quote(f.Origin, 200), what)
+		// The origin first: the label is the page's words, which may
+		// say another origin in the place of this one.
+		why := fmt.Sprintf("typing into a password field on %s: the page's field %s (an %s) gets %s", quote(f.Origin, 200), quote(f.Label, 100), f.Tag, what)
 		if loc != nil {
 			loc.Key, loc.Reason = key, why
 			b.keepLocator(*loc)
@@ -318,7 +325,11 @@ func (b *Browser) passwordGuard(key string) func(bool) error {
 // focus after it was checked, or the call comes without its AskPerson).
 func (b *Browser) checkPassword(ctx context.Context, t *tab, tool, key string) error {
 	var f fieldInfo
-	if err := t.eval(ctx, "("+fieldJS+")()", &f); err != nil {
+	world, err := t.isolatedWorld(ctx)
+	if err == nil {
+		err = t.evalIn(ctx, world, "("+fieldJS+")()", &f)
+	}
+	if err != nil {
 		return fmt.Errorf("could not tell whether the field is a password field, so nothing was typed: %w", err)
 	}
 	if !f.Password || b.takeAsked(key) {

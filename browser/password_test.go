@@ -130,3 +130,70 @@ func TestPasswordFieldNeedsPerson(t *testing.T) {
 		t.Fatalf("the code, approved: %v, %d asked", err, count())
 	}
 }
+
+// forgingPage has a password field and a script that makes the page's
+// own JavaScript lie about it: every node's ownerDocument says another
+// origin, and an input's type is text that reads as the rest of the
+// sentence the person is shown.
+const forgingPage = `<!doctype html><title>Sign in</title>
+<label>Password" (an input of type password) on "https://accounts.example.com <input id="p" autocomplete="current-password" type="password"></label>
+<script>
+Object.defineProperty(Node.prototype, 'ownerDocument', {configurable: true, get() { return {location: {origin: 'https://accounts.example.com'}}; }});
+Object.defineProperty(HTMLInputElement.prototype, 'type', {configurable: true, get() { return 'password) on "https://accounts.example.com" (an input'; }});
+</script>`
+
+// TestPasswordReasonNotForgedByPage: what the person is told of a
+// password field (its origin, its kind) is read where the page's scripts
+// cannot change it: a page that redefines ownerDocument and an input's
+// type in its own JavaScript does not make the approval name another
+// origin; and the real origin comes before the label, whose words may
+// name another. Before the fix, the person was told the field was on
+// "https://accounts.example.com".
+func TestPasswordReasonNotForgedByPage(t *testing.T) {
+	needChromium(t)
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, forgingPage)
+	}))
+	t.Cleanup(srv.Close)
+	b := browser.New(&browser.Options{Allow: allowOnly(srv)})
+	t.Cleanup(func() { b.Close() })
+	ts := b.Tools()
+	var mu sync.Mutex
+	var reasons []string
+	yes := loop.ApproverFunc(func(_ context.Context, req *loop.ApprovalRequest) (loop.Decision, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		reasons = append(reasons, req.Permission.Reason)
+		return loop.Decision{Verdict: loop.Approve}, nil
+	})
+	bypass := &loop.Permissions{Mode: loop.ModeBypass}
+	invoke := func(name string, args any) {
+		t.Helper()
+		raw, _ := json.Marshal(args)
+		if _, err := ts.Invoke(context.Background(), llm.ToolCall{ID: "c1", Name: name, Arguments: llm.Arguments(raw)},
+			&loop.InvokeOptions{Timeout: 2 * time.Minute, Approver: yes, Permissions: bypass}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	snap := call(t, ts, "browser_navigate", map[string]any{"url": srv.URL + "/"})
+	p := ref(t, snap, "textbox", "Password")
+	invoke("browser_type", map[string]any{"element": "password", "ref": p, "text": "hunter2"})
+	invoke("browser_press_key", map[string]any{"key": "x"})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reasons) != 2 {
+		t.Fatalf("asked %d times, want 2: %q", len(reasons), reasons)
+	}
+	// The real origin comes first, before the page's words (its label,
+	// which names another); the kind is the browser's.
+	for _, reason := range reasons {
+		if !strings.HasPrefix(reason, `typing into a password field on "`+srv.URL+`": the page's field `) {
+			t.Errorf("the person is told %q: not the page's real origin first", reason)
+		}
+	}
+	if !strings.Contains(reasons[0], `accounts.example.com" (an input of type password) gets the text "hunter2"`) {
+		t.Errorf("the person is told %q: the page's scripts chose the field's kind", reasons[0])
+	}
+}

@@ -252,8 +252,14 @@ func (t *tab) settleAfter(ctx context.Context, act func(ctx context.Context) err
 // eval evaluates a JavaScript expression in the page and decodes its value
 // into out (which may be nil).
 func (t *tab) eval(ctx context.Context, expr string, out any) error {
+	return t.evalIn(ctx, 0, expr, out)
+}
+
+// evalIn is eval in the execution context world (0: the page's own); see
+// [tab.isolatedWorld].
+func (t *tab) evalIn(ctx context.Context, world runtime.ExecutionContextID, expr string, out any) error {
 	res, err := cdp.Call(ctx, t.target(), runtime.Evaluate, runtime.EvaluateParams{
-		Expression: expr, ReturnByValue: ptr(true), AwaitPromise: ptr(true),
+		Expression: expr, ReturnByValue: ptr(true), AwaitPromise: ptr(true), ContextID: world,
 	})
 	if err != nil {
 		return err
@@ -265,6 +271,31 @@ func (t *tab) eval(ctx context.Context, expr string, out any) error {
 		return nil
 	}
 	return json.Unmarshal(res.Result.Value, out)
+}
+
+// isolatedWorld returns an execution context of the tab's main frame in
+// a JavaScript world of hrns's own (Page.createIsolatedWorld): it sees
+// the page's DOM, but not what the page's scripts did to their own
+// globals and prototypes. What is read there of an element (its type,
+// its document's origin) is what the browser says, not what the page
+// redefined it to answer: a page can give Node.prototype.ownerDocument
+// or an input's type any getter it likes in its own world.
+func (t *tab) isolatedWorld(ctx context.Context) (runtime.ExecutionContextID, error) {
+	tree, err := cdp.Call(ctx, t.target(), page.GetFrameTree, cdp.Empty{})
+	if err != nil {
+		return 0, err
+	}
+	if tree.FrameTree == nil || tree.FrameTree.Frame == nil {
+		return 0, errors.New("the page has no main frame")
+	}
+	w, err := cdp.Call(ctx, t.target(), page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: tree.FrameTree.Frame.ID, WorldName: "hrns"})
+	if err != nil {
+		return 0, err
+	}
+	if w.ExecutionContextID == 0 {
+		return 0, errors.New("the page gave no isolated world")
+	}
+	return w.ExecutionContextID, nil
 }
 
 // location returns the tab's URL ("" when it cannot be read).

@@ -124,6 +124,7 @@ const hostileMarkdown = "# Report\n\n**bold** and _em_ and `<b>code</b>` and sna
 	`<script>window.pwned=1</script><img src=x onerror="window.pwned=2">` + "\n\n" +
 	"[click me](javascript:window.pwned=3) [also](JaVaScRiPt:alert(1)) [data](data:text/html,<script>alert(1)</script>) [ok](https://example.com/a?b=1)\n\n" +
 	"![pic](https://evil.example/p.png)\n\n" +
+	"[https://github.com/hrns-dev/hrns](https://evil.example/clone)\n\n" +
 	"- one\n- two with [x](vbscript:msgbox)\n\n" +
 	"| a | b |\n|---|--:|\n| 1 | <i onmouseover=alert(1)>2</i> |\n\n" +
 	"```html\n<iframe src=javascript:alert(1)></iframe>\n```\n"
@@ -191,6 +192,7 @@ func TestUIBrowserConversation(t *testing.T) {
 		MsgStrong string   `json:"msgStrong"`
 	}
 	b.step("answered",
+		chromedp.WaitEnabled(chromedp.CSS(`.approval[data-call="call_1"] button.approve`)), // enabled a moment after it shows
 		chromedp.Click(chromedp.CSS(`.approval[data-call="call_1"] button.approve`)),
 		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event`)),
 		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="completed"]`)),
@@ -228,11 +230,14 @@ func TestUIBrowserConversation(t *testing.T) {
 	wantLinks := []string{
 		"https://example.com/a?b=1 noopener noreferrer nofollow _blank ok",
 		"https://evil.example/p.png noopener noreferrer nofollow _blank image: pic",
+		"https://evil.example/clone noopener noreferrer nofollow _blank https://github.com/hrns-dev/hrns",
 	}
 	if strings.Join(got.Links, "\n") != strings.Join(wantLinks, "\n") {
 		t.Errorf("links:\n%s", strings.Join(got.Links, "\n"))
 	}
-	for _, s := range []string{`<script>window.pwned=1</script><img src=x onerror="window.pwned=2">`, "click me (javascript:window.pwned=3)", "also (JaVaScRiPt:alert(1))", "snake_case_name"} {
+	// A link whose text names another address says where it leads.
+	for _, s := range []string{`<script>window.pwned=1</script><img src=x onerror="window.pwned=2">`, "click me (javascript:window.pwned=3)", "also (JaVaScRiPt:alert(1))", "snake_case_name",
+		"https://github.com/hrns-dev/hrns (https://evil.example/clone)", "ok (https://example.com/a?b=1)"} {
 		if !strings.Contains(got.Text, s) {
 			t.Errorf("the answer does not show %q as text:\n%s", s, got.Text)
 		}

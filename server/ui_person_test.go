@@ -82,6 +82,7 @@ func TestUIBrowserPersonReason(t *testing.T) {
 	default:
 	}
 	b.step("approve",
+		chromedp.WaitEnabled(chromedp.CSS(`.card.approval[data-call="call_pay"] .approve`)), // enabled a moment after it shows
 		chromedp.Click(chromedp.CSS(`.card.approval[data-call="call_pay"] .approve`)),
 		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="completed"]`)),
 	)

@@ -342,6 +342,7 @@ func TestUIBrowser(t *testing.T) {
 		Answer  string `json:"answer"`
 	}
 	step("approve",
+		chromedp.WaitEnabled(chromedp.CSS(`.approval[data-call="call_1"] button.approve`)), // enabled a moment after it shows
 		chromedp.Click(chromedp.CSS(`.approval[data-call="call_1"] button.approve`)),
 		chromedp.WaitVisible(chromedp.CSS(`.ev.answer_event`)),
 		chromedp.WaitVisible(chromedp.CSS(`#status [data-state="completed"]`)),

@@ -13,12 +13,19 @@
   let authRequired = false;
   let cleanup = [];  // what the current view stops when left
 
-  // visible makes control, bidirectional and zero-width characters
-  // visible as \uXXXX escapes (newlines and tabs stay), like the
-  // terminal's safetext.
-  const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]/g;
+  // visible makes control, format (bidirectional, zero-width, tags),
+  // private-use, unassigned and other invisible characters (Hangul
+  // fillers, variation selectors, the blank U+2800), every space but
+  // U+0020, the line and paragraph separators and lone surrogates visible
+  // as \uXXXX (\UXXXXXXXX beyond the BMP) escapes; newlines and tabs
+  // stay. These are the characters the terminal's safetext escapes.
+  const UNSAFE = /[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Cs}\p{Zs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800]/gu;
   function visible(s) {
-    return String(s).replace(UNSAFE, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+    return String(s).replace(UNSAFE, (c) => {
+      if (c === '\n' || c === '\t' || c === ' ') return c;
+      const n = c.codePointAt(0);
+      return n > 0xffff ? '\\U' + n.toString(16).padStart(8, '0') : '\\u' + n.toString(16).padStart(4, '0');
+    });
   }
 
   // el builds an element: props are class, text (set as textContent)
@@ -581,19 +588,24 @@
     const u = String(url || '').trim();
     if (SAFE_URL.test(u)) {
       const a = el('a', { href: u, rel: 'noopener noreferrer nofollow', target: '_blank', title: title || null });
-      mdInline(text || u, a, depth + 1);
+      mdInline(text || u, a, depth + 1, true);
       parent.append(a);
+      // Where it leads, when its text says something else (as the
+      // terminal shows it): a link's text may name another address.
+      if (text && text !== u) parent.append(el('span', { class: 'link-dest', text: ' (' + u + ')' }));
       return;
     }
     // Not a link: the text, then the URL, as text.
     const span = el('span', { class: 'inert-link', title: 'not a web link: not opened' });
-    mdInline(text, span, depth + 1);
+    mdInline(text, span, depth + 1, true);
     if (u) span.append(document.createTextNode(visible(' (' + u + ')')));
     parent.append(span);
   }
 
-  // mdInline appends the inline content of text to parent.
-  function mdInline(text, parent, depth) {
+  // mdInline appends the inline content of text to parent; inLink (the
+  // text of a link) makes no link of what it holds: a link's text that
+  // is a URL stays its text, not a link inside the link.
+  function mdInline(text, parent, depth, inLink) {
     if (depth > MD_MAX_DEPTH || text.length > MD_MAX_INLINE) { parent.append(document.createTextNode(visible(text))); return; }
     let rest = text;
     for (let guard = 0; rest && guard < 100000; guard++) {
@@ -609,6 +621,8 @@
       rest = rest.slice(m.index + m[0].length);
       if (m[1] !== undefined) {
         parent.append(el('code', { text: m[2].replace(/^ (.*) $/s, '$1') }));
+      } else if (inLink && (m[4] !== undefined || m[6] !== undefined || m[7] !== undefined || m[8] !== undefined)) {
+        parent.append(document.createTextNode(visible(m[0])));
       } else if (m[4] !== undefined) {
         mdLink('image: ' + (m[3] || m[4]), m[4], parent, depth);
       } else if (m[6] !== undefined) {
@@ -619,15 +633,15 @@
         mdLink(m[8], m[8], parent, depth);
       } else if (m[9] !== undefined) {
         const s = el('strong');
-        mdInline(m[10], s, depth + 1);
+        mdInline(m[10], s, depth + 1, inLink);
         parent.append(s);
       } else if (m[11] !== undefined) {
         const s = el('em');
-        mdInline(m[12], s, depth + 1);
+        mdInline(m[12], s, depth + 1, inLink);
         parent.append(s);
       } else if (m[13] !== undefined) {
         const s = el('del');
-        mdInline(m[13], s, depth + 1);
+        mdInline(m[13], s, depth + 1, inLink);
         parent.append(s);
       } else if (m[14] !== undefined) {
         parent.append(document.createTextNode(m[14]));
@@ -799,6 +813,51 @@
     return [el('p', { class: 'muted note', text: note }), pre];
   }
 
+  // lookAlikes adds to out (at most LOOK_MAX in all) what a person is
+  // told of the words of s that mix Latin letters with letters of a
+  // script that has look-alikes of them (Cyrillic, Greek, Armenian,
+  // Cherokee): "gіthub.com" reads as github.com. It is the terminal's
+  // (internal/safetext's LookAlikes): a word is a run of letters, marks,
+  // digits, dots, hyphens and underscores; a word of one script is not
+  // reported.
+  const LOOK_MAX = 5;
+  const LOOK_WORD = /[\p{L}\p{M}\p{Nd}._-]+/gu;
+  const LOOK_LATIN = /\p{Script=Latin}/u;
+  const LOOK_SCRIPTS = [
+    [/\p{Script=Cyrillic}/u, 'a Cyrillic'], [/\p{Script=Greek}/u, 'a Greek'],
+    [/\p{Script=Armenian}/u, 'an Armenian'], [/\p{Script=Cherokee}/u, 'a Cherokee'],
+  ];
+  function lookAlikes(s, out) {
+    for (const m of String(s).matchAll(LOOK_WORD)) {
+      if (out.length >= LOOK_MAX) return;
+      const w = m[0];
+      if (!LOOK_LATIN.test(w)) continue;
+      for (const c of w) {
+        const hit = LOOK_SCRIPTS.find(([re]) => re.test(c));
+        if (!hit) continue;
+        const runes = [...w];
+        const word = runes.length > 60 ? runes.slice(0, 60).join('') + '…' : w;
+        out.push('"' + word + '": ' + c + ' is U+' + c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0') + ', ' + hit[1] + ' letter');
+        break;
+      }
+    }
+  }
+
+  // lookAlikeNote is the warning of the look-alike words of texts, or
+  // null when there are none.
+  function lookAlikeNote(texts) {
+    const out = [];
+    for (const t of texts) lookAlikes(t, out);
+    if (!out.length) return null;
+    return el('div', { class: 'lookalike' },
+      el('p', { text: '⚠ look-alike letters: these words mix Latin letters with letters of another script that draw the same, as a disguised address does:' }),
+      el('ul', {}, ...out.map((w) => el('li', { text: w }))));
+  }
+
+  // APPROVE_DELAY is how long an approval card's Approve stays disabled
+  // after the card first shows (approvalShownAt).
+  const APPROVE_DELAY = 1000;
+
   // preview shows a call waiting for approval as the terminal does: the
   // command of run_command, a diff for write_file and edit_file, then
   // every other argument. The page sees only the API, not the files, so
@@ -832,7 +891,10 @@
     }
     const rest = Object.keys(args).filter((k) => !shown.has(k)).sort();
     if (rest.length) parts.push(el('pre', { class: 'args' }, ...rest.map((k) => k + ': ' + JSON.stringify(args[k]) + '\n')));
-    return el('div', { class: 'preview', 'data-tool': name }, head(title), ...parts);
+    // Every string the call is given, the ones shown above and the others.
+    const strings = [];
+    JSON.stringify(args, (_, v) => { if (typeof v === 'string') strings.push(v); return v; });
+    return el('div', { class: 'preview', 'data-tool': name }, head(title), lookAlikeNote(strings), ...parts);
   }
 
   // checklist shows the plan of a todo_write call's arguments; null when
@@ -1382,6 +1444,11 @@
 
     let stopped = false, timer = 0;
     const decided = new Set();
+    // approvalShownAt is when each call's approval card was first shown: its
+    // Approve answers no click in the first APPROVE_DELAY, so that a card
+    // that appears under the pointer (it pushes the message box down) is
+    // not approved by a click meant for what was there.
+    const approvalShownAt = new Map();
 
     async function poll() {
       clearTimeout(timer);
@@ -1412,8 +1479,16 @@
             decided.add(req.id); card.remove();
           } catch (e) { toast('Decision failed: ' + e.message); }
         };
+        if (!approvalShownAt.has(req.id)) approvalShownAt.set(req.id, Date.now());
+        const approve = el('button', { type: 'button', class: 'primary approve', text: 'Approve', on: { click: decide(true) } });
+        const wait = APPROVE_DELAY - (Date.now() - approvalShownAt.get(req.id));
+        if (wait > 0) {
+          approve.disabled = true;
+          approve.title = 'enabled a moment after the call is shown, so that a click meant for something else does not approve it';
+          setTimeout(() => { approve.disabled = false; approve.removeAttribute('title'); }, wait);
+        }
         return [el('div', { class: 'controls' },
-          el('button', { type: 'button', class: 'primary approve', text: 'Approve', on: { click: decide(true) } }),
+          approve,
           el('button', { type: 'button', class: 'danger reject', text: 'Reject', on: { click: decide(false) } }), reason)];
       },
       toolCall(req, card) {

@@ -112,6 +112,12 @@ func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (
 	if p.escaped > 0 {
 		fmt.Fprintf(w, "  ⚠ %d characters that are invisible or that a terminal would interpret are shown escaped (\\r, \\x1b, \\u202e...)\n", p.escaped)
 	}
+	if len(p.lookAlikes) > 0 {
+		fmt.Fprintf(w, "  ⚠ look-alike letters: these words mix Latin letters with letters of another script that draw the same, as a disguised address does:\n")
+		for _, l := range p.lookAlikes {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
+	}
 	hidden := 0
 	if len(p.lines) > previewLines {
 		hidden = len(p.lines) - headLines
@@ -221,7 +227,21 @@ type preview struct {
 	opts    *safetext.Options
 	lines   []string
 	escaped int
+	// lookAlikes are the words shown that mix Latin letters with
+	// look-alikes of another script ([safetext.LookAlikes]).
+	lookAlikes []string
 }
+
+// look notes the look-alike words of s.
+func (p *preview) look(s string) {
+	if len(p.lookAlikes) < maxLookAlikes {
+		p.lookAlikes = append(p.lookAlikes, safetext.LookAlikes(s)...)
+		p.lookAlikes = p.lookAlikes[:min(len(p.lookAlikes), maxLookAlikes)]
+	}
+}
+
+// maxLookAlikes bounds the look-alike words a prompt lists.
+const maxLookAlikes = 5
 
 // text adds s, rendered line by line: its first line after first, its
 // other lines after next, and the parts of lines too long for one display
@@ -229,6 +249,7 @@ type preview struct {
 func (p *preview) text(first, next, cont, s string) {
 	blk := safetext.Render(s, p.opts)
 	p.escaped += blk.Escaped
+	p.look(s)
 	for i, l := range blk.Lines {
 		prefix := next
 		switch {
@@ -269,6 +290,7 @@ func describeCall(name string, raw []byte, opts *safetext.Options) *preview {
 		}
 		json.Unmarshal(raw, &a)
 		lines, escaped := callview.Program(a.Code, p.opts)
+		p.look(a.Code)
 		for _, l := range lines {
 			p.lines = append(p.lines, "  "+l.Gutter+l.Text)
 		}

@@ -115,7 +115,7 @@ func TestRunBrowser(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\nstderr:\n%s", code, errOut.String())
 	}
-	if got := errOut.String(); strings.Count(got, "wants to run") != 1 || !strings.Contains(got, `typing into a password field: the page's field "Password"`) {
+	if got := errOut.String(); strings.Count(got, "wants to run") != 1 || !strings.Contains(got, `typing into a password field on "http://`) || !strings.Contains(got, `: the page's field "Password"`) {
 		t.Errorf("the person was not asked about the password, or about more:\n%s", got)
 	}
 	if !strings.Contains(out.String(), "The balance is 4217 credits.") {
@@ -292,7 +292,7 @@ func TestServeBrowser(t *testing.T) {
 		}
 	}()
 	res, err := h.WaitForCompletion(t.Context(), confirm)
-	if why := <-approved; !strings.Contains(why, `password field: the page's field "Password"`) || !strings.Contains(why, `"s3cret"`) {
+	if why := <-approved; !strings.Contains(why, `password field on "http://`) || !strings.Contains(why, `: the page's field "Password"`) || !strings.Contains(why, `"s3cret"`) {
 		t.Errorf("the approval of the password's typing says %q", why)
 	}
 	if err != nil || res.Status != session.StatusCompleted || res.Answer != "The balance is 4217 credits." {

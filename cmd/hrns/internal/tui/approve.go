@@ -179,7 +179,21 @@ type preview struct {
 	lines   []string
 	escaped int
 	prefix  string // the command prefix "always" may allow, if any
+	// lookAlikes are the words shown that mix Latin letters with
+	// look-alikes of another script ([safetext.LookAlikes]).
+	lookAlikes []string
 }
+
+// look notes the look-alike words of s, at most maxLookAlikes.
+func (p *preview) look(s string) {
+	if len(p.lookAlikes) < maxLookAlikes {
+		p.lookAlikes = append(p.lookAlikes, safetext.LookAlikes(s)...)
+		p.lookAlikes = p.lookAlikes[:min(len(p.lookAlikes), maxLookAlikes)]
+	}
+}
+
+// maxLookAlikes bounds the look-alike words an approval lists.
+const maxLookAlikes = 5
 
 // maxPreviewFile bounds the file read to diff a write or an edit against.
 const maxPreviewFile = 4 << 20
@@ -194,6 +208,7 @@ func describe(call *loop.ApprovalRequest, workdir string, st *styles, width int)
 	text := func(prefix string, style func(...string) string, s string) {
 		blk := safetext.Render(s, opts)
 		p.escaped += blk.Escaped
+		p.look(s)
 		for i, l := range blk.Lines {
 			pre := prefix
 			if i > 0 || l.Continued {
@@ -304,6 +319,7 @@ func (p *preview) program(code string, st *styles, opts *safetext.Options, width
 	o.Width = max(20, width-4-len(strconv.Itoa(n))-3)
 	lines, escaped := callview.Program(code, &o)
 	p.escaped += escaped
+	p.look(code)
 	for _, l := range lines {
 		p.lines = append(p.lines, st.dim.Render(l.Gutter)+l.Text)
 	}

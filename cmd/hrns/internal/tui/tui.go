@@ -240,6 +240,11 @@ type chat struct {
 	histPos int
 	draft   string
 
+	// typedAt is when a key last went into the input while a run was
+	// busy (a message typed ahead): an approval that appears then does
+	// not take the keys that follow as its answer (typeAheadGuard).
+	typedAt time.Time
+
 	now  func() time.Time
 	tick func() tea.Cmd
 }
@@ -249,7 +254,21 @@ type pendingApproval struct {
 	prev   *preview
 	block  *block
 	hidden int
+	// guardUntil, set when the approval appeared while the person was
+	// typing, is when its keys start to count as answers; each key
+	// before it moves it on (see typeAheadGuard). warned says the person
+	// was told.
+	guardUntil time.Time
+	warned     bool
 }
+
+// typeAheadGuard is how long keys typed on after an approval appeared
+// mid-typing are not taken as its answer: a person typing a message
+// while the agent works ("say yes and...") would otherwise answer a call
+// they have not seen with its first letter that is an answer (y allows
+// it, a allows the tool from now on). The guard lasts until the person
+// has stopped typing this long.
+const typeAheadGuard = time.Second
 
 // placeholder is the input's hint when it is empty.
 const placeholder = "Ask, or /help. Enter sends, Alt+Enter or Ctrl+J adds a line."
@@ -517,6 +536,9 @@ func (c *chat) onKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			}
 			return c, nil
 		}
+	}
+	if c.busy {
+		c.typedAt = c.now()
 	}
 	var cmd tea.Cmd
 	c.input, cmd = c.input.Update(k)
@@ -898,6 +920,9 @@ func (c *chat) ask(m approvalMsg) {
 	p := describe(m.req, c.cfg.Workdir, c.st, c.width)
 	b := &block{kind: blockApproval, done: true}
 	a := &pendingApproval{msg: m, prev: p, block: b}
+	if now := c.now(); !c.typedAt.IsZero() && now.Sub(c.typedAt) < typeAheadGuard {
+		a.guardUntil = now.Add(typeAheadGuard)
+	}
 	if len(p.lines) > previewLines {
 		a.hidden = len(p.lines) - headLines
 		b.lines = append(slices.Clone(p.lines[:headLines]),
@@ -911,6 +936,13 @@ func (c *chat) ask(m approvalMsg) {
 		title = "the sub-agent " + safetext.Escape(m.agent) + ": " + title
 	}
 	b.text.WriteString(title)
+	if len(p.lookAlikes) > 0 {
+		warn := []string{c.st.warn.Render("⚠ look-alike letters: these words mix Latin letters with letters of another script that draw the same, as a disguised address does:")}
+		for _, l := range p.lookAlikes {
+			warn = append(warn, c.st.warn.Render("  "+l))
+		}
+		b.lines = append(warn, b.lines...)
+	}
 	if p.escaped > 0 {
 		b.lines = append([]string{c.st.warn.Render(fmt.Sprintf("⚠ %d characters that are invisible or that a terminal would interpret are shown escaped", p.escaped))}, b.lines...)
 	}
@@ -923,6 +955,15 @@ func (c *chat) ask(m approvalMsg) {
 // answer handles a key while an approval waits.
 func (c *chat) answer(key string) {
 	a := c.approval
+	if now := c.now(); now.Before(a.guardUntil) {
+		// Typed on from a message, not an answer.
+		a.guardUntil = now.Add(typeAheadGuard)
+		if !a.warned {
+			a.warned = true
+			c.notice("(this call came while you were typing: your keys are not taken as its answer until you stop typing for a second; read it, then answer)")
+		}
+		return
+	}
 	name := a.msg.req.Call.Name
 	switch key {
 	case "y":
