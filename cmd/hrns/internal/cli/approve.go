@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/hrns-dev/hrns/cmd/hrns/internal/callview"
@@ -58,7 +59,13 @@ type termApprover struct {
 	asking chan struct{}
 
 	mu    sync.Mutex
-	lines chan string // lines read from stdin by one reader goroutine
+	lines chan typedLine // lines read from stdin by one reader goroutine
+}
+
+// A typedLine is a line read from stdin, with when it was read.
+type typedLine struct {
+	text string
+	at   time.Time
 }
 
 func newTermApprover(stdio *IO, perms *loop.Permissions) *termApprover {
@@ -84,6 +91,12 @@ func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (
 		defer release()
 	}
 	w := a.stdio.Err
+	// What the person typed before this question is not its answer: a
+	// line meant for something else (or a key pressed twice) would
+	// otherwise allow the call unseen. On a terminal, input not yet read
+	// is dropped, and lines read before now are passed over.
+	a.dropTypeAhead()
+	asked := time.Now()
 	if !a.stdio.interactive() {
 		fmt.Fprintf(w, "  ✗ %s needs approval and there is no terminal to ask: rerun with --yes to allow it, or allow it with --allow or --permission-mode\n", safetext.Escape(req.Call.Name))
 		return loop.Decision{Verdict: loop.Reject, Reason: "it needs approval and hrns is not running in a terminal where a person can approve it " +
@@ -137,7 +150,7 @@ func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (
 		default:
 			fmt.Fprintf(w, "Allow? [y]es, [n]o: ")
 		}
-		line, err := a.readLine(ctx)
+		line, err := a.readLine(ctx, asked)
 		if err != nil {
 			fmt.Fprintln(w)
 			return loop.Decision{}, err
@@ -174,7 +187,7 @@ func (a *termApprover) Approve(ctx context.Context, req *loop.ApprovalRequest) (
 			hidden = 0
 		case "n", "no":
 			fmt.Fprint(w, "Tell the model why (optional): ")
-			reason, _ := a.readLine(ctx)
+			reason, _ := a.readLine(ctx, time.Time{})
 			reason = strings.TrimSpace(reason)
 			if reason == "" {
 				reason = "the user said no"
@@ -195,29 +208,46 @@ func writeLines(w io.Writer, lines []string) {
 
 // readLine reads a line from stdin, or returns when ctx is done. One
 // goroutine reads stdin for the whole run, so an abandoned prompt does not
-// leave a reader that steals the next answer.
-func (a *termApprover) readLine(ctx context.Context) (string, error) {
+// leave a reader that steals the next answer. When stdin is a terminal,
+// a line read before asked (typed ahead of the question) is passed over,
+// and the person told.
+func (a *termApprover) readLine(ctx context.Context, asked time.Time) (string, error) {
 	a.mu.Lock()
 	if a.lines == nil {
-		a.lines = make(chan string)
-		go func(r io.Reader, lines chan<- string) {
+		a.lines = make(chan typedLine)
+		go func(r io.Reader, lines chan<- typedLine) {
 			sc := bufio.NewScanner(r)
 			for sc.Scan() {
-				lines <- sc.Text()
+				lines <- typedLine{sc.Text(), time.Now()}
 			}
 			close(lines)
 		}(a.stdio.In, a.lines)
 	}
 	lines := a.lines
 	a.mu.Unlock()
-	select {
-	case line, ok := <-lines:
-		if !ok {
-			return "", io.EOF
+	checkAhead := !asked.IsZero() && a.stdio.inTerminal()
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				return "", io.EOF
+			}
+			if checkAhead && line.at.Before(asked) {
+				fmt.Fprint(a.stdio.Err, "\n  (a line typed before this question was passed over: answer now) ")
+				continue
+			}
+			return line.text, nil
+		case <-ctx.Done():
+			return "", ctx.Err()
 		}
-		return line, nil
-	case <-ctx.Done():
-		return "", ctx.Err()
+	}
+}
+
+// dropTypeAhead discards what was typed on the terminal of stdin and not
+// read yet (TCIFLUSH), a line being typed included.
+func (a *termApprover) dropTypeAhead() {
+	if f, ok := a.stdio.In.(*os.File); ok && a.stdio.inTerminal() {
+		flushInput(f.Fd())
 	}
 }
 

@@ -55,6 +55,13 @@ func (s *IO) interactive() bool {
 	return ok && isTerminal(f.Fd())
 }
 
+// inTerminal reports whether stdin is a terminal itself (not whatever
+// Interactive says): where a person may type ahead of a question.
+func (s *IO) inTerminal() bool {
+	f, ok := s.In.(*os.File)
+	return ok && isTerminal(f.Fd())
+}
+
 func (s *IO) outTerminal() bool {
 	if s.OutTerminal != nil {
 		return s.OutTerminal()

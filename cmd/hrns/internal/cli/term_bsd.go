@@ -10,3 +10,7 @@ func isTerminal(fd uintptr) bool {
 	_, err := unix.IoctlGetTermios(int(fd), unix.TIOCGETA)
 	return err == nil
 }
+
+// flushInput discards what the terminal at fd received and no one read
+// yet, the line being typed included.
+func flushInput(fd uintptr) { _ = unix.IoctlSetPointerInt(int(fd), unix.TIOCFLUSH, unix.FREAD) }

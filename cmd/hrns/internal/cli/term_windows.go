@@ -7,3 +7,6 @@ func isTerminal(fd uintptr) bool {
 	var mode uint32
 	return windows.GetConsoleMode(windows.Handle(fd), &mode) == nil
 }
+
+// flushInput discards the console's pending input events.
+func flushInput(fd uintptr) { _ = windows.FlushConsoleInputBuffer(windows.Handle(fd)) }
