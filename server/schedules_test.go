@@ -216,6 +216,7 @@ func TestSchedulesValidation(t *testing.T) {
 		{"zone in the expression", "POST", "/api/v2/schedules", `{"name":"n","timing":{"expression":"CRON_TZ=UTC 0 9 * * *","timezone":"UTC"},"session_request":{"agent":"reporter"}}`, `["body","timing","expression"]`},
 		{"not cron", "POST", "/api/v2/schedules", `{"name":"n","timing":{"type":"rate","expression":"0 9 * * *","timezone":"UTC"},"session_request":{"agent":"reporter"}}`, `["body","timing","type"]`},
 		{"invalid template", "POST", "/api/v2/schedules", `{"name":"n","timing":{"expression":"0 9 * * *","timezone":"UTC"},"session_request":{"agent":"ghost"}}`, `["body","session_request","agent"]`},
+		{"template with an empty image", "POST", "/api/v2/schedules", `{"name":"n","timing":{"expression":"0 9 * * *","timezone":"UTC"},"session_request":{"agent":"reporter","messages":{"message":"look","images":["data:image/png;base64,"]}}}`, `["body","session_request","messages",0,"images",0]`},
 		{"template of the wrong type", "POST", "/api/v2/schedules", `{"name":"n","timing":{"expression":"0 9 * * *","timezone":"UTC"},"session_request":"run it"}`, `["body","session_request"]`},
 		{"no name", "POST", "/api/v2/schedules", `{"timing":{"expression":"0 9 * * *","timezone":"UTC"},"session_request":{"agent":"reporter"}}`, `["body","name"]`},
 		{"name of the wrong type", "POST", "/api/v2/schedules", `{"name":5,"timing":{"expression":"0 9 * * *","timezone":"UTC"},"session_request":{"agent":"reporter"}}`, `["body","name"]`},

@@ -37,7 +37,7 @@ func TestSeamsDesktopHostileImages(t *testing.T) {
 		{"no media type, not an image", `{"type":"base64","media_type":null,"source":"` + base64.StdEncoding.EncodeToString([]byte("<svg/>")) + `"}`, "must be image/png"},
 		{"url", `{"type":"url","media_type":"image/png","source":"http://127.0.0.1/x.png"}`, "must be inline"},
 		{"not base64", `{"type":"base64","media_type":"image/png","source":"%%%%"}`, "must be base64"},
-		{"empty", `{"type":"base64","media_type":"image/png","source":""}`, "are not image/png"},
+		{"empty", `{"type":"base64","media_type":"image/png","source":""}`, "the image is empty"},
 		{"a string", `"` + red + `"`, "an image in a result must be"},
 		{"an array", `[{"type":"base64","media_type":"image/png","source":"` + red + `"}]`, "an image in a result must be"},
 		{"nested source", `{"type":"base64","media_type":"image/png","source":{"data":"` + red + `"}}`, "an image in a result must be"},

@@ -34,7 +34,8 @@ import (
 // the model sees) and a CSV file (written into the session's workspace
 // before the agent starts, and named in the message); then a follow-up
 // with a file from the session page. Too many files are refused before
-// anything is sent, and the form keeps the message.
+// anything is sent, and the form keeps the message; so is an empty
+// image (which the API would refuse).
 func TestUIBrowserStartSession(t *testing.T) {
 	e := newUIEnv(t,
 		openaitest.Reply{Text: "I see the chart and orders.csv"},
@@ -68,6 +69,17 @@ func TestUIBrowserStartSession(t *testing.T) {
 	)
 	if refused != "Not started: at most 20 files at once (21 chosen) / look at these" {
 		t.Errorf("too many files: %q", refused)
+	}
+	empty := filepath.Join(dir, "empty.png")
+	os.WriteFile(empty, nil, 0o644)
+	b.step("an empty image",
+		chromedp.SetUploadFiles(chromedp.CSS(`#new-files`), []string{csv, empty}),
+		chromedp.Click(chromedp.CSS(`#new-start`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#new-error').textContent.includes('empty')`),
+		eval(`document.querySelector('#new-error').textContent + ' / ' + document.querySelector('#new-message').value`, &refused),
+	)
+	if refused != "Not started: empty.png is empty: there is nothing in it to attach / look at these" {
+		t.Errorf("an empty image: %q", refused)
 	}
 	var list struct {
 		Total int `json:"total"`

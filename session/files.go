@@ -131,6 +131,12 @@ func (m *Manager) prepareFiles(ctx context.Context, msgs []UserMessage, loc ...a
 				v.add(fmt.Sprintf("Input should be 'base64' or 'url' (got %q)", f.Type), append(floc, "type")...)
 				continue
 			}
+			if len(data) == 0 {
+				// An empty image would reach the model as an image of
+				// no bytes, which fails each of the session's steps.
+				v.add("the file is empty: a file must hold at least one byte", append(floc, "source")...)
+				continue
+			}
 			if int64(len(data)) > left {
 				return nil, fmt.Errorf("%w: the files of a request may hold %d bytes in all", ErrFilesTooLarge, MaxFilesBytes)
 			}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/store"
 )
 
@@ -95,5 +97,58 @@ func TestKeptStates(t *testing.T) {
 	k.put(odd, st)
 	if k.take(odd) != nil {
 		t.Fatal("a state holding text that was not UTF-8 was kept")
+	}
+}
+
+// TestHandOverEmptyMedia: a state holding media whose bytes are empty but
+// not nil, in a message of its inbox or in a result of its checkpoint, is
+// not handed over (handOver gives nil and the worker decodes the state),
+// since its encoding leaves the bytes out and decoding gives nil: the
+// state handed over would differ from the one decoded. No input of the
+// API puts such media in a state any more (an empty image or file is
+// 422), but a state written before that, or the result of an operator's
+// server-side tool, may hold them; so the state is built here. The same
+// states with bytes are handed over, equal to their decoding.
+func TestHandOverEmptyMedia(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		put  func(st *state, media []byte)
+	}{
+		{"inbox", func(st *state, media []byte) {
+			st.Inbox = []inboxMessage{{ID: 1, Message: llm.Message{Role: llm.RoleUser, Parts: []llm.Part{llm.TextPart("look"), llm.ImagePart("image/png", media)}}}}
+		}},
+		{"checkpoint", func(st *state, media []byte) {
+			st.Checkpoint.Calls = []callState{{Call: llm.ToolCall{ID: "c1", Name: "look", Arguments: llm.Arguments(`{}`)},
+				Result: &llm.ToolResult{CallID: "c1", Name: "look", Content: []llm.Part{llm.TextPart("seen"), llm.ImagePart("image/png", media)}}}}
+		}},
+	} {
+		for _, media := range [][]byte{{}, []byte("\x89PNG")} {
+			t.Run(fmt.Sprintf("%s/%d bytes", c.name, len(media)), func(t *testing.T) {
+				s := &store.Session{ID: "a", Status: string(StatusAwaitingToolResults), State: []byte(`{"spec":{"agent":"a"},"phase":"wait","steps":1}`)}
+				st, err := decodeState(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.put(st, media)
+				if s.State, err = json.Marshal(st); err != nil {
+					t.Fatal(err)
+				}
+				decoded, err := decodeState(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := handOver(s, st)
+				switch {
+				case len(media) == 0 && got != nil:
+					t.Fatal("a state with empty media was handed over")
+				case len(media) == 0 && reflect.DeepEqual(st, decoded):
+					t.Fatal("the state with empty media is its decoding: the test no longer shows why it is not handed over")
+				case len(media) > 0 && got == nil:
+					t.Fatal("a state with media was not handed over")
+				case len(media) > 0 && !reflect.DeepEqual(got, decoded):
+					t.Fatalf("handed over %#v\ndecoded %#v", *got, *decoded)
+				}
+			})
+		}
 	}
 }

@@ -45,6 +45,23 @@ func (c *lru[V]) get(key string) (val V, size int64, ok bool) {
 func (c *lru[V]) put(key string, val V, size int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(key, val, size)
+}
+
+// putUnless is put, unless stays says the value kept for key stays: then
+// it only makes that value the most recently used. Both in one critical
+// section, so that what stays is judged on the value put replaces.
+func (c *lru[V]) putUnless(key string, val V, size int64, stays func(kept *V) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[key]; ok && stays(&e.Value.(*lruEntry[V]).val) {
+		c.order.MoveToFront(e)
+		return
+	}
+	c.putLocked(key, val, size)
+}
+
+func (c *lru[V]) putLocked(key string, val V, size int64) {
 	c.dropLocked(key)
 	if size > c.max {
 		return

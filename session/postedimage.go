@@ -1,7 +1,10 @@
 package session
 
 import (
+	"encoding/base64"
 	"fmt"
+	"net/http"
+	"strings"
 
 	"github.com/hrns-dev/hrns/internal/imagesize"
 )
@@ -9,6 +12,10 @@ import (
 // maxPostedImageSide bounds the width and height of a posted image: the
 // most the Anthropic Messages API takes (tools.MediaOptions' default).
 const maxPostedImageSide = 8000
+
+// maxPostedImage bounds a posted image, decoded: an image of a result
+// or of a message.
+const maxPostedImage = 8 << 20
 
 // postedImageType reports whether a posted image may be of the media type.
 func postedImageType(t string) bool {
@@ -31,7 +38,47 @@ func checkPostedImage(mediaType string, data []byte) string {
 		return fmt.Sprintf("the image is not a sound %s: %v", mediaType, err)
 	}
 	if w > maxPostedImageSide || h > maxPostedImageSide {
-		return fmt.Sprintf("an image in a result must be 1 to at most %d pixels wide and high, not %dx%d", maxPostedImageSide, w, h)
+		return fmt.Sprintf("an image must be 1 to at most %d pixels wide and high, not %dx%d", maxPostedImageSide, w, h)
 	}
 	return ""
+}
+
+// parseDataURI decodes the image of a message given as a data URI,
+// "data:image/png;base64,....", and checks it as a result's image is
+// checked: a type a model takes (PNG, JPEG, GIF or WebP), at least one
+// byte and at most maxPostedImage of them, bytes that read as that type,
+// a sound header within maxPostedImageSide. An image that passes none of
+// this would stay in the session's transcript and fail each of its steps
+// from then on (the providers refuse it, or the encoding does, as an
+// image "with neither data nor URL").
+func parseDataURI(s string) (string, []byte, error) {
+	rest, ok := strings.CutPrefix(s, "data:")
+	meta, payload, ok2 := strings.Cut(rest, ",")
+	mime, isB64 := strings.CutSuffix(meta, ";base64")
+	if !ok || !ok2 || !isB64 || !strings.HasPrefix(mime, "image/") {
+		return "", nil, fmt.Errorf("image must be a base64 data URI (data:image/png;base64,<data>) or an http(s) URL")
+	}
+	if !postedImageType(mime) {
+		return "", nil, fmt.Errorf("an image must be image/png, image/jpeg, image/gif or image/webp, not %q", mime)
+	}
+	if strings.TrimSpace(payload) == "" {
+		return "", nil, fmt.Errorf("the image is empty: its data URI has no data after the comma")
+	}
+	if base64.StdEncoding.DecodedLen(len(payload)) > maxPostedImage {
+		return "", nil, fmt.Errorf("an image must be at most %d bytes", maxPostedImage)
+	}
+	data, err := base64.StdEncoding.DecodeString(payload)
+	if err != nil {
+		return "", nil, fmt.Errorf("image data is not base64: %v", err)
+	}
+	if len(data) == 0 {
+		return "", nil, fmt.Errorf("the image is empty: its data decodes to no bytes")
+	}
+	if got := http.DetectContentType(data); got != mime {
+		return "", nil, fmt.Errorf("the image's bytes are not %s (they read as %s)", mime, got)
+	}
+	if msg := checkPostedImage(mime, data); msg != "" {
+		return "", nil, fmt.Errorf("%s", msg)
+	}
+	return mime, data, nil
 }

@@ -1,8 +1,6 @@
 package session
 
 import (
-	"sync"
-
 	"github.com/hrns-dev/hrns/store"
 )
 
@@ -18,7 +16,6 @@ const sessionCacheBytes = 32 << 20
 // Only a session's lease fields may be out of date in it, and no update
 // writes them from the session given. Least recently used out.
 type sessionCache struct {
-	mu sync.Mutex // serialises put's read and write of a session
 	lru[store.Session]
 }
 
@@ -48,12 +45,7 @@ func (c *sessionCache) get(id string) *store.Session {
 // either order, and an input that started from the older would fail its
 // version check and read the session again.
 func (c *sessionCache) put(s *store.Session) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, _, ok := c.lru.get(s.ID); ok && old.Version > s.Version {
-		return
-	}
-	c.lru.put(s.ID, *s, sessionSize(s))
+	c.lru.putUnless(s.ID, *s, sessionSize(s), func(kept *store.Session) bool { return kept.Version > s.Version })
 }
 
 // keptStatesBytes bounds the states a manager keeps decoded (keptStates).

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hrns-dev/hrns/store"
@@ -48,5 +49,27 @@ func TestSessionCache(t *testing.T) {
 	c.put(&store.Session{ID: "big", State: json.RawMessage(strings.Repeat("y", int(c.max)))})
 	if c.get("big") != nil {
 		t.Error("a session larger than the bound was kept")
+	}
+}
+
+// TestSessionCacheConcurrentPuts: commits of one session put at once, in
+// any order, leave its latest version, and their gets see versions put.
+func TestSessionCacheConcurrentPuts(t *testing.T) {
+	c := newSessionCache(1 << 20)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for v := g; v < 400; v += 8 {
+				c.put(&store.Session{ID: "a", Version: int64(v)})
+				if got := c.get("a"); got == nil || got.Version < int64(v) {
+					t.Errorf("after version %d was put, get = %+v", v, got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := c.get("a"); got == nil || got.Version != 399 {
+		t.Fatalf("get = %+v, want version 399", got)
 	}
 }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -567,21 +566,6 @@ func imageURL(s string) (string, bool) {
 		return "", false
 	}
 	return u.String(), true
-}
-
-// parseDataURI decodes "data:image/png;base64,....".
-func parseDataURI(s string) (string, []byte, error) {
-	rest, ok := strings.CutPrefix(s, "data:")
-	meta, payload, ok2 := strings.Cut(rest, ",")
-	mime, isB64 := strings.CutSuffix(meta, ";base64")
-	if !ok || !ok2 || !isB64 || !strings.HasPrefix(mime, "image/") {
-		return "", nil, fmt.Errorf("image must be a base64 data URI (data:image/png;base64,<data>) or an http(s) URL")
-	}
-	data, err := base64.StdEncoding.DecodeString(payload)
-	if err != nil {
-		return "", nil, fmt.Errorf("image data is not base64: %v", err)
-	}
-	return mime, data, nil
 }
 
 func systemPrompt(a *Agent) string {

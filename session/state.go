@@ -334,9 +334,10 @@ func handOver(s *store.Session, st *state) *state {
 }
 
 // emptyMedia reports whether a message or a result of st has media whose
-// bytes are empty but not nil (an image given as "data:image/png;base64,",
-// an empty file attached): the encoding leaves them out (omitempty), and
-// decoding gives nil.
+// bytes are empty but not nil: the encoding leaves them out (omitempty),
+// and decoding gives nil. The API refuses empty images and files, but a
+// state written before it did, or the result of an operator's tool, may
+// hold them (TestHandOverEmptyMedia).
 func (st *state) emptyMedia() bool {
 	empty := func(parts []llm.Part) bool {
 		return slices.ContainsFunc(parts, func(p llm.Part) bool { return p.Media != nil && p.Media.Data != nil && len(p.Media.Data) == 0 })

@@ -115,9 +115,6 @@ func (sp *spec) clientNames() map[string]bool {
 	return client
 }
 
-// maxPostedImage bounds the decoded image of a posted result.
-const maxPostedImage = 8 << 20
-
 // postedContent is what the model reads of a posted tool_result, what the
 // log keeps of it, and the observation events that carry its image.
 //
@@ -154,6 +151,9 @@ func postedContent(r json.RawMessage, req *ToolRequest) (content []llm.Part, log
 	data, err := base64.StdEncoding.DecodeString(img.Source)
 	if err != nil {
 		return nil, nil, nil, fmt.Sprintf("an image in a result must be base64: %v", err)
+	}
+	if len(data) == 0 {
+		return nil, nil, nil, "the image is empty: its source decodes to no bytes"
 	}
 	got := http.DetectContentType(data)
 	if img.MediaType == "" {

@@ -2,7 +2,8 @@
 // which checks that the header is sound: PNG, JPEG and GIF with the
 // standard library's decoders, WebP from its first chunk (the standard
 // library has no WebP decoder). It is what tools' upload_media and the
-// images posted in sessions' tool results check before a model sees them.
+// images posted in sessions' tool results and messages check before a
+// model sees them.
 package imagesize
 
 import (

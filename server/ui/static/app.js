@@ -180,6 +180,9 @@
     let imageBytes = 0;
     const names = new Set();
     for (const f of all) {
+      // The API refuses an empty image or file (422): say so before
+      // anything is sent.
+      if (f.size === 0) throw new Error(f.name + ' is empty: there is nothing in it to attach');
       if (ATTACH_IMAGE_TYPES.has(f.type)) {
         imageBytes += f.size;
         if (imageBytes > MAX_IMAGE_BYTES) throw new Error('the images add up to more than ' + (MAX_IMAGE_BYTES >> 20) + ' MiB');

@@ -125,7 +125,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.maxSteps, "max-steps", 0, "step budget of sessions that set none (default 100)")
 	o.quota.register(fs)
 	o.reads.register(fs)
-	fs.DurationVar(&o.drain, "shutdown-timeout", 10*time.Second, "how long to wait for requests and runs to stop on SIGTERM")
+	fs.DurationVar(&o.drain, "shutdown-timeout", 10*time.Second, "how long hrns serve waits on SIGTERM, in all, for requests, runs, the schedules' and webhooks' workers and the store to stop; what is still running then is abandoned (and logged), and the process exits")
 	fs.StringVar(&o.browserAllow, "browser-allow", "", "addresses the web environment's browser may reach beyond the public internet: comma-separated IPs, prefixes (10.0.0.0/8) or IP:port")
 	fs.StringVar(&o.browserProfiles, "browser-profiles", "", "where sessions' browser profiles are kept while they wait (default: a directory in the system's temporary directory)")
 	fs.Int64Var(&o.profileLimits.MaxArchiveBytes, "browser-profile-max-bytes", 64<<20, "the largest browser profile archive a caller may upload (/api/v2/browser-profiles; 413 beyond)")
@@ -153,6 +153,9 @@ func (o *serveOptions) Validate() error {
 	}
 	if o.workers < 0 || o.maxSteps < 0 || o.maxActive < 0 {
 		return usagef("--workers, --max-steps and --max-sessions-per-key must be positive")
+	}
+	if o.drain <= 0 {
+		return usagef("--shutdown-timeout must be positive (%s given)", o.drain)
 	}
 	if err := o.reads.validate(); err != nil {
 		return err
@@ -333,7 +336,12 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	storeClosed := false // by the shutdown, within its deadline
+	defer func() {
+		if !storeClosed {
+			st.Close()
+		}
+	}()
 	vaults, err := setupVaults(ctx, st, vaultKeys, opts, log, stdio.Err)
 	if err != nil {
 		return err
@@ -397,19 +405,12 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(stdio.Err, "hrns serve: stopping; running sessions stay resumable")
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.drain)
-	defer cancel()
-	cancelRequests()
-	shutdownErr := srv.Shutdown(sctx)
-	stopSchedules()
-	<-schedDone // a firing in progress finishes its store write, or its run is taken over
-	hooksStopped := make(chan error, 1)
-	go func() { hooksStopped <- hooks.Stop(sctx) }()
-	stopErr := errors.Join(m.Stop(sctx), <-hooksStopped)
+	storeClosed = true
+	stopErr := (&serving{srv: srv, cancelRequests: cancelRequests, stopSchedules: stopSchedules, schedDone: schedDone, m: m, hooks: hooks, st: st}).stop(ctx, o.drain)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
-	return errors.Join(err, shutdownErr, stopErr)
+	return errors.Join(err, stopErr)
 }
 
 // loadAgents reads the agent files of --agents: each names its agent (or

@@ -1,0 +1,157 @@
+package server_test
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"hash/crc32"
+	"image/color"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/session"
+)
+
+// TestMalformedImagesRefused: every door an image or a file comes in by
+// (a new session's messages and files, a message's images and files, a
+// client tool's result) refuses an empty, blank, undecodable, mistyped
+// or oversized one over real HTTP: 422 at the field (413 for a body past
+// its limit), and nothing else is lost: no session is created, the
+// session's events, status and pending calls stay as they were, no file
+// is written, and a sound request is taken afterwards.
+func TestMalformedImagesRefused(t *testing.T) {
+	const look = `{"name":"a","tools":[{"name":"look","description":"Looks."}],"environments":[]}`
+	e, ws := filesEnv(t, nil)
+	png := pngOf(t, color.RGBA{0, 0, 255, 255})
+	good := base64.StdEncoding.EncodeToString(png)
+	gif := base64.StdEncoding.EncodeToString([]byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"))
+	// A PNG header of 9000x4 pixels: more than a side may have.
+	wide := append([]byte(nil), png...)
+	binary.BigEndian.PutUint32(wide[16:20], 9000)
+	binary.BigEndian.PutUint32(wide[29:33], crc32.ChecksumIEEE(wide[12:29])) // IHDR's CRC
+	huge := strings.Repeat("A", (8<<20)/3*4+8)                               // 8 MiB and more, decoded
+	dataURI := func(typ, payload string) string { return "data:" + typ + ";base64," + payload }
+	images := []struct {
+		name, image string
+		status      int
+		msg         string
+	}{
+		{"empty", dataURI("image/png", ""), 422, "the image is empty"},
+		{"blank", dataURI("image/png", "   "), 422, "the image is empty"},
+		{"newlines only", dataURI("image/png", "\r\n"), 422, "the image is empty"},
+		{"whitespace instead of an image", "   ", 422, "base64 data URI"},
+		{"empty string", "", 422, "base64 data URI"},
+		{"not base64", dataURI("image/png", "!!!!"), 422, "not base64"},
+		{"no comma", "data:image/png;base64", 422, "base64 data URI"},
+		{"not base64 encoded", "data:image/png," + good, 422, "base64 data URI"},
+		{"not an image type", dataURI("text/plain", b64("hi")), 422, "base64 data URI"},
+		{"an image type no model takes", dataURI("image/svg+xml", b64("<svg/>")), 422, "image/png, image/jpeg, image/gif or image/webp"},
+		{"bytes of another type", dataURI("image/png", gif), 422, "the image's bytes are not image/png"},
+		{"cut short", dataURI("image/png", good[:24]), 422, "not a sound image/png"},
+		{"too wide", dataURI("image/png", base64.StdEncoding.EncodeToString(wide)), 422, "9000x4"},
+		{"too many bytes", dataURI("image/png", huge), 422, "at most 8388608 bytes"},
+	}
+	sessions := func() int {
+		var p struct{ Total int }
+		e.expect(e.do("GET", "/api/v2/sessions", keyAlice, nil), http.StatusOK).json(&p)
+		return p.Total
+	}
+	events := func(id string) string {
+		return string(e.expect(e.do("GET", "/api/v2/sessions/"+id+"/events?limit=1000", keyAlice, nil), http.StatusOK).body)
+	}
+	files := func() []string {
+		m, _ := filepath.Glob(filepath.Join(ws, "*", "files", "*"))
+		return m
+	}
+	refused := func(r *response, status int, loc, msg string) {
+		t.Helper()
+		if r.status != status || status == 422 && !hasDetail(r.body, loc, msg) {
+			t.Errorf("status %d, want %d with %q at %s: %.300s", r.status, status, msg, loc, r.body)
+		}
+	}
+
+	// A session waiting for its first message, and one waiting for the
+	// result of a call of its client tool.
+	idle := e.create(keyAlice, `{"agent":`+look+`,"idle_timeout_s":600}`)
+	e.model.Push(calls(openaitest.ToolCall("call_1", "look", `{}`)))
+	waiting := e.create(keyAlice, `{"agent":`+look+`,"messages":"Look."}`)
+	fw := e.follow(keyAlice, waiting)
+	fw.status(session.StatusAwaitingToolResults)
+	n0, idleEvents, waitingEvents := sessions(), events(idle), events(waiting)
+
+	for _, c := range images {
+		img, _ := json.Marshal(c.image)
+		t.Run("create/"+c.name, func(t *testing.T) {
+			r := e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":`+look+`,"messages":{"message":"look","images":[`+string(img)+`]}}`)
+			refused(r, c.status, "body.messages.0.images.0", c.msg)
+		})
+		t.Run("message/"+c.name, func(t *testing.T) {
+			r := e.do("POST", "/api/v2/sessions/"+idle+"/messages", keyAlice, `{"message":"look","images":["`+dataURI("image/png", good)+`",`+string(img)+`]}`)
+			refused(r, c.status, "body.messages.0.images.1", c.msg)
+		})
+	}
+	sources := []struct {
+		name, source string
+		status       int
+		msg, result  string // what a file and a result are told
+	}{
+		{"empty", "", 422, "the file is empty", "the image is empty"},
+		{"newlines only", "\n", 422, "the file is empty", "the image is empty"},
+		{"blank", "   ", 422, "not standard base64", "must be base64"},
+		{"not base64", "!!!!", 422, "not standard base64", "must be base64"},
+		{"too many bytes", huge, 413, "", ""},
+	}
+	for _, c := range sources {
+		src, _ := json.Marshal(c.source)
+		t.Run("create file/"+c.name, func(t *testing.T) {
+			r := e.do("POST", "/api/v2/sessions", keyAlice, `{"agent":`+look+`,"messages":{"message":"see","files":[{"source":`+string(src)+`,"name":"a.png"}]}}`)
+			refused(r, c.status, "body.messages.0.files.0.source", c.msg)
+		})
+		t.Run("message file/"+c.name, func(t *testing.T) {
+			r := e.do("POST", "/api/v2/sessions/"+idle+"/messages", keyAlice, `{"message":"see","files":[{"source":"`+good+`","name":"b.png"},{"source":`+string(src)+`,"name":"a.png"}]}`)
+			refused(r, c.status, "body.messages.0.files.1.source", c.msg)
+		})
+		t.Run("result/"+c.name, func(t *testing.T) {
+			r := e.do("POST", "/api/v2/sessions/"+waiting+"/tool_results", keyAlice, `{"kind":"tool_result","tool_req":{"tool_name":"look","id":"call_1"},"result":{"text":"Seen.","image":{"type":"base64","media_type":"image/png","source":`+string(src)+`}}}`)
+			refused(r, c.status, "body.results.0.result.image", c.result)
+		})
+	}
+	for _, typ := range []string{"text/plain", "image/svg+xml"} {
+		t.Run("result/media type "+typ, func(t *testing.T) {
+			r := e.do("POST", "/api/v2/sessions/"+waiting+"/tool_results", keyAlice, `{"kind":"tool_result","tool_req":{"tool_name":"look","id":"call_1"},"result":{"image":{"type":"base64","media_type":"`+typ+`","source":"`+good+`"}}}`)
+			refused(r, 422, "body.results.0.result.image", "must be image/png, image/jpeg, image/gif or image/webp")
+		})
+	}
+
+	// Nothing was lost or kept.
+	if n := sessions(); n != n0 {
+		t.Errorf("%d sessions after the refusals, %d before", n, n0)
+	}
+	if got := events(idle); got != idleEvents {
+		t.Errorf("the idle session's events changed: %d bytes of them, %d before: %.2000s", len(got), len(idleEvents), got)
+	}
+	if got := events(waiting); got != waitingEvents {
+		t.Errorf("the waiting session's events changed: %d bytes of them, %d before: %.2000s", len(got), len(waitingEvents), got)
+	}
+	if f := files(); len(f) != 0 {
+		t.Errorf("files written: %v", f)
+	}
+	if p := fw.pending(); len(p) != 1 || p[0].ID != "call_1" {
+		t.Errorf("pending %+v", p)
+	}
+	// Sound ones are taken.
+	e.model.Push(openaitest.Reply{Text: "A blue square."}, openaitest.Reply{Text: "Blue."})
+	e.expect(e.do("POST", "/api/v2/sessions/"+idle+"/messages", keyAlice, `{"message":"look","images":["`+dataURI("image/png", good)+`"],"files":[{"source":"`+good+`","name":"a.png"}]}`), http.StatusAccepted)
+	e.follow(keyAlice, idle).status(session.StatusIdle)
+	e.expect(e.do("POST", "/api/v2/sessions/"+waiting+"/tool_results", keyAlice, `{"kind":"tool_result","tool_req":{"tool_name":"look","id":"call_1"},"result":{"text":"Seen.","image":{"type":"base64","media_type":"image/png","source":"`+good+`"}}}`), http.StatusAccepted)
+	fw.status(session.StatusCompleted)
+	if f := files(); len(f) != 1 {
+		t.Errorf("files written: %v", f)
+	} else if b, _ := os.ReadFile(f[0]); string(b) != string(png) {
+		t.Errorf("%s holds %q", f[0], b)
+	}
+}
