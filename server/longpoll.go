@@ -96,6 +96,21 @@ func (s *Server) takePoll(w http.ResponseWriter, owner string) bool {
 	return false
 }
 
+// whilePolling runs wait, a long-poll's wait and read, counted as one of
+// owner's long-polls (takePoll), and reports true; or answers as
+// takePoll does and reports false. The count ends when wait returns,
+// before the answer is written: a client that reads its answer slowly,
+// or not at all, holds none of its key's long-polls, nor of the
+// server's, meanwhile.
+func (s *Server) whilePolling(w http.ResponseWriter, owner string, wait func()) bool {
+	if !s.takePoll(w, owner) {
+		return false
+	}
+	defer s.polls.give(owner)
+	wait()
+	return true
+}
+
 // The values of the Hrns-Quota header on a 429 that paces a key's reads
 // (its long-polls, its reads of events): a client waits Retry-After and
 // asks again. "tokens" (quota_tokens.go) is the token quota.
