@@ -853,8 +853,8 @@ func (s *Server) writeEventPage(w http.ResponseWriter, r *http.Request, pr *sess
 
 // pageWriteTimeout bounds the time a client may take to receive one
 // piece of a page of events (at most the read budget plus one event),
-// or one turn of an event stream.
-const pageWriteTimeout = time.Minute
+// or one turn of an event stream. Tests shorten it (export_test.go).
+var pageWriteTimeout = time.Minute
 
 // pageReadRetry bounds how long the next piece of a page being sent is
 // asked again after its read found the key's or the server's reads too
@@ -951,6 +951,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 	}
 	defer s.polls.give(owner)
 	rc := http.NewResponseController(w)
+	// Each turn's writes have pageWriteTimeout to be taken: a client that
+	// stops reading ends its stream then, and the long-poll it counts as
+	// (its key's, and the server's) with it, rather than holding them for
+	// good on its full socket.
+	defer rc.SetWriteDeadline(time.Time{})
+	rc.SetWriteDeadline(time.Now().Add(pageWriteTimeout))
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -958,6 +964,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 	rc.Flush()
 	for {
 		c, count, err := s.m.Changes(r.Context(), owner, id, &session.ChangesParams{From: from, Wait: 15 * time.Second})
+		rc.SetWriteDeadline(time.Now().Add(pageWriteTimeout))
 		if errors.Is(err, session.ErrReadBusy) || errors.Is(err, session.ErrReadQueueFull) {
 			// The key's other reads are loading, or the server's: wait
 			// for them, as a client told 429 or 503 would.

@@ -40,10 +40,11 @@ func (e *env) bigLog(key string, posts, size int) string {
 	return id
 }
 
-// stalledGet sends GET path with key on a connection whose client reads
-// nothing (its receive buffer as small as the kernel allows), and
-// returns the connection, to read the answer from later.
-func (e *env) stalledGet(path, key string) net.Conn {
+// stalledGet sends GET path with key (and header, name and value pairs)
+// on a connection whose client reads nothing (its receive buffer as
+// small as the kernel allows), and returns the connection, to read the
+// answer from later.
+func (e *env) stalledGet(path, key string, header ...string) net.Conn {
 	e.t.Helper()
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		var err error
@@ -56,7 +57,11 @@ func (e *env) stalledGet(path, key string) net.Conn {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { conn.Close() })
-	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", path, addr, key)
+	var h strings.Builder
+	for i := 0; i+1 < len(header); i += 2 {
+		fmt.Fprintf(&h, "%s: %s\r\n", header[i], header[i+1])
+	}
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n%s\r\n", path, addr, key, h.String())
 	return conn
 }
 
@@ -167,5 +172,48 @@ func TestSlowLongPollHoldsNoWait(t *testing.T) {
 	var c session.Changes
 	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || resp.StatusCode != http.StatusOK || len(c.NewEvents) < posts {
 		t.Fatalf("the stalled answer: %d, %v, %d events", resp.StatusCode, err, len(c.NewEvents))
+	}
+}
+
+// TestSlowStreamEnds: an event stream to a client that stops reading
+// ends once a turn's events are not taken within the write timeout (a
+// second here, a minute in the server), and gives back the long-poll it
+// counts as: its key (at most one long-poll here) waits again. Before,
+// nothing bounded its writes: the stream, and its key's long-poll and
+// the server's, were held for as long as the client kept its socket
+// open.
+func TestSlowStreamEnds(t *testing.T) {
+	const (
+		posts = 160
+		size  = 64 << 10
+	)
+	server.SetPageWriteTimeout(t, time.Second)
+	g := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
+	e := newEnv(t, &envOptions{
+		server: &server.Options{MaxLongPollsPerKey: 1},
+		wrap:   func(st store.Store) store.Store { g.Store = st; return g },
+	}, openaitest.Reply{Text: "a"})
+	alice := e.bigLog(keyAlice, posts, size)
+
+	g.id.Store(&alice)
+	g.n.Store(1)
+	e.stalledGet("/api/v2/sessions/"+alice+"/events", keyAlice, "Accept", "text/event-stream")
+	select {
+	case <-g.entered: // the stream reads its first turn
+	case <-t.Context().Done():
+		t.Fatal("the stream never read")
+	}
+	poll := fmt.Sprintf("/api/v2/sessions/%s/changes?from_index=100000&wait_for_seconds=1", alice)
+	e.expect(e.do("GET", poll, keyAlice, nil), http.StatusTooManyRequests) // the stream counts
+	close(g.release)
+	for i := 0; ; i++ {
+		r := e.do("GET", poll, keyAlice, nil)
+		if r.status == http.StatusNoContent {
+			break // the stream ended
+		}
+		if r.status != http.StatusTooManyRequests || i > 2000 {
+			t.Fatalf("a long-poll while the stalled stream is sent (%d tries): %d %s", i, r.status, r.body)
+		}
+		time.Sleep(10 * time.Millisecond) // a hang check, not a speed check
 	}
 }
