@@ -126,9 +126,10 @@ type Options struct {
 	// [MaxReadQueue], a negative value none (no read waits).
 	MaxReadQueue int
 	// MaxReadQueueTotal bounds the event reads waiting for a slot, all
-	// owners together: one more fails at once with [ErrReadQueueFull];
-	// 0 means [MaxReadQueueTotal], a negative value none (no read
-	// waits).
+	// owners together: one more fails at once with [ErrReadQueueFull],
+	// and, past three quarters of it, one of an owner that has its share
+	// waiting with [ErrReadBusy] (see [MaxReadQueueTotal]); 0 means
+	// [MaxReadQueueTotal], a negative value none (no read waits).
 	MaxReadQueueTotal int
 	// MaxReadWait is how long a read waits for a slot before it fails
 	// with [ErrReadBusy]; 0 means [MaxReadWait], a negative value not at
