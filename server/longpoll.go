@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"runtime"
 	"sync"
+
+	"github.com/hrns-dev/hrns/internal/fairshare"
 )
 
 // MaxLongPollsPerKey is the default of Options.MaxLongPollsPerKey: the
@@ -19,7 +21,12 @@ const MaxLongPollsPerKey = 1024
 // and event streams waiting at once on a server, all keys together
 // (about 320 MiB at 20 KiB each). [MaxLongPollsPerKey] bounds one key's;
 // this bounds what many keys' waits make the server hold. One more is
-// 503 with Retry-After: the server is full, whichever key asks.
+// 503 with Retry-After: the server is full, whichever key asks. Its last
+// quarter is kept for the keys with few waiting (fewer than 8 with the
+// default): past three quarters, a key with 8 or more is refused (429,
+// as over its own bound), so that keys holding many cannot fill it and
+// leave a key that holds none a 503; that takes 512 keys at once
+// (internal/fairshare, which admits the reads waiting the same way).
 const MaxLongPolls = 16384
 
 // pollSlots counts the long-polls and streams of each key waiting, and
@@ -32,21 +39,28 @@ type pollSlots struct {
 
 // The answers of pollSlots.take.
 const (
-	pollTaken   = iota // counted: the caller calls give when it ends
-	pollKeyFull        // the key has its bound waiting
-	pollAllFull        // the server has its bound waiting, all keys
+	pollTaken    = iota // counted: the caller calls give when it ends
+	pollKeyFull         // the key has its bound waiting
+	pollAllFull         // the server has its bound waiting, all keys
+	pollKeyShare        // the key has its share of the server's bound waiting
 )
 
 // take counts one more wait for owner if the key has fewer than limit
-// waiting and all keys fewer than all.
+// waiting, all keys fewer than all, and the key less than its share
+// (past three quarters of all, fewer than fairshare.Floor; see
+// MaxLongPolls). It is O(1).
 func (p *pollSlots) take(owner string, limit, all int) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.n[owner] >= limit {
+	n := p.n[owner]
+	if n >= limit {
 		return pollKeyFull
 	}
 	if p.total >= all {
 		return pollAllFull
+	}
+	if !fairshare.Allows(n, p.total, all) {
+		return pollKeyShare
 	}
 	if p.n == nil {
 		p.n = map[string]int{}
@@ -79,8 +93,9 @@ func bound(v, def int) int {
 
 // takePoll counts a long-poll or stream of owner, or answers and
 // reports false: 429 when the key has Options.MaxLongPollsPerKey
-// waiting, 503 when the server has Options.MaxLongPolls waiting, all
-// keys together. The caller calls s.polls.give(owner) when it ends.
+// waiting, or its share of Options.MaxLongPolls (see MaxLongPolls), 503
+// when the server has Options.MaxLongPolls waiting, all keys together.
+// The caller calls s.polls.give(owner) when it ends.
 func (s *Server) takePoll(w http.ResponseWriter, owner string) bool {
 	switch s.polls.take(owner, bound(s.opts.MaxLongPollsPerKey, MaxLongPollsPerKey), bound(s.opts.MaxLongPolls, MaxLongPolls)) {
 	case pollTaken:
@@ -89,11 +104,30 @@ func (s *Server) takePoll(w http.ResponseWriter, owner string) bool {
 		w.Header().Set("Retry-After", "1")
 		w.Header().Set(headerQuota, quotaLongPolls)
 		writeError(w, http.StatusTooManyRequests, "This key has too many long-polls and event streams waiting at once: retry after Retry-After seconds, or follow fewer sessions at once")
+	case pollKeyShare:
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set(headerQuota, quotaLongPolls)
+		writeError(w, http.StatusTooManyRequests, "This key has its share of long-polls and event streams waiting on this server, which other keys nearly fill: retry after Retry-After seconds, or follow fewer sessions at once")
 	default:
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "This server has too many long-polls and event streams waiting at once, all keys together: retry after Retry-After seconds")
 	}
 	return false
+}
+
+// whilePolling runs wait, a long-poll's wait and read, counted as one of
+// owner's long-polls (takePoll), and reports true; or answers as
+// takePoll does and reports false. The count ends when wait returns,
+// before the answer is written: a client that reads its answer slowly,
+// or not at all, holds none of its key's long-polls, nor of the
+// server's, meanwhile.
+func (s *Server) whilePolling(w http.ResponseWriter, owner string, wait func()) bool {
+	if !s.takePoll(w, owner) {
+		return false
+	}
+	defer s.polls.give(owner)
+	wait()
+	return true
 }
 
 // The values of the Hrns-Quota header on a 429 that paces a key's reads

@@ -739,13 +739,17 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request, owner string) e
 	if err := q.err(); err != nil {
 		return err
 	}
-	if p.Wait > 0 {
-		if !s.takePoll(w, owner) {
-			return nil
-		}
-		defer s.polls.give(owner)
+	var (
+		c     *session.Changes
+		count int64
+		err   error
+	)
+	read := func() { c, count, err = s.m.Changes(r.Context(), owner, r.PathValue("id"), p) }
+	if p.Wait == 0 {
+		read()
+	} else if !s.whilePolling(w, owner, read) {
+		return nil
 	}
-	c, count, err := s.m.Changes(r.Context(), owner, r.PathValue("id"), p)
 	if err != nil {
 		return err
 	}
@@ -790,10 +794,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, owner string) er
 // next_index). The events are read a piece at a time, each piece at most
 // the read budget plus one event ([session.EventPageReader]), encoded
 // event by event to the response and flushed before the next is read:
-// what the request makes the server hold is one piece, not the page. The
-// read slot of the key (session.MaxReadsPerOwner) is held until the page
-// is sent; a client that takes no piece within pageWriteTimeout loses
-// the answer, so a reader that stops reading cannot hold it longer. A
+// what the request makes the server hold is one piece, not the page. A
+// read slot of the key (session.MaxReadsPerOwner, session.MaxReads) is
+// held only while a piece is read, never while it is sent: a client
+// that reads slowly, or not at all, delays no other read; it loses the
+// answer when it takes no piece within pageWriteTimeout. A piece after
+// the first waits for a slot as any read does, and again (pageReadRetry)
+// when the key's or the server's reads are too many for it to wait. A
 // read that fails once the answer has begun aborts it (the client sees a
 // broken response, never a page short of events); before, it is an
 // error answer as usual.
@@ -831,7 +838,7 @@ func (s *Server) writeEventPage(w http.ResponseWriter, r *http.Request, pr *sess
 		if err := rc.Flush(); err != nil {
 			return nil
 		}
-		if events, err = pr.Next(); err != nil {
+		if events, err = nextPiece(r.Context(), pr); err != nil {
 			if r.Context().Err() == nil {
 				s.log.Error("reading a page of events", "session", r.PathValue("id"), "err", err)
 			}
@@ -845,8 +852,35 @@ func (s *Server) writeEventPage(w http.ResponseWriter, r *http.Request, pr *sess
 }
 
 // pageWriteTimeout bounds the time a client may take to receive one
-// piece of a page of events (at most the read budget plus one event).
-const pageWriteTimeout = time.Minute
+// piece of a page of events (at most the read budget plus one event),
+// or one turn of an event stream. Tests shorten it (export_test.go).
+var pageWriteTimeout = time.Minute
+
+// pageReadRetry bounds how long the next piece of a page being sent is
+// asked again after its read found the key's or the server's reads too
+// many to wait for a slot (session.ErrReadBusy, ErrReadQueueFull), a
+// second apart: the client already has the page's beginning, and a 429
+// cannot be told any more.
+const pageReadRetry = time.Minute
+
+// nextPiece is pr.Next, asked again for pageReadRetry while the reads are
+// busy, as long as ctx lasts.
+func nextPiece(ctx context.Context, pr *session.EventPageReader) ([]session.Event, error) {
+	deadline := time.Now().Add(pageReadRetry)
+	for {
+		events, err := pr.Next()
+		if !errors.Is(err, session.ErrReadBusy) && !errors.Is(err, session.ErrReadQueueFull) || time.Now().After(deadline) {
+			return events, err
+		}
+		t := time.NewTimer(time.Second)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
 
 // eventsParams reads the query of an events listing.
 func eventsParams(r *http.Request) (*session.EventsParams, error) {
@@ -917,6 +951,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 	}
 	defer s.polls.give(owner)
 	rc := http.NewResponseController(w)
+	// Each turn's writes have pageWriteTimeout to be taken: a client that
+	// stops reading ends its stream then, and the long-poll it counts as
+	// (its key's, and the server's) with it, rather than holding them for
+	// good on its full socket.
+	defer rc.SetWriteDeadline(time.Time{})
+	rc.SetWriteDeadline(time.Now().Add(pageWriteTimeout))
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -924,6 +964,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 	rc.Flush()
 	for {
 		c, count, err := s.m.Changes(r.Context(), owner, id, &session.ChangesParams{From: from, Wait: 15 * time.Second})
+		rc.SetWriteDeadline(time.Now().Add(pageWriteTimeout))
 		if errors.Is(err, session.ErrReadBusy) || errors.Is(err, session.ErrReadQueueFull) {
 			// The key's other reads are loading, or the server's: wait
 			// for them, as a client told 429 or 503 would.

@@ -39,6 +39,7 @@ type env struct {
 	model *openaitest.Server
 	url   string
 	st    store.Store
+	m     *session.Manager
 	work  string // the file tools' directory, if any
 }
 
@@ -47,6 +48,8 @@ type envOptions struct {
 	wrap    func(store.Store) store.Store
 	// server are the server's options but its keys (keyAlice, keyBob).
 	server *server.Options
+	// keys are API keys besides keyAlice and keyBob.
+	keys []string
 }
 
 func newEnv(t *testing.T, o *envOptions, replies ...openaitest.Reply) *env {
@@ -73,13 +76,13 @@ func newEnv(t *testing.T, o *envOptions, replies ...openaitest.Reply) *env {
 	if o.server != nil {
 		so = *o.server
 	}
-	so.APIKeys = []string{keyAlice, keyBob}
+	so.APIKeys = append([]string{keyAlice, keyBob}, o.keys...)
 	srv := httptest.NewServer(contractHandler(t, server.New(m, &so)))
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())
 	})
-	return &env{t: t, model: model, url: srv.URL, st: st}
+	return &env{t: t, model: model, url: srv.URL, st: st, m: m}
 }
 
 type response struct {

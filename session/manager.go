@@ -126,9 +126,10 @@ type Options struct {
 	// [MaxReadQueue], a negative value none (no read waits).
 	MaxReadQueue int
 	// MaxReadQueueTotal bounds the event reads waiting for a slot, all
-	// owners together: one more fails at once with [ErrReadQueueFull];
-	// 0 means [MaxReadQueueTotal], a negative value none (no read
-	// waits).
+	// owners together: one more fails at once with [ErrReadQueueFull],
+	// and, past three quarters of it, one of an owner that has its share
+	// waiting with [ErrReadBusy] (see [MaxReadQueueTotal]); 0 means
+	// [MaxReadQueueTotal], a negative value none (no read waits).
 	MaxReadQueueTotal int
 	// MaxReadWait is how long a read waits for a slot before it fails
 	// with [ErrReadBusy]; 0 means [MaxReadWait], a negative value not at
@@ -815,17 +816,21 @@ func (m *Manager) events(ctx context.Context, reader, owner, id string, p *Event
 // An EventPageReader gives a page of a session's events whole, in
 // pieces: each [EventPageReader.Next] loads at most Options.MaxReadBytes
 // of events (plus one event), so that a page of any size is given
-// entire while the process holds one piece of it at a time. It holds one
-// of the owner's reads (Options.MaxReadsPerOwner) until Close.
+// entire while the process holds one piece of it at a time. Each piece
+// is loaded holding one of the owner's reads (Options.MaxReadsPerOwner,
+// Options.MaxReads), given back before Next returns: a caller that
+// takes long to send a piece (to a client that reads slowly, or not at
+// all) holds no read meanwhile, and delays nobody's.
 type EventPageReader struct {
 	// Total is the number of matching events; Page the page's number.
 	Total, Page int
 
 	m       *Manager
 	ctx     context.Context
+	reader  string // whose reads the pieces take
 	id      string
 	want    []int64 // the page's indexes, in its order
-	release func()
+	release func()  // the read held, from EventPage to the first piece's end
 }
 
 // EventPage opens the page p of the session's events for reading in
@@ -837,12 +842,25 @@ func (m *Manager) EventPage(ctx context.Context, owner, id string, p *EventsPara
 }
 
 // Next returns the page's next events, at least one, in the page's
-// order; none, and no error, once the page was given whole.
+// order; none, and no error, once the page was given whole. The first
+// piece is read with the read [Manager.EventPage] took; each other waits
+// for one as any read does, and fails as [Manager.Events] does
+// ([ErrReadBusy], [ErrReadQueueFull]); the page goes on from there at
+// the next call.
 func (r *EventPageReader) Next() ([]Event, error) {
 	if len(r.want) == 0 {
+		r.Close()
 		return nil, nil
 	}
+	if r.release == nil {
+		release, err := r.m.acquireRead(r.ctx, r.reader)
+		if err != nil {
+			return nil, err
+		}
+		r.release = release
+	}
 	events, err := r.m.eventsAt(r.ctx, r.id, r.want)
+	r.Close() // before the caller sends the piece
 	if err != nil {
 		return nil, err
 	}
@@ -855,7 +873,8 @@ func (r *EventPageReader) Next() ([]Event, error) {
 	return apiEvents(events), nil
 }
 
-// Close gives the owner's read back. It may be called more than once.
+// Close gives back the read held, if any (until the first piece is
+// read). It may be called more than once.
 func (r *EventPageReader) Close() {
 	if r.release != nil {
 		r.release()
@@ -864,7 +883,7 @@ func (r *EventPageReader) Close() {
 }
 
 // eventPage resolves page p of the session's events to their indexes,
-// holding one of reader's reads.
+// holding one of reader's reads, which the first piece is read with.
 func (m *Manager) eventPage(ctx context.Context, reader, owner, id string, p *EventsParams) (*EventPageReader, error) {
 	s, err := m.get(ctx, owner, id)
 	if err != nil {
@@ -880,7 +899,7 @@ func (m *Manager) eventPage(ctx context.Context, reader, owner, id string, p *Ev
 			release()
 		}
 	}()
-	r := &EventPageReader{Page: p.Page, m: m, ctx: ctx, id: id}
+	r := &EventPageReader{Page: p.Page, m: m, ctx: ctx, reader: reader, id: id}
 	// idx: the indexes of the events that match, ascending; nil with no
 	// type: every index below total.
 	var idx []int64

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hrns-dev/hrns/internal/fairshare"
 	"github.com/hrns-dev/hrns/store"
 )
 
@@ -49,7 +50,12 @@ const MaxReadQueue = 1024
 // [ErrReadQueueFull]. [MaxReadQueue] bounds one owner's; this bounds
 // what many owners' queues make the process hold (a waiting read is a
 // request's goroutine and connection, about 20 KiB), whatever the number
-// of keys.
+// of keys. Its last quarter is kept for the owners with few reads
+// waiting (fewer than 8 with the default): past three quarters, a read
+// of an owner with more waiting fails with [ErrReadBusy], its share
+// taken, so that owners with many queued cannot fill it and leave
+// another's read nothing but ErrReadQueueFull; that takes 256 owners
+// at once (internal/fairshare).
 const MaxReadQueueTotal = 8192
 
 // ErrReadQueueFull: the process had Options.MaxReadQueueTotal event
@@ -59,7 +65,8 @@ const MaxReadQueueTotal = 8192
 var ErrReadQueueFull = errors.New("too many event reads waiting on this server")
 
 // ErrReadBusy: the owner's event reads were over their bounds (see
-// [MaxReadsPerOwner], [MaxReadQueue], [MaxReadWait]); nothing was read.
+// [MaxReadsPerOwner], [MaxReadQueue], [MaxReadWait]), or over its share
+// of [MaxReadQueueTotal]; nothing was read.
 // The server answers 429 with Retry-After.
 var ErrReadBusy = errors.New("too many event reads at once")
 
@@ -117,7 +124,8 @@ func (m *Manager) readLimits() (perOwner, total, queue, queueTotal int, wait tim
 
 // acquireRead takes a read slot for owner, waiting for one in owner's
 // queue at most Options.MaxReadWait (and while ctx lasts), or fails with
-// [ErrReadBusy] (at once when owner's queue is full), or with
+// [ErrReadBusy] (at once when owner's queue is full, or holds its share
+// of Options.MaxReadQueueTotal, see internal/fairshare), or with
 // [ErrReadQueueFull] at once when the process's reads waiting are at
 // Options.MaxReadQueueTotal. The caller calls the release it returns.
 func (m *Manager) acquireRead(ctx context.Context, owner string) (release func(), err error) {
@@ -143,6 +151,11 @@ func (m *Manager) acquireRead(ctx context.Context, owner string) (release func()
 		n := r.waiting
 		r.mu.Unlock()
 		return nil, fmt.Errorf("%w: %d reads of events of all keys wait for a slot (at most %d): retry in a moment", ErrReadQueueFull, n, queueTotal)
+	}
+	if q := len(r.queue[owner]); !fairshare.Allows(q, r.waiting, queueTotal) {
+		n := r.waiting
+		r.mu.Unlock()
+		return nil, fmt.Errorf("%w: this key already has %d reads of events waiting, its share while %d reads of all keys wait (at most %d): retry in a moment", ErrReadBusy, q, n, queueTotal)
 	}
 	w := &readWaiter{seq: r.seq, ready: make(chan struct{})}
 	r.seq++

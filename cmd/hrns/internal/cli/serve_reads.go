@@ -36,9 +36,9 @@ func (r *readFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&r.total, "max-reads", 0, "reads of events loading at once, all keys together, on each replica; more wait as past --max-reads-per-key (default 16)")
 	fs.IntVar(&r.queue, "max-read-queue-per-key", 0, "reads of events of one API key waiting for a slot, on each replica; one more is 429 with Retry-After and Hrns-Quota: reads (default 1024)")
 	fs.DurationVar(&r.wait, "max-read-wait", 0, "how long a read of events waits in its key's queue; past it the read is 429 with Retry-After and Hrns-Quota: reads (default 30s)")
-	fs.IntVar(&r.queueTotal, "max-read-queue", 0, "reads of events waiting for a slot, all keys together, on each replica; one more is 503 with Retry-After (default 8192, at least --max-read-queue-per-key)")
+	fs.IntVar(&r.queueTotal, "max-read-queue", 0, "reads of events waiting for a slot, all keys together, on each replica; one more is 503 with Retry-After, and past three quarters a read of a key with 8 or more waiting is 429 (its share) (default 8192, at least --max-read-queue-per-key)")
 	fs.IntVar(&r.longPolls, "max-long-polls-per-key", 0, "long-polls (/changes with wait_for_seconds) and event streams of one API key waiting at once, on each replica; one more is 429 with Retry-After and Hrns-Quota: long-polls (default 1024)")
-	fs.IntVar(&r.longPollsTotal, "max-long-polls", 0, "long-polls and event streams waiting at once, all keys together, on each replica; one more is 503 with Retry-After (default 16384, at least --max-long-polls-per-key)")
+	fs.IntVar(&r.longPollsTotal, "max-long-polls", 0, "long-polls and event streams waiting at once, all keys together, on each replica; one more is 503 with Retry-After, and past three quarters one of a key with 8 or more waiting is 429 (its share) (default 16384, at least --max-long-polls-per-key)")
 }
 
 // setSession sets opts' bounds of reads from the flags.
