@@ -43,7 +43,7 @@ func TestGrantAboveStaging(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					t.Cleanup(func() { os.RemoveAll(dir) })
+					t.Cleanup(func() { os.RemoveAll(dir); os.Remove(dir + ".sibling") })
 					if err := os.WriteFile(filepath.Join(dir, "host.txt"), []byte("host\n"), 0o644); err != nil {
 						t.Fatal(err)
 					}
@@ -97,7 +97,6 @@ cat "$OUT/secret.txt" 2>/dev/null; if test -e "$OUT"; then echo "sees $OUT"; fi;
 					if tc.rw != (err == nil) {
 						t.Errorf("%s.sibling on the host: %v, want it made only where /tmp is writable", dir, err)
 					}
-					os.Remove(dir + ".sibling")
 					if b, err := os.ReadFile(filepath.Join(dir, "made.txt")); err != nil || !strings.HasPrefix(string(b), "made") {
 						t.Errorf("made.txt on the host: %q, %v", b, err)
 					}
