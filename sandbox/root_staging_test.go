@@ -77,6 +77,11 @@ cat "$OUT/secret.txt" 2>/dev/null; if test -e "$OUT"; then echo "sees $OUT"; fi;
 						if err != nil {
 							t.Fatal(err)
 						}
+						// A private /tmp is one command's: such a Box
+						// runs each as Run does.
+						if why := sandbox.BoxPerCall(b); why != "" && !tc.privateTmp {
+							t.Fatalf("the Box runs its commands as Run does: %s", why)
+						}
 					} else {
 						res, err = sandbox.Run(context.Background(), &spec)
 						if err != nil {
