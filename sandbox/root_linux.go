@@ -15,7 +15,9 @@ import (
 // rootStaging is where the command's root is assembled before it becomes
 // the root. Any directory would do: the paths bound into it are opened
 // first, so hiding the host's /tmp under the new file system does not
-// matter.
+// matter; and the staged root is unbindable while the paths are bound,
+// so that the bind of a granted /tmp (which the staged root is mounted
+// on) does not bring the staged root along in place of the host's /tmp.
 const rootStaging = "/tmp"
 
 // A rootBind is one path of the command's root.
@@ -100,6 +102,14 @@ func buildRoot(cfg *helperConfig) (err error) {
 	if err := unix.Mount("tmpfs", rootStaging, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
 		return fmt.Errorf("mounting the root's tmpfs: %w", err)
 	}
+	// Unbindable while the paths are bound: a recursive bind copies the
+	// mounts on and below its source but an unbindable one, and the
+	// staged root is mounted on /tmp (a granted /tmp, or a parent of the
+	// working directory such as /tmp, would otherwise be bound as the
+	// staged root itself, and its paths below could not be made).
+	if err := unix.Mount("", rootStaging, "", unix.MS_UNBINDABLE, ""); err != nil {
+		return fmt.Errorf("making the root's tmpfs unbindable: %w", err)
+	}
 	// A private /tmp before the binds, so that granted paths inside /tmp
 	// are bound on top of it.
 	if cfg.PrivateTmp {
@@ -167,6 +177,11 @@ func buildRoot(cfg *helperConfig) (err error) {
 			return fmt.Errorf("making %s %s: %w", b.real, what, err)
 		}
 		done = append(done, b)
+	}
+	// Private again, as the rest of the namespace: the command's root is
+	// not special to what runs in it.
+	if err := unix.Mount("", rootStaging, "", unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making the root's tmpfs private: %w", err)
 	}
 	if err := mountOverlays(cfg); err != nil {
 		return err
