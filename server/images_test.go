@@ -1,12 +1,18 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"hash/crc32"
+	"image"
 	"image/color"
+	"image/gif"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,5 +159,82 @@ func TestMalformedImagesRefused(t *testing.T) {
 		t.Errorf("files written: %v", f)
 	} else if b, _ := os.ReadFile(f[0]); string(b) != string(png) {
 		t.Errorf("%s holds %q", f[0], b)
+	}
+}
+
+// TestAttachedImagesChecked: a message's file that claims to be an image
+// (by its name or its media_type) is shown to the model as an image only
+// when its bytes are a sound one, of the type they are (a GIF named .jpg
+// is shown as a GIF); one that is not (text named .png, a PNG cut short,
+// a PNG too wide for the providers) is a workspace file like any other,
+// saved and listed to the model with why it is not shown, and the
+// session runs on. Base64 and URL files alike, over real HTTP.
+func TestAttachedImagesChecked(t *testing.T) {
+	text := []byte("hello, this is not a picture\n")
+	sound := pngOf(t, color.RGBA{0, 0, 255, 255})
+	wide := append([]byte(nil), sound...) // a PNG header of 9000x4 pixels
+	binary.BigEndian.PutUint32(wide[16:20], 9000)
+	binary.BigEndian.PutUint32(wide[29:33], crc32.ChecksumIEEE(wide[12:29]))
+	var g bytes.Buffer
+	if err := gif.Encode(&g, image.NewPaletted(image.Rect(0, 0, 2, 2), color.Palette{color.Black, color.White}), nil); err != nil {
+		t.Fatal(err)
+	}
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(text) }))
+	defer remote.Close()
+	remoteAddr := netip.MustParseAddrPort(strings.TrimPrefix(remote.URL, "http://"))
+	e, ws := filesEnv(t, func(a netip.AddrPort) bool { return a == remoteAddr })
+
+	for _, c := range []struct {
+		name     string
+		file     string // the file's JSON, but its source
+		data     []byte // the file's bytes
+		url      bool   // fetched from remote, not given in base64
+		shownAs  string // the image's type shown to the model, "" when none
+		whyNotIn string // what the model is told when it is not shown
+	}{
+		{"text named .png", `"name":"a.png"`, text, false, "", "not shown to you as an image: its bytes are not a PNG, JPEG, GIF or WebP image (they read as text/plain"},
+		{"text typed image/webp", `"name":"a.bin","media_type":"image/webp"`, text, false, "", "its bytes are not a PNG, JPEG, GIF or WebP image"},
+		{"PNG header cut short", `"name":"a.png"`, sound[:24], false, "", "not shown to you as an image: the image is not a sound image/png: unexpected EOF"},
+		{"PNG too wide", `"name":"a.png"`, wide, false, "", "not shown to you as an image: an image must be 1 to at most 8000 pixels wide and high, not 9000x4"},
+		{"GIF named .jpg", `"name":"a.jpg"`, g.Bytes(), false, "image/gif", ""},
+		{"sound PNG", `"name":"a.png"`, sound, false, "image/png", ""},
+		{"sound PNG typed image/png", `"name":"a.dat","media_type":"image/png"`, sound, false, "image/png", ""},
+		{"URL: text named .png", `"type":"url","name":"a.png"`, text, true, "", "not shown to you as an image: its bytes are not a PNG"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := base64.StdEncoding.EncodeToString(c.data)
+			if c.url {
+				src = remote.URL + "/a.png"
+			}
+			e.model.Push(openaitest.Reply{Text: "Seen."})
+			n := len(e.model.Requests())
+			id := e.create(keyAlice, fmt.Sprintf(`{"agent":{"name":"reader","environments":[]},"idle_timeout_s":60,"messages":{"message":"See.","files":[{%s,"source":%q}]}}`, c.file, src))
+			e.follow(keyAlice, id).status(session.StatusIdle)
+			var name string
+			json.Unmarshal([]byte("{"+c.file+"}"), &struct{ Name *string }{&name})
+			if got, err := os.ReadFile(filepath.Join(ws, strings.ReplaceAll(id, "-", ""), "files", name)); err != nil || !bytes.Equal(got, c.data) {
+				t.Errorf("files/%s: %q, %v", name, got, err)
+			}
+			reqs := e.model.Requests()
+			if len(reqs) != n+1 {
+				t.Fatalf("%d requests to the model, want 1", len(reqs)-n)
+			}
+			req := string(reqs[n].Body)
+			if !strings.Contains(req, "files/"+name) {
+				t.Errorf("the model is not told of files/%s:\n%s", name, req)
+			}
+			if c.shownAs != "" {
+				if !strings.Contains(req, `"image_url":{"url":"data:`+c.shownAs+`;base64,`+base64.StdEncoding.EncodeToString(c.data)) {
+					t.Errorf("the model is not shown the file as %s:\n%.3000s", c.shownAs, req)
+				}
+			} else {
+				if strings.Contains(req, `"image_url"`) {
+					t.Errorf("the model is shown the file as an image:\n%.3000s", req)
+				}
+				if !strings.Contains(req, c.whyNotIn) {
+					t.Errorf("the model is not told %q:\n%.3000s", c.whyNotIn, req)
+				}
+			}
+		})
 	}
 }

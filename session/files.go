@@ -299,14 +299,21 @@ func (m *Manager) saveFiles(id, workspace string, files []attached) ([]llm.Part,
 		if mk, ok := markOf(root, name); ok {
 			marks[name] = mk
 		}
-		fmt.Fprintf(&text, "\n- %s (%s, %d bytes)", p, f.mediaType, len(f.data))
+		fmt.Fprintf(&text, "\n- %s (%s, %d bytes", p, f.mediaType, len(f.data))
 		base, _, _ := mime.ParseMediaType(f.mediaType)
-		switch base {
-		case "image/png", "image/jpeg", "image/gif", "image/webp":
-			media = append(media, llm.Part{Kind: llm.PartImage, Media: &llm.Media{MIMEType: base, Data: f.data, Name: name}})
-		case "application/pdf":
+		switch {
+		case postedImageType(base):
+			// Its bytes decide: an image the provider cannot read
+			// stays a file of the workspace, not shown as an image.
+			if t, why := attachedImage(f.data); t != "" {
+				media = append(media, llm.Part{Kind: llm.PartImage, Media: &llm.Media{MIMEType: t, Data: f.data, Name: name}})
+			} else {
+				fmt.Fprintf(&text, "; not shown to you as an image: %s", why)
+			}
+		case base == "application/pdf":
 			media = append(media, llm.DocumentPart(base, name, f.data))
 		}
+		text.WriteString(")")
 		u := m.fileURL(id, name)
 		size := int64(len(f.data))
 		events = append(events, event(api.EventAttachment, api.AttachmentData{Origin: "user", Name: name, Path: p, MediaType: f.mediaType, SizeBytes: size, URL: u}))

@@ -82,3 +82,26 @@ func parseDataURI(s string) (string, []byte, error) {
 	}
 	return mime, data, nil
 }
+
+// attachedImage says how a message's file that claims to be an image (of
+// a type a model takes, by its media type or its name) is shown to the
+// model: as an image of the type its bytes are sniffed as (a GIF named
+// .jpg is shown as the GIF it is), when that is a type a model takes,
+// they are at most maxPostedImage bytes and their header passes
+// checkPostedImage; else mediaType is "" and why says why not. The file
+// is the workspace's either way: only an image the provider cannot read
+// is kept from the model, since it would stay in the transcript and fail
+// each of the session's steps.
+func attachedImage(data []byte) (mediaType, why string) {
+	got := http.DetectContentType(data)
+	if !postedImageType(got) {
+		return "", fmt.Sprintf("its bytes are not a PNG, JPEG, GIF or WebP image (they read as %s)", got)
+	}
+	if len(data) > maxPostedImage {
+		return "", fmt.Sprintf("an image shown to the model has at most %d bytes", maxPostedImage)
+	}
+	if msg := checkPostedImage(got, data); msg != "" {
+		return "", msg
+	}
+	return got, ""
+}
