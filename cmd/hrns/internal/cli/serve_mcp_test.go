@@ -419,7 +419,10 @@ func TestServeMCPHostile(t *testing.T) {
 	defer model.Close()
 	s := startServe(t, map[string]string{"OPENAI_BASE_URL": model.URL(), "OPENAI_API_KEY": "k", vaultKeyEnv: testVaultKey},
 		"--model", "test-model", "--db", "sqlite:"+filepath.Join(t.TempDir(), "hrns.db"), "--workdir", t.TempDir(),
-		"--mcp-stdio", "--mcp-read", script, "--mcp-timeout", "3s")
+		// 6s: the call after the server died starts it again (a
+		// sandboxed node) within the call's time, which took over 3s
+		// on a loaded machine (CI beside -race tests of other packages).
+		"--mcp-stdio", "--mcp-read", script, "--mcp-timeout", "6s")
 	c := &apiClient{t: t, url: s.url}
 	id := c.create(`{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[{"name":"bad","transport":"stdio","command":"node","args":["` + script + `"],"env":{"TARGET":"` + ln.Addr().String() + `"}}]}]},"messages":"Try."}`)
 	status, events := c.wait(id)
