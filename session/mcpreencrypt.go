@@ -283,38 +283,63 @@ func (r *reencryption) entries(ctx context.Context) error {
 }
 
 func (r *reencryption) entry(ctx context.Context, e *store.Entry) error {
-	where := e.Kind + " " + e.Name
+	written, err := r.rewrite(ctx, e.Kind+" "+e.Name, e.Owner, e.Spec, store.ErrEntryNotFound,
+		func(ctx context.Context, spec []byte) error {
+			e.Spec = spec
+			_, err := r.m.st.UpdateEntry(ctx, e)
+			return err
+		},
+		func(ctx context.Context) ([]byte, error) {
+			fresh, err := r.m.st.GetEntry(ctx, e.Kind, e.Owner, e.Name)
+			if err != nil {
+				return nil, err
+			}
+			e = fresh
+			return e.Spec, nil
+		})
+	if written {
+		r.out.Entries++
+	}
+	return err
+}
+
+// rewrite reseals one document of owner (an entry's or a schedule's
+// spec) and writes it back through write, whose version check refuses it
+// when the document changed meanwhile (store.ErrConflict): it is then
+// read again through reread and resealed, up to reencryptTries times
+// (then skipped, for the next start). A document deleted meanwhile
+// (notFound) is left. It reports whether the document was written.
+func (r *reencryption) rewrite(ctx context.Context, where, owner string, spec []byte, notFound error,
+	write func(context.Context, []byte) error, reread func(context.Context) ([]byte, error)) (bool, error) {
 	for try := 1; ; try++ {
 		c := &resealed{}
-		spec, err := r.doc(where, c, e.Owner, e.Spec)
+		sealed, err := r.doc(where, c, owner, spec)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if c.values == 0 {
 			r.out.Failed += c.failed
-			return nil
+			return false, nil
 		}
-		e.Spec = spec
-		_, err = r.m.st.UpdateEntry(ctx, e)
+		err = write(ctx, sealed)
 		switch {
 		case err == nil:
-			r.out.Entries++
 			r.out.Values += c.values
 			r.out.Failed += c.failed
-			return nil
-		case errors.Is(err, store.ErrEntryNotFound):
-			return nil // deleted meanwhile
+			return true, nil
+		case errors.Is(err, notFound):
+			return false, nil // deleted meanwhile
 		case !errors.Is(err, store.ErrConflict):
-			return err
+			return false, err
 		case try == reencryptTries:
 			r.out.Skipped++
-			return nil
+			return false, nil
 		}
 		// Changed meanwhile: read it again.
-		if e, err = r.m.st.GetEntry(ctx, e.Kind, e.Owner, e.Name); errors.Is(err, store.ErrEntryNotFound) {
-			return nil
+		if spec, err = reread(ctx); errors.Is(err, notFound) {
+			return false, nil
 		} else if err != nil {
-			return err
+			return false, err
 		}
 	}
 }
@@ -337,40 +362,25 @@ func (r *reencryption) schedules(ctx context.Context) error {
 }
 
 func (r *reencryption) schedule(ctx context.Context, sc *store.Schedule) error {
-	where := "schedule " + sc.ID
-	for try := 1; ; try++ {
-		c := &resealed{}
-		spec, err := r.doc(where, c, sc.Owner, sc.Spec)
-		if err != nil {
+	written, err := r.rewrite(ctx, "schedule "+sc.ID, sc.Owner, sc.Spec, store.ErrScheduleNotFound,
+		func(ctx context.Context, spec []byte) error {
+			sc.Spec = spec
+			_, err := r.m.st.UpdateSchedule(ctx, sc)
 			return err
-		}
-		if c.values == 0 {
-			r.out.Failed += c.failed
-			return nil
-		}
-		sc.Spec = spec
-		_, err = r.m.st.UpdateSchedule(ctx, sc)
-		switch {
-		case err == nil:
-			r.out.Schedules++
-			r.out.Values += c.values
-			r.out.Failed += c.failed
-			return nil
-		case errors.Is(err, store.ErrScheduleNotFound):
-			return nil // deleted meanwhile
-		case !errors.Is(err, store.ErrConflict):
-			return err
-		case try == reencryptTries:
-			r.out.Skipped++
-			return nil
-		}
-		// Changed (or fired) meanwhile: read it again.
-		if sc, err = r.m.st.GetSchedule(ctx, sc.Owner, sc.ID); errors.Is(err, store.ErrScheduleNotFound) {
-			return nil
-		} else if err != nil {
-			return err
-		}
+		},
+		func(ctx context.Context) ([]byte, error) {
+			// Changed (or fired) meanwhile.
+			fresh, err := r.m.st.GetSchedule(ctx, sc.Owner, sc.ID)
+			if err != nil {
+				return nil, err
+			}
+			sc = fresh
+			return sc.Spec, nil
+		})
+	if written {
+		r.out.Schedules++
 	}
+	return err
 }
 
 // sessions reseals the requests and states of the sessions of every
