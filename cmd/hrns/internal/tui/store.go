@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/hrns-dev/hrns/llm"
 )
@@ -138,9 +138,20 @@ func prepareSchema(db *sql.DB) error {
 		return nil
 	}
 	// Not in a transaction: SQLite changes the journal mode only
-	// outside one.
-	if _, err := openExec(db, `PRAGMA journal_mode(WAL)`); err != nil {
-		return err
+	// outside one. Nor does it wait (busy_timeout) for another process
+	// making the store at the same moment: it answers SQLITE_BUSY at
+	// once, so the change is tried again for as long as busy_timeout
+	// would have waited (TestStoreFirstOpensAtOnce).
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		_, err := openExec(db, `PRAGMA journal_mode(WAL)`)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqliteBusy || time.Now().After(deadline) {
+			if err != nil {
+				return err
+			}
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
@@ -171,6 +182,9 @@ func prepareSchema(db *sql.DB) error {
 	_, err = conn.ExecContext(ctx, `COMMIT`)
 	return err
 }
+
+// sqliteBusy is SQLITE_BUSY, the primary code of "database is locked".
+const sqliteBusy = 5
 
 // migrate adds the columns a store made by an older hrns lacks.
 func migrate(ctx context.Context, conn *sql.Conn) error {
