@@ -28,7 +28,9 @@ import (
 // the answer that key gets for an object that does not exist (same
 // status, same body but for the ID), never a success, so that another
 // key's objects can be neither read nor changed nor told to exist; and
-// at the end every object of the first key is as it was.
+// at the end every object of the first key is as it was. The operator's
+// key opens none of these routes (401, as no key), and the operator's
+// routes answer the tenants' keys as routes that do not exist.
 func TestEveryRouteIsolatesKeys(t *testing.T) {
 	model := openaitest.NewServer(calls(openaitest.ToolCall("call_1", "get_order_status", `{"order_id":"1"}`)))
 	t.Cleanup(model.Close)
@@ -53,7 +55,7 @@ func TestEveryRouteIsolatesKeys(t *testing.T) {
 	sch := schedule.New(m, st, &schedule.Options{Owner: "replica-1"})
 	frame := func(context.Context, string) ([]byte, time.Time, error) { return []byte{0xff, 0xd8}, time.Now(), nil }
 	srv := httptest.NewServer(server.New(m, &server.Options{
-		APIKeys: []string{keyAlice, keyBob}, Workspaces: t.TempDir(), Webhooks: hooks, Schedules: sch, Vaults: vaults,
+		APIKeys: []string{keyAlice, keyBob}, OperatorKeys: []string{keyOperator}, Workspaces: t.TempDir(), Webhooks: hooks, Schedules: sch, Vaults: vaults,
 		LiveFrame: frame, LiveDesktopFrame: frame,
 	}))
 	t.Cleanup(func() {
@@ -186,6 +188,22 @@ func TestEveryRouteIsolatesKeys(t *testing.T) {
 		if got.status != want.status || same.Replace(string(got.body)) != same.Replace(string(want.body)) {
 			t.Errorf("%s: another key's object answered %d %s, one that does not exist %d %s", name, got.status, got.body, want.status, want.body)
 		}
+		if !strings.HasPrefix(r.path, "/api/v2/shared/") {
+			var body any
+			if r.body != "" {
+				body = alice.Replace(r.body)
+			}
+			if op := e.do(r.method, alice.Replace(r.path), keyOperator, body); op.status != http.StatusUnauthorized {
+				t.Errorf("%s with the operator key: %d %s, want 401", name, op.status, op.body)
+			}
+		}
+	}
+
+	// The operator's routes, to the tenants' keys, do not exist.
+	for _, key := range []string{keyAlice, keyBob} {
+		for _, method := range []string{"GET", "POST", "DELETE"} {
+			notRouted(e, method, "/api/v2/replicas", key)
+		}
 	}
 
 	// Bob's lists hold none of them, whatever they filter on.
@@ -196,6 +214,9 @@ func TestEveryRouteIsolatesKeys(t *testing.T) {
 		"/api/v2/browser-profiles/default?browser_name=chromium", "/api/v2/agents", "/api/v2/environments", "/api/v2/skills",
 		"/api/v2/quota/tokens",
 	} {
+		if r := e.do("GET", p, keyOperator, nil); r.status != http.StatusUnauthorized {
+			t.Errorf("GET %s with the operator key: %d %s, want 401", p, r.status, r.body)
+		}
 		r := e.do("GET", p, keyBob, nil)
 		for _, mine := range []string{sid, scheduleID, hookID, vaultID, prof.ProfileID, "team/", "order"} {
 			if strings.Contains(string(r.body), mine) {

@@ -12,9 +12,12 @@
 //
 // # Routes
 //
-//	GET    /healthz                              this replica's health (200 or 503)
+//	GET    /healthz                              this replica's health (200 or 503;
+//	                                             with an operator key, which
+//	                                             replica and why)
 //	GET    /api/v2/replicas                      the replicas sharing the store
-//	                                             (hrns addition)
+//	                                             (hrns addition; operator keys
+//	                                             only, 404 to others)
 //	POST   /api/v2/sessions                      create (201; Idempotency-Key)
 //	GET    /api/v2/sessions                      list (paged, filtered)
 //	GET    /api/v2/sessions/quota                the key's concurrent-session quota
@@ -101,6 +104,8 @@
 //
 // Requests carry an API key as "Authorization: Bearer KEY"; a key sees
 // only the sessions created with it, and another key's session is 404.
+// The operator's routes take an operator key instead
+// ([Options.OperatorKeys]), which opens nothing else.
 // The web page's requests carry instead the session cookie of a login
 // (POST /ui/login), and, when they change anything, its X-CSRF-Token
 // header (403 without).
@@ -150,6 +155,16 @@ type Options struct {
 	// authentication: every request owns every session (for a server
 	// only its own machine can reach).
 	APIKeys []string
+	// OperatorKeys are the operator's bearer keys: they open the
+	// operator's routes (GET /api/v2/replicas, the details of GET
+	// /healthz) and nothing else: an operator key is no API key, owns
+	// no session and does not log in to the web page. A key in both
+	// lists makes New panic. To a request without an operator key, an
+	// operator route answers as a route that does not exist (404), so
+	// that tenants are not told it is there. Empty means the operator
+	// routes answer nobody, unless APIKeys is empty too: a server
+	// without any key has one user, who is its operator as well.
+	OperatorKeys []string
 	// AllowedHosts are the Host headers the API answers: "host" (any
 	// port) or "host:port", names or IP addresses ("[::1]:8080"). A
 	// request naming another host is refused with 403, which defeats DNS
@@ -223,10 +238,12 @@ type Server struct {
 	m    *session.Manager
 	opts Options
 	keys map[[32]byte]string // sha256 of a key -> owner
-	mux  *http.ServeMux
-	log  *slog.Logger
-	g    *guard
-	ui   uiSessions // the web page's cookie sessions
+	// opKeys are the sha256 of the operator keys.
+	opKeys map[[32]byte]struct{}
+	mux    *http.ServeMux
+	log    *slog.Logger
+	g      *guard
+	ui     uiSessions // the web page's cookie sessions
 	// logins bounds the web page's failed logins; now is its clock
 	// (time.Now; tests set another).
 	logins loginLimiter
@@ -246,7 +263,7 @@ func New(m *session.Manager, opts *Options) *Server {
 	if m == nil {
 		panic("server.New: nil manager")
 	}
-	s := &Server{m: m, keys: map[[32]byte]string{}, mux: http.NewServeMux(), now: time.Now}
+	s := &Server{m: m, keys: map[[32]byte]string{}, opKeys: map[[32]byte]struct{}{}, mux: http.NewServeMux(), now: time.Now}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -261,6 +278,13 @@ func New(m *session.Manager, opts *Options) *Server {
 	for _, k := range s.opts.APIKeys {
 		sum := sha256.Sum256([]byte(k))
 		s.keys[sum] = "key:" + hex.EncodeToString(sum[:8])
+	}
+	for _, k := range s.opts.OperatorKeys {
+		sum := sha256.Sum256([]byte(k))
+		if _, both := s.keys[sum]; both {
+			panic("server.New: a key is both an API key and an operator key (Options.APIKeys and Options.OperatorKeys): give each key one role")
+		}
+		s.opKeys[sum] = struct{}{}
 	}
 	for _, r := range []struct {
 		pattern string
@@ -287,7 +311,6 @@ func New(m *session.Manager, opts *Options) *Server {
 		{"GET /api/v2/sessions/{id}/feedback", bodyNone, s.listFeedback},
 		{"POST /api/v2/sessions/{id}/share", bodyIgnored, s.share},
 		{"DELETE /api/v2/sessions/{id}/share", bodyNone, s.unshare},
-		{"GET /api/v2/replicas", bodyNone, s.replicas},
 		{"GET /api/v2/quota/tokens", bodyNone, s.tokenQuota},
 		{"POST /api/v2/sessions/{id}/files/list_files", bodyJSON, s.listFiles},
 		{"POST /api/v2/sessions/{id}/files/read_file", bodyJSON, s.readFile},
@@ -303,6 +326,9 @@ func New(m *session.Manager, opts *Options) *Server {
 	s.liveRoutes()
 	s.uiRoutes()
 	s.mux.HandleFunc("GET /healthz", s.health)
+	// An operator route, for every method: to others it is a route that
+	// does not exist, whatever the method.
+	s.mux.HandleFunc("/api/v2/replicas", s.replicas)
 	// A shared session is public: its token is the capability.
 	s.mux.HandleFunc("GET /api/v2/shared/{token}", s.shared)
 	s.mux.HandleFunc("GET /api/v2/shared/{token}/events", s.sharedEvents)
@@ -537,22 +563,61 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, owner string) er
 }
 
 // health answers a load balancer: 200 while this replica works, 503 when
-// it cannot reach the store (other replicas take its sessions over).
-func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
-	if err := s.m.Health(); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unhealthy", "replica": s.m.ReplicaID(), "detail": err.Error()})
-		return
+// it cannot reach the store (other replicas take its sessions over). It
+// is unauthenticated and cheap: the status alone. With an operator key
+// it names the replica answering (its ID names its host) and why it is
+// unhealthy.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	err := s.m.Health()
+	status, body := http.StatusOK, map[string]string{"status": "ok"}
+	if err != nil {
+		status, body = http.StatusServiceUnavailable, map[string]string{"status": "unhealthy"}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "replica": s.m.ReplicaID()})
+	if s.operator(r) {
+		body["replica"] = s.m.ReplicaID()
+		if err != nil {
+			body["detail"] = err.Error()
+		}
+	}
+	writeJSON(w, status, body)
 }
 
-func (s *Server) replicas(w http.ResponseWriter, r *http.Request, _ string) error {
+// operator reports whether r carries an operator key
+// ([Options.OperatorKeys]) as its bearer key; on a server without any
+// key, whether API key or operator key, every request does: its one
+// user is its operator.
+func (s *Server) operator(r *http.Request) bool {
+	if len(s.opKeys) == 0 {
+		return len(s.keys) == 0
+	}
+	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	_, ok = s.opKeys[sha256.Sum256([]byte(strings.TrimSpace(key)))]
+	return ok
+}
+
+// replicas answers GET /api/v2/replicas, an operator route: the
+// replicas' hosts, PIDs and loads are the operator's, and a request
+// without an operator key gets what a route that does not exist gets
+// (ServeHTTP's 404), for any method.
+func (s *Server) replicas(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(r) {
+		writeError(w, http.StatusNotFound, http.StatusText(http.StatusNotFound))
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, http.StatusMethodNotAllowed, http.StatusText(http.StatusMethodNotAllowed))
+		return
+	}
 	rs, err := s.m.Replicas(r.Context())
 	if err != nil {
-		return err
+		s.writeErr(w, r, err)
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": rs})
-	return nil
 }
 
 func (s *Server) quota(w http.ResponseWriter, r *http.Request, owner string) error {
@@ -570,8 +635,15 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, owner string) error
 		return err
 	}
 	if v.Lease != nil {
-		// Operator data stays out of the reference's Session object.
-		w.Header().Set("Hrns-Lease", fmt.Sprintf("replica=%q; until=%q", v.Lease.Replica, v.Lease.Until.Format(time.RFC3339Nano)))
+		// Out of the reference's Session object. The replica's ID
+		// names its host, which is the operator's: a tenant is told
+		// until when the session is held, and only the one user of a
+		// server without keys (its operator) which replica holds it.
+		until := fmt.Sprintf("until=%q", v.Lease.Until.Format(time.RFC3339Nano))
+		if len(s.keys) == 0 && len(s.opKeys) == 0 {
+			until = fmt.Sprintf("replica=%q; ", v.Lease.Replica) + until
+		}
+		w.Header().Set("Hrns-Lease", until)
 	}
 	writeJSON(w, http.StatusOK, v)
 	return nil
