@@ -292,3 +292,24 @@ func TestLeaseShown(t *testing.T) {
 	}
 	t.Errorf("lease of a waiting session = %q, want none", lease)
 }
+
+// countFailStore fails EventCount with an error that names the database's
+// host and user, as a driver's connection error does.
+type countFailStore struct{ store.Store }
+
+func (countFailStore) EventCount(context.Context, string) (string, int64, error) {
+	return "", 0, errors.New(`failed to connect to host=db-primary.internal user=hrns database=hrns: dial error`)
+}
+
+// TestStreamErrorHidesTheStore: an event stream whose read fails tells
+// the tenant that it failed, not the store's error, which names the
+// operator's database host (it goes to the log).
+func TestStreamErrorHidesTheStore(t *testing.T) {
+	e := newEnv(t, &envOptions{wrap: func(st store.Store) store.Store { return countFailStore{st} }},
+		calls(openaitest.ToolCall("call_1", "get_order_status", `{"order_id":"1"}`)))
+	id := e.create(keyAlice, orderAgent)
+	r := e.do("GET", "/api/v2/sessions/"+id+"/events", keyAlice, nil, "Accept", "text/event-stream")
+	if !strings.Contains(string(r.body), "event: error") || strings.Contains(string(r.body), "db-primary") || !strings.Contains(string(r.body), "internal error") {
+		t.Errorf("the stream after a failed read: %d %s; want an error event saying internal error, without the store's error", r.status, r.body)
+	}
+}

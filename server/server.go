@@ -1000,6 +1000,18 @@ func (s *Server) resource(w http.ResponseWriter, r *http.Request, owner string) 
 	return nil
 }
 
+// streamDetail is what an event stream's error event says of err: a
+// session gone is the caller's to know; any other error (the store's,
+// whose text may name the database's host and user) goes to the log, and
+// the caller is told "internal error", as writeErr tells it.
+func (s *Server) streamDetail(r *http.Request, err error) string {
+	if errors.Is(err, session.ErrNotFound) {
+		return "Session not found"
+	}
+	s.log.Error("event stream failed", "path", r.URL.Path, "err", err)
+	return "internal error"
+}
+
 // stream sends the session's events as Server-Sent Events, from
 // from_index (or after the Last-Event-ID a reconnecting browser sends),
 // until the session has ended and every event was sent.
@@ -1049,7 +1061,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 		}
 		if err != nil {
 			if r.Context().Err() == nil {
-				fmt.Fprintf(w, "event: error\ndata: %s\n\n", mustJSON(map[string]string{"detail": err.Error()}))
+				fmt.Fprintf(w, "event: error\ndata: %s\n\n", mustJSON(map[string]string{"detail": s.streamDetail(r, err)}))
 				rc.Flush()
 			}
 			return nil
