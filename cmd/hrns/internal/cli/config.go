@@ -44,6 +44,11 @@ type Config struct {
 	// APIKeys are the keys hrns serve accepts, besides HRNS_API_KEYS and
 	// --api-keys-file. A file holding them must have mode 0600.
 	APIKeys []string `toml:"api_keys" yaml:"api_keys"`
+	// OperatorKeys are the operator keys of hrns serve, besides
+	// HRNS_OPERATOR_KEYS and --operator-keys-file: they read the
+	// operator's routes (the replicas, /healthz's details) and nothing
+	// else. A file holding them must have mode 0600.
+	OperatorKeys []string `toml:"operator_keys" yaml:"operator_keys"`
 	// AllowedHosts are Host headers hrns serve answers besides
 	// loopback's (--allowed-host).
 	AllowedHosts []string `toml:"allowed_hosts" yaml:"allowed_hosts"`
@@ -302,7 +307,7 @@ func parseConfig(path string, data []byte) (*Config, error) {
 // holdsKeys reports whether the file holds a key: an API key of hrns
 // serve or of a provider.
 func (c *Config) holdsKeys() bool {
-	hasKey := len(c.APIKeys) > 0
+	hasKey := len(c.APIKeys) > 0 || len(c.OperatorKeys) > 0
 	for _, p := range c.Providers {
 		hasKey = hasKey || p.APIKey != ""
 	}

@@ -71,6 +71,8 @@ func (c *Config) mergeHrnsProject(workdir string) error {
 		refused = "skills"
 	case len(p.APIKeys) > 0:
 		refused = "api_keys"
+	case len(p.OperatorKeys) > 0:
+		refused = "operator_keys"
 	case len(p.AllowedHosts) > 0:
 		refused = "allowed_hosts"
 	case len(p.CORSOrigins) > 0:

@@ -43,15 +43,17 @@ type serveOptions struct {
 	db        string
 	apiKeyArg bool // --api-key was given: refused
 	keysFile  string
-	hosts     stringList
-	origins   stringList
-	publicURL string
-	config    string
-	provider  string
-	model     string
-	baseURL   string
-	agentsDir string
-	workdir   string
+	// opKeysFile is --operator-keys-file (serve_guard.go).
+	opKeysFile string
+	hosts      stringList
+	origins    stringList
+	publicURL  string
+	config     string
+	provider   string
+	model      string
+	baseURL    string
+	agentsDir  string
+	workdir    string
 	// workdirReal is workdir with its links resolved, set by
 	// prepareWorkdir.
 	workdirReal string
@@ -105,6 +107,7 @@ func (o *serveOptions) flags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&o.keysFile, "api-keys-file", "", "a file of accepted API keys, one a line, readable by its owner only (mode 0600); also HRNS_API_KEYS=k1,k2 and api_keys in the config file")
+	fs.StringVar(&o.opKeysFile, "operator-keys-file", "", "a file of operator keys, one a line, readable by its owner only (mode 0600): they read GET /api/v2/replicas and /healthz's details and nothing else, and may not be API keys too; also HRNS_OPERATOR_KEYS=k1,k2 and operator_keys in the config file")
 	fs.StringVar(&o.vaultKeyFile, "vault-key-file", "", "a file of the keys that encrypt vaults (ID:BASE64 of 32 bytes, the primary first), readable by its owner only (mode 0600); also HRNS_VAULT_KEY")
 	fs.Var(&o.hosts, "allowed-host", "a Host name (or HOST:PORT) the API answers besides loopback's, as a proxy or browser sends it (repeatable; also allowed_hosts in the config)")
 	fs.StringVar(&o.publicURL, "public-url", "", "the server's address as clients reach it (https://hrns.example.com, with a proxy's path prefix if any), which share URLs are made from (default: each request's scheme and Host; also public_url in the config)")
@@ -232,6 +235,10 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 		return &usageError{err.Error()}
 	}
 	keys, err := o.keys(cfg, stdio)
+	if err != nil {
+		return err
+	}
+	opKeys, err := o.operatorKeys(cfg, stdio, keys)
 	if err != nil {
 		return err
 	}
@@ -382,7 +389,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	// holding the shutdown for their whole wait.
 	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
-	srvOpts := &server.Options{APIKeys: keys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch, Profiles: o.profileLimits, LiveFrame: o.liveFrame, LiveDesktopFrame: o.liveDesktopFrame}
+	srvOpts := &server.Options{APIKeys: keys, OperatorKeys: opKeys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch, Profiles: o.profileLimits, LiveFrame: o.liveFrame, LiveDesktopFrame: o.liveDesktopFrame}
 	o.reads.setServer(srvOpts)
 	srv := &http.Server{
 		Handler:           server.New(m, srvOpts),
@@ -391,6 +398,9 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	}
 	if len(keys) == 0 {
 		fmt.Fprintln(stdio.Err, "hrns serve: no API keys: anyone who can reach this machine's loopback can use the API")
+	}
+	if len(keys) > 0 && len(opKeys) == 0 {
+		fmt.Fprintf(stdio.Err, "hrns serve: no operator key: GET /api/v2/replicas and the details of /healthz answer nobody (set %s=k1,k2, --operator-keys-file PATH or operator_keys in the config file to read them)\n", opKeysEnv)
 	}
 	fmt.Fprintf(stdio.Err, "hrns serve: listening on http://%s (sessions in %s, model %s)\n", ln.Addr(), where, modelName)
 	if len(keys) == 0 {

@@ -21,8 +21,12 @@ import (
 // reach, a directory of its own for each session, and the server's Host
 // and Origin rules (docs/serve.md, "Security").
 
-// keysEnv is the variable holding the accepted API keys.
-const keysEnv = "HRNS_API_KEYS"
+// keysEnv is the variable holding the accepted API keys; opKeysEnv the
+// one holding the operator keys.
+const (
+	keysEnv   = "HRNS_API_KEYS"
+	opKeysEnv = "HRNS_OPERATOR_KEYS"
+)
 
 // keys returns the accepted API keys: HRNS_API_KEYS, --api-keys-file and
 // the config file's api_keys. --api-key is refused: the command line of
@@ -45,7 +49,57 @@ func (o *serveOptions) keys(cfg *Config, stdio *IO) ([]string, error) {
 		}
 		keys = append(keys, fk...)
 	}
-	return append(keys, cfg.APIKeys...), nil
+	ck, err := configKeys("api_keys", cfg.APIKeys)
+	if err != nil {
+		return nil, err
+	}
+	return append(keys, ck...), nil
+}
+
+// operatorKeys returns the operator keys: HRNS_OPERATOR_KEYS (removed
+// from the environment once read, as HRNS_API_KEYS is),
+// --operator-keys-file (checked as --api-keys-file is) and the config
+// file's operator_keys. They open the operator's routes and nothing
+// else; one that is also among the API keys apiKeys is a usage error
+// (which the key is would depend on the route), which names neither.
+func (o *serveOptions) operatorKeys(cfg *Config, stdio *IO, apiKeys []string) ([]string, error) {
+	keys := splitList(stdio.getenv(opKeysEnv))
+	if stdio.Getenv == nil {
+		os.Unsetenv(opKeysEnv)
+	}
+	if o.opKeysFile != "" {
+		fk, err := readKeysFile(o.opKeysFile)
+		if err != nil {
+			return nil, usagef("--operator-keys-file: %v", err)
+		}
+		keys = append(keys, fk...)
+	}
+	ck, err := configKeys("operator_keys", cfg.OperatorKeys)
+	if err != nil {
+		return nil, err
+	}
+	keys = append(keys, ck...)
+	for _, k := range keys {
+		if slices.Contains(apiKeys, k) {
+			return nil, usagef("a key is both an API key and an operator key: an operator key reads the replicas and nothing else, and a tenant's key must not read them; give the operator a key of its own (%s, --operator-keys-file or operator_keys) that is not among the API keys (%s, --api-keys-file or api_keys)", opKeysEnv, keysEnv)
+		}
+	}
+	return keys, nil
+}
+
+// configKeys returns the keys of the config file's list name, trimmed
+// as the server trims the keys it is given; an empty one is an error
+// (the web page's login would take an empty key for it).
+func configKeys(name string, keys []string) ([]string, error) {
+	out := make([]string, 0, len(keys))
+	for i, k := range keys {
+		k = strings.TrimSpace(k)
+		if k == "" {
+			return nil, usagef("config: %s[%d] is empty", name, i)
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }
 
 // readKeysFile reads a file of keys, one a line; blank lines and lines
@@ -116,7 +170,7 @@ func (o *serveOptions) prepareWorkdir(cfg *Config) error {
 			}
 		}
 	}
-	secrets := []struct{ what, path string }{{"--api-keys-file", o.keysFile}, {"--vault-key-file", o.vaultKeyFile}}
+	secrets := []struct{ what, path string }{{"--api-keys-file", o.keysFile}, {"--operator-keys-file", o.opKeysFile}, {"--vault-key-file", o.vaultKeyFile}}
 	if cfg.holdsKeys() {
 		secrets = append(secrets, struct{ what, path string }{"the config file", cfg.path})
 	}

@@ -107,16 +107,21 @@ func TestServeRefusesKeysInArgv(t *testing.T) {
 }
 
 // TestServeUnsetsKeysVariable checks that hrns serve, reading its keys
-// from its environment, removes HRNS_API_KEYS from it, so that nothing it
-// starts inherits them.
+// from its environment, removes HRNS_API_KEYS and HRNS_OPERATOR_KEYS
+// from it, so that nothing it starts inherits them.
 func TestServeUnsetsKeysVariable(t *testing.T) {
 	home := t.TempDir()
-	for k, v := range map[string]string{"HOME": home, "XDG_CONFIG_HOME": home, "HRNS_CONFIG": "", "OPENAI_API_KEY": "k", "HRNS_API_KEYS": "sk-from-env"} {
+	for k, v := range map[string]string{"HOME": home, "XDG_CONFIG_HOME": home, "HRNS_CONFIG": "", "OPENAI_API_KEY": "k", "HRNS_API_KEYS": "sk-from-env", "HRNS_OPERATOR_KEYS": "sk-operator-from-env"} {
 		t.Setenv(k, v)
 	}
 	s := startServe(t, nil, "--model", "m", "--db", "sqlite:"+filepath.Join(t.TempDir(), "h.db"))
-	if v, ok := os.LookupEnv("HRNS_API_KEYS"); ok {
-		t.Errorf("HRNS_API_KEYS=%q is still in the environment", v)
+	for _, name := range []string{"HRNS_API_KEYS", "HRNS_OPERATOR_KEYS"} {
+		if v, ok := os.LookupEnv(name); ok {
+			t.Errorf("%s=%q is still in the environment", name, v)
+		}
+	}
+	if status, body := s.get(t, "GET", "/api/v2/replicas", "sk-operator-from-env"); status != http.StatusOK {
+		t.Errorf("the operator key of the environment: %d %s", status, body)
 	}
 	req, _ := http.NewRequest("GET", s.url+"/api/v2/sessions", nil)
 	req.Header.Set("Authorization", "Bearer sk-from-env")
@@ -278,6 +283,7 @@ func TestServeStoreInWorkdir(t *testing.T) {
 
 	os.WriteFile(filepath.Join(work, "keys"), []byte("sk-1\n"), 0o600)
 	os.WriteFile(filepath.Join(work, "config.toml"), []byte("api_keys = [\"sk-2\"]\n"), 0o600)
+	os.WriteFile(filepath.Join(work, "operators.toml"), []byte("operator_keys = [\"sk-3\"]\n"), 0o600)
 	for _, tt := range []struct {
 		name     string
 		chdir    string
@@ -287,6 +293,8 @@ func TestServeStoreInWorkdir(t *testing.T) {
 	}{
 		{"the keys file in the workdir", "", work, []string{"--db", "sqlite:" + filepath.Join(other, "h.db"), "--api-keys-file", filepath.Join(work, "keys")}, true},
 		{"the config file in the workdir", "", work, []string{"--db", "sqlite:" + filepath.Join(other, "h.db"), "--config", filepath.Join(work, "config.toml")}, true},
+		{"the operator keys file in the workdir", "", work, []string{"--db", "sqlite:" + filepath.Join(other, "h.db"), "--operator-keys-file", filepath.Join(work, "keys")}, true},
+		{"a config file of operator keys in the workdir", "", work, []string{"--db", "sqlite:" + filepath.Join(other, "h.db"), "--config", filepath.Join(work, "operators.toml")}, true},
 		{"--workdir . with the default hrns.db", work, ".", nil, true},
 		{"the database in the workdir", "", work, []string{"--db", "sqlite:" + filepath.Join(work, "hrns.db")}, true},
 		{"the database deeper in the workdir", "", work, []string{"--db", filepath.Join(work, "a", "b", "hrns.db")}, true},

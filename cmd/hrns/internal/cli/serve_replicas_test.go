@@ -46,6 +46,9 @@ type cluster struct {
 	lb       *balancer
 	lbURL    string
 	key      string
+	// opKey is the replicas' operator key, which reads
+	// GET /api/v2/replicas (key, a tenant's, does not).
+	opKey string
 }
 
 type replica struct {
@@ -68,14 +71,14 @@ func startCluster(t testing.TB, n, workers int, dsn string, model *openaitest.Se
 func startClusterEnv(t testing.TB, n, workers int, dsn string, model *openaitest.Server, env []string) *cluster {
 	t.Helper()
 	bin := hrnsBinary(t)
-	c := &cluster{t: t, key: "sk-replicas"}
+	c := &cluster{t: t, key: "sk-replicas", opKey: "sk-replicas-operator"}
 	home := t.TempDir()
 	for range n {
 		addr := freeAddr(t)
 		r := &replica{url: "http://" + addr}
 		r.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", dsn, "--model", "test-model", "--workers", fmt.Sprint(workers))
 		r.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home,
-			"OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test", "HRNS_LEASE_TTL=" + replicaLeaseTTL, "HRNS_API_KEYS=" + c.key}
+			"OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test", "HRNS_LEASE_TTL=" + replicaLeaseTTL, "HRNS_API_KEYS=" + c.key, "HRNS_OPERATOR_KEYS=" + c.opKey}
 		r.cmd.Env = append(r.cmd.Env, env...)
 		r.cmd.Stdout, r.cmd.Stderr = &r.logs, &r.logs
 		if err := r.cmd.Start(); err != nil {
@@ -130,11 +133,12 @@ func (c *cluster) client(i int) *client.Client {
 	return client.New(url, c.key, &client.Options{RetryDelay: 50 * time.Millisecond, MaxAttempts: 40, PollWait: 5 * time.Second})
 }
 
-// list returns the replicas as GET /api/v2/replicas shows them.
+// list returns the replicas as GET /api/v2/replicas shows them to the
+// operator key.
 func (c *cluster) list(ctx context.Context) []session.Replica {
 	c.t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, "GET", c.lbURL+"/api/v2/replicas", nil)
-	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Authorization", "Bearer "+c.opKey)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
@@ -332,6 +336,42 @@ func TestServeReplicas(t *testing.T) {
 	c := startCluster(t, 3, 2, dsn, model)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
+
+	t.Run("ReplicasForTheOperatorOnly", func(t *testing.T) {
+		// Every replica shows the three, hosts and PIDs included, to
+		// the operator key, and answers the tenant's key as a route
+		// that does not exist.
+		for i, r := range c.replicas {
+			s := &servingCmd{url: r.url}
+			_, missing := s.get(t, "GET", "/api/v2/no-such-route", c.key)
+			if status, body := s.get(t, "GET", "/api/v2/replicas", c.key); status != http.StatusNotFound || body != missing {
+				t.Errorf("replica %d: GET /api/v2/replicas with the tenant's key: %d %s; want %s", i, status, body, missing)
+			}
+			// Every replica records itself at its first heartbeat,
+			// which may follow its first health check.
+			var status int
+			var body string
+			pids := map[int]bool{}
+			for range 1000 {
+				status, body = s.get(t, "GET", "/api/v2/replicas", c.opKey)
+				var list struct{ Items []session.Replica }
+				json.Unmarshal([]byte(body), &list)
+				clear(pids)
+				for _, r := range list.Items {
+					if r.Host != "" && r.Healthy {
+						pids[r.PID] = true
+					}
+				}
+				if status != http.StatusOK || len(pids) == len(c.replicas) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if status != http.StatusOK || len(pids) != len(c.replicas) || !pids[r.cmd.Process.Pid] {
+				t.Errorf("replica %d: GET /api/v2/replicas with the operator key: %d %s; want the %d replicas", i, status, body, len(c.replicas))
+			}
+		}
+	})
 
 	t.Run("LongPollWokenByAnotherReplica", func(t *testing.T) {
 		// A paused session runs nowhere: the only write is the post.
