@@ -329,7 +329,9 @@ const filesBodyBytes = 12 << 20
 // ServeHTTP implements [http.Handler]. Unknown paths and methods get JSON
 // errors too. Every request but GET /healthz passes the Host and Origin
 // rules first (see [Options.AllowedHosts] and [Options.CORSOrigins]).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	w := newBoundedWriter(rw)
+	defer w.finish()
 	if r.URL.Path != "/healthz" && !s.g.check(w, r) {
 		return
 	}
@@ -469,11 +471,19 @@ func writeError(w http.ResponseWriter, status int, detail any) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
+	// Encoded whole first (json.Encoder would too), so that the answer
+	// is one write, with its Content-Length, whose write deadline is
+	// for its size (boundedWriter).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		panic(http.ErrAbortHandler) // a value of the server's own: not expected
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
 }
 
 // decode reads the JSON body into v.
@@ -810,6 +820,7 @@ func (s *Server) writeEventPage(w http.ResponseWriter, r *http.Request, pr *sess
 	if err != nil {
 		return err
 	}
+	ownWriteDeadline(w)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -846,15 +857,10 @@ func (s *Server) writeEventPage(w http.ResponseWriter, r *http.Request, pr *sess
 		}
 	}
 	fmt.Fprintf(&buf, `],"total":%d,"page":%d}`+"\n", pr.Total, pr.Page)
+	rc.SetWriteDeadline(time.Now().Add(pageWriteTimeout)) // the last read may have waited
 	w.Write(buf.Bytes())
-	rc.SetWriteDeadline(time.Time{})
 	return nil
 }
-
-// pageWriteTimeout bounds the time a client may take to receive one
-// piece of a page of events (at most the read budget plus one event),
-// or one turn of an event stream. Tests shorten it (export_test.go).
-var pageWriteTimeout = time.Minute
 
 // pageReadRetry bounds how long the next piece of a page being sent is
 // asked again after its read found the key's or the server's reads too
@@ -955,7 +961,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 	// stops reading ends its stream then, and the long-poll it counts as
 	// (its key's, and the server's) with it, rather than holding them for
 	// good on its full socket.
-	defer rc.SetWriteDeadline(time.Time{})
+	ownWriteDeadline(w)
 	rc.SetWriteDeadline(time.Now().Add(pageWriteTimeout))
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
