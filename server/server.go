@@ -58,6 +58,8 @@
 //	                                             CSRF token
 //	POST   /ui/login                             {"key"}: a session cookie
 //	POST   /ui/logout                            204
+//	*      /ui/api/...                           /api/..., for the page (its
+//	                                             cookie is scoped to /ui)
 //
 // the schedules, when [Options.Schedules] is set (server/schedules.go):
 //
@@ -332,6 +334,20 @@ const filesBodyBytes = 12 << 20
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w := newBoundedWriter(rw)
 	defer w.finish()
+	if rest, ok := strings.CutPrefix(r.URL.Path, uiAPIPrefix); ok {
+		// The page's calls to the API, under its own path, where its
+		// cookie is scoped (uisession.go): served as the API's.
+		r2 := *r
+		u := *r.URL
+		u.Path = "/api/" + rest
+		raw, ok := strings.CutPrefix(u.RawPath, uiAPIPrefix)
+		u.RawPath = ""
+		if ok {
+			u.RawPath = "/api/" + raw
+		}
+		r2.URL = &u
+		r = &r2
+	}
 	if r.URL.Path != "/healthz" && !s.g.check(w, r) {
 		return
 	}

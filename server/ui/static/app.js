@@ -1,11 +1,16 @@
 // The hrns sessions page. It calls the public /api/v2 endpoints with
-// relative URLs (so that it works behind a path prefix) and builds every
-// element with textContent: nothing from a session is ever parsed as HTML.
+// relative URLs (so that it works behind a path prefix), as ui/api/v2
+// when it sends its cookie, and builds every element with textContent:
+// nothing from a session is ever parsed as HTML.
 'use strict';
 
 (() => {
   const page = new URL('.', location.href);       // PREFIX/ui/
-  const API = new URL('../api/v2/', page);          // PREFIX/api/v2/
+  // The API, under the page's own path, where the session cookie goes
+  // (it is scoped to PREFIX/ui); PUBLIC_API, the API's own path, for the
+  // calls that carry no cookie (a shared session, an upload's target).
+  const API = new URL('api/v2/', page);             // PREFIX/ui/api/v2/
+  const PUBLIC_API = new URL('../api/v2/', page);   // PREFIX/api/v2/
   const TERMINAL = new Set(['completed', 'failed', 'timed_out', 'interrupted']);
   const STATES = ['queued', 'pending', 'running', 'paused', 'idle', 'awaiting_tool_results', 'completed', 'failed', 'timed_out', 'interrupted'];
   const main = document.getElementById('main');
@@ -1648,7 +1653,7 @@
         const fd = new FormData();
         for (const [k, v] of Object.entries(init.upload_fields || {})) fd.append(k, v);
         fd.append('file', file.files[0]);
-        const target = new URL('browser-profiles/' + encodeURIComponent(init.profile_id) + '/upload', API);
+        const target = new URL('browser-profiles/' + encodeURIComponent(init.profile_id) + '/upload', PUBLIC_API);
         const r = await fetch(target, { method: 'POST', body: fd, credentials: 'omit' });
         if (!r.ok) {
           const text = await r.text();
@@ -1852,7 +1857,7 @@
   // sharedGet reads a shared endpoint with no cookie and no key: the
   // token in the path is the only credential.
   async function sharedGet(path) {
-    const r = await fetch(new URL(path, API), { credentials: 'omit', cache: 'no-store', referrerPolicy: 'no-referrer' });
+    const r = await fetch(new URL(path, PUBLIC_API), { credentials: 'omit', cache: 'no-store', referrerPolicy: 'no-referrer' });
     const text = await r.text();
     let data = null;
     try { data = text ? JSON.parse(text) : null; } catch { data = null; }
