@@ -61,6 +61,8 @@
 //	                                             CSRF token
 //	POST   /ui/login                             {"key"}: a session cookie
 //	POST   /ui/logout                            204
+//	*      /ui/api/...                           /api/..., for the page (its
+//	                                             cookie is scoped to /ui)
 //
 // the schedules, when [Options.Schedules] is set (server/schedules.go):
 //
@@ -355,7 +357,23 @@ const filesBodyBytes = 12 << 20
 // ServeHTTP implements [http.Handler]. Unknown paths and methods get JSON
 // errors too. Every request but GET /healthz passes the Host and Origin
 // rules first (see [Options.AllowedHosts] and [Options.CORSOrigins]).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	w := newBoundedWriter(rw)
+	defer w.finish()
+	if rest, ok := strings.CutPrefix(r.URL.Path, uiAPIPrefix); ok {
+		// The page's calls to the API, under its own path, where its
+		// cookie is scoped (uisession.go): served as the API's.
+		r2 := *r
+		u := *r.URL
+		u.Path = "/api/" + rest
+		raw, ok := strings.CutPrefix(u.RawPath, uiAPIPrefix)
+		u.RawPath = ""
+		if ok {
+			u.RawPath = "/api/" + raw
+		}
+		r2.URL = &u
+		r = &r2
+	}
 	if r.URL.Path != "/healthz" && !s.g.check(w, r) {
 		return
 	}
@@ -495,11 +513,19 @@ func writeError(w http.ResponseWriter, status int, detail any) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
+	// Encoded whole first (json.Encoder would too), so that the answer
+	// is one write, with its Content-Length, whose write deadline is
+	// for its size (boundedWriter).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		panic(http.ErrAbortHandler) // a value of the server's own: not expected
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
 }
 
 // decode reads the JSON body into v.
@@ -882,6 +908,7 @@ func (s *Server) writeEventPage(w http.ResponseWriter, r *http.Request, pr *sess
 	if err != nil {
 		return err
 	}
+	ownWriteDeadline(w)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -918,15 +945,10 @@ func (s *Server) writeEventPage(w http.ResponseWriter, r *http.Request, pr *sess
 		}
 	}
 	fmt.Fprintf(&buf, `],"total":%d,"page":%d}`+"\n", pr.Total, pr.Page)
+	rc.SetWriteDeadline(time.Now().Add(pageWriteTimeout)) // the last read may have waited
 	w.Write(buf.Bytes())
-	rc.SetWriteDeadline(time.Time{})
 	return nil
 }
-
-// pageWriteTimeout bounds the time a client may take to receive one
-// piece of a page of events (at most the read budget plus one event),
-// or one turn of an event stream. Tests shorten it (export_test.go).
-var pageWriteTimeout = time.Minute
 
 // pageReadRetry bounds how long the next piece of a page being sent is
 // asked again after its read found the key's or the server's reads too
@@ -1039,7 +1061,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 	// stops reading ends its stream then, and the long-poll it counts as
 	// (its key's, and the server's) with it, rather than holding them for
 	// good on its full socket.
-	defer rc.SetWriteDeadline(time.Time{})
+	ownWriteDeadline(w)
 	rc.SetWriteDeadline(time.Now().Add(pageWriteTimeout))
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")

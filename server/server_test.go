@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -50,6 +51,8 @@ type envOptions struct {
 	server *server.Options
 	// keys are API keys besides keyAlice and keyBob.
 	keys []string
+	// connState, when set, is told the HTTP server's connections' states.
+	connState func(net.Conn, http.ConnState)
 }
 
 func newEnv(t *testing.T, o *envOptions, replies ...openaitest.Reply) *env {
@@ -77,7 +80,9 @@ func newEnv(t *testing.T, o *envOptions, replies ...openaitest.Reply) *env {
 		so = *o.server
 	}
 	so.APIKeys = append([]string{keyAlice, keyBob}, o.keys...)
-	srv := httptest.NewServer(contractHandler(t, server.New(m, &so)))
+	srv := httptest.NewUnstartedServer(contractHandler(t, server.New(m, &so)))
+	srv.Config.ConnState = o.connState
+	srv.Start()
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())

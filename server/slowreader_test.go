@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -215,5 +216,62 @@ func TestSlowStreamEnds(t *testing.T) {
 			t.Fatalf("a long-poll while the stalled stream is sent (%d tries): %d %s", i, r.status, r.body)
 		}
 		time.Sleep(10 * time.Millisecond) // a hang check, not a speed check
+	}
+}
+
+// TestSlowAnswerClosed: a JSON answer of the sessions API (a page of
+// events asked by from_index, the changes, a long-poll's answer) to a
+// client that sends its request and never reads loses its connection
+// once a write is not taken within its deadline (writeBudget: a minute a
+// MiB begun in the server, a fifth of a second here): the server closes
+// it, and what it held for it (the connection, the answer's bytes) is
+// freed; the client, reading at last, finds the answer cut short. Before,
+// these answers had no write deadline: the server held the connection
+// and the answer for as long as the client kept its socket open (the
+// wait for the close below fails at its bound).
+func TestSlowAnswerClosed(t *testing.T) {
+	const (
+		posts = 160
+		size  = 64 << 10 // 10 MiB: more than the sockets hold
+	)
+	server.SetPageWriteTimeout(t, 200*time.Millisecond)
+	var mu sync.Mutex
+	closed := map[string]chan struct{}{} // by the client's address
+	closedCh := func(addr string) chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		if closed[addr] == nil {
+			closed[addr] = make(chan struct{})
+		}
+		return closed[addr]
+	}
+	e := newEnv(t, &envOptions{
+		session: &session.Options{MaxReadBytes: 32 << 20},
+		connState: func(c net.Conn, s http.ConnState) {
+			if s == http.StateClosed {
+				close(closedCh(c.RemoteAddr().String()))
+			}
+		},
+	}, openaitest.Reply{Text: "a"})
+	alice := e.bigLog(keyAlice, posts, size)
+	for _, path := range []string{
+		"/api/v2/sessions/" + alice + "/events?size=200&from_index=0",
+		"/api/v2/sessions/" + alice + "/changes?from_index=0",
+		"/api/v2/sessions/" + alice + "/changes?from_index=0&wait_for_seconds=5",
+	} {
+		conn := e.stalledGet(path, keyAlice)
+		select {
+		case <-closedCh(conn.LocalAddr().String()):
+		case <-time.After(2 * time.Minute): // a hang check, not a speed check
+			t.Fatalf("%s: the server still holds the stalled connection", path)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			continue // cut before its head was read: cut short too
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err == nil || resp.StatusCode != http.StatusOK || int64(len(body)) >= resp.ContentLength {
+			t.Fatalf("%s: %d, %d bytes of %d, %v: not cut short", path, resp.StatusCode, len(body), resp.ContentLength, err)
+		}
 	}
 }

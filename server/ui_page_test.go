@@ -409,7 +409,7 @@ func TestUIBrowserManage(t *testing.T) {
 	e.follow(keyAlice, id).status("completed")
 	var deliveries []string
 	b.step("the delivery log",
-		chromedp.Poll[chromedp.Void](`fetch('../api/v2/webhooks/' + document.querySelector('#manage-items tr').dataset.name + '/deliveries?state=delivered&size=100', {credentials: 'same-origin'}).then(r => r.json()).then(p => p.total >= 3)`, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Poll[chromedp.Void](`fetch('api/v2/webhooks/' + document.querySelector('#manage-items tr').dataset.name + '/deliveries?state=delivered&size=100', {credentials: 'same-origin'}).then(r => r.json()).then(p => p.total >= 3)`, chromedp.WithPollingTimeout(30*time.Second)),
 		chromedp.Click(chromedp.CSS(`#manage-items tr button.open`)),
 		chromedp.Poll[chromedp.Void](`document.querySelectorAll('#manage-sub tr').length >= 3`),
 		eval(`[...document.querySelectorAll('#manage-sub tr')].map(r => r.textContent)`, &deliveries),

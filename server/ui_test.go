@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/hrns-dev/hrns/browser"
@@ -182,9 +184,25 @@ func TestUICookieLogin(t *testing.T) {
 		LoggedIn bool   `json:"logged_in"`
 	}
 	r.json(&login)
+	// The cookie has no Path: the browser scopes it to the login URL's
+	// directory, PREFIX/ui (TestUIBrowserCookieScope), not to the host.
 	cookies := (&http.Response{Header: r.header}).Cookies()
-	if len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode || cookies[0].Path != "/" || cookies[0].Secure {
-		t.Fatalf("cookies = %+v", cookies)
+	if len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode || cookies[0].Path != "" || cookies[0].Secure ||
+		strings.Contains(strings.ToLower(r.header.Get("Set-Cookie")), "path=") {
+		t.Fatalf("cookies = %+v (%q)", cookies, r.header.Get("Set-Cookie"))
+	}
+	// Over HTTPS (a proxy's X-Forwarded-Proto) it is Secure, and so is the
+	// logout's.
+	rs := e.expect(e.do("POST", "/ui/login", "", `{"key":"sk-alice"}`, "X-Forwarded-Proto", "https"), http.StatusOK)
+	var secure struct{ CSRF string }
+	rs.json(&secure)
+	sc := (&http.Response{Header: rs.header}).Cookies()
+	if len(sc) != 1 || !sc[0].Secure || !sc[0].HttpOnly || sc[0].SameSite != http.SameSiteStrictMode || sc[0].Path != "" {
+		t.Fatalf("cookies over HTTPS = %+v", sc)
+	}
+	rs = e.expect(e.do("POST", "/ui/logout", "", nil, "Cookie", "hrns_ui="+sc[0].Value, "X-CSRF-Token", secure.CSRF, "X-Forwarded-Proto", "https"), http.StatusNoContent)
+	if sc = (&http.Response{Header: rs.header}).Cookies(); len(sc) != 1 || !sc[0].Secure || sc[0].MaxAge >= 0 || sc[0].Path != "" {
+		t.Fatalf("logout's cookies over HTTPS = %+v", sc)
 	}
 	if login.CSRF == "" || !login.LoggedIn || strings.Contains(cookies[0].Value, keyAlice) {
 		t.Fatalf("login = %+v, cookie %q", login, cookies[0].Value)
@@ -204,6 +222,11 @@ func TestUICookieLogin(t *testing.T) {
 	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/pause", "", nil, "Cookie", cookie, "X-CSRF-Token", "wrong"), http.StatusForbidden)
 	e.expect(e.do("DELETE", "/api/v2/sessions/"+id, "", nil, "Cookie", cookie), http.StatusForbidden)
 	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/pause", "", nil, "Cookie", cookie, "X-CSRF-Token", login.CSRF), http.StatusAccepted)
+	// The same under the page's path, where the browser sends the cookie.
+	e.expect(e.do("GET", "/ui/api/v2/sessions/"+id, "", nil, "Cookie", cookie), http.StatusOK)
+	e.expect(e.do("POST", "/ui/api/v2/sessions/"+id+"/resume", "", nil, "Cookie", cookie), http.StatusForbidden)
+	e.expect(e.do("GET", "/ui/api/v2/sessions", "", nil, "Cookie", "hrns_ui=forged"), http.StatusUnauthorized)
+	e.expect(e.do("GET", "/ui/api/v2/nothing", "", nil, "Cookie", cookie), http.StatusNotFound)
 	// Another key's cookie does not see the session.
 	var bob struct{ CSRF string }
 	rb := e.expect(e.do("POST", "/ui/login", "", `{"key":"sk-bob"}`), http.StatusOK)
@@ -215,6 +238,40 @@ func TestUICookieLogin(t *testing.T) {
 	e.expect(e.do("POST", "/ui/logout", "", nil, "Cookie", cookie), http.StatusForbidden)
 	e.expect(e.do("POST", "/ui/logout", "", nil, "Cookie", cookie, "X-CSRF-Token", login.CSRF), http.StatusNoContent)
 	e.expect(e.do("GET", "/api/v2/sessions/"+id, "", nil, "Cookie", cookie), http.StatusUnauthorized)
+}
+
+// TestUIBrowserCookieScope: in a real Chromium, the login cookie is the
+// page's only (path PREFIX/ui, HttpOnly, SameSite=Strict): the browser
+// would send it to the page and the API under it (PREFIX/ui/api/v2/...,
+// which the page calls and which shows the list), and to nothing else on
+// the host: not another app's path, not the host's root, not
+// PREFIX/api/v2 (where no one needs it). Before, its Path was /, and a
+// browser sent it to every app behind the same host.
+func TestUIBrowserCookieScope(t *testing.T) {
+	e := newUIEnv(t)
+	b := newUIBrowser(t)
+	b.login(e)
+	root := strings.TrimSuffix(e.url, uiPrefix)
+	cookies := func(url string) []*network.Cookie {
+		var got []*network.Cookie
+		b.step("cookies for "+url, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			res, err := cdp.Call(ctx, tg, network.GetCookies, network.GetCookiesParams{URLs: []string{url}})
+			got = res.Cookies
+			return err
+		}))
+		return got
+	}
+	for _, url := range []string{e.url + "/ui/", e.url + "/ui/session", e.url + "/ui/api/v2/sessions"} {
+		c := cookies(url)
+		if len(c) != 1 || c[0].Name != "hrns_ui" || c[0].Path != uiPrefix+"/ui" || !c[0].HTTPOnly || c[0].SameSite != network.CookieSameSiteStrict {
+			t.Errorf("%s: cookies %+v", url, c)
+		}
+	}
+	for _, url := range []string{root + "/", root + "/other-app/", root + "/api/v2/sessions", e.url + "/api/v2/sessions", e.url + "/", e.url + "/uix"} {
+		if c := cookies(url); len(c) != 0 {
+			t.Errorf("%s: cookies %+v sent", url, c[0])
+		}
+	}
 }
 
 // uiBrowser is a headless Chromium on the page, for one test.

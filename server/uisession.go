@@ -18,8 +18,12 @@ import (
 // The web page (package server/ui) is served at /ui/. A browser logs in
 // with an API key (POST /ui/login) and receives a session cookie: an
 // opaque random token, HttpOnly and SameSite=Strict (and Secure over
-// TLS), that this server maps to the key's owner. The API accepts that
-// cookie in place of the bearer key, and on a request that changes
+// TLS), that this server maps to the key's owner. Its path is the
+// page's directory (PREFIX/ui: the cookie has no Path attribute, so the
+// browser takes the login URL's), so a browser sends it to the page and
+// to nothing else on its host: the page calls the API as ui/api/v2/...,
+// which ServeHTTP serves as /api/v2/... The API accepts that cookie in
+// place of the bearer key, and on a request that changes
 // anything (any method but GET and HEAD) only together with the header
 // X-CSRF-Token carrying the cookie session's CSRF token, which the page
 // reads from GET /ui/session. The cookie sessions live in this process's
@@ -27,7 +31,10 @@ import (
 // replica logs the page out.
 
 const (
-	uiCookie     = "hrns_ui"
+	uiCookie = "hrns_ui"
+	// uiAPIPrefix is where the page calls the API: under its own path,
+	// where its cookie goes.
+	uiAPIPrefix  = "/ui/api/"
 	uiCSRFHeader = "X-CSRF-Token"
 	uiSessionTTL = 12 * time.Hour
 	// uiMaxSessionsPerKey bounds the cookie sessions of one API key: a
@@ -200,8 +207,12 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token, us := s.ui.add(owner, now)
+	// No Path: the browser scopes the cookie to the login URL's directory
+	// (RFC 6265 5.1.4, default-path), PREFIX/ui, under whatever prefix a
+	// proxy serves hrns at, which the server does not see. Never Path=/:
+	// on a host shared with other apps, the token would go to all of them.
 	http.SetCookie(w, &http.Cookie{
-		Name: uiCookie, Value: token, Path: "/", MaxAge: int(uiSessionTTL / time.Second),
+		Name: uiCookie, Value: token, MaxAge: int(uiSessionTTL / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https"),
 	})
@@ -220,6 +231,9 @@ func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request) {
 			s.ui.remove(c.Value)
 		}
 	}
-	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	// Scoped as the login's (the same directory, PREFIX/ui), so that it
+	// replaces it.
+	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: "", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")})
 	w.WriteHeader(http.StatusNoContent)
 }

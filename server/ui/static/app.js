@@ -1,11 +1,16 @@
 // The hrns sessions page. It calls the public /api/v2 endpoints with
-// relative URLs (so that it works behind a path prefix) and builds every
-// element with textContent: nothing from a session is ever parsed as HTML.
+// relative URLs (so that it works behind a path prefix), as ui/api/v2
+// when it sends its cookie, and builds every element with textContent:
+// nothing from a session is ever parsed as HTML.
 'use strict';
 
 (() => {
   const page = new URL('.', location.href);       // PREFIX/ui/
-  const API = new URL('../api/v2/', page);          // PREFIX/api/v2/
+  // The API, under the page's own path, where the session cookie goes
+  // (it is scoped to PREFIX/ui); PUBLIC_API, the API's own path, for the
+  // calls that carry no cookie (a shared session, an upload's target).
+  const API = new URL('api/v2/', page);             // PREFIX/ui/api/v2/
+  const PUBLIC_API = new URL('../api/v2/', page);   // PREFIX/api/v2/
   const TERMINAL = new Set(['completed', 'failed', 'timed_out', 'interrupted']);
   const STATES = ['queued', 'pending', 'running', 'paused', 'idle', 'awaiting_tool_results', 'completed', 'failed', 'timed_out', 'interrupted'];
   const main = document.getElementById('main');
@@ -1067,7 +1072,7 @@
   // conversation, each event once and in the order of the log. The
   // answer shows once: the model's text that an answer repeats is left
   // out of the step that wrote it. onActive receives the data of each
-  // ActiveStateChangeEvent (the calls waiting), onMetrics that of each
+  // ActiveStateChangeEvent (the calls waiting) and its index, onMetrics that of each
   // MetricsUpdateEvent, onEvent each event.
   function trajectoryView(onActive, onMetrics, onEvent) {
     const planBox = el('div', { id: 'plan' });
@@ -1087,7 +1092,7 @@
       if (kind === 'policy_event') lastPolicy = node;
       else if (kind !== 'MetricsUpdateEvent' && kind !== 'ActiveStateChangeEvent' && kind !== 'AgentRunStatusChangeEvent') lastPolicy = null;
       traj.append(node);
-      if (e.type === 'ActiveStateChangeEvent') onActive(d);
+      if (e.type === 'ActiveStateChangeEvent') onActive(d, e.index);
       if (e.type === 'MetricsUpdateEvent') onMetrics(d);
       if (onEvent) onEvent(e);
       if (kind === 'tool_result' && d.tool_req && d.tool_req.tool_name === 'todo_write') {
@@ -1099,13 +1104,14 @@
   }
 
   // pendingCards shows the calls an ActiveStateChangeEvent says are
-  // waiting for approval or for a client's result, but those in skip.
-  // steer (the session page's) returns the controls that answer a call;
-  // without it the cards are read-only.
+  // waiting for approval or for a client's result, but those skip(kind,
+  // req) is true of (kind 'approval' or 'tool'). steer (the session
+  // page's) returns the controls that answer a call; without it the cards
+  // are read-only.
   function pendingCards(as, skip, steer) {
     const cards = [];
     for (const req of (as && as.pending_approvals) || []) {
-      if (!req || skip.has(req.id)) continue;
+      if (!req || skip('approval', req)) continue;
       const card = el('div', { class: 'card approval', 'data-call': req.id },
         el('div', { class: 'label', text: 'approval needed' }),
         // Why only a person may decide it, as the tool (not the model)
@@ -1116,7 +1122,7 @@
       cards.push(card);
     }
     for (const req of (as && as.pending_tool_calls) || []) {
-      if (!req || skip.has(req.id)) continue;
+      if (!req || skip('tool', req)) continue;
       const card = el('div', { class: 'card client-tool', 'data-call': req.id },
         el('div', { class: 'label', text: 'client tool call waiting for a result' }), toolCall(req));
       if (steer) card.append(...steer.toolCall(req, card));
@@ -1446,8 +1452,23 @@
     }
 
     let stopped = false, timer = 0;
+    // A call's wait is keyed by the call's kind and id and by the index of
+    // the ActiveStateChangeEvent from which it has been waiting without a
+    // break (waitingSince): a call's id is the model's, and a model may
+    // use one again (after a compaction, the transcript no longer shows
+    // it), so the id alone would take a new call for one already decided.
+    // waitingSince maps kind and id to that index, for the calls of the
+    // latest ActiveStateChangeEvent.
+    let waitingSince = new Map();
+    const waitKey = (kind, req) => {
+      const k = kind + ' ' + String(req.id);
+      return k + ' @' + (waitingSince.has(k) ? waitingSince.get(k) : -1);
+    };
+    // decided are the waits the person answered here: their cards stay
+    // hidden until an ActiveStateChangeEvent no longer lists the call (a
+    // call waiting again after that is a new wait, and shows).
     const decided = new Set();
-    // approvalShownAt is when each call's approval card was first shown: its
+    // approvalShownAt is when each wait's approval card was first shown: its
     // Approve answers no click in the first APPROVE_DELAY, so that a card
     // that appears under the pointer (it pushes the message box down) is
     // not approved by a click meant for what was there.
@@ -1475,16 +1496,17 @@
     // steer answers the calls waiting, from the page.
     const steer = {
       approval(req, card) {
+        const key = waitKey('approval', req);
         const reason = el('input', { type: 'text', placeholder: 'reason (optional)', class: 'reason' });
         const decide = (approved) => async () => {
           try {
             await api('POST', 'sessions/' + encodeURIComponent(id) + '/approvals', { id: req.id, approved, reason: reason.value || undefined });
-            decided.add(req.id); card.remove();
+            decided.add(key); card.remove();
           } catch (e) { toast('Decision failed: ' + e.message); }
         };
-        if (!approvalShownAt.has(req.id)) approvalShownAt.set(req.id, Date.now());
+        if (!approvalShownAt.has(key)) approvalShownAt.set(key, Date.now());
         const approve = el('button', { type: 'button', class: 'primary approve', text: 'Approve', on: { click: decide(true) } });
-        const wait = APPROVE_DELAY - (Date.now() - approvalShownAt.get(req.id));
+        const wait = APPROVE_DELAY - (Date.now() - approvalShownAt.get(key));
         if (wait > 0) {
           approve.disabled = true;
           approve.title = 'enabled a moment after the call is shown, so that a click meant for something else does not approve it';
@@ -1495,6 +1517,7 @@
           el('button', { type: 'button', class: 'danger reject', text: 'Reject', on: { click: decide(false) } }), reason)];
       },
       toolCall(req, card) {
+        const key = waitKey('tool', req);
         const result = el('textarea', { class: 'tool-result', placeholder: 'result (text, or JSON)' });
         const answer = (isError) => async () => {
           let value = result.value;
@@ -1504,7 +1527,7 @@
             : { kind: 'tool_result', tool_req: req, result: value };
           try {
             await api('POST', 'sessions/' + encodeURIComponent(id) + '/tool_results', body);
-            decided.add(req.id); card.remove();
+            decided.add(key); card.remove();
           } catch (e) { toast('Answer failed: ' + e.message); }
         };
         return [result, el('div', { class: 'controls' },
@@ -1513,8 +1536,23 @@
       },
     };
 
-    function renderPending(as) {
-      const cards = pendingCards(as, decided, steer);
+    // renderPending shows the calls of an ActiveStateChangeEvent (index:
+    // its index in the log; as null: none waits), given in the log's
+    // order, and forgets the waits that ended.
+    function renderPending(as, index) {
+      const next = new Map();
+      for (const [kind, list] of [['approval', as && as.pending_approvals], ['tool', as && as.pending_tool_calls]]) {
+        for (const req of Array.isArray(list) ? list : []) {
+          if (!req) continue;
+          const k = kind + ' ' + String(req.id);
+          next.set(k, waitingSince.has(k) ? waitingSince.get(k) : index);
+        }
+      }
+      waitingSince = next;
+      const live = new Set([...next].map(([k, i]) => k + ' @' + i));
+      for (const k of decided) if (!live.has(k)) decided.delete(k);
+      for (const k of approvalShownAt.keys()) if (!live.has(k)) approvalShownAt.delete(k);
+      const cards = pendingCards(as, (kind, req) => decided.has(waitKey(kind, req)), steer);
       pending.replaceChildren(...(cards.length ? [el('h2', { text: 'Waiting for you' }), ...cards] : []));
     }
 
@@ -1648,7 +1686,7 @@
         const fd = new FormData();
         for (const [k, v] of Object.entries(init.upload_fields || {})) fd.append(k, v);
         fd.append('file', file.files[0]);
-        const target = new URL('browser-profiles/' + encodeURIComponent(init.profile_id) + '/upload', API);
+        const target = new URL('browser-profiles/' + encodeURIComponent(init.profile_id) + '/upload', PUBLIC_API);
         const r = await fetch(target, { method: 'POST', body: fd, credentials: 'omit' });
         if (!r.ok) {
           const text = await r.text();
@@ -1852,7 +1890,7 @@
   // sharedGet reads a shared endpoint with no cookie and no key: the
   // token in the path is the only credential.
   async function sharedGet(path) {
-    const r = await fetch(new URL(path, API), { credentials: 'omit', cache: 'no-store', referrerPolicy: 'no-referrer' });
+    const r = await fetch(new URL(path, PUBLIC_API), { credentials: 'omit', cache: 'no-store', referrerPolicy: 'no-referrer' });
     const text = await r.text();
     let data = null;
     try { data = text ? JSON.parse(text) : null; } catch { data = null; }
@@ -1881,7 +1919,7 @@
     const pending = el('div', { class: 'pending', id: 'pending' });
     let metrics = null;
     const tv = trajectoryView((as) => {
-      const cards = pendingCards(as, new Set(), null);
+      const cards = pendingCards(as, () => false, null);
       pending.replaceChildren(...(cards.length ? [el('h2', { text: 'Waiting for the owner' }), ...cards] : []));
     }, (d) => { metrics = d; });
     const streamInfo = el('p', { class: 'muted', id: 'stream-info', text: 'loading…' });
