@@ -189,6 +189,10 @@ func Start(ctx context.Context, o *SandboxOptions) (d *Desktop, err error) {
 			Timeout:      so.Lifetime,
 			Grace:        2 * time.Second,
 			Unconfined:   so.Unconfined,
+			// Where this machine isolates commands, a desktop that
+			// cannot be isolated (no private /tmp nor terminals) is
+			// refused, not run with less.
+			RequireIsolation: !so.Unconfined && sandbox.Isolation() == nil,
 		})
 	}()
 	var stopOnce sync.Once

@@ -103,8 +103,8 @@ type Box struct {
 }
 
 // NewBox returns a Box for the sandbox of spec: all of it but Command,
-// Shell, Env, Stdin, Timeout, Grace, MaxOutput, Output and WaitDelay,
-// which each command given to [Box.Run] sets. It checks the spec as Run
+// Shell, Env, Stdin, Timeout, Grace, MaxOutput, Output, WaitDelay and
+// RequireIsolation, which each command given to [Box.Run] sets. It checks the spec as Run
 // would, and starts nothing yet.
 func NewBox(spec *Spec) (*Box, error) {
 	if spec == nil {
@@ -128,6 +128,9 @@ func boxTemplate(s *Spec) Spec {
 	t := *s
 	t.Command, t.Shell, t.Env, t.Stdin = nil, "", nil, nil
 	t.Timeout, t.Grace, t.MaxOutput, t.Output, t.WaitDelay = 0, 0, 0, nil, 0
+	// Each command's own: one run in a zygote is isolated, and one run
+	// as Run runs it is refused if it cannot be.
+	t.RequireIsolation = false
 	return t
 }
 
@@ -159,7 +162,11 @@ func boxPerCall(t *Spec) string {
 // Run runs the command of spec in the Box's sandbox and returns how it
 // ended, as [Run] does. The spec's sandbox (all but its per-command
 // fields: see [NewBox]) must be the Box's, else Run fails with
-// [ErrInvalidSpec]. When it returns, every process of the command has
+// [ErrInvalidSpec]. A command run in a zygote is isolated; one run as Run
+// runs it (the zygote could not start, or the Box's commands cannot use
+// one) is held to its spec's RequireIsolation as by Run: with it, a
+// command that cannot be isolated is refused with [ErrNotIsolated], not
+// run. When it returns, every process of the command has
 // been killed, the set-ID bits it left are cleared as by Run, and its
 // Scratch (a directory in the Box's) is empty.
 func (b *Box) Run(ctx context.Context, spec *Spec) (*Result, error) {
@@ -594,6 +601,7 @@ func startZygote(ctx context.Context, p *prepared) (z *zygote, perCall string, e
 		conf.Notes = append(conf.Notes, "the process count is not bounded: no writable pids cgroup, and RLIMIT_NPROC does not bind root")
 	}
 	z.conf = *conf
+	isolatedRun.Store(true)
 	go z.read()
 	return z, "", nil
 }

@@ -116,7 +116,7 @@ func TestBoxAsUser(t *testing.T) {
 	for _, name := range []string{
 		"TestBoxZygoteForUser", "TestBoxUserNSRefused", "TestBoxRunsLikeRun", "TestBoxBackgroundKilled", "TestBoxMountsUnchanged",
 		"TestBoxZygoteReplaced", "TestBoxConcurrent", "TestBoxTimeout", "TestBoxParentDies",
-		"TestBoxDescriptors", "TestBoxOverlayAfresh",
+		"TestBoxDescriptors", "TestBoxOverlayAfresh", "TestBoxRequireIsolation",
 		"TestBoxAttackZygoteLimits", "TestBoxAttackZygoteProc", "TestBoxAttackZygotePtrace",
 		"TestBoxAttackSurvivors", "TestBoxAttackSignalZygote", "TestBoxAttackForkBomb",
 		"TestBoxAttackScratchTooFull", "TestBoxAttackOverlayUnmountLink",

@@ -84,10 +84,15 @@
 // # What it does not guarantee
 //
 // See [Confinement] for what a run actually got, and docs/codemode.md. In
-// short: where the kernel refuses the namespaces, the command runs
-// without them (Confinement.Isolated is false, and a note says so): it can
-// then see the host's processes and reach pathname Unix sockets anywhere;
-// without Landlock (a kernel before 5.13, or Landlock off) nothing but the
+// short: where the kernel refuses the namespaces, or the command's root
+// cannot be built, the command runs without them (Confinement.Isolated is
+// false, and a note says so): it can then see the host's processes and
+// reach pathname Unix sockets anywhere. That fall-back is for a machine
+// that does not isolate: [Isolation] says whether this one does, and
+// where it does, a caller sets [Spec.RequireIsolation], so that a command
+// that cannot be isolated is refused ([ErrNotIsolated]) rather than run
+// with less than the others (hrns's tools, MCP servers, hooks and desktop
+// do); without Landlock (a kernel before 5.13, or Landlock off) nothing but the
 // root confines the filesystem, and [Run] says so unless
 // [Spec.RequireConfinement] makes it refuse; without a network namespace
 // and with Landlock before ABI 10, UDP is not denied; the process count is

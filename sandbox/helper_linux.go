@@ -49,16 +49,19 @@ type helperConfig struct {
 	// Writable are the paths the command may write but the devices
 	// (Dir, Scratch, ReadWrite): no link is followed below them (see
 	// openGrant).
-	Writable   []string  `json:"writable"`
-	DenyNet    bool      `json:"deny_net"`
-	Unconfined bool      `json:"unconfined"`
-	Require    bool      `json:"require"`
-	Cgroup     string    `json:"cgroup,omitempty"` // cgroup.procs file to join
-	CPU        uint64    `json:"cpu,omitempty"`    // seconds
-	AS         uint64    `json:"as,omitempty"`
-	FSize      uint64    `json:"fsize,omitempty"`
-	NProc      uint64    `json:"nproc,omitempty"`
-	Overlays   []Overlay `json:"overlays,omitempty"`
+	Writable   []string `json:"writable"`
+	DenyNet    bool     `json:"deny_net"`
+	Unconfined bool     `json:"unconfined"`
+	Require    bool     `json:"require"`
+	// RequireIsolation: the command runs only in its own root (see
+	// Spec.RequireIsolation); without one, confine refuses it.
+	RequireIsolation bool      `json:"require_isolation,omitempty"`
+	Cgroup           string    `json:"cgroup,omitempty"` // cgroup.procs file to join
+	CPU              uint64    `json:"cpu,omitempty"`    // seconds
+	AS               uint64    `json:"as,omitempty"`
+	FSize            uint64    `json:"fsize,omitempty"`
+	NProc            uint64    `json:"nproc,omitempty"`
+	Overlays         []Overlay `json:"overlays,omitempty"`
 
 	// Set by the parent: the namespaces the helper was started in.
 	NetNS bool `json:"netns,omitempty"`
@@ -107,6 +110,9 @@ type helperStatus struct {
 	Confinement *Confinement `json:"confinement,omitempty"`
 	Error       string       `json:"error,omitempty"`
 	NotConfined bool         `json:"not_confined,omitempty"`
+	// NotIsolated: isolation was required and the command was not
+	// isolated; it was not run.
+	NotIsolated bool `json:"not_isolated,omitempty"`
 	// IsolationFailed: the namespaces were made but the root could not
 	// be built; the parent retries without them.
 	IsolationFailed string `json:"isolation_failed,omitempty"`
@@ -426,6 +432,11 @@ func confine(cfg *helperConfig, fail func(helperStatus), restrict func(*helperCo
 		why := cfg.NotIsolated
 		if why == "" {
 			why = "no PID and mount namespaces"
+		}
+		if cfg.RequireIsolation {
+			// The parent starts no helper without the namespaces
+			// then; this one refuses all the same.
+			fail(helperStatus{NotIsolated: true, Error: "not isolated (" + why + ")"})
 		}
 		note := "not isolated (" + why + "): the command can see other processes and reach Unix sockets outside its paths"
 		if os.Geteuid() == 0 {

@@ -269,6 +269,10 @@ func prepare(spec *Spec) (*prepared, error) {
 	p.cfg.Terminals = spec.Terminals
 	p.cfg.Unconfined = spec.Unconfined
 	p.cfg.Require = spec.RequireConfinement
+	if spec.RequireIsolation && spec.Unconfined {
+		return nil, fmt.Errorf("%w: both Unconfined and RequireIsolation are set", ErrInvalidSpec)
+	}
+	p.cfg.RequireIsolation = spec.RequireIsolation
 	l := spec.Limits
 	if l.CPUTime > 0 {
 		p.cfg.CPU = uint64((l.CPUTime + time.Second - 1) / time.Second)
@@ -288,17 +292,24 @@ const (
 
 // run starts the helper, waits for the command, and cleans up. It tries
 // the most isolating namespaces first and falls back, with a note in the
-// result, where the kernel refuses them.
+// result, where the kernel refuses them; with RequireIsolation it does
+// not fall back, and the command is not run ([ErrNotIsolated]).
 func (p *prepared) run(ctx context.Context, cg *pidsCgroup) (*Result, error) {
 	netns := p.cfg.DenyNet && !p.cfg.Unconfined && !noNetns
+	require := p.cfg.RequireIsolation
+	if require && noIsolation {
+		return nil, fmt.Errorf("%w: no PID and mount namespaces (turned off for a test); it was not run", ErrNotIsolated)
+	}
 	var modes []nsMode
 	if !p.cfg.Unconfined && !noIsolation {
 		modes = append(modes, nsIsolated)
 	}
-	if netns {
+	if netns && !require {
 		modes = append(modes, nsNet)
 	}
-	modes = append(modes, nsNone)
+	if !require {
+		modes = append(modes, nsNone)
+	}
 	var err error
 	for _, mode := range modes {
 		cfg := p.cfg
@@ -311,13 +322,22 @@ func (p *prepared) run(ctx context.Context, cg *pidsCgroup) (*Result, error) {
 		if h, err = p.start(mode, &cfg); err != nil {
 			if mode == nsIsolated {
 				p.cfg.NotIsolated = "no PID and mount namespaces: " + err.Error()
+				if require {
+					return nil, fmt.Errorf("%w: %s; it was not run", ErrNotIsolated, p.cfg.NotIsolated)
+				}
 			}
 			continue
 		}
 		res, retry, err := p.wait(ctx, h, cg)
 		if retry != "" {
 			p.cfg.NotIsolated = "the command's root could not be built: " + retry
+			if require {
+				return nil, fmt.Errorf("%w: %s; it was not run", ErrNotIsolated, p.cfg.NotIsolated)
+			}
 			continue
+		}
+		if res != nil && res.Confinement.Isolated {
+			isolatedRun.Store(true)
 		}
 		return res, err
 	}
@@ -669,6 +689,8 @@ func parseStatus(b []byte) (conf *Confinement, isolationFailed string, err error
 		return nil, st.IsolationFailed, nil
 	case st.NotConfined:
 		return nil, "", fmt.Errorf("%w: %s", ErrNotConfined, st.Error)
+	case st.NotIsolated:
+		return nil, "", fmt.Errorf("%w: %s; it was not run", ErrNotIsolated, st.Error)
 	case st.Error != "":
 		return nil, "", fmt.Errorf("%w: %s", ErrStart, st.Error)
 	case st.Confinement == nil:

@@ -18,6 +18,11 @@ func Supported() (abi int, err error) {
 	return 0, errors.New("the sandbox confines only on Linux (Landlock)")
 }
 
+// Isolation reports that this platform cannot isolate commands.
+func Isolation() error {
+	return fmt.Errorf("%w: the sandbox isolates only on Linux", ErrNotIsolated)
+}
+
 // Run runs the command of spec without confinement: on this platform only
 // the scrubbed environment, the timeout (which kills the command, not its
 // children) and the output cap apply, and the Result says so. With
@@ -28,6 +33,9 @@ func Run(ctx context.Context, spec *Spec) (*Result, error) {
 	}
 	if spec.RequireConfinement {
 		return nil, fmt.Errorf("%w: the sandbox confines only on Linux", ErrNotConfined)
+	}
+	if spec.RequireIsolation {
+		return nil, fmt.Errorf("%w: the sandbox isolates only on Linux", ErrNotIsolated)
 	}
 	var argv []string
 	switch {

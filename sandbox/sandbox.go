@@ -17,6 +17,10 @@ var (
 	// ErrNotConfined: RequireConfinement was set and the command could
 	// not be confined; it was not run.
 	ErrNotConfined = errors.New("sandbox: cannot confine the command")
+	// ErrNotIsolated: RequireIsolation was set and the command could
+	// not be isolated (its namespaces or its root could not be made);
+	// it was not run. The error says why.
+	ErrNotIsolated = errors.New("sandbox: cannot isolate the command")
 	// ErrStart: the command could not be started (not found, not
 	// executable, or the helper failed). It was not run.
 	ErrStart = errors.New("sandbox: cannot start the command")
@@ -125,8 +129,18 @@ type Spec struct {
 	Unconfined bool
 	// RequireConfinement makes Run fail with ErrNotConfined instead of
 	// running a command it cannot confine with Landlock. It does not
-	// require the namespaces: see [Confinement.Isolated].
+	// require the namespaces: see RequireIsolation.
 	RequireConfinement bool
+	// RequireIsolation makes Run fail with [ErrNotIsolated], without
+	// running the command, where it cannot isolate it
+	// ([Confinement.Isolated]: the namespaces could not be made, or
+	// the command's root could not be built) instead of running it
+	// with Landlock alone. Set it where isolation is expected: where
+	// [Isolation] reports that this machine isolates commands, a
+	// failure to isolate one is then an error, not a silent fall-back.
+	// It does not require Landlock (see RequireConfinement), and
+	// contradicts Unconfined. In a [Box], it is each command's own.
+	RequireIsolation bool
 }
 
 // An Overlay shows the files of Lower at Target, where the command may

@@ -157,7 +157,14 @@ const waitDelay = 2 * time.Second
 // directories, see only their own processes, and are bounded by
 // opts.Limits. Elsewhere, or with opts.Unconfined, they run unconfined, and
 // the first result of the toolset says so in a line
-// "note: commands are not sandboxed here: <reason>".
+// "note: commands are not sandboxed here: <reason>". Where the machine
+// isolates commands ([sandbox.Isolation]: PID, mount and IPC namespaces,
+// a root of their own paths), each is run with
+// [sandbox.Spec.RequireIsolation]: one that cannot be isolated is not run
+// with less isolation, and its result, an error, begins "The command was
+// NOT run" and says why. Where the machine does not isolate them, they
+// run with Landlock alone, and the first result says so in a line
+// "note: commands are sandboxed but not isolated here: <reason>".
 //
 // run_command requires approval unless opts.SkipApproval is set. Shell
 // fails if dir is not a directory.
@@ -260,7 +267,8 @@ func (s *shell) tool() *loop.ToolDef {
 				"$ALL_PROXY name (the public internet only: not this machine nor private addresses, and no direct " +
 				"connection or DNS lookup)"
 		}
-		desc += ". A result says when commands are not sandboxed."
+		desc += ". A result says when commands are not sandboxed, and when one was not run because it could " +
+			"not be isolated as the others are."
 	}
 	def := loop.NewTool("run_command", desc, func(ctx context.Context, in runCommandArgs) (*loop.Output, error) {
 		return s.run(ctx, in)
@@ -291,6 +299,13 @@ func (s *shell) run(ctx context.Context, in runCommandArgs) (*loop.Output, error
 		e, err = s.runConfined(ctx, in.Command, timeout)
 	} else {
 		e, err = s.runUnconfined(ctx, in.Command, timeout)
+	}
+	if errors.Is(err, sandbox.ErrNotIsolated) {
+		// Said to the model, and to whoever reads the call's result:
+		// nothing ran, and why.
+		return loop.ErrorOutput("The command was NOT run: this machine isolates commands (a root of their own paths, " +
+			"their own processes and mounts), and this one could not be isolated, so it was refused rather than run " +
+			"with less isolation. Why: " + strings.TrimPrefix(err.Error(), "running the command in the sandbox: ")), nil
 	}
 	if err != nil {
 		return nil, err
@@ -430,6 +445,9 @@ func (s *shell) runConfined(ctx context.Context, command string, timeout time.Du
 	spec.Timeout = timeout
 	spec.WaitDelay = waitDelay
 	spec.Output = liveWriter(ctx, command, out)
+	// Where this machine isolates commands, one that cannot be is
+	// refused, not run with Landlock alone (see sandbox.Isolation).
+	spec.RequireIsolation = sandbox.Isolation() == nil
 	var res *sandbox.Result
 	var err error
 	box := (*sandbox.Box)(nil)

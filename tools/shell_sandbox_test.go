@@ -277,3 +277,46 @@ func TestSandboxSweepsStaleScratch(t *testing.T) {
 		t.Errorf("a live process's scratch directory was removed: %v", err)
 	}
 }
+
+// TestSandboxNotIsolatedNotRun: on a machine that isolates commands, a
+// command whose root cannot be built (its working directory's path is
+// 4094 bytes long: its mount point under the root's staging /tmp would be
+// longer than a path may be) is not run: its result says so, and why.
+// Before, it ran with Landlock alone (its marker written), with at most a
+// note at the end of the first such result.
+func TestSandboxNotIsolatedNotRun(t *testing.T) {
+	needLandlock(t)
+	if err := sandbox.Isolation(); err != nil {
+		t.Skipf("commands are not isolated here: %v", err)
+	}
+	dir := t.TempDir()
+	for len(dir) < 4094-250 {
+		dir = filepath.Join(dir, strings.Repeat("d", 200))
+	}
+	dir = filepath.Join(dir, strings.Repeat("e", 4094-len(dir)-1))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Skipf("a path of 4094 bytes: %v", err)
+	}
+	mark := t.TempDir()
+	for _, o := range []*tools.ShellOptions{{ReadWrite: []string{mark}}, {ReadWrite: []string{mark}, PublicNetwork: true}} {
+		ts, err := tools.Shell(dir, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			r := callTool(t, t.Context(), ts, "run_command", map[string]any{"command": "echo ran > " + mark + "/ran"})
+			if r.err != nil || !r.isError || !strings.HasPrefix(r.text, "The command was NOT run: ") ||
+				!strings.Contains(r.text, "the command's root could not be built") {
+				t.Fatalf("public network %v: %v", o.PublicNetwork, r)
+			}
+			if _, err := os.Stat(filepath.Join(mark, "ran")); err == nil {
+				t.Fatal("the command ran")
+			}
+		}
+	}
+	// Another command of the machine runs, isolated.
+	ts, _ := sandboxed(t, nil)
+	if r := run(t, t.Context(), ts, "echo ok", 0); r.failed() || r.text != "ok\n[exit code: 0]" {
+		t.Fatalf("another command: %v", r)
+	}
+}

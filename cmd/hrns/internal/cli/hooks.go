@@ -261,6 +261,8 @@ func runShellHook(ctx context.Context, in *loop.HookInput, hc HookConfig, env *h
 		Timeout:      timeout,
 		Output:       stdout,
 		Unconfined:   env.unconfined,
+		// Where this machine isolates commands, a hook that cannot be isolated is refused, not run with less.
+		RequireIsolation: !env.unconfined && sandbox.Isolation() == nil,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("running the hook: %w", err)

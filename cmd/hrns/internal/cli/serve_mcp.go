@@ -268,6 +268,7 @@ func (c *mcpConnector) start(sp *mcp.Spec, dir string) (mcp.Process, error) {
 			Limits:             limits,
 			Timeout:            24 * time.Hour, // it ends with the run
 			RequireConfinement: true,
+			RequireIsolation:   sandbox.Isolation() == nil, // refused, not run less isolated than this machine isolates
 		})
 		p.ended(res, err)
 		inR.Close()
