@@ -1,7 +1,11 @@
 package server
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"time"
 )
 
@@ -89,4 +93,68 @@ func ownWriteDeadline(w http.ResponseWriter) {
 			return
 		}
 	}
+}
+
+// bodyReadTimeout is the time a client has to send each MiB begun of a
+// request's body (its Content-Length, or the route's limit when it sends
+// none). Tests shorten it (export_test.go).
+var bodyReadTimeout = time.Minute
+
+// limitBody bounds r's body: at most n bytes (http.MaxBytesReader), sent
+// within bodyReadTimeout for each MiB begun. A client that stops sending
+// a body (or sends it a byte at a time) otherwise held its connection
+// and the handler's goroutine for as long as it liked: hrns serve sets
+// no http.Server ReadTimeout, which would count from the request's start
+// and, once the body is read, cut long-polls (net/http's read for the
+// client's going away would fail at it and cancel the request). The
+// deadline is lifted once the body is read to its end; a body not read
+// to its end (over the limit, or a route that ignores it) keeps it, so
+// that what net/http reads of the rest after the handler is bounded too.
+// A read past the deadline fails with os.ErrDeadlineExceeded (408).
+//
+// MaxBytesReader is given the writer net/http made, under the
+// boundedWriter and any other wrapper: a body over n then tells net/http,
+// through that writer, to close the connection after the answer, rather
+// than first read up to 256 KiB more of the body, before the answer is
+// even written.
+func limitBody(w http.ResponseWriter, r *http.Request, n int64) {
+	if r.Body != nil && r.Body != http.NoBody {
+		size := r.ContentLength
+		if size < 0 || size > n {
+			size = n
+		}
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(bodyReadTimeout*time.Duration(1+size>>20))) == nil {
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		}
+	}
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, n)
+}
+
+// errBodyTimeout is a body not sent within its time (limitBody): 408.
+var errBodyTimeout = errors.New("the request's body did not arrive in time")
+
+// deadlineBody lifts its connection's read deadline at the body's end.
+type deadlineBody struct {
+	io.ReadCloser
+	rc     *http.ResponseController
+	lifted bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.lifted {
+		b.lifted = true
+		b.rc.SetReadDeadline(time.Time{})
+	} else if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("%w: %w", errBodyTimeout, err)
+	}
+	return n, err
 }

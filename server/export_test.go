@@ -12,3 +12,11 @@ func SetPageWriteTimeout(t testing.TB, d time.Duration) {
 	pageWriteTimeout = d
 	t.Cleanup(func() { pageWriteTimeout = old })
 }
+
+// SetBodyReadTimeout sets the time a client has to send each MiB begun
+// of a request's body, until t ends.
+func SetBodyReadTimeout(t testing.TB, d time.Duration) {
+	old := bodyReadTimeout
+	bodyReadTimeout = d
+	t.Cleanup(func() { bodyReadTimeout = old })
+}

@@ -1,12 +1,18 @@
 package server_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hrns-dev/hrns/openai/openaitest"
+	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
 )
 
@@ -62,4 +68,119 @@ func TestSessionUnreadBounded(t *testing.T) {
 		`{"kind":"tool_result","tool_req":{"id":"call_1","tool_name":"get_order_status","args":{"order_id":"4242"}},"result":"shipped"}`), http.StatusAccepted)
 	e.follow(keyAlice, id).status(session.StatusCompleted)
 	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/messages", keyAlice, string(msg)), http.StatusAccepted)
+}
+
+// sendStalled sends a request's head and the start of its body, then
+// nothing more, and returns the connection and its reader.
+func sendStalled(t *testing.T, e *env, path string, contentLength int, start string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	host := strings.TrimPrefix(e.url, "http://")
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		path, host, keyAlice, contentLength, start)
+	// A bound for the test, not the server's: the server's budget is
+	// shortened to a second below.
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	return conn, bufio.NewReader(conn)
+}
+
+// answerThenClose reads one answer with its status, then the connection's
+// close.
+func answerThenClose(t *testing.T, br *bufio.Reader, status int) {
+	t.Helper()
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != status {
+		t.Fatalf("status %d, want %d", res.StatusCode, status)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("after the answer, reading the connection gave %v, want EOF (closed)", err)
+	}
+}
+
+// TestOversizedBodyAnsweredAtOnce: a body over the server's limit is
+// answered 413 at once, whatever the client still has to send, and the
+// connection is closed once the body's time is out. The server wraps
+// net/http's response writer (every write has its deadline);
+// http.MaxBytesReader, given the wrapper, could not tell net/http that
+// the limit was hit, and net/http then read the rest of the body (up to
+// 256 KiB) before writing the answer: a client that sent the start of a
+// body and stalled got no answer at all. And with no deadline on the
+// body, net/http's read of the rest after the answer held the
+// connection for as long as the client liked.
+func TestOversizedBodyAnsweredAtOnce(t *testing.T) {
+	server.SetBodyReadTimeout(t, time.Second)
+	e := newEnv(t, &envOptions{server: &server.Options{MaxBodyBytes: 1024}})
+	// 8 KiB of a 200,000-byte body: over the limit, less than 256 KiB
+	// short of its end.
+	_, br := sendStalled(t, e, "/api/v2/sessions/6f1c2a8e-0d4b-4c43-9a51-2f0e6b7d8c90/tool_results", 200000,
+		`{"result":"`+strings.Repeat("x", 8<<10))
+	answerThenClose(t, br, http.StatusRequestEntityTooLarge)
+}
+
+// TestStalledBodyTimesOut: a client that sends the start of a body and
+// stops is answered 408 once the body's time is out, and its connection
+// closed; before, the handler waited on the body for ever, its goroutine
+// and connection held. A request whose body arrived whole is not cut by
+// that deadline afterwards: a long-poll on the same connection, after a
+// message posted on it, waits its whole wait.
+func TestStalledBodyTimesOut(t *testing.T) {
+	server.SetBodyReadTimeout(t, time.Second)
+	e := newEnv(t, nil, calls(openaitest.ToolCall("call_1", "get_order_status", `{"order_id":"4242"}`)))
+	id := e.create(keyAlice, orderAgent)
+	e.follow(keyAlice, id).status(session.StatusAwaitingToolResults)
+	for _, path := range []string{"/api/v2/sessions", "/api/v2/sessions/" + id + "/messages", "/api/v2/sessions/" + id + "/tool_results"} {
+		t.Run(path, func(t *testing.T) {
+			_, br := sendStalled(t, e, path, 100, `{"mess`)
+			answerThenClose(t, br, http.StatusRequestTimeout)
+		})
+	}
+
+	// A whole body, then a long-poll of 3 s on the same connection: the
+	// body's deadline (1 s) was lifted at its end.
+	host := strings.TrimPrefix(e.url, "http://")
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	br := bufio.NewReader(conn)
+	body := `{"kind":"error_event","error":"x","origin":"custom_tools"}`
+	fmt.Fprintf(conn, "POST /api/v2/sessions/%s/tool_results HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		id, host, keyAlice, len(body), body)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusAccepted {
+		t.Fatalf("posting an error event: status %d", res.StatusCode)
+	}
+	// The event count (the reference's ETag), so that the long-poll
+	// finds nothing new and waits.
+	count := e.expect(e.do("GET", "/api/v2/sessions/"+id+"/changes?from_index=0&include_events=false", keyAlice, nil), http.StatusOK).header.Get("ETag")
+	start := time.Now()
+	fmt.Fprintf(conn, "GET /api/v2/sessions/%s/changes?from_index=%s&wait_for_seconds=3 HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n",
+		id, count, host, keyAlice)
+	res, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("the long-poll after a body: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNoContent {
+		t.Fatalf("the long-poll after a body: status %d, want 204 at the end of its wait", res.StatusCode)
+	}
+	if waited := time.Since(start); waited < 3*time.Second {
+		t.Fatalf("the long-poll answered after %v, before its 3 s wait: cut by the body's deadline?", waited)
+	}
 }

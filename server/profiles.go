@@ -327,7 +327,7 @@ func (s *Server) profileUpload(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.release()
 	const formOverhead = 1 << 20
-	r.Body = http.MaxBytesReader(w, r.Body, s.popts.MaxArchiveBytes+formOverhead)
+	limitBody(w, r, s.popts.MaxArchiveBytes+formOverhead)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "not a multipart form: "+err.Error())

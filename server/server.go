@@ -425,7 +425,7 @@ func (s *Server) api(b body, h func(w http.ResponseWriter, r *http.Request, owne
 		if b == bodyFiles {
 			limit = max(limit, filesBodyBytes)
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		limitBody(w, r, limit)
 		if err := h(w, r, owner); err != nil {
 			s.writeErr(w, r, err)
 		}
@@ -469,6 +469,9 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusUnprocessableEntity, ve.Fields)
 	case errors.Is(err, errBodyTooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
+	case errors.Is(err, errBodyTimeout):
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestTimeout, errBodyTimeout.Error())
 	case errors.Is(err, session.ErrNotFound):
 		writeError(w, http.StatusNotFound, "Session not found")
 	case errors.Is(err, session.ErrResourceNotFound):

@@ -183,7 +183,7 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Key string `json:"key"`
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, uiMaxLoginBody)
+	limitBody(w, r, uiMaxLoginBody)
 	if err := decode(r, &body); err != nil {
 		s.writeErr(w, r, err)
 		return
