@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -160,6 +161,9 @@ func Run(ctx context.Context, args []string, stdio *IO) int {
 		args = []string{"chat"} // hrns on a terminal opens the chat
 	}
 	var err error
+	if cmd := args[0]; cmd != "run" && cmd != "chat" {
+		listen(ctx) // run and chat once their flags are parsed
+	}
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "run":
 		err = runCommand(ctx, rest, stdio)
@@ -238,11 +242,21 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 func commandFlags(name, usage string, stdio *IO) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stdio.Err)
-	fs.Usage = func() {
-		fmt.Fprintln(stdio.Err, usage+"\n\nFlags:")
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { printUsage(fs, stdio.Err, usage) }
 	return fs
+}
+
+// printUsage writes a flag set's help, usage then its flags, to w in one
+// write: flag.PrintDefaults writes each flag's lines by itself, forty
+// writes to a pipe for hrns run's.
+func printUsage(fs *flag.FlagSet, w io.Writer, usage string) {
+	var b bytes.Buffer
+	b.WriteString(usage + "\n\nFlags:\n")
+	out := fs.Output()
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+	_, _ = w.Write(b.Bytes())
 }
 
 // parseFlagsOnly parses the flags of a subcommand that takes no other

@@ -199,14 +199,12 @@ func runWith(ctx context.Context, args []string, stdio *IO, preset func(*runOpti
 	fs.SetOutput(stdio.Err)
 	o.flags(fs)
 	fs.StringVar(&o.resumeID, "resume", "", "continue the saved conversation of this ID (a chat's or a run's: --json's end line gives it as session_id)")
-	fs.Usage = func() {
-		fmt.Fprintln(stdio.Err, "Usage: hrns run [flags] \"PROMPT\"\n\nFlags:")
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { printUsage(fs, stdio.Err, `Usage: hrns run [flags] "PROMPT"`) }
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagError(err)
 	}
+	listen(ctx) // SignalContext: from here on an interrupt cancels
 	o.prompt = strings.Join(pos, " ")
 	if err := o.readStdin(stdio); err != nil {
 		return err
