@@ -8,7 +8,9 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/signal"
 	"syscall"
 
 	"github.com/hrns-dev/hrns/cmd/hrns/internal/cli"
@@ -18,9 +20,7 @@ func main() {
 	// First: the keys out of the process's environment (and out of
 	// /proc/self/environ), inherited descriptors closed on exec.
 	getenv := cli.TakeEnvironment()
-	// Interrupts cancel ctx once the command has parsed its flags (a
-	// handler installed on first need: see cli.SignalContext).
-	ctx, stop := cli.SignalContext(os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Run(ctx, os.Args[1:], &cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Getenv: getenv})
 	stop()
 	os.Exit(code)

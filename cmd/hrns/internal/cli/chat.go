@@ -43,7 +43,6 @@ func chatWith(ctx context.Context, args []string, stdio *IO, preset func(*runOpt
 	if err != nil {
 		return flagError(err)
 	}
-	listen(ctx) // SignalContext: from here on an interrupt cancels
 	resumeID := ""
 	switch {
 	case resume && len(pos) == 1:

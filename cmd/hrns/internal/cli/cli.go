@@ -161,9 +161,6 @@ func Run(ctx context.Context, args []string, stdio *IO) int {
 		args = []string{"chat"} // hrns on a terminal opens the chat
 	}
 	var err error
-	if cmd := args[0]; cmd != "run" && cmd != "chat" {
-		listen(ctx) // run and chat once their flags are parsed
-	}
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "run":
 		err = runCommand(ctx, rest, stdio)

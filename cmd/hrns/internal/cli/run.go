@@ -204,7 +204,6 @@ func runWith(ctx context.Context, args []string, stdio *IO, preset func(*runOpti
 	if err != nil {
 		return flagError(err)
 	}
-	listen(ctx) // SignalContext: from here on an interrupt cancels
 	o.prompt = strings.Join(pos, " ")
 	if err := o.readStdin(stdio); err != nil {
 		return err
