@@ -48,6 +48,14 @@ func (e *BlockedError) Error() string {
 	return fmt.Sprintf("connection to %v refused: %s; only public internet addresses are allowed", e.Addr, e.Reason)
 }
 
+// Refusal is the text of a refused connection for whoever must not learn
+// where a name leads: an API key of hrns serve (a tenant), or the model
+// working for one. [BlockedError.Error] names the address a name
+// resolved to, which would let them ask what the deployment's internal
+// names resolve to (a DNS oracle); this says only that the destination is
+// not on the public internet. The operator's log keeps the full error.
+const Refusal = "refused: the destination's address is not on the public internet (loopback, private, link-local or otherwise reserved); only public internet addresses are allowed"
+
 // Cloud metadata endpoints, refused by name in the message.
 var metadataAddrs = map[netip.Addr]bool{
 	netip.MustParseAddr("169.254.169.254"): true, // AWS, GCP, Azure, OpenStack...
