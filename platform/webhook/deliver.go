@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hrns-dev/hrns/internal/netpolicy"
@@ -179,7 +178,7 @@ func hostOf(raw string) string {
 // has the full error (result.Detail).
 func describe(err error, ctx context.Context, timeout time.Duration) string {
 	if _, ok := errors.AsType[*netpolicy.BlockedError](err); ok {
-		return netpolicy.Refusal
+		return netpolicy.Refusal // before the timeout: a refusal is no timeout
 	}
 	// The attempt's deadline, or the transport's own timeouts, which are
 	// the same length and may fire first (ResponseHeaderTimeout).
@@ -187,24 +186,8 @@ func describe(err error, ctx context.Context, timeout time.Duration) string {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
 		return "timed out after " + timeout.String()
 	}
-	if dns, ok := errors.AsType[*net.DNSError](err); ok {
-		if dns.IsNotFound {
-			return "the name does not resolve"
-		}
-		return "looking up the name failed"
-	}
-	if _, ok := errors.AsType[*net.OpError](err); ok {
-		// "dial tcp 10.0.0.5:443: connect: connection refused": the
-		// address stays out.
-		switch {
-		case errors.Is(err, syscall.ECONNREFUSED):
-			return "could not connect: connection refused"
-		case errors.Is(err, syscall.ECONNRESET):
-			return "the connection was reset"
-		case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-			return "could not connect: no route to the host"
-		}
-		return "could not connect"
+	if text, ok := netpolicy.Describe(err); ok {
+		return text
 	}
 	var ue interface{ Unwrap() error }
 	if errors.As(err, &ue) {
