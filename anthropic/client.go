@@ -217,7 +217,7 @@ func (c *Client) stream(ctx context.Context, body [][]byte, beta string, yield f
 		// A web page, not the API: a wrong BaseURL, or a proxy's login
 		// page. Sending the request again will not help.
 		yield(llm.Chunk{}, fmt.Errorf("anthropic: %s answered with an HTML page, not an event stream (is BaseURL right?): %q",
-			c.url("/v1/messages"), httpapi.Excerpt(page, 200)))
+			httpapi.RedactURL(c.url("/v1/messages")), httpapi.Excerpt(page, 200)))
 		return
 	}
 	var d decoder

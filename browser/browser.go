@@ -216,7 +216,7 @@ type Browser struct {
 // New returns a browser; Chromium starts on the first tool call.
 func New(opts *Options) *Browser {
 	o := opts.withDefaults()
-	return &Browser{o: o, pol: &policy{allowPrivate: o.AllowPrivate, allow: o.Allow}}
+	return &Browser{o: o, pol: &policy{allowPrivate: o.AllowPrivate, allow: o.Allow, log: o.Logger}}
 }
 
 // launch starts Chromium. b.mu is held.

@@ -205,7 +205,7 @@ func TestTools(t *testing.T) {
 		s.other = other.URL
 
 		out := call(t, ts, "browser_navigate", map[string]any{"url": s.URL + "/leak"})
-		mustContain(t, out, "The address policy refused", other.URL+"/img.png", other.URL+"/api", "a loopback address", "(start it with --browser-allow)")
+		mustContain(t, out, "The address policy refused", other.URL+"/img.png", other.URL+"/api", "not on the public internet", "(start it with --browser-allow)")
 		out = call(t, ts, "browser_wait_for", map[string]any{"text": "fetch failed"})
 		mustContain(t, out, "fetch failed")
 

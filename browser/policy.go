@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -36,6 +37,9 @@ import (
 type policy struct {
 	allowPrivate bool
 	allow        func(netip.AddrPort) bool // may be nil
+	// log receives the refusals with the address refused, which the
+	// model's notes leave out; nil discards them.
+	log *slog.Logger
 
 	mu      sync.Mutex
 	refused []string // what was refused since the last take, bounded
@@ -51,6 +55,13 @@ func (p *policy) reason(ap netip.AddrPort) string {
 		return ""
 	}
 	return netpolicy.Reason(ap.Addr())
+}
+
+// logRefusal writes a refusal, with the address refused, to the log.
+func (p *policy) logRefusal(what string, err error) {
+	if p.log != nil {
+		p.log.Info("browser: the address policy refused "+what, "err", err)
+	}
 }
 
 // note records a refusal for the next tool result.
@@ -216,7 +227,8 @@ func (x *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // refusal of the policy for the model.
 func (x *proxy) refuse(w http.ResponseWriter, host string, err error) {
 	if be, ok := errors.AsType[*netpolicy.BlockedError](err); ok {
-		x.p.note(fmt.Sprintf("a connection to %s (%v): %s", host, be.Addr, be.Reason))
+		x.p.logRefusal("a connection to "+host, err)
+		x.p.note(fmt.Sprintf("a connection to %s: %s", host, netpolicy.Refusal))
 		http.Error(w, "refused by the address policy: "+be.Reason, http.StatusForbidden)
 		return
 	}

@@ -1,7 +1,10 @@
 package browser
 
 import (
+	"bytes"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -49,6 +52,29 @@ func TestProxyPins(t *testing.T) {
 	refused, _ := p.take()
 	if len(refused) != 2 {
 		t.Fatalf("refusals noted: %q", refused)
+	}
+
+	// A name is refused on the address it resolves to, which the model's
+	// note does not show (it may work for an API key of hrns serve, who
+	// must not learn what the deployment's names resolve to); the log does.
+	logs := &bytes.Buffer{}
+	p.log = slog.New(slog.NewTextHandler(logs, nil))
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	resp, err = client.Get("http://localhost:" + port + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	refused, _ = p.take()
+	if len(refused) != 1 || !strings.Contains(refused[0], "localhost:"+port) || !strings.Contains(refused[0], "not on the public internet") ||
+		strings.Contains(refused[0], "127.0.0.1") || strings.Contains(refused[0], "::1") {
+		t.Errorf("the refusal of a name noted for the model: %q", refused)
+	}
+	if !strings.Contains(logs.String(), "127.0.0.1") && !strings.Contains(logs.String(), "::1") {
+		t.Errorf("the log lost the refused address: %s", logs)
+	}
+	if hit.Load() {
+		t.Fatal("a refused server was reached")
 	}
 
 	// Through the allow-list, the same requests go through.

@@ -130,6 +130,7 @@ func (t *tab) judge(ev *fetch.EventRequestPaused) {
 		return
 	}
 	if err := t.b.pol.checkURL(ctx, u); err != nil {
+		t.b.pol.logRefusal("a request for "+quote(u, 200), err)
 		t.b.pol.note(fmt.Sprintf("a request for %s: %s", quote(u, 200), reasonText(err)))
 		cdp.Call(ctx, tg, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 		return
@@ -147,8 +148,11 @@ func (b *Browser) hint(err error) string {
 }
 
 func reasonText(err error) string {
-	if be, ok := errors.AsType[*netpolicy.BlockedError](err); ok {
-		return fmt.Sprintf("%v is %s", be.Addr, be.Reason)
+	if text, ok := netpolicy.Describe(err); ok {
+		// Without the address the name resolved to: the model may work
+		// for an API key of hrns serve, who must not learn what the
+		// deployment's names resolve to.
+		return text
 	}
 	return err.Error()
 }
@@ -184,6 +188,7 @@ func (t *tab) navigate(ctx context.Context, u string) error {
 	if u == "about:blank" {
 		// The empty page: nothing to judge.
 	} else if err := t.b.pol.checkURL(ctx, u); err != nil {
+		t.b.pol.logRefusal("opening "+quote(u, 200), err)
 		return fmt.Errorf("refused to open %s: %s%s", quote(u, 200), reasonText(err), t.b.hint(err))
 	}
 	var errText string

@@ -138,7 +138,7 @@ func (c *Client) stream(ctx context.Context, body [][]byte, yield func(llm.Chunk
 	if page, ok := httpapi.HTMLPage(resp, httpapi.MaxErrorText+1); ok {
 		// A proxy, a login page or a wrong BaseURL: not worth a retry.
 		yield(llm.Chunk{}, fmt.Errorf("openai: %s answered with an HTML page, not an event stream (is BaseURL right?): %s",
-			c.url("/chat/completions"), httpapi.Excerpt(page, httpapi.MaxErrorText)))
+			httpapi.RedactURL(c.url("/chat/completions")), httpapi.Excerpt(page, httpapi.MaxErrorText)))
 		return
 	}
 

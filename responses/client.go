@@ -215,7 +215,7 @@ func (c *Client) stream(ctx context.Context, body [][]byte, yield func(llm.Chunk
 	if page, ok := httpapi.HTMLPage(resp, httpapi.MaxErrorText+1); ok {
 		// A proxy, a login page or a wrong BaseURL: not worth a retry.
 		yield(llm.Chunk{}, fmt.Errorf("%s: %s answered with an HTML page, not an event stream (is BaseURL right?): %s",
-			providerName, c.url("/responses"), httpapi.Excerpt(page, httpapi.MaxErrorText)))
+			providerName, httpapi.RedactURL(c.url("/responses")), httpapi.Excerpt(page, httpapi.MaxErrorText)))
 		return
 	}
 

@@ -196,8 +196,10 @@ func TestMessageFilesRefused(t *testing.T) {
 		{"bad base64", `{"source":"!!!","name":"a.txt"}`, 422, "body.messages.0.files.0.source", "not standard base64"},
 		{"bad type", `{"type":"s3","source":"x","name":"a.txt"}`, 422, "body.messages.0.files.0.type", "'base64' or 'url'"},
 		{"bad media type", `{"source":"eA==","name":"a.txt","media_type":"no type"}`, 422, "body.messages.0.files.0.media_type", "not a MIME type"},
-		{"loopback URL", fmt.Sprintf(`{"type":"url","source":%q,"name":"a.txt"}`, local.URL+"/a"), 422, "body.messages.0.files.0.source", "a loopback address"},
-		{"metadata URL", `{"type":"url","source":"http://169.254.169.254/latest/meta-data","name":"a.txt"}`, 422, "body.messages.0.files.0.source", "metadata"},
+		{"loopback URL", fmt.Sprintf(`{"type":"url","source":%q,"name":"a.txt"}`, local.URL+"/a"), 422, "body.messages.0.files.0.source", "not on the public internet"},
+		// A name: the caller is not told the address it resolved to.
+		{"loopback name", fmt.Sprintf(`{"type":"url","source":%q,"name":"a.txt"}`, strings.Replace(local.URL, "127.0.0.1", "localhost", 1)+"/a"), 422, "body.messages.0.files.0.source", "not on the public internet"},
+		{"metadata URL", `{"type":"url","source":"http://169.254.169.254/latest/meta-data","name":"a.txt"}`, 422, "body.messages.0.files.0.source", "not on the public internet"},
 		{"file URL", `{"type":"url","source":"file:///etc/passwd","name":"a.txt"}`, 422, "body.messages.0.files.0.source", "only http and https"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,6 +207,9 @@ func TestMessageFilesRefused(t *testing.T) {
 			r := e.expect(e.do("POST", "/api/v2/sessions", keyAlice, body), tt.status)
 			if tt.loc != "" && !hasDetail(r.body, tt.loc, tt.msg) || tt.loc == "" && !strings.Contains(string(r.body), tt.msg) {
 				t.Errorf("%d %s, want %s: %s", r.status, r.body, tt.loc, tt.msg)
+			}
+			if tt.name == "loopback name" && (strings.Contains(string(r.body), "127.0.0.1") || strings.Contains(string(r.body), "::1")) {
+				t.Errorf("the refusal of a name shows the address it resolved to: %s", r.body)
 			}
 		})
 	}

@@ -135,7 +135,7 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		return leaseLeftToExpire
 	default:
 		m.log.Error("running a session failed", "session", s.ID, "err", err)
-		failed = m.failInternal(ctx, s.ID, runOf(s), "internal error: "+err.Error())
+		failed = m.failInternal(ctx, s.ID, runOf(s), "internal error: "+tenantError(err))
 	}
 	if h.released || failed {
 		// Released in a commit: releasing it again could release the

@@ -235,9 +235,13 @@ func fetchFile(ctx context.Context, c *http.Client, raw string, left int64) ([]b
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		var be *netpolicy.BlockedError
-		if errors.As(err, &be) {
-			return nil, fmt.Errorf("fetching %s: %v", u.Redacted(), be)
+		// The caller is an API key: told why, not the address the URL's
+		// name resolved to (a DNS oracle of the deployment's names).
+		if text, ok := netpolicy.Describe(err); ok {
+			return nil, fmt.Errorf("fetching %s: %s", u.Redacted(), text)
+		}
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err // its URL is the one named, with its query
 		}
 		return nil, fmt.Errorf("fetching %s: %v", u.Redacted(), err)
 	}

@@ -274,8 +274,11 @@ func (m *Manager) runSegment(ctx context.Context, s *store.Session, st *state, h
 		var err error
 		switch c.Type {
 		case loop.ChunkRetry:
+			// The caller reads what happened; the log keeps the full
+			// error, with the model server's URL (tenanterror.go).
+			g.m.log.Warn("model request failed, retrying", "session", g.id, "attempt", c.Retry.Attempt, "err", c.Err)
 			ev := agentEvent(AgentEventData{Kind: KindError, Origin: "model",
-				Error: fmt.Sprintf("model request failed (attempt %d), retrying in %v: %v", c.Retry.Attempt, c.Retry.Delay.Round(time.Millisecond), c.Err)})
+				Error: fmt.Sprintf("model request failed (attempt %d), retrying in %v: %s", c.Retry.Attempt, c.Retry.Delay.Round(time.Millisecond), tenantError(c.Err))})
 			// A retry is no step: the attempts stay counted.
 			err = g.commitWith(ctx, g.m.leased(), func(*store.Session, *state) []store.Event { return []store.Event{ev} })
 		case loop.ChunkCompaction:
@@ -722,7 +725,7 @@ func (g *segment) noAnswer(ctx context.Context, res *loop.Result) error {
 		if st.Final == finalTimeout || res.Budget == "max_duration" {
 			return finish(s, st, outcomeTimedOut)
 		}
-		return finish(s, st, outcomeFailed(CodeNoAnswer, res.Err.Error()))
+		return finish(s, st, outcomeFailed(CodeNoAnswer, tenantError(res.Err)))
 	}))
 }
 
@@ -818,9 +821,12 @@ func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
 	return nil
 }
 
-// fail ends the session as failed.
+// fail ends the session as failed: the caller reads the error as
+// tenantError words it, the log keeps it whole.
 func (g *segment) fail(ctx context.Context, err error) error {
+	g.m.log.Error("session failed", "session", g.id, "err", err)
+	msg := tenantError(err)
 	return g.commit(ctx, func(s *store.Session, st *state) []store.Event {
-		return finish(s, st, outcomeFailed(CodeInternal, err.Error()))
+		return finish(s, st, outcomeFailed(CodeInternal, msg))
 	})
 }

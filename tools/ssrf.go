@@ -20,9 +20,11 @@ func checkHost(host string) error {
 	return nil
 }
 
-// blockedError rewords a refusal of the policy for the model.
-func blockedError(be *netpolicy.BlockedError, hint string) error {
-	msg := fmt.Sprintf("web_fetch refuses to connect to %v: %s; only public internet addresses are allowed", be.Addr, be.Reason)
+// blockedError rewords a refusal of the policy for the model, without the
+// address refused: a model working for an API key of hrns serve must not
+// learn what the deployment's names resolve to (netpolicy.Refusal).
+func blockedError(_ *netpolicy.BlockedError, hint string) error {
+	msg := "web_fetch " + netpolicy.Refusal
 	if hint != "" {
 		msg += " (" + hint + ")"
 	}

@@ -284,7 +284,14 @@ func explainFetchError(err error, hint string) error {
 		if ue.Timeout() {
 			return fmt.Errorf("fetching %s timed out", ue.URL)
 		}
+		if text, ok := netpolicy.Describe(ue.Err); ok {
+			// Without the address the name resolved to.
+			return fmt.Errorf("fetching %s: %s", ue.URL, text)
+		}
 		return fmt.Errorf("fetching %s: %v", ue.URL, ue.Err)
+	}
+	if text, ok := netpolicy.Describe(err); ok {
+		return errors.New(text)
 	}
 	return err
 }

@@ -190,41 +190,46 @@ func TestWebFetchRefusesNonPublic(t *testing.T) {
 	port := srv.Listener.Addr().(interface{ AddrPort() netip.AddrPort }).AddrPort().Port()
 	ts := tools.Web(nil)
 	tests := []struct{ url, want string }{
-		{srv.URL, "refuses to connect to 127.0.0.1: a loopback address"},
-		{fmt.Sprintf("http://localhost:%d/", port), "a loopback address"}, // resolved, then refused at connect
-		{fmt.Sprintf("http://[::1]:%d/", port), "refuses to connect to ::1: a loopback address"},
-		{"http://[::ffff:127.0.0.1]/", "refuses to connect to 127.0.0.1: a loopback address"},
+		{srv.URL, "not on the public internet"},
+		{fmt.Sprintf("http://localhost:%d/", port), "not on the public internet"}, // resolved, then refused at connect
+		{fmt.Sprintf("http://[::1]:%d/", port), "not on the public internet"},
+		{"http://[::ffff:127.0.0.1]/", "not on the public internet"},
 		{fmt.Sprintf("http://0x7f000001:%d/", port), "non-standard notation (127.0.0.1)"},
 		{"http://2130706433/", "non-standard notation (127.0.0.1)"},
 		{"http://0177.0.0.1/", "non-standard notation (127.0.0.1)"},
 		{"http://127.1/", "non-standard notation (127.0.0.1)"},
-		{"http://169.254.169.254/latest/meta-data/", "a cloud metadata address"},
-		{"http://[fd00:ec2::254]/latest/meta-data/", "a cloud metadata address"},
-		{"http://100.100.100.200/", "a cloud metadata address"},
-		{"http://10.0.0.1/", "a private address"},
-		{"http://192.168.1.1/", "a private address"},
-		{"http://172.16.0.1/", "a private address"},
-		{"http://[fc00::1]/", "a private address"},
-		{"http://169.254.1.1/", "a link-local address"},
-		{"http://[fe80::1%25lo]/", "a link-local address"},
-		{"http://[fe80::1%25no-such-if]/", "a link-local address"},
-		{"http://0.0.0.0/", "an unspecified address"},
-		{"http://[::]/", "an unspecified address"},
-		{"http://224.0.0.1/", "a multicast address"},
-		{"http://100.64.0.1/", "a reserved address"},
-		{"http://[64:ff9b::7f00:1]/", "a loopback address (inside a NAT64 address)"},
+		{"http://169.254.169.254/latest/meta-data/", "not on the public internet"},
+		{"http://[fd00:ec2::254]/latest/meta-data/", "not on the public internet"},
+		{"http://100.100.100.200/", "not on the public internet"},
+		{"http://10.0.0.1/", "not on the public internet"},
+		{"http://192.168.1.1/", "not on the public internet"},
+		{"http://172.16.0.1/", "not on the public internet"},
+		{"http://[fc00::1]/", "not on the public internet"},
+		{"http://169.254.1.1/", "not on the public internet"},
+		{"http://[fe80::1%25lo]/", "not on the public internet"},
+		{"http://[fe80::1%25no-such-if]/", "not on the public internet"},
+		{"http://0.0.0.0/", "not on the public internet"},
+		{"http://[::]/", "not on the public internet"},
+		{"http://224.0.0.1/", "not on the public internet"},
+		{"http://100.64.0.1/", "not on the public internet"},
+		{"http://[64:ff9b::7f00:1]/", "not on the public internet"},
 		// Every IPv4-embedding form of a refused address (issue 13).
-		{"http://[::127.0.0.1]/", "refuses to connect to ::7f00:1: a loopback address (inside an IPv4-compatible address)"},
-		{"http://[::ffff:0:127.0.0.1]/", "refuses to connect to ::ffff:0:7f00:1: a loopback address (inside an IPv4-translated address)"},
-		{"http://[64:ff9b:1::7f00:1]/", "a local-use NAT64 address"},
-		{"http://[2002:7f00:1::1]/", "a loopback address (inside a 6to4 address)"},
-		{"http://[2001:0:a9fe:a9fe::1]/", "a cloud metadata address (inside a Teredo address (its server))"},
+		{"http://[::127.0.0.1]/", "not on the public internet"},
+		{"http://[::ffff:0:127.0.0.1]/", "not on the public internet"},
+		{"http://[64:ff9b:1::7f00:1]/", "not on the public internet"},
+		{"http://[2002:7f00:1::1]/", "not on the public internet"},
+		{"http://[2001:0:a9fe:a9fe::1]/", "not on the public internet"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
 			r := fetch(t, ts, tt.url)
 			if r.err == nil || !strings.Contains(r.err.Error(), tt.want) {
 				t.Errorf("got %v, want an error containing %q", r, tt.want)
+			}
+			// The model (working for an API key of hrns serve) is not told
+			// what a name resolved to.
+			if strings.HasPrefix(tt.url, "http://localhost") && r.err != nil && (strings.Contains(r.err.Error(), "127.0.0.1") || strings.Contains(r.err.Error(), "::1")) {
+				t.Errorf("the refusal of a name shows the address it resolved to: %v", r.err)
 			}
 		})
 	}
@@ -270,14 +275,17 @@ func TestWebFetchRefusesRedirectToPrivate(t *testing.T) {
 	})
 
 	for path, want := range map[string]string{
-		"/ip":       "refuses to connect to 127.0.0.1: a loopback address",
-		"/name":     "a loopback address",
-		"/v6":       "refuses to connect to ::1: a loopback address",
-		"/metadata": "a cloud metadata address",
+		"/ip":       "not on the public internet",
+		"/name":     "not on the public internet",
+		"/v6":       "not on the public internet",
+		"/metadata": "not on the public internet",
 	} {
 		r := fetch(t, ts, outer.URL+path)
 		if r.err == nil || !strings.Contains(r.err.Error(), want) {
 			t.Errorf("%s: got %v, want an error containing %q", path, r, want)
+		}
+		if path == "/name" && r.err != nil && (strings.Contains(r.err.Error(), "127.0.0.1") || strings.Contains(r.err.Error(), "::1")) {
+			t.Errorf("the refusal of a name shows the address it resolved to: %v", r.err)
 		}
 	}
 	if n := innerHits.Load(); n != 0 {

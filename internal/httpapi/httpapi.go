@@ -18,6 +18,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,6 +125,11 @@ func (c *Client) send(ctx context.Context, method, url string, pieces [][]byte, 
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
+		if ue, ok := errors.AsType[*neturl.Error](err); ok {
+			// The URL without what could be a secret: a key in the query
+			// (Gemini's ?key=, Azure's and proxies' own), a password.
+			ue.URL = RedactURL(ue.URL)
+		}
 		return nil, fmt.Errorf("%s: %w", c.Provider, err)
 	}
 	if resp.StatusCode >= http.StatusBadRequest {
@@ -134,6 +141,39 @@ func (c *Client) send(ctx context.Context, method, url string, pieces [][]byte, 
 		return nil, statusErr
 	}
 	return resp, nil
+}
+
+// RedactURL returns u as errors may show it: each value of its query
+// replaced by "REDACTED" (a query can carry an API key, as Gemini's
+// ?key= does) and its password too (url.URL.Redacted). A u that does not
+// parse loses everything after the path.
+func RedactURL(u string) string {
+	p, err := neturl.Parse(u)
+	if err != nil {
+		base, _, _ := strings.Cut(u, "?")
+		base, _, _ = strings.Cut(base, "#")
+		if i := strings.Index(base, "@"); i >= 0 {
+			if j := strings.Index(base, "://"); j >= 0 && j < i {
+				base = base[:j+3] + "REDACTED@" + base[i+1:]
+			}
+		}
+		return base
+	}
+	if p.RawQuery != "" {
+		q := p.Query()
+		names := make([]string, 0, len(q))
+		for k := range q {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		parts := make([]string, 0, len(names))
+		for _, k := range names {
+			parts = append(parts, neturl.QueryEscape(k)+"=REDACTED")
+		}
+		p.RawQuery = strings.Join(parts, "&")
+	}
+	p.Fragment, p.RawFragment = "", ""
+	return p.Redacted()
 }
 
 // setHeaders sets the headers of every request, then the API's, then the

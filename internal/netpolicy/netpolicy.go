@@ -27,6 +27,7 @@
 package netpolicy
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -46,6 +47,49 @@ type BlockedError struct {
 
 func (e *BlockedError) Error() string {
 	return fmt.Sprintf("connection to %v refused: %s; only public internet addresses are allowed", e.Addr, e.Reason)
+}
+
+// Refusal is the text of a refused connection for whoever must not learn
+// where a name leads: an API key of hrns serve (a tenant), or the model
+// working for one. [BlockedError.Error] names the address a name
+// resolved to, which would let them ask what the deployment's internal
+// names resolve to (a DNS oracle); this says only that the destination is
+// not on the public internet. The operator's log keeps the full error.
+const Refusal = "refused: the destination's address is not on the public internet (loopback, private, link-local or otherwise reserved); only public internet addresses are allowed"
+
+// Describe says why a connection failed without the address dialled,
+// for whoever must not learn where a name leads (see [Refusal]): the
+// policy's refusal, a name that does not resolve, a connection refused,
+// reset or without route. ok is false when err is none of these (nor a
+// dial's *net.OpError), and the caller words it.
+func Describe(err error) (text string, ok bool) {
+	if _, isBlocked := errors.AsType[*BlockedError](err); isBlocked {
+		return Refusal, true
+	}
+	if dns, isDNS := errors.AsType[*net.DNSError](err); isDNS {
+		if dns.IsNotFound {
+			return "the name does not resolve", true
+		}
+		return "looking up the name failed", true
+	}
+	if _, isOp := errors.AsType[*net.OpError](err); !isOp {
+		return "", false
+	}
+	// "dial tcp 10.0.0.5:443: connect: connection refused": the address
+	// stays out.
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "could not connect: connection refused", true
+	case errors.Is(err, syscall.ECONNRESET):
+		return "the connection was reset", true
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "could not connect: no route to the host", true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "the connection timed out", true
+	}
+	return "could not connect", true
 }
 
 // Cloud metadata endpoints, refused by name in the message.

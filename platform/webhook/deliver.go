@@ -83,8 +83,11 @@ func newClient(o *Options) *client {
 // result is the outcome of one POST.
 type result struct {
 	StatusCode int
-	Error      string // "" for a 2xx
-	Duration   time.Duration
+	Error      string // "" for a 2xx; the owner reads it (describe)
+	// Detail is the full error of a request that got no answer, for the
+	// server's log only: it names the address dialled.
+	Detail   string
+	Duration time.Duration
 	// RetryAfter is the wait a 429 or 503 asked for (Retry-After), 0
 	// for none.
 	RetryAfter time.Duration
@@ -121,7 +124,7 @@ func (c *client) do(ctx context.Context, w *store.Webhook, id string, now time.T
 	req.Header.Set(HSignatureHeader, hSignature(w.Secret, w.PreviousSecret, w.PreviousSecretUntil, now, body))
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return result{Error: describe(err, ctx, c.timeout)}
+		return result{Error: describe(err, ctx, c.timeout), Detail: err.Error()}
 	}
 	defer resp.Body.Close()
 	// Read (and drop) the answer up to the cap, so that the connection
@@ -168,17 +171,23 @@ func hostOf(raw string) string {
 	return req.URL.Hostname()
 }
 
-// describe says why a request got no answer, without the URL (which the
-// caller knows).
+// describe says why a request got no answer, for the webhook's owner:
+// without the URL (which the owner knows) and without the address its
+// name resolved to (the owner is a tenant, who must not learn what the
+// deployment's names resolve to: netpolicy.Refusal). The server's log
+// has the full error (result.Detail).
 func describe(err error, ctx context.Context, timeout time.Duration) string {
-	if be, ok := errors.AsType[*netpolicy.BlockedError](err); ok {
-		return be.Error()
+	if _, ok := errors.AsType[*netpolicy.BlockedError](err); ok {
+		return netpolicy.Refusal // before the timeout: a refusal is no timeout
 	}
 	// The attempt's deadline, or the transport's own timeouts, which are
 	// the same length and may fire first (ResponseHeaderTimeout).
 	var ne net.Error
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
 		return "timed out after " + timeout.String()
+	}
+	if text, ok := netpolicy.Describe(err); ok {
+		return text
 	}
 	var ue interface{ Unwrap() error }
 	if errors.As(err, &ue) {
@@ -399,6 +408,9 @@ func (d *dispatcher) takeErrs() []error {
 func (s *Service) attempt(ctx context.Context, d *store.Delivery) error {
 	at := s.opts.Now()
 	res := s.client.post(ctx, d.Webhook, d.EventID, at, sessionBody(d))
+	if res.Detail != "" {
+		s.log.Info("webhook delivery: no answer", "delivery", d.ID, "webhook", d.Webhook.ID, "err", res.Detail)
+	}
 	r := &store.DeliveryResult{
 		ID: d.ID, Owner: s.opts.ReplicaID, Now: s.opts.Now(),
 		Attempt:      store.DeliveryAttempt{N: d.Attempts, At: at, Duration: res.Duration, StatusCode: res.StatusCode, Error: res.Error},

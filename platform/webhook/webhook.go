@@ -582,6 +582,9 @@ func (s *Service) Ping(ctx context.Context, owner, id string) (int, error) {
 	now, id := s.opts.Now(), newID()
 	res := s.client.post(ctx, w, id, now, pingBody(id, w.ID, now))
 	if res.StatusCode == 0 {
+		if res.Detail != "" {
+			s.log.Info("webhook ping: no answer", "webhook", w.ID, "err", res.Detail)
+		}
 		return 0, fmt.Errorf("%w: %s", ErrPing, res.Error)
 	}
 	return res.StatusCode, nil

@@ -543,7 +543,8 @@ func TestAddressPolicy(t *testing.T) {
 		t.Fatalf("the receiver on loopback got %d requests", n)
 	}
 	page, _ := strict.Deliveries(t.Context(), "alice", w.ID, &webhook.DeliveryParams{})
-	if a := page.Items[0].Attempts; len(a) != 1 || a[0].Error == nil || !strings.Contains(*a[0].Error, "loopback") {
+	// The owner is told why, not the address the name resolved to.
+	if a := page.Items[0].Attempts; len(a) != 1 || a[0].Error == nil || !strings.Contains(*a[0].Error, "loopback") || strings.Contains(*a[0].Error, "127.0.0.1") || strings.Contains(*a[0].Error, "::1") {
 		t.Errorf("attempts %+v, want a refusal of loopback", a)
 	}
 }

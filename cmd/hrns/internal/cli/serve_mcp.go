@@ -161,12 +161,20 @@ func (c *mcpConnector) mount(ctx context.Context, p *session.MCPParams) (*loop.T
 				// never its env or headers; a URL's query, which may
 				// hold a key, is left out.
 				msg := err.Error()
+				told := msg // what the session's caller and model read
 				if s.URL != nil {
 					msg = strings.ReplaceAll(msg, *s.URL, urlWithoutQuery(*s.URL))
+					told = msg
+					if text, ok := netpolicy.Describe(err); ok {
+						// Not the address the URL's name resolved to: the
+						// caller is an API key, who must not learn what
+						// the deployment's names resolve to. The log has it.
+						told = "connecting to " + urlWithoutQuery(*s.URL) + ": " + text
+					}
 				}
 				c.log.Warn("hrns serve: an MCP server of a session could not be reached; the session runs without its tools", "session", p.Session, "server", s.Name, "err", msg)
 				if p.Unreachable != nil {
-					p.Unreachable(s.Name, errors.New(msg)) // the session's log and model are told
+					p.Unreachable(s.Name, errors.New(told)) // the session's log and model are told
 				}
 			}
 		})

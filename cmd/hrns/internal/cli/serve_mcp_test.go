@@ -321,10 +321,15 @@ func TestServeMCPHTTP(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	defer mcpSrv.Close()
-	server := `{"name":"remote","transport":"streamable_http","url":"` + mcpSrv.URL + `/?key=url-secret-value","headers":{"Authorization":"Bearer hdr-secret-value"}}`
-	body := `{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[` + server + `]}]},"messages":"Echo."}`
-
 	for _, allowed := range []bool{false, true} {
+		// Refused, the server is named (localhost): the caller is not
+		// told the address the name resolved to.
+		srvURL := mcpSrv.URL
+		if !allowed {
+			srvURL = strings.Replace(srvURL, "127.0.0.1", "localhost", 1)
+		}
+		server := `{"name":"remote","transport":"streamable_http","url":"` + srvURL + `/?key=url-secret-value","headers":{"Authorization":"Bearer hdr-secret-value"}}`
+		body := `{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[` + server + `]}]},"messages":"Echo."}`
 		model := openaitest.NewServer(
 			openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("c1", "remote__echo", `{"text":"hi"}`)}},
 			openaitest.Reply{Text: "done"},
@@ -361,6 +366,16 @@ func TestServeMCPHTTP(t *testing.T) {
 		}
 		if noted := strings.Contains(string(reqs[0].Body), "could not be reached when this run started"); noted == allowed || strings.Contains(string(reqs[0].Body), "url-secret-value") {
 			t.Errorf("allowed=%v: the model's note %v, or the URL's query in it", allowed, noted)
+		}
+		if !allowed {
+			for _, shown := range []string{events, string(reqs[0].Body)} {
+				if strings.Contains(shown, "127.0.0.1") || strings.Contains(shown, "::1") || !strings.Contains(shown, "not on the public internet") {
+					t.Errorf("the refusal shows the address localhost resolved to, or not why:\n%s", shown)
+				}
+			}
+			if l := s.logs.String(); !strings.Contains(l, "127.0.0.1") && !strings.Contains(l, "::1") {
+				t.Errorf("the log lost the refused address:\n%s", l)
+			}
 		}
 		if !allowed && !strings.Contains(s.logs.String(), "UNENCRYPTED") {
 			t.Errorf("--mcp-plaintext-secrets is not warned of:\n%s", s.logs.String())
