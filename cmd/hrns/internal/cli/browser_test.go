@@ -139,7 +139,7 @@ func TestRunBrowser(t *testing.T) {
 		"--workdir", t.TempDir(), "Open the site."},
 		&IO{In: strings.NewReader(""), Out: &out, Err: &errOut, Getenv: func(string) string { return "" }})
 	reqs := model2.Requests()
-	if code != ExitOK || len(reqs) != 2 || !bytes.Contains(reqs[1].Body, []byte("a loopback address")) {
+	if code != ExitOK || len(reqs) != 2 || !bytes.Contains(reqs[1].Body, []byte("not on the public internet")) {
 		t.Fatalf("exit %d, %d requests; the tool result should refuse loopback:\n%s", code, len(reqs), errOut.String())
 	}
 	if bytes.Contains(reqs[0].Body, []byte("browser_click")) || !bytes.Contains(reqs[0].Body, []byte("browser_snapshot")) {
