@@ -235,10 +235,10 @@ type Manager struct {
 	creating                 map[string]bool // owner + idempotency key being created
 	cancel                   context.CancelCauseFunc
 	done                     chan struct{}
-	running                  map[string]int // workers running each session here (two, briefly, after a release)
-	holding                  map[string]int // of those, the workers that have not given the lease up (one at most: see startWorker)
+	running                  map[string]int  // workers running each session here (two, briefly, after a release)
+	holding                  map[string]int  // of those, the workers that have not given the lease up (one at most: see startWorker)
 	claimedAgain             map[string]bool // claimed again while a worker here held the lease: run once it gives it up (leaseLeft)
-	reserved                 int            // workers reserved for claims by callers' input (reserveClaim)
+	reserved                 int             // workers reserved for claims by callers' input (reserveClaim)
 	workCtx                  context.Context
 	wg                       sync.WaitGroup // the workers and the heartbeat
 	stopping                 bool           // set once the dispatcher waits for wg: no worker starts
