@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -1051,16 +1052,35 @@ func (q *mtSeq) checkRequests(s *mtSession) {
 				end = min(end, r.answered)
 			}
 		}
-		for _, r := range reqs {
-			if r.start > f {
-				if r.start < end && r.tools > 0 {
-					q.violation(s, "force-answer", "%s: the first request after the force answer (tick %d) offers %d tools", s.key, f, r.tools)
-					return
-				}
-				break
+		for i, r := range reqs {
+			if r.start <= f {
+				continue
 			}
+			if i > 0 && resends(reqs[i-1], r, f) {
+				// The step of the request before it was cut (a lease
+				// lost under load: the worker's renewals came too
+				// late) and this one sends it again: its worker may
+				// have read the session before the force answer was
+				// committed. The next request is the one that must
+				// honour it.
+				q.stats["force answer after a cut step"]++
+				continue
+			}
+			if r.start < end && r.tools > 0 {
+				q.violation(s, "force-answer", "%s: the first request after the force answer (tick %d) offers %d tools", s.key, f, r.tools)
+				return
+			}
+			break
 		}
 	}
+}
+
+// resends reports whether r sends again the step of p, the request of
+// its session before it, which started before the force answer that
+// returned at tick f and was cut before r started: the same messages,
+// the same results.
+func resends(p, r *mtRequest, f int64) bool {
+	return p.start < f && p.cut > 0 && p.cut < r.start && slices.Equal(p.tags, r.tags) && maps.Equal(p.results, r.results)
 }
 
 // checkRuns checks the server tools' runs: none refused by policy or by
