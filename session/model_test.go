@@ -839,6 +839,9 @@ func (q *mtSeq) check() {
 			if s.mark != q.disruptions() {
 				q.stats["child end left to the periodic check"]++
 				s.tainted = "child end left to the periodic check" // not a bug: not checked further
+				// It stays active until then, holding its place: the
+				// reference counts it so for the sessions it queues.
+				s.phase = "wait"
 				continue
 			}
 			// Did the child end before its parent committed its wait
@@ -866,6 +869,15 @@ func (q *mtSeq) check() {
 			q.violation(s, "child-end-lost", "%s still waits for its child (%s), which ended after the parent's wait was committed", s.key, s.waiting)
 			continue
 		}
+		if v.Status.Status == session.StatusQueued && s.status != session.StatusQueued && q.heldByPeriodicCheck(ctx) {
+			// The reference started it when a parent it predicted done
+			// ended, but that parent still waits for its child, whose
+			// end its periodic check delivers (not checked further),
+			// and holds its place among the owner's active sessions.
+			q.stats["queued behind a parent left to the periodic check"]++
+			s.tainted = "queued behind a parent left to the periodic check"
+			continue
+		}
 		if v.Status.Status == session.StatusQueued && s.status != session.StatusQueued {
 			q.queuedStuck = true
 			q.violation(s, "queued-stuck", "%s is still queued, the reference says %s", s.key, s.status)
@@ -889,6 +901,29 @@ func (q *mtSeq) check() {
 		q.queuedStuck = true
 		q.violation(nil, "queued-stuck", "%d sessions queued with %d of %d active", queued, active, mtMaxActive)
 	}
+}
+
+// heldByPeriodicCheck reports whether the owner's active sessions fill
+// its limit with a session left to its periodic check of its children
+// among them (see check): a queued session waits for it, rightly.
+func (q *mtSeq) heldByPeriodicCheck(ctx context.Context) bool {
+	all, _, err := q.st.ListSessions(ctx, &store.ListParams{Owner: q.owner, Limit: 1000})
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	status := map[string]session.Status{}
+	for _, got := range all {
+		status[got.ID] = session.Status(got.Status)
+	}
+	active, held := 0, false
+	for _, s := range q.sessions {
+		switch status[s.id] {
+		case session.StatusPending, session.StatusRunning, session.StatusPaused, session.StatusIdle, session.StatusAwaitingToolResults:
+			active++
+			held = held || s.tainted == "child end left to the periodic check"
+		}
+	}
+	return held && active >= mtMaxActive
 }
 
 // checkEvents checks that s's event log is a sequence the reference's
