@@ -356,6 +356,11 @@ type failingStore struct {
 	failed int
 	// pause holds a claim or a worker's update once (model_desktop_test.go).
 	pause atomic.Pointer[mtPause]
+	// claimErrors counts the claims that answered an error: the
+	// dispatcher bounds a claim by half a lease TTL (200 ms here), which
+	// a loaded machine's database can take; such a claim may have
+	// committed all the same (see check).
+	claimErrors atomic.Int64
 }
 
 // arm makes the worker's update after the next skip fail, fails times.

@@ -883,6 +883,19 @@ func (q *mtSeq) check() {
 			q.violation(s, "queued-stuck", "%s is still queued, the reference says %s", s.key, s.status)
 			continue
 		}
+		if v.Status.Status == session.StatusFailed && s.status != session.StatusFailed && q.st.claimErrors.Load() > 0 &&
+			v.Status.Error != nil && strings.Contains(*v.Status.Error, "running the session failed") {
+			// Given up as a poison session (Options.MaxAttempts:
+			// claimed that often without progress) after a claim
+			// answered an error: a claim cut by its bound after its
+			// transaction committed counts an attempt, as a replica
+			// that died after its claim does, though nothing ran it.
+			// With failed writes, which count theirs, that reaches the
+			// bound. Not checked further.
+			q.stats["given up after a claim lost under load"]++
+			s.tainted = "given up after a claim lost under load"
+			continue
+		}
 		if v.Status.Status != s.status {
 			q.violation(s, "end-state", "%s is %s (error %v), the reference says %s", s.key, v.Status.Status, v.Status.Error, s.status)
 			continue
