@@ -168,6 +168,16 @@ func (m *Manager) commit(ctx context.Context, id string, c *change, fn func(s *s
 		if c.lease != nil {
 			c.lease.released = o.Release
 			c.lease.claimed = o.Claim != nil && s.LeaseOwner == o.Claim.Owner
+			if o.Release && o.Lease != "" {
+				// A worker gave its lease up: a claim this process
+				// made meanwhile may run (see startWorker).
+				m.mu.Lock()
+				if !c.lease.left {
+					c.lease.left = true
+					m.leaseLeft(id)
+				}
+				m.mu.Unlock()
+			}
 		}
 		m.committed.put(s)
 		m.followUp(ctx, s, wasActive, wasTerminal, keep || len(st.Spec.Subagents) > 0)

@@ -153,14 +153,41 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 // startWorker runs the claimed session s in a worker goroutine (m.mu
 // held, m.stopping false). st, when not nil, is the state of s, which the
 // worker then does not decode again (see handOver); nothing else may use
+// it. It reports whether it started one.
+//
+// It starts none while a worker here still holds the session's lease:
+// the store knows a lease by its process (Options' owner), so a claim
+// this process makes of a session whose lease lapsed while its own
+// worker ran it (renewals held up by a loaded machine or a slow
+// database) succeeds, and so does that worker's next renewal. Two
+// workers would then run the session under one lease, each sending its
+// step to the model and committing it. The worker that runs goes on
+// under the lease the claim took, and once it gives the lease up
+// (leaseLeft) the claim is run, if the lease is still this process's
+// (see takeBack): a caller's input can claim a session between the
+// commit that gives the lease up and the moment this process learns of
 // it.
-func (m *Manager) startWorker(ctx context.Context, s *store.Session, st *state) {
-	wctx, cancel := context.WithCancelCause(ctx)
-	m.running[s.ID]++
+func (m *Manager) startWorker(ctx context.Context, s *store.Session, st *state) bool {
+	if m.holding[s.ID] > 0 {
+		m.claimedAgain[s.ID] = true
+		return false
+	}
 	if s.Attempts > crashSuspectAfter {
 		m.crashSuspect = s.ID
 	}
-	job := func() { m.work(wctx, cancel, s, st) }
+	m.launch(ctx, s, st, false)
+	return true
+}
+
+// launch starts a worker of s (m.mu held); again: s is only the
+// session's id, claimed again while a worker here held it (see
+// startWorker).
+func (m *Manager) launch(ctx context.Context, s *store.Session, st *state, again bool) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	m.running[s.ID]++
+	m.holding[s.ID]++
+	h := &leaseChange{}
+	job := func() { m.work(wctx, cancel, s, st, h, again) }
 	select {
 	case m.idleWorkers <- job:
 	default:
@@ -226,7 +253,9 @@ func (m *Manager) runClaimed(opts *store.UpdateOptions, s *store.Session, st *st
 	m.mu.Lock()
 	m.reserved--
 	if h.claimed && !m.stopping {
-		m.startWorker(m.workCtx, s, st)
+		if !m.startWorker(m.workCtx, s, st) {
+			m.slotFreed()
+		}
 		m.mu.Unlock()
 		return
 	}
@@ -251,6 +280,26 @@ func (m *Manager) slotFreed() {
 	case m.freed <- struct{}{}:
 	default:
 	}
+}
+
+// leaseLeft records that a worker of session id gave its lease up (m.mu
+// held): in its last commit, or when it returned. When no worker here
+// holds the lease any more and the session was claimed again meanwhile
+// (see startWorker), a worker runs it after checking that the lease is
+// still this process's.
+func (m *Manager) leaseLeft(id string) {
+	if m.holding[id]--; m.holding[id] > 0 {
+		return
+	}
+	delete(m.holding, id)
+	if !m.claimedAgain[id] {
+		return
+	}
+	delete(m.claimedAgain, id)
+	if m.stopping || m.workCtx == nil || m.workCtx.Err() != nil {
+		return // the lease was given up, or it expires
+	}
+	m.launch(m.workCtx, &store.Session{ID: id}, nil, true)
 }
 
 // crashSuspectAfter is the number of claims without progress after which a

@@ -64,6 +64,9 @@ const (
 	// itself) the lease is left to expire, and the session runs again
 	// then.
 	leaseLeftToExpire
+	// leaseNotHeld: the worker never held the lease (see takeBack):
+	// nothing to release or to wait for.
+	leaseNotHeld
 )
 
 // drive runs a claimed session until it waits or ends, and fails it when
@@ -72,7 +75,7 @@ const (
 // worker leaves the lease (resetting the attempts when it releases it):
 // after an error of the store it keeps it, and it expires: the session
 // is claimed again a lease TTL later, its attempt counted.
-func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session, st *state) leaseEnd {
+func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session, st *state, h *leaseChange) leaseEnd {
 	if s.Attempts > m.opts.MaxAttempts {
 		n := s.Attempts - 1
 		m.log.Error("giving up on a session: every attempt to run it failed", "session", s.ID, "attempts", n)
@@ -106,7 +109,6 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 		}
 	})
 	var err error
-	h := &leaseChange{}
 	if p := protect(func() {
 		if m.beforeRun != nil {
 			m.beforeRun(s.ID)

@@ -80,6 +80,10 @@ func (m *Manager) leased() *store.UpdateOptions { return &store.UpdateOptions{Le
 type leaseChange struct {
 	released bool
 	claimed  bool
+	// left: the worker's giving the lease up was counted (see
+	// Manager.leaseLeft), at its releasing commit or when it returned
+	// (m.mu).
+	left bool
 }
 
 // needsNoWorker reports whether s, as about to be committed, gives a

@@ -328,3 +328,123 @@ func TestClaimCutByStopReleased(t *testing.T) {
 		t.Errorf("session %s is %s, leased to %q until %v by a stopped manager", v.ID, s.Status, s.LeaseOwner, s.LeaseUntil)
 	}
 }
+
+// lapsingStore holds its lease renewals while stalled (a watcher that a
+// loaded machine or a slow database keeps from renewing in time) and
+// tells when a Claim took a session, and when the dispatcher asked for
+// its next wake-up time afterwards: it has started the workers of what
+// it claimed by then.
+type lapsingStore struct {
+	store.Store
+	stalled chan struct{} // closed: renewals go on
+	mu      sync.Mutex
+	claimed map[string]int
+	woke    chan string // the ids claimed, at the NextWake that follows
+	pending []string
+}
+
+func (l *lapsingStore) Renew(ctx context.Context, id, owner string, until time.Time) error {
+	select {
+	case <-l.stalled:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return l.Store.Renew(ctx, id, owner, time.Now().Add(time.Hour))
+}
+
+func (l *lapsingStore) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
+	got, err := l.Store.Claim(ctx, p)
+	l.mu.Lock()
+	for _, s := range got {
+		l.claimed[s.ID]++
+		l.pending = append(l.pending, s.ID)
+	}
+	l.mu.Unlock()
+	return got, err
+}
+
+func (l *lapsingStore) NextWake(ctx context.Context, now time.Time) (time.Time, error) {
+	l.mu.Lock()
+	ids := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	for _, id := range ids {
+		select {
+		case l.woke <- id:
+		default:
+		}
+	}
+	return l.Store.NextWake(ctx, now)
+}
+
+// TestLapsedLeaseReclaimedByItsOwnProcess: a worker whose lease lapsed
+// while its step ran (its renewals held up) is still running when its
+// own process's dispatcher claims the session again: the store knows
+// leases by process, so the running worker's next renewal succeeds, and
+// a second worker of that process must not run the session beside it
+// (it sent the step's model request again, and both committed under the
+// one lease: a force answer committed between the second worker's read
+// and its request was not honoured by that request; issue of
+// TestModelBased/postgres under load, seed 451671390034). Before the fix
+// the process ran two workers of the session (Workers = 2) and the model
+// got the step's request twice.
+func TestLapsedLeaseReclaimedByItsOwnProcess(t *testing.T) {
+	eachStore(t, func(t *testing.T, base store.Store) {
+		st := &lapsingStore{Store: base, stalled: make(chan struct{}), claimed: map[string]int{}, woke: make(chan string, 16)}
+		gate := make(chan struct{})
+		var requests atomic.Int32
+		started := make(chan struct{}, 16)
+		inner := llmtest.NewModel(llmtest.Text("done"), llmtest.Text("done again"))
+		model := modelFunc(func(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+			requests.Add(1)
+			started <- struct{}{}
+			return func(yield func(llm.Chunk, error) bool) {
+				select {
+				case <-gate:
+				case <-ctx.Done():
+					yield(llm.Chunk{}, ctx.Err())
+					return
+				}
+				for c, err := range inner.Stream(ctx, req) {
+					if !yield(c, err) {
+						return
+					}
+				}
+			}
+		})
+		m := startManager(t, st, model, &session.Options{LeaseTTL: 300 * time.Millisecond})
+		v := create(t, m, `{"agent":{"name":"a"},"messages":"go"}`) // claimed at its creation
+		f := &follower{t: t, m: m, id: v.ID}
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the session's first request never came")
+		}
+		// The lease lapses (renewals are held); the dispatcher, woken at
+		// its expiry, claims the session again for this process.
+		deadline := time.After(20 * time.Second)
+		for again := false; !again; {
+			select {
+			case id := <-st.woke:
+				again = id == v.ID
+			case <-deadline:
+				t.Fatal("the dispatcher never claimed the session again after its lease lapsed")
+			}
+		}
+		if n := session.Workers(m, v.ID); n != 1 {
+			t.Errorf("%d workers of this process run the session after its own dispatcher claimed it again, want 1", n)
+		}
+		close(st.stalled) // the first worker's renewal: the lease is its process's
+		close(gate)
+		c := f.until(func(c *session.Changes) bool { return c.Status.Terminal() })
+		if c.Status != session.StatusCompleted {
+			t.Fatalf("ended %s, want completed; events:\n%s", c.Status, f.dump())
+		}
+		if err := m.Stop(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if n := requests.Load(); n != 1 {
+			t.Errorf("the model got %d requests for the session's one step, want 1; events:\n%s", n, f.dump())
+		}
+	})
+}

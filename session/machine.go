@@ -299,6 +299,7 @@ func restart(s *store.Session, st *state, now time.Time) []store.Event {
 		why = "the session failed while this call ran"
 	}
 	events = append(events, failCut(st, why+"; it was not run again")...)
+	events = append(events, failApproved(st, s.Status)...)
 	st.Final, st.Paused, st.PauseRequested = finalNone, false, false
 	st.Deadline = time.Time{}
 	if st.Spec.MaxTime > 0 {
@@ -350,6 +351,34 @@ func failCut(st *state, why string) []store.Event {
 	for _, i := range cutCalls(st) {
 		c := &st.Checkpoint.Calls[i]
 		msg := fmt.Sprintf("tool %q was cut before it finished: %s", c.Call.Name, why)
+		c.Result = &llm.ToolResult{CallID: c.Call.ID, Name: c.Call.Name, Content: []llm.Part{llm.TextPart(msg)}, IsError: true}
+		c.Waiting = ""
+		req := toolRequest(c.Call)
+		events = append(events, agentEvent(AgentEventData{Kind: KindError, Error: msg, Origin: "hrns", ToolReq: &req}))
+	}
+	return events
+}
+
+// failApproved answers the calls approved before the session ended that
+// its run had not run yet (approved while the session was paused, or as
+// it ended) with an error the model reads: no call of a run that ended
+// runs after its end (a new run, started by a message, would run them).
+// A rejected call is not run either: the run reports the rejection.
+func failApproved(st *state, status string) []store.Event {
+	why := "the session ended before this approved call ran"
+	switch Status(status) {
+	case StatusInterrupted:
+		why = "the session was cancelled before this approved call ran"
+	case StatusFailed:
+		why = "the session failed before this approved call ran"
+	}
+	var events []store.Event
+	for i := range st.Checkpoint.Calls {
+		c := &st.Checkpoint.Calls[i]
+		if c.Result != nil || c.Decision == nil || !c.Decision.Approved {
+			continue
+		}
+		msg := fmt.Sprintf("tool %q was not run: %s", c.Call.Name, why)
 		c.Result = &llm.ToolResult{CallID: c.Call.ID, Name: c.Call.Name, Content: []llm.Part{llm.TextPart(msg)}, IsError: true}
 		c.Waiting = ""
 		req := toolRequest(c.Call)

@@ -235,8 +235,10 @@ type Manager struct {
 	creating                 map[string]bool // owner + idempotency key being created
 	cancel                   context.CancelCauseFunc
 	done                     chan struct{}
-	running                  map[string]int // workers running each session here (two, briefly, after a release)
-	reserved                 int            // workers reserved for claims by callers' input (reserveClaim)
+	running                  map[string]int  // workers running each session here (two, briefly, after a release)
+	holding                  map[string]int  // of those, the workers that have not given the lease up (one at most: see startWorker)
+	claimedAgain             map[string]bool // claimed again while a worker here held the lease: run once it gives it up (leaseLeft)
+	reserved                 int             // workers reserved for claims by callers' input (reserveClaim)
 	workCtx                  context.Context
 	wg                       sync.WaitGroup // the workers and the heartbeat
 	stopping                 bool           // set once the dispatcher waits for wg: no worker starts
@@ -272,7 +274,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	if st == nil || model == nil {
 		panic("session.New: nil store or model")
 	}
-	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), kept: newKeptStates(keptStatesBytes), lastCommits: newRecentCommits(recentCommitsBytes), creating: map[string]bool{}, running: map[string]int{}, freed: make(chan struct{}, 1), idleWorkers: make(chan func()), workerIdle: workerIdle}
+	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), kept: newKeptStates(keptStatesBytes), lastCommits: newRecentCommits(recentCommitsBytes), creating: map[string]bool{}, running: map[string]int{}, holding: map[string]int{}, claimedAgain: map[string]bool{}, freed: make(chan struct{}, 1), idleWorkers: make(chan func()), workerIdle: workerIdle}
 	if opts != nil {
 		m.opts = *opts
 	}

@@ -352,6 +352,9 @@ func (s *failingStore) pauseAt(at string) {
 // Claim holds a claim after it committed, when a pause is armed for it.
 func (s *failingStore) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
 	out, err := s.Store.Claim(ctx, p)
+	if err != nil {
+		s.claimErrors.Add(1)
+	}
 	if len(out) > 0 {
 		s.pauseAt("claim")
 	}

@@ -58,6 +58,10 @@ type mtRequest struct {
 	// answered is the tick at which the model finished answering without
 	// calls; 0 if it made calls, failed, or has not finished.
 	answered int64
+	// cut is the tick at which the request was cut before its reply
+	// ended (its context ended: a stop, a lost lease, a cancel); 0 if it
+	// was not.
+	cut int64
 }
 
 // mtRun is one run of a server tool.
@@ -156,8 +160,14 @@ func (w *mtWorld) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ch
 	w.mu.Unlock()
 	return func(yield func(llm.Chunk, error) bool) {
 		reply, slow := w.reply(req, r, last)
+		cut := func() {
+			w.mu.Lock()
+			r.cut = w.clock.tick()
+			w.mu.Unlock()
+		}
 		if slow != "" {
 			if err := w.hold(ctx, slow, true); err != nil {
+				cut()
 				yield(llm.Chunk{}, err)
 				return
 			}
@@ -169,6 +179,9 @@ func (w *mtWorld) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ch
 				w.mu.Unlock()
 			}
 			if !yield(c, err) {
+				if c.Kind != llm.ChunkDone {
+					cut()
+				}
 				return
 			}
 		}
@@ -343,6 +356,11 @@ type failingStore struct {
 	failed int
 	// pause holds a claim or a worker's update once (model_desktop_test.go).
 	pause atomic.Pointer[mtPause]
+	// claimErrors counts the claims that answered an error: the
+	// dispatcher bounds a claim by half a lease TTL (200 ms here), which
+	// a loaded machine's database can take; such a claim may have
+	// committed all the same (see check).
+	claimErrors atomic.Int64
 }
 
 // arm makes the worker's update after the next skip fail, fails times.

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -838,6 +839,9 @@ func (q *mtSeq) check() {
 			if s.mark != q.disruptions() {
 				q.stats["child end left to the periodic check"]++
 				s.tainted = "child end left to the periodic check" // not a bug: not checked further
+				// It stays active until then, holding its place: the
+				// reference counts it so for the sessions it queues.
+				s.phase = "wait"
 				continue
 			}
 			// Did the child end before its parent committed its wait
@@ -865,9 +869,31 @@ func (q *mtSeq) check() {
 			q.violation(s, "child-end-lost", "%s still waits for its child (%s), which ended after the parent's wait was committed", s.key, s.waiting)
 			continue
 		}
+		if v.Status.Status == session.StatusQueued && s.status != session.StatusQueued && q.heldByPeriodicCheck(ctx) {
+			// The reference started it when a parent it predicted done
+			// ended, but that parent still waits for its child, whose
+			// end its periodic check delivers (not checked further),
+			// and holds its place among the owner's active sessions.
+			q.stats["queued behind a parent left to the periodic check"]++
+			s.tainted = "queued behind a parent left to the periodic check"
+			continue
+		}
 		if v.Status.Status == session.StatusQueued && s.status != session.StatusQueued {
 			q.queuedStuck = true
 			q.violation(s, "queued-stuck", "%s is still queued, the reference says %s", s.key, s.status)
+			continue
+		}
+		if v.Status.Status == session.StatusFailed && s.status != session.StatusFailed && q.st.claimErrors.Load() > 0 &&
+			v.Status.Error != nil && strings.Contains(*v.Status.Error, "running the session failed") {
+			// Given up as a poison session (Options.MaxAttempts:
+			// claimed that often without progress) after a claim
+			// answered an error: a claim cut by its bound after its
+			// transaction committed counts an attempt, as a replica
+			// that died after its claim does, though nothing ran it.
+			// With failed writes, which count theirs, that reaches the
+			// bound. Not checked further.
+			q.stats["given up after a claim lost under load"]++
+			s.tainted = "given up after a claim lost under load"
 			continue
 		}
 		if v.Status.Status != s.status {
@@ -888,6 +914,29 @@ func (q *mtSeq) check() {
 		q.queuedStuck = true
 		q.violation(nil, "queued-stuck", "%d sessions queued with %d of %d active", queued, active, mtMaxActive)
 	}
+}
+
+// heldByPeriodicCheck reports whether the owner's active sessions fill
+// its limit with a session left to its periodic check of its children
+// among them (see check): a queued session waits for it, rightly.
+func (q *mtSeq) heldByPeriodicCheck(ctx context.Context) bool {
+	all, _, err := q.st.ListSessions(ctx, &store.ListParams{Owner: q.owner, Limit: 1000})
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	status := map[string]session.Status{}
+	for _, got := range all {
+		status[got.ID] = session.Status(got.Status)
+	}
+	active, held := 0, false
+	for _, s := range q.sessions {
+		switch status[s.id] {
+		case session.StatusPending, session.StatusRunning, session.StatusPaused, session.StatusIdle, session.StatusAwaitingToolResults:
+			active++
+			held = held || s.tainted == "child end left to the periodic check"
+		}
+	}
+	return held && active >= mtMaxActive
 }
 
 // checkEvents checks that s's event log is a sequence the reference's
@@ -1051,16 +1100,35 @@ func (q *mtSeq) checkRequests(s *mtSession) {
 				end = min(end, r.answered)
 			}
 		}
-		for _, r := range reqs {
-			if r.start > f {
-				if r.start < end && r.tools > 0 {
-					q.violation(s, "force-answer", "%s: the first request after the force answer (tick %d) offers %d tools", s.key, f, r.tools)
-					return
-				}
-				break
+		for i, r := range reqs {
+			if r.start <= f {
+				continue
 			}
+			if i > 0 && resends(reqs[i-1], r, f) {
+				// The step of the request before it was cut (a lease
+				// lost under load: the worker's renewals came too
+				// late) and this one sends it again: its worker may
+				// have read the session before the force answer was
+				// committed. The next request is the one that must
+				// honour it.
+				q.stats["force answer after a cut step"]++
+				continue
+			}
+			if r.start < end && r.tools > 0 {
+				q.violation(s, "force-answer", "%s: the first request after the force answer (tick %d) offers %d tools", s.key, f, r.tools)
+				return
+			}
+			break
 		}
 	}
+}
+
+// resends reports whether r sends again the step of p, the request of
+// its session before it, which started before the force answer that
+// returned at tick f and was cut before r started: the same messages,
+// the same results.
+func resends(p, r *mtRequest, f int64) bool {
+	return p.start < f && p.cut > 0 && p.cut < r.start && slices.Equal(p.tags, r.tags) && maps.Equal(p.results, r.results)
 }
 
 // checkRuns checks the server tools' runs: none refused by policy or by

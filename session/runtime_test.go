@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -612,4 +613,50 @@ func TestCancelReachesAStepWhoseWatchStartsLate(t *testing.T) {
 	}
 	f := &follower{t: t, m: m, id: v.ID}
 	untilStatus(t, f, session.StatusCompleted)
+}
+
+// TestApprovedWhilePausedNotRunAfterCancel: a call approved while its
+// session was paused waits for the resume to run; a cancel then ends the
+// run, and a message that starts the session again must not run it: no
+// call made before a cancel runs after it. Before the fix the new run ran
+// it (the restart answered only the calls without a decision), as
+// TestModelBased found on SQLite (seed 1050569200773: 'cancelled-result
+// broken: ... tool_result of call q40s0.m0.r2.0 made before the cancel
+// ... was committed after it').
+func TestApprovedWhilePausedNotRunAfterCancel(t *testing.T) {
+	var ran atomic.Int32
+	guarded := &loop.ToolDef{Name: "guarded", RequiresApproval: true, InputSchema: json.RawMessage(`{"type":"object"}`),
+		Handler: func(context.Context, *loop.Call) (*loop.Output, error) {
+			ran.Add(1)
+			return loop.TextOutput("the tool's output"), nil
+		}}
+	model := llmtest.NewModel(llmtest.Call("c1", "guarded", `{}`), llmtest.Text("sorry"))
+	m := startManager(t, openStore(t), model, &session.Options{
+		Toolsets: map[string]*loop.Toolset{"t": loop.MustToolset(guarded)},
+		Agents:   map[string]*session.AgentConfig{"w": {Toolsets: []string{"t"}}},
+	})
+	v := create(t, m, `{"agent":"w","messages":"go"}`)
+	f := &follower{t: t, m: m, id: v.ID}
+	untilStatus(t, f, session.StatusAwaitingToolResults)
+	if err := m.Pause(t.Context(), owner, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Decide(t.Context(), owner, v.ID, []session.Decision{{ID: "c1", Approved: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Cancel(t.Context(), owner, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	untilStatus(t, f, session.StatusInterrupted)
+	if err := m.SendMessages(t.Context(), owner, v.ID, []session.UserMessage{{Message: "what happened?"}}); err != nil {
+		t.Fatal(err)
+	}
+	untilStatus(t, f, session.StatusCompleted)
+	if n := ran.Load(); n != 0 {
+		t.Errorf("the call approved before the cancel ran %d times after it; events:\n%s", n, f.dump())
+	}
+	reqs := model.Requests()
+	if got := requestText(reqs[len(reqs)-1]); !strings.Contains(got, "error(c1: ") || strings.Contains(got, "the tool's output") {
+		t.Errorf("the request after the restart does not read the call as not run:\n%s", got)
+	}
 }

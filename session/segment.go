@@ -809,13 +809,18 @@ func (g *segment) suspended(ctx context.Context, susp *loop.Suspension) error {
 		return err
 	}
 	// A child that ended before this commit (at once: it failed to
-	// start) found no call waiting for it: deliver its end now.
+	// start) found no call waiting for it: deliver its end now. Not on
+	// the worker's context: this commit gave the lease up when it left
+	// the session waiting, and the watcher, renewing it, finds it lost
+	// and cancels that context (a delivery lost so waited for the
+	// parent's periodic check, a minute later).
+	dctx := context.WithoutCancel(ctx)
 	for _, c := range children {
 		if c.Child == "" || g.m.dropDelivery {
 			continue
 		}
-		if child, err := g.m.st.GetSession(ctx, c.Child); err == nil && Status(child.Status).Terminal() {
-			g.m.deliver(ctx, child)
+		if child, err := g.m.st.GetSession(dctx, c.Child); err == nil && Status(child.Status).Terminal() {
+			g.m.deliver(dctx, child)
 		}
 	}
 	return nil

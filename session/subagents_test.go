@@ -2,13 +2,17 @@ package session_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hrns-dev/hrns/llm/llmtest"
 	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/store"
 )
 
 // TestChildEndLostIsFound: when the delivery of a child session's end to
@@ -124,4 +128,121 @@ func TestEndedRunMakesNoLiveChild(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// cutDeliveryStore makes the race of TestChildEndBeforeWaitDeliveredAfterLeaseGone
+// happen every time: the parent's commit of its wait for its child
+// waits until the child has ended, and the parent worker's read of the
+// ended child, after that commit, waits until the parent's watcher has
+// found the lease given up (its renewal answered ErrLeaseLost, which
+// cancels the worker's context) and that context is done.
+type cutDeliveryStore struct {
+	store.Store
+	parent, child atomic.Pointer[string]
+	armed         atomic.Bool
+	lost          chan struct{}
+	lostOnce      sync.Once
+	readOnce      sync.Once
+}
+
+func (c *cutDeliveryStore) CreateSession(ctx context.Context, s *store.Session, events []store.Event) (*store.Session, bool, error) {
+	got, created, err := c.Store.CreateSession(ctx, s, events)
+	if err == nil && s.ParentID != "" {
+		id := got.ID
+		c.child.Store(&id)
+	}
+	return got, created, err
+}
+
+func (c *cutDeliveryStore) UpdateSession(ctx context.Context, s *store.Session, events []store.Event, opts *store.UpdateOptions) error {
+	parent := c.parent.Load()
+	waits := parent != nil && s.ID == *parent && opts != nil && opts.Release && c.child.Load() != nil
+	if waits {
+		for range 2000 { // the child ends first
+			if got, err := c.Store.GetSession(ctx, *c.child.Load()); err == nil && session.Status(got.Status).Terminal() {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	err := c.Store.UpdateSession(ctx, s, events, opts)
+	if waits && err == nil {
+		c.armed.Store(true)
+	}
+	return err
+}
+
+func (c *cutDeliveryStore) Renew(ctx context.Context, id, owner string, until time.Time) error {
+	err := c.Store.Renew(ctx, id, owner, until)
+	if p := c.parent.Load(); p != nil && id == *p && errors.Is(err, store.ErrLeaseLost) {
+		c.lostOnce.Do(func() { close(c.lost) })
+	}
+	return err
+}
+
+func (c *cutDeliveryStore) GetSession(ctx context.Context, id string) (*store.Session, error) {
+	if child := c.child.Load(); child != nil && id == *child && c.armed.Load() {
+		c.readOnce.Do(func() {
+			select {
+			case <-c.lost:
+			case <-time.After(10 * time.Second):
+			}
+			if done := ctx.Done(); done != nil {
+				select {
+				case <-done:
+				case <-time.After(10 * time.Second):
+				}
+			}
+		})
+	}
+	return c.Store.GetSession(ctx, id)
+}
+
+// TestChildEndBeforeWaitDeliveredAfterLeaseGone: a child that ends before
+// its parent's wait for it is committed finds no call to give its end to;
+// the parent's worker gives it after that commit. That commit gave the
+// lease up, so the worker's watcher, renewing it, finds it lost and
+// cancels the worker's context, and the delivery, made on that context,
+// failed ("giving a subagent's answer to its parent: get session: context
+// canceled", TestModelBased/postgres under CPU load, seed 959796996815):
+// the parent waited for its periodic check of its children, a minute
+// later. Before the fix the parent was still awaiting_tool_results after
+// 20 s here.
+func TestChildEndBeforeWaitDeliveredAfterLeaseGone(t *testing.T) {
+	eachStore(t, func(t *testing.T, base store.Store) {
+		st := &cutDeliveryStore{Store: base, lost: make(chan struct{})}
+		model := llmtest.NewModel(
+			llmtest.Call("c1", "delegate", `{"agent":"helper","task":"say yes"}`),
+			llmtest.Text("yes"),
+			llmtest.Text("the helper said yes"),
+		)
+		var req session.Request
+		body := `{"agent":{"name":"boss","subagents":[{"name":"helper","description":"Helps."}]},"messages":"ask the helper"}`
+		if err := json.Unmarshal([]byte(body), &req); err != nil {
+			t.Fatal(err)
+		}
+		// Not claimed at creation: the parent's id is known before its
+		// worker runs.
+		idle := session.New(st, model, &session.Options{})
+		v, _, err := idle.Create(t.Context(), &session.CreateParams{Owner: owner, Request: &req, Raw: json.RawMessage(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := v.ID
+		st.parent.Store(&id)
+		m := startManager(t, st, model, &session.Options{LeaseTTL: 300 * time.Millisecond})
+		var got *session.View
+		for range 4000 {
+			if got, err = m.Get(t.Context(), owner, v.ID); err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.Status.Terminal() {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got.Status.Status != session.StatusCompleted || string(got.LatestAnswer) != `"the helper said yes"` {
+			t.Fatalf("the parent is %s with the answer %s, want completed with the helper's answer read", got.Status.Status, got.LatestAnswer)
+		}
+	})
 }

@@ -29,8 +29,11 @@ var (
 
 // work runs one claimed session until it waits or ends, renewing the lease
 // meanwhile (see drive), then releases it. st, when not nil, is the state
-// of s as its claim encoded it (see handOver).
-func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session, st *state) {
+// of s as its claim encoded it (see handOver). h records what the
+// worker's commits do to the lease. again: the session was claimed again
+// while another worker here held it (see startWorker), and s is only its
+// id: the worker runs it if the lease is still this process's.
+func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session, st *state, h *leaseChange, again bool) {
 	id := s.ID
 	end := leaseLeftToExpire
 	defer func() {
@@ -41,6 +44,10 @@ func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *s
 				m.crashSuspect = ""
 			}
 		}
+		if !h.left {
+			h.left = true
+			m.leaseLeft(id)
+		}
 		if end == leaseLeftToExpire {
 			// The session needs a worker again once the lease expires:
 			// the dispatcher learns when, whatever it waits for.
@@ -49,7 +56,13 @@ func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *s
 		m.slotFreed()
 		m.mu.Unlock()
 	}()
-	if p := protect(func() { end = m.drive(ctx, cancel, s, st) }); p != nil {
+	if again {
+		if s, end = m.takeBack(ctx, id); s == nil {
+			cancel(nil)
+			return
+		}
+	}
+	if p := protect(func() { end = m.drive(ctx, cancel, s, st, h) }); p != nil {
 		// drive recovers the run's panics; this one is its own. The
 		// lease expires, and the attempts bound the retries.
 		m.log.Error("session worker panicked", "session", id, "panic", fmt.Sprint(p.value), "stack", string(p.stack))
@@ -64,6 +77,27 @@ func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *s
 	if err := m.st.Release(rctx, id, m.owner); err != nil && !errors.Is(err, store.ErrNotFound) {
 		m.log.Warn("releasing session", "session", id, "err", err)
 	}
+}
+
+// takeBack reads a session claimed again while another worker here held
+// its lease (see startWorker), once that worker gave it up, if the lease
+// is still this process's: that worker's last commit, or its release,
+// gave up the lease the claim took, unless the claim came after it (a
+// caller's input). It returns nil and how the worker leaves the lease
+// otherwise.
+func (m *Manager) takeBack(ctx context.Context, id string) (*store.Session, leaseEnd) {
+	err := m.st.Renew(ctx, id, m.owner, time.Now().Add(m.opts.LeaseTTL))
+	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) {
+		return nil, leaseNotHeld
+	}
+	if err != nil {
+		return nil, leaseLeftToExpire
+	}
+	s, err := m.st.GetSession(ctx, id)
+	if err != nil {
+		return nil, leaseLeftToExpire
+	}
+	return s, leaseToRelease
 }
 
 // runSession does what the session needs until it waits or ends: each
