@@ -40,29 +40,33 @@ import (
 // against a reference model (the same scripted model and tools as
 // TestModelBased's, mtWorld), and these invariants across the replicas:
 //
-//   - one-worker: no two live replicas have a model request of one session
-//     in flight at once;
+//   - one-worker: no two live replicas have a model request of one
+//     session in flight at once (unless the first's lease was lost);
 //   - step-twice: no model request is sent again, by any replica, after
-//     the same request completed, unless a disruption (a stop, a death, a
-//     lost lease, a failed write) came between them;
+//     the same request completed, unless a disruption (a stop, a death,
+//     a lease of the session lost) came since;
 //   - input-lost: every message, tool result and decision a replica
-//     accepted is in the session's log once, and every message reaches the
-//     model;
-//   - after-cancel: a cancelled session sends no request and runs no tool
-//     after the cancel returned, until a message starts it again;
-//   - force-answer: the first request after a force answer offers no tools;
+//     accepted is in the session's log once, and every message is in the
+//     next model request;
+//   - after-cancel: a cancelled session sends no request and runs no
+//     tool after the cancel returned, until a message starts it again;
+//   - force-answer: the first request after a force answer offers no
+//     tools;
 //   - end-state: each session settles (within a bound) in the state the
 //     reference predicts;
 //   - event-log: the indexes of the log read through every live replica
 //     are 0..n-1, the same events at the same indexes on every replica,
 //     and each read extends the one before (nothing renumbered or
 //     reordered);
-//   - long-poll: a long-poll waiting on one replica is woken by a caller's
-//     commit on another.
+//   - long-poll: a long-poll waiting on one replica is woken by a
+//     caller's commit on another.
+//
+// Run it so:
 //
 //	go test -run TestModelBasedReplicas ./session/                          # a few seconds
 //	go test -run TestModelBasedReplicas ./session/ -modeltest.duration=5m   # long
 //	go test -run TestModelBasedReplicas ./session/ -modeltest.seed=N -v     # one sequence, logged
+//	go test -run TestModelBasedReplicas ./session/ -modeltest.leasettl=60ms # leases that lapse
 //
 // It needs PostgreSQL (skipped when the default server is unreachable,
 // as the other PostgreSQL tests are).
@@ -91,7 +95,7 @@ func TestModelBasedReplicas(t *testing.T) {
 
 // rpLeaseTTL is the replicas' lease TTL: a dead replica's sessions are
 // taken over within two of it.
-var rpLeaseTTL = flag.Duration("modeltest.leasettl", time.Second, "the lease TTL of TestModelBasedReplicas's replicas (shorter: more lapsed leases)")
+var rpLeaseTTL = flag.Duration("modeltest.leasettl", 500*time.Millisecond, "the lease TTL of TestModelBasedReplicas's replicas (shorter: more lapsed leases)")
 
 // rpStore is one replica's store: its own PostgreSQL store, whose writes
 // hang once the replica is dead (as a frozen process's never land), and
@@ -100,6 +104,7 @@ type rpStore struct {
 	*postgres.Store
 	q       *rpSeq
 	dead    atomic.Bool
+	deadAt  atomic.Int64 // the world's tick when it died
 	thaw    chan struct{} // closed at the sequence's end
 	deaf    atomic.Int32  // wake-ups still to lose
 	lost    atomic.Int32  // wake-ups lost
@@ -427,7 +432,6 @@ func (q *rpSeq) stopReplica(r *rpReplica) {
 func (q *rpSeq) run() {
 	q.rng = rand.New(rand.NewPCG(q.seed, q.seed>>32|1))
 	q.w = newWorld()
-	q.w.release("*") // no slow steps here
 	q.owner = fmt.Sprintf("rp%d", q.seed)
 	q.n = mtSequences.Add(1)
 	q.inflight = map[string]map[*rpReq]bool{}
@@ -451,9 +455,20 @@ func (q *rpSeq) run() {
 // the dead ones go (their hung writes fail, writing nothing).
 func (q *rpSeq) end() {
 	ctx := context.Background()
+	q.w.release("*")
 	m := q.replicas[0].m
 	for _, s := range q.sessions {
 		m.Cancel(ctx, q.owner, s.id)
+	}
+	q.mu.Lock()
+	for _, r := range q.reqs {
+		if r.id == "" {
+			q.stats["model requests without a session id"]++
+		}
+	}
+	q.mu.Unlock()
+	for _, r := range append(slices.Clone(q.replicas), q.dead...) {
+		q.stats["wake-ups lost"] += int(r.st.lost.Load())
 	}
 	for _, r := range q.replicas {
 		q.stopReplica(r)
@@ -461,6 +476,21 @@ func (q *rpSeq) end() {
 	for _, r := range q.dead {
 		close(r.st.thaw)
 		q.stopReplica(r)
+	}
+}
+
+// kill makes r a dead replica: its store's writes hang from now on and
+// fail when the sequence ends, writing nothing. Half the time its manager
+// is told to stop without being waited for (its runs are cut at once, as
+// a process killed); otherwise it goes on as a frozen process would seem
+// to the others (its runs go on, but nothing they do lands).
+func (q *rpSeq) kill(r *rpReplica) {
+	r.st.deadAt.Store(q.w.clock.tick())
+	r.st.dead.Store(true)
+	if q.rng.IntN(2) == 0 {
+		cut, cancel := context.WithCancel(context.Background())
+		cancel()
+		r.m.Stop(cut)
 	}
 }
 
@@ -491,16 +521,22 @@ func (q *rpSeq) act1(touched map[*rpSession]bool) {
 		q.disrupt.Add(1)
 		q.stopReplica(old)
 		q.replicas[i] = q.newReplica()
+		q.stats["clean stops"]++
 		q.logf("replica %d stops, %d starts", old.n, q.replicas[i].n)
 		return
 	case 1: // a replica dies: its writes never land, it is not waited for
 		i := q.rng.IntN(len(q.replicas))
 		old := q.replicas[i]
 		q.disrupt.Add(1)
-		old.st.dead.Store(true)
-		cut, cancel := context.WithCancel(context.Background())
-		cancel()
-		old.m.Stop(cut)
+		q.kill(old)
+		q.stats["deaths"]++
+		if all, _, err := q.replicas[(i+1)%len(q.replicas)].st.ListSessions(ctx, &store.ListParams{Owner: q.owner, Limit: 1000}); err == nil {
+			for _, got := range all {
+				if got.LeaseOwner == old.m.ReplicaID() && got.LeaseUntil.After(time.Now()) {
+					q.stats["leases of a dead replica taken over"]++
+				}
+			}
+		}
 		q.dead = append(q.dead, old)
 		q.replicas[i] = q.newReplica()
 		q.logf("replica %d dies, %d starts", old.n, q.replicas[i].n)
@@ -520,6 +556,10 @@ func (q *rpSeq) act1(touched map[*rpSession]bool) {
 	r := q.pick()
 	switch s.phase {
 	case "done":
+		if q.rng.IntN(3) == 0 {
+			q.cutStep(ctx, r, s)
+			return
+		}
 		q.probe(s, r, func() {
 			q.send(ctx, r, s, 1+q.rng.IntN(2))
 		})
@@ -590,6 +630,88 @@ func (q *rpSeq) probe(s *rpSession, r *rpReplica, action func()) {
 	}
 }
 
+// cutStep sends s, through r, a message whose step blocks (the model's
+// request or a server tool), then stops or kills the replica that runs
+// the step while it blocks, and lets the step go on: another replica
+// must take the session over (at once after a stop, once the lease
+// expires after a death) and run the step again.
+func (q *rpSeq) cutStep(ctx context.Context, r *rpReplica, s *rpSession) {
+	kinds := []string{"slow-answer", "slow-client", "slow-server", "slowtool"}
+	x := kinds[q.rng.IntN(len(kinds))]
+	text := q.tag(s, x)
+	tag := strings.Fields(text)[0]
+	before := q.w.clock.tick()
+	err := r.m.SendMessages(ctx, q.owner, s.id, []session.UserMessage{{Message: text}})
+	after := q.w.clock.tick()
+	q.logf("message %s on replica %d %q: %v", s.key, r.n, text, err)
+	if err != nil {
+		q.t.Fatalf("seed %d: SendMessages: %v", q.seed, err)
+	}
+	s.msgs = append(s.msgs, mtMsg{tag: tag, before: before, after: after})
+	s.starts = append(s.starts, before)
+	q.runOn(s, x)
+	// Which replica's worker blocks?
+	var runner *rpReplica
+	deadline := time.Now().Add(20 * time.Second)
+	for runner == nil {
+		q.mu.Lock()
+		for req := range q.inflight[s.key] {
+			if !req.replica.st.dead.Load() {
+				runner = req.replica
+			}
+		}
+		q.mu.Unlock()
+		if runner == nil && x == "slowtool" {
+			runner = q.toolRunner(s)
+		}
+		if runner == nil && time.Now().After(deadline) {
+			q.violation(s, "end-state", "%s: the step of %s never started", s.key, tag)
+			q.w.release(tag)
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	i := slices.Index(q.replicas, runner)
+	if i < 0 {
+		q.w.release(tag)
+		return
+	}
+	q.disrupt.Add(1)
+	if q.rng.IntN(2) == 0 {
+		q.stats["stops mid-step"]++
+		q.logf("replica %d, which runs the step of %s, stops", runner.n, tag)
+		q.stopReplica(runner)
+	} else {
+		q.stats["deaths mid-step"]++
+		q.logf("replica %d, which runs the step of %s, dies", runner.n, tag)
+		q.kill(runner)
+		q.dead = append(q.dead, runner)
+	}
+	q.replicas[i] = q.newReplica()
+	q.logf("replica %d starts; release %s", q.replicas[i].n, tag)
+	q.w.release(tag)
+}
+
+// toolRunner returns the replica whose worker runs s's slow tool, if
+// one does: the replica of the last request of s.
+func (q *rpSeq) toolRunner(s *rpSession) *rpReplica {
+	running := false
+	for _, run := range q.w.runsOf(s.id) {
+		running = running || run.end == 0 && run.tool == "work_slow"
+	}
+	if !running {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i := len(q.reqs) - 1; i >= 0; i-- {
+		if q.reqs[i].key == s.key {
+			return q.reqs[i].replica
+		}
+	}
+	return nil
+}
+
 func (q *rpSeq) directive() string {
 	ds := []string{"answer", "answer", "client", "client", "client2", "server", "deny", "approve", "approve", "fail", "mute"}
 	return ds[q.rng.IntN(len(ds))]
@@ -629,6 +751,7 @@ func (q *rpSeq) create(ctx context.Context, r *rpReplica) {
 // runOn predicts the end of a run whose last unread message has
 // directive d (as model_test.go's runOn, without queues or children).
 func (q *rpSeq) runOn(s *rpSession, d string) {
+	d = strings.TrimPrefix(d, "slow-")
 	s.inbox, s.paused, s.clients, s.approvals, s.waiting = "", false, 0, 0, d
 	switch d {
 	case "client", "mute":
@@ -875,6 +998,9 @@ func (q *rpSeq) checkSteps() {
 	defer q.mu.Unlock()
 	first := map[string]*rpReq{}
 	for _, r := range q.reqs {
+		if d := r.replica.st.deadAt.Load(); d > 0 && r.start > d {
+			continue // a frozen replica's: its commit never lands
+		}
 		k := r.key + "\x00" + r.sig
 		if f, ok := first[k]; ok && f.done && f.mark == q.mark(f.id) {
 			q.mu.Unlock()
@@ -997,6 +1123,9 @@ func (q *rpSeq) checkRequests(s *rpSession) {
 			}
 		}
 		for _, r := range reqs {
+			if d := r.replica.st.deadAt.Load(); d > 0 && r.start > d {
+				continue // a frozen replica's: it commits nothing
+			}
 			if r.start > c[1] && r.start < next {
 				q.violation(s, "after-cancel", "%s: a model request at tick %d by replica %d, after the cancel returned at tick %d", s.key, r.start, r.replica.n, c[1])
 				return
