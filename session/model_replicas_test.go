@@ -104,7 +104,7 @@ type rpStore struct {
 	*postgres.Store
 	q       *rpSeq
 	dead    atomic.Bool
-	deadAt  atomic.Int64 // the world's tick when it died
+	deadAt  atomic.Int64  // the world's tick when it died
 	thaw    chan struct{} // closed at the sequence's end
 	deaf    atomic.Int32  // wake-ups still to lose
 	lost    atomic.Int32  // wake-ups lost
@@ -125,8 +125,14 @@ func (s *rpStore) hang(ctx context.Context) error {
 // lease counts a lost lease as a disruption: the step it cut may be sent
 // again.
 func (s *rpStore) lease(id string, err error) error {
-	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrConflict) {
+	switch {
+	case errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrConflict):
 		s.q.lapse(id)
+	case err != nil:
+		// A failed write (a timeout of an overloaded server): the
+		// worker may do its step again.
+		s.q.lapse(id)
+		s.q.failedWrites.Add(1)
 	}
 	return err
 }
@@ -255,6 +261,11 @@ func (m rpModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chu
 		r := &rpReq{key: key, id: id, sig: sig, replica: m.r, start: q.w.clock.tick(), mark: q.mark(id), tools: tools}
 		q.mu.Lock()
 		for o := range q.inflight[key] {
+			if o.replica == m.r && !m.r.st.dead.Load() {
+				// Two workers of one process: a lapsed lease does not
+				// excuse it (the process knows what it runs).
+				q.overlaps = append(q.overlaps, rpOverlap{fmt.Sprintf("%s: replica %d sends two model requests at once (ticks %d and %d)", key, m.r.n, o.start, r.start), o.id, -1})
+			}
 			if o.replica != m.r && !o.replica.st.dead.Load() && !m.r.st.dead.Load() {
 				// A violation unless a disruption comes of it (the
 				// other's lease lapsed: its commit fails, and it
@@ -305,6 +316,10 @@ type rpSession struct {
 	forces    [][2]int64
 	next      int
 	seen      []string // the event log last read: "index type data"
+	// given up: failed by the runtime after MaxAttempts claims without a
+	// step committed, its leases lapsing (-modeltest.leasettl shorter
+	// than a step takes): not checked further.
+	givenUp bool
 }
 
 // rpSeq is one sequence.
@@ -327,7 +342,10 @@ type rpSeq struct {
 	log      mtLog
 	failed   bool
 	disrupt  atomic.Int64
-	lapses   struct {
+	// failedWrites counts the writes of workers that failed otherwise
+	// than by a lost lease.
+	failedWrites atomic.Int64
+	lapses       struct {
 		sync.Mutex
 		n map[string]int64
 	}
@@ -355,6 +373,13 @@ func (q *rpSeq) lapse(id string) {
 	q.lapses.Unlock()
 }
 
+// lapsesOf counts the leases of the session id lost so far.
+func (q *rpSeq) lapsesOf(id string) int64 {
+	q.lapses.Lock()
+	defer q.lapses.Unlock()
+	return q.lapses.n[id]
+}
+
 // mark counts the disruptions that may make a worker send a step of the
 // session id again: the stops and deaths of replicas, and the session's
 // lost leases.
@@ -372,11 +397,30 @@ func (q *rpSeq) logf(format string, args ...any) {
 	}
 }
 
+// rpKnownBugs are the invariants this test finds broken on main, with
+// who is fixing each: a violation of one is logged (with its seed, once
+// per run) and ends its sequence without failing the test. Remove an
+// entry when its fix lands.
+var rpKnownBugs = map[string]string{
+	// Seen with -modeltest.leasettl=60ms (seed 1033374649455, not
+	// deterministic): a replica whose worker's lease lapsed claims the
+	// session again and runs it in a second worker while the first still
+	// runs; being fixed with TestModelBased's finding of the same.
+	"one-worker-in-process": "a second worker of the same process after a lapsed lease",
+}
+
 func (q *rpSeq) violation(s *rpSession, invariant, format string, args ...any) {
 	if q.failed {
 		return
 	}
 	q.failed = true
+	if bug, ok := rpKnownBugs[invariant]; ok {
+		q.stats["known: "+invariant]++
+		if q.stats["known: "+invariant] == 1 || q.verbose {
+			q.t.Logf("seed %d: known bug (%s): invariant %s broken: %s\nactions:\n  %s", q.seed, bug, invariant, fmt.Sprintf(format, args...), strings.Join(q.actions, "\n  "))
+		}
+		return
+	}
 	q.t.Errorf("seed %d: invariant %s broken: %s\nactions:\n  %s", q.seed, invariant, fmt.Sprintf(format, args...), strings.Join(q.actions, "\n  "))
 	for _, o := range q.sessions {
 		q.dump(o)
@@ -467,6 +511,7 @@ func (q *rpSeq) end() {
 		}
 	}
 	q.mu.Unlock()
+	q.stats["failed writes"] += int(q.failedWrites.Load())
 	for _, r := range append(slices.Clone(q.replicas), q.dead...) {
 		q.stats["wake-ups lost"] += int(r.st.lost.Load())
 	}
@@ -549,7 +594,7 @@ func (q *rpSeq) act1(touched map[*rpSession]bool) {
 		return
 	}
 	s := q.sessions[q.rng.IntN(len(q.sessions))]
-	if touched[s] {
+	if touched[s] || s.givenUp {
 		return
 	}
 	touched[s] = true
@@ -956,6 +1001,10 @@ func (q *rpSeq) check() {
 	overlaps := slices.Clone(q.overlaps)
 	q.mu.Unlock()
 	for _, o := range overlaps {
+		if o.mark < 0 {
+			q.violation(nil, "one-worker-in-process", "%s", o.what)
+			return
+		}
 		if o.mark == q.mark(o.id) {
 			q.violation(nil, "one-worker", "%s", o.what)
 			return
@@ -972,13 +1021,23 @@ func (q *rpSeq) check() {
 		if err != nil {
 			q.t.Fatal(err)
 		}
+		if s.givenUp {
+			continue
+		}
+		if v.Status.Status == session.StatusFailed && s.status != session.StatusFailed && v.Status.ErrorCode != nil && *v.Status.ErrorCode == "internal" &&
+			q.lapsesOf(s.id) > 0 && v.Status.Error != nil && strings.Contains(*v.Status.Error, "times in a row") {
+			q.stats["given up after lapsed leases"]++
+			s.givenUp = true
+			s.phase = "given up"
+			continue
+		}
 		q.checkLog(ctx, s)
 		q.checkRequests(s)
 		if q.failed {
 			return
 		}
 		if v.Status.Status != s.status {
-			q.violation(s, "end-state", "%s is %s (error %v), the reference says %s", s.key, v.Status.Status, v.Status.Error, s.status)
+			q.violation(s, "end-state", "%s is %s (error %s), the reference says %s", s.key, v.Status.Status, *cmp.Or(v.Status.Error, new(string)), s.status)
 			return
 		}
 		if s.status == session.StatusAwaitingToolResults {
