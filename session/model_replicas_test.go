@@ -210,10 +210,9 @@ func (s *rpStore) Subscribe(topic string) (<-chan struct{}, func()) {
 
 // rpReplica is one replica: a store and a manager, alive or dead.
 type rpReplica struct {
-	n   int // its number in the sequence, for the log
-	st  *rpStore
-	m   *session.Manager
-	gen int64 // the model's requests are counted by gen
+	n  int // its number in the sequence, for the log
+	st *rpStore
+	m  *session.Manager
 }
 
 // rpModel is a replica's model: the world's, with the requests in flight
