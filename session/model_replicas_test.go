@@ -399,14 +399,11 @@ func (q *rpSeq) logf(format string, args ...any) {
 // rpKnownBugs are the invariants this test finds broken on main, with
 // who is fixing each: a violation of one is logged (with its seed, once
 // per run) and ends its sequence without failing the test. Remove an
-// entry when its fix lands.
-var rpKnownBugs = map[string]string{
-	// Seen with -modeltest.leasettl=60ms (seed 1033374649455, not
-	// deterministic): a replica whose worker's lease lapsed claims the
-	// session again and runs it in a second worker while the first still
-	// runs; being fixed with TestModelBased's finding of the same.
-	"one-worker-in-process": "a second worker of the same process after a lapsed lease",
-}
+// entry when its fix lands. None is known today: "one-worker-in-process"
+// (a second worker of one process after a lapsed lease, seen with
+// -modeltest.leasettl=60ms, seed 1033374649455) was fixed by
+// startWorker's holding check (TestLapsedLeaseReclaimedByItsOwnProcess).
+var rpKnownBugs = map[string]string{}
 
 func (q *rpSeq) violation(s *rpSession, invariant, format string, args ...any) {
 	if q.failed {
