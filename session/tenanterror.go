@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/hrns-dev/hrns/llm"
@@ -116,24 +117,27 @@ func isTLSError(err error) bool {
 		strings.Contains(err.Error(), "tls: ")
 }
 
-// The shapes of an address in an error's text.
-var (
-	urlRE = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.\-]*://[^\s"'<>]+`)
+// addressShapes are the shapes of an address in an error's text, built on
+// first use (no package-level regexp: TestStartupInitWork).
+var addressShapes = sync.OnceValue(func() (r struct{ url, netAddr, lookup, ipv4, ipv6 *regexp.Regexp }) {
+	r.url = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.\-]*://[^\s"'<>]+`)
 	// "dial tcp 10.0.0.5:11434", "read tcp 10.0.0.1:5000->10.0.0.5:11434"
-	netAddrRE = regexp.MustCompile(`\b(tcp|udp)[46]? [^\s]+?(:\s|$|\s)`)
+	r.netAddr = regexp.MustCompile(`\b(tcp|udp)[46]? [^\s]+?(:\s|$|\s)`)
 	// "lookup ollama.internal on 10.0.0.2:53"
-	lookupRE = regexp.MustCompile(`\blookup [^\s:]+( on [^\s]+?)?(:\s|$|\s)`)
-	ipv4RE   = regexp.MustCompile(`\b\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?\b`)
-	ipv6RE   = regexp.MustCompile(`\[[0-9A-Fa-f:.%]*:[0-9A-Fa-f:.%]*\](:\d{1,5})?`)
-)
+	r.lookup = regexp.MustCompile(`\blookup [^\s:]+( on [^\s]+?)?(:\s|$|\s)`)
+	r.ipv4 = regexp.MustCompile(`\b\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?\b`)
+	r.ipv6 = regexp.MustCompile(`\[[0-9A-Fa-f:.%]*:[0-9A-Fa-f:.%]*\](:\d{1,5})?`)
+	return r
+})
 
 // scrubAddresses returns s without the URLs, network addresses and
 // looked-up names in it, each replaced by a word saying what was there.
 func scrubAddresses(s string) string {
-	s = urlRE.ReplaceAllString(s, "[URL]")
-	s = netAddrRE.ReplaceAllString(s, "$1 [address]$2")
-	s = lookupRE.ReplaceAllString(s, "lookup [name]$2")
-	s = ipv4RE.ReplaceAllString(s, "[address]")
-	s = ipv6RE.ReplaceAllString(s, "[address]")
+	re := addressShapes()
+	s = re.url.ReplaceAllString(s, "[URL]")
+	s = re.netAddr.ReplaceAllString(s, "$1 [address]$2")
+	s = re.lookup.ReplaceAllString(s, "lookup [name]$2")
+	s = re.ipv4.ReplaceAllString(s, "[address]")
+	s = re.ipv6.ReplaceAllString(s, "[address]")
 	return s
 }

@@ -38,7 +38,7 @@ func TestWebFetchAllow(t *testing.T) {
 		t.Errorf("the refusal does not name --web-allow:\n%s", r.stderr)
 	}
 	reqs := srv.Requests()
-	if got := toolResults(t, reqs[1].Body); len(got) != 1 || !strings.Contains(got[0], "refuses to connect to 127.0.0.1") || !strings.Contains(got[0], "--web-allow") {
+	if got := toolResults(t, reqs[1].Body); len(got) != 1 || !strings.Contains(got[0], "not on the public internet") || !strings.Contains(got[0], "--web-allow") {
 		t.Errorf("the model's refusal = %q", got)
 	}
 
