@@ -238,3 +238,57 @@ func TestAttachedImagesChecked(t *testing.T) {
 		})
 	}
 }
+
+// TestAttachedPDFsChecked: a message's file named or typed as a PDF is
+// shown to the model as a document only when its bytes are a PDF's, whole
+// (its header in the first KiB, its end-of-file marker in the last);
+// text named .pdf, or a PDF cut short, was sent as a document part and
+// the provider refused every step. It is now a workspace file like any
+// other, listed to the model with why it is not shown, and the session
+// runs on.
+func TestAttachedPDFsChecked(t *testing.T) {
+	sound := []byte("%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n")
+	e, ws := filesEnv(t, func(netip.AddrPort) bool { return false })
+	for _, c := range []struct {
+		name     string
+		file     string
+		data     []byte
+		shown    bool
+		whyNotIn string
+	}{
+		{"text named .pdf", `"name":"a.pdf"`, []byte("hello, this is not a document\n"), false, "not shown to you as a PDF: its bytes are not a PDF (they read as text/plain"},
+		{"text typed application/pdf", `"name":"a.bin","media_type":"application/pdf"`, []byte("plain words\n"), false, "not shown to you as a PDF: its bytes are not a PDF"},
+		{"PDF cut short", `"name":"a.pdf"`, sound[:40], false, "not shown to you as a PDF: the PDF is cut short"},
+		{"sound PDF", `"name":"a.pdf"`, sound, true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e.model.Push(openaitest.Reply{Text: "Read."})
+			n := len(e.model.Requests())
+			id := e.create(keyAlice, fmt.Sprintf(`{"agent":{"name":"reader","environments":[]},"idle_timeout_s":60,"messages":{"message":"Read.","files":[{%s,"source":%q}]}}`, c.file, base64.StdEncoding.EncodeToString(c.data)))
+			e.follow(keyAlice, id).status(session.StatusIdle)
+			var name string
+			json.Unmarshal([]byte("{"+c.file+"}"), &struct{ Name *string }{&name})
+			if got, err := os.ReadFile(filepath.Join(ws, strings.ReplaceAll(id, "-", ""), "files", name)); err != nil || !bytes.Equal(got, c.data) {
+				t.Errorf("files/%s: %q, %v", name, got, err)
+			}
+			reqs := e.model.Requests()
+			if len(reqs) != n+1 {
+				t.Fatalf("%d requests to the model, want 1", len(reqs)-n)
+			}
+			req := string(reqs[n].Body)
+			doc := strings.Contains(req, `"type":"file"`)
+			if c.shown {
+				if !doc || !strings.Contains(req, base64.StdEncoding.EncodeToString(c.data)) {
+					t.Errorf("the model is not shown the PDF:\n%.3000s", req)
+				}
+				return
+			}
+			if doc {
+				t.Errorf("the model is shown the file as a document:\n%.3000s", req)
+			}
+			if !strings.Contains(req, c.whyNotIn) {
+				t.Errorf("the model is not told %q:\n%.3000s", c.whyNotIn, req)
+			}
+		})
+	}
+}

@@ -315,7 +315,11 @@ func (m *Manager) saveFiles(id, workspace string, files []attached) ([]llm.Part,
 				fmt.Fprintf(&text, "; not shown to you as an image: %s", why)
 			}
 		case base == "application/pdf":
-			media = append(media, llm.DocumentPart(base, name, f.data))
+			if ok, why := attachedPDF(f.data); ok {
+				media = append(media, llm.DocumentPart(base, name, f.data))
+			} else {
+				fmt.Fprintf(&text, "; not shown to you as a PDF: %s", why)
+			}
 		}
 		text.WriteString(")")
 		u := m.fileURL(id, name)

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -104,4 +105,24 @@ func attachedImage(data []byte) (mediaType, why string) {
 		return "", msg
 	}
 	return got, ""
+}
+
+// pdfLead and pdfTail bound where a PDF's header and its last end-of-file
+// marker may be: a reader (and the providers') looks for "%PDF-" in the
+// first 1,024 bytes and "%%EOF" in the last 1,024.
+const pdfLead, pdfTail = 1024, 1024
+
+// attachedPDF reports whether the bytes of a message's file named or
+// typed as a PDF are one a provider can read as such, and if not, why:
+// text named .pdf, or a PDF cut short (no end-of-file marker), was sent
+// as a document part, and the provider refused every step of the
+// session.
+func attachedPDF(data []byte) (ok bool, why string) {
+	if !bytes.Contains(data[:min(len(data), pdfLead)], []byte("%PDF-")) {
+		return false, fmt.Sprintf("its bytes are not a PDF (they read as %s)", http.DetectContentType(data))
+	}
+	if !bytes.Contains(data[max(0, len(data)-pdfTail):], []byte("%%EOF")) {
+		return false, "the PDF is cut short (it has no end-of-file marker)"
+	}
+	return true, ""
 }
