@@ -451,12 +451,22 @@ func (s *Server) authenticate(r *http.Request) (owner string, ok, csrf bool) {
 		}
 		return us.owner, true, csrfOK(r, us)
 	}
-	scheme, key, ok := strings.Cut(auth, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
+	sum, ok := bearerSum(auth)
+	if !ok {
 		return "", false, true
 	}
-	owner, ok = s.keys[sha256.Sum256([]byte(strings.TrimSpace(key)))]
+	owner, ok = s.keys[sum]
 	return owner, ok, true
+}
+
+// bearerSum is the sha256 of the key of an "Authorization: Bearer KEY"
+// header's value, the form both key maps hold; false for another scheme.
+func bearerSum(auth string) ([32]byte, bool) {
+	scheme, key, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return [32]byte{}, false
+	}
+	return sha256.Sum256([]byte(strings.TrimSpace(key))), true
 }
 
 // errBodyTooLarge wraps a body over the limit.
@@ -619,11 +629,11 @@ func (s *Server) operator(r *http.Request) bool {
 	if len(s.opKeys) == 0 {
 		return len(s.keys) == 0
 	}
-	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
+	sum, ok := bearerSum(r.Header.Get("Authorization"))
+	if !ok {
 		return false
 	}
-	_, ok = s.opKeys[sha256.Sum256([]byte(strings.TrimSpace(key)))]
+	_, ok = s.opKeys[sum]
 	return ok
 }
 
