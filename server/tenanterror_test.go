@@ -37,7 +37,7 @@ func newLoggedModelEnv(t *testing.T, model llm.Model, logs *syncBuffer) *env {
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice}})))
+	srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice}})))
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())

@@ -103,7 +103,7 @@ func newUIEnvWrapped(t *testing.T, wrap func(http.Handler) http.Handler, replies
 	hooks := webhook.New(st, &webhook.Options{Allow: func(a netip.AddrPort) bool { return a.Addr().IsLoopback() }})
 	hooks.Start()
 	sch := schedule.New(m, st, &schedule.Options{Owner: "replica-1"})
-	var h http.Handler = server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: workspaces, Webhooks: hooks, Schedules: sch})
+	var h http.Handler = newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: workspaces, Webhooks: hooks, Schedules: sch})
 	if wrap != nil {
 		h = wrap(h)
 	}

@@ -391,8 +391,12 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	defer cancelRequests()
 	srvOpts := &server.Options{APIKeys: keys, OperatorKeys: opKeys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch, Profiles: o.profileLimits, LiveFrame: o.liveFrame, LiveDesktopFrame: o.liveDesktopFrame}
 	o.reads.setServer(srvOpts)
+	handler, err := server.New(m, srvOpts)
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
-		Handler:           server.New(m, srvOpts),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
