@@ -368,8 +368,9 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	defer w.finish()
 	if rest, ok := strings.CutPrefix(r.URL.Path, uiAPIPrefix); ok {
 		// The page's calls to the API, under its own path, where its
-		// cookie is scoped (uisession.go): served as the API's.
-		r2 := *r
+		// cookie is scoped (uisession.go): served as the API's, the
+		// cookie accepted (on /api/v2 itself it is not).
+		r2 := *r.WithContext(context.WithValue(r.Context(), fromPageKey{}, true))
 		u := *r.URL
 		u.Path = "/api/" + rest
 		raw, ok := strings.CutPrefix(u.RawPath, uiAPIPrefix)
@@ -442,15 +443,27 @@ var uuidRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$`)
 })
 
-// authenticate returns the request's owner: by its bearer key, or else
-// by the web page's session cookie; csrf is false for a cookie-borne
-// request that changes state without the session's X-CSRF-Token.
+// fromPageKey marks a request of the web page to the API, made under its
+// path (ui/api/v2/...): the only ones the page's cookie authenticates.
+type fromPageKey struct{}
+
+// authenticate returns the request's owner: by its bearer key, or else,
+// for a request of the web page (under its path, ui/api/v2/...), by the
+// page's session cookie; csrf is false for a cookie-borne request that
+// changes state without the session's X-CSRF-Token. On /api/v2 itself
+// the cookie is no credential: the browser scopes it to the page's path
+// and never sends it there, and a cookie that reached the API's own
+// routes (another client's path rules, a proxy rewriting paths) would
+// make them a target of cross-site requests.
 func (s *Server) authenticate(r *http.Request) (owner string, ok, csrf bool) {
 	if len(s.keys) == 0 {
 		return "", true, true
 	}
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
+		if page, _ := r.Context().Value(fromPageKey{}).(bool); !page {
+			return "", false, true
+		}
 		us, ok := s.cookieSession(r)
 		if !ok {
 			return "", false, true
