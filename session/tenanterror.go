@@ -1,8 +1,6 @@
 package session
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -12,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/hrns-dev/hrns/internal/netpolicy"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 )
@@ -95,26 +94,12 @@ func unreached(err error) (string, bool) {
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return "the connection to the model server was lost", true
-	case isTLSError(err):
-		return base + " (its TLS handshake or certificate failed)", true
+	}
+	if text, ok := netpolicy.DescribeTLS(err); ok {
+		// Not the x509 text, which lists the names in its certificate.
+		return base + " (" + text + ")", true
 	}
 	return base, true
-}
-
-// isTLSError reports whether err is the failure of a TLS handshake or of
-// a certificate check (whose texts name the server).
-func isTLSError(err error) bool {
-	var (
-		rec  tls.RecordHeaderError
-		cver *tls.CertificateVerificationError
-		hn   x509.HostnameError
-		ua   x509.UnknownAuthorityError
-		ci   x509.CertificateInvalidError
-		alt  tls.AlertError
-	)
-	return errors.As(err, &rec) || errors.As(err, &cver) || errors.As(err, &hn) ||
-		errors.As(err, &ua) || errors.As(err, &ci) || errors.As(err, &alt) ||
-		strings.Contains(err.Error(), "tls: ")
 }
 
 // addressShapes are the shapes of an address in an error's text, built on

@@ -274,7 +274,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	defer tel.close(ctx, stdio.Err)
 	log := slog.New(slog.NewTextHandler(stdio.Err, nil))
 	opts := &session.Options{
-		Environments:      map[string]*loop.Toolset{"web": tools.Web(nil)},
+		Environments:      map[string]*loop.Toolset{"web": tools.Web(&tools.WebOptions{Logger: sessionLog(log)})},
 		Toolsets:          map[string]*loop.Toolset{},
 		Agents:            map[string]*session.AgentConfig{},
 		DefaultModel:      modelName,
