@@ -43,7 +43,7 @@ func startServer(t *testing.T, opts *session.Options, replies ...openaitest.Repl
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{apiKey}}))
+	srv := httptest.NewServer(newServer(m, &server.Options{APIKeys: []string{apiKey}}))
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())
@@ -452,4 +452,13 @@ func TestNoPollForOwnResults(t *testing.T) {
 			t.Errorf("a long-poll read from %d, where the client's own post began (%v); polls %v", a[0], a, rec.polls)
 		}
 	}
+}
+
+// newServer is server.New for a test's Options, which are valid.
+func newServer(m *session.Manager, opts *server.Options) *server.Server {
+	s, err := server.New(m, opts)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -26,7 +26,8 @@ func ExampleClient_UploadBrowserProfile() {
 	defer os.RemoveAll(dir)
 	st, _ := sqlite.Open(filepath.Join(dir, "hrns.db"), nil)
 	defer st.Close()
-	srv := httptest.NewServer(server.New(session.New(st, llmtest.NewModel(), nil), &server.Options{APIKeys: []string{"sk-example"}}))
+	h, _ := server.New(session.New(st, llmtest.NewModel(), nil), &server.Options{APIKeys: []string{"sk-example"}})
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 
 	var archive bytes.Buffer

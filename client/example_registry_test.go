@@ -34,7 +34,8 @@ func ExampleClient_CreateAgent() {
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, nil)
 	m.Start(context.Background())
 	defer m.Stop(context.Background())
-	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{"sk-example"}}))
+	h, _ := server.New(m, &server.Options{APIKeys: []string{"sk-example"}})
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 
 	ctx := context.Background()

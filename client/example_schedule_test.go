@@ -32,7 +32,8 @@ func ExampleClient_CreateSchedule() {
 	m.Start(context.Background())
 	defer m.Stop(context.Background())
 	sch := schedule.New(m, st, nil)
-	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{"sk-example"}, Schedules: sch}))
+	h, _ := server.New(m, &server.Options{APIKeys: []string{"sk-example"}, Schedules: sch})
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 
 	ctx := context.Background()

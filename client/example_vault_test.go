@@ -47,7 +47,8 @@ func ExampleClient_CreateVault() {
 	})
 	m.Start(context.Background())
 	defer m.Stop(context.Background())
-	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{"sk-example"}, Vaults: vaults}))
+	h, _ := server.New(m, &server.Options{APIKeys: []string{"sk-example"}, Vaults: vaults})
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 
 	ctx := context.Background()

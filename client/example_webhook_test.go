@@ -29,7 +29,8 @@ func ExampleVerifyWebhook() {
 	defer st.Close()
 	m := session.New(st, &openai.Client{BaseURL: "http://127.0.0.1:1", Model: "unused"}, nil)
 	hooks := webhook.New(st, &webhook.Options{Allow: func(a netip.AddrPort) bool { return a.Addr().IsLoopback() }})
-	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{"sk-example"}, Webhooks: hooks}))
+	h, _ := server.New(m, &server.Options{APIKeys: []string{"sk-example"}, Webhooks: hooks})
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 
 	// The receiver: the secret comes from where it was kept at creation.

@@ -34,7 +34,7 @@ func startFilesServer(t *testing.T, opts *session.Options, replies ...openaitest
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{apiKey}, Workspaces: t.TempDir()}))
+	srv := httptest.NewServer(newServer(m, &server.Options{APIKeys: []string{apiKey}, Workspaces: t.TempDir()}))
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())
@@ -128,7 +128,7 @@ func ExampleHandle_WriteFile() {
 	defer m.Stop(context.Background())
 	workspaces := filepath.Join(dir, "sessions")
 	os.Mkdir(workspaces, 0o700)
-	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{"sk-example"}, Workspaces: workspaces}))
+	srv := httptest.NewServer(newServer(m, &server.Options{APIKeys: []string{"sk-example"}, Workspaces: workspaces}))
 	defer srv.Close()
 
 	ctx := context.Background()
@@ -258,7 +258,7 @@ func ExampleClient_TokenQuota() {
 	})
 	m.Start(context.Background())
 	defer m.Stop(context.Background())
-	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{"sk-example"}}))
+	srv := httptest.NewServer(newServer(m, &server.Options{APIKeys: []string{"sk-example"}}))
 	defer srv.Close()
 
 	c := client.New(srv.URL, "sk-example", nil)

@@ -165,7 +165,7 @@ func manySessions(t *testing.T, st store.Store, n int, defaultClient bool) int64
 		t.Fatal(err)
 	}
 	a := &answers{byStatus: map[int]int{}}
-	srv := httptest.NewUnstartedServer(a.wrap(server.New(m, &server.Options{APIKeys: []string{apiKey}})))
+	srv := httptest.NewUnstartedServer(a.wrap(newServer(m, &server.Options{APIKeys: []string{apiKey}})))
 	var conns atomic.Int64
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {

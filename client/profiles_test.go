@@ -68,7 +68,7 @@ func TestBrowserProfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Stop(context.Background())
-	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{"sk-a", "sk-b"}}))
+	srv := httptest.NewServer(newServer(m, &server.Options{APIKeys: []string{"sk-a", "sk-b"}}))
 	defer srv.Close()
 	ctx := t.Context()
 	a := client.New(srv.URL, "sk-a", nil)

@@ -27,7 +27,7 @@ func TestSchedules(t *testing.T) {
 	m := session.New(st, &openai.Client{BaseURL: model.URL(), Model: "test-model"}, &session.Options{
 		Agents: map[string]*session.AgentConfig{"reporter": {Description: "Reports."}},
 	})
-	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{"sk-a", "sk-b"}, Schedules: schedule.New(m, st, nil)}))
+	srv := httptest.NewServer(newServer(m, &server.Options{APIKeys: []string{"sk-a", "sk-b"}, Schedules: schedule.New(m, st, nil)}))
 	t.Cleanup(srv.Close)
 	ctx := t.Context()
 	c := client.New(srv.URL, "sk-a", nil)

@@ -23,7 +23,7 @@ func TestVaults(t *testing.T) {
 	keys, _ := vault.ParseKeys("k1:q5Jc0cDUI2pV3ZjGZ4YAbKXm1nFbQPh3mR+H3Cw5W8s=")
 	vaults := vault.New(st, keys, nil)
 	m := session.New(st, llmtest.NewModel(), nil)
-	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{"sk-a", "sk-b"}, Vaults: vaults}))
+	srv := httptest.NewServer(newServer(m, &server.Options{APIKeys: []string{"sk-a", "sk-b"}, Vaults: vaults}))
 	defer srv.Close()
 	ctx := t.Context()
 	a := client.New(srv.URL, "sk-a", nil)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hrns-dev/hrns/internal/netpolicy"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 )
@@ -365,14 +367,47 @@ func (m *Mounted) lostError(c *conn, during bool) error {
 	if c.cmd == nil && c.proc == nil {
 		again = "reconnected"
 	}
+	if m.spec.HideTransportErrors && c.cmd == nil && c.proc == nil {
+		m.log.Warn("an MCP server's connection was lost; the model is told less", "err", c.err)
+		return fmt.Errorf("mcp server %q %s: the connection was lost (%s); it will be %s at the next call, and any state it held is lost", m.spec.Name, when, transportText(c.err), again)
+	}
 	return fmt.Errorf("mcp server %q %s: %w; it will be %s at the next call, and any state it held is lost", m.spec.Name, when, c.err, again)
+}
+
+// hide is err, a failed call's error from the transport, as the model
+// reads it: itself, or with [Spec.HideTransportErrors] what happened,
+// without the address dialled or the certificate's names, the full error
+// logged.
+func (m *Mounted) hide(ctx context.Context, err error, what string) error {
+	if !m.spec.HideTransportErrors || m.spec.URL == "" {
+		return err
+	}
+	text := transportText(err)
+	m.log.WarnContext(ctx, "a call of an MCP server's tool failed; the model is told less", "err", err, "told", text)
+	return fmt.Errorf("mcp server %q: %s: %s", m.spec.Name, what, text)
+}
+
+// transportText says what happened to an HTTP request to a server, in
+// netpolicy.Describe's words.
+func transportText(err error) string {
+	if text, ok := netpolicy.Describe(err); ok {
+		return text
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "the request timed out"
+	}
+	return "the request to the server failed"
 }
 
 // call calls the server's tool name with the arguments of call.
 func (m *Mounted) call(ctx context.Context, name string, call *loop.Call) (*loop.Output, error) {
 	c, err := m.session(ctx)
 	if err != nil {
-		return nil, err
+		if errors.Is(err, ErrClosed) {
+			return nil, err
+		}
+		return nil, m.hide(ctx, err, "connecting again")
 	}
 	select {
 	case <-c.done:
@@ -396,7 +431,7 @@ func (m *Mounted) call(ctx context.Context, name string, call *loop.Call) (*loop
 			// A Streamable HTTP request that failed, which the SDK
 			// reports without ending the session: the next call may
 			// go through.
-			return nil, fmt.Errorf("mcp server %q: %w", m.spec.Name, err)
+			return nil, m.hide(ctx, fmt.Errorf("mcp server %q: %w", m.spec.Name, err), "the request failed")
 		}
 		// The server answered, with a protocol error rather than a
 		// tool error: an unknown tool, or arguments it refuses.
@@ -407,7 +442,7 @@ func (m *Mounted) call(ctx context.Context, name string, call *loop.Call) (*loop
 	select {
 	case <-c.done:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("mcp server %q: %w", m.spec.Name, err)
+		return nil, m.hide(ctx, fmt.Errorf("mcp server %q: %w", m.spec.Name, err), "the request failed")
 	}
 	return nil, m.lostError(c, true)
 }

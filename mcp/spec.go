@@ -76,6 +76,17 @@ type Spec struct {
 	// Timeout bounds each call; 0 means the agent's ToolTimeout.
 	Timeout time.Duration
 
+	// HideTransportErrors keeps the HTTP transport's errors out of what a
+	// failed call tells the model, for a server reached on behalf of
+	// someone who must not learn where its name leads (hrns serve's
+	// tenants): such an error may carry the address the URL's name
+	// resolved to (a connection refused by the address policy after a
+	// DNS answer changed since Mount) or the names of a TLS certificate.
+	// The call's error then says what happened in netpolicy.Describe's
+	// words, and Logger gets the full error. Mount's own error is not
+	// changed: its caller words it.
+	HideTransportErrors bool
+
 	// Logger receives debug logs of the connection and warnings about
 	// tools that could not be mounted; nil discards them.
 	Logger *slog.Logger

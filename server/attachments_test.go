@@ -47,7 +47,7 @@ func filesEnvWith(t *testing.T, o *session.Options, publicURL string, replies ..
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: dir, PublicURL: publicURL})))
+	srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: dir, PublicURL: publicURL})))
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())

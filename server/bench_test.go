@@ -72,7 +72,7 @@ func benchEnv(b *testing.B, open openStore, start bool) (*env, chan struct{}) {
 			b.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{keyAlice}}))
+	srv := httptest.NewServer(newServer(m, &server.Options{APIKeys: []string{keyAlice}}))
 	b.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())
@@ -191,7 +191,7 @@ func BenchmarkChangesFromMemory(b *testing.B) {
 	if err := m.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	h := server.New(m, &server.Options{APIKeys: []string{keyAlice}})
+	h := newServer(m, &server.Options{APIKeys: []string{keyAlice}})
 	srv := httptest.NewServer(h)
 	b.Cleanup(func() {
 		srv.Close()

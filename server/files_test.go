@@ -52,7 +52,7 @@ func newFilesEnv(t *testing.T, st store.Store, root string, model *openaitest.Se
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: root})))
+	srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: root})))
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())

@@ -48,7 +48,7 @@ func newBrowserEnv(t *testing.T, keys, corsOrigins []string) *browserEnv {
 	}
 	srv := httptest.NewUnstartedServer(nil)
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	srv.Config.Handler = contractHandler(t, server.New(m, &server.Options{
+	srv.Config.Handler = contractHandler(t, newServer(m, &server.Options{
 		APIKeys:      keys,
 		AllowedHosts: []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port},
 		CORSOrigins:  corsOrigins,

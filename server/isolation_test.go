@@ -54,7 +54,7 @@ func TestEveryRouteIsolatesKeys(t *testing.T) {
 	hooks := webhook.New(st, &webhook.Options{Allow: func(a netip.AddrPort) bool { return a.Addr().IsLoopback() }})
 	sch := schedule.New(m, st, &schedule.Options{Owner: "replica-1"})
 	frame := func(context.Context, string) ([]byte, time.Time, error) { return []byte{0xff, 0xd8}, time.Now(), nil }
-	srv := httptest.NewServer(server.New(m, &server.Options{
+	srv := httptest.NewServer(newServer(m, &server.Options{
 		APIKeys: []string{keyAlice, keyBob}, OperatorKeys: []string{keyOperator}, Workspaces: t.TempDir(), Webhooks: hooks, Schedules: sch, Vaults: vaults,
 		LiveFrame: frame, LiveDesktopFrame: frame,
 	}))

@@ -103,7 +103,7 @@ func mcpServeAfter(t *testing.T, st store.Store, model *openaitest.Server, opts 
 		t.Fatal(err)
 	}
 	sch := schedule.New(m, st, &schedule.Options{Owner: "replica-1"})
-	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Schedules: sch})))
+	srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Schedules: sch})))
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {

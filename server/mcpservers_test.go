@@ -217,7 +217,7 @@ func TestMCPServersRedactedElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	sch := schedule.New(m, st, &schedule.Options{Owner: "replica-1"})
-	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice}, Schedules: sch})))
+	srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice}, Schedules: sch})))
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())

@@ -27,7 +27,7 @@ func TestProfileReplicas(t *testing.T) {
 		t.Cleanup(func() { st.Close() })
 		web := func(*session.EnvironmentParams) (*loop.Toolset, func(bool), error) { return &loop.Toolset{}, nil, nil }
 		m := session.New(st, llmtest.NewModel(), &session.Options{SessionEnvironments: map[string]session.EnvironmentFunc{"web": web}})
-		srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}})))
+		srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}})))
 		t.Cleanup(srv.Close)
 		return &env{t: t, url: srv.URL, st: st}
 	}

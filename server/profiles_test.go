@@ -40,7 +40,7 @@ func newProfileEnv(t *testing.T, popts server.ProfileOptions, sopts *session.Opt
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Profiles: popts})))
+	srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Profiles: popts})))
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())

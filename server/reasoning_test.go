@@ -41,7 +41,7 @@ func newModelEnv(t *testing.T, model llm.Model, o *session.Options) *env {
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}})))
+	srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}})))
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())

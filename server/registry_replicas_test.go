@@ -24,7 +24,7 @@ func TestRegistryReplicas(t *testing.T) {
 		}
 		t.Cleanup(func() { st.Close() })
 		m := session.New(st, llmtest.NewModel(), nil)
-		srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}}))
+		srv := httptest.NewServer(newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}}))
 		t.Cleanup(srv.Close)
 		return &env{t: t, url: srv.URL, st: st}
 	}

@@ -224,7 +224,7 @@ func TestReplicasWithoutKeys(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	m := session.New(st, &openai.Client{BaseURL: "http://127.0.0.1:1", Model: "m"}, &session.Options{ReplicaID: "replica-1"})
-	srv := httptest.NewServer(server.New(m, nil))
+	srv := httptest.NewServer(newServer(m, nil))
 	t.Cleanup(srv.Close)
 	for path, want := range map[string]string{"/healthz": `"replica":"replica-1"`, "/api/v2/replicas": `"id":"replica-1"`} {
 		resp, err := http.Get(srv.URL + path)
@@ -241,7 +241,8 @@ func TestReplicasWithoutKeys(t *testing.T) {
 }
 
 // TestOperatorKeyInBothLists: a key that is both an API key and an
-// operator key is refused when the server is made: which it is would
+// operator key is refused when the server is made, with an error a
+// library user can handle (not a panic): which role the key has would
 // otherwise depend on the route.
 func TestOperatorKeyInBothLists(t *testing.T) {
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), &sqlite.Options{RelaxedSync: true})
@@ -250,13 +251,16 @@ func TestOperatorKeyInBothLists(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	m := session.New(st, &openai.Client{BaseURL: "http://127.0.0.1:1", Model: "m"}, nil)
-	defer func() {
-		r := recover()
-		if msg, _ := r.(string); !strings.Contains(msg, "both an API key and an operator key") || strings.Contains(msg, "sk-both") {
-			t.Errorf("server.New with a key in both lists: recovered %v; want a panic that says so without the key", r)
-		}
-	}()
-	server.New(m, &server.Options{APIKeys: []string{keyAlice, "sk-both"}, OperatorKeys: []string{"sk-both"}})
+	s, err := server.New(m, &server.Options{APIKeys: []string{keyAlice, "sk-both"}, OperatorKeys: []string{"sk-both"}})
+	if err == nil || s != nil || !strings.Contains(err.Error(), "both an API key and an operator key") || strings.Contains(err.Error(), "sk-both") {
+		t.Errorf("server.New with a key in both lists: %v, %v; want no server and an error that says so without the key", s, err)
+	}
+	if _, err := server.New(nil, nil); err == nil {
+		t.Error("server.New without a manager: no error")
+	}
+	if s, err := server.New(m, &server.Options{APIKeys: []string{keyAlice}, OperatorKeys: []string{"sk-op"}}); err != nil || s == nil {
+		t.Errorf("server.New with distinct keys: %v, %v", s, err)
+	}
 }
 
 // TestLeaseShown checks that GET /api/v2/sessions/{id} says until when a

@@ -66,7 +66,7 @@ func newScheduleEnv(t *testing.T, replies ...openaitest.Reply) *scheduleEnv {
 	}
 	clock := &fakeClock{now: time.Date(2026, 3, 28, 6, 58, 0, 0, time.UTC)}
 	sch := schedule.New(m, st, &schedule.Options{Owner: "replica-1", Clock: clock})
-	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Schedules: sch})))
+	srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Schedules: sch})))
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())

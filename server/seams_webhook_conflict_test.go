@@ -50,7 +50,7 @@ func TestSeamsWebhookConflict(t *testing.T) {
 	busy := &busyWebhooks{Store: st}
 	hooks := webhook.New(busy, &webhook.Options{Allow: func(a netip.AddrPort) bool { return a.Addr().IsLoopback() }})
 	hooks.Start()
-	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Webhooks: hooks})))
+	srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Webhooks: hooks})))
 	t.Cleanup(func() {
 		srv.Close()
 		hooks.Stop(context.Background())

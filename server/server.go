@@ -4,10 +4,14 @@
 //
 //	m := session.New(st, model, nil)
 //	m.Start(ctx)
-//	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: server.New(m, &server.Options{
+//	h, err := server.New(m, &server.Options{
 //		APIKeys:      keys,
 //		AllowedHosts: []string{"localhost:8080", "127.0.0.1:8080", "[::1]:8080"},
-//	})}
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: h}
 //	srv.ListenAndServe()
 //
 // # Routes
@@ -161,7 +165,7 @@ type Options struct {
 	// operator's routes (GET /api/v2/replicas, the details of GET
 	// /healthz) and nothing else: an operator key is no API key, owns
 	// no session and does not log in to the web page. A key in both
-	// lists makes New panic. To a request without an operator key, an
+	// lists makes New fail. To a request without an operator key, an
 	// operator route answers as a route that does not exist (404), so
 	// that tenants are not told it is there. Empty means the operator
 	// routes answer nobody, unless APIKeys is empty too: a server
@@ -261,9 +265,11 @@ type Server struct {
 var _ http.Handler = (*Server)(nil)
 
 // New returns the API of the sessions of m.
-func New(m *session.Manager, opts *Options) *Server {
+// It fails on Options that cannot work: no manager, or a key that is
+// both an API key and an operator key.
+func New(m *session.Manager, opts *Options) (*Server, error) {
 	if m == nil {
-		panic("server.New: nil manager")
+		return nil, errors.New("server.New: nil manager")
 	}
 	s := &Server{m: m, keys: map[[32]byte]string{}, opKeys: map[[32]byte]struct{}{}, mux: http.NewServeMux(), now: time.Now}
 	if opts != nil {
@@ -284,7 +290,7 @@ func New(m *session.Manager, opts *Options) *Server {
 	for _, k := range s.opts.OperatorKeys {
 		sum := sha256.Sum256([]byte(k))
 		if _, both := s.keys[sum]; both {
-			panic("server.New: a key is both an API key and an operator key (Options.APIKeys and Options.OperatorKeys): give each key one role")
+			return nil, errors.New("server.New: a key is both an API key and an operator key (Options.APIKeys and Options.OperatorKeys): give each key one role")
 		}
 		s.opKeys[sum] = struct{}{}
 	}
@@ -334,7 +340,7 @@ func New(m *session.Manager, opts *Options) *Server {
 	// A shared session is public: its token is the capability.
 	s.mux.HandleFunc("GET /api/v2/shared/{token}", s.shared)
 	s.mux.HandleFunc("GET /api/v2/shared/{token}/events", s.sharedEvents)
-	return s
+	return s, nil
 }
 
 // body says what a route does with a request body.
@@ -362,8 +368,9 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	defer w.finish()
 	if rest, ok := strings.CutPrefix(r.URL.Path, uiAPIPrefix); ok {
 		// The page's calls to the API, under its own path, where its
-		// cookie is scoped (uisession.go): served as the API's.
-		r2 := *r
+		// cookie is scoped (uisession.go): served as the API's, the
+		// cookie accepted (on /api/v2 itself it is not).
+		r2 := *r.WithContext(context.WithValue(r.Context(), fromPageKey{}, true))
 		u := *r.URL
 		u.Path = "/api/" + rest
 		raw, ok := strings.CutPrefix(u.RawPath, uiAPIPrefix)
@@ -436,15 +443,27 @@ var uuidRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$`)
 })
 
-// authenticate returns the request's owner: by its bearer key, or else
-// by the web page's session cookie; csrf is false for a cookie-borne
-// request that changes state without the session's X-CSRF-Token.
+// fromPageKey marks a request of the web page to the API, made under its
+// path (ui/api/v2/...): the only ones the page's cookie authenticates.
+type fromPageKey struct{}
+
+// authenticate returns the request's owner: by its bearer key, or else,
+// for a request of the web page (under its path, ui/api/v2/...), by the
+// page's session cookie; csrf is false for a cookie-borne request that
+// changes state without the session's X-CSRF-Token. On /api/v2 itself
+// the cookie is no credential: the browser scopes it to the page's path
+// and never sends it there, and a cookie that reached the API's own
+// routes (another client's path rules, a proxy rewriting paths) would
+// make them a target of cross-site requests.
 func (s *Server) authenticate(r *http.Request) (owner string, ok, csrf bool) {
 	if len(s.keys) == 0 {
 		return "", true, true
 	}
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
+		if page, _ := r.Context().Value(fromPageKey{}).(bool); !page {
+			return "", false, true
+		}
 		us, ok := s.cookieSession(r)
 		if !ok {
 			return "", false, true

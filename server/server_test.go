@@ -80,7 +80,7 @@ func newEnv(t *testing.T, o *envOptions, replies ...openaitest.Reply) *env {
 		so = *o.server
 	}
 	so.APIKeys = append([]string{keyAlice, keyBob}, o.keys...)
-	srv := httptest.NewUnstartedServer(contractHandler(t, server.New(m, &so)))
+	srv := httptest.NewUnstartedServer(contractHandler(t, newServer(m, &so)))
 	srv.Config.ConnState = o.connState
 	srv.Start()
 	t.Cleanup(func() {
@@ -617,4 +617,13 @@ func TestApprovals(t *testing.T) {
 	if !strings.Contains(last, "deployed api") || !strings.Contains(last, "not today") {
 		t.Errorf("the model did not read the approval outcomes:\n%s", last)
 	}
+}
+
+// newServer is server.New for a test's Options, which are valid.
+func newServer(m *session.Manager, opts *server.Options) *server.Server {
+	s, err := server.New(m, opts)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

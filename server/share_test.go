@@ -37,7 +37,7 @@ func TestShareURLAbsolute(t *testing.T) {
 		{"behind a TLS proxy", "", "https", func(srv string) string { return "https://" + strings.TrimPrefix(srv, "http://") }},
 		{"configured", "https://hrns.example.com/agents/", "", func(string) string { return "https://hrns.example.com/agents" }},
 	} {
-		srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice}, PublicURL: tc.public})))
+		srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice}, PublicURL: tc.public})))
 		e := &env{t: t, url: srv.URL, st: st}
 		id := e.create(keyAlice, `{"agent":{"name":"a","environments":[]}}`)
 		var link struct {

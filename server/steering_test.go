@@ -72,7 +72,7 @@ func (r *restartable) start() {
 	if err := m.Start(context.Background()); err != nil {
 		r.t.Fatal(err)
 	}
-	var h http.Handler = contractHandler(r.t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}}))
+	var h http.Handler = contractHandler(r.t, newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}}))
 	r.mu.Lock()
 	r.m = m
 	r.mu.Unlock()

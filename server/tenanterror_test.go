@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ func newLoggedModelEnv(t *testing.T, model llm.Model, logs *syncBuffer) *env {
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice}})))
+	srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice}})))
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())
@@ -142,5 +143,55 @@ func TestModelErrorsTellTheTenantWhatHappened(t *testing.T) {
 	views = tenantViews(t, e)
 	if !strings.Contains(views, "HTML page") || !strings.Contains(views, "Sign in to the corporate proxy") || strings.Contains(views, host) {
 		t.Errorf("the tenant should read that a web page answered, not where:\n%s", views)
+	}
+}
+
+// A session whose environment cannot be set up on this server (here a
+// directory that cannot be made: a real *fs.PathError) fails saying so,
+// without the server's file paths, which are the operator's; the log
+// has them.
+func TestEnvironmentFailureHidesPaths(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "profiles")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), &sqlite.Options{RelaxedSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	logs := &syncBuffer{}
+	m := session.New(st, &openai.Client{BaseURL: "http://" + closedAddr(t) + "/v1", Model: "m"}, &session.Options{
+		Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		SessionEnvironments: map[string]session.EnvironmentFunc{"web": func(p *session.EnvironmentParams) (*loop.Toolset, func(bool), error) {
+			if p.Session == "" {
+				return &loop.Toolset{}, nil, nil // the request's check
+			}
+			if err := os.Mkdir(filepath.Join(file, p.Session), 0o700); err != nil {
+				return nil, nil, fmt.Errorf("making the session's browser profile: %w", err)
+			}
+			return &loop.Toolset{}, nil, nil
+		}},
+	})
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice}})))
+	t.Cleanup(func() {
+		srv.Close()
+		m.Stop(context.Background())
+	})
+	e := &env{t: t, url: srv.URL, st: st, m: m}
+	id := e.create(keyAlice, `{"agent":{"name":"a","environments":[{"kind":"web"}]},"messages":"hi"}`)
+	f := e.follow(keyAlice, id)
+	f.status(session.StatusFailed)
+	views := f.dump() + string(e.expect(e.do("GET", "/api/v2/sessions/"+id, keyAlice, nil), http.StatusOK).body) +
+		string(e.expect(e.do("GET", "/api/v2/sessions/"+id+"/events", keyAlice, nil), http.StatusOK).body)
+	if strings.Contains(views, dir) || !strings.Contains(views, "making the session's browser profile") || !strings.Contains(views, "not a directory") {
+		t.Errorf("the tenant should read what failed, without the server's paths (%s):\n%s", dir, views)
+	}
+	if !strings.Contains(string(logs.Bytes()), file) {
+		t.Errorf("the log lost the path:\n%s", string(logs.Bytes()))
 	}
 }

@@ -87,7 +87,7 @@ func TestUIBrowserDesktopLive(t *testing.T) {
 		return f.JPEG, f.At, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle(uiPrefix+"/", http.StripPrefix(uiPrefix, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, LiveDesktopFrame: frame})))
+	mux.Handle(uiPrefix+"/", http.StripPrefix(uiPrefix, newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, LiveDesktopFrame: frame})))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		srv.Close()

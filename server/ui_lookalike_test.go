@@ -99,7 +99,7 @@ func approvalPage(t *testing.T) (*env, *uiBrowser, string, chan string) {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(uiPrefix+"/", http.StripPrefix(uiPrefix, server.New(m, &server.Options{APIKeys: []string{keyAlice}})))
+	mux.Handle(uiPrefix+"/", http.StripPrefix(uiPrefix, newServer(m, &server.Options{APIKeys: []string{keyAlice}})))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		srv.Close()

@@ -469,7 +469,7 @@ func TestUIKeyless(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(uiPrefix+"/", http.StripPrefix(uiPrefix, server.New(m, nil)))
+	mux.Handle(uiPrefix+"/", http.StripPrefix(uiPrefix, newServer(m, nil)))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		srv.Close()
@@ -565,7 +565,7 @@ func TestUIBrowserLive(t *testing.T) {
 		return f.JPEG, f.At, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle(uiPrefix+"/", http.StripPrefix(uiPrefix, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, LiveFrame: frame})))
+	mux.Handle(uiPrefix+"/", http.StripPrefix(uiPrefix, newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, LiveFrame: frame})))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		srv.Close()

@@ -54,7 +54,7 @@ func TestUIBrowserPersonReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(uiPrefix+"/", http.StripPrefix(uiPrefix, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}})))
+	mux.Handle(uiPrefix+"/", http.StripPrefix(uiPrefix, newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}})))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		srv.Close()

@@ -103,7 +103,7 @@ func newUIEnvWrapped(t *testing.T, wrap func(http.Handler) http.Handler, replies
 	hooks := webhook.New(st, &webhook.Options{Allow: func(a netip.AddrPort) bool { return a.Addr().IsLoopback() }})
 	hooks.Start()
 	sch := schedule.New(m, st, &schedule.Options{Owner: "replica-1"})
-	var h http.Handler = server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: workspaces, Webhooks: hooks, Schedules: sch})
+	var h http.Handler = newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Workspaces: workspaces, Webhooks: hooks, Schedules: sch})
 	if wrap != nil {
 		h = wrap(h)
 	}
@@ -213,31 +213,44 @@ func TestUICookieLogin(t *testing.T) {
 		t.Errorf("session = %s", r.body)
 	}
 
-	// The API takes the cookie: reads as is, changes only with the CSRF
-	// token.
+	// The API under the page's path, where the browser sends the cookie,
+	// takes it: reads as is, changes only with the CSRF token.
 	id := e.create(keyAlice, `{"agent":"ops","messages":"deploy api"}`)
-	e.expect(e.do("GET", "/api/v2/sessions/"+id, "", nil, "Cookie", cookie), http.StatusOK)
-	e.expect(e.do("GET", "/api/v2/sessions", "", nil, "Cookie", "hrns_ui=forged"), http.StatusUnauthorized)
-	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/pause", "", nil, "Cookie", cookie), http.StatusForbidden)
-	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/pause", "", nil, "Cookie", cookie, "X-CSRF-Token", "wrong"), http.StatusForbidden)
-	e.expect(e.do("DELETE", "/api/v2/sessions/"+id, "", nil, "Cookie", cookie), http.StatusForbidden)
-	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/pause", "", nil, "Cookie", cookie, "X-CSRF-Token", login.CSRF), http.StatusAccepted)
-	// The same under the page's path, where the browser sends the cookie.
 	e.expect(e.do("GET", "/ui/api/v2/sessions/"+id, "", nil, "Cookie", cookie), http.StatusOK)
-	e.expect(e.do("POST", "/ui/api/v2/sessions/"+id+"/resume", "", nil, "Cookie", cookie), http.StatusForbidden)
 	e.expect(e.do("GET", "/ui/api/v2/sessions", "", nil, "Cookie", "hrns_ui=forged"), http.StatusUnauthorized)
+	e.expect(e.do("POST", "/ui/api/v2/sessions/"+id+"/pause", "", nil, "Cookie", cookie), http.StatusForbidden)
+	e.expect(e.do("POST", "/ui/api/v2/sessions/"+id+"/pause", "", nil, "Cookie", cookie, "X-CSRF-Token", "wrong"), http.StatusForbidden)
+	e.expect(e.do("DELETE", "/ui/api/v2/sessions/"+id, "", nil, "Cookie", cookie), http.StatusForbidden)
+	e.expect(e.do("POST", "/ui/api/v2/sessions/"+id+"/pause", "", nil, "Cookie", cookie, "X-CSRF-Token", login.CSRF), http.StatusAccepted)
+	e.expect(e.do("POST", "/ui/api/v2/sessions/"+id+"/resume", "", nil, "Cookie", cookie), http.StatusForbidden)
 	e.expect(e.do("GET", "/ui/api/v2/nothing", "", nil, "Cookie", cookie), http.StatusNotFound)
+	// The API itself never takes the cookie, with or without the CSRF
+	// token: a cookie that some browser sent there (another path rule, a
+	// proxy rewriting paths) must not be a credential for its routes.
+	for _, c := range []struct{ method, path, csrf string }{
+		{"GET", "/api/v2/sessions/" + id, ""},
+		{"GET", "/api/v2/sessions", ""},
+		{"GET", "/api/v2/agents", ""},
+		{"POST", "/api/v2/sessions/" + id + "/resume", login.CSRF},
+		{"DELETE", "/api/v2/sessions/" + id, login.CSRF},
+	} {
+		h := []string{"Cookie", cookie}
+		if c.csrf != "" {
+			h = append(h, "X-CSRF-Token", c.csrf)
+		}
+		e.expect(e.do(c.method, c.path, "", nil, h...), http.StatusUnauthorized)
+	}
 	// Another key's cookie does not see the session.
 	var bob struct{ CSRF string }
 	rb := e.expect(e.do("POST", "/ui/login", "", `{"key":"sk-bob"}`), http.StatusOK)
 	rb.json(&bob)
 	bobCookie := "hrns_ui=" + (&http.Response{Header: rb.header}).Cookies()[0].Value
-	e.expect(e.do("GET", "/api/v2/sessions/"+id, "", nil, "Cookie", bobCookie), http.StatusNotFound)
+	e.expect(e.do("GET", "/ui/api/v2/sessions/"+id, "", nil, "Cookie", bobCookie), http.StatusNotFound)
 
 	// Logout needs the token too, then the cookie is dead.
 	e.expect(e.do("POST", "/ui/logout", "", nil, "Cookie", cookie), http.StatusForbidden)
 	e.expect(e.do("POST", "/ui/logout", "", nil, "Cookie", cookie, "X-CSRF-Token", login.CSRF), http.StatusNoContent)
-	e.expect(e.do("GET", "/api/v2/sessions/"+id, "", nil, "Cookie", cookie), http.StatusUnauthorized)
+	e.expect(e.do("GET", "/ui/api/v2/sessions/"+id, "", nil, "Cookie", cookie), http.StatusUnauthorized)
 }
 
 // TestUIBrowserCookieScope: in a real Chromium, the login cookie is the

@@ -77,7 +77,10 @@ func newLoginServer(t *testing.T, now func() time.Time) (*Server, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Stop(context.Background()) })
-	s := New(m, &Options{APIKeys: []string{"sk-alice", "sk-bob"}})
+	s, err := New(m, &Options{APIKeys: []string{"sk-alice", "sk-bob"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if now != nil {
 		s.now = now
 	}

@@ -38,7 +38,7 @@ func TestVaultReplicas(t *testing.T) {
 		t.Cleanup(func() { st.Close() })
 		svc := vault.New(st, keys, &vault.Options{Now: func() time.Time { return now }})
 		m := session.New(st, llmtest.NewModel(), &session.Options{Environments: map[string]*loop.Toolset{"web": {}}, Vaults: svc.SessionTools()})
-		srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Vaults: svc})))
+		srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Vaults: svc})))
 		t.Cleanup(srv.Close)
 		return &replica{env: &env{t: t, url: srv.URL, st: st}, svc: svc}
 	}

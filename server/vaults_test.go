@@ -103,7 +103,7 @@ func newVaultEnv(t *testing.T, keys string, now time.Time, replies ...openaitest
 	}
 	resp := &syncBuffer{}
 	sch := schedule.New(m, st, &schedule.Options{Owner: "replica-1"})
-	h := contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Vaults: svc, Schedules: sch, Logger: log}))
+	h := contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Vaults: svc, Schedules: sch, Logger: log}))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(&teeWriter{ResponseWriter: w, to: resp}, r)
 	}))

@@ -125,7 +125,7 @@ func TestWokenRunsFirst(t *testing.T) {
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(server.New(m, &server.Options{APIKeys: []string{keyAlice}}))
+	srv := httptest.NewUnstartedServer(newServer(m, &server.Options{APIKeys: []string{keyAlice}}))
 	srv.Listener = orderListener{srv.Listener, o}
 	srv.Start()
 	t.Cleanup(func() {

@@ -37,7 +37,7 @@ func TestWebhookPingRefusalHidesTheResolvedAddress(t *testing.T) {
 	logs := &syncBuffer{}
 	hooks := webhook.New(st, &webhook.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}) // the default policy: public addresses only
 	hooks.Start()
-	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice}, Webhooks: hooks})))
+	srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice}, Webhooks: hooks})))
 	t.Cleanup(func() {
 		srv.Close()
 		hooks.Stop(context.Background())

@@ -52,7 +52,7 @@ func newHookEnvWith(t *testing.T, o *webhook.Options, replies ...openaitest.Repl
 	}
 	hooks := webhook.New(st, &opts)
 	hooks.Start()
-	srv := httptest.NewServer(contractHandler(t, server.New(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Webhooks: hooks})))
+	srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Webhooks: hooks})))
 	t.Cleanup(func() {
 		srv.Close()
 		hooks.Stop(context.Background())

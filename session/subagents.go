@@ -224,6 +224,19 @@ func (g *segment) startChildren(ctx context.Context, calls []callState) []callSt
 	return calls
 }
 
+// childError is what the model (and so the session's owner) reads of
+// why a child session could not be created: a refusal of the request
+// (its validation, a quota) as it is; anything else, a store's error
+// most often, which may name the operator's database, as an internal
+// error, the full error logged.
+func (g *segment) childError(err error) string {
+	if _, ok := errors.AsType[*ValidationError](err); ok || errors.Is(err, ErrQuotaExceeded) || errors.Is(err, ErrTokenQuotaExceeded) {
+		return err.Error()
+	}
+	g.m.log.Error("a subagent's session could not be created", "session", g.id, "err", err)
+	return "an internal error of the server"
+}
+
 func (g *segment) startChild(ctx context.Context, call llm.ToolCall) (string, error) {
 	var in struct {
 		Agent string `json:"agent"`
@@ -255,7 +268,7 @@ func (g *segment) startChild(ctx context.Context, call llm.ToolCall) (string, er
 	}
 	v, _, err := g.m.create(ctx, &CreateParams{Owner: g.owner, Request: req, Raw: raw, IdempotencyKey: key}, true)
 	if err != nil {
-		return "", fmt.Errorf("delegate: the subagent's session could not be created: %v", err)
+		return "", fmt.Errorf("delegate: the subagent's session could not be created: %s", g.childError(err))
 	}
 	if g.m.afterChild != nil {
 		g.m.afterChild(parent)

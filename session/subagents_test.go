@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -245,4 +246,51 @@ func TestChildEndBeforeWaitDeliveredAfterLeaseGone(t *testing.T) {
 			t.Fatalf("the parent is %s with the answer %s, want completed with the helper's answer read", got.Status.Status, got.LatestAnswer)
 		}
 	})
+}
+
+// childFailingStore fails the creation of child sessions as a store that
+// cannot write would, with an error naming the operator's database.
+type childFailingStore struct{ store.Store }
+
+const storeSecret = "open /var/lib/hrns-secret/hrns.db: disk I/O error (10.9.8.7:5432)"
+
+func (s *childFailingStore) CreateSession(ctx context.Context, ss *store.Session, events []store.Event) (*store.Session, bool, error) {
+	if ss.ParentID != "" {
+		return nil, false, errors.New(storeSecret)
+	}
+	return s.Store.CreateSession(ctx, ss, events)
+}
+
+// TestChildCreationErrorHidesTheStore: a delegate call whose child session
+// cannot be created (the store failed) tells the model, and so the
+// session's owner, that it failed, not the store's error, which names
+// the operator's database; the log has it.
+func TestChildCreationErrorHidesTheStore(t *testing.T) {
+	model := llmtest.NewModel(
+		llmtest.Call("c1", "delegate", `{"agent":"helper","task":"say yes"}`),
+		llmtest.Text("no helper"),
+	)
+	m, log := newLogged(t, &childFailingStore{Store: openStore(t)}, model, nil)
+	start(t, m)
+	v := create(t, m, `{"agent":{"name":"boss","subagents":[{"name":"helper","description":"Helps."}]},"messages":"ask the helper"}`)
+	f, c := ended(t, m, v.ID)
+	if c.Status != session.StatusCompleted {
+		t.Fatalf("ended %s (%v); events:\n%s", c.Status, c.Error, f.dump())
+	}
+	reqs := model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	result, _ := json.Marshal(reqs[1].Messages[len(reqs[1].Messages)-1])
+	for what, shown := range map[string]string{"model's tool result": string(result), "events": f.dump()} {
+		if strings.Contains(shown, "hrns-secret") || strings.Contains(shown, "10.9.8.7") || strings.Contains(shown, "disk I/O") {
+			t.Errorf("the %s show the store's error:\n%s", what, shown)
+		}
+	}
+	if !strings.Contains(string(result), "the subagent's session could not be created") {
+		t.Errorf("the model is not told the delegation failed: %s", result)
+	}
+	if !strings.Contains(log.String(), storeSecret) {
+		t.Errorf("the log lost the store's error:\n%s", log.String())
+	}
 }

@@ -1,17 +1,19 @@
 package session
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 
+	"github.com/hrns-dev/hrns/internal/netpolicy"
 	"github.com/hrns-dev/hrns/llm"
 	"github.com/hrns-dev/hrns/loop"
 )
@@ -34,8 +36,10 @@ import (
 //     *net.OpError, *net.DNSError): what happened in words ("the model
 //     server could not be reached (connection refused)", "timed out"),
 //     without the URL, host or address.
-//   - Anything else: its text, with URLs, addresses and host:port pairs
-//     taken out (scrubAddresses), clipped.
+//   - Anything else (an environment that could not be set up on this
+//     server, most often): its text, with URLs, addresses, host:port
+//     pairs and the server's file paths taken out (scrubAddresses),
+//     clipped.
 
 // maxTenantError bounds the text of a model error a caller reads: a
 // provider's message is untrusted text and may be long.
@@ -64,7 +68,7 @@ func tenantError(err error) string {
 		}
 	}
 	if text == "" {
-		text = scrubAddresses(full)
+		text = scrubAddresses(scrubPaths(err, full))
 	}
 	return clip(text, maxTenantError)
 }
@@ -95,31 +99,17 @@ func unreached(err error) (string, bool) {
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return "the connection to the model server was lost", true
-	case isTLSError(err):
-		return base + " (its TLS handshake or certificate failed)", true
+	}
+	if text, ok := netpolicy.DescribeTLS(err); ok {
+		// Not the x509 text, which lists the names in its certificate.
+		return base + " (" + text + ")", true
 	}
 	return base, true
 }
 
-// isTLSError reports whether err is the failure of a TLS handshake or of
-// a certificate check (whose texts name the server).
-func isTLSError(err error) bool {
-	var (
-		rec  tls.RecordHeaderError
-		cver *tls.CertificateVerificationError
-		hn   x509.HostnameError
-		ua   x509.UnknownAuthorityError
-		ci   x509.CertificateInvalidError
-		alt  tls.AlertError
-	)
-	return errors.As(err, &rec) || errors.As(err, &cver) || errors.As(err, &hn) ||
-		errors.As(err, &ua) || errors.As(err, &ci) || errors.As(err, &alt) ||
-		strings.Contains(err.Error(), "tls: ")
-}
-
 // addressShapes are the shapes of an address in an error's text, built on
 // first use (no package-level regexp: TestStartupInitWork).
-var addressShapes = sync.OnceValue(func() (r struct{ url, netAddr, lookup, ipv4, ipv6 *regexp.Regexp }) {
+var addressShapes = sync.OnceValue(func() (r struct{ url, netAddr, lookup, ipv4, ipv6, path *regexp.Regexp }) {
 	r.url = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.\-]*://[^\s"'<>]+`)
 	// "dial tcp 10.0.0.5:11434", "read tcp 10.0.0.1:5000->10.0.0.5:11434"
 	r.netAddr = regexp.MustCompile(`\b(tcp|udp)[46]? [^\s]+?(:\s|$|\s)`)
@@ -127,6 +117,9 @@ var addressShapes = sync.OnceValue(func() (r struct{ url, netAddr, lookup, ipv4,
 	r.lookup = regexp.MustCompile(`\blookup [^\s:]+( on [^\s]+?)?(:\s|$|\s)`)
 	r.ipv4 = regexp.MustCompile(`\b\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?\b`)
 	r.ipv6 = regexp.MustCompile(`\[[0-9A-Fa-f:.%]*:[0-9A-Fa-f:.%]*\](:\d{1,5})?`)
+	// "mkdir /srv/hrns/profiles/x: not a directory": an absolute path,
+	// at the start of a word (URLs are taken out first).
+	r.path = regexp.MustCompile(`(^|[\s"'(=\[])/[A-Za-z0-9._~@%+\-][^\s"'<>:;,)]*`)
 	return r
 })
 
@@ -139,5 +132,25 @@ func scrubAddresses(s string) string {
 	s = re.lookup.ReplaceAllString(s, "lookup [name]$2")
 	s = re.ipv4.ReplaceAllString(s, "[address]")
 	s = re.ipv6.ReplaceAllString(s, "[address]")
+	s = re.path.ReplaceAllString(s, "$1[path]")
 	return s
+}
+
+// scrubPaths returns full, the text of err, without the absolute file
+// paths of err's *fs.PathError and *os.LinkError (which may hold spaces,
+// where the shape of a path in scrubAddresses stops).
+func scrubPaths(err error, full string) string {
+	var paths []string
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		paths = append(paths, pe.Path)
+	}
+	if le, ok := errors.AsType[*os.LinkError](err); ok {
+		paths = append(paths, le.Old, le.New)
+	}
+	for _, p := range paths {
+		if filepath.IsAbs(p) {
+			full = strings.ReplaceAll(full, p, "[path]")
+		}
+	}
+	return full
 }

@@ -3,9 +3,12 @@ package session
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/hrns-dev/hrns/llm"
@@ -38,6 +41,12 @@ func TestTenantError(t *testing.T) {
 		{errors.New("openai: http://10.0.0.5:11434/v1/chat/completions answered with an HTML page: <title>x</title>"), "openai: [URL] answered with an HTML page: <title>x</title>"},
 		{errors.New("lookup ollama.internal on 10.0.0.2:53: no such host"), "lookup [name]: no such host"},
 		{errors.New("dial [fd00::5]:11434 and 10.0.0.7 failed"), "dial [address] and [address] failed"},
+		// The server's file paths (an environment that could not be set
+		// up), not the words with a slash in them.
+		{fmt.Errorf("environment \"web\": %w", &fs.PathError{Op: "mkdir", Path: "/srv/hrns data/profiles/x", Err: syscall.ENOTDIR}), "environment \"web\": mkdir [path]: not a directory"},
+		{errors.New("seeding the profile: open /var/lib/hrns/p.zip: permission denied"), "seeding the profile: open [path]: permission denied"},
+		{fmt.Errorf("linking: %w", &os.LinkError{Op: "rename", Old: "/a b/x", New: "/a b/y", Err: syscall.EXDEV}), "linking: rename [path] [path]: invalid cross-device link"},
+		{errors.New("a files/report.pdf of type application/json: input/output error"), "a files/report.pdf of type application/json: input/output error"},
 	} {
 		if got := tenantError(c.err); got != c.want {
 			t.Errorf("tenantError(%v)\n = %q\nwant %q", c.err, got, c.want)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"net/netip"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hrns-dev/hrns/internal/httpapi"
 	"github.com/hrns-dev/hrns/internal/netpolicy"
 	"github.com/hrns-dev/hrns/loop"
 )
@@ -49,6 +51,14 @@ type WebOptions struct {
 	// RefusalHint, when set, ends the message of a refused address: the
 	// way out for the person who runs the tool (the CLI names its flag).
 	RefusalHint string
+	// Logger receives what the model is not told of a failed fetch: a
+	// refusal of the address policy with the address the URL's name
+	// resolved to, a failed connection or TLS handshake with the
+	// transport's full error (a certificate's names among them). It is
+	// called with the call's context (InfoContext), so that a handler can
+	// add what the context says (hrns serve adds the session); nil
+	// discards them.
+	Logger *slog.Logger
 
 	// exempt, when set, lets single addresses through the default policy
 	// (tests only).
@@ -74,6 +84,9 @@ func (o *WebOptions) withDefaults() WebOptions {
 	}
 	if v.UserAgent == "" {
 		v.UserAgent = "hrns-web-fetch/1"
+	}
+	if v.Logger == nil {
+		v.Logger = slog.New(slog.DiscardHandler)
 	}
 	return v
 }
@@ -187,12 +200,16 @@ func (w *web) fetch(ctx context.Context, raw string) (*loop.Output, error) {
 	req.Header.Set("Accept", "text/html, text/markdown, text/plain, application/json, application/xhtml+xml, */*;q=0.5")
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return nil, explainFetchError(err, w.o.RefusalHint)
+		told := explainFetchError(err, w.o.RefusalHint)
+		w.logFailure(ctx, err, told)
+		return nil, told
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, w.o.MaxBodyBytes+1))
 	if err != nil && len(body) == 0 {
-		return nil, fmt.Errorf("reading %s: %v", resp.Request.URL, explainFetchError(err, w.o.RefusalHint))
+		told := fmt.Errorf("reading %s: %v", resp.Request.URL, explainFetchError(err, w.o.RefusalHint))
+		w.logFailure(ctx, err, told)
+		return nil, told
 	}
 	readErr := err
 	bodyCut := int64(len(body)) > w.o.MaxBodyBytes
@@ -271,6 +288,25 @@ func isTextType(mt string) bool {
 		return true
 	}
 	return false
+}
+
+// logFailure writes a failed fetch to the log when the model was told
+// less than the error says: a refusal of the address policy (with the
+// address refused), another failure that was reworded (a connection, a
+// TLS certificate). The URL's query values are left out
+// (httpapi.RedactURL).
+func (w *web) logFailure(ctx context.Context, err, told error) {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		ue.URL = httpapi.RedactURL(ue.URL)
+	}
+	full := err.Error()
+	if _, refused := errors.AsType[*netpolicy.BlockedError](err); refused {
+		w.o.Logger.InfoContext(ctx, "web_fetch: the address policy refused a URL", "tool", "web_fetch", "err", full, "told", told.Error())
+		return
+	}
+	if full != told.Error() {
+		w.o.Logger.InfoContext(ctx, "web_fetch: a fetch failed", "tool", "web_fetch", "err", full, "told", told.Error())
+	}
 }
 
 // explainFetchError unwraps the errors of the HTTP client to what the

@@ -141,7 +141,7 @@ func serveModel(t *testing.T, model llm.Model) *client.Client {
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(server.New(m, &server.Options{APIKeys: []string{key}}))
+	srv := httptest.NewServer(newServer(m, &server.Options{APIKeys: []string{key}}))
 	t.Cleanup(func() {
 		srv.Close()
 		m.Stop(context.Background())
@@ -388,4 +388,13 @@ func TestUserDesktopOpenAISafetyCheck(t *testing.T) {
 		!bytes.Contains(reqs[1].Body, []byte(`"image_url":"data:image/png;base64,iVBORw0KGgo`)) {
 		t.Errorf("the second request:\n%.3000s", reqs[1].Body)
 	}
+}
+
+// newServer is server.New for a test's Options, which are valid.
+func newServer(m *session.Manager, opts *server.Options) *server.Server {
+	s, err := server.New(m, opts)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -27,6 +27,8 @@
 package netpolicy
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -59,9 +61,10 @@ const Refusal = "refused: the destination's address is not on the public interne
 
 // Describe says why a connection failed without the address dialled,
 // for whoever must not learn where a name leads (see [Refusal]): the
-// policy's refusal, a name that does not resolve, a connection refused,
-// reset or without route. ok is false when err is none of these (nor a
-// dial's *net.OpError), and the caller words it.
+// policy's refusal, a name that does not resolve, a TLS handshake or
+// certificate that failed ([DescribeTLS]), a connection refused, reset or
+// without route. ok is false when err is none of these (nor a dial's
+// *net.OpError), and the caller words it.
 func Describe(err error) (text string, ok bool) {
 	if _, isBlocked := errors.AsType[*BlockedError](err); isBlocked {
 		return Refusal, true
@@ -71,6 +74,9 @@ func Describe(err error) (text string, ok bool) {
 			return "the name does not resolve", true
 		}
 		return "looking up the name failed", true
+	}
+	if text, ok := DescribeTLS(err); ok {
+		return text, true
 	}
 	if _, isOp := errors.AsType[*net.OpError](err); !isOp {
 		return "", false
@@ -90,6 +96,55 @@ func Describe(err error) (text string, ok bool) {
 		return "the connection timed out", true
 	}
 	return "could not connect", true
+}
+
+// The words of [DescribeTLS].
+const (
+	TLSWrongName = "the server's certificate was not valid for this name"
+	TLSUntrusted = "the server's certificate was not trusted"
+	TLSInvalid   = "the server's certificate was not valid"
+	TLSHandshake = "the TLS handshake with the server failed"
+)
+
+// DescribeTLS says how a TLS handshake or certificate check failed, in
+// fixed words, for whoever must not learn what the server's certificate
+// holds: an x509 error names the certificate's hosts and addresses ("x509:
+// certificate is valid for db.corp.internal, 10.0.0.5, not ..."), which,
+// for a destination the operator allowed, are the deployment's. ok is
+// false when err is no TLS failure. The operator's log keeps the full
+// error.
+func DescribeTLS(err error) (text string, ok bool) {
+	var (
+		hn   x509.HostnameError
+		ua   x509.UnknownAuthorityError
+		ci   x509.CertificateInvalidError
+		cver *tls.CertificateVerificationError
+		rec  tls.RecordHeaderError
+		alt  tls.AlertError
+	)
+	switch {
+	case errors.As(err, &hn):
+		return TLSWrongName, true
+	case errors.As(err, &ua):
+		return TLSUntrusted, true
+	case errors.As(err, &ci), errors.As(err, &cver):
+		return TLSInvalid, true
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "x509: ") {
+		// A chain whose wrapping dropped the types (%v): the x509 text.
+		switch {
+		case strings.Contains(msg, "certificate is valid for"), strings.Contains(msg, "certificate is not valid for any names"):
+			return TLSWrongName, true
+		case strings.Contains(msg, "certificate signed by unknown authority"):
+			return TLSUntrusted, true
+		}
+		return TLSInvalid, true
+	}
+	if errors.As(err, &rec) || errors.As(err, &alt) || strings.Contains(msg, "tls: ") {
+		return TLSHandshake, true
+	}
+	return "", false
 }
 
 // Cloud metadata endpoints, refused by name in the message.

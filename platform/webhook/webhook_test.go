@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/hmac"
@@ -10,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -21,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hrns-dev/hrns/internal/netpolicy/netpolicytest"
 	"github.com/hrns-dev/hrns/platform/webhook"
 	"github.com/hrns-dev/hrns/store"
 	"github.com/hrns-dev/hrns/store/postgres"
@@ -727,4 +730,60 @@ func TestBackoff(t *testing.T) {
 			t.Fatalf("retry %d not made after %v", i+1, wait)
 		}
 	}
+}
+
+// TestDeliveryTLSCertificateNames: a receiver at an address the operator
+// allowed whose certificate is valid for other names: the owner reads
+// that the certificate was not valid for the name, in the delivery's
+// attempts and a ping's error, not the x509 error, which lists the
+// certificate's names (the deployment's hosts); the log has it. The test
+// CA is among the system's roots (a child process), as a deployment's
+// own CA is.
+func TestDeliveryTLSCertificateNames(t *testing.T) {
+	if !netpolicytest.RunTrusted(t) {
+		return
+	}
+	srv := netpolicytest.NewTLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	port := netip.MustParseAddrPort(srv.Listener.Addr().String()).Port()
+	st := openSQLite(t, filepath.Join(t.TempDir(), "hrns.db"))
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	svc := newService(st, newClock(), &webhook.Options{Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))})
+	w := create(t, svc, "alice", fmt.Sprintf("https://localhost:%d/hook", port), completedOnly())
+	complete(t, st, "alice", "s1")
+	deliverDue(t, svc)
+	_, perr := svc.Ping(t.Context(), "alice", w.ID)
+	page, err := svc.Deliveries(t.Context(), "alice", w.ID, &webhook.DeliveryParams{})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("deliveries: %+v, %v", page, err)
+	}
+	a := page.Items[0].Attempts
+	if len(a) != 1 || a[0].Error == nil || *a[0].Error != "the server's certificate was not valid for this name" {
+		t.Errorf("attempts %+v, want the certificate's failure in fixed words", a)
+	}
+	if perr == nil || !strings.Contains(perr.Error(), "the server's certificate was not valid for this name") {
+		t.Errorf("Ping = %v, want the certificate's failure in fixed words", perr)
+	}
+	view, _ := json.Marshal(page)
+	for _, secret := range netpolicytest.Secrets {
+		if strings.Contains(string(view), secret) || perr != nil && strings.Contains(perr.Error(), secret) {
+			t.Errorf("the owner reads %q: %s; ping: %v", secret, view, perr)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), netpolicytest.SecretName) {
+		t.Errorf("the log lost the x509 error:\n%s", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -169,7 +169,7 @@ func (o *serveOptions) liveFrame(ctx context.Context, id string) ([]byte, time.T
 // page's live view.
 func webEnvironment(root string, allow func(netip.AddrPort) bool, bounds *profileBounds, live *browser.Live, log *slog.Logger) session.EnvironmentFunc {
 	lim := &bounds.unpacked
-	fetch := tools.Web(nil)
+	fetch := tools.Web(&tools.WebOptions{Logger: sessionLog(log)})
 	// Unpacking a profile holds its archive in memory: two at once.
 	seeding := make(chan struct{}, 2)
 	turns := &profileTurns{busy: map[string]chan struct{}{}}
@@ -193,7 +193,11 @@ func webEnvironment(root string, allow func(netip.AddrPort) bool, bounds *profil
 				}
 			}()
 		}
-		o := browser.Options{Allow: allow, Logger: log, MaxScreenshotBytes: 512 << 10, RefusalHint: browserHint("hrns serve"), LiveFrames: p.Session != "", PageMarkdown: pageMarkdown, Files: p.Files}
+		blog := log
+		if p.Session != "" {
+			blog = log.With("session", p.Session)
+		}
+		o := browser.Options{Allow: allow, Logger: blog, MaxScreenshotBytes: 512 << 10, RefusalHint: browserHint("hrns serve"), LiveFrames: p.Session != "", PageMarkdown: pageMarkdown, Files: p.Files}
 		env.Apply(&o)
 		if p.Session != "" {
 			if !safeName().MatchString(p.Session) {

@@ -235,7 +235,7 @@ func newFuzzStack(f *testing.F) *fuzzStack {
 		wire:    wire,
 		model:   model,
 		tools:   loop.MustToolset(echo),
-		handler: server.New(m, &server.Options{APIKeys: []string{fuzzKey}}),
+		handler: newServer(m, &server.Options{APIKeys: []string{fuzzKey}}),
 		store:   st,
 	}
 }
@@ -475,4 +475,13 @@ func (s *fuzzStack) call(t *testing.T, method, path, body string) (int, []byte) 
 	w := httptest.NewRecorder()
 	s.handler.ServeHTTP(w, r)
 	return w.Code, w.Body.Bytes()
+}
+
+// newServer is server.New for a test's Options, which are valid.
+func newServer(m *session.Manager, opts *server.Options) *server.Server {
+	s, err := server.New(m, opts)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -274,7 +274,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	defer tel.close(ctx, stdio.Err)
 	log := slog.New(slog.NewTextHandler(stdio.Err, nil))
 	opts := &session.Options{
-		Environments:      map[string]*loop.Toolset{"web": tools.Web(nil)},
+		Environments:      map[string]*loop.Toolset{"web": tools.Web(&tools.WebOptions{Logger: sessionLog(log)})},
 		Toolsets:          map[string]*loop.Toolset{},
 		Agents:            map[string]*session.AgentConfig{},
 		DefaultModel:      modelName,
@@ -391,8 +391,12 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	defer cancelRequests()
 	srvOpts := &server.Options{APIKeys: keys, OperatorKeys: opKeys, AllowedHosts: o.allowedHosts(ln.Addr(), keys, cfg), CORSOrigins: append(slices.Clone(o.origins), cfg.CORSOrigins...), PublicURL: publicURL, Workspaces: o.workspaces(), Vaults: vaults, Webhooks: hooks, Logger: log, Schedules: sch, Profiles: o.profileLimits, LiveFrame: o.liveFrame, LiveDesktopFrame: o.liveDesktopFrame}
 	o.reads.setServer(srvOpts)
+	handler, err := server.New(m, srvOpts)
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
-		Handler:           server.New(m, srvOpts),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}

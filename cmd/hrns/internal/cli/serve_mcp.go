@@ -150,7 +150,7 @@ func (c *mcpConnector) mount(ctx context.Context, p *session.MCPParams) (*loop.T
 	for i := range p.Servers {
 		s := p.Servers[i]
 		wg.Go(func() {
-			spec, err := c.spec(&s, p.Workspace)
+			spec, err := c.spec(&s, p.Session, p.Workspace)
 			if err == nil {
 				cctx, cancel := context.WithTimeout(ctx, mcpConnectTimeout)
 				mounted[i], err = mcp.Mount(cctx, spec)
@@ -204,9 +204,9 @@ func (c *mcpConnector) mount(ctx context.Context, p *session.MCPParams) (*loop.T
 // spec is how a server of a session is mounted: its calls run without
 // asking (the caller chose the server; its stdio process is confined),
 // each bounded by --mcp-timeout.
-func (c *mcpConnector) spec(s *session.MCPServer, workspace string) (*mcp.Spec, error) {
+func (c *mcpConnector) spec(s *session.MCPServer, sessionID, workspace string) (*mcp.Spec, error) {
 	spec := &mcp.Spec{Name: s.Name, Approval: mcp.AskNever, MaxMessageBytes: mcpMaxMessageBytes, Timeout: c.timeout,
-		Logger: c.log.With("mcp_server", s.Name)}
+		Logger: c.log.With("session", sessionID, "mcp_server", s.Name)}
 	switch s.Transport {
 	case wire.MCPStdio:
 		if err := c.check(s); err != nil {
@@ -223,6 +223,11 @@ func (c *mcpConnector) spec(s *session.MCPServer, workspace string) (*mcp.Spec, 
 		spec.Start = func(ctx context.Context, sp *mcp.Spec) (mcp.Process, error) { return c.start(sp, dir) }
 	case wire.MCPStreamableHTTP, wire.MCPSSE:
 		spec.URL, spec.Headers, spec.SSE, spec.HTTPClient = *s.URL, s.Headers, s.Transport == wire.MCPSSE, c.http
+		// The caller must not learn where the URL's name leads: after
+		// the mount, the name may lead to an address the policy refuses
+		// (DNS rebinding), and a certificate may name the deployment's
+		// hosts. The log gets the transport's errors.
+		spec.HideTransportErrors = true
 	default:
 		return nil, fmt.Errorf("unknown transport %q", s.Transport)
 	}

@@ -322,7 +322,7 @@ func TestServingStopHungStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, cancelRequests := context.WithCancel(context.Background())
-	srv := &http.Server{Handler: server.New(m, &server.Options{Schedules: sch, Webhooks: hooks, Logger: log}), BaseContext: func(net.Listener) context.Context { return base }}
+	srv := &http.Server{Handler: newServer(m, &server.Options{Schedules: sch, Webhooks: hooks, Logger: log}), BaseContext: func(net.Listener) context.Context { return base }}
 	go srv.Serve(ln)
 	sessions := "http://" + ln.Addr().String() + "/api/v2/sessions"
 

@@ -81,7 +81,7 @@ func (o *serveOptions) addWorkstation(opts *session.Options, log *slog.Logger) e
 				return nil, nil, err
 			}
 		} else {
-			browser = tools.Web(nil)
+			browser = tools.Web(&tools.WebOptions{Logger: sessionLog(log)})
 		}
 		sets := []*loop.Toolset{ts, browser}
 		var closeScreen func(bool)
