@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -100,7 +101,7 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 	m.mu.Unlock()
 	var wake <-chan time.Time
 	if free > 0 {
-		claimed, err := m.claim(ctx, free)
+		claimed, again, err := m.claim(ctx, free)
 		if err != nil {
 			if ctx.Err() == nil {
 				m.log.Error("claiming sessions", "err", err)
@@ -122,7 +123,7 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 		// its end is worth claiming again.
 		m.dispatcherWaitsForWorker = m.crashSuspect != ""
 		m.mu.Unlock()
-		if len(claimed) == free {
+		if len(claimed) == free || again {
 			return // there may be more
 		}
 		next, err := m.st.NextWake(ctx, time.Now())
@@ -318,29 +319,93 @@ const crashSuspectAfter = 2
 // transaction committed would leave its sessions leased to a stopped
 // replica until the lease expires. It is bounded by half a lease TTL
 // instead, and the caller gives back what it took if ctx ended meanwhile.
-func (m *Manager) claim(ctx context.Context, free int) ([]*store.Session, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.opts.LeaseTTL/2)
+//
+// A claim may commit and still answer an error: its bound passed, or the
+// database's connection broke, while the commit's answer was on its way.
+// Its sessions are then leased to this process, which does not know it:
+// left so, their leases lapse and they are claimed again, another
+// attempt counted as if a worker had died running them, so that under a
+// slow database healthy sessions reach Options.MaxAttempts and are given
+// up. So each claim has a token of its own, written with its leases, and
+// after an error claim asks the store what the claim took
+// (recoverClaim) and returns that as the claim's result.
+func (m *Manager) claim(ctx context.Context, free int) (claimed []*store.Session, again bool, err error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.opts.LeaseTTL/2)
 	defer cancel()
-	p := &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, Limit: free, BelowAttempts: crashSuspectAfter}
-	claimed, err := m.st.Claim(ctx, p)
-	if err != nil || len(claimed) == free {
-		return claimed, err
+	p := &store.ClaimParams{Owner: m.owner, Token: rand.Text(), Now: time.Now(), TTL: m.opts.LeaseTTL, Limit: free, BelowAttempts: crashSuspectAfter}
+	claimed, err = m.st.Claim(cctx, p)
+	if err != nil {
+		got, rerr := m.recoverClaim(ctx, p, err)
+		if rerr != nil {
+			return nil, false, rerr
+		}
+		if len(got) == 0 {
+			return nil, false, err // it took nothing: an error as any
+		}
+		// Its bound has passed: the crash suspect's claim is left to
+		// the next look, at once.
+		return got, true, nil
+	}
+	if len(claimed) == free {
+		return claimed, false, nil
 	}
 	m.mu.Lock()
 	busy := m.crashSuspect != ""
 	m.mu.Unlock()
 	if busy {
-		return claimed, nil
+		return claimed, false, nil
 	}
 	p.Now, p.Limit, p.BelowAttempts = time.Now(), 1, 0
-	more, err := m.st.Claim(ctx, p)
+	more, err := m.st.Claim(cctx, p)
 	if err != nil {
-		if len(claimed) == 0 {
-			return nil, err
+		// Both claims' sessions carry the token: what the store says
+		// they took includes those the first returned.
+		got, rerr := m.recoverClaim(ctx, p, err)
+		switch {
+		case rerr != nil:
+			m.log.Error("claiming sessions", "err", rerr) // the others run
+		case len(got) == len(claimed):
+			m.log.Error("claiming sessions", "err", err) // it took nothing more
+		default:
+			claimed = got
 		}
-		m.log.Error("claiming sessions", "err", err) // the others run
+		return claimed, true, nil
 	}
-	return append(claimed, more...), nil
+	return append(claimed, more...), false, nil
+}
+
+// claimRecoveryTries bounds the calls recoverClaim makes.
+const claimRecoveryTries = 3
+
+// recoverClaim returns the sessions the claim of p took, claimErr being
+// the error its call answered: it asks the store (RecoverClaim, which
+// also extends their leases) up to claimRecoveryTries times, each call
+// bounded by a quarter of a lease TTL and a tenth of one between them
+// (all within a lease TTL), on a context Stop does not cut: the caller
+// gives back what it took if ctx ended meanwhile. When every call fails it returns claimErr and the
+// recovery errors: what the claim took, if anything, is left to its
+// leases' lapse, and is claimed again then, its attempt counted.
+// Otherwise it returns what the store says the claim took, nothing when
+// the claim did not commit.
+func (m *Manager) recoverClaim(ctx context.Context, p *store.ClaimParams, claimErr error) ([]*store.Session, error) {
+	ctx = context.WithoutCancel(ctx)
+	errs := []error{claimErr}
+	for i := range claimRecoveryTries {
+		if i > 0 {
+			sleep(ctx, m.opts.LeaseTTL/10)
+		}
+		tctx, cancel := context.WithTimeout(ctx, m.opts.LeaseTTL/4)
+		got, err := m.st.RecoverClaim(tctx, &store.ClaimParams{Owner: p.Owner, Token: p.Token, Now: time.Now(), TTL: m.opts.LeaseTTL})
+		cancel()
+		if err == nil {
+			if len(got) > 0 {
+				m.log.Warn("a claim answered an error after it committed; its sessions run", "err", claimErr, "sessions", len(got))
+			}
+			return got, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("a claim answered an error and what it took is unknown (its sessions, if any, run when their leases lapse): %w", errors.Join(errs...))
 }
 
 // release gives back the leases of sessions claimed but not run.

@@ -68,7 +68,10 @@
 // or clean stop (store.Session.Attempts), and a session claimed more than
 // [Options.MaxAttempts] times in a row is failed instead of run. An error
 // of the store is no reason to fail a session: its lease is left to
-// expire and it runs again then, the attempt counted. Sessions claimed
+// expire and it runs again then, the attempt counted. A claim whose
+// answer was lost after it committed is not left so: the dispatcher asks
+// the store what it took ([store.Store.RecoverClaim]) and runs that, so
+// that a slow database costs no session an attempt. Sessions claimed
 // twice in a row without progress run one at a time per manager, so that
 // the one that brings the process down does not bring the same others
 // down each time.

@@ -62,3 +62,7 @@ func HasKeptState(m *Manager, id string) bool {
 	kept, _, ok := m.kept.lru.get(id)
 	return ok && s != nil && len(s.State) > 0 && len(kept.enc) == len(s.State) && &kept.enc[0] == &s.State[0]
 }
+
+// ClaimRecoveryTries is how many times the dispatcher asks the store what
+// a claim that answered an error took.
+const ClaimRecoveryTries = claimRecoveryTries

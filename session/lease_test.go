@@ -224,6 +224,13 @@ func (f *frozenStore) Claim(ctx context.Context, p *store.ClaimParams) ([]*store
 	return f.Store.Claim(ctx, p)
 }
 
+func (f *frozenStore) RecoverClaim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
+	if err := f.wait(ctx); err != nil {
+		return nil, err
+	}
+	return f.Store.RecoverClaim(ctx, p)
+}
+
 func (f *frozenStore) Renew(ctx context.Context, id, owner string, until time.Time) error {
 	if err := f.wait(ctx); err != nil {
 		return err

@@ -361,6 +361,15 @@ func (s *failingStore) Claim(ctx context.Context, p *store.ClaimParams) ([]*stor
 	return out, err
 }
 
+// RecoverClaim counts the recoveries that answered an error.
+func (s *failingStore) RecoverClaim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
+	out, err := s.Store.RecoverClaim(ctx, p)
+	if err != nil {
+		s.recoverErrors.Add(1)
+	}
+	return out, err
+}
+
 // armPause arms a pause for the action to come, sometimes.
 func (q *mtSeq) armPause() *mtPause {
 	if q.rng.IntN(4) != 0 {

@@ -359,8 +359,12 @@ type failingStore struct {
 	// claimErrors counts the claims that answered an error: the
 	// dispatcher bounds a claim by half a lease TTL (200 ms here), which
 	// a loaded machine's database can take; such a claim may have
-	// committed all the same (see check).
-	claimErrors atomic.Int64
+	// committed all the same, and the dispatcher asks the store what it
+	// took (RecoverClaim). recoverErrors counts the calls of
+	// RecoverClaim that answered an error (bounded by a quarter of a
+	// lease TTL): when they all do, the claim's sessions wait for their
+	// leases to lapse, their attempt counted (see check).
+	claimErrors, recoverErrors atomic.Int64
 }
 
 // arm makes the worker's update after the next skip fail, fails times.

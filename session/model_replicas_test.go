@@ -158,6 +158,13 @@ func (s *rpStore) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Ses
 	return s.Store.Claim(ctx, p)
 }
 
+func (s *rpStore) RecoverClaim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
+	if err := s.hang(ctx); err != nil {
+		return nil, err
+	}
+	return s.Store.RecoverClaim(ctx, p)
+}
+
 func (s *rpStore) Renew(ctx context.Context, id, owner string, until time.Time) error {
 	if err := s.hang(ctx); err != nil {
 		return err

@@ -53,7 +53,10 @@
 // that dies leaves a lease that expires, and the session is claimed again.
 // Each claim counts an attempt (Session.Attempts) until the worker makes
 // progress or releases the session, so that a session whose workers keep
-// dying shows it.
+// dying shows it. A claim carries a token written with its leases: a
+// caller whose claim answered an error after its transaction committed
+// asks [Store.RecoverClaim] what it took, so that a lost answer is not
+// counted as a dead worker.
 //
 // # Replicas
 //
@@ -195,8 +198,24 @@ type Store interface {
 	//
 	// Claim also increments each claimed session's Attempts, in the same
 	// transaction: a worker that dies while it works on the session has
-	// its attempt counted.
+	// its attempt counted. Each lease carries p.Token, the claim's
+	// identity, which RecoverClaim finds it by.
 	Claim(ctx context.Context, p *ClaimParams) ([]*Session, error)
+
+	// RecoverClaim returns the sessions that the claim of p.Owner with
+	// p.Token (a call of Claim, or an update with [UpdateOptions.Claim])
+	// leased and that are leased under it still: no claim took them
+	// since and no release or update gave the lease up. Each lease is
+	// extended to p.Now+p.TTL, a lapsed one too (nothing took the
+	// session since); Attempts are left as the claim counted them. A
+	// caller whose Claim answered an error (its context's deadline
+	// passed, or its connection broke, after the transaction committed)
+	// learns so what the claim took, and runs it as if Claim had
+	// returned it, instead of leaving the leases to lapse and the
+	// sessions to be claimed again, another attempt counted. Calling
+	// it again returns the same sessions. p.Limit and p.BelowAttempts
+	// are ignored; an empty p.Token finds nothing.
+	RecoverClaim(ctx context.Context, p *ClaimParams) ([]*Session, error)
 
 	// Renew extends the caller's lease to until. It returns ErrLeaseLost
 	// if owner does not hold the lease any more.
@@ -468,6 +487,13 @@ type ClaimParams struct {
 	TTL time.Duration
 	// Limit bounds the sessions claimed; <= 0 means 1.
 	Limit int
+	// Token identifies the claim among the owner's: Claim (and an
+	// update with [UpdateOptions.Claim]) writes it with each lease it
+	// takes, so that [Store.RecoverClaim] finds them when the claim's
+	// answer was lost. Each claim should have a token of its own;
+	// empty, the claim cannot be recovered. ClaimDeliveries and
+	// ClaimScheduleRuns ignore it.
+	Token string
 	// BelowAttempts, when > 0, leaves out sessions whose Attempts is
 	// at least BelowAttempts: those claimed that often without progress
 	// (a worker claims them one at a time instead).

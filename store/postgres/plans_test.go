@@ -124,9 +124,12 @@ func TestClaimAndNextWakeAsBefore(t *testing.T) {
 	claimed := func(sql string, now time.Time, limit, below int) []string {
 		t.Helper()
 		var ids []string
+		args := []any{now, limit, "replica-c", now.Add(time.Minute), below}
+		if strings.Contains(sql, "$6") {
+			args = append(args, "token") // the claim's token, which the statement before it did not write
+		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, strings.Replace(sql, "RETURNING "+sessionColumnsPrefix(sql), "RETURNING id", 1),
-				now, limit, "replica-c", now.Add(time.Minute), below)
+			rows, err := tx.Query(ctx, strings.Replace(sql, "RETURNING "+sessionColumnsPrefix(sql), "RETURNING id", 1), args...)
 			if err != nil {
 				return err
 			}

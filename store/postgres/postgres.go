@@ -390,7 +390,8 @@ const (
 			lease_owner = CASE WHEN $15::boolean THEN '' WHEN ` + claimedSQL + ` THEN $29 ELSE lease_owner END,
 			lease_until = CASE WHEN $15::boolean THEN NULL WHEN ` + claimedSQL + ` THEN $30 ELSE lease_until END,
 			attempts = CASE WHEN ` + claimedSQL + ` THEN (CASE WHEN $18::boolean THEN 0 ELSE attempts END) + 1
-				WHEN $18::boolean THEN 0 ELSE attempts END
+				WHEN $18::boolean THEN 0 ELSE attempts END,
+			claim_token = CASE WHEN ` + claimedSQL + ` THEN $34::text ELSE claim_token END
 		WHERE id = $1 AND version = $16 AND ($17::text = '' OR (lease_owner IS NOT DISTINCT FROM $17 AND lease_until > $14))
 			AND ($24::bigint < 0 OR $24 <= (` + messageCountSQL + `))
 		RETURNING id, owner, status, (SELECT status FROM o) AS old_status, event_count - $11 AS base,
@@ -419,7 +420,7 @@ const (
 
 	// claimsSQL: whether an update claims the session
 	// (store.UpdateOptions.Claim: $29 the owner, '' for no claim; $30 the
-	// lease's end; $31 BelowAttempts; $32 the claim's now), on the row as
+	// lease's end; $31 BelowAttempts; $32 the claim's now; $34 its token), on the row as
 	// it is before the update and the runnable flag the update writes;
 	// claimedSQL is its value for the statement (the lk CTE).
 	claimedSQL = `coalesce((SELECT claims FROM lk), false)`
@@ -471,8 +472,15 @@ const (
 		ORDER BY created_at, id
 		LIMIT $2
 	)
-	UPDATE hrns_sessions SET lease_owner = $3, lease_until = $4, attempts = attempts + 1
+	UPDATE hrns_sessions SET lease_owner = $3, lease_until = $4, attempts = attempts + 1, claim_token = $6
 	WHERE id IN (SELECT id FROM c)
+	RETURNING ` + sessionColumns
+
+	// recoverClaimSQL extends the leases a claim ($2, of owner $1) took
+	// and holds still (store.Store.RecoverClaim), found through
+	// hrns_sessions_by_lease_owner.
+	recoverClaimSQL = `UPDATE hrns_sessions SET lease_until = $3
+	WHERE lease_owner = $1 AND lease_owner <> '' AND claim_token = $2
 	RETURNING ` + sessionColumns
 
 	// The statements that find a session by id and check its lease
@@ -833,7 +841,7 @@ func (s *Store) updateArgs(sess *store.Session, events []store.Event, o *store.U
 	if o.WriteRequest && sess.Request != nil {
 		request = sess.Request
 	}
-	var claimOwner string
+	var claimOwner, claimToken string
 	var claimUntil, claimNow pgtype.Timestamptz
 	var claimBelow int64
 	if c := o.Claim; c != nil {
@@ -843,13 +851,13 @@ func (s *Store) updateArgs(sess *store.Session, events []store.Event, o *store.U
 		if c.Owner == "" {
 			return nil, fmt.Errorf("update session %s: claim without an owner", sess.ID)
 		}
-		claimOwner, claimUntil, claimNow, claimBelow = c.Owner, ts(c.Now.Add(c.TTL)), ts(c.Now), int64(c.BelowAttempts)
+		claimOwner, claimUntil, claimNow, claimBelow, claimToken = c.Owner, ts(c.Now.Add(c.TTL)), ts(c.Now), int64(c.BelowAttempts), c.Token
 	}
 	return []any{sess.ID, sess.Status, sess.Agent, sess.FirstMessage, []byte(sess.State), []byte(sess.Answer),
 		sess.Error, sess.ErrorCode, sess.Runnable, ts(sess.WakeAt), int64(len(events)),
 		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease, o.Release || o.ResetAttempts,
 		types, data, times, hookTypes, hookIDs, from, msgs, tokPeriod, tokStart, tokN,
-		claimOwner, claimUntil, claimBelow, claimNow, request}, nil
+		claimOwner, claimUntil, claimBelow, claimNow, request, claimToken}, nil
 }
 
 // asStored gives the times of s and events the precision (microseconds)
@@ -1052,7 +1060,35 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 
 // claimArgs are the arguments of claimSQL.
 func claimArgs(p *store.ClaimParams) []any {
-	return []any{ts(p.Now), max(p.Limit, 1), p.Owner, ts(p.Now.Add(p.TTL)), p.BelowAttempts}
+	return []any{ts(p.Now), max(p.Limit, 1), p.Owner, ts(p.Now.Add(p.TTL)), p.BelowAttempts, p.Token}
+}
+
+// RecoverClaim implements [store.Store].
+func (s *Store) RecoverClaim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if p.Token == "" {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, recoverClaimSQL, p.Owner, p.Token, ts(p.Now.Add(p.TTL)))
+	if err != nil {
+		return nil, fmt.Errorf("recover claim: %w", s.wrap(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.Session, error) { return scanSession(r) })
+	if err != nil {
+		return nil, fmt.Errorf("recover claim: %w", s.wrap(err))
+	}
+	slices.SortFunc(out, func(a, b *store.Session) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	for _, got := range out {
+		got.LeaseUntil = p.Now.Add(p.TTL)
+	}
+	return out, nil
 }
 
 // Renew implements [store.Store].

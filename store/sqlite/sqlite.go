@@ -237,7 +237,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.w, &s.trimMessagesStmt, `DELETE FROM session_messages WHERE session_id = ? AND idx >= ?`},
 		{s.w, &s.insertMessageStmt, `INSERT INTO session_messages (session_id, idx, data) VALUES (?,?,?)`},
 		{s.w, &s.claimStmt, claimSQL},
-		{s.w, &s.takeStmt, `UPDATE sessions SET lease_owner = ?, lease_until = ?, attempts = attempts + 1 WHERE id = ?`},
+		{s.w, &s.takeStmt, `UPDATE sessions SET lease_owner = ?, lease_until = ?, attempts = attempts + 1, claim_token = ? WHERE id = ?`},
 		{s.w, &s.renewStmt, `UPDATE sessions SET lease_until = ? WHERE id = ? AND lease_owner = ? AND lease_until > ?`},
 		{s.w, &s.releaseStmt, `UPDATE sessions SET lease_owner = '', lease_until = 0, attempts = 0 WHERE id = ? AND lease_owner = ?`},
 		{s.w, &s.addTokensStmt, addTokensSQL},
@@ -753,7 +753,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 			attempts = 0
 		}
 		if c := o.Claim; c != nil && sess.Runnable && (leaseOwner == "" || leaseUntil <= nanos(c.Now)) && (c.BelowAttempts <= 0 || attempts < c.BelowAttempts) {
-			if _, err := tx.StmtContext(ctx, s.takeStmt).ExecContext(ctx, c.Owner, nanos(c.Now.Add(c.TTL)), sess.ID); err != nil {
+			if _, err := tx.StmtContext(ctx, s.takeStmt).ExecContext(ctx, c.Owner, nanos(c.Now.Add(c.TTL)), c.Token, sess.ID); err != nil {
 				return err
 			}
 			claimed = true
@@ -893,7 +893,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 			return err
 		}
 		for _, got := range out {
-			if _, err := take.ExecContext(ctx, p.Owner, until, got.ID); err != nil {
+			if _, err := take.ExecContext(ctx, p.Owner, until, p.Token, got.ID); err != nil {
 				return err
 			}
 			got.LeaseOwner, got.LeaseUntil = p.Owner, fromNanos(until)
@@ -906,6 +906,40 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 	}
 	return out, nil
 }
+
+// RecoverClaim implements [store.Store].
+func (s *Store) RecoverClaim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
+	if p.Token == "" {
+		return nil, nil
+	}
+	until := nanos(p.Now.Add(p.TTL))
+	var out []*store.Session
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
+		rows, err := tx.QueryContext(ctx, recoverClaimSQL, until, p.Token, p.Owner)
+		if err != nil {
+			return err
+		}
+		out, err = collect(rows, scanSession)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recover claim: %w", err)
+	}
+	slices.SortFunc(out, func(a, b *store.Session) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// recoverClaimSQL extends the leases the claim of token ?2 (of owner ?3)
+// took and holds still, found on sessions_by_claim_token (whose
+// condition the statement repeats, so that SQLite may use it).
+const recoverClaimSQL = `UPDATE sessions SET lease_until = ?1
+			WHERE claim_token = ?2 AND claim_token != '' AND lease_owner = ?3
+			RETURNING ` + sessionColumns
 
 // claimSQL finds the sessions to claim: the oldest runnable or due ones
 // whose lease is free. Each half takes its oldest ?2 on its partial index

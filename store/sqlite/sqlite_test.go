@@ -95,6 +95,29 @@ func TestMigrateAttempts(t *testing.T) {
 	}
 }
 
+// TestRecoverClaimUsesIndex: RecoverClaim finds a claim's sessions on
+// their index, not by scanning every session ever stored.
+func TestRecoverClaimUsesIndex(t *testing.T) {
+	db := freshSchema(t)
+	rows, err := db.Query(`EXPLAIN QUERY PLAN `+sqlite.RecoverClaimSQL, 1, "token", "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if joined := strings.Join(plan, "; "); !strings.Contains(joined, "USING INDEX sessions_by_claim_token") {
+		t.Errorf("RecoverClaim's plan: %s; want a search of sessions_by_claim_token", joined)
+	}
+}
+
 // TestListFiltersUseIndexes checks that each filter of ListSessions is
 // served by an index within the owner's sessions: no query plan scans the
 // table.

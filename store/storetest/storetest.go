@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Committed", testCommitted},
 		{"EventCount", testEventCount},
 		{"Attempts", testAttempts},
+		{"RecoverClaim", testRecoverClaim},
 		{"NextWake", testNextWake},
 		{"Subscribe", testSubscribe},
 		{"Replicas", testReplicas},
@@ -1168,6 +1169,135 @@ func testAttempts(t *testing.T, st store.Store) {
 	}
 	if cur.Attempts != 0 || stored() != 0 {
 		t.Errorf("after an update with Release: returned %d, stored %d; want 0", cur.Attempts, stored())
+	}
+}
+
+// testRecoverClaim: RecoverClaim finds the sessions a claim took by its
+// owner and token, as long as that claim's lease holds them (lapsed or
+// not), extends their leases and leaves their attempts as the claim
+// counted them.
+func testRecoverClaim(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	for i, id := range []string{"a", "b", "c", "d"} {
+		s := newSession(id, "alice")
+		s.CreatedAt = base.Add(time.Duration(i) * time.Second)
+		s.Runnable = true
+		mustCreate(t, st, s)
+	}
+	now := time.Now()
+	claim := func(owner, token string, at time.Time, limit int) []string {
+		t.Helper()
+		got, err := st.Claim(ctx, &store.ClaimParams{Owner: owner, Token: token, Now: at, TTL: time.Minute, Limit: limit})
+		if err != nil {
+			t.Fatalf("Claim by %s (%s): %v", owner, token, err)
+		}
+		var ids []string
+		for _, s := range got {
+			ids = append(ids, s.ID)
+		}
+		return ids
+	}
+	recoverClaim := func(owner, token string, at time.Time) []*store.Session {
+		t.Helper()
+		got, err := st.RecoverClaim(ctx, &store.ClaimParams{Owner: owner, Token: token, Now: at, TTL: time.Minute, Limit: 1, BelowAttempts: 1})
+		if err != nil {
+			t.Fatalf("RecoverClaim(%s, %s): %v", owner, token, err)
+		}
+		return got
+	}
+	ids := func(ss []*store.Session) []string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.ID)
+		}
+		return out
+	}
+	if got := claim("w1", "t1", now, 2); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("first claim took %v, want a and b", got)
+	}
+	if got := claim("w1", "t2", now, 1); !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("second claim took %v, want c", got)
+	}
+	// What the first claim took, its leases extended, its attempts
+	// counted once; as many times as it is asked.
+	later := now.Add(10 * time.Second)
+	for range 2 {
+		got := recoverClaim("w1", "t1", later)
+		if !slices.Equal(ids(got), []string{"a", "b"}) {
+			t.Fatalf("RecoverClaim(t1) = %v, want a and b", ids(got))
+		}
+		for _, s := range got {
+			if s.LeaseOwner != "w1" || s.LeaseUntil.Sub(later.Add(time.Minute)).Abs() > time.Millisecond || s.Attempts != 1 {
+				t.Errorf("recovered %s: lease %q until %v, attempts %d; want w1 until %v, 1", s.ID, s.LeaseOwner, s.LeaseUntil, s.Attempts, later.Add(time.Minute))
+			}
+			stored, err := st.GetSession(ctx, s.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(stored, s, cmpSession); diff != "" {
+				t.Errorf("recovered %s differs from the stored session (-stored +recovered):\n%s", s.ID, diff)
+			}
+		}
+	}
+	if got := recoverClaim("w1", "t2", later); !slices.Equal(ids(got), []string{"c"}) {
+		t.Errorf("RecoverClaim(t2) = %v, want c", ids(got))
+	}
+	for _, k := range [][2]string{{"w2", "t1"}, {"w1", ""}, {"w1", "t9"}} {
+		if got := recoverClaim(k[0], k[1], later); len(got) != 0 {
+			t.Errorf("RecoverClaim(%s, %q) = %v, want none", k[0], k[1], ids(got))
+		}
+	}
+	// A session released is no longer the claim's.
+	if err := st.Release(ctx, "b", "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := recoverClaim("w1", "t1", later); !slices.Equal(ids(got), []string{"a"}) {
+		t.Errorf("RecoverClaim(t1) after b's release = %v, want a", ids(got))
+	}
+	// A lapsed lease that nothing took since is the claim's still.
+	lapsed := later.Add(5 * time.Minute)
+	if got := recoverClaim("w1", "t1", lapsed); !slices.Equal(ids(got), []string{"a"}) {
+		t.Errorf("RecoverClaim(t1) after a's lease lapsed = %v, want a", ids(got))
+	}
+	// Once another claim took it, it is that claim's, the same owner's
+	// included.
+	if got := claim("w2", "t3", lapsed.Add(2*time.Minute), 1); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("claim after the lapse took %v, want a", got)
+	}
+	if got := recoverClaim("w1", "t1", lapsed); len(got) != 0 {
+		t.Errorf("RecoverClaim(t1) after w2 claimed a = %v, want none", ids(got))
+	}
+	if got := claim("w1", "t4", lapsed.Add(2*time.Minute), 10); !slices.Equal(got, []string{"b", "c", "d"}) {
+		t.Fatalf("w1's later claim took %v, want b, c and d", got)
+	}
+	if got := recoverClaim("w1", "t2", lapsed); len(got) != 0 {
+		t.Errorf("RecoverClaim(t2) after w1's claim t4 took c = %v, want none", ids(got))
+	}
+	if got := recoverClaim("w1", "t4", lapsed); !slices.Equal(ids(got), []string{"b", "c", "d"}) {
+		t.Errorf("RecoverClaim(t4) = %v, want b, c and d", ids(got))
+	}
+	// An update that gives the lease up; one that claims, with its token.
+	cur, _ := st.GetSession(ctx, "d")
+	cur.Runnable = false
+	if err := st.UpdateSession(ctx, cur, nil, &store.UpdateOptions{Lease: "w1", Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := recoverClaim("w1", "t4", lapsed); !slices.Equal(ids(got), []string{"b", "c"}) {
+		t.Errorf("RecoverClaim(t4) after d's release = %v, want b and c", ids(got))
+	}
+	cur.Runnable = true
+	if err := st.UpdateSession(ctx, cur, nil, &store.UpdateOptions{Claim: &store.ClaimParams{Owner: "w3", Token: "t5", Now: now, TTL: time.Minute}}); err != nil || cur.LeaseOwner != "w3" {
+		t.Fatalf("update claiming d = %v, lease %q", err, cur.LeaseOwner)
+	}
+	if got := recoverClaim("w3", "t5", later); !slices.Equal(ids(got), []string{"d"}) || got[0].Attempts != 1 {
+		t.Errorf("RecoverClaim(t5) = %v, want d with 1 attempt", ids(got))
+	}
+	for _, id := range []string{"a", "b", "c", "d"} {
+		s, _ := st.GetSession(ctx, id)
+		want := map[string]int{"a": 2, "b": 1, "c": 2, "d": 1}[id]
+		if s.Attempts != want {
+			t.Errorf("%s: %d attempts, want %d (one per claim, none per recovery)", id, s.Attempts, want)
+		}
 	}
 }
 
