@@ -159,3 +159,32 @@ func openPostgresStore(t *testing.T) store.Store {
 	t.Cleanup(func() { st.Close() })
 	return st
 }
+
+// TestLostFireEveryCall: when every call of a fire answers an error, the
+// worker makes three (the fire and two calls again with its run), takes
+// no other tick for it, and the run is taken over once its lease lapses,
+// one takeover counted: one session for the tick.
+func TestLostFireEveryCall(t *testing.T) {
+	st := openSQLite(t, filepath.Join(t.TempDir(), "hrns.db"))
+	c := newClock(start)
+	ls := &lostStore{Store: st, loseFires: 3}
+	sch := schedule.New(newManager(st, nil), ls, &schedule.Options{Owner: "w1", Clock: c})
+	sc := mustCreate(t, sch, alice, "0 10 * * *", "UTC")
+	c.set(utc("2026-06-01T10:00:00Z"))
+	if _, err := sch.Poll(t.Context()); err != nil {
+		t.Error(err)
+	}
+	if rs := storeRuns(t, st, sc.ID); ls.fires != 3 || len(rs) != 1 || rs[0].Status != store.RunPending {
+		t.Fatalf("every fire lost: %d calls, runs %s; want 3 calls, one run pending", ls.fires, describeRuns(rs))
+	}
+	c.set(utc("2026-06-01T10:01:01Z"))
+	if _, err := sch.Poll(t.Context()); err != nil {
+		t.Error(err)
+	}
+	if rs := storeRuns(t, st, sc.ID); len(rs) != 1 || rs[0].Status != store.RunCreated || rs[0].Attempts != 1 {
+		t.Errorf("after the lease, runs %s; want one created, 1 takeover", describeRuns(rs))
+	}
+	if got := sessionsOf(t, st, alice, sc.ID); len(got) != 1 {
+		t.Errorf("sessions %v, want one", got)
+	}
+}

@@ -186,7 +186,7 @@ func (s *Scheduler) claim(ctx context.Context) ([]*store.ScheduleRun, error) {
 // may have inserted waits for its lease to lapse and is taken over.
 func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time) (bool, error) {
 	ctx, cancel := s.uncut(ctx)
-	defer cancel()
+	defer func() { cancel() }()
 	sp, err := decodeSpec(sc)
 	var cd *cadence
 	if err == nil {
@@ -206,20 +206,19 @@ func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time)
 	}
 	run, err := s.st.FireSchedule(ctx, p)
 	for i := 1; i < storeTries && err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrScheduleNotFound); i++ {
-		// Each call again on a bound of its own: the first may have
-		// spent ctx's. The run's lease runs from this call.
-		errs := err
-		cctx, ccancel := s.uncut(ctx)
+		// Each call again, and what follows it, on a bound of its own:
+		// the first call may have spent ctx's. The run's lease runs
+		// from this call.
+		cancel()
+		ctx, cancel = s.uncut(ctx)
 		p.Run.LeaseUntil = s.opts.Clock.Now().Add(s.opts.LeaseTTL)
-		run, err = s.st.FireSchedule(cctx, p)
-		ccancel()
-		if err == nil {
-			s.log.Warn("schedules: a fire answered an error; fired again with its run", "schedule", sc.ID, "err", errs)
-			cancel()
-			ctx, cancel = s.uncut(ctx)
-		} else {
-			err = errors.Join(errs, err)
+		var again error
+		if run, again = s.st.FireSchedule(ctx, p); again != nil {
+			err = errors.Join(err, again)
+			continue
 		}
+		s.log.Warn("schedules: a fire answered an error; fired again with its run", "schedule", sc.ID, "err", err)
+		err = nil
 	}
 	switch {
 	case errors.Is(err, store.ErrConflict):
