@@ -303,8 +303,7 @@ func (s *Store) ClaimScheduleRuns(ctx context.Context, p *store.ClaimParams) ([]
 		if p.Token != "" {
 			// A call again of a claim whose answer was lost: what it
 			// took, if anything, is the answer.
-			rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+` FROM schedule_runs
-				WHERE claim_token = ? AND claim_token != '' AND lease_owner = ? AND status = 'pending' ORDER BY created_at, id`, p.Token, p.Owner)
+			rows, err := tx.QueryContext(ctx, runsClaimedSQL, p.Token, p.Owner)
 			if err != nil {
 				return err
 			}
@@ -344,6 +343,12 @@ func (s *Store) ClaimScheduleRuns(ctx context.Context, p *store.ClaimParams) ([]
 	}
 	return out, nil
 }
+
+// runsClaimedSQL reads the pending runs the claim of token ?1 (of owner
+// ?2) holds, through schedule_runs_by_claim_token (whose condition it
+// repeats, so that SQLite may use it).
+const runsClaimedSQL = `SELECT ` + runColumns + ` FROM schedule_runs
+	WHERE claim_token = ?1 AND claim_token != '' AND lease_owner = ?2 AND status = 'pending' ORDER BY created_at, id`
 
 // FinishScheduleRun implements [store.Schedules].
 func (s *Store) FinishScheduleRun(ctx context.Context, r *store.ScheduleRun, owner string, keep int) error {

@@ -271,9 +271,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 		if p.Token != "" {
 			// A call again of a claim whose answer was lost: what it
 			// took, if anything, is the answer.
-			rows, err := tx.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d
-				WHERE d.claim_token = ? AND d.claim_token != '' AND d.lease_owner = ? AND d.state = 'pending'
-				ORDER BY d.next_attempt_at, d.created_at, d.id`, p.Token, p.Owner)
+			rows, err := tx.QueryContext(ctx, deliveriesClaimedSQL, p.Token, p.Owner)
 			if err != nil {
 				return err
 			}
@@ -360,6 +358,13 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 	}
 	return out, nil
 }
+
+// deliveriesClaimedSQL reads the pending deliveries the claim of token
+// ?1 (of owner ?2) holds, through webhook_deliveries_by_claim_token
+// (whose condition it repeats, so that SQLite may use it).
+const deliveriesClaimedSQL = `SELECT ` + deliveryColumns + ` FROM webhook_deliveries d
+	WHERE d.claim_token = ?1 AND d.claim_token != '' AND d.lease_owner = ?2 AND d.state = 'pending'
+	ORDER BY d.next_attempt_at, d.created_at, d.id`
 
 // FinishDelivery implements [store.Webhooks].
 func (s *Store) FinishDelivery(ctx context.Context, p *store.DeliveryResult) error {
