@@ -55,7 +55,9 @@ const (
 // pending run whose lease expires, and [Schedules.ClaimScheduleRuns]
 // gives it to another worker, which completes it (creating the session
 // idempotently, so that a session the dead worker did create is found,
-// not made twice).
+// not made twice). A worker whose fire or claim answered an error calls
+// it again with the same run, or the claim's token, and is given what
+// the first call took, if it committed.
 //
 // All methods are safe for concurrent use. Values returned are the
 // caller's; values given are not retained after the call returns.
@@ -104,6 +106,14 @@ type Schedules interface {
 	// the schedule is paused, or the schedule already has a (not manual)
 	// run for p.Run.ScheduledFor; ErrScheduleNotFound when the schedule
 	// is gone.
+	//
+	// A fire whose answer was lost (its transaction committed, but the
+	// call returned an error) is recovered by calling again with the
+	// same p: when the schedule has a run with p.Run.ID, pending and
+	// leased to p.Run.LeaseOwner, its lease is extended to
+	// p.Run.LeaseUntil and it is returned, the schedule left as it is;
+	// when the run exists otherwise (finished, or taken over by another
+	// worker), ErrConflict.
 	FireSchedule(ctx context.Context, p *FireParams) (*ScheduleRun, error)
 
 	// AddScheduleRun inserts r, a manual run (r.Manual is required), for
@@ -118,6 +128,14 @@ type Schedules interface {
 	// first, at most p.Limit (<= 0 means 1), incrementing their
 	// Attempts; p.BelowAttempts is ignored. Two
 	// concurrent claims never return the same run.
+	//
+	// Each lease carries p.Token. A claim whose answer was lost is
+	// recovered by calling again with the same p.Owner and p.Token:
+	// when pending runs still hold that claim's leases (no
+	// FinishScheduleRun ended them, no other claim took them), the call
+	// returns them, leases extended to p.Now+p.TTL (a lapsed one too)
+	// and Attempts as the first call counted them, and claims nothing
+	// more. An empty p.Token recovers nothing.
 	ClaimScheduleRuns(ctx context.Context, p *ClaimParams) ([]*ScheduleRun, error)
 
 	// FinishScheduleRun records the outcome of a pending run leased to

@@ -492,7 +492,9 @@ type ClaimParams struct {
 	// takes, so that [Store.RecoverClaim] finds them when the claim's
 	// answer was lost. Each claim should have a token of its own;
 	// empty, the claim cannot be recovered. ClaimDeliveries and
-	// ClaimScheduleRuns ignore it.
+	// ClaimScheduleRuns write it too, and a second call with the same
+	// Owner and Token returns what the first took instead of claiming
+	// more (see each).
 	Token string
 	// BelowAttempts, when > 0, leaves out sessions whose Attempts is
 	// at least BelowAttempts: those claimed that often without progress

@@ -105,7 +105,9 @@ func WebhookEventID(sessionID string, version int64, typ string) string {
 // Workers take due deliveries with ClaimDeliveries, which leases each to
 // one worker, and report each attempt with FinishDelivery: delivered,
 // retried later, or failed for good. A worker that dies leaves a lease
-// that expires, and the delivery is claimed again (at least once).
+// that expires, and the delivery is claimed again (at least once). A
+// worker whose claim answered an error calls it again with the claim's
+// token, which returns what the claim took, if anything.
 //
 // All methods are safe for concurrent use; values returned are the
 // caller's, values given are not retained.
@@ -152,6 +154,15 @@ type Webhooks interface {
 	// so that one key's backlog does not hold back another's first
 	// delivery; and, with p.PerKey > 0, it leaves no key more than
 	// p.PerKey deliveries leased. The result is in that order.
+	//
+	// Each lease carries p.Token. A claim whose answer was lost (its
+	// transaction committed, but the call returned an error) is
+	// recovered by calling again with the same p.Owner and p.Token:
+	// when pending deliveries still hold that claim's leases (no
+	// FinishDelivery gave them up, no other claim took them), the call
+	// returns them, due first, their leases extended to p.Now+p.TTL (a
+	// lapsed one too) and Attempts left as the first call counted them,
+	// and claims nothing more. An empty p.Token recovers nothing.
 	ClaimDeliveries(ctx context.Context, p *ClaimParams) ([]*Delivery, error)
 
 	// FinishDelivery records an attempt of a delivery the caller leased,

@@ -18,7 +18,10 @@
 // leased to that worker while it creates the session; the session's
 // idempotency key is the run's id, so that a worker that takes over the
 // run of one that died finds the session if it was created, instead of
-// creating a second.
+// creating a second. A fire, or a claim of runs whose worker died, that
+// committed but answered an error is made again (the same run, or the
+// claim's token), and the store answers with what the first call took:
+// the session is created at once, with no takeover counted for the loss.
 //
 // # Missed ticks
 //

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,12 +93,11 @@ func (s *Scheduler) Poll(ctx context.Context) (done int, err error) {
 		if ctx.Err() != nil {
 			return done, ctx.Err()
 		}
-		wctx, cancel := s.uncut(ctx)
-		runs, err := s.st.ClaimScheduleRuns(wctx, &store.ClaimParams{Owner: s.opts.Owner, Now: now, TTL: s.opts.LeaseTTL, Limit: claimBatch})
+		runs, err := s.claim(ctx)
 		if err != nil {
-			cancel()
 			return done, err
 		}
+		wctx, cancel := s.uncut(ctx)
 		for _, r := range runs {
 			if err := s.complete(wctx, r); err != nil {
 				s.log.Warn("schedules: run not completed; it will be taken over", "schedule", r.ScheduleID, "run", r.ID, "attempts", r.Attempts, "err", err)
@@ -119,9 +119,7 @@ func (s *Scheduler) Poll(ctx context.Context) (done int, err error) {
 			if ctx.Err() != nil {
 				return done, ctx.Err()
 			}
-			wctx, cancel := s.uncut(ctx)
-			fired, err := s.fire(wctx, sc, now)
-			cancel()
+			fired, err := s.fire(ctx, sc, now)
 			if err != nil {
 				s.log.Warn("schedules: fire", "schedule", sc.ID, "err", err)
 			}
@@ -144,9 +142,51 @@ func (s *Scheduler) uncut(ctx context.Context) (context.Context, context.CancelF
 	return context.WithTimeout(context.WithoutCancel(ctx), s.opts.LeaseTTL/2)
 }
 
+// storeTries bounds the calls of one fire or claim: the first, and the
+// calls again after an error.
+const storeTries = 3
+
+// claim takes over up to claimBatch runs whose lease expired. A claim
+// that answers an error may have committed (its bound passed after the
+// commit, or the connection broke while the commit's answer was in
+// flight): its runs are leased to this worker, which does not know them,
+// each with a takeover counted. So the claim is made again with its
+// token, which returns what it took if it committed (and claims as any
+// claim if it did not), up to storeTries calls, each on a context of
+// its own (see uncut); when every call fails, the runs it may have taken
+// wait for their leases to lapse.
+func (s *Scheduler) claim(ctx context.Context) ([]*store.ScheduleRun, error) {
+	p := &store.ClaimParams{Owner: s.opts.Owner, Token: rand.Text(), TTL: s.opts.LeaseTTL, Limit: claimBatch}
+	var errs []error
+	for range storeTries {
+		p.Now = s.opts.Clock.Now()
+		wctx, cancel := s.uncut(ctx)
+		runs, err := s.st.ClaimScheduleRuns(wctx, p)
+		cancel()
+		if err == nil {
+			if len(errs) > 0 && len(runs) > 0 {
+				s.log.Warn("schedules: a claim answered an error; claimed again with its token", "err", errors.Join(errs...), "runs", len(runs))
+			}
+			return runs, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
 // fire takes the tick of a due schedule and creates its session. It
-// reports whether it took the tick.
+// reports whether it took the tick. What it does once it read the
+// schedule is not cut by ctx (see uncut).
+//
+// A fire that answers an error other than a conflict may have
+// committed: its run is leased to this worker, which does not know it.
+// So the fire is made again with the same run, which returns the run if
+// the first call inserted it (its lease extended) and fires as any fire
+// if it did not, up to storeTries calls; when every call fails, a run it
+// may have inserted waits for its lease to lapse and is taken over.
 func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time) (bool, error) {
+	ctx, cancel := s.uncut(ctx)
+	defer func() { cancel() }()
 	sp, err := decodeSpec(sc)
 	var cd *cadence
 	if err == nil {
@@ -160,10 +200,26 @@ func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time)
 	}
 	tick, skipped := cd.catchUp(sc.NextRunAt, now)
 	next := cd.next(tick)
-	run, err := s.st.FireSchedule(ctx, &store.FireParams{
+	p := &store.FireParams{
 		Owner: sc.Owner, ID: sc.ID, Version: sc.Version, NextRunAt: next,
 		Run: &store.ScheduleRun{ID: newID(), ScheduledFor: tick, Skipped: skipped, LeaseOwner: s.opts.Owner, LeaseUntil: now.Add(s.opts.LeaseTTL), CreatedAt: now},
-	})
+	}
+	run, err := s.st.FireSchedule(ctx, p)
+	for i := 1; i < storeTries && err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrScheduleNotFound); i++ {
+		// Each call again, and what follows it, on a bound of its own:
+		// the first call may have spent ctx's. The run's lease runs
+		// from this call.
+		cancel()
+		ctx, cancel = s.uncut(ctx)
+		p.Run.LeaseUntil = s.opts.Clock.Now().Add(s.opts.LeaseTTL)
+		var again error
+		if run, again = s.st.FireSchedule(ctx, p); again != nil {
+			err = errors.Join(err, again)
+			continue
+		}
+		s.log.Warn("schedules: a fire answered an error; fired again with its run", "schedule", sc.ID, "err", err)
+		err = nil
+	}
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		return false, s.unstick(ctx, sc, next)

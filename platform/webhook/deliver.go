@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -356,15 +357,7 @@ func (d *dispatcher) fill(ctx context.Context) (int, error) {
 		if free == 0 {
 			return n, nil
 		}
-		// The claim is not cut by Stop: a claim cancelled after its
-		// transaction committed would leave the deliveries leased to a
-		// worker that never attempts them, late by LeaseTTL. It is
-		// bounded by the attempt timeout instead, and what it took is
-		// attempted (Stop waits for the attempts).
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.Timeout)
-		ds, err := s.st.ClaimDeliveries(cctx, &store.ClaimParams{Owner: s.opts.ReplicaID, Now: s.opts.Now(), TTL: s.opts.LeaseTTL,
-			Limit: free, PerKey: s.opts.PerKey})
-		cancel()
+		ds, err := s.claim(ctx, free)
 		if err != nil {
 			return n, err
 		}
@@ -385,6 +378,56 @@ func (d *dispatcher) fill(ctx context.Context) (int, error) {
 		}
 	}
 	return n, ctx.Err()
+}
+
+// claimTries bounds the calls of one claim: the first, and the calls
+// again with its token after an error.
+const claimTries = 3
+
+// claim leases up to free due deliveries to this worker. The claim is
+// not cut by Stop: a claim cancelled after its transaction committed
+// would leave the deliveries leased to a worker that never attempts
+// them, late by LeaseTTL. It is bounded by the attempt timeout instead,
+// and what it took is attempted (Stop waits for the attempts).
+//
+// A claim that answers an error may have committed (its bound passed
+// after the commit, or the connection broke while the commit's answer
+// was in flight): its deliveries are leased to this worker, which does
+// not know them, and each has an attempt counted. So the claim is made
+// again with its token, which returns what it took if it committed (and
+// claims as any claim if it did not), up to claimTries calls; when
+// every call fails, the deliveries it may have taken wait for their
+// leases to lapse, an attempt counted.
+func (s *Service) claim(ctx context.Context, free int) ([]*store.Delivery, error) {
+	ctx = context.WithoutCancel(ctx)
+	p := &store.ClaimParams{Owner: s.opts.ReplicaID, Token: rand.Text(), TTL: s.opts.LeaseTTL, Limit: free, PerKey: s.opts.PerKey}
+	var errs []error
+	for i := range claimTries {
+		if i > 0 {
+			sleep(ctx, s.opts.Timeout/10)
+		}
+		p.Now = s.opts.Now()
+		cctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+		ds, err := s.st.ClaimDeliveries(cctx, p)
+		cancel()
+		if err == nil {
+			if len(errs) > 0 && len(ds) > 0 {
+				s.log.Warn("webhook deliveries: a claim answered an error; claimed again with its token", "err", errors.Join(errs...), "deliveries", len(ds))
+			}
+			return ds, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("claiming deliveries (what a claim that answered an error took waits for its leases to lapse): %w", errors.Join(errs...))
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 func (d *dispatcher) release() {

@@ -42,7 +42,9 @@
 // recorded (status code, error, duration) and listed by
 // [Service.Deliveries]. At least once: a replica that dies during an
 // attempt leaves a lease that expires, and the delivery is attempted
-// again.
+// again. A claim that committed but answered an error is made again with
+// its token, which returns what it took (see [store.Webhooks]): its
+// deliveries are attempted at once, their attempt counted once.
 //
 // # Fairness
 //

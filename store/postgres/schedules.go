@@ -261,6 +261,22 @@ func (s *Store) FireSchedule(ctx context.Context, p *store.FireParams) (*store.S
 	n := newRun(p.Run, p.ID, p.Owner)
 	n.Manual = false
 	err := s.scheduleTx(ctx, true, func(tx pgx.Tx) error {
+		// A call again of a fire whose answer was lost: the run it
+		// inserted, if it did, is the answer.
+		held, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM hrns_schedule_runs WHERE id = $1 AND schedule_id = $2`, n.ID, p.ID))
+		switch {
+		case err == nil && held.Status == store.RunPending && held.LeaseOwner == n.LeaseOwner:
+			if _, err := tx.Exec(ctx, `UPDATE hrns_schedule_runs SET lease_until = $1 WHERE id = $2`, ts(n.LeaseUntil), n.ID); err != nil {
+				return err
+			}
+			held.LeaseUntil = n.LeaseUntil
+			n = *held
+			return nil
+		case err == nil:
+			return store.ErrConflict // finished, or taken over
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
 		tag, err := tx.Exec(ctx, `UPDATE hrns_schedules SET next_run_at = $1, last_run_at = $2, version = version + 1
 			WHERE id = $3 AND owner = $4 AND version = $5 AND NOT paused`,
 			ts(micro(p.NextRunAt)), ts(n.CreatedAt), p.ID, p.Owner, p.Version)
@@ -315,14 +331,31 @@ func (s *Store) ClaimScheduleRuns(ctx context.Context, p *store.ClaimParams) ([]
 		return nil, err
 	}
 	until := micro(p.Now.Add(p.TTL))
+	if p.Token != "" {
+		// A call again of a claim whose answer was lost: what it took,
+		// if anything, is the answer.
+		rows, err := s.pool.Query(ctx, `UPDATE hrns_schedule_runs SET lease_until = $3
+			WHERE claim_token = $1 AND claim_token <> '' AND lease_owner = $2 AND status = 'pending'
+			RETURNING `+runColumns, p.Token, p.Owner, ts(until))
+		if err != nil {
+			return nil, fmt.Errorf("claim schedule runs: %w", s.wrap(err))
+		}
+		held, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.ScheduleRun, error) { return scanRun(r) })
+		if err != nil {
+			return nil, fmt.Errorf("claim schedule runs: %w", s.wrap(err))
+		}
+		if len(held) > 0 {
+			return held, nil
+		}
+	}
 	rows, err := s.pool.Query(ctx, `WITH c AS (
 			SELECT id FROM hrns_schedule_runs
 			WHERE status = 'pending' AND (lease_until IS NULL OR lease_until <= $1)
 			ORDER BY created_at, id LIMIT $2
 			FOR UPDATE SKIP LOCKED)
-		UPDATE hrns_schedule_runs SET lease_owner = $3, lease_until = $4, attempts = attempts + 1
+		UPDATE hrns_schedule_runs SET lease_owner = $3, lease_until = $4, claim_token = $5, attempts = attempts + 1
 		WHERE id IN (SELECT id FROM c)
-		RETURNING `+runColumns, ts(p.Now), max(p.Limit, 1), p.Owner, ts(until))
+		RETURNING `+runColumns, ts(p.Now), max(p.Limit, 1), p.Owner, ts(until), p.Token)
 	if err != nil {
 		return nil, fmt.Errorf("claim schedule runs: %w", s.wrap(err))
 	}

@@ -225,6 +225,33 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 	}
 	var out []*store.Delivery
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if p.Token != "" {
+			// A call again of a claim whose answer was lost: what it
+			// took, if anything, is the answer.
+			rows, err := tx.Query(ctx, `UPDATE hrns_webhook_deliveries d SET lease_until = $3
+				WHERE d.claim_token = $1 AND d.claim_token <> '' AND d.lease_owner = $2 AND d.state = 'pending'
+				RETURNING `+deliveryColumns, p.Token, p.Owner, ts(p.Now.Add(p.TTL)))
+			if err != nil {
+				return err
+			}
+			held, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.Delivery, error) { return scanDelivery(r) })
+			if err != nil {
+				return err
+			}
+			if len(held) > 0 {
+				slices.SortFunc(held, func(a, b *store.Delivery) int {
+					return store.CompareRanked(store.RankedDelivery{Delivery: a}, store.RankedDelivery{Delivery: b})
+				})
+				for _, d := range held {
+					d.LeaseUntil = p.Now.Add(p.TTL)
+					if d.Webhook, err = scanWebhook(tx.QueryRow(ctx, `SELECT `+webhookColumns+` FROM hrns_webhooks WHERE id = $1`, d.WebhookID)); err != nil {
+						return err
+					}
+				}
+				out = held
+				return nil
+			}
+		}
 		rows, err := tx.Query(ctx, `WITH busy AS (
 				SELECT o.owner, (SELECT count(*) FROM hrns_webhook_deliveries b
 					WHERE b.owner = o.owner AND b.state = 'pending' AND b.lease_owner <> '' AND b.lease_until > $1) AS n
@@ -250,9 +277,9 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 				ORDER BY rank, next_attempt_at, created_at, id
 				LIMIT $2
 			)
-			UPDATE hrns_webhook_deliveries d SET lease_owner = $3, lease_until = $4, attempts = attempts + 1
+			UPDATE hrns_webhook_deliveries d SET lease_owner = $3, lease_until = $4, claim_token = $6, attempts = attempts + 1
 			FROM c WHERE d.id = c.id
-			RETURNING `+deliveryColumns+`, c.rank`, ts(p.Now), max(p.Limit, 1), p.Owner, ts(p.Now.Add(p.TTL)), p.PerKey)
+			RETURNING `+deliveryColumns+`, c.rank`, ts(p.Now), max(p.Limit, 1), p.Owner, ts(p.Now.Add(p.TTL)), p.PerKey, p.Token)
 		if err != nil {
 			return err
 		}

@@ -230,6 +230,22 @@ func (s *Store) FireSchedule(ctx context.Context, p *store.FireParams) (*store.S
 	n := newRun(p.Run, p.ID, p.Owner)
 	n.Manual = false
 	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
+		// A call again of a fire whose answer was lost: the run it
+		// inserted, if it did, is the answer.
+		held, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM schedule_runs WHERE id = ? AND schedule_id = ?`, n.ID, p.ID))
+		switch {
+		case err == nil && held.Status == store.RunPending && held.LeaseOwner == n.LeaseOwner:
+			if _, err := tx.ExecContext(ctx, `UPDATE schedule_runs SET lease_until = ? WHERE id = ?`, nanos(n.LeaseUntil), n.ID); err != nil {
+				return err
+			}
+			held.LeaseUntil = n.LeaseUntil
+			n = *held
+			return nil
+		case err == nil:
+			return store.ErrConflict // finished, or taken over
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
 		res, err := tx.ExecContext(ctx, `UPDATE schedules SET next_run_at = ?, last_run_at = ?, version = version + 1
 			WHERE id = ? AND owner = ? AND version = ? AND paused = 0`,
 			nanos(micro(p.NextRunAt)), nanos(n.CreatedAt), p.ID, p.Owner, p.Version)
@@ -284,6 +300,26 @@ func (s *Store) ClaimScheduleRuns(ctx context.Context, p *store.ClaimParams) ([]
 	var out []*store.ScheduleRun
 	until := micro(p.Now.Add(p.TTL))
 	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
+		if p.Token != "" {
+			// A call again of a claim whose answer was lost: what it
+			// took, if anything, is the answer.
+			rows, err := tx.QueryContext(ctx, runsClaimedSQL, p.Token, p.Owner)
+			if err != nil {
+				return err
+			}
+			if out, err = collect(rows, scanRun); err != nil {
+				return err
+			}
+			for _, r := range out {
+				if _, err := tx.ExecContext(ctx, `UPDATE schedule_runs SET lease_until = ? WHERE id = ?`, nanos(until), r.ID); err != nil {
+					return err
+				}
+				r.LeaseUntil = until
+			}
+			if len(out) > 0 {
+				return nil
+			}
+		}
 		rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+` FROM schedule_runs
 			WHERE status = 'pending' AND lease_until <= ? ORDER BY created_at, id LIMIT ? + 0`, nanos(p.Now), max(p.Limit, 1))
 		if err != nil {
@@ -293,8 +329,8 @@ func (s *Store) ClaimScheduleRuns(ctx context.Context, p *store.ClaimParams) ([]
 			return err
 		}
 		for _, r := range out {
-			if _, err := tx.ExecContext(ctx, `UPDATE schedule_runs SET lease_owner = ?, lease_until = ?, attempts = attempts + 1 WHERE id = ?`,
-				p.Owner, nanos(until), r.ID); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE schedule_runs SET lease_owner = ?, lease_until = ?, claim_token = ?, attempts = attempts + 1 WHERE id = ?`,
+				p.Owner, nanos(until), p.Token, r.ID); err != nil {
 				return err
 			}
 			r.LeaseOwner, r.LeaseUntil = p.Owner, until
@@ -307,6 +343,12 @@ func (s *Store) ClaimScheduleRuns(ctx context.Context, p *store.ClaimParams) ([]
 	}
 	return out, nil
 }
+
+// runsClaimedSQL reads the pending runs the claim of token ?1 (of owner
+// ?2) holds, through schedule_runs_by_claim_token (whose condition it
+// repeats, so that SQLite may use it).
+const runsClaimedSQL = `SELECT ` + runColumns + ` FROM schedule_runs
+	WHERE claim_token = ?1 AND claim_token != '' AND lease_owner = ?2 AND status = 'pending' ORDER BY created_at, id`
 
 // FinishScheduleRun implements [store.Schedules].
 func (s *Store) FinishScheduleRun(ctx context.Context, r *store.ScheduleRun, owner string, keep int) error {

@@ -118,6 +118,35 @@ func TestRecoverClaimUsesIndex(t *testing.T) {
 	}
 }
 
+// TestClaimedAgainUsesIndex: a claim of deliveries or schedule runs
+// made again with its token finds what the first call took on an index,
+// not by scanning every delivery or run stored.
+func TestClaimedAgainUsesIndex(t *testing.T) {
+	db := freshSchema(t)
+	for _, tt := range []struct{ sql, index string }{
+		{sqlite.DeliveriesClaimedSQL, "webhook_deliveries_by_claim_token"},
+		{sqlite.RunsClaimedSQL, "schedule_runs_by_claim_token"},
+	} {
+		rows, err := db.Query(`EXPLAIN QUERY PLAN `+tt.sql, "token", "owner")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if joined := strings.Join(plan, "; "); !strings.Contains(joined, "USING INDEX "+tt.index) {
+			t.Errorf("plan: %s; want a search of %s", joined, tt.index)
+		}
+	}
+}
+
 // TestListFiltersUseIndexes checks that each filter of ListSessions is
 // served by an index within the owner's sessions: no query plan scans the
 // table.

@@ -268,6 +268,31 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 	var out []*store.Delivery
 	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		out = nil
+		if p.Token != "" {
+			// A call again of a claim whose answer was lost: what it
+			// took, if anything, is the answer.
+			rows, err := tx.QueryContext(ctx, deliveriesClaimedSQL, p.Token, p.Owner)
+			if err != nil {
+				return err
+			}
+			held, err := collect(rows, func(sc scanner) (*store.Delivery, error) { return scanDelivery(sc) })
+			if err != nil {
+				return err
+			}
+			for _, d := range held {
+				if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_until = ? WHERE id = ?`, until, d.ID); err != nil {
+					return err
+				}
+				d.LeaseUntil = fromNanos(until)
+				if d.Webhook, err = scanWebhook(tx.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE id = ?`, d.WebhookID)); err != nil {
+					return err
+				}
+			}
+			if len(held) > 0 {
+				out = held
+				return nil
+			}
+		}
 		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT owner FROM webhooks WHERE disabled = 0`)
 		if err != nil {
 			return err
@@ -315,8 +340,8 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 		slices.SortFunc(cands, store.CompareRanked)
 		for _, c := range cands[:min(limit, len(cands))] {
 			d := c.Delivery
-			if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?, attempts = attempts + 1 WHERE id = ?`,
-				p.Owner, until, d.ID); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?, claim_token = ?, attempts = attempts + 1 WHERE id = ?`,
+				p.Owner, until, p.Token, d.ID); err != nil {
 				return err
 			}
 			d.LeaseOwner, d.LeaseUntil = p.Owner, fromNanos(until)
@@ -333,6 +358,13 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p *store.ClaimParams) ([]*s
 	}
 	return out, nil
 }
+
+// deliveriesClaimedSQL reads the pending deliveries the claim of token
+// ?1 (of owner ?2) holds, through webhook_deliveries_by_claim_token
+// (whose condition it repeats, so that SQLite may use it).
+const deliveriesClaimedSQL = `SELECT ` + deliveryColumns + ` FROM webhook_deliveries d
+	WHERE d.claim_token = ?1 AND d.claim_token != '' AND d.lease_owner = ?2 AND d.state = 'pending'
+	ORDER BY d.next_attempt_at, d.created_at, d.id`
 
 // FinishDelivery implements [store.Webhooks].
 func (s *Store) FinishDelivery(ctx context.Context, p *store.DeliveryResult) error {

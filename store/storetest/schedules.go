@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +24,8 @@ var scheduleTests = []struct {
 	{"ScheduleFireConcurrent", testScheduleFireConcurrent},
 	{"ScheduleRuns", testScheduleRuns},
 	{"ScheduleRunClaims", testScheduleRunClaims},
+	{"ScheduleFireAgain", testScheduleFireAgain},
+	{"ScheduleRunClaimAgain", testScheduleRunClaimAgain},
 	{"ScheduleWake", testScheduleWake},
 	{"ScheduleSubscribe", testScheduleSubscribe},
 }
@@ -399,6 +402,115 @@ func testScheduleRunClaims(t *testing.T, st store.Store) {
 	}
 	if got, _ := st.ClaimScheduleRuns(ctx, &store.ClaimParams{Owner: "w2", Now: at.Add(time.Hour), TTL: time.Minute}); len(got) != 0 {
 		t.Errorf("a finished run was claimed: %+v", got)
+	}
+}
+
+// testScheduleFireAgain: a fire called again with the same parameters
+// (its first answer was lost) returns the run the first inserted, its
+// lease extended, without firing again; once the run is taken over or
+// finished, the call again is a conflict.
+func testScheduleFireAgain(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	sc := mustCreateSchedule(t, st, newSchedule(scheduleID(1), "alice"))
+	tick := sc.NextRunAt
+	p := &store.FireParams{Owner: "alice", ID: sc.ID, Version: sc.Version, NextRunAt: tick.Add(time.Hour),
+		Run: &store.ScheduleRun{ID: runID(1), ScheduledFor: tick, LeaseOwner: "w1", LeaseUntil: tick.Add(time.Minute), CreatedAt: tick}}
+	first, err := st.FireSchedule(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, _ := st.GetSchedule(ctx, "alice", sc.ID)
+	p.Run.LeaseUntil = tick.Add(2 * time.Minute)
+	again, err := st.FireSchedule(ctx, p)
+	if err != nil {
+		t.Fatalf("fire again = %v, want the run", err)
+	}
+	want := *first
+	want.LeaseUntil = tick.Add(2 * time.Minute)
+	if diff := cmp.Diff(&want, again); diff != "" {
+		t.Errorf("fire again returned (-want +got):\n%s", diff)
+	}
+	if read2, _ := st.GetSchedule(ctx, "alice", sc.ID); read2.Version != read.Version || !read2.NextRunAt.Equal(read.NextRunAt) {
+		t.Errorf("fire again changed the schedule: version %d, next %v; want %d, %v", read2.Version, read2.NextRunAt, read.Version, read.NextRunAt)
+	}
+	if rs, total, _ := st.ListScheduleRuns(ctx, &store.ScheduleRunListParams{Owner: "alice", ScheduleID: sc.ID}); total != 1 || len(rs) != 1 {
+		t.Errorf("runs after a fire again: %d, want 1", total)
+	}
+	// The extended lease holds.
+	if got, _ := st.ClaimScheduleRuns(ctx, &store.ClaimParams{Owner: "w2", Now: tick.Add(90 * time.Second), TTL: time.Minute}); len(got) != 0 {
+		t.Errorf("claim under the extended lease = %+v", got)
+	}
+	// Another worker's run with the id, or a run taken over, is no
+	// answer to the fire.
+	other := *p
+	other.Run = &store.ScheduleRun{ID: runID(1), ScheduledFor: tick, LeaseOwner: "w9", LeaseUntil: tick.Add(time.Minute), CreatedAt: tick}
+	if _, err := st.FireSchedule(ctx, &other); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("fire of another worker with the run's id = %v, want ErrConflict", err)
+	}
+	if got, _ := st.ClaimScheduleRuns(ctx, &store.ClaimParams{Owner: "w2", Now: tick.Add(3 * time.Minute), TTL: time.Minute}); len(got) != 1 {
+		t.Fatalf("claim after the lease = %+v, want the run", got)
+	}
+	if _, err := st.FireSchedule(ctx, p); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("fire again after a takeover = %v, want ErrConflict", err)
+	}
+}
+
+// testScheduleRunClaimAgain: a claim called again with its owner and
+// token (its first answer was lost) returns the runs the first took and
+// still holds, leases extended and attempts as counted, and takes
+// nothing more; after they are finished or taken, it claims as any
+// claim.
+func testScheduleRunClaimAgain(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	var tick time.Time
+	for i := range 3 {
+		sc := mustCreateSchedule(t, st, newSchedule(scheduleID(i), "alice"))
+		tick = sc.NextRunAt
+		at := tick.Add(time.Duration(i) * time.Second)
+		if _, err := st.FireSchedule(ctx, &store.FireParams{Owner: "alice", ID: sc.ID, Version: 1, NextRunAt: tick.Add(time.Hour),
+			Run: &store.ScheduleRun{ID: runID(i), ScheduledFor: tick, LeaseOwner: "dead", LeaseUntil: at, CreatedAt: at}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := func(owner, token string, at time.Time, limit int) []string {
+		t.Helper()
+		got, err := st.ClaimScheduleRuns(ctx, &store.ClaimParams{Owner: owner, Token: token, Now: at, TTL: time.Minute, Limit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range got {
+			if r.Attempts != 1 || r.LeaseOwner != owner || !r.LeaseUntil.Equal(at.Add(time.Minute)) {
+				t.Errorf("claimed %+v: want attempts 1, leased to %s until %v", r, owner, at.Add(time.Minute))
+			}
+			ids = append(ids, r.ID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	now := tick.Add(time.Minute)
+	if got := claim("w1", "t1", now, 2); !slices.Equal(got, []string{runID(0), runID(1)}) {
+		t.Fatalf("first claim = %v, want the two oldest", got)
+	}
+	later := now.Add(30 * time.Second)
+	if got := claim("w1", "t1", later, 2); !slices.Equal(got, []string{runID(0), runID(1)}) {
+		t.Errorf("claim again = %v, want what the first took", got)
+	}
+	if got := claim("w2", "t2", now.Add(time.Minute+time.Second), 5); !slices.Equal(got, []string{runID(2)}) {
+		t.Errorf("claim after the first lease's end = %v, want the third only (the leases were extended)", got)
+	}
+	if err := st.FinishScheduleRun(ctx, &store.ScheduleRun{ID: runID(0), Status: store.RunCreated, SessionID: "s"}, "w1", 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := claim("w1", "t1", later, 2); !slices.Equal(got, []string{runID(1)}) {
+		t.Errorf("claim again after a finish = %v, want [%s]", got, runID(1))
+	}
+	taken := later.Add(10 * time.Minute)
+	if got, err := st.ClaimScheduleRuns(ctx, &store.ClaimParams{Owner: "w3", Token: "t3", Now: taken, TTL: time.Minute, Limit: 5}); err != nil || len(got) != 2 {
+		t.Fatalf("claim after the leases lapsed = %v, %v; want 2", got, err)
+	}
+	if got := claim("w1", "t1", taken, 2); len(got) != 0 {
+		t.Errorf("claim again after another took the runs = %v, want none", got)
 	}
 }
 

@@ -26,6 +26,7 @@ var webhookTests = []struct {
 	{"WebhookDeliveries", testWebhookDeliveries},
 	{"WebhookClaimConcurrent", testWebhookClaimConcurrent},
 	{"WebhookClaimFair", testWebhookClaimFair},
+	{"WebhookClaimAgain", testWebhookClaimAgain},
 	{"WebhookDisable", testWebhookDisable},
 }
 
@@ -500,6 +501,81 @@ func testWebhookClaimFair(t *testing.T, st store.Store) {
 	// Expired leases are not counted.
 	if got := claim(10, 2, now.Add(2*time.Minute)); got["alice"] != 2 || got["bob"] != 1 {
 		t.Errorf("claim after the leases expired = %v, want alice:2 bob:1", got)
+	}
+}
+
+// testWebhookClaimAgain: a claim called again with its owner and token
+// (its first answer was lost) returns the deliveries the first call
+// leased and still holds, leases extended and attempts as counted, and
+// claims nothing more; another owner's call with the token, or a call
+// after the deliveries were finished or taken, claims as any claim.
+func testWebhookClaimAgain(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	mustCreateWebhook(t, st, newWebhook(hookID(1), "alice", "*"))
+	for i := range 3 {
+		mustCreate(t, st, newSession(fmt.Sprintf("s%d", i), "alice"))
+	}
+	now := time.Now().Add(time.Second)
+	claim := func(owner, token string, at time.Time, limit int) []*store.Delivery {
+		t.Helper()
+		got, err := st.ClaimDeliveries(ctx, &store.ClaimParams{Owner: owner, Token: token, Now: at, TTL: time.Minute, Limit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	ids := func(ds []*store.Delivery) []string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	first := claim("r", "t1", now, 2)
+	if len(first) != 2 {
+		t.Fatalf("first claim took %d, want 2", len(first))
+	}
+	later := now.Add(30 * time.Second)
+	again := claim("r", "t1", later, 2)
+	if !slices.Equal(ids(again), ids(first)) {
+		t.Fatalf("claim again = %v, want what the first took, %v", ids(again), ids(first))
+	}
+	for _, d := range again {
+		if d.Attempts != 1 || d.LeaseOwner != "r" || !sameTime(d.LeaseUntil, later.Add(time.Minute)) || d.Webhook == nil || d.Webhook.ID != hookID(1) {
+			t.Errorf("claimed again: %+v (webhook %+v); want attempts 1, lease to %v", d, d.Webhook, later.Add(time.Minute))
+		}
+	}
+	// The lease was extended: not claimable before its new end.
+	if got := claim("r2", "t2", now.Add(time.Minute+time.Second), 10); len(got) != 1 || slices.Contains(ids(first), got[0].ID) {
+		t.Errorf("claim after the first lease's end = %v, want the third delivery only", ids(got))
+	}
+	// Another owner with the token claims as any claim: nothing is due.
+	if got := claim("r3", "t1", later, 10); len(got) != 0 {
+		t.Errorf("another owner's claim with the token = %v, want none", ids(got))
+	}
+	// A finished delivery is not returned again.
+	if err := st.FinishDelivery(ctx, &store.DeliveryResult{ID: first[0].ID, Owner: "r", Now: later, Delivered: true,
+		Attempt: store.DeliveryAttempt{N: 1, At: later, StatusCode: 204}}); err != nil {
+		t.Fatal(err)
+	}
+	rest := first[1].ID
+	if got := claim("r", "t1", later, 2); len(got) != 1 || got[0].ID != rest || got[0].Attempts != 1 {
+		t.Errorf("claim again after a finish = %v, want [%s] at attempt 1", ids(got), rest)
+	}
+	// A lapsed lease is recovered while no claim took it.
+	lapsed := later.Add(5 * time.Minute)
+	if got := claim("r", "t1", lapsed, 2); len(got) != 1 || got[0].ID != rest || !sameTime(got[0].LeaseUntil, lapsed.Add(time.Minute)) {
+		t.Errorf("claim again after the lease lapsed = %+v, want [%s] leased to %v", got, rest, lapsed.Add(time.Minute))
+	}
+	// Once another claim took it, the token's claim is a new claim
+	// (here of nothing: the others are leased).
+	taken := lapsed.Add(2 * time.Minute)
+	if got := claim("r4", "t4", taken, 10); len(got) != 2 || !slices.Contains(ids(got), rest) {
+		t.Fatalf("claim after the leases lapsed = %v, want two with %s", ids(got), rest)
+	}
+	if got := claim("r", "t1", taken, 2); len(got) != 0 {
+		t.Errorf("claim again after another took the deliveries = %v, want none", ids(got))
 	}
 }
 
