@@ -217,6 +217,11 @@ func (pc *parsed) command(cmd []string, known []bool, depth int) error {
 	switch {
 	case name == "alias" && len(cmd) > 1:
 		return errors.New("the command defines an alias, which changes how the commands after it read")
+	case name == "hash" && slices.ContainsFunc(cmd[1:], func(a string) bool {
+		return a == "" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "p")
+	}):
+		// bash's hash -p PATH NAME runs PATH for NAME from then on.
+		return errors.New("the command binds a command name to a program (hash -p), which changes what the commands after it run")
 	case name == "command" || name == "exec" || name == "builtin":
 		// The shell runs the words after the options as a command.
 		i := 1
@@ -335,9 +340,15 @@ func isDigits(s string) bool {
 // wordLiteral returns the value of a word the shell does not expand: plain
 // text, single quotes, and double quotes holding plain text, with quotes
 // and backslashes removed. ok is false for anything else, and for plain
-// text that holds glob-of-braces or tilde syntax the shell would expand.
+// text that holds glob-of-braces or tilde syntax the shell would expand,
+// or a pathname pattern (an unquoted * or ?, or [ with a ] after it),
+// which the shell replaces with the names of the files it matches: /bin/r?
+// runs /bin/rm, and r? a file named rm in the working directory, rm.
 func wordLiteral(w *syntax.Word) (string, bool) {
 	if w == nil {
+		return "", false
+	}
+	if isPattern(w) {
 		return "", false
 	}
 	var b strings.Builder
@@ -370,6 +381,48 @@ func wordLiteral(w *syntax.Word) (string, bool) {
 		}
 	}
 	return b.String(), true
+}
+
+// isPattern reports whether w holds pathname-expansion syntax outside
+// quotes: a * or ? not escaped by a backslash, or such a [ followed, in
+// the word, by a ] (quoted or not: taking a word for a pattern that is not
+// one only makes it match more deny rules and fewer allow rules).
+func isPattern(w *syntax.Word) bool {
+	open := false
+	for _, part := range w.Parts {
+		var text string
+		switch p := part.(type) {
+		case *syntax.Lit:
+			v := p.Value
+			for i := 0; i < len(v); i++ {
+				switch v[i] {
+				case '\\':
+					i++
+				case '*', '?':
+					return true
+				case '[':
+					open = true
+				case ']':
+					if open {
+						return true
+					}
+				}
+			}
+			continue
+		case *syntax.SglQuoted:
+			text = p.Value
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if l, ok := q.(*syntax.Lit); ok {
+					text += l.Value
+				}
+			}
+		}
+		if open && strings.Contains(text, "]") {
+			return true
+		}
+	}
+	return false
 }
 
 // unescape removes the backslashes the shell removes: before any

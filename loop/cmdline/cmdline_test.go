@@ -49,6 +49,11 @@ func TestParse(t *testing.T) {
 		{`$CMD status`, [][]string{{"", "status"}}, true},
 		{`{rm,-rf,x}`, [][]string{{""}}, true},
 		{`ls ~`, [][]string{{"ls", ""}}, true},
+		{`ls *.go`, [][]string{{"ls", ""}}, true},
+		{`/bin/r? x`, [][]string{{"", "x"}}, true},
+		{`[r]m x`, [][]string{{"", "x"}}, true},
+		{`ls '*' "?" \* a\?b [x`, [][]string{{"ls", "*", "?", "*", "a?b", "[x"}}, false},
+		{`[ -f x ] && ls`, [][]string{{"[", "-f", "x", "]"}, {"ls"}}, false},
 		{`git status > out.txt`, [][]string{{"git", "status"}}, true},
 		{`git status 2>&1`, [][]string{{"git", "status"}}, false},
 		{`git status >/dev/null 2>&1`, [][]string{{"git", "status"}}, false},
@@ -104,6 +109,10 @@ func TestParseErrors(t *testing.T) {
 		"cat <<EOF\nhi \\\nEOF\nrm -rf x\nEOF\n",
 		"cat <<E\\\nOF\nx\nEOF\nrm -rf x\nEOF\n",
 		"alias ls='rm -rf x'\nls",
+		// bash's hash -p binds a name to a program.
+		"hash -p /bin/rm ls; ls x",
+		"command hash -dp /bin/rm ls; ls x",
+		"hash $O /bin/rm ls; ls x",
 		// The parser takes \r for a blank, the shells for a letter.
 		"git st\ratus; rm x",
 		"git status\r\nrm x",
