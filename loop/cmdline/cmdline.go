@@ -230,8 +230,8 @@ func (pc *parsed) command(cmd []string, known []bool, depth int) error {
 				i++
 				break
 			}
-			if name == "exec" && cmd[i] == "-a" {
-				i++ // exec -a NAME
+			if name == "exec" && strings.Contains(cmd[i], "a") {
+				i++ // exec -a NAME, bash's exec -cla NAME
 			}
 		}
 		if i < len(cmd) {
@@ -241,6 +241,12 @@ func (pc *parsed) command(cmd []string, known []bool, depth int) error {
 	case name == "eval":
 		if slices.Contains(known[1:], false) {
 			return pc.script("", false, depth)
+		}
+		if len(cmd) > 2 && cmd[1] == "--" {
+			// bash's eval ends its options at --, dash's runs it.
+			if err := pc.script(strings.Join(cmd[2:], " "), true, depth); err != nil {
+				return err
+			}
 		}
 		return pc.script(strings.Join(cmd[1:], " "), true, depth)
 	case name == "trap":
@@ -254,15 +260,68 @@ func (pc *parsed) command(cmd []string, known []bool, depth int) error {
 		return nil
 	case name == "." || name == "source":
 		pc.opaque("a script read from a file")
+	case name == "busybox" && len(cmd) > 1:
+		// busybox NAME runs its program NAME: busybox rm is rm.
+		return pc.command(cmd[1:], known[1:], depth)
 	case isShell(name):
-		for i := 1; i < len(cmd)-1; i++ {
-			if a := cmd[i]; strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c") {
-				return pc.script(cmd[i+1], known[i+1], depth)
-			}
+		switch i := shellScript(cmd, known); {
+		case i == scriptUnknown:
+			return pc.script("", false, depth)
+		case i > 0:
+			return pc.script(cmd[i], known[i], depth)
 		}
 		pc.opaque("a shell, which runs a script from a file or its input")
 	}
 	return nil
+}
+
+// scriptUnknown is shellScript's answer for a shell whose options hold a
+// word that is not a constant: it could be -c, and any word after it the
+// script.
+const scriptUnknown = -2
+
+// shellScript returns the index in cmd of the script a shell runs with
+// -c, as dash and bash read their options: option clusters (- or +) up to
+// the first operand or past -- or -, those of -o, +o, -O and +O and bash's
+// --rcfile and --init-file taking the next word as their argument; with c
+// in a cluster of -, the first operand is the script (sh -c -e 'rm x' runs
+// rm x). It returns -1 for a shell without -c or without a script, and
+// scriptUnknown when a word that is not a constant stands among the
+// options.
+func shellScript(cmd []string, known []bool) int {
+	c := false
+	for i := 1; i < len(cmd); i++ {
+		a := cmd[i]
+		switch {
+		case !known[i]:
+			return scriptUnknown
+		case a == "--" || a == "-":
+			if c && i+1 < len(cmd) {
+				if !known[i+1] {
+					return scriptUnknown
+				}
+				return i + 1
+			}
+			return -1
+		case strings.HasPrefix(a, "--"):
+			if a == "--rcfile" || a == "--init-file" {
+				i++
+			}
+		case len(a) > 1 && (a[0] == '-' || a[0] == '+'):
+			if a[0] == '-' && strings.Contains(a, "c") {
+				c = true
+			}
+			if strings.ContainsAny(a[1:], "oO") {
+				i++ // -o NAME, +O NAME...
+			}
+		default:
+			if c {
+				return i
+			}
+			return -1
+		}
+	}
+	return -1
 }
 
 // script parses a script a command runs, so that deny rules see its

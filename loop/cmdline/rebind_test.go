@@ -14,12 +14,13 @@ import (
 	"github.com/hrns-dev/hrns/loop/cmdline"
 )
 
-// TestDeniedProgramByPatternOrRebind runs lines that name a denied program
-// without spelling it, through run_command(rm:*) and then through dash and
-// bash themselves: a pathname pattern the shell expands to the program's
-// name (in a folder, or against a file the line's working directory holds,
-// which a model can make), and bash's hash -p, which binds a name to a
-// program. Each shell runs the lines in a folder holding a file named rm
+// TestDeniedProgramByPatternOrRebind runs lines that run a denied program
+// where the parser did not see it, through run_command(rm:*) and then
+// through dash and bash themselves: a pathname pattern the shell expands to
+// the program's name (in a folder, or against a file the line's working
+// directory holds, which a model can make), bash's hash -p, which binds a
+// name to a program, and scripts and commands behind options the parser
+// did not read as the shells do. Each shell runs the lines in a folder holding a file named rm
 // with a PATH whose only rm is a program that leaves a mark; a line the
 // rule lets through must leave no mark. (The differential test's stubs
 // live in PATH only, so a pattern over a folder or the working directory
@@ -51,6 +52,16 @@ func TestDeniedProgramByPatternOrRebind(t *testing.T) {
 		"hash -p " + bin + "/rm ls; ls -f victim",
 		"command hash -p " + bin + "/rm ls; ls victim",
 		"builtin hash -dp " + bin + "/rm ls; ls victim",
+		// The script of sh -c is its first operand, after options.
+		"sh -c -e 'rm -f victim'",
+		"sh -c -- 'rm -f victim'",
+		"sh -c - 'rm -f victim'",
+		"bash -c -x 'rm -f victim'",
+		"sh -c +e 'rm -f victim'",
+		"sh -o errexit -c -o nounset 'rm -f victim'",
+		// bash's eval ends its options at --; its exec takes -cla NAME.
+		"eval -- 'rm -f victim'",
+		"exec -cla n rm -f victim",
 	}
 	for _, shell := range []string{"dash", "bash"} {
 		path, err := exec.LookPath(shell)
