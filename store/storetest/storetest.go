@@ -21,7 +21,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -59,6 +61,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"EventCount", testEventCount},
 		{"Attempts", testAttempts},
 		{"NextWake", testNextWake},
+		{"FarWake", testFarWake},
 		{"Subscribe", testSubscribe},
 		{"Replicas", testReplicas},
 		{"Close", testClose},
@@ -1205,6 +1208,35 @@ func testNextWake(t *testing.T, st store.Store) {
 	}
 	if w := next(); w.Sub(now.Add(10*time.Second)).Abs() > time.Millisecond {
 		t.Errorf("NextWake with a held session = %v, want at its lease expiry", w)
+	}
+}
+
+// testFarWake: a session whose wake time is centuries away (an idle
+// session of a caller's idle_timeout_s of 9,000,000,000 seconds) is not due
+// and is not claimed: its time, past what int64 nanoseconds hold (2262),
+// is kept or saturated, never wrapped into the past, where the dispatcher
+// claimed it again and again, a core busy for one request.
+func testFarWake(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	now := time.Now().UTC()
+	for i, wake := range []time.Time{now.Add(9e9 * time.Second), now.Add(math.MaxInt64)} {
+		s := newSession("far"+strconv.Itoa(i), "alice")
+		s.WakeAt = wake
+		mustCreate(t, st, s)
+		got, err := st.GetSession(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.WakeAt.After(now.Add(200 * 365 * 24 * time.Hour)) {
+			t.Errorf("a session to wake at %v reads back to wake at %v", wake, got.WakeAt)
+		}
+	}
+	if w, err := st.NextWake(ctx, now); err != nil || !w.IsZero() && !w.After(now.Add(200*365*24*time.Hour)) {
+		t.Errorf("NextWake = %v, %v; want none, or centuries away", w, err)
+	}
+	claimed, err := st.Claim(ctx, &store.ClaimParams{Owner: "w", Now: now, TTL: 10 * time.Second})
+	if err != nil || len(claimed) != 0 {
+		t.Errorf("Claim = %v, %v; want nothing due", claimed, err)
 	}
 }
 
