@@ -62,6 +62,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Attempts", testAttempts},
 		{"NextWake", testNextWake},
 		{"FarWake", testFarWake},
+		{"TextWithNUL", testTextWithNUL},
 		{"Subscribe", testSubscribe},
 		{"Replicas", testReplicas},
 		{"Close", testClose},
@@ -1237,6 +1238,34 @@ func testFarWake(t *testing.T, st store.Store) {
 	claimed, err := st.Claim(ctx, &store.ClaimParams{Owner: "w", Now: now, TTL: 10 * time.Second})
 	if err != nil || len(claimed) != 0 {
 		t.Errorf("Claim = %v, %v; want nothing due", claimed, err)
+	}
+}
+
+// testTextWithNUL: a session's texts may hold NUL (a caller's JSON
+// \u0000 in its first message, agent name or group id; a model server's
+// error): the store takes them, on creation, update and in list filters,
+// keeping each NUL or putting U+FFFD in its place (PostgreSQL's text
+// holds no NUL: its creation was a 500).
+func testTextWithNUL(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	s := newSession("nul", "alice")
+	s.Agent, s.FirstMessage, s.GroupID = "a\x00b", "hi\x00there", "g\x00"
+	mustCreate(t, st, s)
+	got, err := st.GetSession(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(got, want string) bool { return got == want || got == strings.ReplaceAll(want, "\x00", "\uFFFD") }
+	if !same(got.Agent, s.Agent) || !same(got.FirstMessage, s.FirstMessage) || !same(got.GroupID, s.GroupID) {
+		t.Errorf("read back agent %q, first message %q, group %q", got.Agent, got.FirstMessage, got.GroupID)
+	}
+	got.Status, got.Error, got.ErrorCode = "failed", "the model said \x00", "model"
+	if err := st.UpdateSession(ctx, got, []store.Event{ev("AgentErrorEvent", `{"error":"the model said \u0000"}`)}, nil); err != nil {
+		t.Fatalf("UpdateSession with an error holding NUL: %v", err)
+	}
+	list, total, err := st.ListSessions(ctx, &store.ListParams{Owner: "alice", Agents: []string{"a\x00b"}, GroupID: "g\x00", Search: "hi\x00"})
+	if err != nil || total != 1 || len(list) != 1 {
+		t.Errorf("ListSessions by the texts with NUL = %d of %d, %v; want the session", len(list), total, err)
 	}
 }
 
