@@ -1267,6 +1267,21 @@ func testTextWithNUL(t *testing.T, st store.Store) {
 	if err != nil || total != 1 || len(list) != 1 {
 		t.Errorf("ListSessions by the texts with NUL = %d of %d, %v; want the session", len(list), total, err)
 	}
+	// A registered skill's or agent's description, a webhook's.
+	e := newEntry("skill", "alice", "s")
+	e.Description = "d\x00"
+	e = mustCreateEntry(t, st, e)
+	e.Description = "e\x00"
+	if _, err := st.UpdateEntry(ctx, e); err != nil {
+		t.Errorf("UpdateEntry with a description holding NUL: %v", err)
+	}
+	w := newWebhook("w", "alice", "session.completed")
+	w.Description = "d\x00"
+	w = mustCreateWebhook(t, st, w)
+	w.Description = "e\x00"
+	if _, err := st.UpdateWebhook(ctx, w); err != nil {
+		t.Errorf("UpdateWebhook with a description holding NUL: %v", err)
+	}
 }
 
 func testSubscribe(t *testing.T, st store.Store) {
