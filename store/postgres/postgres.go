@@ -863,6 +863,15 @@ func (s *Store) updateArgs(sess *store.Session, events []store.Event, o *store.U
 // creation a 500 on PostgreSQL where SQLite took it.
 func text(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
 
+// textPtr is text for a nullable text column.
+func textPtr(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	t := text(*s)
+	return &t
+}
+
 // asStored gives the times of s and events the precision (microseconds)
 // and location they are read back with, and the events' missing data the
 // null stored (see [store.UpdateOptions.Committed]).

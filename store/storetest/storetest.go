@@ -1282,6 +1282,17 @@ func testTextWithNUL(t *testing.T, st store.Store) {
 	if _, err := st.UpdateWebhook(ctx, w); err != nil {
 		t.Errorf("UpdateWebhook with a description holding NUL: %v", err)
 	}
+	// A browser profile's name, description and browser version.
+	if _, err := st.CreateProfile(ctx, &store.Profile{ID: "p", Owner: "alice", UploadToken: profileToken, UploadExpires: base.Add(time.Hour), CreatedAt: base}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutProfileUpload(ctx, "p", profileToken, base, []byte("archive")); err != nil {
+		t.Fatal(err)
+	}
+	desc := "d\x00"
+	if _, err := st.CompleteProfile(ctx, &store.Profile{ID: "p", Owner: "alice", Name: "n\x00", Description: &desc, BrowserName: "chromium", BrowserVersion: "1\x00", SizeBytes: 7, Checksum: "c"}, []byte("archive")); err != nil {
+		t.Errorf("CompleteProfile with texts holding NUL: %v", err)
+	}
 }
 
 func testSubscribe(t *testing.T, st store.Store) {
