@@ -12,7 +12,8 @@ type ParsedCommand struct {
 	// structures and command substitutions, those of the scripts of sh
 	// -c, eval and trap, and the command after command, exec and
 	// builtin. A word that is not a constant (it expands a variable, a
-	// glob of braces, a substitution) is held as the empty string; a
+	// glob of braces, a pathname pattern such as *.go or /bin/r?, a
+	// substitution) is held as the empty string; a
 	// script that is not a constant is a command of one such word.
 	Commands [][]string
 	// Opaque, when not empty, says why the line cannot be proved to run

@@ -138,6 +138,20 @@ func limitBody(w http.ResponseWriter, r *http.Request, n int64) {
 	r.Body = http.MaxBytesReader(w, r.Body, n)
 }
 
+// bodyDeadline gives a request's body its time from the request's start:
+// bodyReadTimeout, over which a route's limitBody sets its own. A request
+// refused before its route reads the body (its Host, Origin, key,
+// Content-Type or path) leaves the body unread, and net/http then reads up
+// to 256 KiB of it, to keep the connection, before it writes the answer:
+// without a deadline, a client that sent the start of a body and stopped
+// held its connection and a goroutine, without a key, for as long as it
+// liked.
+func bodyDeadline(w http.ResponseWriter, r *http.Request) {
+	if r.Body != nil && r.Body != http.NoBody {
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	}
+}
+
 // errBodyTimeout is a body not sent within its time (limitBody): 408.
 var errBodyTimeout = errors.New("the request's body did not arrive in time")
 

@@ -184,3 +184,38 @@ func TestStalledBodyTimesOut(t *testing.T) {
 		t.Fatalf("the long-poll answered after %v, before its 3 s wait: cut by the body's deadline?", waited)
 	}
 }
+
+// TestRefusedStalledBodyTimesOut: a request refused before its route reads
+// its body (no key, a wrong Content-Type, a path that is no session's id,
+// an unknown path) whose client sends the start of a body and stops is
+// answered, and its connection closed, once the body's time is out.
+// Before, net/http read the unread body (up to 256 KiB) after the handler
+// to keep the connection, with no deadline, before writing the answer: a
+// client without a key held a connection and a goroutine for as long as it
+// liked.
+func TestRefusedStalledBodyTimesOut(t *testing.T) {
+	server.SetBodyReadTimeout(t, time.Second)
+	e := newEnv(t, nil)
+	host := strings.TrimPrefix(e.url, "http://")
+	for _, c := range []struct {
+		name, path, headers string
+		status              int
+	}{
+		{"no key", "/api/v2/sessions", "Content-Type: application/json\r\n", http.StatusUnauthorized},
+		{"content type", "/api/v2/sessions", "Authorization: Bearer " + keyAlice + "\r\nContent-Type: text/plain\r\n", http.StatusUnsupportedMediaType},
+		{"bad id", "/api/v2/sessions/x/messages", "Authorization: Bearer " + keyAlice + "\r\nContent-Type: application/json\r\n", http.StatusUnprocessableEntity},
+		{"unknown path", "/api/v2/nothing", "Authorization: Bearer " + keyAlice + "\r\nContent-Type: application/json\r\n", http.StatusNotFound},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: 1000\r\n\r\n{\"mess", c.path, host, c.headers)
+			// A bound for the test, not the server's (a second).
+			conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+			answerThenClose(t, bufio.NewReader(conn), c.status)
+		})
+	}
+}

@@ -364,6 +364,7 @@ const filesBodyBytes = 12 << 20
 // errors too. Every request but GET /healthz passes the Host and Origin
 // rules first (see [Options.AllowedHosts] and [Options.CORSOrigins]).
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	bodyDeadline(rw, r)
 	w := newBoundedWriter(rw)
 	defer w.finish()
 	if rest, ok := strings.CutPrefix(r.URL.Path, uiAPIPrefix); ok {

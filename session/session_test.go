@@ -556,3 +556,29 @@ func TestHardDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestLongIdleTimeout: an idle_timeout_s whose nanoseconds do not fit in an
+// int64 keeps the session idle, as a long one does: it neither completes
+// at its first answer (a timeout that wrapped below zero) nor a moment
+// later (one that wrapped to a fraction of a second).
+func TestLongIdleTimeout(t *testing.T) {
+	for _, idle := range []string{"9000000000", "9223372036854775807", "18446744074"} {
+		t.Run(idle, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				model := llmtest.NewModel(llmtest.Text("hello"))
+				m := startManager(t, openStore(t), model, nil)
+				v := create(t, m, `{"agent":{"name":"a"},"messages":"hi","idle_timeout_s":`+idle+`}`)
+				f := &follower{t: t, m: m, id: v.ID}
+				f.status(session.StatusIdle)
+				c, _, err := m.Changes(t.Context(), owner, v.ID, &session.ChangesParams{From: int64(len(f.events)), Wait: 24 * time.Hour})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c != nil {
+					f.events = append(f.events, c.NewEvents...)
+					t.Errorf("the session went on from idle within a day (%s); events:\n%s", c.Status, f.dump())
+				}
+			})
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
@@ -461,14 +462,14 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 		if *req.MaxTimeS <= 0 {
 			v.add("Input should be greater than 0", "body", "max_time_s")
 		} else {
-			sp.MaxTime = time.Duration(*req.MaxTimeS * float64(time.Second))
+			sp.MaxTime = seconds(*req.MaxTimeS)
 		}
 	}
 	if req.IdleTimeoutS != nil {
 		if *req.IdleTimeoutS <= 0 {
 			v.add("Input should be greater than 0", "body", "idle_timeout_s")
 		} else {
-			sp.IdleTimeout = time.Duration(*req.IdleTimeoutS) * time.Second
+			sp.IdleTimeout = seconds(float64(*req.IdleTimeoutS))
 		}
 	}
 	msgs, verr := userMessages(req.Messages, "body", "messages")
@@ -484,6 +485,17 @@ func (m *Manager) resolveDepth(rs *resolving, req *Request, depth int) (*spec, [
 		}
 	}
 	return sp, msgs, nil
+}
+
+// seconds returns s seconds (s > 0) as a duration: the longest duration
+// (about 292 years) for more than it holds, where converting or
+// multiplying would wrap, a long idle_timeout_s becoming a negative one (no
+// idle wait) or a fraction of a second.
+func seconds(s float64) time.Duration {
+	if s >= float64(math.MaxInt64)/float64(time.Second) {
+		return math.MaxInt64
+	}
+	return time.Duration(s * float64(time.Second))
 }
 
 // environmentFields are the fields of an inline environment that hrns

@@ -217,6 +217,11 @@ func (pc *parsed) command(cmd []string, known []bool, depth int) error {
 	switch {
 	case name == "alias" && len(cmd) > 1:
 		return errors.New("the command defines an alias, which changes how the commands after it read")
+	case name == "hash" && slices.ContainsFunc(cmd[1:], func(a string) bool {
+		return a == "" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "p")
+	}):
+		// bash's hash -p PATH NAME runs PATH for NAME from then on.
+		return errors.New("the command binds a command name to a program (hash -p), which changes what the commands after it run")
 	case name == "command" || name == "exec" || name == "builtin":
 		// The shell runs the words after the options as a command.
 		i := 1
@@ -225,8 +230,8 @@ func (pc *parsed) command(cmd []string, known []bool, depth int) error {
 				i++
 				break
 			}
-			if name == "exec" && cmd[i] == "-a" {
-				i++ // exec -a NAME
+			if name == "exec" && strings.Contains(cmd[i], "a") {
+				i++ // exec -a NAME, bash's exec -cla NAME
 			}
 		}
 		if i < len(cmd) {
@@ -236,6 +241,12 @@ func (pc *parsed) command(cmd []string, known []bool, depth int) error {
 	case name == "eval":
 		if slices.Contains(known[1:], false) {
 			return pc.script("", false, depth)
+		}
+		if len(cmd) > 2 && cmd[1] == "--" {
+			// bash's eval ends its options at --, dash's runs it.
+			if err := pc.script(strings.Join(cmd[2:], " "), true, depth); err != nil {
+				return err
+			}
 		}
 		return pc.script(strings.Join(cmd[1:], " "), true, depth)
 	case name == "trap":
@@ -249,15 +260,68 @@ func (pc *parsed) command(cmd []string, known []bool, depth int) error {
 		return nil
 	case name == "." || name == "source":
 		pc.opaque("a script read from a file")
+	case name == "busybox" && len(cmd) > 1:
+		// busybox NAME runs its program NAME: busybox rm is rm.
+		return pc.command(cmd[1:], known[1:], depth)
 	case isShell(name):
-		for i := 1; i < len(cmd)-1; i++ {
-			if a := cmd[i]; strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c") {
-				return pc.script(cmd[i+1], known[i+1], depth)
-			}
+		switch i := shellScript(cmd, known); {
+		case i == scriptUnknown:
+			return pc.script("", false, depth)
+		case i > 0:
+			return pc.script(cmd[i], known[i], depth)
 		}
 		pc.opaque("a shell, which runs a script from a file or its input")
 	}
 	return nil
+}
+
+// scriptUnknown is shellScript's answer for a shell whose options hold a
+// word that is not a constant: it could be -c, and any word after it the
+// script.
+const scriptUnknown = -2
+
+// shellScript returns the index in cmd of the script a shell runs with
+// -c, as dash and bash read their options: option clusters (- or +) up to
+// the first operand or past -- or -, those of -o, +o, -O and +O and bash's
+// --rcfile and --init-file taking the next word as their argument; with c
+// in a cluster of -, the first operand is the script (sh -c -e 'rm x' runs
+// rm x). It returns -1 for a shell without -c or without a script, and
+// scriptUnknown when a word that is not a constant stands among the
+// options.
+func shellScript(cmd []string, known []bool) int {
+	c := false
+	for i := 1; i < len(cmd); i++ {
+		a := cmd[i]
+		switch {
+		case !known[i]:
+			return scriptUnknown
+		case a == "--" || a == "-":
+			if c && i+1 < len(cmd) {
+				if !known[i+1] {
+					return scriptUnknown
+				}
+				return i + 1
+			}
+			return -1
+		case strings.HasPrefix(a, "--"):
+			if a == "--rcfile" || a == "--init-file" {
+				i++
+			}
+		case len(a) > 1 && (a[0] == '-' || a[0] == '+'):
+			if a[0] == '-' && strings.Contains(a, "c") {
+				c = true
+			}
+			if strings.ContainsAny(a[1:], "oO") {
+				i++ // -o NAME, +O NAME...
+			}
+		default:
+			if c {
+				return i
+			}
+			return -1
+		}
+	}
+	return -1
 }
 
 // script parses a script a command runs, so that deny rules see its
@@ -335,9 +399,15 @@ func isDigits(s string) bool {
 // wordLiteral returns the value of a word the shell does not expand: plain
 // text, single quotes, and double quotes holding plain text, with quotes
 // and backslashes removed. ok is false for anything else, and for plain
-// text that holds glob-of-braces or tilde syntax the shell would expand.
+// text that holds glob-of-braces or tilde syntax the shell would expand,
+// or a pathname pattern (an unquoted * or ?, or [ with a ] after it),
+// which the shell replaces with the names of the files it matches: /bin/r?
+// runs /bin/rm, and r? a file named rm in the working directory, rm.
 func wordLiteral(w *syntax.Word) (string, bool) {
 	if w == nil {
+		return "", false
+	}
+	if isPattern(w) {
 		return "", false
 	}
 	var b strings.Builder
@@ -370,6 +440,48 @@ func wordLiteral(w *syntax.Word) (string, bool) {
 		}
 	}
 	return b.String(), true
+}
+
+// isPattern reports whether w holds pathname-expansion syntax outside
+// quotes: a * or ? not escaped by a backslash, or such a [ followed, in
+// the word, by a ] (quoted or not: taking a word for a pattern that is not
+// one only makes it match more deny rules and fewer allow rules).
+func isPattern(w *syntax.Word) bool {
+	open := false
+	for _, part := range w.Parts {
+		var text string
+		switch p := part.(type) {
+		case *syntax.Lit:
+			v := p.Value
+			for i := 0; i < len(v); i++ {
+				switch v[i] {
+				case '\\':
+					i++
+				case '*', '?':
+					return true
+				case '[':
+					open = true
+				case ']':
+					if open {
+						return true
+					}
+				}
+			}
+			continue
+		case *syntax.SglQuoted:
+			text = p.Value
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if l, ok := q.(*syntax.Lit); ok {
+					text += l.Value
+				}
+			}
+		}
+		if open && strings.Contains(text, "]") {
+			return true
+		}
+	}
+	return false
 }
 
 // unescape removes the backslashes the shell removes: before any

@@ -626,10 +626,10 @@ func (s *Store) CreateSession(ctx context.Context, sess *store.Session, events [
 	types, data, times := eventArrays(events, 0, now)
 	hookTypes, hookIDs := hookArrays(n.ID, n.Status, n.Version)
 	rows, err := s.pool.Query(ctx, statements().create,
-		n.ID, n.Owner, n.IdempotencyKey, n.RequestHash, n.Status, n.Agent, n.FirstMessage,
-		[]byte(n.Request), []byte(n.State), []byte(n.Answer), n.Error, n.ErrorCode, n.Runnable, ts(n.WakeAt),
+		n.ID, n.Owner, n.IdempotencyKey, n.RequestHash, n.Status, text(n.Agent), text(n.FirstMessage),
+		[]byte(n.Request), []byte(n.State), []byte(n.Answer), text(n.Error), n.ErrorCode, n.Runnable, ts(n.WakeAt),
 		n.EventCount, ts(n.CreatedAt), ts(n.StartedAt), ts(n.FinishedAt), ts(n.UpdatedAt),
-		n.GroupID, n.ParentID, n.ScheduleID,
+		text(n.GroupID), text(n.ParentID), text(n.ScheduleID),
 		types, data, times, hookTypes, hookIDs, ts(now), n.LeaseOwner, leaseUntil)
 	if err != nil {
 		return nil, false, fmt.Errorf("create session: %w", s.wrap(err))
@@ -706,11 +706,15 @@ func (s *Store) ListSessions(ctx context.Context, p *store.ListParams) ([]*store
 		add(`status = ANY($?)`, p.Statuses)
 	}
 	if len(p.Agents) > 0 {
-		add(`agent = ANY($?)`, p.Agents)
+		agents := make([]string, len(p.Agents))
+		for i, a := range p.Agents {
+			agents[i] = text(a)
+		}
+		add(`agent = ANY($?)`, agents)
 	}
 	for _, f := range []struct{ col, v string }{{"group_id", p.GroupID}, {"parent_id", p.ParentID}, {"schedule_id", p.ScheduleID}} {
 		if f.v != "" {
-			add(f.col+` = $?`, f.v)
+			add(f.col+` = $?`, text(f.v))
 		}
 	}
 	for _, f := range []struct {
@@ -724,7 +728,7 @@ func (s *Store) ListSessions(ctx context.Context, p *store.ListParams) ([]*store
 	if p.Search != "" {
 		// Bounded by the owner's index range: no scan of other owners.
 		// ASCII case folding, as the SQLite store does.
-		pat := "%" + likeEscaper.Replace(strings.ToLower(p.Search)) + "%"
+		pat := "%" + likeEscaper.Replace(strings.ToLower(text(p.Search))) + "%"
 		add(`(lower(first_message) LIKE $? OR lower(convert_from(coalesce(answer, ''), 'UTF8')) LIKE $?)`, pat)
 	}
 	var total int
@@ -853,11 +857,27 @@ func (s *Store) updateArgs(sess *store.Session, events []store.Event, o *store.U
 		}
 		claimOwner, claimUntil, claimNow, claimBelow, claimToken = c.Owner, ts(c.Now.Add(c.TTL)), ts(c.Now), int64(c.BelowAttempts), c.Token
 	}
-	return []any{sess.ID, sess.Status, sess.Agent, sess.FirstMessage, []byte(sess.State), []byte(sess.Answer),
-		sess.Error, sess.ErrorCode, sess.Runnable, ts(sess.WakeAt), int64(len(events)),
+	return []any{sess.ID, sess.Status, text(sess.Agent), text(sess.FirstMessage), []byte(sess.State), []byte(sess.Answer),
+		text(sess.Error), sess.ErrorCode, sess.Runnable, ts(sess.WakeAt), int64(len(events)),
 		ts(sess.StartedAt), ts(sess.FinishedAt), ts(now), o.Release, sess.Version, o.Lease, o.Release || o.ResetAttempts,
 		types, data, times, hookTypes, hookIDs, from, msgs, tokPeriod, tokStart, tokN,
 		claimOwner, claimUntil, claimBelow, claimNow, request, claimToken}, nil
+}
+
+// text is s for a text column, which cannot hold NUL (PostgreSQL refuses
+// the statement: "invalid byte sequence for encoding UTF8: 0x00"): each NUL
+// becomes U+FFFD. A caller's first message, agent name or group id, or a
+// session's error, may hold one (JSON's \u0000); refused, it made the
+// creation a 500 on PostgreSQL where SQLite took it.
+func text(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
+
+// textPtr is text for a nullable text column.
+func textPtr(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	t := text(*s)
+	return &t
 }
 
 // asStored gives the times of s and events the precision (microseconds)

@@ -61,7 +61,7 @@ func (s *Store) CreateProfile(ctx context.Context, p *store.Profile) (*store.Pro
 	n.UploadToken, n.Labels = cloneBytes(n.UploadToken), cloneBytes(n.Labels)
 	_, err := s.pool.Exec(ctx, `INSERT INTO hrns_browser_profiles (`+profileColumns+`)
 		VALUES ($1,$2,false,$3,$4,$5,$6,$7,$8,$9,$10,$11,false,0,NULL,$12,$13)`,
-		n.ID, n.Owner, notNil(n.UploadToken), ts(n.UploadExpires), n.Name, n.Description, n.BrowserName, n.BrowserVersion,
+		n.ID, n.Owner, notNil(n.UploadToken), ts(n.UploadExpires), text(n.Name), textPtr(n.Description), n.BrowserName, text(n.BrowserVersion),
 		[]byte(n.Labels), n.SizeBytes, n.Checksum, ts(n.CreatedAt), ts(n.UpdatedAt))
 	if err != nil {
 		return nil, fmt.Errorf("create browser profile %s: %w", n.ID, s.wrap(err))
@@ -124,7 +124,7 @@ func (s *Store) CompleteProfile(ctx context.Context, p *store.Profile, archive [
 	got, err := scanProfile(s.pool.QueryRow(ctx, `UPDATE hrns_browser_profiles SET ready = true, upload_token = '', name = $1,
 		description = $2, browser_name = $3, browser_version = $4, labels = $5, size_bytes = $6, checksum = $7, updated_at = $8
 		WHERE id = $9 AND owner = $10 AND NOT ready AND archive = $11 RETURNING `+profileColumns,
-		p.Name, p.Description, p.BrowserName, p.BrowserVersion, []byte(p.Labels), p.SizeBytes, p.Checksum, ts(entryTime(time.Now())), p.ID, p.Owner, notNil(archive)))
+		text(p.Name), textPtr(p.Description), p.BrowserName, text(p.BrowserVersion), []byte(p.Labels), p.SizeBytes, p.Checksum, ts(entryTime(time.Now())), p.ID, p.Owner, notNil(archive)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrProfileNotFound
 	}

@@ -57,7 +57,7 @@ func (s *Store) CreateEntry(ctx context.Context, e *store.Entry) (*store.Entry, 
 	n.CreatedAt, n.UpdatedAt = entryTime(n.CreatedAt), entryTime(n.UpdatedAt)
 	n.Version = 1
 	tag, err := s.pool.Exec(ctx, `INSERT INTO hrns_registry (`+entryColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT DO NOTHING`,
-		n.Kind, n.Owner, n.Name, n.Type, n.Description, specBytes(n.Spec), []byte(n.Files), n.Version, ts(n.CreatedAt), ts(n.UpdatedAt))
+		n.Kind, n.Owner, n.Name, n.Type, text(n.Description), specBytes(n.Spec), []byte(n.Files), n.Version, ts(n.CreatedAt), ts(n.UpdatedAt))
 	if err != nil {
 		return nil, fmt.Errorf("create %s %q: %w", n.Kind, n.Name, s.wrap(err))
 	}
@@ -149,7 +149,7 @@ func (s *Store) UpdateEntry(ctx context.Context, e *store.Entry) (*store.Entry, 
 	var created pgtype.Timestamptz
 	err := s.pool.QueryRow(ctx, `UPDATE hrns_registry SET type = $1, description = $2, spec = $3, files = $4, version = version + 1, updated_at = $5
 		WHERE kind = $6 AND owner = $7 AND name = $8 AND version = $9 RETURNING created_at, version`,
-		n.Type, n.Description, specBytes(n.Spec), []byte(n.Files), ts(n.UpdatedAt), n.Kind, n.Owner, n.Name, n.Version).Scan(&created, &n.Version)
+		n.Type, text(n.Description), specBytes(n.Spec), []byte(n.Files), ts(n.UpdatedAt), n.Kind, n.Owner, n.Name, n.Version).Scan(&created, &n.Version)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var one int
 		err = s.pool.QueryRow(ctx, `SELECT 1 FROM hrns_registry WHERE kind = $1 AND owner = $2 AND name = $3`, n.Kind, n.Owner, n.Name).Scan(&one)

@@ -72,7 +72,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w *store.Webhook) (*store.Web
 	n.PreviousSecretUntil, n.LastDeliveryAt, n.LastSuccessAt = microTime(n.PreviousSecretUntil), microTime(n.LastDeliveryAt), microTime(n.LastSuccessAt)
 	n.Version = 1
 	_, err := s.pool.Exec(ctx, `INSERT INTO hrns_webhooks (`+webhookColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17)`,
-		n.ID, n.Owner, n.URL, n.Events, n.Description, n.Disabled, n.Secret, n.PreviousSecret, ts(n.PreviousSecretUntil),
+		n.ID, n.Owner, n.URL, n.Events, text(n.Description), n.Disabled, n.Secret, n.PreviousSecret, ts(n.PreviousSecretUntil),
 		n.LastDeliveryStatus, n.LastDeliveryError, ts(n.LastDeliveryAt), ts(n.LastSuccessAt), n.ConsecutiveFailures,
 		n.Version, ts(n.CreatedAt), ts(n.UpdatedAt))
 	if err != nil {
@@ -160,7 +160,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, w *store.Webhook) (*store.Web
 			RETURNING `+webhookColumns+`
 		)
 		SELECT `+webhookColumns+` FROM n`,
-		w.ID, w.Owner, w.URL, nonNil(w.Events), w.Description, w.Disabled, w.Secret, w.PreviousSecret, ts(w.PreviousSecretUntil), ts(now), w.Version))
+		w.ID, w.Owner, w.URL, nonNil(w.Events), text(w.Description), w.Disabled, w.Secret, w.PreviousSecret, ts(w.PreviousSecretUntil), ts(now), w.Version))
 	if errors.Is(err, pgx.ErrNoRows) {
 		var one int
 		err = s.pool.QueryRow(ctx, `SELECT 1 FROM hrns_webhooks WHERE id = $1 AND owner = $2`, w.ID, w.Owner).Scan(&one)

@@ -381,11 +381,16 @@ func scanSession(sc scanner) (*store.Session, error) {
 	return &s, nil
 }
 
+// nanos is t as stored: Unix nanoseconds, 0 for the zero time, and a time
+// past what they hold (after 2262, before 1678) the greatest or least of
+// them (filterNanos), never wrapped: an idle session's wake time centuries
+// away was stored in 1727, so it was due at once, claimed and put back,
+// over and over.
 func nanos(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
-	return t.UnixNano()
+	return filterNanos(t)
 }
 
 // asStored gives the times of s and events the precision and location

@@ -21,7 +21,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -60,6 +62,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Attempts", testAttempts},
 		{"RecoverClaim", testRecoverClaim},
 		{"NextWake", testNextWake},
+		{"FarWake", testFarWake},
+		{"TextWithNUL", testTextWithNUL},
 		{"Subscribe", testSubscribe},
 		{"Replicas", testReplicas},
 		{"Close", testClose},
@@ -1335,6 +1339,89 @@ func testNextWake(t *testing.T, st store.Store) {
 	}
 	if w := next(); w.Sub(now.Add(10*time.Second)).Abs() > time.Millisecond {
 		t.Errorf("NextWake with a held session = %v, want at its lease expiry", w)
+	}
+}
+
+// testFarWake: a session whose wake time is centuries away (an idle
+// session of a caller's idle_timeout_s of 9,000,000,000 seconds) is not due
+// and is not claimed: its time, past what int64 nanoseconds hold (2262),
+// is kept or saturated, never wrapped into the past, where the dispatcher
+// claimed it again and again, a core busy for one request.
+func testFarWake(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	now := time.Now().UTC()
+	for i, wake := range []time.Time{now.Add(9e9 * time.Second), now.Add(math.MaxInt64)} {
+		s := newSession("far"+strconv.Itoa(i), "alice")
+		s.WakeAt = wake
+		mustCreate(t, st, s)
+		got, err := st.GetSession(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.WakeAt.After(now.Add(200 * 365 * 24 * time.Hour)) {
+			t.Errorf("a session to wake at %v reads back to wake at %v", wake, got.WakeAt)
+		}
+	}
+	if w, err := st.NextWake(ctx, now); err != nil || !w.IsZero() && !w.After(now.Add(200*365*24*time.Hour)) {
+		t.Errorf("NextWake = %v, %v; want none, or centuries away", w, err)
+	}
+	claimed, err := st.Claim(ctx, &store.ClaimParams{Owner: "w", Now: now, TTL: 10 * time.Second})
+	if err != nil || len(claimed) != 0 {
+		t.Errorf("Claim = %v, %v; want nothing due", claimed, err)
+	}
+}
+
+// testTextWithNUL: a session's texts may hold NUL (a caller's JSON
+// \u0000 in its first message, agent name or group id; a model server's
+// error): the store takes them, on creation, update and in list filters,
+// keeping each NUL or putting U+FFFD in its place (PostgreSQL's text
+// holds no NUL: its creation was a 500).
+func testTextWithNUL(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	s := newSession("nul", "alice")
+	s.Agent, s.FirstMessage, s.GroupID = "a\x00b", "hi\x00there", "g\x00"
+	mustCreate(t, st, s)
+	got, err := st.GetSession(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(got, want string) bool { return got == want || got == strings.ReplaceAll(want, "\x00", "\uFFFD") }
+	if !same(got.Agent, s.Agent) || !same(got.FirstMessage, s.FirstMessage) || !same(got.GroupID, s.GroupID) {
+		t.Errorf("read back agent %q, first message %q, group %q", got.Agent, got.FirstMessage, got.GroupID)
+	}
+	got.Status, got.Error, got.ErrorCode = "failed", "the model said \x00", "model"
+	if err := st.UpdateSession(ctx, got, []store.Event{ev("AgentErrorEvent", `{"error":"the model said \u0000"}`)}, nil); err != nil {
+		t.Fatalf("UpdateSession with an error holding NUL: %v", err)
+	}
+	list, total, err := st.ListSessions(ctx, &store.ListParams{Owner: "alice", Agents: []string{"a\x00b"}, GroupID: "g\x00", Search: "hi\x00"})
+	if err != nil || total != 1 || len(list) != 1 {
+		t.Errorf("ListSessions by the texts with NUL = %d of %d, %v; want the session", len(list), total, err)
+	}
+	// A registered skill's or agent's description, a webhook's.
+	e := newEntry("skill", "alice", "s")
+	e.Description = "d\x00"
+	e = mustCreateEntry(t, st, e)
+	e.Description = "e\x00"
+	if _, err := st.UpdateEntry(ctx, e); err != nil {
+		t.Errorf("UpdateEntry with a description holding NUL: %v", err)
+	}
+	w := newWebhook("w", "alice", "session.completed")
+	w.Description = "d\x00"
+	w = mustCreateWebhook(t, st, w)
+	w.Description = "e\x00"
+	if _, err := st.UpdateWebhook(ctx, w); err != nil {
+		t.Errorf("UpdateWebhook with a description holding NUL: %v", err)
+	}
+	// A browser profile's name, description and browser version.
+	if _, err := st.CreateProfile(ctx, &store.Profile{ID: "p", Owner: "alice", UploadToken: profileToken, UploadExpires: base.Add(time.Hour), CreatedAt: base}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutProfileUpload(ctx, "p", profileToken, base, []byte("archive")); err != nil {
+		t.Fatal(err)
+	}
+	desc := "d\x00"
+	if _, err := st.CompleteProfile(ctx, &store.Profile{ID: "p", Owner: "alice", Name: "n\x00", Description: &desc, BrowserName: "chromium", BrowserVersion: "1\x00", SizeBytes: 7, Checksum: "c"}, []byte("archive")); err != nil {
+		t.Errorf("CompleteProfile with texts holding NUL: %v", err)
 	}
 }
 
