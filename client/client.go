@@ -58,8 +58,9 @@
 // the 429 at once. A Retry-After of more than two minutes (which no hrns
 // server sends) is not waited either: the answer is returned at once,
 // with its [APIError.RetryAfter]. Only requests safe to repeat are repeated: reads,
-// posts of tool results (deduplicated by call id), and creations (with
-// their Idempotency-Key); a message is never sent twice.
+// posts of tool results (deduplicated by call id), and creations and
+// schedule triggers (with their Idempotency-Key); a message is never sent
+// twice.
 //
 // A client made without an [Options.HTTPClient] keeps up to 256 idle
 // connections to the server, so that following many sessions at once

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"github.com/hrns-dev/hrns/api"
+	"net/http"
 	"net/url"
 	"strconv"
 )
@@ -116,9 +117,27 @@ func (c *Client) ResumeSchedule(ctx context.Context, id string) (*Schedule, erro
 }
 
 // TriggerSchedule fires the schedule once now (paused or not) and returns
-// the run, whose SessionID is the session it created.
+// the run, whose SessionID is the session it created. It sends a random
+// Idempotency-Key, so that it may retry (as idempotent requests are)
+// without firing twice: a retry is given the run the first attempt made.
 func (c *Client) TriggerSchedule(ctx context.Context, id string) (*ScheduleRun, error) {
-	return send[ScheduleRun](ctx, c, "POST", schedulePath(id)+"/trigger", nil, false)
+	return c.TriggerScheduleWithKey(ctx, id, randomKey())
+}
+
+// TriggerScheduleWithKey is [Client.TriggerSchedule] with the caller's
+// Idempotency-Key (1 to 255 printable ASCII characters): a trigger made
+// again with the same key, for the same schedule and API key, even from
+// another process, returns the run the first made, not a second run.
+// An empty key is a random one.
+func (c *Client) TriggerScheduleWithKey(ctx context.Context, id, key string) (*ScheduleRun, error) {
+	if key == "" {
+		key = randomKey()
+	}
+	var run ScheduleRun
+	if _, _, err := c.call(ctx, "POST", schedulePath(id)+"/trigger", http.Header{"Idempotency-Key": {key}}, nil, &run, true); err != nil {
+		return nil, err
+	}
+	return &run, nil
 }
 
 // ScheduleRuns returns a page of the schedule's runs, the latest tick

@@ -18,7 +18,7 @@ import (
 //	DELETE /api/v2/schedules/{id}           204; its sessions stay
 //	POST   /api/v2/schedules/{id}/pause     {"note"} optional
 //	POST   /api/v2/schedules/{id}/resume
-//	POST   /api/v2/schedules/{id}/trigger   fire once now: the run
+//	POST   /api/v2/schedules/{id}/trigger   fire once now: the run (Idempotency-Key)
 //	GET    /api/v2/schedules/{id}/runs      its runs (paged), latest first
 //
 // Like sessions, a key sees only its own schedules: another key's is 404.
@@ -168,9 +168,16 @@ func (s *Server) scheduleResume(w http.ResponseWriter, r *http.Request, owner st
 }
 
 func (s *Server) scheduleTrigger(w http.ResponseWriter, r *http.Request, owner string) error {
-	run, err := s.opts.Schedules.Trigger(r.Context(), owner, r.PathValue("id"))
+	key, err := idempotencyKey(r, true)
+	if err != nil {
+		return err
+	}
+	run, made, err := s.opts.Schedules.Trigger(r.Context(), owner, r.PathValue("id"), key)
 	if err != nil {
 		return scheduleError(w, err)
+	}
+	if !made {
+		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	writeJSON(w, http.StatusOK, run)
 	return nil

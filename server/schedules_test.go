@@ -17,6 +17,7 @@ import (
 	"github.com/hrns-dev/hrns/platform/schedule"
 	"github.com/hrns-dev/hrns/server"
 	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/store"
 	"github.com/hrns-dev/hrns/store/sqlite"
 )
 
@@ -51,6 +52,13 @@ type scheduleEnv struct {
 
 func newScheduleEnv(t *testing.T, replies ...openaitest.Reply) *scheduleEnv {
 	t.Helper()
+	return newScheduleEnvWrapped(t, nil, replies...)
+}
+
+// newScheduleEnvWrapped is newScheduleEnv whose scheduler uses the store
+// wrap returns (wrap nil: the store itself).
+func newScheduleEnvWrapped(t *testing.T, wrap func(store.Store) store.Store, replies ...openaitest.Reply) *scheduleEnv {
+	t.Helper()
 	model := openaitest.NewServer(replies...)
 	t.Cleanup(model.Close)
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), &sqlite.Options{RelaxedSync: true})
@@ -65,7 +73,11 @@ func newScheduleEnv(t *testing.T, replies ...openaitest.Reply) *scheduleEnv {
 		t.Fatal(err)
 	}
 	clock := &fakeClock{now: time.Date(2026, 3, 28, 6, 58, 0, 0, time.UTC)}
-	sch := schedule.New(m, st, &schedule.Options{Owner: "replica-1", Clock: clock})
+	var schSt store.Store = st
+	if wrap != nil {
+		schSt = wrap(st)
+	}
+	sch := schedule.New(m, schSt, &schedule.Options{Owner: "replica-1", Clock: clock})
 	srv := httptest.NewServer(contractHandler(t, newServer(m, &server.Options{APIKeys: []string{keyAlice, keyBob}, Schedules: sch})))
 	t.Cleanup(func() {
 		srv.Close()

@@ -77,7 +77,7 @@
 //	DELETE /api/v2/schedules/{id}                204
 //	POST   /api/v2/schedules/{id}/pause          pause, with an optional note
 //	POST   /api/v2/schedules/{id}/resume         resume from now
-//	POST   /api/v2/schedules/{id}/trigger        fire once now (the run)
+//	POST   /api/v2/schedules/{id}/trigger        fire once now (the run; Idempotency-Key)
 //	GET    /api/v2/schedules/{id}/runs           the runs (paged)
 //
 // and the registries of agents, environments and skills (server/registry.go):
@@ -590,10 +590,40 @@ func decodeBytes(body []byte, v any) error {
 	return nil
 }
 
-func (s *Server) create(w http.ResponseWriter, r *http.Request, owner string) error {
+// idempotencyKey returns the request's Idempotency-Key, empty when it
+// has none, or a *session.ValidationError when the key is empty or longer
+// than 255 bytes, or, with printable, has a byte that is not printable
+// ASCII (space to tilde). The key of a session's creation has never been
+// held to that; keys introduced since are.
+func idempotencyKey(r *http.Request, printable bool) (string, error) {
+	vs, set := r.Header["Idempotency-Key"]
+	if !set {
+		return "", nil
+	}
+	invalid := func(msg, typ string) error {
+		return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"header", "Idempotency-Key"}, Msg: msg, Type: typ}}}
+	}
 	key := r.Header.Get("Idempotency-Key")
-	if _, set := r.Header["Idempotency-Key"]; set && (key == "" || len(key) > 255) {
-		return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"header", "Idempotency-Key"}, Msg: "String should have 1 to 255 characters", Type: "string_type"}}}
+	if key == "" || len(key) > 255 {
+		return "", invalid("String should have 1 to 255 characters", "string_type")
+	}
+	if printable {
+		if len(vs) > 1 {
+			return "", invalid("Header should be sent once", "value_error")
+		}
+		for i := range len(key) {
+			if key[i] < ' ' || key[i] > '~' {
+				return "", invalid("String should have only printable ASCII characters", "string_pattern_mismatch")
+			}
+		}
+	}
+	return key, nil
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, owner string) error {
+	key, err := idempotencyKey(r, false)
+	if err != nil {
+		return err
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {

@@ -121,6 +121,13 @@ type Schedules interface {
 	// schedule's LastRunAt to r.CreatedAt without changing its Version:
 	// a trigger leaves the cadence alone. It returns
 	// ErrScheduleNotFound when the owner has no such schedule.
+	//
+	// When r.IdempotencyKey is set and the schedule already has a run
+	// made with that key, that run is returned as it is now (pending or
+	// finished, with its own ID), and nothing is written: a trigger
+	// repeated because its answer was lost gets the run the first made.
+	// Keys are the schedule's, and so its owner's; a run pruned by
+	// FinishScheduleRun's keep takes its key with it.
 	AddScheduleRun(ctx context.Context, r *ScheduleRun) (*ScheduleRun, error)
 
 	// ClaimScheduleRuns leases pending runs whose lease has expired at
@@ -188,6 +195,10 @@ type ScheduleRun struct {
 	ScheduledFor time.Time
 	// Manual marks a run made by a trigger, not by the cadence.
 	Manual bool
+	// IdempotencyKey is the key of the trigger that made a manual run,
+	// empty for none (see AddScheduleRun). Set only by AddScheduleRun;
+	// other methods return it empty.
+	IdempotencyKey string
 	// Skipped counts the ticks passed over before this one (missed
 	// while no worker ran).
 	Skipped int

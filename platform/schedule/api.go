@@ -371,24 +371,36 @@ func (s *Scheduler) Resume(ctx context.Context, owner, id string) (*Schedule, er
 // changing its cadence, and returns the run once its session is created
 // (or its creation failed: see Run.Status).
 //
+// key, when not empty, makes the trigger safe to repeat: when the
+// schedule already has a run triggered with key, that run is returned
+// and made is false; a run still pending (the first call's answer was
+// lost, or it is still being made) has its session created now, or
+// found, as a worker taking it over would (the session of a run is
+// created once, whoever creates it).
+//
 // Errors: [ErrNotFound]; an error of the store, in which case the run
-// stays pending and a worker completes it later.
-func (s *Scheduler) Trigger(ctx context.Context, owner, id string) (*Run, error) {
+// stays pending and a worker completes it later; [session.ErrInFlight]
+// when the same key's run is having its session created by this process.
+func (s *Scheduler) Trigger(ctx context.Context, owner, id, key string) (run *Run, made bool, err error) {
 	now := s.opts.Clock.Now()
-	r, err := s.st.AddScheduleRun(ctx, &store.ScheduleRun{
+	n := &store.ScheduleRun{
 		ID: newID(), ScheduleID: id, Owner: owner, Manual: true, ScheduledFor: now,
-		LeaseOwner: s.opts.Owner, LeaseUntil: now.Add(s.opts.LeaseTTL), CreatedAt: now,
-	})
+		LeaseOwner: s.opts.Owner, LeaseUntil: now.Add(s.opts.LeaseTTL), CreatedAt: now, IdempotencyKey: key,
+	}
+	r, err := s.st.AddScheduleRun(ctx, n)
 	if errors.Is(err, store.ErrScheduleNotFound) {
-		return nil, ErrNotFound
+		return nil, false, ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if err := s.complete(ctx, r); err != nil {
-		return nil, err
+	made = r.ID == n.ID
+	if r.Status == store.RunPending {
+		if err := s.complete(ctx, r); err != nil {
+			return nil, false, err
+		}
 	}
-	return runRecord(r), nil
+	return runRecord(r), made, nil
 }
 
 // Runs returns a page of the runs of the owner's schedule, the latest

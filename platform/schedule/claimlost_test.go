@@ -23,7 +23,19 @@ type lostStore struct {
 	store.Store
 	mu                    sync.Mutex
 	loseFires, loseClaims int
+	loseAdds              int // AddScheduleRun (a manual trigger)
 	fires, claims         int // calls
+}
+
+func (s *lostStore) AddScheduleRun(ctx context.Context, r *store.ScheduleRun) (*store.ScheduleRun, error) {
+	got, err := s.Store.AddScheduleRun(ctx, r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && s.loseAdds > 0 {
+		s.loseAdds--
+		return nil, fmt.Errorf("add run to schedule: %w", context.DeadlineExceeded)
+	}
+	return got, err
 }
 
 func (s *lostStore) FireSchedule(ctx context.Context, p *store.FireParams) (*store.ScheduleRun, error) {
@@ -124,6 +136,60 @@ func lostClaim(t *testing.T, st store.Store) {
 	if rs := storeRuns(t, st, sc.ID); len(rs) != 1 || rs[0].Status != store.RunCreated || rs[0].Attempts != 1 {
 		t.Errorf("after the lease, runs %s; want one created, 1 takeover", describeRuns(rs))
 	}
+}
+
+// lostTrigger: a trigger with an idempotency key whose run was added but
+// whose answer was lost, on replica w1, is made again on replica w2 with
+// the key: w2 is given the run w1 made, creates (or finds) its session,
+// and answers it; the run, still leased to w1, is recorded with that
+// session when its lease lapses and a worker takes it over. One run, one
+// session. Without the key, the repeat is a second run.
+func lostTrigger(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	c := newClock(start)
+	ls := &lostStore{Store: st, loseAdds: 1}
+	w1 := schedule.New(newManager(st, nil), ls, &schedule.Options{Owner: "w1", Clock: c})
+	w2 := schedule.New(newManager(st, nil), st, &schedule.Options{Owner: "w2", Clock: c})
+	sc := mustCreate(t, w1, alice, "0 0 1 1 *", "UTC") // no tick in the test
+	if _, _, err := w1.Trigger(ctx, alice, sc.ID, "retry-me"); err == nil {
+		t.Fatal("Trigger whose answer was lost succeeded")
+	}
+	run, made, err := w2.Trigger(ctx, alice, sc.ID, "retry-me")
+	if err != nil || made || run.Status != store.RunCreated || run.SessionID == nil {
+		t.Fatalf("Trigger again with the key = %+v, made %v, %v; want the lost call's run, created", run, made, err)
+	}
+	if got := sessionsOf(t, st, alice, sc.ID); len(got) != 1 || got[0] != *run.SessionID {
+		t.Errorf("sessions %v, want [%s]", got, *run.SessionID)
+	}
+	c.set(start.Add(2 * time.Minute)) // w1's lease of the run has lapsed
+	if _, err := w2.Poll(ctx); err != nil {
+		t.Error(err)
+	}
+	rs := storeRuns(t, st, sc.ID)
+	if len(rs) != 1 || rs[0].ID != run.ID || rs[0].Status != store.RunCreated || rs[0].SessionID != *run.SessionID {
+		t.Errorf("after the lease, runs %s; want %s, created with session %s", describeRuns(rs), run.ID, *run.SessionID)
+	}
+	if got := sessionsOf(t, st, alice, sc.ID); len(got) != 1 {
+		t.Errorf("sessions after the lease %v, want one", got)
+	}
+	if again, made, err := w1.Trigger(ctx, alice, sc.ID, "retry-me"); err != nil || made || again.ID != run.ID || *again.SessionID != *run.SessionID {
+		t.Errorf("Trigger a third time with the key = %+v, made %v, %v; want %s", again, made, err, run.ID)
+	}
+	// Without a key, each trigger is a run.
+	if _, made, err := w1.Trigger(ctx, alice, sc.ID, ""); err != nil || !made {
+		t.Errorf("Trigger without a key: made %v, %v", made, err)
+	}
+	if rs := storeRuns(t, st, sc.ID); len(rs) != 2 {
+		t.Errorf("runs %s, want 2", describeRuns(rs))
+	}
+}
+
+func TestLostTriggerSQLite(t *testing.T) {
+	lostTrigger(t, openSQLite(t, filepath.Join(t.TempDir(), "hrns.db")))
+}
+
+func TestLostTriggerPostgres(t *testing.T) {
+	lostTrigger(t, openPostgresStore(t))
 }
 
 func describeRuns(rs []*store.ScheduleRun) string {

@@ -415,7 +415,7 @@ func TestPauseResumeTrigger(t *testing.T) {
 		t.Fatalf("Poll while paused = %d, %v", n, err)
 	}
 	// A trigger fires now, paused or not, and leaves the cadence alone.
-	run, err := sch.Trigger(ctx, alice, sc.ID)
+	run, _, err := sch.Trigger(ctx, alice, sc.ID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +446,7 @@ func TestPauseResumeTrigger(t *testing.T) {
 		t.Errorf("runs = %+v", rs)
 	}
 	// A trigger while not paused does not take the next tick.
-	if _, err := sch.Trigger(ctx, alice, sc.ID); err != nil {
+	if _, _, err := sch.Trigger(ctx, alice, sc.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = sch.Get(ctx, alice, sc.ID)
@@ -542,7 +542,7 @@ func TestOwnerIsolation(t *testing.T) {
 		"update":  func() error { _, err := sch.Update(ctx, bob, sc.ID, &schedule.UpdateRequest{Name: &name}); return err },
 		"pause":   func() error { _, err := sch.Pause(ctx, bob, sc.ID, nil); return err },
 		"resume":  func() error { _, err := sch.Resume(ctx, bob, sc.ID); return err },
-		"trigger": func() error { _, err := sch.Trigger(ctx, bob, sc.ID); return err },
+		"trigger": func() error { _, _, err := sch.Trigger(ctx, bob, sc.ID, ""); return err },
 		"runs":    func() error { _, err := sch.Runs(ctx, bob, sc.ID, &schedule.ListParams{}); return err },
 		"delete":  func() error { return sch.Delete(ctx, bob, sc.ID) },
 	} {

@@ -312,7 +312,9 @@ func (s *Scheduler) complete(ctx context.Context, r *store.ScheduleRun) error {
 		return s.finish(ctx, r, store.RunSkippedQuota, "", "the API key was at its concurrent-session limit and the template says queue: false")
 	case errors.Is(err, session.ErrIdempotencyMismatch):
 		return s.finish(ctx, r, store.RunError, "", fmt.Sprintf("a session was created with the idempotency key %q by another request", key))
-	case ctx.Err() != nil:
+	case ctx.Err() != nil, errors.Is(err, session.ErrInFlight):
+		// In flight: this process is creating the run's session (a
+		// trigger repeated with its key while the first is at it).
 		return err
 	case r.Attempts+1 >= s.opts.MaxAttempts:
 		return s.finish(ctx, r, store.RunError, "", fmt.Sprintf("the session could not be created after %d attempts: %v", r.Attempts+1, err))

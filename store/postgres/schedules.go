@@ -247,10 +247,10 @@ func newRun(r *store.ScheduleRun, scheduleID, owner string) store.ScheduleRun {
 }
 
 func insertRun(ctx context.Context, tx pgx.Tx, n *store.ScheduleRun) (bool, error) {
-	tag, err := tx.Exec(ctx, `INSERT INTO hrns_schedule_runs (`+runColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)
+	tag, err := tx.Exec(ctx, `INSERT INTO hrns_schedule_runs (`+runColumns+`, idempotency_key) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15)
 		ON CONFLICT DO NOTHING`,
 		n.ID, n.ScheduleID, n.Owner, n.Status, ts(n.ScheduledFor), n.Manual, n.Skipped, n.SessionID, n.Error,
-		n.LeaseOwner, ts(n.LeaseUntil), n.Attempts, ts(n.CreatedAt), ts(n.UpdatedAt))
+		n.LeaseOwner, ts(n.LeaseUntil), n.Attempts, ts(n.CreatedAt), ts(n.UpdatedAt), n.IdempotencyKey)
 	return tag.RowsAffected() == 1, err
 }
 
@@ -304,7 +304,32 @@ func (s *Store) AddScheduleRun(ctx context.Context, r *store.ScheduleRun) (*stor
 		return nil, errors.New("add schedule run: only manual runs are added (ticks are fired)")
 	}
 	n := newRun(r, r.ScheduleID, r.Owner)
+	var held *store.ScheduleRun
 	err := s.scheduleTx(ctx, true, func(tx pgx.Tx) error {
+		if n.IdempotencyKey != "" {
+			// A trigger repeated with its key: the run the first made,
+			// if it did, is the answer. The schedule's row lock makes a
+			// concurrent trigger with the key wait for this one's
+			// commit, and then find its run.
+			var one int
+			err := tx.QueryRow(ctx, `SELECT 1 FROM hrns_schedules WHERE id = $1 AND owner = $2 FOR UPDATE`, n.ScheduleID, n.Owner).Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return store.ErrScheduleNotFound
+			}
+			if err != nil {
+				return err
+			}
+			held, err = scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM hrns_schedule_runs
+				WHERE schedule_id = $1 AND idempotency_key = $2 AND idempotency_key <> '' AND owner = $3`, n.ScheduleID, n.IdempotencyKey, n.Owner))
+			if err == nil {
+				held.IdempotencyKey = n.IdempotencyKey
+				return nil
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			held = nil
+		}
 		tag, err := tx.Exec(ctx, `UPDATE hrns_schedules SET last_run_at = $1 WHERE id = $2 AND owner = $3`, ts(n.CreatedAt), n.ScheduleID, n.Owner)
 		if err != nil {
 			return err
@@ -320,6 +345,9 @@ func (s *Store) AddScheduleRun(ctx context.Context, r *store.ScheduleRun) (*stor
 	})
 	if err != nil {
 		return nil, fmt.Errorf("add run to schedule %s: %w", r.ScheduleID, err)
+	}
+	if held != nil {
+		return held, nil
 	}
 	return &n, nil
 }

@@ -214,10 +214,10 @@ func newRun(r *store.ScheduleRun, scheduleID, owner string) store.ScheduleRun {
 }
 
 func insertRun(ctx context.Context, tx *writeTx, n *store.ScheduleRun) (bool, error) {
-	res, err := tx.ExecContext(ctx, `INSERT INTO schedule_runs (`+runColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+	res, err := tx.ExecContext(ctx, `INSERT INTO schedule_runs (`+runColumns+`, idempotency_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT DO NOTHING`,
 		n.ID, n.ScheduleID, n.Owner, n.Status, nanos(n.ScheduledFor), boolInt(n.Manual), n.Skipped, n.SessionID, n.Error,
-		n.LeaseOwner, nanos(n.LeaseUntil), n.Attempts, nanos(n.CreatedAt), nanos(n.UpdatedAt))
+		n.LeaseOwner, nanos(n.LeaseUntil), n.Attempts, nanos(n.CreatedAt), nanos(n.UpdatedAt), n.IdempotencyKey)
 	if err != nil {
 		return false, err
 	}
@@ -274,7 +274,23 @@ func (s *Store) AddScheduleRun(ctx context.Context, r *store.ScheduleRun) (*stor
 		return nil, errors.New("add schedule run: only manual runs are added (ticks are fired)")
 	}
 	n := newRun(r, r.ScheduleID, r.Owner)
+	var held *store.ScheduleRun
 	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
+		if n.IdempotencyKey != "" {
+			// A trigger repeated with its key: the run the first made,
+			// if it did, is the answer. Writes are serial: no other
+			// can insert the key between this read and the insert.
+			var err error
+			held, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM schedule_runs
+				WHERE schedule_id = ? AND idempotency_key = ? AND idempotency_key != '' AND owner = ?`, n.ScheduleID, n.IdempotencyKey, n.Owner))
+			if err == nil {
+				held.IdempotencyKey = n.IdempotencyKey
+				return nil
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
 		res, err := tx.ExecContext(ctx, `UPDATE schedules SET last_run_at = ? WHERE id = ? AND owner = ?`, nanos(n.CreatedAt), n.ScheduleID, n.Owner)
 		if err != nil {
 			return err
@@ -290,6 +306,9 @@ func (s *Store) AddScheduleRun(ctx context.Context, r *store.ScheduleRun) (*stor
 	})
 	if err != nil {
 		return nil, fmt.Errorf("add run to schedule %s: %w", r.ScheduleID, err)
+	}
+	if held != nil {
+		return held, nil
 	}
 	s.hub.Notify(store.ScheduleTopic)
 	return &n, nil

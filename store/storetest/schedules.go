@@ -26,6 +26,7 @@ var scheduleTests = []struct {
 	{"ScheduleRunClaims", testScheduleRunClaims},
 	{"ScheduleFireAgain", testScheduleFireAgain},
 	{"ScheduleRunClaimAgain", testScheduleRunClaimAgain},
+	{"ScheduleRunIdempotencyKey", testScheduleRunIdempotencyKey},
 	{"ScheduleWake", testScheduleWake},
 	{"ScheduleSubscribe", testScheduleSubscribe},
 }
@@ -570,4 +571,92 @@ func testScheduleSubscribe(t *testing.T, st store.Store) {
 		t.Fatal(err)
 	}
 	received("AddScheduleRun")
+}
+
+// testScheduleRunIdempotencyKey: a manual run added again with the key of
+// one the schedule has is that run, as it is now, and nothing is written;
+// keys are the schedule's; runs without a key are each added.
+func testScheduleRunIdempotencyKey(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	sc := mustCreateSchedule(t, st, newSchedule(scheduleID(1), "alice"))
+	other := mustCreateSchedule(t, st, newSchedule(scheduleID(2), "alice"))
+	add := func(id int, scheduleID, owner, key string, at time.Time) (*store.ScheduleRun, error) {
+		return st.AddScheduleRun(ctx, &store.ScheduleRun{ID: runID(id), ScheduleID: scheduleID, Owner: owner, Manual: true, ScheduledFor: at,
+			LeaseOwner: "w1", LeaseUntil: at.Add(time.Minute), CreatedAt: at, IdempotencyKey: key})
+	}
+	runs := func(id string) int {
+		t.Helper()
+		_, total, err := st.ListScheduleRuns(ctx, &store.ScheduleRunListParams{Owner: "alice", ScheduleID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return total
+	}
+	first, err := add(1, sc.ID, "alice", "k1", base)
+	if err != nil || first.ID != runID(1) || first.IdempotencyKey != "k1" {
+		t.Fatalf("AddScheduleRun with a new key = %+v, %v", first, err)
+	}
+	again, err := add(2, sc.ID, "alice", "k1", base.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(first, again); diff != "" {
+		t.Errorf("AddScheduleRun again with the key (-first +again):\n%s", diff)
+	}
+	if n := runs(sc.ID); n != 1 {
+		t.Errorf("runs after the key was used twice: %d, want 1", n)
+	}
+	if read, err := st.GetSchedule(ctx, "alice", sc.ID); err != nil || !read.LastRunAt.Equal(base) {
+		t.Errorf("LastRunAt after the key was used again = %v, %v; want the first run's %v", read.LastRunAt, err, base)
+	}
+	// Finished, it is returned finished.
+	done := *first
+	done.Status, done.SessionID = store.RunCreated, "s1"
+	if err := st.FinishScheduleRun(ctx, &done, "w1", 0); err != nil {
+		t.Fatal(err)
+	}
+	again, err = add(3, sc.ID, "alice", "k1", base.Add(2*time.Minute))
+	if err != nil || again.ID != first.ID || again.Status != store.RunCreated || again.SessionID != "s1" {
+		t.Errorf("AddScheduleRun with the key of a finished run = %+v, %v; want run %s, created, session s1", again, err, first.ID)
+	}
+	// The key is the schedule's: another schedule makes its own run, and
+	// another owner has no such schedule.
+	if r, err := add(4, other.ID, "alice", "k1", base); err != nil || r.ID != runID(4) {
+		t.Errorf("AddScheduleRun with the key on another schedule = %+v, %v; want a new run", r, err)
+	}
+	if _, err := add(5, sc.ID, "bob", "k1", base); !errors.Is(err, store.ErrScheduleNotFound) {
+		t.Errorf("AddScheduleRun with the key by another owner = %v, want ErrScheduleNotFound", err)
+	}
+	// Without a key, each is a run.
+	for i := range 2 {
+		if r, err := add(6+i, sc.ID, "alice", "", base); err != nil || r.ID != runID(6+i) {
+			t.Errorf("AddScheduleRun without a key = %+v, %v; want a new run", r, err)
+		}
+	}
+	if n := runs(sc.ID); n != 3 {
+		t.Errorf("runs: %d, want 3 (one keyed, two not)", n)
+	}
+	// Concurrent triggers with one key make one run, which all are given.
+	const callers = 8
+	ids := make([]string, callers)
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			r, err := add(10+i, sc.ID, "alice", "k2", base)
+			errs[i] = err
+			if err == nil {
+				ids[i] = r.ID
+			}
+		})
+	}
+	wg.Wait()
+	for i := range callers {
+		if errs[i] != nil || ids[i] != ids[0] {
+			t.Errorf("concurrent AddScheduleRun %d with one key = %s, %v; want %s as the others", i, ids[i], errs[i], ids[0])
+		}
+	}
+	if n := runs(sc.ID); n != 4 {
+		t.Errorf("runs after %d concurrent triggers with one key: %d, want 4", callers, n)
+	}
 }
