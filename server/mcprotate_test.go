@@ -378,7 +378,7 @@ func mcpRotationMoved(t *testing.T, st store.Store) {
 	_, stop = mcpServeAfter(t, st, model, &session.MCPServerOptions{Mount: rec.mount, Secrets: keyring(t, "new", "old")}, reencrypt(t, &r))
 	// Alice's environment and session (request and state), Bob's
 	// request; Bob's environment's value and his state's are Alice's.
-	if want := (session.MCPReencryption{KeyID: "new", Sessions: 2, Entries: 1, Values: 4, Failed: 2}); *r != want {
+	if want := (session.MCPReencryption{KeyID: "new", Sessions: 2, Entries: 1, Values: 4, Failed: 2, Undecryptable: 2}); *r != want {
 		t.Errorf("re-encrypted %+v, want %+v", *r, want)
 	}
 	stop()
@@ -499,7 +499,7 @@ func TestMCPSecretsRotationPages(t *testing.T) {
 		ps := &pageStore{Store: st}
 		var r *session.MCPReencryption
 		mcpServeAfter(t, ps, model, &session.MCPServerOptions{Mount: rec.mount, Secrets: keyring(t, "new", "old")}, reencrypt(t, &r))
-		if want := (session.MCPReencryption{KeyID: "new", Sessions: 151, Values: 152, Failed: 150}); *r != want {
+		if want := (session.MCPReencryption{KeyID: "new", Sessions: 151, Values: 152, Failed: 150, Undecryptable: 150}); *r != want {
 			t.Errorf("re-encrypted %+v, want %+v", *r, want)
 		}
 		if want := []int{100, 51, 0}; !slices.Equal(ps.pages, want) {

@@ -403,7 +403,7 @@ func TestMCPServerUnreachableReported(t *testing.T) {
 	f.status(session.StatusCompleted)
 	errs = mcpErrors(f)
 	if len(errs) != 3 || !strings.Contains(errs[1]+errs[2], `MCP server "up"`) || !strings.Contains(errs[1]+errs[2], `MCP server "down"`) ||
-		!strings.Contains(errs[1], "does not decrypt") || strings.Contains(strings.Join(errs, ""), "secret\"") {
+		!strings.Contains(errs[1], "stored secrets could not be decrypted") || strings.Contains(strings.Join(errs, ""), "secret\"") {
 		t.Errorf("the error_events: %q", errs)
 	}
 	if len(rec2.got) != 0 {
