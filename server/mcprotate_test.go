@@ -393,7 +393,7 @@ func mcpRotationMoved(t *testing.T, st store.Store) {
 	rec2 := &mcpRecorder{}
 	e, _ = mcpServe(t, st, model, &session.MCPServerOptions{Mount: rec2.mount, Secrets: keyring(t, "new")})
 	r2 := e.call("POST", "/api/v2/sessions", keyBob, `{"agent":{"name":"a","environments":["tooled"]},"messages":"x"}`, http.StatusUnprocessableEntity, "")
-	if !strings.Contains(string(r2.body), "does not decrypt") {
+	if !strings.Contains(string(r2.body), "stored secrets could not be decrypted") {
 		t.Errorf("Bob's session of Alice's value: %s", r2.body)
 	}
 	model.Push(openaitest.Reply{Text: "bob"})

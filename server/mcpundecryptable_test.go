@@ -42,8 +42,10 @@ type mcpHealth struct {
 // /healthz with an operator key counts the session, and says nothing more
 // to a tenant or a load balancer. A start that re-encrypts (keys B and C)
 // logs a warning with the count of what it cannot decrypt, and /healthz
-// reports it. Before, the error_event and the note carried `key
-// "opkey-A7" missing`, and /healthz had no count.
+// reports it. A new session of a registered environment of A's values
+// is refused (422) in the same fixed words. Before, the error_event, the
+// note and the 422 carried `key "opkey-A7" missing`, and /healthz had no
+// count.
 func TestMCPUndecryptableTenantText(t *testing.T) {
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), &sqlite.Options{RelaxedSync: true})
 	if err != nil {
@@ -105,6 +107,7 @@ func TestMCPUndecryptableTenantText(t *testing.T) {
 	}
 
 	e, stop := serve(ring(keyA+":"+testKey(1)), false)
+	e.call("POST", "/api/v2/environments", keyAlice, `{"id":"tooled","kind":"web","mcp_servers":[`+remoteServer("envsrv", "X-Env", "env-secret")+`]}`, http.StatusCreated, "Environment")
 	model.Push(openaitest.Reply{ToolCalls: []llm.ToolCall{openaitest.ToolCall("c1", "ask", `{}`)}})
 	id := e.create(keyAlice, `{"agent":`+askAgent("X-Token", "tok-secret")+`,"messages":"x"}`)
 	e.follow(keyAlice, id).status(session.StatusAwaitingToolResults)
@@ -114,6 +117,12 @@ func TestMCPUndecryptableTenantText(t *testing.T) {
 	e, stop = serve(ring("opkey-B9:"+testKey(2)), false)
 	if h := operatorHealth(e); *h.MCPSecrets.SessionsSinceStart != 0 || h.MCPSecrets.AtStart != nil {
 		t.Errorf("/healthz before any run: %+v", *h.MCPSecrets)
+	}
+	// A new session of a registered environment of A's values is
+	// refused, without naming the key.
+	r := e.call("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":["tooled"]},"messages":"x"}`, http.StatusUnprocessableEntity, "")
+	if !bytes.Contains(r.body, []byte(undecryptableText)) || bytes.Contains(r.body, []byte(keyA)) {
+		t.Errorf("a session of a registered environment of A's values: %s", r.body)
 	}
 	model.Push(openaitest.Reply{Text: "done"})
 	e.expect(e.do("POST", "/api/v2/sessions/"+id+"/tool_results", keyAlice, askResult), http.StatusAccepted)
@@ -156,12 +165,13 @@ func TestMCPUndecryptableTenantText(t *testing.T) {
 	stop()
 
 	// A rotation to C, B kept: the start's re-encryption meets the
-	// session's values of A, says how many, and /healthz counts it.
+	// values of A (the environment's, the session's request and state),
+	// says how many, and /healthz counts the two definitions.
 	e, _ = serve(ring("opkey-C3:"+testKey(3)+"\nopkey-B9:"+testKey(2)), true)
-	if !strings.Contains(string(logs.Bytes()), `level=WARN msg="MCP secrets re-encryption: values cannot be decrypted with the configured keys; their servers are left out of runs" values=2 definitions=1`) {
+	if !strings.Contains(string(logs.Bytes()), `level=WARN msg="MCP secrets re-encryption: values cannot be decrypted with the configured keys; their servers are left out of runs" values=3 definitions=2`) {
 		t.Errorf("no warning with the count at start:\n%s", logs.Bytes())
 	}
-	if h := operatorHealth(e); *h.MCPSecrets.SessionsSinceStart != 0 || h.MCPSecrets.AtStart == nil || *h.MCPSecrets.AtStart != 1 {
+	if h := operatorHealth(e); *h.MCPSecrets.SessionsSinceStart != 0 || h.MCPSecrets.AtStart == nil || *h.MCPSecrets.AtStart != 2 {
 		t.Errorf("/healthz after a start that re-encrypted: %+v", *h.MCPSecrets)
 	}
 }

@@ -124,6 +124,17 @@ func (e *undecryptableError) Error() string { return e.msg }
 // undecryptableText is what a tenant reads of an *undecryptableError.
 const undecryptableText = "its stored secrets could not be decrypted by this server; an operator must restore the key, or the definition must be saved again"
 
+// secretRefused returns what the caller reads of err, why a value of a
+// definition could not be stored (tenantError: a value that does not
+// decrypt names no key), and logs err when its text differs.
+func (m *Manager) secretRefused(err error) string {
+	text := tenantError(err)
+	if text != err.Error() {
+		m.log.Warn("an MCP server's definition is refused", "err", err)
+	}
+	return text
+}
+
 // sealDoc returns doc, an owner's definition (a session request, a
 // registered environment or agent, a schedule's template), with every
 // env and header value of its mcp_servers entries sealed for the owner
@@ -161,7 +172,7 @@ func (m *Manager) sealTree(owner string, v any, inServers bool) (bool, error) {
 					}
 					sealed, err := m.sealValue(ownerScope(owner), ownerScope(owner), name, f, k, s)
 					if err != nil {
-						return false, invalid(err.Error(), "body", "mcp_servers", name, f, k)
+						return false, invalid(m.secretRefused(err), "body", "mcp_servers", name, f, k)
 					}
 					if sealed != s {
 						vals[k] = sealed
@@ -204,7 +215,7 @@ func (m *Manager) sealSession(owner, id string, sp *spec, request json.RawMessag
 			for k, val := range vals {
 				out, err := m.sealValue(ownerScope(owner), sessionScope(id), s.Name, f, k, val)
 				if err != nil {
-					return nil, invalid(err.Error(), "body", "agent", "mcp_servers", s.Name, f, k)
+					return nil, invalid(m.secretRefused(err), "body", "agent", "mcp_servers", s.Name, f, k)
 				}
 				sealed[k] = out
 			}
@@ -233,7 +244,7 @@ func (m *Manager) checkSecrets(owner string, sp *spec) error {
 		for f, vals := range map[string]map[string]string{"env": s.Env, "headers": s.Headers} {
 			for _, k := range sortedKeys(vals) {
 				if _, err := m.sealValue(ownerScope(owner), ownerScope(owner), s.Name, f, k, vals[k]); err != nil {
-					return invalid(err.Error(), "body", "agent", "mcp_servers", s.Name, f, k)
+					return invalid(m.secretRefused(err), "body", "agent", "mcp_servers", s.Name, f, k)
 				}
 			}
 		}
