@@ -378,7 +378,7 @@ func mcpRotationMoved(t *testing.T, st store.Store) {
 	_, stop = mcpServeAfter(t, st, model, &session.MCPServerOptions{Mount: rec.mount, Secrets: keyring(t, "new", "old")}, reencrypt(t, &r))
 	// Alice's environment and session (request and state), Bob's
 	// request; Bob's environment's value and his state's are Alice's.
-	if want := (session.MCPReencryption{KeyID: "new", Sessions: 2, Entries: 1, Values: 4, Failed: 2}); *r != want {
+	if want := (session.MCPReencryption{KeyID: "new", Sessions: 2, Entries: 1, Values: 4, Failed: 2, Undecryptable: 2}); *r != want {
 		t.Errorf("re-encrypted %+v, want %+v", *r, want)
 	}
 	stop()
@@ -393,7 +393,7 @@ func mcpRotationMoved(t *testing.T, st store.Store) {
 	rec2 := &mcpRecorder{}
 	e, _ = mcpServe(t, st, model, &session.MCPServerOptions{Mount: rec2.mount, Secrets: keyring(t, "new")})
 	r2 := e.call("POST", "/api/v2/sessions", keyBob, `{"agent":{"name":"a","environments":["tooled"]},"messages":"x"}`, http.StatusUnprocessableEntity, "")
-	if !strings.Contains(string(r2.body), "does not decrypt") {
+	if !strings.Contains(string(r2.body), "stored secrets could not be decrypted") {
 		t.Errorf("Bob's session of Alice's value: %s", r2.body)
 	}
 	model.Push(openaitest.Reply{Text: "bob"})
@@ -499,7 +499,7 @@ func TestMCPSecretsRotationPages(t *testing.T) {
 		ps := &pageStore{Store: st}
 		var r *session.MCPReencryption
 		mcpServeAfter(t, ps, model, &session.MCPServerOptions{Mount: rec.mount, Secrets: keyring(t, "new", "old")}, reencrypt(t, &r))
-		if want := (session.MCPReencryption{KeyID: "new", Sessions: 151, Values: 152, Failed: 150}); *r != want {
+		if want := (session.MCPReencryption{KeyID: "new", Sessions: 151, Values: 152, Failed: 150, Undecryptable: 150}); *r != want {
 			t.Errorf("re-encrypted %+v, want %+v", *r, want)
 		}
 		if want := []int{100, 51, 0}; !slices.Equal(ps.pages, want) {

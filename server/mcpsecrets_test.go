@@ -253,7 +253,7 @@ func mcpSecretsAtRest(t *testing.T, st store.Store, dump func() []byte) {
 
 	// Another key cannot use a ciphertext of Alice's.
 	r := e.call("POST", "/api/v2/sessions", keyBob, `{"agent":{"name":"a","environments":[{"kind":"web","mcp_servers":[`+remote("Authorization", string(sealed[0]))+`]}]},"messages":"x"}`, http.StatusUnprocessableEntity, "")
-	if !strings.Contains(string(r.body), "does not decrypt") {
+	if !strings.Contains(string(r.body), "stored secrets could not be decrypted") {
 		t.Errorf("Bob giving Alice's ciphertext: %s", r.body)
 	}
 
@@ -283,7 +283,7 @@ func mcpSecretsAtRest(t *testing.T, st store.Store, dump func() []byte) {
 	}
 	e, _ = mcpServe(t, st, model, &session.MCPServerOptions{Mount: rec2.mount, Secrets: newOnly})
 	r = e.call("POST", "/api/v2/sessions", keyAlice, `{"agent":{"name":"a","environments":["tooled"]},"messages":"x"}`, http.StatusUnprocessableEntity, "")
-	if !strings.Contains(string(r.body), `key \"old\" missing`) {
+	if !strings.Contains(string(r.body), "stored secrets could not be decrypted") || strings.Contains(string(r.body), `\"old\"`) {
 		t.Errorf("a session of values sealed by a key dropped: %s", r.body)
 	}
 }
@@ -403,7 +403,7 @@ func TestMCPServerUnreachableReported(t *testing.T) {
 	f.status(session.StatusCompleted)
 	errs = mcpErrors(f)
 	if len(errs) != 3 || !strings.Contains(errs[1]+errs[2], `MCP server "up"`) || !strings.Contains(errs[1]+errs[2], `MCP server "down"`) ||
-		!strings.Contains(errs[1], "does not decrypt") || strings.Contains(strings.Join(errs, ""), "secret\"") {
+		!strings.Contains(errs[1], "stored secrets could not be decrypted") || strings.Contains(strings.Join(errs, ""), "secret\"") {
 		t.Errorf("the error_events: %q", errs)
 	}
 	if len(rec2.got) != 0 {

@@ -18,7 +18,8 @@
 //
 //	GET    /healthz                              this replica's health (200 or 503;
 //	                                             with an operator key, which
-//	                                             replica and why)
+//	                                             replica, why, and counts of MCP
+//	                                             definitions that do not decrypt)
 //	GET    /api/v2/replicas                      the replicas sharing the store
 //	                                             (hrns addition; operator keys
 //	                                             only, 404 to others)
@@ -658,15 +659,18 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, owner string) er
 // unhealthy.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	err := s.m.Health()
-	status, body := http.StatusOK, map[string]string{"status": "ok"}
+	status, body := http.StatusOK, map[string]any{"status": "ok"}
 	if err != nil {
-		status, body = http.StatusServiceUnavailable, map[string]string{"status": "unhealthy"}
+		status, body = http.StatusServiceUnavailable, map[string]any{"status": "unhealthy"}
 	}
 	if s.operator(r) {
 		body["replica"] = s.m.ReplicaID()
 		if err != nil {
 			body["detail"] = err.Error()
 		}
+		// Counts of MCP definitions whose stored values no longer
+		// decrypt (a vault key dropped too early): numbers only.
+		body["mcp_secrets"] = s.m.MCPSecretsHealth()
 	}
 	writeJSON(w, status, body)
 }

@@ -251,6 +251,9 @@ type Manager struct {
 	// mcpFailed holds, per session id, the MCP servers its run's mount
 	// left out, until the run reports them (mcpservers.go).
 	mcpFailed sync.Map
+	// mcpHealth counts the MCP definitions whose values do not decrypt
+	// (mcpsecrets.go), for the operator's GET /healthz.
+	mcpHealth mcpSecretsHealth
 	// transcripts keeps the transcripts of the sessions run last decoded.
 	transcripts *transcriptCache
 	// committed keeps the sessions as this process last committed them.

@@ -38,6 +38,9 @@ type MCPReencryption struct {
 	// (their key is not configured, or they belong to another owner or
 	// session): they are left as they are, and each is logged.
 	Failed int
+	// Undecryptable counts the sessions, registered entries and
+	// schedules holding at least one of the values counted in Failed.
+	Undecryptable int
 	// Skipped counts the registered entries and schedules changed by
 	// others at each of reencryptTries attempts, and the sessions whose
 	// state does not decode: left, with their values, for the next start.
@@ -88,12 +91,32 @@ func (m *Manager) ReencryptMCPSecrets(ctx context.Context) (*MCPReencryption, er
 		return nil, fmt.Errorf("re-encrypting MCP servers' secrets: %w", err)
 	}
 	r := &reencryption{m: m, s: s, out: &MCPReencryption{KeyID: primary}}
+	defer func() {
+		out := *r.out
+		m.mcpHealth.mu.Lock()
+		m.mcpHealth.atStart = &out
+		m.mcpHealth.mu.Unlock()
+		if out.Failed > 0 {
+			// Each value is logged; this is the count.
+			m.log.Warn("MCP secrets re-encryption: values cannot be decrypted with the configured keys; their servers are left out of runs",
+				"values", out.Failed, "definitions", out.Undecryptable)
+		}
+	}()
 	for _, step := range []func(context.Context) error{r.entries, r.schedules, r.sessions} {
 		if err := step(ctx); err != nil {
 			return r.out, fmt.Errorf("re-encrypting MCP servers' secrets under key %s: %w", primary, err)
 		}
 	}
 	return r.out, nil
+}
+
+// failed counts in r.out the values of c that do not decrypt, and their
+// document.
+func (r *reencryption) failed(c *resealed) {
+	r.out.Failed += c.failed
+	if c.failed > 0 {
+		r.out.Undecryptable++
+	}
 }
 
 // A reencryption is one run of ReencryptMCPSecrets.
@@ -318,14 +341,14 @@ func (r *reencryption) rewrite(ctx context.Context, where, owner string, spec []
 			return false, err
 		}
 		if c.values == 0 {
-			r.out.Failed += c.failed
+			r.failed(c)
 			return false, nil
 		}
 		err = write(ctx, sealed)
 		switch {
 		case err == nil:
 			r.out.Values += c.values
-			r.out.Failed += c.failed
+			r.failed(c)
 			return true, nil
 		case errors.Is(err, notFound):
 			return false, nil // deleted meanwhile
@@ -438,7 +461,7 @@ func (r *reencryption) session(ctx context.Context, id string) error {
 		return sealErr
 	}
 	if c != nil {
-		r.out.Failed += c.failed
+		r.failed(c)
 	}
 	switch {
 	case err == nil && lost:

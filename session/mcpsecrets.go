@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // Sealer encrypts the env and header values of MCP servers before they
@@ -90,8 +91,9 @@ func (m *Manager) sealValue(from, scope, server, field, name, val string) (strin
 
 // openValue returns the plaintext of a value stored in scope; a value not
 // sealed (stored before the server had keys, or with
-// --mcp-plaintext-secrets) is its own plaintext. Its errors name the
-// value and the key, never the bytes.
+// --mcp-plaintext-secrets) is its own plaintext. Its errors (an
+// *undecryptableError) name the value and the key, never the bytes: the
+// key is the operator's, and a tenant reads tenantError of them.
 func (m *Manager) openValue(scope, server, field, name, val string) (string, error) {
 	if !isSealed(val) {
 		return val, nil
@@ -99,17 +101,38 @@ func (m *Manager) openValue(scope, server, field, name, val string) (string, err
 	id, enc, _ := strings.Cut(strings.TrimPrefix(val, sealedPrefix), ":")
 	s, _ := m.mcpSecrets()
 	if s == nil {
-		return "", fmt.Errorf("the value of %s is encrypted (key %q), and this server has no vault keys to decrypt it", name, id)
+		return "", &undecryptableError{fmt.Sprintf("the value of %s is encrypted (key %q), and this server has no vault keys to decrypt it", name, id)}
 	}
 	ct, err := base64.RawURLEncoding.DecodeString(enc)
 	if err != nil {
-		return "", fmt.Errorf("the value of %s is not a valid encrypted value", name)
+		return "", &undecryptableError{fmt.Sprintf("the value of %s is not a valid encrypted value", name)}
 	}
 	p, err := s.Open(id, ct, mcpAAD(scope, server, field, name))
 	if err != nil {
-		return "", fmt.Errorf("the encrypted value of %s does not decrypt with this server's keys (key %q missing, or the value belongs to another key or session)", name, id)
+		return "", &undecryptableError{fmt.Sprintf("the encrypted value of %s does not decrypt with this server's keys (key %q missing, or the value belongs to another key or session)", name, id)}
 	}
 	return string(p), nil
+}
+
+// An undecryptableError is why a stored value does not decrypt: its text,
+// for the server's log, may name the operator's key; what a tenant reads
+// of it is undecryptableText (tenantError).
+type undecryptableError struct{ msg string }
+
+func (e *undecryptableError) Error() string { return e.msg }
+
+// undecryptableText is what a tenant reads of an *undecryptableError.
+const undecryptableText = "its stored secrets could not be decrypted by this server; an operator must restore the key, or the definition must be saved again"
+
+// secretRefused returns what the caller reads of err, why a value of a
+// definition could not be stored (tenantError: a value that does not
+// decrypt names no key), and logs err when its text differs.
+func (m *Manager) secretRefused(err error) string {
+	text := tenantError(err)
+	if text != err.Error() {
+		m.log.Warn("an MCP server's definition is refused", "err", err)
+	}
+	return text
 }
 
 // sealDoc returns doc, an owner's definition (a session request, a
@@ -149,7 +172,7 @@ func (m *Manager) sealTree(owner string, v any, inServers bool) (bool, error) {
 					}
 					sealed, err := m.sealValue(ownerScope(owner), ownerScope(owner), name, f, k, s)
 					if err != nil {
-						return false, invalid(err.Error(), "body", "mcp_servers", name, f, k)
+						return false, invalid(m.secretRefused(err), "body", "mcp_servers", name, f, k)
 					}
 					if sealed != s {
 						vals[k] = sealed
@@ -192,7 +215,7 @@ func (m *Manager) sealSession(owner, id string, sp *spec, request json.RawMessag
 			for k, val := range vals {
 				out, err := m.sealValue(ownerScope(owner), sessionScope(id), s.Name, f, k, val)
 				if err != nil {
-					return nil, invalid(err.Error(), "body", "agent", "mcp_servers", s.Name, f, k)
+					return nil, invalid(m.secretRefused(err), "body", "agent", "mcp_servers", s.Name, f, k)
 				}
 				sealed[k] = out
 			}
@@ -221,7 +244,7 @@ func (m *Manager) checkSecrets(owner string, sp *spec) error {
 		for f, vals := range map[string]map[string]string{"env": s.Env, "headers": s.Headers} {
 			for _, k := range sortedKeys(vals) {
 				if _, err := m.sealValue(ownerScope(owner), ownerScope(owner), s.Name, f, k, vals[k]); err != nil {
-					return invalid(err.Error(), "body", "agent", "mcp_servers", s.Name, f, k)
+					return invalid(m.secretRefused(err), "body", "agent", "mcp_servers", s.Name, f, k)
 				}
 			}
 		}
@@ -254,10 +277,64 @@ func (m *Manager) openServers(id string, servers []MCPServer) (open []MCPServer,
 		s.Env = decrypt("env", s.Env)
 		s.Headers = decrypt("headers", s.Headers)
 		if err != nil {
-			failed = append(failed, mcpFailure{Server: s.Name, Reason: err.Error()})
+			m.log.Warn("an MCP server is left out of a run: its stored values do not decrypt", "session", id, "server", s.Name, "err", err)
+			m.mcpHealth.leftOut(id)
+			failed = append(failed, mcpFailure{Server: s.Name, Reason: tenantError(err)})
 			continue
 		}
 		open = append(open, s)
 	}
 	return open, failed
+}
+
+// An mcpSecretsHealth counts, for the operator (GET /healthz), the MCP
+// definitions whose stored values do not decrypt under this server's keys.
+// Counting them at rest means reading every session's request and state
+// (the scan of ReencryptMCPSecrets), too much for a health check: what is
+// counted is what this process met, the sessions whose runs left a server
+// out since it started, and the definitions the re-encryption at its start
+// found, when it ran.
+type mcpSecretsHealth struct {
+	mu       sync.Mutex
+	sessions map[string]struct{} // the sessions of runs that left a server out
+	atStart  *MCPReencryption    // the re-encryption's, when it ran
+}
+
+func (h *mcpSecretsHealth) leftOut(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessions == nil {
+		h.sessions = map[string]struct{}{}
+	}
+	h.sessions[id] = struct{}{}
+}
+
+// MCPSecretsHealth is what [Manager.MCPSecretsHealth] counts: numbers
+// only, never a key or a value.
+type MCPSecretsHealth struct {
+	// SessionsSinceStart counts the sessions whose runs on this process,
+	// since it started, left an MCP server out because its stored values
+	// do not decrypt.
+	SessionsSinceStart int `json:"undecryptable_sessions_since_start"`
+	// AtStart counts the sessions, registered agents and environments
+	// and schedules that the re-encryption at start
+	// ([Manager.ReencryptMCPSecrets]) found holding values that do not
+	// decrypt (MCPReencryption.Undecryptable); nil when it did not run
+	// (hrns serve runs it only during a rotation, with two keys or more).
+	AtStart *int `json:"undecryptable_definitions_at_start,omitempty"`
+}
+
+// MCPSecretsHealth counts the MCP definitions whose stored env and
+// headers values this process found it cannot decrypt (see
+// [MCPSecretsHealth]), for the operator.
+func (m *Manager) MCPSecretsHealth() MCPSecretsHealth {
+	h := &m.mcpHealth
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := MCPSecretsHealth{SessionsSinceStart: len(h.sessions)}
+	if h.atStart != nil {
+		n := h.atStart.Undecryptable
+		out.AtStart = &n
+	}
+	return out
 }

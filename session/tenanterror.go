@@ -36,6 +36,9 @@ import (
 //     *net.OpError, *net.DNSError): what happened in words ("the model
 //     server could not be reached (connection refused)", "timed out"),
 //     without the URL, host or address.
+//   - An MCP server's stored values that do not decrypt (an
+//     *undecryptableError, whose text names the operator's key):
+//     undecryptableText, fixed.
 //   - Anything else (an environment that could not be set up on this
 //     server, most often): its text, with URLs, addresses, host:port
 //     pairs and the server's file paths taken out (scrubAddresses),
@@ -50,6 +53,9 @@ const maxTenantError = 2000
 func tenantError(err error) string {
 	if err == nil {
 		return ""
+	}
+	if _, ok := errors.AsType[*undecryptableError](err); ok {
+		return undecryptableText
 	}
 	full := err.Error()
 	text := ""

@@ -103,7 +103,7 @@ func serveMCPRotation(t *testing.T, db string) {
 		// The environment's value and the session's (in its state),
 		// under k2, which neither key is.
 		s := startServe(t, env(testVaultKey1+",k3:Y2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2M="), args...)
-		if want := "2 MCP server values cannot be decrypted with the configured keys"; !strings.Contains(s.logs.String(), want) {
+		if want := "2 MCP server values (in 2 sessions, registered agents and environments or schedules) cannot be decrypted with the configured keys"; !strings.Contains(s.logs.String(), want) {
 			t.Errorf("the start with k1 alone does not say %q:\n%s", want, s.logs.String())
 		}
 	})

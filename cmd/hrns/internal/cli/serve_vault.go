@@ -135,7 +135,7 @@ func reencryptMCPSecrets(ctx context.Context, m *session.Manager, keys *vault.Ke
 		fmt.Fprintf(stderr, "hrns serve: the re-encryption of MCP server values stopped after %v; the next start goes on with it\n", mcpReencryptTimeout)
 	}
 	if r.Failed > 0 {
-		fmt.Fprintf(stderr, "hrns serve: %d MCP server values cannot be decrypted with the configured keys (their key was dropped?); they stay as they are: a session's run leaves their server out, saying so, and a definition holding one is refused (422) naming its key\n", r.Failed)
+		fmt.Fprintf(stderr, "hrns serve: %d MCP server values (in %d sessions, registered agents and environments or schedules) cannot be decrypted with the configured keys (their key was dropped?); they stay as they are: a session's run leaves their server out, saying so, and a definition holding one is refused (422); GET /healthz with an operator key counts them\n", r.Failed, r.Undecryptable)
 	}
 	if r.Skipped > 0 {
 		fmt.Fprintf(stderr, "hrns serve: %d sessions, registered entries or schedules holding MCP server values of another key were left as they are (changed at each attempt, or unreadable); restart again before dropping that key\n", r.Skipped)
