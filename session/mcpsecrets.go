@@ -296,15 +296,29 @@ func (m *Manager) openServers(id string, servers []MCPServer) (open []MCPServer,
 // found, when it ran.
 type mcpSecretsHealth struct {
 	mu       sync.Mutex
-	sessions map[string]struct{} // the sessions of runs that left a server out
+	sessions map[string]struct{} // the sessions of runs that left a server out, up to maxCountedSessions
+	beyond   int                 // runs that left a server out once the set was full
 	atStart  *MCPReencryption    // the re-encryption's, when it ran
 }
+
+// maxCountedSessions bounds the sessions mcpSecretsHealth tells apart: past
+// it, each run that leaves a server out counts once more (a session run
+// again may count twice), so that a key retired too early on a large
+// server does not grow the set with every session it breaks.
+const maxCountedSessions = 10000
 
 func (h *mcpSecretsHealth) leftOut(id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sessions == nil {
 		h.sessions = map[string]struct{}{}
+	}
+	if _, ok := h.sessions[id]; ok {
+		return
+	}
+	if len(h.sessions) >= maxCountedSessions {
+		h.beyond++
+		return
 	}
 	h.sessions[id] = struct{}{}
 }
@@ -314,7 +328,8 @@ func (h *mcpSecretsHealth) leftOut(id string) {
 type MCPSecretsHealth struct {
 	// SessionsSinceStart counts the sessions whose runs on this process,
 	// since it started, left an MCP server out because its stored values
-	// do not decrypt.
+	// do not decrypt. Past 10,000 sessions, each such run counts once
+	// more, so that the count stays bounded in memory.
 	SessionsSinceStart int `json:"undecryptable_sessions_since_start"`
 	// AtStart counts the sessions, registered agents and environments
 	// and schedules that the re-encryption at start
@@ -331,7 +346,7 @@ func (m *Manager) MCPSecretsHealth() MCPSecretsHealth {
 	h := &m.mcpHealth
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := MCPSecretsHealth{SessionsSinceStart: len(h.sessions)}
+	out := MCPSecretsHealth{SessionsSinceStart: len(h.sessions) + h.beyond}
 	if h.atStart != nil {
 		n := h.atStart.Undecryptable
 		out.AtStart = &n
