@@ -141,10 +141,12 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hrns-dev/hrns/api"
 	"github.com/hrns-dev/hrns/platform/feedback"
@@ -424,6 +426,9 @@ func (s *Server) api(b body, h func(w http.ResponseWriter, r *http.Request, owne
 		if b != bodyNone && !checkJSON(w, r, b == bodyIgnored) {
 			return
 		}
+		if !checkURL(w, r) {
+			return
+		}
 		if id := r.PathValue("id"); id != "" && !uuidRE().MatchString(id) {
 			writeError(w, http.StatusUnprocessableEntity, []session.FieldError{{Loc: []any{"path", "id"}, Msg: "Input should be a valid UUID", Type: "uuid_parsing", Input: id}})
 			return
@@ -576,6 +581,9 @@ func decodeBytes(body []byte, v any) error {
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"body"}, Msg: "Field required", Type: "missing"}}}
 	}
+	if !utf8.Valid(body) {
+		return errNotUTF8
+	}
 	if err := json.Unmarshal(body, v); err != nil {
 		loc := []any{"body"}
 		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
@@ -586,13 +594,118 @@ func decodeBytes(body []byte, v any) error {
 		}
 		return &session.ValidationError{Fields: []session.FieldError{{Loc: loc, Msg: "JSON decode error: " + err.Error(), Type: "json_invalid"}}}
 	}
+	return checkNUL(body)
+}
+
+// errNotUTF8 refuses a body that is not UTF-8: encoding/json would take
+// each bad byte as U+FFFD, the caller's text changed without a word.
+var errNotUTF8 = &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"body"}, Msg: "JSON decode error: the body is not UTF-8", Type: "json_invalid"}}}
+
+// checkText refuses a JSON body that is not UTF-8 or holds the NUL
+// character, for the routes that do not decode with decodeBytes.
+func checkText(body []byte) error {
+	if !utf8.Valid(body) {
+		return errNotUTF8
+	}
+	return checkNUL(body)
+}
+
+func checkNUL(body []byte) error {
+	if loc := nulAt(body); loc != nil {
+		return &session.ValidationError{Fields: []session.FieldError{{Loc: loc, Msg: nulMsg, Type: "value_error"}}}
+	}
 	return nil
+}
+
+// nulMsg refuses the NUL character, which PostgreSQL's text cannot hold
+// (it was an internal error there, and taken on SQLite): refused in every
+// string of a body, key or value, and in URLs, whatever the store, so
+// that both stores take the same requests.
+const nulMsg = "the NUL character (\\u0000) is not allowed in text"
+
+// nulAt returns where the first string of a JSON document that holds the
+// NUL character is, key or value (["body", "messages", 1, "message"]),
+// or nil if none does. The document is valid JSON.
+func nulAt(doc []byte) []any {
+	if !bytes.Contains(doc, []byte(`\u0000`)) {
+		return nil // the common case: no walk
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var walk func(path []any) []any
+	walk = func(path []any) []any {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		switch t := tok.(type) {
+		case string:
+			if strings.ContainsRune(t, 0) {
+				return path
+			}
+		case json.Delim:
+			for i := 0; dec.More(); i++ {
+				at := append(slices.Clip(path), any(i))
+				if t == '{' {
+					k, err := dec.Token()
+					if err != nil {
+						return nil
+					}
+					key, _ := k.(string)
+					at[len(at)-1] = key
+					if strings.ContainsRune(key, 0) {
+						return at
+					}
+				}
+				if loc := walk(at); loc != nil {
+					return loc
+				}
+			}
+			dec.Token() // the closing delimiter
+		}
+		return nil
+	}
+	return walk([]any{"body"})
+}
+
+// unstorable reports whether s is text no store can hold: not UTF-8, or
+// holding the NUL character.
+func unstorable(s string) bool {
+	return !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0
+}
+
+// checkURL refuses a request whose path or query values are unstorable
+// text (%00, %E9): 422 naming the parameter, before any store is asked.
+func checkURL(w http.ResponseWriter, r *http.Request) bool {
+	if unstorable(r.URL.Path) {
+		writeError(w, http.StatusUnprocessableEntity, []session.FieldError{{Loc: []any{"path"}, Msg: "the path is not UTF-8 or holds the NUL character (%00)", Type: "value_error"}})
+		return false
+	}
+	if r.URL.RawQuery == "" {
+		return true
+	}
+	for k, vs := range r.URL.Query() {
+		bad := unstorable(k)
+		for _, v := range vs {
+			bad = bad || unstorable(v)
+		}
+		if bad {
+			writeError(w, http.StatusUnprocessableEntity, []session.FieldError{{Loc: []any{"query", strings.ToValidUTF8(strings.ReplaceAll(k, "\x00", ""), "")}, Msg: "the value is not UTF-8 or holds the NUL character (%00)", Type: "value_error"}})
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, owner string) error {
 	key := r.Header.Get("Idempotency-Key")
 	if _, set := r.Header["Idempotency-Key"]; set && (key == "" || len(key) > 255) {
 		return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"header", "Idempotency-Key"}, Msg: "String should have 1 to 255 characters", Type: "string_type"}}}
+	}
+	if strings.ContainsFunc(key, func(c rune) bool { return c < 0x20 || c > 0x7e }) {
+		// It is kept as text with the session; HTTP lets a header hold
+		// tabs and bytes above 0x7f, which are not always UTF-8.
+		return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"header", "Idempotency-Key"}, Msg: "the key may hold printable ASCII characters only", Type: "string_type"}}}
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
