@@ -22,7 +22,8 @@ import (
 // not UTF-8, in a body, a query, a path and the Idempotency-Key. Each
 // is a 4xx naming where, on SQLite as on PostgreSQL (whose text columns
 // refuse both: they were 500s there, "internal error"), and nothing of
-// a refused request is kept.
+// a refused request is kept. A share link's token holding either names
+// nothing (404).
 func TestUnstorableTextRefused(t *testing.T) {
 	stores := map[string]func() store.Store{
 		"sqlite": func() store.Store {
@@ -81,6 +82,13 @@ func TestUnstorableTextRefused(t *testing.T) {
 				r.json(&v)
 				if len(v.Detail) == 0 || locString(v.Detail[0].Loc) != tt.loc || v.Detail[0].Msg == "" {
 					t.Errorf("%s %s %q: %s, want the first error at %s", tt.method, tt.path, tt.body, r.body, tt.loc)
+				}
+			}
+			// A share link's token is public: one holding such text is a
+			// token that names nothing (404, as an unknown one), not a 500.
+			for _, p := range []string{"/api/v2/shared/a%00b.c", "/api/v2/shared/caf%E9.x/events"} {
+				if r := e.do("GET", p, "", nil); r.status != http.StatusNotFound || !strings.Contains(string(r.body), "Session not found") {
+					t.Errorf("GET %s: %d %s, want 404 as an unknown token", p, r.status, r.body)
 				}
 			}
 			// An escaped backslash before u0000 is no NUL: taken.
