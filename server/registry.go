@@ -127,7 +127,7 @@ func (s *Server) regList(g registryKind) func(http.ResponseWriter, *http.Request
 			Page:   q.int("page", 1, 1, 1<<30),
 			Size:   q.int("size", 10, 1, 1000),
 			Name:   values.Get(g.nameParam),
-			Search: values.Get("search"),
+			Search: q.search("search"),
 		}
 		if g.kind == registry.EntryEnvironment {
 			switch kind := values.Get("kind"); kind {

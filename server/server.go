@@ -903,6 +903,21 @@ func (q *query) time(name string) time.Time {
 	return t
 }
 
+// maxSearch bounds a list's search text, in bytes: a search is matched
+// against each of the key's entries, and SQLite refuses a LIKE pattern
+// past 50,000 bytes (it was an internal error).
+const maxSearch = 1000
+
+// search reads a search text of at most maxSearch bytes.
+func (q *query) search(name string) string {
+	raw := q.get(name)
+	if len(raw) > maxSearch {
+		q.errors = append(q.errors, session.FieldError{Loc: []any{"query", name}, Msg: fmt.Sprintf("String should have at most %d bytes", maxSearch), Type: "string_too_long"})
+		return ""
+	}
+	return raw
+}
+
 func (q *query) add(name, msg string, input any) {
 	q.errors = append(q.errors, session.FieldError{Loc: []any{"query", name}, Msg: msg, Type: "value_error", Input: input})
 }
@@ -933,7 +948,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, owner string) erro
 	for _, a := range vals["agent"] {
 		p.Agents = append(p.Agents, strings.Split(a, ",")...)
 	}
-	p.GroupID, p.ParentSessionID, p.Search = vals.Get("group_id"), vals.Get("parent_session_id"), vals.Get("search")
+	p.GroupID, p.ParentSessionID, p.Search = vals.Get("group_id"), vals.Get("parent_session_id"), q.search("search")
 	if id := vals.Get("schedule_id"); id != "" {
 		if !uuidRE().MatchString(id) {
 			q.add("schedule_id", "Input should be a valid UUID", id)
