@@ -116,6 +116,10 @@ func newOutputCheck(s *OutputSchema) *outputCheck {
 		oc.err = fmt.Errorf("%w: name %q must be 1 to 64 letters, digits, '_' or '-'", ErrOutputSchema, name)
 		return oc
 	}
+	if err := checkSchemaDepth(s.Schema); err != nil {
+		oc.err = fmt.Errorf("%w: %w", ErrOutputSchema, err)
+		return oc
+	}
 	var schema jsonschema.Schema
 	if err := json.Unmarshal(s.Schema, &schema); err != nil {
 		oc.err = fmt.Errorf("%w: not a JSON Schema: %w", ErrOutputSchema, err)

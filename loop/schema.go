@@ -199,6 +199,9 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
 func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
 	s, ok := inferredSchema(raw)
 	if !ok {
+		if err := checkSchemaDepth(raw); err != nil {
+			return nil, fmt.Errorf("input schema: %w", err)
+		}
 		s = new(jsonschema.Schema)
 		if err := json.Unmarshal(raw, s); err != nil {
 			return nil, fmt.Errorf("input schema is not a JSON Schema: %w", err)
@@ -222,4 +225,41 @@ func inferredSchema(raw json.RawMessage) (*jsonschema.Schema, bool) {
 		return nil, false
 	}
 	return v.(*jsonschema.Schema), true
+}
+
+// MaxSchemaDepth bounds the JSON nesting of a schema given as bytes (a
+// tool's InputSchema, an [OutputSchema]): its objects and arrays, counted
+// in brackets, 64 (about 32 levels of properties). Deeper is refused
+// before it is decoded: jsonschema-go decodes a schema level by level,
+// each level scanning again all it holds, so that the work grows with the
+// square of the depth (a 150 KB schema 4,900 levels deep took tens of
+// seconds of a core). Tools' schemas use a few levels.
+const MaxSchemaDepth = 64
+
+// checkSchemaDepth refuses a schema nested deeper than MaxSchemaDepth,
+// in one pass over its bytes (brackets in strings are text).
+func checkSchemaDepth(raw []byte) error {
+	depth, inString, escaped := 0, false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > MaxSchemaDepth {
+				return fmt.Errorf("the schema nests deeper than %d levels of objects and arrays", MaxSchemaDepth)
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return nil
 }

@@ -204,8 +204,9 @@ func TestSessionFilesRefused(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dirs[0], "link")); err != nil {
 		t.Fatal(err)
 	}
-	// A name that is not UTF-8 cannot be named through JSON: the raw byte
-	// decodes to U+FFFD, which names another file.
+	// A name that is not UTF-8 cannot be named through JSON: a body with
+	// the raw byte is refused (not UTF-8), and the escape \udcff decodes
+	// to U+FFFD, which names another file.
 	if err := os.WriteFile(filepath.Join(dirs[0], "bad-\xff"), []byte("unreachable"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestSessionFilesRefused(t *testing.T) {
 		{"list_files", `{"path":"a.txt"}`, 422},
 		{"list_files", `{"path":"nope"}`, 404},
 		{"list_files", `{"max_entries":0}`, 422},
-		{"read_file", "{\"path\":\"bad-\xff\"}", 404},
+		{"read_file", "{\"path\":\"bad-\xff\"}", 422},
 		{"read_file", `{"path":"bad-\udcff"}`, 404},
 	} {
 		r := e.do("POST", base+tc.op, keyAlice, tc.body)

@@ -54,13 +54,20 @@ func (s *Server) registryRoutes() {
 	}
 }
 
-// readBody reads a request body, within the server's limit.
+// readBody reads a request body, within the server's limit, refusing
+// text no store can hold (checkText).
 func readBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)
 	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return nil, fmt.Errorf("%w (limit %d bytes)", errBodyTooLarge, mbe.Limit)
 	}
-	return body, err
+	if err != nil {
+		return nil, err
+	}
+	if err := checkText(body); err != nil {
+		return nil, err
+	}
+	return body, nil
 }
 
 // regError maps the errors of a registry to responses; it returns the
@@ -120,7 +127,7 @@ func (s *Server) regList(g registryKind) func(http.ResponseWriter, *http.Request
 			Page:   q.int("page", 1, 1, 1<<30),
 			Size:   q.int("size", 10, 1, 1000),
 			Name:   values.Get(g.nameParam),
-			Search: values.Get("search"),
+			Search: q.search("search"),
 		}
 		if g.kind == registry.EntryEnvironment {
 			switch kind := values.Get("kind"); kind {

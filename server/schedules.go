@@ -168,7 +168,7 @@ func (s *Server) scheduleResume(w http.ResponseWriter, r *http.Request, owner st
 }
 
 func (s *Server) scheduleTrigger(w http.ResponseWriter, r *http.Request, owner string) error {
-	key, err := idempotencyKey(r, true)
+	key, err := idempotencyKey(r)
 	if err != nil {
 		return err
 	}

@@ -142,10 +142,12 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hrns-dev/hrns/api"
 	"github.com/hrns-dev/hrns/platform/feedback"
@@ -426,6 +428,9 @@ func (s *Server) api(b body, h func(w http.ResponseWriter, r *http.Request, owne
 		if b != bodyNone && !checkJSON(w, r, b == bodyIgnored) {
 			return
 		}
+		if !checkURL(w, r) {
+			return
+		}
 		if id := r.PathValue("id"); id != "" && !uuidRE().MatchString(id) {
 			writeError(w, http.StatusUnprocessableEntity, []session.FieldError{{Loc: []any{"path", "id"}, Msg: "Input should be a valid UUID", Type: "uuid_parsing", Input: id}})
 			return
@@ -574,9 +579,24 @@ func decode(r *http.Request, v any) error {
 	return decodeBytes(body, v)
 }
 
+// decodeBytes is decodeJSON, and refuses the NUL character in any string
+// of the body (checkNUL).
 func decodeBytes(body []byte, v any) error {
+	if err := decodeJSON(body, v); err != nil {
+		return err
+	}
+	return checkNUL(body)
+}
+
+// decodeJSON decodes a body that is UTF-8 JSON into v. It takes the NUL
+// character: for the bodies whose strings the stores keep inside JSON
+// (a tool's output), never as text.
+func decodeJSON(body []byte, v any) error {
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"body"}, Msg: "Field required", Type: "missing"}}}
+	}
+	if !utf8.Valid(body) {
+		return errNotUTF8
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		loc := []any{"body"}
@@ -591,12 +611,113 @@ func decodeBytes(body []byte, v any) error {
 	return nil
 }
 
+// errNotUTF8 refuses a body that is not UTF-8: encoding/json would take
+// each bad byte as U+FFFD, the caller's text changed without a word.
+var errNotUTF8 = &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"body"}, Msg: "JSON decode error: the body is not UTF-8", Type: "json_invalid"}}}
+
+// checkText refuses a JSON body that is not UTF-8 or holds the NUL
+// character, for the routes that do not decode with decodeBytes.
+func checkText(body []byte) error {
+	if !utf8.Valid(body) {
+		return errNotUTF8
+	}
+	return checkNUL(body)
+}
+
+func checkNUL(body []byte) error {
+	if loc := nulAt(body); loc != nil {
+		return &session.ValidationError{Fields: []session.FieldError{{Loc: loc, Msg: nulMsg, Type: "value_error"}}}
+	}
+	return nil
+}
+
+// nulMsg refuses the NUL character, which PostgreSQL's text cannot hold
+// (it was an internal error there, and taken on SQLite): refused in every
+// string of a body, key or value, and in URLs, whatever the store, so
+// that both stores take the same requests.
+const nulMsg = "the NUL character (\\u0000) is not allowed in text"
+
+// nulAt returns where the first string of a JSON document that holds the
+// NUL character is, key or value (["body", "messages", 1, "message"]),
+// or nil if none does. The document is valid JSON.
+func nulAt(doc []byte) []any {
+	if !bytes.Contains(doc, []byte(`\u0000`)) {
+		return nil // the common case: no walk
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var walk func(path []any) []any
+	walk = func(path []any) []any {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		switch t := tok.(type) {
+		case string:
+			if strings.ContainsRune(t, 0) {
+				return path
+			}
+		case json.Delim:
+			for i := 0; dec.More(); i++ {
+				at := append(slices.Clip(path), any(i))
+				if t == '{' {
+					k, err := dec.Token()
+					if err != nil {
+						return nil
+					}
+					key, _ := k.(string)
+					at[len(at)-1] = key
+					if strings.ContainsRune(key, 0) {
+						return at
+					}
+				}
+				if loc := walk(at); loc != nil {
+					return loc
+				}
+			}
+			dec.Token() // the closing delimiter
+		}
+		return nil
+	}
+	return walk([]any{"body"})
+}
+
+// unstorable reports whether s is text no store can hold: not UTF-8, or
+// holding the NUL character.
+func unstorable(s string) bool {
+	return !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0
+}
+
+// checkURL refuses a request whose path or query values are unstorable
+// text (%00, %E9): 422 naming the parameter, before any store is asked.
+func checkURL(w http.ResponseWriter, r *http.Request) bool {
+	if unstorable(r.URL.Path) {
+		writeError(w, http.StatusUnprocessableEntity, []session.FieldError{{Loc: []any{"path"}, Msg: "the path is not UTF-8 or holds the NUL character (%00)", Type: "value_error"}})
+		return false
+	}
+	if r.URL.RawQuery == "" {
+		return true
+	}
+	for k, vs := range r.URL.Query() {
+		bad := unstorable(k)
+		for _, v := range vs {
+			bad = bad || unstorable(v)
+		}
+		if bad {
+			writeError(w, http.StatusUnprocessableEntity, []session.FieldError{{Loc: []any{"query", strings.ToValidUTF8(strings.ReplaceAll(k, "\x00", ""), "")}, Msg: "the value is not UTF-8 or holds the NUL character (%00)", Type: "value_error"}})
+			return false
+		}
+	}
+	return true
+}
+
 // idempotencyKey returns the request's Idempotency-Key, empty when it
-// has none, or a *session.ValidationError when the key is empty or longer
-// than 255 bytes, or, with printable, has a byte that is not printable
-// ASCII (space to tilde). The key of a session's creation has never been
-// held to that; keys introduced since are.
-func idempotencyKey(r *http.Request, printable bool) (string, error) {
+// has none, or a *session.ValidationError when the key is empty, longer
+// than 255 bytes, sent more than once or has a byte that is not printable
+// ASCII (space to tilde): it is kept as text with what it made, and HTTP
+// lets a header hold tabs and bytes above 0x7f, which are not always
+// UTF-8 (PostgreSQL's text refused them with an internal error).
+func idempotencyKey(r *http.Request) (string, error) {
 	vs, set := r.Header["Idempotency-Key"]
 	if !set {
 		return "", nil
@@ -608,21 +729,19 @@ func idempotencyKey(r *http.Request, printable bool) (string, error) {
 	if key == "" || len(key) > 255 {
 		return "", invalid("String should have 1 to 255 characters", "string_type")
 	}
-	if printable {
-		if len(vs) > 1 {
-			return "", invalid("Header should be sent once", "value_error")
-		}
-		for i := range len(key) {
-			if key[i] < ' ' || key[i] > '~' {
-				return "", invalid("String should have only printable ASCII characters", "string_pattern_mismatch")
-			}
+	if len(vs) > 1 {
+		return "", invalid("Header should be sent once", "value_error")
+	}
+	for i := range len(key) {
+		if key[i] < ' ' || key[i] > '~' {
+			return "", invalid("String should have only printable ASCII characters", "string_pattern_mismatch")
 		}
 	}
 	return key, nil
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, owner string) error {
-	key, err := idempotencyKey(r, false)
+	key, err := idempotencyKey(r)
 	if err != nil {
 		return err
 	}
@@ -825,6 +944,21 @@ func (q *query) time(name string) time.Time {
 	return t
 }
 
+// maxSearch bounds a list's search text, in bytes: a search is matched
+// against each of the key's entries, and SQLite refuses a LIKE pattern
+// past 50,000 bytes (it was an internal error).
+const maxSearch = 1000
+
+// search reads a search text of at most maxSearch bytes.
+func (q *query) search(name string) string {
+	raw := q.get(name)
+	if len(raw) > maxSearch {
+		q.errors = append(q.errors, session.FieldError{Loc: []any{"query", name}, Msg: fmt.Sprintf("String should have at most %d bytes", maxSearch), Type: "string_too_long"})
+		return ""
+	}
+	return raw
+}
+
 func (q *query) add(name, msg string, input any) {
 	q.errors = append(q.errors, session.FieldError{Loc: []any{"query", name}, Msg: msg, Type: "value_error", Input: input})
 }
@@ -855,7 +989,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, owner string) erro
 	for _, a := range vals["agent"] {
 		p.Agents = append(p.Agents, strings.Split(a, ",")...)
 	}
-	p.GroupID, p.ParentSessionID, p.Search = vals.Get("group_id"), vals.Get("parent_session_id"), vals.Get("search")
+	p.GroupID, p.ParentSessionID, p.Search = vals.Get("group_id"), vals.Get("parent_session_id"), q.search("search")
 	if id := vals.Get("schedule_id"); id != "" {
 		if !uuidRE().MatchString(id) {
 			q.add("schedule_id", "Input should be a valid UUID", id)
@@ -1224,12 +1358,18 @@ type resultInput struct {
 }
 
 func (s *Server) toolResults(w http.ResponseWriter, r *http.Request, owner string) error {
-	var body json.RawMessage
-	if err := decode(r, &body); err != nil {
+	// A tool's output may hold the NUL character (a binary file read as
+	// text): the session keeps results inside JSON, which both stores
+	// hold, so it is taken (TestToolResultWithNUL).
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return fmt.Errorf("%w (limit %d bytes)", errBodyTooLarge, mbe.Limit)
+		}
 		return err
 	}
 	var in resultInput
-	if err := decodeBytes(body, &in); err != nil {
+	if err := decodeJSON(body, &in); err != nil {
 		return err
 	}
 	items := []json.RawMessage{body}

@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hrns-dev/hrns/session"
 )
@@ -130,7 +131,9 @@ func (f *Service) Shared(ctx context.Context, token string) (*session.View, erro
 // shared is the session a valid share token names.
 func (f *Service) shared(ctx context.Context, token string) (*session.Annotated, error) {
 	id, secret, ok := strings.Cut(token, ".")
-	if !ok || secret == "" {
+	if !ok || secret == "" || !utf8.ValidString(id) || strings.IndexByte(id, 0) >= 0 {
+		// No session's id holds text a store cannot hold (PostgreSQL's
+		// text refuses it, an error): a token that names nothing.
 		return nil, session.ErrNotFound
 	}
 	s, a, err := f.rt.Annotations(ctx, id)

@@ -398,6 +398,7 @@ func serveCommand(ctx context.Context, args []string, stdio *IO) error {
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       serveIdleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
 	if len(keys) == 0 {
@@ -678,3 +679,10 @@ func checkPublicURL(raw string) (string, error) {
 	}
 	return strings.TrimRight(u.String(), "/"), nil
 }
+
+// serveIdleTimeout is how long hrns serve keeps a client's connection
+// open between requests (http.Server's IdleTimeout): longer than the
+// idle timeouts of the usual proxies and load balancers (60 s), so that
+// the proxy, not hrns, closes an idle connection it pools. Tests
+// shorten it.
+var serveIdleTimeout = 2 * time.Minute
