@@ -73,8 +73,8 @@ func mtBudget() time.Duration {
 	return time.Second
 }
 
-// An mtSeedLine is a regression seed (a line of the file): its sequence, and whether it was found
-// with the child sessions' seams (see mtSeq.children). A line of
+// An mtSeedLine is a regression seed: its sequence, and whether it was
+// found with the child sessions' seams (see mtSeq.children). A line of
 // testdata/modeltest_seeds.txt is "N" or "N children".
 type mtSeedLine struct {
 	n        uint64
@@ -1022,7 +1022,7 @@ func (q *mtSeq) settle() {
 				busy = fmt.Sprintf("%s is %s (runnable %v, lease %q)", got.ID, got.Status, got.Runnable, got.LeaseOwner)
 			}
 		}
-		grace := time.Since(start) < 3*time.Second
+		grace := time.Since(start) < 10*time.Second
 		if busy == "" && !grace && last != "" {
 			q.stats["grace ran out: "+last]++
 			q.logf("(settle: the grace ran out after %v, waiting for %s)", time.Since(start).Round(time.Millisecond), last)
@@ -1059,6 +1059,16 @@ func (q *mtSeq) settle() {
 			if id, ok := call[c.key]; ok && results[id] == nil {
 				busy = "a parent waiting for children, one of which ended"
 				last = busy
+				continue
+			}
+			// Given it after the list was read: the parent read again
+			// says whether it moved on since (the list is stale then).
+			p, err := q.st.GetSession(ctx, c.parent.id)
+			if err != nil {
+				q.t.Fatal(err)
+			}
+			if session.Status(p.Status) != status[c.parent.id] || p.Runnable {
+				busy = "a parent given a child's end since the list was read"
 			}
 		}
 		if busy == "" {
