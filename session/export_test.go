@@ -17,6 +17,11 @@ func SetBeforeWatch(m *Manager, f func(id string)) { m.beforeWatch = f }
 // parents' children every d. Call it before [Manager.Start].
 func SetLostDelivery(m *Manager, d time.Duration) { m.dropDelivery, m.childCheck = true, d }
 
+// SetChildCheck makes a parent waiting for child sessions on m check them
+// every d (a minute otherwise), deliveries kept. Call it before
+// [Manager.Start].
+func SetChildCheck(m *Manager, d time.Duration) { m.childCheck = d }
+
 // SetAfterChild makes m call f when a run has created a child session of
 // parent. Call it before [Manager.Start].
 func SetAfterChild(m *Manager, f func(parent string)) { m.afterChild = f }

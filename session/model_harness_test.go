@@ -33,8 +33,9 @@ import (
 // mtTag matches a caller message's tag and directive.
 // The session's part, "q<sequence>s<session>", is unique in the test
 // process (a session a sequence left behind may run in a later one); a
-// child session's adds "c<tick>".
-var mtTag = regexp.MustCompile(`^(q\d+s\d+(?:c\d+)?\.m\d+) (\S+)$`)
+// child session's adds "c<tick>" (and "x<n>" when its parent's step
+// started more than one).
+var mtTag = regexp.MustCompile(`^(q\d+s\d+(?:c\d+(?:x\d)?)?\.m\d+) (\S+)$`)
 
 // mtClock orders what happens in a test: model requests, tool runs and
 // the caller's actions each take a tick, so that "after it was accepted"
@@ -201,8 +202,9 @@ func (w *mtWorld) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ch
 // computer and computer2 (calls of the user desktop's computer tool);
 // badjson (an answer the answer_format rejects, then a good one);
 // badslow (the same, the second request blocking); delegate,
-// delegate-fail and delegate-panic (a child session whose model answers,
-// fails or panics); mute (a client call,
+// delegate-fail, delegate-panic and delegate-approve (a child session
+// whose model answers, fails, panics or waits for a decision);
+// delegate2 (two children that wait for a decision); mute (a client call,
 // and nothing when asked for a final answer); fail (an error that is not
 // retried); panic (the model panics). "slow-" before one makes the
 // request block on the tag's gate first.
@@ -260,8 +262,10 @@ func (w *mtWorld) reply(req *llm.Request, r *mtRequest, last int) (llmtest.Reply
 		return llmtest.Calls(call(0, "forbidden")), slow
 	case "approve":
 		return llmtest.Calls(call(0, "guarded")), slow
-	case "delegate", "delegate-fail", "delegate-panic":
-		// A child session whose model answers, fails or panics.
+	case "delegate", "delegate-fail", "delegate-panic", "delegate-approve":
+		// A child session whose model answers, fails, panics, or calls
+		// a tool that needs approval (the child waits, and its parent
+		// with it).
 		child := "answer"
 		if _, how, ok := strings.Cut(directive, "-"); ok {
 			child = how
@@ -270,6 +274,16 @@ func (w *mtWorld) reply(req *llm.Request, r *mtRequest, last int) (llmtest.Reply
 		args, _ := json.Marshal(map[string]any{"agent": "helper", "task": fmt.Sprintf("%sc%d.m0 %s", tag[:strings.IndexByte(tag, '.')], r.start, child)})
 		c.Arguments = llm.Arguments(args)
 		return llmtest.Calls(c), slow
+	case "delegate2":
+		// Two children in one step, each waiting for a decision.
+		var calls []llm.ToolCall
+		for n := range 2 {
+			c := call(n, "delegate")
+			args, _ := json.Marshal(map[string]any{"agent": "helper", "task": fmt.Sprintf("%sc%dx%d.m0 approve", tag[:strings.IndexByte(tag, '.')], r.start, n)})
+			c.Arguments = llm.Arguments(args)
+			calls = append(calls, c)
+		}
+		return llmtest.Calls(calls...), slow
 	case "badjson", "badslow":
 		return llmtest.Text("not json"), slow
 	case "fail":
@@ -354,6 +368,10 @@ type failingStore struct {
 	skip   int
 	fails  int
 	failed int
+	// deliveries is how many more deliveries of a child's end fail.
+	deliveries int
+	// deliveriesFailed counts the deliveries failed so far.
+	deliveriesFailed int
 	// pause holds a claim or a worker's update once (model_desktop_test.go).
 	pause atomic.Pointer[mtPause]
 	// claimErrors counts the claims that answered an error: the
@@ -365,6 +383,37 @@ type failingStore struct {
 	// lease TTL): when they all do, the claim's sessions wait for their
 	// leases to lapse, their attempt counted (see check).
 	claimErrors, recoverErrors atomic.Int64
+}
+
+// failDeliveries makes the next n deliveries of a child's end to its
+// parent fail (writes made without a lease that answer a delegate call),
+// as a crash or a lost connection at that moment would.
+func (s *failingStore) failDeliveries(n int) {
+	s.mu.Lock()
+	s.deliveries = n
+	s.mu.Unlock()
+}
+
+// deliveriesDone counts the deliveries failed so far.
+func (s *failingStore) deliveriesDone() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deliveriesFailed
+}
+
+// isDelivery reports whether a write without a lease answers a delegate
+// call: a delivery of a child's end.
+func isDelivery(events []store.Event) bool {
+	for _, e := range events {
+		if e.Type != session.EventAgent {
+			continue
+		}
+		var d session.AgentEventData
+		if json.Unmarshal(e.Data, &d) == nil && d.ToolReq != nil && d.ToolReq.ToolName == "delegate" && d.Origin != "hrns" {
+			return true
+		}
+	}
+	return false
 }
 
 // arm makes the worker's update after the next skip fail, fails times.
@@ -382,6 +431,19 @@ func (s *failingStore) failures() int {
 }
 
 func (s *failingStore) UpdateSession(ctx context.Context, sess *store.Session, events []store.Event, opts *store.UpdateOptions) error {
+	if (opts == nil || opts.Lease == "") && isDelivery(events) {
+		s.mu.Lock()
+		fail := s.deliveries > 0
+		if fail {
+			s.deliveries--
+			s.failed++
+			s.deliveriesFailed++
+		}
+		s.mu.Unlock()
+		if fail {
+			return errInjected
+		}
+	}
 	if opts != nil && opts.Lease != "" {
 		s.mu.Lock()
 		fail := false

@@ -32,7 +32,11 @@ import (
 // writes and slow steps, each checked against a small reference model of
 // what the runtime must do. Every sequence is one seed; a failure prints
 // it, and the seeds in testdata/modeltest_seeds.txt are replayed first on
-// every run.
+// every run. Random sequences add child sessions (see mtSeq.children): a
+// parent's step starts children that wait, the reference holds them as
+// sessions, and their ends, a parent's cancel or force answer while they
+// wait, messages queued meanwhile, restarts and failed deliveries are
+// checked against the documented rules (checkDelivery).
 //
 //	go test -run TestModelBased ./session/                            # a few seconds per store
 //	go test -run TestModelBased ./session/ -modeltest.duration=10m    # long
@@ -69,25 +73,34 @@ func mtBudget() time.Duration {
 	return time.Second
 }
 
+// An mtSeedLine is a regression seed: its sequence, and whether it was
+// found with the child sessions' seams (see mtSeq.children). A line of
+// testdata/modeltest_seeds.txt is "N" or "N children".
+type mtSeedLine struct {
+	n        uint64
+	children bool
+}
+
 // mtSeeds reads the regression seeds.
-func mtSeeds(t *testing.T) []uint64 {
+func mtSeeds(t *testing.T) []mtSeedLine {
 	f, err := os.Open("testdata/modeltest_seeds.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []uint64
+	var out []mtSeedLine
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line, _, _ := strings.Cut(sc.Text(), "#")
-		if line = strings.TrimSpace(line); line == "" {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
 			continue
 		}
-		n, err := strconv.ParseUint(line, 10, 64)
-		if err != nil {
-			t.Fatalf("testdata/modeltest_seeds.txt: %v", err)
+		n, err := strconv.ParseUint(fields[0], 10, 64)
+		if err != nil || len(fields) > 2 || len(fields) == 2 && fields[1] != "children" {
+			t.Fatalf("testdata/modeltest_seeds.txt: %q: want a seed, and \"children\" or nothing", line)
 		}
-		out = append(out, n)
+		out = append(out, mtSeedLine{n: n, children: len(fields) == 2})
 	}
 	return out
 }
@@ -97,8 +110,8 @@ func mtSeeds(t *testing.T) []uint64 {
 func TestModelBased(t *testing.T) {
 	eachStore(t, func(t *testing.T, st store.Store) {
 		stats := map[string]int{}
-		run := func(seed uint64) bool {
-			q := &mtSeq{t: t, seed: seed, base: st, stats: stats, verbose: *mtSeed != 0}
+		run := func(seed mtSeedLine) bool {
+			q := &mtSeq{t: t, seed: seed.n, base: st, stats: stats, verbose: *mtSeed != 0, children: seed.children}
 			q.run()
 			stats["sequences"]++
 			if q.st != nil {
@@ -113,19 +126,26 @@ func TestModelBased(t *testing.T) {
 			}
 			return !t.Failed()
 		}
+		seeds := mtSeeds(t)
 		if *mtSeed != 0 {
-			run(*mtSeed)
+			// A seed of the file replays as it was found; any other
+			// with the child sessions' seams.
+			seed := mtSeedLine{n: *mtSeed, children: true}
+			if i := slices.IndexFunc(seeds, func(s mtSeedLine) bool { return s.n == *mtSeed }); i >= 0 {
+				seed = seeds[i]
+			}
+			run(seed)
 			t.Logf("seed %d: %v", *mtSeed, stats)
 			return
 		}
-		for _, seed := range mtSeeds(t) {
+		for _, seed := range seeds {
 			if !run(seed) {
 				return
 			}
 		}
 		deadline := time.Now().Add(mtBudget())
 		for time.Now().Before(deadline) {
-			if !run(rand.Uint64N(1 << 40)) {
+			if !run(mtSeedLine{n: rand.Uint64N(1 << 40), children: true}) {
 				return
 			}
 		}
@@ -159,6 +179,15 @@ type mtSession struct {
 	created  int64             //
 	decided  map[string]string //
 	desk     *mtDesk           // its agent has the user's desktop (model_desktop_test.go)
+	// Child sessions. A parent's delegate-approve and delegate2 start
+	// children that wait for a decision; the parent waits for them.
+	parent  *mtSession // the session whose step started this one (a child)
+	kids    int        // (a parent) the children it waits for
+	unbound int        // (a parent) of those, the ones not yet found in the store (see adopt)
+	owed    bool       // (a child) its parent waits for its end
+	// delivered: (a child) it ended while its parent waited for it, whose
+	// delegate call must have its end as its result, once.
+	delivered bool
 }
 
 // mtMsg is a message the session accepted: its tag, and the ticks before
@@ -194,7 +223,15 @@ type mtSeq struct {
 	// desktop adds the seams of model_desktop_test.go: sessions with the
 	// user's desktop, and stops that land inside a claim or a step.
 	desktop bool
-	images  int64 // the images posted so far
+	// children adds the child sessions' seams: parents whose step starts
+	// one or two children that wait for a decision (delegate-approve,
+	// delegate2), the children in the reference (see adopt), acted on as
+	// sessions, a restart right after an action on one, and failed
+	// deliveries of a child's end to its parent. Off, the sequence of a
+	// seed is the one it was before they came (the older regression
+	// seeds replay so).
+	children bool
+	images   int64 // the images posted so far
 }
 
 func (q *mtSeq) logf(format string, args ...any) {
@@ -254,10 +291,17 @@ func (q *mtSeq) newManager() {
 		LeaseTTL:          400 * time.Millisecond,
 		Logger:            slog.New(slog.NewTextHandler(&q.log, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
+	// A delivery lost to a restart or a failed write is made by the
+	// parent's periodic check of its children: every 250 ms here, so
+	// that the test waits for it (a minute in production).
+	session.SetChildCheck(q.m, mtChildCheck)
 	if err := q.m.Start(context.Background()); err != nil {
 		q.t.Fatal(err)
 	}
 }
+
+// mtChildCheck is how often a parent waiting for children checks them.
+const mtChildCheck = 250 * time.Millisecond
 
 func (q *mtSeq) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -293,6 +337,7 @@ func (q *mtSeq) run() {
 			q.stopAtOnce(pause, mark)
 		}
 		q.settle()
+		q.adopt()
 		q.check()
 		q.stats["actions"]++
 	}
@@ -310,6 +355,9 @@ var mtSequences atomic.Int64
 // in a later one, its gates opened, its manager stopped.
 func (q *mtSeq) end() {
 	ctx := context.Background()
+	if n := q.st.deliveriesDone(); n > 0 {
+		q.stats["deliveries failed"] += n
+	}
 	q.w.release("*")
 	all, _, err := q.base.ListSessions(ctx, &store.ListParams{Owner: q.owner, Limit: 1000})
 	if err == nil {
@@ -323,6 +371,14 @@ func (q *mtSeq) end() {
 // directive picks what the model does with a message.
 func (q *mtSeq) directive(s *mtSession) string {
 	ds := []string{"answer", "answer", "client", "client", "client2", "server", "deny", "approve", "fail", "mute", "panic", "delegate", "delegate-fail", "delegate-panic"}
+	if q.children {
+		ds = append(ds, "delegate-approve", "delegate-approve", "delegate2")
+	}
+	if s.parent != nil {
+		// A child's agent (the subagent helper) has neither the
+		// caller's tool nor subagents.
+		ds = []string{"answer", "server", "deny", "approve", "approve", "fail"}
+	}
 	if s.format {
 		ds = append(ds, "badjson", "badjson")
 	}
@@ -342,10 +398,11 @@ func (q *mtSeq) tag(s *mtSession, directive string) string {
 func (q *mtSeq) act() {
 	ctx := context.Background()
 	q.actMark = q.disruptions()
-	if len(q.sessions) == 0 || len(q.sessions) < 5 && q.rng.IntN(6) == 0 {
+	if q.tops() == 0 || q.tops() < 5 && q.rng.IntN(6) == 0 {
 		q.create(ctx)
 		return
 	}
+	defer q.deliverEnds()
 	switch n := q.rng.IntN(20); {
 	case n == 0:
 		q.logf("restart")
@@ -357,10 +414,31 @@ func (q *mtSeq) act() {
 		q.st.arm(skip, fails)
 		q.logf("fail %d worker writes after %d", fails, skip)
 		return
+	case n == 2 && q.children:
+		fails := 1 + q.rng.IntN(2)
+		q.st.failDeliveries(fails)
+		q.logf("fail the next %d deliveries of a child's end", fails)
+		return
 	}
 	s := q.sessions[q.rng.IntN(len(q.sessions))]
+	if kin := slices.DeleteFunc(slices.Clone(q.sessions), func(c *mtSession) bool { return !c.owed && c.kids == 0 }); len(kin) > 0 && q.rng.IntN(2) == 0 {
+		s = kin[q.rng.IntN(len(kin))] // a child its parent waits for, or that parent
+	}
 	if s.tainted != "" {
 		return
+	}
+	if s.parent != nil && s.phase == "done" {
+		return // a child is not started again
+	}
+	if s.parent != nil && q.rng.IntN(4) == 0 {
+		// Its end (if the action ends it) is being delivered to its
+		// parent when the process restarts.
+		defer func() {
+			q.logf("restart after acting on child %s", s.key)
+			q.stats["restarts after acting on a child"]++
+			q.stop()
+			q.newManager()
+		}()
 	}
 	switch s.phase {
 	case "done":
@@ -424,6 +502,17 @@ func (q *mtSeq) create(ctx context.Context) {
 	q.runOn(s, d)
 }
 
+// tops counts the sessions the caller created.
+func (q *mtSeq) tops() int {
+	n := 0
+	for _, s := range q.sessions {
+		if s.parent == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // active counts the sessions the reference holds active.
 func (q *mtSeq) active() int {
 	n := 0
@@ -438,10 +527,14 @@ func (q *mtSeq) active() int {
 // runOn predicts the end of a run whose last unread message has
 // directive d: the model acts on it, and answers after its tool calls.
 func (q *mtSeq) runOn(s *mtSession, d string) {
-	s.inbox, s.paused, s.clients, s.approvals, s.forced = "", false, 0, 0, false
+	s.inbox, s.paused, s.clients, s.approvals, s.forced, s.kids, s.unbound = "", false, 0, 0, false, 0, 0
 	d = strings.TrimPrefix(d, "slow-")
 	s.waiting, s.mark = d, q.actMark
 	switch d {
+	case "delegate-approve":
+		s.phase, s.status, s.kids, s.unbound = "wait", session.StatusAwaitingToolResults, 1, 1
+	case "delegate2":
+		s.phase, s.status, s.kids, s.unbound = "wait", session.StatusAwaitingToolResults, 2, 2
 	case "client", "mute", "computer":
 		s.phase, s.status, s.clients = "wait", session.StatusAwaitingToolResults, 1
 	case "client2", "computer2":
@@ -467,6 +560,7 @@ func (q *mtSeq) forcedEnd(s *mtSession, d string) {
 		status = session.StatusFailed
 	}
 	s.phase, s.status, s.clients, s.approvals, s.inbox, s.forced = "done", status, 0, 0, "", true
+	q.orphan(s, nil)
 	q.promote()
 }
 
@@ -495,6 +589,9 @@ func (q *mtSeq) send(ctx context.Context, s *mtSession, n int) bool {
 }
 
 func (q *mtSeq) sendText(ctx context.Context, s *mtSession, msgs []session.UserMessage, tags []string, d string) bool {
+	if s.kids > 0 {
+		q.stats["messages queued while children run"]++
+	}
 	before := q.w.clock.tick()
 	err := q.m.SendMessages(ctx, q.owner, s.id, msgs)
 	after := q.w.clock.tick()
@@ -524,6 +621,9 @@ func (q *mtSeq) resume(ctx context.Context, s *mtSession) {
 }
 
 func (q *mtSeq) cancel(ctx context.Context, s *mtSession) {
+	if s.kids > 0 {
+		q.stats["cancels while children run"]++
+	}
 	before := q.w.clock.tick()
 	err := q.m.Cancel(ctx, q.owner, s.id)
 	after := q.w.clock.tick()
@@ -533,11 +633,125 @@ func (q *mtSeq) cancel(ctx context.Context, s *mtSession) {
 	}
 	s.cancels = append(s.cancels, [2]int64{before, after})
 	s.phase, s.status, s.paused = "done", session.StatusInterrupted, false
+	q.orphan(s, &[2]int64{before, after})
 	q.promote()
+}
+
+// orphan follows the end of a parent p that waited for children: the
+// calls that waited for them are abandoned, and its end cancels the
+// children that have not ended, theirs in turn (a cancel of the parent
+// does so before Cancel returns: cancel is its ticks; a force answer
+// when its final answer is committed).
+func (q *mtSeq) orphan(p *mtSession, cancel *[2]int64) {
+	p.kids, p.unbound = 0, 0
+	for _, c := range q.sessions {
+		if c.parent != p || !c.owed {
+			continue
+		}
+		c.owed = false
+		if c.phase != "done" {
+			c.phase, c.status, c.paused, c.clients, c.approvals = "done", session.StatusInterrupted, false, 0, 0
+			q.stats["children cancelled by their parent's end"]++
+			if cancel != nil {
+				c.cancels = append(c.cancels, *cancel)
+			}
+			q.orphan(c, cancel)
+		}
+	}
+}
+
+// deliverEnds gives the ends of the children that ended to their parents
+// that wait for them: a parent runs on once it has them all.
+func (q *mtSeq) deliverEnds() {
+	for again := true; again; {
+		again = false
+		for _, c := range q.sessions {
+			if !c.owed || c.phase != "done" {
+				continue
+			}
+			c.owed, c.delivered = false, true
+			q.stats["child ends delivered"]++
+			p := c.parent
+			p.kids--
+			if p.phase == "wait" {
+				q.settleCalls(p)
+			}
+			again = true
+		}
+	}
+}
+
+// adopt finds the children the reference's parents wait for in the store
+// (their ids are the runtime's), and the children of the delegates that
+// end at once, and adds them to the reference.
+func (q *mtSeq) adopt() {
+	if !q.children {
+		return
+	}
+	ctx := context.Background()
+	for _, p := range slices.Clone(q.sessions) {
+		if p.parent != nil || p.tainted != "" {
+			continue
+		}
+		children, _, err := q.st.ListSessions(ctx, &store.ListParams{Owner: q.owner, ParentID: p.id, Limit: 1000, Ascending: true})
+		if err != nil {
+			q.t.Fatal(err)
+		}
+		for _, got := range children {
+			if slices.ContainsFunc(q.sessions, func(c *mtSession) bool { return c.id == got.ID }) {
+				continue
+			}
+			tag, d := "", ""
+			events, err := q.m.Events(ctx, q.owner, got.ID, &session.EventsParams{Page: 1, Size: 1 << 20})
+			if err != nil {
+				q.t.Fatalf("seed %d: Events: %v", q.seed, err)
+			}
+			for _, e := range events.Items {
+				var a session.AgentEventData
+				if e.Type != session.EventAgent || json.Unmarshal(e.Data, &a) != nil || a.Kind != session.KindMessage {
+					continue
+				}
+				for _, m := range a.MessageContent {
+					if g := mtTag.FindStringSubmatch(strings.TrimSpace(fmt.Sprint(m))); g != nil && tag == "" {
+						tag, d = g[1], g[2]
+					}
+				}
+			}
+			if tag == "" {
+				q.violation(p, "child-task", "%s: its child %s has no task message", p.key, got.ID)
+				return
+			}
+			c := &mtSession{key: tag[:strings.IndexByte(tag, '.')], id: got.ID, parent: p, next: 1, approved: map[string]bool{}, decided: map[string]string{},
+				msgs: []mtMsg{{tag: tag}}, waiting: d, mark: q.disruptions()}
+			q.sessions = append(q.sessions, c)
+			q.logf("adopt %s (%s), child of %s: %s", c.key, c.id, p.key, got.Status)
+			q.stats["children"]++
+			switch {
+			case d == "approve" && p.unbound > 0:
+				p.unbound--
+				c.owed = true
+				c.phase, c.status, c.approvals = "wait", session.StatusAwaitingToolResults, 1
+			case d == "approve":
+				// Started by a run the reference saw end (a force
+				// answer, a cancel): cancelled by that end.
+				c.phase, c.status = "done", session.StatusInterrupted
+			case d == "fail" || d == "panic":
+				c.phase, c.status, c.delivered = "done", session.StatusFailed, true
+			default:
+				c.phase, c.status, c.delivered = "done", session.StatusCompleted, true
+			}
+		}
+	}
 }
 
 // forceAnswer asks s for its final answer.
 func (q *mtSeq) forceAnswer(ctx context.Context, s *mtSession) {
+	if s.kids > 0 {
+		q.stats["force answers while children run"]++
+	}
+	if s.inbox != "" {
+		q.stats["force answers with messages queued"]++
+	}
 	before := q.w.clock.tick()
 	err := q.m.ForceAnswer(ctx, q.owner, s.id)
 	after := q.w.clock.tick()
@@ -572,6 +786,10 @@ func (q *mtSeq) events(ctx context.Context, s *mtSession) []session.Event {
 // actWaiting acts on a session that waits for its calls (or is paused
 // there).
 func (q *mtSeq) actWaiting(ctx context.Context, s *mtSession) {
+	if s.kids > 0 && s.clients == 0 && s.approvals == 0 {
+		q.actParent(ctx, s)
+		return
+	}
 	clients, approvals := q.pending(ctx, s)
 	switch n := q.rng.IntN(10); {
 	case n < 4 && len(clients) > 0: // a right result
@@ -634,10 +852,46 @@ func (q *mtSeq) actWaiting(ctx context.Context, s *mtSession) {
 	}
 }
 
+// actParent acts on a parent that waits for its children (or is paused
+// there): messages, which queue until they end; a force answer, which
+// abandons them; a cancel, which cancels them; pause and resume; a result
+// for a call it does not wait for.
+func (q *mtSeq) actParent(ctx context.Context, s *mtSession) {
+	switch n := q.rng.IntN(10); {
+	case n < 4:
+		q.send(ctx, s, 1+q.rng.IntN(2))
+		if s.paused {
+			s.paused = false
+			s.status = session.StatusAwaitingToolResults
+		}
+	case n < 6 && !s.paused:
+		q.forceAnswer(ctx, s)
+		q.forcedEnd(s, cmp.Or(s.inbox, s.waiting))
+	case n < 6, n == 7 && s.paused:
+		q.resume(ctx, s)
+	case n == 6:
+		q.cancel(ctx, s)
+	case n == 7:
+		err := q.m.Pause(ctx, q.owner, s.id)
+		q.logf("pause %s: %v", s.key, err)
+		if err != nil {
+			q.t.Fatalf("seed %d: Pause: %v", q.seed, err)
+		}
+		s.paused, s.status = true, session.StatusPaused
+	default:
+		c := session.ToolRequest{ToolName: "delegate", ID: "no-such-call", Args: json.RawMessage(`{}`)}
+		err := q.m.PostToolResults(ctx, q.owner, s.id, []session.ToolResult{{Kind: session.KindToolResult, ToolReq: c, Result: json.RawMessage(`1`)}})
+		q.logf("wrong result %s: %v", s.key, err)
+		if _, ok := errors.AsType[*session.ValidationError](err); !ok {
+			q.violation(s, "wrong-result-accepted", "a result for a call the session does not have: %v, want a validation error", err)
+		}
+	}
+}
+
 // settleCalls follows an answer to one of s's calls: with none left it
 // runs (unless paused) on the messages that came meanwhile.
 func (q *mtSeq) settleCalls(s *mtSession) {
-	if s.clients > 0 || s.approvals > 0 {
+	if s.clients > 0 || s.approvals > 0 || s.kids > 0 {
 		return
 	}
 	if s.paused {
@@ -778,9 +1032,10 @@ func (q *mtSeq) settle() {
 				busy = fmt.Sprintf("%s is %s (runnable %v, lease %q)", got.ID, got.Status, got.Runnable, got.LeaseOwner)
 			}
 		}
-		grace := time.Since(start) < 3*time.Second
+		grace := time.Since(start) < 10*time.Second
 		if busy == "" && !grace && last != "" {
 			q.stats["grace ran out: "+last]++
+			q.logf("(settle: the grace ran out after %v, waiting for %s)", time.Since(start).Round(time.Millisecond), last)
 		}
 		last = ""
 		if busy == "" && grace && queued && active < mtMaxActive && !q.queuedStuck {
@@ -794,10 +1049,36 @@ func (q *mtSeq) settle() {
 			// So does a child that ended deliver its end to its
 			// parent (child-end-lost says if it never does).
 			i := slices.IndexFunc(q.sessions, func(s *mtSession) bool { return s.id == got.ParentID })
+			// (Or by the parent's periodic check of its children, when
+			// a restart or a failed write lost it: every mtChildCheck.)
 			if busy == "" && grace && i >= 0 && q.sessions[i].tainted == "" && strings.HasPrefix(q.sessions[i].waiting, "delegate") &&
+				q.sessions[i].status != session.StatusAwaitingToolResults &&
 				session.Status(got.Status).Terminal() && status[got.ParentID] == session.StatusAwaitingToolResults {
 				busy = "a parent whose child ended"
 				last = busy
+			}
+		}
+		for _, c := range q.sessions {
+			// A child's end the reference delivered to a parent that
+			// waits for another still, or is paused: the same.
+			if busy != "" || !grace || !c.delivered || c.tainted != "" || c.parent.tainted != "" ||
+				status[c.parent.id] != session.StatusAwaitingToolResults && status[c.parent.id] != session.StatusPaused {
+				continue
+			}
+			call, results := q.delegates(ctx, c.parent)
+			if id, ok := call[c.key]; ok && results[id] == nil {
+				busy = "a parent waiting for children, one of which ended"
+				last = busy
+				continue
+			}
+			// Given it after the list was read: the parent read again
+			// says whether it moved on since (the list is stale then).
+			p, err := q.st.GetSession(ctx, c.parent.id)
+			if err != nil {
+				q.t.Fatal(err)
+			}
+			if session.Status(p.Status) != status[c.parent.id] || p.Runnable {
+				busy = "a parent given a child's end since the list was read"
 			}
 		}
 		if busy == "" {
@@ -845,15 +1126,16 @@ func (q *mtSeq) check() {
 			q.violation(s, "force-answer", "%s waits for its calls after a force answer", s.key)
 			continue
 		}
-		if v.Status.Status == session.StatusAwaitingToolResults && s.status != v.Status.Status && strings.HasPrefix(s.waiting, "delegate") {
-			if s.mark != q.disruptions() {
-				q.stats["child end left to the periodic check"]++
-				s.tainted = "child end left to the periodic check" // not a bug: not checked further
-				// It stays active until then, holding its place: the
-				// reference counts it so for the sessions it queues.
-				s.phase = "wait"
+		if s.parent == nil {
+			q.checkDelivery(ctx, s)
+			if s.tainted != "" {
 				continue
 			}
+		}
+		if v.Status.Status == session.StatusAwaitingToolResults && s.status != v.Status.Status && strings.HasPrefix(s.waiting, "delegate") {
+			// A delivery lost to a restart or a failed write is made
+			// by the parent's periodic check (every mtChildCheck
+			// here), which settle waits for.
 			// Did the child end before its parent committed its wait
 			// (which the child's delivery then missed), or after?
 			waited := time.Time{}
@@ -879,13 +1161,15 @@ func (q *mtSeq) check() {
 			q.violation(s, "child-end-lost", "%s still waits for its child (%s), which ended after the parent's wait was committed", s.key, s.waiting)
 			continue
 		}
-		if v.Status.Status == session.StatusQueued && s.status != session.StatusQueued && q.heldByPeriodicCheck(ctx) {
-			// The reference started it when a parent it predicted done
-			// ended, but that parent still waits for its child, whose
-			// end its periodic check delivers (not checked further),
-			// and holds its place among the owner's active sessions.
-			q.stats["queued behind a parent left to the periodic check"]++
-			s.tainted = "queued behind a parent left to the periodic check"
+		if v.Status.Status == session.StatusQueued && s.status != session.StatusQueued && q.heldByChildren(ctx) {
+			// Children count among the owner's active sessions,
+			// though none is held by the limit: a queued session
+			// promoted when a cancelled parent ended (its children
+			// still active) or when its children ended (another
+			// parent's promoted meanwhile already made) finds no room.
+			// Which comes first is the runtime's race: it waits.
+			q.stats["queued behind children"]++
+			s.phase, s.status = "queued", session.StatusQueued
 			continue
 		}
 		if v.Status.Status == session.StatusQueued && s.status != session.StatusQueued {
@@ -929,27 +1213,24 @@ func (q *mtSeq) check() {
 	}
 }
 
-// heldByPeriodicCheck reports whether the owner's active sessions fill
-// its limit with a session left to its periodic check of its children
-// among them (see check): a queued session waits for it, rightly.
-func (q *mtSeq) heldByPeriodicCheck(ctx context.Context) bool {
+// heldByChildren reports whether the owner's active sessions fill its
+// limit with children among them (see check).
+func (q *mtSeq) heldByChildren(ctx context.Context) bool {
 	all, _, err := q.st.ListSessions(ctx, &store.ListParams{Owner: q.owner, Limit: 1000})
 	if err != nil {
 		q.t.Fatal(err)
 	}
-	status := map[string]session.Status{}
+	active, children := 0, 0
 	for _, got := range all {
-		status[got.ID] = session.Status(got.Status)
-	}
-	active, held := 0, false
-	for _, s := range q.sessions {
-		switch status[s.id] {
+		switch session.Status(got.Status) {
 		case session.StatusPending, session.StatusRunning, session.StatusPaused, session.StatusIdle, session.StatusAwaitingToolResults:
 			active++
-			held = held || s.tainted == "child end left to the periodic check"
+			if got.ParentID != "" {
+				children++
+			}
 		}
 	}
-	return held && active >= mtMaxActive
+	return children > 0 && active >= mtMaxActive
 }
 
 // checkEvents checks that s's event log is a sequence the reference's
@@ -1019,6 +1300,17 @@ func (q *mtSeq) checkEvents(ctx context.Context, s *mtSession, v *session.View) 
 			for _, r := range d.ToolReqs {
 				calls[r.ID] = true
 			}
+		case session.KindError:
+			// A call's error result (the caller's, a subagent's end,
+			// an abandoned call's) is its result too.
+			if d.ToolReq == nil {
+				break
+			}
+			results[d.ToolReq.ID]++
+			if results[d.ToolReq.ID] > 1 {
+				q.violation(s, "call-twice", "%s: call %s has a second result, an error (event %d): %s", s.key, d.ToolReq.ID, i, d.Error)
+				return
+			}
 		case session.KindToolResult:
 			if !calls[d.ToolReq.ID] {
 				q.violation(s, "event-log", "%s: event %d is a result of %s, which no policy_event made", s.key, i, d.ToolReq.ID)
@@ -1043,6 +1335,84 @@ func (q *mtSeq) checkEvents(ctx context.Context, s *mtSession, v *session.View) 
 			q.violation(s, "event-log", "%s is %s but its log ends with %q (ended %v)", s.key, v.Status.Status, last, ended)
 		}
 	}
+}
+
+// checkDelivery checks the delegate calls of the parent p against its
+// children: a child whose end the reference delivered is its call's
+// result, once, as it ended (its answer, or an error from the subagent
+// saying how it ended); a child the parent still waits for has given
+// none; a child cut off by its parent's end gave none after that end.
+func (q *mtSeq) checkDelivery(ctx context.Context, p *mtSession) {
+	call, results := q.delegates(ctx, p)
+	for _, c := range q.sessions {
+		if c.parent != p || c.tainted != "" {
+			continue
+		}
+		id, ok := call[c.key]
+		if !ok {
+			q.violation(p, "child-call", "%s: no delegate call of %s started its child %s", p.key, p.key, c.key)
+			return
+		}
+		r := results[id]
+		switch {
+		case r != nil && r.n > 1:
+			q.violation(p, "child-end-twice", "%s: the end of its child %s (call %s) was given to it %d times", p.key, c.key, id, r.n)
+			return
+		case c.owed && r != nil:
+			q.violation(p, "child-end-early", "%s: call %s has a result (%s %s) while its child %s, the reference says, runs (%s)", p.key, id, r.kind, r.text, c.key, c.status)
+			return
+		case c.delivered && r == nil:
+			q.violation(p, "child-end-lost", "%s: the end of its child %s (%s) never became the result of call %s", p.key, c.key, c.status, id)
+			return
+		case c.delivered && c.status == session.StatusCompleted && r.kind != session.KindToolResult,
+			c.delivered && c.status != session.StatusCompleted && (r.kind != session.KindError || r.origin != "subagent" || !strings.Contains(r.text, string(c.status))):
+			q.violation(p, "child-end-wrong", "%s: its child %s ended %s, and call %s got %s from %q: %s", p.key, c.key, c.status, id, r.kind, r.origin, r.text)
+			return
+		}
+	}
+}
+
+// mtResult is what a parent's log says of a delegate call's result.
+type mtResult struct {
+	n      int    // results
+	kind   string // the first's
+	origin string
+	text   string
+}
+
+// delegates reads the parent p's delegate calls from its log: the call
+// that started each child (by the child's key), and the results of each.
+func (q *mtSeq) delegates(ctx context.Context, p *mtSession) (call map[string]string, results map[string]*mtResult) {
+	call, results = map[string]string{}, map[string]*mtResult{}
+	for _, e := range q.events(ctx, p) {
+		var d session.AgentEventData
+		if e.Type != session.EventAgent || json.Unmarshal(e.Data, &d) != nil {
+			continue
+		}
+		switch d.Kind {
+		case session.KindPolicy:
+			for _, r := range d.ToolReqs {
+				var in struct{ Task string }
+				if r.ToolName != "delegate" || json.Unmarshal(r.Args, &in) != nil {
+					continue
+				}
+				if g := mtTag.FindStringSubmatch(in.Task); g != nil {
+					call[g[1][:strings.IndexByte(g[1], '.')]] = r.ID
+				}
+			}
+		case session.KindToolResult, session.KindError:
+			if d.ToolReq == nil || d.ToolReq.ToolName != "delegate" {
+				continue
+			}
+			r := results[d.ToolReq.ID]
+			if r == nil {
+				r = &mtResult{kind: d.Kind, origin: d.Origin, text: d.Error + string(d.Result)}
+				results[d.ToolReq.ID] = r
+			}
+			r.n++
+		}
+	}
+	return call, results
 }
 
 // checkRequests checks what reached the model: every message once, in
