@@ -345,7 +345,13 @@ func (m *Manager) checkChildren(ctx context.Context, id string, st *state) error
 			return &storeError{err}
 		}
 		if Status(child.Status).Terminal() {
-			m.deliver(ctx, child)
+			if err := m.deliver(ctx, child); err != nil {
+				// As any commit's store error: the lease is left to
+				// expire and the attempts bound the retries. Going
+				// round at once tried the delivery again as fast as
+				// the store refused it (TestChildEndUndeliverableDoesNotSpin).
+				return &storeError{err}
+			}
 			delivered = true
 		}
 	}
@@ -363,7 +369,9 @@ func (m *Manager) checkChildren(ctx context.Context, id string, st *state) error
 
 // deliver gives a child session's end to its parent: the answer (or how
 // it failed) becomes the result of the delegate call that waits for it.
-func (m *Manager) deliver(ctx context.Context, child *store.Session) {
+// It logs and returns the commit's error, nil when the parent or its call
+// is gone (nothing to deliver to).
+func (m *Manager) deliver(ctx context.Context, child *store.Session) error {
 	text := ""
 	isErr := child.Status != string(StatusCompleted)
 	switch {
@@ -392,5 +400,7 @@ func (m *Manager) deliver(ctx context.Context, child *store.Session) {
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, ErrNotFound) {
 		m.log.Error("giving a subagent's answer to its parent", "session", child.ID, "parent", child.ParentID, "err", err)
+		return err
 	}
+	return nil
 }

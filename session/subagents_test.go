@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -292,5 +293,69 @@ func TestChildCreationErrorHidesTheStore(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), storeSecret) {
 		t.Errorf("the log lost the store's error:\n%s", log.String())
+	}
+}
+
+// deliveryFailingStore fails every commit that gives a child's end to its
+// parent (the parent's tool_result event), as a store that cannot write
+// that row would, and counts them.
+type deliveryFailingStore struct {
+	store.Store
+	deliveries atomic.Int32
+}
+
+func (s *deliveryFailingStore) UpdateSession(ctx context.Context, ss *store.Session, events []store.Event, opts *store.UpdateOptions) error {
+	for _, ev := range events {
+		if bytes.Contains(ev.Data, []byte(`"tool_result"`)) {
+			s.deliveries.Add(1)
+			return errors.New("disk I/O error")
+		}
+	}
+	return s.Store.UpdateSession(ctx, ss, events, opts)
+}
+
+// TestChildEndUndeliverableDoesNotSpin: a parent whose child has ended
+// but whose store refuses the commit that delivers the end did not wait
+// for anything before trying again: its worker read the parent as due,
+// tried the delivery, failed, and went round, as fast as the store
+// answered, for as long as it failed. A failed delivery is now a store
+// error like any other commit's: the lease is left to expire and the
+// attempts bound the retries, so the deliveries tried are about one per
+// claim, and the parent ends failed once its attempts are spent.
+func TestChildEndUndeliverableDoesNotSpin(t *testing.T) {
+	st := &deliveryFailingStore{Store: openStore(t)}
+	model := llmtest.NewModel(
+		llmtest.Call("c1", "delegate", `{"agent":"helper","task":"say yes"}`),
+		llmtest.Text("yes"),
+		llmtest.Text("the helper said yes"),
+	)
+	m, _ := newLogged(t, st, model, &session.Options{LeaseTTL: 200 * time.Millisecond})
+	session.SetChildCheck(m, 100*time.Millisecond) // the parent checks its children often
+	start(t, m)
+	v := create(t, m, `{"agent":{"name":"boss","subagents":[{"name":"helper","description":"Helps."}]},"messages":"ask the helper"}`)
+	// The child's end is refused from the start: poll the parent, and the
+	// deliveries tried, until it ends (without the fix it never did).
+	for i := 0; ; i++ {
+		if n := st.deliveries.Load(); n > 50 {
+			t.Fatalf("%d deliveries of the child's end tried while the store refuses them: the parent's worker spins", n)
+		}
+		got, err := m.Get(t.Context(), owner, v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Status.Terminal() {
+			break
+		}
+		if i == 3000 {
+			t.Fatalf("the parent is still %s", got.Status.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f, c := ended(t, m, v.ID)
+	checkInternal(t, f, c, "failed 3 times in a row")
+	// The child's own end tries once, then each of the parent's three
+	// attempts once.
+	if n := st.deliveries.Load(); n > 5 {
+		t.Errorf("%d deliveries tried, want about one per attempt", n)
 	}
 }
