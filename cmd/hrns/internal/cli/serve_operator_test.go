@@ -90,8 +90,11 @@ func TestServeOperatorKeys(t *testing.T) {
 			t.Errorf("the replica shown to the operator key %s: %+v; want this process (%s, %d)", key, r, host, os.Getpid())
 		}
 		status, body = s.get(t, "GET", "/healthz", key)
-		var h map[string]string
-		if err := json.Unmarshal([]byte(body), &h); err != nil || status != http.StatusOK || h["status"] != "ok" || h["replica"] != list.Items[0].ID {
+		var h struct {
+			Status, Replica string
+			MCPSecrets      *session.MCPSecretsHealth `json:"mcp_secrets"`
+		}
+		if err := json.Unmarshal([]byte(body), &h); err != nil || status != http.StatusOK || h.Status != "ok" || h.Replica != list.Items[0].ID || h.MCPSecrets == nil {
 			t.Errorf("GET /healthz with the operator key %s: %d %s; want the replica %s", key, status, body, list.Items[0].ID)
 		}
 		// An operator key is no API key.
