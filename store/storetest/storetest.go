@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Claim", testClaim},
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"ClaimBacklog", testClaimBacklog},
+		{"ClaimFair", testClaimFair},
 		{"Leases", testLeases},
 		{"ClaimWithUpdate", testClaimWithUpdate},
 		{"CreateClaimed", testCreateClaimed},
@@ -699,6 +700,88 @@ func testClaimBacklog(t *testing.T, st store.Store) {
 			}
 			return
 		}
+	}
+}
+
+// testClaimFair: a claim takes sessions in turn across owners (API
+// keys), each owner's oldest first, the owner with the fewest sessions
+// running first, so that a key's backlog does not queue the sessions of
+// keys created after it. Key A has 200 runnable sessions created first,
+// key B two created after: a claim of four takes both of B's.
+func testClaimFair(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Millisecond)
+	mk := func(id, owner string, age time.Duration) {
+		s := newSession(id, owner)
+		s.Runnable, s.CreatedAt = true, now.Add(-age)
+		mustCreate(t, st, s)
+	}
+	for i := range 200 {
+		mk(fmt.Sprintf("a%03d", i), "key-a", time.Hour-time.Duration(i)*time.Second)
+	}
+	mk("b0", "key-b", 30*time.Minute)
+	mk("b1", "key-b", 29*time.Minute)
+	claim := func(worker string, limit, below int) []string {
+		t.Helper()
+		got, err := st.Claim(ctx, &store.ClaimParams{Owner: worker, Token: worker + "-token", Now: now, TTL: time.Hour, Limit: limit, BelowAttempts: below})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, s := range got {
+			ids = append(ids, s.ID)
+		}
+		return ids
+	}
+	// In turn, oldest first: A's oldest, B's oldest, A's next, B's next
+	// (returned in creation order).
+	if diff := cmp.Diff([]string{"a000", "a001", "b0", "b1"}, claim("w1", 4, 2)); diff != "" {
+		t.Errorf("claim of 4 (-want +got):\n%s", diff)
+	}
+	// A third key's one session goes before the others': A and B have two
+	// running each, C none.
+	mk("c0", "key-c", time.Minute)
+	mk("b2", "key-b", 30*time.Second)
+	if diff := cmp.Diff([]string{"c0"}, claim("w2", 1, 2)); diff != "" {
+		t.Errorf("claim with a new key's session waiting (-want +got):\n%s", diff)
+	}
+	// A and B have two running each: one more each, A's the older.
+	if diff := cmp.Diff([]string{"a002", "b2"}, claim("w2", 2, 2)); diff != "" {
+		t.Errorf("claim of A's and B's third (-want +got):\n%s", diff)
+	}
+	// B has nothing left: A takes the idle capacity.
+	if diff := cmp.Diff([]string{"a003", "a004", "a005"}, claim("w3", 3, 2)); diff != "" {
+		t.Errorf("claim with A alone waiting (-want +got):\n%s", diff)
+	}
+	// Sessions whose lease ended count no more: B's released, B runs
+	// none and A six, so B's next goes first, though A's are older. A
+	// waiting session whose time has come counts with its owner's; D's
+	// goes before A's too.
+	for _, id := range []string{"b0", "b1", "b2"} {
+		if err := st.Release(ctx, id, "w1"); err != nil && id != "b2" {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Release(ctx, "b2", "w2"); err != nil {
+		t.Fatal(err)
+	}
+	d := newSession("d0", "key-d")
+	d.WakeAt, d.CreatedAt = now.Add(-time.Second), now.Add(-10*time.Second)
+	mustCreate(t, st, d)
+	if diff := cmp.Diff([]string{"b0", "b1", "d0"}, claim("w4", 3, 2)); diff != "" {
+		t.Errorf("claim after B's leases were given up (-want +got):\n%s", diff)
+	}
+	// A claim's token still finds what it took.
+	got, err := st.RecoverClaim(ctx, &store.ClaimParams{Owner: "w4", Token: "w4-token", Now: now, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range got {
+		ids = append(ids, s.ID)
+	}
+	if diff := cmp.Diff([]string{"b0", "b1", "d0"}, ids); diff != "" {
+		t.Errorf("RecoverClaim (-want +got):\n%s", diff)
 	}
 }
 
