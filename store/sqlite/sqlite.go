@@ -108,11 +108,11 @@ type Store struct {
 	// the transcript: messagesStmt on the readers, the others on the writer
 	messagesStmt, messageCountStmt, trimMessagesStmt, insertMessageStmt *sql.Stmt
 	// the dispatcher's and the leases': nextWakeStmt on the readers
-	claimStmt, takeStmt, renewStmt, releaseStmt, addTokensStmt *sql.Stmt
+	claimStmt, takeStmt, renewStmt, releaseStmt, addTokensStmt  *sql.Stmt
 	claimOwnersStmt, claimWakeStmt, claimBusyStmt, claimOwnStmt *sql.Stmt // Claim's, beside claimStmt
-	hooksStmt                                                  *sql.Stmt // an owner's webhooks, at each status change
-	insertSessionStmt, byKeyStmt                               *sql.Stmt // CreateSession
-	nextWakeStmt                                               *sql.Stmt
+	hooksStmt                                                   *sql.Stmt // an owner's webhooks, at each status change
+	insertSessionStmt, byKeyStmt                                *sql.Stmt // CreateSession
+	nextWakeStmt                                                *sql.Stmt
 
 	closeOnce sync.Once
 	closeErr  error
