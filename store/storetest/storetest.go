@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"ClaimBacklog", testClaimBacklog},
 		{"ClaimFair", testClaimFair},
+		{"ClaimFairBacklog", testClaimFairBacklog},
 		{"Leases", testLeases},
 		{"ClaimWithUpdate", testClaimWithUpdate},
 		{"CreateClaimed", testCreateClaimed},
@@ -782,6 +783,151 @@ func testClaimFair(t *testing.T, st store.Store) {
 	}
 	if diff := cmp.Diff([]string{"b0", "b1", "d0"}, ids); diff != "" {
 		t.Errorf("RecoverClaim (-want +got):\n%s", diff)
+	}
+}
+
+// testClaimFairBacklog claims, a few at a time, from many sessions of
+// three owners and of every kind (as testClaimBacklog), and checks each
+// claim against a model of the fair claim (see [store.Store.Claim]):
+// each candidate ranked by its owner's runnable sessions leased plus its
+// place among the owner's candidates, the due waiting ones narrowed to
+// the oldest of all owners first.
+func testClaimFairBacklog(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Millisecond)
+	type model struct {
+		id, owner  string
+		created    time.Time
+		runnable   bool
+		wake       time.Time
+		leaseUntil time.Time
+		attempts   int
+	}
+	var all []*model
+	r := uint32(11)
+	next := func(n uint32) uint32 { r = r*1664525 + 1013904223; return (r >> 8) % n }
+	owners := []string{"key-a", "key-a", "key-a", "key-a", "key-b", "key-c"}
+	for i := range 120 {
+		m := &model{id: fmt.Sprintf("s%03d", i), owner: owners[next(uint32(len(owners)))],
+			created: base.Add(time.Duration(next(1_000_000)) * time.Millisecond)}
+		switch next(6) {
+		case 0, 1, 5:
+			m.runnable = true
+		case 2:
+			m.wake = now.Add(-time.Duration(next(100)+1) * time.Second)
+		case 3:
+			m.wake = now.Add(time.Hour)
+		case 4:
+			m.runnable, m.wake = true, now.Add(-time.Second)
+		}
+		s := newSession(m.id, m.owner)
+		s.Runnable, s.WakeAt, s.CreatedAt = m.runnable, m.wake, m.created
+		mustCreate(t, st, s)
+		all = append(all, m)
+	}
+	find := func(id string) *model { return all[slices.IndexFunc(all, func(m *model) bool { return m.id == id })] }
+	held, err := st.Claim(ctx, &store.ClaimParams{Owner: "other", Now: now, TTL: time.Minute, Limit: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(10 * time.Minute)
+	for i, s := range held {
+		m := find(s.ID)
+		m.attempts++
+		m.leaseUntil = now.Add(time.Minute)
+		if i%2 == 0 {
+			if err := st.Renew(ctx, s.ID, "other", later.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			m.leaseUntil = later.Add(time.Hour)
+		}
+	}
+	older := func(a, b *model) int {
+		if c := a.created.Compare(b.created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	}
+	const below = 2
+	for round := 0; ; round++ {
+		limit := int(next(5)) + 1
+		eligible := slices.Clone(all)
+		slices.SortFunc(eligible, older)
+		free := func(m *model) bool { return !m.leaseUntil.After(later) && m.attempts < below }
+		var wakeDue []*model
+		for _, m := range eligible {
+			if !m.wake.IsZero() && !m.wake.After(later) && free(m) && len(wakeDue) < limit {
+				wakeDue = append(wakeDue, m)
+			}
+		}
+		type ranked struct {
+			m    *model
+			rank int
+		}
+		var cands []ranked
+		for _, o := range []string{"key-a", "key-b", "key-c"} {
+			busy := 0
+			var own []*model
+			for _, m := range eligible {
+				if m.owner != o {
+					continue
+				}
+				if m.runnable && m.leaseUntil.After(later) {
+					busy++
+				}
+				if (m.runnable && free(m) || slices.Contains(wakeDue, m)) && len(own) < limit {
+					own = append(own, m)
+				}
+			}
+			for i, m := range own {
+				cands = append(cands, ranked{m, busy + i})
+			}
+		}
+		slices.SortFunc(cands, func(a, b ranked) int {
+			if a.rank != b.rank {
+				return a.rank - b.rank
+			}
+			return older(a.m, b.m)
+		})
+		var chosen []*model
+		for _, c := range cands[:min(limit, len(cands))] {
+			chosen = append(chosen, c.m)
+		}
+		slices.SortFunc(chosen, older)
+		var want []string
+		for _, m := range chosen {
+			want = append(want, m.id)
+		}
+		got, err := st.Claim(ctx, &store.ClaimParams{Owner: "w", Now: later, TTL: time.Hour, Limit: limit, BelowAttempts: below})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, s := range got {
+			ids = append(ids, s.ID)
+			m := find(s.ID)
+			m.leaseUntil = later.Add(time.Hour)
+			m.attempts++
+		}
+		if diff := cmp.Diff(want, ids); diff != "" {
+			t.Fatalf("claim %d, limit %d (-want +got):\n%s", round, limit, diff)
+		}
+		// Now and then a worker gives a lease up (as a stopping process
+		// does): the session is free again, its attempts reset, and its
+		// owner runs one fewer.
+		if len(got) > 0 && next(3) == 0 {
+			m := find(got[0].ID)
+			if err := st.Release(ctx, m.id, "w"); err != nil {
+				t.Fatal(err)
+			}
+			m.leaseUntil, m.attempts = time.Time{}, 0
+		}
+		if len(want) == 0 {
+			if round < 10 {
+				t.Fatalf("only %d claims: the backlog is too small to test", round)
+			}
+			return
+		}
 	}
 }
 
