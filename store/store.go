@@ -192,9 +192,19 @@ type Store interface {
 
 	// Claim leases sessions that need a worker: Runnable, or with a
 	// WakeAt at or before p.Now, whose lease is free or expired. Each is
-	// returned with LeaseOwner p.Owner and LeaseUntil p.Now+p.TTL, oldest
-	// first, at most p.Limit. Two concurrent claims never return the
-	// same session.
+	// returned with LeaseOwner p.Owner and LeaseUntil p.Now+p.TTL, in
+	// creation order, at most p.Limit. Two concurrent claims never
+	// return the same session.
+	//
+	// The claim is fair across owners (API keys): each candidate's rank
+	// is the number of its owner's Runnable sessions whose lease is live
+	// (running, on any worker) plus its place among its owner's
+	// candidates, oldest first; the claim takes the p.Limit of lowest
+	// rank, the oldest first among equals. So the sessions are taken in
+	// turn across owners, the owner running fewest first, and one owner's
+	// backlog does not hold back another's sessions. The sessions whose
+	// WakeAt has come are first narrowed to the oldest p.Limit of all
+	// owners, then ranked with their owners'.
 	//
 	// Claim also increments each claimed session's Attempts, in the same
 	// transaction: a worker that dies while it works on the session has

@@ -75,8 +75,8 @@ func TestHotStatementPlans(t *testing.T) {
 				bad = append(bad, "hrns_sessions_by_lease_owner (want the session by its primary key)")
 			}
 		case "claim":
-			if !strings.Contains(plan, "Index Scan using hrns_sessions_runnable") {
-				bad = append(bad, "no index scan of hrns_sessions_runnable (in its order)")
+			if !strings.Contains(plan, "Index Scan using hrns_sessions_runnable_by_owner") {
+				bad = append(bad, "no index scan of hrns_sessions_runnable_by_owner (in its order)")
 			}
 		}
 		if len(bad) > 0 {
@@ -204,4 +204,65 @@ func connect(t *testing.T, dsn string) *pgx.Conn {
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
+}
+
+// TestClaimPlanWithBacklog: with 100,000 runnable sessions of one key
+// and one of another, the fair claim reads each part on its partial
+// index (the owners by a skip scan, each owner's sessions running and
+// its oldest free ones by owner), never the whole backlog, and a claim
+// of two takes the second key's session.
+func TestClaimPlanWithBacklog(t *testing.T) {
+	dsn := postgrestest.DSN(t)
+	st := open(t, dsn)
+	ctx := t.Context()
+	conn := connect(t, dsn)
+	if _, err := conn.Exec(ctx, `INSERT INTO hrns_sessions (id, owner, status, runnable, state, version, event_count, created_at, updated_at)
+		SELECT 'a-' || g, 'key-a', 'pending', true, '\x7b7d', 1, 0, now() - interval '1 hour' + g * interval '1 ms', now()
+		FROM generate_series(1, 100000) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO hrns_sessions (id, owner, status, runnable, state, version, event_count, created_at, updated_at)
+		VALUES ('b-1', 'key-b', 'pending', true, '\x7b7d', 1, 0, now(), now())`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `ANALYZE hrns_sessions`); err != nil {
+		t.Fatal(err)
+	}
+	p := &store.ClaimParams{Owner: "replica-a", Token: "token", Now: time.Now(), TTL: time.Minute, Limit: 4, BelowAttempts: 2}
+	plan, err := st.ExplainClaim(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad []string
+	for _, no := range []string{"Seq Scan on hrns_sessions", "Bitmap Heap Scan on hrns_sessions"} {
+		if strings.Contains(plan, no) {
+			bad = append(bad, no)
+		}
+	}
+	// The sessions running are counted on an index of leases: by owner
+	// (hrns_sessions_leased_by_owner) or by replica, which the planner
+	// may prefer when the statistics show no lease.
+	for _, want := range []string{"Index Only Scan using hrns_sessions_runnable_by_owner", "Index Scan using hrns_sessions_runnable_by_owner"} {
+		if !strings.Contains(plan, want) {
+			bad = append(bad, "no "+want)
+		}
+	}
+	if !strings.Contains(plan, "using hrns_sessions_leased_by_owner on hrns_sessions b") && !strings.Contains(plan, "using hrns_sessions_by_lease_owner on hrns_sessions b") {
+		bad = append(bad, "the sessions running counted on no index of leases")
+	}
+	if len(bad) > 0 {
+		t.Errorf("the claim's plan reads %s:\n%s", strings.Join(bad, "; "), plan)
+	}
+	p.Limit = 2
+	got, err := st.Claim(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range got {
+		ids = append(ids, s.ID)
+	}
+	if !slices.Equal(ids, []string{"a-1", "b-1"}) {
+		t.Errorf("claim of 2: %v; want [a-1 b-1]", ids)
+	}
 }

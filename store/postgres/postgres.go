@@ -446,34 +446,60 @@ const (
 		FROM hrns_events WHERE session_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3) e
 		WHERE before < $4 ORDER BY idx`
 
-	// claimSQL takes the oldest sessions that need a worker and are free:
-	// the runnable ones (r) and those whose wake-up time has come (t), each
-	// read in order and locked, then the oldest $2 of both. r is an index
-	// scan of hrns_sessions_runnable in its order, which stops at $2: one
-	// condition with OR (runnable OR wake_at <= $1) was a bitmap scan of
-	// both partial indexes that visited, at every claim, each row version
-	// they still listed (every session runnable once since the last
-	// VACUUM), where an index scan marks the dead ones for the next scans
-	// to skip (see performance.md).
-	claimSQL = `WITH r AS (
-		SELECT id, created_at FROM hrns_sessions
-		WHERE runnable AND (lease_owner = '' OR lease_until <= $1) AND ($5 <= 0 OR attempts < $5)
-		ORDER BY created_at, id
-		LIMIT $2
-		FOR UPDATE
+	// claimSQL takes the sessions that need a worker and are free, fairly
+	// across owners (see store.Store.Claim), as ClaimDeliveries takes
+	// deliveries: o lists the owners with runnable sessions (a skip scan of
+	// hrns_sessions_runnable_by_owner, one search per owner, however many
+	// sessions each has); busy counts each owner's runnable sessions whose
+	// lease is live (on hrns_sessions_leased_by_owner); r reads each
+	// owner's oldest $2 free runnable ones in the order of
+	// hrns_sessions_runnable_by_owner, locked, stopping there; t the oldest
+	// $2 free sessions whose wake-up time has come, counted with their
+	// owner's; each candidate's rank is its owner's count plus its place
+	// among the owner's candidates, and the claim takes the $2 of lowest
+	// rank, the oldest first among equals. Each part is an index scan that
+	// stops at its limit: one condition with OR (runnable OR wake_at <=
+	// $1) was a bitmap scan of both partial indexes that visited, at every
+	// claim, each row version they still listed (every session runnable
+	// once since the last VACUUM), where an index scan marks the dead ones
+	// for the next scans to skip (see performance.md). The update checks
+	// the lease again: a claim that waited for a row another claim locked
+	// reads it as that claim committed it.
+	claimSQL = `WITH RECURSIVE o(owner) AS (
+		(SELECT owner FROM hrns_sessions WHERE runnable ORDER BY owner LIMIT 1)
+		UNION ALL
+		SELECT (SELECT s.owner FROM hrns_sessions s WHERE s.runnable AND s.owner > o.owner ORDER BY s.owner LIMIT 1)
+		FROM o WHERE o.owner IS NOT NULL
 	), t AS (
-		SELECT id, created_at FROM hrns_sessions
+		SELECT id, owner, created_at FROM hrns_sessions
 		WHERE wake_at <= $1 AND (lease_owner = '' OR lease_until <= $1) AND ($5 <= 0 OR attempts < $5)
 		ORDER BY created_at, id
 		LIMIT $2
 		FOR UPDATE
+	), busy AS (
+		SELECT w.owner, (SELECT count(*) FROM hrns_sessions b
+			WHERE b.owner = w.owner AND b.runnable AND b.lease_owner <> '' AND b.lease_until > $1) AS n
+		FROM (SELECT owner FROM o WHERE owner IS NOT NULL UNION SELECT owner FROM t) w
+	), r AS (
+		SELECT x.id, x.owner, x.created_at FROM busy
+		CROSS JOIN LATERAL (
+			SELECT id, owner, created_at FROM hrns_sessions
+			WHERE owner = busy.owner AND runnable AND (lease_owner = '' OR lease_until <= $1) AND ($5 <= 0 OR attempts < $5)
+			ORDER BY created_at, id
+			LIMIT $2
+			FOR UPDATE
+		) x
 	), c AS (
-		SELECT id FROM (SELECT id, created_at FROM r UNION SELECT id, created_at FROM t) u
-		ORDER BY created_at, id
+		SELECT u.id FROM (
+			SELECT id, owner, created_at,
+				row_number() OVER (PARTITION BY owner ORDER BY created_at, id) - 1 AS place
+			FROM (SELECT id, owner, created_at FROM r UNION SELECT id, owner, created_at FROM t) v
+		) u JOIN busy ON busy.owner = u.owner
+		ORDER BY busy.n + u.place, u.created_at, u.id
 		LIMIT $2
 	)
 	UPDATE hrns_sessions SET lease_owner = $3, lease_until = $4, attempts = attempts + 1, claim_token = $6
-	WHERE id IN (SELECT id FROM c)
+	WHERE id IN (SELECT id FROM c) AND (lease_owner = '' OR lease_until <= $1)
 	RETURNING ` + sessionColumns
 
 	// recoverClaimSQL extends the leases a claim ($2, of owner $1) took

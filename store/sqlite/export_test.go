@@ -9,3 +9,11 @@ const (
 	DeliveriesClaimedSQL = deliveriesClaimedSQL
 	RunsClaimedSQL       = runsClaimedSQL
 )
+
+// The statements of Claim, for their plans.
+const (
+	ClaimOwnersSQL = claimOwnersSQL
+	ClaimWakeSQL   = claimWakeSQL
+	ClaimBusySQL   = claimBusySQL
+	ClaimOwnSQL    = claimOwnSQL
+)

@@ -61,6 +61,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -107,10 +108,11 @@ type Store struct {
 	// the transcript: messagesStmt on the readers, the others on the writer
 	messagesStmt, messageCountStmt, trimMessagesStmt, insertMessageStmt *sql.Stmt
 	// the dispatcher's and the leases': nextWakeStmt on the readers
-	claimStmt, takeStmt, renewStmt, releaseStmt, addTokensStmt *sql.Stmt
-	hooksStmt                                                  *sql.Stmt // an owner's webhooks, at each status change
-	insertSessionStmt, byKeyStmt                               *sql.Stmt // CreateSession
-	nextWakeStmt                                               *sql.Stmt
+	claimStmt, takeStmt, renewStmt, releaseStmt, addTokensStmt  *sql.Stmt
+	claimOwnersStmt, claimWakeStmt, claimBusyStmt, claimOwnStmt *sql.Stmt // Claim's, beside claimStmt
+	hooksStmt                                                   *sql.Stmt // an owner's webhooks, at each status change
+	insertSessionStmt, byKeyStmt                                *sql.Stmt // CreateSession
+	nextWakeStmt                                                *sql.Stmt
 
 	closeOnce sync.Once
 	closeErr  error
@@ -236,7 +238,11 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.w, &s.messageCountStmt, `SELECT coalesce(max(idx) + 1, 0) FROM session_messages WHERE session_id = ?`},
 		{s.w, &s.trimMessagesStmt, `DELETE FROM session_messages WHERE session_id = ? AND idx >= ?`},
 		{s.w, &s.insertMessageStmt, `INSERT INTO session_messages (session_id, idx, data) VALUES (?,?,?)`},
-		{s.w, &s.claimStmt, claimSQL},
+		{s.w, &s.claimStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE rowid = ?`},
+		{s.w, &s.claimOwnersStmt, claimOwnersSQL},
+		{s.w, &s.claimWakeStmt, claimWakeSQL},
+		{s.w, &s.claimBusyStmt, claimBusySQL},
+		{s.w, &s.claimOwnStmt, claimOwnSQL},
 		{s.w, &s.takeStmt, `UPDATE sessions SET lease_owner = ?, lease_until = ?, attempts = attempts + 1, claim_token = ? WHERE id = ?`},
 		{s.w, &s.renewStmt, `UPDATE sessions SET lease_until = ? WHERE id = ? AND lease_owner = ? AND lease_until > ?`},
 		{s.w, &s.releaseStmt, `UPDATE sessions SET lease_owner = '', lease_until = 0, attempts = 0 WHERE id = ? AND lease_owner = ?`},
@@ -321,6 +327,7 @@ func (s *Store) Close() error {
 		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.countStmt, s.versionStmt, s.updateStmt, s.updateSameAgentStmt, s.insertEventStmt,
 			s.messagesStmt, s.messageCountStmt, s.trimMessagesStmt, s.insertMessageStmt,
 			s.claimStmt, s.takeStmt, s.renewStmt, s.releaseStmt, s.addTokensStmt, s.nextWakeStmt, s.hooksStmt, s.insertSessionStmt, s.byKeyStmt,
+			s.claimOwnersStmt, s.claimWakeStmt, s.claimBusyStmt, s.claimOwnStmt,
 			s.savepointStmt, s.rollbackToStmt, s.releaseSavepointStmt} {
 			if st != nil {
 				errs = append(errs, st.Close())
@@ -880,30 +887,119 @@ func (s *Store) EventsWithin(ctx context.Context, id string, from int64, limit i
 	return out, nil
 }
 
-// Claim implements [store.Store].
+// Claim implements [store.Store]: fairly across owners (see
+// [store.Store.Claim]). It lists the owners with runnable sessions
+// (claimOwnersSQL), and for each counts its sessions leased and reads
+// its oldest free ones (claimBusySQL, claimOwnSQL, on the owner's
+// indexes), the waiting sessions whose time has come read beside them
+// (claimWakeSQL) and counted with their owner's; then it takes the
+// candidates by rank: each owner's in turn, the owner running fewest
+// first.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
 	limit := max(p.Limit, 1)
 	now := nanos(p.Now)
 	until := nanos(p.Now.Add(p.TTL))
 	var out []*store.Session
 	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
-		// Two halves, each on its partial index: with an OR, SQLite
-		// scans every session ever stored.
-		take := tx.StmtContext(ctx, s.takeStmt)
-		rows, err := tx.StmtContext(ctx, s.claimStmt).QueryContext(ctx, now, limit, p.BelowAttempts)
+		out = nil
+		type cand struct {
+			rowid, created int64
+		}
+		byOwner := map[string][]cand{}
+		var owners []string
+		rows, err := tx.StmtContext(ctx, s.claimOwnersStmt).QueryContext(ctx)
 		if err != nil {
 			return err
 		}
-		if out, err = collect(rows, scanSession); err != nil {
+		for rows.Next() {
+			var o string
+			if err := rows.Scan(&o); err != nil {
+				rows.Close()
+				return err
+			}
+			owners = append(owners, o)
+			byOwner[o] = nil
+		}
+		if err := rows.Close(); err != nil {
 			return err
 		}
-		for _, got := range out {
+		// The waiting sessions whose time has come: their oldest limit,
+		// across owners, as before (few wait so at once).
+		if rows, err = tx.StmtContext(ctx, s.claimWakeStmt).QueryContext(ctx, now, limit, p.BelowAttempts); err != nil {
+			return err
+		}
+		for rows.Next() {
+			var o string
+			var c cand
+			if err := rows.Scan(&c.rowid, &o, &c.created); err != nil {
+				rows.Close()
+				return err
+			}
+			if _, ok := byOwner[o]; !ok {
+				owners = append(owners, o)
+			}
+			byOwner[o] = append(byOwner[o], c)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		busyStmt, ownStmt := tx.StmtContext(ctx, s.claimBusyStmt), tx.StmtContext(ctx, s.claimOwnStmt)
+		var ranked []rankedCand
+		for _, o := range owners {
+			var busy int64
+			if err := busyStmt.QueryRowContext(ctx, o, now).Scan(&busy); err != nil {
+				return err
+			}
+			cands := byOwner[o]
+			rows, err := ownStmt.QueryContext(ctx, o, now, limit, p.BelowAttempts)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var c cand
+				if err := rows.Scan(&c.rowid, &c.created); err != nil {
+					rows.Close()
+					return err
+				}
+				cands = append(cands, c)
+			}
+			if err := rows.Close(); err != nil {
+				return err
+			}
+			slices.SortFunc(cands, func(a, b cand) int {
+				if a.created != b.created {
+					return cmp.Compare(a.created, b.created)
+				}
+				return cmp.Compare(a.rowid, b.rowid)
+			})
+			cands = slices.CompactFunc(cands, func(a, b cand) bool { return a.rowid == b.rowid })
+			for i, c := range cands[:min(limit, len(cands))] {
+				ranked = append(ranked, rankedCand{rank: busy + int64(i), created: c.created, rowid: c.rowid})
+			}
+		}
+		// Each owner's in turn: by rank, then the oldest.
+		slices.SortFunc(ranked, func(a, b rankedCand) int {
+			return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.created, b.created), cmp.Compare(a.rowid, b.rowid))
+		})
+		get, take := tx.StmtContext(ctx, s.claimStmt), tx.StmtContext(ctx, s.takeStmt)
+		for _, r := range ranked[:min(limit, len(ranked))] {
+			got, err := scanSession(get.QueryRowContext(ctx, r.rowid))
+			if err != nil {
+				return err
+			}
 			if _, err := take.ExecContext(ctx, p.Owner, until, p.Token, got.ID); err != nil {
 				return err
 			}
 			got.LeaseOwner, got.LeaseUntil = p.Owner, fromNanos(until)
 			got.Attempts++
+			out = append(out, got)
 		}
+		slices.SortFunc(out, func(a, b *store.Session) int {
+			if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+				return c
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
 		return nil
 	})
 	if err != nil {
@@ -946,25 +1042,44 @@ const recoverClaimSQL = `UPDATE sessions SET lease_until = ?1
 			WHERE claim_token = ?2 AND claim_token != '' AND lease_owner = ?3
 			RETURNING ` + sessionColumns
 
-// claimSQL finds the sessions to claim: the oldest runnable or due ones
-// whose lease is free. Each half takes its oldest ?2 on its partial index
-// (the runnable half reads the index in creation order and stops there),
-// the halves are merged on their rowids and creation times alone, and only
-// the sessions claimed are read whole. Merging whole rows (states
-// included) of every runnable session made each claim cost as much as the
-// whole backlog, so a burst of sessions created faster than the workers
-// took them cost time quadratic in its size.
-const claimSQL = `SELECT ` + sessionColumns + ` FROM sessions WHERE rowid IN (
-				SELECT r FROM (
-					SELECT * FROM (SELECT rowid AS r, created_at FROM sessions INDEXED BY sessions_runnable
-						WHERE runnable = 1 AND (lease_owner = '' OR lease_until <= ?1) AND (?3 <= 0 OR attempts < ?3)
-						ORDER BY created_at, rowid LIMIT ?2 + 0)
-					UNION
-					SELECT * FROM (SELECT rowid AS r, created_at FROM sessions INDEXED BY sessions_wake
-						WHERE wake_at != 0 AND wake_at <= ?1 AND (lease_owner = '' OR lease_until <= ?1) AND (?3 <= 0 OR attempts < ?3)
-						ORDER BY created_at, rowid LIMIT ?2 + 0))
-				ORDER BY created_at, r LIMIT ?2 + 0)
-			ORDER BY created_at, rowid`
+// rankedCand is a session Claim may take and its turn: the count of its
+// owner's sessions running plus its place among the owner's free ones
+// (as store.RankedDelivery is a delivery's).
+type rankedCand struct {
+	rank, created, rowid int64
+}
+
+// The statements of Claim. Each reads a partial index in its order and
+// stops at its limit: reading every runnable session (or merging whole
+// rows of them) made each claim cost as much as the whole backlog, so a
+// burst of sessions created faster than the workers took them cost time
+// quadratic in its size.
+const (
+	// claimOwnersSQL lists the owners with runnable sessions: a skip
+	// scan of sessions_runnable_by_owner, one search per owner, however
+	// many sessions each has.
+	claimOwnersSQL = `WITH RECURSIVE o(owner) AS (
+			SELECT (SELECT owner FROM sessions INDEXED BY sessions_runnable_by_owner WHERE runnable = 1 ORDER BY owner LIMIT 1)
+			UNION ALL
+			SELECT (SELECT s.owner FROM sessions AS s INDEXED BY sessions_runnable_by_owner
+				WHERE s.runnable = 1 AND s.owner > o.owner ORDER BY s.owner LIMIT 1)
+			FROM o WHERE o.owner IS NOT NULL)
+		SELECT owner FROM o WHERE owner IS NOT NULL`
+	// claimWakeSQL: the oldest ?2 free sessions whose wake-up time has
+	// come.
+	claimWakeSQL = `SELECT rowid, owner, created_at FROM sessions INDEXED BY sessions_wake
+		WHERE wake_at != 0 AND wake_at <= ?1 AND (lease_owner = '' OR lease_until <= ?1) AND (?3 <= 0 OR attempts < ?3)
+		ORDER BY created_at, rowid LIMIT ?2 + 0`
+	// claimBusySQL counts an owner's runnable sessions whose lease is
+	// live (those running), on sessions_leased_by_owner.
+	claimBusySQL = `SELECT COUNT(*) FROM sessions INDEXED BY sessions_leased_by_owner
+		WHERE owner = ?1 AND runnable = 1 AND lease_owner != '' AND lease_until > ?2`
+	// claimOwnSQL: an owner's oldest ?3 free runnable sessions, on
+	// sessions_runnable_by_owner in its order.
+	claimOwnSQL = `SELECT rowid, created_at FROM sessions INDEXED BY sessions_runnable_by_owner
+		WHERE owner = ?1 AND runnable = 1 AND (lease_owner = '' OR lease_until <= ?2) AND (?4 <= 0 OR attempts < ?4)
+		ORDER BY created_at, rowid LIMIT ?3 + 0`
+)
 
 // Renew implements [store.Store].
 func (s *Store) Renew(ctx context.Context, id, owner string, until time.Time) error {

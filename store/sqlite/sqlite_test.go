@@ -303,3 +303,78 @@ func storeAtVersion(t *testing.T, version int, stmts ...string) string {
 	}
 	return path
 }
+
+// TestClaimUsesIndexes: with 100,000 runnable sessions of one key and
+// one of another, each statement of Claim searches its partial index
+// (by owner, in its order) instead of scanning the backlog, and the
+// claim of two takes the second key's session.
+func TestClaimUsesIndexes(t *testing.T) {
+	db := freshSchema(t)
+	if _, err := db.Exec(`WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < 100000)
+		INSERT INTO sessions (id, owner, status, runnable, version, created_at, updated_at)
+		SELECT 'a-' || i, 'key-a', 'pending', 1, 1, i, i FROM g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO sessions (id, owner, status, runnable, version, created_at, updated_at) VALUES ('b-1', 'key-b', 'pending', 1, 1, 200000, 200000)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, sql string
+		args      []any
+		want      []string
+	}{
+		{"owners", sqlite.ClaimOwnersSQL, nil, []string{"SEARCH s USING COVERING INDEX sessions_runnable_by_owner (owner>?)"}},
+		{"busy", sqlite.ClaimBusySQL, []any{"key-a", 1}, []string{"sessions_leased_by_owner (owner=? AND lease_until>?)"}},
+		{"own", sqlite.ClaimOwnSQL, []any{"key-a", 1, 4, 2}, []string{"SEARCH sessions USING INDEX sessions_runnable_by_owner (owner=?)"}},
+		{"wake", sqlite.ClaimWakeSQL, []any{1, 4, 2}, []string{"sessions_wake"}},
+	} {
+		rows, err := db.Query(`EXPLAIN QUERY PLAN `+c.sql, c.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		joined := strings.Join(plan, "; ")
+		for _, w := range c.want {
+			if !strings.Contains(joined, w) {
+				t.Errorf("%s: plan %s; want %s", c.name, joined, w)
+			}
+		}
+		if strings.Contains(joined, "TEMP B-TREE") && c.name != "wake" {
+			t.Errorf("%s: plan %s sorts; want the index's order", c.name, joined)
+		}
+	}
+	var seq int
+	var name, path string
+	if err := db.QueryRow(`PRAGMA database_list`).Scan(&seq, &name, &path); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	st, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	got, err := st.Claim(t.Context(), &store.ClaimParams{Owner: "w", Now: time.Now(), TTL: time.Minute, Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != "a-1" || got[1].ID != "b-1" {
+		var ids []string
+		for _, s := range got {
+			ids = append(ids, s.ID)
+		}
+		t.Errorf("claim of 2: %v; want [a-1 b-1]", ids)
+	}
+}

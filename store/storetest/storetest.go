@@ -54,6 +54,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Claim", testClaim},
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"ClaimBacklog", testClaimBacklog},
+		{"ClaimFair", testClaimFair},
+		{"ClaimFairBacklog", testClaimFairBacklog},
 		{"Leases", testLeases},
 		{"ClaimWithUpdate", testClaimWithUpdate},
 		{"CreateClaimed", testCreateClaimed},
@@ -692,6 +694,233 @@ func testClaimBacklog(t *testing.T, st store.Store) {
 		}
 		if diff := cmp.Diff(want, ids); diff != "" {
 			t.Fatalf("claim %d, limit %d (-want +got):\n%s", round, limit, diff)
+		}
+		if len(want) == 0 {
+			if round < 10 {
+				t.Fatalf("only %d claims: the backlog is too small to test", round)
+			}
+			return
+		}
+	}
+}
+
+// testClaimFair: a claim takes sessions in turn across owners (API
+// keys), each owner's oldest first, the owner with the fewest sessions
+// running first, so that a key's backlog does not queue the sessions of
+// keys created after it. Key A has 200 runnable sessions created first,
+// key B two created after: a claim of four takes both of B's.
+func testClaimFair(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Millisecond)
+	mk := func(id, owner string, age time.Duration) {
+		s := newSession(id, owner)
+		s.Runnable, s.CreatedAt = true, now.Add(-age)
+		mustCreate(t, st, s)
+	}
+	for i := range 200 {
+		mk(fmt.Sprintf("a%03d", i), "key-a", time.Hour-time.Duration(i)*time.Second)
+	}
+	mk("b0", "key-b", 30*time.Minute)
+	mk("b1", "key-b", 29*time.Minute)
+	claim := func(worker string, limit, below int) []string {
+		t.Helper()
+		got, err := st.Claim(ctx, &store.ClaimParams{Owner: worker, Token: worker + "-token", Now: now, TTL: time.Hour, Limit: limit, BelowAttempts: below})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, s := range got {
+			ids = append(ids, s.ID)
+		}
+		return ids
+	}
+	// In turn, oldest first: A's oldest, B's oldest, A's next, B's next
+	// (returned in creation order).
+	if diff := cmp.Diff([]string{"a000", "a001", "b0", "b1"}, claim("w1", 4, 2)); diff != "" {
+		t.Errorf("claim of 4 (-want +got):\n%s", diff)
+	}
+	// A third key's one session goes before the others': A and B have two
+	// running each, C none.
+	mk("c0", "key-c", time.Minute)
+	mk("b2", "key-b", 30*time.Second)
+	if diff := cmp.Diff([]string{"c0"}, claim("w2", 1, 2)); diff != "" {
+		t.Errorf("claim with a new key's session waiting (-want +got):\n%s", diff)
+	}
+	// A and B have two running each: one more each, A's the older.
+	if diff := cmp.Diff([]string{"a002", "b2"}, claim("w2", 2, 2)); diff != "" {
+		t.Errorf("claim of A's and B's third (-want +got):\n%s", diff)
+	}
+	// B has nothing left: A takes the idle capacity.
+	if diff := cmp.Diff([]string{"a003", "a004", "a005"}, claim("w3", 3, 2)); diff != "" {
+		t.Errorf("claim with A alone waiting (-want +got):\n%s", diff)
+	}
+	// Sessions whose lease ended count no more: B's released, B runs
+	// none and A six, so B's next goes first, though A's are older. A
+	// waiting session whose time has come counts with its owner's; D's
+	// goes before A's too.
+	for _, id := range []string{"b0", "b1", "b2"} {
+		if err := st.Release(ctx, id, "w1"); err != nil && id != "b2" {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Release(ctx, "b2", "w2"); err != nil {
+		t.Fatal(err)
+	}
+	d := newSession("d0", "key-d")
+	d.WakeAt, d.CreatedAt = now.Add(-time.Second), now.Add(-10*time.Second)
+	mustCreate(t, st, d)
+	if diff := cmp.Diff([]string{"b0", "b1", "d0"}, claim("w4", 3, 2)); diff != "" {
+		t.Errorf("claim after B's leases were given up (-want +got):\n%s", diff)
+	}
+	// A claim's token still finds what it took.
+	got, err := st.RecoverClaim(ctx, &store.ClaimParams{Owner: "w4", Token: "w4-token", Now: now, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range got {
+		ids = append(ids, s.ID)
+	}
+	if diff := cmp.Diff([]string{"b0", "b1", "d0"}, ids); diff != "" {
+		t.Errorf("RecoverClaim (-want +got):\n%s", diff)
+	}
+}
+
+// testClaimFairBacklog claims, a few at a time, from many sessions of
+// three owners and of every kind (as testClaimBacklog), and checks each
+// claim against a model of the fair claim (see [store.Store.Claim]):
+// each candidate ranked by its owner's runnable sessions leased plus its
+// place among the owner's candidates, the due waiting ones narrowed to
+// the oldest of all owners first.
+func testClaimFairBacklog(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Millisecond)
+	type model struct {
+		id, owner  string
+		created    time.Time
+		runnable   bool
+		wake       time.Time
+		leaseUntil time.Time
+		attempts   int
+	}
+	var all []*model
+	r := uint32(11)
+	next := func(n uint32) uint32 { r = r*1664525 + 1013904223; return (r >> 8) % n }
+	owners := []string{"key-a", "key-a", "key-a", "key-a", "key-b", "key-c"}
+	for i := range 120 {
+		m := &model{id: fmt.Sprintf("s%03d", i), owner: owners[next(uint32(len(owners)))],
+			created: base.Add(time.Duration(next(1_000_000)) * time.Millisecond)}
+		switch next(6) {
+		case 0, 1, 5:
+			m.runnable = true
+		case 2:
+			m.wake = now.Add(-time.Duration(next(100)+1) * time.Second)
+		case 3:
+			m.wake = now.Add(time.Hour)
+		case 4:
+			m.runnable, m.wake = true, now.Add(-time.Second)
+		}
+		s := newSession(m.id, m.owner)
+		s.Runnable, s.WakeAt, s.CreatedAt = m.runnable, m.wake, m.created
+		mustCreate(t, st, s)
+		all = append(all, m)
+	}
+	find := func(id string) *model { return all[slices.IndexFunc(all, func(m *model) bool { return m.id == id })] }
+	held, err := st.Claim(ctx, &store.ClaimParams{Owner: "other", Now: now, TTL: time.Minute, Limit: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(10 * time.Minute)
+	for i, s := range held {
+		m := find(s.ID)
+		m.attempts++
+		m.leaseUntil = now.Add(time.Minute)
+		if i%2 == 0 {
+			if err := st.Renew(ctx, s.ID, "other", later.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			m.leaseUntil = later.Add(time.Hour)
+		}
+	}
+	older := func(a, b *model) int {
+		if c := a.created.Compare(b.created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	}
+	const below = 2
+	for round := 0; ; round++ {
+		limit := int(next(5)) + 1
+		eligible := slices.Clone(all)
+		slices.SortFunc(eligible, older)
+		free := func(m *model) bool { return !m.leaseUntil.After(later) && m.attempts < below }
+		var wakeDue []*model
+		for _, m := range eligible {
+			if !m.wake.IsZero() && !m.wake.After(later) && free(m) && len(wakeDue) < limit {
+				wakeDue = append(wakeDue, m)
+			}
+		}
+		type ranked struct {
+			m    *model
+			rank int
+		}
+		var cands []ranked
+		for _, o := range []string{"key-a", "key-b", "key-c"} {
+			busy := 0
+			var own []*model
+			for _, m := range eligible {
+				if m.owner != o {
+					continue
+				}
+				if m.runnable && m.leaseUntil.After(later) {
+					busy++
+				}
+				if (m.runnable && free(m) || slices.Contains(wakeDue, m)) && len(own) < limit {
+					own = append(own, m)
+				}
+			}
+			for i, m := range own {
+				cands = append(cands, ranked{m, busy + i})
+			}
+		}
+		slices.SortFunc(cands, func(a, b ranked) int {
+			if a.rank != b.rank {
+				return a.rank - b.rank
+			}
+			return older(a.m, b.m)
+		})
+		var chosen []*model
+		for _, c := range cands[:min(limit, len(cands))] {
+			chosen = append(chosen, c.m)
+		}
+		slices.SortFunc(chosen, older)
+		var want []string
+		for _, m := range chosen {
+			want = append(want, m.id)
+		}
+		got, err := st.Claim(ctx, &store.ClaimParams{Owner: "w", Now: later, TTL: time.Hour, Limit: limit, BelowAttempts: below})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, s := range got {
+			ids = append(ids, s.ID)
+			m := find(s.ID)
+			m.leaseUntil = later.Add(time.Hour)
+			m.attempts++
+		}
+		if diff := cmp.Diff(want, ids); diff != "" {
+			t.Fatalf("claim %d, limit %d (-want +got):\n%s", round, limit, diff)
+		}
+		// Now and then a worker gives a lease up (as a stopping process
+		// does): the session is free again, its attempts reset, and its
+		// owner runs one fewer.
+		if len(got) > 0 && next(3) == 0 {
+			m := find(got[0].ID)
+			if err := st.Release(ctx, m.id, "w"); err != nil {
+				t.Fatal(err)
+			}
+			m.leaseUntil, m.attempts = time.Time{}, 0
 		}
 		if len(want) == 0 {
 			if round < 10 {
