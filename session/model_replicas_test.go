@@ -795,7 +795,7 @@ func (q *rpSeq) probe(s *rpSession, r *rpReplica, action func()) {
 			other = o
 		}
 	}
-	if w := q.waiter; w != nil && w != r && slices.Contains(q.replicas, w) && w.st.deaf.Load() == 0 {
+	if w := q.waiter; w != nil && w != r && slices.Contains(q.replicas, w) && w.st.deaf.Load() == 0 && !w.st.partitioned() {
 		// A replica whose partition healed: its long-polls recover.
 		other = w
 		q.waiter = nil
