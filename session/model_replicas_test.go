@@ -1290,7 +1290,25 @@ func (q *rpSeq) checkLog(ctx context.Context, s *rpSession) {
 	}
 	s.seen = ref
 	msgs, results, decisions := map[string]int{}, map[string]int{}, map[string]int{}
+	steps := int64(0)
 	for _, e := range events {
+		if e.Type == session.EventMetricsUpdate {
+			// Each step's commit counts it: a count that does not
+			// grow is a step committed twice (a stale worker's,
+			// whose lease another replica took, landing over the
+			// new owner's work).
+			var m struct {
+				Metrics struct {
+					Steps int64 `json:"steps"`
+				} `json:"metrics"`
+			}
+			json.Unmarshal(e.Data, &m)
+			if m.Metrics.Steps <= steps {
+				q.violation(s, "step-committed-twice", "%s: event %d counts %d steps, an event before it %d", s.key, e.Index, m.Metrics.Steps, steps)
+				return
+			}
+			steps = m.Metrics.Steps
+		}
 		if e.Type != session.EventAgent {
 			continue
 		}
