@@ -36,7 +36,11 @@ import (
 // new one starts in its place; a replica dies (its store's writes hang,
 // it is abandoned without waiting: its leases must expire and another
 // replica take its sessions over); a replica loses the next wake-ups the
-// store delivers to it. After every action the sessions are checked
+// store delivers to it; a worker's store call on a replica fails at a
+// chosen point, before it reaches the store or after it committed
+// (rpStore.arm); a replica is partitioned for longer than a lease TTL,
+// its writes held and its runs going on, then heals (rpStore.part).
+// After every action the sessions are checked
 // against a reference model (the same scripted model and tools as
 // TestModelBased's, mtWorld), and these invariants across the replicas:
 //
@@ -45,6 +49,9 @@ import (
 //   - step-twice: no model request is sent again, by any replica, after
 //     the same request completed, unless a disruption (a stop, a death,
 //     a lease of the session lost) came since;
+//   - step-committed-twice: the steps counted by the log's metrics
+//     events grow (a stale worker's commit does not land over the new
+//     owner's);
 //   - input-lost: every message, tool result and decision a replica
 //     accepted is in the session's log once, and every message is in the
 //     next model request;
