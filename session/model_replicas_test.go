@@ -36,7 +36,11 @@ import (
 // new one starts in its place; a replica dies (its store's writes hang,
 // it is abandoned without waiting: its leases must expire and another
 // replica take its sessions over); a replica loses the next wake-ups the
-// store delivers to it. After every action the sessions are checked
+// store delivers to it; a worker's store call on a replica fails at a
+// chosen point, before it reaches the store or after it committed
+// (rpStore.arm); a replica is partitioned for longer than a lease TTL,
+// its writes held and its runs going on, then heals (rpStore.part).
+// After every action the sessions are checked
 // against a reference model (the same scripted model and tools as
 // TestModelBased's, mtWorld), and these invariants across the replicas:
 //
@@ -45,6 +49,9 @@ import (
 //   - step-twice: no model request is sent again, by any replica, after
 //     the same request completed, unless a disruption (a stop, a death,
 //     a lease of the session lost) came since;
+//   - step-committed-twice: the steps counted by the log's metrics
+//     events grow (a stale worker's commit does not land over the new
+//     owner's);
 //   - input-lost: every message, tool result and decision a replica
 //     accepted is in the session's log once, and every message is in the
 //     next model request;
@@ -109,9 +116,66 @@ type rpStore struct {
 	deaf    atomic.Int32  // wake-ups still to lose
 	lost    atomic.Int32  // wake-ups lost
 	counted chan string   // the sessions whose event count was read (long-poll probes)
+
+	// part, while not nil, partitions the replica from the database:
+	// its writes hang until the channel is closed (or their context
+	// ends, failing without writing), then reach the store as sent; the
+	// wake-ups the store delivers meanwhile are lost. Its runs go on.
+	part atomic.Pointer[chan struct{}]
+	held atomic.Int32 // calls held by a partition
+
+	// fault fails one call of a worker's store writes at a chosen point
+	// (see arm).
+	fault struct {
+		sync.Mutex
+		op       string // "update" (under a lease), "claim", "renew", "recover"; "" none
+		skip     int    // calls of op to let pass first
+		after    bool   // the call is made, and commits, before it answers the error
+		injected int
+	}
 }
 
+// errRPInjected is the error of a store call the test failed on purpose.
+var errRPInjected = errors.New("rpmodel: injected store failure")
+
+// arm makes the call of op after the next skip fail once: before it
+// reaches the store (nothing written) or, after, once it committed (the
+// lost answer of a call cut by its deadline, or of a connection broken
+// while the commit's answer was in flight).
+func (s *rpStore) arm(op string, skip int, after bool) {
+	s.fault.Lock()
+	s.fault.op, s.fault.skip, s.fault.after = op, skip, after
+	s.fault.Unlock()
+}
+
+// fails reports whether this call of op fails, and whether after its
+// commit.
+func (s *rpStore) fails(op string) (fail, after bool) {
+	s.fault.Lock()
+	defer s.fault.Unlock()
+	if s.fault.op != op {
+		return false, false
+	}
+	if s.fault.skip > 0 {
+		s.fault.skip--
+		return false, false
+	}
+	s.fault.op = ""
+	s.fault.injected++
+	return true, s.fault.after
+}
+
+func (s *rpStore) partitioned() bool { return s.part.Load() != nil }
+
 func (s *rpStore) hang(ctx context.Context) error {
+	if p := s.part.Load(); p != nil {
+		s.held.Add(1)
+		select {
+		case <-*p:
+		case <-ctx.Done():
+			return fmt.Errorf("rpmodel: partitioned: %w", ctx.Err())
+		}
+	}
 	if !s.dead.Load() {
 		return nil
 	}
@@ -148,6 +212,16 @@ func (s *rpStore) UpdateSession(ctx context.Context, ss *store.Session, events [
 	if err := s.hang(ctx); err != nil {
 		return err
 	}
+	if opts != nil && opts.Lease != "" {
+		if fail, after := s.fails("update"); fail {
+			if after {
+				if err := s.Store.UpdateSession(ctx, ss, events, opts); err != nil {
+					return s.lease(ss.ID, err)
+				}
+			}
+			return s.lease(ss.ID, errRPInjected)
+		}
+	}
 	return s.lease(ss.ID, s.Store.UpdateSession(ctx, ss, events, opts))
 }
 
@@ -155,19 +229,43 @@ func (s *rpStore) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Ses
 	if err := s.hang(ctx); err != nil {
 		return nil, err
 	}
-	return s.Store.Claim(ctx, p)
+	fail, after := s.fails("claim")
+	if fail && !after {
+		return nil, errRPInjected
+	}
+	got, err := s.Store.Claim(ctx, p)
+	if fail && err == nil {
+		return nil, fmt.Errorf("claim: %w (after it took %d sessions)", errRPInjected, len(got))
+	}
+	return got, err
 }
 
 func (s *rpStore) RecoverClaim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
 	if err := s.hang(ctx); err != nil {
 		return nil, err
 	}
-	return s.Store.RecoverClaim(ctx, p)
+	fail, after := s.fails("recover")
+	if fail && !after {
+		return nil, errRPInjected
+	}
+	got, err := s.Store.RecoverClaim(ctx, p)
+	if fail && err == nil {
+		return nil, errRPInjected
+	}
+	return got, err
 }
 
 func (s *rpStore) Renew(ctx context.Context, id, owner string, until time.Time) error {
 	if err := s.hang(ctx); err != nil {
 		return err
+	}
+	if fail, after := s.fails("renew"); fail {
+		if after {
+			if err := s.Store.Renew(ctx, id, owner, until); err != nil {
+				return s.lease(id, err)
+			}
+		}
+		return s.lease(id, errRPInjected)
 	}
 	return s.lease(id, s.Store.Renew(ctx, id, owner, until))
 }
@@ -201,6 +299,10 @@ func (s *rpStore) Subscribe(topic string) (<-chan struct{}, func()) {
 			case <-stop:
 				return
 			case <-in:
+			}
+			if s.partitioned() {
+				s.lost.Add(1)
+				continue
 			}
 			if n := s.deaf.Load(); n > 0 && s.deaf.CompareAndSwap(n, n-1) {
 				s.lost.Add(1)
@@ -342,6 +444,9 @@ type rpSeq struct {
 	owner    string
 	replicas []*rpReplica // the live ones, by slot
 	dead     []*rpReplica // abandoned
+	parted   *rpReplica   // partitioned, until the action's end
+	partedAt time.Time
+	waiter   *rpReplica // the next long-poll probe's (a healed replica)
 	made     int
 	sessions []*rpSession
 	actions  []string
@@ -502,6 +607,10 @@ func (q *rpSeq) run() {
 // the dead ones go (their hung writes fail, writing nothing).
 func (q *rpSeq) end() {
 	ctx := context.Background()
+	if r := q.parted; r != nil {
+		close(*r.st.part.Swap(nil))
+		q.parted = nil
+	}
 	q.w.release("*")
 	m := q.replicas[0].m
 	for _, s := range q.sessions {
@@ -517,6 +626,10 @@ func (q *rpSeq) end() {
 	q.stats["failed writes"] += int(q.failedWrites.Load())
 	for _, r := range append(slices.Clone(q.replicas), q.dead...) {
 		q.stats["wake-ups lost"] += int(r.st.lost.Load())
+		q.stats["calls held by partitions"] += int(r.st.held.Load())
+		r.st.fault.Lock()
+		q.stats["store calls failed on purpose"] += r.st.fault.injected
+		r.st.fault.Unlock()
 	}
 	for _, r := range q.replicas {
 		q.stopReplica(r)
@@ -542,8 +655,40 @@ func (q *rpSeq) kill(r *rpReplica) {
 	}
 }
 
-// pick returns a random live replica.
-func (q *rpSeq) pick() *rpReplica { return q.replicas[q.rng.IntN(len(q.replicas))] }
+// pick returns a random live replica, not partitioned.
+func (q *rpSeq) pick() *rpReplica {
+	for {
+		if r := q.replicas[q.rng.IntN(len(q.replicas))]; !r.st.partitioned() {
+			return r
+		}
+	}
+}
+
+// partition cuts r off the database (see rpStore.part) until heal.
+func (q *rpSeq) partition(r *rpReplica) {
+	ch := make(chan struct{})
+	r.st.part.Store(&ch)
+	q.parted, q.partedAt = r, time.Now()
+	q.stats["partitions"]++
+	q.logf("replica %d is partitioned", r.n)
+}
+
+// heal ends the partition once it lasted longer than a lease TTL (1.2 to
+// 3 of them): the partitioned replica's sessions were taken over by the
+// others meanwhile, and its held writes, and the rest of its runs' steps,
+// now reach the store. The next long-poll probe waits on it.
+func (q *rpSeq) heal() {
+	r := q.parted
+	if r == nil {
+		return
+	}
+	long := time.Duration(float64(*rpLeaseTTL) * (1.2 + 1.8*q.rng.Float64()))
+	time.Sleep(time.Until(q.partedAt.Add(long)))
+	p := r.st.part.Swap(nil)
+	close(*p)
+	q.parted, q.waiter = nil, r
+	q.logf("replica %d's partition heals (%d calls held)", r.n, r.st.held.Load())
+}
 
 // act does one to three actions without waiting between them, each on
 // a session of its own (or a fault of a replica), so that sessions run on
@@ -553,6 +698,7 @@ func (q *rpSeq) act() {
 	for range 1 + q.rng.IntN(3) {
 		q.act1(touched)
 	}
+	q.heal()
 }
 
 func (q *rpSeq) act1(touched map[*rpSession]bool) {
@@ -566,6 +712,9 @@ func (q *rpSeq) act1(touched map[*rpSession]bool) {
 	case 0: // a replica stops cleanly; a new one takes its place
 		i := q.rng.IntN(len(q.replicas))
 		old := q.replicas[i]
+		if old.st.partitioned() {
+			return
+		}
 		q.disrupt.Add(1)
 		q.stopReplica(old)
 		q.replicas[i] = q.newReplica()
@@ -575,6 +724,9 @@ func (q *rpSeq) act1(touched map[*rpSession]bool) {
 	case 1: // a replica dies: its writes never land, it is not waited for
 		i := q.rng.IntN(len(q.replicas))
 		old := q.replicas[i]
+		if old.st.partitioned() {
+			return
+		}
 		q.disrupt.Add(1)
 		q.kill(old)
 		q.stats["deaths"]++
@@ -594,6 +746,19 @@ func (q *rpSeq) act1(touched map[*rpSession]bool) {
 		k := 1 + q.rng.IntN(3)
 		r.st.deaf.Store(int32(k))
 		q.logf("replica %d loses its next %d wake-ups", r.n, k)
+		return
+	case 3, 4: // a worker's store call fails on a replica, maybe after its commit
+		r := q.pick()
+		ops := []string{"update", "update", "claim", "renew", "recover"}
+		op, skip, after := ops[q.rng.IntN(len(ops))], q.rng.IntN(2), q.rng.IntN(2) == 0
+		r.st.arm(op, skip, after)
+		q.stats["store calls failed: "+op]++
+		q.logf("replica %d fails its %s after the next %d (after the commit: %v)", r.n, op, skip, after)
+		return
+	case 5: // a replica is partitioned for longer than a lease TTL
+		if q.parted == nil && len(q.replicas) > 1 {
+			q.partition(q.pick())
+		}
 		return
 	}
 	s := q.sessions[q.rng.IntN(len(q.sessions))]
@@ -633,9 +798,15 @@ func (q *rpSeq) act1(touched map[*rpSession]bool) {
 func (q *rpSeq) probe(s *rpSession, r *rpReplica, action func()) {
 	var other *rpReplica
 	for _, o := range q.replicas {
-		if o != r && o.st.deaf.Load() == 0 {
+		if o != r && o.st.deaf.Load() == 0 && !o.st.partitioned() {
 			other = o
 		}
+	}
+	if w := q.waiter; w != nil && w != r && slices.Contains(q.replicas, w) && w.st.deaf.Load() == 0 && !w.st.partitioned() {
+		// A replica whose partition healed: its long-polls recover.
+		other = w
+		q.waiter = nil
+		q.stats["long-polls on a healed replica"]++
 	}
 	if other == nil {
 		action()
@@ -720,7 +891,18 @@ func (q *rpSeq) cutStep(ctx context.Context, r *rpReplica, s *rpSession) {
 		time.Sleep(time.Millisecond)
 	}
 	i := slices.Index(q.replicas, runner)
-	if i < 0 {
+	if i < 0 || runner.st.partitioned() {
+		q.w.release(tag)
+		return
+	}
+	if q.parted == nil && q.rng.IntN(3) == 0 {
+		// Not a disruption: the replica does not know it was cut
+		// off, its runs go on; a step sent again must be excused by
+		// a lease its worker lost (its commit, once the partition
+		// heals, refused).
+		q.stats["partitions mid-step"]++
+		q.logf("replica %d, which runs the step of %s, is partitioned; release %s", runner.n, tag, tag)
+		q.partition(runner)
 		q.w.release(tag)
 		return
 	}
@@ -1115,7 +1297,25 @@ func (q *rpSeq) checkLog(ctx context.Context, s *rpSession) {
 	}
 	s.seen = ref
 	msgs, results, decisions := map[string]int{}, map[string]int{}, map[string]int{}
+	steps := int64(0)
 	for _, e := range events {
+		if e.Type == session.EventMetricsUpdate {
+			// Each step's commit counts it: a count that does not
+			// grow is a step committed twice (a stale worker's,
+			// whose lease another replica took, landing over the
+			// new owner's work).
+			var m struct {
+				Metrics struct {
+					Steps int64 `json:"steps"`
+				} `json:"metrics"`
+			}
+			json.Unmarshal(e.Data, &m)
+			if m.Metrics.Steps <= steps {
+				q.violation(s, "step-committed-twice", "%s: event %d counts %d steps, an event before it %d", s.key, e.Index, m.Metrics.Steps, steps)
+				return
+			}
+			steps = m.Metrics.Steps
+		}
 		if e.Type != session.EventAgent {
 			continue
 		}
