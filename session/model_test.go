@@ -289,7 +289,16 @@ func (q *mtSeq) newManager() {
 		Permissions:       mtPermissions,
 		MaxActiveSessions: mtMaxActive,
 		LeaseTTL:          400 * time.Millisecond,
-		Logger:            slog.New(slog.NewTextHandler(&q.log, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// Each failed worker write, failed delivery of a child's end and
+		// run cut by a lease lost under load costs a session an attempt,
+		// as designed (TestStoreErrorsRetried, TestLostClaimsChargeNoAttempt
+		// test the bound itself): the sequences inject up to two failed
+		// writes and two failed deliveries at a time, and a loaded
+		// machine adds lapses, so the bound here leaves room for them
+		// (a run of CI failed at the default 3: two failed writes and a
+		// lapse gave a session up that the reference completes).
+		MaxAttempts: 6,
+		Logger:      slog.New(slog.NewTextHandler(&q.log, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	// A delivery lost to a restart or a failed write is made by the
 	// parent's periodic check of its children: every 250 ms here, so
