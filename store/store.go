@@ -76,6 +76,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -516,4 +517,13 @@ type ClaimParams struct {
 	// concurrent claims may each take the last place). Only
 	// ClaimDeliveries reads it.
 	PerKey int
+}
+
+// CompareCreated orders sessions by creation, then by ID: the order in
+// which [Store.Claim] and [Store.RecoverClaim] return them.
+func CompareCreated(a, b *Session) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
 }

@@ -1083,21 +1083,22 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, claimSQL, claimArgs(p)...)
+	return s.leasedRows(ctx, "claim", p, claimSQL, claimArgs(p)...)
+}
+
+// leasedRows runs a statement that leases sessions until p.Now+p.TTL and
+// returns them (Claim, RecoverClaim): in creation order, with the lease
+// as the caller asked for it, not rounded to microseconds.
+func (s *Store) leasedRows(ctx context.Context, what string, p *store.ClaimParams, sql string, args ...any) ([]*store.Session, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("claim: %w", s.wrap(err))
+		return nil, fmt.Errorf("%s: %w", what, s.wrap(err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.Session, error) { return scanSession(r) })
 	if err != nil {
-		return nil, fmt.Errorf("claim: %w", s.wrap(err))
+		return nil, fmt.Errorf("%s: %w", what, s.wrap(err))
 	}
-	slices.SortFunc(out, func(a, b *store.Session) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	// The lease as the caller asked for it, not rounded to microseconds.
+	slices.SortFunc(out, store.CompareCreated)
 	for _, got := range out {
 		got.LeaseUntil = p.Now.Add(p.TTL)
 	}
@@ -1117,24 +1118,7 @@ func (s *Store) RecoverClaim(ctx context.Context, p *store.ClaimParams) ([]*stor
 	if p.Token == "" {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, recoverClaimSQL, p.Owner, p.Token, ts(p.Now.Add(p.TTL)))
-	if err != nil {
-		return nil, fmt.Errorf("recover claim: %w", s.wrap(err))
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.Session, error) { return scanSession(r) })
-	if err != nil {
-		return nil, fmt.Errorf("recover claim: %w", s.wrap(err))
-	}
-	slices.SortFunc(out, func(a, b *store.Session) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	for _, got := range out {
-		got.LeaseUntil = p.Now.Add(p.TTL)
-	}
-	return out, nil
+	return s.leasedRows(ctx, "recover claim", p, recoverClaimSQL, p.Owner, p.Token, ts(p.Now.Add(p.TTL)))
 }
 
 // Renew implements [store.Store].

@@ -994,12 +994,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Sessi
 			got.Attempts++
 			out = append(out, got)
 		}
-		slices.SortFunc(out, func(a, b *store.Session) int {
-			if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-				return c
-			}
-			return strings.Compare(a.ID, b.ID)
-		})
+		slices.SortFunc(out, store.CompareCreated)
 		return nil
 	})
 	if err != nil {
@@ -1026,12 +1021,7 @@ func (s *Store) RecoverClaim(ctx context.Context, p *store.ClaimParams) ([]*stor
 	if err != nil {
 		return nil, fmt.Errorf("recover claim: %w", err)
 	}
-	slices.SortFunc(out, func(a, b *store.Session) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	slices.SortFunc(out, store.CompareCreated)
 	return out, nil
 }
 
