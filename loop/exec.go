@@ -427,11 +427,13 @@ func (h *handlerRun) wait() (*Output, error) {
 	}
 }
 
-// answered is the call's outcome when the handler answered a: a deadline
-// error after the call's own timeout is that timeout.
+// answered is the call's outcome when the handler answered a. A handler that
+// gives back its context's error once that context ended answers the same
+// as one that did not answer in time (the run stopped, or the call timed
+// out), whichever of the two the select saw first.
 func (h *handlerRun) answered(a handlerAnswer) (*Output, error) {
-	if a.err != nil && h.ctx.Err() != nil && h.parent.Err() == nil && errors.Is(a.err, context.DeadlineExceeded) {
-		return nil, timeoutError(h.p, h.timeout)
+	if a.err != nil && h.ctx.Err() != nil && (errors.Is(a.err, context.DeadlineExceeded) || errors.Is(a.err, context.Canceled)) {
+		return h.expired()
 	}
 	return a.out, a.err
 }
