@@ -74,8 +74,8 @@ var allowed = map[string][]string{
 	"platform/feedback":            {"session"},
 	"platform/quota":               {"session"},
 	"platform/registry":            {"internal/rawjson", "session", "store"},
-	"platform/schedule":            {"api", "session", "store"},
-	"platform/webhook":             {"api", "internal/netpolicy", "store"},
+	"platform/schedule":            {"api", "internal/retry", "session", "store"},
+	"platform/webhook":             {"api", "internal/netpolicy", "internal/retry", "store"},
 	"platform/webhook/webhooktest": {},
 	"platform/vault":               {"api", "loop", "session", "store"},
 
