@@ -233,6 +233,13 @@ func (m *Manager) worker(ctx context.Context, job func()) {
 // manager is not running. Sessions claimed often without progress are
 // left to the dispatcher, which runs them one at a time. Every non-nil
 // return must be followed by runClaimed.
+//
+// The claim carries a token of its own, as the dispatcher's do (see
+// claim): a commit that claims may answer an error after it committed
+// (the connection broke while its answer was on its way), leaving the
+// session leased to this process, which does not know it, until the
+// lease lapses; it would then be claimed again with another attempt
+// counted. runClaimed asks the store what the claim took instead.
 func (m *Manager) reserveClaim() *store.UpdateOptions {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -240,19 +247,25 @@ func (m *Manager) reserveClaim() *store.UpdateOptions {
 		return nil
 	}
 	m.reserved++
-	return &store.UpdateOptions{Claim: &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, BelowAttempts: crashSuspectAfter}}
+	return &store.UpdateOptions{Claim: &store.ClaimParams{Owner: m.owner, Token: rand.Text(), Now: time.Now(), TTL: m.opts.LeaseTTL, BelowAttempts: crashSuspectAfter}}
 }
 
 // runClaimed ends a reservation of reserveClaim: it runs s, as committed
 // with opts, when h says the commit claimed it, and frees the reserved
 // worker otherwise. st, when not nil, is the state the commit encoded
 // into s, handed to the worker (see handOver); the caller must not use it
-// afterwards.
+// afterwards. When the commit that claims answered an error (h.lost), the
+// reservation is kept while recoverInput learns what it took.
 func (m *Manager) runClaimed(opts *store.UpdateOptions, s *store.Session, st *state, h *leaseChange) {
 	if opts == nil {
 		return
 	}
 	m.mu.Lock()
+	if h.lost != nil && !h.claimed && !m.stopping {
+		m.recoverInput(opts.Claim, h)
+		m.mu.Unlock()
+		return
+	}
 	m.reserved--
 	if h.claimed && !m.stopping {
 		if !m.startWorker(m.workCtx, s, st) {
@@ -267,6 +280,71 @@ func (m *Manager) runClaimed(opts *store.UpdateOptions, s *store.Session, st *st
 		// The manager stops: the next one to start claims it.
 		m.release([]*store.Session{s})
 	}
+}
+
+// recoverInput asks the store, in a goroutine of its own, what the claim
+// of p took, its commit (a caller's input, or a creation: h) having
+// answered an error, and runs it on the worker the claim reserved (m.mu
+// held, m.stopping false; the reservation ends there). Its calls are
+// recoverClaim's (recoverCreated's for a creation), cut stopGrace after
+// the manager stops; when they all fail, what the claim took, if
+// anything, waits for its lease to lapse. A claim of a caller's input
+// took one session or none.
+func (m *Manager) recoverInput(p *store.ClaimParams, h *leaseChange) {
+	ctx := m.workCtx
+	m.wg.Go(func() {
+		gctx, cancel := retry.Grace(ctx, stopGrace)
+		defer cancel()
+		var got []*store.Session
+		var err error
+		if h.created != "" {
+			got, err = m.recoverCreated(gctx, h.created, h.lost)
+		} else {
+			got, err = m.recoverClaim(gctx, p, h.lost)
+		}
+		if err != nil {
+			m.log.Error("claiming a session in a caller's input", "err", err)
+		}
+		m.mu.Lock()
+		m.reserved--
+		if len(got) > 0 && !m.stopping {
+			if !m.startWorker(ctx, got[0], nil) {
+				m.slotFreed()
+			}
+			m.mu.Unlock()
+			return
+		}
+		m.slotFreed()
+		m.mu.Unlock()
+		if len(got) > 0 {
+			m.release(got) // the manager stops
+		}
+	})
+}
+
+// recoverCreated is recoverClaim for a creation that claimed its session
+// (id) and answered createErr: the session, if the creation committed, is
+// found by its id, which this creation chose, and is this process's while
+// its lease (renewed here) is.
+func (m *Manager) recoverCreated(ctx context.Context, id string, createErr error) ([]*store.Session, error) {
+	var got *store.Session
+	policy := retry.Policy{Tries: claimRecoveryTries, Bound: m.opts.LeaseTTL / 4, Pause: m.opts.LeaseTTL / 10}
+	err, earlier := retry.Do(ctx, policy, func(ctx context.Context) error {
+		if err := m.st.Renew(ctx, id, m.owner, time.Now().Add(m.opts.LeaseTTL)); err != nil {
+			return err
+		}
+		s, err := m.st.GetSession(ctx, id)
+		got = s
+		return err
+	}, store.ErrNotFound, store.ErrLeaseLost)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrLeaseLost):
+		return nil, nil // not created, or not this process's
+	case err != nil:
+		return nil, fmt.Errorf("a creation answered an error and whether it took its session is unknown (if it did, the session runs when its lease lapses): %w", errors.Join(createErr, earlier, err))
+	}
+	m.log.Warn("a creation answered an error after it committed; its session runs", "err", createErr, "session", id)
+	return []*store.Session{got}, nil
 }
 
 // slotFreed tells the dispatcher that a worker is free again, if it waits
