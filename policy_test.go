@@ -38,8 +38,11 @@ var allowed = map[string][]string{
 	"internal/rawjson":                {},
 	// internal/fairshare: the rule that keeps a share of the server's
 	// global bounds for keys with few waiting (long-polls, reads).
-	"internal/fairshare":    {},
-	"internal/otlp":         {},
+	"internal/fairshare": {},
+	"internal/otlp":      {},
+	// internal/retry: a claim made again after an error, and the grace of
+	// a stopping process (session, platform/webhook, platform/schedule).
+	"internal/retry":        {},
 	"cmd/hrns/internal/tui": {"cmd/hrns/internal/callview", "cmd/hrns/internal/goldmark/ast", "cmd/hrns/internal/goldmark/parser", "cmd/hrns/internal/goldmark/text", "cmd/hrns/internal/goldmark/util", "internal/safetext", "llm", "loop", "loop/compact", "pricing", "tools"},
 	// cmd/hrns/internal/goldmark: goldmark v1.8.2's parser, whose regular
 	// expressions and tables are built on first use (its README).
@@ -71,14 +74,14 @@ var allowed = map[string][]string{
 	"platform/feedback":            {"session"},
 	"platform/quota":               {"session"},
 	"platform/registry":            {"internal/rawjson", "session", "store"},
-	"platform/schedule":            {"api", "session", "store"},
-	"platform/webhook":             {"api", "internal/netpolicy", "store"},
+	"platform/schedule":            {"api", "internal/retry", "session", "store"},
+	"platform/webhook":             {"api", "internal/netpolicy", "internal/retry", "store"},
 	"platform/webhook/webhooktest": {},
 	"platform/vault":               {"api", "loop", "session", "store"},
 
 	// session fetches the URL files of user messages under the address
 	// policy (session/files.go).
-	"session":   {"api", "internal/fairshare", "internal/imagesize", "internal/netpolicy", "internal/rawjson", "llm", "loop", "pricing", "skills", "store"},
+	"session":   {"api", "internal/fairshare", "internal/imagesize", "internal/netpolicy", "internal/rawjson", "internal/retry", "llm", "loop", "pricing", "skills", "store"},
 	"server":    {"api", "browser/userdata", "internal/fairshare", "platform/feedback", "platform/quota", "platform/registry", "platform/schedule", "platform/vault", "platform/webhook", "session", "server/ui", "store", "tools"},
 	"server/ui": {},
 	"client":    {"api", "llm", "loop"},

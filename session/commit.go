@@ -163,6 +163,9 @@ func (m *Manager) commit(ctx context.Context, id string, c *change, fn func(s *s
 			continue
 		}
 		if err != nil {
+			if c.lease != nil && o.Claim != nil {
+				c.lease.lost = err // it may have committed (see runClaimed)
+			}
 			return nil, nil, &storeError{err}
 		}
 		if c.lease != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hrns-dev/hrns/internal/retry"
 	"github.com/hrns-dev/hrns/store"
 )
 
@@ -232,6 +233,13 @@ func (m *Manager) worker(ctx context.Context, job func()) {
 // manager is not running. Sessions claimed often without progress are
 // left to the dispatcher, which runs them one at a time. Every non-nil
 // return must be followed by runClaimed.
+//
+// The claim carries a token of its own, as the dispatcher's do (see
+// claim): a commit that claims may answer an error after it committed
+// (the connection broke while its answer was on its way), leaving the
+// session leased to this process, which does not know it, until the
+// lease lapses; it would then be claimed again with another attempt
+// counted. runClaimed asks the store what the claim took instead.
 func (m *Manager) reserveClaim() *store.UpdateOptions {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -239,19 +247,25 @@ func (m *Manager) reserveClaim() *store.UpdateOptions {
 		return nil
 	}
 	m.reserved++
-	return &store.UpdateOptions{Claim: &store.ClaimParams{Owner: m.owner, Now: time.Now(), TTL: m.opts.LeaseTTL, BelowAttempts: crashSuspectAfter}}
+	return &store.UpdateOptions{Claim: &store.ClaimParams{Owner: m.owner, Token: rand.Text(), Now: time.Now(), TTL: m.opts.LeaseTTL, BelowAttempts: crashSuspectAfter}}
 }
 
 // runClaimed ends a reservation of reserveClaim: it runs s, as committed
 // with opts, when h says the commit claimed it, and frees the reserved
 // worker otherwise. st, when not nil, is the state the commit encoded
 // into s, handed to the worker (see handOver); the caller must not use it
-// afterwards.
+// afterwards. When the commit that claims answered an error (h.lost), the
+// reservation is kept while recoverInput learns what it took.
 func (m *Manager) runClaimed(opts *store.UpdateOptions, s *store.Session, st *state, h *leaseChange) {
 	if opts == nil {
 		return
 	}
 	m.mu.Lock()
+	if h.lost != nil && !h.claimed && !m.stopping {
+		m.recoverInput(opts.Claim, h)
+		m.mu.Unlock()
+		return
+	}
 	m.reserved--
 	if h.claimed && !m.stopping {
 		if !m.startWorker(m.workCtx, s, st) {
@@ -266,6 +280,71 @@ func (m *Manager) runClaimed(opts *store.UpdateOptions, s *store.Session, st *st
 		// The manager stops: the next one to start claims it.
 		m.release([]*store.Session{s})
 	}
+}
+
+// recoverInput asks the store, in a goroutine of its own, what the claim
+// of p took, its commit (a caller's input, or a creation: h) having
+// answered an error, and runs it on the worker the claim reserved (m.mu
+// held, m.stopping false; the reservation ends there). Its calls are
+// recoverClaim's (recoverCreated's for a creation), cut stopGrace after
+// the manager stops; when they all fail, what the claim took, if
+// anything, waits for its lease to lapse. A claim of a caller's input
+// took one session or none.
+func (m *Manager) recoverInput(p *store.ClaimParams, h *leaseChange) {
+	ctx := m.workCtx
+	m.wg.Go(func() {
+		gctx, cancel := retry.Grace(ctx, stopGrace)
+		defer cancel()
+		var got []*store.Session
+		var err error
+		if h.created != "" {
+			got, err = m.recoverCreated(gctx, h.created, h.lost)
+		} else {
+			got, err = m.recoverClaim(gctx, p, h.lost)
+		}
+		if err != nil {
+			m.log.Error("claiming a session in a caller's input", "err", err)
+		}
+		m.mu.Lock()
+		m.reserved--
+		if len(got) > 0 && !m.stopping {
+			if !m.startWorker(ctx, got[0], nil) {
+				m.slotFreed()
+			}
+			m.mu.Unlock()
+			return
+		}
+		m.slotFreed()
+		m.mu.Unlock()
+		if len(got) > 0 {
+			m.release(got) // the manager stops
+		}
+	})
+}
+
+// recoverCreated is recoverClaim for a creation that claimed its session
+// (id) and answered createErr: the session, if the creation committed, is
+// found by its id, which this creation chose, and is this process's while
+// its lease (renewed here) is.
+func (m *Manager) recoverCreated(ctx context.Context, id string, createErr error) ([]*store.Session, error) {
+	var got *store.Session
+	policy := retry.Policy{Tries: claimRecoveryTries, Bound: m.opts.LeaseTTL / 4, Pause: m.opts.LeaseTTL / 10}
+	err, earlier := retry.Do(ctx, policy, func(ctx context.Context) error {
+		if err := m.st.Renew(ctx, id, m.owner, time.Now().Add(m.opts.LeaseTTL)); err != nil {
+			return err
+		}
+		s, err := m.st.GetSession(ctx, id)
+		got = s
+		return err
+	}, store.ErrNotFound, store.ErrLeaseLost)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrLeaseLost):
+		return nil, nil // not created, or not this process's
+	case err != nil:
+		return nil, fmt.Errorf("a creation answered an error and whether it took its session is unknown (if it did, the session runs when its lease lapses): %w", errors.Join(createErr, earlier, err))
+	}
+	m.log.Warn("a creation answered an error after it committed; its session runs", "err", createErr, "session", id)
+	return []*store.Session{got}, nil
 }
 
 // slotFreed tells the dispatcher that a worker is free again, if it waits
@@ -315,10 +394,11 @@ const crashSuspectAfter = 2
 // times without progress, and one more, the oldest, when no crash suspect runs
 // here.
 //
-// The claim is not cut by Stop (ctx): a claim cancelled after its
-// transaction committed would leave its sessions leased to a stopped
-// replica until the lease expires. It is bounded by half a lease TTL
-// instead, and the caller gives back what it took if ctx ended meanwhile.
+// The claim is not cut by Stop (ctx) at once: a claim cancelled after
+// its transaction committed would leave its sessions leased to a stopped
+// replica until the lease expires. It is bounded by half a lease TTL, and
+// by stopGrace once ctx ends; the caller gives back what it took if ctx
+// ended meanwhile.
 //
 // A claim may commit and still answer an error: its bound passed, or the
 // database's connection broke, while the commit's answer was on its way.
@@ -330,12 +410,14 @@ const crashSuspectAfter = 2
 // after an error claim asks the store what the claim took
 // (recoverClaim) and returns that as the claim's result.
 func (m *Manager) claim(ctx context.Context, free int) (claimed []*store.Session, again bool, err error) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.opts.LeaseTTL/2)
+	gctx, gcancel := retry.Grace(ctx, stopGrace)
+	defer gcancel()
+	cctx, cancel := context.WithTimeout(gctx, m.opts.LeaseTTL/2)
 	defer cancel()
 	p := &store.ClaimParams{Owner: m.owner, Token: rand.Text(), Now: time.Now(), TTL: m.opts.LeaseTTL, Limit: free, BelowAttempts: crashSuspectAfter}
 	claimed, err = m.st.Claim(cctx, p)
 	if err != nil {
-		got, rerr := m.recoverClaim(ctx, p, err)
+		got, rerr := m.recoverClaim(gctx, p, err)
 		if rerr != nil {
 			return nil, false, rerr
 		}
@@ -360,7 +442,7 @@ func (m *Manager) claim(ctx context.Context, free int) (claimed []*store.Session
 	if err != nil {
 		// Both claims' sessions carry the token: what the store says
 		// they took includes those the first returned.
-		got, rerr := m.recoverClaim(ctx, p, err)
+		got, rerr := m.recoverClaim(gctx, p, err)
 		switch {
 		case rerr != nil:
 			m.log.Error("claiming sessions", "err", rerr) // the others run
@@ -377,40 +459,48 @@ func (m *Manager) claim(ctx context.Context, free int) (claimed []*store.Session
 // claimRecoveryTries bounds the calls recoverClaim makes.
 const claimRecoveryTries = 3
 
+// stopGrace bounds what the manager still waits for of the store once it
+// stops: the dispatcher's claim in flight and what it does to learn what
+// that claim took (see claim), the leases it gives back, the worker's
+// releases and the replica's record. A store that does not answer
+// within it leaves what it took leased until the leases lapse, to be
+// taken over then, as after a crash; a store that answers gets its
+// sessions back at once. Stop's wait thus does not grow with the lease
+// TTL (it was about 1.45 of one, 22 s with the default, when the store
+// did not answer: TestStopBoundedWhenStoreDoesNotAnswer).
+const stopGrace = time.Second
+
 // recoverClaim returns the sessions the claim of p took, claimErr being
 // the error its call answered: it asks the store (RecoverClaim, which
 // also extends their leases) up to claimRecoveryTries times, each call
 // bounded by a quarter of a lease TTL and a tenth of one between them
-// (all within a lease TTL), on a context Stop does not cut: the caller
-// gives back what it took if ctx ended meanwhile. When every call fails it returns claimErr and the
-// recovery errors: what the claim took, if anything, is left to its
-// leases' lapse, and is claimed again then, its attempt counted.
-// Otherwise it returns what the store says the claim took, nothing when
-// the claim did not commit.
+// (all within a lease TTL), on ctx, which Stop does not cut at once (see
+// claim): the caller gives back what it took if the manager stopped
+// meanwhile. When every call fails it returns claimErr and the recovery
+// errors: what the claim took, if anything, is left to its leases'
+// lapse, and is claimed again then, its attempt counted. Otherwise it
+// returns what the store says the claim took, nothing when the claim
+// did not commit.
 func (m *Manager) recoverClaim(ctx context.Context, p *store.ClaimParams, claimErr error) ([]*store.Session, error) {
-	ctx = context.WithoutCancel(ctx)
-	errs := []error{claimErr}
-	for i := range claimRecoveryTries {
-		if i > 0 {
-			sleep(ctx, m.opts.LeaseTTL/10)
-		}
-		tctx, cancel := context.WithTimeout(ctx, m.opts.LeaseTTL/4)
-		got, err := m.st.RecoverClaim(tctx, &store.ClaimParams{Owner: p.Owner, Token: p.Token, Now: time.Now(), TTL: m.opts.LeaseTTL})
-		cancel()
-		if err == nil {
-			if len(got) > 0 {
-				m.log.Warn("a claim answered an error after it committed; its sessions run", "err", claimErr, "sessions", len(got))
-			}
-			return got, nil
-		}
-		errs = append(errs, err)
+	var got []*store.Session
+	policy := retry.Policy{Tries: claimRecoveryTries, Bound: m.opts.LeaseTTL / 4, Pause: m.opts.LeaseTTL / 10}
+	err, earlier := retry.Do(ctx, policy, func(ctx context.Context) (err error) {
+		got, err = m.st.RecoverClaim(ctx, &store.ClaimParams{Owner: p.Owner, Token: p.Token, Now: time.Now(), TTL: m.opts.LeaseTTL})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("a claim answered an error and what it took is unknown (its sessions, if any, run when their leases lapse): %w", errors.Join(claimErr, earlier, err))
 	}
-	return nil, fmt.Errorf("a claim answered an error and what it took is unknown (its sessions, if any, run when their leases lapse): %w", errors.Join(errs...))
+	if len(got) > 0 {
+		m.log.Warn("a claim answered an error after it committed; its sessions run", "err", claimErr, "sessions", len(got))
+	}
+	return got, nil
 }
 
-// release gives back the leases of sessions claimed but not run.
+// release gives back the leases of sessions claimed but not run, as the
+// manager stops (within stopGrace).
 func (m *Manager) release(claimed []*store.Session) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 	defer cancel()
 	for _, s := range claimed {
 		if err := m.st.Release(ctx, s.ID, m.owner); err != nil {

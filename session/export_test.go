@@ -71,3 +71,7 @@ func HasKeptState(m *Manager, id string) bool {
 // ClaimRecoveryTries is how many times the dispatcher asks the store what
 // a claim that answered an error took.
 const ClaimRecoveryTries = claimRecoveryTries
+
+// StopGrace bounds what Stop still waits for of a store that does not
+// answer.
+const StopGrace = stopGrace

@@ -76,10 +76,15 @@ func (m *Manager) leased() *store.UpdateOptions { return &store.UpdateOptions{Le
 // writes nothing more: it returns.
 //
 // A caller's input may claim the session in its commit (see
-// reserveClaim); claimed records that it did.
+// reserveClaim); claimed records that it did, lost the error such a
+// commit answered (it may have committed all the same: see runClaimed),
+// and created, for a creation, the new session's id, by which what it
+// took is found (a creation writes no claim token).
 type leaseChange struct {
 	released bool
 	claimed  bool
+	lost     error
+	created  string
 	// left: the worker's giving the lease up was counted (see
 	// Manager.leaseLeft), at its releasing commit or when it returned
 	// (m.mu).

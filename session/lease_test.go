@@ -192,22 +192,43 @@ func TestStaleCommittedSession(t *testing.T) {
 
 // frozenStore stands for a replica that stopped dead (a kill -9, a frozen
 // VM) while it held leases: once frozen, its writes never return until the
-// test thaws it.
+// test thaws it (or their context ends). With fail, they answer an error
+// at once instead, as a database refusing connections does.
 type frozenStore struct {
 	store.Store
-	frozen atomic.Bool
-	thaw   chan struct{}
+	frozen   atomic.Bool
+	thaw     chan struct{}
+	fail     bool
+	inFlight atomic.Int32 // calls waiting
 }
 
 func (f *frozenStore) wait(ctx context.Context) error {
 	if f.frozen.Load() {
-		select {
-		case <-f.thaw:
-		case <-ctx.Done():
+		if !f.fail {
+			f.inFlight.Add(1)
+			defer f.inFlight.Add(-1)
+			select {
+			case <-f.thaw:
+			case <-ctx.Done():
+			}
 		}
 		return errors.New("the replica died")
 	}
 	return nil
+}
+
+func (f *frozenStore) Release(ctx context.Context, id, owner string) error {
+	if err := f.wait(ctx); err != nil {
+		return err
+	}
+	return f.Store.Release(ctx, id, owner)
+}
+
+func (f *frozenStore) NextWake(ctx context.Context, now time.Time) (time.Time, error) {
+	if err := f.wait(ctx); err != nil {
+		return time.Time{}, err
+	}
+	return f.Store.NextWake(ctx, now)
 }
 
 func (f *frozenStore) UpdateSession(ctx context.Context, s *store.Session, events []store.Event, opts *store.UpdateOptions) error {

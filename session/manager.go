@@ -495,6 +495,9 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 		os.RemoveAll(filepath.Join(m.opts.Workspaces, workspaceOf(sp, id)))
 	}
 	h.claimed = err == nil && created && claim != nil && got.LeaseOwner == claim.Claim.Owner
+	if err != nil && claim != nil && s.Runnable {
+		h.lost, h.created = err, id // it may have committed (see runClaimed)
+	}
 	m.runClaimed(claim, got, nil, h)
 	if err != nil {
 		return nil, false, err

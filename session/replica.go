@@ -37,7 +37,7 @@ func (m *Manager) heartbeat(ctx context.Context, rs store.Replicas) {
 		m.beat(ctx, rs)
 		select {
 		case <-ctx.Done():
-			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopGrace)
 			defer cancel()
 			if err := rs.Leave(lctx, m.owner); err != nil {
 				m.log.Warn("removing this replica's record", "err", err)

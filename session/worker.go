@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hrns-dev/hrns/internal/retry"
 	"github.com/hrns-dev/hrns/store"
 )
 
@@ -72,7 +73,11 @@ func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *s
 	if end != leaseToRelease {
 		return
 	}
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	// Bounded by 5 s, and by stopGrace once the manager stops: the lease
+	// lapses if the store does not answer.
+	gctx, gcancel := retry.Grace(m.workCtx, stopGrace)
+	defer gcancel()
+	rctx, rcancel := context.WithTimeout(gctx, 5*time.Second)
 	defer rcancel()
 	if err := m.st.Release(rctx, id, m.owner); err != nil && !errors.Is(err, store.ErrNotFound) {
 		m.log.Warn("releasing session", "session", id, "err", err)

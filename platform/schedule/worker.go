@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hrns-dev/hrns/internal/retry"
 	"github.com/hrns-dev/hrns/session"
 	"github.com/hrns-dev/hrns/store"
 )
@@ -157,21 +158,19 @@ const storeTries = 3
 // wait for their leases to lapse.
 func (s *Scheduler) claim(ctx context.Context) ([]*store.ScheduleRun, error) {
 	p := &store.ClaimParams{Owner: s.opts.Owner, Token: rand.Text(), TTL: s.opts.LeaseTTL, Limit: claimBatch}
-	var errs []error
-	for range storeTries {
+	var runs []*store.ScheduleRun
+	err, earlier := retry.Do(context.WithoutCancel(ctx), retry.Policy{Tries: storeTries, Bound: s.opts.LeaseTTL / 2}, func(ctx context.Context) (err error) {
 		p.Now = s.opts.Clock.Now()
-		wctx, cancel := s.uncut(ctx)
-		runs, err := s.st.ClaimScheduleRuns(wctx, p)
-		cancel()
-		if err == nil {
-			if len(errs) > 0 && len(runs) > 0 {
-				s.log.Warn("schedules: a claim answered an error; claimed again with its token", "err", errors.Join(errs...), "runs", len(runs))
-			}
-			return runs, nil
-		}
-		errs = append(errs, err)
+		runs, err = s.st.ClaimScheduleRuns(ctx, p)
+		return err
+	})
+	if err != nil {
+		return nil, errors.Join(earlier, err)
 	}
-	return nil, errors.Join(errs...)
+	if earlier != nil && len(runs) > 0 {
+		s.log.Warn("schedules: a claim answered an error; claimed again with its token", "err", earlier, "runs", len(runs))
+	}
+	return runs, nil
 }
 
 // fire takes the tick of a due schedule and creates its session. It
@@ -185,7 +184,8 @@ func (s *Scheduler) claim(ctx context.Context) ([]*store.ScheduleRun, error) {
 // if it did not, up to storeTries calls; when every call fails, a run it
 // may have inserted waits for its lease to lapse and is taken over.
 func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time) (bool, error) {
-	ctx, cancel := s.uncut(ctx)
+	base := context.WithoutCancel(ctx)
+	ctx, cancel := s.uncut(base)
 	defer func() { cancel() }()
 	sp, err := decodeSpec(sc)
 	var cd *cadence
@@ -204,21 +204,27 @@ func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time)
 		Owner: sc.Owner, ID: sc.ID, Version: sc.Version, NextRunAt: next,
 		Run: &store.ScheduleRun{ID: newID(), ScheduledFor: tick, Skipped: skipped, LeaseOwner: s.opts.Owner, LeaseUntil: now.Add(s.opts.LeaseTTL), CreatedAt: now},
 	}
-	run, err := s.st.FireSchedule(ctx, p)
-	for i := 1; i < storeTries && err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrScheduleNotFound); i++ {
-		// Each call again, and what follows it, on a bound of its own:
-		// the first call may have spent ctx's. The run's lease runs
-		// from this call.
-		cancel()
-		ctx, cancel = s.uncut(ctx)
-		p.Run.LeaseUntil = s.opts.Clock.Now().Add(s.opts.LeaseTTL)
-		var again error
-		if run, again = s.st.FireSchedule(ctx, p); again != nil {
-			err = errors.Join(err, again)
-			continue
+	var run *store.ScheduleRun
+	calls := 0
+	// Each call bounds itself (no Policy.Bound): what follows the call
+	// that answers (complete) goes on under that call's bound.
+	err, earlier := retry.Do(base, retry.Policy{Tries: storeTries}, func(context.Context) (err error) {
+		if calls++; calls > 1 {
+			// Each call again, and what follows it, on a bound of its
+			// own: the first call may have spent ctx's. The run's lease
+			// runs from this call.
+			cancel()
+			ctx, cancel = s.uncut(base)
+			p.Run.LeaseUntil = s.opts.Clock.Now().Add(s.opts.LeaseTTL)
 		}
-		s.log.Warn("schedules: a fire answered an error; fired again with its run", "schedule", sc.ID, "err", err)
-		err = nil
+		run, err = s.st.FireSchedule(ctx, p)
+		return err
+	}, store.ErrConflict, store.ErrScheduleNotFound)
+	switch {
+	case err == nil && earlier != nil:
+		s.log.Warn("schedules: a fire answered an error; fired again with its run", "schedule", sc.ID, "err", earlier)
+	case err != nil:
+		err = errors.Join(earlier, err)
 	}
 	switch {
 	case errors.Is(err, store.ErrConflict):

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hrns-dev/hrns/internal/netpolicy"
+	"github.com/hrns-dev/hrns/internal/retry"
 	"github.com/hrns-dev/hrns/store"
 )
 
@@ -399,35 +400,21 @@ const claimTries = 3
 // every call fails, the deliveries it may have taken wait for their
 // leases to lapse, an attempt counted.
 func (s *Service) claim(ctx context.Context, free int) ([]*store.Delivery, error) {
-	ctx = context.WithoutCancel(ctx)
 	p := &store.ClaimParams{Owner: s.opts.ReplicaID, Token: rand.Text(), TTL: s.opts.LeaseTTL, Limit: free, PerKey: s.opts.PerKey}
-	var errs []error
-	for i := range claimTries {
-		if i > 0 {
-			sleep(ctx, s.opts.Timeout/10)
-		}
+	var ds []*store.Delivery
+	policy := retry.Policy{Tries: claimTries, Bound: s.opts.Timeout, Pause: s.opts.Timeout / 10}
+	err, earlier := retry.Do(context.WithoutCancel(ctx), policy, func(ctx context.Context) (err error) {
 		p.Now = s.opts.Now()
-		cctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-		ds, err := s.st.ClaimDeliveries(cctx, p)
-		cancel()
-		if err == nil {
-			if len(errs) > 0 && len(ds) > 0 {
-				s.log.Warn("webhook deliveries: a claim answered an error; claimed again with its token", "err", errors.Join(errs...), "deliveries", len(ds))
-			}
-			return ds, nil
-		}
-		errs = append(errs, err)
+		ds, err = s.st.ClaimDeliveries(ctx, p)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claiming deliveries (what a claim that answered an error took waits for its leases to lapse): %w", errors.Join(earlier, err))
 	}
-	return nil, fmt.Errorf("claiming deliveries (what a claim that answered an error took waits for its leases to lapse): %w", errors.Join(errs...))
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
+	if earlier != nil && len(ds) > 0 {
+		s.log.Warn("webhook deliveries: a claim answered an error; claimed again with its token", "err", earlier, "deliveries", len(ds))
 	}
+	return ds, nil
 }
 
 func (d *dispatcher) release() {
