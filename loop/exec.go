@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hrns-dev/hrns/llm"
@@ -339,7 +340,7 @@ wait:
 			out, err = h.answered(a)
 			break wait
 		case <-h.ctx.Done():
-			out, err = h.expired()
+			out, err = h.ended()
 			break wait
 		case f := <-x.onRunGoroutine:
 			f()
@@ -381,12 +382,26 @@ type handlerRun struct {
 	cancel      context.CancelFunc
 	timeout     time.Duration
 	done        chan handlerAnswer
+	// state decides, once, whether the handler answered in time: the
+	// handler's goroutine sets handlerAnswered when it returned before
+	// ctx ended, the waiter handlerAbandoned when it saw ctx end first.
+	state atomic.Int32
 }
+
+// The states of a handlerRun.
+const (
+	handlerRunning int32 = iota
+	handlerAnswered
+	handlerAbandoned
+)
 
 // A handlerAnswer is what a handler returned, or its panic as an error.
 type handlerAnswer struct {
 	out *Output
 	err error
+	// inTime: the handler returned before its context ended, and before
+	// the call was given up.
+	inTime bool
 }
 
 // startHandler starts p's handler on a goroutine of its own, under the
@@ -398,7 +413,11 @@ func (x *executor) startHandler(ctx context.Context, p *execCall) *handlerRun {
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	h := &handlerRun{p: p, parent: ctx, ctx: cctx, cancel: cancel, timeout: timeout, done: make(chan handlerAnswer, 1)}
-	go func() { h.done <- x.callHandler(h) }()
+	go func() {
+		a := x.callHandler(h)
+		a.inTime = h.ctx.Err() == nil && h.state.CompareAndSwap(handlerRunning, handlerAnswered)
+		h.done <- a
+	}()
 	return h
 }
 
@@ -412,7 +431,7 @@ func (x *executor) callHandler(h *handlerRun) (a handlerAnswer) {
 		}
 	}()
 	out, err := h.p.tool.def.Handler(x.withPolicy(h.ctx), h.p.parsed)
-	return handlerAnswer{out, err}
+	return handlerAnswer{out: out, err: err}
 }
 
 // wait waits for the handler's answer or the end of the call's context,
@@ -423,19 +442,35 @@ func (h *handlerRun) wait() (*Output, error) {
 	case a := <-h.done:
 		return h.answered(a)
 	case <-h.ctx.Done():
-		return h.expired()
+		return h.ended()
 	}
 }
 
-// answered is the call's outcome when the handler answered a. A handler that
-// gives back its context's error once that context ended answers the same
-// as one that did not answer in time (the run stopped, or the call timed
-// out), whichever of the two the select saw first.
+// The outcome of a call does not depend on which of a select's ready cases
+// it picks (at random) when the handler's answer and its context's end are
+// both there by the time the call is waited for: the run's goroutine was
+// busy, or the machine loaded. An answer the handler gave before its
+// context ended is the call's, whatever it is; one it gave after, a
+// handler that stops when told to and says so (its context's error, a
+// killed command's output), is the call interrupted or timed out, as if it
+// had not answered.
+
+// answered is the call's outcome when the handler answered a.
 func (h *handlerRun) answered(a handlerAnswer) (*Output, error) {
-	if a.err != nil && h.ctx.Err() != nil && (errors.Is(a.err, context.DeadlineExceeded) || errors.Is(a.err, context.Canceled)) {
+	if !a.inTime {
 		return h.expired()
 	}
 	return a.out, a.err
+}
+
+// ended is the call's outcome when its context ended: the handler's answer
+// if it gave it before, or the call interrupted or timed out.
+func (h *handlerRun) ended() (*Output, error) {
+	if h.state.CompareAndSwap(handlerRunning, handlerAbandoned) {
+		return h.expired()
+	}
+	// The handler answered in time; its answer is on its way.
+	return h.answered(<-h.done)
 }
 
 // expired is the call's outcome when its context ended before the handler
