@@ -378,3 +378,72 @@ func TestClaimUsesIndexes(t *testing.T) {
 		t.Errorf("claim of 2: %v; want [a-1 b-1]", ids)
 	}
 }
+
+// TestCommitsInsertRowsInChunks commits events and transcript messages
+// by several rows an INSERT, at most a fixed number (see insertRows):
+// each count around those bounds must store every row, in order, with
+// its index and data.
+func TestCommitsInsertRowsInChunks(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := t.Context()
+	now := time.Now().UTC()
+	s, _, err := st.CreateSession(ctx, &store.Session{ID: "s1", Owner: "o", Status: "running", State: []byte(`{}`), CreatedAt: now}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantEvents []string
+	var wantMessages []string
+	for _, n := range []int{1, 2, 7, 8, 9, 16, 17, 25, 0, 3} {
+		var events []store.Event
+		var messages []json.RawMessage
+		for i := range n {
+			e := fmt.Sprintf(`{"n":%d,"i":%d}`, n, i)
+			events = append(events, store.Event{Type: fmt.Sprintf("T%d", i), Data: json.RawMessage(e)})
+			wantEvents = append(wantEvents, fmt.Sprintf("T%d %s", i, e))
+			m := fmt.Sprintf(`{"m":%d,"i":%d}`, n, i)
+			messages = append(messages, json.RawMessage(m))
+			wantMessages = append(wantMessages, m)
+		}
+		if n == 3 {
+			messages[1] = nil // stored as null
+			wantMessages[len(wantMessages)-2] = "null"
+		}
+		err := st.UpdateSession(ctx, s, events, &store.UpdateOptions{Transcript: &store.Transcript{From: int64(len(wantMessages) - n), Messages: messages}})
+		if err != nil {
+			t.Fatalf("%d rows: %v", n, err)
+		}
+		for i, e := range events {
+			if want := int64(len(wantEvents) - n + i); e.Index != want {
+				t.Fatalf("%d rows: event %d has index %d, want %d", n, i, e.Index, want)
+			}
+		}
+	}
+	events, err := st.Events(ctx, "s1", 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != len(wantEvents) {
+		t.Fatalf("%d events stored, want %d", len(events), len(wantEvents))
+	}
+	for i, e := range events {
+		if got := fmt.Sprintf("%s %s", e.Type, e.Data); e.Index != int64(i) || got != wantEvents[i] {
+			t.Errorf("event %d: index %d, %s; want %s", i, e.Index, got, wantEvents[i])
+		}
+	}
+	messages, err := st.Messages(ctx, "s1", 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(messages) != len(wantMessages) {
+		t.Fatalf("%d messages stored, want %d", len(messages), len(wantMessages))
+	}
+	for i, m := range messages {
+		if string(m) != wantMessages[i] {
+			t.Errorf("message %d: %s, want %s", i, m, wantMessages[i])
+		}
+	}
+}
