@@ -116,9 +116,10 @@ type Store struct {
 	insertMessageStmts                               [maxInsertRows]*sql.Stmt // as insertEventStmts
 	// the dispatcher's and the leases': nextWakeStmt on the readers
 	claimStmt, takeStmt, renewStmt, releaseStmt, addTokensStmt  *sql.Stmt
-	claimOwnersStmt, claimWakeStmt, claimBusyStmt, claimOwnStmt *sql.Stmt // Claim's, beside claimStmt
-	hooksStmt                                                   *sql.Stmt // an owner's webhooks, at each status change
-	insertSessionStmt, byKeyStmt                                *sql.Stmt // CreateSession
+	claimOwnersStmt, claimWakeStmt, claimBusyStmt, claimOwnStmt *sql.Stmt      // Claim's, beside claimStmt
+	hooksStmt                                                   *sql.Stmt      // an owner's webhooks, at each status change
+	hookless                                                    hooklessOwners // owners hooksStmt found none of (webhooks.go)
+	insertSessionStmt, byKeyStmt                                *sql.Stmt      // CreateSession
 	nextWakeStmt                                                *sql.Stmt
 
 	closeOnce sync.Once

@@ -447,3 +447,72 @@ func TestCommitsInsertRowsInChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookAfterStatusChanges: a status change of a session whose owner
+// has no webhook remembers that (so that the next ones do not look
+// again), and a webhook created, or enabled again, afterwards must still
+// get the next change's deliveries; one of another owner must not make
+// the first owner's changes deliver.
+func TestWebhookAfterStatusChanges(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := t.Context()
+	now := time.Now().UTC()
+	s, _, err := st.CreateSession(ctx, &store.Session{ID: "s1", Owner: "o", Status: "running", State: []byte(`{}`), CreatedAt: now}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func(to string) {
+		t.Helper()
+		s.Status = to
+		if err := st.UpdateSession(ctx, s, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliveries := func(owner, hook string) int {
+		t.Helper()
+		_, n, err := st.ListDeliveries(ctx, &store.DeliveryListParams{Owner: owner, WebhookID: hook})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	status("awaiting_tool_results") // no webhook: remembered
+	status("running")
+	if _, err := st.CreateWebhook(ctx, &store.Webhook{ID: "other", Owner: "p", URL: "http://127.0.0.1:1/", Events: []string{"*"}}); err != nil {
+		t.Fatal(err)
+	}
+	status("awaiting_tool_results")
+	if n := deliveries("p", "other"); n != 0 {
+		t.Fatalf("another owner's webhook got %d deliveries", n)
+	}
+	w, err := st.CreateWebhook(ctx, &store.Webhook{ID: "w1", Owner: "o", URL: "http://127.0.0.1:1/", Events: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status("running")
+	if n := deliveries("o", "w1"); n != 1 {
+		t.Fatalf("a webhook created after status changes without one got %d deliveries of the next change, want 1", n)
+	}
+	w.Disabled = true
+	if w, err = st.UpdateWebhook(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	status("awaiting_tool_results") // disabled: none
+	status("running")
+	w.Disabled = false
+	if _, err = st.UpdateWebhook(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	status("awaiting_tool_results")
+	if n := deliveries("o", "w1"); n != 2 {
+		t.Fatalf("a webhook enabled again got %d deliveries in all, want 2", n)
+	}
+	if err := st.DeleteWebhook(ctx, "o", "w1"); err != nil {
+		t.Fatal(err)
+	}
+	status("running")
+}
