@@ -239,10 +239,10 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.r, &s.eventsStmt, `SELECT idx, type, data, time FROM events WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ? + 0`},
 		{s.w, &s.versionStmt, `SELECT version, event_count, lease_owner, lease_until, owner, status, attempts, agent FROM sessions WHERE id = ?`},
 		{s.r, &s.countStmt, `SELECT owner, event_count FROM sessions WHERE id = ?`},
-		{s.w, &s.updateStmt, updateSQL},
-		{s.w, &s.updateSameAgentStmt, updateSameAgentSQL},
-		{s.w, &s.updateClaimStmt, updateClaimSQL},
-		{s.w, &s.updateClaimSameAgentStmt, updateClaimSameAgentSQL},
+		{s.w, &s.updateStmt, updateSQL(true, false)},
+		{s.w, &s.updateSameAgentStmt, updateSQL(false, false)},
+		{s.w, &s.updateClaimStmt, updateSQL(true, true)},
+		{s.w, &s.updateClaimSameAgentStmt, updateSQL(false, true)},
 		{s.r, &s.messagesStmt, `SELECT data FROM session_messages WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ? + 0`},
 		{s.w, &s.messageCountStmt, `SELECT coalesce(max(idx) + 1, 0) FROM session_messages WHERE session_id = ?`},
 		{s.w, &s.trimMessagesStmt, `DELETE FROM session_messages WHERE session_id = ? AND idx >= ?`},
@@ -314,31 +314,29 @@ func insertRows(ctx context.Context, tx *writeTx, stmts *[maxInsertRows]*sql.Stm
 
 // updateSQL writes a session's mutable fields. SQLite rewrites the
 // entries of every index on a column the statement sets, changed or not:
-// updateSameAgentSQL, used when the agent is the stored one (always, in
-// practice), leaves the agent out so that sessions_by_owner_agent is not
-// written at each step.
-const (
-	updateSQL = `UPDATE sessions SET status = ?1, agent = ?2, first_message = ?3, state = ?4, answer = ?5,
-	error = ?6, error_code = ?7, runnable = ?8, wake_at = ?9, version = ?10, event_count = ?11,
-	started_at = ?12, finished_at = ?13, updated_at = ?14,
-	lease_owner = CASE WHEN ?15 THEN '' ELSE lease_owner END,
-	lease_until = CASE WHEN ?16 THEN 0 ELSE lease_until END,
-	attempts = CASE WHEN ?17 THEN 0 ELSE attempts END
-	WHERE id = ?18`
-	sameAgent = "agent = ?2, "
-)
-
-var updateSameAgentSQL = strings.Replace(updateSQL, sameAgent, "", 1)
-
-// updateClaimSQL is updateSQL for a commit that claims the session: it
-// takes the lease as Claim does (?15 the lease's owner, ?16 its end, ?17
-// the attempts, ?19 the claim's token) instead of keeping or releasing it.
-var (
-	updateClaimSQL = strings.Replace(updateSQL, `lease_owner = CASE WHEN ?15 THEN '' ELSE lease_owner END,
-	lease_until = CASE WHEN ?16 THEN 0 ELSE lease_until END,
-	attempts = CASE WHEN ?17 THEN 0 ELSE attempts END`, `lease_owner = ?15, lease_until = ?16, attempts = ?17, claim_token = ?19`, 1)
-	updateClaimSameAgentSQL = strings.Replace(updateClaimSQL, sameAgent, "", 1)
-)
+// without agent, used when the agent is the stored one (always, in
+// practice), it leaves the agent out so that sessions_by_owner_agent is
+// not written at each step. With claim, it is the update of a commit that
+// claims the session, taking the lease as Claim does (with the claim's
+// token) instead of keeping or releasing it. Its parameters are
+// positional, given in order by UpdateSession: the driver looks up a
+// numbered parameter's name at every call, allocating a string each.
+func updateSQL(agent, claim bool) string {
+	q := `UPDATE sessions SET status = ?, `
+	if agent {
+		q += `agent = ?, `
+	}
+	q += `first_message = ?, state = ?, answer = ?, error = ?, error_code = ?, runnable = ?, wake_at = ?,
+	version = ?, event_count = ?, started_at = ?, finished_at = ?, updated_at = ?, `
+	if claim {
+		q += `lease_owner = ?, lease_until = ?, attempts = ?, claim_token = ?`
+	} else {
+		q += `lease_owner = CASE WHEN ? THEN '' ELSE lease_owner END,
+	lease_until = CASE WHEN ? THEN 0 ELSE lease_until END,
+	attempts = CASE WHEN ? THEN 0 ELSE attempts END`
+	}
+	return q + ` WHERE id = ?`
+}
 
 func (s *Store) migrate(ctx context.Context) error {
 	var version int
@@ -809,13 +807,19 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		default:
 			update = s.updateStmt
 		}
-		args := []any{sess.Status, sess.Agent, sess.FirstMessage, blob(sess.State), blob(sess.Answer),
-			sess.Error, sess.ErrorCode, boolInt(sess.Runnable), nanos(sess.WakeAt), version + 1, count + int64(len(events)),
-			nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now), o.Release, o.Release, o.Release || o.ResetAttempts, sess.ID}
-		if claimed {
-			args[14], args[15], args[16] = c.Owner, nanos(c.Now.Add(c.TTL)), attempts+1
-			args = append(args, c.Token)
+		args := make([]any, 0, 20)
+		args = append(args, sess.Status)
+		if agent != sess.Agent {
+			args = append(args, sess.Agent)
 		}
+		args = append(args, sess.FirstMessage, blob(sess.State), blob(sess.Answer), sess.Error, sess.ErrorCode, boolInt(sess.Runnable), nanos(sess.WakeAt),
+			version+1, count+int64(len(events)), nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now))
+		if claimed {
+			args = append(args, c.Owner, nanos(c.Now.Add(c.TTL)), attempts+1, c.Token)
+		} else {
+			args = append(args, o.Release, o.Release, o.Release || o.ResetAttempts)
+		}
+		args = append(args, sess.ID)
 		if _, err := tx.StmtContext(ctx, update).ExecContext(ctx, args...); err != nil {
 			return err
 		}
