@@ -116,6 +116,7 @@ type Store struct {
 	insertMessageStmts                               [maxInsertRows]*sql.Stmt // as insertEventStmts
 	// the dispatcher's and the leases': nextWakeStmt on the readers
 	claimStmt, takeStmt, renewStmt, releaseStmt, addTokensStmt  *sql.Stmt
+	countTokensStmt                                             *sql.Stmt      // a commit's tokens (quota.go)
 	claimOwnersStmt, claimWakeStmt, claimBusyStmt, claimOwnStmt *sql.Stmt      // Claim's, beside claimStmt
 	hooksStmt                                                   *sql.Stmt      // an owner's webhooks, at each status change
 	hookless                                                    hooklessOwners // owners hooksStmt found none of (webhooks.go)
@@ -255,6 +256,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.w, &s.renewStmt, `UPDATE sessions SET lease_until = ? WHERE id = ? AND lease_owner = ? AND lease_until > ?`},
 		{s.w, &s.releaseStmt, `UPDATE sessions SET lease_owner = '', lease_until = 0, attempts = 0 WHERE id = ? AND lease_owner = ?`},
 		{s.w, &s.addTokensStmt, addTokensSQL},
+		{s.w, &s.countTokensStmt, countTokensSQL},
 		{s.r, &s.nextWakeStmt, nextWakeSQL},
 		{s.w, &s.hooksStmt, `SELECT id, events FROM webhooks WHERE owner = ? AND disabled = 0`},
 		{s.w, &s.insertSessionStmt, `INSERT INTO sessions (` + sessionColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
@@ -384,7 +386,7 @@ func (s *Store) Close() error {
 		var errs []error
 		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.countStmt, s.versionStmt, s.updateStmt, s.updateSameAgentStmt,
 			s.messagesStmt, s.messageCountStmt, s.trimMessagesStmt, s.updateClaimStmt, s.updateClaimSameAgentStmt,
-			s.claimStmt, s.takeStmt, s.renewStmt, s.releaseStmt, s.addTokensStmt, s.nextWakeStmt, s.hooksStmt, s.insertSessionStmt, s.byKeyStmt,
+			s.claimStmt, s.takeStmt, s.renewStmt, s.releaseStmt, s.addTokensStmt, s.countTokensStmt, s.nextWakeStmt, s.hooksStmt, s.insertSessionStmt, s.byKeyStmt,
 			s.claimOwnersStmt, s.claimWakeStmt, s.claimBusyStmt, s.claimOwnStmt,
 			s.savepointStmt, s.rollbackToStmt, s.releaseSavepointStmt} {
 			if st != nil {
@@ -837,8 +839,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 			return err
 		}
 		if t := o.Tokens; t != nil && t.N > 0 {
-			var total int64
-			if err := tx.StmtContext(ctx, s.addTokensStmt).QueryRowContext(ctx, owner, t.Period, windowNanos(t.Start), t.N).Scan(&total); err != nil {
+			if _, err := tx.StmtContext(ctx, s.countTokensStmt).ExecContext(ctx, owner, t.Period, windowNanos(t.Start), t.N); err != nil {
 				return err
 			}
 		}
