@@ -30,9 +30,15 @@ func (s *Store) AddTokens(ctx context.Context, owner, period string, start time.
 	return total, nil
 }
 
-const addTokensSQL = `INSERT INTO token_usage (owner, period, window_start, tokens) VALUES (?, ?, ?, ?)
-	ON CONFLICT (owner, period, window_start) DO UPDATE SET tokens = tokens + excluded.tokens
+// addTokensSQL adds to a window's count and returns the total;
+// countTokensSQL, a commit's (UpdateOptions.Tokens), only adds: a
+// statement that returns no row spares the driver's result set.
+const (
+	countTokensSQL = `INSERT INTO token_usage (owner, period, window_start, tokens) VALUES (?, ?, ?, ?)
+	ON CONFLICT (owner, period, window_start) DO UPDATE SET tokens = tokens + excluded.tokens`
+	addTokensSQL = countTokensSQL + `
 	RETURNING tokens`
+)
 
 // TokensUsed implements [store.Quotas].
 func (s *Store) TokensUsed(ctx context.Context, owner, period string, start time.Time) (int64, error) {

@@ -104,14 +104,23 @@ type Store struct {
 	// prepared statements of the hot paths
 	getStmt, eventsStmt, countStmt               *sql.Stmt // on the readers
 	versionStmt, updateStmt, updateSameAgentStmt *sql.Stmt // on the writer
-	insertEventStmt                              *sql.Stmt
+	// updateClaimStmt and updateClaimSameAgentStmt are updateStmt and
+	// updateSameAgentStmt for a commit that claims the session
+	// (store.UpdateOptions.Claim): they take the lease in the same
+	// statement.
+	updateClaimStmt, updateClaimSameAgentStmt *sql.Stmt
+	// insertEventStmts[k-1] inserts k events (see insertRows)
+	insertEventStmts [maxInsertRows]*sql.Stmt
 	// the transcript: messagesStmt on the readers, the others on the writer
-	messagesStmt, messageCountStmt, trimMessagesStmt, insertMessageStmt *sql.Stmt
+	messagesStmt, messageCountStmt, trimMessagesStmt *sql.Stmt
+	insertMessageStmts                               [maxInsertRows]*sql.Stmt // as insertEventStmts
 	// the dispatcher's and the leases': nextWakeStmt on the readers
 	claimStmt, takeStmt, renewStmt, releaseStmt, addTokensStmt  *sql.Stmt
-	claimOwnersStmt, claimWakeStmt, claimBusyStmt, claimOwnStmt *sql.Stmt // Claim's, beside claimStmt
-	hooksStmt                                                   *sql.Stmt // an owner's webhooks, at each status change
-	insertSessionStmt, byKeyStmt                                *sql.Stmt // CreateSession
+	countTokensStmt                                             *sql.Stmt      // a commit's tokens (quota.go)
+	claimOwnersStmt, claimWakeStmt, claimBusyStmt, claimOwnStmt *sql.Stmt      // Claim's, beside claimStmt
+	hooksStmt                                                   *sql.Stmt      // an owner's webhooks, at each status change
+	hookless                                                    hooklessOwners // owners hooksStmt found none of (webhooks.go)
+	insertSessionStmt, byKeyStmt                                *sql.Stmt      // CreateSession
 	nextWakeStmt                                                *sql.Stmt
 
 	closeOnce sync.Once
@@ -231,13 +240,13 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.r, &s.eventsStmt, `SELECT idx, type, data, time FROM events WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ? + 0`},
 		{s.w, &s.versionStmt, `SELECT version, event_count, lease_owner, lease_until, owner, status, attempts, agent FROM sessions WHERE id = ?`},
 		{s.r, &s.countStmt, `SELECT owner, event_count FROM sessions WHERE id = ?`},
-		{s.w, &s.updateStmt, updateSQL},
-		{s.w, &s.updateSameAgentStmt, updateSameAgentSQL},
-		{s.w, &s.insertEventStmt, `INSERT INTO events (session_id, idx, type, data, time) VALUES (?,?,?,?,?)`},
+		{s.w, &s.updateStmt, updateSQL(true, false)},
+		{s.w, &s.updateSameAgentStmt, updateSQL(false, false)},
+		{s.w, &s.updateClaimStmt, updateSQL(true, true)},
+		{s.w, &s.updateClaimSameAgentStmt, updateSQL(false, true)},
 		{s.r, &s.messagesStmt, `SELECT data FROM session_messages WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ? + 0`},
 		{s.w, &s.messageCountStmt, `SELECT coalesce(max(idx) + 1, 0) FROM session_messages WHERE session_id = ?`},
 		{s.w, &s.trimMessagesStmt, `DELETE FROM session_messages WHERE session_id = ? AND idx >= ?`},
-		{s.w, &s.insertMessageStmt, `INSERT INTO session_messages (session_id, idx, data) VALUES (?,?,?)`},
 		{s.w, &s.claimStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE rowid = ?`},
 		{s.w, &s.claimOwnersStmt, claimOwnersSQL},
 		{s.w, &s.claimWakeStmt, claimWakeSQL},
@@ -247,6 +256,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.w, &s.renewStmt, `UPDATE sessions SET lease_until = ? WHERE id = ? AND lease_owner = ? AND lease_until > ?`},
 		{s.w, &s.releaseStmt, `UPDATE sessions SET lease_owner = '', lease_until = 0, attempts = 0 WHERE id = ? AND lease_owner = ?`},
 		{s.w, &s.addTokensStmt, addTokensSQL},
+		{s.w, &s.countTokensStmt, countTokensSQL},
 		{s.r, &s.nextWakeStmt, nextWakeSQL},
 		{s.w, &s.hooksStmt, `SELECT id, events FROM webhooks WHERE owner = ? AND disabled = 0`},
 		{s.w, &s.insertSessionStmt, `INSERT INTO sessions (` + sessionColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
@@ -259,26 +269,76 @@ func (s *Store) prepare(ctx context.Context) error {
 			return err
 		}
 	}
+	for k := 1; k <= maxInsertRows; k++ {
+		if s.insertEventStmts[k-1], err = s.w.PrepareContext(ctx, insertSQL(`events (session_id, idx, type, data, time)`, 5, k)); err != nil {
+			return err
+		}
+		if s.insertMessageStmts[k-1], err = s.w.PrepareContext(ctx, insertSQL(`session_messages (session_id, idx, data)`, 3, k)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxInsertRows bounds the rows of one INSERT of events or transcript
+// messages: a commit's rows are inserted by as few statements as that
+// allows (a step's commit has three to five events and two messages),
+// each statement run costing about as much as the row it inserts.
+const maxInsertRows = 8
+
+// insertSQL is an INSERT of k rows of n columns into table.
+func insertSQL(table string, n, k int) string {
+	row := "(?" + strings.Repeat(",?", n-1) + ")"
+	return "INSERT INTO " + table + " VALUES " + row + strings.Repeat(","+row, k-1)
+}
+
+// insertRows inserts rows rows of n columns with stmts (see
+// insertEventStmts), k at a time; args(i, a) appends the i-th row's
+// columns to a.
+func insertRows(ctx context.Context, tx *writeTx, stmts *[maxInsertRows]*sql.Stmt, rows, n int, args func(i int, a []any) []any) error {
+	var a []any
+	for from := 0; from < rows; {
+		k := min(rows-from, maxInsertRows)
+		a = a[:0]
+		if a == nil {
+			a = make([]any, 0, min(rows, maxInsertRows)*n)
+		}
+		for i := from; i < from+k; i++ {
+			a = args(i, a)
+		}
+		if _, err := tx.StmtContext(ctx, stmts[k-1]).ExecContext(ctx, a...); err != nil {
+			return err
+		}
+		from += k
+	}
 	return nil
 }
 
 // updateSQL writes a session's mutable fields. SQLite rewrites the
 // entries of every index on a column the statement sets, changed or not:
-// updateSameAgentSQL, used when the agent is the stored one (always, in
-// practice), leaves the agent out so that sessions_by_owner_agent is not
-// written at each step.
-const (
-	updateSQL = `UPDATE sessions SET status = ?1, agent = ?2, first_message = ?3, state = ?4, answer = ?5,
-	error = ?6, error_code = ?7, runnable = ?8, wake_at = ?9, version = ?10, event_count = ?11,
-	started_at = ?12, finished_at = ?13, updated_at = ?14,
-	lease_owner = CASE WHEN ?15 THEN '' ELSE lease_owner END,
-	lease_until = CASE WHEN ?16 THEN 0 ELSE lease_until END,
-	attempts = CASE WHEN ?17 THEN 0 ELSE attempts END
-	WHERE id = ?18`
-	sameAgent = "agent = ?2, "
-)
-
-var updateSameAgentSQL = strings.Replace(updateSQL, sameAgent, "", 1)
+// without agent, used when the agent is the stored one (always, in
+// practice), it leaves the agent out so that sessions_by_owner_agent is
+// not written at each step. With claim, it is the update of a commit that
+// claims the session, taking the lease as Claim does (with the claim's
+// token) instead of keeping or releasing it. Its parameters are
+// positional, given in order by UpdateSession: the driver looks up a
+// numbered parameter's name at every call, allocating a string each.
+func updateSQL(agent, claim bool) string {
+	q := `UPDATE sessions SET status = ?, `
+	if agent {
+		q += `agent = ?, `
+	}
+	q += `first_message = ?, state = ?, answer = ?, error = ?, error_code = ?, runnable = ?, wake_at = ?,
+	version = ?, event_count = ?, started_at = ?, finished_at = ?, updated_at = ?, `
+	if claim {
+		q += `lease_owner = ?, lease_until = ?, attempts = ?, claim_token = ?`
+	} else {
+		q += `lease_owner = CASE WHEN ? THEN '' ELSE lease_owner END,
+	lease_until = CASE WHEN ? THEN 0 ELSE lease_until END,
+	attempts = CASE WHEN ? THEN 0 ELSE attempts END`
+	}
+	return q + ` WHERE id = ?`
+}
 
 func (s *Store) migrate(ctx context.Context) error {
 	var version int
@@ -324,11 +384,16 @@ func (s *Store) migrate(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
-		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.countStmt, s.versionStmt, s.updateStmt, s.updateSameAgentStmt, s.insertEventStmt,
-			s.messagesStmt, s.messageCountStmt, s.trimMessagesStmt, s.insertMessageStmt,
-			s.claimStmt, s.takeStmt, s.renewStmt, s.releaseStmt, s.addTokensStmt, s.nextWakeStmt, s.hooksStmt, s.insertSessionStmt, s.byKeyStmt,
+		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.countStmt, s.versionStmt, s.updateStmt, s.updateSameAgentStmt,
+			s.messagesStmt, s.messageCountStmt, s.trimMessagesStmt, s.updateClaimStmt, s.updateClaimSameAgentStmt,
+			s.claimStmt, s.takeStmt, s.renewStmt, s.releaseStmt, s.addTokensStmt, s.countTokensStmt, s.nextWakeStmt, s.hooksStmt, s.insertSessionStmt, s.byKeyStmt,
 			s.claimOwnersStmt, s.claimWakeStmt, s.claimBusyStmt, s.claimOwnStmt,
 			s.savepointStmt, s.rollbackToStmt, s.releaseSavepointStmt} {
+			if st != nil {
+				errs = append(errs, st.Close())
+			}
+		}
+		for _, st := range slices.Concat(s.insertEventStmts[:], s.insertMessageStmts[:]) {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}
@@ -523,22 +588,21 @@ func (s *Store) insertEvents(ctx context.Context, tx *writeTx, id string, from i
 	if len(events) == 0 {
 		return nil
 	}
-	stmt := tx.StmtContext(ctx, s.insertEventStmt)
 	for i := range events {
 		e := &events[i]
 		e.Index = from + int64(i)
 		if e.Time.IsZero() {
 			e.Time = now
 		}
+	}
+	return insertRows(ctx, tx, &s.insertEventStmts, len(events), 5, func(i int, a []any) []any {
+		e := &events[i]
 		data := e.Data
 		if data == nil {
 			data = []byte("null")
 		}
-		if _, err := stmt.ExecContext(ctx, id, e.Index, e.Type, []byte(data), nanos(e.Time)); err != nil {
-			return err
-		}
-	}
-	return nil
+		return append(a, id, e.Index, e.Type, []byte(data), nanos(e.Time))
+	})
 }
 
 // writeTranscript applies t to the session's transcript: the messages
@@ -559,16 +623,13 @@ func (s *Store) writeTranscript(ctx context.Context, tx *writeTx, id string, t *
 			return err
 		}
 	}
-	stmt := tx.StmtContext(ctx, s.insertMessageStmt)
-	for i, m := range t.Messages {
+	return insertRows(ctx, tx, &s.insertMessageStmts, len(t.Messages), 3, func(i int, a []any) []any {
+		m := t.Messages[i]
 		if m == nil {
 			m = json.RawMessage("null")
 		}
-		if _, err := stmt.ExecContext(ctx, id, t.From+int64(i), []byte(m)); err != nil {
-			return err
-		}
-	}
-	return nil
+		return append(a, id, t.From+int64(i), []byte(m))
+	})
 }
 
 // Messages implements [store.Store].
@@ -731,15 +792,37 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		if version != sess.Version {
 			return store.ErrConflict
 		}
-		update := s.updateStmt
-		if agent == sess.Agent {
-			update = s.updateSameAgentStmt
+		if o.ResetAttempts {
+			attempts = 0
 		}
-		_, err = tx.StmtContext(ctx, update).ExecContext(ctx,
-			sess.Status, sess.Agent, sess.FirstMessage, blob(sess.State), blob(sess.Answer),
-			sess.Error, sess.ErrorCode, boolInt(sess.Runnable), nanos(sess.WakeAt), version+1, count+int64(len(events)),
-			nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now), o.Release, o.Release, o.Release || o.ResetAttempts, sess.ID)
-		if err != nil {
+		// A claim takes the lease in the update's own statement.
+		c := o.Claim
+		claimed = c != nil && sess.Runnable && (leaseOwner == "" || leaseUntil <= nanos(c.Now)) && (c.BelowAttempts <= 0 || attempts < c.BelowAttempts)
+		var update *sql.Stmt
+		switch {
+		case claimed && agent == sess.Agent:
+			update = s.updateClaimSameAgentStmt
+		case claimed:
+			update = s.updateClaimStmt
+		case agent == sess.Agent:
+			update = s.updateSameAgentStmt
+		default:
+			update = s.updateStmt
+		}
+		args := make([]any, 0, 20)
+		args = append(args, sess.Status)
+		if agent != sess.Agent {
+			args = append(args, sess.Agent)
+		}
+		args = append(args, sess.FirstMessage, blob(sess.State), blob(sess.Answer), sess.Error, sess.ErrorCode, boolInt(sess.Runnable), nanos(sess.WakeAt),
+			version+1, count+int64(len(events)), nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now))
+		if claimed {
+			args = append(args, c.Owner, nanos(c.Now.Add(c.TTL)), attempts+1, c.Token)
+		} else {
+			args = append(args, o.Release, o.Release, o.Release || o.ResetAttempts)
+		}
+		args = append(args, sess.ID)
+		if _, err := tx.StmtContext(ctx, update).ExecContext(ctx, args...); err != nil {
 			return err
 		}
 		if o.WriteRequest {
@@ -756,19 +839,9 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 			return err
 		}
 		if t := o.Tokens; t != nil && t.N > 0 {
-			var total int64
-			if err := tx.StmtContext(ctx, s.addTokensStmt).QueryRowContext(ctx, owner, t.Period, windowNanos(t.Start), t.N).Scan(&total); err != nil {
+			if _, err := tx.StmtContext(ctx, s.countTokensStmt).ExecContext(ctx, owner, t.Period, windowNanos(t.Start), t.N); err != nil {
 				return err
 			}
-		}
-		if o.ResetAttempts {
-			attempts = 0
-		}
-		if c := o.Claim; c != nil && sess.Runnable && (leaseOwner == "" || leaseUntil <= nanos(c.Now)) && (c.BelowAttempts <= 0 || attempts < c.BelowAttempts) {
-			if _, err := tx.StmtContext(ctx, s.takeStmt).ExecContext(ctx, c.Owner, nanos(c.Now.Add(c.TTL)), c.Token, sess.ID); err != nil {
-				return err
-			}
-			claimed = true
 		}
 		hooked, err = s.enqueueDeliveries(ctx, tx, owner, sess.ID, status, sess.Status, version+1, now)
 		return err

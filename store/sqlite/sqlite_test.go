@@ -378,3 +378,141 @@ func TestClaimUsesIndexes(t *testing.T) {
 		t.Errorf("claim of 2: %v; want [a-1 b-1]", ids)
 	}
 }
+
+// TestCommitsInsertRowsInChunks commits events and transcript messages
+// by several rows an INSERT, at most a fixed number (see insertRows):
+// each count around those bounds must store every row, in order, with
+// its index and data.
+func TestCommitsInsertRowsInChunks(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := t.Context()
+	now := time.Now().UTC()
+	s, _, err := st.CreateSession(ctx, &store.Session{ID: "s1", Owner: "o", Status: "running", State: []byte(`{}`), CreatedAt: now}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantEvents []string
+	var wantMessages []string
+	for _, n := range []int{1, 2, 7, 8, 9, 16, 17, 25, 0, 3} {
+		var events []store.Event
+		var messages []json.RawMessage
+		for i := range n {
+			e := fmt.Sprintf(`{"n":%d,"i":%d}`, n, i)
+			events = append(events, store.Event{Type: fmt.Sprintf("T%d", i), Data: json.RawMessage(e)})
+			wantEvents = append(wantEvents, fmt.Sprintf("T%d %s", i, e))
+			m := fmt.Sprintf(`{"m":%d,"i":%d}`, n, i)
+			messages = append(messages, json.RawMessage(m))
+			wantMessages = append(wantMessages, m)
+		}
+		if n == 3 {
+			messages[1] = nil // stored as null
+			wantMessages[len(wantMessages)-2] = "null"
+		}
+		err := st.UpdateSession(ctx, s, events, &store.UpdateOptions{Transcript: &store.Transcript{From: int64(len(wantMessages) - n), Messages: messages}})
+		if err != nil {
+			t.Fatalf("%d rows: %v", n, err)
+		}
+		for i, e := range events {
+			if want := int64(len(wantEvents) - n + i); e.Index != want {
+				t.Fatalf("%d rows: event %d has index %d, want %d", n, i, e.Index, want)
+			}
+		}
+	}
+	events, err := st.Events(ctx, "s1", 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != len(wantEvents) {
+		t.Fatalf("%d events stored, want %d", len(events), len(wantEvents))
+	}
+	for i, e := range events {
+		if got := fmt.Sprintf("%s %s", e.Type, e.Data); e.Index != int64(i) || got != wantEvents[i] {
+			t.Errorf("event %d: index %d, %s; want %s", i, e.Index, got, wantEvents[i])
+		}
+	}
+	messages, err := st.Messages(ctx, "s1", 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(messages) != len(wantMessages) {
+		t.Fatalf("%d messages stored, want %d", len(messages), len(wantMessages))
+	}
+	for i, m := range messages {
+		if string(m) != wantMessages[i] {
+			t.Errorf("message %d: %s, want %s", i, m, wantMessages[i])
+		}
+	}
+}
+
+// TestWebhookAfterStatusChanges: a status change of a session whose owner
+// has no webhook remembers that (so that the next ones do not look
+// again), and a webhook created, or enabled again, afterwards must still
+// get the next change's deliveries; one of another owner must not make
+// the first owner's changes deliver.
+func TestWebhookAfterStatusChanges(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "hrns.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := t.Context()
+	now := time.Now().UTC()
+	s, _, err := st.CreateSession(ctx, &store.Session{ID: "s1", Owner: "o", Status: "running", State: []byte(`{}`), CreatedAt: now}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func(to string) {
+		t.Helper()
+		s.Status = to
+		if err := st.UpdateSession(ctx, s, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliveries := func(owner, hook string) int {
+		t.Helper()
+		_, n, err := st.ListDeliveries(ctx, &store.DeliveryListParams{Owner: owner, WebhookID: hook})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	status("awaiting_tool_results") // no webhook: remembered
+	status("running")
+	if _, err := st.CreateWebhook(ctx, &store.Webhook{ID: "other", Owner: "p", URL: "http://127.0.0.1:1/", Events: []string{"*"}}); err != nil {
+		t.Fatal(err)
+	}
+	status("awaiting_tool_results")
+	if n := deliveries("p", "other"); n != 0 {
+		t.Fatalf("another owner's webhook got %d deliveries", n)
+	}
+	w, err := st.CreateWebhook(ctx, &store.Webhook{ID: "w1", Owner: "o", URL: "http://127.0.0.1:1/", Events: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status("running")
+	if n := deliveries("o", "w1"); n != 1 {
+		t.Fatalf("a webhook created after status changes without one got %d deliveries of the next change, want 1", n)
+	}
+	w.Disabled = true
+	if w, err = st.UpdateWebhook(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	status("awaiting_tool_results") // disabled: none
+	status("running")
+	w.Disabled = false
+	if _, err = st.UpdateWebhook(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	status("awaiting_tool_results")
+	if n := deliveries("o", "w1"); n != 2 {
+		t.Fatalf("a webhook enabled again got %d deliveries in all, want 2", n)
+	}
+	if err := st.DeleteWebhook(ctx, "o", "w1"); err != nil {
+		t.Fatal(err)
+	}
+	status("running")
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hrns-dev/hrns/store"
@@ -61,6 +62,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w *store.Webhook) (*store.Web
 	}
 	n.Version = 1
 	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
+		s.mayHaveHooks(n.Owner)
 		_, err := tx.ExecContext(ctx, `INSERT INTO webhooks (`+webhookColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			n.ID, n.Owner, n.URL, eventsJSON(n.Events), n.Description, boolInt(n.Disabled), n.Secret, n.PreviousSecret, nanos(n.PreviousSecretUntil),
 			n.LastDeliveryStatus, n.LastDeliveryError, nanos(n.LastDeliveryAt), nanos(n.LastSuccessAt), n.ConsecutiveFailures,
@@ -137,6 +139,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, w *store.Webhook) (*store.Web
 			return store.ErrConflict
 		}
 		enabled = cur.Disabled && !w.Disabled
+		s.mayHaveHooks(cur.Owner)
 		_, err = tx.ExecContext(ctx, `UPDATE webhooks SET url = ?, events = ?, description = ?, disabled = ?, secret = ?,
 			previous_secret = ?, previous_secret_until = ?, version = version + 1, updated_at = ?,
 			consecutive_failures = CASE WHEN ? THEN 0 ELSE consecutive_failures END
@@ -181,7 +184,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, owner, id string) error {
 // reports whether it wrote any.
 func (s *Store) enqueueDeliveries(ctx context.Context, tx *writeTx, owner, sessionID, old, new string, version int64, now time.Time) (bool, error) {
 	types := store.WebhookEvents(old, new)
-	if len(types) == 0 {
+	if len(types) == 0 || s.knownHookless(owner) {
 		return false, nil
 	}
 	rows, err := tx.StmtContext(ctx, s.hooksStmt).QueryContext(ctx, owner)
@@ -209,6 +212,9 @@ func (s *Store) enqueueDeliveries(ctx context.Context, tx *writeTx, owner, sessi
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return false, err
+	}
+	if len(hooks) == 0 {
+		s.noHooks(owner)
 	}
 	wrote := false
 	for _, h := range hooks {
@@ -515,4 +521,54 @@ func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int, err
 		return 0, fmt.Errorf("prune deliveries: %w", err)
 	}
 	return int(n), nil
+}
+
+// The owners known to have no enabled webhook, so that a commit that
+// changes a session's status does not look for its owner's webhooks
+// every time: most owners have none. Only writes read and change the
+// set, and the writes are serialised on the writer's one connection, so
+// the set follows the transactions' order: a write that may give an
+// owner a webhook (CreateWebhook, UpdateWebhook: enabled again, other
+// events) takes the owner out before its statement, and a transaction
+// that does not commit empties the set (a write before the one that
+// found no webhook in it may have deleted or disabled one). Deleting or
+// disabling a webhook leaves the set as it is: it holds owners with none
+// either way. A SQLite store is one process's (see Open), so no other
+// writer changes the table.
+type hooklessOwners struct {
+	mu     sync.Mutex
+	owners map[string]struct{}
+}
+
+// maxHookless bounds the set; past it, the set starts again empty.
+const maxHookless = 1 << 16
+
+func (s *Store) knownHookless(owner string) bool {
+	s.hookless.mu.Lock()
+	defer s.hookless.mu.Unlock()
+	_, ok := s.hookless.owners[owner]
+	return ok
+}
+
+func (s *Store) noHooks(owner string) {
+	s.hookless.mu.Lock()
+	defer s.hookless.mu.Unlock()
+	if s.hookless.owners == nil || len(s.hookless.owners) >= maxHookless {
+		s.hookless.owners = make(map[string]struct{})
+	}
+	s.hookless.owners[owner] = struct{}{}
+}
+
+func (s *Store) mayHaveHooks(owner string) {
+	s.hookless.mu.Lock()
+	defer s.hookless.mu.Unlock()
+	delete(s.hookless.owners, owner)
+}
+
+// forgetHookless empties the set, after a transaction that did not
+// commit.
+func (s *Store) forgetHookless() {
+	s.hookless.mu.Lock()
+	defer s.hookless.mu.Unlock()
+	s.hookless.owners = nil
 }

@@ -97,6 +97,12 @@ func (s *Store) commit(batch []*writeReq) {
 		s.batchHook(len(batch))
 	}
 	ctx := context.WithoutCancel(batch[0].ctx)
+	committed := false
+	defer func() {
+		if !committed {
+			s.forgetHookless() // see hooklessOwners
+		}
+	}()
 	fail := func(err error, rs []*writeReq) {
 		for _, r := range rs {
 			if r.err == nil {
@@ -123,6 +129,7 @@ func (s *Store) commit(batch []*writeReq) {
 			return
 		}
 		r.err = s.wrap(tx.Commit())
+		committed = r.err == nil
 		return
 	}
 	var done []*writeReq // the writes in the transaction
@@ -163,7 +170,9 @@ func (s *Store) commit(batch []*writeReq) {
 	}
 	if err := tx.Commit(); err != nil {
 		fail(err, done)
+		return
 	}
+	committed = true
 }
 
 // run runs the write's function, turning a panic into its error, so that
