@@ -123,6 +123,13 @@ func (m *Manager) drive(ctx context.Context, cancel context.CancelCauseFunc, s *
 	if p, ok := errors.AsType[*panicError](context.Cause(ctx)); ok {
 		err = p
 	}
+	if errors.Is(context.Cause(ctx), errLeaseLost) || errors.Is(err, errLeaseLost) || errors.Is(err, store.ErrLeaseLost) {
+		// No failure, but a run cut where it was, silently until this
+		// line: its lease lapsed before a renewal (a loaded machine, a
+		// slow store) or another replica holds it. It runs again once
+		// claimed, by whoever holds it.
+		m.log.Warn("lost the lease on a running session; its run stops where it is", "session", s.ID, "attempt", s.Attempts)
+	}
 	var p *panicError
 	failed := false // failInternal's commit gave the lease up
 	switch {

@@ -476,3 +476,32 @@ func TestLapsedLeaseReclaimedByItsOwnProcess(t *testing.T) {
 		}
 	})
 }
+
+// TestLostLeaseLogged: a worker whose lease another replica took stops
+// its run and says so in the log (it was silent: a run cut by a lost
+// lease left no trace, as in a failure of TestSteeringDuringRerun).
+func TestLostLeaseLogged(t *testing.T) {
+	st := openStore(t)
+	g := newGatedTool()
+	m, log := newLogged(t, st, llmtest.NewModel(llmtest.Call("c1", "slow", `{}`)), gatedOptions(g, &session.Options{LeaseTTL: 300 * time.Millisecond}))
+	start(t, m)
+	v := create(t, m, `{"agent":"w","messages":"go"}`)
+	received(t, g.started, "the call")
+	// Another replica takes the session, as if the lease had lapsed: a
+	// claim an hour ahead finds it expired, and holds it an hour.
+	got, err := st.Claim(t.Context(), &store.ClaimParams{Owner: "other", Token: "t", Now: time.Now().Add(time.Hour), TTL: time.Hour, Limit: 1})
+	if err != nil || len(got) != 1 || got[0].ID != v.ID {
+		t.Fatalf("Claim = %v, %v; want the session", got, err)
+	}
+	g.waitCut(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(log.String(), "lost the lease on a running session") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line says the lease was lost:\n%s", log.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !strings.Contains(log.String(), "session="+v.ID) {
+		t.Errorf("the log line lacks the session:\n%s", log.String())
+	}
+}

@@ -3,6 +3,8 @@ package session_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -77,6 +79,62 @@ func received[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 	var zero T
 	return zero
+}
+
+// receivedOr is received, with what diagnose says when nothing came.
+func receivedOr[T any](t *testing.T, ch <-chan T, what string, diagnose func() string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s did not happen\n%s", what, diagnose())
+	}
+	var zero T
+	return zero
+}
+
+// rerunDiagnosis describes, for a failure, the stored session id (its
+// status, lease, attempts, state and events), the calls of the gated
+// tools, the requests the model got, the managers' logs, and this
+// process's goroutines that run a manager or a store.
+func rerunDiagnosis(st store.Store, id string, model *llmtest.Model, tools []*gatedTool, logs ...*syncLog) string {
+	var b strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	now := time.Now()
+	if s, err := st.GetSession(ctx, id); err != nil {
+		fmt.Fprintf(&b, "reading the session: %v\n", err)
+	} else {
+		lease := "none"
+		if s.LeaseOwner != "" {
+			lease = fmt.Sprintf("%s until %s", s.LeaseOwner, s.LeaseUntil.Format("15:04:05.000"))
+		}
+		fmt.Fprintf(&b, "at %s the session is %s, runnable %v, wake_at %v, lease %s, attempts %d, version %d\nstate: %s\n",
+			now.Format("15:04:05.000"), s.Status, s.Runnable, s.WakeAt, lease, s.Attempts, s.Version, s.State)
+	}
+	if evs, err := st.Events(ctx, id, 0, 1000); err != nil {
+		fmt.Fprintf(&b, "reading the events: %v\n", err)
+	} else {
+		for _, e := range evs {
+			fmt.Fprintf(&b, "event %d %s %s %s\n", e.Index, e.Time.Format("15:04:05.000"), e.Type, e.Data)
+		}
+	}
+	for i, g := range tools {
+		fmt.Fprintf(&b, "gated tool %d: %d starts unread, %d ran, %d cut\n", i+1, len(g.started), g.ran.Load(), g.cut.Load())
+	}
+	fmt.Fprintf(&b, "model requests after the restart: %d\n", len(model.Requests()))
+	for i, l := range logs {
+		fmt.Fprintf(&b, "manager %d's log:\n%s", i+1, l.String())
+	}
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, "hrns/session.(*Manager)") || strings.Contains(g, "hrns/store/sqlite.") || strings.Contains(g, "hrns/store/postgres.") {
+			b.WriteString(g + "\n\n")
+		}
+	}
+	return b.String()
 }
 
 // requestText renders what a model request holds, one message a line:
@@ -537,9 +595,8 @@ func TestSteeringDuringRerun(t *testing.T) {
 			dying := &frozenStore{Store: base, thaw: make(chan struct{})}
 			defer close(dying.thaw)
 			g1 := newGatedTool()
-			m1 := session.New(dying, llmtest.NewModel(llmtest.Call("c1", "slow", `{}`)), gatedOptions(g1, &session.Options{LeaseTTL: 300 * time.Millisecond}))
+			m1, log1 := newLogged(t, dying, llmtest.NewModel(llmtest.Call("c1", "slow", `{}`)), gatedOptions(g1, &session.Options{LeaseTTL: 300 * time.Millisecond}))
 			start(t, m1)
-			t.Cleanup(func() { m1.Stop(context.Background()) })
 			v := create(t, m1, `{"agent":"w","messages":"go"}`)
 			received(t, g1.started, "the call")
 			if cause == "stop" {
@@ -551,8 +608,15 @@ func TestSteeringDuringRerun(t *testing.T) {
 			}
 			g2 := newGatedTool()
 			model := llmtest.NewModel(llmtest.Text("stopped as asked"))
-			m2 := startManager(t, base, model, gatedOptions(g2, &session.Options{LeaseTTL: 300 * time.Millisecond}))
-			received(t, g2.started, "the call run again")
+			m2, log2 := newLogged(t, base, model, gatedOptions(g2, &session.Options{LeaseTTL: 300 * time.Millisecond}))
+			start(t, m2)
+			started := time.Now()
+			receivedOr(t, g2.started, "the call run again", func() string {
+				// It failed once in 40 runs under load, silently: say
+				// where the session stands and what both managers did.
+				return fmt.Sprintf("manager 1 is %s, manager 2 %s, started at %s\n", m1.ReplicaID(), m2.ReplicaID(), started.Format("15:04:05.000")) +
+					rerunDiagnosis(base, v.ID, model, []*gatedTool{g1, g2}, log1, log2)
+			})
 			if err := m2.SendMessages(t.Context(), owner, v.ID, []session.UserMessage{{Message: "stop, do not do that"}}); err != nil {
 				t.Fatal(err)
 			}
