@@ -350,6 +350,34 @@ func (m *Manager) Create(ctx context.Context, p *CreateParams) (*View, bool, err
 	return m.create(ctx, p, false)
 }
 
+// mayExist reports whether the session id may have been created by a
+// creation that answered createErr (nil: it answered that another
+// session, an Idempotency-Key's, was there, so id was not made). A write
+// may commit and its answer be lost, so after an error the store is
+// asked, within createCheckBound (the caller's context may have ended:
+// its cut is what made the answer lost): only a session it says is not
+// there lets its workspace, and the files the caller gave, be removed;
+// in doubt they stay (a directory no session names is harmless, a
+// session without the files its first message names is not).
+func (m *Manager) mayExist(ctx context.Context, id string, createErr error) bool {
+	if createErr == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createCheckBound)
+	defer cancel()
+	_, err := m.st.GetSession(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		m.log.Warn("a creation answered an error and whether it stored its session is unknown; its files stay", "session", id, "err", err, "create_err", createErr)
+	}
+	return true
+}
+
+// createCheckBound bounds mayExist's read of the store.
+const createCheckBound = 5 * time.Second
+
 // create is Create; a child session (of a subagent) is not subject to
 // admission control, lest it wait for the slot its parent holds.
 func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*View, bool, error) {
@@ -488,7 +516,7 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 		s.LeaseOwner, s.LeaseUntil = claim.Claim.Owner, claim.Claim.Now.Add(claim.Claim.TTL)
 	}
 	got, created, err := m.st.CreateSession(ctx, s, events)
-	if (err != nil || !created) && files != nil {
+	if (err != nil || !created) && files != nil && !m.mayExist(ctx, id, err) {
 		// The files were saved for a session that was not made (a
 		// failed write, or an Idempotency-Key's session already there):
 		// its workspace, new and named for it alone, goes.
