@@ -98,7 +98,7 @@ type Options struct {
 // Store is a [store.Store] in a SQLite file.
 type Store struct {
 	// fixed at creation
-	w, r *sql.DB
+	w, r *sql.DB // w has one connection, which wc holds
 	lock interface{ Close() error }
 	hub  wake.Hub
 	// prepared statements of the hot paths
@@ -134,6 +134,13 @@ type Store struct {
 	batchHook func(n int)
 	// savepoint statements on the writer, for batches of writes
 	savepointStmt, rollbackToStmt, releaseSavepointStmt *sql.Stmt
+	// the writer connection, which every write runs on, held from Open
+	// to Close (see openWriter), and its transaction's statements
+	wc                                  *sql.Conn
+	beginStmt, commitStmt, rollbackStmt *sql.Stmt
+	// wbroken is set when the writer connection's state is unknown (a
+	// ROLLBACK failed): the next commit opens a new one first
+	wbroken bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -195,15 +202,15 @@ func Open(path string, opts *Options) (*Store, error) {
 	// This process holds the lock: leases of earlier processes are void.
 	// Their sessions' attempts stay counted: a process that died holding
 	// them did not stop cleanly.
-	if _, err := s.w.ExecContext(ctx, `UPDATE sessions SET lease_owner = '', lease_until = 0 WHERE lease_owner != ''`); err != nil {
+	if _, err := s.wc.ExecContext(ctx, `UPDATE sessions SET lease_owner = '', lease_until = 0 WHERE lease_owner != ''`); err != nil {
 		return fail(err)
 	}
 	// Schedule runs too: the next worker takes them over at once.
-	if _, err := s.w.ExecContext(ctx, `UPDATE schedule_runs SET lease_until = 0 WHERE status = 'pending'`); err != nil {
+	if _, err := s.wc.ExecContext(ctx, `UPDATE schedule_runs SET lease_until = 0 WHERE status = 'pending'`); err != nil {
 		return fail(err)
 	}
 	// Webhook deliveries too.
-	if _, err := s.w.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_owner = '', lease_until = 0 WHERE lease_owner != ''`); err != nil {
+	if _, err := s.wc.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_owner = '', lease_until = 0 WHERE lease_owner != ''`); err != nil {
 		return fail(err)
 	}
 	return s, nil
@@ -228,56 +235,70 @@ func syncWithFdatasync() {
 }
 
 // prepare prepares the statements every operation uses: SQLite parses
-// them once per connection instead of once per call.
+// them once per connection instead of once per call. The readers' are
+// prepared on their pool; the writer's on its connection (openWriter).
 func (s *Store) prepare(ctx context.Context) error {
 	var err error
 	for _, p := range []struct {
-		db   *sql.DB
 		stmt **sql.Stmt
 		sql  string
 	}{
-		{s.r, &s.getStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE id = ?`},
-		{s.r, &s.eventsStmt, `SELECT idx, type, data, time FROM events WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ? + 0`},
-		{s.w, &s.versionStmt, `SELECT version, event_count, lease_owner, lease_until, owner, status, attempts, agent FROM sessions WHERE id = ?`},
-		{s.r, &s.countStmt, `SELECT owner, event_count FROM sessions WHERE id = ?`},
-		{s.w, &s.updateStmt, updateSQL(true, false)},
-		{s.w, &s.updateSameAgentStmt, updateSQL(false, false)},
-		{s.w, &s.updateClaimStmt, updateSQL(true, true)},
-		{s.w, &s.updateClaimSameAgentStmt, updateSQL(false, true)},
-		{s.r, &s.messagesStmt, `SELECT data FROM session_messages WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ? + 0`},
-		{s.w, &s.messageCountStmt, `SELECT coalesce(max(idx) + 1, 0) FROM session_messages WHERE session_id = ?`},
-		{s.w, &s.trimMessagesStmt, `DELETE FROM session_messages WHERE session_id = ? AND idx >= ?`},
-		{s.w, &s.claimStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE rowid = ?`},
-		{s.w, &s.claimOwnersStmt, claimOwnersSQL},
-		{s.w, &s.claimWakeStmt, claimWakeSQL},
-		{s.w, &s.claimBusyStmt, claimBusySQL},
-		{s.w, &s.claimOwnStmt, claimOwnSQL},
-		{s.w, &s.takeStmt, `UPDATE sessions SET lease_owner = ?, lease_until = ?, attempts = attempts + 1, claim_token = ? WHERE id = ?`},
-		{s.w, &s.renewStmt, `UPDATE sessions SET lease_until = ? WHERE id = ? AND lease_owner = ? AND lease_until > ?`},
-		{s.w, &s.releaseStmt, `UPDATE sessions SET lease_owner = '', lease_until = 0, attempts = 0 WHERE id = ? AND lease_owner = ?`},
-		{s.w, &s.addTokensStmt, addTokensSQL},
-		{s.w, &s.countTokensStmt, countTokensSQL},
-		{s.r, &s.nextWakeStmt, nextWakeSQL},
-		{s.w, &s.hooksStmt, `SELECT id, events FROM webhooks WHERE owner = ? AND disabled = 0`},
-		{s.w, &s.insertSessionStmt, `INSERT INTO sessions (` + sessionColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
-		{s.w, &s.byKeyStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE owner = ? AND idempotency_key = ? AND idempotency_key != ''`},
-		{s.w, &s.savepointStmt, `SAVEPOINT hrns_write`},
-		{s.w, &s.rollbackToStmt, `ROLLBACK TO hrns_write`},
-		{s.w, &s.releaseSavepointStmt, `RELEASE hrns_write`},
+		{&s.getStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE id = ?`},
+		{&s.eventsStmt, `SELECT idx, type, data, time FROM events WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ? + 0`},
+		{&s.countStmt, `SELECT owner, event_count FROM sessions WHERE id = ?`},
+		{&s.messagesStmt, `SELECT data FROM session_messages WHERE session_id = ? AND idx >= ? ORDER BY idx LIMIT ? + 0`},
+		{&s.nextWakeStmt, nextWakeSQL},
 	} {
-		if *p.stmt, err = p.db.PrepareContext(ctx, p.sql); err != nil {
+		if *p.stmt, err = s.r.PrepareContext(ctx, p.sql); err != nil {
 			return err
 		}
+	}
+	return s.openWriter(ctx)
+}
+
+// writerStatements are the statements prepared on the writer connection
+// (see openWriter).
+func (s *Store) writerStatements() []writerStatement {
+	ws := []writerStatement{
+		{&s.beginStmt, `BEGIN IMMEDIATE`},
+		{&s.commitStmt, `COMMIT`},
+		{&s.rollbackStmt, `ROLLBACK`},
+		{&s.versionStmt, `SELECT version, event_count, lease_owner, lease_until, owner, status, attempts, agent FROM sessions WHERE id = ?`},
+		{&s.updateStmt, updateSQL(true, false)},
+		{&s.updateSameAgentStmt, updateSQL(false, false)},
+		{&s.updateClaimStmt, updateSQL(true, true)},
+		{&s.updateClaimSameAgentStmt, updateSQL(false, true)},
+		{&s.messageCountStmt, `SELECT coalesce(max(idx) + 1, 0) FROM session_messages WHERE session_id = ?`},
+		{&s.trimMessagesStmt, `DELETE FROM session_messages WHERE session_id = ? AND idx >= ?`},
+		{&s.claimStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE rowid = ?`},
+		{&s.claimOwnersStmt, claimOwnersSQL},
+		{&s.claimWakeStmt, claimWakeSQL},
+		{&s.claimBusyStmt, claimBusySQL},
+		{&s.claimOwnStmt, claimOwnSQL},
+		{&s.takeStmt, `UPDATE sessions SET lease_owner = ?, lease_until = ?, attempts = attempts + 1, claim_token = ? WHERE id = ?`},
+		{&s.renewStmt, `UPDATE sessions SET lease_until = ? WHERE id = ? AND lease_owner = ? AND lease_until > ?`},
+		{&s.releaseStmt, `UPDATE sessions SET lease_owner = '', lease_until = 0, attempts = 0 WHERE id = ? AND lease_owner = ?`},
+		{&s.addTokensStmt, addTokensSQL},
+		{&s.countTokensStmt, countTokensSQL},
+		{&s.hooksStmt, `SELECT id, events FROM webhooks WHERE owner = ? AND disabled = 0`},
+		{&s.insertSessionStmt, `INSERT INTO sessions (` + sessionColumns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+		{&s.byKeyStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE owner = ? AND idempotency_key = ? AND idempotency_key != ''`},
+		{&s.savepointStmt, `SAVEPOINT hrns_write`},
+		{&s.rollbackToStmt, `ROLLBACK TO hrns_write`},
+		{&s.releaseSavepointStmt, `RELEASE hrns_write`},
 	}
 	for k := 1; k <= maxInsertRows; k++ {
-		if s.insertEventStmts[k-1], err = s.w.PrepareContext(ctx, insertSQL(`events (session_id, idx, type, data, time)`, 5, k)); err != nil {
-			return err
-		}
-		if s.insertMessageStmts[k-1], err = s.w.PrepareContext(ctx, insertSQL(`session_messages (session_id, idx, data)`, 3, k)); err != nil {
-			return err
-		}
+		ws = append(ws,
+			writerStatement{&s.insertEventStmts[k-1], insertSQL(`events (session_id, idx, type, data, time)`, 5, k)},
+			writerStatement{&s.insertMessageStmts[k-1], insertSQL(`session_messages (session_id, idx, data)`, 3, k)})
 	}
-	return nil
+	return ws
+}
+
+// writerStatement is a statement of the writer connection and its text.
+type writerStatement struct {
+	stmt **sql.Stmt
+	sql  string
 }
 
 // maxInsertRows bounds the rows of one INSERT of events or transcript
@@ -384,20 +405,12 @@ func (s *Store) migrate(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
-		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.countStmt, s.versionStmt, s.updateStmt, s.updateSameAgentStmt,
-			s.messagesStmt, s.messageCountStmt, s.trimMessagesStmt, s.updateClaimStmt, s.updateClaimSameAgentStmt,
-			s.claimStmt, s.takeStmt, s.renewStmt, s.releaseStmt, s.addTokensStmt, s.countTokensStmt, s.nextWakeStmt, s.hooksStmt, s.insertSessionStmt, s.byKeyStmt,
-			s.claimOwnersStmt, s.claimWakeStmt, s.claimBusyStmt, s.claimOwnStmt,
-			s.savepointStmt, s.rollbackToStmt, s.releaseSavepointStmt} {
+		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.countStmt, s.messagesStmt, s.nextWakeStmt} {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}
 		}
-		for _, st := range slices.Concat(s.insertEventStmts[:], s.insertMessageStmts[:]) {
-			if st != nil {
-				errs = append(errs, st.Close())
-			}
-		}
+		errs = append(errs, s.closeWriter(false))
 		if s.r != nil {
 			errs = append(errs, s.r.Close())
 		}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 )
@@ -116,19 +117,18 @@ func (s *Store) commit(batch []*writeReq) {
 			return
 		}
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
+	if err := s.begin(ctx); err != nil {
 		fail(err, batch)
 		return
 	}
 	if len(batch) == 1 {
 		r := batch[0]
-		if err := r.run(ctx, tx); err != nil {
-			tx.Rollback()
+		if err := r.run(ctx, s.wc); err != nil {
+			s.rollback(ctx)
 			r.err = s.wrap(err)
 			return
 		}
-		r.err = s.wrap(tx.Commit())
+		r.err = s.wrap(s.end(ctx))
 		committed = r.err == nil
 		return
 	}
@@ -138,25 +138,25 @@ func (s *Store) commit(batch []*writeReq) {
 			r.err = err
 			continue
 		}
-		if _, err := tx.StmtContext(ctx, s.savepointStmt).ExecContext(ctx); err != nil {
-			tx.Rollback()
+		if _, err := s.savepointStmt.ExecContext(ctx); err != nil {
+			s.rollback(ctx)
 			fail(err, batch)
 			return
 		}
-		if err := r.run(ctx, tx); err != nil {
+		if err := r.run(ctx, s.wc); err != nil {
 			r.err = s.wrap(err)
-			if _, rerr := tx.StmtContext(ctx, s.rollbackToStmt).ExecContext(ctx); rerr != nil {
+			if _, rerr := s.rollbackToStmt.ExecContext(ctx); rerr != nil {
 				// SQLite rolled the whole transaction back (an I/O
 				// error, a full disk): the writes before this one are
 				// gone with it.
-				tx.Rollback()
+				s.rollback(ctx)
 				fail(fmt.Errorf("rolled back with a write committed alongside, which failed: %w", err), done)
 				fail(err, batch)
 				return
 			}
 		}
-		if _, err := tx.StmtContext(ctx, s.releaseSavepointStmt).ExecContext(ctx); err != nil {
-			tx.Rollback()
+		if _, err := s.releaseSavepointStmt.ExecContext(ctx); err != nil {
+			s.rollback(ctx)
 			fail(err, batch)
 			return
 		}
@@ -165,21 +165,113 @@ func (s *Store) commit(batch []*writeReq) {
 		}
 	}
 	if len(done) == 0 {
-		tx.Rollback()
+		s.rollback(ctx)
 		return
 	}
-	if err := tx.Commit(); err != nil {
+	if err := s.end(ctx); err != nil {
 		fail(err, done)
 		return
 	}
 	committed = true
 }
 
+// The writer connection. Every write runs on one connection, which the
+// store holds from Open to Close (a [sql.Conn]), with its statements
+// prepared on it once: the transaction's (BEGIN IMMEDIATE, COMMIT,
+// ROLLBACK, the savepoints') and the writes' own. A [sql.Tx] instead
+// prepared BEGIN at every commit and made each prepared statement a
+// transaction-bound copy at every run ([sql.Tx.StmtContext]).
+//
+// The connection's transaction is the store's to end: a failed COMMIT is
+// followed by a ROLLBACK, and a ROLLBACK that fails leaves the
+// connection in a state the store does not know, so the next commit
+// discards it and opens a new one (reopenWriter), as database/sql does
+// with a connection its driver reports broken.
+
+// begin begins the writer's transaction, on a new connection if the
+// writer's is broken or is found gone.
+func (s *Store) begin(ctx context.Context) error {
+	if s.wbroken {
+		if err := s.reopenWriter(ctx); err != nil {
+			return err
+		}
+	}
+	_, err := s.beginStmt.ExecContext(ctx)
+	if err != nil && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone)) {
+		if err = s.reopenWriter(ctx); err == nil {
+			_, err = s.beginStmt.ExecContext(ctx)
+		}
+	}
+	return err
+}
+
+// end commits the writer's transaction; if the commit fails, the
+// transaction is rolled back.
+func (s *Store) end(ctx context.Context) error {
+	_, err := s.commitStmt.ExecContext(ctx)
+	if err != nil {
+		s.rollback(ctx)
+	}
+	return err
+}
+
+// rollback rolls the writer's transaction back. SQLite may have rolled
+// it back already (an I/O error, a full disk), and then refuses; either
+// way the connection is reopened before the next commit.
+func (s *Store) rollback(ctx context.Context) {
+	if _, err := s.rollbackStmt.ExecContext(ctx); err != nil {
+		s.wbroken = true
+	}
+}
+
+// openWriter takes the writer connection and prepares its statements.
+func (s *Store) openWriter(ctx context.Context) error {
+	c, err := s.w.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	s.wc = c
+	for _, p := range s.writerStatements() {
+		if *p.stmt, err = c.PrepareContext(ctx, p.sql); err != nil {
+			return err
+		}
+	}
+	s.wbroken = false
+	return nil
+}
+
+// closeWriter closes the writer's statements and gives its connection
+// back, discarding it if discard (database/sql then opens a new one).
+func (s *Store) closeWriter(discard bool) error {
+	var errs []error
+	for _, p := range s.writerStatements() {
+		if *p.stmt != nil {
+			errs = append(errs, (*p.stmt).Close())
+			*p.stmt = nil
+		}
+	}
+	if s.wc != nil {
+		if discard {
+			s.wc.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		errs = append(errs, s.wc.Close())
+		s.wc = nil
+	}
+	return errors.Join(errs...)
+}
+
+// reopenWriter discards the writer connection and opens a new one.
+func (s *Store) reopenWriter(ctx context.Context) error {
+	s.closeWriter(true)
+	s.wbroken = true // until openWriter succeeds
+	return s.openWriter(ctx)
+}
+
 // run runs the write's function, turning a panic into its error, so that
 // a bug in one write neither leaves the transaction open nor stops the
 // writes queued behind it, and closes the result sets it left open.
-func (r *writeReq) run(ctx context.Context, tx *sql.Tx) (err error) {
-	wt := &writeTx{tx: tx}
+func (r *writeReq) run(ctx context.Context, c *sql.Conn) (err error) {
+	wt := &writeTx{c: c}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("sqlite store: write panicked: %v", p)
@@ -191,25 +283,25 @@ func (r *writeReq) run(ctx context.Context, tx *sql.Tx) (err error) {
 	return r.fn(ctx, wt)
 }
 
-// writeTx is a write's view of its batch's transaction: the methods of
-// [sql.Tx] a write needs, which keep the result sets they open so that
+// writeTx is a write's view of its batch's transaction, on the writer
+// connection: the methods of [sql.Tx] a write needs, which keep the result sets they open so that
 // the batch closes them when the write returns (see "Group commit"
 // above). A writeTx is used by one goroutine, for one write.
 type writeTx struct {
-	tx   *sql.Tx
+	c    *sql.Conn
 	open []*sql.Rows
 }
 
 // ExecContext runs a statement that returns no rows, as
 // [sql.Tx.ExecContext].
 func (t *writeTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(ctx, query, args...)
+	return t.c.ExecContext(ctx, query, args...)
 }
 
 // QueryContext runs a query, as [sql.Tx.QueryContext]. The rows are closed
 // when the write returns, if not before.
 func (t *writeTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return t.keep(t.tx.QueryContext(ctx, query, args...))
+	return t.keep(t.c.QueryContext(ctx, query, args...))
 }
 
 // QueryRowContext runs a query that returns at most one row, as
@@ -220,10 +312,11 @@ func (t *writeTx) QueryRowContext(ctx context.Context, query string, args ...any
 	return &row{rows: rows, err: err}
 }
 
-// StmtContext returns the transaction's version of a prepared statement,
-// as [sql.Tx.StmtContext].
-func (t *writeTx) StmtContext(ctx context.Context, st *sql.Stmt) *writeStmt {
-	return &writeStmt{t: t, st: t.tx.StmtContext(ctx, st)}
+// StmtContext returns a statement prepared on the writer connection (one
+// of writerStatements) for the write to run, as [sql.Tx.StmtContext]
+// does.
+func (t *writeTx) StmtContext(ctx context.Context, st *sql.Stmt) writeStmt {
+	return writeStmt{t: t, st: st}
 }
 
 func (t *writeTx) keep(rows *sql.Rows, err error) (*sql.Rows, error) {
@@ -245,26 +338,27 @@ func (t *writeTx) close() error {
 	return errors.Join(errs...)
 }
 
-// writeStmt is a prepared statement bound to a write's transaction.
+// writeStmt is a prepared statement of the writer connection, run by a
+// write.
 type writeStmt struct {
 	t  *writeTx
 	st *sql.Stmt
 }
 
 // ExecContext runs the statement, as [sql.Stmt.ExecContext].
-func (s *writeStmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+func (s writeStmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
 	return s.st.ExecContext(ctx, args...)
 }
 
 // QueryContext runs the statement as a query, as [sql.Stmt.QueryContext];
 // the rows are closed when the write returns, if not before.
-func (s *writeStmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
+func (s writeStmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
 	return s.t.keep(s.st.QueryContext(ctx, args...))
 }
 
 // QueryRowContext runs the statement as a query of at most one row, as
 // [sql.Stmt.QueryRowContext].
-func (s *writeStmt) QueryRowContext(ctx context.Context, args ...any) *row {
+func (s writeStmt) QueryRowContext(ctx context.Context, args ...any) *row {
 	rows, err := s.QueryContext(ctx, args...)
 	return &row{rows: rows, err: err}
 }

@@ -360,3 +360,36 @@ func TestGroupCommitUnreadStatement(t *testing.T) {
 		})
 	}
 }
+
+// TestWriterReopened: a write that ends the transaction itself leaves the
+// writer connection in a state the store does not know (here, a pragma
+// that makes it refuse every write); the store discards it and the next
+// write runs on a new connection, with the store's own pragmas.
+func TestWriterReopened(t *testing.T) {
+	s := openTest(t)
+	createTable(t, s)
+	err := s.write(context.Background(), func(ctx context.Context, tx *writeTx) error {
+		if _, err := tx.ExecContext(ctx, `ROLLBACK`); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `PRAGMA query_only = ON`)
+		return err
+	})
+	if err == nil {
+		t.Fatal("a write whose transaction was ended under it: committed")
+	}
+	for i := range 3 {
+		if err := s.write(context.Background(), func(ctx context.Context, tx *writeTx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (?)`, i)
+			return err
+		}); err != nil {
+			t.Fatalf("write %d after: %v", i, err)
+		}
+	}
+	var fk int
+	if err := s.write(context.Background(), func(ctx context.Context, tx *writeTx) error {
+		return tx.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&fk)
+	}); err != nil || fk != 1 {
+		t.Errorf("foreign_keys on the new connection: %d (%v), want 1", fk, err)
+	}
+}
