@@ -530,8 +530,9 @@ func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int, err
 // the set follows the transactions' order: a write that may give an
 // owner a webhook (CreateWebhook, UpdateWebhook: enabled again, other
 // events) takes the owner out before its statement, and a transaction
-// that does not commit empties the set (a write before the one that
-// found no webhook in it may have deleted or disabled one). Deleting or
+// that does not commit, or a write of a batch rolled back to its
+// savepoint, empties the set (a write before the one that found no
+// webhook in it, or that write itself, may have deleted or disabled one). Deleting or
 // disabling a webhook leaves the set as it is: it holds owners with none
 // either way. A SQLite store is one process's (see Open), so no other
 // writer changes the table.

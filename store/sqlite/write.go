@@ -145,6 +145,9 @@ func (s *Store) commit(batch []*writeReq) {
 		}
 		if err := r.run(ctx, s.wc); err != nil {
 			r.err = s.wrap(err)
+			// What the write learned of the webhooks may be undone
+			// with it (a webhook it deleted, then found none).
+			s.forgetHookless()
 			if _, rerr := s.rollbackToStmt.ExecContext(ctx); rerr != nil {
 				// SQLite rolled the whole transaction back (an I/O
 				// error, a full disk): the writes before this one are
