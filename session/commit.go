@@ -141,6 +141,12 @@ func (m *Manager) commit(ctx context.Context, id string, c *change, fn func(s *s
 			released.Release = true
 			o = &released
 		}
+		if o != nil && o.Claim != nil && s.Runnable && c.lease != nil && !m.admitClaim(s.Owner, c.lease) {
+			// Not its turn: the dispatcher claims it (see admitClaim).
+			unclaimed := *o
+			unclaimed.Claim = nil
+			o = &unclaimed
+		}
 		if o != nil && o.Claim != nil {
 			// So that LeaseOwner tells whether this commit claimed it.
 			s.LeaseOwner, s.LeaseUntil = "", time.Time{}

@@ -15,8 +15,8 @@ import (
 // claims the sessions that need a worker, up to Options.Workers at once,
 // and starts a worker goroutine for each (see work in worker.go); a
 // caller's input may claim a session in its own commit instead
-// (reserveClaim). Sessions claimed often without progress (suspects) run
-// one at a time.
+// (reserveClaim), in its owner's turn (admitClaim). Sessions claimed
+// often without progress (suspects) run one at a time.
 
 // Start starts the workers: from now until ctx is done or [Manager.Stop]
 // is called, they claim the sessions that need running (those a stopped
@@ -99,6 +99,11 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 	m.mu.Lock()
 	free := m.opts.Workers - m.workers() - m.reserved
 	m.dispatcherWaitsForWorker = free <= 0
+	if free <= 0 {
+		// It cannot look: sessions may wait meanwhile (see admitClaim).
+		m.setBacklog()
+	}
+	backlogSet := m.backlogSet
 	m.mu.Unlock()
 	var wake <-chan time.Time
 	if free > 0 {
@@ -119,6 +124,14 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 		m.mu.Lock()
 		for _, s := range claimed {
 			m.startWorker(ctx, s, nil)
+		}
+		switch {
+		case len(claimed) == free || again:
+			m.setBacklog() // there may be more
+		case m.backlogSet == backlogSet:
+			// It took every session that needed a worker when it looked;
+			// one made runnable since is announced, or was set so.
+			m.backlog = false
 		}
 		// A crash suspect running here keeps the others waiting (see claim):
 		// its end is worth claiming again.
@@ -171,25 +184,26 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 // it.
 func (m *Manager) startWorker(ctx context.Context, s *store.Session, st *state) bool {
 	if m.holding[s.ID] > 0 {
-		m.claimedAgain[s.ID] = true
+		m.claimedAgain[s.ID] = s.Owner
 		return false
 	}
 	if s.Attempts > crashSuspectAfter {
 		m.crashSuspect = s.ID
 	}
-	m.launch(ctx, s, st, false)
+	m.launch(ctx, s, s.Owner, st, false)
 	return true
 }
 
-// launch starts a worker of s (m.mu held); again: s is only the
-// session's id, claimed again while a worker here held it (see
-// startWorker).
-func (m *Manager) launch(ctx context.Context, s *store.Session, st *state, again bool) {
+// launch starts a worker of s, a session of owner (m.mu held); again: s
+// is only the session's id, claimed again while a worker here held it
+// (see startWorker).
+func (m *Manager) launch(ctx context.Context, s *store.Session, owner string, st *state, again bool) {
 	wctx, cancel := context.WithCancelCause(ctx)
 	m.running[s.ID]++
 	m.holding[s.ID]++
+	m.ownerWorkers[owner]++
 	h := &leaseChange{}
-	job := func() { m.work(wctx, cancel, s, st, h, again) }
+	job := func() { m.work(wctx, cancel, s, owner, st, h, again) }
 	select {
 	case m.idleWorkers <- job:
 	default:
@@ -231,8 +245,9 @@ func (m *Manager) worker(ctx context.Context, job func()) {
 // at once, without waking its dispatcher or a claim of its own. It
 // returns nil, and reserves nothing, when no worker is free or the
 // manager is not running. Sessions claimed often without progress are
-// left to the dispatcher, which runs them one at a time. Every non-nil
-// return must be followed by runClaimed.
+// left to the dispatcher, which runs them one at a time. The commit
+// claims only in its owner's turn (admitClaim), which it learns once it
+// has the session. Every non-nil return must be followed by runClaimed.
 //
 // The claim carries a token of its own, as the dispatcher's do (see
 // claim): a commit that claims may answer an error after it committed
@@ -243,7 +258,13 @@ func (m *Manager) worker(ctx context.Context, job func()) {
 func (m *Manager) reserveClaim() *store.UpdateOptions {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.workCtx == nil || m.stopping || m.opts.Workers-m.workers()-m.reserved <= 0 {
+	if m.workCtx == nil || m.stopping {
+		return nil
+	}
+	if m.opts.Workers-m.workers()-m.reserved <= 0 {
+		// The input's session, if it makes it runnable, waits for the
+		// dispatcher.
+		m.setBacklog()
 		return nil
 	}
 	m.reserved++
@@ -267,6 +288,7 @@ func (m *Manager) runClaimed(opts *store.UpdateOptions, s *store.Session, st *st
 		return
 	}
 	m.reserved--
+	m.unadmit(h)
 	if h.claimed && !m.stopping {
 		if !m.startWorker(m.workCtx, s, st) {
 			m.slotFreed()
@@ -307,6 +329,7 @@ func (m *Manager) recoverInput(p *store.ClaimParams, h *leaseChange) {
 		}
 		m.mu.Lock()
 		m.reserved--
+		m.unadmit(h)
 		if len(got) > 0 && !m.stopping {
 			if !m.startWorker(ctx, got[0], nil) {
 				m.slotFreed()
@@ -349,16 +372,86 @@ func (m *Manager) recoverCreated(ctx context.Context, id string, createErr error
 
 // slotFreed tells the dispatcher that a worker is free again, if it waits
 // for one (m.mu held): when it last looked, every worker was busy or a
-// crash suspect ran. Otherwise it has claimed all there was, and only new work
+// crash suspect ran, or sessions may wait that it has not claimed
+// (m.backlog). Otherwise it has claimed all there was, and only new work
 // (announced on store.WorkTopic) or a wake-up time gives it more to do.
 func (m *Manager) slotFreed() {
-	if !m.dispatcherWaitsForWorker {
+	if !m.dispatcherWaitsForWorker && !m.backlog {
 		return
 	}
 	m.dispatcherWaitsForWorker = false
 	select {
 	case m.freed <- struct{}{}:
 	default:
+	}
+}
+
+// setBacklog records that sessions may need a worker that the
+// dispatcher has not claimed (m.mu held): it could not look (every worker
+// was busy), its claim took as many as it could, or a caller's input
+// found no worker free. Its next claim that takes fewer sessions than it
+// could clears it, unless it was set again meanwhile.
+func (m *Manager) setBacklog() {
+	m.backlog = true
+	m.backlogSet++
+}
+
+// admitClaim decides whether the commit of a caller's input (or a
+// creation) that made a session of owner runnable, on a worker reserved
+// by reserveClaim, claims the session, and records in h that it does.
+// The dispatcher's claims are fair across owners (see store.Store.Claim);
+// a claim in an input's commit ranks nothing, so that one owner whose
+// sessions keep making themselves runnable (a client-side tool loop
+// posting each result as soon as its session waits, or creations) would
+// keep every worker it frees, and the sessions of other owners that need
+// the dispatcher (created or woken while the pool was full) would wait
+// behind it. So while sessions may wait unclaimed (m.backlog), an input
+// claims only if its owner holds fewer of this process's workers than
+// its fair share, Workers over the owners holding workers here plus one
+// (an owner whose sessions wait, which the process does not know),
+// rounded down: the owners below their share together leave at least a
+// worker to the dispatcher, whose claim gives it to the owner running
+// fewest. Otherwise the commit leaves the session runnable, which wakes
+// the dispatcher, and the reserved worker is freed for it. With no
+// backlog (a pool with room, the common case) every input claims, as
+// before. A claim admitted counts as a worker of its owner
+// (m.ownerWorkers) until runClaimed ends it, so that concurrent inputs
+// see it.
+func (m *Manager) admitClaim(owner string, h *leaseChange) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if h.admitted {
+		return true // decided at an earlier try of the same commit
+	}
+	if m.backlog {
+		held := m.ownerWorkers[owner]
+		owners := len(m.ownerWorkers) + 1
+		if held == 0 {
+			owners++
+		}
+		if held >= m.opts.Workers/owners {
+			return false
+		}
+	}
+	m.ownerWorkers[owner]++
+	h.admitted, h.owner = true, owner
+	return true
+}
+
+// unadmit ends the count of a claim admitClaim admitted (m.mu held).
+func (m *Manager) unadmit(h *leaseChange) {
+	if !h.admitted {
+		return
+	}
+	h.admitted = false
+	m.ownerLeft(h.owner)
+}
+
+// ownerLeft counts one worker (or admitted claim) of owner less (m.mu
+// held).
+func (m *Manager) ownerLeft(owner string) {
+	if m.ownerWorkers[owner]--; m.ownerWorkers[owner] <= 0 {
+		delete(m.ownerWorkers, owner)
 	}
 }
 
@@ -372,14 +465,15 @@ func (m *Manager) leaseLeft(id string) {
 		return
 	}
 	delete(m.holding, id)
-	if !m.claimedAgain[id] {
+	owner, ok := m.claimedAgain[id]
+	if !ok {
 		return
 	}
 	delete(m.claimedAgain, id)
 	if m.stopping || m.workCtx == nil || m.workCtx.Err() != nil {
 		return // the lease was given up, or it expires
 	}
-	m.launch(m.workCtx, &store.Session{ID: id}, nil, true)
+	m.launch(m.workCtx, &store.Session{ID: id}, owner, nil, true)
 }
 
 // crashSuspectAfter is the number of claims without progress after which a

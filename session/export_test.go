@@ -75,3 +75,10 @@ const ClaimRecoveryTries = claimRecoveryTries
 // StopGrace bounds what Stop still waits for of a store that does not
 // answer.
 const StopGrace = stopGrace
+
+// Running returns how many workers run here.
+func Running(m *Manager) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.workers()
+}

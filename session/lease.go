@@ -85,6 +85,10 @@ type leaseChange struct {
 	claimed  bool
 	lost     error
 	created  string
+	// admitted: admitClaim let the commit claim for owner (a caller's
+	// input), counted in Manager.ownerWorkers until runClaimed (m.mu).
+	admitted bool
+	owner    string
 	// left: the worker's giving the lease up was counted (see
 	// Manager.leaseLeft), at its releasing commit or when it returned
 	// (m.mu).

@@ -235,10 +235,13 @@ type Manager struct {
 	creating                 map[string]bool // owner + idempotency key being created
 	cancel                   context.CancelCauseFunc
 	done                     chan struct{}
-	running                  map[string]int  // workers running each session here (two, briefly, after a release)
-	holding                  map[string]int  // of those, the workers that have not given the lease up (one at most: see startWorker)
-	claimedAgain             map[string]bool // claimed again while a worker here held the lease: run once it gives it up (leaseLeft)
-	reserved                 int             // workers reserved for claims by callers' input (reserveClaim)
+	running                  map[string]int    // workers running each session here (two, briefly, after a release)
+	holding                  map[string]int    // of those, the workers that have not given the lease up (one at most: see startWorker)
+	claimedAgain             map[string]string // claimed again while a worker here held the lease, with its owner: run once it gives it up (leaseLeft)
+	ownerWorkers             map[string]int    // per owner (API key), the workers running its sessions here and the claims of its inputs in flight (admitClaim); no zero entries
+	backlog                  bool              // sessions may wait for a worker that the dispatcher has not claimed (see admitClaim)
+	backlogSet               uint64            // counts the times backlog was set, so that a claim clears only what it saw
+	reserved                 int               // workers reserved for claims by callers' input (reserveClaim)
 	workCtx                  context.Context
 	wg                       sync.WaitGroup // the workers and the heartbeat
 	stopping                 bool           // set once the dispatcher waits for wg: no worker starts
@@ -277,7 +280,7 @@ func New(st store.Store, model llm.Model, opts *Options) *Manager {
 	if st == nil || model == nil {
 		panic("session.New: nil store or model")
 	}
-	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), kept: newKeptStates(keptStatesBytes), lastCommits: newRecentCommits(recentCommitsBytes), creating: map[string]bool{}, running: map[string]int{}, holding: map[string]int{}, claimedAgain: map[string]bool{}, freed: make(chan struct{}, 1), idleWorkers: make(chan func()), workerIdle: workerIdle}
+	m := &Manager{st: st, model: model, transcripts: newTranscriptCache(transcriptCacheBytes), committed: newSessionCache(sessionCacheBytes), kept: newKeptStates(keptStatesBytes), lastCommits: newRecentCommits(recentCommitsBytes), creating: map[string]bool{}, running: map[string]int{}, holding: map[string]int{}, claimedAgain: map[string]string{}, ownerWorkers: map[string]int{}, freed: make(chan struct{}, 1), idleWorkers: make(chan func()), workerIdle: workerIdle}
 	if opts != nil {
 		m.opts = *opts
 	}
@@ -512,7 +515,8 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 	// which runs it at once (see reserveClaim).
 	h := &leaseChange{}
 	claim := m.reserveClaim()
-	if claim != nil && s.Runnable {
+	claiming := claim != nil && s.Runnable && m.admitClaim(p.Owner, h)
+	if claiming {
 		s.LeaseOwner, s.LeaseUntil = claim.Claim.Owner, claim.Claim.Now.Add(claim.Claim.TTL)
 	}
 	got, created, err := m.st.CreateSession(ctx, s, events)
@@ -523,7 +527,7 @@ func (m *Manager) create(ctx context.Context, p *CreateParams, child bool) (*Vie
 		os.RemoveAll(filepath.Join(m.opts.Workspaces, workspaceOf(sp, id)))
 	}
 	h.claimed = err == nil && created && claim != nil && got.LeaseOwner == claim.Claim.Owner
-	if err != nil && claim != nil && s.Runnable {
+	if err != nil && claiming {
 		h.lost, h.created = err, id // it may have committed (see runClaimed)
 	}
 	m.runClaimed(claim, got, nil, h)

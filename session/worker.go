@@ -28,17 +28,18 @@ var (
 	errYield = errors.New("yield to the caller's input")
 )
 
-// work runs one claimed session until it waits or ends, renewing the lease
+// work runs one claimed session (of owner) until it waits or ends, renewing the lease
 // meanwhile (see drive), then releases it. st, when not nil, is the state
 // of s as its claim encoded it (see handOver). h records what the
 // worker's commits do to the lease. again: the session was claimed again
 // while another worker here held it (see startWorker), and s is only its
 // id: the worker runs it if the lease is still this process's.
-func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session, st *state, h *leaseChange, again bool) {
+func (m *Manager) work(ctx context.Context, cancel context.CancelCauseFunc, s *store.Session, owner string, st *state, h *leaseChange, again bool) {
 	id := s.ID
 	end := leaseLeftToExpire
 	defer func() {
 		m.mu.Lock()
+		m.ownerLeft(owner)
 		if m.running[id]--; m.running[id] <= 0 {
 			delete(m.running, id)
 			if m.crashSuspect == id {

@@ -1,0 +1,171 @@
+package session_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hrns-dev/hrns/llm"
+	"github.com/hrns-dev/hrns/session"
+	"github.com/hrns-dev/hrns/store"
+)
+
+// gatedClaims holds the dispatcher's claims, once armed, until the test
+// lets them go.
+type gatedClaims struct {
+	store.Store
+	mu      sync.Mutex
+	armed   bool
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (g *gatedClaims) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
+	g.mu.Lock()
+	armed := g.armed
+	g.armed = false
+	g.mu.Unlock()
+	if armed {
+		close(g.entered)
+		<-g.gate
+	}
+	return g.Store.Claim(ctx, p)
+}
+
+// inputModel runs sessions whose first message names them: "a1" and "a2"
+// call the client tool read_file each turn, "b" answers at once. a1's
+// first turn waits for release1; a2's turns, and a1's after its first,
+// wait for the test's end; each request is reported on started.
+type inputModel struct {
+	release1, end chan struct{}
+	started       chan string
+}
+
+func (m *inputModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	first := 0
+	for first < len(req.Messages)-1 && req.Messages[first].Role != llm.RoleUser {
+		first++
+	}
+	name := req.Messages[first].Text()
+	turn := (len(req.Messages)-first-1)/2 + 1
+	m.started <- fmt.Sprintf("%s#%d", name, turn)
+	switch {
+	case name == "b":
+		return turnsModel{turns: 1}.Stream(ctx, req)
+	case name == "a1" && turn == 1:
+		<-m.release1
+	case name == "a3":
+		return turnsModel{turns: 1}.Stream(ctx, req)
+	default:
+		<-m.end
+	}
+	return turnsModel{turns: 100}.Stream(ctx, req)
+}
+
+// TestInputClaimsFairAcrossKeys: a caller's input claims its session in
+// its commit only in its owner's turn. With two workers, key A's
+// sessions a1 and a2 run and key B's session b, created then, waits for
+// the dispatcher. a1 then waits for its client-side tool's result, which
+// frees a worker, and its result is posted while the dispatcher's claim
+// of that worker is on its way (held here, as a slow claim or a late
+// dispatcher is). Before, the post claimed a1 in its commit for A, which
+// held both workers again while b waited, and the dispatcher's claim then
+// ran b beside them, on a third worker of two. Now A, holding a worker of
+// two while b waits, leaves a1 to the dispatcher, whose fair claim runs b
+// on the worker a1 freed, and a1 waits its turn.
+//
+// The same holds for a creation: A's new session a3, created then, waits
+// for the dispatcher too.
+func TestInputClaimsFairAcrossKeys(t *testing.T) {
+	for _, create := range []bool{false, true} {
+		name := "tool result"
+		if create {
+			name = "creation"
+		}
+		t.Run(name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, st store.Store) { testInputClaimsFairAcrossKeys(t, st, create) })
+		})
+	}
+}
+
+func testInputClaimsFairAcrossKeys(t *testing.T, st store.Store, create bool) {
+	g := &gatedClaims{Store: st, entered: make(chan struct{}), gate: make(chan struct{})}
+	model := &inputModel{release1: make(chan struct{}), end: make(chan struct{}), started: make(chan string, 16)}
+	m, _ := newLogged(t, g, model, &session.Options{Workers: 2})
+	defer close(model.end)
+	start(t, m)
+	ctx := t.Context()
+	mk := func(key, name string) string {
+		t.Helper()
+		body := fmt.Sprintf(`{"agent":{"name":"a","tools":[{"name":"read_file","description":"Reads a file."}]},"max_steps":1000,"messages":%q}`, name)
+		var req session.Request
+		if err := json.Unmarshal([]byte(body), &req); err != nil {
+			t.Fatal(err)
+		}
+		v, _, err := m.Create(ctx, &session.CreateParams{Owner: key, Request: &req, Raw: json.RawMessage(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.ID
+	}
+	next := func() string {
+		t.Helper()
+		select {
+		case s := <-model.started:
+			return s
+		case <-ctx.Done():
+			t.Fatal("no model request")
+			return ""
+		}
+	}
+	a1 := mk("key-a", "a1")
+	mk("key-a", "a2")
+	got := []string{next(), next()}
+	if !(strings.Contains(strings.Join(got, " "), "a1#1") && strings.Contains(strings.Join(got, " "), "a2#1")) {
+		t.Fatalf("first requests %v; want a1's and a2's", got)
+	}
+	// Both workers run A's sessions: b waits for the dispatcher.
+	mk("key-b", "b")
+	g.mu.Lock()
+	g.armed = true
+	g.mu.Unlock()
+	close(model.release1)
+	for from := int64(0); ; {
+		c, _, err := m.Changes(ctx, "key-a", a1, &session.ChangesParams{From: from, Wait: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == nil {
+			continue
+		}
+		if c.Status == session.StatusAwaitingToolResults {
+			break
+		}
+		from += int64(len(c.NewEvents))
+	}
+	<-g.entered // a1's worker is free, and the dispatcher claims it
+	if create {
+		if a3 := mk("key-a", "a3"); session.Workers(m, a3) != 0 {
+			t.Errorf("a3, created while b waits and A holds a worker of two, was claimed for A in its creation: b waits behind A")
+		}
+	} else {
+		if err := m.PostToolResults(ctx, "key-a", a1, []session.ToolResult{{Kind: "tool_result", ToolReq: session.ToolRequest{ID: "call_0"}, Result: json.RawMessage(`"ok"`)}}); err != nil {
+			t.Fatal(err)
+		}
+		if n := session.Workers(m, a1); n != 0 {
+			t.Errorf("a1's result, posted while b waits and A holds a worker of two, claimed a1 for A in its commit (%d worker): b waits behind A", n)
+		}
+	}
+	close(g.gate)
+	if s := next(); s != "b#1" {
+		t.Errorf("the request after A's input: %s; want b's (b#1): the worker a1 freed goes to the key running none", s)
+	}
+	if n := session.Running(m); n > 2 {
+		t.Errorf("%d workers run; Workers is 2", n)
+	}
+}
