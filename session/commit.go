@@ -126,7 +126,7 @@ func (m *Manager) commit(ctx context.Context, id string, c *change, fn func(s *s
 			return nil, nil, err
 		}
 		st.CheckChildrenAt = time.Time{}
-		if st.Phase == phaseWait && st.waitsForChild() {
+		if st.Phase == phaseWait && (st.waitsForChild() || s.ParentID != "") {
 			st.CheckChildrenAt = time.Now().Add(m.childCheck)
 		}
 		derive(s, st)

@@ -40,6 +40,12 @@ import (
 // chosen point, before it reaches the store or after it committed
 // (rpStore.arm); a replica is partitioned for longer than a lease TTL,
 // its writes held and its runs going on, then heals (rpStore.part).
+// Parents delegate to child sessions (the delegate directives of
+// mtWorld.reply), which run on whichever replica claims them; the
+// children are found in the store after each step (adopt) and acted on
+// as sessions; the delivery of a child's end to its parent fails at
+// chosen points (rpStore.arm "deliver"), and so does a worker's commit
+// that ends a session, after it landed ("end").
 // After every action the sessions are checked
 // against a reference model (the same scripted model and tools as
 // TestModelBased's, mtWorld), and these invariants across the replicas:
@@ -66,7 +72,13 @@ import (
 //     and each read extends the one before (nothing renumbered or
 //     reordered);
 //   - long-poll: a long-poll waiting on one replica is woken by a
-//     caller's commit on another.
+//     caller's commit on another;
+//   - children (checkDelivery): the end of a child the reference
+//     delivered is its delegate call's result once, as it ended
+//     (child-end-twice, child-end-lost, child-end-wrong); a child its
+//     parent waits for has given none (child-end-early); a parent never
+//     waits for a child that ended, and a parent's end cancels the
+//     children it waited for (settle, then end-state).
 //
 // Run it so:
 //
@@ -128,7 +140,7 @@ type rpStore struct {
 	// (see arm).
 	fault struct {
 		sync.Mutex
-		op       string // "update" (under a lease), "claim", "renew", "recover"; "" none
+		op       string // "update" (under a lease), "end" (the same, of a commit that ends a session, after it), "claim", "renew", "recover", "deliver" (a child's end to its parent); "" none
 		skip     int    // calls of op to let pass first
 		after    bool   // the call is made, and commits, before it answers the error
 		injected int
@@ -211,6 +223,30 @@ func (s *rpStore) CreateSession(ctx context.Context, ss *store.Session, events [
 func (s *rpStore) UpdateSession(ctx context.Context, ss *store.Session, events []store.Event, opts *store.UpdateOptions) error {
 	if err := s.hang(ctx); err != nil {
 		return err
+	}
+	if (opts == nil || opts.Lease == "") && isDelivery(events) {
+		// The delivery of a child's end to its parent (a commit
+		// without a lease, made by whichever replica committed the
+		// child's end or runs the parent's check of its children).
+		if fail, after := s.fails("deliver"); fail {
+			if after {
+				if err := s.Store.UpdateSession(ctx, ss, events, opts); err != nil {
+					return err
+				}
+			}
+			return errRPInjected
+		}
+	}
+	if opts != nil && opts.Lease != "" && session.Status(ss.Status).Terminal() {
+		// A worker's commit that ends a session, its answer lost: what
+		// follows from the end (its children cancelled, its parent
+		// told) is not done by this worker.
+		if fail, _ := s.fails("end"); fail {
+			if err := s.Store.UpdateSession(ctx, ss, events, opts); err != nil {
+				return s.lease(ss.ID, err)
+			}
+			return s.lease(ss.ID, errRPInjected)
+		}
 	}
 	if opts != nil && opts.Lease != "" {
 		if fail, after := s.fails("update"); fail {
@@ -426,8 +462,24 @@ type rpSession struct {
 	seen      []string // the event log last read: "index type data"
 	// given up: failed by the runtime after MaxAttempts claims without a
 	// step committed, its leases lapsing (-modeltest.leasettl shorter
-	// than a step takes): not checked further.
+	// than a step takes): not checked further (nor is its family: its
+	// parent, its children).
 	givenUp bool
+	// Child sessions (as model_test.go's): a parent's delegate-approve
+	// and delegate2 start children that wait for a decision, which the
+	// parent waits for; delegate and delegate-fail one that ends at once.
+	parent  *rpSession // (a child) the session whose step started it
+	kids    int        // (a parent) the children it waits for
+	unbound int        // (a parent) of those, the ones not yet adopted
+	owed    bool       // (a child) its parent waits for its end
+	// delivered: (a child) it ended while its parent waited for it: the
+	// delegate call that started it has its end as its result, once.
+	delivered bool
+	// stray: (a child) started by a step of its parent whose commit was
+	// lost (a write failed, a lease lost, a replica died or was cut off
+	// after it created the child): no call of the parent waits for it,
+	// and the parent's end cancels it.
+	stray bool
 }
 
 // rpSeq is one sequence.
@@ -566,11 +618,18 @@ func (q *rpSeq) newReplica() *rpReplica {
 		ReplicaID:    fmt.Sprintf("rp%d-%d", q.seed, q.made),
 		Logger:       slog.New(slog.NewTextHandler(&q.log, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
+	// A delivery of a child's end lost (to a death, a partition, a
+	// failed write) is made by the parent's periodic check of its
+	// children, on whichever replica claims it: every rpChildCheck here.
+	session.SetChildCheck(r.m, rpChildCheck)
 	if err := r.m.Start(ctx); err != nil {
 		q.t.Fatal(err)
 	}
 	return r
 }
+
+// rpChildCheck is how often a parent waiting for children checks them.
+const rpChildCheck = 250 * time.Millisecond
 
 func (q *rpSeq) stopReplica(r *rpReplica) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -598,6 +657,7 @@ func (q *rpSeq) run() {
 		}
 		q.act()
 		q.settle()
+		q.adopt()
 		q.check()
 		q.stats["actions"]++
 	}
@@ -697,6 +757,7 @@ func (q *rpSeq) act() {
 	touched := map[*rpSession]bool{}
 	for range 1 + q.rng.IntN(3) {
 		q.act1(touched)
+		q.deliverEnds()
 	}
 	q.heal()
 }
@@ -749,7 +810,7 @@ func (q *rpSeq) act1(touched map[*rpSession]bool) {
 		return
 	case 3, 4: // a worker's store call fails on a replica, maybe after its commit
 		r := q.pick()
-		ops := []string{"update", "update", "claim", "renew", "recover"}
+		ops := []string{"update", "update", "claim", "renew", "recover", "deliver", "end"}
 		op, skip, after := ops[q.rng.IntN(len(ops))], q.rng.IntN(2), q.rng.IntN(2) == 0
 		r.st.arm(op, skip, after)
 		q.stats["store calls failed: "+op]++
@@ -762,10 +823,20 @@ func (q *rpSeq) act1(touched map[*rpSession]bool) {
 		return
 	}
 	s := q.sessions[q.rng.IntN(len(q.sessions))]
-	if touched[s] || s.givenUp {
+	if kin := slices.DeleteFunc(slices.Clone(q.sessions), func(c *rpSession) bool { return !c.owed && c.kids == 0 }); len(kin) > 0 && q.rng.IntN(2) == 0 {
+		s = kin[q.rng.IntN(len(kin))] // a child its parent waits for, or that parent
+	}
+	// A session's family (its parent, its children) is acted on once an
+	// action: a child's end and an action on its parent would race.
+	if slices.ContainsFunc(q.family(s), func(o *rpSession) bool { return touched[o] || o.givenUp }) {
 		return
 	}
-	touched[s] = true
+	if s.parent != nil && s.phase == "done" {
+		return // a child is not started again
+	}
+	for _, o := range q.family(s) {
+		touched[o] = true
+	}
 	r := q.pick()
 	switch s.phase {
 	case "done":
@@ -942,8 +1013,14 @@ func (q *rpSeq) toolRunner(s *rpSession) *rpReplica {
 	return nil
 }
 
-func (q *rpSeq) directive() string {
-	ds := []string{"answer", "answer", "client", "client", "client2", "server", "deny", "approve", "approve", "fail", "mute"}
+func (q *rpSeq) directive(s *rpSession) string {
+	ds := []string{"answer", "answer", "client", "client", "client2", "server", "deny", "approve", "approve", "fail", "mute",
+		"delegate", "delegate-fail", "delegate-approve", "delegate-approve", "delegate2"}
+	if s.parent != nil {
+		// A child's agent (the subagent helper) has neither the
+		// caller's tool nor subagents.
+		ds = []string{"answer", "server", "deny", "approve", "approve", "fail"}
+	}
 	return ds[q.rng.IntN(len(ds))]
 }
 
@@ -955,10 +1032,11 @@ func (q *rpSeq) tag(s *rpSession, d string) string {
 
 func (q *rpSeq) create(ctx context.Context, r *rpReplica) {
 	s := &rpSession{key: fmt.Sprintf("q%ds%d", q.n, len(q.sessions)), approved: map[string]bool{}}
-	d := q.directive()
+	d := q.directive(s)
 	text := q.tag(s, d)
 	agent := map[string]any{"name": "mt", "environments": []string{"lab"},
-		"tools": []any{map[string]any{"name": "ask_client", "description": "the caller answers", "input_schema": map[string]any{"type": "object"}}}}
+		"subagents": []any{map[string]any{"name": "helper", "description": "does a part", "environments": []string{"lab"}}},
+		"tools":     []any{map[string]any{"name": "ask_client", "description": "the caller answers", "input_schema": map[string]any{"type": "object"}}}}
 	body, _ := json.Marshal(map[string]any{"agent": agent, "messages": text})
 	var req session.Request
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -979,11 +1057,15 @@ func (q *rpSeq) create(ctx context.Context, r *rpReplica) {
 }
 
 // runOn predicts the end of a run whose last unread message has
-// directive d (as model_test.go's runOn, without queues or children).
+// directive d (as model_test.go's runOn, without queues).
 func (q *rpSeq) runOn(s *rpSession, d string) {
 	d = strings.TrimPrefix(d, "slow-")
-	s.inbox, s.paused, s.clients, s.approvals, s.waiting = "", false, 0, 0, d
+	s.inbox, s.paused, s.clients, s.approvals, s.waiting, s.kids, s.unbound = "", false, 0, 0, d, 0, 0
 	switch d {
+	case "delegate-approve":
+		s.phase, s.status, s.kids, s.unbound = "wait", session.StatusAwaitingToolResults, 1, 1
+	case "delegate2":
+		s.phase, s.status, s.kids, s.unbound = "wait", session.StatusAwaitingToolResults, 2, 2
 	case "client", "mute":
 		s.phase, s.status, s.clients = "wait", session.StatusAwaitingToolResults, 1
 	case "client2":
@@ -1002,7 +1084,7 @@ func (q *rpSeq) send(ctx context.Context, r *rpReplica, s *rpSession, n int) {
 	var tags []string
 	d := ""
 	for range n {
-		d = q.directive()
+		d = q.directive(s)
 		text := q.tag(s, d)
 		tags = append(tags, text)
 		msgs = append(msgs, session.UserMessage{Message: text})
@@ -1045,6 +1127,10 @@ func (q *rpSeq) cancel(ctx context.Context, r *rpReplica, s *rpSession) {
 	}
 	s.cancels = append(s.cancels, [2]int64{before, after})
 	s.phase, s.status, s.paused = "done", session.StatusInterrupted, false
+	if s.kids > 0 {
+		q.stats["cancels while children run"]++
+	}
+	q.orphan(s, &[2]int64{before, after})
 }
 
 // pending reads what s waits for through r.
@@ -1069,6 +1155,10 @@ func (q *rpSeq) events(ctx context.Context, r *rpReplica, s *rpSession) []sessio
 }
 
 func (q *rpSeq) actWaiting(ctx context.Context, r *rpReplica, s *rpSession) {
+	if s.kids > 0 && s.clients == 0 && s.approvals == 0 {
+		q.actParent(ctx, r, s)
+		return
+	}
 	clients, approvals := q.pending(ctx, r, s)
 	switch n := q.rng.IntN(10); {
 	case n < 4 && len(clients) > 0:
@@ -1127,18 +1217,14 @@ func (q *rpSeq) actWaiting(ctx context.Context, r *rpReplica, s *rpSession) {
 			q.t.Fatalf("seed %d: ForceAnswer: %v", q.seed, err)
 		}
 		s.forces = append(s.forces, [2]int64{before, after})
-		status := session.StatusCompleted
-		if cmp.Or(s.inbox, s.waiting) == "mute" {
-			status = session.StatusFailed
-		}
-		s.phase, s.status, s.clients, s.approvals, s.inbox, s.paused = "done", status, 0, 0, "", false
+		q.forcedEnd(s)
 	default:
 		q.probe(s, r, func() { q.cancel(ctx, r, s) })
 	}
 }
 
 func (q *rpSeq) settleCalls(s *rpSession) {
-	if s.clients > 0 || s.approvals > 0 {
+	if s.clients > 0 || s.approvals > 0 || s.kids > 0 {
 		return
 	}
 	if s.paused {
@@ -1152,13 +1238,18 @@ func (q *rpSeq) settleCalls(s *rpSession) {
 // replica.
 func (q *rpSeq) settle() {
 	ctx := context.Background()
-	deadline := time.Now().Add(30 * time.Second)
+	start := time.Now()
+	deadline := start.Add(30 * time.Second)
 	for {
 		all, _, err := q.replicas[0].st.ListSessions(ctx, &store.ListParams{Owner: q.owner, Limit: 1000})
 		if err != nil {
 			q.t.Fatal(err)
 		}
 		busy := ""
+		status := map[string]session.Status{}
+		for _, got := range all {
+			status[got.ID] = session.Status(got.Status)
+		}
 		for _, got := range all {
 			workers := 0
 			for _, r := range q.replicas {
@@ -1168,6 +1259,14 @@ func (q *rpSeq) settle() {
 				got.Status == string(session.StatusRunning) || got.Status == string(session.StatusPending) {
 				busy = fmt.Sprintf("%s is %s (runnable %v, lease %q until %v, %d workers on live replicas)", got.ID, got.Status, got.Runnable, got.LeaseOwner, got.LeaseUntil, workers)
 			}
+		}
+		if busy == "" && time.Since(start) < 10*time.Second {
+			// A child that ended gives its end to its parent (or,
+			// lost to a replica's death, a failed write, a
+			// partition, the parent's periodic check of its children
+			// does, every rpChildCheck): give it a moment
+			// (child-end-lost says if it never comes).
+			busy = q.undelivered(ctx, status)
 		}
 		if busy == "" {
 			return
@@ -1197,27 +1296,37 @@ func (q *rpSeq) check() {
 		q.stats["overlaps with a lost lease"]++
 	}
 	q.checkSteps()
+	views := map[*rpSession]*session.View{}
+	for _, s := range q.sessions {
+		v, err := q.pick().m.Get(ctx, q.owner, s.id)
+		if err != nil {
+			q.t.Fatal(err)
+		}
+		views[s] = v
+		if !s.givenUp && v.Status.Status == session.StatusFailed && s.status != session.StatusFailed && v.Status.ErrorCode != nil && *v.Status.ErrorCode == "internal" &&
+			q.lapsesOf(s.id) > 0 && v.Status.Error != nil && strings.Contains(*v.Status.Error, "times in a row") {
+			q.stats["given up after lapsed leases"]++
+			for _, o := range q.family(s) {
+				// Its parent ran on with its end; its children
+				// were cancelled by its end: none checked further.
+				o.givenUp, o.phase = true, "given up"
+			}
+		}
+	}
 	for _, s := range q.sessions {
 		if q.failed {
 			return
 		}
 		r := q.pick()
-		v, err := r.m.Get(ctx, q.owner, s.id)
-		if err != nil {
-			q.t.Fatal(err)
-		}
+		v := views[s]
 		if s.givenUp {
-			continue
-		}
-		if v.Status.Status == session.StatusFailed && s.status != session.StatusFailed && v.Status.ErrorCode != nil && *v.Status.ErrorCode == "internal" &&
-			q.lapsesOf(s.id) > 0 && v.Status.Error != nil && strings.Contains(*v.Status.Error, "times in a row") {
-			q.stats["given up after lapsed leases"]++
-			s.givenUp = true
-			s.phase = "given up"
 			continue
 		}
 		q.checkLog(ctx, s)
 		q.checkRequests(s)
+		if s.parent == nil {
+			q.checkDelivery(ctx, s)
+		}
 		if q.failed {
 			return
 		}
@@ -1423,4 +1532,285 @@ func (q *rpSeq) checkRequests(s *rpSession) {
 			}
 		}
 	}
+}
+
+// forcedEnd predicts the end of a run asked for its final answer: the
+// answer, or no_answer when the model says nothing; the children it
+// waited for are cancelled by its end.
+func (q *rpSeq) forcedEnd(s *rpSession) {
+	if s.kids > 0 {
+		q.stats["force answers while children run"]++
+	}
+	status := session.StatusCompleted
+	if cmp.Or(s.inbox, s.waiting) == "mute" {
+		status = session.StatusFailed
+	}
+	s.phase, s.status, s.clients, s.approvals, s.inbox, s.paused = "done", status, 0, 0, "", false
+	q.orphan(s, nil)
+}
+
+// actParent acts, through r, on a parent that waits for its children (or
+// is paused there): messages, which wait until they end; a force answer,
+// which abandons them; a cancel, which cancels them; pause and resume.
+func (q *rpSeq) actParent(ctx context.Context, r *rpReplica, s *rpSession) {
+	switch n := q.rng.IntN(10); {
+	case n < 4:
+		q.stats["messages while children run"]++
+		q.probe(s, r, func() { q.send(ctx, r, s, 1+q.rng.IntN(2)) })
+		if s.paused {
+			s.paused = false
+			s.status = session.StatusAwaitingToolResults
+		}
+	case n < 6 && !s.paused:
+		before := q.w.clock.tick()
+		err := r.m.ForceAnswer(ctx, q.owner, s.id)
+		after := q.w.clock.tick()
+		q.logf("force answer %s on replica %d: %v", s.key, r.n, err)
+		if err != nil {
+			q.t.Fatalf("seed %d: ForceAnswer: %v", q.seed, err)
+		}
+		s.forces = append(s.forces, [2]int64{before, after})
+		q.forcedEnd(s)
+	case n < 6, n == 7 && s.paused:
+		q.resume(ctx, r, s)
+	case n == 6:
+		q.probe(s, r, func() { q.cancel(ctx, r, s) })
+	default:
+		err := r.m.Pause(ctx, q.owner, s.id)
+		q.logf("pause %s on replica %d: %v", s.key, r.n, err)
+		if err != nil {
+			q.t.Fatalf("seed %d: Pause: %v", q.seed, err)
+		}
+		s.paused, s.status = true, session.StatusPaused
+	}
+}
+
+// orphan follows the end of a parent p: the children it waited for (and
+// its strays) that have not ended are cancelled by that end (before
+// Cancel returns, when cancel says its ticks).
+func (q *rpSeq) orphan(p *rpSession, cancel *[2]int64) {
+	p.kids, p.unbound = 0, 0
+	for _, c := range q.sessions {
+		if c.parent != p || !c.owed && !c.stray {
+			continue
+		}
+		c.owed = false
+		if c.phase != "done" {
+			c.phase, c.status, c.paused, c.clients, c.approvals, c.inbox = "done", session.StatusInterrupted, false, 0, 0, ""
+			q.stats["children cancelled by their parent's end"]++
+			if cancel != nil && !c.stray {
+				c.cancels = append(c.cancels, *cancel)
+			}
+		}
+	}
+}
+
+// deliverEnds gives the ends of the children that ended to their parents
+// that wait for them: a parent runs on once it has them all.
+func (q *rpSeq) deliverEnds() {
+	for _, c := range q.sessions {
+		if !c.owed || c.phase != "done" {
+			continue
+		}
+		c.owed, c.delivered = false, true
+		q.stats["child ends delivered"]++
+		p := c.parent
+		p.kids--
+		if p.phase == "wait" {
+			q.settleCalls(p)
+		}
+	}
+}
+
+// family returns s's parent and children, s among them.
+func (q *rpSeq) family(s *rpSession) []*rpSession {
+	root := cmp.Or(s.parent, s)
+	out := []*rpSession{root}
+	for _, c := range q.sessions {
+		if c.parent == root {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// adopt finds the children of the reference's parents in the store
+// (their ids are the runtime's) and adds them to the reference: those
+// the parent's log has a delegate call of, as model_test.go's adopt;
+// the others as strays.
+func (q *rpSeq) adopt() {
+	ctx := context.Background()
+	for _, p := range slices.Clone(q.sessions) {
+		if p.parent != nil || p.givenUp || q.failed {
+			continue
+		}
+		children, _, err := q.replicas[0].st.ListSessions(ctx, &store.ListParams{Owner: q.owner, ParentID: p.id, Limit: 1000, Ascending: true})
+		if err != nil {
+			q.t.Fatal(err)
+		}
+		var call map[string]string
+		for _, got := range children {
+			if slices.ContainsFunc(q.sessions, func(c *rpSession) bool { return c.id == got.ID }) {
+				continue
+			}
+			if call == nil {
+				call, _ = q.delegates(ctx, q.pick(), p)
+			}
+			tag, d := "", ""
+			for _, e := range q.events(ctx, q.pick(), &rpSession{id: got.ID}) {
+				var a session.AgentEventData
+				if e.Type != session.EventAgent || json.Unmarshal(e.Data, &a) != nil || a.Kind != session.KindMessage {
+					continue
+				}
+				for _, m := range a.MessageContent {
+					if g := mtTag.FindStringSubmatch(strings.TrimSpace(fmt.Sprint(m))); g != nil && tag == "" {
+						tag, d = g[1], g[2]
+					}
+				}
+			}
+			if tag == "" {
+				q.violation(p, "child-task", "%s: its child %s has no task message", p.key, got.ID)
+				return
+			}
+			c := &rpSession{key: tag[:strings.IndexByte(tag, '.')], id: got.ID, parent: p, next: 1, approved: map[string]bool{},
+				msgs: []mtMsg{{tag: strings.Fields(tag)[0]}}, waiting: d}
+			_, c.stray = call[c.key]
+			c.stray = !c.stray
+			q.sessions = append(q.sessions, c)
+			q.logf("adopt %s (%s), child of %s: %s (stray %v)", c.key, c.id, p.key, got.Status, c.stray)
+			q.stats["children"]++
+			switch {
+			case c.stray && d == "approve" && p.phase != "done":
+				q.stats["stray children"]++
+				c.phase, c.status, c.approvals = "wait", session.StatusAwaitingToolResults, 1
+			case d == "approve" && !c.stray && p.unbound > 0:
+				p.unbound--
+				c.owed = true
+				c.phase, c.status, c.approvals = "wait", session.StatusAwaitingToolResults, 1
+			case d == "approve":
+				// Started by a run the reference saw end (a force
+				// answer, a cancel): cancelled by that end.
+				c.phase, c.status = "done", session.StatusInterrupted
+			case d == "fail":
+				c.phase, c.status, c.delivered = "done", session.StatusFailed, !c.stray
+			default:
+				c.phase, c.status, c.delivered = "done", session.StatusCompleted, !c.stray
+			}
+		}
+	}
+}
+
+// delegates reads the parent p's delegate calls from its log, through r:
+// the call that started each child (by the child's key), and the results
+// of each.
+func (q *rpSeq) delegates(ctx context.Context, r *rpReplica, p *rpSession) (call map[string]string, results map[string]*mtResult) {
+	call, results = map[string]string{}, map[string]*mtResult{}
+	for _, e := range q.events(ctx, r, p) {
+		var d session.AgentEventData
+		if e.Type != session.EventAgent || json.Unmarshal(e.Data, &d) != nil {
+			continue
+		}
+		switch d.Kind {
+		case session.KindPolicy:
+			for _, c := range d.ToolReqs {
+				var in struct{ Task string }
+				if c.ToolName != "delegate" || json.Unmarshal(c.Args, &in) != nil {
+					continue
+				}
+				if g := mtTag.FindStringSubmatch(in.Task); g != nil {
+					call[g[1][:strings.IndexByte(g[1], '.')]] = c.ID
+				}
+			}
+		case session.KindToolResult, session.KindError:
+			if d.ToolReq == nil || d.ToolReq.ToolName != "delegate" {
+				continue
+			}
+			res := results[d.ToolReq.ID]
+			if res == nil {
+				res = &mtResult{kind: d.Kind, origin: d.Origin, text: d.Error + string(d.Result)}
+				results[d.ToolReq.ID] = res
+			}
+			res.n++
+		}
+	}
+	return call, results
+}
+
+// checkDelivery checks the delegate calls of the parent p against its
+// children: a child whose end the reference delivered is its call's
+// result, once, as it ended; a child the parent still waits for has given
+// none; a stray is no call's.
+func (q *rpSeq) checkDelivery(ctx context.Context, p *rpSession) {
+	call, results := q.delegates(ctx, q.pick(), p)
+	for _, c := range q.sessions {
+		if c.parent != p || c.stray {
+			continue
+		}
+		id, ok := call[c.key]
+		if !ok {
+			q.violation(p, "child-call", "%s: no delegate call of %s started its child %s", p.key, p.key, c.key)
+			return
+		}
+		r := results[id]
+		switch {
+		case r != nil && r.n > 1:
+			q.violation(p, "child-end-twice", "%s: the end of its child %s (call %s) was given to it %d times", p.key, c.key, id, r.n)
+			return
+		case c.owed && r != nil:
+			q.violation(p, "child-end-early", "%s: call %s has a result (%s %s) while its child %s, the reference says, runs (%s)", p.key, id, r.kind, r.text, c.key, c.status)
+			return
+		case c.delivered && r == nil:
+			q.violation(p, "child-end-lost", "%s: the end of its child %s (%s) never became the result of call %s", p.key, c.key, c.status, id)
+			return
+		case c.delivered && c.status == session.StatusCompleted && r.kind != session.KindToolResult,
+			c.delivered && c.status != session.StatusCompleted && (r.kind != session.KindError || r.origin != "subagent" || !strings.Contains(r.text, string(c.status))):
+			q.violation(p, "child-end-wrong", "%s: its child %s ended %s, and call %s got %s from %q: %s", p.key, c.key, c.status, id, r.kind, r.origin, r.text)
+			return
+		}
+	}
+}
+
+// undelivered returns, while a child the reference knows has ended in
+// the store and its parent, not ended, has a delegate call of it without
+// a result, what that is: its delivery (or, lost, the parent's periodic
+// check of its children) is still to come; the same while a child has
+// not ended and its parent has (its cancel, or, lost, the child's
+// periodic check of its parent, is still to come).
+func (q *rpSeq) undelivered(ctx context.Context, status map[string]session.Status) string {
+	for _, c := range q.sessions {
+		// A child whose parent ended is cancelled by that end (or, its
+		// follow-up lost, by its own periodic check of its parent).
+		if c.parent != nil && !c.givenUp && status[c.parent.id].Terminal() && !status[c.id].Terminal() && status[c.id] != "" {
+			return fmt.Sprintf("%s (%s) is %s, its parent %s ended %s", c.key, c.id, status[c.id], c.parent.key, status[c.parent.id])
+		}
+	}
+	for _, p := range q.sessions {
+		if p.parent != nil || p.givenUp || status[p.id].Terminal() {
+			continue
+		}
+		var call map[string]string
+		var results map[string]*mtResult
+		for _, c := range q.sessions {
+			if c.parent != p || c.stray || !status[c.id].Terminal() {
+				continue
+			}
+			if call == nil {
+				call, results = q.delegates(ctx, q.replicas[0], p)
+			}
+			if id, ok := call[c.key]; ok && results[id] == nil {
+				return fmt.Sprintf("%s (%s) waits for the end of %s (%s), which is %s", p.key, status[p.id], c.key, c.id, status[c.id])
+			}
+			// Given it after the list was read: the parent read
+			// again says whether it moved on since (the list is
+			// stale then).
+			got, err := q.replicas[0].st.GetSession(ctx, p.id)
+			if err != nil {
+				q.t.Fatal(err)
+			}
+			if session.Status(got.Status) != status[p.id] || got.Runnable {
+				return fmt.Sprintf("%s was given the end of %s since the list was read", p.key, c.key)
+			}
+		}
+	}
+	return ""
 }

@@ -75,7 +75,8 @@ type state struct {
 	// Children are the child sessions of the agent's delegate calls.
 	Children []string `json:"children,omitempty"`
 	// CheckChildrenAt is when a session waiting for child sessions looks
-	// at them (see Manager.checkChildren).
+	// at them, and a child session that waits at its parent (see
+	// Manager.checkChildren).
 	CheckChildrenAt time.Time `json:"check_children_at,omitzero"`
 	// Files are the files of the session's files folder already reported
 	// by an AttachmentEvent (the user's and the agent's), by name;

@@ -321,7 +321,9 @@ func (m *Manager) cancelChildren(ctx context.Context, parent *store.Session) {
 
 // childCheckEvery is how often a parent waiting for child sessions looks
 // at them itself: the delivery of a child's end (deliver) happens when the
-// child ends, and this catches one lost to a crash at that moment.
+// child ends, and this catches one lost to a crash at that moment. A
+// waiting child looks at its parent as often: the cancel of the children
+// (cancelChildren) follows the parent's end, and this catches one lost so.
 const childCheckEvery = time.Minute
 
 // waitsForChild reports whether a call waits for a child session.
@@ -330,8 +332,26 @@ func (st *state) waitsForChild() bool {
 }
 
 // checkChildren delivers the ends of the parent's children that ended,
-// and otherwise commits nothing but the next check time.
-func (m *Manager) checkChildren(ctx context.Context, id string, st *state) error {
+// and otherwise commits nothing but the next check time. A child session
+// that waits looks at its parent first: one that ended (or is gone)
+// cancels it, as its end would have (cancelChildren) had it not been
+// lost: the end committed, its answer lost to a broken connection or the
+// process gone before its follow-up ran, and a Cancel tried again found
+// the parent ended and did nothing more.
+func (m *Manager) checkChildren(ctx context.Context, s *store.Session, st *state) error {
+	id := s.ID
+	if s.ParentID != "" {
+		parent, err := m.st.GetSession(ctx, s.ParentID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return &storeError{err}
+		}
+		if err != nil || Status(parent.Status).Terminal() {
+			if err := m.Cancel(ctx, s.Owner, id); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			return nil
+		}
+	}
 	delivered := false
 	for _, c := range st.Checkpoint.Calls {
 		if c.Result != nil || c.Waiting != waitChild {
@@ -359,7 +379,7 @@ func (m *Manager) checkChildren(ctx context.Context, id string, st *state) error
 		return nil
 	}
 	_, _, err := m.update(ctx, id, m.leased(), func(s *store.Session, st *state) ([]store.Event, error) {
-		if st.Phase != phaseWait || !st.waitsForChild() {
+		if st.Phase != phaseWait || !st.waitsForChild() && s.ParentID == "" {
 			return nil, errNoChange
 		}
 		return nil, nil // derive sets the next check

@@ -177,10 +177,10 @@ func (m *Manager) runSession(ctx context.Context, claimed *store.Session, handed
 				return finish(s, st, outcomeFinished), true
 			})
 		case phaseWait:
-			if !st.waitsForChild() || now.Before(st.CheckChildrenAt) {
+			if !st.waitsForChild() && s.ParentID == "" || now.Before(st.CheckChildrenAt) {
 				return nil
 			}
-			err = m.checkChildren(ctx, id, st)
+			err = m.checkChildren(ctx, s, st)
 		case phaseRun:
 			switch {
 			case st.Paused:
