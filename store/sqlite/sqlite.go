@@ -130,6 +130,12 @@ type Store struct {
 	wmu     sync.Mutex
 	queue   []*writeReq
 	leading bool // a writer is committing, or the head of queue is told to
+	// wclosed: Close began, so no write is queued any more; wdrained,
+	// when set, is closed by the last leader once the queue is empty,
+	// for Close to wait for the writes it found in flight before it
+	// closes the writer connection under them.
+	wclosed  bool
+	wdrained chan struct{}
 	// batchHook, set by tests only, is called with each batch's size.
 	batchHook func(n int)
 	// savepoint statements on the writer, for batches of writes
@@ -404,6 +410,17 @@ func (s *Store) migrate(ctx context.Context) error {
 // Close closes the database and releases the file lock.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.wmu.Lock()
+		s.wclosed = true
+		var drained chan struct{}
+		if s.leading {
+			drained = make(chan struct{})
+			s.wdrained = drained
+		}
+		s.wmu.Unlock()
+		if drained != nil {
+			<-drained // the writes in flight end (each commit's own bound)
+		}
 		var errs []error
 		for _, st := range []*sql.Stmt{s.getStmt, s.eventsStmt, s.countStmt, s.messagesStmt, s.nextWakeStmt} {
 			if st != nil {

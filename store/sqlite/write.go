@@ -6,6 +6,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+
+	"github.com/hrns-dev/hrns/store"
 )
 
 // Group commit. SQLite has one writer, and a commit costs the same whatever
@@ -61,6 +63,10 @@ func (s *Store) write(ctx context.Context, fn func(context.Context, *writeTx) er
 	}
 	r := &writeReq{ctx: ctx, fn: fn, lead: make(chan bool, 1)}
 	s.wmu.Lock()
+	if s.wclosed {
+		s.wmu.Unlock()
+		return store.ErrClosed
+	}
 	s.queue = append(s.queue, r)
 	wait := s.leading
 	s.leading = true
@@ -84,6 +90,10 @@ func (s *Store) write(ctx context.Context, fn func(context.Context, *writeTx) er
 		s.queue[0].lead <- true
 	} else {
 		s.leading = false
+		if s.wdrained != nil {
+			close(s.wdrained) // Close waits for it
+			s.wdrained = nil
+		}
 	}
 	s.wmu.Unlock()
 	for _, o := range batch[1:] {

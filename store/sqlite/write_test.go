@@ -393,3 +393,65 @@ func TestWriterReopened(t *testing.T) {
 		t.Errorf("foreign_keys on the new connection: %d (%v), want 1", fk, err)
 	}
 }
+
+// TestCloseWithWritesInFlight: Close waits for the writes it finds in
+// flight or queued, which commit, and the writes after it answer
+// store.ErrClosed. Close used to close the writer connection and its
+// statements under a commit in flight (a data race, then a nil
+// statement's panic in the next write: hrns serve's schedule worker,
+// stopped after its store in TestServingStopHungStore).
+func TestCloseWithWritesInFlight(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "hrns.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTable(t, s)
+	release := holdWriter(t, s)
+	queued := make(chan error, 1)
+	go func() {
+		queued <- s.write(context.Background(), func(ctx context.Context, tx *writeTx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (1)`)
+			return err
+		})
+	}()
+	waitQueued(s, 1)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	for { // Close has begun
+		s.wmu.Lock()
+		began := s.wclosed
+		s.wmu.Unlock()
+		if began {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	whileClosing := make(chan error, 1)
+	go func() {
+		whileClosing <- s.write(context.Background(), func(context.Context, *writeTx) error { return nil })
+	}()
+	select {
+	case err := <-closed:
+		t.Errorf("Close returned (%v) with a write in flight", err)
+	default:
+	}
+	release()
+	if err := <-queued; err != nil {
+		t.Errorf("the write queued before Close: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := <-whileClosing; !errors.Is(err, store.ErrClosed) {
+		t.Errorf("a write while Close waits: %v, want ErrClosed", err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if err := s.write(context.Background(), func(context.Context, *writeTx) error { return nil }); !errors.Is(err, store.ErrClosed) {
+				t.Errorf("a write after Close: %v, want ErrClosed", err)
+			}
+		})
+	}
+	wg.Wait()
+}
