@@ -79,7 +79,7 @@ func (m *Manager) dispatch(ctx context.Context) {
 					return
 				}
 				m.log.Error("replica heartbeat panicked; restarting it", "panic", fmt.Sprint(p.value), "stack", string(p.stack))
-				sleep(ctx, m.opts.LeaseTTL/3)
+				retry.Sleep(ctx, m.opts.LeaseTTL/3)
 			}
 		})
 	}
@@ -88,7 +88,7 @@ func (m *Manager) dispatch(ctx context.Context) {
 	for ctx.Err() == nil {
 		if p := protect(func() { m.dispatchOnce(ctx, work) }); p != nil {
 			m.log.Error("session dispatcher panicked; going on", "panic", fmt.Sprint(p.value), "stack", string(p.stack))
-			sleep(ctx, time.Second)
+			retry.Sleep(ctx, time.Second)
 		}
 	}
 }
@@ -111,7 +111,7 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 		if err != nil {
 			if ctx.Err() == nil {
 				m.log.Error("claiming sessions", "err", err)
-				sleep(ctx, time.Second)
+				retry.Sleep(ctx, time.Second)
 			}
 			return
 		}
@@ -600,15 +600,6 @@ func (m *Manager) release(claimed []*store.Session) {
 		if err := m.st.Release(ctx, s.ID, m.owner); err != nil {
 			m.log.Warn("releasing session", "session", s.ID, "err", err)
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 

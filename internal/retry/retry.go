@@ -42,7 +42,7 @@ func Do(ctx context.Context, p Policy, call func(ctx context.Context) error, fin
 	var errs []error
 	for i := range max(p.Tries, 1) {
 		if i > 0 && p.Pause > 0 {
-			sleep(ctx, p.Pause)
+			Sleep(ctx, p.Pause)
 		}
 		if ctx.Err() != nil {
 			cause := fmt.Errorf("no call made again: %w", context.Cause(ctx))
@@ -101,7 +101,8 @@ func Grace(ctx context.Context, d time.Duration) (context.Context, context.Cance
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) {
+// Sleep waits d, or until ctx ends if that is sooner.
+func Sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
