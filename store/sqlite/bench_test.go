@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hrns-dev/hrns/store"
 	"github.com/hrns-dev/hrns/store/sqlite"
@@ -50,6 +51,41 @@ func BenchmarkGetSession(b *testing.B) {
 	}
 	for b.Loop() {
 		if _, err := st.GetSession(ctx, "s"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWake measures the two commits of a session woken by a
+// caller's message (sync=FULL), one op each pair: the caller's input,
+// which makes the paused session runnable and claims it
+// (UpdateOptions.Claim, as session.Manager's input does), then the
+// worker's step, under its lease, which pauses it again and releases
+// the lease. One event each; the owner has no webhook.
+func BenchmarkWake(b *testing.B) {
+	st, err := sqlite.Open(filepath.Join(b.TempDir(), "hrns.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	ctx := b.Context()
+	s, _, err := st.CreateSession(ctx, &store.Session{ID: "s", Owner: "o", Agent: "a", Status: "idle", State: json.RawMessage(`{"phase":"wait"}`)}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msg := []store.Event{{Type: "AgentEvent", Data: json.RawMessage(`{"kind":"message_event","caller_id":"user","content":["hi"]}`)}}
+	step := []store.Event{{Type: "AgentEvent", Data: json.RawMessage(`{"kind":"message_event","caller_id":"assistant","content":["hello"]}`)}}
+	for b.Loop() {
+		s.Status, s.Runnable, s.State = "running", true, json.RawMessage(`{"phase":"run"}`)
+		claim := &store.ClaimParams{Owner: "w", Token: "t", Now: time.Now(), TTL: time.Minute, BelowAttempts: 3}
+		if err := st.UpdateSession(ctx, s, msg, &store.UpdateOptions{Claim: claim}); err != nil {
+			b.Fatal(err)
+		}
+		if s.LeaseOwner != "w" {
+			b.Fatal("the input did not claim the session")
+		}
+		s.Status, s.Runnable, s.State = "idle", false, json.RawMessage(`{"phase":"wait"}`)
+		if err := st.UpdateSession(ctx, s, step, &store.UpdateOptions{Lease: "w", Release: true}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -109,6 +109,14 @@ type Store struct {
 	// (store.UpdateOptions.Claim): they take the lease in the same
 	// statement.
 	updateClaimStmt, updateClaimSameAgentStmt *sql.Stmt
+	// oneStmt and oneClaimStmt are a commit's update in one statement,
+	// without reading the session first (see UpdateSession).
+	oneStmt, oneClaimStmt *sql.Stmt
+	// slowUpdates, set by tests only, makes every UpdateSession read the
+	// session first, as before oneStmt; oneHook, set by tests only, is
+	// called with whether oneStmt made each commit's update.
+	slowUpdates bool
+	oneHook     func(applied bool)
 	// insertEventStmts[k-1] inserts k events (see insertRows)
 	insertEventStmts [maxInsertRows]*sql.Stmt
 	// the transcript: messagesStmt on the readers, the others on the writer
@@ -274,6 +282,8 @@ func (s *Store) writerStatements() []writerStatement {
 		{&s.updateSameAgentStmt, updateSQL(false, false)},
 		{&s.updateClaimStmt, updateSQL(true, true)},
 		{&s.updateClaimSameAgentStmt, updateSQL(false, true)},
+		{&s.oneStmt, oneSQL(false)},
+		{&s.oneClaimStmt, oneSQL(true)},
 		{&s.messageCountStmt, `SELECT coalesce(max(idx) + 1, 0) FROM session_messages WHERE session_id = ?`},
 		{&s.trimMessagesStmt, `DELETE FROM session_messages WHERE session_id = ? AND idx >= ?`},
 		{&s.claimStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE rowid = ?`},
@@ -365,6 +375,35 @@ func updateSQL(agent, claim bool) string {
 	attempts = CASE WHEN ? THEN 0 ELSE attempts END`
 	}
 	return q + ` WHERE id = ?`
+}
+
+// oneSQL is updateSQL without agent, for a commit whose every decision
+// the statement makes itself (see UpdateSession): it updates the session
+// only if it is at the caller's version, with the caller's owner and
+// agent; if the owner is not known to have no webhook, with the status
+// unchanged (so no webhook delivery is due); under the caller's lease if
+// it has one; and, with claim, if the session can be claimed (then it
+// takes the lease). It returns what UpdateSession would have read:
+// event_count, after the update, and the lease and attempts.
+func oneSQL(claim bool) string {
+	q := `UPDATE sessions SET status = ?, first_message = ?, state = ?, answer = ?, error = ?, error_code = ?, runnable = ?, wake_at = ?,
+	version = version + 1, event_count = event_count + ?, started_at = ?, finished_at = ?, updated_at = ?, `
+	if claim {
+		q += `lease_owner = ?, lease_until = ?, attempts = CASE WHEN ? THEN 1 ELSE attempts + 1 END, claim_token = ?`
+	} else {
+		q += `lease_owner = CASE WHEN ? THEN '' ELSE lease_owner END,
+	lease_until = CASE WHEN ? THEN 0 ELSE lease_until END,
+	attempts = CASE WHEN ? THEN 0 ELSE attempts END`
+	}
+	q += `
+	WHERE id = ? AND version = ? AND owner = ? AND agent = ? AND (? OR status = ?)`
+	if claim {
+		q += ` AND (lease_owner = '' OR lease_until <= ?) AND (? OR ? <= 0 OR attempts < ?)`
+	} else {
+		q += ` AND (? = '' OR lease_owner = ? AND lease_until > ?)`
+	}
+	return q + `
+	RETURNING event_count, lease_owner, lease_until, attempts`
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -809,6 +848,50 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		var version int64
 		var owner, status, agent string
+		// First the update in one statement (oneSQL), which applies when
+		// the session is as the caller expects it (the usual case) and
+		// decides as the read below would have: a claim, if it can take
+		// the session, takes it; no webhook delivery is due. When it
+		// changes nothing, the session is read and the update decided
+		// from what was read, as before.
+		if !s.slowUpdates {
+			c := o.Claim
+			claim := c != nil && sess.Runnable
+			update := s.oneStmt
+			if claim {
+				update = s.oneClaimStmt
+			}
+			args := make([]any, 0, 26)
+			args = append(args, sess.Status, sess.FirstMessage, blob(sess.State), blob(sess.Answer), sess.Error, sess.ErrorCode, boolInt(sess.Runnable), nanos(sess.WakeAt),
+				len(events), nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now))
+			if claim {
+				args = append(args, c.Owner, nanos(c.Now.Add(c.TTL)), o.ResetAttempts, c.Token)
+			} else {
+				args = append(args, o.Release, o.Release, o.Release || o.ResetAttempts)
+			}
+			args = append(args, sess.ID, sess.Version, sess.Owner, sess.Agent, s.knownHookless(sess.Owner), sess.Status)
+			if claim {
+				args = append(args, nanos(c.Now), o.ResetAttempts, c.BelowAttempts, c.BelowAttempts)
+			} else {
+				args = append(args, o.Lease, o.Lease, now.UnixNano())
+			}
+			err := tx.StmtContext(ctx, update).QueryRowContext(ctx, args...).Scan(&count, &leaseOwner, &leaseUntil, &attempts)
+			if s.oneHook != nil {
+				s.oneHook(err == nil)
+			}
+			switch {
+			case err == nil:
+				count -= int64(len(events))
+				claimed = claim
+				if claimed {
+					attempts-- // as read before the claim
+				}
+				// No webhook delivery is due (see oneSQL).
+				return s.updated(ctx, tx, sess, events, &o, sess.Owner, count, now)
+			case !errors.Is(err, sql.ErrNoRows):
+				return err
+			}
+		}
 		err := tx.StmtContext(ctx, s.versionStmt).QueryRowContext(ctx, sess.ID).Scan(&version, &count, &leaseOwner, &leaseUntil, &owner, &status, &attempts, &agent)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
@@ -855,23 +938,8 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		if _, err := tx.StmtContext(ctx, update).ExecContext(ctx, args...); err != nil {
 			return err
 		}
-		if o.WriteRequest {
-			// Rare (a re-encryption): its own statement, so that the
-			// one of every commit stays as it is.
-			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET request = ? WHERE id = ?`, blob(sess.Request), sess.ID); err != nil {
-				return err
-			}
-		}
-		if err := s.insertEvents(ctx, tx, sess.ID, count, events, now); err != nil {
+		if err := s.updated(ctx, tx, sess, events, &o, owner, count, now); err != nil {
 			return err
-		}
-		if err := s.writeTranscript(ctx, tx, sess.ID, o.Transcript); err != nil {
-			return err
-		}
-		if t := o.Tokens; t != nil && t.N > 0 {
-			if _, err := tx.StmtContext(ctx, s.countTokensStmt).ExecContext(ctx, owner, t.Period, windowNanos(t.Start), t.N); err != nil {
-				return err
-			}
 		}
 		hooked, err = s.enqueueDeliveries(ctx, tx, owner, sess.ID, status, sess.Status, version+1, now)
 		return err
@@ -904,6 +972,31 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	leaseFree := o.Release || !claimed && (leaseOwner == "" || leaseUntil <= now.UnixNano())
 	if (sess.Runnable || !sess.WakeAt.IsZero()) && leaseFree {
 		s.hub.Notify(store.WorkTopic)
+	}
+	return nil
+}
+
+// updated writes the rest of UpdateSession's commit, after the session's
+// row: its request if asked, its events from count on, its transcript and
+// its tokens.
+func (s *Store) updated(ctx context.Context, tx *writeTx, sess *store.Session, events []store.Event, o *store.UpdateOptions, owner string, count int64, now time.Time) error {
+	if o.WriteRequest {
+		// Rare (a re-encryption): its own statement, so that the
+		// one of every commit stays as it is.
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET request = ? WHERE id = ?`, blob(sess.Request), sess.ID); err != nil {
+			return err
+		}
+	}
+	if err := s.insertEvents(ctx, tx, sess.ID, count, events, now); err != nil {
+		return err
+	}
+	if err := s.writeTranscript(ctx, tx, sess.ID, o.Transcript); err != nil {
+		return err
+	}
+	if t := o.Tokens; t != nil && t.N > 0 {
+		if _, err := tx.StmtContext(ctx, s.countTokensStmt).ExecContext(ctx, owner, t.Period, windowNanos(t.Start), t.N); err != nil {
+			return err
+		}
 	}
 	return nil
 }
