@@ -377,33 +377,34 @@ func updateSQL(agent, claim bool) string {
 	return q + ` WHERE id = ?`
 }
 
-// oneSQL is updateSQL without agent, for a commit whose every decision
-// the statement makes itself (see UpdateSession): it updates the session
-// only if it is at the caller's version, with the caller's owner and
+// oneSQL is updateSQL without agent, for a commit whose decisions are
+// made from the caller's session instead of a read of the stored one,
+// each checked by the statement (see UpdateSession): it updates the
+// session only if it is at the caller's version, event count, owner and
 // agent; if the owner is not known to have no webhook, with the status
 // unchanged (so no webhook delivery is due); under the caller's lease if
-// it has one; and, with claim, if the session can be claimed (then it
-// takes the lease). It returns what UpdateSession would have read:
-// event_count, after the update, and the lease and attempts.
+// it has one, else with no lease held when it matters (a session left
+// runnable or waiting, not released: workers are woken then); and, with
+// claim, if the session can be claimed and has the caller's attempts
+// (unless reset), taking the lease with attempts given.
 func oneSQL(claim bool) string {
 	q := `UPDATE sessions SET status = ?, first_message = ?, state = ?, answer = ?, error = ?, error_code = ?, runnable = ?, wake_at = ?,
 	version = version + 1, event_count = event_count + ?, started_at = ?, finished_at = ?, updated_at = ?, `
 	if claim {
-		q += `lease_owner = ?, lease_until = ?, attempts = CASE WHEN ? THEN 1 ELSE attempts + 1 END, claim_token = ?`
+		q += `lease_owner = ?, lease_until = ?, attempts = ?, claim_token = ?`
 	} else {
 		q += `lease_owner = CASE WHEN ? THEN '' ELSE lease_owner END,
 	lease_until = CASE WHEN ? THEN 0 ELSE lease_until END,
 	attempts = CASE WHEN ? THEN 0 ELSE attempts END`
 	}
 	q += `
-	WHERE id = ? AND version = ? AND owner = ? AND agent = ? AND (? OR status = ?)`
+	WHERE id = ? AND version = ? AND event_count = ? AND owner = ? AND agent = ? AND (? OR status = ?)`
 	if claim {
-		q += ` AND (lease_owner = '' OR lease_until <= ?) AND (? OR ? <= 0 OR attempts < ?)`
+		q += ` AND (lease_owner = '' OR lease_until <= ?) AND (? OR attempts = ?)`
 	} else {
-		q += ` AND (? = '' OR lease_owner = ? AND lease_until > ?)`
+		q += ` AND (? = '' OR lease_owner = ? AND lease_until > ?) AND (? OR lease_owner = '' OR lease_until <= ?)`
 	}
-	return q + `
-	RETURNING event_count, lease_owner, lease_until, attempts`
+	return q
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -843,53 +844,59 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	var hooked bool
 	var claimed bool
 	var attempts int
-	var leaseOwner string
-	var leaseUntil int64
+	var leaseFree bool // no one holds the lease after the update
 	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
-		var version int64
-		var owner, status, agent string
-		// First the update in one statement (oneSQL), which applies when
-		// the session is as the caller expects it (the usual case) and
-		// decides as the read below would have: a claim, if it can take
-		// the session, takes it; no webhook delivery is due. When it
-		// changes nothing, the session is read and the update decided
-		// from what was read, as before.
-		if !s.slowUpdates {
-			c := o.Claim
-			claim := c != nil && sess.Runnable
+		var version, leaseUntil int64
+		var owner, status, agent, leaseOwner string
+		// First the update in one statement (oneSQL), decided from the
+		// caller's session, which is usually as stored: it applies when
+		// the stored session is as the caller's in everything the
+		// decisions below depend on, so it decides as they would. When
+		// it changes nothing, the session is read and the update decided
+		// from what was read.
+		c := o.Claim
+		claim := c != nil && sess.Runnable
+		attempts = sess.Attempts // as the claim counts them
+		if o.ResetAttempts {
+			attempts = 0
+		}
+		if !s.slowUpdates && (!claim || c.BelowAttempts <= 0 || attempts < c.BelowAttempts) {
 			update := s.oneStmt
 			if claim {
 				update = s.oneClaimStmt
 			}
-			args := make([]any, 0, 26)
+			args := make([]any, 0, 27)
 			args = append(args, sess.Status, sess.FirstMessage, blob(sess.State), blob(sess.Answer), sess.Error, sess.ErrorCode, boolInt(sess.Runnable), nanos(sess.WakeAt),
 				len(events), nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now))
 			if claim {
-				args = append(args, c.Owner, nanos(c.Now.Add(c.TTL)), o.ResetAttempts, c.Token)
+				args = append(args, c.Owner, nanos(c.Now.Add(c.TTL)), attempts+1, c.Token)
 			} else {
 				args = append(args, o.Release, o.Release, o.Release || o.ResetAttempts)
 			}
-			args = append(args, sess.ID, sess.Version, sess.Owner, sess.Agent, s.knownHookless(sess.Owner), sess.Status)
+			args = append(args, sess.ID, sess.Version, sess.EventCount, sess.Owner, sess.Agent, s.knownHookless(sess.Owner), sess.Status)
 			if claim {
-				args = append(args, nanos(c.Now), o.ResetAttempts, c.BelowAttempts, c.BelowAttempts)
+				args = append(args, nanos(c.Now), o.ResetAttempts, sess.Attempts)
 			} else {
-				args = append(args, o.Lease, o.Lease, now.UnixNano())
+				// Whether the lease, when no one holds it, wakes no one.
+				wakesNone := o.Release || o.Lease != "" || !sess.Runnable && sess.WakeAt.IsZero()
+				args = append(args, o.Lease, o.Lease, now.UnixNano(), wakesNone, now.UnixNano())
 			}
-			err := tx.StmtContext(ctx, update).QueryRowContext(ctx, args...).Scan(&count, &leaseOwner, &leaseUntil, &attempts)
+			res, err := tx.StmtContext(ctx, update).ExecContext(ctx, args...)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
 			if s.oneHook != nil {
-				s.oneHook(err == nil)
+				s.oneHook(n == 1)
 			}
-			switch {
-			case err == nil:
-				count -= int64(len(events))
-				claimed = claim
-				if claimed {
-					attempts-- // as read before the claim
-				}
+			if n == 1 {
+				count, claimed = sess.EventCount, claim
+				leaseFree = !claim && (o.Release || o.Lease == "")
 				// No webhook delivery is due (see oneSQL).
 				return s.updated(ctx, tx, sess, events, &o, sess.Owner, count, now)
-			case !errors.Is(err, sql.ErrNoRows):
-				return err
 			}
 		}
 		err := tx.StmtContext(ctx, s.versionStmt).QueryRowContext(ctx, sess.ID).Scan(&version, &count, &leaseOwner, &leaseUntil, &owner, &status, &attempts, &agent)
@@ -909,7 +916,6 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 			attempts = 0
 		}
 		// A claim takes the lease in the update's own statement.
-		c := o.Claim
 		claimed = c != nil && sess.Runnable && (leaseOwner == "" || leaseUntil <= nanos(c.Now)) && (c.BelowAttempts <= 0 || attempts < c.BelowAttempts)
 		var update *sql.Stmt
 		switch {
@@ -941,6 +947,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		if err := s.updated(ctx, tx, sess, events, &o, owner, count, now); err != nil {
 			return err
 		}
+		leaseFree = o.Release || !claimed && (leaseOwner == "" || leaseUntil <= now.UnixNano())
 		hooked, err = s.enqueueDeliveries(ctx, tx, owner, sess.ID, status, sess.Status, version+1, now)
 		return err
 	})
@@ -969,7 +976,6 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	s.hub.Notify(sess.ID)
 	// Workers are woken when the lease is free (or expired) after the
 	// update: a claim, or a lease its holder keeps, is its holder's to run.
-	leaseFree := o.Release || !claimed && (leaseOwner == "" || leaseUntil <= now.UnixNano())
 	if (sess.Runnable || !sess.WakeAt.IsZero()) && leaseFree {
 		s.hub.Notify(store.WorkTopic)
 	}

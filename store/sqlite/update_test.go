@@ -22,7 +22,7 @@ import (
 // same random sessions: stale and current versions, leases held, expired,
 // someone else's or none, claims that may or may not take the session
 // (attempts, a lease in the way), releases, resets, another agent, another
-// owner, owners with and without webhooks, tokens, transcripts, missing
+// owner, callers whose event count, attempts or lease are not as stored, owners with and without webhooks, tokens, transcripts, missing
 // sessions. Both must answer the same error, leave the caller's session,
 // the stored row, its events, transcript, webhook deliveries and token
 // counts the same, and wake the same topics. Both ways of committing must
@@ -68,7 +68,7 @@ func TestUpdateInOneAsBefore(t *testing.T) {
 		status := pick("idle", "running", "awaiting_tool_results")
 		row := []any{
 			status, pick("a", "b"), rng.IntN(2),
-			pick("", "", "w1", "w2"), []int64{0, now.Add(-time.Minute).UnixNano(), now.Add(time.Minute).UnixNano()}[rng.IntN(3)],
+			pick("", "", "w1", "w2"), []int64{0, now.Add(-time.Minute).UnixNano(), now.Add(time.Minute).UnixNano(), now.Add(time.Minute).UnixNano()}[rng.IntN(4)],
 			rng.IntN(5), rng.IntN(4), rng.IntN(3), pick("", "t0"),
 		}
 		for _, sd := range []side{one, before} {
@@ -92,6 +92,15 @@ func TestUpdateInOneAsBefore(t *testing.T) {
 		if rng.IntN(10) == 0 {
 			sess.ID = "missing"
 		}
+		if rng.IntN(8) == 0 {
+			sess.EventCount += int64(rng.IntN(3)) - 1
+		}
+		if rng.IntN(6) == 0 {
+			sess.Attempts = rng.IntN(5)
+		}
+		if rng.IntN(8) == 0 {
+			sess.LeaseOwner, sess.LeaseUntil = pick("", "w1"), now.Add(time.Minute)
+		}
 		if rng.IntN(5) == 0 {
 			sess.Owner = pick("o1", "hooked", "other")
 		}
@@ -109,6 +118,9 @@ func TestUpdateInOneAsBefore(t *testing.T) {
 		var o store.UpdateOptions
 		if rng.IntN(2) == 0 {
 			o.Lease = pick("w1", "w2")
+			if held := row[3].(string); held != "" && rng.IntN(4) != 0 {
+				o.Lease = held // mostly the lease's holder
+			}
 		}
 		o.Release = rng.IntN(3) == 0
 		o.ResetAttempts = rng.IntN(4) == 0
