@@ -17,3 +17,11 @@ const (
 	ClaimBusySQL   = claimBusySQL
 	ClaimOwnSQL    = claimOwnSQL
 )
+
+// SlowUpdates makes every UpdateSession of st read the session before
+// updating it, as before the update in one statement.
+func SlowUpdates(st *Store) { st.slowUpdates = true }
+
+// OneHook sets the function called with whether the update in one
+// statement made each UpdateSession's update.
+func OneHook(st *Store, f func(applied bool)) { st.oneHook = f }

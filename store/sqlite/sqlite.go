@@ -109,6 +109,14 @@ type Store struct {
 	// (store.UpdateOptions.Claim): they take the lease in the same
 	// statement.
 	updateClaimStmt, updateClaimSameAgentStmt *sql.Stmt
+	// oneStmt and oneClaimStmt are a commit's update in one statement,
+	// without reading the session first (see UpdateSession).
+	oneStmt, oneClaimStmt *sql.Stmt
+	// slowUpdates, set by tests only, makes every UpdateSession read the
+	// session first, as before oneStmt; oneHook, set by tests only, is
+	// called with whether oneStmt made each commit's update.
+	slowUpdates bool
+	oneHook     func(applied bool)
 	// insertEventStmts[k-1] inserts k events (see insertRows)
 	insertEventStmts [maxInsertRows]*sql.Stmt
 	// the transcript: messagesStmt on the readers, the others on the writer
@@ -274,6 +282,8 @@ func (s *Store) writerStatements() []writerStatement {
 		{&s.updateSameAgentStmt, updateSQL(false, false)},
 		{&s.updateClaimStmt, updateSQL(true, true)},
 		{&s.updateClaimSameAgentStmt, updateSQL(false, true)},
+		{&s.oneStmt, oneSQL(false)},
+		{&s.oneClaimStmt, oneSQL(true)},
 		{&s.messageCountStmt, `SELECT coalesce(max(idx) + 1, 0) FROM session_messages WHERE session_id = ?`},
 		{&s.trimMessagesStmt, `DELETE FROM session_messages WHERE session_id = ? AND idx >= ?`},
 		{&s.claimStmt, `SELECT ` + sessionColumns + ` FROM sessions WHERE rowid = ?`},
@@ -365,6 +375,36 @@ func updateSQL(agent, claim bool) string {
 	attempts = CASE WHEN ? THEN 0 ELSE attempts END`
 	}
 	return q + ` WHERE id = ?`
+}
+
+// oneSQL is updateSQL without agent, for a commit whose decisions are
+// made from the caller's session instead of a read of the stored one,
+// each checked by the statement (see UpdateSession): it updates the
+// session only if it is at the caller's version, event count, owner and
+// agent; if the owner is not known to have no webhook, with the status
+// unchanged (so no webhook delivery is due); under the caller's lease if
+// it has one, else with no lease held when it matters (a session left
+// runnable or waiting, not released: workers are woken then); and, with
+// claim, if the session can be claimed and has the caller's attempts
+// (unless reset), taking the lease with attempts given.
+func oneSQL(claim bool) string {
+	q := `UPDATE sessions SET status = ?, first_message = ?, state = ?, answer = ?, error = ?, error_code = ?, runnable = ?, wake_at = ?,
+	version = version + 1, event_count = event_count + ?, started_at = ?, finished_at = ?, updated_at = ?, `
+	if claim {
+		q += `lease_owner = ?, lease_until = ?, attempts = ?, claim_token = ?`
+	} else {
+		q += `lease_owner = CASE WHEN ? THEN '' ELSE lease_owner END,
+	lease_until = CASE WHEN ? THEN 0 ELSE lease_until END,
+	attempts = CASE WHEN ? THEN 0 ELSE attempts END`
+	}
+	q += `
+	WHERE id = ? AND version = ? AND event_count = ? AND owner = ? AND agent = ? AND (? OR status = ?)`
+	if claim {
+		q += ` AND (lease_owner = '' OR lease_until <= ?) AND (? OR attempts = ?)`
+	} else {
+		q += ` AND (? = '' OR lease_owner = ? AND lease_until > ?) AND (? OR lease_owner = '' OR lease_until <= ?)`
+	}
+	return q
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -804,11 +844,61 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	var hooked bool
 	var claimed bool
 	var attempts int
-	var leaseOwner string
-	var leaseUntil int64
+	var leaseFree bool // no one holds the lease after the update
 	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
-		var version int64
-		var owner, status, agent string
+		var version, leaseUntil int64
+		var owner, status, agent, leaseOwner string
+		// First the update in one statement (oneSQL), decided from the
+		// caller's session, which is usually as stored: it applies when
+		// the stored session is as the caller's in everything the
+		// decisions below depend on, so it decides as they would. When
+		// it changes nothing, the session is read and the update decided
+		// from what was read.
+		c := o.Claim
+		claim := c != nil && sess.Runnable
+		attempts = sess.Attempts // as the claim counts them
+		if o.ResetAttempts {
+			attempts = 0
+		}
+		if !s.slowUpdates && (!claim || c.BelowAttempts <= 0 || attempts < c.BelowAttempts) {
+			update := s.oneStmt
+			if claim {
+				update = s.oneClaimStmt
+			}
+			args := make([]any, 0, 27)
+			args = append(args, sess.Status, sess.FirstMessage, blob(sess.State), blob(sess.Answer), sess.Error, sess.ErrorCode, boolInt(sess.Runnable), nanos(sess.WakeAt),
+				len(events), nanos(sess.StartedAt), nanos(sess.FinishedAt), nanos(now))
+			if claim {
+				args = append(args, c.Owner, nanos(c.Now.Add(c.TTL)), attempts+1, c.Token)
+			} else {
+				args = append(args, o.Release, o.Release, o.Release || o.ResetAttempts)
+			}
+			args = append(args, sess.ID, sess.Version, sess.EventCount, sess.Owner, sess.Agent, s.knownHookless(sess.Owner), sess.Status)
+			if claim {
+				args = append(args, nanos(c.Now), o.ResetAttempts, sess.Attempts)
+			} else {
+				// Whether the lease, when no one holds it, wakes no one.
+				wakesNone := o.Release || o.Lease != "" || !sess.Runnable && sess.WakeAt.IsZero()
+				args = append(args, o.Lease, o.Lease, now.UnixNano(), wakesNone, now.UnixNano())
+			}
+			res, err := tx.StmtContext(ctx, update).ExecContext(ctx, args...)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if s.oneHook != nil {
+				s.oneHook(n == 1)
+			}
+			if n == 1 {
+				count, claimed = sess.EventCount, claim
+				leaseFree = !claim && (o.Release || o.Lease == "")
+				// No webhook delivery is due (see oneSQL).
+				return s.updated(ctx, tx, sess, events, &o, sess.Owner, count, now)
+			}
+		}
 		err := tx.StmtContext(ctx, s.versionStmt).QueryRowContext(ctx, sess.ID).Scan(&version, &count, &leaseOwner, &leaseUntil, &owner, &status, &attempts, &agent)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
@@ -826,7 +916,6 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 			attempts = 0
 		}
 		// A claim takes the lease in the update's own statement.
-		c := o.Claim
 		claimed = c != nil && sess.Runnable && (leaseOwner == "" || leaseUntil <= nanos(c.Now)) && (c.BelowAttempts <= 0 || attempts < c.BelowAttempts)
 		var update *sql.Stmt
 		switch {
@@ -855,24 +944,10 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 		if _, err := tx.StmtContext(ctx, update).ExecContext(ctx, args...); err != nil {
 			return err
 		}
-		if o.WriteRequest {
-			// Rare (a re-encryption): its own statement, so that the
-			// one of every commit stays as it is.
-			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET request = ? WHERE id = ?`, blob(sess.Request), sess.ID); err != nil {
-				return err
-			}
-		}
-		if err := s.insertEvents(ctx, tx, sess.ID, count, events, now); err != nil {
+		if err := s.updated(ctx, tx, sess, events, &o, owner, count, now); err != nil {
 			return err
 		}
-		if err := s.writeTranscript(ctx, tx, sess.ID, o.Transcript); err != nil {
-			return err
-		}
-		if t := o.Tokens; t != nil && t.N > 0 {
-			if _, err := tx.StmtContext(ctx, s.countTokensStmt).ExecContext(ctx, owner, t.Period, windowNanos(t.Start), t.N); err != nil {
-				return err
-			}
-		}
+		leaseFree = o.Release || !claimed && (leaseOwner == "" || leaseUntil <= now.UnixNano())
 		hooked, err = s.enqueueDeliveries(ctx, tx, owner, sess.ID, status, sess.Status, version+1, now)
 		return err
 	})
@@ -901,9 +976,33 @@ func (s *Store) UpdateSession(ctx context.Context, sess *store.Session, events [
 	s.hub.Notify(sess.ID)
 	// Workers are woken when the lease is free (or expired) after the
 	// update: a claim, or a lease its holder keeps, is its holder's to run.
-	leaseFree := o.Release || !claimed && (leaseOwner == "" || leaseUntil <= now.UnixNano())
 	if (sess.Runnable || !sess.WakeAt.IsZero()) && leaseFree {
 		s.hub.Notify(store.WorkTopic)
+	}
+	return nil
+}
+
+// updated writes the rest of UpdateSession's commit, after the session's
+// row: its request if asked, its events from count on, its transcript and
+// its tokens.
+func (s *Store) updated(ctx context.Context, tx *writeTx, sess *store.Session, events []store.Event, o *store.UpdateOptions, owner string, count int64, now time.Time) error {
+	if o.WriteRequest {
+		// Rare (a re-encryption): its own statement, so that the
+		// one of every commit stays as it is.
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET request = ? WHERE id = ?`, blob(sess.Request), sess.ID); err != nil {
+			return err
+		}
+	}
+	if err := s.insertEvents(ctx, tx, sess.ID, count, events, now); err != nil {
+		return err
+	}
+	if err := s.writeTranscript(ctx, tx, sess.ID, o.Transcript); err != nil {
+		return err
+	}
+	if t := o.Tokens; t != nil && t.N > 0 {
+		if _, err := tx.StmtContext(ctx, s.countTokensStmt).ExecContext(ctx, owner, t.Period, windowNanos(t.Start), t.N); err != nil {
+			return err
+		}
 	}
 	return nil
 }
