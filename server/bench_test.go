@@ -2,10 +2,12 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -77,7 +79,7 @@ func benchEnv(b *testing.B, open openStore, start bool) (*env, chan struct{}) {
 		srv.Close()
 		m.Stop(context.Background())
 	})
-	return &env{t: b, model: model, url: srv.URL, st: st}, requests
+	return &env{t: b, model: model, url: srv.URL, st: st, m: m}, requests
 }
 
 // BenchmarkCreateSession measures POST /api/v2/sessions: validation, one
@@ -210,5 +212,114 @@ func BenchmarkChangesFromMemory(b *testing.B) {
 		if w.Code != http.StatusOK {
 			b.Fatal(w.Code, w.Body.String())
 		}
+	}
+}
+
+// committedAt is a store whose commits record when the store calls their
+// Committed hook: once the transaction is committed (after the sync), the
+// moment the time after a commit starts.
+type committedAt struct {
+	store.Store
+	at chan time.Time
+}
+
+func (s *committedAt) UpdateSession(ctx context.Context, sess *store.Session, events []store.Event, o *store.UpdateOptions) error {
+	if o != nil && o.Committed != nil {
+		cp := *o
+		committed := o.Committed
+		cp.Committed = func(sess *store.Session, events []store.Event) {
+			select {
+			case s.at <- time.Now():
+			default:
+			}
+			committed(sess, events)
+		}
+		o = &cp
+	}
+	return s.Store.UpdateSession(ctx, sess, events, o)
+}
+
+// writtenAt is a ResponseRecorder that records its first Write.
+type writtenAt struct {
+	*httptest.ResponseRecorder
+	at time.Time
+}
+
+func (w *writtenAt) Write(b []byte) (int, error) {
+	if w.at.IsZero() {
+		w.at = time.Now()
+	}
+	return w.ResponseRecorder.Write(b)
+}
+
+// BenchmarkWokenLongPoll measures the part of a long-poll's wake-up that
+// follows the commit's sync: from the store's commit (its Committed hook,
+// on SQLite with synchronous = FULL) to the first byte of the woken
+// long-poll's answer written by its handler (in process, no network),
+// for a message posted to a paused session. Its metrics are the median
+// of the samples (ns/after-sync-p50) and of the whole wake-up, from the
+// POST sent to the answer's first write (ns/wakeup-p50, the sync
+// included); ns/op is the whole loop, the long-poll's wait included. procs=1 is a server pinned to
+// one CPU, as the bench driver pins it.
+func BenchmarkWokenLongPoll(b *testing.B) {
+	for _, procs := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run("procs="+strconv.Itoa(procs), func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			at := &committedAt{at: make(chan time.Time, 1)}
+			e, requests := benchEnv(b, func(b *testing.B) store.Store {
+				st, err := sqlite.Open(filepath.Join(b.TempDir(), "hrns.db"), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { st.Close() })
+				at.Store = st
+				return at
+			}, true)
+			h := newServer(e.m, &server.Options{APIKeys: []string{keyAlice}})
+			var f *follower
+			var samples, wakeups []time.Duration
+			i := 0
+			for b.Loop() {
+				b.StopTimer()
+				if i%10 == 0 {
+					f = e.follow(keyAlice, e.create(keyAlice, orderAgent))
+					<-requests
+					f.status(session.StatusAwaitingToolResults)
+					e.expect(e.do("POST", "/api/v2/sessions/"+f.id+"/pause", keyAlice, nil), http.StatusAccepted)
+					f.status(session.StatusPaused)
+				}
+				i++
+				for len(at.at) > 0 {
+					<-at.at
+				}
+				w := &writtenAt{ResponseRecorder: httptest.NewRecorder()}
+				done := make(chan struct{})
+				go func() {
+					r := httptest.NewRequest("GET", "/api/v2/sessions/"+f.id+"/changes?from_index="+strconv.Itoa(len(f.events))+"&wait_for_seconds=25", nil)
+					r.Header.Set("Authorization", "Bearer "+keyAlice)
+					h.ServeHTTP(w, r)
+					close(done)
+				}()
+				time.Sleep(time.Millisecond) // let the poll wait
+				b.StartTimer()
+				sent := time.Now()
+				e.expect(e.do("POST", "/api/v2/sessions/"+f.id+"/messages", keyAlice, `{"message":"ping"}`), http.StatusAccepted)
+				<-done
+				if w.Code != http.StatusOK {
+					b.Fatal(w.Code, w.Body.String())
+				}
+				samples = append(samples, w.at.Sub(<-at.at))
+				wakeups = append(wakeups, w.at.Sub(sent))
+				var c changes
+				if err := json.Unmarshal(w.Body.Bytes(), &c); err != nil || len(c.NewEvents) == 0 {
+					b.Fatal(err, w.Body.String())
+				}
+				f.events = append(f.events, c.NewEvents...)
+			}
+			slices.Sort(samples)
+			slices.Sort(wakeups)
+			b.ReportMetric(float64(samples[len(samples)/2].Nanoseconds()), "ns/after-sync-p50")
+			b.ReportMetric(float64(wakeups[len(wakeups)/2].Nanoseconds()), "ns/wakeup-p50")
+		})
 	}
 }

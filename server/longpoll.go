@@ -148,5 +148,8 @@ const (
 // handler to write its 202 and for the connection's next read to park its
 // goroutine: a long-poll's answer came about 90 µs after the 202 that
 // acknowledged the message that woke it. With more Ps, idle ones take
-// them anyway, and this costs a trip through the scheduler.
+// them anyway, and this costs a trip through the scheduler. A commit that
+// starts no work (a message to a paused session) has already yielded to
+// the long-polls it woke as the store returned (session's commit); this
+// one is then a short trip.
 func yieldToWoken() { runtime.Gosched() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"slices"
 	"time"
 
@@ -156,15 +157,31 @@ func (m *Manager) commit(ctx context.Context, id string, c *change, fn func(s *s
 			uo = *o
 		}
 		o = &uo
+		// What the commit's record needs of st is computed before the
+		// write: after its sync, only the record's put stands between
+		// the commit and the wake-up of the session's long-polls.
+		met := m.metrics(st)
 		o.Committed = func(s *store.Session, events []store.Event) {
 			// Before the session's long-polls are woken: they answer
 			// from it.
-			m.lastCommits.put(s, events, m.metrics(st))
+			m.lastCommits.put(s, events, met)
 		}
 		err = func() error {
 			defer m.commitsInFlight.begin(id)() // even if the store panics
 			return m.write(ctx, s, events, o)
 		}()
+		if err == nil && o.Lease == "" && (o.Claim == nil || s.LeaseOwner != o.Claim.Owner) && m.longPolls.any(id) {
+			// The commit woke long-polls of this process and starts no
+			// work here (not a worker's, and it claimed nothing): let
+			// them answer, from its record, before what follows the
+			// commit here (the caches, promote, deliver) and the
+			// caller's own answer, which they waited for on one P (see
+			// server's yieldToWoken). With more Ps an idle one may take
+			// them anyway. A worker's commit, or a claim's, goes on: the
+			// model's next request is the worker's, which the server
+			// yields to with the long-polls once the claim returns.
+			runtime.Gosched()
+		}
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}

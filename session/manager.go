@@ -268,6 +268,9 @@ type Manager struct {
 	// commitsInFlight counts the commits in flight by session, for the
 	// long-polls their notifications wake before they are recorded.
 	commitsInFlight inflightCommits
+	// longPolls counts, by session, the long-polls of this process
+	// waiting, which a commit lets answer before it goes on (see commit).
+	longPolls waiters
 	// flightWaited, set by tests only, is called when a woken long-poll
 	// waits for a commit in flight.
 	flightWaited func(id string)
@@ -682,6 +685,8 @@ func (m *Manager) Changes(ctx context.Context, owner, id string, p *ChangesParam
 		t := time.NewTimer(p.Wait)
 		defer t.Stop()
 		timeout = t.C
+		m.longPolls.add(id)
+		defer m.longPolls.done(id)
 	}
 	var count int64
 	for woken := false; ; woken = true {

@@ -162,3 +162,36 @@ func (f *inflightCommits) wait(id string) <-chan struct{} {
 	}
 	return nil
 }
+
+// waiters counts, by session, the long-polls of this process that may
+// wait on it.
+type waiters struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// add counts a long-poll of id; it calls done(id) when it ends.
+func (w *waiters) add(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == nil {
+		w.n = map[string]int{}
+	}
+	w.n[id]++
+}
+
+// done counts off a long-poll of id that add counted.
+func (w *waiters) done(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n[id]--; w.n[id] <= 0 {
+		delete(w.n, id)
+	}
+}
+
+// any reports whether a long-poll of id is counted.
+func (w *waiters) any(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n[id] > 0
+}

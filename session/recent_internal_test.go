@@ -199,3 +199,24 @@ func checkRecentBounds(t *testing.T, r *recentCommits, bound int64) {
 		}
 	}
 }
+
+// TestWaitersCount: the long-polls counted for a session are counted off
+// when they end, the last one's end forgetting the session.
+func TestWaitersCount(t *testing.T) {
+	var w waiters
+	if w.any("a") {
+		t.Fatal("a counted before any long-poll")
+	}
+	w.add("a")
+	w.add("a")
+	w.add("b")
+	w.done("a")
+	if !w.any("a") || !w.any("b") {
+		t.Fatal("a or b not counted while a long-poll of each waits")
+	}
+	w.done("a")
+	w.done("b")
+	if w.any("a") || w.any("b") || len(w.n) != 0 {
+		t.Fatalf("after their long-polls ended: %v", w.n)
+	}
+}
