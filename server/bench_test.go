@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -322,4 +323,56 @@ func BenchmarkWokenLongPoll(b *testing.B) {
 			b.ReportMetric(float64(wakeups[len(wakeups)/2].Nanoseconds()), "ns/wakeup-p50")
 		})
 	}
+}
+
+// BenchmarkFrontDoor measures what the server spends on an API request
+// around its handler (routing, the Host and Origin rules, the key, the
+// path's checks, the write deadlines), with the cheapest of handlers: a
+// GET of a session that does not exist, 404 from one SQLite read.
+// "loopback" is a real client on a kept-alive loopback connection (its
+// allocations count the client's too); "handler" calls ServeHTTP with a
+// recorder, the server's part alone.
+func BenchmarkFrontDoor(b *testing.B) {
+	st, err := sqlite.Open(filepath.Join(b.TempDir(), "hrns.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	m := session.New(st, &openai.Client{BaseURL: "http://127.0.0.1:1", Model: "test-model"}, nil)
+	h := newServer(m, &server.Options{APIKeys: []string{keyAlice}})
+	const path = "/api/v2/sessions/0b6c1e3e-5d7a-4f7e-9a51-2f8f3c1d9e47"
+	b.Run("handler", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r := httptest.NewRequest("GET", path, nil)
+			r.Header.Set("Authorization", "Bearer "+keyAlice)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != http.StatusNotFound {
+				b.Fatal(w.Code, w.Body.String())
+			}
+		}
+	})
+	b.Run("loopback", func(b *testing.B) {
+		srv := httptest.NewServer(h)
+		b.Cleanup(srv.Close)
+		c := srv.Client()
+		req, err := http.NewRequest("GET", srv.URL+path, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+keyAlice)
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, err := c.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				b.Fatal(resp.StatusCode)
+			}
+		}
+	})
 }

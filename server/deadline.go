@@ -44,12 +44,12 @@ type boundedWriter struct {
 	own bool // the handler sets its write deadlines
 }
 
-func newBoundedWriter(w http.ResponseWriter) *boundedWriter {
-	b := &boundedWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
+// init makes b the boundedWriter of w.
+func (b *boundedWriter) init(w http.ResponseWriter) {
+	*b = boundedWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
 	// Bounds net/http's writes before the handler's first (a 100
 	// Continue); the handler's writes each set their own.
 	b.deadline(0)
-	return b
 }
 
 func (b *boundedWriter) deadline(n int) {
@@ -110,7 +110,9 @@ var bodyReadTimeout = time.Minute
 // deadline is lifted once the body is read to its end; a body not read
 // to its end (over the limit, or a route that ignores it) keeps it, so
 // that what net/http reads of the rest after the handler is bounded too.
-// A read past the deadline fails with os.ErrDeadlineExceeded (408).
+// A read past the deadline fails with os.ErrDeadlineExceeded (408). A
+// request without a body (http.NoBody, a GET's) is left as it is: there
+// is nothing to bound.
 //
 // MaxBytesReader is given the writer net/http made, under the
 // boundedWriter and any other wrapper: a body over n then tells net/http,
@@ -118,15 +120,16 @@ var bodyReadTimeout = time.Minute
 // than first read up to 256 KiB more of the body, before the answer is
 // even written.
 func limitBody(w http.ResponseWriter, r *http.Request, n int64) {
-	if r.Body != nil && r.Body != http.NoBody {
-		size := r.ContentLength
-		if size < 0 || size > n {
-			size = n
-		}
-		rc := http.NewResponseController(w)
-		if rc.SetReadDeadline(time.Now().Add(bodyReadTimeout*time.Duration(1+size>>20))) == nil {
-			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
-		}
+	if r.Body == nil || r.Body == http.NoBody {
+		return // nothing to read or bound (a GET's)
+	}
+	size := r.ContentLength
+	if size < 0 || size > n {
+		size = n
+	}
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(bodyReadTimeout*time.Duration(1+size>>20))) == nil {
+		r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 	}
 	for {
 		u, ok := w.(interface{ Unwrap() http.ResponseWriter })

@@ -164,6 +164,9 @@ func checkJSON(w http.ResponseWriter, r *http.Request, optional bool) bool {
 	if ct == "" && optional && r.ContentLength == 0 {
 		return true
 	}
+	if ct == "application/json" {
+		return true // what clients send: no parse (and its map) for it
+	}
 	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
 		return true
 	}

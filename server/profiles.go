@@ -155,7 +155,7 @@ func userID(owner string) string { return orgID("user\x00" + owner) }
 func profileID(r *http.Request) (string, error) {
 	raw := r.PathValue("profile_id")
 	h := strings.ToLower(strings.ReplaceAll(raw, "-", ""))
-	if !uuidRE().MatchString(raw) || len(h) != 32 {
+	if !validUUID(raw) || len(h) != 32 {
 		return "", &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"path", "profile_id"}, Msg: "Input should be a valid UUID", Type: "uuid_parsing", Input: raw}}}
 	}
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32], nil

@@ -139,13 +139,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -249,7 +248,7 @@ type Server struct {
 	keys map[[32]byte]string // sha256 of a key -> owner
 	// opKeys are the sha256 of the operator keys.
 	opKeys map[[32]byte]struct{}
-	mux    *http.ServeMux
+	mux    router
 	log    *slog.Logger
 	g      *guard
 	ui     uiSessions // the web page's cookie sessions
@@ -274,7 +273,7 @@ func New(m *session.Manager, opts *Options) (*Server, error) {
 	if m == nil {
 		return nil, errors.New("server.New: nil manager")
 	}
-	s := &Server{m: m, keys: map[[32]byte]string{}, opKeys: map[[32]byte]struct{}{}, mux: http.NewServeMux(), now: time.Now}
+	s := &Server{m: m, keys: map[[32]byte]string{}, opKeys: map[[32]byte]struct{}{}, mux: router{http.NewServeMux()}, now: time.Now}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -368,7 +367,9 @@ const filesBodyBytes = 12 << 20
 // rules first (see [Options.AllowedHosts] and [Options.CORSOrigins]).
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	bodyDeadline(rw, r)
-	w := newBoundedWriter(rw)
+	d := &dispatchWriter{}
+	d.w.init(rw)
+	w := &d.w
 	defer w.finish()
 	if rest, ok := strings.CutPrefix(r.URL.Path, uiAPIPrefix); ok {
 		// The page's calls to the API, under its own path, where its
@@ -388,27 +389,79 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/healthz" && !s.g.check(w, r) {
 		return
 	}
-	if _, pattern := s.mux.Handler(r); pattern == "" {
-		rec := &statusRecorder{header: http.Header{}}
-		s.mux.ServeHTTP(rec, r)
-		if allow := rec.header.Get("Allow"); allow != "" {
-			w.Header().Set("Allow", allow)
-		}
-		writeError(w, rec.status, http.StatusText(rec.status))
+	// One lookup: the mux routes r and sets its pattern and path values;
+	// a route of the server's takes w (router). Anything else answered
+	// into d: the mux's own answers, for a request no route takes.
+	s.mux.ServeHTTP(d, r)
+	if d.routed {
 		return
 	}
-	s.mux.ServeHTTP(w, r)
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		// A redirect to a route (a trailing slash, a cleaned path):
+		// the mux's answer as it is.
+		maps.Copy(w.Header(), d.header)
+		w.WriteHeader(d.status)
+		if len(d.body) > 0 {
+			w.Write(d.body)
+		}
+		return
+	}
+	if allow := d.header.Get("Allow"); allow != "" {
+		w.Header().Set("Allow", allow)
+	}
+	writeError(w, d.status, http.StatusText(d.status))
 }
 
-// statusRecorder captures the status ServeMux gives an unrouted request.
-type statusRecorder struct {
+// router is the server's ServeMux: every handler registered is told, when
+// it is routed a request, that the request is the server's (see
+// dispatchWriter).
+type router struct{ *http.ServeMux }
+
+func (m router) Handle(pattern string, h http.Handler) {
+	m.ServeMux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d, ok := w.(*dispatchWriter); ok {
+			d.routed = true
+			w = &d.w
+		}
+		h.ServeHTTP(w, r)
+	}))
+}
+
+func (m router) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
+}
+
+// dispatchWriter is what ServeHTTP gives the mux: a route of the server's
+// (router) takes its boundedWriter, w; the mux's own handlers (404, 405
+// with its Allow, redirects) write their answer into it, which ServeHTTP
+// then answers in JSON or passes on.
+type dispatchWriter struct {
+	w      boundedWriter
+	routed bool
+	// the mux's own answer
 	header http.Header
 	status int
+	body   []byte
 }
 
-func (r *statusRecorder) Header() http.Header         { return r.header }
-func (r *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
-func (r *statusRecorder) WriteHeader(code int)        { r.status = code }
+func (d *dispatchWriter) Header() http.Header {
+	if d.header == nil {
+		d.header = http.Header{}
+	}
+	return d.header
+}
+
+func (d *dispatchWriter) Write(b []byte) (int, error) {
+	d.WriteHeader(http.StatusOK)
+	d.body = append(d.body, b...)
+	return len(b), nil
+}
+
+func (d *dispatchWriter) WriteHeader(code int) {
+	if d.status == 0 {
+		d.status = code
+	}
+}
 
 // api wraps a handler with authentication, the Content-Type rule, the
 // body limit and error mapping.
@@ -431,7 +484,7 @@ func (s *Server) api(b body, h func(w http.ResponseWriter, r *http.Request, owne
 		if !checkURL(w, r) {
 			return
 		}
-		if id := r.PathValue("id"); id != "" && !uuidRE().MatchString(id) {
+		if id := r.PathValue("id"); id != "" && !validUUID(id) {
 			writeError(w, http.StatusUnprocessableEntity, []session.FieldError{{Loc: []any{"path", "id"}, Msg: "Input should be a valid UUID", Type: "uuid_parsing", Input: id}})
 			return
 		}
@@ -446,9 +499,36 @@ func (s *Server) api(b body, h func(w http.ResponseWriter, r *http.Request, owne
 	})
 }
 
-var uuidRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$`)
-})
+// validUUID reports whether s is a UUID as the API takes one: 32 hex
+// digits, either case, in groups of 8, 4, 4, 4 and 12, each pair of
+// groups with or without a hyphen between (the language of
+// ^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$,
+// checked without a regular expression on every request's path).
+func validUUID(s string) bool {
+	if len(s) < 32 || len(s) > 36 {
+		return false
+	}
+	i := 0
+	for g, n := range [...]int{8, 4, 4, 4, 12} {
+		if g > 0 && i < len(s) && s[i] == '-' {
+			i++
+		}
+		if len(s)-i < n {
+			return false
+		}
+		for _, c := range []byte(s[i : i+n]) {
+			if !isHex(c) {
+				return false
+			}
+		}
+		i += n
+	}
+	return i == len(s)
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
 
 // fromPageKey marks a request of the web page to the API, made under its
 // path (ui/api/v2/...): the only ones the page's cookie authenticates.
@@ -592,7 +672,7 @@ func decodeBytes(body []byte, v any) error {
 // character: for the bodies whose strings the stores keep inside JSON
 // (a tool's output), never as text.
 func decodeJSON(body []byte, v any) error {
-	if len(strings.TrimSpace(string(body))) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		return &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"body"}, Msg: "Field required", Type: "missing"}}}
 	}
 	if !utf8.Valid(body) {
@@ -695,7 +775,9 @@ func checkURL(w http.ResponseWriter, r *http.Request) bool {
 		writeError(w, http.StatusUnprocessableEntity, []session.FieldError{{Loc: []any{"path"}, Msg: "the path is not UTF-8 or holds the NUL character (%00)", Type: "value_error"}})
 		return false
 	}
-	if r.URL.RawQuery == "" {
+	if q := r.URL.RawQuery; q == "" || !strings.Contains(q, "%") && !unstorable(q) {
+		// No escape: each key and value is a piece of the query, with
+		// '+' for ' ', as storable as the whole (no parse for it).
 		return true
 	}
 	for k, vs := range r.URL.Query() {
@@ -991,7 +1073,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, owner string) erro
 	}
 	p.GroupID, p.ParentSessionID, p.Search = vals.Get("group_id"), vals.Get("parent_session_id"), q.search("search")
 	if id := vals.Get("schedule_id"); id != "" {
-		if !uuidRE().MatchString(id) {
+		if !validUUID(id) {
 			q.add("schedule_id", "Input should be a valid UUID", id)
 		}
 		p.ScheduleID = id

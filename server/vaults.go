@@ -110,7 +110,7 @@ func orgID(owner string) string {
 func vaultID(r *http.Request) (string, error) {
 	raw := r.PathValue("vault_id")
 	h := strings.ToLower(strings.ReplaceAll(raw, "-", ""))
-	if !uuidRE().MatchString(raw) || len(h) != 32 {
+	if !validUUID(raw) || len(h) != 32 {
 		return "", &session.ValidationError{Fields: []session.FieldError{{Loc: []any{"path", "vault_id"}, Msg: "Input should be a valid UUID", Type: "uuid_parsing", Input: raw}}}
 	}
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32], nil

@@ -61,7 +61,7 @@ func (s *Server) webhookRoutes() {
 
 // canonicalUUID returns a UUID as the store keeps it: lower case, dashed.
 func canonicalUUID(s string) (string, bool) {
-	if !uuidRE().MatchString(s) {
+	if !validUUID(s) {
 		return "", false
 	}
 	x := strings.ToLower(strings.ReplaceAll(s, "-", ""))
