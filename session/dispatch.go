@@ -104,11 +104,34 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 		m.setBacklog()
 	}
 	backlogSet := m.backlogSet
+	if free > 0 {
+		// The claim's workers are reserved while it is in flight, so
+		// that a caller's input committed meanwhile (reserveClaim) does
+		// not take one of them too: this process would then run more
+		// than Workers sessions. What the claim does not fill is given
+		// back once it answers.
+		m.reserved += free
+	}
 	m.mu.Unlock()
 	var wake <-chan time.Time
 	if free > 0 {
+		reserved := true
+		unreserve := func() { // m.mu held
+			if reserved {
+				reserved = false
+				m.reserved -= free
+			}
+		}
+		defer func() { // a panic in the claim gives them back too
+			m.mu.Lock()
+			unreserve()
+			m.mu.Unlock()
+		}()
 		claimed, again, err := m.claim(ctx, free)
 		if err != nil {
+			m.mu.Lock()
+			unreserve()
+			m.mu.Unlock()
 			if ctx.Err() == nil {
 				m.log.Error("claiming sessions", "err", err)
 				retry.Sleep(ctx, time.Second)
@@ -122,6 +145,7 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 			return
 		}
 		m.mu.Lock()
+		unreserve()
 		for _, s := range claimed {
 			m.startWorker(ctx, s, nil)
 		}
