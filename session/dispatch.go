@@ -104,6 +104,14 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 		m.setBacklog()
 	}
 	backlogSet := m.backlogSet
+	if free > 1 && !m.backlog {
+		// A pool with room: the claim is for half the free workers
+		// (rounded up), and the callers' inputs committed while it is
+		// in flight claim their sessions in their commits on the
+		// others, as when no claim is. A claim that takes all it asked
+		// for sets the backlog, and the next is for every free worker.
+		free = (free + 1) / 2
+	}
 	if free > 0 {
 		// The claim's workers are reserved while it is in flight, so
 		// that a caller's input committed meanwhile (reserveClaim) does
