@@ -104,11 +104,42 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 		m.setBacklog()
 	}
 	backlogSet := m.backlogSet
+	if free > 1 && !m.backlog {
+		// A pool with room: the claim is for half the free workers
+		// (rounded up), and the callers' inputs committed while it is
+		// in flight claim their sessions in their commits on the
+		// others, as when no claim is. A claim that takes all it asked
+		// for sets the backlog, and the next is for every free worker.
+		free = (free + 1) / 2
+	}
+	if free > 0 {
+		// The claim's workers are reserved while it is in flight, so
+		// that a caller's input committed meanwhile (reserveClaim) does
+		// not take one of them too: this process would then run more
+		// than Workers sessions. What the claim does not fill is given
+		// back once it answers.
+		m.reserved += free
+	}
 	m.mu.Unlock()
 	var wake <-chan time.Time
 	if free > 0 {
+		reserved := true
+		unreserve := func() { // m.mu held
+			if reserved {
+				reserved = false
+				m.reserved -= free
+			}
+		}
+		defer func() { // a panic in the claim gives them back too
+			m.mu.Lock()
+			unreserve()
+			m.mu.Unlock()
+		}()
 		claimed, again, err := m.claim(ctx, free)
 		if err != nil {
+			m.mu.Lock()
+			unreserve()
+			m.mu.Unlock()
 			if ctx.Err() == nil {
 				m.log.Error("claiming sessions", "err", err)
 				retry.Sleep(ctx, time.Second)
@@ -122,6 +153,7 @@ func (m *Manager) dispatchOnce(ctx context.Context, work <-chan struct{}) {
 			return
 		}
 		m.mu.Lock()
+		unreserve()
 		for _, s := range claimed {
 			m.startWorker(ctx, s, nil)
 		}

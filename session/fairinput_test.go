@@ -169,3 +169,88 @@ func testInputClaimsFairAcrossKeys(t *testing.T, st store.Store, create bool) {
 		t.Errorf("%d workers run; Workers is 2", n)
 	}
 }
+
+// TestInputClaimWithinWorkers: a caller's input claims its session in its
+// commit only on a worker that the dispatcher's claim in flight does not
+// take. With two workers, none running, the dispatcher claims (two
+// sessions of key B wait, created by a manager that runs none) while the
+// result of A's session a1 is posted (the claim is held here, as a slow
+// claim is). Before, the claim was for both workers, and the post, which
+// found both free, claimed a1 in its commit too: three sessions ran on
+// two workers. Now a claim in a pool with room is for half the free
+// workers, which it holds while in flight: a1 is claimed in its commit on
+// the other (not left to the dispatcher's next claim, as it would be by a
+// claim holding every free worker), and two sessions run.
+func TestInputClaimWithinWorkers(t *testing.T) {
+	eachStore(t, testInputClaimWithinWorkers)
+}
+
+func testInputClaimWithinWorkers(t *testing.T, st store.Store) {
+	g := &gatedClaims{Store: st, entered: make(chan struct{}), gate: make(chan struct{})}
+	model := &inputModel{release1: make(chan struct{}), end: make(chan struct{}), started: make(chan string, 16)}
+	close(model.release1)
+	m, _ := newLogged(t, g, model, &session.Options{Workers: 2})
+	idle, _ := newLogged(t, g, model, &session.Options{Workers: 2}) // not started: its creations claim nothing
+	defer close(model.end)
+	start(t, m)
+	ctx := t.Context()
+	mk := func(m *session.Manager, key, name string) string {
+		t.Helper()
+		body := fmt.Sprintf(`{"agent":{"name":"a","tools":[{"name":"read_file","description":"Reads a file."}]},"max_steps":1000,"messages":%q}`, name)
+		var req session.Request
+		if err := json.Unmarshal([]byte(body), &req); err != nil {
+			t.Fatal(err)
+		}
+		v, _, err := m.Create(ctx, &session.CreateParams{Owner: key, Request: &req, Raw: json.RawMessage(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.ID
+	}
+	a1 := mk(m, "key-a", "a1")
+	if s := <-model.started; s != "a1#1" {
+		t.Fatalf("first request %s, want a1#1", s)
+	}
+	for from := int64(0); ; {
+		c, _, err := m.Changes(ctx, "key-a", a1, &session.ChangesParams{From: from, Wait: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == nil {
+			continue
+		}
+		if c.Status == session.StatusAwaitingToolResults {
+			break
+		}
+		from += int64(len(c.NewEvents))
+	}
+	for session.Running(m) != 0 {
+		time.Sleep(time.Millisecond) // a1's worker leaves after its commit
+	}
+	g.mu.Lock()
+	g.armed = true
+	g.mu.Unlock()
+	mk(idle, "key-b", "b1")
+	mk(idle, "key-b", "b2")
+	<-g.entered // the dispatcher claims
+	if err := m.PostToolResults(ctx, "key-a", a1, []session.ToolResult{{Kind: "tool_result", ToolReq: session.ToolRequest{ID: "call_0"}, Result: json.RawMessage(`"ok"`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := session.Workers(m, a1); n != 1 {
+		// A claim reserving every free worker would leave the inputs
+		// committed meanwhile to its next claim.
+		t.Errorf("a1's result, posted in a pool with room while the dispatcher claims, did not claim a1 in its commit (%d workers)", n)
+	}
+	close(g.gate)
+	// Two of a1, b1 and b2 start.
+	for range 2 {
+		select {
+		case <-model.started:
+		case <-ctx.Done():
+			t.Fatal("no model request")
+		}
+	}
+	if n := session.Running(m); n > 2 {
+		t.Errorf("%d workers run; Workers is 2", n)
+	}
+}

@@ -27,7 +27,8 @@ const (
 // change announced by the store ([store.ScheduleTopic]), or
 // [Options.MaxWait], whichever comes first. After an error of the store
 // it waits a little longer each time, up to 30 seconds. It returns nil
-// once ctx ends.
+// once ctx ends, after what it took is completed (within about a second
+// of ctx's end: see Poll).
 func (s *Scheduler) Run(ctx context.Context) error {
 	changed, cancel := s.st.Subscribe(store.ScheduleTopic)
 	defer cancel()
@@ -85,20 +86,27 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // over later. Errors are the store's.
 //
 // What a claim or a fire has taken is completed even when ctx ends
-// meanwhile (within half a lease): a run cut there would stay leased to a
-// stopped worker, and start late, when its lease expires. Once ctx ends,
-// Poll takes nothing more.
+// meanwhile (within half a lease, and within stopGrace of ctx's end): a
+// run cut there would stay leased to a stopped worker, and start late,
+// when its lease expires. The claim or fire in flight is not cut at once
+// either (see claim), but stopGrace after ctx ends, so that a store that
+// does not answer holds a stopping worker about a second, not for the
+// three calls' bounds (90 s with the default lease); what it took is
+// then left to its lease's lapse, as after a crash. Once ctx ends, Poll
+// takes nothing more.
 func (s *Scheduler) Poll(ctx context.Context) (done int, err error) {
 	now := s.opts.Clock.Now()
+	grace, cancelGrace := retry.Grace(ctx, stopGrace)
+	defer cancelGrace()
 	for range pollBatches {
 		if ctx.Err() != nil {
 			return done, ctx.Err()
 		}
-		runs, err := s.claim(ctx)
+		runs, err := s.claim(grace)
 		if err != nil {
 			return done, err
 		}
-		wctx, cancel := s.uncut(ctx)
+		wctx, cancel := s.uncut(grace)
 		for _, r := range runs {
 			if err := s.complete(wctx, r); err != nil {
 				s.log.Warn("schedules: run not completed; it will be taken over", "schedule", r.ScheduleID, "run", r.ID, "attempts", r.Attempts, "err", err)
@@ -120,7 +128,7 @@ func (s *Scheduler) Poll(ctx context.Context) (done int, err error) {
 			if ctx.Err() != nil {
 				return done, ctx.Err()
 			}
-			fired, err := s.fire(ctx, sc, now)
+			fired, err := s.fire(grace, sc, now)
 			if err != nil {
 				s.log.Warn("schedules: fire", "schedule", sc.ID, "err", err)
 			}
@@ -135,12 +143,12 @@ func (s *Scheduler) Poll(ctx context.Context) (done int, err error) {
 	return done, nil
 }
 
-// uncut returns a context for work that must not be cut once taken: ctx's
-// values without its cancellation, bounded by half a lease, so that a
-// worker that takes longer loses the work to a takeover rather than
-// doing it twice at once.
-func (s *Scheduler) uncut(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), s.opts.LeaseTTL/2)
+// uncut returns a context for work that must not be cut once taken:
+// grace (Poll's context given stopGrace after its end: see Poll) bounded
+// by half a lease, so that a worker that takes longer loses the work to
+// a takeover rather than doing it twice at once.
+func (s *Scheduler) uncut(grace context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(grace, s.opts.LeaseTTL/2)
 }
 
 // storeTries bounds the calls of one fire or claim: the first, and the
@@ -155,11 +163,12 @@ const storeTries = 3
 // token, which returns what it took if it committed (and claims as any
 // claim if it did not), up to storeTries calls, each on a context of
 // its own (see uncut); when every call fails, the runs it may have taken
-// wait for their leases to lapse.
-func (s *Scheduler) claim(ctx context.Context) ([]*store.ScheduleRun, error) {
+// wait for their leases to lapse. grace is Poll's context given
+// stopGrace after its end.
+func (s *Scheduler) claim(grace context.Context) ([]*store.ScheduleRun, error) {
 	p := &store.ClaimParams{Owner: s.opts.Owner, Token: rand.Text(), TTL: s.opts.LeaseTTL, Limit: claimBatch}
 	var runs []*store.ScheduleRun
-	err, earlier := retry.Do(context.WithoutCancel(ctx), retry.Policy{Tries: storeTries, Bound: s.opts.LeaseTTL / 2}, func(ctx context.Context) (err error) {
+	err, earlier := retry.Do(grace, retry.Policy{Tries: storeTries, Bound: s.opts.LeaseTTL / 2}, func(ctx context.Context) (err error) {
 		p.Now = s.opts.Clock.Now()
 		runs, err = s.st.ClaimScheduleRuns(ctx, p)
 		return err
@@ -174,8 +183,8 @@ func (s *Scheduler) claim(ctx context.Context) ([]*store.ScheduleRun, error) {
 }
 
 // fire takes the tick of a due schedule and creates its session. It
-// reports whether it took the tick. What it does once it read the
-// schedule is not cut by ctx (see uncut).
+// reports whether it took the tick. grace is Poll's context given
+// stopGrace after its end (see uncut).
 //
 // A fire that answers an error other than a conflict may have
 // committed: its run is leased to this worker, which does not know it.
@@ -183,8 +192,8 @@ func (s *Scheduler) claim(ctx context.Context) ([]*store.ScheduleRun, error) {
 // the first call inserted it (its lease extended) and fires as any fire
 // if it did not, up to storeTries calls; when every call fails, a run it
 // may have inserted waits for its lease to lapse and is taken over.
-func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time) (bool, error) {
-	base := context.WithoutCancel(ctx)
+func (s *Scheduler) fire(grace context.Context, sc *store.Schedule, now time.Time) (bool, error) {
+	base := grace
 	ctx, cancel := s.uncut(base)
 	defer func() { cancel() }()
 	sp, err := decodeSpec(sc)
@@ -338,3 +347,7 @@ func (s *Scheduler) finish(ctx context.Context, r *store.ScheduleRun, status, se
 	}
 	return err
 }
+
+// stopGrace bounds what the worker still waits for of the store once its
+// context ends (see Poll), as session.Manager's does once it stops.
+const stopGrace = time.Second

@@ -226,7 +226,8 @@ func (s *Service) Start() {
 }
 
 // Stop stops the worker and waits, until ctx is done, for the attempts
-// in progress to end (each within Options.Timeout) and be recorded.
+// in progress to end (each within Options.Timeout) and be recorded, and
+// for a claim in flight, at most about a second (see claim).
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.running {
@@ -386,10 +387,14 @@ func (d *dispatcher) fill(ctx context.Context) (int, error) {
 const claimTries = 3
 
 // claim leases up to free due deliveries to this worker. The claim is
-// not cut by Stop: a claim cancelled after its transaction committed
-// would leave the deliveries leased to a worker that never attempts
-// them, late by LeaseTTL. It is bounded by the attempt timeout instead,
-// and what it took is attempted (Stop waits for the attempts).
+// not cut by Stop at once: a claim cancelled after its transaction
+// committed would leave the deliveries leased to a worker that never
+// attempts them, late by LeaseTTL. It is bounded by the attempt timeout
+// instead, and by stopGrace once ctx ends (Stop), so that a store that
+// does not answer holds Stop for about a second, not for the three
+// calls' bounds (32 s with the default timeout); what it took is
+// attempted (Stop waits for the attempts), or, when the grace cut it,
+// waits for its leases to lapse, as after a crash.
 //
 // A claim that answers an error may have committed (its bound passed
 // after the commit, or the connection broke while the commit's answer
@@ -403,7 +408,9 @@ func (s *Service) claim(ctx context.Context, free int) ([]*store.Delivery, error
 	p := &store.ClaimParams{Owner: s.opts.ReplicaID, Token: rand.Text(), TTL: s.opts.LeaseTTL, Limit: free, PerKey: s.opts.PerKey}
 	var ds []*store.Delivery
 	policy := retry.Policy{Tries: claimTries, Bound: s.opts.Timeout, Pause: s.opts.Timeout / 10}
-	err, earlier := retry.Do(context.WithoutCancel(ctx), policy, func(ctx context.Context) (err error) {
+	gctx, cancel := retry.Grace(ctx, stopGrace)
+	defer cancel()
+	err, earlier := retry.Do(gctx, policy, func(ctx context.Context) (err error) {
 		p.Now = s.opts.Now()
 		ds, err = s.st.ClaimDeliveries(ctx, p)
 		return err
@@ -461,3 +468,9 @@ func (s *Service) attempt(ctx context.Context, d *store.Delivery) error {
 	}
 	return err
 }
+
+// stopGrace bounds what Stop still waits for of a claim in flight (see
+// claim), as session.Manager's does of its dispatcher's: a store that
+// answers within it has what the claim took attempted at once, and one
+// that does not leaves it leased until the leases lapse.
+const stopGrace = time.Second

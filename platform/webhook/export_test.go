@@ -1,0 +1,4 @@
+package webhook
+
+// StopGrace bounds what Stop still waits for of a claim in flight.
+const StopGrace = stopGrace
