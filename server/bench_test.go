@@ -116,6 +116,19 @@ func BenchmarkToolResultRoundTrip(b *testing.B) {
 	})
 }
 
+// pausedSession creates a session of keyAlice's, waits for its first
+// model request (on requests) and its tool call, pauses it and returns
+// it followed. The wake-up benchmarks take a new one every ten samples,
+// so that no session's inbox grows long.
+func pausedSession(e *env, requests chan struct{}) *follower {
+	f := e.follow(keyAlice, e.create(keyAlice, orderAgent))
+	<-requests
+	f.status(session.StatusAwaitingToolResults)
+	e.expect(e.do("POST", "/api/v2/sessions/"+f.id+"/pause", keyAlice, nil), http.StatusAccepted)
+	f.status(session.StatusPaused)
+	return f
+}
+
 // BenchmarkLongPollWakeUp measures from sending a message to a paused
 // session until a long-poll waiting on it returns with the event. As the
 // bench driver's wake-up job does (bench/cmd/sessload), it pauses a new
@@ -131,11 +144,7 @@ func BenchmarkLongPollWakeUp(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			if i%10 == 0 {
-				f = e.follow(keyAlice, e.create(keyAlice, orderAgent))
-				<-requests
-				f.status(session.StatusAwaitingToolResults)
-				e.expect(e.do("POST", "/api/v2/sessions/"+f.id+"/pause", keyAlice, nil), http.StatusAccepted)
-				f.status(session.StatusPaused)
+				f = pausedSession(e, requests)
 			}
 			i++
 			done := make(chan time.Time)
@@ -283,11 +292,7 @@ func BenchmarkWokenLongPoll(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				if i%10 == 0 {
-					f = e.follow(keyAlice, e.create(keyAlice, orderAgent))
-					<-requests
-					f.status(session.StatusAwaitingToolResults)
-					e.expect(e.do("POST", "/api/v2/sessions/"+f.id+"/pause", keyAlice, nil), http.StatusAccepted)
-					f.status(session.StatusPaused)
+					f = pausedSession(e, requests)
 				}
 				i++
 				for len(at.at) > 0 {

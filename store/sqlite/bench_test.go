@@ -13,30 +13,19 @@ import (
 
 // BenchmarkUpdateSession measures one committed change with one event.
 func BenchmarkUpdateSession(b *testing.B) {
-	for _, relaxed := range []bool{false, true} {
-		name := "sync=FULL"
-		if relaxed {
-			name = "sync=NORMAL"
+	eachSync(b, func(b *testing.B, st *sqlite.Store) {
+		ctx := b.Context()
+		s, _, err := st.CreateSession(ctx, &store.Session{ID: "s", Owner: "o", Status: "running", State: json.RawMessage(`{"phase":"run"}`)}, nil)
+		if err != nil {
+			b.Fatal(err)
 		}
-		b.Run(name, func(b *testing.B) {
-			st, err := sqlite.Open(filepath.Join(b.TempDir(), "hrns.db"), &sqlite.Options{RelaxedSync: relaxed})
-			if err != nil {
+		ev := []store.Event{{Type: "AgentEvent", Data: json.RawMessage(`{"kind":"message_event","caller_id":"user","content":["hi"]}`)}}
+		for b.Loop() {
+			if err := st.UpdateSession(ctx, s, ev, nil); err != nil {
 				b.Fatal(err)
 			}
-			defer st.Close()
-			ctx := b.Context()
-			s, _, err := st.CreateSession(ctx, &store.Session{ID: "s", Owner: "o", Status: "running", State: json.RawMessage(`{"phase":"run"}`)}, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			ev := []store.Event{{Type: "AgentEvent", Data: json.RawMessage(`{"kind":"message_event","caller_id":"user","content":["hi"]}`)}}
-			for b.Loop() {
-				if err := st.UpdateSession(ctx, s, ev, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // BenchmarkGetSession measures one read.
@@ -65,6 +54,36 @@ func BenchmarkGetSession(b *testing.B) {
 // the owner has no webhook. It reports the process's CPU per pair
 // (cpu-µs/op: the disk's waits are not CPU).
 func BenchmarkWake(b *testing.B) {
+	eachSync(b, func(b *testing.B, st *sqlite.Store) {
+		ctx := b.Context()
+		s, _, err := st.CreateSession(ctx, &store.Session{ID: "s", Owner: "o", Agent: "a", Status: "idle", State: json.RawMessage(`{"phase":"wait"}`)}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		msg := []store.Event{{Type: "AgentEvent", Data: json.RawMessage(`{"kind":"message_event","caller_id":"user","content":["hi"]}`)}}
+		step := []store.Event{{Type: "AgentEvent", Data: json.RawMessage(`{"kind":"message_event","caller_id":"assistant","content":["hello"]}`)}}
+		cpu0 := cpuTime()
+		for b.Loop() {
+			s.Status, s.Runnable, s.State = "running", true, json.RawMessage(`{"phase":"run"}`)
+			claim := &store.ClaimParams{Owner: "w", Token: "t", Now: time.Now(), TTL: time.Minute, BelowAttempts: 3}
+			if err := st.UpdateSession(ctx, s, msg, &store.UpdateOptions{Claim: claim}); err != nil {
+				b.Fatal(err)
+			}
+			if s.LeaseOwner != "w" {
+				b.Fatal("the input did not claim the session")
+			}
+			s.Status, s.Runnable, s.State = "idle", false, json.RawMessage(`{"phase":"wait"}`)
+			if err := st.UpdateSession(ctx, s, step, &store.UpdateOptions{Lease: "w", Release: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+	})
+}
+
+// eachSync runs f on a fresh store with synchronous = FULL, then on one
+// with NORMAL (Options.RelaxedSync), each as a sub-benchmark.
+func eachSync(b *testing.B, f func(b *testing.B, st *sqlite.Store)) {
 	for _, relaxed := range []bool{false, true} {
 		name := "sync=FULL"
 		if relaxed {
@@ -76,29 +95,7 @@ func BenchmarkWake(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer st.Close()
-			ctx := b.Context()
-			s, _, err := st.CreateSession(ctx, &store.Session{ID: "s", Owner: "o", Agent: "a", Status: "idle", State: json.RawMessage(`{"phase":"wait"}`)}, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			msg := []store.Event{{Type: "AgentEvent", Data: json.RawMessage(`{"kind":"message_event","caller_id":"user","content":["hi"]}`)}}
-			step := []store.Event{{Type: "AgentEvent", Data: json.RawMessage(`{"kind":"message_event","caller_id":"assistant","content":["hello"]}`)}}
-			cpu0 := cpuTime()
-			for b.Loop() {
-				s.Status, s.Runnable, s.State = "running", true, json.RawMessage(`{"phase":"run"}`)
-				claim := &store.ClaimParams{Owner: "w", Token: "t", Now: time.Now(), TTL: time.Minute, BelowAttempts: 3}
-				if err := st.UpdateSession(ctx, s, msg, &store.UpdateOptions{Claim: claim}); err != nil {
-					b.Fatal(err)
-				}
-				if s.LeaseOwner != "w" {
-					b.Fatal("the input did not claim the session")
-				}
-				s.Status, s.Runnable, s.State = "idle", false, json.RawMessage(`{"phase":"wait"}`)
-				if err := st.UpdateSession(ctx, s, step, &store.UpdateOptions{Lease: "w", Release: true}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+			f(b, st)
 		})
 	}
 }
