@@ -19,22 +19,45 @@ import (
 // lets them go.
 type gatedClaims struct {
 	store.Store
-	mu      sync.Mutex
-	armed   bool
-	entered chan struct{}
-	gate    chan struct{}
+	mu       sync.Mutex
+	armed    bool
+	inFlight int // claims in the store, gated or not
+	entered  chan struct{}
+	gate     chan struct{}
 }
 
 func (g *gatedClaims) Claim(ctx context.Context, p *store.ClaimParams) ([]*store.Session, error) {
 	g.mu.Lock()
 	armed := g.armed
 	g.armed = false
+	g.inFlight++
 	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.inFlight--
+		g.mu.Unlock()
+	}()
 	if armed {
 		close(g.entered)
 		<-g.gate
 	}
 	return g.Store.Claim(ctx, p)
+}
+
+// armWhenIdle arms the gate once no claim is in flight, so that the next
+// claim is the one held and no claim made before arming sees what the
+// test does next.
+func (g *gatedClaims) armWhenIdle() {
+	for {
+		g.mu.Lock()
+		if g.inFlight == 0 {
+			g.armed = true
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // inputModel runs sessions whose first message names them: "a1" and "a2"
@@ -227,28 +250,35 @@ func testInputClaimWithinWorkers(t *testing.T, st store.Store) {
 	for session.Running(m) != 0 {
 		time.Sleep(time.Millisecond) // a1's worker leaves after its commit
 	}
-	g.mu.Lock()
-	g.armed = true
-	g.mu.Unlock()
+	// A claim made when a1's worker left, if still on its way, could
+	// take b1 before the held claim does.
+	g.armWhenIdle()
 	mk(idle, "key-b", "b1")
 	mk(idle, "key-b", "b2")
 	<-g.entered // the dispatcher claims
 	if err := m.PostToolResults(ctx, "key-a", a1, []session.ToolResult{{Kind: "tool_result", ToolReq: session.ToolRequest{ID: "call_0"}, Result: json.RawMessage(`"ok"`)}}); err != nil {
 		t.Fatal(err)
 	}
-	if n := session.Workers(m, a1); n != 1 {
-		// A claim reserving every free worker would leave the inputs
-		// committed meanwhile to its next claim.
-		t.Errorf("a1's result, posted in a pool with room while the dispatcher claims, did not claim a1 in its commit (%d workers)", n)
+	// The result claims a1 in its commit: a1's next model request starts
+	// while the dispatcher's claim is still held (nothing else could run
+	// a1 then). A claim reserving every free worker would leave the
+	// inputs committed meanwhile to its next claim. (Counting a1's
+	// workers as PostToolResults returns raced with the worker's start.)
+	select {
+	case s := <-model.started:
+		if s != "a1#2" {
+			t.Errorf("request %s started while the dispatcher's claim was held, want a1#2", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("a1's result, posted in a pool with room while the dispatcher claims, did not claim a1 in its commit (no request in 10s)")
 	}
 	close(g.gate)
-	// Two of a1, b1 and b2 start.
-	for range 2 {
-		select {
-		case <-model.started:
-		case <-ctx.Done():
-			t.Fatal("no model request")
-		}
+	// One of b1 and b2 starts, on the worker the claim took; the claim's
+	// workers are launched together.
+	select {
+	case <-model.started:
+	case <-ctx.Done():
+		t.Fatal("no model request")
 	}
 	if n := session.Running(m); n > 2 {
 		t.Errorf("%d workers run; Workers is 2", n)
