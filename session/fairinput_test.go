@@ -60,6 +60,25 @@ func (g *gatedClaims) armWhenIdle() {
 	}
 }
 
+// awaitingResults follows owner's session id until it waits for tool
+// results.
+func awaitingResults(t *testing.T, m *session.Manager, owner, id string) {
+	t.Helper()
+	for from := int64(0); ; {
+		c, _, err := m.Changes(t.Context(), owner, id, &session.ChangesParams{From: from, Wait: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == nil {
+			continue
+		}
+		if c.Status == session.StatusAwaitingToolResults {
+			return
+		}
+		from += int64(len(c.NewEvents))
+	}
+}
+
 // inputModel runs sessions whose first message names them: "a1" and "a2"
 // call the client tool read_file each turn, "b" answers at once. a1's
 // first turn waits for release1; a2's turns, and a1's after its first,
@@ -158,19 +177,7 @@ func testInputClaimsFairAcrossKeys(t *testing.T, st store.Store, create bool) {
 	g.armed = true
 	g.mu.Unlock()
 	close(model.release1)
-	for from := int64(0); ; {
-		c, _, err := m.Changes(ctx, "key-a", a1, &session.ChangesParams{From: from, Wait: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c == nil {
-			continue
-		}
-		if c.Status == session.StatusAwaitingToolResults {
-			break
-		}
-		from += int64(len(c.NewEvents))
-	}
+	awaitingResults(t, m, "key-a", a1)
 	<-g.entered // a1's worker is free, and the dispatcher claims it
 	if create {
 		if a3 := mk("key-a", "a3"); session.Workers(m, a3) != 0 {
@@ -234,19 +241,7 @@ func testInputClaimWithinWorkers(t *testing.T, st store.Store) {
 	if s := <-model.started; s != "a1#1" {
 		t.Fatalf("first request %s, want a1#1", s)
 	}
-	for from := int64(0); ; {
-		c, _, err := m.Changes(ctx, "key-a", a1, &session.ChangesParams{From: from, Wait: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c == nil {
-			continue
-		}
-		if c.Status == session.StatusAwaitingToolResults {
-			break
-		}
-		from += int64(len(c.NewEvents))
-	}
+	awaitingResults(t, m, "key-a", a1)
 	for session.Running(m) != 0 {
 		time.Sleep(time.Millisecond) // a1's worker leaves after its commit
 	}
